@@ -1,0 +1,54 @@
+#include "backend/backend.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "core/cleanup.h"
+#include "core/sys.h"
+
+const struct al_backend_ops *al_backend_lookup(const char *name)
+{
+	if (!name || strcmp(name, al_backend_native.name) == 0)
+		return &al_backend_native;
+	return NULL;
+}
+
+int al_backend_run(const struct al_backend_ops *ops, const struct al_plan *plan,
+		   struct al_run_result *res, struct al_error *err)
+{
+	struct al_sandbox sb = {
+		.ops = ops,
+		.plan = plan,
+		.proc = {.pid = -1, .pidfd = -1, .sync = -1, .stdin_wr = -1, .stdout_rd = -1,
+			 .stderr_rd = -1},
+	};
+	int r;
+
+	if ((r = ops->probe(plan, err)) < 0)
+		return al_error_wrap(err, "backend %s", ops->name);
+	al_supervisor_block_signals();
+	if ((r = ops->prepare(&sb, err)) < 0 || (r = ops->start(&sb, err)) < 0 ||
+	    (r = ops->wait(&sb, res, err)) < 0) {
+		ops->destroy(&sb);
+		return r;
+	}
+	ops->destroy(&sb);
+	return 0;
+}
+
+void al_sandbox_release(struct al_sandbox *sb)
+{
+	struct al_supervised *p = &sb->proc;
+	siginfo_t si;
+
+	if (p->pidfd >= 0 && al_sys_pidfd_send_signal(p->pidfd, SIGKILL) == 0)
+		while (waitid(P_PIDFD, (id_t)p->pidfd, &si, WEXITED) < 0 && errno == EINTR)
+			;
+	al_closep(&p->pidfd);
+	al_closep(&p->sync);
+	al_closep(&p->stdin_wr);
+	al_closep(&p->stdout_rd);
+	al_closep(&p->stderr_rd);
+}

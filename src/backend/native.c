@@ -1,0 +1,171 @@
+/* The native backend: Linux namespaces, landlock and seccomp, with the
+ * parent-side setup order of DESIGN.md: (cgroup, later) → clone3 into new
+ * namespaces → uid/gid maps → release the child. */
+#include "backend/backend.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/sys.h"
+#include "sandbox/sandbox.h"
+
+#define NS_FLAGS                                                                                   \
+	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | \
+	 CLONE_NEWCGROUP)
+
+static int native_probe(const struct al_plan *plan, struct al_error *err)
+{
+	(void)plan;
+	(void)err;
+	/* Whether user namespaces are allowed shows at clone3 time, where the
+	 * error can say exactly that; probing here would cost a clone. */
+	return 0;
+}
+
+static int native_prepare(struct al_sandbox *sb, struct al_error *err)
+{
+	(void)sb;
+	(void)err;
+	return 0;
+}
+
+static int write_maps(const struct al_plan *plan, pid_t pid, struct al_error *err)
+{
+	char path[64];
+	_cleanup_close_ int dir = -1;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	dir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return al_error_setsys(err, errno, "open %s", path);
+	if ((r = al_write_file_at(dir, "uid_map", plan->uid_map, strlen(plan->uid_map))) < 0)
+		return al_error_setsys(err, -r, "writing uid_map \"%.*s\"",
+				       (int)strcspn(plan->uid_map, "\n"), plan->uid_map);
+	if (plan->rootless && (r = al_write_file_at(dir, "setgroups", "deny", 4)) < 0)
+		return al_error_setsys(err, -r, "writing setgroups");
+	if ((r = al_write_file_at(dir, "gid_map", plan->gid_map, strlen(plan->gid_map))) < 0)
+		return al_error_setsys(err, -r, "writing gid_map \"%.*s\"",
+				       (int)strcspn(plan->gid_map, "\n"), plan->gid_map);
+	return 0;
+}
+
+static int clone_error(int e, struct al_error *err)
+{
+	if (e == EPERM || e == ENOSPC || e == EUSERS)
+		return al_error_setsys(err, e,
+				       "clone3 into new user, mount, pid, net, ipc, uts and cgroup "
+				       "namespaces (are unprivileged user namespaces disabled? see "
+				       "user.max_user_namespaces and kernel.apparmor_restrict_"
+				       "unprivileged_userns)");
+	return al_error_setsys(err, e, "clone3 into new namespaces");
+}
+
+struct fdset {
+	int sync[2], in[2], out[2], errp[2];
+};
+
+static void fdset_close(struct fdset *f)
+{
+	int *all = &f->sync[0];
+	for (size_t i = 0; i < 8; i++)
+		al_closep(&all[i]);
+}
+
+static int fdset_open(struct fdset *f, struct al_error *err)
+{
+	memset(f, 0xff, sizeof(*f));
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, f->sync) < 0)
+		return al_error_setsys(err, errno, "socketpair");
+	if (pipe2(f->in, O_CLOEXEC) < 0 || pipe2(f->out, O_CLOEXEC) < 0 ||
+	    pipe2(f->errp, O_CLOEXEC) < 0)
+		return al_error_setsys(err, errno, "pipe2");
+	return 0;
+}
+
+/* Keep our ends, close the child's. */
+static void fdset_hand_over(struct fdset *f, struct al_supervised *sv)
+{
+	sv->sync = TAKE_FD(f->sync[0]);
+	sv->stdin_wr = TAKE_FD(f->in[1]);
+	sv->stdout_rd = TAKE_FD(f->out[0]);
+	sv->stderr_rd = TAKE_FD(f->errp[0]);
+	fdset_close(f);
+}
+
+static int native_start(struct al_sandbox *sb, struct al_error *err)
+{
+	struct fdset f;
+	int pidfd = -1, r;
+	struct clone_args args = {
+		.flags = NS_FLAGS | CLONE_PIDFD,
+		.pidfd = (uint64_t)(uintptr_t)&pidfd,
+		.exit_signal = SIGCHLD,
+	};
+	struct al_sync_msg go = {.type = AL_SYNC_GO};
+	long pid;
+
+	if ((r = fdset_open(&f, err)) < 0) {
+		fdset_close(&f);
+		return r;
+	}
+	pid = al_sys_clone3(&args, sizeof(args));
+	if (pid < 0) {
+		r = clone_error(errno, err);
+		fdset_close(&f);
+		return r;
+	}
+	if (pid == 0) {
+		struct al_child_fds fds = {
+			.sync = f.sync[1], .stdin_rd = f.in[0], .stdout_wr = f.out[1],
+			.stderr_wr = f.errp[1]};
+		al_sandbox_child(sb->plan, &fds);
+	}
+	sb->started = true;
+	sb->proc.pid = (pid_t)pid;
+	sb->proc.pidfd = pidfd;
+	fdset_hand_over(&f, &sb->proc);
+
+	if ((r = write_maps(sb->plan, (pid_t)pid, err)) < 0)
+		return r;
+	if (send(sb->proc.sync, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go))
+		return al_error_setsys(err, errno, "releasing the sandbox child");
+	return 0;
+}
+
+static int native_wait(struct al_sandbox *sb, struct al_run_result *res, struct al_error *err)
+{
+	return al_supervise(sb->plan, &sb->proc, res, err);
+}
+
+static int native_kill(struct al_sandbox *sb, int sig)
+{
+	/* Killing pid 1 of the namespace takes every process in it along. */
+	if (sb->proc.pidfd < 0)
+		return -ESRCH;
+	return al_sys_pidfd_send_signal(sb->proc.pidfd, sig) < 0 ? -errno : 0;
+}
+
+static void native_destroy(struct al_sandbox *sb)
+{
+	al_sandbox_release(sb);
+}
+
+const struct al_backend_ops al_backend_native = {
+	.name = "native",
+	.probe = native_probe,
+	.prepare = native_prepare,
+	.start = native_start,
+	.wait = native_wait,
+	.kill = native_kill,
+	.destroy = native_destroy,
+};

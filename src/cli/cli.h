@@ -1,0 +1,43 @@
+/* Command-line front end. Options are parsed from one table (options.c)
+ * into a struct al_policy — the same model the policy file fills — plus a
+ * few CLI-only settings. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "core/error.h"
+#include "policy/policy.h"
+
+enum al_cli_cmd {
+	AL_CMD_RUN = 1 << 0,
+	AL_CMD_CHECK = 1 << 1,
+};
+
+struct al_cli {
+	enum al_cli_cmd cmd;
+	char *policy_file;
+	struct al_policy *flags; /* what the flags asked for; merged over the file */
+	bool json;
+	bool help;
+	bool version;
+};
+
+/* Parse argv (after the subcommand name). For run, the first non-option
+ * argument (or whatever follows "--") starts the command. Returns 0 or a
+ * negative errno with err naming the offending option. Free with
+ * al_cli_clear(). */
+int al_cli_parse(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
+		 struct al_error *err);
+void al_cli_clear(struct al_cli *cli);
+
+/* Print the options of cmd, generated from the table. */
+void al_cli_print_options(FILE *f, enum al_cli_cmd cmd);
+
+/* Load --policy (if any), merge the flags over it and return the result. */
+int al_cli_policy(const struct al_cli *cli, struct al_policy **ret, struct al_error *err);
+
+/* Subcommands: return the process exit code. */
+int al_cmd_run(int argc, char **argv);
+int al_cmd_check(int argc, char **argv);
+void al_cli_usage(FILE *f);

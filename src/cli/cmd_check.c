@@ -1,0 +1,59 @@
+/* airlock check: validate a policy (plus flags) and print the resolved plan,
+ * like `httpd -n`. Nothing is created. */
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "config.h"
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "policy/plan.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: airlock check [--policy FILE] [OPTIONS]\n\n"
+		   "Validate a policy (and any flags over it) and print the resolved plan:\n"
+		   "mounts in setup order, environment, limits, landlock rules and the\n"
+		   "seccomp table. Exits 0 if the policy is valid, 125 if not.\n\n"
+		   "Options:\n");
+	al_cli_print_options(f, AL_CMD_CHECK);
+}
+
+int al_cmd_check(int argc, char **argv)
+{
+	struct al_cli cli;
+	_cleanup_(al_policy_freep) struct al_policy *policy = NULL;
+	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
+	struct al_error err = {0};
+	int code = 125;
+
+	if (al_cli_parse(&cli, AL_CMD_CHECK, argc, argv, &err) < 0) {
+		al_err("%s", err.msg);
+		goto out;
+	}
+	if (cli.help || cli.version) {
+		if (cli.help)
+			usage(stdout);
+		else
+			printf("airlock %s\n", AL_VERSION);
+		code = 0;
+		goto out;
+	}
+	if (al_cli_policy(&cli, &policy, &err) < 0 ||
+	    al_plan_build(policy, AL_PLAN_COMMAND_OPTIONAL, &plan, &err) < 0) {
+		al_err("%s", err.msg);
+		goto out;
+	}
+	if (cli.json) {
+		_cleanup_free_ char *s = al_plan_dump_json(plan);
+		printf("%s\n", s);
+	} else {
+		printf("policy %s: OK\n", cli.policy_file ? cli.policy_file : "(flags only)");
+		al_plan_dump_text(plan, stdout);
+	}
+	code = 0;
+out:
+	al_cli_clear(&cli);
+	return code;
+}

@@ -1,0 +1,46 @@
+/* airlock: dispatch to a subcommand. exit() lives here and in the child
+ * runner only (STYLE.md section 3). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "config.h"
+#include "core/log.h"
+
+void al_cli_usage(FILE *f)
+{
+	fprintf(f, "Usage: airlock COMMAND [OPTIONS]\n\n"
+		   "A sandbox for code that AI agents write and run.\n\n"
+		   "Commands:\n"
+		   "  run [OPTIONS] [--] CMD [ARG...]   run CMD in a sandbox\n"
+		   "  check [--policy FILE] [--json]    validate a policy and print the plan\n"
+		   "  help                              show this help\n"
+		   "  version                           show the version\n\n"
+		   "Run \"airlock COMMAND --help\" for the options of a command; see airlock(1).\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : NULL;
+
+	if (!cmd) {
+		al_cli_usage(stderr);
+		return 125;
+	}
+	if (strcmp(cmd, "run") == 0)
+		return al_cmd_run(argc - 2, argv + 2);
+	if (strcmp(cmd, "check") == 0)
+		return al_cmd_check(argc - 2, argv + 2);
+	if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+		al_cli_usage(stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0 ||
+	    strcmp(cmd, "-V") == 0) {
+		printf("airlock %s\n", AL_VERSION);
+		return 0;
+	}
+	al_err("unknown command \"%s\" (see airlock --help)", cmd);
+	return 125;
+}

@@ -1,0 +1,303 @@
+/* The option table: every flag once, with the commands it belongs to, its
+ * help text and the function that stores it in the model. */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/util.h"
+
+struct option_def {
+	const char *name;  /* long name without "--" */
+	char short_name;   /* 0 if none */
+	const char *arg;   /* argument name for help; NULL = takes none */
+	unsigned cmds;     /* AL_CMD_* bits */
+	const char *help;
+	int (*apply)(struct al_cli *cli, const struct option_def *o, const char *arg,
+		     struct al_error *err);
+};
+
+static int opt_policy(struct al_cli *cli, const struct option_def *o, const char *arg,
+		      struct al_error *err)
+{
+	free(cli->policy_file);
+	cli->policy_file = xstrdup(arg);
+	return 0;
+}
+
+/* HOST[:PATH]: split at the last ':' followed by '/', so host paths that
+ * contain ':' still work when PATH is given. */
+static int opt_mount(struct al_cli *cli, const struct option_def *o, const char *arg,
+		     struct al_error *err)
+{
+	_cleanup_free_ char *host = NULL, *path = NULL, *abs = NULL;
+	const char *colon = strrchr(arg, ':');
+
+	if (colon && colon[1] == '/') {
+		host = strndup(arg, (size_t)(colon - arg));
+		path = xstrdup(colon + 1);
+	} else {
+		host = xstrdup(arg);
+	}
+	if (!host || !host[0])
+		return al_error_set(err, EINVAL, "--%s %s: empty host path", o->name, arg);
+	if (host[0] != '/') {
+		char cwd[PATH_MAX];
+		if (!getcwd(cwd, sizeof(cwd)))
+			return al_error_setsys(err, errno, "--%s %s: getcwd", o->name, arg);
+		abs = xasprintf("%s/%s", cwd, host);
+	} else {
+		abs = xstrdup(host);
+	}
+	/* Default sandbox path: the host path, cleaned of "." and ".." by
+	 * realpath when it exists (a missing path fails later, by name). */
+	if (!path) {
+		char real[PATH_MAX];
+		path = xstrdup(realpath(abs, real) ? real : abs);
+	}
+	if (!al_path_is_clean_absolute(path))
+		return al_error_set(err, EINVAL,
+				    "--%s %s: sandbox path \"%s\" must be a clean absolute path",
+				    o->name, arg, path);
+	_cleanup_free_ char *origin = xasprintf("--%s %s", o->name, arg);
+	al_policy_add_mount(cli->flags, abs, path,
+			    strcmp(o->name, "rw") == 0 ? AL_MOUNT_RW : AL_MOUNT_RO, AL_UNSET,
+			    origin);
+	return 0;
+}
+
+static int opt_env(struct al_cli *cli, const struct option_def *o, const char *arg,
+		   struct al_error *err)
+{
+	const char *eq = strchr(arg, '=');
+	_cleanup_free_ char *name = NULL;
+
+	if (!eq)
+		return al_error_set(err, EINVAL, "--env %s: expected NAME=VALUE", arg);
+	name = strndup(arg, (size_t)(eq - arg));
+	if (!al_env_name_is_valid(name))
+		return al_error_set(err, EINVAL, "--env %s: \"%s\" is not a valid variable name",
+				    arg, name);
+	al_policy_set_env(cli->flags, name, eq + 1);
+	return 0;
+}
+
+static int opt_workdir(struct al_cli *cli, const struct option_def *o, const char *arg,
+		       struct al_error *err)
+{
+	if (!al_path_is_clean_absolute(arg))
+		return al_error_set(err, EINVAL, "--workdir %s: expected a clean absolute path", arg);
+	free(cli->flags->workdir);
+	cli->flags->workdir = xstrdup(arg);
+	return 0;
+}
+
+static int opt_timeout(struct al_cli *cli, const struct option_def *o, const char *arg,
+		       struct al_error *err)
+{
+	if (al_parse_duration_ms(arg, &cli->flags->timeout_ms) < 0)
+		return al_error_set(err, EINVAL,
+				    "--timeout %s: expected seconds (e.g. 30, 1.5) or a duration "
+				    "(250ms, 90s, 2m)",
+				    arg);
+	return 0;
+}
+
+static int opt_scratch(struct al_cli *cli, const struct option_def *o, const char *arg,
+		       struct al_error *err)
+{
+	if (al_parse_size(arg, &cli->flags->scratch_bytes) < 0 || cli->flags->scratch_bytes == 0)
+		return al_error_set(err, EINVAL,
+				    "--scratch %s: bad size (expected e.g. 64M, 1G, 524288)", arg);
+	return 0;
+}
+
+static int opt_backend(struct al_cli *cli, const struct option_def *o, const char *arg,
+		       struct al_error *err)
+{
+	free(cli->flags->backend);
+	cli->flags->backend = xstrdup(arg);
+	return 0;
+}
+
+static int opt_hostname(struct al_cli *cli, const struct option_def *o, const char *arg,
+			struct al_error *err)
+{
+	if (!al_hostname_is_valid(arg))
+		return al_error_set(err, EINVAL, "--hostname %s: not a valid host name", arg);
+	free(cli->flags->hostname);
+	cli->flags->hostname = xstrdup(arg);
+	return 0;
+}
+
+static int opt_json(struct al_cli *cli, const struct option_def *o, const char *arg,
+		    struct al_error *err)
+{
+	cli->json = true;
+	return 0;
+}
+
+static int opt_quiet(struct al_cli *cli, const struct option_def *o, const char *arg,
+		     struct al_error *err)
+{
+	al_log_set_level(AL_LOG_ERROR);
+	return 0;
+}
+
+static int opt_verbose(struct al_cli *cli, const struct option_def *o, const char *arg,
+		       struct al_error *err)
+{
+	al_log_set_level(AL_LOG_DEBUG);
+	return 0;
+}
+
+static int opt_help(struct al_cli *cli, const struct option_def *o, const char *arg,
+		    struct al_error *err)
+{
+	cli->help = true;
+	return 0;
+}
+
+static int opt_version(struct al_cli *cli, const struct option_def *o, const char *arg,
+		       struct al_error *err)
+{
+	cli->version = true;
+	return 0;
+}
+
+#define RUN AL_CMD_RUN
+#define BOTH (AL_CMD_RUN | AL_CMD_CHECK)
+
+/* clang-format off */
+static const struct option_def options[] = {
+	{"policy",   0,  "FILE",            BOTH, "read the policy file FILE (flags override it)", opt_policy},
+	{"ro",       0,  "HOST[:PATH]",     BOTH, "show host file or dir HOST read-only at PATH (default: same path)", opt_mount},
+	{"rw",       0,  "HOST[:PATH]",     BOTH, "show host dir or file HOST writable at PATH", opt_mount},
+	{"env",      0,  "NAME=VALUE",      BOTH, "set a variable inside (the host's never leak in)", opt_env},
+	{"workdir",  0,  "PATH",            BOTH, "working directory inside, on the scratch (default /work)", opt_workdir},
+	{"timeout",  0,  "SECONDS",         BOTH, "wall-clock limit; kills the whole sandbox (default 60)", opt_timeout},
+	{"scratch",  0,  "SIZE",            BOTH, "size of the scratch tmpfs behind /tmp and the workdir (default 64M)", opt_scratch},
+	{"backend",  0,  "NAME",            BOTH, "isolation backend (only: native)", opt_backend},
+	{"hostname", 0,  "NAME",            BOTH, "host name inside (default airlock)", opt_hostname},
+	{"json",     0,  NULL,     AL_CMD_CHECK, "print the plan as JSON", opt_json},
+	{"quiet",    'q', NULL,             BOTH, "print only errors", opt_quiet},
+	{"verbose",  'v', NULL,             BOTH, "print the plan summary and setup details", opt_verbose},
+	{"help",     'h', NULL,             BOTH, "show this help", opt_help},
+	{"version",  'V', NULL,             BOTH, "show the version", opt_version},
+};
+/* clang-format on */
+
+static const struct option_def *find_long(const char *name, size_t len)
+{
+	for (size_t i = 0; i < AL_ARRAY_SIZE(options); i++)
+		if (strlen(options[i].name) == len && strncmp(options[i].name, name, len) == 0)
+			return &options[i];
+	return NULL;
+}
+
+static const struct option_def *find_short(char c)
+{
+	for (size_t i = 0; i < AL_ARRAY_SIZE(options); i++)
+		if (options[i].short_name == c)
+			return &options[i];
+	return NULL;
+}
+
+static const char *cmd_name(enum al_cli_cmd cmd)
+{
+	return cmd == AL_CMD_RUN ? "run" : "check";
+}
+
+int al_cli_parse(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
+		 struct al_error *err)
+{
+	int i;
+
+	memset(cli, 0, sizeof(*cli));
+	cli->cmd = cmd;
+	cli->flags = al_policy_new("command line");
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i], *value = NULL;
+		const struct option_def *o;
+		int r;
+
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		}
+		if (a[0] != '-' || a[1] == '\0')
+			break; /* the command starts here */
+		if (a[1] == '-') {
+			const char *eq = strchr(a + 2, '=');
+			o = find_long(a + 2, eq ? (size_t)(eq - a - 2) : strlen(a + 2));
+			if (eq)
+				value = eq + 1;
+		} else {
+			o = a[2] == '\0' ? find_short(a[1]) : NULL;
+		}
+		if (!o || !(o->cmds & cmd))
+			return al_error_set(err, EINVAL, "%s: unknown option %s (see airlock %s --help)",
+					    cmd_name(cmd), a, cmd_name(cmd));
+		if (o->arg && !value) {
+			if (i + 1 >= argc)
+				return al_error_set(err, EINVAL, "%s: option %s needs an argument (%s)",
+						    cmd_name(cmd), a, o->arg);
+			value = argv[++i];
+		} else if (!o->arg && value) {
+			return al_error_set(err, EINVAL, "%s: option --%s takes no argument",
+					    cmd_name(cmd), o->name);
+		}
+		if ((r = o->apply(cli, o, value, err)) < 0)
+			return r;
+	}
+	if (i < argc) {
+		if (cmd != AL_CMD_RUN)
+			return al_error_set(err, EINVAL, "%s: unexpected argument \"%s\"",
+					    cmd_name(cmd), argv[i]);
+		for (; i < argc; i++)
+			al_strv_push(&cli->flags->command, argv[i]);
+	}
+	return 0;
+}
+
+void al_cli_clear(struct al_cli *cli)
+{
+	free(cli->policy_file);
+	al_policy_free(cli->flags);
+	memset(cli, 0, sizeof(*cli));
+}
+
+void al_cli_print_options(FILE *f, enum al_cli_cmd cmd)
+{
+	for (size_t i = 0; i < AL_ARRAY_SIZE(options); i++) {
+		const struct option_def *o = &options[i];
+		char left[64];
+		if (!(o->cmds & cmd))
+			continue;
+		snprintf(left, sizeof(left), "%c%c%s--%s%s%s", o->short_name ? '-' : ' ',
+			 o->short_name ? o->short_name : ' ', o->short_name ? ", " : "  ", o->name,
+			 o->arg ? " " : "", o->arg ? o->arg : "");
+		fprintf(f, "  %-28s %s\n", left, o->help);
+	}
+}
+
+int al_cli_policy(const struct al_cli *cli, struct al_policy **ret, struct al_error *err)
+{
+	struct al_policy *p = NULL;
+	int r;
+
+	if (cli->policy_file) {
+		if ((r = al_policy_load_file(cli->policy_file, &p, err)) < 0)
+			return r;
+	} else {
+		p = al_policy_new("command line");
+	}
+	al_policy_merge(p, cli->flags);
+	*ret = p;
+	return 0;
+}

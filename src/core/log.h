@@ -1,0 +1,21 @@
+/* Logging for the parent side. Messages go to stderr prefixed "airlock: ".
+ * The child after clone never logs; it reports through the sync socket. */
+#pragma once
+
+enum al_log_level {
+	AL_LOG_ERROR = 0,
+	AL_LOG_WARN = 1,
+	AL_LOG_INFO = 2,
+	AL_LOG_DEBUG = 3,
+};
+
+/* Messages above this level are dropped. -q sets ERROR, -v sets DEBUG. */
+void al_log_set_level(enum al_log_level level);
+enum al_log_level al_log_get_level(void);
+
+void al_log(enum al_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define al_err(...) al_log(AL_LOG_ERROR, __VA_ARGS__)
+#define al_warn(...) al_log(AL_LOG_WARN, __VA_ARGS__)
+#define al_info(...) al_log(AL_LOG_INFO, __VA_ARGS__)
+#define al_debug(...) al_log(AL_LOG_DEBUG, __VA_ARGS__)

@@ -1,0 +1,134 @@
+#include "core/sys.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+long al_sys_clone3(struct clone_args *args, size_t size)
+{
+	return syscall(SYS_clone3, args, size);
+}
+
+int al_sys_pivot_root(const char *new_root, const char *put_old)
+{
+	return (int)syscall(SYS_pivot_root, new_root, put_old);
+}
+
+int al_sys_pidfd_open(pid_t pid, unsigned int flags)
+{
+	return (int)syscall(SYS_pidfd_open, pid, flags);
+}
+
+int al_sys_pidfd_send_signal(int pidfd, int sig)
+{
+	return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
+int al_sys_close_range(unsigned int first, unsigned int last, unsigned int flags)
+{
+	return (int)syscall(SYS_close_range, first, last, flags);
+}
+
+int al_sys_openat2(int dirfd, const char *path, struct open_how *how, size_t size)
+{
+	return (int)syscall(SYS_openat2, dirfd, path, how, size);
+}
+
+int al_sys_mount_setattr(int dirfd, const char *path, unsigned int flags,
+			 struct mount_attr *attr, size_t size)
+{
+	return (int)syscall(SYS_mount_setattr, dirfd, path, flags, attr, size);
+}
+
+size_t al_landlock_attr_size(int abi)
+{
+	if (abi >= 6)
+		return sizeof(struct al_landlock_attr);
+	if (abi >= 4)
+		return 2 * sizeof(uint64_t);
+	return sizeof(uint64_t);
+}
+
+int al_sys_landlock_create_ruleset(const struct al_landlock_attr *attr, size_t size,
+				   uint32_t flags)
+{
+	return (int)syscall(SYS_landlock_create_ruleset, attr, size, flags);
+}
+
+int al_sys_landlock_add_rule(int ruleset_fd, enum landlock_rule_type type, const void *attr,
+			     uint32_t flags)
+{
+	return (int)syscall(SYS_landlock_add_rule, ruleset_fd, type, attr, flags);
+}
+
+int al_sys_landlock_restrict_self(int ruleset_fd, uint32_t flags)
+{
+	return (int)syscall(SYS_landlock_restrict_self, ruleset_fd, flags);
+}
+
+int al_landlock_abi(void)
+{
+	static int abi = -1;
+	if (abi < 0) {
+		int r = al_sys_landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+		abi = r < 0 ? 0 : r;
+	}
+	return abi;
+}
+
+int al_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int al_write_file_at(int dirfd, const char *path, const char *data, size_t len)
+{
+	int fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	r = al_write_all(fd, data, len);
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
+ssize_t al_read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	size_t got = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (got + 1 < len) {
+		ssize_t n = read(fd, buf + got, len - 1 - got);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = errno;
+			close(fd);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	close(fd);
+	return (ssize_t)got;
+}

@@ -1,0 +1,62 @@
+/* Thin wrappers over syscalls glibc 2.36 lacks or hides, plus small file
+ * helpers that make syscalls. Each returns what the syscall returns (-1 and
+ * errno on failure) unless noted. */
+#pragma once
+
+#include <linux/landlock.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
+#include <linux/sched.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+long al_sys_clone3(struct clone_args *args, size_t size);
+int al_sys_pivot_root(const char *new_root, const char *put_old);
+int al_sys_pidfd_open(pid_t pid, unsigned int flags);
+int al_sys_pidfd_send_signal(int pidfd, int sig);
+int al_sys_close_range(unsigned int first, unsigned int last, unsigned int flags);
+int al_sys_openat2(int dirfd, const char *path, struct open_how *how, size_t size);
+int al_sys_mount_setattr(int dirfd, const char *path, unsigned int flags,
+			 struct mount_attr *attr, size_t size);
+/* Landlock ABI pieces newer than the 6.1 uapi headers Debian 12 ships. */
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_IOCTL_DEV
+#define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
+#endif
+#ifndef LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+#define LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
+#define LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
+#endif
+
+/* The ruleset attribute as of landlock ABI 6; pass al_landlock_attr_size()
+ * so older kernels see only the fields they know. */
+struct al_landlock_attr {
+	uint64_t handled_access_fs;
+	uint64_t handled_access_net;
+	uint64_t scoped;
+};
+size_t al_landlock_attr_size(int abi);
+
+int al_sys_landlock_create_ruleset(const struct al_landlock_attr *attr, size_t size,
+				   uint32_t flags);
+int al_sys_landlock_add_rule(int ruleset_fd, enum landlock_rule_type type, const void *attr,
+			     uint32_t flags);
+int al_sys_landlock_restrict_self(int ruleset_fd, uint32_t flags);
+
+/* The kernel's landlock ABI version, or 0 when landlock is absent or
+ * disabled. Cached after the first call. */
+int al_landlock_abi(void);
+
+/* Write len bytes to an existing file (O_WRONLY, no create), as for
+ * /proc/PID/uid_map. Returns 0 or -errno. */
+int al_write_file_at(int dirfd, const char *path, const char *data, size_t len);
+
+/* Write all of buf to fd, retrying on EINTR and short writes. 0 or -errno. */
+int al_write_all(int fd, const void *buf, size_t len);
+
+/* Read up to len-1 bytes of a small file and NUL-terminate. Returns bytes
+ * read or -errno. */
+ssize_t al_read_file(const char *path, char *buf, size_t len);

@@ -1,0 +1,246 @@
+#include "core/util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void oom(void)
+{
+	fputs("airlock: out of memory\n", stderr);
+	abort();
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *xcalloc(size_t nmemb, size_t size)
+{
+	void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+	if (!p)
+		oom();
+	return p;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *p = NULL;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&p, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		oom();
+	return p;
+}
+
+size_t al_strv_len(char *const *v)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	return n;
+}
+
+void al_strv_push_take(char ***v, char *s)
+{
+	size_t n = al_strv_len(*v);
+	*v = xrealloc(*v, (n + 2) * sizeof(char *));
+	(*v)[n] = s;
+	(*v)[n + 1] = NULL;
+}
+
+void al_strv_push(char ***v, const char *s)
+{
+	al_strv_push_take(v, xstrdup(s));
+}
+
+char **al_strv_dup(char *const *v)
+{
+	char **out = NULL;
+	for (size_t i = 0; v && v[i]; i++)
+		al_strv_push(&out, v[i]);
+	if (!out)
+		out = xcalloc(1, sizeof(char *));
+	return out;
+}
+
+void al_strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+int al_parse_size(const char *s, uint64_t *ret)
+{
+	uint64_t value = 0, mult = 1;
+	const char *p = s;
+
+	if (!s || !isdigit((unsigned char)*p))
+		return -EINVAL;
+	while (isdigit((unsigned char)*p)) {
+		unsigned d = (unsigned)(*p - '0');
+		if (value > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		value = value * 10 + d;
+		p++;
+	}
+	switch (toupper((unsigned char)*p)) {
+	case '\0':
+		break;
+	case 'K':
+		mult = 1ULL << 10;
+		p++;
+		break;
+	case 'M':
+		mult = 1ULL << 20;
+		p++;
+		break;
+	case 'G':
+		mult = 1ULL << 30;
+		p++;
+		break;
+	case 'T':
+		mult = 1ULL << 40;
+		p++;
+		break;
+	case 'B':
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (mult > 1 && (*p == 'i' || *p == 'I'))
+		p++;
+	if (*p == 'B' || *p == 'b')
+		p++;
+	if (*p != '\0')
+		return -EINVAL;
+	if (value > UINT64_MAX / mult)
+		return -ERANGE;
+	*ret = value * mult;
+	return 0;
+}
+
+int al_parse_duration_ms(const char *s, uint64_t *ret)
+{
+	char *end = NULL;
+	double v, mult = 1000.0;
+
+	if (!s || !(isdigit((unsigned char)*s) || *s == '.'))
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v <= 0)
+		return -EINVAL;
+	if (strcmp(end, "") == 0 || strcmp(end, "s") == 0)
+		mult = 1000.0;
+	else if (strcmp(end, "ms") == 0)
+		mult = 1.0;
+	else if (strcmp(end, "m") == 0)
+		mult = 60000.0;
+	else if (strcmp(end, "h") == 0)
+		mult = 3600000.0;
+	else
+		return -EINVAL;
+	v *= mult;
+	if (v < 1.0 || v > 1e12)
+		return -ERANGE;
+	*ret = (uint64_t)v;
+	return 0;
+}
+
+void al_format_size(uint64_t bytes, char *buf, size_t len)
+{
+	static const char units[] = "KMGT";
+	int u = -1;
+	uint64_t v = bytes;
+
+	while (v && v % 1024 == 0 && u < 3) {
+		v /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, len, "%" PRIu64, bytes);
+	else
+		snprintf(buf, len, "%" PRIu64 "%c", v, units[u]);
+}
+
+bool al_path_is_clean_absolute(const char *p)
+{
+	if (!p || p[0] != '/')
+		return false;
+	if (strcmp(p, "/") == 0)
+		return true;
+	for (const char *c = p; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			return false;
+	for (const char *c = p; *c;) {
+		const char *comp = c + 1, *next = strchr(comp, '/');
+		size_t n = next ? (size_t)(next - comp) : strlen(comp);
+		if (n == 0)
+			return false; /* "//" or trailing "/" */
+		if ((n == 1 && comp[0] == '.') || (n == 2 && comp[0] == '.' && comp[1] == '.'))
+			return false;
+		if (!next)
+			break;
+		c = next;
+	}
+	return true;
+}
+
+bool al_path_is_under(const char *path, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	if (strcmp(prefix, "/") == 0)
+		return path[0] == '/';
+	return strncmp(path, prefix, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+bool al_env_name_is_valid(const char *name)
+{
+	if (!name || !(isalpha((unsigned char)name[0]) || name[0] == '_'))
+		return false;
+	for (const char *c = name; *c; c++)
+		if (!(isalnum((unsigned char)*c) || *c == '_'))
+			return false;
+	return true;
+}
+
+bool al_hostname_is_valid(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+	if (n == 0 || n > 63 || name[0] == '-' || name[n - 1] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!(isalnum((unsigned char)name[i]) || name[i] == '-'))
+			return false;
+	return true;
+}

@@ -1,0 +1,171 @@
+/* Readable and JSON dumps of a plan, for `airlock check` and golden tests. */
+#include "policy/plan.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <linux/mount.h>
+#include <string.h>
+
+#include "core/util.h"
+
+static const char *kind_name(enum al_op_kind k)
+{
+	switch (k) {
+	case AL_OP_MKDIR:
+		return "mkdir";
+	case AL_OP_FILE:
+		return "file";
+	case AL_OP_SYMLINK:
+		return "symlink";
+	case AL_OP_TMPFS:
+		return "tmpfs";
+	case AL_OP_BIND:
+		return "bind";
+	case AL_OP_PROC:
+		return "proc";
+	}
+	return "?";
+}
+
+static void attr_string(uint64_t attr, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s%s", attr & MOUNT_ATTR_RDONLY ? "ro" : "rw",
+		 attr & MOUNT_ATTR_NOSUID ? ",nosuid" : "", attr & MOUNT_ATTR_NODEV ? ",nodev" : "",
+		 attr & MOUNT_ATTR_NOEXEC ? ",noexec" : "");
+}
+
+/* Staging paths as the sandbox will see them. */
+static const char *visible(const char *staging)
+{
+	if (strncmp(staging, "/newroot", 8) == 0)
+		return staging[8] ? staging + 8 : "/";
+	if (strncmp(staging, "/oldroot", 8) == 0)
+		return staging[8] ? staging + 8 : "/";
+	return staging;
+}
+
+void al_plan_dump_text(const struct al_plan *p, FILE *f)
+{
+	char size[32], attr[64];
+
+	fprintf(f, "backend:    %s\n", p->backend);
+	fprintf(f, "command:   ");
+	for (size_t i = 0; p->argv[i]; i++)
+		fprintf(f, " %s", p->argv[i]);
+	if (!p->argv[0])
+		fprintf(f, " (none: give it after \"--\" or in the policy's \"command\")");
+	fprintf(f, "\nworkdir:    %s\nhostname:   %s\n", p->workdir, p->hostname);
+	fprintf(f, "identity:   uid %d gid %d inside = host uid %u gid %u%s\n", AL_SANDBOX_UID,
+		AL_SANDBOX_GID, p->host_uid, p->host_gid, p->rootless ? " (rootless)" : "");
+	fprintf(f, "network:    none (loopback only)\n");
+	al_format_size(p->scratch_bytes, size, sizeof(size));
+	fprintf(f, "limits:     timeout %" PRIu64 " ms, scratch %s\n", p->timeout_ms, size);
+	fprintf(f, "environment:\n");
+	for (size_t i = 0; p->envp[i]; i++)
+		fprintf(f, "  %s\n", p->envp[i]);
+	fprintf(f, "filesystem (in setup order):\n");
+	for (size_t i = 0; i < p->n_ops; i++) {
+		const struct al_mount_op *op = &p->ops[i];
+		switch (op->kind) {
+		case AL_OP_BIND:
+			attr_string(op->attr, attr, sizeof(attr));
+			fprintf(f, "  bind     %-28s <- %s (%s)\n", visible(op->target),
+				visible(op->source), attr);
+			break;
+		case AL_OP_TMPFS:
+		case AL_OP_PROC:
+			attr_string(op->attr, attr, sizeof(attr));
+			fprintf(f, "  %-8s %-28s %s%s(%s)\n", kind_name(op->kind), visible(op->target),
+				op->source ? op->source : "", op->source ? " " : "", attr);
+			break;
+		case AL_OP_SYMLINK:
+			fprintf(f, "  symlink  %-28s -> %s\n", visible(op->target), op->source);
+			break;
+		case AL_OP_FILE:
+			fprintf(f, "  file     %-28s (%zu bytes, synthesized)\n", visible(op->target),
+				op->len);
+			break;
+		case AL_OP_MKDIR:
+			break; /* implied by the mounts; the JSON dump lists them */
+		}
+	}
+	fprintf(f, "  root     /                            read-only after pivot_root\n");
+	if (p->landlock_abi)
+		fprintf(f, "landlock:   ABI %d, %zu rules%s\n", p->landlock_abi, p->n_ll_rules,
+			p->landlock_scoped ? ", scoped (abstract unix sockets, signals)" : "");
+	else
+		fprintf(f, "landlock:   not available (best-effort requested)\n");
+	fprintf(f, "seccomp:    %u BPF instructions, default allow, %zu deny rules:\n",
+		p->seccomp.len, p->n_seccomp_rules);
+	for (size_t i = 0; i < p->n_seccomp_rules; i++) {
+		const struct al_seccomp_rule_info *r = &p->seccomp_rules[i];
+		fprintf(f, "  %-20s %-34s -> %s\n", r->syscall, r->why ? r->why : "",
+			strerrorname_np(r->errno_value));
+	}
+}
+
+char *al_plan_dump_json(const struct al_plan *p)
+{
+	json_t *root = json_object(), *a, *o;
+	char attr[64];
+	char *s;
+
+	a = json_array();
+	for (size_t i = 0; p->argv[i]; i++)
+		json_array_append_new(a, json_string(p->argv[i]));
+	json_object_set_new(root, "command", a);
+	json_object_set_new(root, "backend", json_string(p->backend));
+	json_object_set_new(root, "workdir", json_string(p->workdir));
+	json_object_set_new(root, "hostname", json_string(p->hostname));
+	o = json_pack("{s:i, s:i, s:I, s:I, s:b}", "uid", AL_SANDBOX_UID, "gid", AL_SANDBOX_GID,
+		      "host_uid", (json_int_t)p->host_uid, "host_gid", (json_int_t)p->host_gid,
+		      "rootless", p->rootless);
+	json_object_set_new(root, "identity", o);
+	json_object_set_new(root, "network", json_pack("{s:s}", "mode", "none"));
+	json_object_set_new(root, "limits", json_pack("{s:I, s:I}", "timeout_ms",
+						      (json_int_t)p->timeout_ms, "scratch_bytes",
+						      (json_int_t)p->scratch_bytes));
+	a = json_array();
+	for (size_t i = 0; p->envp[i]; i++)
+		json_array_append_new(a, json_string(p->envp[i]));
+	json_object_set_new(root, "env", a);
+	a = json_array();
+	for (size_t i = 0; i < p->n_ops; i++) {
+		const struct al_mount_op *op = &p->ops[i];
+		o = json_pack("{s:s, s:s, s:s}", "op", kind_name(op->kind), "target",
+			      visible(op->target), "what", op->what);
+		if (op->kind == AL_OP_BIND || op->kind == AL_OP_SYMLINK || op->kind == AL_OP_TMPFS)
+			json_object_set_new(o, "source", json_string(op->kind == AL_OP_BIND
+									     ? visible(op->source)
+									     : op->source));
+		if (op->kind == AL_OP_BIND || op->kind == AL_OP_TMPFS || op->kind == AL_OP_PROC) {
+			attr_string(op->attr, attr, sizeof(attr));
+			json_object_set_new(o, "flags", json_string(attr));
+		}
+		json_array_append_new(a, o);
+	}
+	json_object_set_new(root, "filesystem", a);
+	o = json_object();
+	json_object_set_new(o, "abi", json_integer(p->landlock_abi));
+	json_object_set_new(o, "required", json_boolean(p->landlock_required));
+	a = json_array();
+	for (size_t i = 0; i < p->n_ll_rules; i++)
+		json_array_append_new(a, json_pack("{s:s, s:I}", "path", p->ll_rules[i].path,
+						   "access", (json_int_t)p->ll_rules[i].access));
+	json_object_set_new(o, "rules", a);
+	json_object_set_new(root, "landlock", o);
+	o = json_object();
+	json_object_set_new(o, "instructions", json_integer(p->seccomp.len));
+	a = json_array();
+	for (size_t i = 0; i < p->n_seccomp_rules; i++) {
+		const struct al_seccomp_rule_info *r = &p->seccomp_rules[i];
+		json_array_append_new(a, json_pack("{s:s, s:s?, s:s}", "syscall", r->syscall,
+						   "condition", r->why, "errno",
+						   strerrorname_np(r->errno_value)));
+	}
+	json_object_set_new(o, "deny", a);
+	json_object_set_new(root, "seccomp", o);
+	s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	return s;
+}

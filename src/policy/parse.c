@@ -1,0 +1,440 @@
+/* Policy file → model. Strict: unknown keys, wrong types, bad sizes and
+ * relative paths are errors naming the file and the JSON path. Syntax errors
+ * name line:column (from jansson). Nothing is created here. */
+#include "policy/policy.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+
+struct ctx {
+	const char *file;
+	struct al_policy *p;
+	struct al_error *err;
+};
+
+static int fail(struct ctx *c, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(struct ctx *c, const char *path, const char *fmt, ...)
+{
+	char what[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return al_error_set(c->err, EINVAL, "%s: %s: %s", c->file, path, what);
+}
+
+static const char *type_name(const json_t *j)
+{
+	switch (json_typeof(j)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+		return "an integer";
+	case JSON_REAL:
+		return "a number";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "a boolean";
+	case JSON_NULL:
+		return "null";
+	}
+	return "something else";
+}
+
+/* Every key of obj must be in allowed[] (NULL-terminated). */
+static int check_keys(struct ctx *c, const json_t *obj, const char *path,
+		      const char *const *allowed)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach((json_t *)obj, key, v) {
+		bool ok = false;
+		for (size_t i = 0; allowed[i]; i++)
+			if (strcmp(key, allowed[i]) == 0)
+				ok = true;
+		if (!ok) {
+			char list[256] = "";
+			for (size_t i = 0; allowed[i]; i++) {
+				strncat(list, i ? ", " : "", sizeof(list) - strlen(list) - 1);
+				strncat(list, allowed[i], sizeof(list) - strlen(list) - 1);
+			}
+			return fail(c, path[0] ? path : "(top level)",
+				    "unknown key \"%s\" (expected one of: %s)", key, list);
+		}
+	}
+	return 0;
+}
+
+static int want(struct ctx *c, const json_t *j, json_type type, const char *path,
+		const char *expected)
+{
+	if (json_typeof(j) == type || (type == JSON_TRUE && json_is_boolean(j)))
+		return 0;
+	return fail(c, path, "expected %s, got %s", expected, type_name(j));
+}
+
+static int get_string(struct ctx *c, const json_t *j, const char *path, char **out)
+{
+	int r = want(c, j, JSON_STRING, path, "a string");
+	if (r < 0)
+		return r;
+	if (strlen(json_string_value(j)) != json_string_length(j))
+		return fail(c, path, "string contains a NUL byte");
+	free(*out);
+	*out = xstrdup(json_string_value(j));
+	return 0;
+}
+
+static int get_abs_path(struct ctx *c, const json_t *j, const char *path, char **out)
+{
+	int r = get_string(c, j, path, out);
+	if (r < 0)
+		return r;
+	if (!al_path_is_clean_absolute(*out))
+		return fail(c, path, "expected a clean absolute path (no '.', '..' or '//'), got \"%s\"",
+			    *out);
+	return 0;
+}
+
+static int get_bool(struct ctx *c, const json_t *j, const char *path, int *out)
+{
+	int r = want(c, j, JSON_TRUE, path, "true or false");
+	if (r < 0)
+		return r;
+	*out = json_is_true(j);
+	return 0;
+}
+
+static int get_size(struct ctx *c, const json_t *j, const char *path, uint64_t *out)
+{
+	if (json_is_integer(j)) {
+		if (json_integer_value(j) <= 0)
+			return fail(c, path, "expected a positive size, got %lld",
+				    (long long)json_integer_value(j));
+		*out = (uint64_t)json_integer_value(j);
+		return 0;
+	}
+	if (!json_is_string(j))
+		return fail(c, path, "expected a size such as \"64M\" or a byte count, got %s",
+			    type_name(j));
+	if (al_parse_size(json_string_value(j), out) < 0 || *out == 0)
+		return fail(c, path, "bad size \"%s\" (expected a number with an optional K, M, G or T suffix)",
+			    json_string_value(j));
+	return 0;
+}
+
+static int get_duration(struct ctx *c, const json_t *j, const char *path, uint64_t *out)
+{
+	char buf[64];
+
+	if (json_is_number(j)) {
+		double v = json_number_value(j);
+		if (!(v > 0) || v > 1e9)
+			return fail(c, path, "expected a positive number of seconds, got %g", v);
+		snprintf(buf, sizeof(buf), "%.3f", v);
+	} else if (json_is_string(j)) {
+		snprintf(buf, sizeof(buf), "%s", json_string_value(j));
+	} else {
+		return fail(c, path, "expected seconds (number) or a duration such as \"90s\", got %s",
+			    type_name(j));
+	}
+	if (al_parse_duration_ms(buf, out) < 0)
+		return fail(c, path, "bad duration \"%s\" (expected e.g. 30, 1.5, \"250ms\", \"2m\")",
+			    buf);
+	return 0;
+}
+
+static int get_string_array(struct ctx *c, const json_t *j, const char *path, bool abs_paths,
+			    bool nonempty, char ***out)
+{
+	_cleanup_(al_strv_freep) char **v = NULL;
+	size_t i;
+	json_t *e;
+	int r = want(c, j, JSON_ARRAY, path, "an array of strings");
+
+	if (r < 0)
+		return r;
+	if (nonempty && json_array_size(j) == 0)
+		return fail(c, path, "expected a non-empty array");
+	json_array_foreach(j, i, e) {
+		char sub[256];
+		char *s = NULL;
+		snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
+		r = abs_paths ? get_abs_path(c, e, sub, &s) : get_string(c, e, sub, &s);
+		if (r < 0) {
+			free(s);
+			return r;
+		}
+		al_strv_push_take(&v, s);
+	}
+	if (!v)
+		v = xcalloc(1, sizeof(char *));
+	al_strv_free(*out);
+	*out = TAKE_PTR(v);
+	return 0;
+}
+
+static int parse_mount(struct ctx *c, const json_t *j, const char *path)
+{
+	static const char *const keys[] = {"host", "path", "mode", "exec", NULL};
+	_cleanup_free_ char *host = NULL, *mpath = NULL, *mode = NULL;
+	int exec = AL_UNSET;
+	char sub[256];
+	json_t *v;
+	int r;
+
+	if ((r = want(c, j, JSON_OBJECT, path, "an object")) < 0)
+		return r;
+	if ((r = check_keys(c, j, path, keys)) < 0)
+		return r;
+	snprintf(sub, sizeof(sub), "%s.host", path);
+	if (!(v = json_object_get(j, "host")))
+		return fail(c, sub, "missing (the host file or directory to show)");
+	if ((r = get_abs_path(c, v, sub, &host)) < 0)
+		return r;
+	snprintf(sub, sizeof(sub), "%s.path", path);
+	if ((v = json_object_get(j, "path"))) {
+		if ((r = get_abs_path(c, v, sub, &mpath)) < 0)
+			return r;
+	} else {
+		mpath = xstrdup(host);
+	}
+	snprintf(sub, sizeof(sub), "%s.mode", path);
+	if ((v = json_object_get(j, "mode"))) {
+		if ((r = get_string(c, v, sub, &mode)) < 0)
+			return r;
+		if (strcmp(mode, "ro") != 0 && strcmp(mode, "rw") != 0)
+			return fail(c, sub, "expected \"ro\" or \"rw\", got \"%s\"", mode);
+	}
+	snprintf(sub, sizeof(sub), "%s.exec", path);
+	if ((v = json_object_get(j, "exec")) && (r = get_bool(c, v, sub, &exec)) < 0)
+		return r;
+	al_policy_add_mount(c->p, host, mpath, mode && strcmp(mode, "rw") == 0 ? AL_MOUNT_RW : AL_MOUNT_RO,
+			    exec, path);
+	return 0;
+}
+
+static int parse_filesystem(struct ctx *c, const json_t *j)
+{
+	static const char *const keys[] = {"system", "mounts", "workdir", "scratch_exec",
+					   "landlock", NULL};
+	_cleanup_free_ char *landlock = NULL;
+	json_t *v;
+	int r;
+
+	if ((r = want(c, j, JSON_OBJECT, "filesystem", "an object")) < 0)
+		return r;
+	if ((r = check_keys(c, j, "filesystem", keys)) < 0)
+		return r;
+	if ((v = json_object_get(j, "system")) &&
+	    (r = get_string_array(c, v, "filesystem.system", true, false, &c->p->system)) < 0)
+		return r;
+	if ((v = json_object_get(j, "mounts"))) {
+		size_t i;
+		json_t *e;
+		if ((r = want(c, v, JSON_ARRAY, "filesystem.mounts", "an array")) < 0)
+			return r;
+		json_array_foreach(v, i, e) {
+			char sub[64];
+			snprintf(sub, sizeof(sub), "filesystem.mounts[%zu]", i);
+			if ((r = parse_mount(c, e, sub)) < 0)
+				return r;
+		}
+	}
+	if ((v = json_object_get(j, "workdir")) &&
+	    (r = get_abs_path(c, v, "filesystem.workdir", &c->p->workdir)) < 0)
+		return r;
+	if ((v = json_object_get(j, "scratch_exec")) &&
+	    (r = get_bool(c, v, "filesystem.scratch_exec", &c->p->scratch_exec)) < 0)
+		return r;
+	if ((v = json_object_get(j, "landlock"))) {
+		if ((r = get_string(c, v, "filesystem.landlock", &landlock)) < 0)
+			return r;
+		if (strcmp(landlock, "required") == 0)
+			c->p->landlock = AL_LANDLOCK_REQUIRED;
+		else if (strcmp(landlock, "best-effort") == 0)
+			c->p->landlock = AL_LANDLOCK_BEST_EFFORT;
+		else
+			return fail(c, "filesystem.landlock",
+				    "expected \"required\" or \"best-effort\", got \"%s\"", landlock);
+	}
+	return 0;
+}
+
+static int parse_env(struct ctx *c, const json_t *j)
+{
+	const char *key;
+	json_t *v;
+	int r;
+
+	if ((r = want(c, j, JSON_OBJECT, "env", "an object of NAME: \"value\"")) < 0)
+		return r;
+	json_object_foreach((json_t *)j, key, v) {
+		char sub[320];
+		snprintf(sub, sizeof(sub), "env.%s", key);
+		if (!al_env_name_is_valid(key))
+			return fail(c, sub, "not a valid variable name (letters, digits, '_')");
+		if ((r = want(c, v, JSON_STRING, sub, "a string")) < 0)
+			return r;
+		if (strlen(json_string_value(v)) != json_string_length(v))
+			return fail(c, sub, "value contains a NUL byte");
+		al_policy_set_env(c->p, key, json_string_value(v));
+	}
+	return 0;
+}
+
+static int parse_limits(struct ctx *c, const json_t *j)
+{
+	static const char *const keys[] = {"timeout", "scratch", NULL};
+	json_t *v;
+	int r;
+
+	if ((r = want(c, j, JSON_OBJECT, "limits", "an object")) < 0)
+		return r;
+	if ((r = check_keys(c, j, "limits", keys)) < 0)
+		return r;
+	if ((v = json_object_get(j, "timeout")) &&
+	    (r = get_duration(c, v, "limits.timeout", &c->p->timeout_ms)) < 0)
+		return r;
+	if ((v = json_object_get(j, "scratch")) &&
+	    (r = get_size(c, v, "limits.scratch", &c->p->scratch_bytes)) < 0)
+		return r;
+	return 0;
+}
+
+static int parse_network(struct ctx *c, const json_t *j)
+{
+	static const char *const keys[] = {"mode", NULL};
+	json_t *v;
+	int r;
+
+	if ((r = want(c, j, JSON_OBJECT, "network", "an object")) < 0)
+		return r;
+	if ((r = check_keys(c, j, "network", keys)) < 0)
+		return r;
+	if ((v = json_object_get(j, "mode"))) {
+		if ((r = get_string(c, v, "network.mode", &c->p->network_mode)) < 0)
+			return r;
+		if (strcmp(c->p->network_mode, "none") != 0)
+			return fail(c, "network.mode",
+				    "expected \"none\" (loopback only), got \"%s\"",
+				    c->p->network_mode);
+	}
+	return 0;
+}
+
+static int parse_backend(struct ctx *c, const json_t *j)
+{
+	static const char *const keys[] = {"name", NULL};
+	json_t *v;
+	int r;
+
+	if ((r = want(c, j, JSON_OBJECT, "backend", "an object")) < 0)
+		return r;
+	if ((r = check_keys(c, j, "backend", keys)) < 0)
+		return r;
+	if ((v = json_object_get(j, "name")) &&
+	    (r = get_string(c, v, "backend.name", &c->p->backend)) < 0)
+		return r;
+	return 0;
+}
+
+static int parse_root(struct ctx *c, const json_t *root)
+{
+	static const char *const keys[] = {"version", "command", "hostname", "filesystem", "env",
+					   "limits", "network", "backend", NULL};
+	json_t *v;
+	int r;
+
+	if (!json_is_object(root))
+		return fail(c, "(top level)", "expected an object, got %s", type_name(root));
+	if ((r = check_keys(c, root, "", keys)) < 0)
+		return r;
+	v = json_object_get(root, "version");
+	if (!v)
+		return fail(c, "version", "missing (this build reads \"version\": %d)",
+			    AL_POLICY_VERSION);
+	if (!json_is_integer(v) || json_integer_value(v) != AL_POLICY_VERSION)
+		return fail(c, "version", "unsupported version (this build reads %d)",
+			    AL_POLICY_VERSION);
+	if ((v = json_object_get(root, "command")) &&
+	    (r = get_string_array(c, v, "command", false, true, &c->p->command)) < 0)
+		return r;
+	if ((v = json_object_get(root, "hostname"))) {
+		if ((r = get_string(c, v, "hostname", &c->p->hostname)) < 0)
+			return r;
+		if (!al_hostname_is_valid(c->p->hostname))
+			return fail(c, "hostname", "not a valid hostname: \"%s\"", c->p->hostname);
+	}
+	if ((v = json_object_get(root, "filesystem")) && (r = parse_filesystem(c, v)) < 0)
+		return r;
+	if ((v = json_object_get(root, "env")) && (r = parse_env(c, v)) < 0)
+		return r;
+	if ((v = json_object_get(root, "limits")) && (r = parse_limits(c, v)) < 0)
+		return r;
+	if ((v = json_object_get(root, "network")) && (r = parse_network(c, v)) < 0)
+		return r;
+	if ((v = json_object_get(root, "backend")) && (r = parse_backend(c, v)) < 0)
+		return r;
+	return 0;
+}
+
+int al_policy_load_string(const char *name, const char *text, size_t len,
+			  struct al_policy **ret, struct al_error *err)
+{
+	_cleanup_(al_policy_freep) struct al_policy *p = al_policy_new(name);
+	struct ctx c = {.file = name, .p = p, .err = err};
+	json_error_t jerr;
+	json_t *root;
+	int r;
+
+	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		return al_error_set(err, EINVAL, "%s:%d:%d: %s", name, jerr.line, jerr.column,
+				    jerr.text);
+	r = parse_root(&c, root);
+	json_decref(root);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(p);
+	return 0;
+}
+
+int al_policy_load_file(const char *path, struct al_policy **ret, struct al_error *err)
+{
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	if (!f)
+		return al_error_setsys(err, errno, "cannot open policy file %s", path);
+	for (;;) {
+		if (cap - len < 4096) {
+			cap = cap ? cap * 2 : 8192;
+			if (cap > (16u << 20))
+				return al_error_set(err, EFBIG, "%s: policy file larger than 16 MiB",
+						    path);
+			buf = xrealloc(buf, cap);
+		}
+		size_t n = fread(buf + len, 1, cap - len, f);
+		len += n;
+		if (n == 0)
+			break;
+	}
+	if (ferror(f))
+		return al_error_setsys(err, EIO, "cannot read policy file %s", path);
+	return al_policy_load_string(path, buf, len, ret, err);
+}

@@ -1,0 +1,559 @@
+/* Policy → plan. Applies defaults, checks every path against the host and
+ * against the sandbox layout, synthesizes /etc, and orders the mount ops so
+ * that the child only executes them. The only syscalls here are read-only
+ * looks at the host (stat, realpath, readlink) and the seccomp compiler's
+ * memfd; nothing is created. */
+#include "policy/plan.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/mount.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/sys.h"
+#include "core/util.h"
+#include "policy/seccomp.h"
+
+#define OLD "/oldroot"
+#define NEW "/newroot"
+#define SCRATCH "/scratch"
+
+static const char *const default_system[] = {"/usr", "/bin", "/lib", "/lib64", "/sbin", NULL};
+/* Host /etc entries shown read-only when present; everything else in /etc
+ * is synthesized. */
+static const char *const etc_binds[] = {"/etc/ld.so.cache", "/etc/ssl/certs",
+					"/etc/ca-certificates", "/etc/alternatives", NULL};
+static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom", NULL};
+/* Sandbox paths a mount may not cover or live under. */
+static const char *const reserved[] = {"/proc", "/dev", "/etc", NULL};
+
+#define RO_ATTR (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+
+#define LL_READ (LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
+#define LL_WRITE                                                                                   \
+	(LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |                           \
+	 LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_DIR |                            \
+	 LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |                              \
+	 LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_SYM | LANDLOCK_ACCESS_FS_REFER |   \
+	 LANDLOCK_ACCESS_FS_TRUNCATE)
+#define LL_DEVICE (LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
+
+struct builder {
+	struct al_plan *plan;
+	char **dirs; /* staging paths already created, for mkdir -p */
+	struct al_error *err;
+};
+
+static uint64_t landlock_mask(int abi)
+{
+	uint64_t m = 0;
+	if (abi >= 1)
+		m |= LL_READ | LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |
+		     LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE |
+		     LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_DIR |
+		     LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |
+		     LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_BLOCK |
+		     LANDLOCK_ACCESS_FS_MAKE_SYM;
+	if (abi >= 2)
+		m |= LANDLOCK_ACCESS_FS_REFER;
+	if (abi >= 3)
+		m |= LANDLOCK_ACCESS_FS_TRUNCATE;
+	if (abi >= 5)
+		m |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
+	return m;
+}
+
+static struct al_mount_op *add_op(struct builder *b, enum al_op_kind kind, char *target,
+				  char *source, const char *what)
+{
+	struct al_plan *p = b->plan;
+	struct al_mount_op *op;
+
+	p->ops = xrealloc(p->ops, (p->n_ops + 1) * sizeof(*p->ops));
+	op = &p->ops[p->n_ops++];
+	*op = (struct al_mount_op){.kind = kind, .target = target, .source = source};
+	op->what = xstrdup(what);
+	return op;
+}
+
+static bool dir_known(struct builder *b, const char *staging)
+{
+	for (size_t i = 0; b->dirs && b->dirs[i]; i++)
+		if (strcmp(b->dirs[i], staging) == 0)
+			return true;
+	return false;
+}
+
+/* mkdir -p of a staging path: one MKDIR op per component not made yet. */
+static void mkdir_p(struct builder *b, const char *staging, mode_t mode, bool sandbox_owned,
+		    const char *what)
+{
+	_cleanup_free_ char *path = xstrdup(staging);
+
+	for (char *c = path + 1;; c++) {
+		if (*c != '/' && *c != '\0')
+			continue;
+		char saved = *c;
+		*c = '\0';
+		/* The three staging roots exist before any op runs. */
+		if (strcmp(path, NEW) != 0 && strcmp(path, OLD) != 0 &&
+		    strcmp(path, SCRATCH) != 0 && !dir_known(b, path)) {
+			struct al_mount_op *op = add_op(b, AL_OP_MKDIR, xstrdup(path), NULL, what);
+			op->mode = mode;
+			op->sandbox_owned = sandbox_owned;
+			al_strv_push(&b->dirs, path);
+		}
+		*c = saved;
+		if (saved == '\0')
+			break;
+	}
+}
+
+static void add_file(struct builder *b, const char *sandbox_path, char *content, mode_t mode)
+{
+	struct al_mount_op *op =
+		add_op(b, AL_OP_FILE, xasprintf(NEW "%s", sandbox_path), content, sandbox_path);
+	op->len = strlen(content);
+	op->mode = mode;
+}
+
+static void add_ll(struct builder *b, const char *path, uint64_t access)
+{
+	struct al_plan *p = b->plan;
+	access &= landlock_mask(p->landlock_abi);
+	for (size_t i = 0; i < p->n_ll_rules; i++) {
+		if (strcmp(p->ll_rules[i].path, path) == 0) {
+			p->ll_rules[i].access |= access;
+			return;
+		}
+	}
+	p->ll_rules = xrealloc(p->ll_rules, (p->n_ll_rules + 1) * sizeof(*p->ll_rules));
+	p->ll_rules[p->n_ll_rules++] = (struct al_landlock_rule){xstrdup(path), access};
+}
+
+/* Bind a host path (already resolved, no symlinks) at a sandbox path. */
+static void add_bind(struct builder *b, const char *host, const char *sandbox_path,
+		     const struct stat *st, uint64_t attr, const char *what)
+{
+	_cleanup_free_ char *target = xasprintf(NEW "%s", sandbox_path);
+	_cleanup_free_ char *parent = xstrdup(target);
+	struct al_mount_op *op;
+
+	*strrchr(parent, '/') = '\0';
+	mkdir_p(b, parent, 0755, false, what);
+	op = add_op(b, AL_OP_BIND, TAKE_PTR(target), xasprintf(OLD "%s", host), what);
+	op->dir = S_ISDIR(st->st_mode);
+	op->attr = attr;
+	op->dev = st->st_dev;
+	op->ino = st->st_ino;
+	if (op->dir)
+		al_strv_push(&b->dirs, op->target);
+}
+
+static bool is_reserved(const struct al_plan *plan, char *const *system, const char *path,
+			const char **why)
+{
+	if (strcmp(path, "/") == 0) {
+		*why = "the root";
+		return true;
+	}
+	for (size_t i = 0; reserved[i]; i++)
+		if (al_path_is_under(path, reserved[i])) {
+			*why = reserved[i];
+			return true;
+		}
+	for (size_t i = 0; system && system[i]; i++)
+		if (al_path_is_under(path, system[i]) || al_path_is_under(system[i], path)) {
+			*why = system[i];
+			return true;
+		}
+	if (strcmp(path, "/tmp") == 0) {
+		*why = "/tmp (scratch)";
+		return true;
+	}
+	(void)plan;
+	return false;
+}
+
+static int build_system(struct builder *b, char *const *system, bool explicit_list)
+{
+	for (size_t i = 0; system[i]; i++) {
+		const char *path = system[i];
+		struct stat st;
+		char what[PATH_MAX + 16];
+
+		snprintf(what, sizeof(what), "system %s", path);
+		if (lstat(path, &st) < 0) {
+			if (errno == ENOENT && !explicit_list)
+				continue; /* e.g. no /lib64 on this host */
+			return al_error_setsys(b->err, errno, "filesystem.system: %s", path);
+		}
+		if (S_ISLNK(st.st_mode)) {
+			char link[PATH_MAX];
+			ssize_t n = readlink(path, link, sizeof(link) - 1);
+			if (n < 0)
+				return al_error_setsys(b->err, errno, "filesystem.system: readlink %s",
+						       path);
+			link[n] = '\0';
+			add_op(b, AL_OP_SYMLINK, xasprintf(NEW "%s", path), xstrdup(link), what);
+			continue;
+		}
+		if (!S_ISDIR(st.st_mode))
+			return al_error_set(b->err, ENOTDIR,
+					    "filesystem.system: %s is not a directory", path);
+		char real[PATH_MAX];
+		if (!realpath(path, real) || stat(real, &st) < 0)
+			return al_error_setsys(b->err, errno, "filesystem.system: %s", path);
+		add_bind(b, real, path, &st, RO_ATTR, what);
+		add_ll(b, path, LL_READ | LANDLOCK_ACCESS_FS_EXECUTE);
+	}
+	return 0;
+}
+
+static int build_etc(struct builder *b)
+{
+	const struct al_plan *p = b->plan;
+
+	mkdir_p(b, NEW "/etc", 0755, false, "/etc");
+	add_file(b, "/etc/passwd",
+		 xasprintf("root:x:0:0:root:/root:/usr/sbin/nologin\n"
+			   "sandbox:x:%d:%d:airlock sandbox:%s:/bin/sh\n"
+			   "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+			   AL_SANDBOX_UID, AL_SANDBOX_GID, p->workdir),
+		 0644);
+	add_file(b, "/etc/group",
+		 xasprintf("root:x:0:\nsandbox:x:%d:\nnogroup:x:65534:\n", AL_SANDBOX_GID), 0644);
+	add_file(b, "/etc/hosts",
+		 xasprintf("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+			   "127.0.1.1\t%s\n",
+			   p->hostname),
+		 0644);
+	add_file(b, "/etc/hostname", xasprintf("%s\n", p->hostname), 0644);
+	add_file(b, "/etc/resolv.conf", xstrdup("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"),
+		 0644);
+	add_file(b, "/etc/nsswitch.conf",
+		 xstrdup("passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
+			 "networks: files\nprotocols: files\nservices: files\n"),
+		 0644);
+	for (size_t i = 0; etc_binds[i]; i++) {
+		struct stat st;
+		if (stat(etc_binds[i], &st) < 0)
+			continue;
+		char real[PATH_MAX];
+		if (!realpath(etc_binds[i], real) || stat(real, &st) < 0)
+			continue;
+		add_bind(b, real, etc_binds[i], &st, RO_ATTR | MOUNT_ATTR_NOEXEC, etc_binds[i]);
+	}
+	add_ll(b, "/etc", LL_READ);
+	return 0;
+}
+
+static void build_proc_dev(struct builder *b)
+{
+	struct al_mount_op *op;
+
+	mkdir_p(b, NEW "/proc", 0555, false, "/proc");
+	op = add_op(b, AL_OP_PROC, xstrdup(NEW "/proc"), NULL, "/proc");
+	op->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+	add_ll(b, "/proc", LL_READ);
+
+	mkdir_p(b, NEW "/dev", 0755, false, "/dev");
+	op = add_op(b, AL_OP_TMPFS, xstrdup(NEW "/dev"), xstrdup("size=64k,nr_inodes=64,mode=0755"),
+		    "/dev");
+	op->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+	for (size_t i = 0; dev_nodes[i]; i++) {
+		struct stat st;
+		char host[32], sb[32];
+		snprintf(host, sizeof(host), "/dev/%s", dev_nodes[i]);
+		if (stat(host, &st) < 0 || !S_ISCHR(st.st_mode))
+			continue;
+		/* Device binds keep nodev off: the node is the point. */
+		add_bind(b, host, host, &st, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, host);
+		snprintf(sb, sizeof(sb), "/dev/%s", dev_nodes[i]);
+		add_ll(b, sb, LL_READ | LL_DEVICE);
+	}
+	add_op(b, AL_OP_SYMLINK, xstrdup(NEW "/dev/fd"), xstrdup("/proc/self/fd"), "/dev/fd");
+	add_op(b, AL_OP_SYMLINK, xstrdup(NEW "/dev/stdin"), xstrdup("/proc/self/fd/0"), "/dev/stdin");
+	add_op(b, AL_OP_SYMLINK, xstrdup(NEW "/dev/stdout"), xstrdup("/proc/self/fd/1"),
+	       "/dev/stdout");
+	add_op(b, AL_OP_SYMLINK, xstrdup(NEW "/dev/stderr"), xstrdup("/proc/self/fd/2"),
+	       "/dev/stderr");
+	/* /dev/shm is part of the scratch; the scratch tmpfs exists by now. */
+	mkdir_p(b, NEW "/dev/shm", 01777, false, "/dev/shm");
+	op = add_op(b, AL_OP_BIND, xstrdup(NEW "/dev/shm"), xstrdup(SCRATCH "/shm"),
+		    "/dev/shm (scratch)");
+	op->dir = true;
+	op->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+	add_ll(b, "/dev/shm", LL_READ | LL_WRITE);
+	add_ll(b, "/dev", LL_READ);
+}
+
+/* The scratch tmpfs and its three faces: /tmp, the workdir, /dev/shm. */
+static void build_scratch(struct builder *b, bool workdir_is_mount)
+{
+	struct al_plan *p = b->plan;
+	uint64_t attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (p->scratch_exec ? 0 : MOUNT_ATTR_NOEXEC);
+	uint64_t ll = LL_READ | LL_WRITE | (p->scratch_exec ? LANDLOCK_ACCESS_FS_EXECUTE : 0);
+	struct al_mount_op *op;
+
+	op = add_op(b, AL_OP_TMPFS, xstrdup(SCRATCH),
+		    xasprintf("size=%llu,mode=0755", (unsigned long long)p->scratch_bytes), "scratch");
+	op->attr = attr;
+	mkdir_p(b, SCRATCH "/tmp", 01777, false, "scratch");
+	mkdir_p(b, SCRATCH "/shm", 01777, false, "scratch");
+	if (!workdir_is_mount)
+		mkdir_p(b, SCRATCH "/work", 0755, true, "scratch");
+
+	mkdir_p(b, NEW "/tmp", 01777, false, "/tmp");
+	op = add_op(b, AL_OP_BIND, xstrdup(NEW "/tmp"), xstrdup(SCRATCH "/tmp"), "/tmp (scratch)");
+	op->dir = true;
+	op->attr = attr;
+	add_ll(b, "/tmp", ll);
+
+	if (!workdir_is_mount) {
+		_cleanup_free_ char *t = xasprintf(NEW "%s", p->workdir);
+		mkdir_p(b, t, 0755, false, "workdir");
+		op = add_op(b, AL_OP_BIND, TAKE_PTR(t), xstrdup(SCRATCH "/work"),
+			    "workdir (scratch)");
+		op->dir = true;
+		op->attr = attr;
+		add_ll(b, p->workdir, ll);
+	}
+}
+
+static int cmp_mount_path(const void *a, const void *b)
+{
+	const struct al_policy_mount *const *x = a, *const *y = b;
+	return strcmp((*x)->path, (*y)->path);
+}
+
+static int build_mounts(struct builder *b, const struct al_policy *pol, char *const *system)
+{
+	struct al_plan *p = b->plan;
+	_cleanup_free_ const struct al_policy_mount **sorted =
+		xcalloc(pol->n_mounts + 1, sizeof(*sorted));
+
+	for (size_t i = 0; i < pol->n_mounts; i++)
+		sorted[i] = &pol->mounts[i];
+	qsort(sorted, pol->n_mounts, sizeof(*sorted), cmp_mount_path);
+
+	for (size_t i = 0; i < pol->n_mounts; i++) {
+		const struct al_policy_mount *m = sorted[i];
+		const char *why = NULL;
+		char real[PATH_MAX];
+		struct stat st;
+
+		if (!al_path_is_clean_absolute(m->path))
+			return al_error_set(b->err, EINVAL,
+					    "%s: sandbox path \"%s\" is not a clean absolute path",
+					    m->origin, m->path);
+		if (is_reserved(p, system, m->path, &why))
+			return al_error_set(b->err, EINVAL,
+					    "%s: sandbox path %s would cover or sit inside %s", m->origin,
+					    m->path, why);
+		if (i > 0 && al_path_is_under(m->path, sorted[i - 1]->path))
+			return al_error_set(b->err, EINVAL,
+					    "%s: sandbox path %s lies inside another mount (%s)",
+					    m->origin, m->path, sorted[i - 1]->path);
+		if (!realpath(m->host, real))
+			return al_error_setsys(b->err, errno, "%s: %s", m->origin, m->host);
+		if (stat(real, &st) < 0)
+			return al_error_setsys(b->err, errno, "%s: %s", m->origin, real);
+		if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+			return al_error_set(b->err, EINVAL,
+					    "%s: %s is neither a regular file nor a directory",
+					    m->origin, real);
+		if (!p->rootless) {
+			/* The sandbox user is an unprivileged host id: it reads and
+			 * writes through the "other" permission bits only. */
+			mode_t need = m->mode == AL_MOUNT_RW ? S_IROTH | S_IWOTH : S_IROTH;
+			if (S_ISDIR(st.st_mode))
+				need |= S_IXOTH;
+			if ((st.st_mode & need) != need)
+				return al_error_set(
+					b->err, EACCES,
+					"%s: %s (mode %04o) is not %s by others, and the sandbox user "
+					"is an unprivileged host id (%u); add o+%s",
+					m->origin, real, st.st_mode & 07777,
+					m->mode == AL_MOUNT_RW ? "readable and writable" : "readable",
+					p->host_uid,
+					m->mode == AL_MOUNT_RW ? (S_ISDIR(st.st_mode) ? "rwx" : "rw")
+							       : (S_ISDIR(st.st_mode) ? "rx" : "r"));
+		}
+		bool exec = m->exec != 0; /* unset means allowed */
+		uint64_t attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+				(m->mode == AL_MOUNT_RO ? MOUNT_ATTR_RDONLY : 0) |
+				(exec ? 0 : MOUNT_ATTR_NOEXEC);
+		uint64_t ll = LL_READ | (m->mode == AL_MOUNT_RW ? LL_WRITE : 0) |
+			      (exec ? LANDLOCK_ACCESS_FS_EXECUTE : 0);
+		char what[PATH_MAX + 32];
+		snprintf(what, sizeof(what), "%s %s", m->mode == AL_MOUNT_RW ? "rw" : "ro", m->path);
+		add_bind(b, real, m->path, &st, attr, what);
+		if (!S_ISDIR(st.st_mode))
+			ll &= ~(uint64_t)(LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_REMOVE_DIR |
+					  LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_DIR |
+					  LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |
+					  LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_SYM |
+					  LANDLOCK_ACCESS_FS_REFER);
+		add_ll(b, m->path, ll);
+	}
+	return 0;
+}
+
+static void build_ids(struct al_plan *p)
+{
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+
+	if (uid == 0) {
+		p->rootless = false;
+		p->host_uid = AL_HOST_ID_BASE + AL_SANDBOX_UID;
+		p->host_gid = AL_HOST_ID_BASE + AL_SANDBOX_GID;
+		snprintf(p->uid_map, sizeof(p->uid_map), "0 %u 1\n%u %u 1\n", AL_HOST_ID_BASE,
+			 AL_SANDBOX_UID, p->host_uid);
+		snprintf(p->gid_map, sizeof(p->gid_map), "0 %u 1\n%u %u 1\n", AL_HOST_ID_BASE,
+			 AL_SANDBOX_GID, p->host_gid);
+	} else {
+		p->rootless = true;
+		p->host_uid = uid;
+		p->host_gid = gid;
+		snprintf(p->uid_map, sizeof(p->uid_map), "%u %u 1\n", AL_SANDBOX_UID, uid);
+		snprintf(p->gid_map, sizeof(p->gid_map), "%u %u 1\n", AL_SANDBOX_GID, gid);
+	}
+}
+
+static void build_env(struct al_plan *p, const struct al_policy *pol)
+{
+	struct al_policy *tmp = al_policy_new(NULL);
+
+	al_policy_set_env(tmp, "PATH", AL_DEFAULT_PATH);
+	al_policy_set_env(tmp, "HOME", p->workdir);
+	al_policy_set_env(tmp, "LANG", "C.UTF-8");
+	al_policy_set_env(tmp, "TMPDIR", "/tmp");
+	for (size_t i = 0; pol->env && pol->env[i]; i++) {
+		const char *eq = strchr(pol->env[i], '=');
+		_cleanup_free_ char *name = strndup(pol->env[i], (size_t)(eq - pol->env[i]));
+		al_policy_set_env(tmp, name, eq + 1);
+	}
+	p->envp = TAKE_PTR(tmp->env);
+	al_policy_free(tmp);
+}
+
+static int build_landlock(struct al_plan *p, const struct al_policy *pol, struct al_error *err)
+{
+	p->landlock_required = pol->landlock != AL_LANDLOCK_BEST_EFFORT;
+	p->landlock_abi = al_landlock_abi();
+	if (p->landlock_abi == 0) {
+		if (p->landlock_required)
+			return al_error_set(err, EOPNOTSUPP,
+					    "landlock is not available on this kernel; refusing to run "
+					    "(set \"filesystem\": {\"landlock\": \"best-effort\"} to run "
+					    "with mount isolation only)");
+		return 0;
+	}
+	p->landlock_fs = landlock_mask(p->landlock_abi);
+	if (p->landlock_abi >= 6)
+		p->landlock_scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
+	return 0;
+}
+
+int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **ret,
+		  struct al_error *err)
+{
+	_cleanup_(al_plan_freep) struct al_plan *p = xcalloc(1, sizeof(*p));
+	struct builder b = {.plan = p, .err = err};
+	char *const *system = pol->system ? pol->system : (char *const *)default_system;
+	bool workdir_is_mount = false;
+	const char *why;
+	int r;
+
+	if ((!pol->command || !pol->command[0]) && !(flags & AL_PLAN_COMMAND_OPTIONAL))
+		return al_error_set(err, EINVAL,
+				    "no command given (put it after \"--\" or in the policy's \"command\")");
+	if (pol->backend && strcmp(pol->backend, "native") != 0)
+		return al_error_set(err, EINVAL, "unknown backend \"%s\" (this build has: native)",
+				    pol->backend);
+	p->backend = xstrdup("native");
+	p->argv = al_strv_dup(pol->command); /* empty vector when optional and absent */
+	p->hostname = xstrdup(pol->hostname ? pol->hostname : AL_DEFAULT_HOSTNAME);
+	if (!al_hostname_is_valid(p->hostname))
+		return al_error_set(err, EINVAL, "hostname \"%s\" is not a valid host name",
+				    p->hostname);
+	p->workdir = xstrdup(pol->workdir ? pol->workdir : AL_DEFAULT_WORKDIR);
+	if (!al_path_is_clean_absolute(p->workdir))
+		return al_error_set(err, EINVAL, "workdir \"%s\" is not a clean absolute path",
+				    p->workdir);
+	if (is_reserved(p, system, p->workdir, &why))
+		return al_error_set(err, EINVAL, "workdir %s would cover or sit inside %s",
+				    p->workdir, why);
+	p->timeout_ms = pol->timeout_ms ? pol->timeout_ms : AL_DEFAULT_TIMEOUT_MS;
+	p->scratch_bytes = pol->scratch_bytes ? pol->scratch_bytes : AL_DEFAULT_SCRATCH_BYTES;
+	p->scratch_exec = pol->scratch_exec != 0;
+	if (pol->network_mode && strcmp(pol->network_mode, "none") != 0)
+		return al_error_set(err, EINVAL, "network mode \"%s\" is not known (expected none)",
+				    pol->network_mode);
+	for (size_t i = 0; i < pol->n_mounts; i++) {
+		if (strcmp(pol->mounts[i].path, p->workdir) == 0)
+			workdir_is_mount = true;
+		else if (al_path_is_under(pol->mounts[i].path, p->workdir) ||
+			 al_path_is_under(pol->mounts[i].path, "/tmp"))
+			return al_error_set(err, EINVAL,
+					    "%s: sandbox path %s lies inside the scratch (%s); mount "
+					    "it elsewhere, e.g. /input",
+					    pol->mounts[i].origin, pol->mounts[i].path,
+					    al_path_is_under(pol->mounts[i].path, "/tmp") ? "/tmp"
+											 : p->workdir);
+	}
+
+	build_ids(p);
+	build_env(p, pol);
+	if ((r = build_landlock(p, pol, err)) < 0)
+		return r;
+	add_ll(&b, "/", LANDLOCK_ACCESS_FS_READ_DIR);
+
+	/* Order matters: the scratch and the new root first, then everything
+	 * that lands inside the new root, parents before children. */
+	build_scratch(&b, workdir_is_mount);
+	if ((r = build_system(&b, system, pol->system != NULL)) < 0)
+		goto out;
+	if ((r = build_etc(&b)) < 0)
+		goto out;
+	build_proc_dev(&b);
+	if ((r = build_mounts(&b, pol, system)) < 0)
+		goto out;
+
+	r = al_seccomp_compile(&p->seccomp, &p->seccomp_rules, &p->n_seccomp_rules, err);
+	if (r < 0)
+		goto out;
+	*ret = TAKE_PTR(p);
+out:
+	al_strv_free(b.dirs);
+	return r;
+}
+
+void al_plan_free(struct al_plan *p)
+{
+	if (!p)
+		return;
+	al_strv_free(p->argv);
+	al_strv_free(p->envp);
+	free(p->hostname);
+	free(p->workdir);
+	free(p->backend);
+	for (size_t i = 0; i < p->n_ops; i++) {
+		free(p->ops[i].target);
+		free(p->ops[i].source);
+		free(p->ops[i].what);
+	}
+	free(p->ops);
+	for (size_t i = 0; i < p->n_ll_rules; i++)
+		free(p->ll_rules[i].path);
+	free(p->ll_rules);
+	free(p->seccomp.filter);
+	free(p);
+}

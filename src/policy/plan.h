@@ -1,0 +1,137 @@
+/* The plan: an immutable, fully resolved description of one run, lowered
+ * from a policy (DESIGN.md "The shape"). The child after clone reads it and
+ * never parses or allocates; every string it needs is built here.
+ *
+ * Staging view used by the mount ops (inside the child's private mount
+ * namespace, after the first pivot_root onto a throw-away tmpfs):
+ *   /oldroot   the host's root, detached before exec
+ *   /newroot   the sandbox's root (a small tmpfs, read-only at the end)
+ *   /scratch   the one size-limited scratch tmpfs; /tmp, the workdir and
+ *              /dev/shm are bind mounts of its subdirectories, so a single
+ *              size limit covers all writable space. */
+#pragma once
+
+#include <linux/filter.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "core/error.h"
+#include "policy/policy.h"
+
+#define AL_SANDBOX_UID 1000
+#define AL_SANDBOX_GID 1000
+/* As root on the host, sandbox ids 0 and 1000 map to these host ids: never
+ * host root, and far above any ordinary account or subuid range. */
+#define AL_HOST_ID_BASE 1000000000u
+
+#define AL_DEFAULT_TIMEOUT_MS (60u * 1000u)
+#define AL_DEFAULT_SCRATCH_BYTES (64ull << 20)
+#define AL_DEFAULT_WORKDIR "/work"
+#define AL_DEFAULT_HOSTNAME "airlock"
+#define AL_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+
+enum al_op_kind {
+	AL_OP_MKDIR,   /* mkdir target (mode, uid) */
+	AL_OP_FILE,    /* create target with content source[0..len) (mode, uid) */
+	AL_OP_SYMLINK, /* symlink target -> source */
+	AL_OP_TMPFS,   /* mount tmpfs on target, options in source, then attr */
+	AL_OP_BIND,    /* bind source on target (a placeholder is made first), then attr */
+	AL_OP_PROC,    /* mount a fresh proc on target, then attr */
+};
+
+struct al_mount_op {
+	enum al_op_kind kind;
+	char *target;  /* full path in the staging view, e.g. "/newroot/usr" */
+	char *source;  /* see enum above */
+	size_t len;    /* FILE: content length */
+	bool dir;      /* BIND: the source is a directory */
+	uint64_t attr; /* MOUNT_ATTR_* applied recursively after the mount */
+	mode_t mode;
+	bool sandbox_owned; /* MKDIR/FILE: chown to the sandbox user */
+	dev_t dev;     /* BIND of a host path: identity re-checked in the child */
+	ino_t ino;
+	char *what;    /* for messages and dumps: "system /usr", "input /input/data.csv" */
+};
+
+struct al_landlock_rule {
+	char *path;      /* path in the final view */
+	uint64_t access; /* LANDLOCK_ACCESS_FS_* already masked to the ABI */
+};
+
+enum al_seccomp_cond {
+	AL_SECCOMP_ALWAYS,
+	AL_SECCOMP_ARG_MASKED_EQ, /* (args[arg] & mask) == value */
+	AL_SECCOMP_ARG_GT,        /* args[arg] > value, unsigned 64-bit */
+};
+
+/* One row of the seccomp policy table (policy/seccomp.c). The compiled
+ * program returns SECCOMP_RET_ERRNO|errno_value for a call that matches a
+ * row and allows everything else; unit tests evaluate it against this. */
+struct al_seccomp_rule_info {
+	const char *syscall;
+	enum al_seccomp_cond cond;
+	unsigned arg;
+	uint64_t mask, value;
+	int errno_value;
+	const char *why; /* readable condition for dumps; NULL = always */
+};
+
+struct al_plan {
+	char **argv;
+	char **envp;
+	char *hostname;
+	char *workdir;
+	char *backend;
+	uint64_t timeout_ms;
+	uint64_t scratch_bytes;
+	bool scratch_exec;
+
+	/* identities */
+	bool rootless;      /* airlock itself is not root: map only our own ids */
+	uid_t host_uid;     /* what sandbox uid 1000 is on the host */
+	gid_t host_gid;
+	char uid_map[96];
+	char gid_map[96];
+
+	/* filesystem */
+	struct al_mount_op *ops;
+	size_t n_ops;
+
+	/* landlock */
+	int landlock_abi;         /* 0 when the kernel has none */
+	bool landlock_required;
+	uint64_t landlock_fs;     /* handled_access_fs */
+	uint64_t landlock_scoped; /* LANDLOCK_SCOPE_* */
+	struct al_landlock_rule *ll_rules;
+	size_t n_ll_rules;
+
+	/* seccomp */
+	struct sock_fprog seccomp;
+	const struct al_seccomp_rule_info *seccomp_rules;
+	size_t n_seccomp_rules;
+};
+
+/* al_plan_build() flags */
+#define AL_PLAN_COMMAND_OPTIONAL (1u << 0) /* for `airlock check`: argv may be empty */
+
+/* Lower a merged policy into a plan: apply defaults, resolve and check host
+ * paths, synthesize /etc, order the mount ops, compute landlock rules and
+ * compile the seccomp program. Errors name the offending policy item.
+ * Returns 0 or a negative errno; *ret only on success. */
+int al_plan_build(const struct al_policy *policy, unsigned flags, struct al_plan **ret,
+		  struct al_error *err);
+
+void al_plan_free(struct al_plan *plan);
+static inline void al_plan_freep(struct al_plan **p)
+{
+	al_plan_free(*p);
+}
+
+/* Human-readable dump of the plan to f (used by `airlock check`). */
+void al_plan_dump_text(const struct al_plan *plan, FILE *f);
+
+/* JSON dump; returns a new string (free()). */
+char *al_plan_dump_json(const struct al_plan *plan);

@@ -1,0 +1,95 @@
+/* The policy model: the one struct that every front end fills (CLI flags,
+ * the policy file, later the API). Unlike most modules its fields are public:
+ * the CLI option table and the JSON parser both write them directly, and a
+ * second set of accessors would only mirror the fields one for one.
+ *
+ * "Unset" is NULL for pointers, 0 for sizes and durations, AL_UNSET (-1) for
+ * tri-state ints; al_policy_merge() lets a set value override, and
+ * al_plan_build() (plan.h) applies the defaults. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+
+#define AL_POLICY_VERSION 1
+#define AL_UNSET (-1)
+
+enum al_mount_mode {
+	AL_MOUNT_RO = 0,
+	AL_MOUNT_RW = 1,
+};
+
+struct al_policy_mount {
+	char *host;   /* host path as given (made absolute against the cwd) */
+	char *path;   /* path inside the sandbox; clean absolute */
+	enum al_mount_mode mode;
+	int exec;     /* tri-state: AL_UNSET means "exec allowed" */
+	char *origin; /* where it came from, for messages: "--ro" or "filesystem.mounts[1]" */
+};
+
+enum al_landlock_mode {
+	AL_LANDLOCK_UNSET = 0,
+	AL_LANDLOCK_REQUIRED,    /* refuse to run without landlock (default) */
+	AL_LANDLOCK_BEST_EFFORT, /* the policy said "best-effort" in words */
+};
+
+struct al_policy {
+	char *source; /* file it came from, or "command line" */
+
+	char **command; /* argv; NULL when not given */
+	char *hostname;
+
+	/* filesystem */
+	char **system; /* host system dirs to show read-only; NULL = default */
+	struct al_policy_mount *mounts;
+	size_t n_mounts;
+	char *workdir;
+	int scratch_exec; /* tri-state */
+	enum al_landlock_mode landlock;
+
+	/* env: "NAME=VALUE" strings; later entries win */
+	char **env;
+
+	/* limits */
+	uint64_t timeout_ms;
+	uint64_t scratch_bytes;
+
+	/* network: only "none" exists until the egress gateway lands */
+	char *network_mode;
+
+	/* backend */
+	char *backend;
+};
+
+/* A new empty (all unset) policy. Free with al_policy_free(). */
+struct al_policy *al_policy_new(const char *source);
+void al_policy_free(struct al_policy *p);
+static inline void al_policy_freep(struct al_policy **p)
+{
+	al_policy_free(*p);
+}
+
+/* Append a mount; copies the strings. */
+void al_policy_add_mount(struct al_policy *p, const char *host, const char *path,
+			 enum al_mount_mode mode, int exec, const char *origin);
+
+/* Set NAME=VALUE, replacing an earlier value of NAME. Copies. */
+void al_policy_set_env(struct al_policy *p, const char *name, const char *value);
+
+/* Overlay `over` onto `base`: every set field of `over` replaces base's;
+ * over's mounts replace base mounts at the same sandbox path and are added
+ * otherwise; over's env entries replace same-named ones. Borrows over. */
+void al_policy_merge(struct al_policy *base, const struct al_policy *over);
+
+/* Parse a policy file (JSON, strict, version 1) into a new policy.
+ * Errors name the file and either line:column (syntax) or the JSON path
+ * (schema), e.g. "p.json: limits.timeout: expected ...". Returns 0 or a
+ * negative errno; *ret is written only on success. */
+int al_policy_load_file(const char *path, struct al_policy **ret, struct al_error *err);
+
+/* Same for an in-memory document; `name` is used in messages. */
+int al_policy_load_string(const char *name, const char *text, size_t len,
+			  struct al_policy **ret, struct al_error *err);

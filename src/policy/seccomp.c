@@ -1,0 +1,158 @@
+/* Denylist seccomp policy. The default action is ALLOW: the namespaces,
+ * dropped capabilities and landlock are the primary walls; this table takes
+ * away the kernel attack surface an unprivileged process has no business
+ * touching. Each row is {syscall, argument condition, errno}.
+ *
+ * Argument compares that stand for C `int` parameters use a 32-bit mask:
+ * the kernel ignores the upper half of the register, so an unmasked compare
+ * could be dodged by setting high bits (the ioctl(TIOCSTI) hole bubblewrap
+ * once had). */
+#include "policy/seccomp.h"
+
+#include <errno.h>
+#include <linux/sched.h>
+#include <seccomp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+
+#define DENY(n, why) {n, AL_SECCOMP_ALWAYS, 0, 0, 0, EPERM, why}
+#define DENY_IF(n, a, m, v, why) {n, AL_SECCOMP_ARG_MASKED_EQ, a, m, v, EPERM, why}
+#define NS_FLAG(flag) DENY_IF("clone", 0, flag, flag, "clone(" #flag ")")
+
+/* clang-format off */
+static const struct al_seccomp_rule_info table[] = {
+	/* Mount table and root changes. */
+	DENY("mount", NULL), DENY("umount2", NULL), DENY("pivot_root", NULL), DENY("chroot", NULL),
+	DENY("move_mount", NULL), DENY("open_tree", NULL), DENY("fsopen", NULL),
+	DENY("fsconfig", NULL), DENY("fsmount", NULL), DENY("fspick", NULL),
+	DENY("mount_setattr", NULL),
+	/* New namespaces. clone3 passes its flags in memory that seccomp cannot
+	 * read, so it answers ENOSYS and libc falls back to clone(), whose
+	 * flags are checked below. */
+	DENY("setns", NULL),
+	DENY("unshare", NULL),
+	{"clone3", AL_SECCOMP_ALWAYS, 0, 0, 0, ENOSYS, "flags unreadable; libc falls back to clone"},
+	NS_FLAG(CLONE_NEWNS), NS_FLAG(CLONE_NEWUTS), NS_FLAG(CLONE_NEWIPC), NS_FLAG(CLONE_NEWUSER),
+	NS_FLAG(CLONE_NEWPID), NS_FLAG(CLONE_NEWNET), NS_FLAG(CLONE_NEWCGROUP),
+	/* Kernel attack surface. */
+	DENY("bpf", NULL), DENY("perf_event_open", NULL), DENY("userfaultfd", NULL),
+	DENY("io_uring_setup", NULL), DENY("io_uring_enter", NULL), DENY("io_uring_register", NULL),
+	DENY("keyctl", NULL), DENY("add_key", NULL), DENY("request_key", NULL),
+	/* Other processes' memory. */
+	DENY("ptrace", NULL), DENY("process_vm_readv", NULL), DENY("process_vm_writev", NULL),
+	DENY("kcmp", NULL), DENY("pidfd_getfd", NULL),
+	/* Whole-machine operations. */
+	DENY("kexec_load", NULL), DENY("kexec_file_load", NULL), DENY("init_module", NULL),
+	DENY("finit_module", NULL), DENY("delete_module", NULL), DENY("reboot", NULL),
+	DENY("swapon", NULL), DENY("swapoff", NULL), DENY("acct", NULL),
+	DENY("settimeofday", NULL), DENY("clock_settime", NULL), DENY("clock_adjtime", NULL),
+	DENY("adjtimex", NULL), DENY("syslog", NULL), DENY("quotactl", NULL),
+	DENY("quotactl_fd", NULL), DENY("lookup_dcookie", NULL), DENY("vhangup", NULL),
+	DENY("iopl", NULL), DENY("ioperm", NULL), DENY("uselib", NULL), DENY("nfsservctl", NULL),
+	DENY("fanotify_init", NULL),
+	/* File handles bypass path-based checks. */
+	DENY("open_by_handle_at", NULL), DENY("name_to_handle_at", NULL),
+	/* Terminal injection. */
+	DENY_IF("ioctl", 1, 0xffffffffu, TIOCSTI, "ioctl(TIOCSTI)"),
+	DENY_IF("ioctl", 1, 0xffffffffu, TIOCLINUX, "ioctl(TIOCLINUX)"),
+	/* Sockets: only UNIX, INET and INET6; no raw or packet sockets. */
+	DENY_IF("socket", 0, 0xffffffffu, AF_UNSPEC, "socket(AF_UNSPEC)"),
+	{"socket", AL_SECCOMP_ARG_GT, 0, 0, AF_INET6, EPERM, "socket(family > AF_INET6)"},
+	DENY_IF("socket", 0, 0xffffffffu, 3, "socket(AF_AX25)"),
+	DENY_IF("socket", 0, 0xffffffffu, 4, "socket(AF_IPX)"),
+	DENY_IF("socket", 0, 0xffffffffu, 5, "socket(AF_APPLETALK)"),
+	DENY_IF("socket", 0, 0xffffffffu, 6, "socket(AF_NETROM)"),
+	DENY_IF("socket", 0, 0xffffffffu, 7, "socket(AF_BRIDGE)"),
+	DENY_IF("socket", 0, 0xffffffffu, 8, "socket(AF_ATMPVC)"),
+	DENY_IF("socket", 0, 0xffffffffu, 9, "socket(AF_X25)"),
+	DENY_IF("socket", 1, 0xf, SOCK_RAW, "socket(SOCK_RAW)"),
+	DENY_IF("socket", 1, 0xf, SOCK_PACKET, "socket(SOCK_PACKET)"),
+};
+/* clang-format on */
+
+static int add_row(scmp_filter_ctx ctx, const struct al_seccomp_rule_info *r, struct al_error *err)
+{
+	int nr = seccomp_syscall_resolve_name(r->syscall);
+	int rc;
+
+	if (nr == __NR_SCMP_ERROR)
+		return 0; /* not on this architecture (e.g. uselib on newer ABIs) */
+	switch (r->cond) {
+	case AL_SECCOMP_ALWAYS:
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(r->errno_value), nr, 0);
+		break;
+	case AL_SECCOMP_ARG_MASKED_EQ:
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(r->errno_value), nr, 1,
+				      SCMP_CMP(r->arg, SCMP_CMP_MASKED_EQ, r->mask, r->value));
+		break;
+	case AL_SECCOMP_ARG_GT:
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(r->errno_value), nr, 1,
+				      SCMP_CMP(r->arg, SCMP_CMP_GT, r->value));
+		break;
+	default:
+		rc = -EINVAL;
+	}
+	if (rc < 0)
+		return al_error_setsys(err, -rc, "seccomp: adding rule for %s", r->syscall);
+	return 0;
+}
+
+int al_seccomp_compile(struct sock_fprog *ret, const struct al_seccomp_rule_info **ret_rules,
+		       size_t *ret_n, struct al_error *err)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ void *buf = NULL;
+	off_t size;
+	int r = 0;
+
+	if (!ctx)
+		return al_error_set(err, ENOMEM, "seccomp: seccomp_init failed");
+	/* A call through another ABI (int 0x80, x32) could dodge every rule:
+	 * kill the process instead. */
+	r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+	if (r < 0) {
+		al_error_setsys(err, -r, "seccomp: setting the bad-architecture action");
+		goto out;
+	}
+	for (size_t i = 0; i < AL_ARRAY_SIZE(table); i++) {
+		if ((r = add_row(ctx, &table[i], err)) < 0)
+			goto out;
+	}
+	fd = memfd_create("airlock-seccomp", MFD_CLOEXEC);
+	if (fd < 0) {
+		r = al_error_setsys(err, errno, "seccomp: memfd_create");
+		goto out;
+	}
+	r = seccomp_export_bpf(ctx, fd);
+	if (r < 0) {
+		al_error_setsys(err, -r, "seccomp: exporting the BPF program");
+		goto out;
+	}
+	size = lseek(fd, 0, SEEK_END);
+	if (size <= 0 || size % sizeof(struct sock_filter) != 0 ||
+	    size / sizeof(struct sock_filter) > BPF_MAXINSNS) {
+		r = al_error_set(err, EINVAL, "seccomp: exported program has a bad size (%lld)",
+				 (long long)size);
+		goto out;
+	}
+	buf = xmalloc((size_t)size);
+	if (pread(fd, buf, (size_t)size, 0) != size) {
+		r = al_error_setsys(err, errno ? errno : EIO, "seccomp: reading the program back");
+		goto out;
+	}
+	ret->len = (unsigned short)(size / sizeof(struct sock_filter));
+	ret->filter = TAKE_PTR(buf);
+	*ret_rules = table;
+	*ret_n = AL_ARRAY_SIZE(table);
+out:
+	seccomp_release(ctx);
+	return r;
+}

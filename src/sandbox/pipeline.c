@@ -1,0 +1,216 @@
+/* The order of the child's setup, as one table, and the sandbox init.
+ *
+ * Why this order:
+ * - The supervisor writes our id maps while we wait; nothing that creates
+ *   files may run before that (wait-for-parent, become-ns-root).
+ * - All mounts happen while we still hold CAP_SYS_ADMIN in our namespace,
+ *   and pivot_root comes after the tree is complete, because landlock path
+ *   rules refer to the final view.
+ * - Privileges are dropped before no_new_privs, landlock and seccomp; with
+ *   no_new_privs set, seccomp can come last and need not allow setuid or
+ *   capset. Landlock requires no_new_privs (or CAP_SYS_ADMIN).
+ * - seccomp is the last step: after it, mount and friends are gone.
+ *
+ * Namespaces at each stage: clone3 put us in new user, mount, pid, net,
+ * ipc, uts and cgroup namespaces at once; we are pid 1 of the pid namespace
+ * from the first step to the end. */
+#include "sandbox/sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/sys.h"
+#include "sandbox/steps.h"
+
+struct step {
+	const char *name;
+	int (*run)(struct al_child *c);
+};
+
+/* clang-format off */
+static const struct step steps[] = {
+	{"wait-for-parent",  step_wait_parent},
+	{"die-with-parent",  step_die_with_parent},
+	{"become-ns-root",   step_become_ns_root},
+	{"stdio",            step_stdio},
+	{"private-mounts",   step_private_mounts},
+	{"staging-root",     step_staging_root},
+	{"build-root",       step_build_root},
+	{"pivot-root",       step_pivot_root},
+	{"hostname",         step_hostname},
+	{"loopback",         step_loopback},
+	{"rlimits",          step_rlimits},
+	{"close-fds",        step_close_fds},
+	{"new-session",      step_new_session},
+	{"drop-privileges",  step_drop_privileges},
+	{"no-new-privs",     step_no_new_privs},
+	{"landlock",         step_landlock},
+	{"seccomp",          step_seccomp},
+};
+/* clang-format on */
+
+const char *al_sandbox_step_name(size_t i)
+{
+	return i < sizeof(steps) / sizeof(steps[0]) ? steps[i].name : NULL;
+}
+
+/* Signals the init passes on to the command's process group. */
+static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+static void send_msg(int fd, uint32_t type, int err, int status, const char *step, const char *msg)
+{
+	struct al_sync_msg m = {.type = type, .err = err, .status = status};
+	ssize_t n;
+
+	if (step)
+		snprintf(m.step, sizeof(m.step), "%s", step);
+	if (msg)
+		snprintf(m.msg, sizeof(m.msg), "%s", msg);
+	do
+		n = send(fd, &m, sizeof(m), MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+}
+
+static void noop_handler(int sig)
+{
+	(void)sig;
+}
+
+/* Search PATH from the plan's environment, like execvp but without
+ * allocating. Returns the errno of the most telling failure. */
+static int exec_command(const struct al_plan *p)
+{
+	const char *path = AL_DEFAULT_PATH;
+	const char *file = p->argv[0];
+	char buf[4096];
+	int best = ENOENT;
+
+	if (strchr(file, '/')) {
+		execve(file, p->argv, p->envp);
+		return errno;
+	}
+	for (size_t i = 0; p->envp[i]; i++)
+		if (strncmp(p->envp[i], "PATH=", 5) == 0)
+			path = p->envp[i] + 5;
+	for (const char *s = path;; s++) {
+		const char *end = strchrnul(s, ':');
+		int n = snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(end - s), s, end == s ? "" : "/",
+				 file);
+		if (n > 0 && (size_t)n < sizeof(buf)) {
+			execve(buf, p->argv, p->envp);
+			if (errno != ENOENT && errno != ENOTDIR)
+				best = errno;
+		}
+		if (*end == '\0')
+			break;
+		s = end;
+	}
+	return best;
+}
+
+static _Noreturn void run_command(const struct al_plan *p, int sync, int errpipe)
+{
+	sigset_t none;
+	int e;
+
+	sigemptyset(&none);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		signal(forwarded[i], SIG_DFL);
+	signal(SIGCHLD, SIG_DFL);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	close(sync); /* the sync socket is init's alone */
+	if (setsid() < 0 || chdir(p->workdir) < 0) {
+		e = errno;
+	} else {
+		e = exec_command(p);
+	}
+	(void)!write(errpipe, &e, sizeof(e));
+	_exit(e == ENOENT ? 127 : 126);
+}
+
+/* Init: start the command, pass signals on, reap everything, report the
+ * command's status and exit — which kills whatever is left. */
+_Noreturn void al_sandbox_init(const struct al_plan *p, int sync)
+{
+	int errpipe[2], exec_errno = 0;
+	sigset_t set;
+	pid_t cmd;
+	ssize_t n;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++) {
+		/* A namespace init ignores signals left at SIG_DFL, even blocked
+		 * ones; a real handler makes them deliverable to sigwaitinfo. */
+		signal(forwarded[i], noop_handler);
+		sigaddset(&set, forwarded[i]);
+	}
+	sigprocmask(SIG_BLOCK, &set, NULL);
+
+	if (pipe2(errpipe, O_CLOEXEC) < 0) {
+		send_msg(sync, AL_SYNC_ERROR, errno, 0, "exec", "pipe2");
+		_exit(125);
+	}
+	cmd = fork();
+	if (cmd < 0) {
+		send_msg(sync, AL_SYNC_ERROR, errno, 0, "exec", "fork of the command");
+		_exit(125);
+	}
+	if (cmd == 0) {
+		close(errpipe[0]);
+		run_command(p, sync, errpipe[1]);
+	}
+	close(errpipe[1]);
+	do
+		n = read(errpipe[0], &exec_errno, sizeof(exec_errno));
+	while (n < 0 && errno == EINTR);
+	close(errpipe[0]);
+	if (n == (ssize_t)sizeof(exec_errno))
+		send_msg(sync, AL_SYNC_EXEC_FAILED, exec_errno, 0, "exec", p->argv[0]);
+	else
+		send_msg(sync, AL_SYNC_RUNNING, 0, cmd, NULL, NULL);
+
+	for (;;) {
+		siginfo_t si;
+		int sig = sigwaitinfo(&set, &si);
+		if (sig < 0)
+			continue;
+		if (sig != SIGCHLD) {
+			if (kill(-cmd, sig) < 0)
+				kill(cmd, sig);
+			continue;
+		}
+		for (;;) {
+			int status;
+			pid_t pid = waitpid(-1, &status, WNOHANG);
+			if (pid <= 0)
+				break;
+			if (pid == cmd) {
+				send_msg(sync, AL_SYNC_EXIT, 0, status, NULL, NULL);
+				_exit(0);
+			}
+		}
+	}
+}
+
+_Noreturn void al_sandbox_child(const struct al_plan *plan, const struct al_child_fds *fds)
+{
+	struct al_child c = {.plan = plan, .fds = fds, .sync = fds->sync};
+
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		int r = steps[i].run(&c);
+		if (r < 0) {
+			send_msg(c.sync, AL_SYNC_ERROR, -r, 0, steps[i].name, c.msg);
+			_exit(125);
+		}
+	}
+	al_sandbox_init(plan, c.sync);
+}

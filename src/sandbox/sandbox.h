@@ -1,0 +1,54 @@
+/* The child side of the native backend: everything that runs after clone3.
+ *
+ * The child is pid 1 of the new pid namespace. It carries out the plan's
+ * steps (pipeline.c), then stays as the sandbox's init: it forks the
+ * command, forwards signals to it, reaps orphans, and reports the command's
+ * wait status to the supervisor. When it exits, the kernel kills every
+ * other process in the namespace, which is how nothing outlives the run.
+ *
+ * Parent and child talk over a SOCK_SEQPACKET socketpair with fixed-size
+ * messages (no parsing on either side). */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "policy/plan.h"
+
+enum al_sync_type {
+	AL_SYNC_GO = 1,      /* parent → child: id maps are written, go on */
+	AL_SYNC_ERROR,       /* child → parent: a setup step failed */
+	AL_SYNC_EXEC_FAILED, /* child → parent: execve of the command failed */
+	AL_SYNC_RUNNING,     /* child → parent: the command was exec'd */
+	AL_SYNC_EXIT,        /* child → parent: the command ended; status = wait status */
+};
+
+struct al_sync_msg {
+	uint32_t type;
+	int32_t err;    /* positive errno */
+	int32_t status; /* EXIT: wait status; RUNNING: command pid (inside) */
+	char step[32];  /* ERROR: failed step name */
+	char msg[256];  /* ERROR / EXEC_FAILED: what failed */
+};
+
+/* File descriptors the child inherits from clone. */
+struct al_child_fds {
+	int sync;      /* child's end of the socketpair */
+	int stdin_rd;  /* becomes fd 0 */
+	int stdout_wr; /* becomes fd 1 */
+	int stderr_wr; /* becomes fd 2 */
+};
+
+/* Run the setup pipeline and then act as init. Never returns; exits 125
+ * after reporting a failed step. */
+_Noreturn void al_sandbox_child(const struct al_plan *plan, const struct al_child_fds *fds);
+
+/* The sandbox init alone: fork and exec the plan's command, forward
+ * signals, reap, report AL_SYNC_RUNNING / EXEC_FAILED / EXIT on sync and
+ * exit. al_sandbox_child() ends here; the fake backend calls it directly.
+ * Never returns. */
+_Noreturn void al_sandbox_init(const struct al_plan *plan, int sync);
+
+/* Name of setup step i in order, or NULL past the last (for -v and tests). */
+const char *al_sandbox_step_name(size_t i);

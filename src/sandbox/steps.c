@@ -1,0 +1,422 @@
+/* The child's setup steps, in the order pipeline.c runs them. Paths in the
+ * mount steps are staging paths (see policy/plan.h). */
+#include "sandbox/steps.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/securebits.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/sys.h"
+
+#define SYNC_FD 3
+#define STAGING "/tmp"
+
+static int fail(struct al_child *c, int e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int fail(struct al_child *c, int e, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->msg, sizeof(c->msg), fmt, ap);
+	va_end(ap);
+	return -e;
+}
+
+int step_wait_parent(struct al_child *c)
+{
+	struct al_sync_msg m;
+	ssize_t n;
+
+	do
+		n = recv(c->sync, &m, sizeof(m), 0);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(m) || m.type != AL_SYNC_GO)
+		return fail(c, n < 0 ? errno : EPIPE, "waiting for the supervisor");
+	return 0;
+}
+
+int step_die_with_parent(struct al_child *c)
+{
+	/* Reset again after the credential change in step_drop_privileges,
+	 * which clears it. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		return fail(c, errno, "prctl(PR_SET_PDEATHSIG)");
+	return 0;
+}
+
+int step_become_ns_root(struct al_child *c)
+{
+	/* As host root, sandbox ids 0 and 1000 are mapped; become 0 so the
+	 * files we create belong to a mapped id. Rootless, our own id is
+	 * already mapped (as 1000) and we hold every capability in the
+	 * namespace, so there is nothing to do. */
+	umask(0);
+	if (c->plan->rootless)
+		return 0;
+	if (setresgid(0, 0, 0) < 0)
+		return fail(c, errno, "setresgid(0)");
+	if (setresuid(0, 0, 0) < 0)
+		return fail(c, errno, "setresuid(0)");
+	if (setgroups(0, NULL) < 0)
+		return fail(c, errno, "setgroups(0)");
+	return 0;
+}
+
+int step_stdio(struct al_child *c)
+{
+	const struct al_child_fds *f = c->fds;
+
+	if (dup2(f->stdin_rd, 0) < 0 || dup2(f->stdout_wr, 1) < 0 || dup2(f->stderr_wr, 2) < 0)
+		return fail(c, errno, "dup2 of the stdio pipes");
+	if (c->sync != SYNC_FD) {
+		if (dup3(c->sync, SYNC_FD, O_CLOEXEC) < 0)
+			return fail(c, errno, "dup3 of the sync socket");
+		c->sync = SYNC_FD;
+	}
+	return 0;
+}
+
+int step_close_fds(struct al_child *c)
+{
+	if (al_sys_close_range(SYNC_FD + 1, ~0U, 0) < 0)
+		return fail(c, errno, "close_range");
+	return 0;
+}
+
+int step_private_mounts(struct al_child *c)
+{
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return fail(c, errno, "making / private");
+	return 0;
+}
+
+/* A throw-away tmpfs becomes / for the time of the build; the host root
+ * stays reachable at /oldroot until step_pivot_root detaches it. */
+int step_staging_root(struct al_child *c)
+{
+	if (mount("airlock", STAGING, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,nr_inodes=32,mode=0755") < 0)
+		return fail(c, errno, "mounting the staging tmpfs on " STAGING);
+	if (mkdir(STAGING "/oldroot", 0755) < 0 || mkdir(STAGING "/newroot", 0755) < 0 ||
+	    mkdir(STAGING "/scratch", 0755) < 0)
+		return fail(c, errno, "mkdir in the staging tmpfs");
+	if (mount("airlock-root", STAGING "/newroot", "tmpfs", MS_NOSUID | MS_NODEV,
+		  "size=1m,nr_inodes=4096,mode=0755") < 0)
+		return fail(c, errno, "mounting the root tmpfs");
+	if (al_sys_pivot_root(STAGING, STAGING "/oldroot") < 0)
+		return fail(c, errno, "pivot_root onto the staging tmpfs");
+	if (chdir("/") < 0)
+		return fail(c, errno, "chdir /");
+	return 0;
+}
+
+static unsigned long ms_flags(uint64_t attr)
+{
+	unsigned long f = 0;
+	if (attr & MOUNT_ATTR_RDONLY)
+		f |= MS_RDONLY;
+	if (attr & MOUNT_ATTR_NOSUID)
+		f |= MS_NOSUID;
+	if (attr & MOUNT_ATTR_NODEV)
+		f |= MS_NODEV;
+	if (attr & MOUNT_ATTR_NOEXEC)
+		f |= MS_NOEXEC;
+	return f;
+}
+
+static int owner(struct al_child *c, const struct al_mount_op *op)
+{
+	if (op->sandbox_owned && !c->plan->rootless &&
+	    chown(op->target, AL_SANDBOX_UID, AL_SANDBOX_GID) < 0)
+		return fail(c, errno, "chown %s", op->what);
+	return 0;
+}
+
+static int make_placeholder(struct al_child *c, const struct al_mount_op *op)
+{
+	if (op->dir) {
+		if (mkdir(op->target, 0755) < 0 && errno != EEXIST)
+			return fail(c, errno, "mkdir mountpoint for %s", op->what);
+		return 0;
+	}
+	int fd = open(op->target, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
+	if (fd < 0)
+		return fail(c, errno, "creating mountpoint for %s", op->what);
+	close(fd);
+	return 0;
+}
+
+/* Bind with the new mount API: the clone is detached, made read-only (or
+ * whatever the plan says) and only then attached, so it is never visible
+ * with weaker flags. A host source is opened without following any
+ * symlink and must still be the inode the parent resolved. */
+static int do_bind(struct al_child *c, const struct al_mount_op *op)
+{
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	struct mount_attr attr = {.attr_set = op->attr};
+	struct stat st;
+	int src, tree, r;
+
+	src = al_sys_openat2(AT_FDCWD, op->source, &how, sizeof(how));
+	if (src < 0)
+		return fail(c, errno, "opening %s (%s)", op->what, op->source + 8);
+	if (op->ino) {
+		if (fstat(src, &st) < 0) {
+			close(src);
+			return fail(c, errno, "stat %s", op->what);
+		}
+		if (st.st_dev != op->dev || st.st_ino != op->ino) {
+			close(src);
+			return fail(c, ESTALE, "%s changed between planning and mounting", op->what);
+		}
+	}
+	tree = (int)syscall(SYS_open_tree, src, "",
+			    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	close(src);
+	if (tree < 0)
+		return fail(c, errno, "open_tree %s", op->what);
+	if (op->attr &&
+	    al_sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0) {
+		r = fail(c, errno, "setting flags on %s", op->what);
+		close(tree);
+		return r;
+	}
+	if ((r = make_placeholder(c, op)) < 0) {
+		close(tree);
+		return r;
+	}
+	if (syscall(SYS_move_mount, tree, "", AT_FDCWD, op->target, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+		r = fail(c, errno, "attaching %s", op->what);
+		close(tree);
+		return r;
+	}
+	close(tree);
+	return 0;
+}
+
+static int do_file(struct al_child *c, const struct al_mount_op *op)
+{
+	int fd = open(op->target, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, op->mode);
+	if (fd < 0)
+		return fail(c, errno, "creating %s", op->what);
+	if (al_write_all(fd, op->source, op->len) < 0) {
+		int e = errno;
+		close(fd);
+		return fail(c, e, "writing %s", op->what);
+	}
+	close(fd);
+	return owner(c, op);
+}
+
+int step_build_root(struct al_child *c)
+{
+	const struct al_plan *p = c->plan;
+	int r;
+
+	for (size_t i = 0; i < p->n_ops; i++) {
+		const struct al_mount_op *op = &p->ops[i];
+		switch (op->kind) {
+		case AL_OP_MKDIR:
+			if (mkdir(op->target, op->mode) < 0 && errno != EEXIST)
+				return fail(c, errno, "mkdir %s for %s", op->target, op->what);
+			if ((r = owner(c, op)) < 0)
+				return r;
+			break;
+		case AL_OP_FILE:
+			if ((r = do_file(c, op)) < 0)
+				return r;
+			break;
+		case AL_OP_SYMLINK:
+			if (symlink(op->source, op->target) < 0)
+				return fail(c, errno, "symlink %s", op->what);
+			break;
+		case AL_OP_TMPFS:
+			if (mount("tmpfs", op->target, "tmpfs", ms_flags(op->attr), op->source) < 0)
+				return fail(c, errno, "mounting tmpfs for %s", op->what);
+			break;
+		case AL_OP_PROC:
+			if (mount("proc", op->target, "proc", ms_flags(op->attr), NULL) < 0)
+				return fail(c, errno, "mounting %s", op->what);
+			break;
+		case AL_OP_BIND:
+			if ((r = do_bind(c, op)) < 0)
+				return r;
+			break;
+		}
+	}
+	return 0;
+}
+
+int step_pivot_root(struct al_child *c)
+{
+	struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+
+	if (chdir("/newroot") < 0)
+		return fail(c, errno, "chdir /newroot");
+	/* pivot_root(".", ".") stacks the old root on top of the new one;
+	 * detaching "." then drops the staging tmpfs and, with it, the last
+	 * path to the host's filesystem. */
+	if (al_sys_pivot_root(".", ".") < 0)
+		return fail(c, errno, "pivot_root into the new root");
+	if (umount2(".", MNT_DETACH) < 0)
+		return fail(c, errno, "detaching the old root");
+	if (chdir("/") < 0)
+		return fail(c, errno, "chdir /");
+	if (al_sys_mount_setattr(AT_FDCWD, "/", 0, &ro, sizeof(ro)) < 0)
+		return fail(c, errno, "making / read-only");
+	return 0;
+}
+
+int step_hostname(struct al_child *c)
+{
+	const char *h = c->plan->hostname;
+	if (sethostname(h, strlen(h)) < 0)
+		return fail(c, errno, "sethostname");
+	return 0;
+}
+
+int step_loopback(struct al_child *c)
+{
+	struct ifreq ifr = {0};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return fail(c, errno, "socket for the loopback ioctl");
+	strcpy(ifr.ifr_name, "lo");
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0 ||
+	    (ifr.ifr_flags |= IFF_UP, ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)) {
+		int e = errno;
+		close(fd);
+		return fail(c, e, "bringing up lo");
+	}
+	close(fd);
+	return 0;
+}
+
+int step_rlimits(struct al_child *c)
+{
+	struct rlimit none = {0, 0};
+	if (setrlimit(RLIMIT_CORE, &none) < 0)
+		return fail(c, errno, "setrlimit(RLIMIT_CORE)");
+	return 0;
+}
+
+int step_new_session(struct al_child *c)
+{
+	/* No controlling terminal from here on; the command gets a session
+	 * of its own as well (pipeline.c), so TIOCSTI has nothing to aim at. */
+	if (setsid() < 0)
+		return fail(c, errno, "setsid");
+	return 0;
+}
+
+int step_drop_privileges(struct al_child *c)
+{
+	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct data[2] = {{0}};
+	struct pollfd pfd = {.fd = c->sync, .events = POLLIN};
+	const int secbits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP_LOCKED |
+			    SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+			    SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+
+	for (int cap = 0; cap < 64; cap++) {
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+			if (errno == EINVAL)
+				break; /* past the last capability this kernel knows */
+			return fail(c, errno, "dropping capability %d from the bounding set", cap);
+		}
+	}
+	if (prctl(PR_SET_SECUREBITS, secbits, 0, 0, 0) < 0)
+		return fail(c, errno, "prctl(PR_SET_SECUREBITS)");
+	if (setresgid(AL_SANDBOX_GID, AL_SANDBOX_GID, AL_SANDBOX_GID) < 0)
+		return fail(c, errno, "setresgid(%d)", AL_SANDBOX_GID);
+	if (setresuid(AL_SANDBOX_UID, AL_SANDBOX_UID, AL_SANDBOX_UID) < 0)
+		return fail(c, errno, "setresuid(%d)", AL_SANDBOX_UID);
+	/* Rootless we were never uid 0 inside, so setresuid kept our
+	 * namespace capabilities: clear them explicitly in every set. */
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return fail(c, errno, "capset");
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+		return fail(c, errno, "clearing ambient capabilities");
+	if (syscall(SYS_capget, &hdr, data) < 0 || data[0].effective || data[0].permitted ||
+	    data[0].inheritable || data[1].effective || data[1].permitted || data[1].inheritable)
+		return fail(c, EPERM, "capabilities still present after dropping them");
+	/* Keep the command (same uid) away from init's memory and fds. */
+	if (prctl(PR_SET_DUMPABLE, 0) < 0)
+		return fail(c, errno, "prctl(PR_SET_DUMPABLE)");
+	/* The credential change cleared the parent-death signal. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		return fail(c, errno, "prctl(PR_SET_PDEATHSIG)");
+	if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLERR)))
+		return fail(c, EPIPE, "the supervisor is gone");
+	return 0;
+}
+
+int step_no_new_privs(struct al_child *c)
+{
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return fail(c, errno, "prctl(PR_SET_NO_NEW_PRIVS)");
+	return 0;
+}
+
+#define LL_FILE_RIGHTS                                                                             \
+	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |                              \
+	 LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
+
+int step_landlock(struct al_child *c)
+{
+	const struct al_plan *p = c->plan;
+	struct al_landlock_attr attr = {.handled_access_fs = p->landlock_fs,
+					.scoped = p->landlock_scoped};
+	int ruleset, r = 0;
+
+	if (p->landlock_abi == 0)
+		return p->landlock_required ? fail(c, EOPNOTSUPP, "landlock unavailable") : 0;
+	ruleset = al_sys_landlock_create_ruleset(&attr, al_landlock_attr_size(p->landlock_abi), 0);
+	if (ruleset < 0)
+		return fail(c, errno, "landlock_create_ruleset (ABI %d)", p->landlock_abi);
+	for (size_t i = 0; i < p->n_ll_rules; i++) {
+		struct landlock_path_beneath_attr pb = {.allowed_access = p->ll_rules[i].access};
+		struct stat st;
+		int fd = open(p->ll_rules[i].path, O_PATH | O_CLOEXEC);
+		if (fd < 0) {
+			r = fail(c, errno, "landlock rule for %s", p->ll_rules[i].path);
+			break;
+		}
+		if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))
+			pb.allowed_access &= LL_FILE_RIGHTS;
+		pb.parent_fd = fd;
+		if (al_sys_landlock_add_rule(ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+			r = fail(c, errno, "landlock_add_rule %s", p->ll_rules[i].path);
+		close(fd);
+		if (r < 0)
+			break;
+	}
+	if (r == 0 && al_sys_landlock_restrict_self(ruleset, 0) < 0)
+		r = fail(c, errno, "landlock_restrict_self");
+	close(ruleset);
+	return r;
+}
+
+int step_seccomp(struct al_child *c)
+{
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &c->plan->seccomp) < 0)
+		return fail(c, errno, "installing the seccomp filter");
+	return 0;
+}

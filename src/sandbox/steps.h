@@ -1,0 +1,31 @@
+/* Child setup steps (internal to src/sandbox). Each returns 0 or a negative
+ * errno and, on failure, leaves a short description in c->msg. No step
+ * allocates memory or parses input: all of that happened in the parent. */
+#pragma once
+
+#include "sandbox/sandbox.h"
+
+struct al_child {
+	const struct al_plan *plan;
+	const struct al_child_fds *fds;
+	int sync; /* the sync socket; fd 3 after step_stdio */
+	char msg[256];
+};
+
+int step_wait_parent(struct al_child *c);
+int step_die_with_parent(struct al_child *c);
+int step_become_ns_root(struct al_child *c);
+int step_stdio(struct al_child *c);
+int step_private_mounts(struct al_child *c);
+int step_staging_root(struct al_child *c);
+int step_build_root(struct al_child *c);
+int step_pivot_root(struct al_child *c);
+int step_hostname(struct al_child *c);
+int step_loopback(struct al_child *c);
+int step_rlimits(struct al_child *c);
+int step_close_fds(struct al_child *c);
+int step_new_session(struct al_child *c);
+int step_drop_privileges(struct al_child *c);
+int step_no_new_privs(struct al_child *c);
+int step_landlock(struct al_child *c);
+int step_seccomp(struct al_child *c);
