@@ -43,9 +43,16 @@ void al_sandbox_release(struct al_sandbox *sb)
 	struct al_supervised *p = &sb->proc;
 	siginfo_t si;
 
-	if (p->pidfd >= 0 && al_sys_pidfd_send_signal(p->pidfd, SIGKILL) == 0)
+	/* An init that reported the end holds no other process and is already
+	 * in exit(): reap it if done, else leave the zombie to our own exit
+	 * (the CLI) or a later waitid on the pidfd. Anything else is killed
+	 * and waited for, which waits for the whole pid namespace. */
+	if (p->pidfd >= 0 && p->exiting) {
+		waitid(P_PIDFD, (id_t)p->pidfd, &si, WEXITED | WNOHANG);
+	} else if (p->pidfd >= 0 && al_sys_pidfd_send_signal(p->pidfd, SIGKILL) == 0) {
 		while (waitid(P_PIDFD, (id_t)p->pidfd, &si, WEXITED) < 0 && errno == EINTR)
 			;
+	}
 	al_closep(&p->pidfd);
 	al_closep(&p->sync);
 	al_closep(&p->stdin_wr);

@@ -527,9 +527,10 @@ int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **
 	if ((r = build_mounts(&b, pol, system)) < 0)
 		goto out;
 
-	r = al_seccomp_compile(&p->seccomp, &p->seccomp_rules, &p->n_seccomp_rules, err);
-	if (r < 0)
-		goto out;
+	/* Compiled at build time; installing it needs no libseccomp. */
+	p->seccomp.len = al_seccomp_program_len;
+	p->seccomp.filter = (struct sock_filter *)al_seccomp_program;
+	p->seccomp_rules = al_seccomp_table(&p->n_seccomp_rules);
 	*ret = TAKE_PTR(p);
 out:
 	al_strv_free(b.dirs);
@@ -554,6 +555,5 @@ void al_plan_free(struct al_plan *p)
 	for (size_t i = 0; i < p->n_ll_rules; i++)
 		free(p->ll_rules[i].path);
 	free(p->ll_rules);
-	free(p->seccomp.filter);
 	free(p);
 }

@@ -108,7 +108,7 @@ struct al_plan {
 	struct al_landlock_rule *ll_rules;
 	size_t n_ll_rules;
 
-	/* seccomp */
+	/* seccomp (the filter is static storage, not owned) */
 	struct sock_fprog seccomp;
 	const struct al_seccomp_rule_info *seccomp_rules;
 	size_t n_seccomp_rules;

@@ -9,6 +9,13 @@
 #include "core/error.h"
 #include "policy/plan.h"
 
+/* The table compiled at build time (seccomp-gen → seccomp-program.c). */
+extern const struct sock_filter al_seccomp_program[];
+extern const unsigned short al_seccomp_program_len;
+
+/* The table's rows (static storage). */
+const struct al_seccomp_rule_info *al_seccomp_table(size_t *ret_n);
+
 /* Compile the table for the native architecture. Other architectures
  * (x32 and i386 entry points on x86_64) kill the process. On success
  * ret->filter is malloc()ed (free it) and the table rows are returned

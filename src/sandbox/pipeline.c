@@ -136,6 +136,22 @@ static _Noreturn void run_command(const struct al_plan *p, int sync, int errpipe
 	_exit(e == ENOENT ? 127 : 126);
 }
 
+/* The command is gone: kill and reap everything else in the namespace
+ * before reporting, so that once the supervisor has the status the sandbox
+ * holds no process but this exiting init. Orphans are reparented to us, so
+ * ECHILD means the namespace is empty; looping on kill(-1) closes the race
+ * with a process that was forking. */
+static _Noreturn void finish(int sync, int status)
+{
+	for (;;) {
+		kill(-1, SIGKILL);
+		if (waitpid(-1, NULL, 0) < 0 && errno == ECHILD)
+			break;
+	}
+	send_msg(sync, AL_SYNC_EXIT, 0, status, NULL, NULL);
+	_exit(0);
+}
+
 /* Init: start the command, pass signals on, reap everything, report the
  * command's status and exit — which kills whatever is left. */
 _Noreturn void al_sandbox_init(const struct al_plan *p, int sync)
@@ -159,7 +175,9 @@ _Noreturn void al_sandbox_init(const struct al_plan *p, int sync)
 		send_msg(sync, AL_SYNC_ERROR, errno, 0, "exec", "pipe2");
 		_exit(125);
 	}
-	cmd = fork();
+	/* vfork: the child only resets signals, calls setsid/chdir and execs,
+	 * so sharing our memory until then is safe and saves copying it. */
+	cmd = vfork();
 	if (cmd < 0) {
 		send_msg(sync, AL_SYNC_ERROR, errno, 0, "exec", "fork of the command");
 		_exit(125);
@@ -193,10 +211,8 @@ _Noreturn void al_sandbox_init(const struct al_plan *p, int sync)
 			pid_t pid = waitpid(-1, &status, WNOHANG);
 			if (pid <= 0)
 				break;
-			if (pid == cmd) {
-				send_msg(sync, AL_SYNC_EXIT, 0, status, NULL, NULL);
-				_exit(0);
-			}
+			if (pid == cmd)
+				finish(sync, status);
 		}
 	}
 }

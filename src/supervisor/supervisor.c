@@ -232,8 +232,18 @@ static void finish(struct loop *l, uint64_t start)
 	struct al_run_result *res = l->res;
 	siginfo_t si;
 
-	while (waitid(P_PIDFD, (id_t)l->sv->pidfd, &si, WEXITED) < 0 && errno == EINTR)
-		;
+	/* After AL_SYNC_EXIT the namespace is empty and init is in its final
+	 * exit; the kernel's namespace teardown (about a millisecond, mostly
+	 * mount-namespace RCU) need not delay the result. Reap it if it is
+	 * already done; al_sandbox_release() does the rest. */
+	memset(&si, 0, sizeof(si));
+	if (l->have_status) {
+		l->sv->exiting = true;
+		waitid(P_PIDFD, (id_t)l->sv->pidfd, &si, WEXITED | WNOHANG);
+	} else {
+		while (waitid(P_PIDFD, (id_t)l->sv->pidfd, &si, WEXITED) < 0 && errno == EINTR)
+			;
+	}
 	res->wall_ms = now_ms() - start;
 	switch (res->reason) {
 	case AL_END_SETUP_ERROR:
@@ -282,7 +292,8 @@ int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al
 		kill_sandbox(&l);
 		goto out;
 	}
-	while (!l.init_gone || sv->stdout_rd >= 0 || sv->stderr_rd >= 0 || sv->sync >= 0) {
+	while (!(l.init_gone || l.have_status) || sv->stdout_rd >= 0 || sv->stderr_rd >= 0 ||
+	       sv->sync >= 0) {
 		struct epoll_event evs[8];
 		int n = epoll_wait(l.epfd, evs, AL_ARRAY_SIZE(evs), -1);
 		if (n < 0) {

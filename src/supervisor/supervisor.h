@@ -42,6 +42,7 @@ struct al_supervised {
 	int stdin_wr;
 	int stdout_rd;
 	int stderr_rd;
+	bool exiting; /* init reported the end and emptied the namespace */
 };
 
 /* Block the signals the supervisor forwards (SIGINT, SIGTERM, SIGHUP,

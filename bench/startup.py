@@ -1,0 +1,86 @@
+#!/usr/bin/python3
+"""Start-up benchmark: airlock vs bubblewrap vs the bare command, interleaved.
+
+Each round runs every command once, in turn, so that machine noise hits all of
+them alike; the report gives medians and the ratios the issues set targets on.
+Usage: bench/startup.py [--rounds N] [--airlock PATH] [--json FILE]
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def run_once(argv):
+    t = time.perf_counter()
+    r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    dt = (time.perf_counter() - t) * 1000.0
+    if r.returncode != 0:
+        sys.exit(f"startup: {' '.join(argv)} exited {r.returncode}")
+    return dt
+
+
+def measure(cases, rounds, warmup):
+    times = {name: [] for name, _ in cases}
+    for i in range(warmup + rounds):
+        for name, argv in cases:
+            dt = run_once(argv)
+            if i >= warmup:
+                times[name].append(dt)
+    return {name: {"median_ms": statistics.median(v),
+                   "p10_ms": sorted(v)[len(v) // 10],
+                   "p90_ms": sorted(v)[len(v) * 9 // 10]} for name, v in times.items()}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=300)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--airlock", default=os.path.join(ROOT, "build", "airlock"))
+    ap.add_argument("--json", help="also write the results here")
+    args = ap.parse_args()
+
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        sys.exit("startup: bwrap (Debian package bubblewrap) is required as the peer")
+    true = "/bin/true"
+    cases = [
+        ("bare /bin/true", [true]),
+        ("bwrap", [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                   "--tmpfs", "/tmp", "--unshare-all", "--die-with-parent", true]),
+        ("airlock", [args.airlock, "run", "--", true]),
+    ]
+    res = measure(cases, args.rounds, args.warmup)
+    py = "/usr/bin/python3"
+    pcases = [("bare python3 -c 'import pandas'", [py, "-c", "import pandas"]),
+              ("airlock python3 -c 'import pandas'",
+               [args.airlock, "run", "--", py, "-c", "import pandas"])]
+    have_pandas = subprocess.run([py, "-c", "import pandas"], capture_output=True).returncode == 0
+    if have_pandas:
+        res.update(measure(pcases, max(20, args.rounds // 10), 3))
+
+    for name, r in res.items():
+        print(f"{name:38s} median {r['median_ms']:7.2f} ms  (p10 {r['p10_ms']:.2f}, p90 {r['p90_ms']:.2f})")
+    ratio = res["airlock"]["median_ms"] / res["bwrap"]["median_ms"]
+    print(f"airlock / bwrap = {ratio:.2f}   (target <= 0.75; > 1.0 is a bug)")
+    if have_pandas:
+        pr = (res["airlock python3 -c 'import pandas'"]["median_ms"] /
+              res["bare python3 -c 'import pandas'"]["median_ms"])
+        print(f"pandas import, airlock / bare = {pr:.3f}   (target <= 1.03)")
+    else:
+        print("pandas import: skipped (Debian python3-pandas not installed)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"results": res, "airlock_over_bwrap": ratio}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
