@@ -12,6 +12,8 @@
 struct al_sandbox {
 	const struct al_backend_ops *ops;
 	const struct al_plan *plan;   /* borrowed */
+	struct al_audit *audit;       /* borrowed; may be NULL */
+	struct al_cgroup *cg;         /* owned; NULL when the run has no cgroup */
 	struct al_supervised proc;    /* filled by start() */
 	bool started;
 };
@@ -46,4 +48,4 @@ const struct al_backend_ops *al_backend_lookup(const char *name);
  * happened (whatever the command did; see *res), or a negative errno when
  * airlock could not run it. */
 int al_backend_run(const struct al_backend_ops *ops, const struct al_plan *plan,
-		   struct al_run_result *res, struct al_error *err);
+		   struct al_audit *audit, struct al_run_result *res, struct al_error *err);

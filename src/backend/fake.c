@@ -77,7 +77,7 @@ out:
 
 static int fake_wait(struct al_sandbox *sb, struct al_run_result *res, struct al_error *err)
 {
-	return al_supervise(sb->plan, &sb->proc, res, err);
+	return al_supervise(sb->plan, &sb->proc, NULL, sb->audit, res, err);
 }
 
 static int fake_kill(struct al_sandbox *sb, int sig)

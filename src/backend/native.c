@@ -33,8 +33,34 @@ static int native_probe(const struct al_plan *plan, struct al_error *err)
 
 static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 {
-	(void)sb;
-	(void)err;
+	const struct al_plan *p = sb->plan;
+	struct al_cgroup_limits limits = {
+		.memory_bytes = p->memory_bytes,
+		.pids = p->pids,
+		.cpu_quota_us = p->cpus_milli * AL_CPU_PERIOD_US / 1000,
+		.cpu_period_us = AL_CPU_PERIOD_US,
+		.want_cpu_time = true,
+	};
+	struct al_error gc_err = {0};
+	int r;
+
+	/* Cheap (one readdir per hierarchy): clear what a killed supervisor
+	 * left behind before adding ours. */
+	if (al_cgroup_gc(&gc_err) < 0)
+		al_debug("ignoring: %s", gc_err.msg);
+	r = al_cgroup_create(&limits, &sb->cg, err);
+	if (r == 0)
+		return 0;
+	if (p->cgroup_required)
+		return al_error_wrap(err, "refusing to run: a cgroup limit was asked for");
+	/* Only defaults were in play: run, but say out loud that the memory,
+	 * pids and CPU limits are not enforced (and record it). */
+	al_warn("warning: running without a cgroup, so the default memory (512M) and pids (128) "
+		"limits are NOT enforced: %s",
+		err->msg);
+	al_audit_emit(sb->audit, "limit.unenforced",
+		      json_pack("{s:s, s:s}", "limits", "memory,pids", "reason", err->msg));
+	al_error_clear(err);
 	return 0;
 }
 
@@ -111,12 +137,22 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 		.pidfd = (uint64_t)(uintptr_t)&pidfd,
 		.exit_signal = SIGCHLD,
 	};
+	int cgfd = al_cgroup_clone_fd(sb->cg);
+	bool v1_cgroup = sb->cg && cgfd < 0;
 	struct al_sync_msg go = {.type = AL_SYNC_GO};
 	long pid;
 
 	if ((r = fdset_open(&f, err)) < 0) {
 		fdset_close(&f);
 		return r;
+	}
+	if (cgfd >= 0) {
+		/* v2: born inside the run's cgroup, its namespace rooted there. */
+		args.flags |= CLONE_INTO_CGROUP;
+		args.cgroup = (uint64_t)cgfd;
+	} else if (v1_cgroup) {
+		/* v1: the child enters its cgroup namespace after we move it. */
+		args.flags &= ~(uint64_t)CLONE_NEWCGROUP;
 	}
 	pid = al_sys_clone3(&args, sizeof(args));
 	if (pid < 0) {
@@ -127,7 +163,7 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 	if (pid == 0) {
 		struct al_child_fds fds = {
 			.sync = f.sync[1], .stdin_rd = f.in[0], .stdout_wr = f.out[1],
-			.stderr_wr = f.errp[1]};
+			.stderr_wr = f.errp[1], .unshare_cgroupns = v1_cgroup};
 		al_sandbox_child(sb->plan, &fds);
 	}
 	sb->started = true;
@@ -135,6 +171,8 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 	sb->proc.pidfd = pidfd;
 	fdset_hand_over(&f, &sb->proc);
 
+	if ((r = al_cgroup_attach(sb->cg, (pid_t)pid, err)) < 0)
+		return r;
 	if ((r = write_maps(sb->plan, (pid_t)pid, err)) < 0)
 		return r;
 	if (send(sb->proc.sync, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go))
@@ -144,7 +182,7 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 
 static int native_wait(struct al_sandbox *sb, struct al_run_result *res, struct al_error *err)
 {
-	return al_supervise(sb->plan, &sb->proc, res, err);
+	return al_supervise(sb->plan, &sb->proc, sb->cg, sb->audit, res, err);
 }
 
 static int native_kill(struct al_sandbox *sb, int sig)
@@ -157,7 +195,11 @@ static int native_kill(struct al_sandbox *sb, int sig)
 
 static void native_destroy(struct al_sandbox *sb)
 {
+	struct al_error err = {0};
+
 	al_sandbox_release(sb);
+	if (al_cgroup_destroy(TAKE_PTR(sb->cg), &err) < 0)
+		al_warn("%s", err.msg);
 }
 
 const struct al_backend_ops al_backend_native = {

@@ -12,11 +12,14 @@
 enum al_cli_cmd {
 	AL_CMD_RUN = 1 << 0,
 	AL_CMD_CHECK = 1 << 1,
+	AL_CMD_VERIFY = 1 << 2,
 };
 
 struct al_cli {
 	enum al_cli_cmd cmd;
 	char *policy_file;
+	char *result_file; /* --result */
+	char *audit_file;  /* --audit */
 	struct al_policy *flags; /* what the flags asked for; merged over the file */
 	bool json;
 	bool help;

@@ -3,11 +3,13 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend/backend.h"
 #include "config.h"
 #include "core/cleanup.h"
 #include "core/log.h"
+#include "core/sys.h"
 #include "policy/plan.h"
 
 #define EXIT_SETUP 125
@@ -24,6 +26,24 @@ static void usage(FILE *f)
 		   "is not executable; 127 if it was not found.\n");
 }
 
+/* run.start: enough of the plan to tell later what was in force. */
+static json_t *start_fields(const struct al_plan *p, const struct al_cli *cli)
+{
+	json_t *argv = json_array(), *mounts = json_array();
+
+	for (size_t i = 0; p->argv[i]; i++)
+		json_array_append_new(argv, json_string(p->argv[i]));
+	for (size_t i = 0; i < p->n_ops; i++)
+		if (p->ops[i].kind == AL_OP_BIND && p->ops[i].ino)
+			json_array_append_new(mounts, json_string(p->ops[i].what));
+	return json_pack("{s:o, s:s, s:s?, s:s, s:o, s:o, s:s, s:i, s:b}", "command", argv,
+			 "backend", p->backend, "policy", cli->policy_file, "workdir", p->workdir,
+			 "mounts", mounts, "limits", json_pack("{s:I, s:I, s:I, s:I}", "timeout_ms",
+			 (json_int_t)p->timeout_ms, "memory_bytes", (json_int_t)p->memory_bytes,
+			 "pids", (json_int_t)p->pids, "output_bytes", (json_int_t)p->output_bytes),
+			 "network", "none", "landlock_abi", p->landlock_abi, "rootless", p->rootless);
+}
+
 int al_cmd_run(int argc, char **argv)
 {
 	struct al_cli cli;
@@ -31,8 +51,9 @@ int al_cmd_run(int argc, char **argv)
 	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
 	const struct al_backend_ops *backend;
 	struct al_run_result res;
+	struct al_audit *audit = NULL;
 	struct al_error err = {0};
-	char line[512];
+	char line[512], run_id[24];
 	int code = EXIT_SETUP;
 
 	if (al_cli_parse(&cli, AL_CMD_RUN, argc, argv, &err) < 0) {
@@ -58,17 +79,34 @@ int al_cmd_run(int argc, char **argv)
 	}
 	if (al_log_get_level() >= AL_LOG_DEBUG)
 		al_plan_dump_text(plan, stderr);
-	if (al_backend_run(backend, plan, &res, &err) < 0) {
+	al_random_id(run_id, sizeof(run_id));
+	if (cli.audit_file && al_audit_open(cli.audit_file, run_id, &audit, &err) < 0) {
 		al_err("%s", err.msg);
 		goto out;
 	}
-	if (al_result_describe(&res, line, sizeof(line)))
+	al_audit_emit(audit, "run.start", start_fields(plan, &cli));
+	if (al_backend_run(backend, plan, audit, &res, &err) < 0) {
+		/* airlock could not run it: still leave a record saying so. */
+		memset(&res, 0, sizeof(res));
+		res.reason = AL_END_SETUP_ERROR;
+		res.exit_code = EXIT_SETUP;
+		snprintf(res.step, sizeof(res.step), "start");
+		snprintf(res.msg, sizeof(res.msg), "%s", err.msg);
+		al_err("%s", err.msg);
+	} else if (al_result_describe(&res, line, sizeof(line))) {
 		al_err("%s", line);
+	}
 	al_debug("exit %d after %llu ms; stdout %llu bytes, stderr %llu bytes", res.exit_code,
 		 (unsigned long long)res.wall_ms, (unsigned long long)res.stdout_bytes,
 		 (unsigned long long)res.stderr_bytes);
+	al_audit_emit(audit, "run.end", al_result_json(plan, &res, run_id));
 	code = res.exit_code;
+	if (cli.result_file && al_result_write(cli.result_file, plan, &res, run_id, &err) < 0) {
+		al_err("%s", err.msg);
+		code = EXIT_SETUP;
+	}
 out:
+	al_audit_close(audit);
 	al_cli_clear(&cli);
 	return code;
 }

@@ -117,6 +117,71 @@ static int opt_scratch(struct al_cli *cli, const struct option_def *o, const cha
 	return 0;
 }
 
+static int opt_size(struct al_cli *cli, const struct option_def *o, const char *arg,
+		    struct al_error *err)
+{
+	uint64_t v;
+	if (al_parse_size(arg, &v) < 0 || v == 0)
+		return al_error_set(err, EINVAL, "--%s %s: bad size (expected e.g. 64M, 1G, 524288)",
+				    o->name, arg);
+	if (strcmp(o->name, "memory") == 0)
+		cli->flags->memory_bytes = v;
+	else if (strcmp(o->name, "output-limit") == 0)
+		cli->flags->output_bytes = v;
+	else
+		cli->flags->file_size = v;
+	return 0;
+}
+
+static int opt_count(struct al_cli *cli, const struct option_def *o, const char *arg,
+		     struct al_error *err)
+{
+	char *end = NULL;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (errno || !end || *end || arg[0] == '-' || v == 0 || v > 4194304)
+		return al_error_set(err, EINVAL, "--%s %s: expected a whole number from 1 to 4194304",
+				    o->name, arg);
+	if (strcmp(o->name, "pids") == 0)
+		cli->flags->pids = v;
+	else
+		cli->flags->open_files = v;
+	return 0;
+}
+
+static int opt_cpus(struct al_cli *cli, const struct option_def *o, const char *arg,
+		    struct al_error *err)
+{
+	char *end = NULL;
+	double v = strtod(arg, &end);
+
+	if (!end || *end || !(v >= 0.01 && v <= 1024))
+		return al_error_set(err, EINVAL, "--cpus %s: expected a number of CPUs from 0.01 to 1024",
+				    arg);
+	cli->flags->cpus_milli = (uint64_t)(v * 1000 + 0.5);
+	return 0;
+}
+
+static int opt_cpu_time(struct al_cli *cli, const struct option_def *o, const char *arg,
+			struct al_error *err)
+{
+	if (al_parse_duration_ms(arg, &cli->flags->cpu_time_ms) < 0)
+		return al_error_set(err, EINVAL, "--cpu-time %s: expected CPU seconds (e.g. 10, 1.5, 2m)",
+				    arg);
+	return 0;
+}
+
+static int opt_file(struct al_cli *cli, const struct option_def *o, const char *arg,
+		    struct al_error *err)
+{
+	char **dst = strcmp(o->name, "result") == 0 ? &cli->result_file : &cli->audit_file;
+	free(*dst);
+	*dst = xstrdup(arg);
+	return 0;
+}
+
 static int opt_backend(struct al_cli *cli, const struct option_def *o, const char *arg,
 		       struct al_error *err)
 {
@@ -182,6 +247,15 @@ static const struct option_def options[] = {
 	{"workdir",  0,  "PATH",            BOTH, "working directory inside, on the scratch (default /work)", opt_workdir},
 	{"timeout",  0,  "SECONDS",         BOTH, "wall-clock limit; kills the whole sandbox (default 60)", opt_timeout},
 	{"scratch",  0,  "SIZE",            BOTH, "size of the scratch tmpfs behind /tmp and the workdir (default 64M)", opt_scratch},
+	{"memory",   0,  "SIZE",            BOTH, "memory limit, no swap (default 512M)", opt_size},
+	{"pids",     0,  "N",               BOTH, "process and thread limit (default 128)", opt_count},
+	{"cpus",     0,  "N",               BOTH, "CPU share, e.g. 0.5 (default: no cap)", opt_cpus},
+	{"cpu-time", 0,  "SECONDS",         BOTH, "CPU seconds across all processes (default: none)", opt_cpu_time},
+	{"output-limit", 0, "SIZE",         BOTH, "stdout+stderr cap; the run stops there (default 16M)", opt_size},
+	{"open-files", 0, "N",              BOTH, "open file descriptors per process (default 1024)", opt_count},
+	{"file-size", 0, "SIZE",            BOTH, "largest file a process may write (default: none)", opt_size},
+	{"result",   0,  "FILE",            RUN,  "write the result record (JSON) to FILE", opt_file},
+	{"audit",    0,  "FILE",            RUN,  "append the audit stream (JSON lines) to FILE", opt_file},
 	{"backend",  0,  "NAME",            BOTH, "isolation backend (only: native)", opt_backend},
 	{"hostname", 0,  "NAME",            BOTH, "host name inside (default airlock)", opt_hostname},
 	{"json",     0,  NULL,     AL_CMD_CHECK, "print the plan as JSON", opt_json},
@@ -268,6 +342,8 @@ int al_cli_parse(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
 void al_cli_clear(struct al_cli *cli)
 {
 	free(cli->policy_file);
+	free(cli->result_file);
+	free(cli->audit_file);
 	al_policy_free(cli->flags);
 	memset(cli, 0, sizeof(*cli));
 }

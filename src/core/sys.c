@@ -4,7 +4,10 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
+#include <stdio.h>
+#include <time.h>
 #include <unistd.h>
 
 long al_sys_clone3(struct clone_args *args, size_t size)
@@ -131,4 +134,20 @@ ssize_t al_read_file(const char *path, char *buf, size_t len)
 	buf[got] = '\0';
 	close(fd);
 	return (ssize_t)got;
+}
+
+void al_random_id(char *buf, size_t len)
+{
+	unsigned char r[8];
+
+	if (getrandom(r, sizeof(r), 0) != sizeof(r)) {
+		/* getrandom cannot fail this early after boot in practice; fall
+		 * back to something unique rather than to nothing. */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t v = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)getpid();
+		memcpy(r, &v, sizeof(r));
+	}
+	snprintf(buf, len, "%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5],
+		 r[6], r[7]);
 }

@@ -60,3 +60,6 @@ int al_write_all(int fd, const void *buf, size_t len);
 /* Read up to len-1 bytes of a small file and NUL-terminate. Returns bytes
  * read or -errno. */
 ssize_t al_read_file(const char *path, char *buf, size_t len);
+
+/* A random run id: 16 lowercase hex digits (buf needs 17 bytes). */
+void al_random_id(char *buf, size_t len);

@@ -151,26 +151,32 @@ int al_parse_size(const char *s, uint64_t *ret)
 
 int al_parse_duration_ms(const char *s, uint64_t *ret)
 {
-	char *end = NULL;
-	double v, mult = 1000.0;
+	size_t n = 0, dots = 0;
+	const char *unit;
+	double v, mult;
+	char num[64];
 
-	if (!s || !(isdigit((unsigned char)*s) || *s == '.'))
+	/* Plain decimal only (strtod alone would take hex and exponents). */
+	while (s && (isdigit((unsigned char)s[n]) || s[n] == '.'))
+		dots += s[n++] == '.';
+	if (n == 0 || n >= sizeof(num) || dots > 1 || (n == 1 && dots == 1))
 		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v) || v <= 0)
-		return -EINVAL;
-	if (strcmp(end, "") == 0 || strcmp(end, "s") == 0)
+	unit = s + n;
+	if (strcmp(unit, "") == 0 || strcmp(unit, "s") == 0)
 		mult = 1000.0;
-	else if (strcmp(end, "ms") == 0)
+	else if (strcmp(unit, "ms") == 0)
 		mult = 1.0;
-	else if (strcmp(end, "m") == 0)
+	else if (strcmp(unit, "m") == 0)
 		mult = 60000.0;
-	else if (strcmp(end, "h") == 0)
+	else if (strcmp(unit, "h") == 0)
 		mult = 3600000.0;
 	else
 		return -EINVAL;
-	v *= mult;
+	memcpy(num, s, n);
+	num[n] = '\0';
+	v = strtod(num, NULL) * mult;
+	if (!isfinite(v) || v <= 0)
+		return -EINVAL;
 	if (v < 1.0 || v > 1e12)
 		return -ERANGE;
 	*ret = (uint64_t)v;

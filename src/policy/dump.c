@@ -59,7 +59,20 @@ void al_plan_dump_text(const struct al_plan *p, FILE *f)
 		AL_SANDBOX_GID, p->host_uid, p->host_gid, p->rootless ? " (rootless)" : "");
 	fprintf(f, "network:    none (loopback only)\n");
 	al_format_size(p->scratch_bytes, size, sizeof(size));
-	fprintf(f, "limits:     timeout %" PRIu64 " ms, scratch %s\n", p->timeout_ms, size);
+	fprintf(f, "limits:     timeout %" PRIu64 " ms, scratch %s", p->timeout_ms, size);
+	al_format_size(p->memory_bytes, size, sizeof(size));
+	fprintf(f, ", memory %s, pids %" PRIu64, size, p->pids);
+	if (p->cpus_milli)
+		fprintf(f, ", cpus %.3g", (double)p->cpus_milli / 1000.0);
+	if (p->cpu_time_ms)
+		fprintf(f, ", cpu-time %" PRIu64 " ms", p->cpu_time_ms);
+	al_format_size(p->output_bytes, size, sizeof(size));
+	fprintf(f, ", output %s, open files %" PRIu64, size, p->open_files);
+	if (p->file_size) {
+		al_format_size(p->file_size, size, sizeof(size));
+		fprintf(f, ", file size %s", size);
+	}
+	fprintf(f, "%s\n", p->cgroup_required ? " (cgroup required)" : "");
 	fprintf(f, "environment:\n");
 	for (size_t i = 0; p->envp[i]; i++)
 		fprintf(f, "  %s\n", p->envp[i]);
@@ -122,9 +135,15 @@ char *al_plan_dump_json(const struct al_plan *p)
 		      "rootless", p->rootless);
 	json_object_set_new(root, "identity", o);
 	json_object_set_new(root, "network", json_pack("{s:s}", "mode", "none"));
-	json_object_set_new(root, "limits", json_pack("{s:I, s:I}", "timeout_ms",
-						      (json_int_t)p->timeout_ms, "scratch_bytes",
-						      (json_int_t)p->scratch_bytes));
+	json_object_set_new(
+		root, "limits",
+		json_pack("{s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:b}", "timeout_ms",
+			  (json_int_t)p->timeout_ms, "scratch_bytes", (json_int_t)p->scratch_bytes,
+			  "memory_bytes", (json_int_t)p->memory_bytes, "pids", (json_int_t)p->pids,
+			  "cpus", (double)p->cpus_milli / 1000.0, "cpu_time_ms",
+			  (json_int_t)p->cpu_time_ms, "output_bytes", (json_int_t)p->output_bytes,
+			  "open_files", (json_int_t)p->open_files, "file_size",
+			  (json_int_t)p->file_size, "cgroup_required", p->cgroup_required));
 	a = json_array();
 	for (size_t i = 0; p->envp[i]; i++)
 		json_array_append_new(a, json_string(p->envp[i]));

@@ -296,9 +296,31 @@ static int parse_env(struct ctx *c, const json_t *j)
 	return 0;
 }
 
+static int get_count(struct ctx *c, const json_t *j, const char *path, uint64_t max,
+		     uint64_t *out)
+{
+	if (!json_is_integer(j) || json_integer_value(j) <= 0 ||
+	    (uint64_t)json_integer_value(j) > max)
+		return fail(c, path, "expected a whole number from 1 to %llu, got %s",
+			    (unsigned long long)max, json_is_integer(j) ? "a value out of range" : type_name(j));
+	*out = (uint64_t)json_integer_value(j);
+	return 0;
+}
+
+static int get_cpus(struct ctx *c, const json_t *j, const char *path, uint64_t *out)
+{
+	double v = json_is_number(j) ? json_number_value(j) : -1;
+	if (!(v >= 0.01 && v <= 1024))
+		return fail(c, path, "expected a number of CPUs from 0.01 to 1024 (e.g. 0.5)");
+	*out = (uint64_t)(v * 1000 + 0.5);
+	return 0;
+}
+
 static int parse_limits(struct ctx *c, const json_t *j)
 {
-	static const char *const keys[] = {"timeout", "scratch", NULL};
+	static const char *const keys[] = {"timeout", "scratch", "memory", "pids", "cpus",
+					   "cpu_time", "output", "open_files", "file_size", NULL};
+	struct al_policy *p = c->p;
 	json_t *v;
 	int r;
 
@@ -307,10 +329,30 @@ static int parse_limits(struct ctx *c, const json_t *j)
 	if ((r = check_keys(c, j, "limits", keys)) < 0)
 		return r;
 	if ((v = json_object_get(j, "timeout")) &&
-	    (r = get_duration(c, v, "limits.timeout", &c->p->timeout_ms)) < 0)
+	    (r = get_duration(c, v, "limits.timeout", &p->timeout_ms)) < 0)
 		return r;
 	if ((v = json_object_get(j, "scratch")) &&
-	    (r = get_size(c, v, "limits.scratch", &c->p->scratch_bytes)) < 0)
+	    (r = get_size(c, v, "limits.scratch", &p->scratch_bytes)) < 0)
+		return r;
+	if ((v = json_object_get(j, "memory")) &&
+	    (r = get_size(c, v, "limits.memory", &p->memory_bytes)) < 0)
+		return r;
+	if ((v = json_object_get(j, "pids")) &&
+	    (r = get_count(c, v, "limits.pids", 4194304, &p->pids)) < 0)
+		return r;
+	if ((v = json_object_get(j, "cpus")) && (r = get_cpus(c, v, "limits.cpus", &p->cpus_milli)) < 0)
+		return r;
+	if ((v = json_object_get(j, "cpu_time")) &&
+	    (r = get_duration(c, v, "limits.cpu_time", &p->cpu_time_ms)) < 0)
+		return r;
+	if ((v = json_object_get(j, "output")) &&
+	    (r = get_size(c, v, "limits.output", &p->output_bytes)) < 0)
+		return r;
+	if ((v = json_object_get(j, "open_files")) &&
+	    (r = get_count(c, v, "limits.open_files", 1048576, &p->open_files)) < 0)
+		return r;
+	if ((v = json_object_get(j, "file_size")) &&
+	    (r = get_size(c, v, "limits.file_size", &p->file_size)) < 0)
 		return r;
 	return 0;
 }

@@ -188,6 +188,14 @@ static int build_system(struct builder *b, char *const *system, bool explicit_li
 		char what[PATH_MAX + 16];
 
 		snprintf(what, sizeof(what), "system %s", path);
+		if (strcmp(path, "/") == 0 || al_path_is_under(path, "/proc") ||
+		    al_path_is_under(path, "/dev") || al_path_is_under(path, "/etc") ||
+		    al_path_is_under(path, "/tmp") || al_path_is_under(path, b->plan->workdir) ||
+		    al_path_is_under(b->plan->workdir, path))
+			return al_error_set(b->err, EINVAL,
+					    "filesystem.system: %s would cover or sit inside a path "
+					    "airlock builds itself (/, /proc, /dev, /etc, /tmp, the workdir)",
+					    path);
 		if (lstat(path, &st) < 0) {
 			if (errno == ENOENT && !explicit_list)
 				continue; /* e.g. no /lib64 on this host */
@@ -200,6 +208,9 @@ static int build_system(struct builder *b, char *const *system, bool explicit_li
 				return al_error_setsys(b->err, errno, "filesystem.system: readlink %s",
 						       path);
 			link[n] = '\0';
+			_cleanup_free_ char *parent = xasprintf(NEW "%s", path);
+			*strrchr(parent, '/') = '\0';
+			mkdir_p(b, parent, 0755, false, what);
 			add_op(b, AL_OP_SYMLINK, xasprintf(NEW "%s", path), xstrdup(link), what);
 			continue;
 		}
@@ -265,7 +276,10 @@ static void build_proc_dev(struct builder *b)
 	mkdir_p(b, NEW "/dev", 0755, false, "/dev");
 	op = add_op(b, AL_OP_TMPFS, xstrdup(NEW "/dev"), xstrdup("size=64k,nr_inodes=64,mode=0755"),
 		    "/dev");
-	op->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+	/* nodev is left off only to keep the flags honest: the nodes are bind
+	 * mounts with their own flags, and the tmpfs is sealed read-only. */
+	op->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+	op->seal = true;
 	for (size_t i = 0; dev_nodes[i]; i++) {
 		struct stat st;
 		char host[32], sb[32];
@@ -356,10 +370,11 @@ static int build_mounts(struct builder *b, const struct al_policy *pol, char *co
 			return al_error_set(b->err, EINVAL,
 					    "%s: sandbox path %s would cover or sit inside %s", m->origin,
 					    m->path, why);
-		if (i > 0 && al_path_is_under(m->path, sorted[i - 1]->path))
-			return al_error_set(b->err, EINVAL,
-					    "%s: sandbox path %s lies inside another mount (%s)",
-					    m->origin, m->path, sorted[i - 1]->path);
+		for (size_t j = 0; j < i; j++)
+			if (al_path_is_under(m->path, sorted[j]->path))
+				return al_error_set(b->err, EINVAL,
+						    "%s: sandbox path %s lies inside another mount (%s)",
+						    m->origin, m->path, sorted[j]->path);
 		if (!realpath(m->host, real))
 			return al_error_setsys(b->err, errno, "%s: %s", m->origin, m->host);
 		if (stat(real, &st) < 0)
@@ -475,6 +490,8 @@ int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **
 	if ((!pol->command || !pol->command[0]) && !(flags & AL_PLAN_COMMAND_OPTIONAL))
 		return al_error_set(err, EINVAL,
 				    "no command given (put it after \"--\" or in the policy's \"command\")");
+	if (pol->command && pol->command[0] && pol->command[0][0] == '\0')
+		return al_error_set(err, EINVAL, "the command's name is empty");
 	if (pol->backend && strcmp(pol->backend, "native") != 0)
 		return al_error_set(err, EINVAL, "unknown backend \"%s\" (this build has: native)",
 				    pol->backend);
@@ -493,6 +510,19 @@ int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **
 				    p->workdir, why);
 	p->timeout_ms = pol->timeout_ms ? pol->timeout_ms : AL_DEFAULT_TIMEOUT_MS;
 	p->scratch_bytes = pol->scratch_bytes ? pol->scratch_bytes : AL_DEFAULT_SCRATCH_BYTES;
+	p->memory_bytes = pol->memory_bytes ? pol->memory_bytes : AL_DEFAULT_MEMORY_BYTES;
+	p->pids = pol->pids ? pol->pids : AL_DEFAULT_PIDS;
+	p->cpus_milli = pol->cpus_milli;
+	p->cpu_time_ms = pol->cpu_time_ms;
+	p->output_bytes = pol->output_bytes ? pol->output_bytes : AL_DEFAULT_OUTPUT_BYTES;
+	p->open_files = pol->open_files ? pol->open_files : AL_DEFAULT_OPEN_FILES;
+	p->file_size = pol->file_size;
+	p->cgroup_required = pol->memory_bytes || pol->pids || pol->cpus_milli || pol->cpu_time_ms;
+	if (p->memory_bytes < (4ull << 20))
+		return al_error_set(err, EINVAL, "memory limit %llu bytes is below the 4M minimum",
+				    (unsigned long long)p->memory_bytes);
+	if (p->pids < 2)
+		return al_error_set(err, EINVAL, "pids limit must be at least 2 (init and the command)");
 	p->scratch_exec = pol->scratch_exec != 0;
 	if (pol->network_mode && strcmp(pol->network_mode, "none") != 0)
 		return al_error_set(err, EINVAL, "network mode \"%s\" is not known (expected none)",
@@ -500,6 +530,10 @@ int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **
 	for (size_t i = 0; i < pol->n_mounts; i++) {
 		if (strcmp(pol->mounts[i].path, p->workdir) == 0)
 			workdir_is_mount = true;
+		else if (al_path_is_under(p->workdir, pol->mounts[i].path))
+			return al_error_set(err, EINVAL,
+					    "%s: sandbox path %s would hide the workdir %s",
+					    pol->mounts[i].origin, pol->mounts[i].path, p->workdir);
 		else if (al_path_is_under(pol->mounts[i].path, p->workdir) ||
 			 al_path_is_under(pol->mounts[i].path, "/tmp"))
 			return al_error_set(err, EINVAL,

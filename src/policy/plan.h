@@ -29,6 +29,11 @@
 
 #define AL_DEFAULT_TIMEOUT_MS (60u * 1000u)
 #define AL_DEFAULT_SCRATCH_BYTES (64ull << 20)
+#define AL_DEFAULT_MEMORY_BYTES (512ull << 20)
+#define AL_DEFAULT_PIDS 128u
+#define AL_DEFAULT_OUTPUT_BYTES (16ull << 20)
+#define AL_DEFAULT_OPEN_FILES 1024u
+#define AL_CPU_PERIOD_US 100000u
 #define AL_DEFAULT_WORKDIR "/work"
 #define AL_DEFAULT_HOSTNAME "airlock"
 #define AL_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
@@ -49,6 +54,7 @@ struct al_mount_op {
 	size_t len;    /* FILE: content length */
 	bool dir;      /* BIND: the source is a directory */
 	uint64_t attr; /* MOUNT_ATTR_* applied recursively after the mount */
+	bool seal;     /* TMPFS: mounted writable, made read-only once the tree is built */
 	mode_t mode;
 	bool sandbox_owned; /* MKDIR/FILE: chown to the sandbox user */
 	dev_t dev;     /* BIND of a host path: identity re-checked in the child */
@@ -77,6 +83,10 @@ struct al_seccomp_rule_info {
 	uint64_t mask, value;
 	int errno_value;
 	const char *why; /* readable condition for dumps; NULL = always */
+	/* Denied through the supervisor (seccomp user notification), which
+	 * answers -errno_value and writes an audit event; false = denied
+	 * silently in the kernel (frequent, harmless calls). */
+	bool notify;
 };
 
 struct al_plan {
@@ -85,9 +95,22 @@ struct al_plan {
 	char *hostname;
 	char *workdir;
 	char *backend;
+	bool scratch_exec;
+
+	/* limits; 0 means none */
 	uint64_t timeout_ms;
 	uint64_t scratch_bytes;
-	bool scratch_exec;
+	uint64_t memory_bytes;
+	uint64_t pids;
+	uint64_t cpus_milli;
+	uint64_t cpu_time_ms;
+	uint64_t output_bytes;
+	uint64_t open_files;
+	uint64_t file_size;
+	/* A cgroup limit was asked for explicitly (flag or policy): the run
+	 * refuses when no cgroup can be had. When only defaults apply, a run
+	 * without a usable cgroup goes ahead with a warning instead. */
+	bool cgroup_required;
 
 	/* identities */
 	bool rootless;      /* airlock itself is not root: map only our own ids */

@@ -97,6 +97,20 @@ void al_policy_merge(struct al_policy *base, const struct al_policy *over)
 		base->timeout_ms = over->timeout_ms;
 	if (over->scratch_bytes)
 		base->scratch_bytes = over->scratch_bytes;
+	if (over->memory_bytes)
+		base->memory_bytes = over->memory_bytes;
+	if (over->pids)
+		base->pids = over->pids;
+	if (over->cpus_milli)
+		base->cpus_milli = over->cpus_milli;
+	if (over->cpu_time_ms)
+		base->cpu_time_ms = over->cpu_time_ms;
+	if (over->output_bytes)
+		base->output_bytes = over->output_bytes;
+	if (over->open_files)
+		base->open_files = over->open_files;
+	if (over->file_size)
+		base->file_size = over->file_size;
 	replace_str(&base->network_mode, over->network_mode);
 	replace_str(&base->backend, over->backend);
 

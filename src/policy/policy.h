@@ -53,9 +53,16 @@ struct al_policy {
 	/* env: "NAME=VALUE" strings; later entries win */
 	char **env;
 
-	/* limits */
+	/* limits (0 = not set here; al_plan_build applies the defaults) */
 	uint64_t timeout_ms;
 	uint64_t scratch_bytes;
+	uint64_t memory_bytes;
+	uint64_t pids;
+	uint64_t cpus_milli;   /* CPU share in thousandths of a CPU */
+	uint64_t cpu_time_ms;  /* CPU seconds across all processes */
+	uint64_t output_bytes; /* stdout + stderr */
+	uint64_t open_files;
+	uint64_t file_size;
 
 	/* network: only "none" exists until the egress gateway lands */
 	char *network_mode;

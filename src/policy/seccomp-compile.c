@@ -15,20 +15,21 @@
 static int add_row(scmp_filter_ctx ctx, const struct al_seccomp_rule_info *r, struct al_error *err)
 {
 	int nr = seccomp_syscall_resolve_name(r->syscall);
+	uint32_t act = r->notify ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO(r->errno_value);
 	int rc;
 
 	if (nr == __NR_SCMP_ERROR)
 		return 0; /* not on this architecture (e.g. uselib on newer ABIs) */
 	switch (r->cond) {
 	case AL_SECCOMP_ALWAYS:
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(r->errno_value), nr, 0);
+		rc = seccomp_rule_add(ctx, act, nr, 0);
 		break;
 	case AL_SECCOMP_ARG_MASKED_EQ:
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(r->errno_value), nr, 1,
+		rc = seccomp_rule_add(ctx, act, nr, 1,
 				      SCMP_CMP(r->arg, SCMP_CMP_MASKED_EQ, r->mask, r->value));
 		break;
 	case AL_SECCOMP_ARG_GT:
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(r->errno_value), nr, 1,
+		rc = seccomp_rule_add(ctx, act, nr, 1,
 				      SCMP_CMP(r->arg, SCMP_CMP_GT, r->value));
 		break;
 	default:

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <seccomp.h>
+
 #include "policy/seccomp.h"
 
 int main(int argc, char **argv)
@@ -36,6 +38,12 @@ int main(int argc, char **argv)
 		fprintf(f, "\t{0x%04x, %u, %u, 0x%08x},\n", s->code, s->jt, s->jf, s->k);
 	}
 	fprintf(f, "};\n\nconst unsigned short al_seccomp_program_len = %u;\n", prog.len);
+	/* Syscall numbers of the table's rows, for naming notifications. */
+	fprintf(f, "\nconst int al_seccomp_row_nr[] = {\n");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "\t%d, /* %s */\n", seccomp_syscall_resolve_name(rules[i].syscall),
+			rules[i].syscall);
+	fprintf(f, "};\n");
 	free(prog.filter);
 	if (fclose(f) != 0) {
 		perror(argv[1]);

@@ -16,8 +16,9 @@
 
 #include "core/cleanup.h"
 
-#define DENY(n, why) {n, AL_SECCOMP_ALWAYS, 0, 0, 0, EPERM, why}
-#define DENY_IF(n, a, m, v, why) {n, AL_SECCOMP_ARG_MASKED_EQ, a, m, v, EPERM, why}
+#define DENY(n, why) {n, AL_SECCOMP_ALWAYS, 0, 0, 0, EPERM, why, true}
+#define DENY_IF(n, a, m, v, why) {n, AL_SECCOMP_ARG_MASKED_EQ, a, m, v, EPERM, why, true}
+#define QUIET_IF(n, a, m, v, e, why) {n, AL_SECCOMP_ARG_MASKED_EQ, a, m, v, e, why, false}
 #define NS_FLAG(flag) DENY_IF("clone", 0, flag, flag, "clone(" #flag ")")
 
 /* clang-format off */
@@ -32,7 +33,7 @@ static const struct al_seccomp_rule_info table[] = {
 	 * flags are checked below. */
 	DENY("setns", NULL),
 	DENY("unshare", NULL),
-	{"clone3", AL_SECCOMP_ALWAYS, 0, 0, 0, ENOSYS, "flags unreadable; libc falls back to clone"},
+	{"clone3", AL_SECCOMP_ALWAYS, 0, 0, 0, ENOSYS, "flags unreadable; libc falls back to clone", false},
 	NS_FLAG(CLONE_NEWNS), NS_FLAG(CLONE_NEWUTS), NS_FLAG(CLONE_NEWIPC), NS_FLAG(CLONE_NEWUSER),
 	NS_FLAG(CLONE_NEWPID), NS_FLAG(CLONE_NEWNET), NS_FLAG(CLONE_NEWCGROUP),
 	/* Kernel attack surface. */
@@ -58,7 +59,6 @@ static const struct al_seccomp_rule_info table[] = {
 	DENY_IF("ioctl", 1, 0xffffffffu, TIOCLINUX, "ioctl(TIOCLINUX)"),
 	/* Sockets: only UNIX, INET and INET6; no raw or packet sockets. */
 	DENY_IF("socket", 0, 0xffffffffu, AF_UNSPEC, "socket(AF_UNSPEC)"),
-	{"socket", AL_SECCOMP_ARG_GT, 0, 0, AF_INET6, EPERM, "socket(family > AF_INET6)"},
 	DENY_IF("socket", 0, 0xffffffffu, 3, "socket(AF_AX25)"),
 	DENY_IF("socket", 0, 0xffffffffu, 4, "socket(AF_IPX)"),
 	DENY_IF("socket", 0, 0xffffffffu, 5, "socket(AF_APPLETALK)"),
@@ -66,6 +66,14 @@ static const struct al_seccomp_rule_info table[] = {
 	DENY_IF("socket", 0, 0xffffffffu, 7, "socket(AF_BRIDGE)"),
 	DENY_IF("socket", 0, 0xffffffffu, 8, "socket(AF_ATMPVC)"),
 	DENY_IF("socket", 0, 0xffffffffu, 9, "socket(AF_X25)"),
+	DENY_IF("socket", 0, 0xffffffffu, 11, "socket(AF_DECnet)"),
+	DENY_IF("socket", 0, 0xffffffffu, 12, "socket(AF_NETBEUI)"),
+	DENY_IF("socket", 0, 0xffffffffu, 13, "socket(AF_SECURITY)"),
+	DENY_IF("socket", 0, 0xffffffffu, 14, "socket(AF_KEY)"),
+	DENY_IF("socket", 0, 0xffffffffu, 15, "socket(15)"),
+	/* glibc's getaddrinfo opens a netlink socket on every lookup. */
+	QUIET_IF("socket", 0, 0xffffffffu, AF_NETLINK, EPERM, "socket(AF_NETLINK), silent"),
+	{"socket", AL_SECCOMP_ARG_GT, 0, 0, AF_NETLINK, EPERM, "socket(family > AF_NETLINK)", true},
 	DENY_IF("socket", 1, 0xf, SOCK_RAW, "socket(SOCK_RAW)"),
 	DENY_IF("socket", 1, 0xf, SOCK_PACKET, "socket(SOCK_PACKET)"),
 };
@@ -76,3 +84,4 @@ const struct al_seccomp_rule_info *al_seccomp_table(size_t *ret_n)
 	*ret_n = AL_ARRAY_SIZE(table);
 	return table;
 }
+

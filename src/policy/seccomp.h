@@ -13,6 +13,13 @@
 extern const struct sock_filter al_seccomp_program[];
 extern const unsigned short al_seccomp_program_len;
 
+/* Syscall number of each table row on this architecture (-1 if absent). */
+extern const int al_seccomp_row_nr[];
+
+/* The first notify row for syscall nr, or NULL: names a notification and
+ * gives its errno. */
+const struct al_seccomp_rule_info *al_seccomp_row_for(int nr);
+
 /* The table's rows (static storage). */
 const struct al_seccomp_rule_info *al_seccomp_table(size_t *ret_n);
 

@@ -9,7 +9,9 @@
  * - Privileges are dropped before no_new_privs, landlock and seccomp; with
  *   no_new_privs set, seccomp can come last and need not allow setuid or
  *   capset. Landlock requires no_new_privs (or CAP_SYS_ADMIN).
- * - seccomp is the last step: after it, mount and friends are gone.
+ * - seccomp is the last step: after it, mount and friends are gone. Then
+ *   the supervisor checks every layer from outside (verify) before the
+ *   command starts.
  *
  * Namespaces at each stage: clone3 put us in new user, mount, pid, net,
  * ipc, uts and cgroup namespaces at once; we are pid 1 of the pid namespace
@@ -39,6 +41,7 @@ struct step {
 static const struct step steps[] = {
 	{"wait-for-parent",  step_wait_parent},
 	{"die-with-parent",  step_die_with_parent},
+	{"cgroup-namespace", step_cgroup_namespace},
 	{"become-ns-root",   step_become_ns_root},
 	{"stdio",            step_stdio},
 	{"private-mounts",   step_private_mounts},
@@ -54,6 +57,7 @@ static const struct step steps[] = {
 	{"no-new-privs",     step_no_new_privs},
 	{"landlock",         step_landlock},
 	{"seccomp",          step_seccomp},
+	{"verify",           step_report_ready},
 };
 /* clang-format on */
 
@@ -67,16 +71,7 @@ static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUS
 
 static void send_msg(int fd, uint32_t type, int err, int status, const char *step, const char *msg)
 {
-	struct al_sync_msg m = {.type = type, .err = err, .status = status};
-	ssize_t n;
-
-	if (step)
-		snprintf(m.step, sizeof(m.step), "%s", step);
-	if (msg)
-		snprintf(m.msg, sizeof(m.msg), "%s", msg);
-	do
-		n = send(fd, &m, sizeof(m), MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
+	al_child_send(fd, type, err, status, step, msg, -1);
 }
 
 static void noop_handler(int sig)
@@ -149,6 +144,15 @@ static _Noreturn void finish(int sync, int status)
 			break;
 	}
 	send_msg(sync, AL_SYNC_EXIT, 0, status, NULL, NULL);
+	/* Wait for the supervisor to take us out of the run's cgroup; it
+	 * closes the socket when done (or dies, which also ends this). */
+	for (;;) {
+		struct al_sync_msg m;
+		ssize_t n = recv(sync, &m, sizeof(m), 0);
+		if (n > 0 || (n < 0 && errno == EINTR))
+			continue;
+		break;
+	}
 	_exit(0);
 }
 
@@ -187,6 +191,10 @@ _Noreturn void al_sandbox_init(const struct al_plan *p, int sync)
 		run_command(p, sync, errpipe[1]);
 	}
 	close(errpipe[1]);
+	/* Init needs no stdio; holding the pipes would delay their EOF. */
+	close(0);
+	close(1);
+	close(2);
 	do
 		n = read(errpipe[0], &exec_errno, sizeof(exec_errno));
 	while (n < 0 && errno == EINTR);

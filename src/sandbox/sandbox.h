@@ -10,6 +10,7 @@
  * messages (no parsing on either side). */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -17,27 +18,35 @@
 #include "policy/plan.h"
 
 enum al_sync_type {
-	AL_SYNC_GO = 1,      /* parent → child: id maps are written, go on */
+	AL_SYNC_GO = 1,      /* parent → child: go on (after the id maps; after the checks) */
 	AL_SYNC_ERROR,       /* child → parent: a setup step failed */
+	AL_SYNC_LISTENER,    /* child → parent: the seccomp notification fd (SCM_RIGHTS) */
+	AL_SYNC_READY,       /* child → parent: every layer is applied; status = landlock
+			      * ABI in force (0 = none); waits for AL_SYNC_GO */
 	AL_SYNC_EXEC_FAILED, /* child → parent: execve of the command failed */
 	AL_SYNC_RUNNING,     /* child → parent: the command was exec'd */
-	AL_SYNC_EXIT,        /* child → parent: the command ended; status = wait status */
+	AL_SYNC_EXIT,        /* child → parent: the command ended and the namespace is
+			      * empty; status = wait status. Init then waits until the
+			      * parent closes the socket, so it can be moved out of the
+			      * run's cgroup first. */
 };
 
 struct al_sync_msg {
 	uint32_t type;
 	int32_t err;    /* positive errno */
-	int32_t status; /* EXIT: wait status; RUNNING: command pid (inside) */
+	int32_t status; /* see the types */
 	char step[32];  /* ERROR: failed step name */
 	char msg[256];  /* ERROR / EXEC_FAILED: what failed */
 };
 
-/* File descriptors the child inherits from clone. */
+/* What the child inherits from clone besides the plan. */
 struct al_child_fds {
 	int sync;      /* child's end of the socketpair */
 	int stdin_rd;  /* becomes fd 0 */
 	int stdout_wr; /* becomes fd 1 */
 	int stderr_wr; /* becomes fd 2 */
+	bool unshare_cgroupns; /* cgroup v1: enter a cgroup namespace after the parent
+				* moved us into the run's cgroups */
 };
 
 /* Run the setup pipeline and then act as init. Never returns; exits 125

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -57,6 +58,16 @@ int step_die_with_parent(struct al_child *c)
 	 * which clears it. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		return fail(c, errno, "prctl(PR_SET_PDEATHSIG)");
+	return 0;
+}
+
+int step_cgroup_namespace(struct al_child *c)
+{
+	/* On cgroup v1 the parent moved us into the run's cgroups after clone
+	 * (there is no CLONE_INTO_CGROUP there); root our cgroup namespace at
+	 * them now. On v2 clone3 did both at once. */
+	if (c->fds->unshare_cgroupns && unshare(CLONE_NEWCGROUP) < 0)
+		return fail(c, errno, "unshare(CLONE_NEWCGROUP)");
 	return 0;
 }
 
@@ -247,7 +258,9 @@ int step_build_root(struct al_child *c)
 				return fail(c, errno, "symlink %s", op->what);
 			break;
 		case AL_OP_TMPFS:
-			if (mount("tmpfs", op->target, "tmpfs", ms_flags(op->attr), op->source) < 0)
+			if (mount("tmpfs", op->target, "tmpfs",
+				  ms_flags(op->seal ? op->attr & ~(uint64_t)MOUNT_ATTR_RDONLY : op->attr),
+				  op->source) < 0)
 				return fail(c, errno, "mounting tmpfs for %s", op->what);
 			break;
 		case AL_OP_PROC:
@@ -280,6 +293,14 @@ int step_pivot_root(struct al_child *c)
 		return fail(c, errno, "chdir /");
 	if (al_sys_mount_setattr(AT_FDCWD, "/", 0, &ro, sizeof(ro)) < 0)
 		return fail(c, errno, "making / read-only");
+	/* Seal the tmpfs we populated (like /dev); their submounts keep their
+	 * own flags. */
+	for (size_t i = 0; i < c->plan->n_ops; i++) {
+		const struct al_mount_op *op = &c->plan->ops[i];
+		if (op->seal && al_sys_mount_setattr(AT_FDCWD, op->target + 8 /* "/newroot" */, 0,
+						     &ro, sizeof(ro)) < 0)
+			return fail(c, errno, "sealing %s read-only", op->what);
+	}
 	return 0;
 }
 
@@ -311,9 +332,19 @@ int step_loopback(struct al_child *c)
 
 int step_rlimits(struct al_child *c)
 {
+	const struct al_plan *p = c->plan;
 	struct rlimit none = {0, 0};
+	struct rlimit files = {p->open_files, p->open_files};
+	struct rlimit fsize = {p->file_size, p->file_size};
+
 	if (setrlimit(RLIMIT_CORE, &none) < 0)
-		return fail(c, errno, "setrlimit(RLIMIT_CORE)");
+		return fail(c, errno, "setrlimit(RLIMIT_CORE, 0)");
+	if (setrlimit(RLIMIT_NOFILE, &files) < 0)
+		return fail(c, errno, "setrlimit(RLIMIT_NOFILE, %llu)",
+			    (unsigned long long)p->open_files);
+	if (p->file_size && setrlimit(RLIMIT_FSIZE, &fsize) < 0)
+		return fail(c, errno, "setrlimit(RLIMIT_FSIZE, %llu)",
+			    (unsigned long long)p->file_size);
 	return 0;
 }
 
@@ -411,12 +442,56 @@ int step_landlock(struct al_child *c)
 	if (r == 0 && al_sys_landlock_restrict_self(ruleset, 0) < 0)
 		r = fail(c, errno, "landlock_restrict_self");
 	close(ruleset);
+	if (r == 0)
+		c->landlock_abi = p->landlock_abi;
 	return r;
+}
+
+void al_child_send(int sync, uint32_t type, int err, int status, const char *step,
+		   const char *msg, int fd)
+{
+	struct al_sync_msg m = {.type = type, .err = err, .status = status};
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = {&m, sizeof(m)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	ssize_t n;
+
+	if (step)
+		snprintf(m.step, sizeof(m.step), "%s", step);
+	if (msg)
+		snprintf(m.msg, sizeof(m.msg), "%s", msg);
+	if (fd >= 0) {
+		memset(cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	do
+		n = sendmsg(sync, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
 }
 
 int step_seccomp(struct al_child *c)
 {
-	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &c->plan->seccomp) < 0)
-		return fail(c, errno, "installing the seccomp filter");
+	/* The listener lets the supervisor see, log and answer every denied
+	 * call of the table's notify rows; the filter applies to init too. */
+	int fd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+			      &c->plan->seccomp);
+	if (fd < 0)
+		return fail(c, errno, "installing the seccomp filter with a notification listener");
+	al_child_send(c->sync, AL_SYNC_LISTENER, 0, 0, NULL, NULL, fd);
+	close(fd);
 	return 0;
+}
+
+int step_report_ready(struct al_child *c)
+{
+	/* The supervisor now checks every layer from outside and lets us go
+	 * on only if all are in force. */
+	al_child_send(c->sync, AL_SYNC_READY, 0, c->landlock_abi, NULL, NULL, -1);
+	return step_wait_parent(c);
 }

@@ -9,11 +9,13 @@ struct al_child {
 	const struct al_plan *plan;
 	const struct al_child_fds *fds;
 	int sync; /* the sync socket; fd 3 after step_stdio */
+	int landlock_abi; /* the ABI of the ruleset in force, 0 if none */
 	char msg[256];
 };
 
 int step_wait_parent(struct al_child *c);
 int step_die_with_parent(struct al_child *c);
+int step_cgroup_namespace(struct al_child *c);
 int step_become_ns_root(struct al_child *c);
 int step_stdio(struct al_child *c);
 int step_private_mounts(struct al_child *c);
@@ -29,3 +31,8 @@ int step_drop_privileges(struct al_child *c);
 int step_no_new_privs(struct al_child *c);
 int step_landlock(struct al_child *c);
 int step_seccomp(struct al_child *c);
+int step_report_ready(struct al_child *c);
+
+/* Send one sync message, with an fd attached when fd >= 0. */
+void al_child_send(int sync, uint32_t type, int err, int status, const char *step,
+		   const char *msg, int fd);

@@ -2,13 +2,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -17,22 +20,44 @@
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/sys.h"
+#include "policy/seccomp.h"
 #include "sandbox/sandbox.h"
 
-enum { EV_SIGNAL, EV_TIMER, EV_PIDFD, EV_SYNC, EV_STDOUT, EV_STDERR, EV_STDIN_IN, EV_STDIN_OUT };
+/* How often the cgroup counters are read for the memory, pids and
+ * cpu-time limits (cgroup v1 has no usable notification for all three). */
+#define TICK_MS 20
+
+enum {
+	EV_SIGNAL,
+	EV_TIMER,
+	EV_TICK,
+	EV_PIDFD,
+	EV_SYNC,
+	EV_STDOUT,
+	EV_STDERR,
+	EV_STDIN_IN,
+	EV_STDIN_OUT,
+	EV_NOTIFY,
+};
 
 struct loop {
 	int epfd;
 	int sigfd;
 	int timerfd;
+	int tickfd;
+	int notifyfd;
+	const struct al_plan *plan;
 	struct al_supervised *sv;
+	struct al_cgroup *cg;
+	struct al_audit *audit;
 	struct al_run_result *res;
 	bool init_gone;
-	bool running;      /* the command was exec'd */
-	bool have_status;  /* AL_SYNC_EXIT arrived */
+	bool running;     /* the command was exec'd */
+	bool have_status; /* AL_SYNC_EXIT arrived */
+	bool limit_hit;   /* a limit stopped the run; res->reason says which */
 	int status;
-	bool stdin_poll;   /* stdin is pollable; else copied when the pipe is writable */
-	int stop_signals;  /* how many SIGINT/SIGTERM we were sent */
+	bool stdin_poll;  /* stdin is pollable; else copied when the pipe is writable */
+	int stop_signals; /* how many SIGINT/SIGTERM we were sent */
 };
 
 static const int supervised_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
@@ -74,18 +99,67 @@ static void unwatch_close(struct loop *l, int *fd)
 	*fd = -1;
 }
 
+/* Stop everything in the sandbox at once. Killing the pid namespace's init
+ * takes every process in it along; on v2 cgroup.kill does it in one write
+ * as well. */
 static void kill_sandbox(struct loop *l)
 {
-	if (!l->init_gone)
-		al_sys_pidfd_send_signal(l->sv->pidfd, SIGKILL);
+	if (l->init_gone || l->sv->exiting)
+		return;
+	al_cgroup_kill(l->cg);
+	al_sys_pidfd_send_signal(l->sv->pidfd, SIGKILL);
 }
 
-/* Relay one chunk from a sandbox pipe to our fd. At EOF the pipe is closed.
- * If our side is gone (EPIPE), output is drained and dropped so the
- * sandbox never blocks on a full pipe. */
+static void stop_for_limit(struct loop *l, enum al_end_reason why, const char *limit,
+			   uint64_t limit_value, uint64_t observed)
+{
+	if (l->limit_hit)
+		return;
+	/* A limit that tripped as the command was ending still ends the run
+	 * with that reason; there is just nothing left to kill. */
+	l->limit_hit = true;
+	l->res->reason = why;
+	al_audit_emit(l->audit, "limit.hit",
+		      json_pack("{s:s, s:I, s:I}", "limit", limit, "limit_value",
+				(json_int_t)limit_value, "observed", (json_int_t)observed));
+	kill_sandbox(l);
+}
+
+static void check_limits(struct loop *l)
+{
+	const struct al_plan *p = l->plan;
+	struct al_cgroup_stats st;
+
+	if (!l->cg)
+		return;
+	al_cgroup_stats(l->cg, &st);
+	if (st.oom_kills > 0)
+		stop_for_limit(l, AL_END_MEMORY, "memory", p->memory_bytes, st.memory_peak);
+	else if (st.pids_max_hits > 0)
+		stop_for_limit(l, AL_END_PIDS, "pids", p->pids, st.pids_max_hits);
+	else if (p->cpu_time_ms && st.cpu_usage_us >= p->cpu_time_ms * 1000)
+		stop_for_limit(l, AL_END_CPU_TIME, "cpu-time", p->cpu_time_ms,
+			       st.cpu_usage_us / 1000);
+}
+
+static void cut_output(struct loop *l, int out)
+{
+	static const char marker[] = "\n[airlock: output cut at the limit]\n";
+
+	l->res->output_truncated = true;
+	if (al_write_all(out, marker, sizeof(marker) - 1) < 0)
+		al_debug("ignoring a write error on the output marker");
+	stop_for_limit(l, AL_END_OUTPUT, "output", l->plan->output_bytes,
+		       l->res->stdout_bytes + l->res->stderr_bytes);
+}
+
+/* Relay one chunk from a sandbox pipe to our fd, counting against the
+ * output cap. At EOF the pipe is closed. If our side is gone (EPIPE), the
+ * output is drained and dropped so the sandbox never blocks on a full pipe. */
 static void relay_out(struct loop *l, int *fd, int out, uint64_t *count)
 {
 	char buf[65536];
+	uint64_t used = l->res->stdout_bytes + l->res->stderr_bytes;
 	ssize_t n = read(*fd, buf, sizeof(buf));
 
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
@@ -94,9 +168,17 @@ static void relay_out(struct loop *l, int *fd, int out, uint64_t *count)
 		unwatch_close(l, fd);
 		return;
 	}
-	*count += (uint64_t)n;
-	if (al_write_all(out, buf, (size_t)n) < 0 && errno != EPIPE)
+	if (l->res->output_truncated)
+		return; /* past the cap: drain until the kill lands */
+	size_t keep = (size_t)n;
+	bool over = used + (uint64_t)n > l->plan->output_bytes;
+	if (over)
+		keep = (size_t)(l->plan->output_bytes - used);
+	*count += keep;
+	if (keep && al_write_all(out, buf, keep) < 0 && errno != EPIPE)
 		al_debug("ignoring write error on fd %d: %s", out, strerror(errno));
+	if (over)
+		cut_output(l, out);
 }
 
 static void relay_in(struct loop *l)
@@ -110,18 +192,119 @@ static void relay_in(struct loop *l)
 		/* EOF, an unreadable stdin, or the sandbox closed its end. */
 		if (l->stdin_poll)
 			epoll_ctl(l->epfd, EPOLL_CTL_DEL, STDIN_FILENO, NULL);
+		l->stdin_poll = false;
 		unwatch_close(l, &l->sv->stdin_wr);
 	}
+}
+
+/* A denied call waits in the kernel until we answer: log it, then return
+ * the table's errno to the caller. */
+static void on_notify(struct loop *l)
+{
+	struct seccomp_notif req;
+	struct seccomp_notif_resp resp;
+	const struct al_seccomp_rule_info *row;
+
+	memset(&req, 0, sizeof(req));
+	if (ioctl(l->notifyfd, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0) {
+		if (errno != EINTR && errno != ENOENT)
+			unwatch_close(l, &l->notifyfd);
+		return;
+	}
+	row = al_seccomp_row_for(req.data.nr);
+	memset(&resp, 0, sizeof(resp));
+	resp.id = req.id;
+	resp.error = -(row ? row->errno_value : EPERM);
+	if (ioctl(l->notifyfd, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT)
+		al_debug("ignoring a failed seccomp answer: %s", strerror(errno));
+	l->res->syscalls_denied++;
+	al_audit_emit(l->audit, "syscall.denied",
+		      json_pack("{s:s, s:i, s:I, s:s}", "syscall", row ? row->syscall : "?", "nr",
+				req.data.nr, "pid", (json_int_t)req.pid, "errno",
+				strerrorname_np(row ? row->errno_value : EPERM)));
+}
+
+static int recv_msg(struct loop *l, struct al_sync_msg *m, int *ret_fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = {m, sizeof(*m)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf)};
+	ssize_t n = recvmsg(l->sv->sync, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+	*ret_fd = -1;
+	if (n < 0)
+		return -errno;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			memcpy(ret_fd, CMSG_DATA(c), sizeof(int));
+	return (int)n;
+}
+
+static void send_go(struct loop *l)
+{
+	struct al_sync_msg go = {.type = AL_SYNC_GO};
+	if (send(l->sv->sync, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go))
+		kill_sandbox(l);
+}
+
+static void setup_failed(struct loop *l, const char *step, int e, const char *msg)
+{
+	l->res->reason = AL_END_SETUP_ERROR;
+	l->res->err = e;
+	snprintf(l->res->step, sizeof(l->res->step), "%s", step);
+	snprintf(l->res->msg, sizeof(l->res->msg), "%s", msg);
+}
+
+/* Every layer is applied and the child waits: check them from outside and
+ * let it go on only if all are in force (fail closed). */
+static void on_ready(struct loop *l, int landlock_abi)
+{
+	if (al_verify_child(l->plan, l->sv->pid, landlock_abi, l->cg, l->res) > 0) {
+		for (size_t i = 0; i < l->res->n_checks; i++) {
+			const struct al_layer_check *c = &l->res->checks[i];
+			if (c->in_force)
+				continue;
+			char msg[256];
+			snprintf(msg, sizeof(msg), "%s not in force: %s", c->layer, c->detail);
+			setup_failed(l, "verify", 0, msg);
+			break;
+		}
+		kill_sandbox(l);
+		return;
+	}
+	send_go(l);
+}
+
+/* The command ended and init emptied the namespace: read the counters,
+ * move init out of the run's cgroup (so the cgroup can go at once) and
+ * release it by closing the socket. */
+static void on_exit_status(struct loop *l, int status)
+{
+	struct al_error err = {0};
+
+	l->have_status = true;
+	l->status = status;
+	if (l->cg) {
+		check_limits(l);
+		if (al_cgroup_detach(l->cg, l->sv->pid, &err) < 0)
+			al_debug("ignoring: %s", err.msg);
+	}
+	l->sv->exiting = true;
+	unwatch_close(l, &l->sv->sync);
 }
 
 static void on_sync(struct loop *l)
 {
 	struct al_sync_msg m;
-	ssize_t n = recv(l->sv->sync, &m, sizeof(m), MSG_DONTWAIT);
+	int fd = -1;
+	int n = recv_msg(l, &m, &fd);
 
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+	if (n == -EINTR || n == -EAGAIN)
 		return;
-	if (n != (ssize_t)sizeof(m)) {
+	if (n != (int)sizeof(m)) {
+		if (fd >= 0)
+			close(fd);
 		unwatch_close(l, &l->sv->sync);
 		return;
 	}
@@ -129,10 +312,15 @@ static void on_sync(struct loop *l)
 	m.msg[sizeof(m.msg) - 1] = '\0';
 	switch (m.type) {
 	case AL_SYNC_ERROR:
-		l->res->reason = AL_END_SETUP_ERROR;
-		l->res->err = m.err;
-		memcpy(l->res->step, m.step, sizeof(m.step));
-		memcpy(l->res->msg, m.msg, sizeof(m.msg));
+		setup_failed(l, m.step, m.err, m.msg);
+		break;
+	case AL_SYNC_LISTENER:
+		if (fd >= 0 && l->notifyfd < 0 && watch(l, fd, EPOLLIN, EV_NOTIFY) == 0) {
+			l->notifyfd = TAKE_FD(fd);
+		}
+		break;
+	case AL_SYNC_READY:
+		on_ready(l, m.status);
 		break;
 	case AL_SYNC_EXEC_FAILED:
 		l->res->reason = AL_END_EXEC_FAILED;
@@ -144,12 +332,13 @@ static void on_sync(struct loop *l)
 		l->running = true;
 		break;
 	case AL_SYNC_EXIT:
-		l->have_status = true;
-		l->status = m.status;
+		on_exit_status(l, m.status);
 		break;
 	default:
 		al_debug("ignoring unknown sync message %u", m.type);
 	}
+	if (fd >= 0)
+		close(fd);
 }
 
 static void on_signal(struct loop *l)
@@ -163,7 +352,7 @@ static void on_signal(struct loop *l)
 		l->stop_signals++;
 	if (!l->running || l->stop_signals > 1) {
 		/* Nothing to forward to yet, or asked twice: stop it all. */
-		if (l->res->reason != AL_END_TIMEOUT) {
+		if (!l->limit_hit && l->res->reason != AL_END_TIMEOUT) {
 			l->res->reason = AL_END_KILLED;
 			l->res->signal = sig;
 		}
@@ -179,15 +368,37 @@ static void on_timer(struct loop *l)
 	uint64_t ticks;
 	if (read(l->timerfd, &ticks, sizeof(ticks)) != sizeof(ticks))
 		return;
+	if (l->limit_hit || l->have_status)
+		return;
+	l->limit_hit = true;
 	l->res->reason = AL_END_TIMEOUT;
+	al_audit_emit(l->audit, "limit.hit",
+		      json_pack("{s:s, s:I}", "limit", "timeout", "limit_value",
+				(json_int_t)l->plan->timeout_ms));
 	kill_sandbox(l);
 }
 
-static int setup(struct loop *l, const struct al_plan *plan, struct al_error *err)
+static void on_tick(struct loop *l)
+{
+	uint64_t ticks;
+	if (read(l->tickfd, &ticks, sizeof(ticks)) == sizeof(ticks))
+		check_limits(l);
+}
+
+static int arm(int fd, uint64_t ms, bool repeat)
 {
 	struct itimerspec its = {0};
-	sigset_t set;
+	its.it_value.tv_sec = (time_t)(ms / 1000);
+	its.it_value.tv_nsec = (long)(ms % 1000) * 1000000L;
+	if (repeat)
+		its.it_interval = its.it_value;
+	return timerfd_settime(fd, 0, &its, NULL);
+}
+
+static int setup(struct loop *l, struct al_error *err)
+{
 	struct stat st;
+	sigset_t set;
 	int r;
 
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -195,16 +406,11 @@ static int setup(struct loop *l, const struct al_plan *plan, struct al_error *er
 		return al_error_setsys(err, errno, "epoll_create1");
 	signal_set(&set);
 	l->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (l->sigfd < 0)
-		return al_error_setsys(err, errno, "signalfd");
 	l->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (l->timerfd < 0)
-		return al_error_setsys(err, errno, "timerfd_create");
-	its.it_value.tv_sec = (time_t)(plan->timeout_ms / 1000);
-	its.it_value.tv_nsec = (long)(plan->timeout_ms % 1000) * 1000000L;
-	if (timerfd_settime(l->timerfd, 0, &its, NULL) < 0)
+	if (l->sigfd < 0 || l->timerfd < 0)
+		return al_error_setsys(err, errno, "signalfd/timerfd_create");
+	if (arm(l->timerfd, l->plan->timeout_ms, false) < 0)
 		return al_error_setsys(err, errno, "timerfd_settime");
-
 	if ((r = watch(l, l->sigfd, EPOLLIN, EV_SIGNAL)) < 0 ||
 	    (r = watch(l, l->timerfd, EPOLLIN, EV_TIMER)) < 0 ||
 	    (r = watch(l, l->sv->pidfd, EPOLLIN, EV_PIDFD)) < 0 ||
@@ -212,6 +418,13 @@ static int setup(struct loop *l, const struct al_plan *plan, struct al_error *er
 	    (r = watch(l, l->sv->stdout_rd, EPOLLIN, EV_STDOUT)) < 0 ||
 	    (r = watch(l, l->sv->stderr_rd, EPOLLIN, EV_STDERR)) < 0)
 		return al_error_setsys(err, -r, "epoll_ctl");
+	if (l->cg) {
+		l->tickfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		if (l->tickfd < 0 || arm(l->tickfd, TICK_MS, true) < 0)
+			return al_error_setsys(err, errno, "timerfd for the limit checks");
+		if ((r = watch(l, l->tickfd, EPOLLIN, EV_TICK)) < 0)
+			return al_error_setsys(err, -r, "epoll_ctl");
+	}
 
 	/* stdin: poll it when the kernel can (pipes, ttys, sockets); a regular
 	 * file or /dev/null cannot be polled, so copy from it whenever the
@@ -223,8 +436,14 @@ static int setup(struct loop *l, const struct al_plan *plan, struct al_error *er
 	} else if ((r = watch(l, l->sv->stdin_wr, EPOLLOUT, EV_STDIN_OUT)) < 0) {
 		return al_error_setsys(err, -r, "epoll_ctl(stdin pipe)");
 	}
-	fcntl(l->sv->stdin_wr, F_SETFL, O_NONBLOCK);
+	if (l->sv->stdin_wr >= 0)
+		fcntl(l->sv->stdin_wr, F_SETFL, O_NONBLOCK);
 	return 0;
+}
+
+static int limit_exit_code(void)
+{
+	return 128 + SIGKILL; /* 137: the sandbox was killed by a limit */
 }
 
 static void finish(struct loop *l, uint64_t start)
@@ -232,25 +451,33 @@ static void finish(struct loop *l, uint64_t start)
 	struct al_run_result *res = l->res;
 	siginfo_t si;
 
-	/* After AL_SYNC_EXIT the namespace is empty and init is in its final
-	 * exit; the kernel's namespace teardown (about a millisecond, mostly
-	 * mount-namespace RCU) need not delay the result. Reap it if it is
-	 * already done; al_sandbox_release() does the rest. */
 	memset(&si, 0, sizeof(si));
-	if (l->have_status) {
-		l->sv->exiting = true;
-		waitid(P_PIDFD, (id_t)l->sv->pidfd, &si, WEXITED | WNOHANG);
-	} else {
+	if (!l->have_status) {
+		/* Killed (limit, timeout, signal) or failed during setup: wait
+		 * for init, which waits for the whole pid namespace. */
 		while (waitid(P_PIDFD, (id_t)l->sv->pidfd, &si, WEXITED) < 0 && errno == EINTR)
 			;
 	}
 	res->wall_ms = now_ms() - start;
+	if (l->cg) {
+		res->have_cgroup = true;
+		al_cgroup_stats(l->cg, &res->cgroup);
+		if (!l->limit_hit && res->reason != AL_END_SETUP_ERROR &&
+		    res->reason != AL_END_KILLED)
+			check_limits(l); /* a limit that tripped as the command ended */
+	}
 	switch (res->reason) {
 	case AL_END_SETUP_ERROR:
 		res->exit_code = 125;
 		return;
 	case AL_END_TIMEOUT:
 		res->exit_code = 124;
+		return;
+	case AL_END_MEMORY:
+	case AL_END_PIDS:
+	case AL_END_CPU_TIME:
+	case AL_END_OUTPUT:
+		res->exit_code = limit_exit_code();
 		return;
 	case AL_END_KILLED:
 		res->exit_code = 128 + res->signal;
@@ -263,8 +490,7 @@ static void finish(struct loop *l, uint64_t start)
 	}
 	if (!l->have_status) {
 		/* init died without a report: something killed it from outside. */
-		res->reason = AL_END_SETUP_ERROR;
-		snprintf(res->step, sizeof(res->step), "%s", l->running ? "supervise" : "setup");
+		setup_failed(l, l->running ? "supervise" : "setup", 0, "");
 		snprintf(res->msg, sizeof(res->msg), "the sandbox's init died unexpectedly (%s %d)",
 			 si.si_code == CLD_EXITED ? "exit" : "signal", si.si_status);
 		res->exit_code = 125;
@@ -278,22 +504,24 @@ static void finish(struct loop *l, uint64_t start)
 	}
 }
 
-int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al_run_result *res,
-		 struct al_error *err)
+int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al_cgroup *cg,
+		 struct al_audit *audit, struct al_run_result *res, struct al_error *err)
 {
-	struct loop l = {.epfd = -1, .sigfd = -1, .timerfd = -1, .sv = sv, .res = res};
+	struct loop l = {.epfd = -1, .sigfd = -1, .timerfd = -1, .tickfd = -1, .notifyfd = -1,
+			 .plan = plan, .sv = sv, .cg = cg, .audit = audit, .res = res};
 	uint64_t start = now_ms();
 	int r;
 
 	memset(res, 0, sizeof(*res));
 	res->reason = AL_END_EXITED;
-	r = setup(&l, plan, err);
+	r = setup(&l, err);
 	if (r < 0) {
 		kill_sandbox(&l);
 		goto out;
 	}
-	while (!(l.init_gone || l.have_status) || sv->stdout_rd >= 0 || sv->stderr_rd >= 0 ||
-	       sv->sync >= 0) {
+	/* Done when the command is gone (init reported, or init itself is
+	 * gone) and its output is drained. */
+	while (!(l.init_gone || l.have_status) || sv->stdout_rd >= 0 || sv->stderr_rd >= 0) {
 		struct epoll_event evs[8];
 		int n = epoll_wait(l.epfd, evs, AL_ARRAY_SIZE(evs), -1);
 		if (n < 0) {
@@ -311,11 +539,17 @@ int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al
 			case EV_TIMER:
 				on_timer(&l);
 				break;
+			case EV_TICK:
+				on_tick(&l);
+				break;
 			case EV_PIDFD:
 				/* Keep reading sync and output until they hit EOF: the
 				 * kernel has killed the namespace, so they will. */
 				l.init_gone = true;
 				epoll_ctl(l.epfd, EPOLL_CTL_DEL, sv->pidfd, NULL);
+				for (int k = 0; k < 16 && sv->sync >= 0; k++)
+					on_sync(&l);
+				unwatch_close(&l, &sv->sync);
 				break;
 			case EV_SYNC:
 				on_sync(&l);
@@ -330,6 +564,9 @@ int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al
 			case EV_STDIN_OUT:
 				relay_in(&l);
 				break;
+			case EV_NOTIFY:
+				on_notify(&l);
+				break;
 			}
 		}
 	}
@@ -341,27 +578,71 @@ out:
 	al_closep(&sv->stdout_rd);
 	al_closep(&sv->stderr_rd);
 	al_closep(&sv->sync);
+	al_closep(&l.notifyfd);
 	al_closep(&l.sigfd);
 	al_closep(&l.timerfd);
+	al_closep(&l.tickfd);
 	al_closep(&l.epfd);
 	return r;
 }
 
+const char *al_reason_name(enum al_end_reason r)
+{
+	switch (r) {
+	case AL_END_EXITED:
+		return "exited";
+	case AL_END_SIGNALED:
+		return "signaled";
+	case AL_END_TIMEOUT:
+		return "timeout";
+	case AL_END_MEMORY:
+		return "memory";
+	case AL_END_PIDS:
+		return "pids";
+	case AL_END_CPU_TIME:
+		return "cpu-time";
+	case AL_END_OUTPUT:
+		return "output";
+	case AL_END_KILLED:
+		return "killed";
+	case AL_END_SETUP_ERROR:
+		return "setup-error";
+	case AL_END_EXEC_FAILED:
+		return "exec-failed";
+	}
+	return "?";
+}
+
 const char *al_result_describe(const struct al_run_result *res, char *buf, size_t len)
 {
+	unsigned long long s = res->wall_ms / 1000, ms = res->wall_ms % 1000;
+
 	switch (res->reason) {
 	case AL_END_SETUP_ERROR:
-		snprintf(buf, len, "sandbox setup failed at step \"%s\": %s: %s", res->step,
-			 res->msg, res->err ? strerror(res->err) : "failed");
+		snprintf(buf, len, "sandbox setup failed at step \"%s\": %s%s%s", res->step,
+			 res->msg, res->err ? ": " : "", res->err ? strerror(res->err) : "");
 		return buf;
 	case AL_END_EXEC_FAILED:
 		snprintf(buf, len, "cannot execute \"%s\": %s%s", res->msg, strerror(res->err),
 			 res->err == ENOENT ? " (command not found in the sandbox)" : "");
 		return buf;
 	case AL_END_TIMEOUT:
-		snprintf(buf, len, "timeout: the sandbox was killed after %llu.%03llu s (wall clock)",
-			 (unsigned long long)(res->wall_ms / 1000),
-			 (unsigned long long)(res->wall_ms % 1000));
+		snprintf(buf, len, "limit: timeout; the sandbox was killed after %llu.%03llu s",
+			 s, ms);
+		return buf;
+	case AL_END_MEMORY:
+		snprintf(buf, len, "limit: memory; the sandbox was killed (out of memory)");
+		return buf;
+	case AL_END_PIDS:
+		snprintf(buf, len, "limit: pids; the sandbox was killed (a fork hit the limit)");
+		return buf;
+	case AL_END_CPU_TIME:
+		snprintf(buf, len, "limit: cpu-time; the sandbox was killed after %llu ms of CPU",
+			 (unsigned long long)(res->cgroup.cpu_usage_us / 1000));
+		return buf;
+	case AL_END_OUTPUT:
+		snprintf(buf, len, "limit: output; the sandbox was killed after %llu bytes of output",
+			 (unsigned long long)(res->stdout_bytes + res->stderr_bytes));
 		return buf;
 	case AL_END_KILLED:
 		snprintf(buf, len, "stopped by %s: the sandbox was killed", strsignal(res->signal));

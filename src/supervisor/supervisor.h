@@ -1,32 +1,54 @@
 /* The supervisor: one single-threaded epoll loop in the parent that owns
  * the sandbox's init (through a pidfd), the sync socket, the stdio pipes
- * (relayed, so the sandbox never holds a host terminal), the wall-clock
- * timer and the forwarded signals. */
+ * (relayed and counted, so the sandbox never holds a host terminal), the
+ * wall-clock timer, the limit checks on the run's cgroup, the seccomp
+ * notification fd and the forwarded signals. */
 #pragma once
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "audit/audit.h"
+#include "cgroup/cgroup.h"
 #include "core/error.h"
 #include "policy/plan.h"
 
 enum al_end_reason {
 	AL_END_EXITED,      /* the command exited */
-	AL_END_SIGNALED,    /* the command died by a signal */
-	AL_END_TIMEOUT,     /* wall clock: the sandbox was killed */
+	AL_END_SIGNALED,    /* the command died by a signal of its own */
+	AL_END_TIMEOUT,     /* wall clock */
+	AL_END_MEMORY,      /* memory limit (the kernel's OOM killer fired) */
+	AL_END_PIDS,        /* pids limit (a fork was refused) */
+	AL_END_CPU_TIME,    /* CPU seconds across the sandbox */
+	AL_END_OUTPUT,      /* stdout + stderr cap */
 	AL_END_KILLED,      /* airlock was told to stop and killed the sandbox */
-	AL_END_SETUP_ERROR, /* a setup step failed; nothing ran */
+	AL_END_SETUP_ERROR, /* a setup step or a pre-exec check failed; nothing ran */
 	AL_END_EXEC_FAILED, /* the command could not be executed */
 };
 
+/* One pre-exec check of a layer (see verify.c). */
+struct al_layer_check {
+	const char *layer;
+	bool in_force;
+	char detail[200];
+};
+
+#define AL_MAX_CHECKS 12
+
 struct al_run_result {
 	enum al_end_reason reason;
-	int exit_code;   /* what airlock exits with (see DESIGN.md) */
-	int signal;      /* SIGNALED / KILLED: the signal */
+	int exit_code; /* what airlock exits with (see DESIGN.md) */
+	int signal;    /* SIGNALED / KILLED: the signal */
 	uint64_t wall_ms;
 	uint64_t stdout_bytes;
 	uint64_t stderr_bytes;
+	bool output_truncated;
+	bool have_cgroup;
+	struct al_cgroup_stats cgroup;
+	uint64_t syscalls_denied; /* notified denials; silent ones are not counted */
+	struct al_layer_check checks[AL_MAX_CHECKS];
+	size_t n_checks;
 	/* SETUP_ERROR and EXEC_FAILED */
 	char step[32];
 	int err;
@@ -34,7 +56,7 @@ struct al_run_result {
 };
 
 /* What a backend hands over: the init process and our ends of its pipes.
- * The supervisor takes ownership of the fds and closes them. */
+ * The supervisor closes them as they finish. */
 struct al_supervised {
 	pid_t pid;
 	int pidfd;
@@ -42,7 +64,7 @@ struct al_supervised {
 	int stdin_wr;
 	int stdout_rd;
 	int stderr_rd;
-	bool exiting; /* init reported the end and emptied the namespace */
+	bool exiting; /* init reported the end, emptied the namespace and left the cgroup */
 };
 
 /* Block the signals the supervisor forwards (SIGINT, SIGTERM, SIGHUP,
@@ -50,12 +72,30 @@ struct al_supervised {
  * Call before starting the sandbox. */
 void al_supervisor_block_signals(void);
 
-/* Run the loop until the sandbox's init is gone and its output drained,
- * then fill *res. Returns 0, or a negative errno when the loop itself
- * failed (the sandbox is killed first). */
-int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al_run_result *res,
-		 struct al_error *err);
+/* Run the loop until the command is gone and its output drained, then fill
+ * *res. cg and audit may be NULL. Returns 0, or a negative errno when the
+ * loop itself failed (the sandbox is killed first). */
+int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al_cgroup *cg,
+		 struct al_audit *audit, struct al_run_result *res, struct al_error *err);
 
-/* One line describing how the run ended, or NULL when it ended normally
- * (the command exited or died by a signal of its own). */
+/* Check, from outside, that the child's layers are what the plan asked
+ * for: mounts and their flags, ids, capabilities, no_new_privs, seccomp,
+ * landlock (as the child reported it), network interfaces, cgroup
+ * membership, rlimits. Fills res->checks; returns the number not in force. */
+int al_verify_child(const struct al_plan *plan, pid_t pid, int landlock_abi,
+		    const struct al_cgroup *cg, struct al_run_result *res);
+
+/* The reason as the result record spells it ("exited", "cpu-time", ...). */
+const char *al_reason_name(enum al_end_reason r);
+
+/* One line describing how the run ended, or NULL when the command simply
+ * exited or died by a signal of its own. */
 const char *al_result_describe(const struct al_run_result *res, char *buf, size_t len);
+
+/* The result record (docs/result.md) as a new JSON object. */
+json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *res,
+		       const char *run_id);
+
+/* Write the result record to path (replaced atomically). */
+int al_result_write(const char *path, const struct al_plan *plan,
+		    const struct al_run_result *res, const char *run_id, struct al_error *err);

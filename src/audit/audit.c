@@ -1,0 +1,89 @@
+#include "audit/audit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/sys.h"
+#include "core/util.h"
+
+struct al_audit {
+	int fd;
+	char *run_id;
+	char *path;
+	bool failed;
+};
+
+int al_audit_open(const char *path, const char *run_id, struct al_audit **ret,
+		  struct al_error *err)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
+	struct al_audit *a;
+
+	if (fd < 0)
+		return al_error_setsys(err, errno, "cannot open audit file %s", path);
+	a = xcalloc(1, sizeof(*a));
+	a->fd = fd;
+	a->run_id = xstrdup(run_id);
+	a->path = xstrdup(path);
+	*ret = a;
+	return 0;
+}
+
+void al_audit_timestamp(char *buf, size_t len)
+{
+	struct timespec ts;
+	struct tm tm;
+	char base[32];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%03ldZ", base, ts.tv_nsec / 1000000);
+}
+
+void al_audit_emit(struct al_audit *a, const char *event, json_t *fields)
+{
+	char ts[40];
+	json_t *o;
+	char *line;
+	size_t n;
+
+	if (!a) {
+		json_decref(fields);
+		return;
+	}
+	al_audit_timestamp(ts, sizeof(ts));
+	o = json_pack("{s:s, s:s, s:s}", "ts", ts, "run", a->run_id, "event", event);
+	if (fields) {
+		json_object_update(o, fields);
+		json_decref(fields);
+	}
+	line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+	json_decref(o);
+	if (!line)
+		return;
+	n = strlen(line);
+	line = xrealloc(line, n + 2);
+	line[n] = '\n';
+	line[n + 1] = '\0';
+	if (al_write_all(a->fd, line, n + 1) < 0 && !a->failed) {
+		a->failed = true;
+		al_err("audit: writing %s: %s", a->path, strerror(errno));
+	}
+	free(line);
+}
+
+void al_audit_close(struct al_audit *a)
+{
+	if (!a)
+		return;
+	close(a->fd);
+	free(a->run_id);
+	free(a->path);
+	free(a);
+}

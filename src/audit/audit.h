@@ -1,0 +1,28 @@
+/* The audit stream: one JSON object per line, appended to a file, one
+ * stream across layers (run start and end, limit hits, denied syscalls;
+ * later egress decisions). Schema: docs/audit.md.
+ *
+ * A NULL stream is valid everywhere and records nothing, so callers need
+ * no checks. Each line goes out in a single write() on an O_APPEND fd, so
+ * concurrent runs appending to one file never interleave within a line. */
+#pragma once
+
+#include <jansson.h>
+
+#include "core/error.h"
+
+struct al_audit;
+
+/* Open (create, mode 0600) path for appending. run_id is put on every line.
+ * Returns 0 or -errno with err naming the path. */
+int al_audit_open(const char *path, const char *run_id, struct al_audit **ret,
+		  struct al_error *err);
+
+/* Write {"ts": ..., "run": ..., "event": event, ...fields}. Takes ownership
+ * of fields (may be NULL). Write errors are reported once on stderr. */
+void al_audit_emit(struct al_audit *a, const char *event, json_t *fields);
+
+void al_audit_close(struct al_audit *a);
+
+/* UTC time as RFC 3339 with milliseconds: "2026-11-29T18:03:04.123Z". */
+void al_audit_timestamp(char *buf, size_t len);

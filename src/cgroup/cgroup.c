@@ -1,0 +1,629 @@
+#include "cgroup/cgroup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/magic.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/sys.h"
+#include "core/util.h"
+
+#define CG_ROOT "/sys/fs/cgroup"
+#define MAX_HIER 4
+
+struct hier {
+	char ctrls[64]; /* "memory", "pids", "cpu,cpuacct", or "" for v2 */
+	char *base;     /* <mount><own path>/airlock */
+	char *own;      /* <mount><own path>: where the supervisor itself is */
+	char *dir;      /* <base>/<id>: the run's cgroup */
+};
+
+struct al_cgroup {
+	bool v2;
+	struct hier h[MAX_HIER];
+	size_t n;
+	int dirfd; /* v2 run dir, for CLONE_INTO_CGROUP */
+	char desc[512];
+};
+
+static const char *const v1_controllers[] = {"memory", "pids", "cpu", "cpuacct", NULL};
+
+static bool is_fs(const char *path, long magic)
+{
+	struct statfs sf;
+	return statfs(path, &sf) == 0 && (long)sf.f_type == magic;
+}
+
+/* The v2 mount, or NULL. */
+static const char *v2_mount(void)
+{
+	if (is_fs(CG_ROOT, CGROUP2_SUPER_MAGIC))
+		return CG_ROOT;
+	if (is_fs(CG_ROOT "/unified", CGROUP2_SUPER_MAGIC))
+		return CG_ROOT "/unified";
+	return NULL;
+}
+
+/* Our own cgroup path for a v1 controller ("memory") or v2 (NULL), from
+ * /proc/self/cgroup. */
+static char *own_path(const char *controller)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
+	char line[4096];
+
+	if (!f)
+		return NULL;
+	while (fgets(line, sizeof(line), f)) {
+		char *ctrls = strchr(line, ':'), *path;
+		if (!ctrls)
+			continue;
+		ctrls++;
+		path = strchr(ctrls, ':');
+		if (!path)
+			continue;
+		*path++ = '\0';
+		path[strcspn(path, "\n")] = '\0';
+		if (!controller) {
+			if (ctrls[0] == '\0')
+				return xstrdup(path);
+			continue;
+		}
+		for (char *tok = strtok(ctrls, ","); tok; tok = strtok(NULL, ","))
+			if (strcmp(tok, controller) == 0)
+				return xstrdup(path);
+	}
+	return NULL;
+}
+
+static bool file_has_word(const char *path, const char *word)
+{
+	char buf[1024];
+	if (al_read_file(path, buf, sizeof(buf)) < 0)
+		return false;
+	for (char *tok = strtok(buf, " \n"); tok; tok = strtok(NULL, " \n"))
+		if (strcmp(tok, word) == 0)
+			return true;
+	return false;
+}
+
+static char *join(const char *mount, const char *path)
+{
+	return xasprintf("%s%s", mount, strcmp(path, "/") == 0 ? "" : path);
+}
+
+/* v2 is used when its mount offers memory and pids to us. */
+static bool v2_usable(const char **ret_mount, char **ret_own)
+{
+	const char *m = v2_mount();
+	_cleanup_free_ char *own = NULL, *dir = NULL, *ctl = NULL;
+
+	if (!m || !(own = own_path(NULL)))
+		return false;
+	dir = join(m, own);
+	ctl = xasprintf("%s/cgroup.controllers", dir);
+	if (!file_has_word(ctl, "memory") || !file_has_word(ctl, "pids"))
+		return false;
+	*ret_mount = m;
+	*ret_own = TAKE_PTR(dir);
+	return true;
+}
+
+const char *al_cgroup_layout(void)
+{
+	const char *m;
+	_cleanup_free_ char *own = NULL;
+	char path[64];
+
+	if (v2_usable(&m, &own))
+		return "v2";
+	snprintf(path, sizeof(path), CG_ROOT "/memory");
+	if (is_fs(path, CGROUP_SUPER_MAGIC))
+		return "v1";
+	return "none";
+}
+
+static int write_str(const char *dir, const char *file, const char *value, struct al_error *err)
+{
+	_cleanup_free_ char *path = xasprintf("%s/%s", dir, file);
+	int r = al_write_file_at(AT_FDCWD, path, value, strlen(value));
+	if (r < 0)
+		return al_error_setsys(err, -r, "cgroup: writing \"%s\" to %s", value, path);
+	return 0;
+}
+
+static int read_u64(const char *dir, const char *file, uint64_t *ret)
+{
+	_cleanup_free_ char *path = xasprintf("%s/%s", dir, file);
+	char buf[64];
+	if (al_read_file(path, buf, sizeof(buf)) <= 0)
+		return -ENOENT;
+	if (strncmp(buf, "max", 3) == 0) {
+		*ret = UINT64_MAX;
+		return 0;
+	}
+	*ret = strtoull(buf, NULL, 10);
+	return 0;
+}
+
+/* "key value" lines (memory.events, cpu.stat, cpuacct.stat, oom_control). */
+static int read_key(const char *dir, const char *file, const char *key, uint64_t *ret)
+{
+	_cleanup_free_ char *path = xasprintf("%s/%s", dir, file);
+	char buf[4096];
+	size_t klen = strlen(key);
+
+	if (al_read_file(path, buf, sizeof(buf)) <= 0)
+		return -ENOENT;
+	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+		if (strncmp(line, key, klen) == 0 && line[klen] == ' ') {
+			*ret = strtoull(line + klen + 1, NULL, 10);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static int write_u64_checked(const char *dir, const char *file, uint64_t v, struct al_error *err)
+{
+	char buf[32];
+	uint64_t back = 0;
+	int r;
+
+	snprintf(buf, sizeof(buf), "%" PRIu64, v);
+	if ((r = write_str(dir, file, buf, err)) < 0)
+		return r;
+	if (read_u64(dir, file, &back) < 0 || back != v)
+		return al_error_set(err, EIO, "cgroup: %s/%s reads back %" PRIu64 ", not %" PRIu64,
+				    dir, file, back, v);
+	return 0;
+}
+
+static const char *dir_for(const struct al_cgroup *cg, const char *controller)
+{
+	for (size_t i = 0; i < cg->n; i++) {
+		if (cg->v2)
+			return cg->h[i].dir;
+		char copy[64];
+		snprintf(copy, sizeof(copy), "%s", cg->h[i].ctrls);
+		for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ","))
+			if (strcmp(tok, controller) == 0)
+				return cg->h[i].dir;
+	}
+	return NULL;
+}
+
+const char *al_cgroup_path(const struct al_cgroup *cg, const char *controller)
+{
+	return cg ? dir_for(cg, controller) : NULL;
+}
+
+/* "<pid>-<starttime>": the supervisor's identity, stable for its life. */
+static int self_starttime(pid_t pid, unsigned long long *ret)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (al_read_file(path, buf, sizeof(buf)) <= 0)
+		return -ENOENT;
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return -EINVAL;
+	/* Field 22 (starttime); p points at the end of field 2. */
+	for (int field = 2; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	if (!p)
+		return -EINVAL;
+	*ret = strtoull(p + 1, NULL, 10);
+	return 0;
+}
+
+static void make_id(char *buf, size_t len)
+{
+	static unsigned counter;
+	unsigned long long st = 0;
+	self_starttime(getpid(), &st);
+	snprintf(buf, len, "%d-%llu-%u", (int)getpid(), st, counter++);
+}
+
+static int mkdir_base(const char *base, struct al_error *err)
+{
+	if (mkdir(base, 0755) < 0 && errno != EEXIST) {
+		if (errno == EACCES || errno == EPERM || errno == EROFS)
+			return al_error_setsys(
+				err, errno,
+				"cgroup: cannot create %s; cgroup limits need a writable cgroup: run "
+				"as root, or on cgroup v2 delegate one (e.g. systemd-run --user "
+				"--scope -p Delegate=yes airlock run ...)",
+				base);
+		return al_error_setsys(err, errno, "cgroup: mkdir %s", base);
+	}
+	return 0;
+}
+
+static int setup_v1(struct al_cgroup *cg, const char *id, struct al_error *err)
+{
+	char seen[MAX_HIER][4096];
+	size_t n_seen = 0;
+
+	for (size_t i = 0; v1_controllers[i]; i++) {
+		const char *c = v1_controllers[i];
+		_cleanup_free_ char *mount = xasprintf(CG_ROOT "/%s", c);
+		_cleanup_free_ char *own = NULL;
+		char real[4096];
+		bool dup = false;
+
+		if (!is_fs(mount, CGROUP_SUPER_MAGIC) || !realpath(mount, real))
+			return al_error_set(err, EOPNOTSUPP,
+					    "cgroup: no cgroup v1 \"%s\" hierarchy at %s and no cgroup v2 "
+					    "with the memory and pids controllers",
+					    c, mount);
+		for (size_t j = 0; j < n_seen; j++)
+			if (strcmp(seen[j], real) == 0)
+				dup = true; /* cpu,cpuacct co-mounted */
+		if (dup) {
+			for (size_t j = 0; j < cg->n; j++)
+				if (strncmp(cg->h[j].own, real, strlen(real)) == 0) {
+					strncat(cg->h[j].ctrls, ",", sizeof(cg->h[j].ctrls) - strlen(cg->h[j].ctrls) - 1);
+					strncat(cg->h[j].ctrls, c, sizeof(cg->h[j].ctrls) - strlen(cg->h[j].ctrls) - 1);
+				}
+			continue;
+		}
+		snprintf(seen[n_seen++], sizeof(seen[0]), "%s", real);
+		own = own_path(c);
+		if (!own)
+			return al_error_set(err, ENOENT, "cgroup: not in any \"%s\" cgroup", c);
+		struct hier *h = &cg->h[cg->n++];
+		snprintf(h->ctrls, sizeof(h->ctrls), "%s", c);
+		h->own = join(real, own);
+		h->base = xasprintf("%s/airlock", h->own);
+		h->dir = xasprintf("%s/%s", h->base, id);
+	}
+	return 0;
+}
+
+static int setup_v2(struct al_cgroup *cg, const char *own, const char *id, struct al_error *err)
+{
+	struct hier *h = &cg->h[cg->n++];
+	_cleanup_free_ char *sub = xasprintf("%s/cgroup.subtree_control", own);
+	int r;
+
+	cg->v2 = true;
+	h->own = xstrdup(own);
+	h->base = xasprintf("%s/airlock", own);
+	h->dir = xasprintf("%s/%s", h->base, id);
+	/* Controllers must be enabled on the way down. */
+	if (!file_has_word(sub, "memory") || !file_has_word(sub, "pids") ||
+	    !file_has_word(sub, "cpu")) {
+		if ((r = write_str(own, "cgroup.subtree_control", "+memory +pids +cpu", err)) < 0)
+			return al_error_wrap(err, "enabling controllers (is %s delegated to us, "
+						  "and does it hold no processes of its own?)",
+					     own);
+	}
+	if ((r = mkdir_base(h->base, err)) < 0)
+		return r;
+	_cleanup_free_ char *bsub = xasprintf("%s/cgroup.subtree_control", h->base);
+	if (!file_has_word(bsub, "memory") &&
+	    (r = write_str(h->base, "cgroup.subtree_control", "+memory +pids +cpu", err)) < 0)
+		return r;
+	return 0;
+}
+
+static int write_limits_v1(struct al_cgroup *cg, const struct al_cgroup_limits *l,
+			   struct al_error *err)
+{
+	const char *mem = dir_for(cg, "memory"), *pids = dir_for(cg, "pids"),
+		   *cpu = dir_for(cg, "cpu");
+	int r;
+
+	if (l->memory_bytes) {
+		/* The kernel keeps page-aligned values; ask for one so that the
+		 * read-back check compares like with like. */
+		uint64_t v = (l->memory_bytes + 4095) & ~4095ULL;
+		if ((r = write_u64_checked(mem, "memory.limit_in_bytes", v, err)) < 0)
+			return r;
+		_cleanup_free_ char *memsw = xasprintf("%s/memory.memsw.limit_in_bytes", mem);
+		if (access(memsw, F_OK) == 0) {
+			if ((r = write_u64_checked(mem, "memory.memsw.limit_in_bytes", v, err)) < 0)
+				return r;
+		} else {
+			char swaps[256];
+			/* No swap accounting: fine only when there is no swap. */
+			if (al_read_file("/proc/swaps", swaps, sizeof(swaps)) > 0 &&
+			    strchr(swaps, '\n') && strchr(swaps, '\n')[1] != '\0')
+				return al_error_set(err, EOPNOTSUPP,
+						    "cgroup: swap is active but the kernel has no swap "
+						    "accounting (memory.memsw), so a memory limit "
+						    "could be dodged by swapping; refusing");
+		}
+	}
+	if (l->pids && (r = write_u64_checked(pids, "pids.max", l->pids, err)) < 0)
+		return r;
+	if (l->cpu_quota_us) {
+		if ((r = write_u64_checked(cpu, "cpu.cfs_period_us", l->cpu_period_us, err)) < 0 ||
+		    (r = write_u64_checked(cpu, "cpu.cfs_quota_us", l->cpu_quota_us, err)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int write_limits_v2(struct al_cgroup *cg, const struct al_cgroup_limits *l,
+			   struct al_error *err)
+{
+	const char *d = cg->h[0].dir;
+	char buf[64], back[64];
+	int r;
+
+	if (l->memory_bytes) {
+		uint64_t v = (l->memory_bytes + 4095) & ~4095ULL;
+		if ((r = write_u64_checked(d, "memory.max", v, err)) < 0)
+			return r;
+		if ((r = write_u64_checked(d, "memory.swap.max", 0, err)) < 0) {
+			_cleanup_free_ char *sw = xasprintf("%s/memory.swap.max", d);
+			if (access(sw, F_OK) == 0)
+				return r; /* present but not honoured: fail closed */
+			al_error_clear(err); /* no swap support in this kernel */
+		}
+	}
+	if (l->pids && (r = write_u64_checked(d, "pids.max", l->pids, err)) < 0)
+		return r;
+	if (l->cpu_quota_us) {
+		snprintf(buf, sizeof(buf), "%" PRIu64 " %" PRIu64, l->cpu_quota_us, l->cpu_period_us);
+		if ((r = write_str(d, "cpu.max", buf, err)) < 0)
+			return r;
+		_cleanup_free_ char *p = xasprintf("%s/cpu.max", d);
+		if (al_read_file(p, back, sizeof(back)) <= 0 || strncmp(back, buf, strlen(buf)) != 0)
+			return al_error_set(err, EIO, "cgroup: %s reads back \"%s\", not \"%s\"", p,
+					    back, buf);
+	}
+	return 0;
+}
+
+int al_cgroup_create(const struct al_cgroup_limits *limits, struct al_cgroup **ret,
+		     struct al_error *err)
+{
+	struct al_cgroup *cg = xcalloc(1, sizeof(*cg));
+	_cleanup_free_ char *v2own = NULL;
+	const char *v2m = NULL;
+	char id[96];
+	int r = 0;
+
+	cg->dirfd = -1;
+	make_id(id, sizeof(id));
+	if (v2_usable(&v2m, &v2own))
+		r = setup_v2(cg, v2own, id, err);
+	else
+		r = setup_v1(cg, id, err);
+	if (r < 0)
+		goto fail;
+	for (size_t i = 0; i < cg->n; i++) {
+		if ((r = mkdir_base(cg->h[i].base, err)) < 0)
+			goto fail;
+		if (mkdir(cg->h[i].dir, 0755) < 0) {
+			r = al_error_setsys(err, errno, "cgroup: mkdir %s", cg->h[i].dir);
+			goto fail;
+		}
+	}
+	r = cg->v2 ? write_limits_v2(cg, limits, err) : write_limits_v1(cg, limits, err);
+	if (r < 0)
+		goto fail;
+	if (cg->v2) {
+		cg->dirfd = open(cg->h[0].dir, O_DIRECTORY | O_CLOEXEC);
+		if (cg->dirfd < 0) {
+			r = al_error_setsys(err, errno, "cgroup: open %s", cg->h[0].dir);
+			goto fail;
+		}
+	}
+	snprintf(cg->desc, sizeof(cg->desc), "%s %s", cg->v2 ? "v2" : "v1", cg->h[0].dir);
+	*ret = cg;
+	return 0;
+fail:
+	al_cgroup_destroy(cg, NULL);
+	return r;
+}
+
+int al_cgroup_clone_fd(const struct al_cgroup *cg)
+{
+	return cg && cg->v2 ? cg->dirfd : -1;
+}
+
+int al_cgroup_attach(const struct al_cgroup *cg, pid_t pid, struct al_error *err)
+{
+	char buf[32];
+	int r;
+
+	if (!cg || cg->v2)
+		return 0;
+	snprintf(buf, sizeof(buf), "%d", (int)pid);
+	for (size_t i = 0; i < cg->n; i++)
+		if ((r = write_str(cg->h[i].dir, "cgroup.procs", buf, err)) < 0)
+			return r;
+	return 0;
+}
+
+int al_cgroup_detach(const struct al_cgroup *cg, pid_t pid, struct al_error *err)
+{
+	char buf[32];
+	int r;
+
+	if (!cg)
+		return 0;
+	snprintf(buf, sizeof(buf), "%d", (int)pid);
+	for (size_t i = 0; i < cg->n; i++)
+		if ((r = write_str(cg->h[i].own, "cgroup.procs", buf, err)) < 0)
+			return r;
+	return 0;
+}
+
+void al_cgroup_stats(const struct al_cgroup *cg, struct al_cgroup_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (!cg)
+		return;
+	if (cg->v2) {
+		const char *d = cg->h[0].dir;
+		read_key(d, "cpu.stat", "usage_usec", &st->cpu_usage_us);
+		read_key(d, "cpu.stat", "user_usec", &st->cpu_user_us);
+		read_key(d, "cpu.stat", "system_usec", &st->cpu_system_us);
+		read_u64(d, "memory.peak", &st->memory_peak);
+		read_key(d, "memory.events", "oom_kill", &st->oom_kills);
+		read_key(d, "pids.events", "max", &st->pids_max_hits);
+		return;
+	}
+	const char *acct = dir_for(cg, "cpuacct"), *mem = dir_for(cg, "memory"),
+		   *pids = dir_for(cg, "pids");
+	uint64_t ns = 0, ticks = 0;
+	long hz = sysconf(_SC_CLK_TCK);
+	if (acct && read_u64(acct, "cpuacct.usage", &ns) == 0)
+		st->cpu_usage_us = ns / 1000;
+	if (acct && read_key(acct, "cpuacct.stat", "user", &ticks) == 0)
+		st->cpu_user_us = ticks * 1000000ULL / (uint64_t)hz;
+	if (acct && read_key(acct, "cpuacct.stat", "system", &ticks) == 0)
+		st->cpu_system_us = ticks * 1000000ULL / (uint64_t)hz;
+	if (mem) {
+		read_u64(mem, "memory.max_usage_in_bytes", &st->memory_peak);
+		read_key(mem, "memory.oom_control", "oom_kill", &st->oom_kills);
+	}
+	if (pids)
+		read_key(pids, "pids.events", "max", &st->pids_max_hits);
+}
+
+static void kill_listed(const char *dir)
+{
+	_cleanup_free_ char *path = xasprintf("%s/cgroup.procs", dir);
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	long pid;
+
+	while (f && fscanf(f, "%ld", &pid) == 1)
+		if (pid > 1)
+			kill((pid_t)pid, SIGKILL);
+}
+
+void al_cgroup_kill(const struct al_cgroup *cg)
+{
+	if (!cg)
+		return;
+	if (cg->v2 && write_str(cg->h[0].dir, "cgroup.kill", "1", NULL) == 0)
+		return;
+	for (size_t i = 0; i < cg->n; i++)
+		kill_listed(cg->h[i].dir);
+}
+
+static int remove_dir(const char *dir)
+{
+	/* The last tasks may still be leaving (exit is asynchronous to us):
+	 * retry for up to about a second. */
+	for (int i = 0; i < 200; i++) {
+		if (rmdir(dir) == 0 || errno == ENOENT)
+			return 0;
+		if (errno != EBUSY)
+			return -errno;
+		if (i % 20 == 19)
+			kill_listed(dir);
+		struct timespec ts = {0, 5 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	return -EBUSY;
+}
+
+int al_cgroup_destroy(struct al_cgroup *cg, struct al_error *err)
+{
+	int r = 0;
+
+	if (!cg)
+		return 0;
+	al_closep(&cg->dirfd);
+	for (size_t i = 0; i < cg->n; i++) {
+		int q = cg->h[i].dir ? remove_dir(cg->h[i].dir) : 0;
+		if (q < 0 && r == 0)
+			r = al_error_setsys(err, -q, "cgroup: removing %s (left for airlock gc)",
+					    cg->h[i].dir);
+		free(cg->h[i].dir);
+		free(cg->h[i].base);
+		free(cg->h[i].own);
+	}
+	free(cg);
+	return r;
+}
+
+const char *al_cgroup_describe(const struct al_cgroup *cg)
+{
+	return cg ? cg->desc : "none";
+}
+
+static bool run_is_stale(const char *name)
+{
+	int pid;
+	unsigned long long st, now;
+
+	if (sscanf(name, "%d-%llu-", &pid, &st) != 2)
+		return false; /* not ours */
+	if (self_starttime(pid, &now) < 0)
+		return true; /* the supervisor is gone */
+	return now != st; /* the pid was reused */
+}
+
+static int gc_base(const char *base)
+{
+	_cleanup_(al_closep) int fd = open(base, O_DIRECTORY | O_CLOEXEC);
+	DIR *d;
+	struct dirent *e;
+	int removed = 0;
+
+	if (fd < 0)
+		return 0;
+	d = fdopendir(TAKE_FD(fd));
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		if (e->d_type != DT_DIR || e->d_name[0] == '.' || !run_is_stale(e->d_name))
+			continue;
+		_cleanup_free_ char *dir = xasprintf("%s/%s", base, e->d_name);
+		_cleanup_free_ char *kill_file = xasprintf("%s/cgroup.kill", dir);
+		if (al_write_file_at(AT_FDCWD, kill_file, "1", 1) < 0)
+			kill_listed(dir);
+		if (remove_dir(dir) == 0) {
+			al_debug("gc: removed stale cgroup %s", dir);
+			removed++;
+		} else {
+			al_warn("gc: cannot remove stale cgroup %s: %s", dir, strerror(errno));
+		}
+	}
+	closedir(d);
+	return removed;
+}
+
+int al_cgroup_gc(struct al_error *err)
+{
+	_cleanup_free_ char *v2own = NULL;
+	const char *v2m = NULL;
+	int total = 0;
+
+	if (v2_usable(&v2m, &v2own)) {
+		_cleanup_free_ char *base = xasprintf("%s/airlock", v2own);
+		return gc_base(base);
+	}
+	for (size_t i = 0; v1_controllers[i]; i++) {
+		_cleanup_free_ char *own = own_path(v1_controllers[i]);
+		_cleanup_free_ char *mount = xasprintf(CG_ROOT "/%s", v1_controllers[i]);
+		char real[4096];
+		if (!own || !realpath(mount, real))
+			continue;
+		_cleanup_free_ char *dir = join(real, own);
+		_cleanup_free_ char *base = xasprintf("%s/airlock", dir);
+		int r = gc_base(base);
+		if (r > 0)
+			total += r;
+	}
+	(void)err;
+	return total;
+}

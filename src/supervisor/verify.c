@@ -1,0 +1,318 @@
+/* Fail closed, verified: after the child has applied every layer and
+ * before it may exec, look at it from outside (through /proc/PID, as the
+ * supervisor sees it) and compare with the plan. Any layer not in force
+ * stops the run. The same checks print as a table in `airlock verify`. */
+#include "supervisor/supervisor.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/mount.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cleanup.h"
+#include "core/sys.h"
+#include "core/util.h"
+
+static struct al_layer_check *add(struct al_run_result *res, const char *layer, bool ok,
+				  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static struct al_layer_check *add(struct al_run_result *res, const char *layer, bool ok,
+				  const char *fmt, ...)
+{
+	struct al_layer_check *c;
+	va_list ap;
+
+	if (res->n_checks >= AL_MAX_CHECKS)
+		return NULL;
+	c = &res->checks[res->n_checks++];
+	c->layer = layer;
+	c->in_force = ok;
+	va_start(ap, fmt);
+	vsnprintf(c->detail, sizeof(c->detail), fmt, ap);
+	va_end(ap);
+	return c;
+}
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo. */
+static void unescape(char *s)
+{
+	char *w = s;
+	for (char *r = s; *r; r++) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] && r[3]) {
+			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 3;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = '\0';
+}
+
+static bool has_opt(const char *opts, const char *want)
+{
+	size_t n = strlen(want);
+	for (const char *p = opts; p && *p;) {
+		if (strncmp(p, want, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+			return true;
+		p = strchr(p, ',');
+		if (p)
+			p++;
+	}
+	return false;
+}
+
+struct want_mount {
+	const char *path; /* in the sandbox's view */
+	uint64_t attr;
+	bool recursive;   /* host binds: their host submounts come along */
+	bool seen;
+};
+
+static const char *visible(const char *target)
+{
+	return strncmp(target, "/newroot", 8) == 0 ? (target[8] ? target + 8 : "/") : NULL;
+}
+
+static const struct al_mount_op *find_op(const struct al_plan *p, const char *path)
+{
+	const struct al_mount_op *found = NULL;
+	for (size_t i = 0; i < p->n_ops; i++) {
+		const struct al_mount_op *op = &p->ops[i];
+		const char *v = visible(op->target);
+		if (v && strcmp(v, path) == 0 &&
+		    (op->kind == AL_OP_BIND || op->kind == AL_OP_TMPFS || op->kind == AL_OP_PROC))
+			found = op;
+	}
+	return found;
+}
+
+static void check_mounts(const struct al_plan *p, pid_t pid, struct al_run_result *res)
+{
+	char path[64];
+	_cleanup_fclose_ FILE *f = NULL;
+	char line[8192];
+	size_t n_expected = 1, n_seen = 0;
+
+	for (size_t i = 0; i < p->n_ops; i++)
+		if (visible(p->ops[i].target) &&
+		    (p->ops[i].kind == AL_OP_BIND || p->ops[i].kind == AL_OP_TMPFS ||
+		     p->ops[i].kind == AL_OP_PROC))
+			n_expected++;
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
+	f = fopen(path, "re");
+	if (!f) {
+		add(res, "mounts", false, "cannot read %s: %s", path, strerror(errno));
+		return;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *fields[7] = {0}, *save = NULL;
+		size_t k = 0;
+		for (char *t = strtok_r(line, " ", &save); t && k < 7; t = strtok_r(NULL, " ", &save))
+			fields[k++] = t;
+		if (k < 6)
+			continue;
+		char *mp = fields[4], *opts = fields[5];
+		unescape(mp);
+		n_seen++;
+		if (strcmp(mp, "/") == 0) {
+			if (!has_opt(opts, "ro")) {
+				add(res, "mounts", false, "/ is mounted %s, not read-only", opts);
+				return;
+			}
+			continue;
+		}
+		const struct al_mount_op *op = find_op(p, mp);
+		if (!op) {
+			/* A host submount under a recursive host bind is expected. */
+			bool under = false;
+			for (size_t i = 0; i < p->n_ops && !under; i++) {
+				const char *v = visible(p->ops[i].target);
+				under = v && p->ops[i].kind == AL_OP_BIND && p->ops[i].ino &&
+					al_path_is_under(mp, v) && strcmp(mp, v) != 0;
+			}
+			if (!under) {
+				add(res, "mounts", false, "unexpected mount at %s", mp);
+				return;
+			}
+			n_expected++;
+			continue;
+		}
+		struct {
+			uint64_t bit;
+			const char *on, *off;
+		} flags[] = {{MOUNT_ATTR_RDONLY, "ro", "rw"},
+			     {MOUNT_ATTR_NOSUID, "nosuid", NULL},
+			     {MOUNT_ATTR_NODEV, "nodev", NULL},
+			     {MOUNT_ATTR_NOEXEC, "noexec", NULL}};
+		for (size_t i = 0; i < AL_ARRAY_SIZE(flags); i++) {
+			bool want = op->attr & flags[i].bit;
+			if (want && !has_opt(opts, flags[i].on)) {
+				add(res, "mounts", false, "%s is %s, lacking %s", mp, opts, flags[i].on);
+				return;
+			}
+			if (!want && flags[i].off && !has_opt(opts, flags[i].off)) {
+				add(res, "mounts", false, "%s is %s, expected %s", mp, opts,
+				    flags[i].off);
+				return;
+			}
+		}
+	}
+	if (n_seen != n_expected) {
+		add(res, "mounts", false, "%zu mounts inside, the plan has %zu", n_seen, n_expected);
+		return;
+	}
+	add(res, "mounts", true, "%zu mounts, each with its planned flags; / read-only", n_seen);
+}
+
+/* "Key:\tvalue" from /proc/PID/status. */
+static bool status_field(const char *status, const char *key, char *out, size_t len)
+{
+	size_t n = strlen(key);
+	for (const char *l = status; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		if (strncmp(l, key, n) == 0 && l[n] == ':') {
+			const char *v = l + n + 1;
+			while (*v == '\t' || *v == ' ')
+				v++;
+			size_t m = strcspn(v, "\n");
+			snprintf(out, len, "%.*s", (int)m, v);
+			return true;
+		}
+	}
+	return false;
+}
+
+static void check_status(const struct al_plan *p, pid_t pid, struct al_run_result *res)
+{
+	char path[64], status[8192], v[128], want[128];
+	static const char *const caps[] = {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"};
+	bool caps_ok = true;
+	const char *bad_cap = "";
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (al_read_file(path, status, sizeof(status)) <= 0) {
+		add(res, "identity", false, "cannot read %s", path);
+		return;
+	}
+	snprintf(want, sizeof(want), "%u\t%u\t%u\t%u", p->host_uid, p->host_uid, p->host_uid,
+		 p->host_uid);
+	bool uid_ok = status_field(status, "Uid", v, sizeof(v)) && strcmp(v, want) == 0;
+	snprintf(want, sizeof(want), "%u\t%u\t%u\t%u", p->host_gid, p->host_gid, p->host_gid,
+		 p->host_gid);
+	bool gid_ok = status_field(status, "Gid", v, sizeof(v)) && strcmp(v, want) == 0;
+	add(res, "identity", uid_ok && gid_ok, "uid/gid %d inside = host %u/%u%s", AL_SANDBOX_UID,
+	    p->host_uid, p->host_gid, p->rootless ? " (rootless)" : ", never host root");
+
+	for (size_t i = 0; i < AL_ARRAY_SIZE(caps); i++) {
+		if (!status_field(status, caps[i], v, sizeof(v)) || strtoull(v, NULL, 16) != 0) {
+			caps_ok = false;
+			bad_cap = caps[i];
+		}
+	}
+	if (caps_ok)
+		add(res, "capabilities", true, "none in any set");
+	else
+		add(res, "capabilities", false, "%s is not empty", bad_cap);
+	bool nnp = status_field(status, "NoNewPrivs", v, sizeof(v)) && strcmp(v, "1") == 0;
+	add(res, "no_new_privs", nnp, "%s", nnp ? "set" : "not set");
+	bool sc = status_field(status, "Seccomp", v, sizeof(v)) && strcmp(v, "2") == 0;
+	if (sc)
+		add(res, "seccomp", true, "filter mode, %u instructions, %zu rules",
+		    p->seccomp.len, p->n_seccomp_rules);
+	else
+		add(res, "seccomp", false, "Seccomp: %s (expected 2, filter mode)", v);
+}
+
+static void check_network(pid_t pid, struct al_run_result *res)
+{
+	char path[64], buf[4096];
+	int n_if = 0;
+	bool only_lo = true;
+
+	snprintf(path, sizeof(path), "/proc/%d/net/dev", (int)pid);
+	if (al_read_file(path, buf, sizeof(buf)) <= 0) {
+		add(res, "network", false, "cannot read %s", path);
+		return;
+	}
+	/* Two header lines, then "  name: counters". */
+	char *line = strchr(buf, '\n');
+	line = line ? strchr(line + 1, '\n') : NULL;
+	for (; line && line[1]; line = strchr(line + 1, '\n')) {
+		char *name = line + 1;
+		while (*name == ' ')
+			name++;
+		size_t len = strcspn(name, ":");
+		n_if++;
+		if (len != 2 || strncmp(name, "lo", 2) != 0)
+			only_lo = false;
+	}
+	add(res, "network", only_lo && n_if == 1, "%s",
+	    only_lo ? "own namespace, loopback only" : "interfaces besides lo are present");
+}
+
+static void check_cgroup(const struct al_cgroup *cg, pid_t pid, struct al_run_result *res)
+{
+	char path[64], buf[4096];
+	const char *mem = al_cgroup_path(cg, "memory");
+
+	if (!cg) {
+		add(res, "cgroup", false, "%s", "no cgroup (limits memory, pids, cpu not enforced)");
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	if (al_read_file(path, buf, sizeof(buf)) <= 0 || !mem) {
+		add(res, "cgroup", false, "cannot read %s", path);
+		return;
+	}
+	/* Our view of its cgroup path ends with the run's directory name. */
+	const char *id = strrchr(mem, '/');
+	bool in = id && strstr(buf, id);
+	if (in)
+		add(res, "cgroup", true, "in %s, limits read back as written", al_cgroup_describe(cg));
+	else
+		add(res, "cgroup", false, "not in %s", al_cgroup_describe(cg));
+}
+
+static void check_rlimits(const struct al_plan *p, pid_t pid, struct al_run_result *res)
+{
+	char path[64], buf[4096], want[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/limits", (int)pid);
+	if (al_read_file(path, buf, sizeof(buf)) <= 0) {
+		add(res, "rlimits", false, "cannot read %s", path);
+		return;
+	}
+	char *core = strstr(buf, "Max core file size");
+	char *files = strstr(buf, "Max open files");
+	snprintf(want, sizeof(want), "%" PRIu64, p->open_files);
+	bool core_ok = core && strtoull(core + 26, NULL, 10) == 0 && isdigit((unsigned char)core[26]);
+	bool files_ok = files && strncmp(files + 26, want, strlen(want)) == 0;
+	add(res, "rlimits", core_ok && files_ok, "no core dumps, %" PRIu64 " open files",
+	    p->open_files);
+}
+
+int al_verify_child(const struct al_plan *plan, pid_t pid, int landlock_abi,
+		    const struct al_cgroup *cg, struct al_run_result *res)
+{
+	int bad = 0;
+
+	res->n_checks = 0;
+	check_mounts(plan, pid, res);
+	check_status(plan, pid, res);
+	if (plan->landlock_abi == 0 && !plan->landlock_required)
+		add(res, "landlock", true, "%s", "not available; best-effort was asked for in words");
+	else
+		add(res, "landlock", landlock_abi == plan->landlock_abi,
+		    "ABI %d ruleset, %zu path rules%s", landlock_abi, plan->n_ll_rules,
+		    plan->landlock_scoped ? ", scoped signals and abstract sockets" : "");
+	check_network(pid, res);
+	check_rlimits(plan, pid, res);
+	if (cg || plan->cgroup_required)
+		check_cgroup(cg, pid, res);
+	for (size_t i = 0; i < res->n_checks; i++)
+		bad += !res->checks[i].in_force;
+	return bad;
+}
