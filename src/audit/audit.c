@@ -18,8 +18,7 @@ struct al_audit {
 	bool failed;
 };
 
-int al_audit_open(const char *path, const char *run_id, struct al_audit **ret,
-		  struct al_error *err)
+int al_audit_open(const char *path, const char *run_id, struct al_audit **ret, struct al_error *err)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
 	struct al_audit *a;

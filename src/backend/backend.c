@@ -19,11 +19,15 @@ int al_backend_run(const struct al_backend_ops *ops, const struct al_plan *plan,
 		   struct al_audit *audit, struct al_run_result *res, struct al_error *err)
 {
 	struct al_sandbox sb = {
-		.ops = ops,
-		.plan = plan,
-		.audit = audit,
-		.proc = {.pid = -1, .pidfd = -1, .sync = -1, .stdin_wr = -1, .stdout_rd = -1,
-			 .stderr_rd = -1},
+	    .ops = ops,
+	    .plan = plan,
+	    .audit = audit,
+	    .proc = {.pid = -1,
+		     .pidfd = -1,
+		     .sync = -1,
+		     .stdin_wr = -1,
+		     .stdout_rd = -1,
+		     .stderr_rd = -1},
 	};
 	int r;
 

@@ -11,10 +11,10 @@
 
 struct al_sandbox {
 	const struct al_backend_ops *ops;
-	const struct al_plan *plan;   /* borrowed */
-	struct al_audit *audit;       /* borrowed; may be NULL */
-	struct al_cgroup *cg;         /* owned; NULL when the run has no cgroup */
-	struct al_supervised proc;    /* filled by start() */
+	const struct al_plan *plan; /* borrowed */
+	struct al_audit *audit;	    /* borrowed; may be NULL */
+	struct al_cgroup *cg;	    /* owned; NULL when the run has no cgroup */
+	struct al_supervised proc;  /* filled by start() */
 	bool started;
 };
 

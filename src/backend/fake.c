@@ -48,7 +48,7 @@ static int fake_start(struct al_sandbox *sb, struct al_error *err)
 	if (pid == 0) {
 		if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(er[1], 2) < 0)
 			_exit(125);
-		al_sandbox_init(sb->plan, sync[1]);
+		al_sandbox_init(sb->plan, sync[1], NULL, 0);
 	}
 	sb->started = true;
 	sb->proc.pid = pid;
@@ -91,11 +91,11 @@ static void fake_destroy(struct al_sandbox *sb)
 }
 
 const struct al_backend_ops al_backend_fake = {
-	.name = "fake",
-	.probe = fake_probe,
-	.prepare = fake_prepare,
-	.start = fake_start,
-	.wait = fake_wait,
-	.kill = fake_kill,
-	.destroy = fake_destroy,
+    .name = "fake",
+    .probe = fake_probe,
+    .prepare = fake_prepare,
+    .start = fake_start,
+    .wait = fake_wait,
+    .kill = fake_kill,
+    .destroy = fake_destroy,
 };

@@ -35,11 +35,11 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 {
 	const struct al_plan *p = sb->plan;
 	struct al_cgroup_limits limits = {
-		.memory_bytes = p->memory_bytes,
-		.pids = p->pids,
-		.cpu_quota_us = p->cpus_milli * AL_CPU_PERIOD_US / 1000,
-		.cpu_period_us = AL_CPU_PERIOD_US,
-		.want_cpu_time = true,
+	    .memory_bytes = p->memory_bytes,
+	    .pids = p->pids,
+	    .cpu_quota_us = p->cpus_milli * AL_CPU_PERIOD_US / 1000,
+	    .cpu_period_us = AL_CPU_PERIOD_US,
+	    .want_cpu_time = p->cpu_time_ms != 0,
 	};
 	struct al_error gc_err = {0};
 	int r;
@@ -133,12 +133,13 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 	struct fdset f;
 	int pidfd = -1, r;
 	struct clone_args args = {
-		.flags = NS_FLAGS | CLONE_PIDFD,
-		.pidfd = (uint64_t)(uintptr_t)&pidfd,
-		.exit_signal = SIGCHLD,
+	    .flags = NS_FLAGS | CLONE_PIDFD,
+	    .pidfd = (uint64_t)(uintptr_t)&pidfd,
+	    .exit_signal = SIGCHLD,
 	};
 	int cgfd = al_cgroup_clone_fd(sb->cg);
-	bool v1_cgroup = sb->cg && cgfd < 0;
+	int enter[AL_CGROUP_MAX_FDS], leave[AL_CGROUP_MAX_FDS];
+	int n_cg = 0;
 	struct al_sync_msg go = {.type = AL_SYNC_GO};
 	long pid;
 
@@ -146,24 +147,48 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 		fdset_close(&f);
 		return r;
 	}
+	if (sb->cg && cgfd < 0) {
+		n_cg = al_cgroup_task_fds(sb->cg, false, enter, AL_CGROUP_MAX_FDS, err);
+		if (n_cg >= 0 &&
+		    al_cgroup_task_fds(sb->cg, true, leave, AL_CGROUP_MAX_FDS, err) != n_cg) {
+			for (int i = 0; i < n_cg; i++)
+				close(enter[i]);
+			n_cg = -1;
+		}
+		if (n_cg < 0) {
+			fdset_close(&f);
+			return -EIO;
+		}
+	}
 	if (cgfd >= 0) {
 		/* v2: born inside the run's cgroup, its namespace rooted there. */
 		args.flags |= CLONE_INTO_CGROUP;
 		args.cgroup = (uint64_t)cgfd;
-	} else if (v1_cgroup) {
-		/* v1: the child enters its cgroup namespace after we move it. */
+	} else if (n_cg > 0) {
+		/* v1: the child moves itself in, then enters a new cgroup
+		 * namespace (step "cgroup"). */
 		args.flags &= ~(uint64_t)CLONE_NEWCGROUP;
 	}
 	pid = al_sys_clone3(&args, sizeof(args));
+	if (pid != 0) {
+		for (int i = 0; i < n_cg; i++) {
+			close(enter[i]);
+			close(leave[i]);
+		}
+	}
 	if (pid < 0) {
 		r = clone_error(errno, err);
 		fdset_close(&f);
 		return r;
 	}
 	if (pid == 0) {
-		struct al_child_fds fds = {
-			.sync = f.sync[1], .stdin_rd = f.in[0], .stdout_wr = f.out[1],
-			.stderr_wr = f.errp[1], .unshare_cgroupns = v1_cgroup};
+		struct al_child_fds fds = {.sync = f.sync[1],
+					   .stdin_rd = f.in[0],
+					   .stdout_wr = f.out[1],
+					   .stderr_wr = f.errp[1],
+					   .n_cg = (size_t)n_cg};
+		memcpy(fds.cg_enter, enter, sizeof(int) * (size_t)n_cg);
+		memcpy(fds.cg_leave, leave, sizeof(int) * (size_t)n_cg);
 		al_sandbox_child(sb->plan, &fds);
 	}
 	sb->started = true;
@@ -171,8 +196,6 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 	sb->proc.pidfd = pidfd;
 	fdset_hand_over(&f, &sb->proc);
 
-	if ((r = al_cgroup_attach(sb->cg, (pid_t)pid, err)) < 0)
-		return r;
 	if ((r = write_maps(sb->plan, (pid_t)pid, err)) < 0)
 		return r;
 	if (send(sb->proc.sync, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go))
@@ -203,11 +226,11 @@ static void native_destroy(struct al_sandbox *sb)
 }
 
 const struct al_backend_ops al_backend_native = {
-	.name = "native",
-	.probe = native_probe,
-	.prepare = native_prepare,
-	.start = native_start,
-	.wait = native_wait,
-	.kill = native_kill,
-	.destroy = native_destroy,
+    .name = "native",
+    .probe = native_probe,
+    .prepare = native_prepare,
+    .start = native_start,
+    .wait = native_wait,
+    .kill = native_kill,
+    .destroy = native_destroy,
 };

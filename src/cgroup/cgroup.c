@@ -19,14 +19,14 @@
 #include "core/sys.h"
 #include "core/util.h"
 
-#define CG_ROOT "/sys/fs/cgroup"
+#define CG_ROOT	 "/sys/fs/cgroup"
 #define MAX_HIER 4
 
 struct hier {
 	char ctrls[64]; /* "memory", "pids", "cpu,cpuacct", or "" for v2 */
-	char *base;     /* <mount><own path>/airlock */
-	char *own;      /* <mount><own path>: where the supervisor itself is */
-	char *dir;      /* <base>/<id>: the run's cgroup */
+	char *base;	/* <mount><own path>/airlock */
+	char *own;	/* <mount><own path>: where the supervisor itself is */
+	char *dir;	/* <base>/<id>: the run's cgroup */
 };
 
 struct al_cgroup {
@@ -59,12 +59,20 @@ static const char *v2_mount(void)
  * /proc/self/cgroup. */
 static char *own_path(const char *controller)
 {
-	_cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
-	char line[4096];
+	/* Read once per process: it only changes when we move, and we never
+	 * move the supervisor. */
+	static char text[8192];
+	static bool loaded;
+	char copy[8192];
 
-	if (!f)
-		return NULL;
-	while (fgets(line, sizeof(line), f)) {
+	if (!loaded) {
+		if (al_read_file("/proc/self/cgroup", text, sizeof(text)) < 0)
+			return NULL;
+		loaded = true;
+	}
+	memcpy(copy, text, sizeof(copy));
+	for (char *line = strtok(copy, "\n"), *next = NULL; line; line = next) {
+		next = strtok(NULL, "\n");
 		char *ctrls = strchr(line, ':'), *path;
 		if (!ctrls)
 			continue;
@@ -73,15 +81,17 @@ static char *own_path(const char *controller)
 		if (!path)
 			continue;
 		*path++ = '\0';
-		path[strcspn(path, "\n")] = '\0';
 		if (!controller) {
 			if (ctrls[0] == '\0')
 				return xstrdup(path);
 			continue;
 		}
-		for (char *tok = strtok(ctrls, ","); tok; tok = strtok(NULL, ","))
-			if (strcmp(tok, controller) == 0)
+		for (char *tok = ctrls, *end; tok; tok = end ? end + 1 : NULL) {
+			end = strchr(tok, ',');
+			size_t n = end ? (size_t)(end - tok) : strlen(tok);
+			if (strlen(controller) == n && strncmp(tok, controller, n) == 0)
 				return xstrdup(path);
+		}
 	}
 	return NULL;
 }
@@ -240,41 +250,52 @@ static int mkdir_base(const char *base, struct al_error *err)
 	if (mkdir(base, 0755) < 0 && errno != EEXIST) {
 		if (errno == EACCES || errno == EPERM || errno == EROFS)
 			return al_error_setsys(
-				err, errno,
-				"cgroup: cannot create %s; cgroup limits need a writable cgroup: run "
-				"as root, or on cgroup v2 delegate one (e.g. systemd-run --user "
-				"--scope -p Delegate=yes airlock run ...)",
-				base);
+			    err, errno,
+			    "cgroup: cannot create %s; cgroup limits need a writable cgroup: run "
+			    "as root, or on cgroup v2 delegate one (e.g. systemd-run --user "
+			    "--scope -p Delegate=yes airlock run ...)",
+			    base);
 		return al_error_setsys(err, errno, "cgroup: mkdir %s", base);
 	}
 	return 0;
 }
 
-static int setup_v1(struct al_cgroup *cg, const char *id, struct al_error *err)
+static int setup_v1(struct al_cgroup *cg, const struct al_cgroup_limits *l, const char *id,
+		    struct al_error *err)
 {
 	char seen[MAX_HIER][4096];
 	size_t n_seen = 0;
 
 	for (size_t i = 0; v1_controllers[i]; i++) {
 		const char *c = v1_controllers[i];
+		/* Each v1 hierarchy costs a mkdir and an rmdir per run: join
+		 * cpu and cpuacct only when a limit needs them. */
+		if ((strcmp(c, "cpu") == 0 && !l->cpu_quota_us) ||
+		    (strcmp(c, "cpuacct") == 0 && !l->want_cpu_time))
+			continue;
 		_cleanup_free_ char *mount = xasprintf(CG_ROOT "/%s", c);
 		_cleanup_free_ char *own = NULL;
 		char real[4096];
 		bool dup = false;
 
 		if (!is_fs(mount, CGROUP_SUPER_MAGIC) || !realpath(mount, real))
-			return al_error_set(err, EOPNOTSUPP,
-					    "cgroup: no cgroup v1 \"%s\" hierarchy at %s and no cgroup v2 "
-					    "with the memory and pids controllers",
-					    c, mount);
+			return al_error_set(
+			    err, EOPNOTSUPP,
+			    "cgroup: no cgroup v1 \"%s\" hierarchy at %s and no cgroup v2 "
+			    "with the memory and pids controllers",
+			    c, mount);
 		for (size_t j = 0; j < n_seen; j++)
 			if (strcmp(seen[j], real) == 0)
 				dup = true; /* cpu,cpuacct co-mounted */
 		if (dup) {
 			for (size_t j = 0; j < cg->n; j++)
 				if (strncmp(cg->h[j].own, real, strlen(real)) == 0) {
-					strncat(cg->h[j].ctrls, ",", sizeof(cg->h[j].ctrls) - strlen(cg->h[j].ctrls) - 1);
-					strncat(cg->h[j].ctrls, c, sizeof(cg->h[j].ctrls) - strlen(cg->h[j].ctrls) - 1);
+					strncat(cg->h[j].ctrls, ",",
+						sizeof(cg->h[j].ctrls) - strlen(cg->h[j].ctrls) -
+						    1);
+					strncat(cg->h[j].ctrls, c,
+						sizeof(cg->h[j].ctrls) - strlen(cg->h[j].ctrls) -
+						    1);
 				}
 			continue;
 		}
@@ -305,8 +326,9 @@ static int setup_v2(struct al_cgroup *cg, const char *own, const char *id, struc
 	if (!file_has_word(sub, "memory") || !file_has_word(sub, "pids") ||
 	    !file_has_word(sub, "cpu")) {
 		if ((r = write_str(own, "cgroup.subtree_control", "+memory +pids +cpu", err)) < 0)
-			return al_error_wrap(err, "enabling controllers (is %s delegated to us, "
-						  "and does it hold no processes of its own?)",
+			return al_error_wrap(err,
+					     "enabling controllers (is %s delegated to us, "
+					     "and does it hold no processes of its own?)",
 					     own);
 	}
 	if ((r = mkdir_base(h->base, err)) < 0)
@@ -340,10 +362,11 @@ static int write_limits_v1(struct al_cgroup *cg, const struct al_cgroup_limits *
 			/* No swap accounting: fine only when there is no swap. */
 			if (al_read_file("/proc/swaps", swaps, sizeof(swaps)) > 0 &&
 			    strchr(swaps, '\n') && strchr(swaps, '\n')[1] != '\0')
-				return al_error_set(err, EOPNOTSUPP,
-						    "cgroup: swap is active but the kernel has no swap "
-						    "accounting (memory.memsw), so a memory limit "
-						    "could be dodged by swapping; refusing");
+				return al_error_set(
+				    err, EOPNOTSUPP,
+				    "cgroup: swap is active but the kernel has no swap "
+				    "accounting (memory.memsw), so a memory limit "
+				    "could be dodged by swapping; refusing");
 		}
 	}
 	if (l->pids && (r = write_u64_checked(pids, "pids.max", l->pids, err)) < 0)
@@ -370,18 +393,20 @@ static int write_limits_v2(struct al_cgroup *cg, const struct al_cgroup_limits *
 		if ((r = write_u64_checked(d, "memory.swap.max", 0, err)) < 0) {
 			_cleanup_free_ char *sw = xasprintf("%s/memory.swap.max", d);
 			if (access(sw, F_OK) == 0)
-				return r; /* present but not honoured: fail closed */
+				return r;    /* present but not honoured: fail closed */
 			al_error_clear(err); /* no swap support in this kernel */
 		}
 	}
 	if (l->pids && (r = write_u64_checked(d, "pids.max", l->pids, err)) < 0)
 		return r;
 	if (l->cpu_quota_us) {
-		snprintf(buf, sizeof(buf), "%" PRIu64 " %" PRIu64, l->cpu_quota_us, l->cpu_period_us);
+		snprintf(buf, sizeof(buf), "%" PRIu64 " %" PRIu64, l->cpu_quota_us,
+			 l->cpu_period_us);
 		if ((r = write_str(d, "cpu.max", buf, err)) < 0)
 			return r;
 		_cleanup_free_ char *p = xasprintf("%s/cpu.max", d);
-		if (al_read_file(p, back, sizeof(back)) <= 0 || strncmp(back, buf, strlen(buf)) != 0)
+		if (al_read_file(p, back, sizeof(back)) <= 0 ||
+		    strncmp(back, buf, strlen(buf)) != 0)
 			return al_error_set(err, EIO, "cgroup: %s reads back \"%s\", not \"%s\"", p,
 					    back, buf);
 	}
@@ -402,7 +427,7 @@ int al_cgroup_create(const struct al_cgroup_limits *limits, struct al_cgroup **r
 	if (v2_usable(&v2m, &v2own))
 		r = setup_v2(cg, v2own, id, err);
 	else
-		r = setup_v1(cg, id, err);
+		r = setup_v1(cg, limits, id, err);
 	if (r < 0)
 		goto fail;
 	for (size_t i = 0; i < cg->n; i++) {
@@ -436,32 +461,26 @@ int al_cgroup_clone_fd(const struct al_cgroup *cg)
 	return cg && cg->v2 ? cg->dirfd : -1;
 }
 
-int al_cgroup_attach(const struct al_cgroup *cg, pid_t pid, struct al_error *err)
+int al_cgroup_task_fds(const struct al_cgroup *cg, bool outer, int *fds, size_t max,
+		       struct al_error *err)
 {
-	char buf[32];
-	int r;
+	size_t n = 0;
 
 	if (!cg || cg->v2)
 		return 0;
-	snprintf(buf, sizeof(buf), "%d", (int)pid);
-	for (size_t i = 0; i < cg->n; i++)
-		if ((r = write_str(cg->h[i].dir, "cgroup.procs", buf, err)) < 0)
-			return r;
-	return 0;
-}
-
-int al_cgroup_detach(const struct al_cgroup *cg, pid_t pid, struct al_error *err)
-{
-	char buf[32];
-	int r;
-
-	if (!cg)
-		return 0;
-	snprintf(buf, sizeof(buf), "%d", (int)pid);
-	for (size_t i = 0; i < cg->n; i++)
-		if ((r = write_str(cg->h[i].own, "cgroup.procs", buf, err)) < 0)
-			return r;
-	return 0;
+	for (size_t i = 0; i < cg->n && n < max; i++) {
+		_cleanup_free_ char *path =
+		    xasprintf("%s/tasks", outer ? cg->h[i].own : cg->h[i].dir);
+		int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+		if (fd < 0) {
+			int e = errno;
+			while (n > 0)
+				close(fds[--n]);
+			return al_error_setsys(err, e, "cgroup: open %s", path);
+		}
+		fds[n++] = fd;
+	}
+	return (int)n;
 }
 
 void al_cgroup_stats(const struct al_cgroup *cg, struct al_cgroup_stats *st)
@@ -569,7 +588,7 @@ static bool run_is_stale(const char *name)
 		return false; /* not ours */
 	if (self_starttime(pid, &now) < 0)
 		return true; /* the supervisor is gone */
-	return now != st; /* the pid was reused */
+	return now != st;    /* the pid was reused */
 }
 
 static int gc_base(const char *base)

@@ -17,20 +17,21 @@
 struct al_cgroup;
 
 struct al_cgroup_limits {
-	uint64_t memory_bytes;   /* 0 = none */
-	uint64_t pids;           /* 0 = none */
-	uint64_t cpu_quota_us;   /* per period; 0 = none */
+	uint64_t memory_bytes; /* 0 = none */
+	uint64_t pids;	       /* 0 = none */
+	uint64_t cpu_quota_us; /* per period; 0 = none */
 	uint64_t cpu_period_us;
-	bool want_cpu_time;      /* CPU accounting is needed (cpu-time limit or stats) */
+	bool want_cpu_time; /* live CPU accounting is needed (a cpu-time limit); the
+				  * result's CPU times come from rusage otherwise */
 };
 
 struct al_cgroup_stats {
-	uint64_t cpu_usage_us;   /* user + system, all processes */
+	uint64_t cpu_usage_us; /* user + system, all processes */
 	uint64_t cpu_user_us;
 	uint64_t cpu_system_us;
-	uint64_t memory_peak;    /* bytes */
+	uint64_t memory_peak; /* bytes */
 	uint64_t oom_kills;
-	uint64_t pids_max_hits;  /* forks refused at the pids limit */
+	uint64_t pids_max_hits; /* forks refused at the pids limit */
 };
 
 /* Which layout this host has, as a word for messages: "v2", "v1", or
@@ -47,11 +48,21 @@ int al_cgroup_create(const struct al_cgroup_limits *limits, struct al_cgroup **r
 /* v2: an O_DIRECTORY fd for clone3's CLONE_INTO_CGROUP, or -1 on v1. */
 int al_cgroup_clone_fd(const struct al_cgroup *cg);
 
-/* v1: move pid into every hierarchy's run cgroup (v2: no-op). */
-int al_cgroup_attach(const struct al_cgroup *cg, pid_t pid, struct al_error *err);
+#define AL_CGROUP_MAX_FDS 4
 
-/* Move pid back to the cgroup the supervisor itself is in. */
-int al_cgroup_detach(const struct al_cgroup *cg, pid_t pid, struct al_error *err);
+/* cgroup v1: open the "tasks" file of every hierarchy's run cgroup
+ * (inner) or of the cgroup the supervisor is in (outer), O_WRONLY and
+ * O_CLOEXEC, into fds[]; returns how many, or -errno.
+ *
+ * Why: a task that writes "0" to a v1 "tasks" file moves itself without
+ * the global threadgroup lock, whose write side waits for an RCU grace
+ * period (about 6 ms here) — the cost of moving any other task. The
+ * kernel checks the permission of whoever opened the file, so the
+ * supervisor opens them and the child uses them: it moves itself in as its
+ * first step, and init moves itself out before it reports the end. v2 has
+ * CLONE_INTO_CGROUP for the way in and needs none of this. */
+int al_cgroup_task_fds(const struct al_cgroup *cg, bool outer, int *fds, size_t max,
+		       struct al_error *err);
 
 /* Read the counters. Missing files leave their fields 0. */
 void al_cgroup_stats(const struct al_cgroup *cg, struct al_cgroup_stats *st);

@@ -18,8 +18,8 @@ enum al_cli_cmd {
 struct al_cli {
 	enum al_cli_cmd cmd;
 	char *policy_file;
-	char *result_file; /* --result */
-	char *audit_file;  /* --audit */
+	char *result_file;	 /* --result */
+	char *audit_file;	 /* --audit */
 	struct al_policy *flags; /* what the flags asked for; merged over the file */
 	bool json;
 	bool help;

@@ -36,12 +36,14 @@ static json_t *start_fields(const struct al_plan *p, const struct al_cli *cli)
 	for (size_t i = 0; i < p->n_ops; i++)
 		if (p->ops[i].kind == AL_OP_BIND && p->ops[i].ino)
 			json_array_append_new(mounts, json_string(p->ops[i].what));
-	return json_pack("{s:o, s:s, s:s?, s:s, s:o, s:o, s:s, s:i, s:b}", "command", argv,
-			 "backend", p->backend, "policy", cli->policy_file, "workdir", p->workdir,
-			 "mounts", mounts, "limits", json_pack("{s:I, s:I, s:I, s:I}", "timeout_ms",
-			 (json_int_t)p->timeout_ms, "memory_bytes", (json_int_t)p->memory_bytes,
-			 "pids", (json_int_t)p->pids, "output_bytes", (json_int_t)p->output_bytes),
-			 "network", "none", "landlock_abi", p->landlock_abi, "rootless", p->rootless);
+	return json_pack(
+	    "{s:o, s:s, s:s?, s:s, s:o, s:o, s:s, s:i, s:b}", "command", argv, "backend",
+	    p->backend, "policy", cli->policy_file, "workdir", p->workdir, "mounts", mounts,
+	    "limits",
+	    json_pack("{s:I, s:I, s:I, s:I}", "timeout_ms", (json_int_t)p->timeout_ms,
+		      "memory_bytes", (json_int_t)p->memory_bytes, "pids", (json_int_t)p->pids,
+		      "output_bytes", (json_int_t)p->output_bytes),
+	    "network", "none", "landlock_abi", p->landlock_abi, "rootless", p->rootless);
 }
 
 int al_cmd_run(int argc, char **argv)
@@ -84,7 +86,8 @@ int al_cmd_run(int argc, char **argv)
 		al_err("%s", err.msg);
 		goto out;
 	}
-	al_audit_emit(audit, "run.start", start_fields(plan, &cli));
+	if (audit)
+		al_audit_emit(audit, "run.start", start_fields(plan, &cli));
 	if (al_backend_run(backend, plan, audit, &res, &err) < 0) {
 		/* airlock could not run it: still leave a record saying so. */
 		memset(&res, 0, sizeof(res));
@@ -99,7 +102,8 @@ int al_cmd_run(int argc, char **argv)
 	al_debug("exit %d after %llu ms; stdout %llu bytes, stderr %llu bytes", res.exit_code,
 		 (unsigned long long)res.wall_ms, (unsigned long long)res.stdout_bytes,
 		 (unsigned long long)res.stderr_bytes);
-	al_audit_emit(audit, "run.end", al_result_json(plan, &res, run_id));
+	if (audit)
+		al_audit_emit(audit, "run.end", al_result_json(plan, &res, run_id));
 	code = res.exit_code;
 	if (cli.result_file && al_result_write(cli.result_file, plan, &res, run_id, &err) < 0) {
 		al_err("%s", err.msg);

@@ -10,14 +10,15 @@
 
 void al_cli_usage(FILE *f)
 {
-	fprintf(f, "Usage: airlock COMMAND [OPTIONS]\n\n"
-		   "A sandbox for code that AI agents write and run.\n\n"
-		   "Commands:\n"
-		   "  run [OPTIONS] [--] CMD [ARG...]   run CMD in a sandbox\n"
-		   "  check [--policy FILE] [--json]    validate a policy and print the plan\n"
-		   "  help                              show this help\n"
-		   "  version                           show the version\n\n"
-		   "Run \"airlock COMMAND --help\" for the options of a command; see airlock(1).\n");
+	fprintf(f,
+		"Usage: airlock COMMAND [OPTIONS]\n\n"
+		"A sandbox for code that AI agents write and run.\n\n"
+		"Commands:\n"
+		"  run [OPTIONS] [--] CMD [ARG...]   run CMD in a sandbox\n"
+		"  check [--policy FILE] [--json]    validate a policy and print the plan\n"
+		"  help                              show this help\n"
+		"  version                           show the version\n\n"
+		"Run \"airlock COMMAND --help\" for the options of a command; see airlock(1).\n");
 }
 
 int main(int argc, char **argv)

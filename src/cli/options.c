@@ -13,10 +13,10 @@
 #include "core/util.h"
 
 struct option_def {
-	const char *name;  /* long name without "--" */
-	char short_name;   /* 0 if none */
-	const char *arg;   /* argument name for help; NULL = takes none */
-	unsigned cmds;     /* AL_CMD_* bits */
+	const char *name; /* long name without "--" */
+	char short_name;  /* 0 if none */
+	const char *arg;  /* argument name for help; NULL = takes none */
+	unsigned cmds;	  /* AL_CMD_* bits */
 	const char *help;
 	int (*apply)(struct al_cli *cli, const struct option_def *o, const char *arg,
 		     struct al_error *err);
@@ -91,7 +91,8 @@ static int opt_workdir(struct al_cli *cli, const struct option_def *o, const cha
 		       struct al_error *err)
 {
 	if (!al_path_is_clean_absolute(arg))
-		return al_error_set(err, EINVAL, "--workdir %s: expected a clean absolute path", arg);
+		return al_error_set(err, EINVAL, "--workdir %s: expected a clean absolute path",
+				    arg);
 	free(cli->flags->workdir);
 	cli->flags->workdir = xstrdup(arg);
 	return 0;
@@ -122,8 +123,8 @@ static int opt_size(struct al_cli *cli, const struct option_def *o, const char *
 {
 	uint64_t v;
 	if (al_parse_size(arg, &v) < 0 || v == 0)
-		return al_error_set(err, EINVAL, "--%s %s: bad size (expected e.g. 64M, 1G, 524288)",
-				    o->name, arg);
+		return al_error_set(
+		    err, EINVAL, "--%s %s: bad size (expected e.g. 64M, 1G, 524288)", o->name, arg);
 	if (strcmp(o->name, "memory") == 0)
 		cli->flags->memory_bytes = v;
 	else if (strcmp(o->name, "output-limit") == 0)
@@ -142,8 +143,9 @@ static int opt_count(struct al_cli *cli, const struct option_def *o, const char 
 	errno = 0;
 	v = strtoull(arg, &end, 10);
 	if (errno || !end || *end || arg[0] == '-' || v == 0 || v > 4194304)
-		return al_error_set(err, EINVAL, "--%s %s: expected a whole number from 1 to 4194304",
-				    o->name, arg);
+		return al_error_set(err, EINVAL,
+				    "--%s %s: expected a whole number from 1 to 4194304", o->name,
+				    arg);
 	if (strcmp(o->name, "pids") == 0)
 		cli->flags->pids = v;
 	else
@@ -158,8 +160,8 @@ static int opt_cpus(struct al_cli *cli, const struct option_def *o, const char *
 	double v = strtod(arg, &end);
 
 	if (!end || *end || !(v >= 0.01 && v <= 1024))
-		return al_error_set(err, EINVAL, "--cpus %s: expected a number of CPUs from 0.01 to 1024",
-				    arg);
+		return al_error_set(err, EINVAL,
+				    "--cpus %s: expected a number of CPUs from 0.01 to 1024", arg);
 	cli->flags->cpus_milli = (uint64_t)(v * 1000 + 0.5);
 	return 0;
 }
@@ -168,8 +170,8 @@ static int opt_cpu_time(struct al_cli *cli, const struct option_def *o, const ch
 			struct al_error *err)
 {
 	if (al_parse_duration_ms(arg, &cli->flags->cpu_time_ms) < 0)
-		return al_error_set(err, EINVAL, "--cpu-time %s: expected CPU seconds (e.g. 10, 1.5, 2m)",
-				    arg);
+		return al_error_set(err, EINVAL,
+				    "--cpu-time %s: expected CPU seconds (e.g. 10, 1.5, 2m)", arg);
 	return 0;
 }
 
@@ -235,7 +237,7 @@ static int opt_version(struct al_cli *cli, const struct option_def *o, const cha
 	return 0;
 }
 
-#define RUN AL_CMD_RUN
+#define RUN  AL_CMD_RUN
 #define BOTH (AL_CMD_RUN | AL_CMD_CHECK)
 
 /* clang-format off */
@@ -315,11 +317,13 @@ int al_cli_parse(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
 			o = a[2] == '\0' ? find_short(a[1]) : NULL;
 		}
 		if (!o || !(o->cmds & cmd))
-			return al_error_set(err, EINVAL, "%s: unknown option %s (see airlock %s --help)",
+			return al_error_set(err, EINVAL,
+					    "%s: unknown option %s (see airlock %s --help)",
 					    cmd_name(cmd), a, cmd_name(cmd));
 		if (o->arg && !value) {
 			if (i + 1 >= argc)
-				return al_error_set(err, EINVAL, "%s: option %s needs an argument (%s)",
+				return al_error_set(err, EINVAL,
+						    "%s: option %s needs an argument (%s)",
 						    cmd_name(cmd), a, o->arg);
 			value = argv[++i];
 		} else if (!o->arg && value) {

@@ -28,9 +28,9 @@ static inline void al_fclosep(FILE **f)
 		fclose(*f);
 }
 
-#define _cleanup_(f) __attribute__((cleanup(f)))
-#define _cleanup_free_ _cleanup_(al_freep)
-#define _cleanup_close_ _cleanup_(al_closep)
+#define _cleanup_(f)	 __attribute__((cleanup(f)))
+#define _cleanup_free_	 _cleanup_(al_freep)
+#define _cleanup_close_	 _cleanup_(al_closep)
 #define _cleanup_fclose_ _cleanup_(al_fclosep)
 
 #define TAKE_PTR(p)                                                                                \

@@ -19,16 +19,15 @@ struct al_error {
  * formatted message. Returns -code, or -EINVAL when code is 0, so callers can
  * write `return al_error_set(err, EINVAL, "...")`. err may be NULL. */
 int al_error_set(struct al_error *err, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* Like al_error_set() but appends ": strerror(code)". */
 int al_error_setsys(struct al_error *err, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* Prefix the existing message with "<formatted>: ". Returns -err->code (or
  * -EINVAL). err may be NULL. */
-int al_error_wrap(struct al_error *err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+int al_error_wrap(struct al_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Reset err to "no error". */
 void al_error_clear(struct al_error *err);

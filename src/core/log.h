@@ -15,7 +15,7 @@ enum al_log_level al_log_get_level(void);
 
 void al_log(enum al_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define al_err(...) al_log(AL_LOG_ERROR, __VA_ARGS__)
-#define al_warn(...) al_log(AL_LOG_WARN, __VA_ARGS__)
-#define al_info(...) al_log(AL_LOG_INFO, __VA_ARGS__)
+#define al_err(...)   al_log(AL_LOG_ERROR, __VA_ARGS__)
+#define al_warn(...)  al_log(AL_LOG_WARN, __VA_ARGS__)
+#define al_info(...)  al_log(AL_LOG_INFO, __VA_ARGS__)
 #define al_debug(...) al_log(AL_LOG_DEBUG, __VA_ARGS__)

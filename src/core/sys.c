@@ -40,8 +40,8 @@ int al_sys_openat2(int dirfd, const char *path, struct open_how *how, size_t siz
 	return (int)syscall(SYS_openat2, dirfd, path, how, size);
 }
 
-int al_sys_mount_setattr(int dirfd, const char *path, unsigned int flags,
-			 struct mount_attr *attr, size_t size)
+int al_sys_mount_setattr(int dirfd, const char *path, unsigned int flags, struct mount_attr *attr,
+			 size_t size)
 {
 	return (int)syscall(SYS_mount_setattr, dirfd, path, flags, attr, size);
 }
@@ -55,8 +55,7 @@ size_t al_landlock_attr_size(int abi)
 	return sizeof(uint64_t);
 }
 
-int al_sys_landlock_create_ruleset(const struct al_landlock_attr *attr, size_t size,
-				   uint32_t flags)
+int al_sys_landlock_create_ruleset(const struct al_landlock_attr *attr, size_t size, uint32_t flags)
 {
 	return (int)syscall(SYS_landlock_create_ruleset, attr, size, flags);
 }
@@ -145,7 +144,8 @@ void al_random_id(char *buf, size_t len)
 		 * back to something unique rather than to nothing. */
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		uint64_t v = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)getpid();
+		uint64_t v =
+		    (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)getpid();
 		memcpy(r, &v, sizeof(r));
 	}
 	snprintf(buf, len, "%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5],

@@ -17,8 +17,8 @@ int al_sys_pidfd_open(pid_t pid, unsigned int flags);
 int al_sys_pidfd_send_signal(int pidfd, int sig);
 int al_sys_close_range(unsigned int first, unsigned int last, unsigned int flags);
 int al_sys_openat2(int dirfd, const char *path, struct open_how *how, size_t size);
-int al_sys_mount_setattr(int dirfd, const char *path, unsigned int flags,
-			 struct mount_attr *attr, size_t size);
+int al_sys_mount_setattr(int dirfd, const char *path, unsigned int flags, struct mount_attr *attr,
+			 size_t size);
 /* Landlock ABI pieces newer than the 6.1 uapi headers Debian 12 ships. */
 #ifndef LANDLOCK_ACCESS_FS_TRUNCATE
 #define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
@@ -28,7 +28,7 @@ int al_sys_mount_setattr(int dirfd, const char *path, unsigned int flags,
 #endif
 #ifndef LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
 #define LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
-#define LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
+#define LANDLOCK_SCOPE_SIGNAL		    (1ULL << 1)
 #endif
 
 /* The ruleset attribute as of landlock ABI 6; pass al_landlock_attr_size()

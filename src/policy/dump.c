@@ -88,15 +88,16 @@ void al_plan_dump_text(const struct al_plan *p, FILE *f)
 		case AL_OP_TMPFS:
 		case AL_OP_PROC:
 			attr_string(op->attr, attr, sizeof(attr));
-			fprintf(f, "  %-8s %-28s %s%s(%s)\n", kind_name(op->kind), visible(op->target),
-				op->source ? op->source : "", op->source ? " " : "", attr);
+			fprintf(f, "  %-8s %-28s %s%s(%s)\n", kind_name(op->kind),
+				visible(op->target), op->source ? op->source : "",
+				op->source ? " " : "", attr);
 			break;
 		case AL_OP_SYMLINK:
 			fprintf(f, "  symlink  %-28s -> %s\n", visible(op->target), op->source);
 			break;
 		case AL_OP_FILE:
-			fprintf(f, "  file     %-28s (%zu bytes, synthesized)\n", visible(op->target),
-				op->len);
+			fprintf(f, "  file     %-28s (%zu bytes, synthesized)\n",
+				visible(op->target), op->len);
 			break;
 		case AL_OP_MKDIR:
 			break; /* implied by the mounts; the JSON dump lists them */
@@ -136,14 +137,14 @@ char *al_plan_dump_json(const struct al_plan *p)
 	json_object_set_new(root, "identity", o);
 	json_object_set_new(root, "network", json_pack("{s:s}", "mode", "none"));
 	json_object_set_new(
-		root, "limits",
-		json_pack("{s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:b}", "timeout_ms",
-			  (json_int_t)p->timeout_ms, "scratch_bytes", (json_int_t)p->scratch_bytes,
-			  "memory_bytes", (json_int_t)p->memory_bytes, "pids", (json_int_t)p->pids,
-			  "cpus", (double)p->cpus_milli / 1000.0, "cpu_time_ms",
-			  (json_int_t)p->cpu_time_ms, "output_bytes", (json_int_t)p->output_bytes,
-			  "open_files", (json_int_t)p->open_files, "file_size",
-			  (json_int_t)p->file_size, "cgroup_required", p->cgroup_required));
+	    root, "limits",
+	    json_pack("{s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:b}", "timeout_ms",
+		      (json_int_t)p->timeout_ms, "scratch_bytes", (json_int_t)p->scratch_bytes,
+		      "memory_bytes", (json_int_t)p->memory_bytes, "pids", (json_int_t)p->pids,
+		      "cpus", (double)p->cpus_milli / 1000.0, "cpu_time_ms",
+		      (json_int_t)p->cpu_time_ms, "output_bytes", (json_int_t)p->output_bytes,
+		      "open_files", (json_int_t)p->open_files, "file_size",
+		      (json_int_t)p->file_size, "cgroup_required", p->cgroup_required));
 	a = json_array();
 	for (size_t i = 0; p->envp[i]; i++)
 		json_array_append_new(a, json_string(p->envp[i]));
@@ -154,9 +155,9 @@ char *al_plan_dump_json(const struct al_plan *p)
 		o = json_pack("{s:s, s:s, s:s}", "op", kind_name(op->kind), "target",
 			      visible(op->target), "what", op->what);
 		if (op->kind == AL_OP_BIND || op->kind == AL_OP_SYMLINK || op->kind == AL_OP_TMPFS)
-			json_object_set_new(o, "source", json_string(op->kind == AL_OP_BIND
-									     ? visible(op->source)
-									     : op->source));
+			json_object_set_new(
+			    o, "source",
+			    json_string(op->kind == AL_OP_BIND ? visible(op->source) : op->source));
 		if (op->kind == AL_OP_BIND || op->kind == AL_OP_TMPFS || op->kind == AL_OP_PROC) {
 			attr_string(op->attr, attr, sizeof(attr));
 			json_object_set_new(o, "flags", json_string(attr));

@@ -18,7 +18,7 @@ struct ctx {
 };
 
 static int fail(struct ctx *c, const char *path, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static int fail(struct ctx *c, const char *path, const char *fmt, ...)
 {
@@ -60,7 +60,8 @@ static int check_keys(struct ctx *c, const json_t *obj, const char *path,
 	const char *key;
 	json_t *v;
 
-	json_object_foreach((json_t *)obj, key, v) {
+	json_object_foreach((json_t *)obj, key, v)
+	{
 		bool ok = false;
 		for (size_t i = 0; allowed[i]; i++)
 			if (strcmp(key, allowed[i]) == 0)
@@ -104,7 +105,8 @@ static int get_abs_path(struct ctx *c, const json_t *j, const char *path, char *
 	if (r < 0)
 		return r;
 	if (!al_path_is_clean_absolute(*out))
-		return fail(c, path, "expected a clean absolute path (no '.', '..' or '//'), got \"%s\"",
+		return fail(c, path,
+			    "expected a clean absolute path (no '.', '..' or '//'), got \"%s\"",
 			    *out);
 	return 0;
 }
@@ -131,8 +133,10 @@ static int get_size(struct ctx *c, const json_t *j, const char *path, uint64_t *
 		return fail(c, path, "expected a size such as \"64M\" or a byte count, got %s",
 			    type_name(j));
 	if (al_parse_size(json_string_value(j), out) < 0 || *out == 0)
-		return fail(c, path, "bad size \"%s\" (expected a number with an optional K, M, G or T suffix)",
-			    json_string_value(j));
+		return fail(
+		    c, path,
+		    "bad size \"%s\" (expected a number with an optional K, M, G or T suffix)",
+		    json_string_value(j));
 	return 0;
 }
 
@@ -148,12 +152,13 @@ static int get_duration(struct ctx *c, const json_t *j, const char *path, uint64
 	} else if (json_is_string(j)) {
 		snprintf(buf, sizeof(buf), "%s", json_string_value(j));
 	} else {
-		return fail(c, path, "expected seconds (number) or a duration such as \"90s\", got %s",
+		return fail(c, path,
+			    "expected seconds (number) or a duration such as \"90s\", got %s",
 			    type_name(j));
 	}
 	if (al_parse_duration_ms(buf, out) < 0)
-		return fail(c, path, "bad duration \"%s\" (expected e.g. 30, 1.5, \"250ms\", \"2m\")",
-			    buf);
+		return fail(c, path,
+			    "bad duration \"%s\" (expected e.g. 30, 1.5, \"250ms\", \"2m\")", buf);
 	return 0;
 }
 
@@ -169,7 +174,8 @@ static int get_string_array(struct ctx *c, const json_t *j, const char *path, bo
 		return r;
 	if (nonempty && json_array_size(j) == 0)
 		return fail(c, path, "expected a non-empty array");
-	json_array_foreach(j, i, e) {
+	json_array_foreach(j, i, e)
+	{
 		char sub[256];
 		char *s = NULL;
 		snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
@@ -222,15 +228,16 @@ static int parse_mount(struct ctx *c, const json_t *j, const char *path)
 	snprintf(sub, sizeof(sub), "%s.exec", path);
 	if ((v = json_object_get(j, "exec")) && (r = get_bool(c, v, sub, &exec)) < 0)
 		return r;
-	al_policy_add_mount(c->p, host, mpath, mode && strcmp(mode, "rw") == 0 ? AL_MOUNT_RW : AL_MOUNT_RO,
-			    exec, path);
+	al_policy_add_mount(c->p, host, mpath,
+			    mode && strcmp(mode, "rw") == 0 ? AL_MOUNT_RW : AL_MOUNT_RO, exec,
+			    path);
 	return 0;
 }
 
 static int parse_filesystem(struct ctx *c, const json_t *j)
 {
-	static const char *const keys[] = {"system", "mounts", "workdir", "scratch_exec",
-					   "landlock", NULL};
+	static const char *const keys[] = {"system",	   "mounts",   "workdir",
+					   "scratch_exec", "landlock", NULL};
 	_cleanup_free_ char *landlock = NULL;
 	json_t *v;
 	int r;
@@ -247,7 +254,8 @@ static int parse_filesystem(struct ctx *c, const json_t *j)
 		json_t *e;
 		if ((r = want(c, v, JSON_ARRAY, "filesystem.mounts", "an array")) < 0)
 			return r;
-		json_array_foreach(v, i, e) {
+		json_array_foreach(v, i, e)
+		{
 			char sub[64];
 			snprintf(sub, sizeof(sub), "filesystem.mounts[%zu]", i);
 			if ((r = parse_mount(c, e, sub)) < 0)
@@ -269,7 +277,8 @@ static int parse_filesystem(struct ctx *c, const json_t *j)
 			c->p->landlock = AL_LANDLOCK_BEST_EFFORT;
 		else
 			return fail(c, "filesystem.landlock",
-				    "expected \"required\" or \"best-effort\", got \"%s\"", landlock);
+				    "expected \"required\" or \"best-effort\", got \"%s\"",
+				    landlock);
 	}
 	return 0;
 }
@@ -282,7 +291,8 @@ static int parse_env(struct ctx *c, const json_t *j)
 
 	if ((r = want(c, j, JSON_OBJECT, "env", "an object of NAME: \"value\"")) < 0)
 		return r;
-	json_object_foreach((json_t *)j, key, v) {
+	json_object_foreach((json_t *)j, key, v)
+	{
 		char sub[320];
 		snprintf(sub, sizeof(sub), "env.%s", key);
 		if (!al_env_name_is_valid(key))
@@ -296,13 +306,13 @@ static int parse_env(struct ctx *c, const json_t *j)
 	return 0;
 }
 
-static int get_count(struct ctx *c, const json_t *j, const char *path, uint64_t max,
-		     uint64_t *out)
+static int get_count(struct ctx *c, const json_t *j, const char *path, uint64_t max, uint64_t *out)
 {
 	if (!json_is_integer(j) || json_integer_value(j) <= 0 ||
 	    (uint64_t)json_integer_value(j) > max)
 		return fail(c, path, "expected a whole number from 1 to %llu, got %s",
-			    (unsigned long long)max, json_is_integer(j) ? "a value out of range" : type_name(j));
+			    (unsigned long long)max,
+			    json_is_integer(j) ? "a value out of range" : type_name(j));
 	*out = (uint64_t)json_integer_value(j);
 	return 0;
 }
@@ -318,8 +328,8 @@ static int get_cpus(struct ctx *c, const json_t *j, const char *path, uint64_t *
 
 static int parse_limits(struct ctx *c, const json_t *j)
 {
-	static const char *const keys[] = {"timeout", "scratch", "memory", "pids", "cpus",
-					   "cpu_time", "output", "open_files", "file_size", NULL};
+	static const char *const keys[] = {"timeout",  "scratch", "memory",	"pids",	     "cpus",
+					   "cpu_time", "output",  "open_files", "file_size", NULL};
 	struct al_policy *p = c->p;
 	json_t *v;
 	int r;
@@ -340,7 +350,8 @@ static int parse_limits(struct ctx *c, const json_t *j)
 	if ((v = json_object_get(j, "pids")) &&
 	    (r = get_count(c, v, "limits.pids", 4194304, &p->pids)) < 0)
 		return r;
-	if ((v = json_object_get(j, "cpus")) && (r = get_cpus(c, v, "limits.cpus", &p->cpus_milli)) < 0)
+	if ((v = json_object_get(j, "cpus")) &&
+	    (r = get_cpus(c, v, "limits.cpus", &p->cpus_milli)) < 0)
 		return r;
 	if ((v = json_object_get(j, "cpu_time")) &&
 	    (r = get_duration(c, v, "limits.cpu_time", &p->cpu_time_ms)) < 0)
@@ -397,7 +408,7 @@ static int parse_backend(struct ctx *c, const json_t *j)
 static int parse_root(struct ctx *c, const json_t *root)
 {
 	static const char *const keys[] = {"version", "command", "hostname", "filesystem", "env",
-					   "limits", "network", "backend", NULL};
+					   "limits",  "network", "backend",  NULL};
 	json_t *v;
 	int r;
 
@@ -434,8 +445,8 @@ static int parse_root(struct ctx *c, const json_t *root)
 	return 0;
 }
 
-int al_policy_load_string(const char *name, const char *text, size_t len,
-			  struct al_policy **ret, struct al_error *err)
+int al_policy_load_string(const char *name, const char *text, size_t len, struct al_policy **ret,
+			  struct al_error *err)
 {
 	_cleanup_(al_policy_freep) struct al_policy *p = al_policy_new(name);
 	struct ctx c = {.file = name, .p = p, .err = err};
@@ -467,8 +478,8 @@ int al_policy_load_file(const char *path, struct al_policy **ret, struct al_erro
 		if (cap - len < 4096) {
 			cap = cap ? cap * 2 : 8192;
 			if (cap > (16u << 20))
-				return al_error_set(err, EFBIG, "%s: policy file larger than 16 MiB",
-						    path);
+				return al_error_set(err, EFBIG,
+						    "%s: policy file larger than 16 MiB", path);
 			buf = xrealloc(buf, cap);
 		}
 		size_t n = fread(buf + len, 1, cap - len, f);

@@ -19,8 +19,8 @@
 #include "core/util.h"
 #include "policy/seccomp.h"
 
-#define OLD "/oldroot"
-#define NEW "/newroot"
+#define OLD	"/oldroot"
+#define NEW	"/newroot"
 #define SCRATCH "/scratch"
 
 static const char *const default_system[] = {"/usr", "/bin", "/lib", "/lib64", "/sbin", NULL};
@@ -117,7 +117,7 @@ static void mkdir_p(struct builder *b, const char *staging, mode_t mode, bool sa
 static void add_file(struct builder *b, const char *sandbox_path, char *content, mode_t mode)
 {
 	struct al_mount_op *op =
-		add_op(b, AL_OP_FILE, xasprintf(NEW "%s", sandbox_path), content, sandbox_path);
+	    add_op(b, AL_OP_FILE, xasprintf(NEW "%s", sandbox_path), content, sandbox_path);
 	op->len = strlen(content);
 	op->mode = mode;
 }
@@ -192,10 +192,11 @@ static int build_system(struct builder *b, char *const *system, bool explicit_li
 		    al_path_is_under(path, "/dev") || al_path_is_under(path, "/etc") ||
 		    al_path_is_under(path, "/tmp") || al_path_is_under(path, b->plan->workdir) ||
 		    al_path_is_under(b->plan->workdir, path))
-			return al_error_set(b->err, EINVAL,
-					    "filesystem.system: %s would cover or sit inside a path "
-					    "airlock builds itself (/, /proc, /dev, /etc, /tmp, the workdir)",
-					    path);
+			return al_error_set(
+			    b->err, EINVAL,
+			    "filesystem.system: %s would cover or sit inside a path "
+			    "airlock builds itself (/, /proc, /dev, /etc, /tmp, the workdir)",
+			    path);
 		if (lstat(path, &st) < 0) {
 			if (errno == ENOENT && !explicit_list)
 				continue; /* e.g. no /lib64 on this host */
@@ -205,8 +206,8 @@ static int build_system(struct builder *b, char *const *system, bool explicit_li
 			char link[PATH_MAX];
 			ssize_t n = readlink(path, link, sizeof(link) - 1);
 			if (n < 0)
-				return al_error_setsys(b->err, errno, "filesystem.system: readlink %s",
-						       path);
+				return al_error_setsys(b->err, errno,
+						       "filesystem.system: readlink %s", path);
 			link[n] = '\0';
 			_cleanup_free_ char *parent = xasprintf(NEW "%s", path);
 			*strrchr(parent, '/') = '\0';
@@ -245,8 +246,8 @@ static int build_etc(struct builder *b)
 			   p->hostname),
 		 0644);
 	add_file(b, "/etc/hostname", xasprintf("%s\n", p->hostname), 0644);
-	add_file(b, "/etc/resolv.conf", xstrdup("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"),
-		 0644);
+	add_file(b, "/etc/resolv.conf",
+		 xstrdup("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"), 0644);
 	add_file(b, "/etc/nsswitch.conf",
 		 xstrdup("passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
 			 "networks: files\nprotocols: files\nservices: files\n"),
@@ -292,7 +293,8 @@ static void build_proc_dev(struct builder *b)
 		add_ll(b, sb, LL_READ | LL_DEVICE);
 	}
 	add_op(b, AL_OP_SYMLINK, xstrdup(NEW "/dev/fd"), xstrdup("/proc/self/fd"), "/dev/fd");
-	add_op(b, AL_OP_SYMLINK, xstrdup(NEW "/dev/stdin"), xstrdup("/proc/self/fd/0"), "/dev/stdin");
+	add_op(b, AL_OP_SYMLINK, xstrdup(NEW "/dev/stdin"), xstrdup("/proc/self/fd/0"),
+	       "/dev/stdin");
 	add_op(b, AL_OP_SYMLINK, xstrdup(NEW "/dev/stdout"), xstrdup("/proc/self/fd/1"),
 	       "/dev/stdout");
 	add_op(b, AL_OP_SYMLINK, xstrdup(NEW "/dev/stderr"), xstrdup("/proc/self/fd/2"),
@@ -311,12 +313,14 @@ static void build_proc_dev(struct builder *b)
 static void build_scratch(struct builder *b, bool workdir_is_mount)
 {
 	struct al_plan *p = b->plan;
-	uint64_t attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (p->scratch_exec ? 0 : MOUNT_ATTR_NOEXEC);
+	uint64_t attr =
+	    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (p->scratch_exec ? 0 : MOUNT_ATTR_NOEXEC);
 	uint64_t ll = LL_READ | LL_WRITE | (p->scratch_exec ? LANDLOCK_ACCESS_FS_EXECUTE : 0);
 	struct al_mount_op *op;
 
 	op = add_op(b, AL_OP_TMPFS, xstrdup(SCRATCH),
-		    xasprintf("size=%llu,mode=0755", (unsigned long long)p->scratch_bytes), "scratch");
+		    xasprintf("size=%llu,mode=0755", (unsigned long long)p->scratch_bytes),
+		    "scratch");
 	op->attr = attr;
 	mkdir_p(b, SCRATCH "/tmp", 01777, false, "scratch");
 	mkdir_p(b, SCRATCH "/shm", 01777, false, "scratch");
@@ -350,7 +354,7 @@ static int build_mounts(struct builder *b, const struct al_policy *pol, char *co
 {
 	struct al_plan *p = b->plan;
 	_cleanup_free_ const struct al_policy_mount **sorted =
-		xcalloc(pol->n_mounts + 1, sizeof(*sorted));
+	    xcalloc(pol->n_mounts + 1, sizeof(*sorted));
 
 	for (size_t i = 0; i < pol->n_mounts; i++)
 		sorted[i] = &pol->mounts[i];
@@ -368,13 +372,14 @@ static int build_mounts(struct builder *b, const struct al_policy *pol, char *co
 					    m->origin, m->path);
 		if (is_reserved(p, system, m->path, &why))
 			return al_error_set(b->err, EINVAL,
-					    "%s: sandbox path %s would cover or sit inside %s", m->origin,
-					    m->path, why);
+					    "%s: sandbox path %s would cover or sit inside %s",
+					    m->origin, m->path, why);
 		for (size_t j = 0; j < i; j++)
 			if (al_path_is_under(m->path, sorted[j]->path))
-				return al_error_set(b->err, EINVAL,
-						    "%s: sandbox path %s lies inside another mount (%s)",
-						    m->origin, m->path, sorted[j]->path);
+				return al_error_set(
+				    b->err, EINVAL,
+				    "%s: sandbox path %s lies inside another mount (%s)", m->origin,
+				    m->path, sorted[j]->path);
 		if (!realpath(m->host, real))
 			return al_error_setsys(b->err, errno, "%s: %s", m->origin, m->host);
 		if (stat(real, &st) < 0)
@@ -391,14 +396,14 @@ static int build_mounts(struct builder *b, const struct al_policy *pol, char *co
 				need |= S_IXOTH;
 			if ((st.st_mode & need) != need)
 				return al_error_set(
-					b->err, EACCES,
-					"%s: %s (mode %04o) is not %s by others, and the sandbox user "
-					"is an unprivileged host id (%u); add o+%s",
-					m->origin, real, st.st_mode & 07777,
-					m->mode == AL_MOUNT_RW ? "readable and writable" : "readable",
-					p->host_uid,
-					m->mode == AL_MOUNT_RW ? (S_ISDIR(st.st_mode) ? "rwx" : "rw")
-							       : (S_ISDIR(st.st_mode) ? "rx" : "r"));
+				    b->err, EACCES,
+				    "%s: %s (mode %04o) is not %s by others, and the sandbox user "
+				    "is an unprivileged host id (%u); add o+%s",
+				    m->origin, real, st.st_mode & 07777,
+				    m->mode == AL_MOUNT_RW ? "readable and writable" : "readable",
+				    p->host_uid,
+				    m->mode == AL_MOUNT_RW ? (S_ISDIR(st.st_mode) ? "rwx" : "rw")
+							   : (S_ISDIR(st.st_mode) ? "rx" : "r"));
 		}
 		bool exec = m->exec != 0; /* unset means allowed */
 		uint64_t attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
@@ -407,14 +412,16 @@ static int build_mounts(struct builder *b, const struct al_policy *pol, char *co
 		uint64_t ll = LL_READ | (m->mode == AL_MOUNT_RW ? LL_WRITE : 0) |
 			      (exec ? LANDLOCK_ACCESS_FS_EXECUTE : 0);
 		char what[PATH_MAX + 32];
-		snprintf(what, sizeof(what), "%s %s", m->mode == AL_MOUNT_RW ? "rw" : "ro", m->path);
+		snprintf(what, sizeof(what), "%s %s", m->mode == AL_MOUNT_RW ? "rw" : "ro",
+			 m->path);
 		add_bind(b, real, m->path, &st, attr, what);
 		if (!S_ISDIR(st.st_mode))
-			ll &= ~(uint64_t)(LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_REMOVE_DIR |
-					  LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_DIR |
-					  LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |
-					  LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_SYM |
-					  LANDLOCK_ACCESS_FS_REFER);
+			ll &= ~(
+			    uint64_t)(LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_REMOVE_DIR |
+				      LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_DIR |
+				      LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |
+				      LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_SYM |
+				      LANDLOCK_ACCESS_FS_REFER);
 		add_ll(b, m->path, ll);
 	}
 	return 0;
@@ -465,10 +472,11 @@ static int build_landlock(struct al_plan *p, const struct al_policy *pol, struct
 	p->landlock_abi = al_landlock_abi();
 	if (p->landlock_abi == 0) {
 		if (p->landlock_required)
-			return al_error_set(err, EOPNOTSUPP,
-					    "landlock is not available on this kernel; refusing to run "
-					    "(set \"filesystem\": {\"landlock\": \"best-effort\"} to run "
-					    "with mount isolation only)");
+			return al_error_set(
+			    err, EOPNOTSUPP,
+			    "landlock is not available on this kernel; refusing to run "
+			    "(set \"filesystem\": {\"landlock\": \"best-effort\"} to run "
+			    "with mount isolation only)");
 		return 0;
 	}
 	p->landlock_fs = landlock_mask(p->landlock_abi);
@@ -488,8 +496,9 @@ int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **
 	int r;
 
 	if ((!pol->command || !pol->command[0]) && !(flags & AL_PLAN_COMMAND_OPTIONAL))
-		return al_error_set(err, EINVAL,
-				    "no command given (put it after \"--\" or in the policy's \"command\")");
+		return al_error_set(
+		    err, EINVAL,
+		    "no command given (put it after \"--\" or in the policy's \"command\")");
 	if (pol->command && pol->command[0] && pol->command[0][0] == '\0')
 		return al_error_set(err, EINVAL, "the command's name is empty");
 	if (pol->backend && strcmp(pol->backend, "native") != 0)
@@ -522,7 +531,8 @@ int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **
 		return al_error_set(err, EINVAL, "memory limit %llu bytes is below the 4M minimum",
 				    (unsigned long long)p->memory_bytes);
 	if (p->pids < 2)
-		return al_error_set(err, EINVAL, "pids limit must be at least 2 (init and the command)");
+		return al_error_set(err, EINVAL,
+				    "pids limit must be at least 2 (init and the command)");
 	p->scratch_exec = pol->scratch_exec != 0;
 	if (pol->network_mode && strcmp(pol->network_mode, "none") != 0)
 		return al_error_set(err, EINVAL, "network mode \"%s\" is not known (expected none)",
@@ -536,12 +546,12 @@ int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **
 					    pol->mounts[i].origin, pol->mounts[i].path, p->workdir);
 		else if (al_path_is_under(pol->mounts[i].path, p->workdir) ||
 			 al_path_is_under(pol->mounts[i].path, "/tmp"))
-			return al_error_set(err, EINVAL,
-					    "%s: sandbox path %s lies inside the scratch (%s); mount "
-					    "it elsewhere, e.g. /input",
-					    pol->mounts[i].origin, pol->mounts[i].path,
-					    al_path_is_under(pol->mounts[i].path, "/tmp") ? "/tmp"
-											 : p->workdir);
+			return al_error_set(
+			    err, EINVAL,
+			    "%s: sandbox path %s lies inside the scratch (%s); mount "
+			    "it elsewhere, e.g. /input",
+			    pol->mounts[i].origin, pol->mounts[i].path,
+			    al_path_is_under(pol->mounts[i].path, "/tmp") ? "/tmp" : p->workdir);
 	}
 
 	build_ids(p);

@@ -27,16 +27,16 @@
  * host root, and far above any ordinary account or subuid range. */
 #define AL_HOST_ID_BASE 1000000000u
 
-#define AL_DEFAULT_TIMEOUT_MS (60u * 1000u)
+#define AL_DEFAULT_TIMEOUT_MS	 (60u * 1000u)
 #define AL_DEFAULT_SCRATCH_BYTES (64ull << 20)
-#define AL_DEFAULT_MEMORY_BYTES (512ull << 20)
-#define AL_DEFAULT_PIDS 128u
-#define AL_DEFAULT_OUTPUT_BYTES (16ull << 20)
-#define AL_DEFAULT_OPEN_FILES 1024u
-#define AL_CPU_PERIOD_US 100000u
-#define AL_DEFAULT_WORKDIR "/work"
-#define AL_DEFAULT_HOSTNAME "airlock"
-#define AL_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+#define AL_DEFAULT_MEMORY_BYTES	 (512ull << 20)
+#define AL_DEFAULT_PIDS		 128u
+#define AL_DEFAULT_OUTPUT_BYTES	 (16ull << 20)
+#define AL_DEFAULT_OPEN_FILES	 1024u
+#define AL_CPU_PERIOD_US	 100000u
+#define AL_DEFAULT_WORKDIR	 "/work"
+#define AL_DEFAULT_HOSTNAME	 "airlock"
+#define AL_DEFAULT_PATH		 "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 
 enum al_op_kind {
 	AL_OP_MKDIR,   /* mkdir target (mode, uid) */
@@ -57,20 +57,20 @@ struct al_mount_op {
 	bool seal;     /* TMPFS: mounted writable, made read-only once the tree is built */
 	mode_t mode;
 	bool sandbox_owned; /* MKDIR/FILE: chown to the sandbox user */
-	dev_t dev;     /* BIND of a host path: identity re-checked in the child */
+	dev_t dev;	    /* BIND of a host path: identity re-checked in the child */
 	ino_t ino;
-	char *what;    /* for messages and dumps: "system /usr", "input /input/data.csv" */
+	char *what; /* for messages and dumps: "system /usr", "input /input/data.csv" */
 };
 
 struct al_landlock_rule {
-	char *path;      /* path in the final view */
+	char *path;	 /* path in the final view */
 	uint64_t access; /* LANDLOCK_ACCESS_FS_* already masked to the ABI */
 };
 
 enum al_seccomp_cond {
 	AL_SECCOMP_ALWAYS,
 	AL_SECCOMP_ARG_MASKED_EQ, /* (args[arg] & mask) == value */
-	AL_SECCOMP_ARG_GT,        /* args[arg] > value, unsigned 64-bit */
+	AL_SECCOMP_ARG_GT,	  /* args[arg] > value, unsigned 64-bit */
 };
 
 /* One row of the seccomp policy table (policy/seccomp.c). The compiled
@@ -113,8 +113,8 @@ struct al_plan {
 	bool cgroup_required;
 
 	/* identities */
-	bool rootless;      /* airlock itself is not root: map only our own ids */
-	uid_t host_uid;     /* what sandbox uid 1000 is on the host */
+	bool rootless;	/* airlock itself is not root: map only our own ids */
+	uid_t host_uid; /* what sandbox uid 1000 is on the host */
 	gid_t host_gid;
 	char uid_map[96];
 	char gid_map[96];
@@ -124,9 +124,9 @@ struct al_plan {
 	size_t n_ops;
 
 	/* landlock */
-	int landlock_abi;         /* 0 when the kernel has none */
+	int landlock_abi; /* 0 when the kernel has none */
 	bool landlock_required;
-	uint64_t landlock_fs;     /* handled_access_fs */
+	uint64_t landlock_fs;	  /* handled_access_fs */
 	uint64_t landlock_scoped; /* LANDLOCK_SCOPE_* */
 	struct al_landlock_rule *ll_rules;
 	size_t n_ll_rules;

@@ -15,7 +15,7 @@
 #include "core/error.h"
 
 #define AL_POLICY_VERSION 1
-#define AL_UNSET (-1)
+#define AL_UNSET	  (-1)
 
 enum al_mount_mode {
 	AL_MOUNT_RO = 0,
@@ -23,8 +23,8 @@ enum al_mount_mode {
 };
 
 struct al_policy_mount {
-	char *host;   /* host path as given (made absolute against the cwd) */
-	char *path;   /* path inside the sandbox; clean absolute */
+	char *host; /* host path as given (made absolute against the cwd) */
+	char *path; /* path inside the sandbox; clean absolute */
 	enum al_mount_mode mode;
 	int exec;     /* tri-state: AL_UNSET means "exec allowed" */
 	char *origin; /* where it came from, for messages: "--ro" or "filesystem.mounts[1]" */
@@ -32,7 +32,7 @@ struct al_policy_mount {
 
 enum al_landlock_mode {
 	AL_LANDLOCK_UNSET = 0,
-	AL_LANDLOCK_REQUIRED,    /* refuse to run without landlock (default) */
+	AL_LANDLOCK_REQUIRED,	 /* refuse to run without landlock (default) */
 	AL_LANDLOCK_BEST_EFFORT, /* the policy said "best-effort" in words */
 };
 
@@ -98,5 +98,5 @@ void al_policy_merge(struct al_policy *base, const struct al_policy *over);
 int al_policy_load_file(const char *path, struct al_policy **ret, struct al_error *err);
 
 /* Same for an in-memory document; `name` is used in messages. */
-int al_policy_load_string(const char *name, const char *text, size_t len,
-			  struct al_policy **ret, struct al_error *err);
+int al_policy_load_string(const char *name, const char *text, size_t len, struct al_policy **ret,
+			  struct al_error *err);

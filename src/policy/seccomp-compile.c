@@ -29,8 +29,7 @@ static int add_row(scmp_filter_ctx ctx, const struct al_seccomp_rule_info *r, st
 				      SCMP_CMP(r->arg, SCMP_CMP_MASKED_EQ, r->mask, r->value));
 		break;
 	case AL_SECCOMP_ARG_GT:
-		rc = seccomp_rule_add(ctx, act, nr, 1,
-				      SCMP_CMP(r->arg, SCMP_CMP_GT, r->value));
+		rc = seccomp_rule_add(ctx, act, nr, 1, SCMP_CMP(r->arg, SCMP_CMP_GT, r->value));
 		break;
 	default:
 		rc = -EINVAL;

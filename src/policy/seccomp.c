@@ -16,9 +16,14 @@
 
 #include "core/cleanup.h"
 
-#define DENY(n, why) {n, AL_SECCOMP_ALWAYS, 0, 0, 0, EPERM, why, true}
-#define DENY_IF(n, a, m, v, why) {n, AL_SECCOMP_ARG_MASKED_EQ, a, m, v, EPERM, why, true}
-#define QUIET_IF(n, a, m, v, e, why) {n, AL_SECCOMP_ARG_MASKED_EQ, a, m, v, e, why, false}
+#define DENY(n, why)                                                                               \
+	{                                                                                          \
+		n, AL_SECCOMP_ALWAYS, 0, 0, 0, EPERM, why, true                                    \
+	}
+#define DENY_IF(n, a, m, v, why)                                                                   \
+	{                                                                                          \
+		n, AL_SECCOMP_ARG_MASKED_EQ, a, m, v, EPERM, why, true                             \
+	}
 #define NS_FLAG(flag) DENY_IF("clone", 0, flag, flag, "clone(" #flag ")")
 
 /* clang-format off */
@@ -71,9 +76,7 @@ static const struct al_seccomp_rule_info table[] = {
 	DENY_IF("socket", 0, 0xffffffffu, 13, "socket(AF_SECURITY)"),
 	DENY_IF("socket", 0, 0xffffffffu, 14, "socket(AF_KEY)"),
 	DENY_IF("socket", 0, 0xffffffffu, 15, "socket(15)"),
-	/* glibc's getaddrinfo opens a netlink socket on every lookup. */
-	QUIET_IF("socket", 0, 0xffffffffu, AF_NETLINK, EPERM, "socket(AF_NETLINK), silent"),
-	{"socket", AL_SECCOMP_ARG_GT, 0, 0, AF_NETLINK, EPERM, "socket(family > AF_NETLINK)", true},
+	{"socket", AL_SECCOMP_ARG_GT, 0, 0, 15, EPERM, "socket(family >= AF_NETLINK)", true},
 	DENY_IF("socket", 1, 0xf, SOCK_RAW, "socket(SOCK_RAW)"),
 	DENY_IF("socket", 1, 0xf, SOCK_PACKET, "socket(SOCK_PACKET)"),
 };
@@ -84,4 +87,3 @@ const struct al_seccomp_rule_info *al_seccomp_table(size_t *ret_n)
 	*ret_n = AL_ARRAY_SIZE(table);
 	return table;
 }
-

@@ -13,6 +13,9 @@
  *   the supervisor checks every layer from outside (verify) before the
  *   command starts.
  *
+ * - cgroup comes first, so that everything the child allocates is charged
+ *   to the run (on v1 the child moves itself in; see al_cgroup_task_fds).
+ *
  * Namespaces at each stage: clone3 put us in new user, mount, pid, net,
  * ipc, uts and cgroup namespaces at once; we are pid 1 of the pid namespace
  * from the first step to the end. */
@@ -25,6 +28,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,8 +44,8 @@ struct step {
 /* clang-format off */
 static const struct step steps[] = {
 	{"wait-for-parent",  step_wait_parent},
+	{"cgroup",           step_cgroup_namespace},
 	{"die-with-parent",  step_die_with_parent},
-	{"cgroup-namespace", step_cgroup_namespace},
 	{"become-ns-root",   step_become_ns_root},
 	{"stdio",            step_stdio},
 	{"private-mounts",   step_private_mounts},
@@ -97,8 +101,8 @@ static int exec_command(const struct al_plan *p)
 			path = p->envp[i] + 5;
 	for (const char *s = path;; s++) {
 		const char *end = strchrnul(s, ':');
-		int n = snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(end - s), s, end == s ? "" : "/",
-				 file);
+		int n = snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(end - s), s,
+				 end == s ? "" : "/", file);
 		if (n > 0 && (size_t)n < sizeof(buf)) {
 			execve(buf, p->argv, p->envp);
 			if (errno != ENOENT && errno != ENOTDIR)
@@ -121,7 +125,8 @@ static _Noreturn void run_command(const struct al_plan *p, int sync, int errpipe
 		signal(forwarded[i], SIG_DFL);
 	signal(SIGCHLD, SIG_DFL);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	close(sync); /* the sync socket is init's alone */
+	close(sync); /* the sync socket is init's alone; the cgroup fds are
+		      * close-on-exec */
 	if (setsid() < 0 || chdir(p->workdir) < 0) {
 		e = errno;
 	} else {
@@ -136,29 +141,31 @@ static _Noreturn void run_command(const struct al_plan *p, int sync, int errpipe
  * holds no process but this exiting init. Orphans are reparented to us, so
  * ECHILD means the namespace is empty; looping on kill(-1) closes the race
  * with a process that was forking. */
-static _Noreturn void finish(int sync, int status)
+static _Noreturn void finish(int sync, int status, const int *cg_leave, size_t n_cg)
 {
 	for (;;) {
 		kill(-1, SIGKILL);
 		if (waitpid(-1, NULL, 0) < 0 && errno == ECHILD)
 			break;
 	}
-	send_msg(sync, AL_SYNC_EXIT, 0, status, NULL, NULL);
-	/* Wait for the supervisor to take us out of the run's cgroup; it
-	 * closes the socket when done (or dies, which also ends this). */
-	for (;;) {
-		struct al_sync_msg m;
-		ssize_t n = recv(sync, &m, sizeof(m), 0);
-		if (n > 0 || (n < 0 && errno == EINTR))
-			continue;
-		break;
+	/* Leave the run's cgroups (v1), so the supervisor can remove them
+	 * while our own exit winds down. */
+	for (size_t i = 0; i < n_cg; i++)
+		(void)!write(cg_leave[i], "0", 1);
+	struct rusage ru;
+	struct al_sync_msg m = {.type = AL_SYNC_EXIT, .status = status};
+	if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+		m.utime_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
+		m.stime_us = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
 	}
+	while (send(sync, &m, sizeof(m), MSG_NOSIGNAL) < 0 && errno == EINTR)
+		;
 	_exit(0);
 }
 
 /* Init: start the command, pass signals on, reap everything, report the
  * command's status and exit — which kills whatever is left. */
-_Noreturn void al_sandbox_init(const struct al_plan *p, int sync)
+_Noreturn void al_sandbox_init(const struct al_plan *p, int sync, const int *cg_leave, size_t n_cg)
 {
 	int errpipe[2], exec_errno = 0;
 	sigset_t set;
@@ -220,7 +227,7 @@ _Noreturn void al_sandbox_init(const struct al_plan *p, int sync)
 			if (pid <= 0)
 				break;
 			if (pid == cmd)
-				finish(sync, status);
+				finish(sync, status, cg_leave, n_cg);
 		}
 	}
 }
@@ -236,5 +243,5 @@ _Noreturn void al_sandbox_child(const struct al_plan *plan, const struct al_chil
 			_exit(125);
 		}
 	}
-	al_sandbox_init(plan, c.sync);
+	al_sandbox_init(plan, c.sync, c.cg_leave, c.n_cg);
 }

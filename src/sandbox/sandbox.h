@@ -18,14 +18,14 @@
 #include "policy/plan.h"
 
 enum al_sync_type {
-	AL_SYNC_GO = 1,      /* parent → child: go on (after the id maps; after the checks) */
-	AL_SYNC_ERROR,       /* child → parent: a setup step failed */
+	AL_SYNC_GO = 1,	     /* parent → child: go on (after the id maps; after the checks) */
+	AL_SYNC_ERROR,	     /* child → parent: a setup step failed */
 	AL_SYNC_LISTENER,    /* child → parent: the seccomp notification fd (SCM_RIGHTS) */
-	AL_SYNC_READY,       /* child → parent: every layer is applied; status = landlock
+	AL_SYNC_READY,	     /* child → parent: every layer is applied; status = landlock
 			      * ABI in force (0 = none); waits for AL_SYNC_GO */
 	AL_SYNC_EXEC_FAILED, /* child → parent: execve of the command failed */
 	AL_SYNC_RUNNING,     /* child → parent: the command was exec'd */
-	AL_SYNC_EXIT,        /* child → parent: the command ended and the namespace is
+	AL_SYNC_EXIT,	     /* child → parent: the command ended and the namespace is
 			      * empty; status = wait status. Init then waits until the
 			      * parent closes the socket, so it can be moved out of the
 			      * run's cgroup first. */
@@ -33,10 +33,12 @@ enum al_sync_type {
 
 struct al_sync_msg {
 	uint32_t type;
-	int32_t err;    /* positive errno */
-	int32_t status; /* see the types */
-	char step[32];  /* ERROR: failed step name */
-	char msg[256];  /* ERROR / EXEC_FAILED: what failed */
+	int32_t err;	  /* positive errno */
+	int32_t status;	  /* see the types */
+	int64_t utime_us; /* EXIT: CPU of everything init reaped (RUSAGE_CHILDREN) */
+	int64_t stime_us;
+	char step[32]; /* ERROR: failed step name */
+	char msg[256]; /* ERROR / EXEC_FAILED: what failed */
 };
 
 /* What the child inherits from clone besides the plan. */
@@ -45,8 +47,12 @@ struct al_child_fds {
 	int stdin_rd;  /* becomes fd 0 */
 	int stdout_wr; /* becomes fd 1 */
 	int stderr_wr; /* becomes fd 2 */
-	bool unshare_cgroupns; /* cgroup v1: enter a cgroup namespace after the parent
-				* moved us into the run's cgroups */
+	/* cgroup v1 (see al_cgroup_task_fds): "tasks" files of the run's
+	 * cgroups, to move ourselves in first thing, and of the supervisor's,
+	 * for init to move itself out before it reports the end. */
+	int cg_enter[4];
+	int cg_leave[4];
+	size_t n_cg;
 };
 
 /* Run the setup pipeline and then act as init. Never returns; exits 125
@@ -57,7 +63,8 @@ _Noreturn void al_sandbox_child(const struct al_plan *plan, const struct al_chil
  * signals, reap, report AL_SYNC_RUNNING / EXEC_FAILED / EXIT on sync and
  * exit. al_sandbox_child() ends here; the fake backend calls it directly.
  * Never returns. */
-_Noreturn void al_sandbox_init(const struct al_plan *plan, int sync);
+_Noreturn void al_sandbox_init(const struct al_plan *plan, int sync, const int *cg_leave,
+			       size_t n_cg);
 
 /* Name of setup step i in order, or NULL past the last (for -v and tests). */
 const char *al_sandbox_step_name(size_t i);

@@ -28,7 +28,8 @@
 #define SYNC_FD 3
 #define STAGING "/tmp"
 
-static int fail(struct al_child *c, int e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(struct al_child *c, int e, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static int fail(struct al_child *c, int e, const char *fmt, ...)
 {
@@ -63,10 +64,16 @@ int step_die_with_parent(struct al_child *c)
 
 int step_cgroup_namespace(struct al_child *c)
 {
-	/* On cgroup v1 the parent moved us into the run's cgroups after clone
-	 * (there is no CLONE_INTO_CGROUP there); root our cgroup namespace at
-	 * them now. On v2 clone3 did both at once. */
-	if (c->fds->unshare_cgroupns && unshare(CLONE_NEWCGROUP) < 0)
+	/* cgroup v1 has no CLONE_INTO_CGROUP: move ourselves in before doing
+	 * anything else (so everything we allocate is charged there), then
+	 * root our cgroup namespace at it. On v2 clone3 did both. */
+	for (size_t i = 0; i < c->fds->n_cg; i++) {
+		int fd = c->fds->cg_enter[i];
+		if (write(fd, "0", 1) != 1)
+			return fail(c, errno, "moving into the run's cgroup");
+		close(fd);
+	}
+	if (c->fds->n_cg && unshare(CLONE_NEWCGROUP) < 0)
 		return fail(c, errno, "unshare(CLONE_NEWCGROUP)");
 	return 0;
 }
@@ -95,17 +102,28 @@ int step_stdio(struct al_child *c)
 
 	if (dup2(f->stdin_rd, 0) < 0 || dup2(f->stdout_wr, 1) < 0 || dup2(f->stderr_wr, 2) < 0)
 		return fail(c, errno, "dup2 of the stdio pipes");
-	if (c->sync != SYNC_FD) {
-		if (dup3(c->sync, SYNC_FD, O_CLOEXEC) < 0)
-			return fail(c, errno, "dup3 of the sync socket");
-		c->sync = SYNC_FD;
+	/* Park what init keeps at fixed numbers: the sync socket at 3, the
+	 * cgroup "leave" fds at 4.. (via high numbers, so no dup3 clobbers a
+	 * source not yet moved). */
+	int tmp[5];
+	tmp[0] = fcntl(c->sync, F_DUPFD_CLOEXEC, 100);
+	for (size_t i = 0; i < f->n_cg; i++)
+		tmp[1 + i] = fcntl(f->cg_leave[i], F_DUPFD_CLOEXEC, 100);
+	for (size_t i = 0; i <= f->n_cg; i++) {
+		if (tmp[i] < 0 || dup3(tmp[i], SYNC_FD + (int)i, O_CLOEXEC) < 0)
+			return fail(c, errno, "parking the sync socket and cgroup fds");
+		close(tmp[i]);
+		if (i > 0)
+			c->cg_leave[i - 1] = SYNC_FD + (int)i;
 	}
+	c->sync = SYNC_FD;
+	c->n_cg = f->n_cg;
 	return 0;
 }
 
 int step_close_fds(struct al_child *c)
 {
-	if (al_sys_close_range(SYNC_FD + 1, ~0U, 0) < 0)
+	if (al_sys_close_range(SYNC_FD + 1 + (unsigned)c->n_cg, ~0U, 0) < 0)
 		return fail(c, errno, "close_range");
 	return 0;
 }
@@ -121,7 +139,8 @@ int step_private_mounts(struct al_child *c)
  * stays reachable at /oldroot until step_pivot_root detaches it. */
 int step_staging_root(struct al_child *c)
 {
-	if (mount("airlock", STAGING, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,nr_inodes=32,mode=0755") < 0)
+	if (mount("airlock", STAGING, "tmpfs", MS_NOSUID | MS_NODEV,
+		  "size=64k,nr_inodes=32,mode=0755") < 0)
 		return fail(c, errno, "mounting the staging tmpfs on " STAGING);
 	if (mkdir(STAGING "/oldroot", 0755) < 0 || mkdir(STAGING "/newroot", 0755) < 0 ||
 	    mkdir(STAGING "/scratch", 0755) < 0)
@@ -194,7 +213,8 @@ static int do_bind(struct al_child *c, const struct al_mount_op *op)
 		}
 		if (st.st_dev != op->dev || st.st_ino != op->ino) {
 			close(src);
-			return fail(c, ESTALE, "%s changed between planning and mounting", op->what);
+			return fail(c, ESTALE, "%s changed between planning and mounting",
+				    op->what);
 		}
 	}
 	tree = (int)syscall(SYS_open_tree, src, "",
@@ -259,7 +279,8 @@ int step_build_root(struct al_child *c)
 			break;
 		case AL_OP_TMPFS:
 			if (mount("tmpfs", op->target, "tmpfs",
-				  ms_flags(op->seal ? op->attr & ~(uint64_t)MOUNT_ATTR_RDONLY : op->attr),
+				  ms_flags(op->seal ? op->attr & ~(uint64_t)MOUNT_ATTR_RDONLY
+						    : op->attr),
 				  op->source) < 0)
 				return fail(c, errno, "mounting tmpfs for %s", op->what);
 			break;
@@ -278,7 +299,8 @@ int step_build_root(struct al_child *c)
 
 int step_pivot_root(struct al_child *c)
 {
-	struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+	struct mount_attr ro = {.attr_set =
+				    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
 
 	if (chdir("/newroot") < 0)
 		return fail(c, errno, "chdir /newroot");
@@ -408,7 +430,8 @@ int step_no_new_privs(struct al_child *c)
 
 #define LL_FILE_RIGHTS                                                                             \
 	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |                              \
-	 LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
+	 LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_TRUNCATE |                              \
+	 LANDLOCK_ACCESS_FS_IOCTL_DEV)
 
 int step_landlock(struct al_child *c)
 {
@@ -447,8 +470,8 @@ int step_landlock(struct al_child *c)
 	return r;
 }
 
-void al_child_send(int sync, uint32_t type, int err, int status, const char *step,
-		   const char *msg, int fd)
+void al_child_send(int sync, uint32_t type, int err, int status, const char *step, const char *msg,
+		   int fd)
 {
 	struct al_sync_msg m = {.type = type, .err = err, .status = status};
 	char cbuf[CMSG_SPACE(sizeof(int))];
@@ -479,8 +502,8 @@ int step_seccomp(struct al_child *c)
 {
 	/* The listener lets the supervisor see, log and answer every denied
 	 * call of the table's notify rows; the filter applies to init too. */
-	int fd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
-			      &c->plan->seccomp);
+	int fd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+			      SECCOMP_FILTER_FLAG_NEW_LISTENER, &c->plan->seccomp);
 	if (fd < 0)
 		return fail(c, errno, "installing the seccomp filter with a notification listener");
 	al_child_send(c->sync, AL_SYNC_LISTENER, 0, 0, NULL, NULL, fd);

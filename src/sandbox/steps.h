@@ -8,8 +8,10 @@
 struct al_child {
 	const struct al_plan *plan;
 	const struct al_child_fds *fds;
-	int sync; /* the sync socket; fd 3 after step_stdio */
+	int sync;	  /* the sync socket; fd 3 after step_stdio */
 	int landlock_abi; /* the ABI of the ruleset in force, 0 if none */
+	int cg_leave[4];  /* kept for init; fds 4.. after step_stdio */
+	size_t n_cg;
 	char msg[256];
 };
 
@@ -34,5 +36,5 @@ int step_seccomp(struct al_child *c);
 int step_report_ready(struct al_child *c);
 
 /* Send one sync message, with an fd attached when fd >= 0. */
-void al_child_send(int sync, uint32_t type, int err, int status, const char *step,
-		   const char *msg, int fd);
+void al_child_send(int sync, uint32_t type, int err, int status, const char *step, const char *msg,
+		   int fd);

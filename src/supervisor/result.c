@@ -18,10 +18,11 @@ static json_t *limits_json(const struct al_plan *p, const struct al_run_result *
 			      "memory_bytes", (json_int_t)p->memory_bytes, "pids",
 			      (json_int_t)p->pids, "output_bytes", (json_int_t)p->output_bytes,
 			      "scratch_bytes", (json_int_t)p->scratch_bytes);
-	json_object_set_new(o, "cpus", p->cpus_milli ? json_real((double)p->cpus_milli / 1000.0)
-						     : json_null());
+	json_object_set_new(
+	    o, "cpus", p->cpus_milli ? json_real((double)p->cpus_milli / 1000.0) : json_null());
 	json_object_set_new(o, "cpu_time_ms",
-			    p->cpu_time_ms ? json_integer((json_int_t)p->cpu_time_ms) : json_null());
+			    p->cpu_time_ms ? json_integer((json_int_t)p->cpu_time_ms)
+					   : json_null());
 	json_object_set_new(o, "open_files", json_integer((json_int_t)p->open_files));
 	json_object_set_new(o, "file_size_bytes",
 			    p->file_size ? json_integer((json_int_t)p->file_size) : json_null());
@@ -39,43 +40,39 @@ json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *r
 	json_object_set_new(o, "run", json_string(run_id));
 	json_object_set_new(o, "reason", json_string(al_reason_name(res->reason)));
 	json_object_set_new(o, "exit_code", json_integer(res->exit_code));
-	json_object_set_new(o, "signal", res->reason == AL_END_SIGNALED || res->reason == AL_END_KILLED
-						 ? json_integer(res->signal)
-						 : json_null());
+	json_object_set_new(o, "signal",
+			    res->reason == AL_END_SIGNALED || res->reason == AL_END_KILLED
+				? json_integer(res->signal)
+				: json_null());
 	json_object_set_new(o, "wall_ms", json_integer((json_int_t)res->wall_ms));
-	if (res->have_cgroup) {
-		json_object_set_new(o, "cpu_user_ms", json_integer((json_int_t)(cg->cpu_user_us / 1000)));
-		json_object_set_new(o, "cpu_system_ms",
-				    json_integer((json_int_t)(cg->cpu_system_us / 1000)));
-		json_object_set_new(o, "cpu_total_ms",
-				    json_integer((json_int_t)(cg->cpu_usage_us / 1000)));
-		json_object_set_new(o, "peak_memory_bytes", json_integer((json_int_t)cg->memory_peak));
-	} else {
-		json_object_set_new(o, "cpu_user_ms", json_null());
-		json_object_set_new(o, "cpu_system_ms", json_null());
-		json_object_set_new(o, "cpu_total_ms", json_null());
-		json_object_set_new(o, "peak_memory_bytes", json_null());
-	}
+#define MS_OR_NULL(have, us) ((have) ? json_integer((json_int_t)((us) / 1000)) : json_null())
+	json_object_set_new(o, "cpu_user_ms", MS_OR_NULL(res->have_cpu, cg->cpu_user_us));
+	json_object_set_new(o, "cpu_system_ms", MS_OR_NULL(res->have_cpu, cg->cpu_system_us));
+	json_object_set_new(o, "cpu_total_ms", MS_OR_NULL(res->have_cpu, cg->cpu_usage_us));
+	json_object_set_new(o, "peak_memory_bytes",
+			    res->have_cgroup ? json_integer((json_int_t)cg->memory_peak)
+					     : json_null());
 	json_object_set_new(o, "output",
-			    json_pack("{s:I, s:I, s:b}", "stdout_bytes", (json_int_t)res->stdout_bytes,
-				      "stderr_bytes", (json_int_t)res->stderr_bytes, "truncated",
+			    json_pack("{s:I, s:I, s:b}", "stdout_bytes",
+				      (json_int_t)res->stdout_bytes, "stderr_bytes",
+				      (json_int_t)res->stderr_bytes, "truncated",
 				      res->output_truncated));
-	json_object_set_new(o, "denials",
-			    json_pack("{s:I, s:I, s:I}", "syscalls", (json_int_t)res->syscalls_denied,
-				      "oom_kills", (json_int_t)cg->oom_kills, "forks_refused",
-				      (json_int_t)cg->pids_max_hits));
+	json_object_set_new(
+	    o, "denials",
+	    json_pack("{s:I, s:I, s:I}", "syscalls", (json_int_t)res->syscalls_denied, "oom_kills",
+		      (json_int_t)cg->oom_kills, "forks_refused", (json_int_t)cg->pids_max_hits));
 	json_object_set_new(o, "limits", limits_json(plan, res));
 	if (res->reason == AL_END_SETUP_ERROR || res->reason == AL_END_EXEC_FAILED) {
 		json_object_set_new(o, "error",
 				    json_pack("{s:s, s:s?, s:s}", "step", res->step, "errno",
-					      res->err ? strerrorname_np(res->err) : NULL, "message",
-					      res->msg));
+					      res->err ? strerrorname_np(res->err) : NULL,
+					      "message", res->msg));
 	}
 	return o;
 }
 
-int al_result_write(const char *path, const struct al_plan *plan,
-		    const struct al_run_result *res, const char *run_id, struct al_error *err)
+int al_result_write(const char *path, const struct al_plan *plan, const struct al_run_result *res,
+		    const char *run_id, struct al_error *err)
 {
 	_cleanup_free_ char *tmp = xasprintf("%s.tmp.%d", path, (int)getpid());
 	json_t *o = al_result_json(plan, res, run_id);

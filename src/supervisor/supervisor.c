@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -52,12 +53,18 @@ struct loop {
 	struct al_audit *audit;
 	struct al_run_result *res;
 	bool init_gone;
-	bool running;     /* the command was exec'd */
+	bool running;	  /* the command was exec'd */
 	bool have_status; /* AL_SYNC_EXIT arrived */
-	bool limit_hit;   /* a limit stopped the run; res->reason says which */
+	bool limit_hit;	  /* a limit stopped the run; res->reason says which */
 	int status;
 	bool stdin_poll;  /* stdin is pollable; else copied when the pipe is writable */
 	int stop_signals; /* how many SIGINT/SIGTERM we were sent */
+	uint64_t start_us;
+	char in_buf[65536]; /* stdin read but not yet taken by the sandbox */
+	size_t in_len, in_off;
+	bool in_waiting;      /* waiting for room in the sandbox's stdin pipe */
+	uint64_t cpu_user_us; /* from init's report, or our rusage of it */
+	uint64_t cpu_system_us;
 };
 
 static const int supervised_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
@@ -75,6 +82,13 @@ void al_supervisor_block_signals(void)
 	signal_set(&set);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 static uint64_t now_ms(void)
@@ -133,6 +147,8 @@ static void check_limits(struct loop *l)
 	if (!l->cg)
 		return;
 	al_cgroup_stats(l->cg, &st);
+	l->res->have_cgroup = true;
+	l->res->cgroup = st;
 	if (st.oom_kills > 0)
 		stop_for_limit(l, AL_END_MEMORY, "memory", p->memory_bytes, st.memory_peak);
 	else if (st.pids_max_hits > 0)
@@ -181,20 +197,73 @@ static void relay_out(struct loop *l, int *fd, int out, uint64_t *count)
 		cut_output(l, out);
 }
 
+static void stdin_done(struct loop *l)
+{
+	if (l->stdin_poll && !l->in_waiting)
+		epoll_ctl(l->epfd, EPOLL_CTL_DEL, STDIN_FILENO, NULL);
+	l->stdin_poll = false;
+	unwatch_close(l, &l->sv->stdin_wr);
+}
+
+/* Switch between waiting for stdin to be readable and waiting for the
+ * sandbox's pipe to have room (when a chunk is left over). A stdin that
+ * cannot be polled (a regular file, /dev/null) always waits for room. */
+static void stdin_wait_for_room(struct loop *l, bool room)
+{
+	struct epoll_event ev = {.events = EPOLLOUT, .data.u64 = EV_STDIN_OUT};
+
+	if (!l->stdin_poll || room == l->in_waiting)
+		return;
+	l->in_waiting = room;
+	if (room) {
+		epoll_ctl(l->epfd, EPOLL_CTL_DEL, STDIN_FILENO, NULL);
+		epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->sv->stdin_wr, &ev);
+	} else {
+		epoll_ctl(l->epfd, EPOLL_CTL_DEL, l->sv->stdin_wr, NULL);
+		ev = (struct epoll_event){.events = EPOLLIN, .data.u64 = EV_STDIN_IN};
+		epoll_ctl(l->epfd, EPOLL_CTL_ADD, STDIN_FILENO, &ev);
+	}
+}
+
+/* Write what is pending; true when all of it went. */
+static bool stdin_flush(struct loop *l)
+{
+	while (l->in_off < l->in_len) {
+		ssize_t w = write(l->sv->stdin_wr, l->in_buf + l->in_off, l->in_len - l->in_off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN) {
+			stdin_wait_for_room(l, true);
+			return false;
+		}
+		if (w < 0) {
+			/* The sandbox closed its end: the rest of stdin is unwanted. */
+			stdin_done(l);
+			return false;
+		}
+		l->in_off += (size_t)w;
+	}
+	l->in_off = l->in_len = 0;
+	return true;
+}
+
 static void relay_in(struct loop *l)
 {
-	char buf[65536];
-	ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
-
+	if (!stdin_flush(l))
+		return;
+	if (l->stdin_poll && l->in_waiting) {
+		stdin_wait_for_room(l, false);
+		return;
+	}
+	ssize_t n = read(STDIN_FILENO, l->in_buf, sizeof(l->in_buf));
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return;
-	if (n <= 0 || al_write_all(l->sv->stdin_wr, buf, (size_t)n) < 0) {
-		/* EOF, an unreadable stdin, or the sandbox closed its end. */
-		if (l->stdin_poll)
-			epoll_ctl(l->epfd, EPOLL_CTL_DEL, STDIN_FILENO, NULL);
-		l->stdin_poll = false;
-		unwatch_close(l, &l->sv->stdin_wr);
+	if (n <= 0) {
+		stdin_done(l); /* EOF (or an unreadable stdin): the sandbox sees EOF */
+		return;
 	}
+	l->in_len = (size_t)n;
+	stdin_flush(l);
 }
 
 /* A denied call waits in the kernel until we answer: log it, then return
@@ -228,8 +297,8 @@ static int recv_msg(struct loop *l, struct al_sync_msg *m, int *ret_fd)
 {
 	char cbuf[CMSG_SPACE(sizeof(int))];
 	struct iovec iov = {m, sizeof(*m)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf)};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
 	ssize_t n = recvmsg(l->sv->sync, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 
 	*ret_fd = -1;
@@ -276,22 +345,19 @@ static void on_ready(struct loop *l, int landlock_abi)
 	send_go(l);
 }
 
-/* The command ended and init emptied the namespace: read the counters,
- * move init out of the run's cgroup (so the cgroup can go at once) and
- * release it by closing the socket. */
-static void on_exit_status(struct loop *l, int status)
+/* The command ended, init emptied the namespace and (cgroup v1) left the
+ * run's cgroup: read the final counters. Init's own exit, with the kernel's
+ * namespace teardown, need not hold up the result — except on cgroup v2,
+ * where init leaves the cgroup only by exiting, so release() waits for it
+ * before the cgroup is removed. */
+static void on_exit_status(struct loop *l, const struct al_sync_msg *m)
 {
-	struct al_error err = {0};
-
 	l->have_status = true;
-	l->status = status;
-	if (l->cg) {
-		check_limits(l);
-		if (al_cgroup_detach(l->cg, l->sv->pid, &err) < 0)
-			al_debug("ignoring: %s", err.msg);
-	}
-	l->sv->exiting = true;
-	unwatch_close(l, &l->sv->sync);
+	l->status = m->status;
+	l->cpu_user_us = (uint64_t)m->utime_us;
+	l->cpu_system_us = (uint64_t)m->stime_us;
+	check_limits(l); /* also keeps the final counters in res->cgroup */
+	l->sv->exiting = !l->cg || al_cgroup_clone_fd(l->cg) < 0;
 }
 
 static void on_sync(struct loop *l)
@@ -320,7 +386,10 @@ static void on_sync(struct loop *l)
 		}
 		break;
 	case AL_SYNC_READY:
+		al_debug("+%.3f ms: child ready, verifying",
+			 (double)(now_us() - l->start_us) / 1000.0);
 		on_ready(l, m.status);
+		al_debug("+%.3f ms: verified", (double)(now_us() - l->start_us) / 1000.0);
 		break;
 	case AL_SYNC_EXEC_FAILED:
 		l->res->reason = AL_END_EXEC_FAILED;
@@ -329,10 +398,12 @@ static void on_sync(struct loop *l)
 		memcpy(l->res->msg, m.msg, sizeof(m.msg));
 		break;
 	case AL_SYNC_RUNNING:
+		al_debug("+%.3f ms: command started", (double)(now_us() - l->start_us) / 1000.0);
 		l->running = true;
 		break;
 	case AL_SYNC_EXIT:
-		on_exit_status(l, m.status);
+		al_debug("+%.3f ms: command ended", (double)(now_us() - l->start_us) / 1000.0);
+		on_exit_status(l, &m);
 		break;
 	default:
 		al_debug("ignoring unknown sync message %u", m.type);
@@ -459,13 +530,34 @@ static void finish(struct loop *l, uint64_t start)
 			;
 	}
 	res->wall_ms = now_ms() - start;
-	if (l->cg) {
-		res->have_cgroup = true;
-		al_cgroup_stats(l->cg, &res->cgroup);
+	if (!l->have_status) {
+		/* Init and everything it reaped are ours to account now. */
+		struct rusage ru;
+		if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+			l->cpu_user_us =
+			    (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec;
+			l->cpu_system_us =
+			    (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec;
+		}
+	}
+	if (l->cg && !l->have_status) {
+		/* Killed or failed: read the final counters (on a normal end
+		 * on_exit_status already did, before init left the cgroup). */
 		if (!l->limit_hit && res->reason != AL_END_SETUP_ERROR &&
 		    res->reason != AL_END_KILLED)
-			check_limits(l); /* a limit that tripped as the command ended */
+			check_limits(l);
+		else
+			al_cgroup_stats(l->cg, &res->cgroup);
+		res->have_cgroup = true;
 	}
+	/* Without a cpuacct hierarchy (no cpu-time limit) the CPU times come
+	 * from rusage, which counts every process init reaped. */
+	if (!res->cgroup.cpu_usage_us) {
+		res->cgroup.cpu_user_us = l->cpu_user_us;
+		res->cgroup.cpu_system_us = l->cpu_system_us;
+		res->cgroup.cpu_usage_us = l->cpu_user_us + l->cpu_system_us;
+	}
+	res->have_cpu = true;
 	switch (res->reason) {
 	case AL_END_SETUP_ERROR:
 		res->exit_code = 125;
@@ -507,11 +599,20 @@ static void finish(struct loop *l, uint64_t start)
 int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al_cgroup *cg,
 		 struct al_audit *audit, struct al_run_result *res, struct al_error *err)
 {
-	struct loop l = {.epfd = -1, .sigfd = -1, .timerfd = -1, .tickfd = -1, .notifyfd = -1,
-			 .plan = plan, .sv = sv, .cg = cg, .audit = audit, .res = res};
+	struct loop l = {.epfd = -1,
+			 .sigfd = -1,
+			 .timerfd = -1,
+			 .tickfd = -1,
+			 .notifyfd = -1,
+			 .plan = plan,
+			 .sv = sv,
+			 .cg = cg,
+			 .audit = audit,
+			 .res = res};
 	uint64_t start = now_ms();
 	int r;
 
+	l.start_us = now_us();
 	memset(res, 0, sizeof(*res));
 	res->reason = AL_END_EXITED;
 	r = setup(&l, err);
@@ -572,7 +673,7 @@ int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al
 	}
 	finish(&l, start);
 out:
-	if (l.stdin_poll)
+	if (l.stdin_poll && !l.in_waiting)
 		epoll_ctl(l.epfd, EPOLL_CTL_DEL, STDIN_FILENO, NULL);
 	al_closep(&sv->stdin_wr);
 	al_closep(&sv->stdout_rd);
@@ -627,8 +728,8 @@ const char *al_result_describe(const struct al_run_result *res, char *buf, size_
 			 res->err == ENOENT ? " (command not found in the sandbox)" : "");
 		return buf;
 	case AL_END_TIMEOUT:
-		snprintf(buf, len, "limit: timeout; the sandbox was killed after %llu.%03llu s",
-			 s, ms);
+		snprintf(buf, len, "limit: timeout; the sandbox was killed after %llu.%03llu s", s,
+			 ms);
 		return buf;
 	case AL_END_MEMORY:
 		snprintf(buf, len, "limit: memory; the sandbox was killed (out of memory)");
@@ -641,7 +742,8 @@ const char *al_result_describe(const struct al_run_result *res, char *buf, size_
 			 (unsigned long long)(res->cgroup.cpu_usage_us / 1000));
 		return buf;
 	case AL_END_OUTPUT:
-		snprintf(buf, len, "limit: output; the sandbox was killed after %llu bytes of output",
+		snprintf(buf, len,
+			 "limit: output; the sandbox was killed after %llu bytes of output",
 			 (unsigned long long)(res->stdout_bytes + res->stderr_bytes));
 		return buf;
 	case AL_END_KILLED:

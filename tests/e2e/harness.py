@@ -1,0 +1,435 @@
+"""Shared helpers for airlock's end-to-end and security TAP scripts.
+
+Both scripts take the airlock binary and the static probe as arguments, run
+the real binary, and judge each case by exact exit codes and, where possible,
+by evidence gathered from outside the sandbox (host /proc, host files, host
+sockets). Python 3 standard library only.
+
+A case is a function registered with @case; its docstring says what it
+proves. It passes by returning, fails by raising AssertionError (the message
+becomes TAP diagnostics), and skips by raising Skip("reason").
+"""
+
+import hashlib
+import os
+import secrets
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+PROBE_IN = "/opt/probe/probe"  # where the probe is bound inside the sandbox
+SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+HOST_ID_BASE = 1000000000
+SANDBOX_UID = 1000
+DEFAULT_TIMEOUT = 30
+
+IS_ROOT = os.geteuid() == 0
+# What sandbox uid 1000 is on the host.
+HOST_SANDBOX_UID = HOST_ID_BASE + SANDBOX_UID if IS_ROOT else os.geteuid()
+
+
+class Skip(Exception):
+    """Raised by a case that cannot run here; the message is the reason."""
+
+
+class Result:
+    """One finished airlock invocation."""
+
+    def __init__(self, argv, rc, out, err, elapsed):
+        self.argv = argv
+        self.rc = rc
+        self.out = out
+        self.err = err
+        self.elapsed = elapsed
+
+    @property
+    def text(self):
+        return self.out.decode("utf-8", "replace")
+
+    @property
+    def errtext(self):
+        return self.err.decode("utf-8", "replace")
+
+    def describe(self):
+        def clip(b):
+            s = b.decode("utf-8", "replace")
+            return s if len(s) < 1500 else s[:1500] + "...[%d bytes]" % len(b)
+
+        return "command: %s\nexit: %s (%.2fs)\nstdout: %r\nstderr: %r" % (
+            " ".join(shquote(a) for a in self.argv),
+            self.rc,
+            self.elapsed,
+            clip(self.out),
+            clip(self.err),
+        )
+
+
+def shquote(s):
+    s = str(s)
+    if s and all(c.isalnum() or c in "-_./:=@%+," for c in s):
+        return s
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+class Env:
+    """The binaries under test and the options every run needs."""
+
+    def __init__(self, airlock, probe):
+        self.airlock = os.path.abspath(airlock)
+        self.probe = os.path.abspath(probe)
+        self.user = None  # run airlock as this user through runuser
+
+    def argv(self, cmd, opts=(), subcommand="run", airlock=None, probe=None,
+             bind_probe=True):
+        a = [airlock or self.airlock, subcommand]
+        if bind_probe:
+            a += ["--ro", "%s:%s" % (probe or self.probe, PROBE_IN)]
+        a += list(opts)
+        if cmd is not None:
+            a += ["--"] + list(cmd)
+        return a
+
+    def wrap_user(self, argv, user):
+        user = user or self.user
+        if user:
+            return ["runuser", "-u", user, "--"] + argv
+        return argv
+
+    def run(self, cmd, opts=(), input=None, timeout=DEFAULT_TIMEOUT, env=None,
+            user=None, cwd=None, pass_fds=(), stdin=None, raw_argv=None, **kw):
+        """Run `airlock run [opts] -- cmd` and return a Result.
+
+        The probe is bound at PROBE_IN. raw_argv replaces the whole airlock
+        command line. On timeout the airlock process (ours) is killed by pid
+        and the case fails."""
+        argv = raw_argv if raw_argv is not None else self.argv(cmd, opts, **kw)
+        argv = self.wrap_user(argv, user)
+        return run_host(argv, input=input, timeout=timeout, env=env, cwd=cwd,
+                        pass_fds=pass_fds, stdin=stdin)
+
+    def probe_run(self, *args, opts=(), **kw):
+        """Run the probe inside a sandbox: `probe_run("id")`."""
+        return self.run([PROBE_IN] + [str(a) for a in args], opts=opts, **kw)
+
+
+def run_host(argv, input=None, timeout=DEFAULT_TIMEOUT, env=None, cwd=None,
+             pass_fds=(), stdin=None):
+    if env is None:
+        env = dict(os.environ)
+    t0 = time.monotonic()
+    if stdin is None:
+        stdin = subprocess.PIPE if input is not None else subprocess.DEVNULL
+    p = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=env, cwd=cwd,
+                         pass_fds=pass_fds, start_new_session=True)
+    try:
+        out, err = p.communicate(input=input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_pid(p.pid)
+        out, err = p.communicate()
+        res = Result(argv, p.returncode, out, err, time.monotonic() - t0)
+        raise AssertionError("airlock did not finish within %ss; killed it\n%s"
+                             % (timeout, res.describe()))
+    return Result(argv, p.returncode, out, err, time.monotonic() - t0)
+
+
+def kill_pid(pid, sig=signal.SIGKILL):
+    """Signal one process we started; ignore it being gone already."""
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+# ---- assertions --------------------------------------------------------------
+
+def expect_rc(res, rc):
+    if res.rc != rc:
+        raise AssertionError("expected exit %s, got %s\n%s" % (rc, res.rc, res.describe()))
+
+
+def expect(cond, msg, res=None):
+    if not cond:
+        raise AssertionError(msg + ("\n" + res.describe() if res else ""))
+
+
+def expect_out(res, want):
+    """Exit 0 and stdout exactly `want` (str)."""
+    expect_rc(res, 0)
+    if res.text != want:
+        raise AssertionError("expected stdout %r, got %r\n%s" % (want, res.text, res.describe()))
+
+
+def expect_errno(res, allowed):
+    """The probe ran (exit 0) and its first line is errno=X with X in allowed."""
+    expect_rc(res, 0)
+    first = res.text.split("\n", 1)[0]
+    got = first[len("errno="):] if first.startswith("errno=") else None
+    if isinstance(allowed, str):
+        allowed = (allowed,)
+    if got not in allowed:
+        raise AssertionError("expected errno in %s, probe said %r\n%s"
+                             % ("/".join(allowed), first, res.describe()))
+
+
+def expect_ok(res):
+    """The probe ran and its first line is "ok"."""
+    expect_rc(res, 0)
+    if res.text.split("\n", 1)[0] != "ok":
+        raise AssertionError("expected the probe to say ok\n%s" % res.describe())
+
+
+def expect_one_error_line(res, rc, *words):
+    """An airlock refusal: exit rc, exactly one stderr line, starting with
+    "airlock: " and containing every word, nothing on stdout."""
+    expect_rc(res, rc)
+    lines = res.errtext.splitlines()
+    expect(len(lines) == 1, "expected exactly one line on stderr, got %d" % len(lines), res)
+    expect(lines[0].startswith("airlock: "), "stderr must start with 'airlock: '", res)
+    for w in words:
+        expect(w in lines[0], "stderr does not mention %r" % w, res)
+
+
+def kv(text):
+    """Parse k=v lines."""
+    d = {}
+    for line in text.splitlines():
+        if "=" in line:
+            k, v = line.split("=", 1)
+            d[k] = v
+    return d
+
+
+def probe_listing(res):
+    """Entries printed by `probe ls` (after its "ok" line)."""
+    expect_ok(res)
+    return res.text.splitlines()[1:]
+
+
+# ---- host-side evidence ------------------------------------------------------
+
+def host_mount_count():
+    with open("/proc/self/mountinfo") as f:
+        return len(f.readlines())
+
+
+def proc_read(pid, name):
+    try:
+        with open("/proc/%s/%s" % (pid, name), "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def all_pids():
+    return [int(d) for d in os.listdir("/proc") if d.isdigit()]
+
+
+def procs_matching(tag):
+    """Host pids of sandbox processes carrying tag: the probe (argv[0] is its
+    in-sandbox path) with tag in its argv, or any process whose comm is tag.
+    airlock's own argv also contains the tag, so it is not matched. Zombies
+    are ignored: they hold nothing and are about to be reaped."""
+    tag_b = tag.encode()
+    found = []
+    for pid in all_pids():
+        if pid == os.getpid():
+            continue
+        cmdline = proc_read(pid, "cmdline") or b""
+        comm = (proc_read(pid, "comm") or b"").rstrip(b"\n")
+        in_sandbox = cmdline.split(b"\0", 1)[0] == PROBE_IN.encode() and tag_b in cmdline
+        if in_sandbox or comm == tag_b[:15]:
+            stat = proc_read(pid, "stat") or b""
+            state = stat.rsplit(b")", 1)[-1].split()[:1]
+            if state == [b"Z"]:
+                continue
+            found.append(pid)
+    return found
+
+
+def children_of(pid):
+    kids = []
+    for p in all_pids():
+        stat = proc_read(p, "stat")
+        if not stat:
+            continue
+        fields = stat.rsplit(b")", 1)[-1].split()
+        if len(fields) > 1 and int(fields[1]) == pid and fields[0] != b"Z":
+            kids.append(p)
+    return kids
+
+
+def status_ids(pid):
+    """(uids, gids) lists from /proc/PID/status."""
+    st = (proc_read(pid, "status") or b"").decode()
+    uids = gids = None
+    for line in st.splitlines():
+        if line.startswith("Uid:"):
+            uids = [int(x) for x in line.split()[1:]]
+        if line.startswith("Gid:"):
+            gids = [int(x) for x in line.split()[1:]]
+    return uids, gids
+
+
+def wait_for(pred, timeout, step=0.02):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v or time.monotonic() > deadline:
+            return v
+        time.sleep(step)
+
+
+def sha256_file(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def tag(prefix="al"):
+    return "%s%s" % (prefix, secrets.token_hex(5))
+
+
+class TempDir:
+    """A host temp dir, world-traversable (mode given), removed on exit."""
+
+    def __init__(self, mode=0o755, prefix="airlock-e2e-"):
+        self.mode = mode
+        self.prefix = prefix
+
+    def __enter__(self):
+        self.path = tempfile.mkdtemp(prefix=self.prefix)
+        os.chmod(self.path, self.mode)
+        return self.path
+
+    def __exit__(self, *exc):
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def write_file(path, data, mode=0o644):
+    with open(path, "wb" if isinstance(data, bytes) else "w") as f:
+        f.write(data)
+    os.chmod(path, mode)
+    return path
+
+
+def read_line_with_timeout(stream, timeout):
+    """Read one line from a pipe, or None after timeout seconds."""
+    buf = b""
+    deadline = time.monotonic() + timeout
+    fd = stream.fileno()
+    while not buf.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        r, _, _ = select.select([fd], [], [], left)
+        if not r:
+            return None
+        ch = os.read(fd, 1)
+        if not ch:
+            return buf or None
+        buf += ch
+    return buf
+
+
+# ---- TAP ---------------------------------------------------------------------
+
+class Suite:
+    """Registered cases, run in order, reported as TAP."""
+
+    def __init__(self):
+        self.cases = []
+
+    def case(self, fn):
+        self.cases.append((fn.__name__, fn))
+        return fn
+
+    def add(self, name, fn):
+        self.cases.append((name, fn))
+
+    def run(self, env, only=None):
+        cases = [c for c in self.cases if not only or any(o in c[0] for o in only)]
+        cases.append(("nothing_left_behind", self.nothing_left_behind))
+        print("1..%d" % len(cases), flush=True)
+        failed = 0
+        self.mounts_before = host_mount_count()
+        for i, (name, fn) in enumerate(cases, 1):
+            t0 = time.monotonic()
+            try:
+                fn(env)
+            except Skip as e:
+                print("ok %d - %s # SKIP %s" % (i, name, e), flush=True)
+                continue
+            except AssertionError as e:
+                failed += 1
+                print("not ok %d - %s" % (i, name), flush=True)
+                diag(fn.__doc__)
+                diag(str(e))
+                continue
+            except Exception:  # a bug in the test or an unexpected host state
+                failed += 1
+                print("not ok %d - %s" % (i, name), flush=True)
+                diag(fn.__doc__)
+                diag(traceback.format_exc())
+                continue
+            print("ok %d - %s (%.2fs)" % (i, name, time.monotonic() - t0), flush=True)
+        return 1 if failed else 0
+
+    def nothing_left_behind(self, env):
+        """After all cases: no child process of the test runner, no sandbox
+        process (argv[0] is the probe's sandbox path) anywhere on the host, and
+        the host mount table has as many entries as before the first case."""
+        kids = children_of(os.getpid())
+        expect(not kids, "child processes of the test remain: %s" % kids)
+        stray = [p for p in all_pids()
+                 if (proc_read(p, "cmdline") or b"").split(b"\0", 1)[0] == PROBE_IN.encode()]
+        expect(not stray, "sandbox processes remain on the host: %s" % stray)
+        after = host_mount_count()
+        expect(after == self.mounts_before, "host mount count changed during the suite: %d -> %d"
+               % (self.mounts_before, after))
+
+
+def diag(text):
+    if not text:
+        return
+    import textwrap
+    for line in textwrap.dedent(text).strip("\n").splitlines():
+        print("# " + line, flush=True)
+
+
+def preflight(env):
+    """Bail out unless a sandboxed probe reports itself confined (seccomp
+    filter, no_new_privs, uid 1000). Used by the security suite, whose
+    attacks must never run unconfined."""
+    try:
+        res = env.probe_run("caps")
+        ids = env.probe_run("id")
+    except AssertionError as err:
+        return "airlock did not run the probe: %s" % err
+    caps = res.text.replace("\t", "")
+    if res.rc != 0 or "Seccomp:2" not in caps or "NoNewPrivs:1" not in caps:
+        return "the probe is not confined:\n%s" % res.describe()
+    if ids.rc != 0 or kv(ids.text).get("uid") != str(SANDBOX_UID):
+        return "the probe does not run as uid %d:\n%s" % (SANDBOX_UID, ids.describe())
+    return None
+
+
+def main(suite, require_confinement=False):
+    if len(sys.argv) < 3:
+        print("usage: %s AIRLOCK PROBE [CASE-SUBSTRING...]" % sys.argv[0], file=sys.stderr)
+        sys.exit(2)
+    env = Env(sys.argv[1], sys.argv[2])
+    if not os.access(env.airlock, os.X_OK):
+        print("1..0 # SKIP airlock binary not found at %s" % env.airlock)
+        sys.exit(0)
+    if require_confinement:
+        why = preflight(env)
+        if why:
+            print("Bail out! %s" % why.splitlines()[0], flush=True)
+            diag(why)
+            sys.exit(1)
+    sys.exit(suite.run(env, only=sys.argv[3:]))

@@ -1,0 +1,1130 @@
+#!/usr/bin/python3
+"""End-to-end tests of `airlock run` and `airlock check` (TAP).
+
+usage: run_e2e.py AIRLOCK PROBE [CASE-SUBSTRING...]
+
+Each case runs the real binary with the static probe bound read-only at
+/opt/probe/probe, asserts exact exit codes, and judges from outside the
+sandbox where it can (host /proc, host files, host sockets). Cases are run in
+order; a case's docstring says what it proves.
+"""
+
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+from harness import (HOST_SANDBOX_UID, IS_ROOT, PROBE_IN, SANDBOX_PATH, Skip, Suite,
+                     TempDir, children_of, expect, expect_errno, expect_ok,
+                     expect_one_error_line, expect_out, expect_rc, host_mount_count,
+                     kill_pid, kv, main, probe_listing, procs_matching,
+                     read_line_with_timeout, run_host, sha256_file, shquote, status_ids,
+                     tag, wait_for, write_file)
+
+suite = Suite()
+case = suite.case
+
+WRITE_DENIED = ("EROFS", "EACCES", "EPERM")
+
+
+def multi(e, steps, opts=(), **kw):
+    """Run several probe commands in one sandbox (through /bin/sh).
+
+    steps is a list of (label, [probe args]). Returns (result, {label: output}).
+    A probe that exits non-zero fails the case."""
+    parts = []
+    for label, args in steps:
+        parts.append("echo '==%s'; %s %s || echo \"PROBE-FAILED rc=$?\""
+                     % (label, PROBE_IN, " ".join(shquote(a) for a in args)))
+    res = e.run(["/bin/sh", "-c", "; ".join(parts)], opts, **kw)
+    expect_rc(res, 0)
+    sections, cur = {}, None
+    for line in res.text.splitlines():
+        if line.startswith("==") and line[2:] in dict(steps):
+            cur = line[2:]
+            sections[cur] = []
+        elif cur is not None:
+            sections[cur].append(line)
+    for label, _ in steps:
+        expect(label in sections, "no output for step %s" % label, res)
+        expect(not any(l.startswith("PROBE-FAILED") for l in sections[label]),
+               "probe failed in step %s" % label, res)
+    return res, {k: v for k, v in sections.items()}
+
+
+def section_errno(res, sections, label, allowed):
+    first = sections[label][0] if sections[label] else ""
+    got = first[6:] if first.startswith("errno=") else None
+    expect(got in allowed, "step %s: expected errno in %s, probe said %r"
+           % (label, "/".join(allowed), first), res)
+
+
+def section_ok(res, sections, label):
+    first = sections[label][0] if sections[label] else ""
+    expect(first == "ok", "step %s: expected ok, probe said %r" % (label, first), res)
+
+
+def refusal(e, argv, rc, *words, cwd=None):
+    """Run an airlock command line that must be refused; check the message
+    and that nothing was left behind (host mounts, child processes, /tmp)."""
+    mounts = host_mount_count()
+    tmp_before = {n for n in os.listdir("/tmp") if "airlock" in n}
+    res = run_host(argv, cwd=cwd)
+    expect_one_error_line(res, rc, *words)
+    expect(host_mount_count() == mounts, "host mount count changed: %d -> %d"
+           % (mounts, host_mount_count()), res)
+    kids = children_of(os.getpid())
+    expect(not kids, "child processes left behind: %s" % kids, res)
+    tmp_after = {n for n in os.listdir("/tmp") if "airlock" in n}
+    expect(tmp_after <= tmp_before, "new /tmp entries left behind: %s"
+           % sorted(tmp_after - tmp_before), res)
+    return res
+
+
+# ---- command line ------------------------------------------------------------
+
+@case
+def help_and_version(e):
+    """`airlock --help`, `airlock run --help` and `airlock --version` exit 0
+    and print usage / the version."""
+    res = run_host([e.airlock, "--help"])
+    expect_rc(res, 0)
+    expect("run" in res.text and "check" in res.text, "--help does not list run and check", res)
+    res = run_host([e.airlock, "run", "--help"])
+    expect_rc(res, 0)
+    expect("--ro" in res.text and "--timeout" in res.text, "run --help lacks options", res)
+    res = run_host([e.airlock, "--version"])
+    expect_rc(res, 0)
+    expect("0." in res.text, "--version prints no version", res)
+    res = run_host([e.airlock, "-V"])
+    expect_rc(res, 0)
+
+
+# ---- environment and identity ------------------------------------------------
+
+@case
+def host_environment_absent(e):
+    """Host variables never leak: inside there are exactly PATH, HOME, LANG,
+    TMPDIR and the --env ones, with the documented values."""
+    secret = tag("secret-")
+    env = dict(os.environ, AIRLOCK_E2E_SECRET=secret, AWS_SECRET_ACCESS_KEY=secret,
+               HOME="/root/" + secret, LD_LIBRARY_PATH="/nonexistent/" + secret)
+    res = e.probe_run("env", opts=["--env", "FOO=bar baz", "--env", "EMPTY="], env=env)
+    expect_rc(res, 0)
+    expect(secret not in res.text, "a host variable's value leaked into the sandbox", res)
+    got = dict(line.split("=", 1) for line in res.text.splitlines())
+    want = {"PATH": SANDBOX_PATH, "HOME": "/work", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
+            "FOO": "bar baz", "EMPTY": ""}
+    expect(got == want, "environment is %r, expected %r" % (got, want), res)
+
+
+@case
+def workdir_is_cwd_and_home(e):
+    """The command starts in the workdir, HOME is the workdir, and --workdir
+    moves both (and the workdir is writable scratch)."""
+    res = e.run(["/bin/sh", "-c", "pwd; echo $HOME"])
+    expect_out(res, "/work\n/work\n")
+    res = e.run(["/bin/sh", "-c", "pwd; echo $HOME; echo x > f && cat f"],
+                opts=["--workdir", "/job"])
+    expect_out(res, "/job\n/job\nx\n")
+
+
+@case
+def ids_inside(e):
+    """The command runs as uid/gid 1000 (real, effective, saved) with no
+    supplementary groups beyond 1000, and /etc/passwd names it sandbox."""
+    res = e.probe_run("id")
+    expect_rc(res, 0)
+    ids = kv(res.text)
+    for k in ("uid", "euid", "suid", "gid", "egid", "sgid"):
+        expect(ids.get(k) == "1000", "%s is %r, expected 1000" % (k, ids.get(k)), res)
+    groups = [g for g in ids.get("groups", "").split(",") if g]
+    expect(set(groups) <= {"1000"}, "supplementary groups %s" % groups, res)
+    res = e.probe_run("read", "/etc/passwd")
+    expect_ok(res)
+    expect("\nsandbox:x:1000:1000:" in res.text, "/etc/passwd lacks sandbox:x:1000:1000", res)
+
+
+@case
+def host_uid_of_sandbox_processes(e):
+    """From the host, every process of a running sandbox (found by its unique
+    argv, and everything in its pid namespace) has a non-root host uid: as
+    root, sandbox uid 1000 is host uid 1000001000; rootless, it is ours."""
+    t = tag("hostuid-")
+    p = subprocess.Popen(e.argv([PROBE_IN, "sleep", "3", t]), stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    try:
+        pids = wait_for(lambda: procs_matching(t), 10)
+        expect(pids, "no host process with argv containing %s appeared" % t)
+        pid = pids[0]
+        uids, gids = status_ids(pid)
+        expect(uids == [HOST_SANDBOX_UID] * 4, "probe's host uids are %s, expected %s"
+               % (uids, HOST_SANDBOX_UID))
+        if IS_ROOT:
+            expect(gids == [HOST_SANDBOX_UID] * 4, "probe's host gids are %s" % gids)
+        ns = os.readlink("/proc/%d/ns/pid" % pid)
+        expect(ns != os.readlink("/proc/self/ns/pid"), "the probe is in the host pid namespace")
+        members = []
+        for q in [int(d) for d in os.listdir("/proc") if d.isdigit()]:
+            try:
+                if os.readlink("/proc/%d/ns/pid" % q) == ns:
+                    members.append((q, status_ids(q)[0]))
+            except OSError:
+                pass
+        # Rootless, the non-dumpable init's /proc/PID/ns is closed to us.
+        expect(len(members) >= (2 if IS_ROOT else 1),
+               "expected init and probe in the sandbox pid ns: %s" % members)
+        for q, u in members:
+            expect(u and 0 not in u, "sandbox process %d runs as host uid %s" % (q, u))
+        out, err = p.communicate(timeout=15)
+        expect(p.returncode == 0, "airlock exited %s: %r" % (p.returncode, err))
+    finally:
+        if p.poll() is None:
+            kill_pid(p.pid)
+            p.wait()
+
+
+@case
+def no_capabilities(e):
+    """Every capability set is empty, no_new_privs is set and seccomp is in
+    filter mode."""
+    res = e.probe_run("caps")
+    expect_rc(res, 0)
+    got = {k.strip(): v.strip() for k, v in (l.split(":", 1) for l in res.text.splitlines())}
+    for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        expect(got.get(k) == "0000000000000000", "%s is %r" % (k, got.get(k)), res)
+    expect(got.get("NoNewPrivs") == "1", "NoNewPrivs is %r" % got.get("NoNewPrivs"), res)
+    expect(got.get("Seccomp") == "2", "Seccomp is %r" % got.get("Seccomp"), res)
+
+
+# ---- filesystem view ---------------------------------------------------------
+
+@case
+def host_private_paths_invisible(e):
+    """/root, /home and /etc/shadow do not exist inside (ENOENT), and
+    /etc/passwd is the synthesized one, not the host's."""
+    res, s = multi(e, [("root", ["stat", "/root"]), ("home", ["stat", "/home"]),
+                       ("shadow", ["read", "/etc/shadow"]), ("gshadow", ["read", "/etc/gshadow"]),
+                       ("passwd", ["read", "/etc/passwd"])])
+    for label in ("root", "home", "shadow", "gshadow"):
+        section_errno(res, s, label, ("ENOENT",))
+    host_users = set()
+    with open("/etc/passwd") as f:
+        host_users = {l.split(":")[0] for l in f if ":" in l}
+    inside = {l.split(":")[0] for l in s["passwd"][1:] if ":" in l}
+    leaked = (host_users & inside) - {"root", "nobody"}
+    expect(not leaked, "host accounts visible in the sandbox /etc/passwd: %s" % sorted(leaked), res)
+
+
+@case
+def only_named_inputs_visible(e):
+    """Of a host dir with two files, only the one bound with --ro is visible
+    (at its sandbox path, with its content); the other and the host dir are
+    not."""
+    with TempDir() as d:
+        a = write_file(os.path.join(d, "a.txt"), "alpha\n")
+        write_file(os.path.join(d, "b.txt"), "bravo\n")
+        res, s = multi(e, [("a", ["read", "/input/a.txt"]), ("b", ["stat", "/input/b.txt"]),
+                           ("hostdir", ["stat", d]), ("hostb", ["stat", os.path.join(d, "b.txt")]),
+                           ("ls", ["ls", "/input"])],
+                       opts=["--ro", "%s:/input/a.txt" % a])
+        expect(s["a"] == ["ok", "alpha"], "a.txt content %r" % s["a"], res)
+        section_errno(res, s, "b", ("ENOENT",))
+        section_errno(res, s, "hostdir", ("ENOENT",))
+        section_errno(res, s, "hostb", ("ENOENT",))
+        expect(s["ls"] == ["ok", "a.txt"], "/input lists %r" % s["ls"], res)
+
+
+def host_dir_outside_scratch():
+    """A new world-readable host dir whose path is not under /tmp (which is
+    the scratch inside), or None."""
+    for parent in ("/var/lib", os.path.expanduser("~"), os.getcwd()):
+        if parent.startswith(("/tmp", "/var/tmp", "/dev", "/proc", "/usr", "/etc", "/work")):
+            continue
+        try:
+            d = tempfile.mkdtemp(prefix="airlock-e2e-", dir=parent)
+        except OSError:
+            continue
+        os.chmod(d, 0o755)
+        return d
+    return None
+
+
+@case
+def ro_default_path_is_host_path(e):
+    """--ro HOST without :PATH shows the file at its absolute host path."""
+    base = host_dir_outside_scratch()
+    if base is None:
+        raise Skip("no writable host dir outside /tmp, /usr, /etc and /work")
+    try:
+        f = write_file(os.path.join(base, "in.txt"), "same-path\n")
+        res = e.probe_run("read", f, opts=["--ro", f])
+        expect_out(res, "ok\nsame-path\n")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def expected_root_entries(extra):
+    names = {"etc", "proc", "dev", "tmp", "work"} | set(extra)
+    for s in ("usr", "bin", "lib", "lib64", "sbin"):
+        if os.path.lexists("/" + s):
+            names.add(s)
+    return names
+
+
+@case
+def root_listing_exact(e):
+    """`ls /` inside shows only the system dirs, etc, proc, dev, tmp, the
+    workdir and the parents of named inputs: nothing else of the host."""
+    with TempDir() as d:
+        a = write_file(os.path.join(d, "data.csv"), "x\n")
+        res = e.probe_run("ls", "/", opts=["--ro", "%s:/input/data.csv" % a])
+        got = set(probe_listing(res))
+        want = expected_root_entries({"opt", "input"})
+        expect(got == want, "/ has %s; expected %s" % (sorted(got), sorted(want)), res)
+
+
+@case
+def dev_is_minimal(e):
+    """/dev holds only null zero full random urandom, the fd/stdin/stdout/
+    stderr links and shm; /dev/null and /dev/zero work."""
+    res, s = multi(e, [("ls", ["ls", "/dev"]), ("null", ["write", "/dev/null", "x"]),
+                       ("zero", ["open", "/dev/zero", "r"])])
+    got = set(s["ls"][1:])
+    want = {"null", "zero", "full", "random", "urandom", "fd", "stdin", "stdout", "stderr", "shm"}
+    expect(got == want, "/dev has %s; expected %s" % (sorted(got), sorted(want)), res)
+    section_ok(res, s, "null")
+    section_ok(res, s, "zero")
+
+
+@case
+def readonly_input_unmodifiable(e):
+    """A --ro file and a --ro dir cannot be written, appended, or added to
+    from inside; the host copies are byte-for-byte unchanged."""
+    with TempDir() as d:
+        sub = os.path.join(d, "dir")
+        os.mkdir(sub)
+        os.chmod(sub, 0o755)
+        f = write_file(os.path.join(d, "data.csv"), "a,b\n1,2\n")
+        g = write_file(os.path.join(sub, "inner.txt"), "inner\n")
+        before = (sha256_file(f), sha256_file(g), sorted(os.listdir(sub)))
+        res, s = multi(e, [("file", ["write", "/input/data.csv", "evil"]),
+                           ("inner", ["write", "/input/dir/inner.txt", "evil"]),
+                           ("new", ["write", "/input/dir/new.txt", "evil"]),
+                           ("mkdir", ["mkdir", "/input/dir/newdir"])],
+                       opts=["--ro", "%s:/input/data.csv" % f, "--ro", "%s:/input/dir" % sub])
+        for label in ("file", "inner", "new", "mkdir"):
+            section_errno(res, s, label, WRITE_DENIED)
+        after = (sha256_file(f), sha256_file(g), sorted(os.listdir(sub)))
+        expect(before == after, "host input changed: %s -> %s" % (before, after), res)
+
+
+@case
+def writes_outside_scratch_fail(e):
+    """Writes to /, /usr, /etc, /opt (an input's parent), /proc and /dev fail
+    and create nothing on the host."""
+    name = tag("airlock-e2e-w-")
+    targets = ["/" + name, "/usr/" + name, "/etc/" + name, "/opt/" + name,
+               "/proc/" + name, "/dev/" + name, "/usr/bin/" + name]
+    steps = [("t%d" % i, ["write", t]) for i, t in enumerate(targets)]
+    steps.append(("mkdir", ["mkdir", "/" + name + "-d"]))
+    try:
+        res, s = multi(e, steps)
+        for i, t in enumerate(targets):
+            pseudo = t.startswith("/proc/") or t.startswith("/dev/")
+            section_errno(res, s, "t%d" % i, WRITE_DENIED + (("ENOENT",) if pseudo else ()))
+        section_errno(res, s, "mkdir", WRITE_DENIED)
+        for t in targets + ["/" + name + "-d"]:
+            expect(not os.path.lexists(t), "host path %s exists after the run" % t, res)
+    finally:
+        # Only if the sandbox leaked: remove what the probe created on the host.
+        for t in targets:
+            if t.startswith(("/proc/", "/dev/")):
+                continue
+            if os.path.isfile(t):
+                os.unlink(t)
+        if os.path.isdir("/" + name + "-d"):
+            os.rmdir("/" + name + "-d")
+
+
+@case
+def writes_to_scratch_succeed(e):
+    """/tmp, the workdir and /dev/shm are writable, and read back."""
+    res, s = multi(e, [("tmp", ["write", "/tmp/x", "t\n"]), ("work", ["write", "/work/x", "w\n"]),
+                       ("shm", ["write", "/dev/shm/x", "s\n"]), ("rtmp", ["read", "/tmp/x"]),
+                       ("rwork", ["read", "/work/x"]), ("rshm", ["read", "/dev/shm/x"])])
+    for label in ("tmp", "work", "shm"):
+        section_ok(res, s, label)
+    expect(s["rtmp"] == ["ok", "t"] and s["rwork"] == ["ok", "w"] and s["rshm"] == ["ok", "s"],
+           "read back %r %r %r" % (s["rtmp"], s["rwork"], s["rshm"]), res)
+
+
+def host_find(name, roots=("/tmp", "/dev/shm", "/var/tmp", "/run")):
+    hits = []
+    for root in roots:
+        for dirpath, dirnames, filenames in os.walk(root, onerror=lambda err: None):
+            for n in dirnames + filenames:
+                if name in n:
+                    hits.append(os.path.join(dirpath, n))
+    return hits
+
+
+@case
+def scratch_gone_after_run(e):
+    """Files written to /tmp, /work and /dev/shm exist on no host path
+    afterwards, and a second run starts with empty scratch."""
+    name = tag("airlock-e2e-scratch-")
+    res, s = multi(e, [("tmp", ["write", "/tmp/" + name]), ("work", ["write", "/work/" + name]),
+                       ("shm", ["write", "/dev/shm/" + name]), ("ls", ["ls", "/tmp"])])
+    for label in ("tmp", "work", "shm"):
+        section_ok(res, s, label)
+    expect(name in s["ls"], "the file was not in /tmp during the run", res)
+    hits = host_find(name)
+    expect(not hits, "scratch files found on the host after the run: %s" % hits, res)
+    res, s = multi(e, [("tmp", ["ls", "/tmp"]), ("work", ["ls", "/work"]),
+                       ("shm", ["ls", "/dev/shm"])])
+    for label in ("tmp", "work", "shm"):
+        expect(s[label] == ["ok"], "second run sees %s in %s" % (s[label], label), res)
+
+
+@case
+def scratch_size_enforced(e):
+    """--scratch 8M: filling /tmp stops with ENOSPC at about 8 MiB, and
+    /dev/shm shares the same budget (it gets less than 1 MiB more)."""
+    res, s = multi(e, [("tmp", ["fill", "/tmp/big"]), ("shm", ["fill", "/dev/shm/big"])],
+                   opts=["--scratch", "8M"])
+    r = kv("\n".join(s["tmp"]))
+    expect(r.get("errno") == "ENOSPC", "filling /tmp ended with %r" % r.get("errno"), res)
+    n = int(r.get("bytes", "-1"))
+    expect(4 << 20 <= n <= 8 << 20, "wrote %d bytes into an 8M scratch" % n, res)
+    r = kv("\n".join(s["shm"]))
+    n = int(r.get("bytes", "-1"))
+    expect(0 <= n < 1 << 20, "/dev/shm took %d more bytes: not the same 8M budget" % n, res)
+
+
+@case
+def rw_dir_visible_on_host(e):
+    """A --rw dir is writable inside and the file is on the host afterwards,
+    owned by the sandbox's host uid."""
+    with TempDir(mode=0o777) as d:
+        os.chmod(d, 0o777)
+        res = e.probe_run("write", "/output/result.txt", "hello-from-sandbox\n",
+                          opts=["--rw", "%s:/output" % d])
+        expect_ok(res)
+        path = os.path.join(d, "result.txt")
+        expect(os.path.exists(path), "result.txt not on the host", res)
+        with open(path) as f:
+            expect(f.read() == "hello-from-sandbox\n", "host content differs", res)
+        st = os.stat(path)
+        expect(st.st_uid == HOST_SANDBOX_UID, "host file owned by uid %d, expected %d"
+               % (st.st_uid, HOST_SANDBOX_UID), res)
+
+
+@case
+def modes_refused_as_root(e):
+    """As root, a --ro input not readable by others and a --rw dir not o+rwx
+    are refused with 125 and a message naming the path."""
+    if not IS_ROOT:
+        raise Skip("only enforced when airlock runs as root")
+    with TempDir() as d:
+        f = write_file(os.path.join(d, "secret.txt"), "s\n", mode=0o600)
+        refusal(e, e.argv([PROBE_IN, "id"], ["--ro", "%s:/input/secret.txt" % f]), 125, f)
+        rw = os.path.join(d, "out")
+        os.mkdir(rw)
+        os.chmod(rw, 0o755)
+        refusal(e, e.argv([PROBE_IN, "id"], ["--rw", "%s:/output" % rw]), 125, rw)
+
+
+@case
+def mount_targets_refused(e):
+    """A mount over or inside /usr, /etc, /proc, /dev, /tmp, the workdir or /
+    is refused with 125 and names the sandbox path."""
+    with TempDir() as d:
+        f = write_file(os.path.join(d, "x.txt"), "x\n")
+        for target in ("/usr/x.txt", "/etc/x.txt", "/proc/x.txt", "/dev/x.txt", "/tmp/x.txt",
+                       "/work/x.txt", "/"):
+            refusal(e, e.argv([PROBE_IN, "id"], ["--ro", "%s:%s" % (f, target)]), 125, target)
+
+
+# ---- network -----------------------------------------------------------------
+
+@case
+def no_network_to_host(e):
+    """A TCP listener on the host's 127.0.0.1 and ::1 is unreachable from inside
+    (ECONNREFUSED on the sandbox's own loopback) and never sees a connection."""
+    listeners = []
+    try:
+        for fam, addr in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+            try:
+                s = socket.socket(fam, socket.SOCK_STREAM)
+                s.bind((addr, 0))
+            except OSError:
+                continue
+            s.listen(8)
+            s.setblocking(False)
+            listeners.append((addr, s))
+        expect(listeners, "could not open a host listener")
+        steps = [(addr, ["connect", addr, str(s.getsockname()[1])]) for addr, s in listeners]
+        res, sec = multi(e, steps)
+        for addr, s in listeners:
+            section_errno(res, sec, addr, ("ECONNREFUSED", "ENETUNREACH", "EADDRNOTAVAIL"))
+            try:
+                conn, peer = s.accept()
+                conn.close()
+                raise AssertionError("host listener on %s got a connection from %s"
+                                     % (addr, peer))
+            except BlockingIOError:
+                pass
+    finally:
+        for _, s in listeners:
+            s.close()
+
+
+@case
+def loopback_inside_works(e):
+    """The sandbox has its own working loopback: a listener on 127.0.0.1
+    inside accepts a connection from inside."""
+    res = e.probe_run("listen-self")
+    expect_out(res, "ok\n")
+
+
+@case
+def only_loopback_interface(e):
+    """/proc/net/dev inside lists only lo, and there is no route."""
+    res, s = multi(e, [("dev", ["read", "/proc/net/dev"]), ("route", ["read", "/proc/net/route"])])
+    ifaces = [l.split(":")[0].strip() for l in s["dev"][1:] if ":" in l]
+    expect(ifaces == ["lo"], "interfaces inside: %s" % ifaces, res)
+    routes = [l for l in s["route"][2:] if l.strip()]
+    expect(not routes, "IPv4 routes inside: %s" % routes, res)
+
+
+# ---- seccomp -----------------------------------------------------------------
+
+DENIED = ["mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen",
+          "fsconfig", "fsmount", "fspick", "mount_setattr", "setns", "unshare", "unshare-newns",
+          "clone-newuser", "clone-newns", "clone-newpid", "clone-newnet", "clone-newipc",
+          "clone-newuts", "clone-newcgroup", "bpf", "perf_event_open", "userfaultfd",
+          "io_uring_setup", "io_uring_enter", "io_uring_register", "keyctl", "add_key",
+          "request_key", "ptrace", "process_vm_readv", "process_vm_writev", "kcmp",
+          "pidfd_getfd", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+          "delete_module", "reboot", "swapon", "swapoff", "acct", "settimeofday",
+          "clock_settime", "clock_adjtime", "adjtimex", "syslog", "quotactl", "lookup_dcookie",
+          "vhangup", "iopl", "ioperm", "open_by_handle_at", "name_to_handle_at", "tiocsti",
+          "tiocsti-high", "tioclinux", "tioclinux-high", "socket-packet", "socket-packet-dgram",
+          "socket-raw", "socket-raw-cloexec", "socket-raw6", "socket-inet-packet",
+          "socket-netlink", "socket-netlink-dgram", "socket-alg", "socket-vsock"]
+EXPECTED_ERRNO = dict({n: "EPERM" for n in DENIED}, clone3="ENOSYS")
+ALLOWED = ["fork", "getpid", "socket-unix", "socket-inet", "socket-inet6"]
+
+_syscall_results = {}
+
+
+def syscall_results(e):
+    """One sandbox run answers every syscall probe; cached across cases."""
+    if "res" not in _syscall_results:
+        try:
+            res = e.probe_run("syscall", *(list(EXPECTED_ERRNO) + ALLOWED))
+        except AssertionError as err:
+            _syscall_results["res"] = (None, str(err))
+            raise
+        _syscall_results["res"] = (res, None)
+    res, err = _syscall_results["res"]
+    if err:
+        raise AssertionError(err)
+    expect_rc(res, 0)
+    return res, dict(l.split(" ", 1) for l in res.text.splitlines() if " " in l)
+
+
+def make_seccomp_case(name, want):
+    def fn(e):
+        res, got = syscall_results(e)
+        expect(got.get(name) == "errno=" + want, "%s: expected errno=%s, probe said %r"
+               % (name, want, got.get(name)), res)
+    fn.__doc__ = "seccomp makes %s fail with %s." % (name, want)
+    return fn
+
+
+for _name, _want in EXPECTED_ERRNO.items():
+    suite.add("seccomp denies %s with %s" % (_name, _want), make_seccomp_case(_name, _want))
+
+
+@case
+def seccomp_allows_ordinary_calls(e):
+    """Controls: fork, getpid and unix/inet/inet6 sockets still work, so the
+    EPERMs above come from the filter's rules, not from a deny-all."""
+    res, got = syscall_results(e)
+    for n in ALLOWED:
+        expect((got.get(n) or "").startswith("ret="), "%s: probe said %r" % (n, got.get(n)), res)
+
+
+# ---- processes ---------------------------------------------------------------
+
+@case
+def daemon_does_not_outlive_run(e):
+    """A double-forked, setsid daemon (with stdout still open) is gone when
+    airlock returns, and airlock does not wait for it."""
+    name = tag("pd")  # 12 chars: fits in comm
+    try:
+        res = e.probe_run("daemon", name, timeout=25)
+        expect_rc(res, 0)
+        expect("daemon_pid=" in res.text, "the daemon never reported", res)
+        expect(res.elapsed < 10, "airlock waited %.1fs for the daemon" % res.elapsed, res)
+        left = wait_for(lambda: not procs_matching(name), 2)
+        expect(left, "daemon still running on the host after airlock exited: pids %s"
+               % procs_matching(name), res)
+    finally:
+        for pid in procs_matching(name):
+            kill_pid(pid)
+
+
+@case
+def timeout_kills_everything(e):
+    """--timeout 1 on a 30 s sleep exits 124 within ~3 s and leaves no process."""
+    t = tag("timeout-")
+    try:
+        res = e.probe_run("sleep", "30", t, opts=["--timeout", "1"])
+        expect_rc(res, 124)
+        expect(res.elapsed < 3.5, "took %.2fs" % res.elapsed, res)
+        expect(wait_for(lambda: not procs_matching(t), 1), "processes left: %s"
+               % procs_matching(t), res)
+    finally:
+        for pid in procs_matching(t):
+            kill_pid(pid)
+
+
+@case
+def timeout_units(e):
+    """--timeout accepts "250ms" (and enforces it) and "2m"."""
+    res = e.probe_run("sleep", "10", opts=["--timeout", "250ms"])
+    expect_rc(res, 124)
+    expect(res.elapsed < 2.5, "250ms timeout took %.2fs" % res.elapsed, res)
+    res = e.probe_run("hostname", opts=["--timeout", "2m"])
+    expect_rc(res, 0)
+
+
+@case
+def exit_code_passthrough(e):
+    """The command's exit status is airlock's: 0, 1, 7 and 255."""
+    for code in (0, 1, 7, 255):
+        res = e.run(["/bin/sh", "-c", "exit %d" % code])
+        expect_rc(res, code)
+
+
+@case
+def signal_exit_code(e):
+    """A command killed by signal N gives 128+N (TERM 143, KILL 137, SEGV 139)."""
+    for sig, code in (("TERM", 143), ("KILL", 137), ("SEGV", 139)):
+        res = e.run(["/bin/sh", "-c", "kill -%s $$" % sig])
+        expect_rc(res, code)
+
+
+@case
+def command_not_found(e):
+    """A missing command exits 127 with one "airlock: " line naming it."""
+    refusal(e, e.argv(["no-such-command-e2e"]), 127, "no-such-command-e2e")
+    refusal(e, e.argv(["/nonexistent/bin/tool"]), 127, "/nonexistent/bin/tool")
+
+
+@case
+def not_executable(e):
+    """A --ro file without x bits and /etc/passwd exit 126, naming the path."""
+    with TempDir() as d:
+        f = write_file(os.path.join(d, "script.sh"), "#!/bin/sh\necho hi\n", mode=0o644)
+        res = e.run(["/opt/data/script.sh"], opts=["--ro", "%s:/opt/data/script.sh" % f])
+        expect_rc(res, 126)
+        expect("/opt/data/script.sh" in res.errtext, "message does not name the path", res)
+        res = e.run(["/etc/passwd"])
+        expect_rc(res, 126)
+        expect("/etc/passwd" in res.errtext, "message does not name the path", res)
+
+
+@case
+def sigterm_forwarded(e):
+    """SIGTERM sent to airlock reaches the command: its trap runs and its exit
+    code (42) comes back."""
+    p = subprocess.Popen(e.argv(["/bin/sh", "-c", 'trap "exit 42" TERM; echo ready; '
+                                 'sleep 30 & wait']),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        line = read_line_with_timeout(p.stdout, 10)
+        expect(line == b"ready\n", "the command never got ready (read %r)" % line)
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(timeout=10)
+        expect(rc == 42, "expected exit 42 after SIGTERM, got %s (stderr %r)"
+               % (rc, p.stderr.read()))
+        expect(time.monotonic() - t0 < 5, "took too long to stop")
+    finally:
+        if p.poll() is None:
+            kill_pid(p.pid)
+            p.wait()
+
+
+@case
+def supervisor_sigkill_leaves_nothing(e):
+    """If airlock itself is SIGKILLed, every sandbox process dies with it."""
+    t = tag("orphan-")
+    p = subprocess.Popen(e.argv([PROBE_IN, "sleep", "30", t]), stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    try:
+        expect(wait_for(lambda: procs_matching(t), 10), "the sandbox never started")
+        kill_pid(p.pid)
+        p.wait(timeout=10)
+        expect(wait_for(lambda: not procs_matching(t), 3),
+               "sandbox processes survived airlock's death: %s" % procs_matching(t))
+    finally:
+        if p.poll() is None:
+            kill_pid(p.pid)
+            p.wait()
+        for pid in procs_matching(t):
+            kill_pid(pid)
+
+
+# ---- a real job --------------------------------------------------------------
+
+PANDAS_JOB = """\
+import pandas as pd
+df = pd.read_csv("/input/data.csv")
+totals = df.groupby("city")["amount"].sum().sort_index()
+totals.to_csv("/work/result.csv")
+with open("/work/result.csv") as f:
+    print(f.read(), end="")
+print("rows", len(df))
+"""
+
+
+@case
+def pandas_csv_job(e):
+    """Debian's python3 with pandas reads a --ro CSV at /input/data.csv, writes
+    the result to /work and prints it; the output is exact."""
+    check = subprocess.run(["/usr/bin/python3", "-c", "import pandas"], capture_output=True)
+    if check.returncode != 0:
+        raise Skip("/usr/bin/python3 cannot import pandas on this host")
+    with TempDir() as d:
+        data = write_file(os.path.join(d, "data.csv"),
+                          "city,amount\nParis,5\nBerlin,10\nParis,7\nOslo,1\nBerlin,20\n")
+        job = write_file(os.path.join(d, "job.py"), PANDAS_JOB)
+        digest = sha256_file(data)
+        res = e.run(["python3", "/opt/job/job.py"], timeout=90,
+                    opts=["--ro", "%s:/input/data.csv" % data, "--ro", "%s:/opt/job/job.py" % job])
+        expect_out(res, "city,amount\nBerlin,30\nOslo,1\nParis,12\nrows 5\n")
+        expect(sha256_file(data) == digest, "the input changed", res)
+
+
+# ---- stdio -------------------------------------------------------------------
+
+@case
+def stdin_relayed(e):
+    """`echo hi | airlock run -- cat` prints hi."""
+    res = e.run(["cat"], input=b"hi\n")
+    expect_out(res, "hi\n")
+
+
+def spew_pattern(n):
+    """The bytes `probe spew n` writes: byte i is (7*i + i//251) % 256."""
+    t7 = bytes((7 * i) % 256 for i in range(256)) * 2
+    out = bytearray()
+    for k in range(n // 251 + 1):
+        start = 251 * k
+        seg_len = min(251, n - start)
+        if seg_len <= 0:
+            break
+        off = start % 256
+        seg = t7[off:off + seg_len]
+        add = bytes((j + k) % 256 for j in range(256))
+        out += seg.translate(add)
+    return bytes(out)
+
+
+@case
+def large_stdout_intact(e):
+    """5 MB written by the probe to stdout arrive byte for byte."""
+    n = 5 * 1000 * 1000
+    res = e.probe_run("spew", n)
+    expect_rc(res, 0)
+    expect(res.out == spew_pattern(n), "spew output differs (%d of %d bytes received)"
+           % (len(res.out), n))
+
+
+@case
+def large_stdin_from_pipe_intact(e):
+    """5 MB piped into airlock's stdin reach the command: cat echoes them
+    byte for byte (the sandbox's stdin pipe fills up many times)."""
+    n = 5 * 1000 * 1000
+    data = os.urandom(n)
+    res = e.run(["cat"], input=data)
+    expect_rc(res, 0)
+    expect(res.out == data, "cat echoed %d of %d bytes" % (len(res.out), n))
+
+
+@case
+def large_stdin_from_file_intact(e):
+    """5 MB from a regular file as airlock's stdin reach the command intact."""
+    n = 5 * 1000 * 1000
+    data = os.urandom(n)
+    with tempfile.TemporaryFile() as f:
+        f.write(data)
+        f.seek(0)
+        res = e.run(["cat"], stdin=f)
+    expect_rc(res, 0)
+    expect(res.out == data, "cat echoed %d of %d bytes" % (len(res.out), n))
+
+
+@case
+def hostname_default_and_flag(e):
+    """The hostname is "airlock" by default; --hostname sets it and
+    /etc/hostname; the host's hostname is untouched."""
+    host_before = socket.gethostname()
+    res = e.probe_run("hostname")
+    expect_out(res, "airlock\n")
+    res, s = multi(e, [("uname", ["hostname"]), ("file", ["read", "/etc/hostname"])],
+                   opts=["--hostname", "box-1"])
+    expect(s["uname"] == ["box-1"] and s["file"] == ["ok", "box-1"],
+           "hostname %r, /etc/hostname %r" % (s["uname"], s["file"]), res)
+    expect(socket.gethostname() == host_before, "the host's hostname changed", res)
+
+
+@case
+def stderr_separate(e):
+    """The command's stdout and stderr arrive on airlock's stdout and stderr,
+    each unmixed."""
+    res = e.run(["/bin/sh", "-c", "echo out; echo err >&2; echo out2"])
+    expect_rc(res, 0)
+    expect(res.text == "out\nout2\n", "stdout is %r" % res.text, res)
+    expect(res.errtext == "err\n", "stderr is %r" % res.errtext, res)
+
+
+@case
+def quiet_and_verbose_flags(e):
+    """-q/--quiet and -v/--verbose are accepted and leave the command's
+    stdout alone."""
+    for flag in ("-q", "--quiet", "-v", "--verbose"):
+        res = e.probe_run("hostname", opts=[flag])
+        expect_rc(res, 0)
+        expect(res.text == "airlock\n", "stdout with %s is %r" % (flag, res.text), res)
+
+
+@case
+def double_dash_optional(e):
+    """The command may follow the options without "--"."""
+    res = e.run(None, raw_argv=[e.airlock, "run", "--ro", "%s:%s" % (e.probe, PROBE_IN),
+                                PROBE_IN, "hostname"])
+    expect_out(res, "airlock\n")
+
+
+@case
+def rw_dir_as_workdir(e):
+    """--rw HOST:/work makes the workdir the host dir: files the command
+    writes in its cwd are on the host afterwards."""
+    with TempDir(mode=0o777) as d:
+        os.chmod(d, 0o777)
+        res = e.run(["/bin/sh", "-c", "pwd; echo data > out.txt"], opts=["--rw", "%s:/work" % d])
+        expect_out(res, "/work\n")
+        path = os.path.join(d, "out.txt")
+        expect(os.path.exists(path), "out.txt is not on the host", res)
+        with open(path) as f:
+            expect(f.read() == "data\n", "host out.txt differs", res)
+
+
+def exec_check_script(path):
+    return "cp /bin/true %s && chmod 755 %s && %s; echo rc=$?" % (path, path, path)
+
+
+@case
+def scratch_exec_policy(e):
+    """Binaries copied to the scratch run by default; with
+    filesystem.scratch_exec false they are refused (exit 126 from sh)."""
+    res = e.run(["/bin/sh", "-c", exec_check_script("/tmp/t")])
+    expect_out(res, "rc=0\n")
+    with TempDir() as d:
+        pol = {"version": 1, "filesystem": {"scratch_exec": False}}
+        p = write_file(os.path.join(d, "noexec.json"), json.dumps(pol))
+        for path in ("/tmp/t", "/work/t", "/dev/shm/t"):
+            res = e.run(["/bin/sh", "-c", exec_check_script(path)], opts=["--policy", p])
+            expect_out(res, "rc=126\n")
+
+
+@case
+def input_exec_false(e):
+    """A policy mount with "exec": false cannot be executed (126), while the
+    same file bound with exec allowed runs."""
+    with TempDir() as d:
+        copy = shutil.copy(e.probe, os.path.join(d, "probe"))
+        os.chmod(copy, 0o755)
+        pol = {"version": 1, "filesystem": {"mounts": [
+            {"host": copy, "path": "/opt/noexec/probe", "mode": "ro", "exec": False}]}}
+        p = write_file(os.path.join(d, "p.json"), json.dumps(pol))
+        res = e.run(["/bin/sh", "-c", "/opt/noexec/probe hostname; echo rc=$?; "
+                     "%s hostname" % PROBE_IN], opts=["--policy", p])
+        expect_rc(res, 0)
+        expect(res.text.endswith("rc=126\nairlock\n"), "output %r" % res.text, res)
+        res = e.run(["/opt/noexec/probe", "hostname"], opts=["--policy", p])
+        expect_rc(res, 126)
+
+
+@case
+def timeout_kills_term_ignoring_process(e):
+    """--timeout still ends a command that ignores SIGTERM: 124, promptly,
+    nothing left."""
+    t = tag("stubborn-")
+    try:
+        res = e.run(["/bin/sh", "-c", "trap '' TERM INT HUP; %s sleep 30 %s; %s sleep 30 %s"
+                     % (PROBE_IN, t, PROBE_IN, t)], opts=["--timeout", "1"])
+        expect_rc(res, 124)
+        expect(res.elapsed < 4, "took %.2fs" % res.elapsed, res)
+        expect(wait_for(lambda: not procs_matching(t), 1), "processes left: %s"
+               % procs_matching(t), res)
+    finally:
+        for pid in procs_matching(t):
+            kill_pid(pid)
+
+
+# ---- bad input ---------------------------------------------------------------
+
+@case
+def bad_policy_malformed_json(e):
+    """A policy that is not JSON: 125, one line naming the file."""
+    with TempDir() as d:
+        p = write_file(os.path.join(d, "broken.json"), '{"version": 1, "command": [')
+        refusal(e, e.argv(None, ["--policy", p]), 125, "broken.json")
+
+
+@case
+def bad_policy_unknown_key(e):
+    """An unknown key: 125, one line naming the file and the key."""
+    with TempDir() as d:
+        p = write_file(os.path.join(d, "unk.json"),
+                       json.dumps({"version": 1, "command": ["true"], "frobnicate": 1}))
+        refusal(e, e.argv(None, ["--policy", p]), 125, "unk.json", "frobnicate")
+        p = write_file(os.path.join(d, "unk2.json"),
+                       json.dumps({"version": 1, "command": ["true"],
+                                   "limits": {"timeout": 5, "memroy": "1G"}}))
+        refusal(e, e.argv(None, ["--policy", p]), 125, "unk2.json", "memroy")
+
+
+@case
+def bad_policy_wrong_type(e):
+    """A value of the wrong type: 125, one line naming the file and JSON path."""
+    with TempDir() as d:
+        p = write_file(os.path.join(d, "type.json"),
+                       json.dumps({"version": 1, "command": ["true"], "hostname": 5}))
+        refusal(e, e.argv(None, ["--policy", p]), 125, "type.json", "hostname")
+        p = write_file(os.path.join(d, "type2.json"),
+                       json.dumps({"version": 1, "command": "true"}))
+        refusal(e, e.argv(None, ["--policy", p]), 125, "type2.json", "command")
+
+
+@case
+def bad_policy_size(e):
+    """limits.scratch "12Q" in a policy: 125 naming the file and limits.scratch."""
+    with TempDir() as d:
+        p = write_file(os.path.join(d, "p.json"),
+                       json.dumps({"version": 1, "command": ["true"],
+                                   "limits": {"scratch": "12Q"}}))
+        refusal(e, e.argv(None, ["--policy", p]), 125, "p.json", "limits.scratch")
+
+
+@case
+def bad_policy_relative_path(e):
+    """A relative sandbox path in filesystem.mounts: 125 naming the file and
+    the JSON path."""
+    with TempDir() as d:
+        f = write_file(os.path.join(d, "x.txt"), "x\n")
+        p = write_file(os.path.join(d, "rel.json"),
+                       json.dumps({"version": 1, "command": ["true"],
+                                   "filesystem": {"mounts": [{"host": f, "path": "input/x.txt",
+                                                              "mode": "ro"}]}}))
+        refusal(e, e.argv(None, ["--policy", p]), 125, "rel.json", "filesystem.mounts[0]")
+
+
+@case
+def bad_missing_policy_file(e):
+    """--policy naming a file that does not exist: 125 naming it."""
+    refusal(e, e.argv(None, ["--policy", "/nonexistent/e2e-policy.json"]), 125,
+            "/nonexistent/e2e-policy.json")
+
+
+@case
+def bad_missing_input(e):
+    """--ro of a host path that does not exist: 125 naming the path."""
+    refusal(e, e.argv([PROBE_IN, "id"], ["--ro", "/nonexistent-e2e-input:/input/x"]), 125,
+            "/nonexistent-e2e-input")
+
+
+@case
+def bad_size_flag(e):
+    """--scratch 12Q: 125 naming the value."""
+    refusal(e, e.argv([PROBE_IN, "id"], ["--scratch", "12Q"]), 125, "12Q")
+
+
+@case
+def bad_timeout_flag(e):
+    """--timeout 5y: 125 naming the value."""
+    refusal(e, e.argv([PROBE_IN, "id"], ["--timeout", "5y"]), 125, "5y")
+
+
+@case
+def bad_backend(e):
+    """--backend gvisor: 125 naming gvisor."""
+    refusal(e, e.argv([PROBE_IN, "id"], ["--backend", "gvisor"]), 125, "gvisor")
+
+
+@case
+def bad_flag(e):
+    """An unknown flag: 125 naming it."""
+    refusal(e, e.argv([PROBE_IN, "id"], ["--frobnicate"]), 125, "frobnicate")
+
+
+@case
+def bad_env_flag(e):
+    """--env without '=': 125 naming the argument."""
+    refusal(e, e.argv([PROBE_IN, "id"], ["--env", "NOEQUALS"]), 125, "NOEQUALS")
+
+
+@case
+def no_command(e):
+    """airlock run with no command and no policy: 125."""
+    refusal(e, e.argv(None, []), 125)
+
+
+# ---- policy files ------------------------------------------------------------
+
+def good_policy(d, command):
+    data = write_file(os.path.join(d, "data.csv"), "a,b\n1,2\n")
+    return {"version": 1, "command": command, "hostname": "polhost",
+            "filesystem": {"mounts": [{"host": data, "path": "/input/data.csv", "mode": "ro",
+                                       "exec": False}],
+                           "workdir": "/work", "scratch_exec": True, "landlock": "required"},
+            "env": {"A": "b"}, "limits": {"timeout": 30, "scratch": "64M"},
+            "network": {"mode": "none"}, "backend": {"name": "native"}}
+
+
+@case
+def policy_file_run(e):
+    """A policy file's command, env, hostname and mounts are applied."""
+    with TempDir() as d:
+        pol = good_policy(d, ["/bin/sh", "-c", "hostname; echo $A; cat /input/data.csv"])
+        p = write_file(os.path.join(d, "good.json"), json.dumps(pol))
+        res = e.run(None, ["--policy", p])
+        expect_out(res, "polhost\nb\na,b\n1,2\n")
+
+
+@case
+def check_prints_plan(e):
+    """`airlock check --policy good.json` exits 0 and prints the plan naming
+    the input; --json is JSON with command, filesystem, landlock, seccomp."""
+    with TempDir() as d:
+        p = write_file(os.path.join(d, "good.json"),
+                       json.dumps(good_policy(d, ["python3", "x.py"])))
+        res = run_host([e.airlock, "check", "--policy", p])
+        expect_rc(res, 0)
+        expect("/input/data.csv" in res.text, "the plan does not show the input", res)
+        res = run_host([e.airlock, "check", "--policy", p, "--json"])
+        expect_rc(res, 0)
+        try:
+            plan = json.loads(res.text)
+        except ValueError as err:
+            raise AssertionError("check --json is not JSON: %s\n%s" % (err, res.describe()))
+        missing = [k for k in ("command", "filesystem", "landlock", "seccomp") if k not in plan]
+        expect(not missing, "check --json lacks keys %s" % missing, res)
+
+
+@case
+def check_refuses_bad_policy(e):
+    """`airlock check` on a bad policy exits 125 with one line naming the file."""
+    with TempDir() as d:
+        p = write_file(os.path.join(d, "bad.json"), json.dumps({"version": 1, "oops": True}))
+        refusal(e, [e.airlock, "check", "--policy", p], 125, "bad.json", "oops")
+
+
+# ---- rootless ----------------------------------------------------------------
+
+@case
+def rootless_run(e):
+    """Run by an ordinary user, airlock works rootless: uid 1000 inside is the
+    caller's uid on the host, scratch is writable, and a --rw dir's file is
+    owned by the caller."""
+    if not IS_ROOT:
+        # We are the ordinary user already: the other cases are rootless runs.
+        res = e.probe_run("id")
+        expect_rc(res, 0)
+        expect(kv(res.text).get("uid") == "1000", "uid inside", res)
+        return
+    if not shutil.which("useradd") or not shutil.which("runuser"):
+        raise Skip("useradd/runuser not available")
+    user = "airlock-e2e-%s" % tag("")[:6]
+    created = False
+    tmp = tempfile.mkdtemp(prefix="airlock-e2e-rootless-")
+    try:
+        r = subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", user],
+                           capture_output=True)
+        if r.returncode != 0:
+            raise Skip("useradd failed: %s" % r.stderr.decode().strip())
+        created = True
+        uid = pwd.getpwnam(user).pw_uid
+        r = subprocess.run(["runuser", "-u", user, "--", "unshare", "-U", "true"],
+                           capture_output=True)
+        if r.returncode != 0:
+            raise Skip("unprivileged user namespaces are not allowed here: %s"
+                       % r.stderr.decode().strip())
+        os.chmod(tmp, 0o755)
+        airlock = shutil.copy(e.airlock, os.path.join(tmp, "airlock"))
+        probe = shutil.copy(e.probe, os.path.join(tmp, "probe"))
+        os.chmod(airlock, 0o755)
+        os.chmod(probe, 0o755)
+        out = os.path.join(tmp, "out")
+        os.mkdir(out)
+        os.chown(out, uid, -1)
+        os.chmod(out, 0o700)
+
+        def run_as(cmd, opts=()):
+            return e.run(cmd, opts, user=user, cwd=tmp, airlock=airlock, probe=probe,
+                         env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+
+        res = run_as([PROBE_IN, "id"])
+        expect_rc(res, 0)
+        expect(kv(res.text).get("uid") == "1000", "uid inside is not 1000", res)
+        res = run_as(["/bin/sh", "-c", "%s write /tmp/x 'rootless\n' && %s read /tmp/x"
+                      % (PROBE_IN, PROBE_IN)])
+        expect_out(res, "ok\nok\nrootless\n")
+        res = run_as([PROBE_IN, "write", "/output/r.txt", "r\n"], ["--rw", "%s:/output" % out])
+        expect_ok(res)
+        st = os.stat(os.path.join(out, "r.txt"))
+        expect(st.st_uid == uid, "rootless --rw file owned by %d, expected %d"
+               % (st.st_uid, uid), res)
+        res = run_as([PROBE_IN, "caps"])
+        expect_rc(res, 0)
+        expect("CapEff:\t0000000000000000" in res.text, "capabilities left rootless", res)
+        t = tag("rootless-")
+        argv = e.wrap_user(e.argv([PROBE_IN, "sleep", "3", t], airlock=airlock, probe=probe), user)
+        p = subprocess.Popen(argv, cwd=tmp, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            pids = wait_for(lambda: procs_matching(t), 10)
+            expect(pids, "rootless sandbox process not found on the host")
+            uids, _ = status_ids(pids[0])
+            expect(uids == [uid] * 4, "rootless probe runs as host uids %s, expected %d"
+                   % (uids, uid))
+            expect(p.wait(timeout=15) == 0, "rootless sleep run failed")
+        finally:
+            if p.poll() is None:
+                kill_pid(p.pid)
+                p.wait()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if created:
+            subprocess.run(["userdel", "-r", user], capture_output=True)
+            subprocess.run(["userdel", user], capture_output=True)
+
+
+if __name__ == "__main__":
+    main(suite)

@@ -1,0 +1,467 @@
+#!/usr/bin/python3
+"""Attacks from inside an airlock sandbox, judged by host-side evidence (TAP).
+
+usage: run_security.py AIRLOCK PROBE [CASE-SUBSTRING...]
+
+Each case tries one way out (or one way to hurt the host) with the static
+probe, and asserts something that would fail if the protection broke: the
+host file is unchanged, the host process is alive, the host listener saw no
+connection, the host path does not appear in a listing, the errno is the one
+the filter gives. Attacks use harmless payloads, and the probe refuses its
+attack subcommands (kill, syscall, mount-tmpfs, ...) unless it finds itself
+confined (no_new_privs, seccomp, not uid 0): a broken airlock makes these
+cases fail, never harms the host. Never run an attack by hand outside the
+sandbox: `probe kill -1 9` as root on the host kills every process.
+"""
+
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tty
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+
+from harness import (HOST_ID_BASE, HOST_SANDBOX_UID, IS_ROOT, PROBE_IN, Skip, Suite,  # noqa: E402
+                     TempDir, expect, expect_errno, expect_ok, expect_rc, host_mount_count,
+                     kill_pid, kv, main, probe_listing, sha256_file, shquote, tag, write_file)
+
+suite = Suite()
+case = suite.case
+
+DENIED = ("EACCES", "EPERM")
+
+
+def script(e, steps, opts=(), **kw):
+    """Run several probe commands in one sandbox; returns (result, {label: lines})."""
+    parts = []
+    for label, args in steps:
+        parts.append("echo '==%s'; %s %s || echo \"PROBE-FAILED rc=$?\""
+                     % (label, PROBE_IN, " ".join(shquote(a) for a in args)))
+    res = e.run(["/bin/sh", "-c", "; ".join(parts)], opts, **kw)
+    expect_rc(res, 0)
+    sections, cur = {}, None
+    labels = {l for l, _ in steps}
+    for line in res.text.splitlines():
+        if line.startswith("==") and line[2:] in labels:
+            cur = line[2:]
+            sections[cur] = []
+        elif cur is not None:
+            sections[cur].append(line)
+    for label in labels:
+        expect(label in sections, "no output for step %s" % label, res)
+        expect(not any(l.startswith("PROBE-FAILED") for l in sections[label]),
+               "probe failed in step %s" % label, res)
+    return res, sections
+
+
+def first(sections, label):
+    return sections[label][0] if sections[label] else ""
+
+
+def expect_step_errno(res, sections, label, allowed):
+    line = first(sections, label)
+    got = line.split("errno=", 1)[1] if "errno=" in line else None
+    expect(got in allowed, "step %s: expected errno in %s, probe said %r"
+           % (label, "/".join(allowed), line), res)
+
+
+def host_only_root_entries():
+    """Names in the host's / that the sandbox's / must never show."""
+    sandbox = {"usr", "bin", "lib", "lib64", "sbin", "etc", "proc", "dev", "tmp", "work",
+               "opt", "input"}
+    return set(os.listdir("/")) - sandbox
+
+
+# ---- /proc escapes -----------------------------------------------------------
+
+@case
+def proc_root_links_stay_inside(e):
+    """/proc/1/root and /proc/self/root do not lead to the host's root: pid 1
+    (the sandbox init) is out of reach, and /proc/self/root is the sandbox's
+    own /, showing none of the host-only top-level entries."""
+    res, s = script(e, [("init_root", ["ls", "/proc/1/root/"]),
+                        ("init_cwd", ["ls", "/proc/1/cwd/"]),
+                        ("init_shadow", ["read", "/proc/1/root/etc/shadow"]),
+                        ("self_root", ["ls", "/proc/self/root/"]),
+                        ("self_shadow", ["read", "/proc/self/root/etc/shadow"]),
+                        ("root", ["ls", "/"])])
+    host_only = host_only_root_entries()
+    for label in ("init_root", "init_cwd"):
+        if first(s, label) == "ok":
+            leaked = set(s[label][1:]) & host_only
+            expect(not leaked, "%s shows host entries %s" % (label, sorted(leaked)), res)
+        else:
+            expect_step_errno(res, s, label, DENIED)
+    expect_step_errno(res, s, "init_shadow", DENIED + ("ENOENT",))
+    expect_step_errno(res, s, "self_shadow", ("ENOENT",))
+    expect(s["self_root"] == s["root"], "/proc/self/root lists %r but / lists %r"
+           % (s["self_root"], s["root"]), res)
+    leaked = set(s["self_root"][1:]) & host_only
+    expect(not leaked, "/proc/self/root shows host entries %s" % sorted(leaked), res)
+
+
+@case
+def init_is_out_of_reach(e):
+    """The sandbox init (pid 1, non-dumpable) cannot be inspected: its fds,
+    environ and mem are closed to the command, and ptrace is denied."""
+    res, s = script(e, [("fd", ["ls", "/proc/1/fd"]), ("environ", ["read", "/proc/1/environ"]),
+                        ("mem_w", ["open", "/proc/1/mem", "w"]),
+                        ("mem_r", ["open", "/proc/1/mem", "r"]),
+                        ("ptrace", ["ptrace", "1"])])
+    for label in ("fd", "environ", "mem_w", "mem_r"):
+        expect_step_errno(res, s, label, DENIED)
+    expect_step_errno(res, s, "ptrace", ("EPERM",))
+
+
+@case
+def ptrace_sibling_denied(e):
+    """A process cannot ptrace another sandbox process of the same uid."""
+    res = e.run(["/bin/sh", "-c", "sleep 5 & pid=$!; %s ptrace $pid; kill $pid" % PROBE_IN])
+    expect_errno(res, "EPERM")
+
+
+@case
+def host_processes_invisible(e):
+    """A host process (a sleep with a unique argument, running as the
+    sandbox's own host uid) is invisible in the sandbox's /proc, and kill()
+    of its host pid finds nothing."""
+    arg = "59.%09d" % random.randrange(10 ** 9)
+    canary = start_canary(arg)
+    try:
+        res = e.run(["/bin/sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '; echo; "
+                     "ls -d /proc/[0-9]* | wc -l; %s kill %d 0" % (PROBE_IN, canary.pid)])
+        expect_rc(res, 0)
+        lines = res.text.splitlines()
+        expect(arg not in res.text, "the host canary is visible inside", res)
+        expect(int(lines[1]) <= 6, "%s processes visible inside" % lines[1], res)
+        expect(lines[2] == "errno=ESRCH", "kill(host pid, 0) said %r" % lines[2], res)
+        expect(canary.poll() is None, "the canary died")
+    finally:
+        stop(canary)
+
+
+def start_canary(arg):
+    """A host `sleep` running as the sandbox's host uid when we are root (so
+    only the pid namespace separates it from the sandbox), else as us."""
+    argv = ["sleep", arg]
+    if IS_ROOT:
+        argv = ["setpriv", "--reuid", str(HOST_SANDBOX_UID), "--regid", str(HOST_SANDBOX_UID),
+                "--clear-groups", "--"] + argv
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def stop(p):
+    if p.poll() is None:
+        kill_pid(p.pid)
+    p.wait()
+
+
+@case
+def kill_all_spares_host(e):
+    """kill(-1, SIGKILL) and kill(host pid, SIGKILL) from inside leave a host
+    canary (same host uid as the sandbox when root) alive."""
+    canary = start_canary("59.%09d" % random.randrange(10 ** 9))
+    try:
+        res = e.probe_run("kill", "-1", "9")
+        expect_rc(res, 0)
+        expect(res.text in ("ret=0\n", "errno=ESRCH\n"), "kill -1 said %r" % res.text, res)
+        res = e.probe_run("kill", canary.pid, "9")
+        expect_errno(res, "ESRCH")
+        expect(canary.poll() is None, "kill -9 -1 inside killed the host canary", res)
+    finally:
+        stop(canary)
+
+
+# ---- mounts and namespaces ---------------------------------------------------
+
+@case
+def mount_denied(e):
+    """mount(2) of a tmpfs over /, /tmp or /usr fails with EPERM, and the
+    host's mount table is unchanged."""
+    before = host_mount_count()
+    res, s = script(e, [("root", ["mount-tmpfs", "/"]), ("tmp", ["mount-tmpfs", "/tmp"]),
+                        ("usr", ["mount-tmpfs", "/usr"])])
+    for label in ("root", "tmp", "usr"):
+        expect_step_errno(res, s, label, ("EPERM",))
+    expect(host_mount_count() == before, "host mount table changed", res)
+
+
+@case
+def chroot_escape_denied(e):
+    """The chroot-and-walk-up trick fails at the first chroot with EPERM."""
+    res = e.probe_run("chroot", "/tmp/jail")
+    expect_rc(res, 0)
+    expect(res.text == "chroot errno=EPERM\n", "probe said %r" % res.text, res)
+
+
+@case
+def unshare_binary_fails(e):
+    """util-linux unshare(1) and nsenter(1) cannot make or enter namespaces
+    (user, mount, net, pid): each fails with EPERM."""
+    if not os.path.exists("/usr/bin/unshare"):
+        raise Skip("util-linux unshare not installed")
+    cmds = ["unshare -U true", "unshare -Ur id -u", "unshare -m true", "unshare -n true",
+            "unshare -p -f true", "nsenter -t 1 -m true"]
+    sh = "; ".join("%s 2>&1; echo \"rc=$?\"" % c for c in cmds)
+    res = e.run(["/bin/sh", "-c", sh])
+    expect_rc(res, 0)
+    rcs = [l for l in res.text.splitlines() if l.startswith("rc=")]
+    expect(len(rcs) == len(cmds), "unexpected output", res)
+    for c, rc in zip(cmds, rcs):
+        expect(rc != "rc=0", "`%s` succeeded inside the sandbox" % c, res)
+    expect("Operation not permitted" in res.text, "no EPERM reported", res)
+
+
+@case
+def open_by_handle_denied(e):
+    """open_by_handle_at (the "shocker" escape) and name_to_handle_at fail
+    with EPERM."""
+    res = e.probe_run("syscall", "open_by_handle_at", "name_to_handle_at")
+    expect_rc(res, 0)
+    expect(res.text == "open_by_handle_at errno=EPERM\nname_to_handle_at errno=EPERM\n",
+           "probe said %r" % res.text, res)
+
+
+# ---- devices and kernel interfaces -------------------------------------------
+
+@case
+def no_host_devices(e):
+    """No host disk or memory device is reachable through /dev, and device
+    nodes cannot be created in the scratch."""
+    disks = sorted(os.listdir("/sys/block"))[:6] if os.path.isdir("/sys/block") else []
+    names = ["sda", "vda", "nvme0n1", "mem", "kmem", "port", "kmsg", "console", "tty",
+             "ptmx", "fuse", "kvm", "net/tun", "loop-control"] + disks
+    steps = [("d%d" % i, ["open", "/dev/" + n, "r"]) for i, n in enumerate(names)]
+    steps += [("mknod_tmp", ["mknod", "/tmp/mem"]), ("mknod_shm", ["mknod", "/dev/shm/mem"]),
+              ("mknod_work", ["mknod", "/work/mem"]), ("ls", ["ls", "/dev"])]
+    res, s = script(e, steps)
+    for i, n in enumerate(names):
+        expect_step_errno(res, s, "d%d" % i, ("ENOENT",))
+    for label in ("mknod_tmp", "mknod_shm", "mknod_work"):
+        expect_step_errno(res, s, label, DENIED)
+    extra = set(s["ls"][1:]) - {"null", "zero", "full", "random", "urandom", "fd", "stdin",
+                                "stdout", "stderr", "shm"}
+    expect(not extra, "unexpected /dev entries %s" % sorted(extra), res)
+
+
+@case
+def sys_not_mounted(e):
+    """/sys is absent: no cgroup fs, no uevent_helper, no block devices."""
+    res, s = script(e, [("sys", ["ls", "/sys"]),
+                        ("uevent", ["open", "/sys/kernel/uevent_helper", "w"]),
+                        ("cgroup", ["ls", "/sys/fs/cgroup"])])
+    for label in ("sys", "uevent", "cgroup"):
+        expect_step_errno(res, s, label, ("ENOENT",))
+
+
+@case
+def proc_kernel_knobs_closed(e):
+    """Kernel knobs in /proc cannot be opened for writing (sysrq-trigger,
+    sys/kernel/hostname, core_pattern) and /proc/kcore cannot be read; the
+    host hostname is unchanged. (Opened only, never written.)"""
+    before = socket.gethostname()
+    res, s = script(e, [("sysrq", ["open", "/proc/sysrq-trigger", "w"]),
+                        ("hostname", ["open", "/proc/sys/kernel/hostname", "w"]),
+                        ("core", ["open", "/proc/sys/kernel/core_pattern", "w"]),
+                        ("kcore", ["open", "/proc/kcore", "r"])])
+    for label in ("sysrq", "hostname", "core", "kcore"):
+        expect_step_errno(res, s, label, DENIED + ("EROFS", "ENOENT"))
+    expect(socket.gethostname() == before, "host hostname changed", res)
+
+
+@case
+def tiocsti_on_real_terminal(e):
+    """With a real pty as airlock's stdin, TIOCSTI (also with high bits set
+    on the request) fails with EPERM, nothing is injected into the host
+    terminal, and the command has no controlling terminal."""
+    master, slave = os.openpty()
+    try:
+        tty.setraw(slave)
+        res = e.run(["/bin/sh", "-c", "%s syscall tiocsti tiocsti-high; %s sid"
+                     % (PROBE_IN, PROBE_IN)], stdin=slave)
+        expect_rc(res, 0)
+        got = kv(res.text.replace(" errno=", "=").replace("tty errno", "tty"))
+        expect(got.get("tiocsti") == "EPERM", "tiocsti: %r" % got.get("tiocsti"), res)
+        expect(got.get("tiocsti-high") == "EPERM", "tiocsti-high: %r" % got.get("tiocsti-high"),
+               res)
+        expect(got.get("tty") in ("ENXIO", "ENOENT"), "the command has a controlling tty", res)
+        os.set_blocking(slave, False)
+        try:
+            injected = os.read(slave, 100)
+        except BlockingIOError:
+            injected = b""
+        expect(injected == b"", "bytes were injected into the host terminal: %r" % injected, res)
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+# ---- privilege -----------------------------------------------------------------
+
+@case
+def setuid_does_not_grant_root(e):
+    """A setuid-root binary (and, as root, one owned by the sandbox's own root
+    id) runs with euid 1000 inside; /usr, inputs and scratch are nosuid."""
+    res = e.probe_run("read", "/proc/self/mountinfo")
+    expect_ok(res)
+    for line in res.text.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) > 5 and fields[4] in ("/usr", "/tmp", "/work", "/dev/shm", PROBE_IN):
+            expect("nosuid" in fields[5].split(","), "%s is mounted without nosuid: %s"
+                   % (fields[4], line), res)
+    if not IS_ROOT:
+        raise Skip("nosuid checked; a setuid-root file needs root to create")
+    # The dir must be traversable by the sandbox's host uid (airlock opens
+    # the input from inside the user namespace); it is not listable, and the
+    # probe refuses everything but `id` when its ids differ.
+    with TempDir(mode=0o711, prefix="airlock-sec-suid-") as d:
+        owners = {"hostroot": (0, 0), "sbroot": (HOST_ID_BASE, HOST_ID_BASE)}
+        opts = []
+        for name, (uid, gid) in owners.items():
+            path = os.path.join(d, name)
+            shutil.copy(e.probe, path)
+            os.chown(path, uid, gid)
+            os.chmod(path, 0o6755)
+            opts += ["--ro", "%s:/opt/suid/%s" % (path, name)]
+        res = e.run(["/bin/sh", "-c", "/opt/suid/hostroot id; echo ==; /opt/suid/sbroot id"],
+                    opts=opts)
+        expect_rc(res, 0)
+        for part, name in zip(res.text.split("==\n"), owners):
+            ids = kv(part)
+            for k in ("uid", "euid", "suid"):
+                expect(ids.get(k) == "1000", "setuid %s binary: %s=%r" % (name, k, ids.get(k)),
+                       res)
+            for k in ("gid", "egid", "sgid"):
+                expect(ids.get(k) == "1000", "setgid %s binary: %s=%r" % (name, k, ids.get(k)),
+                       res)
+
+
+@case
+def host_fds_not_inherited(e):
+    """An fd open in airlock's caller (on a host secret file) is not present
+    in the sandbox: only 0, 1 and 2 are open."""
+    with TempDir(mode=0o700, prefix="airlock-sec-fd-") as d:
+        secret = write_file(os.path.join(d, "secret"), "s3cret\n", mode=0o666)
+        fd = os.open(secret, os.O_RDWR)
+        try:
+            os.set_inheritable(fd, True)
+            res = e.probe_run("fds", pass_fds=(fd,))
+            expect_rc(res, 0)
+            fds = sorted(int(l.split()[0]) for l in res.text.splitlines())
+            expect(fds == [0, 1, 2], "open fds inside: %s" % res.text.strip(), res)
+            expect("secret" not in res.text, "the host file is reachable", res)
+        finally:
+            os.close(fd)
+
+
+@case
+def stdio_files_not_reopenable(e):
+    """Host files given as airlock's stdin/stdout cannot be reopened through
+    /proc/self/fd: the stdin file is not modified, and the earlier content of
+    the stdout file cannot be read back inside."""
+    with TempDir(mode=0o700, prefix="airlock-sec-stdio-") as d:
+        inp = write_file(os.path.join(d, "in"), "input-data\n", mode=0o666)
+        out = write_file(os.path.join(d, "out"), "EARLIER-SECRET\n", mode=0o666)
+        digest = sha256_file(inp)
+        sh = ("%s write /proc/self/fd/0 overwritten; %s find /proc/self/fd/1 EARLIER-SECRET"
+              % (PROBE_IN, PROBE_IN))
+        with open(inp, "rb") as fin, open(out, "ab") as fout:
+            p = subprocess.run(e.argv(["/bin/sh", "-c", sh]), stdin=fin, stdout=fout,
+                               stderr=subprocess.PIPE, timeout=30)
+        expect(p.returncode == 0, "airlock exited %s: %r" % (p.returncode, p.stderr))
+        expect(sha256_file(inp) == digest, "the stdin host file was modified through "
+               "/proc/self/fd/0")
+        with open(out) as f:
+            lines = f.read().splitlines()
+        expect(lines[0] == "EARLIER-SECRET" and len(lines) == 3, "stdout file: %r" % lines)
+        expect(lines[2] != "found", "the stdout host file's earlier content was readable "
+               "inside through /proc/self/fd/1: %r" % lines)
+
+
+@case
+def host_ipc_invisible(e):
+    """A host SysV shared memory segment and a host /dev/shm file are
+    invisible inside (own IPC namespace, /dev/shm is scratch)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    IPC_PRIVATE, IPC_CREAT, IPC_RMID = 0, 0o1000, 0
+    shmid = libc.shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0o666)
+    name = "airlock-sec-" + tag()
+    path = os.path.join("/dev/shm", name)
+    try:
+        expect(shmid >= 0, "host shmget failed: errno %d" % ctypes.get_errno())
+        write_file(path, "host-shm\n", mode=0o666)
+        res = e.run(["/bin/sh", "-c", "cat /proc/sysvipc/shm; echo ==; ls -a /dev/shm"])
+        expect_rc(res, 0)
+        shm, listing = res.text.split("==\n", 1)
+        segments = [l for l in shm.splitlines()[1:] if l.strip()]
+        expect(not segments, "SysV segments visible inside: %s" % segments, res)
+        expect(name not in listing, "the host /dev/shm file is visible inside", res)
+    finally:
+        if shmid >= 0:
+            libc.shmctl(shmid, IPC_RMID, None)
+        if os.path.exists(path):
+            os.unlink(path)
+
+
+@case
+def hostname_change_denied(e):
+    """sethostname(2) inside fails (no capability) and the host's hostname is
+    unchanged."""
+    before = socket.gethostname()
+    res = e.probe_run("sethostname", "pwned-" + tag())
+    expect_errno(res, "EPERM")
+    expect(socket.gethostname() == before, "the host's hostname changed", res)
+
+
+# ---- network -----------------------------------------------------------------
+
+@case
+def abstract_unix_socket_isolated(e):
+    """A host abstract unix socket is unreachable from inside (the net
+    namespace separates them) and its listener sees no connection."""
+    name = "airlock-sec-" + tag()
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.bind("\0" + name)
+        s.listen(4)
+        s.setblocking(False)
+        res = e.probe_run("connect-unix", "@" + name)
+        expect_errno(res, ("ECONNREFUSED", "EPERM", "EACCES"))
+        try:
+            conn, _ = s.accept()
+            conn.close()
+            raise AssertionError("the host abstract socket got a connection")
+        except BlockingIOError:
+            pass
+    finally:
+        s.close()
+
+
+@case
+def host_unix_sockets_invisible(e):
+    """Host unix socket files (a fresh one, plus dbus/docker if present) do
+    not exist inside."""
+    with TempDir(mode=0o777, prefix="airlock-sec-sock-") as d:
+        path = os.path.join(d, "s")
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.bind(path)
+            os.chmod(path, 0o777)
+            s.listen(4)
+            paths = [path, "/run/dbus/system_bus_socket", "/var/run/docker.sock",
+                     "/run/systemd/private"]
+            res, sec = script(e, [("p%d" % i, ["connect-unix", p]) for i, p in enumerate(paths)])
+            for i in range(len(paths)):
+                expect_step_errno(res, sec, "p%d" % i, ("ENOENT",))
+        finally:
+            s.close()
+
+
+if __name__ == "__main__":
+    main(suite, require_confinement=True)
