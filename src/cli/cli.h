@@ -43,4 +43,8 @@ int al_cli_policy(const struct al_cli *cli, struct al_policy **ret, struct al_er
 /* Subcommands: return the process exit code. */
 int al_cmd_run(int argc, char **argv);
 int al_cmd_check(int argc, char **argv);
+int al_cmd_verify(int argc, char **argv);
+int al_cmd_gc(int argc, char **argv);
+/* The probe `airlock verify` runs inside the sandbox (hidden "__probe"). */
+int al_cmd_probe(int argc, char **argv);
 void al_cli_usage(FILE *f);

@@ -33,6 +33,12 @@ int main(int argc, char **argv)
 		return al_cmd_run(argc - 2, argv + 2);
 	if (strcmp(cmd, "check") == 0)
 		return al_cmd_check(argc - 2, argv + 2);
+	if (strcmp(cmd, "verify") == 0)
+		return al_cmd_verify(argc - 2, argv + 2);
+	if (strcmp(cmd, "gc") == 0)
+		return al_cmd_gc(argc - 2, argv + 2);
+	if (strcmp(cmd, "__probe") == 0)
+		return al_cmd_probe(argc - 2, argv + 2);
 	if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
 		al_cli_usage(stdout);
 		return 0;

@@ -238,7 +238,7 @@ static int opt_version(struct al_cli *cli, const struct option_def *o, const cha
 }
 
 #define RUN  AL_CMD_RUN
-#define BOTH (AL_CMD_RUN | AL_CMD_CHECK)
+#define BOTH (AL_CMD_RUN | AL_CMD_CHECK | AL_CMD_VERIFY)
 
 /* clang-format off */
 static const struct option_def options[] = {
@@ -286,7 +286,7 @@ static const struct option_def *find_short(char c)
 
 static const char *cmd_name(enum al_cli_cmd cmd)
 {
-	return cmd == AL_CMD_RUN ? "run" : "check";
+	return cmd == AL_CMD_RUN ? "run" : cmd == AL_CMD_CHECK ? "check" : "verify";
 }
 
 int al_cli_parse(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,

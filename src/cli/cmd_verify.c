@@ -1,0 +1,128 @@
+/* airlock verify: build the sandbox a policy describes, check every layer
+ * from outside before exec (the same checks every run makes), then run a
+ * probe inside — airlock's own binary, bound read-only — that attacks each
+ * layer and reports. Prints one table; exit 0 when all is in force. */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "cgroup/cgroup.h"
+#include "config.h"
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "policy/plan.h"
+
+#define PROBE_PATH	  "/.airlock/airlock"
+#define EXIT_NOT_IN_FORCE 2
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: airlock verify [--policy FILE] [OPTIONS]\n\n"
+		   "Build the sandbox the policy (and flags) describe, check from outside that\n"
+		   "every layer is in force, then attack each layer from inside with a probe.\n"
+		   "Exit status: 0 all in force, 2 something is not, 125 airlock failed.\n\n"
+		   "Options:\n");
+	al_cli_print_options(f, AL_CMD_VERIFY);
+}
+
+int al_cmd_verify(int argc, char **argv)
+{
+	struct al_cli cli;
+	_cleanup_(al_policy_freep) struct al_policy *policy = NULL;
+	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
+	struct al_run_result res;
+	struct al_error err = {0};
+	char exe[PATH_MAX];
+	int code = 125, bad = 0;
+
+	if (al_cli_parse(&cli, AL_CMD_VERIFY, argc, argv, &err) < 0) {
+		al_err("%s", err.msg);
+		goto out;
+	}
+	if (cli.help || cli.version) {
+		if (cli.help)
+			usage(stdout);
+		else
+			printf("airlock %s\n", AL_VERSION);
+		code = 0;
+		goto out;
+	}
+	if (!realpath("/proc/self/exe", exe)) {
+		al_err("cannot find airlock's own binary: %s", strerror(errno));
+		goto out;
+	}
+	if (al_cli_policy(&cli, &policy, &err) < 0)
+		goto fail;
+	/* The probe replaces the policy's command. */
+	al_strv_free(policy->command);
+	policy->command = NULL;
+	al_strv_push(&policy->command, PROBE_PATH);
+	al_strv_push(&policy->command, "__probe");
+	al_policy_add_mount(policy, exe, PROBE_PATH, AL_MOUNT_RO, 1, "verify probe");
+	if (al_plan_build(policy, 0, &plan, &err) < 0)
+		goto fail;
+	printf("%-16s %-15s %s\n", "LAYER", "STATUS", "DETAIL");
+	printf("-- inside, attacked by the probe --\n");
+	fflush(stdout);
+	if (al_backend_run(&al_backend_native, plan, NULL, &res, &err) < 0)
+		goto fail;
+	printf("-- outside, checked before exec --\n");
+	for (size_t i = 0; i < res.n_checks; i++) {
+		const struct al_layer_check *c = &res.checks[i];
+		printf("%-16s %-15s %s\n", c->layer, c->in_force ? "in force" : "NOT IN FORCE",
+		       c->detail);
+		bad += !c->in_force;
+	}
+	if (res.reason == AL_END_SETUP_ERROR && bad == 0) {
+		al_err("sandbox setup failed at step \"%s\": %s%s%s", res.step, res.msg,
+		       res.err ? ": " : "", res.err ? strerror(res.err) : "");
+		goto out;
+	}
+	if (res.reason != AL_END_EXITED && bad == 0) {
+		char line[512];
+		al_err("the probe did not finish: %s",
+		       al_result_describe(&res, line, sizeof(line)) ?: "killed");
+		goto out;
+	}
+	if (res.exit_code != 0)
+		bad++;
+	printf("%s\n",
+	       bad ? "RESULT: some layers are NOT in force" : "RESULT: every layer is in force");
+	code = bad ? EXIT_NOT_IN_FORCE : 0;
+	goto out;
+fail:
+	al_err("%s", err.msg);
+out:
+	al_cli_clear(&cli);
+	return code;
+}
+
+int al_cmd_gc(int argc, char **argv)
+{
+	struct al_error err = {0};
+	int n;
+
+	if (argc > 0 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
+		printf("Usage: airlock gc\n\nRemove the cgroups of runs whose airlock was killed "
+		       "(every run also does this first).\n");
+		return 0;
+	}
+	if (argc > 0) {
+		al_err("gc: unexpected argument \"%s\"", argv[0]);
+		return 125;
+	}
+	n = al_cgroup_gc(&err);
+	if (n < 0) {
+		al_err("%s", err.msg);
+		return 125;
+	}
+	printf("removed %d stale cgroup%s\n", n, n == 1 ? "" : "s");
+	return 0;
+}
