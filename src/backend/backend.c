@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include "core/cleanup.h"
+#include "core/log.h"
 #include "core/sys.h"
 
 const struct al_backend_ops *al_backend_lookup(const char *name)
@@ -40,6 +41,7 @@ int al_backend_run(const struct al_backend_ops *ops, const struct al_plan *plan,
 		return r;
 	}
 	ops->destroy(&sb);
+	al_log_phase("cleaned up");
 	return 0;
 }
 

@@ -49,6 +49,7 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 	if (al_cgroup_gc(&gc_err) < 0)
 		al_debug("ignoring: %s", gc_err.msg);
 	r = al_cgroup_create(&limits, &sb->cg, err);
+	al_log_phase("cgroup created");
 	if (r == 0)
 		return 0;
 	if (p->cgroup_required)
@@ -170,6 +171,8 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 		args.flags &= ~(uint64_t)CLONE_NEWCGROUP;
 	}
 	pid = al_sys_clone3(&args, sizeof(args));
+	if (pid > 0)
+		al_log_phase("cloned into new namespaces");
 	if (pid != 0) {
 		for (int i = 0; i < n_cg; i++) {
 			close(enter[i]);
@@ -200,6 +203,7 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 		return r;
 	if (send(sb->proc.sync, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go))
 		return al_error_setsys(err, errno, "releasing the sandbox child");
+	al_log_phase("id maps written, child released");
 	return 0;
 }
 

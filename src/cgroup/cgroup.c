@@ -593,11 +593,17 @@ static bool run_is_stale(const char *name)
 
 static int gc_base(const char *base)
 {
-	_cleanup_(al_closep) int fd = open(base, O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
 	DIR *d;
 	struct dirent *e;
 	int removed = 0;
 
+	/* A cgroup directory's link count is 2 plus its subdirectories: with
+	 * none there is nothing to collect, and one stat saves a readdir on
+	 * every run. */
+	if (stat(base, &st) < 0 || st.st_nlink <= 2)
+		return 0;
+	_cleanup_(al_closep) int fd = open(base, O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	d = fdopendir(TAKE_FD(fd));

@@ -70,6 +70,7 @@ int al_cmd_run(int argc, char **argv)
 		code = 0;
 		goto out;
 	}
+	al_log_phase("options parsed");
 	if (al_cli_policy(&cli, &policy, &err) < 0 || al_plan_build(policy, 0, &plan, &err) < 0) {
 		al_err("%s", err.msg);
 		goto out;
@@ -79,6 +80,7 @@ int al_cmd_run(int argc, char **argv)
 		al_err("unknown backend \"%s\"", plan->backend);
 		goto out;
 	}
+	al_log_phase("plan built");
 	if (al_log_get_level() >= AL_LOG_DEBUG)
 		al_plan_dump_text(plan, stderr);
 	al_random_id(run_id, sizeof(run_id));

@@ -15,6 +15,9 @@ enum al_log_level al_log_get_level(void);
 
 void al_log(enum al_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* -v timing: "+1.234 ms: what", measured from the first call. */
+void al_log_phase(const char *what);
+
 #define al_err(...)   al_log(AL_LOG_ERROR, __VA_ARGS__)
 #define al_warn(...)  al_log(AL_LOG_WARN, __VA_ARGS__)
 #define al_info(...)  al_log(AL_LOG_INFO, __VA_ARGS__)

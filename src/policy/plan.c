@@ -26,8 +26,8 @@
 static const char *const default_system[] = {"/usr", "/bin", "/lib", "/lib64", "/sbin", NULL};
 /* Host /etc entries shown read-only when present; everything else in /etc
  * is synthesized. */
-static const char *const etc_binds[] = {"/etc/ld.so.cache", "/etc/ssl/certs",
-					"/etc/ca-certificates", "/etc/alternatives", NULL};
+static const char *const etc_binds[] = {"/etc/ld.so.cache", "/etc/ssl/certs", "/etc/alternatives",
+					NULL};
 static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom", NULL};
 /* Sandbox paths a mount may not cover or live under. */
 static const char *const reserved[] = {"/proc", "/dev", "/etc", NULL};

@@ -57,9 +57,8 @@ struct loop {
 	bool have_status; /* AL_SYNC_EXIT arrived */
 	bool limit_hit;	  /* a limit stopped the run; res->reason says which */
 	int status;
-	bool stdin_poll;  /* stdin is pollable; else copied when the pipe is writable */
-	int stop_signals; /* how many SIGINT/SIGTERM we were sent */
-	uint64_t start_us;
+	bool stdin_poll;    /* stdin is pollable; else copied when the pipe is writable */
+	int stop_signals;   /* how many SIGINT/SIGTERM we were sent */
 	char in_buf[65536]; /* stdin read but not yet taken by the sandbox */
 	size_t in_len, in_off;
 	bool in_waiting;      /* waiting for room in the sandbox's stdin pipe */
@@ -82,13 +81,6 @@ void al_supervisor_block_signals(void)
 	signal_set(&set);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-}
-
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 static uint64_t now_ms(void)
@@ -386,10 +378,9 @@ static void on_sync(struct loop *l)
 		}
 		break;
 	case AL_SYNC_READY:
-		al_debug("+%.3f ms: child ready, verifying",
-			 (double)(now_us() - l->start_us) / 1000.0);
+		al_log_phase("child ready, verifying");
 		on_ready(l, m.status);
-		al_debug("+%.3f ms: verified", (double)(now_us() - l->start_us) / 1000.0);
+		al_log_phase("verified");
 		break;
 	case AL_SYNC_EXEC_FAILED:
 		l->res->reason = AL_END_EXEC_FAILED;
@@ -398,11 +389,11 @@ static void on_sync(struct loop *l)
 		memcpy(l->res->msg, m.msg, sizeof(m.msg));
 		break;
 	case AL_SYNC_RUNNING:
-		al_debug("+%.3f ms: command started", (double)(now_us() - l->start_us) / 1000.0);
+		al_log_phase("command started");
 		l->running = true;
 		break;
 	case AL_SYNC_EXIT:
-		al_debug("+%.3f ms: command ended", (double)(now_us() - l->start_us) / 1000.0);
+		al_log_phase("command ended");
 		on_exit_status(l, &m);
 		break;
 	default:
@@ -612,7 +603,6 @@ int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al
 	uint64_t start = now_ms();
 	int r;
 
-	l.start_us = now_us();
 	memset(res, 0, sizeof(*res));
 	res->reason = AL_END_EXITED;
 	r = setup(&l, err);

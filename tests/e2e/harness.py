@@ -336,6 +336,151 @@ def read_line_with_timeout(stream, timeout):
     return buf
 
 
+# ---- run cgroups (shared by run_limits.py and bench/soak.py) ----------------
+
+CG_ROOT = "/sys/fs/cgroup"
+V1_CONTROLLERS = ("memory", "pids", "cpu", "cpuacct")
+
+
+def own_cgroups(pid="self"):
+    """{controller: path} from /proc/PID/cgroup; "" is the v2 entry."""
+    own = {}
+    with open("/proc/%s/cgroup" % pid) as f:
+        for line in f:
+            parts = line.rstrip("\n").split(":", 2)
+            if len(parts) != 3:
+                continue
+            for c in parts[1].split(",") if parts[1] else [""]:
+                own[c] = parts[2]
+    return own
+
+
+def _under(mount, path):
+    return mount + ("" if path == "/" else path)
+
+
+def run_cgroup_bases(pid="self"):
+    """{hierarchy: base dir} where an airlock started by PID (default: us)
+    puts its run cgroups, <own cgroup>/airlock, computed as airlock does:
+    v2 when a v2 mount offers memory and pids to us, else one base per v1
+    hierarchy among memory, pids, cpu and cpuacct (co-mounted ones once)."""
+    own = own_cgroups(pid)
+    for mount in (CG_ROOT, CG_ROOT + "/unified"):
+        if "" not in own or not os.path.exists(mount + "/cgroup.controllers"):
+            continue
+        d = _under(mount, own[""])
+        try:
+            with open(d + "/cgroup.controllers") as f:
+                words = f.read().split()
+        except OSError:
+            continue
+        if "memory" in words and "pids" in words:
+            return {"v2": d + "/airlock"}
+    bases, seen = {}, set()
+    for c in V1_CONTROLLERS:
+        mount = "%s/%s" % (CG_ROOT, c)
+        if c not in own or not os.path.isdir(mount):
+            continue
+        real = os.path.realpath(mount)
+        if real in seen:
+            continue
+        seen.add(real)
+        bases[c] = _under(real, own[c]) + "/airlock"
+    return bases
+
+
+def run_cgroup_dirs(bases=None):
+    """Every run cgroup dir (<base>/<pid>-<starttime>-<n>) now present."""
+    dirs = set()
+    for base in (bases or run_cgroup_bases()).values():
+        try:
+            names = os.listdir(base)
+        except OSError:
+            continue
+        for n in names:
+            if os.path.isdir(os.path.join(base, n)):
+                dirs.add(os.path.join(base, n))
+    return dirs
+
+
+def pid_starttime(pid):
+    stat = proc_read(pid, "stat")
+    if not stat:
+        return None
+    fields = stat.rsplit(b")", 1)[-1].split()
+    return int(fields[19]) if len(fields) > 19 else None
+
+
+def cgroup_supervisor(path):
+    """(pid, starttime) from a run cgroup dir's name, or None."""
+    parts = os.path.basename(path).split("-")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        return None
+    return int(parts[0]), int(parts[1])
+
+
+def cgroup_is_stale(path):
+    """True when the airlock that made this run cgroup is gone."""
+    sup = cgroup_supervisor(path)
+    return sup is not None and pid_starttime(sup[0]) != sup[1]
+
+
+def procs_with_marker(marker, exclude=()):
+    """Host pids (not zombies, not us, not in exclude) whose argv contains
+    marker: the airlock supervisor, the sandbox's init (a clone of airlock,
+    same argv) and any command process that carries it."""
+    m = marker.encode()
+    found = []
+    for pid in all_pids():
+        if pid == os.getpid() or pid in exclude:
+            continue
+        if m in (proc_read(pid, "cmdline") or b""):
+            stat = proc_read(pid, "stat") or b""
+            if stat.rsplit(b")", 1)[-1].split()[:1] == [b"Z"]:
+                continue
+            found.append(pid)
+    return found
+
+
+class ThrowawayUser:
+    """A new local user for the duration of a with block (needs root,
+    useradd and runuser); raises Skip when it cannot be made, or when the
+    user may not create user namespaces. .name and .uid are set."""
+
+    def __init__(self, prefix="airlock-t-"):
+        self.name = "%s%s" % (prefix, secrets.token_hex(3))
+        self.created = False
+
+    def __enter__(self):
+        import pwd
+        if not IS_ROOT:
+            raise Skip("not root: cannot create a throwaway user")
+        if not shutil.which("useradd") or not shutil.which("runuser"):
+            raise Skip("useradd/runuser not available")
+        r = subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", self.name],
+                           capture_output=True)
+        if r.returncode != 0:
+            raise Skip("useradd failed: %s" % r.stderr.decode().strip())
+        self.created = True
+        self.uid = pwd.getpwnam(self.name).pw_uid
+        try:
+            r = subprocess.run(["runuser", "-u", self.name, "--", "unshare", "-U", "true"],
+                               capture_output=True)
+            if r.returncode != 0:
+                raise Skip("unprivileged user namespaces are not allowed here: %s"
+                           % r.stderr.decode().strip())
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        if self.created:
+            subprocess.run(["userdel", "-r", self.name], capture_output=True)
+            subprocess.run(["userdel", self.name], capture_output=True)
+            self.created = False
+
+
 # ---- TAP ---------------------------------------------------------------------
 
 class Suite:
