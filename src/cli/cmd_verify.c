@@ -74,11 +74,20 @@ int al_cmd_verify(int argc, char **argv)
 	if (al_backend_run(&al_backend_native, plan, NULL, &res, &err) < 0)
 		goto fail;
 	printf("-- outside, checked before exec --\n");
+	bool cgroup_row = false;
 	for (size_t i = 0; i < res.n_checks; i++) {
 		const struct al_layer_check *c = &res.checks[i];
 		printf("%-16s %-15s %s\n", c->layer, c->in_force ? "in force" : "NOT IN FORCE",
 		       c->detail);
 		bad += !c->in_force;
+		cgroup_row |= strcmp(c->layer, "cgroup") == 0;
+	}
+	if (!cgroup_row && res.n_checks > 0) {
+		/* A run may go ahead without a cgroup when only default limits
+		 * were in play (with a warning); verify says so plainly. */
+		printf("%-16s %-15s %s\n", "cgroup", "NOT IN FORCE",
+		       "no cgroup: the memory, pids and CPU limits are not enforced");
+		bad++;
 	}
 	if (res.reason == AL_END_SETUP_ERROR && bad == 0) {
 		al_err("sandbox setup failed at step \"%s\": %s%s%s", res.step, res.msg,

@@ -16,6 +16,9 @@ void al_cli_usage(FILE *f)
 		"Commands:\n"
 		"  run [OPTIONS] [--] CMD [ARG...]   run CMD in a sandbox\n"
 		"  check [--policy FILE] [--json]    validate a policy and print the plan\n"
+		"  verify [--policy FILE] [OPTIONS]  build the sandbox and show, from outside and\n"
+		"                                    inside, which layers are in force\n"
+		"  gc                                remove cgroups left by a killed airlock\n"
 		"  help                              show this help\n"
 		"  version                           show the version\n\n"
 		"Run \"airlock COMMAND --help\" for the options of a command; see airlock(1).\n");

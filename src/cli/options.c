@@ -142,10 +142,11 @@ static int opt_count(struct al_cli *cli, const struct option_def *o, const char 
 
 	errno = 0;
 	v = strtoull(arg, &end, 10);
-	if (errno || !end || *end || arg[0] == '-' || v == 0 || v > 4194304)
-		return al_error_set(err, EINVAL,
-				    "--%s %s: expected a whole number from 1 to 4194304", o->name,
-				    arg);
+	unsigned long long max = strcmp(o->name, "pids") == 0 ? 4194304 : 1048576;
+
+	if (errno || !end || *end || arg[0] == '-' || v == 0 || v > max)
+		return al_error_set(err, EINVAL, "--%s %s: expected a whole number from 1 to %llu",
+				    o->name, arg, max);
 	if (strcmp(o->name, "pids") == 0)
 		cli->flags->pids = v;
 	else

@@ -228,9 +228,11 @@ static int parse_mount(struct ctx *c, const json_t *j, const char *path)
 	snprintf(sub, sizeof(sub), "%s.exec", path);
 	if ((v = json_object_get(j, "exec")) && (r = get_bool(c, v, sub, &exec)) < 0)
 		return r;
+	/* Plan-time errors about this mount name the file too. */
+	_cleanup_free_ char *origin = xasprintf("%s: %s", c->file, path);
 	al_policy_add_mount(c->p, host, mpath,
 			    mode && strcmp(mode, "rw") == 0 ? AL_MOUNT_RW : AL_MOUNT_RO, exec,
-			    path);
+			    origin);
 	return 0;
 }
 

@@ -350,6 +350,29 @@ static int cmp_mount_path(const void *a, const void *b)
 	return strcmp((*x)->path, (*y)->path);
 }
 
+/* As root, the child opens the source after becoming the unprivileged
+ * namespace root: every directory on the way must be searchable by others. */
+static int check_ancestors(struct builder *b, const struct al_policy_mount *m, const char *real)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s", real);
+	for (char *slash = strrchr(dir, '/'); slash && slash != dir; slash = strrchr(dir, '/')) {
+		*slash = '\0';
+		if (stat(dir, &st) < 0)
+			return al_error_setsys(b->err, errno, "%s: %s", m->origin, dir);
+		if (!(st.st_mode & S_IXOTH))
+			return al_error_set(
+			    b->err, EACCES,
+			    "%s: %s cannot be reached: its parent %s (mode %04o) is not "
+			    "searchable by others, and the sandbox is set up as an "
+			    "unprivileged host id; add o+x to %s or mount from elsewhere",
+			    m->origin, real, dir, st.st_mode & 07777, dir);
+	}
+	return 0;
+}
+
 static int build_mounts(struct builder *b, const struct al_policy *pol, char *const *system)
 {
 	struct al_plan *p = b->plan;
@@ -388,6 +411,11 @@ static int build_mounts(struct builder *b, const struct al_policy *pol, char *co
 			return al_error_set(b->err, EINVAL,
 					    "%s: %s is neither a regular file nor a directory",
 					    m->origin, real);
+		if (!p->rootless) {
+			int r = check_ancestors(b, m, real);
+			if (r < 0)
+				return r;
+		}
 		if (!p->rootless) {
 			/* The sandbox user is an unprivileged host id: it reads and
 			 * writes through the "other" permission bits only. */

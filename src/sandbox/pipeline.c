@@ -30,6 +30,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -125,6 +126,7 @@ static _Noreturn void run_command(const struct al_plan *p, int sync, int errpipe
 		signal(forwarded[i], SIG_DFL);
 	signal(SIGCHLD, SIG_DFL);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	umask(022);  /* setup ran with 0 for exact modes; the command gets the usual */
 	close(sync); /* the sync socket is init's alone; the cgroup fds are
 		      * close-on-exec */
 	if (setsid() < 0 || chdir(p->workdir) < 0) {

@@ -92,16 +92,16 @@ static void test_full_document(void **state)
 	assert_string_equal(p->mounts[0].path, "/input");
 	assert_int_equal(p->mounts[0].mode, AL_MOUNT_RO);
 	assert_int_equal(p->mounts[0].exec, AL_UNSET);
-	assert_string_equal(p->mounts[0].origin, "filesystem.mounts[0]");
+	assert_string_equal(p->mounts[0].origin, "p.json: filesystem.mounts[0]");
 	assert_string_equal(p->mounts[1].path, "/output");
 	assert_int_equal(p->mounts[1].mode, AL_MOUNT_RW);
 	assert_int_equal(p->mounts[1].exec, 0);
-	assert_string_equal(p->mounts[1].origin, "filesystem.mounts[1]");
+	assert_string_equal(p->mounts[1].origin, "p.json: filesystem.mounts[1]");
 	/* "path" defaults to "host"; "mode" defaults to read-only. */
 	assert_string_equal(p->mounts[2].path, "/srv/tools");
 	assert_int_equal(p->mounts[2].mode, AL_MOUNT_RO);
 	assert_int_equal(p->mounts[2].exec, 1);
-	assert_string_equal(p->mounts[2].origin, "filesystem.mounts[2]");
+	assert_string_equal(p->mounts[2].origin, "p.json: filesystem.mounts[2]");
 
 	assert_string_equal(p->workdir, "/job");
 	assert_int_equal(p->scratch_exec, 1);
@@ -436,7 +436,7 @@ static void test_merge_flags_override_file(void **state)
 	assert_string_equal(base->mounts[1].path, "/data");
 	assert_string_equal(base->mounts[1].host, "/srv/d");
 	assert_int_equal(base->mounts[1].mode, AL_MOUNT_RW);
-	assert_string_equal(base->mounts[1].origin, "filesystem.mounts[1]");
+	assert_string_equal(base->mounts[1].origin, "p.json: filesystem.mounts[1]");
 	assert_string_equal(base->mounts[2].path, "/extra");
 	assert_string_equal(base->mounts[2].host, "/srv/e");
 	assert_string_equal(base->mounts[2].origin, "--ro");
