@@ -34,6 +34,13 @@ int al_cli_parse(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
 		 struct al_error *err);
 void al_cli_clear(struct al_cli *cli);
 
+/* The start every subcommand shares: parse argv into *cli, and handle
+ * --help (print usage), --version and a parse error (one line on stderr).
+ * Returns true when the subcommand is done, with *ret_code set (0 or 125);
+ * call al_cli_clear() either way. */
+bool al_cli_start(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
+		  void (*usage)(FILE *f), int *ret_code);
+
 /* Print the options of cmd, generated from the table. */
 void al_cli_print_options(FILE *f, enum al_cli_cmd cmd);
 

@@ -28,18 +28,8 @@ int al_cmd_check(int argc, char **argv)
 	struct al_error err = {0};
 	int code = 125;
 
-	if (al_cli_parse(&cli, AL_CMD_CHECK, argc, argv, &err) < 0) {
-		al_err("%s", err.msg);
+	if (al_cli_start(&cli, AL_CMD_CHECK, argc, argv, usage, &code))
 		goto out;
-	}
-	if (cli.help || cli.version) {
-		if (cli.help)
-			usage(stdout);
-		else
-			printf("airlock %s\n", AL_VERSION);
-		code = 0;
-		goto out;
-	}
 	if (al_cli_policy(&cli, &policy, &err) < 0 ||
 	    al_plan_build(policy, AL_PLAN_COMMAND_OPTIONAL, &plan, &err) < 0) {
 		al_err("%s", err.msg);

@@ -58,18 +58,8 @@ int al_cmd_run(int argc, char **argv)
 	char line[512], run_id[24];
 	int code = EXIT_SETUP;
 
-	if (al_cli_parse(&cli, AL_CMD_RUN, argc, argv, &err) < 0) {
-		al_err("%s", err.msg);
+	if (al_cli_start(&cli, AL_CMD_RUN, argc, argv, usage, &code))
 		goto out;
-	}
-	if (cli.help || cli.version) {
-		if (cli.help)
-			usage(stdout);
-		else
-			printf("airlock %s\n", AL_VERSION);
-		code = 0;
-		goto out;
-	}
 	al_log_phase("options parsed");
 	if (al_cli_policy(&cli, &policy, &err) < 0 || al_plan_build(policy, 0, &plan, &err) < 0) {
 		al_err("%s", err.msg);

@@ -42,18 +42,8 @@ int al_cmd_verify(int argc, char **argv)
 	char exe[PATH_MAX];
 	int code = 125, bad = 0;
 
-	if (al_cli_parse(&cli, AL_CMD_VERIFY, argc, argv, &err) < 0) {
-		al_err("%s", err.msg);
+	if (al_cli_start(&cli, AL_CMD_VERIFY, argc, argv, usage, &code))
 		goto out;
-	}
-	if (cli.help || cli.version) {
-		if (cli.help)
-			usage(stdout);
-		else
-			printf("airlock %s\n", AL_VERSION);
-		code = 0;
-		goto out;
-	}
 	if (!realpath("/proc/self/exe", exe)) {
 		al_err("cannot find airlock's own binary: %s", strerror(errno));
 		goto out;
@@ -66,6 +56,11 @@ int al_cmd_verify(int argc, char **argv)
 	al_strv_push(&policy->command, PROBE_PATH);
 	al_strv_push(&policy->command, "__probe");
 	al_policy_add_mount(policy, exe, PROBE_PATH, AL_MOUNT_RO, 1, "verify probe");
+#ifdef __SANITIZE_ADDRESS__
+	/* A sanitizer build of the probe: LeakSanitizer needs ptrace, which
+	 * the sandbox denies (as it should). */
+	al_policy_set_env(policy, "ASAN_OPTIONS", "detect_leaks=0");
+#endif
 	if (al_plan_build(policy, 0, &plan, &err) < 0)
 		goto fail;
 	printf("%-16s %-15s %s\n", "LAYER", "STATUS", "DETAIL");

@@ -2,6 +2,8 @@
  * help text and the function that stores it in the model. */
 #include "cli/cli.h"
 
+#include "config.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -381,4 +383,25 @@ int al_cli_policy(const struct al_cli *cli, struct al_policy **ret, struct al_er
 	al_policy_merge(p, cli->flags);
 	*ret = p;
 	return 0;
+}
+
+bool al_cli_start(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
+		  void (*usage)(FILE *f), int *ret_code)
+{
+	struct al_error err = {0};
+
+	if (al_cli_parse(cli, cmd, argc, argv, &err) < 0) {
+		al_err("%s", err.msg);
+		*ret_code = 125;
+		return true;
+	}
+	if (cli->help)
+		usage(stdout);
+	else if (cli->version)
+		printf("airlock %s\n", AL_VERSION);
+	if (cli->help || cli->version) {
+		*ret_code = 0;
+		return true;
+	}
+	return false;
 }

@@ -1,0 +1,140 @@
+/* Egress allowlist, host names and address classes (pure: no syscalls).
+ *
+ * Three related jobs that every gateway parser shares:
+ *
+ * - al_host_parse() checks one host as hostile code sends it (HTTP target,
+ *   Host header, SOCKS domain, TLS SNI, DNS name) and normalises it: a host
+ *   name is lower-cased with one trailing dot dropped, an IPv4 literal must be
+ *   a strict dotted quad, an IPv6 literal is given without brackets and
+ *   without a zone id. Names that a resolver would read as a number
+ *   ("127.1", "0x7f000001", "1.2.3.0x4") are refused, so a name can never
+ *   smuggle an address past the allowlist.
+ * - struct al_allowlist holds the rules of `--allow HOST[:PORT]` and the
+ *   policy's network.allow, and answers "is this name or address, on this
+ *   port, allowed, and by which rule?".
+ * - al_addr_class() sorts an address into public and the special ranges that
+ *   the private-address guard refuses.
+ *
+ * struct al_host is a plain result struct with public fields, so parsers can
+ * fill one inside their own caller-provided result structs without
+ * allocating. Addresses are always carried as struct in6_addr; IPv4 is
+ * stored IPv4-mapped (::ffff:a.b.c.d). */
+#pragma once
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+
+/* Longest host name in text form, without the trailing dot (RFC 1035). */
+#define AL_HOST_MAX 253
+
+enum al_host_kind {
+	AL_HOST_NONE = 0,
+	AL_HOST_NAME, /* a DNS name */
+	AL_HOST_IPV4, /* a strict dotted quad */
+	AL_HOST_IPV6, /* an IPv6 literal (may itself be IPv4-mapped) */
+};
+
+struct al_host {
+	enum al_host_kind kind;
+	/* NUL-terminated normal form: lower-case name without the trailing
+	 * dot, dotted quad, or IPv6 text as inet_ntop() writes it (no
+	 * brackets). */
+	char text[AL_HOST_MAX + 1];
+	/* The address for AL_HOST_IPV4 (IPv4-mapped) and AL_HOST_IPV6; all
+	 * zero for names. */
+	struct in6_addr addr;
+};
+
+/* Parse and normalise the len bytes at s (not NUL-terminated; embedded NULs
+ * are refused) as a host name, a dotted-quad IPv4 literal or a bare IPv6
+ * literal. Returns 0 and fills *ret, or -EINVAL with the reason in err.
+ * Refused: empty names, names over 253 characters, empty labels, labels over
+ * 63 characters, characters other than [A-Za-z0-9_-], labels that start or
+ * end with '-', a last label that is all digits or 0x-hex unless the whole
+ * host is a valid dotted quad, IPv6 zone ids ("fe80::1%eth0"). */
+int al_host_parse(const char *s, size_t len, struct al_host *ret, struct al_error *err);
+
+/* Write the host as it appears in an authority: names and IPv4 as text,
+ * IPv6 in brackets. Returns the length written (NUL not counted) or -ENOSPC
+ * when it does not fit in size bytes including the NUL. */
+int al_host_format(const struct al_host *h, char *out, size_t size);
+
+/* Address classes for the private-address guard. */
+enum al_addr_class {
+	AL_ADDR_PUBLIC = 0,
+	AL_ADDR_LOOPBACK,     /* 127/8, ::1 */
+	AL_ADDR_PRIVATE,      /* RFC 1918, fec0::/10 (deprecated site-local) */
+	AL_ADDR_LINK_LOCAL,   /* 169.254/16 (incl. 169.254.169.254), fe80::/10 */
+	AL_ADDR_CGNAT,	      /* 100.64/10 */
+	AL_ADDR_UNIQUE_LOCAL, /* fc00::/7 */
+	AL_ADDR_MULTICAST,    /* 224/4, ff00::/8 */
+	AL_ADDR_UNSPECIFIED,  /* 0.0.0.0, :: */
+	AL_ADDR_RESERVED,     /* everything else that is not global unicast:
+			       * 0/8, 192.0.0/24, documentation ranges,
+			       * 198.18/15, 240/4, 255.255.255.255, 6to4,
+			       * Teredo, NAT64 local use, discard, outside
+			       * 2000::/3 ... */
+};
+
+/* Classify addr. IPv4-mapped addresses (::ffff:0:0/96) and NAT64
+ * well-known-prefix addresses (64:ff9b::/96) are classified as the IPv4
+ * address they carry. */
+enum al_addr_class al_addr_class(const struct in6_addr *addr);
+
+/* Stable lower-case name of a class for audit records ("link-local"). */
+const char *al_addr_class_name(enum al_addr_class c);
+
+/* Store the IPv4 address given in network byte order as IPv4-mapped. */
+void al_addr_from_ipv4(const uint8_t v4[4], struct in6_addr *ret);
+
+/* True for IPv4-mapped addresses. */
+bool al_addr_is_ipv4(const struct in6_addr *addr);
+
+/* Longest rule text kept for audit messages. */
+#define AL_ALLOW_RULE_MAX 300
+
+struct al_allowlist;
+struct al_allow_rule;
+
+/* A new, empty allowlist (allows nothing). Free with al_allow_free(). */
+struct al_allowlist *al_allow_new(void);
+void al_allow_free(struct al_allowlist *l);
+static inline void al_allow_freep(struct al_allowlist **l)
+{
+	al_allow_free(*l);
+}
+
+/* Parse one rule and append it. Rule syntax: HOST[:PORTS] where HOST is a
+ * name ("api.example.com"), a wildcard ("*.example.com": any subdomain at
+ * any depth, not example.com itself), an IPv4 literal or CIDR
+ * ("10.1.0.0/16"), or an IPv6 literal or CIDR, bracketed when a port follows
+ * ("[2001:db8::1]:443", "[fd00::/8]:*") and bare otherwise ("fd00::/8").
+ * PORTS is one port, a range "8000-8100" or "*"; without it the rule allows
+ * ports 80 and 443. Returns 0, or -EINVAL with a reason naming the rule in
+ * err; the list is unchanged on failure. l may be NULL to only check the
+ * rule. */
+int al_allow_add(struct al_allowlist *l, const char *rule, struct al_error *err);
+
+size_t al_allow_count(const struct al_allowlist *l);
+
+/* True if a rule allows name on port; *ret_rule (may be NULL) is then the
+ * first such rule, in the order added. name is matched case-insensitively
+ * and with one trailing dot ignored; a name that is an IPv4 or IPv6 literal
+ * (bracketed or not) is matched as an address, and an invalid name never
+ * matches. Port 0 never matches. */
+bool al_allow_match_name(const struct al_allowlist *l, const char *name, uint16_t port,
+			 const struct al_allow_rule **ret_rule);
+
+/* True if an address or CIDR rule allows addr on port. IPv4 rules match
+ * only IPv4-mapped addresses and IPv6 rules only the others (a rule written
+ * as an IPv4-mapped IPv6 literal counts as IPv4). Name rules never match an
+ * address. */
+bool al_allow_match_addr(const struct al_allowlist *l, const struct in6_addr *addr,
+			 uint16_t port, const struct al_allow_rule **ret_rule);
+
+/* The rule exactly as given, for audit messages. Borrowed from the list. */
+const char *al_allow_rule_text(const struct al_allow_rule *r);
