@@ -121,10 +121,12 @@ static _Noreturn void run_command(const struct al_plan *p, int sync, int errpipe
 	sigset_t none;
 	int e;
 
+	/* Every disposition back to its default (the supervisor ignores
+	 * SIGPIPE, and clone kept that), and nothing blocked. */
 	sigemptyset(&none);
-	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
-		signal(forwarded[i], SIG_DFL);
-	signal(SIGCHLD, SIG_DFL);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	umask(022);  /* setup ran with 0 for exact modes; the command gets the usual */
 	close(sync); /* the sync socket is init's alone; the cgroup fds are

@@ -162,8 +162,8 @@ static void cut_output(struct loop *l, int out)
 }
 
 /* Relay one chunk from a sandbox pipe to our fd, counting against the
- * output cap. At EOF the pipe is closed. If our side is gone (EPIPE), the
- * output is drained and dropped so the sandbox never blocks on a full pipe. */
+ * output cap. At EOF, or when our side can no longer be written, the pipe
+ * is closed. */
 static void relay_out(struct loop *l, int *fd, int out, uint64_t *count)
 {
 	char buf[65536];
@@ -183,8 +183,14 @@ static void relay_out(struct loop *l, int *fd, int out, uint64_t *count)
 	if (over)
 		keep = (size_t)(l->plan->output_bytes - used);
 	*count += keep;
-	if (keep && al_write_all(out, buf, keep) < 0 && errno != EPIPE)
-		al_debug("ignoring write error on fd %d: %s", out, strerror(errno));
+	if (keep && al_write_all(out, buf, keep) < 0) {
+		/* Nobody reads our side any more (`airlock run ... | head -1`):
+		 * close the sandbox's pipe too, so its writer gets EPIPE (or
+		 * SIGPIPE) as it would outside the sandbox. */
+		al_debug("closing the relay for fd %d: %s", out, strerror(errno));
+		unwatch_close(l, fd);
+		return;
+	}
 	if (over)
 		cut_output(l, out);
 }
