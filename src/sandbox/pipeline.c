@@ -184,6 +184,8 @@ _Noreturn void al_sandbox_init(const struct al_plan *p, int sync, const int *cg_
 		signal(forwarded[i], noop_handler);
 		sigaddset(&set, forwarded[i]);
 	}
+	signal(AL_SIGNAL_STOP_ALL, noop_handler);
+	sigaddset(&set, AL_SIGNAL_STOP_ALL);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 
 	if (pipe2(errpipe, O_CLOEXEC) < 0) {
@@ -220,6 +222,10 @@ _Noreturn void al_sandbox_init(const struct al_plan *p, int sync, const int *cg_
 		int sig = sigwaitinfo(&set, &si);
 		if (sig < 0)
 			continue;
+		if (sig == AL_SIGNAL_STOP_ALL) {
+			kill(-1, SIGKILL); /* the SIGCHLD that follows ends the run */
+			continue;
+		}
 		if (sig != SIGCHLD) {
 			if (kill(-cmd, sig) < 0)
 				kill(cmd, sig);

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -40,6 +41,11 @@ struct al_sync_msg {
 	char step[32]; /* ERROR: failed step name */
 	char msg[256]; /* ERROR / EXEC_FAILED: what failed */
 };
+
+/* Sent by the supervisor to init to stop the run: init kills every other
+ * process, reaps them (so their CPU time is counted) and reports as usual.
+ * A real-time signal, so it never collides with one the command uses. */
+#define AL_SIGNAL_STOP_ALL (SIGRTMIN + 2)
 
 /* What the child inherits from clone besides the plan. */
 struct al_child_fds {

@@ -39,6 +39,7 @@ enum {
 	EV_STDIN_IN,
 	EV_STDIN_OUT,
 	EV_NOTIFY,
+	EV_KILL,
 };
 
 struct loop {
@@ -47,6 +48,7 @@ struct loop {
 	int timerfd;
 	int tickfd;
 	int notifyfd;
+	int killfd; /* grace timer after asking init to stop everything */
 	const struct al_plan *plan;
 	struct al_supervised *sv;
 	struct al_cgroup *cg;
@@ -90,6 +92,8 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+static int arm(int fd, uint64_t ms, bool repeat);
+
 static int watch(struct loop *l, int fd, uint32_t events, uint64_t tag)
 {
 	struct epoll_event ev = {.events = events, .data.u64 = tag};
@@ -105,15 +109,34 @@ static void unwatch_close(struct loop *l, int *fd)
 	*fd = -1;
 }
 
-/* Stop everything in the sandbox at once. Killing the pid namespace's init
- * takes every process in it along; on v2 cgroup.kill does it in one write
- * as well. */
-static void kill_sandbox(struct loop *l)
+/* Stop everything in the sandbox at once, the hard way: killing the pid
+ * namespace's init takes every process in it along (v2's cgroup.kill too). */
+static void kill_hard(struct loop *l)
 {
 	if (l->init_gone || l->sv->exiting)
 		return;
 	al_cgroup_kill(l->cg);
 	al_sys_pidfd_send_signal(l->sv->pidfd, SIGKILL);
+}
+
+/* Stop everything in the sandbox. Once the command runs, ask init to do it:
+ * it SIGKILLs every other process and reaps them, so their CPU time is
+ * counted (processes the kernel reaps for a dying init are not), and it
+ * reports as usual. If it has not within KILL_GRACE_MS, kill it hard. */
+#define KILL_GRACE_MS 200
+static void kill_sandbox(struct loop *l)
+{
+	if (l->init_gone || l->sv->exiting)
+		return;
+	if (!l->running || l->killfd >= 0 ||
+	    al_sys_pidfd_send_signal(l->sv->pidfd, AL_SIGNAL_STOP_ALL) < 0) {
+		kill_hard(l);
+		return;
+	}
+	l->killfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (l->killfd < 0 || arm(l->killfd, KILL_GRACE_MS, false) < 0 ||
+	    watch(l, l->killfd, EPOLLIN, EV_KILL) < 0)
+		kill_hard(l);
 }
 
 static void stop_for_limit(struct loop *l, enum al_end_reason why, const char *limit,
@@ -601,6 +624,7 @@ int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al
 			 .timerfd = -1,
 			 .tickfd = -1,
 			 .notifyfd = -1,
+			 .killfd = -1,
 			 .plan = plan,
 			 .sv = sv,
 			 .cg = cg,
@@ -625,7 +649,7 @@ int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al
 			if (errno == EINTR)
 				continue;
 			r = al_error_setsys(err, errno, "epoll_wait");
-			kill_sandbox(&l);
+			kill_hard(&l);
 			goto out;
 		}
 		for (int i = 0; i < n; i++) {
@@ -664,6 +688,11 @@ int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al
 			case EV_NOTIFY:
 				on_notify(&l);
 				break;
+			case EV_KILL:
+				al_debug("init did not stop the sandbox in time; killing it");
+				epoll_ctl(l.epfd, EPOLL_CTL_DEL, l.killfd, NULL);
+				kill_hard(&l);
+				break;
 			}
 		}
 	}
@@ -679,6 +708,7 @@ out:
 	al_closep(&l.sigfd);
 	al_closep(&l.timerfd);
 	al_closep(&l.tickfd);
+	al_closep(&l.killfd);
 	al_closep(&l.epfd);
 	return r;
 }
