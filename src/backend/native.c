@@ -185,6 +185,13 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 		return r;
 	}
 	if (pid == 0) {
+		/* Drop the supervisor's ends at once: holding them would hide
+		 * the supervisor's death (no EOF) from a child blocked waiting
+		 * for it. */
+		close(f.sync[0]);
+		close(f.in[1]);
+		close(f.out[0]);
+		close(f.errp[0]);
 		struct al_child_fds fds = {.sync = f.sync[1],
 					   .stdin_rd = f.in[0],
 					   .stdout_wr = f.out[1],

@@ -1,5 +1,6 @@
 /* airlock: dispatch to a subcommand. exit() lives here and in the child
  * runner only (STYLE.md section 3). */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,9 +25,27 @@ void al_cli_usage(FILE *f)
 		"Run \"airlock COMMAND --help\" for the options of a command; see airlock(1).\n");
 }
 
+/* A closed fd 0, 1 or 2 would be handed out again by the next open or
+ * pipe, and the sandbox's stdio wiring would then step on itself: fill
+ * any gap with /dev/null first. */
+static void ensure_stdio(void)
+{
+	for (int fd = 0; fd < 3; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0)
+			continue;
+		int n = open("/dev/null", O_RDWR | O_NOCTTY);
+		if (n != fd) {
+			fputs("airlock: cannot open /dev/null for a closed standard fd\n", stderr);
+			exit(125);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : NULL;
+
+	ensure_stdio();
 
 	if (!cmd) {
 		al_cli_usage(stderr);

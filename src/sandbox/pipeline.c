@@ -44,9 +44,9 @@ struct step {
 
 /* clang-format off */
 static const struct step steps[] = {
+	{"die-with-parent",  step_die_with_parent},
 	{"wait-for-parent",  step_wait_parent},
 	{"cgroup",           step_cgroup_namespace},
-	{"die-with-parent",  step_die_with_parent},
 	{"become-ns-root",   step_become_ns_root},
 	{"stdio",            step_stdio},
 	{"private-mounts",   step_private_mounts},

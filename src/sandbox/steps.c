@@ -55,8 +55,9 @@ int step_wait_parent(struct al_child *c)
 
 int step_die_with_parent(struct al_child *c)
 {
-	/* Reset again after the credential change in step_drop_privileges,
-	 * which clears it. */
+	/* Any credential change clears it: set again after become-ns-root
+	 * and drop-privileges. Before it is set, a supervisor that dies shows
+	 * as EOF on the sync socket, where every blocking step waits. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		return fail(c, errno, "prctl(PR_SET_PDEATHSIG)");
 	return 0;
@@ -93,7 +94,8 @@ int step_become_ns_root(struct al_child *c)
 		return fail(c, errno, "setresuid(0)");
 	if (setgroups(0, NULL) < 0)
 		return fail(c, errno, "setgroups(0)");
-	return 0;
+	/* The id change cleared the parent-death signal. */
+	return step_die_with_parent(c);
 }
 
 int step_stdio(struct al_child *c)

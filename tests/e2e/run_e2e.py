@@ -729,6 +729,17 @@ def stdin_relayed(e):
     expect_out(res, "hi\n")
 
 
+@case
+def closed_stdio_of_airlock(e):
+    """airlock started with its stdin closed (not /dev/null) still wires the
+    sandbox's stdio right: the command sees EOF on stdin and its output
+    arrives."""
+    script = 'exec "$0" run -- sh -c "echo out; cat; echo done" <&-'
+    res = run_host(["/bin/sh", "-c", script, e.airlock])
+    expect_rc(res, 0)
+    expect_out(res, "out\ndone\n")
+
+
 def spew_pattern(n):
     """The bytes `probe spew n` writes: byte i is (7*i + i//251) % 256."""
     t7 = bytes((7 * i) % 256 for i in range(256)) * 2
