@@ -16,6 +16,7 @@
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/sys.h"
+#include "gateway/gateway.h"
 #include "sandbox/sandbox.h"
 
 #define NS_FLAGS                                                                                   \
@@ -207,6 +208,11 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 	fdset_hand_over(&f, &sb->proc);
 
 	if ((r = write_maps(sb->plan, (pid_t)pid, err)) < 0)
+		return r;
+	/* The network namespace exists from clone on: install the gateway's
+	 * transparent capture before the child may run anything. */
+	if (sb->plan->gateway &&
+	    (r = al_gateway_install_rules((pid_t)pid, sb->plan->rootless, err)) < 0)
 		return r;
 	if (send(sb->proc.sync, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go))
 		return al_error_setsys(err, errno, "releasing the sandbox child");

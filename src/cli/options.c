@@ -187,6 +187,30 @@ static int opt_file(struct al_cli *cli, const struct option_def *o, const char *
 	return 0;
 }
 
+static int opt_allow(struct al_cli *cli, const struct option_def *o, const char *arg,
+		     struct al_error *err)
+{
+	if (al_policy_check_allow_rule(arg, err) < 0)
+		return al_error_wrap(err, "--allow %s", arg);
+	al_strv_push(&cli->flags->net_allow, arg);
+	return 0;
+}
+
+static int opt_map_host(struct al_cli *cli, const struct option_def *o, const char *arg,
+			struct al_error *err)
+{
+	const char *eq = strchr(arg, '=');
+	_cleanup_free_ char *name = NULL;
+
+	if (!eq)
+		return al_error_set(err, EINVAL, "--map-host %s: expected NAME=ADDRESS", arg);
+	name = strndup(arg, (size_t)(eq - arg));
+	if (al_policy_check_host_map(name, eq + 1, err) < 0)
+		return al_error_wrap(err, "--map-host %s", arg);
+	al_policy_set_host(cli->flags, name, eq + 1);
+	return 0;
+}
+
 static int opt_backend(struct al_cli *cli, const struct option_def *o, const char *arg,
 		       struct al_error *err)
 {
@@ -261,6 +285,8 @@ static const struct option_def options[] = {
 	{"file-size", 0, "SIZE",            BOTH, "largest file a process may write (default: none)", opt_size},
 	{"result",   0,  "FILE",            RUN,  "write the result record (JSON) to FILE", opt_file},
 	{"audit",    0,  "FILE",            RUN,  "append the audit stream (JSON lines) to FILE", opt_file},
+	{"allow", 0, "HOST[:PORT]", BOTH, "allow egress to HOST (name, *.wildcard, IP, CIDR; ports 80,443 unless :PORT, :A-B or :*)", opt_allow},
+	{"map-host", 0, "NAME=ADDR", BOTH, "resolve NAME to ADDR in the gateway (like /etc/hosts)", opt_map_host},
 	{"backend",  0,  "NAME",            BOTH, "isolation backend (only: native)", opt_backend},
 	{"hostname", 0,  "NAME",            BOTH, "host name inside (default airlock)", opt_hostname},
 	{"json",     0,  NULL,     AL_CMD_CHECK, "print the plan as JSON", opt_json},

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cleanup.h"
 #include "core/util.h"
 
 /* ASCII-only character classes: the C library's depend on the locale. */
@@ -107,7 +108,8 @@ static int check_name(const char *s, size_t len, char *out, struct al_error *err
 	if (len == 0)
 		return al_error_set(err, EINVAL, "empty host name");
 	if (len > AL_HOST_MAX)
-		return al_error_set(err, EINVAL, "host name longer than %d characters", AL_HOST_MAX);
+		return al_error_set(err, EINVAL, "host name longer than %d characters",
+				    AL_HOST_MAX);
 	for (size_t i = 0; i <= len; i++) {
 		if (i < len && s[i] != '.') {
 			if (!is_label_char(s[i]))
@@ -118,7 +120,8 @@ static int check_name(const char *s, size_t len, char *out, struct al_error *err
 		if (i == label)
 			return al_error_set(err, EINVAL, "empty label in host name");
 		if (i - label > 63)
-			return al_error_set(err, EINVAL, "host name label longer than 63 characters");
+			return al_error_set(err, EINVAL,
+					    "host name label longer than 63 characters");
 		if (s[label] == '-' || s[i - 1] == '-')
 			return al_error_set(err, EINVAL, "host name label starts or ends with '-'");
 		if (i < len)
@@ -221,46 +224,47 @@ struct class_range {
 
 /* Most specific first: the first match wins. */
 static const struct class_range v4_ranges[] = {
-	{{0, 0, 0, 0}, 32, AL_ADDR_UNSPECIFIED},
-	{{0}, 8, AL_ADDR_RESERVED},
-	{{10}, 8, AL_ADDR_PRIVATE},
-	{{100, 64}, 10, AL_ADDR_CGNAT},
-	{{127}, 8, AL_ADDR_LOOPBACK},
-	{{169, 254}, 16, AL_ADDR_LINK_LOCAL},
-	{{172, 16}, 12, AL_ADDR_PRIVATE},
-	{{192, 0, 0}, 24, AL_ADDR_RESERVED},
-	{{192, 0, 2}, 24, AL_ADDR_RESERVED},
-	{{192, 88, 99}, 24, AL_ADDR_RESERVED},
-	{{192, 168}, 16, AL_ADDR_PRIVATE},
-	{{198, 18}, 15, AL_ADDR_RESERVED},
-	{{198, 51, 100}, 24, AL_ADDR_RESERVED},
-	{{203, 0, 113}, 24, AL_ADDR_RESERVED},
-	{{224}, 4, AL_ADDR_MULTICAST},
-	{{240}, 4, AL_ADDR_RESERVED},
+    {{0, 0, 0, 0}, 32, AL_ADDR_UNSPECIFIED},
+    {{0}, 8, AL_ADDR_RESERVED},
+    {{10}, 8, AL_ADDR_PRIVATE},
+    {{100, 64}, 10, AL_ADDR_CGNAT},
+    {{127}, 8, AL_ADDR_LOOPBACK},
+    {{169, 254}, 16, AL_ADDR_LINK_LOCAL},
+    {{172, 16}, 12, AL_ADDR_PRIVATE},
+    {{192, 0, 0}, 24, AL_ADDR_RESERVED},
+    {{192, 0, 2}, 24, AL_ADDR_RESERVED},
+    {{192, 88, 99}, 24, AL_ADDR_RESERVED},
+    {{192, 168}, 16, AL_ADDR_PRIVATE},
+    {{198, 18}, 15, AL_ADDR_RESERVED},
+    {{198, 51, 100}, 24, AL_ADDR_RESERVED},
+    {{203, 0, 113}, 24, AL_ADDR_RESERVED},
+    {{224}, 4, AL_ADDR_MULTICAST},
+    {{240}, 4, AL_ADDR_RESERVED},
 };
 
 static const struct class_range v6_ranges[] = {
-	{{0x00, 0x64, 0xff, 0x9b, 0x00, 0x01}, 48, AL_ADDR_RESERVED},
-	{{0x00}, 8, AL_ADDR_RESERVED},
-	{{0x01, 0x00, 0, 0, 0, 0, 0, 0}, 64, AL_ADDR_RESERVED},
-	{{0x20, 0x01, 0x0d, 0xb8}, 32, AL_ADDR_RESERVED},
-	{{0x20, 0x01}, 23, AL_ADDR_RESERVED},
-	{{0x20, 0x02}, 16, AL_ADDR_RESERVED},
-	{{0x3f, 0xff}, 20, AL_ADDR_RESERVED},
-	{{0x5f, 0x00}, 16, AL_ADDR_RESERVED},
-	{{0x20}, 3, AL_ADDR_PUBLIC},
-	{{0xfc}, 7, AL_ADDR_UNIQUE_LOCAL},
-	{{0xfe, 0x80}, 10, AL_ADDR_LINK_LOCAL},
-	{{0xfe, 0xc0}, 10, AL_ADDR_PRIVATE},
-	{{0xff}, 8, AL_ADDR_MULTICAST},
+    {{0x00, 0x64, 0xff, 0x9b, 0x00, 0x01}, 48, AL_ADDR_RESERVED},
+    {{0x00}, 8, AL_ADDR_RESERVED},
+    {{0x01, 0x00, 0, 0, 0, 0, 0, 0}, 64, AL_ADDR_RESERVED},
+    {{0x20, 0x01, 0x0d, 0xb8}, 32, AL_ADDR_RESERVED},
+    {{0x20, 0x01}, 23, AL_ADDR_RESERVED},
+    {{0x20, 0x02}, 16, AL_ADDR_RESERVED},
+    {{0x3f, 0xff}, 20, AL_ADDR_RESERVED},
+    {{0x5f, 0x00}, 16, AL_ADDR_RESERVED},
+    {{0x20}, 3, AL_ADDR_PUBLIC},
+    {{0xfc}, 7, AL_ADDR_UNIQUE_LOCAL},
+    {{0xfe, 0x80}, 10, AL_ADDR_LINK_LOCAL},
+    {{0xfe, 0xc0}, 10, AL_ADDR_PRIVATE},
+    {{0xff}, 8, AL_ADDR_MULTICAST},
 };
 
-static enum al_addr_class lookup(const struct class_range *t, size_t n, const uint8_t *a)
+static enum al_addr_class lookup(const struct class_range *t, size_t n, const uint8_t *a,
+				 enum al_addr_class otherwise)
 {
 	for (size_t i = 0; i < n; i++)
 		if (prefix_match(a, t[i].prefix, t[i].bits))
 			return t[i].cls;
-	return AL_ADDR_RESERVED;
+	return otherwise;
 }
 
 enum al_addr_class al_addr_class(const struct in6_addr *addr)
@@ -269,12 +273,13 @@ enum al_addr_class al_addr_class(const struct in6_addr *addr)
 	const uint8_t *a = addr->s6_addr;
 
 	if (al_addr_is_ipv4(addr) || memcmp(a, nat64, sizeof(nat64)) == 0)
-		return lookup(v4_ranges, AL_ARRAY_SIZE(v4_ranges), a + 12);
+		return lookup(v4_ranges, AL_ARRAY_SIZE(v4_ranges), a + 12, AL_ADDR_PUBLIC);
 	if (IN6_IS_ADDR_UNSPECIFIED(addr))
 		return AL_ADDR_UNSPECIFIED;
 	if (IN6_IS_ADDR_LOOPBACK(addr))
 		return AL_ADDR_LOOPBACK;
-	return lookup(v6_ranges, AL_ARRAY_SIZE(v6_ranges), a);
+	/* Outside 2000::/3 nothing is global unicast. */
+	return lookup(v6_ranges, AL_ARRAY_SIZE(v6_ranges), a, AL_ADDR_RESERVED);
 }
 
 const char *al_addr_class_name(enum al_addr_class c)
@@ -421,8 +426,7 @@ static int parse_cidr(const char *s, size_t len, struct al_allow_rule *r, struct
 	return 0;
 }
 
-static int parse_rule_host(const char *s, size_t len, struct al_allow_rule *r,
-			   struct al_error *err)
+static int parse_rule_host(const char *s, size_t len, struct al_allow_rule *r, struct al_error *err)
 {
 	struct al_host h;
 
@@ -432,14 +436,16 @@ static int parse_rule_host(const char *s, size_t len, struct al_allow_rule *r,
 		if (al_host_parse(s + 2, len - 2, &h, err) < 0)
 			return -EINVAL;
 		if (h.kind != AL_HOST_NAME)
-			return al_error_set(err, EINVAL, "a wildcard needs a domain name after '*.'");
+			return al_error_set(err, EINVAL,
+					    "a wildcard needs a domain name after '*.'");
 		r->kind = RULE_WILDCARD;
 		memcpy(r->name, h.text, sizeof(r->name));
 		return 0;
 	}
 	if (memchr(s, '*', len))
-		return al_error_set(err, EINVAL,
-				    "'*' is allowed only as the whole first label (\"*.example.com\")");
+		return al_error_set(
+		    err, EINVAL,
+		    "'*' is allowed only as the whole first label (\"*.example.com\")");
 	if (memchr(s, '/', len))
 		return parse_cidr(s, len, r, err);
 	if (al_host_parse(s, len, &h, err) < 0)
@@ -495,8 +501,8 @@ static int split_rule(const char *s, size_t len, const char **host, size_t *hlen
 
 static int parse_rule(const char *s, struct al_allow_rule *r, struct al_error *err)
 {
-	size_t len = strlen(s), hlen, plen;
-	const char *host, *ports;
+	size_t len = strlen(s), hlen = 0, plen = 0;
+	const char *host = NULL, *ports = NULL;
 	int ret;
 
 	if (len == 0)
@@ -563,8 +569,8 @@ static bool port_ok(const struct al_allow_rule *r, uint16_t port)
 	return port >= r->port_lo && port <= r->port_hi;
 }
 
-bool al_allow_match_addr(const struct al_allowlist *l, const struct in6_addr *addr,
-			 uint16_t port, const struct al_allow_rule **ret_rule)
+bool al_allow_match_addr(const struct al_allowlist *l, const struct in6_addr *addr, uint16_t port,
+			 const struct al_allow_rule **ret_rule)
 {
 	bool v4;
 
@@ -619,6 +625,26 @@ bool al_allow_match_name(const struct al_allowlist *l, const char *name, uint16_
 	len = strlen(h.text);
 	for (size_t i = 0; i < l->n; i++) {
 		if (!port_ok(l->rules[i], port) || !name_matches(l->rules[i], h.text, len))
+			continue;
+		if (ret_rule)
+			*ret_rule = l->rules[i];
+		return true;
+	}
+	return false;
+}
+
+bool al_allow_match_name_any_port(const struct al_allowlist *l, const char *name,
+				  const struct al_allow_rule **ret_rule)
+{
+	struct al_host h;
+	size_t len;
+
+	if (!l || !name || al_host_parse(name, strlen(name), &h, NULL) < 0 ||
+	    h.kind != AL_HOST_NAME)
+		return false;
+	len = strlen(h.text);
+	for (size_t i = 0; i < l->n; i++) {
+		if (!name_matches(l->rules[i], h.text, len))
 			continue;
 		if (ret_rule)
 			*ret_rule = l->rules[i];

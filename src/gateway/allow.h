@@ -129,12 +129,17 @@ size_t al_allow_count(const struct al_allowlist *l);
 bool al_allow_match_name(const struct al_allowlist *l, const char *name, uint16_t port,
 			 const struct al_allow_rule **ret_rule);
 
+/* True if a name rule allows name on some port (for the DNS stub, which
+ * answers names, not connections). */
+bool al_allow_match_name_any_port(const struct al_allowlist *l, const char *name,
+				  const struct al_allow_rule **ret_rule);
+
 /* True if an address or CIDR rule allows addr on port. IPv4 rules match
  * only IPv4-mapped addresses and IPv6 rules only the others (a rule written
  * as an IPv4-mapped IPv6 literal counts as IPv4). Name rules never match an
  * address. */
-bool al_allow_match_addr(const struct al_allowlist *l, const struct in6_addr *addr,
-			 uint16_t port, const struct al_allow_rule **ret_rule);
+bool al_allow_match_addr(const struct al_allowlist *l, const struct in6_addr *addr, uint16_t port,
+			 const struct al_allow_rule **ret_rule);
 
 /* The rule exactly as given, for audit messages. Borrowed from the list. */
 const char *al_allow_rule_text(const struct al_allow_rule *r);

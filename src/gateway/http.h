@@ -74,9 +74,9 @@ struct al_http_request {
 	 * without Host (transparent capture must use the original
 	 * destination). */
 	struct al_host host;
-	uint16_t port;	    /* explicit, or 80 when not given */
-	bool port_explicit; /* the target (or Host) gave a port */
-	int host_header;    /* index into headers, or -1 */
+	uint16_t port;		/* explicit, or 80 when not given */
+	bool port_explicit;	/* the target (or Host) gave a port */
+	int host_header;	/* index into headers, or -1 */
 	int64_t content_length; /* -1 when absent */
 	bool chunked;
 	size_t n_headers;
@@ -107,8 +107,7 @@ int al_http_status_for_error(int r);
 /* True if a Host field value (len bytes at value) names host, and port when
  * the value carries a port. An invalid value, or one with userinfo, never
  * matches. */
-bool al_http_host_matches(const struct al_host *host, uint16_t port, const char *value,
-			  size_t len);
+bool al_http_host_matches(const struct al_host *host, uint16_t port, const char *value, size_t len);
 
 /* Flags for al_http_format_upstream() */
 #define AL_HTTP_UPSTREAM_CLOSE 0x1 /* add "Connection: close" */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/util.h"
+#include "gateway/gateway.h"
 
 static const char *kind_name(enum al_op_kind k)
 {
@@ -57,7 +58,23 @@ void al_plan_dump_text(const struct al_plan *p, FILE *f)
 	fprintf(f, "\nworkdir:    %s\nhostname:   %s\n", p->workdir, p->hostname);
 	fprintf(f, "identity:   uid %d gid %d inside = host uid %u gid %u%s\n", AL_SANDBOX_UID,
 		AL_SANDBOX_GID, p->host_uid, p->host_gid, p->rootless ? " (rootless)" : "");
-	fprintf(f, "network:    none (loopback only)\n");
+	if (!p->gateway) {
+		fprintf(f, "network:    none (loopback only)\n");
+	} else {
+		fprintf(
+		    f,
+		    "network:    egress gateway (HTTP proxy 127.0.0.1:%d, SOCKS5 127.0.0.1:%d), "
+		    "%zu allow rule%s:\n",
+		    AL_GATEWAY_HTTP_PORT, AL_GATEWAY_SOCKS_PORT, al_allow_count(p->allow),
+		    al_allow_count(p->allow) == 1 ? "" : "s");
+		for (size_t i = 0; p->allow_text[i]; i++)
+			fprintf(f, "  allow %s\n", p->allow_text[i]);
+		for (size_t i = 0; i < p->n_hosts; i++) {
+			char a[INET6_ADDRSTRLEN];
+			al_addr_format(&p->hosts[i].addr, a, sizeof(a));
+			fprintf(f, "  host  %s = %s\n", p->hosts[i].name, a);
+		}
+	}
 	al_format_size(p->scratch_bytes, size, sizeof(size));
 	fprintf(f, "limits:     timeout %" PRIu64 " ms, scratch %s", p->timeout_ms, size);
 	al_format_size(p->memory_bytes, size, sizeof(size));
@@ -135,7 +152,21 @@ char *al_plan_dump_json(const struct al_plan *p)
 		      "host_uid", (json_int_t)p->host_uid, "host_gid", (json_int_t)p->host_gid,
 		      "rootless", p->rootless);
 	json_object_set_new(root, "identity", o);
-	json_object_set_new(root, "network", json_pack("{s:s}", "mode", "none"));
+	o = json_pack("{s:s}", "mode", p->gateway ? "gateway" : "none");
+	if (p->gateway) {
+		a = json_array();
+		for (size_t i = 0; p->allow_text[i]; i++)
+			json_array_append_new(a, json_string(p->allow_text[i]));
+		json_object_set_new(o, "allow", a);
+		json_t *h = json_object();
+		for (size_t i = 0; i < p->n_hosts; i++) {
+			char addr[INET6_ADDRSTRLEN];
+			al_addr_format(&p->hosts[i].addr, addr, sizeof(addr));
+			json_object_set_new(h, p->hosts[i].name, json_string(addr));
+		}
+		json_object_set_new(o, "hosts", h);
+	}
+	json_object_set_new(root, "network", o);
 	json_object_set_new(
 	    root, "limits",
 	    json_pack("{s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:b}", "timeout_ms",

@@ -372,8 +372,11 @@ static int parse_limits(struct ctx *c, const json_t *j)
 
 static int parse_network(struct ctx *c, const json_t *j)
 {
-	static const char *const keys[] = {"mode", NULL};
-	json_t *v;
+	static const char *const keys[] = {"mode", "allow", "hosts", NULL};
+	struct al_error why = {0};
+	const char *key;
+	json_t *v, *e;
+	size_t i;
 	int r;
 
 	if ((r = want(c, j, JSON_OBJECT, "network", "an object")) < 0)
@@ -383,10 +386,39 @@ static int parse_network(struct ctx *c, const json_t *j)
 	if ((v = json_object_get(j, "mode"))) {
 		if ((r = get_string(c, v, "network.mode", &c->p->network_mode)) < 0)
 			return r;
-		if (strcmp(c->p->network_mode, "none") != 0)
+		if (strcmp(c->p->network_mode, "none") != 0 &&
+		    strcmp(c->p->network_mode, "gateway") != 0)
 			return fail(c, "network.mode",
-				    "expected \"none\" (loopback only), got \"%s\"",
+				    "expected \"none\" (loopback only) or \"gateway\", got \"%s\"",
 				    c->p->network_mode);
+	}
+	if ((v = json_object_get(j, "allow"))) {
+		if ((r = get_string_array(c, v, "network.allow", false, false, &c->p->net_allow)) <
+		    0)
+			return r;
+		json_array_foreach(v, i, e)
+		{
+			if (al_policy_check_allow_rule(json_string_value(e), &why) < 0) {
+				char sub[64];
+				snprintf(sub, sizeof(sub), "network.allow[%zu]", i);
+				return fail(c, sub, "%s", why.msg);
+			}
+		}
+	}
+	if ((v = json_object_get(j, "hosts"))) {
+		if ((r = want(c, v, JSON_OBJECT, "network.hosts",
+			      "an object of name: \"address\"")) < 0)
+			return r;
+		json_object_foreach(v, key, e)
+		{
+			char sub[320];
+			snprintf(sub, sizeof(sub), "network.hosts.%s", key);
+			if ((r = want(c, e, JSON_STRING, sub, "an IP address string")) < 0)
+				return r;
+			if (al_policy_check_host_map(key, json_string_value(e), &why) < 0)
+				return fail(c, sub, "%s", why.msg);
+			al_policy_set_host(c->p, key, json_string_value(e));
+		}
 	}
 	return 0;
 }

@@ -477,6 +477,41 @@ static void build_ids(struct al_plan *p)
 	}
 }
 
+/* network.allow and network.hosts → the gateway's allowlist and map. */
+static int build_network(struct al_plan *p, const struct al_policy *pol, struct al_error *err)
+{
+	bool explicit_none = pol->network_mode && strcmp(pol->network_mode, "none") == 0;
+	size_t n = al_strv_len(pol->net_allow);
+	int r;
+
+	if (explicit_none && n > 0)
+		return al_error_set(
+		    err, EINVAL,
+		    "network: mode \"none\" with %zu allow rule%s; drop the mode or the "
+		    "rules",
+		    n, n == 1 ? "" : "s");
+	p->gateway = n > 0 || (pol->network_mode && strcmp(pol->network_mode, "gateway") == 0);
+	if (!p->gateway)
+		return 0;
+	p->allow = al_allow_new();
+	p->allow_text = al_strv_dup(pol->net_allow);
+	for (size_t i = 0; i < n; i++)
+		if ((r = al_allow_add(p->allow, pol->net_allow[i], err)) < 0)
+			return al_error_wrap(err, "network.allow \"%s\"", pol->net_allow[i]);
+	p->n_hosts = al_strv_len(pol->net_hosts);
+	p->hosts = xcalloc(p->n_hosts + 1, sizeof(*p->hosts));
+	for (size_t i = 0; i < p->n_hosts; i++) {
+		const char *entry = pol->net_hosts[i], *eq = strchr(entry, '=');
+		struct al_host name, addr;
+		if (al_host_parse(entry, (size_t)(eq - entry), &name, err) < 0 ||
+		    al_host_parse(eq + 1, strlen(eq + 1), &addr, err) < 0)
+			return al_error_wrap(err, "network.hosts \"%s\"", entry);
+		p->hosts[i].name = xstrdup(name.text);
+		p->hosts[i].addr = addr.addr;
+	}
+	return 0;
+}
+
 static void build_env(struct al_plan *p, const struct al_policy *pol)
 {
 	struct al_policy *tmp = al_policy_new(NULL);
@@ -485,6 +520,20 @@ static void build_env(struct al_plan *p, const struct al_policy *pol)
 	al_policy_set_env(tmp, "HOME", p->workdir);
 	al_policy_set_env(tmp, "LANG", "C.UTF-8");
 	al_policy_set_env(tmp, "TMPDIR", "/tmp");
+	if (p->gateway) {
+		/* Announce the gateway the usual ways; loopback stays direct. */
+		static const char *const http_vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
+							"https_proxy", NULL};
+		char http[64], socks[64];
+		snprintf(http, sizeof(http), "http://127.0.0.1:%d", AL_GATEWAY_HTTP_PORT);
+		snprintf(socks, sizeof(socks), "socks5h://127.0.0.1:%d", AL_GATEWAY_SOCKS_PORT);
+		for (size_t i = 0; http_vars[i]; i++)
+			al_policy_set_env(tmp, http_vars[i], http);
+		al_policy_set_env(tmp, "ALL_PROXY", socks);
+		al_policy_set_env(tmp, "all_proxy", socks);
+		al_policy_set_env(tmp, "NO_PROXY", "localhost,127.0.0.1,::1");
+		al_policy_set_env(tmp, "no_proxy", "localhost,127.0.0.1,::1");
+	}
 	for (size_t i = 0; pol->env && pol->env[i]; i++) {
 		const char *eq = strchr(pol->env[i], '=');
 		_cleanup_free_ char *name = strndup(pol->env[i], (size_t)(eq - pol->env[i]));
@@ -562,9 +611,7 @@ int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **
 		return al_error_set(err, EINVAL,
 				    "pids limit must be at least 2 (init and the command)");
 	p->scratch_exec = pol->scratch_exec != 0;
-	if (pol->network_mode && strcmp(pol->network_mode, "none") != 0)
-		return al_error_set(err, EINVAL, "network mode \"%s\" is not known (expected none)",
-				    pol->network_mode);
+
 	for (size_t i = 0; i < pol->n_mounts; i++) {
 		if (strcmp(pol->mounts[i].path, p->workdir) == 0)
 			workdir_is_mount = true;
@@ -583,6 +630,8 @@ int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **
 	}
 
 	build_ids(p);
+	if ((r = build_network(p, pol, err)) < 0)
+		return r;
 	build_env(p, pol);
 	if ((r = build_landlock(p, pol, err)) < 0)
 		return r;
@@ -618,6 +667,11 @@ void al_plan_free(struct al_plan *p)
 	free(p->hostname);
 	free(p->workdir);
 	free(p->backend);
+	al_allow_free(p->allow);
+	al_strv_free(p->allow_text);
+	for (size_t i = 0; i < p->n_hosts; i++)
+		free(p->hosts[i].name);
+	free(p->hosts);
 	for (size_t i = 0; i < p->n_ops; i++) {
 		free(p->ops[i].target);
 		free(p->ops[i].source);

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <linux/filter.h>
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include <sys/types.h>
 
 #include "core/error.h"
+#include "gateway/allow.h"
 #include "policy/policy.h"
 
 #define AL_SANDBOX_UID 1000
@@ -73,6 +75,17 @@ enum al_seccomp_cond {
 	AL_SECCOMP_ARG_GT,	  /* args[arg] > value, unsigned 64-bit */
 };
 
+/* A network.hosts entry: name (lower-case) → address. */
+struct al_host_map {
+	char *name;
+	struct in6_addr addr; /* IPv4 as IPv4-mapped */
+};
+
+/* The gateway's listeners inside the sandbox's network namespace. */
+#define AL_GATEWAY_HTTP_PORT	    3128
+#define AL_GATEWAY_SOCKS_PORT	    1080
+#define AL_GATEWAY_TRANSPARENT_PORT 15001
+
 /* One row of the seccomp policy table (policy/seccomp.c). The compiled
  * program returns SECCOMP_RET_ERRNO|errno_value for a call that matches a
  * row and allows everything else; unit tests evaluate it against this. */
@@ -118,6 +131,13 @@ struct al_plan {
 	gid_t host_gid;
 	char uid_map[96];
 	char gid_map[96];
+
+	/* network: the egress gateway (src/gateway), when enabled */
+	bool gateway;
+	struct al_allowlist *allow; /* owned */
+	char **allow_text;	    /* the rules as written, for dumps */
+	struct al_host_map *hosts;  /* network.hosts */
+	size_t n_hosts;
 
 	/* filesystem */
 	struct al_mount_op *ops;

@@ -1,9 +1,12 @@
 #include "policy/policy.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cleanup.h"
 #include "core/util.h"
+#include "gateway/allow.h"
 
 struct al_policy *al_policy_new(const char *source)
 {
@@ -34,6 +37,8 @@ void al_policy_free(struct al_policy *p)
 	free(p->workdir);
 	al_strv_free(p->env);
 	free(p->network_mode);
+	al_strv_free(p->net_allow);
+	al_strv_free(p->net_hosts);
 	free(p->backend);
 	free(p);
 }
@@ -112,6 +117,15 @@ void al_policy_merge(struct al_policy *base, const struct al_policy *over)
 	if (over->file_size)
 		base->file_size = over->file_size;
 	replace_str(&base->network_mode, over->network_mode);
+	/* --allow adds rules to the file's; --map-host replaces a name. */
+	for (size_t i = 0; over->net_allow && over->net_allow[i]; i++)
+		al_strv_push(&base->net_allow, over->net_allow[i]);
+	for (size_t i = 0; over->net_hosts && over->net_hosts[i]; i++) {
+		const char *eq = strchr(over->net_hosts[i], '=');
+		_cleanup_free_ char *name =
+		    strndup(over->net_hosts[i], (size_t)(eq - over->net_hosts[i]));
+		al_policy_set_host(base, name, eq + 1);
+	}
 	replace_str(&base->backend, over->backend);
 
 	for (size_t i = 0; i < over->n_mounts; i++) {
@@ -138,4 +152,43 @@ void al_policy_merge(struct al_policy *base, const struct al_policy *over)
 		al_policy_set_env(base, name, eq + 1);
 		free(name);
 	}
+}
+
+void al_policy_set_host(struct al_policy *p, const char *name, const char *addr)
+{
+	size_t n = strlen(name);
+	char *entry = xasprintf("%s=%s", name, addr);
+
+	for (size_t i = 0; p->net_hosts && p->net_hosts[i]; i++) {
+		if (strncmp(p->net_hosts[i], name, n) == 0 && p->net_hosts[i][n] == '=') {
+			free(p->net_hosts[i]);
+			p->net_hosts[i] = entry;
+			return;
+		}
+	}
+	al_strv_push_take(&p->net_hosts, entry);
+}
+
+int al_policy_check_allow_rule(const char *rule, struct al_error *err)
+{
+	struct al_allowlist *l = al_allow_new();
+	int r = al_allow_add(l, rule, err);
+	al_allow_free(l);
+	return r;
+}
+
+int al_policy_check_host_map(const char *name, const char *addr, struct al_error *err)
+{
+	struct al_host h;
+	int r;
+
+	if ((r = al_host_parse(name, strlen(name), &h, err)) < 0)
+		return r;
+	if (h.kind != AL_HOST_NAME)
+		return al_error_set(err, EINVAL, "\"%s\" is not a host name", name);
+	if ((r = al_host_parse(addr, strlen(addr), &h, err)) < 0)
+		return r;
+	if (h.kind != AL_HOST_IPV4 && h.kind != AL_HOST_IPV6)
+		return al_error_set(err, EINVAL, "\"%s\" is not an IPv4 or IPv6 address", addr);
+	return 0;
 }

@@ -64,8 +64,11 @@ struct al_policy {
 	uint64_t open_files;
 	uint64_t file_size;
 
-	/* network: only "none" exists until the egress gateway lands */
+	/* network: "none" (loopback only) or "gateway"; allow non-empty implies
+	 * the gateway */
 	char *network_mode;
+	char **net_allow; /* allowlist rules as written ("*.example.com:443") */
+	char **net_hosts; /* "name=address" pairs for the gateway's resolver */
 
 	/* backend */
 	char *backend;
@@ -82,6 +85,14 @@ static inline void al_policy_freep(struct al_policy **p)
 /* Append a mount; copies the strings. */
 void al_policy_add_mount(struct al_policy *p, const char *host, const char *path,
 			 enum al_mount_mode mode, int exec, const char *origin);
+
+/* Validate one allowlist rule / a name=address mapping (same checks the
+ * gateway applies); err says what is wrong. */
+int al_policy_check_allow_rule(const char *rule, struct al_error *err);
+int al_policy_check_host_map(const char *name, const char *addr, struct al_error *err);
+
+/* Set name=address in net_hosts, replacing an earlier one for name. */
+void al_policy_set_host(struct al_policy *p, const char *name, const char *addr);
 
 /* Set NAME=VALUE, replacing an earlier value of NAME. Copies. */
 void al_policy_set_env(struct al_policy *p, const char *name, const char *value);

@@ -55,6 +55,7 @@ static const struct step steps[] = {
 	{"pivot-root",       step_pivot_root},
 	{"hostname",         step_hostname},
 	{"loopback",         step_loopback},
+	{"gateway",          step_gateway_listeners},
 	{"rlimits",          step_rlimits},
 	{"close-fds",        step_close_fds},
 	{"new-session",      step_new_session},

@@ -9,6 +9,9 @@
 #include <linux/securebits.h>
 #include <linux/seccomp.h>
 #include <net/if.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +27,7 @@
 #include <unistd.h>
 
 #include "core/sys.h"
+#include "gateway/gateway.h"
 
 #define SYNC_FD 3
 #define STAGING "/tmp"
@@ -352,6 +356,95 @@ int step_loopback(struct al_child *c)
 	}
 	close(fd);
 	return 0;
+}
+
+/* "ip route add default dev lo src 127.0.0.1" as one fixed rtnetlink
+ * message: a connect() to any address then leaves the socket layer and
+ * meets the supervisor's nftables redirect (no dummy link type needed, and
+ * rootless works). The preferred source matters: without it the route has
+ * no usable source address and nothing is sent. */
+static int default_route_over_lo(struct al_child *c)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct rtmsg rt;
+		struct rtattr oif_attr;
+		int oif;
+		struct rtattr src_attr;
+		struct in_addr src;
+	} req = {
+	    .nh = {.nlmsg_len = sizeof(req),
+		   .nlmsg_type = RTM_NEWROUTE,
+		   .nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK,
+		   .nlmsg_seq = 1},
+	    .rt = {.rtm_family = AF_INET,
+		   .rtm_table = RT_TABLE_MAIN,
+		   .rtm_protocol = RTPROT_BOOT,
+		   .rtm_scope = RT_SCOPE_LINK,
+		   .rtm_type = RTN_UNICAST},
+	    .oif_attr = {.rta_len = RTA_LENGTH(sizeof(int)), .rta_type = RTA_OIF},
+	    .oif = (int)if_nametoindex("lo"),
+	    .src_attr = {.rta_len = RTA_LENGTH(sizeof(struct in_addr)), .rta_type = RTA_PREFSRC},
+	    .src = {htonl(INADDR_LOOPBACK)},
+	};
+	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+	struct {
+		struct nlmsghdr nh;
+		struct nlmsgerr err;
+	} ack;
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE), e = 0;
+
+	if (fd < 0)
+		return fail(c, errno, "netlink socket for the default route");
+	if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0 ||
+	    recv(fd, &ack, sizeof(ack), 0) < (ssize_t)sizeof(ack))
+		e = errno ? errno : EPROTO;
+	else if (ack.nh.nlmsg_type == NLMSG_ERROR && ack.err.error < 0)
+		e = -ack.err.error;
+	close(fd);
+	return e ? fail(c, e, "adding the default route over lo") : 0;
+}
+
+static int listen_on(struct al_child *c, uint16_t port, int kind, int type)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET,
+				  .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int one = 1, fd = socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return fail(c, errno, "gateway socket");
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+	    (type == SOCK_STREAM && listen(fd, 128) < 0)) {
+		int e = errno;
+		close(fd);
+		return fail(c, e, "gateway listener on 127.0.0.1:%u", port);
+	}
+	al_child_send(c->sync, AL_SYNC_GATEWAY, 0, kind, NULL, NULL, fd);
+	close(fd);
+	return 0;
+}
+
+/* The gateway's listeners live in our network namespace and are served by
+ * the supervisor from outside: no helper process runs in here. */
+int step_gateway_listeners(struct al_child *c)
+{
+	int r;
+
+	if (!c->plan->gateway)
+		return 0;
+	/* Port 53 needs CAP_NET_BIND_SERVICE in our namespace: we still
+	 * have it here, and the supervisor does the serving. */
+	if ((r = listen_on(c, AL_GATEWAY_HTTP_PORT, AL_GATEWAY_HTTP, SOCK_STREAM)) < 0 ||
+	    (r = listen_on(c, AL_GATEWAY_SOCKS_PORT, AL_GATEWAY_SOCKS, SOCK_STREAM)) < 0 ||
+	    (r = listen_on(c, 53, AL_GATEWAY_DNS_UDP, SOCK_DGRAM)) < 0)
+		return r;
+	if ((r = listen_on(c, 53, AL_GATEWAY_DNS_TCP, SOCK_STREAM)) < 0 ||
+	    (r = listen_on(c, AL_GATEWAY_TRANSPARENT_PORT, AL_GATEWAY_TRANSPARENT, SOCK_STREAM)) <
+		0)
+		return r;
+	return default_route_over_lo(c);
 }
 
 int step_rlimits(struct al_child *c)

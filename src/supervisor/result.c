@@ -61,6 +61,18 @@ json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *r
 	    o, "denials",
 	    json_pack("{s:I, s:I, s:I}", "syscalls", (json_int_t)res->syscalls_denied, "oom_kills",
 		      (json_int_t)cg->oom_kills, "forks_refused", (json_int_t)cg->pids_max_hits));
+	if (res->have_network)
+		json_object_set_new(o, "network",
+				    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "allowed",
+					      (json_int_t)res->network.allowed, "denied",
+					      (json_int_t)res->network.denied, "failed",
+					      (json_int_t)res->network.failed, "bytes_up",
+					      (json_int_t)res->network.bytes_up, "bytes_down",
+					      (json_int_t)res->network.bytes_down, "dns_answered",
+					      (json_int_t)res->network.dns_answered, "dns_refused",
+					      (json_int_t)res->network.dns_refused));
+	else
+		json_object_set_new(o, "network", json_null());
 	json_object_set_new(o, "limits", limits_json(plan, res));
 	if (res->reason == AL_END_SETUP_ERROR || res->reason == AL_END_EXEC_FAILED) {
 		json_object_set_new(o, "error",

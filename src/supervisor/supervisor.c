@@ -48,7 +48,8 @@ struct loop {
 	int timerfd;
 	int tickfd;
 	int notifyfd;
-	int killfd; /* grace timer after asking init to stop everything */
+	int killfd;	       /* grace timer after asking init to stop everything */
+	struct al_gateway *gw; /* the egress gateway, once the child sent its listeners */
 	const struct al_plan *plan;
 	struct al_supervised *sv;
 	struct al_cgroup *cg;
@@ -406,6 +407,16 @@ static void on_sync(struct loop *l)
 			l->notifyfd = TAKE_FD(fd);
 		}
 		break;
+	case AL_SYNC_GATEWAY:
+		if (fd >= 0 && l->plan->gateway) {
+			struct al_error gerr = {0};
+			if (!l->gw)
+				l->gw = al_gateway_new(l->plan, l->audit, l->epfd);
+			if (al_gateway_listen(l->gw, (enum al_gateway_listener)m.status,
+					      TAKE_FD(fd), &gerr) < 0)
+				al_warn("%s", gerr.msg);
+		}
+		break;
 	case AL_SYNC_READY:
 		al_log_phase("child ready, verifying");
 		on_ready(l, m.status);
@@ -688,6 +699,11 @@ int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al
 			case EV_NOTIFY:
 				on_notify(&l);
 				break;
+			default:
+				/* Not one of our tags: a gateway object. */
+				if (l.gw)
+					al_gateway_event(l.gw, evs[i].data.ptr, evs[i].events);
+				break;
 			case EV_KILL:
 				al_debug("init did not stop the sandbox in time; killing it");
 				epoll_ctl(l.epfd, EPOLL_CTL_DEL, l.killfd, NULL);
@@ -697,7 +713,12 @@ int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al
 		}
 	}
 	finish(&l, start);
+	if (l.gw) {
+		res->have_network = true;
+		al_gateway_stats(l.gw, &res->network);
+	}
 out:
+	al_gateway_free(TAKE_PTR(l.gw)); /* audits connections still open */
 	if (l.stdin_poll && !l.in_waiting)
 		epoll_ctl(l.epfd, EPOLL_CTL_DEL, STDIN_FILENO, NULL);
 	al_closep(&sv->stdin_wr);

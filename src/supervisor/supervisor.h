@@ -12,6 +12,7 @@
 #include "audit/audit.h"
 #include "cgroup/cgroup.h"
 #include "core/error.h"
+#include "gateway/gateway.h"
 #include "policy/plan.h"
 
 enum al_end_reason {
@@ -48,6 +49,8 @@ struct al_run_result {
 	bool have_cpu;	  /* cgroup.cpu_* are filled (cgroup or rusage) */
 	struct al_cgroup_stats cgroup;
 	uint64_t syscalls_denied; /* notified denials; silent ones are not counted */
+	bool have_network;	  /* the egress gateway ran */
+	struct al_gateway_stats network;
 	struct al_layer_check checks[AL_MAX_CHECKS];
 	size_t n_checks;
 	/* SETUP_ERROR and EXEC_FAILED */

@@ -1,0 +1,896 @@
+/* The egress gateway's event-driven core: accept, parse the request (HTTP
+ * or SOCKS5), decide, connect from the host side, relay. The parsers it
+ * uses (http.c, socks.c) and the allowlist (allow.c) are pure and fuzzed;
+ * this file holds the I/O and the decisions. */
+#include "gateway/gateway.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/netfilter_ipv4.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/sys.h"
+#include "core/util.h"
+#include "gateway/dns.h"
+#include "gateway/http.h"
+#include "gateway/socks.h"
+
+#define BUF_SIZE  65536
+#define MAX_CONNS 256
+
+enum handle_kind {
+	H_LISTEN_HTTP,
+	H_LISTEN_SOCKS,
+	H_DNS_UDP,
+	H_LISTEN_DNS_TCP,
+	H_LISTEN_TRANSPARENT,
+	H_CLIENT,
+	H_UPSTREAM
+};
+
+/* First member of everything registered in epoll. */
+struct handle {
+	enum handle_kind kind;
+};
+
+struct listener {
+	struct handle h;
+	int fd;
+};
+
+enum conn_state {
+	C_HTTP_HEAD,
+	C_SOCKS_GREETING,
+	C_SOCKS_REQUEST,
+	C_DNS_TCP,
+	C_CONNECTING,
+	C_RELAY
+};
+
+struct side {
+	struct handle h;
+	struct conn *c;
+	int fd;
+	uint32_t events; /* what is registered */
+	bool registered; /* in the epoll set (events may be 0) */
+	bool eof;	 /* read side done */
+};
+
+struct buf {
+	size_t off, len;
+	char data[BUF_SIZE];
+};
+
+struct conn {
+	struct al_gateway *gw;
+	struct conn *prev, *next;
+	enum conn_state state;
+	bool socks;
+	bool transparent;
+	struct side client, upstream;
+	char head[AL_HTTP_HEAD_MAX];
+	size_t head_len;
+	struct buf up, down; /* client → upstream, upstream → client */
+	char name[AL_HOST_MAX + 1];
+	char addr[INET6_ADDRSTRLEN];
+	uint16_t port;
+	const char *rule;
+	uint64_t bytes_up, bytes_down;
+	bool is_connect; /* HTTP CONNECT: answer 200 once connected */
+};
+
+struct al_gateway {
+	const struct al_plan *plan;
+	struct al_audit *audit;
+	int epfd;
+	struct listener listeners[AL_GATEWAY_N_LISTENERS];
+	char **fake_names; /* index i answers as 198.18.0.0 + i + 1 */
+	size_t n_fake;
+	struct conn *conns;
+	size_t n_conns;
+	struct al_gateway_stats st;
+};
+
+void al_addr_format(const struct in6_addr *a, char *buf, size_t len)
+{
+	if (IN6_IS_ADDR_V4MAPPED(a))
+		inet_ntop(AF_INET, &a->s6_addr[12], buf, (socklen_t)len);
+	else
+		inet_ntop(AF_INET6, a, buf, (socklen_t)len);
+}
+
+struct al_gateway *al_gateway_new(const struct al_plan *plan, struct al_audit *audit, int epfd)
+{
+	struct al_gateway *gw = xcalloc(1, sizeof(*gw));
+
+	gw->plan = plan;
+	gw->audit = audit;
+	gw->epfd = epfd;
+	gw->listeners[AL_GATEWAY_HTTP] = (struct listener){{H_LISTEN_HTTP}, -1};
+	gw->listeners[AL_GATEWAY_SOCKS] = (struct listener){{H_LISTEN_SOCKS}, -1};
+	gw->listeners[AL_GATEWAY_DNS_UDP] = (struct listener){{H_DNS_UDP}, -1};
+	gw->listeners[AL_GATEWAY_DNS_TCP] = (struct listener){{H_LISTEN_DNS_TCP}, -1};
+	gw->listeners[AL_GATEWAY_TRANSPARENT] = (struct listener){{H_LISTEN_TRANSPARENT}, -1};
+	return gw;
+}
+
+int al_gateway_listen(struct al_gateway *gw, enum al_gateway_listener kind, int fd,
+		      struct al_error *err)
+{
+	if ((unsigned)kind >= AL_GATEWAY_N_LISTENERS) {
+		close(fd);
+		return al_error_set(err, EINVAL, "gateway: unknown listener kind %d", (int)kind);
+	}
+	struct listener *l = &gw->listeners[kind];
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &l->h};
+
+	if (l->fd >= 0) {
+		close(fd);
+		return al_error_set(err, EEXIST, "gateway: a second listener of one kind");
+	}
+	if (epoll_ctl(gw->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		int e = errno;
+		close(fd);
+		return al_error_setsys(err, e, "gateway: epoll_ctl");
+	}
+	l->fd = fd;
+	return 0;
+}
+
+static const char *path_name(const struct conn *c)
+{
+	return c->transparent ? "transparent" : c->socks ? "socks" : "http";
+}
+
+static void audit_decision(struct conn *c, bool allowed, const char *reason)
+{
+	json_t *o = json_pack("{s:s, s:s?, s:i, s:s, s:s, s:s?}", "name", c->name, "address",
+			      c->addr[0] ? c->addr : NULL, "port", c->port, "path", path_name(c),
+			      "decision", allowed ? "allow" : "deny", "rule", c->rule);
+	if (reason)
+		json_object_set_new(o, "reason", json_string(reason));
+	if (allowed) {
+		json_object_set_new(o, "bytes_up", json_integer((json_int_t)c->bytes_up));
+		json_object_set_new(o, "bytes_down", json_integer((json_int_t)c->bytes_down));
+	}
+	al_audit_emit(c->gw->audit, "net.connect", o);
+}
+
+static void set_events(struct conn *c, struct side *s, uint32_t want)
+{
+	struct epoll_event ev = {.events = want, .data.ptr = &s->h};
+
+	if (s->fd < 0 || (s->registered && want == s->events))
+		return;
+	if (epoll_ctl(c->gw->epfd, s->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, s->fd, &ev) < 0)
+		al_debug("gateway: ignoring epoll_ctl failure: %s", strerror(errno));
+	s->registered = true;
+	s->events = want;
+}
+
+static void close_side(struct conn *c, struct side *s)
+{
+	if (s->fd < 0)
+		return;
+	epoll_ctl(c->gw->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+	close(s->fd);
+	s->fd = -1;
+	s->events = 0;
+	s->registered = false;
+}
+
+static void conn_free(struct conn *c, const char *deny_reason)
+{
+	struct al_gateway *gw = c->gw;
+
+	if (c->state == C_RELAY || c->state == C_CONNECTING)
+		audit_decision(c, true, NULL);
+	else if (deny_reason)
+		audit_decision(c, false, deny_reason);
+	gw->st.bytes_up += c->bytes_up;
+	gw->st.bytes_down += c->bytes_down;
+	close_side(c, &c->client);
+	close_side(c, &c->upstream);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		gw->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	gw->n_conns--;
+	free(c);
+}
+
+/* Best effort: the sockets are non-blocking and these replies are small. */
+static void reply(struct conn *c, const void *buf, size_t len)
+{
+	if (send(c->client.fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		al_debug("gateway: reply not sent: %s", strerror(errno));
+}
+
+static void deny_http(struct conn *c, int status, const char *why)
+{
+	char out[1024];
+	int n = status == 403 ? al_http_format_denied(why, out, sizeof(out))
+			      : al_http_format_response(status, why, out, sizeof(out));
+	if (n > 0)
+		reply(c, out, (size_t)n);
+}
+
+static void deny_socks(struct conn *c, uint8_t code)
+{
+	uint8_t out[AL_SOCKS_REPLY_MAX];
+	struct in6_addr any = IN6ADDR_ANY_INIT;
+	int n = al_socks_format_reply(code, &any, 0, out, sizeof(out));
+	if (n > 0)
+		reply(c, out, (size_t)n);
+}
+
+static void refuse(struct conn *c, int http_status, uint8_t socks_code, const char *why)
+{
+	/* A transparent connection gets no message: the client spoke to
+	 * what it thought was the server. Closing is the answer. */
+	if (c->socks) {
+		deny_socks(c, socks_code);
+	} else if (!c->transparent) {
+		deny_http(c, http_status, why);
+	} else {
+		/* Reset rather than close: the client sees "connection reset",
+		 * not a server that hung up after accepting. */
+		struct linger rst = {.l_onoff = 1, .l_linger = 0};
+		setsockopt(c->client.fd, SOL_SOCKET, SO_LINGER, &rst, sizeof(rst));
+	}
+	c->gw->st.denied++;
+	conn_free(c, why);
+}
+
+/* Resolve an allowed name: network.hosts first (trusted as given), then
+ * the host's resolver, keeping only public addresses or ones the allowlist
+ * names literally (no rebinding to loopback, private or metadata space). */
+static int resolve(struct conn *c, struct in6_addr *ret, const char **why)
+{
+	const struct al_plan *p = c->gw->plan;
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+	struct addrinfo *res = NULL;
+	int r;
+
+	for (size_t i = 0; i < p->n_hosts; i++) {
+		if (strcmp(p->hosts[i].name, c->name) == 0) {
+			*ret = p->hosts[i].addr;
+			return 0;
+		}
+	}
+	/* A blocking lookup in the event loop: acceptable for now, an
+	 * asynchronous resolver is on the gateway's list. */
+	r = getaddrinfo(c->name, NULL, &hints, &res);
+	if (r != 0) {
+		*why = "the name does not resolve";
+		return -EHOSTUNREACH;
+	}
+	*why = "the name resolves only to loopback, private, link-local or other non-public "
+	       "addresses";
+	for (struct addrinfo *a = res; a; a = a->ai_next) {
+		struct in6_addr addr = IN6ADDR_ANY_INIT;
+		if (a->ai_family == AF_INET) {
+			const struct sockaddr_in *sin = (const void *)a->ai_addr;
+			al_addr_from_ipv4((const uint8_t *)&sin->sin_addr, &addr);
+		} else if (a->ai_family == AF_INET6) {
+			addr = ((const struct sockaddr_in6 *)(const void *)a->ai_addr)->sin6_addr;
+		} else {
+			continue;
+		}
+		if (al_addr_class(&addr) == AL_ADDR_PUBLIC ||
+		    al_allow_match_addr(p->allow, &addr, c->port, NULL)) {
+			*ret = addr;
+			freeaddrinfo(res);
+			return 0;
+		}
+	}
+	freeaddrinfo(res);
+	return -EACCES;
+}
+
+static int start_connect(struct conn *c, const struct in6_addr *addr)
+{
+	struct sockaddr_storage ss = {0};
+	socklen_t len;
+	int fd;
+
+	if (IN6_IS_ADDR_V4MAPPED(addr)) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(c->port);
+		memcpy(&sin->sin_addr, &addr->s6_addr[12], 4);
+		len = sizeof(*sin);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(c->port);
+		sin6->sin6_addr = *addr;
+		len = sizeof(*sin6);
+	}
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&ss, len) < 0 && errno != EINPROGRESS) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	c->upstream.fd = fd;
+	c->state = C_CONNECTING;
+	set_events(c, &c->client, 0);
+	set_events(c, &c->upstream, EPOLLOUT);
+	return 0;
+}
+
+/* The decision: allowlist by name or address, then where to connect. */
+static void decide(struct conn *c, const struct al_host *host, uint16_t port)
+{
+	const struct al_plan *p = c->gw->plan;
+	const struct al_allow_rule *rule = NULL;
+	const char *why = NULL;
+	struct in6_addr addr = host->addr;
+	char denied[AL_HOST_MAX + 64];
+	bool ok;
+
+	snprintf(c->name, sizeof(c->name), "%s", host->text);
+	c->port = port;
+	if (host->kind == AL_HOST_NAME)
+		ok = al_allow_match_name(p->allow, host->text, port, &rule);
+	else
+		ok = al_allow_match_addr(p->allow, &host->addr, port, &rule);
+	if (!ok) {
+		snprintf(denied, sizeof(denied), "no rule allows %s:%u", host->text, port);
+		refuse(c, 403, AL_SOCKS_REP_NOT_ALLOWED, denied);
+		return;
+	}
+	c->rule = al_allow_rule_text(rule);
+	if (host->kind == AL_HOST_NAME && resolve(c, &addr, &why) < 0) {
+		refuse(c, 403, AL_SOCKS_REP_NOT_ALLOWED, why);
+		return;
+	}
+	al_addr_format(&addr, c->addr, sizeof(c->addr));
+	c->gw->st.allowed++;
+	if (start_connect(c, &addr) < 0) {
+		c->gw->st.failed++;
+		c->state = C_HTTP_HEAD; /* not connected: audit as a failure */
+		audit_decision(c, true, "could not connect");
+		if (c->socks)
+			deny_socks(c, AL_SOCKS_REP_HOST_UNREACHABLE);
+		else if (!c->transparent)
+			deny_http(c, 502, "could not connect upstream");
+		conn_free(c, NULL);
+	}
+}
+
+static void buf_put(struct buf *b, const void *data, size_t n)
+{
+	size_t room = BUF_SIZE - b->off - b->len;
+	if (n > room)
+		n = room; /* callers never pass more than a head's worth */
+	memcpy(b->data + b->off + b->len, data, n);
+	b->len += n;
+}
+
+static void on_http_head(struct conn *c)
+{
+	struct al_http_request req;
+	struct al_error err = {0};
+	int r = al_http_parse_request(c->head, c->head_len, &req, &err);
+
+	if (r == -EAGAIN) {
+		if (c->head_len == sizeof(c->head))
+			refuse(c, 431, 0, "request head too large");
+		return;
+	}
+	if (r < 0) {
+		refuse(c, al_http_status_for_error(r), 0, err.msg);
+		return;
+	}
+	c->is_connect = req.is_connect;
+	if (req.is_connect) {
+		buf_put(&c->up, c->head + req.head_len, c->head_len - req.head_len);
+	} else {
+		/* One request per connection upstream: a second request on
+		 * the same connection could name another host behind the
+		 * same server. */
+		char out[AL_HTTP_HEAD_MAX + 512];
+		int n = al_http_format_upstream(c->head, &req, AL_HTTP_UPSTREAM_CLOSE, out,
+						sizeof(out));
+		if (n < 0) {
+			refuse(c, 400, 0, "cannot forward this request");
+			return;
+		}
+		buf_put(&c->up, out, (size_t)n);
+		buf_put(&c->up, c->head + req.head_len, c->head_len - req.head_len);
+	}
+	decide(c, &req.host, req.port);
+}
+
+static void on_socks(struct conn *c)
+{
+	struct al_error err = {0};
+	int n;
+
+	if (c->state == C_SOCKS_GREETING) {
+		struct al_socks_greeting g;
+		uint8_t out[4];
+		n = al_socks_parse_greeting((const uint8_t *)c->head, c->head_len, &g, &err);
+		if (n == -EAGAIN)
+			return;
+		if (n < 0) {
+			c->gw->st.denied++;
+			conn_free(c, err.msg);
+			return;
+		}
+		int m = al_socks_format_method_reply(&g, out, sizeof(out));
+		if (m > 0)
+			reply(c, out, (size_t)m);
+		if (!g.no_auth) {
+			c->gw->st.denied++;
+			conn_free(c, "SOCKS client offers no method we accept");
+			return;
+		}
+		memmove(c->head, c->head + n, c->head_len - (size_t)n);
+		c->head_len -= (size_t)n;
+		c->state = C_SOCKS_REQUEST;
+	}
+	struct al_socks_request req;
+	n = al_socks_parse_request((const uint8_t *)c->head, c->head_len, &req, &err);
+	if (n == -EAGAIN)
+		return;
+	if (n < 0) {
+		refuse(c, 0, (uint8_t)al_socks_reply_code_for_error(n), err.msg);
+		return;
+	}
+	if (req.cmd != AL_SOCKS_CMD_CONNECT) {
+		refuse(c, 0, AL_SOCKS_REP_CMD_NOT_SUPPORTED, "only SOCKS CONNECT is served");
+		return;
+	}
+	buf_put(&c->up, c->head + n, c->head_len - (size_t)n);
+	decide(c, &req.host, req.port);
+}
+
+static void on_connected(struct conn *c)
+{
+	int e = 0;
+	socklen_t len = sizeof(e);
+
+	if (getsockopt(c->upstream.fd, SOL_SOCKET, SO_ERROR, &e, &len) < 0)
+		e = errno;
+	if (e) {
+		c->gw->st.failed++;
+		c->state = C_HTTP_HEAD;
+		audit_decision(c, true, strerror(e));
+		if (c->socks)
+			deny_socks(c, e == ECONNREFUSED ? AL_SOCKS_REP_REFUSED
+							: AL_SOCKS_REP_HOST_UNREACHABLE);
+		else if (!c->transparent)
+			deny_http(c, 502, strerror(e));
+		conn_free(c, NULL);
+		return;
+	}
+	if (c->socks) {
+		uint8_t out[AL_SOCKS_REPLY_MAX];
+		struct in6_addr any = IN6ADDR_ANY_INIT;
+		int n = al_socks_format_reply(AL_SOCKS_REP_SUCCEEDED, &any, 0, out, sizeof(out));
+		if (n > 0)
+			buf_put(&c->down, out, (size_t)n);
+	} else if (c->is_connect) {
+		char out[128];
+		int n = al_http_format_connect_ok(out, sizeof(out));
+		if (n > 0)
+			buf_put(&c->down, out, (size_t)n);
+	}
+	c->state = C_RELAY;
+}
+
+/* Move bytes one way; false when the connection is finished or broken. */
+static bool pump(struct conn *c, struct side *from, struct side *to, struct buf *b, uint64_t *count,
+		 uint32_t events_from, uint32_t events_to)
+{
+	if ((events_from & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !from->eof &&
+	    b->off + b->len < BUF_SIZE) {
+		ssize_t n = recv(from->fd, b->data + b->off + b->len, BUF_SIZE - b->off - b->len,
+				 MSG_DONTWAIT);
+		if (n > 0) {
+			b->len += (size_t)n;
+		} else if (n == 0) {
+			from->eof = true;
+		} else if (errno != EAGAIN && errno != EINTR) {
+			return false;
+		}
+	}
+	if (b->len && (events_to & EPOLLOUT || events_to == 0)) {
+		ssize_t n = send(to->fd, b->data + b->off, b->len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n > 0) {
+			b->off += (size_t)n;
+			b->len -= (size_t)n;
+			*count += (uint64_t)n;
+			if (b->len == 0)
+				b->off = 0;
+		} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			return false;
+		}
+	}
+	if (from->eof && b->len == 0)
+		shutdown(to->fd, SHUT_WR);
+	return true;
+}
+
+static void relay(struct conn *c, struct side *s, uint32_t events)
+{
+	uint32_t ce = s == &c->client ? events : 0, ue = s == &c->upstream ? events : 0;
+
+	if (!pump(c, &c->client, &c->upstream, &c->up, &c->bytes_up, ce, ue) ||
+	    !pump(c, &c->upstream, &c->client, &c->down, &c->bytes_down, ue, ce)) {
+		conn_free(c, NULL);
+		return;
+	}
+	if (c->client.eof && c->upstream.eof && !c->up.len && !c->down.len) {
+		conn_free(c, NULL);
+		return;
+	}
+	set_events(c, &c->client,
+		   (!c->client.eof && c->up.off + c->up.len < BUF_SIZE ? EPOLLIN : 0) |
+		       (c->down.len ? EPOLLOUT : 0));
+	set_events(c, &c->upstream,
+		   (!c->upstream.eof && c->down.off + c->down.len < BUF_SIZE ? EPOLLIN : 0) |
+		       (c->up.len ? EPOLLOUT : 0));
+}
+
+/* The fake address answering for name, allocated on first use. */
+static bool fake_addr(struct al_gateway *gw, const char *name, struct in6_addr *ret)
+{
+	size_t i;
+	uint8_t v4[4];
+
+	for (i = 0; i < gw->n_fake; i++)
+		if (strcmp(gw->fake_names[i], name) == 0)
+			break;
+	if (i == gw->n_fake) {
+		if (gw->n_fake >= AL_GATEWAY_FAKE_MAX)
+			return false;
+		al_strv_push(&gw->fake_names, name);
+		gw->n_fake++;
+	}
+	uint32_t a = AL_GATEWAY_FAKE_NET + (uint32_t)i + 1;
+	v4[0] = (uint8_t)(a >> 24);
+	v4[1] = (uint8_t)(a >> 16);
+	v4[2] = (uint8_t)(a >> 8);
+	v4[3] = (uint8_t)a;
+	al_addr_from_ipv4(v4, ret);
+	return true;
+}
+
+static void audit_dns(struct al_gateway *gw, const struct al_dns_query *q, const char *decision,
+		      const char *answer, const char *reason)
+{
+	al_audit_emit(gw->audit, "net.dns",
+		      json_pack("{s:s, s:i, s:s, s:s?, s:s?}", "name", q->name, "qtype", q->qtype,
+				"decision", decision, "answer", answer, "reason", reason));
+}
+
+static bool name_is_mapped(const struct al_plan *p, const char *name)
+{
+	for (size_t i = 0; i < p->n_hosts; i++)
+		if (strcmp(p->hosts[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+/* Answer one DNS query: allowed names (by some rule, or mapped in
+ * network.hosts) get a fake address for A and no record for AAAA; every
+ * other name, type or class is refused, and every query is audited —
+ * a name that carries a secret never leaves the gateway. */
+static int dns_answer(struct al_gateway *gw, const uint8_t *msg, size_t len, unsigned flags,
+		      uint8_t *out, size_t size)
+{
+	struct al_dns_query q;
+	struct al_error err = {0};
+	struct in6_addr addr;
+	char text[INET6_ADDRSTRLEN];
+	int r = al_dns_parse_query(msg, len, &q, &err);
+
+	if (r < 0) {
+		gw->st.dns_refused++;
+		al_audit_emit(gw->audit, "net.dns",
+			      json_pack("{s:s, s:s}", "decision", "malformed", "reason", err.msg));
+		return al_dns_format_bare_error(
+		    msg, len, r == -EOPNOTSUPP ? AL_DNS_RCODE_NOTIMP : AL_DNS_RCODE_FORMERR, out,
+		    size);
+	}
+	if (!al_allow_match_name_any_port(gw->plan->allow, q.name, NULL) &&
+	    !name_is_mapped(gw->plan, q.name)) {
+		gw->st.dns_refused++;
+		audit_dns(gw, &q, "deny", NULL, "no rule allows this name");
+		return al_dns_format_error(&q, AL_DNS_RCODE_NXDOMAIN, out, size);
+	}
+	if (q.qclass != AL_DNS_CLASS_IN ||
+	    (q.qtype != AL_DNS_TYPE_A && q.qtype != AL_DNS_TYPE_AAAA)) {
+		gw->st.dns_refused++;
+		audit_dns(gw, &q, "deny", NULL, "only A and AAAA queries are answered");
+		return al_dns_format_error(&q, AL_DNS_RCODE_REFUSED, out, size);
+	}
+	if (!fake_addr(gw, q.name, &addr)) {
+		audit_dns(gw, &q, "deny", NULL, "the fake address range is used up");
+		return al_dns_format_error(&q, AL_DNS_RCODE_SERVFAIL, out, size);
+	}
+	gw->st.dns_answered++;
+	al_addr_format(&addr, text, sizeof(text));
+	audit_dns(gw, &q, "allow", q.qtype == AL_DNS_TYPE_A ? text : NULL, NULL);
+	/* AAAA gets NODATA: the fake range is IPv4 and clients fall back. */
+	return al_dns_format_answer(&q, &addr, 1, 60, flags, out, size);
+}
+
+static void on_dns_udp(struct al_gateway *gw, struct listener *l)
+{
+	uint8_t msg[4096], out[4096];
+	struct sockaddr_storage from;
+	socklen_t flen = sizeof(from);
+	ssize_t n =
+	    recvfrom(l->fd, msg, sizeof(msg), MSG_DONTWAIT, (struct sockaddr *)&from, &flen);
+
+	if (n <= 0)
+		return;
+	int m = dns_answer(gw, msg, (size_t)n, 0, out, sizeof(out));
+	if (m > 0 &&
+	    sendto(l->fd, out, (size_t)m, MSG_DONTWAIT, (struct sockaddr *)&from, flen) < 0)
+		al_debug("gateway: DNS answer not sent: %s", strerror(errno));
+}
+
+/* DNS over TCP: one query per connection, answered and closed. */
+static void on_dns_tcp(struct conn *c)
+{
+	size_t off, len;
+	uint8_t out[4096 + 2];
+	int r = al_dns_tcp_frame((const uint8_t *)c->head, c->head_len, &off, &len);
+
+	if (r == -EAGAIN && c->head_len < sizeof(c->head))
+		return;
+	if (r >= 0) {
+		int m = dns_answer(c->gw, (const uint8_t *)c->head + off, len, AL_DNS_TCP, out + 2,
+				   sizeof(out) - 2);
+		if (m > 0) {
+			out[0] = (uint8_t)(m >> 8);
+			out[1] = (uint8_t)m;
+			reply(c, out, (size_t)m + 2);
+		}
+	}
+	conn_free(c, NULL);
+}
+
+/* A redirected connection: its original destination is either a fake
+ * address the DNS stub handed out (so we know the name) or an address the
+ * code had on its own (decided as an IP literal). */
+static void on_transparent(struct conn *c)
+{
+	struct al_gateway *gw = c->gw;
+	struct sockaddr_in orig;
+	socklen_t len = sizeof(orig);
+	struct al_host host = {0};
+	uint32_t a;
+
+	if (getsockopt(c->client.fd, SOL_IP, SO_ORIGINAL_DST, &orig, &len) < 0) {
+		gw->st.denied++;
+		conn_free(c, "no original destination");
+		return;
+	}
+	a = ntohl(orig.sin_addr.s_addr);
+	if (a > AL_GATEWAY_FAKE_NET && a - AL_GATEWAY_FAKE_NET <= gw->n_fake) {
+		host.kind = AL_HOST_NAME;
+		snprintf(host.text, sizeof(host.text), "%s",
+			 gw->fake_names[a - AL_GATEWAY_FAKE_NET - 1]);
+	} else {
+		host.kind = AL_HOST_IPV4;
+		al_addr_from_ipv4((const uint8_t *)&orig.sin_addr, &host.addr);
+		al_addr_format(&host.addr, host.text, sizeof(host.text));
+	}
+	decide(c, &host, ntohs(orig.sin_port));
+}
+
+static void on_accept(struct al_gateway *gw, struct listener *l)
+{
+	int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	struct conn *c;
+
+	if (fd < 0)
+		return;
+	if (gw->n_conns >= MAX_CONNS) {
+		close(fd);
+		gw->st.denied++;
+		al_audit_emit(gw->audit, "net.connect",
+			      json_pack("{s:s, s:s}", "decision", "deny", "reason",
+					"too many concurrent connections"));
+		return;
+	}
+	c = xcalloc(1, sizeof(*c));
+	c->gw = gw;
+	c->socks = l->h.kind == H_LISTEN_SOCKS;
+	c->state = c->socks			   ? C_SOCKS_GREETING
+		   : l->h.kind == H_LISTEN_DNS_TCP ? C_DNS_TCP
+						   : C_HTTP_HEAD;
+	c->client = (struct side){.h = {H_CLIENT}, .c = c, .fd = fd};
+	c->upstream = (struct side){.h = {H_UPSTREAM}, .c = c, .fd = -1};
+	c->next = gw->conns;
+	if (gw->conns)
+		gw->conns->prev = c;
+	gw->conns = c;
+	gw->n_conns++;
+	if (l->h.kind == H_LISTEN_TRANSPARENT) {
+		c->transparent = true;
+		on_transparent(c);
+		return;
+	}
+	set_events(c, &c->client, EPOLLIN);
+}
+
+static void on_client_request(struct conn *c)
+{
+	ssize_t n =
+	    recv(c->client.fd, c->head + c->head_len, sizeof(c->head) - c->head_len, MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		conn_free(c, NULL); /* gone before asking anything */
+		return;
+	}
+	c->head_len += (size_t)n;
+	if (c->state == C_DNS_TCP)
+		on_dns_tcp(c);
+	else if (c->socks)
+		on_socks(c);
+	else
+		on_http_head(c);
+}
+
+void al_gateway_event(struct al_gateway *gw, void *ptr, uint32_t events)
+{
+	struct handle *h = ptr;
+
+	if (h->kind == H_DNS_UDP) {
+		on_dns_udp(gw, (struct listener *)h);
+		return;
+	}
+	if (h->kind == H_LISTEN_HTTP || h->kind == H_LISTEN_SOCKS || h->kind == H_LISTEN_DNS_TCP ||
+	    h->kind == H_LISTEN_TRANSPARENT) {
+		on_accept(gw, (struct listener *)h);
+		return;
+	}
+	struct side *s = (struct side *)h;
+	struct conn *c = s->c;
+	switch (c->state) {
+	case C_HTTP_HEAD:
+	case C_SOCKS_GREETING:
+	case C_SOCKS_REQUEST:
+	case C_DNS_TCP:
+		on_client_request(c);
+		return;
+	case C_CONNECTING:
+		on_connected(c);
+		if (c->state == C_RELAY)
+			relay(c, &c->upstream, EPOLLOUT);
+		return;
+	case C_RELAY:
+		relay(c, s, events);
+		return;
+	}
+}
+
+void al_gateway_stats(const struct al_gateway *gw, struct al_gateway_stats *ret)
+{
+	*ret = gw->st;
+	for (const struct conn *c = gw->conns; c; c = c->next) {
+		ret->bytes_up += c->bytes_up;
+		ret->bytes_down += c->bytes_down;
+	}
+}
+
+void al_gateway_free(struct al_gateway *gw)
+{
+	if (!gw)
+		return;
+	while (gw->conns)
+		conn_free(gw->conns, "the run ended");
+	for (size_t i = 0; i < AL_GATEWAY_N_LISTENERS; i++)
+		if (gw->listeners[i].fd >= 0) {
+			epoll_ctl(gw->epfd, EPOLL_CTL_DEL, gw->listeners[i].fd, NULL);
+			close(gw->listeners[i].fd);
+		}
+	al_strv_free(gw->fake_names);
+	free(gw);
+}
+
+const char al_gateway_nft_rules[] =
+    "table ip airlock {\n"
+    "  chain nat_out {\n"
+    "    type nat hook output priority -100; policy accept;\n"
+    "    ip daddr != 127.0.0.0/8 meta l4proto tcp redirect to :15001\n"
+    "  }\n"
+    "  chain filter_out {\n"
+    "    type filter hook output priority 0; policy accept;\n"
+    "    ip daddr != 127.0.0.0/8 drop\n"
+    "  }\n"
+    "}\n"
+    "table ip6 airlock {\n"
+    "  chain filter_out {\n"
+    "    type filter hook output priority 0; policy accept;\n"
+    "    ip6 daddr != ::1 drop\n"
+    "  }\n"
+    "}\n";
+
+static _Noreturn void rules_helper(pid_t pid, bool rootless, int in)
+{
+	char path[64];
+	int fd;
+
+	/* Rootless, the user namespace first: it gives the capabilities the
+	 * network namespace asks for. */
+	if (rootless) {
+		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || setns(fd, CLONE_NEWUSER) < 0)
+			_exit(90);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || setns(fd, CLONE_NEWNET) < 0)
+		_exit(91);
+	if (dup2(in, 0) < 0)
+		_exit(92);
+	char *const argv[] = {(char *)"nft", (char *)"-f", (char *)"-", NULL};
+	char *const envp[] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+	execve("/usr/sbin/nft", argv, envp);
+	_exit(errno == ENOENT ? 93 : 94);
+}
+
+int al_gateway_install_rules(pid_t pid, bool rootless, struct al_error *err)
+{
+	int p[2], status = 0;
+	pid_t helper;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return al_error_setsys(err, errno, "gateway: pipe");
+	helper = fork();
+	if (helper < 0) {
+		close(p[0]);
+		close(p[1]);
+		return al_error_setsys(err, errno, "gateway: fork of the rules helper");
+	}
+	if (helper == 0) {
+		close(p[1]);
+		rules_helper(pid, rootless, p[0]);
+	}
+	close(p[0]);
+	if (al_write_all(p[1], al_gateway_nft_rules, strlen(al_gateway_nft_rules)) < 0)
+		al_debug("gateway: writing the rules: %s", strerror(errno));
+	close(p[1]);
+	while (waitpid(helper, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 93)
+		return al_error_set(
+		    err, ENOENT,
+		    "gateway: /usr/sbin/nft not found (Debian package nftables); the "
+		    "transparent capture cannot be installed");
+	if (WIFEXITED(status) && (WEXITSTATUS(status) == 90 || WEXITSTATUS(status) == 91))
+		return al_error_set(
+		    err, EPERM,
+		    "gateway: cannot enter the sandbox's network namespace to install "
+		    "the transparent capture");
+	return al_error_set(err, EIO,
+			    "gateway: nft failed to install the transparent-capture rules (status "
+			    "%d)",
+			    WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+}

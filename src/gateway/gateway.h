@@ -1,0 +1,79 @@
+/* The egress gateway (DESIGN.md "Egress gateway"): an HTTP proxy, a SOCKS5
+ * proxy and a DNS stub whose sockets live inside the sandbox's network namespace
+ * (the child creates them during setup and hands them over) and which the
+ * supervisor serves from outside, in its own event loop. Every connection
+ * is decided against the allowlist; allowed ones are connected from the
+ * host side to an address the gateway resolved itself (network.hosts, or
+ * the host's resolver with the private-address guard) and relayed. Every
+ * decision goes to the audit stream.
+ *
+ * The gateway registers its fds in the supervisor's epoll set with
+ * data.ptr pointing at its own objects; the supervisor passes every event
+ * whose data is not one of its own small tags to al_gateway_event(). */
+#pragma once
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "audit/audit.h"
+#include "core/error.h"
+#include "policy/plan.h"
+
+struct al_gateway;
+
+struct al_gateway_stats {
+	uint64_t allowed;      /* connections allowed and attempted */
+	uint64_t denied;       /* requests refused by policy */
+	uint64_t failed;       /* allowed, but the upstream could not be reached */
+	uint64_t bytes_up;     /* sandbox → upstream */
+	uint64_t bytes_down;   /* upstream → sandbox */
+	uint64_t dns_answered; /* queries answered with an address */
+	uint64_t dns_refused;  /* queries refused (name not allowed, other types) */
+};
+
+enum al_gateway_listener {
+	AL_GATEWAY_HTTP,
+	AL_GATEWAY_SOCKS,
+	AL_GATEWAY_DNS_UDP, /* a bound UDP socket, not a listener */
+	AL_GATEWAY_DNS_TCP,
+	AL_GATEWAY_TRANSPARENT, /* where nftables redirects other TCP connections */
+	AL_GATEWAY_N_LISTENERS,
+};
+
+/* The DNS stub answers allowed names with addresses from this range (the
+ * benchmarking range, 198.18.0.0/15, never routed on the internet) and
+ * maps them back to names: the sandbox never learns a real address. */
+#define AL_GATEWAY_FAKE_NET 0xc6120000u /* 198.18.0.0 */
+#define AL_GATEWAY_FAKE_MAX 0x1fffe	/* usable addresses in the /15 */
+
+/* The nftables ruleset for the sandbox's network namespace: every TCP
+ * connection to a non-loopback address goes to the transparent listener;
+ * other traffic to non-loopback addresses is dropped. */
+extern const char al_gateway_nft_rules[];
+
+/* Install al_gateway_nft_rules in the network namespace of pid (the
+ * sandbox's init, still waiting for its release): a short-lived helper
+ * enters the namespaces (the user namespace too, when rootless) and runs
+ * Debian's nft. Fails closed: an error names what went wrong. */
+int al_gateway_install_rules(pid_t pid, bool rootless, struct al_error *err);
+
+/* A gateway for plan (borrowed; plan->gateway must be set), writing to
+ * audit (borrowed, may be NULL), registering in epfd. Free with
+ * al_gateway_free(). */
+struct al_gateway *al_gateway_new(const struct al_plan *plan, struct al_audit *audit, int epfd);
+
+/* Serve a listening socket (takes ownership of fd). */
+int al_gateway_listen(struct al_gateway *gw, enum al_gateway_listener kind, int fd,
+		      struct al_error *err);
+
+/* Handle an epoll event for one of the gateway's objects. */
+void al_gateway_event(struct al_gateway *gw, void *ptr, uint32_t events);
+
+void al_gateway_stats(const struct al_gateway *gw, struct al_gateway_stats *ret);
+
+/* Close every connection (auditing those still open) and the listeners. */
+void al_gateway_free(struct al_gateway *gw);
+
+/* An address as text: dotted quad for IPv4 (and IPv4-mapped), else IPv6. */
+void al_addr_format(const struct in6_addr *addr, char *buf, size_t len);
