@@ -484,6 +484,10 @@ static int build_network(struct al_plan *p, const struct al_policy *pol, struct 
 	size_t n = al_strv_len(pol->net_allow);
 	int r;
 
+	if (pol->network_mode && !explicit_none && strcmp(pol->network_mode, "gateway") != 0)
+		return al_error_set(err, EINVAL,
+				    "network mode \"%s\" is not known (expected none or gateway)",
+				    pol->network_mode);
 	if (explicit_none && n > 0)
 		return al_error_set(
 		    err, EINVAL,

@@ -204,8 +204,12 @@ static void test_unknown_keys(void **state)
 	    "p.json: filesystem.mounts[1]: unknown key \"hots\"", "host, path, mode, exec");
 	BAD("{\"version\":1,\"filesystem\":{\"mount\":[]}}",
 	    "p.json: filesystem: unknown key \"mount\"");
-	BAD("{\"version\":1,\"network\":{\"mode\":\"none\",\"allow\":[]}}",
-	    "p.json: network: unknown key \"allow\"");
+	BAD("{\"version\":1,\"network\":{\"mode\":\"none\",\"alow\":[]}}",
+	    "p.json: network: unknown key \"alow\"");
+	BAD("{\"version\":1,\"network\":{\"allow\":[\"a*.x.com\"]}}", "p.json: network.allow[0]:");
+	BAD("{\"version\":1,\"network\":{\"allow\":[\"x.com:0\"]}}", "p.json: network.allow[0]:");
+	BAD("{\"version\":1,\"network\":{\"hosts\":{\"api.internal\":\"not-an-ip\"}}}",
+	    "p.json: network.hosts.api.internal:");
 	BAD("{\"version\":1,\"backend\":{\"type\":\"native\"}}",
 	    "p.json: backend: unknown key \"type\"");
 }
