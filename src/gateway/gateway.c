@@ -25,6 +25,7 @@
 #include "gateway/dns.h"
 #include "gateway/http.h"
 #include "gateway/socks.h"
+#include "gateway/tls.h"
 
 #define BUF_SIZE  65536
 #define MAX_CONNS 256
@@ -54,6 +55,7 @@ enum conn_state {
 	C_SOCKS_GREETING,
 	C_SOCKS_REQUEST,
 	C_DNS_TCP,
+	C_PEEK, /* transparent, to an address we did not hand out: read the name */
 	C_CONNECTING,
 	C_RELAY
 };
@@ -75,6 +77,8 @@ struct buf {
 struct conn {
 	struct al_gateway *gw;
 	struct conn *prev, *next;
+	bool dead; /* closed; freed by al_gateway_collect() */
+	struct conn *next_dead;
 	enum conn_state state;
 	bool socks;
 	bool transparent;
@@ -87,7 +91,9 @@ struct conn {
 	uint16_t port;
 	const char *rule;
 	uint64_t bytes_up, bytes_down;
-	bool is_connect; /* HTTP CONNECT: answer 200 once connected */
+	bool is_connect;      /* HTTP CONNECT: answer 200 once connected */
+	bool check_first;     /* the first client bytes must name c->name (SNI or Host) */
+	struct in6_addr orig; /* transparent: where the client was going */
 };
 
 struct al_gateway {
@@ -98,6 +104,7 @@ struct al_gateway {
 	char **fake_names; /* index i answers as 198.18.0.0 + i + 1 */
 	size_t n_fake;
 	struct conn *conns;
+	struct conn *dead; /* closed this epoll batch, freed after it */
 	size_t n_conns;
 	struct al_gateway_stats st;
 };
@@ -209,7 +216,19 @@ static void conn_free(struct conn *c, const char *deny_reason)
 	if (c->next)
 		c->next->prev = c->prev;
 	gw->n_conns--;
-	free(c);
+	/* Another event of this epoll batch may still point at c. */
+	c->dead = true;
+	c->next_dead = gw->dead;
+	gw->dead = c;
+}
+
+void al_gateway_collect(struct al_gateway *gw)
+{
+	while (gw && gw->dead) {
+		struct conn *c = gw->dead;
+		gw->dead = c->next_dead;
+		free(c);
+	}
 }
 
 /* Best effort: the sockets are non-blocking and these replies are small. */
@@ -400,6 +419,7 @@ static void on_http_head(struct conn *c)
 		return;
 	}
 	c->is_connect = req.is_connect;
+	c->check_first = req.is_connect && req.host.kind == AL_HOST_NAME;
 	if (req.is_connect) {
 		buf_put(&c->up, c->head + req.head_len, c->head_len - req.head_len);
 	} else {
@@ -497,6 +517,53 @@ static void on_connected(struct conn *c)
 	c->state = C_RELAY;
 }
 
+/* The name the first bytes of a stream give: a TLS ClientHello's SNI or
+ * an HTTP request's Host. 0 and *ret filled; -EAGAIN: too few bytes yet;
+ * -ENOENT: neither (another protocol, or TLS without SNI). */
+static int name_in_stream(const char *buf, size_t len, struct al_host *ret)
+{
+	struct al_http_request req;
+	int r;
+
+	if (len == 0)
+		return -EAGAIN;
+	if ((uint8_t)buf[0] == 0x16) { /* a TLS handshake record */
+		r = al_tls_parse_sni((const uint8_t *)buf, len, ret, NULL);
+		return r == -EAGAIN ? -EAGAIN : r < 0 ? -ENOENT : 0;
+	}
+	r = al_http_parse_request(buf, len, &req, NULL);
+	if (r == -EAGAIN)
+		return len < AL_HTTP_HEAD_MAX ? -EAGAIN : -ENOENT;
+	if (r < 0 || req.host.kind == AL_HOST_NONE)
+		return -ENOENT;
+	*ret = req.host;
+	return 0;
+}
+
+/* Before the first byte goes upstream through a CONNECT tunnel or a
+ * transparent connection to a name: if the client names a server (SNI,
+ * Host), it must be the one decided on. Blocks domain fronting and a
+ * Host-header switch behind an allowed address. */
+static int check_first_bytes(struct conn *c)
+{
+	struct al_host h;
+	int r = name_in_stream(c->up.data + c->up.off, c->up.len, &h);
+
+	if (r == -EAGAIN && c->up.off + c->up.len < BUF_SIZE && !c->client.eof)
+		return -EAGAIN;
+	c->check_first = false;
+	if (r == 0 && h.kind == AL_HOST_NAME && strcmp(h.text, c->name) != 0) {
+		char why[2 * AL_HOST_MAX + 64];
+		snprintf(why, sizeof(why), "the stream names %s, not %s", h.text, c->name);
+		c->state = C_HTTP_HEAD; /* audited as a denial, not as a relay */
+		c->gw->st.denied++;
+		c->gw->st.allowed--;
+		conn_free(c, why);
+		return -EACCES;
+	}
+	return 0;
+}
+
 /* Move bytes one way; false when the connection is finished or broken. */
 static bool pump(struct conn *c, struct side *from, struct side *to, struct buf *b, uint64_t *count,
 		 uint32_t events_from, uint32_t events_to)
@@ -534,6 +601,31 @@ static void relay(struct conn *c, struct side *s, uint32_t events)
 {
 	uint32_t ce = s == &c->client ? events : 0, ue = s == &c->upstream ? events : 0;
 
+	if (c->check_first) {
+		/* Read what the client sends, but hold it until it is checked. */
+		if ((ce & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->client.eof) {
+			struct buf *b = &c->up;
+			ssize_t n = recv(c->client.fd, b->data + b->off + b->len,
+					 BUF_SIZE - b->off - b->len, MSG_DONTWAIT);
+			if (n > 0)
+				b->len += (size_t)n;
+			else if (n == 0)
+				c->client.eof = true;
+			ce &= ~(uint32_t)(EPOLLIN | EPOLLHUP | EPOLLERR);
+		}
+		int r = check_first_bytes(c);
+		if (r == -EACCES)
+			return;
+		if (r == -EAGAIN) {
+			set_events(c, &c->client, EPOLLIN | (c->down.len ? EPOLLOUT : 0));
+			set_events(c, &c->upstream,
+				   c->down.off + c->down.len < BUF_SIZE ? EPOLLIN : 0);
+			if (!(ce & EPOLLOUT) && !ue)
+				return;
+		}
+		if (!c->check_first)
+			ue |= EPOLLOUT;
+	}
 	if (!pump(c, &c->client, &c->upstream, &c->up, &c->bytes_up, ce, ue) ||
 	    !pump(c, &c->upstream, &c->client, &c->down, &c->bytes_down, ue, ce)) {
 		conn_free(c, NULL);
@@ -689,16 +781,47 @@ static void on_transparent(struct conn *c)
 		return;
 	}
 	a = ntohl(orig.sin_addr.s_addr);
+	c->port = ntohs(orig.sin_port);
 	if (a > AL_GATEWAY_FAKE_NET && a - AL_GATEWAY_FAKE_NET <= gw->n_fake) {
 		host.kind = AL_HOST_NAME;
 		snprintf(host.text, sizeof(host.text), "%s",
 			 gw->fake_names[a - AL_GATEWAY_FAKE_NET - 1]);
-	} else {
-		host.kind = AL_HOST_IPV4;
-		al_addr_from_ipv4((const uint8_t *)&orig.sin_addr, &host.addr);
-		al_addr_format(&host.addr, host.text, sizeof(host.text));
+		c->check_first = true;
+		decide(c, &host, c->port);
+		return;
 	}
-	decide(c, &host, ntohs(orig.sin_port));
+	/* An address the code had on its own: allowed as a literal, or by the
+	 * name its first bytes give (TLS SNI, HTTP Host) — then the gateway
+	 * connects to its own resolution of that name, not to this address. */
+	al_addr_from_ipv4((const uint8_t *)&orig.sin_addr, &c->orig);
+	if (al_allow_match_addr(gw->plan->allow, &c->orig, c->port, NULL)) {
+		host.kind = AL_HOST_IPV4;
+		host.addr = c->orig;
+		al_addr_format(&host.addr, host.text, sizeof(host.text));
+		decide(c, &host, c->port);
+		return;
+	}
+	c->state = C_PEEK;
+	set_events(c, &c->client, EPOLLIN);
+}
+
+static void on_peek(struct conn *c)
+{
+	struct al_host host;
+	int r = name_in_stream(c->head, c->head_len, &host);
+
+	if (r == -EAGAIN)
+		return;
+	if (r < 0) {
+		al_addr_format(&c->orig, c->name, sizeof(c->name));
+		char why[128];
+		snprintf(why, sizeof(why), "no rule allows %s:%u, and the stream names no host",
+			 c->name, c->port);
+		refuse(c, 0, 0, why);
+		return;
+	}
+	buf_put(&c->up, c->head, c->head_len);
+	decide(c, &host, c->port);
 }
 
 static void on_accept(struct al_gateway *gw, struct listener *l)
@@ -750,6 +873,8 @@ static void on_client_request(struct conn *c)
 	c->head_len += (size_t)n;
 	if (c->state == C_DNS_TCP)
 		on_dns_tcp(c);
+	else if (c->state == C_PEEK)
+		on_peek(c);
 	else if (c->socks)
 		on_socks(c);
 	else
@@ -771,11 +896,14 @@ void al_gateway_event(struct al_gateway *gw, void *ptr, uint32_t events)
 	}
 	struct side *s = (struct side *)h;
 	struct conn *c = s->c;
+	if (c->dead)
+		return;
 	switch (c->state) {
 	case C_HTTP_HEAD:
 	case C_SOCKS_GREETING:
 	case C_SOCKS_REQUEST:
 	case C_DNS_TCP:
+	case C_PEEK:
 		on_client_request(c);
 		return;
 	case C_CONNECTING:
@@ -804,6 +932,7 @@ void al_gateway_free(struct al_gateway *gw)
 		return;
 	while (gw->conns)
 		conn_free(gw->conns, "the run ended");
+	al_gateway_collect(gw);
 	for (size_t i = 0; i < AL_GATEWAY_N_LISTENERS; i++)
 		if (gw->listeners[i].fd >= 0) {
 			epoll_ctl(gw->epfd, EPOLL_CTL_DEL, gw->listeners[i].fd, NULL);

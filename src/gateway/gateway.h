@@ -70,6 +70,11 @@ int al_gateway_listen(struct al_gateway *gw, enum al_gateway_listener kind, int 
 /* Handle an epoll event for one of the gateway's objects. */
 void al_gateway_event(struct al_gateway *gw, void *ptr, uint32_t events);
 
+/* Free what closed during the last batch of epoll events; call after each
+ * batch (an event later in a batch may point at a connection an earlier
+ * one closed). */
+void al_gateway_collect(struct al_gateway *gw);
+
 void al_gateway_stats(const struct al_gateway *gw, struct al_gateway_stats *ret);
 
 /* Close every connection (auditing those still open) and the listeners. */

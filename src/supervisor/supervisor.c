@@ -664,6 +664,7 @@ int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al
 			goto out;
 		}
 		for (int i = 0; i < n; i++) {
+			/* (al_gateway_collect() after the batch) */
 			switch (evs[i].data.u64) {
 			case EV_SIGNAL:
 				on_signal(&l);
@@ -711,6 +712,7 @@ int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al
 				break;
 			}
 		}
+		al_gateway_collect(l.gw);
 	}
 	finish(&l, start);
 	if (l.gw) {
