@@ -50,6 +50,12 @@ struct listener {
 	int fd;
 };
 
+/* Per-host use, for network.per_host limits. */
+struct host_use {
+	char name[AL_HOST_MAX + 1];
+	uint64_t active, requests, bytes_out;
+};
+
 enum conn_state {
 	C_HTTP_HEAD,
 	C_SOCKS_GREETING,
@@ -93,11 +99,15 @@ struct conn {
 	uint64_t bytes_up, bytes_down;
 	bool is_connect;      /* HTTP CONNECT: answer 200 once connected */
 	bool check_first;     /* the first client bytes must name c->name (SNI or Host) */
+	struct host_use *use; /* set once counted against the limits */
 	struct in6_addr orig; /* transparent: where the client was going */
 };
 
 struct al_gateway {
 	const struct al_plan *plan;
+	struct host_use *hosts;
+	size_t n_hosts;
+	uint64_t active; /* allowed connections open now */
 	struct al_audit *audit;
 	int epfd;
 	struct listener listeners[AL_GATEWAY_N_LISTENERS];
@@ -205,8 +215,10 @@ static void conn_free(struct conn *c, const char *deny_reason)
 		audit_decision(c, true, NULL);
 	else if (deny_reason)
 		audit_decision(c, false, deny_reason);
-	gw->st.bytes_up += c->bytes_up;
-	gw->st.bytes_down += c->bytes_down;
+	if (c->use) {
+		c->use->active--;
+		gw->active--;
+	}
 	close_side(c, &c->client);
 	close_side(c, &c->upstream);
 	if (c->prev)
@@ -354,6 +366,45 @@ static int start_connect(struct conn *c, const struct in6_addr *addr)
 	return 0;
 }
 
+static struct host_use *host_use(struct al_gateway *gw, const char *name)
+{
+	for (size_t i = 0; i < gw->n_hosts; i++)
+		if (strcmp(gw->hosts[i].name, name) == 0)
+			return &gw->hosts[i];
+	gw->hosts = xrealloc(gw->hosts, (gw->n_hosts + 1) * sizeof(*gw->hosts));
+	struct host_use *u = &gw->hosts[gw->n_hosts++];
+	*u = (struct host_use){0};
+	snprintf(u->name, sizeof(u->name), "%s", name);
+	return u;
+}
+
+/* Which network limit a new connection to u's host would break, or NULL. */
+static const char *limit_for_new(const struct al_gateway *gw, const struct host_use *u)
+{
+	const struct al_net_limits *run = &gw->plan->net_run, *host = &gw->plan->net_host;
+
+	if (run->connections && gw->active >= run->connections)
+		return "network.limits.connections";
+	if (run->requests && gw->st.allowed >= run->requests)
+		return "network.limits.requests";
+	if (run->bytes_out && gw->st.bytes_up >= run->bytes_out)
+		return "network.limits.bytes_out";
+	if (host->connections && u->active >= host->connections)
+		return "network.per_host.connections";
+	if (host->requests && u->requests >= host->requests)
+		return "network.per_host.requests";
+	if (host->bytes_out && u->bytes_out >= host->bytes_out)
+		return "network.per_host.bytes_out";
+	return NULL;
+}
+
+static void audit_limit(struct conn *c, const char *limit)
+{
+	al_audit_emit(
+	    c->gw->audit, "limit.hit",
+	    json_pack("{s:s, s:s, s:i}", "limit", limit, "name", c->name, "port", c->port));
+}
+
 /* The decision: allowlist by name or address, then where to connect. */
 static void decide(struct conn *c, const struct al_host *host, uint16_t port)
 {
@@ -376,12 +427,24 @@ static void decide(struct conn *c, const struct al_host *host, uint16_t port)
 		return;
 	}
 	c->rule = al_allow_rule_text(rule);
+	struct host_use *u = host_use(c->gw, c->name);
+	const char *limit = limit_for_new(c->gw, u);
+	if (limit) {
+		snprintf(denied, sizeof(denied), "limit: %s", limit);
+		audit_limit(c, limit);
+		refuse(c, 403, AL_SOCKS_REP_NOT_ALLOWED, denied);
+		return;
+	}
 	if (host->kind == AL_HOST_NAME && resolve(c, &addr, &why) < 0) {
 		refuse(c, 403, AL_SOCKS_REP_NOT_ALLOWED, why);
 		return;
 	}
 	al_addr_format(&addr, c->addr, sizeof(c->addr));
 	c->gw->st.allowed++;
+	c->use = u;
+	u->active++;
+	u->requests++;
+	c->gw->active++;
 	if (start_connect(c, &addr) < 0) {
 		c->gw->st.failed++;
 		c->state = C_HTTP_HEAD; /* not connected: audit as a failure */
@@ -566,7 +629,7 @@ static int check_first_bytes(struct conn *c)
 
 /* Move bytes one way; false when the connection is finished or broken. */
 static bool pump(struct conn *c, struct side *from, struct side *to, struct buf *b, uint64_t *count,
-		 uint32_t events_from, uint32_t events_to)
+		 uint64_t budget, uint32_t events_from, uint32_t events_to)
 {
 	if ((events_from & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !from->eof &&
 	    b->off + b->len < BUF_SIZE) {
@@ -580,8 +643,9 @@ static bool pump(struct conn *c, struct side *from, struct side *to, struct buf 
 			return false;
 		}
 	}
-	if (b->len && (events_to & EPOLLOUT || events_to == 0)) {
-		ssize_t n = send(to->fd, b->data + b->off, b->len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (b->len && budget && (events_to & EPOLLOUT || events_to == 0)) {
+		size_t want = b->len < budget ? b->len : (size_t)budget;
+		ssize_t n = send(to->fd, b->data + b->off, want, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n > 0) {
 			b->off += (size_t)n;
 			b->len -= (size_t)n;
@@ -626,8 +690,36 @@ static void relay(struct conn *c, struct side *s, uint32_t events)
 		if (!c->check_first)
 			ue |= EPOLLOUT;
 	}
-	if (!pump(c, &c->client, &c->upstream, &c->up, &c->bytes_up, ce, ue) ||
-	    !pump(c, &c->upstream, &c->client, &c->down, &c->bytes_down, ue, ce)) {
+	struct al_gateway *gw = c->gw;
+	const struct al_net_limits *run = &gw->plan->net_run, *host = &gw->plan->net_host;
+	uint64_t budget = UINT64_MAX;
+	if (run->bytes_out)
+		budget = run->bytes_out > gw->st.bytes_up ? run->bytes_out - gw->st.bytes_up : 0;
+	if (c->use && host->bytes_out) {
+		uint64_t h =
+		    host->bytes_out > c->use->bytes_out ? host->bytes_out - c->use->bytes_out : 0;
+		budget = h < budget ? h : budget;
+	}
+	uint64_t up0 = c->bytes_up, down0 = c->bytes_down;
+	bool ok = pump(c, &c->client, &c->upstream, &c->up, &c->bytes_up, budget, ce, ue) &&
+		  pump(c, &c->upstream, &c->client, &c->down, &c->bytes_down, UINT64_MAX, ue, ce);
+	gw->st.bytes_up += c->bytes_up - up0;
+	gw->st.bytes_down += c->bytes_down - down0;
+	if (c->use)
+		c->use->bytes_out += c->bytes_up - up0;
+	if (!ok) {
+		conn_free(c, NULL);
+		return;
+	}
+	/* Out of budget with bytes still waiting: the limit is hit. */
+	const char *limit = !c->up.len ? NULL
+			    : run->bytes_out && gw->st.bytes_up >= run->bytes_out
+				? "network.limits.bytes_out"
+			    : c->use && host->bytes_out && c->use->bytes_out >= host->bytes_out
+				? "network.per_host.bytes_out"
+				: NULL;
+	if (limit) {
+		audit_limit(c, limit);
 		conn_free(c, NULL);
 		return;
 	}
@@ -920,10 +1012,6 @@ void al_gateway_event(struct al_gateway *gw, void *ptr, uint32_t events)
 void al_gateway_stats(const struct al_gateway *gw, struct al_gateway_stats *ret)
 {
 	*ret = gw->st;
-	for (const struct conn *c = gw->conns; c; c = c->next) {
-		ret->bytes_up += c->bytes_up;
-		ret->bytes_down += c->bytes_down;
-	}
 }
 
 void al_gateway_free(struct al_gateway *gw)
@@ -939,6 +1027,7 @@ void al_gateway_free(struct al_gateway *gw)
 			close(gw->listeners[i].fd);
 		}
 	al_strv_free(gw->fake_names);
+	free(gw->hosts);
 	free(gw);
 }
 

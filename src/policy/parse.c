@@ -370,9 +370,35 @@ static int parse_limits(struct ctx *c, const json_t *j)
 	return 0;
 }
 
+static int parse_net_limits(struct ctx *c, const json_t *j, const char *path,
+			    struct al_net_limits *ret)
+{
+	static const char *const keys[] = {"connections", "requests", "bytes_out", NULL};
+	char sub[96];
+	json_t *v;
+	int r;
+
+	if ((r = want(c, j, JSON_OBJECT, path, "an object")) < 0)
+		return r;
+	if ((r = check_keys(c, j, path, keys)) < 0)
+		return r;
+	snprintf(sub, sizeof(sub), "%s.connections", path);
+	if ((v = json_object_get(j, "connections")) &&
+	    (r = get_count(c, v, sub, 65536, &ret->connections)) < 0)
+		return r;
+	snprintf(sub, sizeof(sub), "%s.requests", path);
+	if ((v = json_object_get(j, "requests")) &&
+	    (r = get_count(c, v, sub, 1ull << 40, &ret->requests)) < 0)
+		return r;
+	snprintf(sub, sizeof(sub), "%s.bytes_out", path);
+	if ((v = json_object_get(j, "bytes_out")) && (r = get_size(c, v, sub, &ret->bytes_out)) < 0)
+		return r;
+	return 0;
+}
+
 static int parse_network(struct ctx *c, const json_t *j)
 {
-	static const char *const keys[] = {"mode", "allow", "hosts", NULL};
+	static const char *const keys[] = {"mode", "allow", "hosts", "limits", "per_host", NULL};
 	struct al_error why = {0};
 	const char *key;
 	json_t *v, *e;
@@ -405,6 +431,12 @@ static int parse_network(struct ctx *c, const json_t *j)
 			}
 		}
 	}
+	if ((v = json_object_get(j, "limits")) &&
+	    (r = parse_net_limits(c, v, "network.limits", &c->p->net_run)) < 0)
+		return r;
+	if ((v = json_object_get(j, "per_host")) &&
+	    (r = parse_net_limits(c, v, "network.per_host", &c->p->net_host)) < 0)
+		return r;
 	if ((v = json_object_get(j, "hosts"))) {
 		if ((r = want(c, v, JSON_OBJECT, "network.hosts",
 			      "an object of name: \"address\"")) < 0)

@@ -497,6 +497,10 @@ static int build_network(struct al_plan *p, const struct al_policy *pol, struct 
 	p->gateway = n > 0 || (pol->network_mode && strcmp(pol->network_mode, "gateway") == 0);
 	if (!p->gateway)
 		return 0;
+	p->net_run = pol->net_run;
+	p->net_host = pol->net_host;
+	if (!p->net_run.connections)
+		p->net_run.connections = AL_DEFAULT_NET_CONNECTIONS;
 	p->allow = al_allow_new();
 	p->allow_text = al_strv_dup(pol->net_allow);
 	for (size_t i = 0; i < n; i++)

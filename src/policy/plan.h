@@ -85,6 +85,7 @@ struct al_host_map {
 #define AL_GATEWAY_HTTP_PORT	    3128
 #define AL_GATEWAY_SOCKS_PORT	    1080
 #define AL_GATEWAY_TRANSPARENT_PORT 15001
+#define AL_DEFAULT_NET_CONNECTIONS  64 /* concurrent, per run */
 
 /* One row of the seccomp policy table (policy/seccomp.c). The compiled
  * program returns SECCOMP_RET_ERRNO|errno_value for a call that matches a
@@ -138,6 +139,8 @@ struct al_plan {
 	char **allow_text;	    /* the rules as written, for dumps */
 	struct al_host_map *hosts;  /* network.hosts */
 	size_t n_hosts;
+	struct al_net_limits net_run; /* 0 = no limit */
+	struct al_net_limits net_host;
 
 	/* filesystem */
 	struct al_mount_op *ops;

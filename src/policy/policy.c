@@ -117,6 +117,16 @@ void al_policy_merge(struct al_policy *base, const struct al_policy *over)
 	if (over->file_size)
 		base->file_size = over->file_size;
 	replace_str(&base->network_mode, over->network_mode);
+	const struct al_net_limits *ol[2] = {&over->net_run, &over->net_host};
+	struct al_net_limits *bl[2] = {&base->net_run, &base->net_host};
+	for (size_t i = 0; i < 2; i++) {
+		if (ol[i]->connections)
+			bl[i]->connections = ol[i]->connections;
+		if (ol[i]->requests)
+			bl[i]->requests = ol[i]->requests;
+		if (ol[i]->bytes_out)
+			bl[i]->bytes_out = ol[i]->bytes_out;
+	}
 	/* --allow adds rules to the file's; --map-host replaces a name. */
 	for (size_t i = 0; over->net_allow && over->net_allow[i]; i++)
 		al_strv_push(&base->net_allow, over->net_allow[i]);

@@ -69,6 +69,11 @@ struct al_policy {
 	char *network_mode;
 	char **net_allow; /* allowlist rules as written ("*.example.com:443") */
 	char **net_hosts; /* "name=address" pairs for the gateway's resolver */
+	struct al_net_limits {
+		uint64_t connections; /* concurrent; 0 = unset */
+		uint64_t requests;    /* connections allowed over the run */
+		uint64_t bytes_out;   /* sandbox → upstream */
+	} net_run, net_host;	      /* per run, per host name */
 
 	/* backend */
 	char *backend;
