@@ -53,7 +53,11 @@ static int add_label(struct al_dns_query *q, size_t *wire, size_t *text, const u
 }
 
 /* Read the name at off into q->name and q->qname; *ret_next is the offset
- * after it in the message (after the first pointer, if any). */
+ * after it in the message (after the first pointer, if any). Each pointer
+ * must go below every offset visited so far (and not into the header), so
+ * a chain ends after fewer jumps than the message has bytes. A query's only
+ * question starts right after the header, so in a query every pointer
+ * fails that test: no valid query compresses its question. */
 static int read_name(const uint8_t *m, size_t len, size_t off, struct al_dns_query *q,
 		     size_t *ret_next, struct al_error *err)
 {

@@ -91,7 +91,10 @@ struct conn {
 	struct side client, upstream;
 	char head[AL_HTTP_HEAD_MAX];
 	size_t head_len;
-	struct buf up, down; /* client → upstream, upstream → client */
+	struct buf up, down;	      /* client → upstream, upstream → client: bytes that had
+			      * to pass through user space (heads, replies) */
+	int pipe_up[2], pipe_down[2]; /* the splice path, once relaying */
+	size_t in_pipe_up, in_pipe_down, pipe_cap;
 	char name[AL_HOST_MAX + 1];
 	char addr[INET6_ADDRSTRLEN];
 	uint16_t port;
@@ -221,6 +224,10 @@ static void conn_free(struct conn *c, const char *deny_reason)
 	}
 	close_side(c, &c->client);
 	close_side(c, &c->upstream);
+	for (size_t i = 0; i < 2; i++) {
+		al_closep(&c->pipe_up[i]);
+		al_closep(&c->pipe_down[i]);
+	}
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -546,6 +553,8 @@ static void on_socks(struct conn *c)
 	decide(c, &req.host, req.port);
 }
 
+static int open_pipes(struct conn *c);
+
 static void on_connected(struct conn *c)
 {
 	int e = 0;
@@ -576,6 +585,11 @@ static void on_connected(struct conn *c)
 		int n = al_http_format_connect_ok(out, sizeof(out));
 		if (n > 0)
 			buf_put(&c->down, out, (size_t)n);
+	}
+	if (open_pipes(c) < 0) {
+		c->gw->st.failed++;
+		conn_free(c, NULL);
+		return;
 	}
 	c->state = C_RELAY;
 }
@@ -627,36 +641,70 @@ static int check_first_bytes(struct conn *c)
 	return 0;
 }
 
-/* Move bytes one way; false when the connection is finished or broken. */
-static bool pump(struct conn *c, struct side *from, struct side *to, struct buf *b, uint64_t *count,
-		 uint64_t budget, uint32_t events_from, uint32_t events_to)
+#define PIPE_CAP (1u << 20)
+
+static int open_pipes(struct conn *c)
 {
-	if ((events_from & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !from->eof &&
-	    b->off + b->len < BUF_SIZE) {
-		ssize_t n = recv(from->fd, b->data + b->off + b->len, BUF_SIZE - b->off - b->len,
-				 MSG_DONTWAIT);
-		if (n > 0) {
-			b->len += (size_t)n;
-		} else if (n == 0) {
-			from->eof = true;
-		} else if (errno != EAGAIN && errno != EINTR) {
-			return false;
-		}
-	}
-	if (b->len && budget && (events_to & EPOLLOUT || events_to == 0)) {
+	if (pipe2(c->pipe_up, O_NONBLOCK | O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(c->pipe_down, O_NONBLOCK | O_CLOEXEC) < 0)
+		return -errno;
+	/* Bigger pipes, fewer wake-ups; the kernel may cap the size. */
+	fcntl(c->pipe_up[1], F_SETPIPE_SZ, PIPE_CAP);
+	fcntl(c->pipe_down[1], F_SETPIPE_SZ, PIPE_CAP);
+	int a = fcntl(c->pipe_up[1], F_GETPIPE_SZ), b = fcntl(c->pipe_down[1], F_GETPIPE_SZ);
+	c->pipe_cap = (size_t)(a < b ? a : b);
+	return c->pipe_cap > 0 ? 0 : -EIO;
+}
+
+/* Move bytes one way: first what waits in the buffer (generated replies,
+ * inspected heads), then straight from socket to socket through a pipe
+ * with splice(), so the payload is never copied through user space. At
+ * most budget bytes go to `to`. False when the connection is broken. */
+static bool pump(struct conn *c, struct side *from, struct side *to, struct buf *b, int *pipe,
+		 size_t *in_pipe, uint64_t *count, uint64_t budget, uint32_t events_from,
+		 uint32_t events_to)
+{
+	const unsigned flags = SPLICE_F_NONBLOCK | SPLICE_F_MOVE;
+	bool can_write = (events_to & EPOLLOUT) || events_to == 0;
+	ssize_t n;
+
+	if (b->len && budget && can_write) {
 		size_t want = b->len < budget ? b->len : (size_t)budget;
-		ssize_t n = send(to->fd, b->data + b->off, want, MSG_DONTWAIT | MSG_NOSIGNAL);
+		n = send(to->fd, b->data + b->off, want, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return false;
 		if (n > 0) {
 			b->off += (size_t)n;
 			b->len -= (size_t)n;
 			*count += (uint64_t)n;
+			budget -= (uint64_t)n;
 			if (b->len == 0)
 				b->off = 0;
-		} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-			return false;
 		}
 	}
-	if (from->eof && b->len == 0)
+	if ((events_from & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !from->eof &&
+	    *in_pipe < c->pipe_cap) {
+		n = splice(from->fd, NULL, pipe[1], NULL, c->pipe_cap - *in_pipe, flags);
+		if (n > 0)
+			*in_pipe += (size_t)n;
+		else if (n == 0)
+			from->eof = true;
+		else if (errno != EAGAIN && errno != EINTR)
+			return false;
+	}
+	/* Pipe bytes are newer than buffered ones: only once those are out. */
+	if (!b->len && *in_pipe && budget && can_write) {
+		size_t want = *in_pipe < budget ? *in_pipe : (size_t)budget;
+		n = splice(pipe[0], NULL, to->fd, NULL, want, flags);
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return false;
+		if (n > 0) {
+			*in_pipe -= (size_t)n;
+			*count += (uint64_t)n;
+		}
+	}
+	if (from->eof && !b->len && !*in_pipe)
 		shutdown(to->fd, SHUT_WR);
 	return true;
 }
@@ -701,8 +749,13 @@ static void relay(struct conn *c, struct side *s, uint32_t events)
 		budget = h < budget ? h : budget;
 	}
 	uint64_t up0 = c->bytes_up, down0 = c->bytes_down;
-	bool ok = pump(c, &c->client, &c->upstream, &c->up, &c->bytes_up, budget, ce, ue) &&
-		  pump(c, &c->upstream, &c->client, &c->down, &c->bytes_down, UINT64_MAX, ue, ce);
+	/* While the first bytes are being checked, nothing goes upstream
+	 * and nothing more is taken from the client. */
+	uint32_t cread = c->check_first ? 0 : ce;
+	bool ok = pump(c, &c->client, &c->upstream, &c->up, c->pipe_up, &c->in_pipe_up,
+		       &c->bytes_up, c->check_first ? 0 : budget, cread, ue) &&
+		  pump(c, &c->upstream, &c->client, &c->down, c->pipe_down, &c->in_pipe_down,
+		       &c->bytes_down, UINT64_MAX, ue, ce);
 	gw->st.bytes_up += c->bytes_up - up0;
 	gw->st.bytes_down += c->bytes_down - down0;
 	if (c->use)
@@ -712,7 +765,7 @@ static void relay(struct conn *c, struct side *s, uint32_t events)
 		return;
 	}
 	/* Out of budget with bytes still waiting: the limit is hit. */
-	const char *limit = !c->up.len ? NULL
+	const char *limit = !c->up.len && !c->in_pipe_up ? NULL
 			    : run->bytes_out && gw->st.bytes_up >= run->bytes_out
 				? "network.limits.bytes_out"
 			    : c->use && host->bytes_out && c->use->bytes_out >= host->bytes_out
@@ -723,16 +776,17 @@ static void relay(struct conn *c, struct side *s, uint32_t events)
 		conn_free(c, NULL);
 		return;
 	}
-	if (c->client.eof && c->upstream.eof && !c->up.len && !c->down.len) {
+	bool up_waiting = c->up.len || c->in_pipe_up, down_waiting = c->down.len || c->in_pipe_down;
+	if (c->client.eof && c->upstream.eof && !up_waiting && !down_waiting) {
 		conn_free(c, NULL);
 		return;
 	}
-	set_events(c, &c->client,
-		   (!c->client.eof && c->up.off + c->up.len < BUF_SIZE ? EPOLLIN : 0) |
-		       (c->down.len ? EPOLLOUT : 0));
+	bool client_read = !c->client.eof && (c->check_first ? c->up.off + c->up.len < BUF_SIZE
+							     : c->in_pipe_up < c->pipe_cap);
+	set_events(c, &c->client, (client_read ? EPOLLIN : 0) | (down_waiting ? EPOLLOUT : 0));
 	set_events(c, &c->upstream,
-		   (!c->upstream.eof && c->down.off + c->down.len < BUF_SIZE ? EPOLLIN : 0) |
-		       (c->up.len ? EPOLLOUT : 0));
+		   (!c->upstream.eof && c->in_pipe_down < c->pipe_cap ? EPOLLIN : 0) |
+		       (up_waiting && !c->check_first ? EPOLLOUT : 0));
 }
 
 /* The fake address answering for name, allocated on first use. */
@@ -937,6 +991,7 @@ static void on_accept(struct al_gateway *gw, struct listener *l)
 	c->state = c->socks			   ? C_SOCKS_GREETING
 		   : l->h.kind == H_LISTEN_DNS_TCP ? C_DNS_TCP
 						   : C_HTTP_HEAD;
+	c->pipe_up[0] = c->pipe_up[1] = c->pipe_down[0] = c->pipe_down[1] = -1;
 	c->client = (struct side){.h = {H_CLIENT}, .c = c, .fd = fd};
 	c->upstream = (struct side){.h = {H_UPSTREAM}, .c = c, .fd = -1};
 	c->next = gw->conns;
