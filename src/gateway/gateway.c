@@ -579,12 +579,12 @@ static void on_connected(struct conn *c)
 		struct in6_addr any = IN6ADDR_ANY_INIT;
 		int n = al_socks_format_reply(AL_SOCKS_REP_SUCCEEDED, &any, 0, out, sizeof(out));
 		if (n > 0)
-			buf_put(&c->down, out, (size_t)n);
+			reply(c, out, (size_t)n); /* ours, not upstream bytes */
 	} else if (c->is_connect) {
 		char out[128];
 		int n = al_http_format_connect_ok(out, sizeof(out));
 		if (n > 0)
-			buf_put(&c->down, out, (size_t)n);
+			reply(c, out, (size_t)n); /* ours, not upstream bytes */
 	}
 	if (open_pipes(c) < 0) {
 		c->gw->st.failed++;
