@@ -3,7 +3,7 @@
 
 # Debian 12 packages, by purpose.
 AL_BUILD_PACKAGES=(gcc meson ninja-build pkg-config libseccomp-dev libjansson-dev libcmocka-dev
-	libssl-dev)
+	libssl-dev libc-ares-dev nftables)
 AL_DEMO_PACKAGES=(python3 python3-pandas)
 AL_TEST_PACKAGES=(python3 python3-pandas curl iproute2 clang libclang-rt-14-dev bubblewrap
 	hyperfine util-linux clang-format)

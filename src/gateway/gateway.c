@@ -5,13 +5,14 @@
 #include "gateway/gateway.h"
 
 #include <arpa/inet.h>
+#include <ares.h>
 #include <errno.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/netfilter_ipv4.h>
 #include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <sys/socket.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -36,6 +37,8 @@ enum handle_kind {
 	H_DNS_UDP,
 	H_LISTEN_DNS_TCP,
 	H_LISTEN_TRANSPARENT,
+	H_ARES_SOCK,
+	H_ARES_TIMER,
 	H_CLIENT,
 	H_UPSTREAM
 };
@@ -61,7 +64,8 @@ enum conn_state {
 	C_SOCKS_GREETING,
 	C_SOCKS_REQUEST,
 	C_DNS_TCP,
-	C_PEEK, /* transparent, to an address we did not hand out: read the name */
+	C_PEEK,	     /* transparent, to an address we did not hand out: read the name */
+	C_RESOLVING, /* waiting for the asynchronous resolver */
 	C_CONNECTING,
 	C_RELAY
 };
@@ -83,7 +87,8 @@ struct buf {
 struct conn {
 	struct al_gateway *gw;
 	struct conn *prev, *next;
-	bool dead; /* closed; freed by al_gateway_collect() */
+	bool dead;	/* closed; freed by al_gateway_collect() */
+	bool abandoned; /* closed while resolving: the resolver's callback frees it */
 	struct conn *next_dead;
 	enum conn_state state;
 	bool socks;
@@ -106,8 +111,19 @@ struct conn {
 	struct in6_addr orig; /* transparent: where the client was going */
 };
 
+/* A socket of the resolver's, in our epoll set. */
+struct ares_sock {
+	struct handle h;
+	int fd;
+	struct ares_sock *next;
+};
+
 struct al_gateway {
 	const struct al_plan *plan;
+	ares_channel ares; /* created on the first lookup */
+	struct ares_sock *ares_socks;
+	struct handle ares_timer_h;
+	int ares_timerfd;
 	struct host_use *hosts;
 	size_t n_hosts;
 	uint64_t active; /* allowed connections open now */
@@ -137,6 +153,7 @@ struct al_gateway *al_gateway_new(const struct al_plan *plan, struct al_audit *a
 	gw->plan = plan;
 	gw->audit = audit;
 	gw->epfd = epfd;
+	gw->ares_timerfd = -1;
 	gw->listeners[AL_GATEWAY_HTTP] = (struct listener){{H_LISTEN_HTTP}, -1};
 	gw->listeners[AL_GATEWAY_SOCKS] = (struct listener){{H_LISTEN_SOCKS}, -1};
 	gw->listeners[AL_GATEWAY_DNS_UDP] = (struct listener){{H_DNS_UDP}, -1};
@@ -235,6 +252,10 @@ static void conn_free(struct conn *c, const char *deny_reason)
 	if (c->next)
 		c->next->prev = c->prev;
 	gw->n_conns--;
+	if (c->state == C_RESOLVING) {
+		c->abandoned = true; /* the resolver still holds c */
+		return;
+	}
 	/* Another event of this epoll batch may still point at c. */
 	c->dead = true;
 	c->next_dead = gw->dead;
@@ -293,50 +314,148 @@ static void refuse(struct conn *c, int http_status, uint8_t socks_code, const ch
 	conn_free(c, why);
 }
 
-/* Resolve an allowed name: network.hosts first (trusted as given), then
- * the host's resolver, keeping only public addresses or ones the allowlist
- * names literally (no rebinding to loopback, private or metadata space). */
-static int resolve(struct conn *c, struct in6_addr *ret, const char **why)
+static const struct in6_addr *mapped_addr(const struct al_plan *p, const char *name)
 {
-	const struct al_plan *p = c->gw->plan;
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-	struct addrinfo *res = NULL;
-	int r;
+	for (size_t i = 0; i < p->n_hosts; i++)
+		if (strcmp(p->hosts[i].name, name) == 0)
+			return &p->hosts[i].addr;
+	return NULL;
+}
 
-	for (size_t i = 0; i < p->n_hosts; i++) {
-		if (strcmp(p->hosts[i].name, c->name) == 0) {
-			*ret = p->hosts[i].addr;
-			return 0;
-		}
-	}
-	/* A blocking lookup in the event loop: acceptable for now, an
-	 * asynchronous resolver is on the gateway's list. */
-	r = getaddrinfo(c->name, NULL, &hints, &res);
-	if (r != 0) {
-		*why = "the name does not resolve";
-		return -EHOSTUNREACH;
-	}
-	*why = "the name resolves only to loopback, private, link-local or other non-public "
-	       "addresses";
-	for (struct addrinfo *a = res; a; a = a->ai_next) {
+/* Of the addresses a name resolved to, the first that is public or that
+ * the allowlist names literally: no rebinding to loopback, private or
+ * metadata space. */
+static bool pick_address(const struct conn *c, const struct ares_addrinfo_node *n,
+			 struct in6_addr *ret)
+{
+	for (; n; n = n->ai_next) {
 		struct in6_addr addr = IN6ADDR_ANY_INIT;
-		if (a->ai_family == AF_INET) {
-			const struct sockaddr_in *sin = (const void *)a->ai_addr;
+		if (n->ai_family == AF_INET) {
+			const struct sockaddr_in *sin = (const void *)n->ai_addr;
 			al_addr_from_ipv4((const uint8_t *)&sin->sin_addr, &addr);
-		} else if (a->ai_family == AF_INET6) {
-			addr = ((const struct sockaddr_in6 *)(const void *)a->ai_addr)->sin6_addr;
+		} else if (n->ai_family == AF_INET6) {
+			addr = ((const struct sockaddr_in6 *)(const void *)n->ai_addr)->sin6_addr;
 		} else {
 			continue;
 		}
 		if (al_addr_class(&addr) == AL_ADDR_PUBLIC ||
-		    al_allow_match_addr(p->allow, &addr, c->port, NULL)) {
+		    al_allow_match_addr(c->gw->plan->allow, &addr, c->port, NULL)) {
 			*ret = addr;
-			freeaddrinfo(res);
-			return 0;
+			return true;
 		}
 	}
-	freeaddrinfo(res);
-	return -EACCES;
+	return false;
+}
+
+static void ares_rearm(struct al_gateway *gw)
+{
+	struct timeval tv, *t = ares_timeout(gw->ares, NULL, &tv);
+	struct itimerspec its = {0};
+
+	if (t) {
+		its.it_value.tv_sec = t->tv_sec;
+		its.it_value.tv_nsec = t->tv_usec * 1000L;
+		if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
+			its.it_value.tv_nsec = 1;
+	}
+	timerfd_settime(gw->ares_timerfd, 0, &its, NULL);
+}
+
+/* The resolver's socket state callback: keep its sockets in our epoll set. */
+static void ares_sock_state(void *data, ares_socket_t fd, int readable, int writable)
+{
+	struct al_gateway *gw = data;
+	struct ares_sock **pp = &gw->ares_socks, *a;
+
+	while (*pp && (*pp)->fd != fd)
+		pp = &(*pp)->next;
+	a = *pp;
+	if (!readable && !writable) {
+		if (a) {
+			epoll_ctl(gw->epfd, EPOLL_CTL_DEL, fd, NULL);
+			*pp = a->next;
+			free(a);
+		}
+		return;
+	}
+	struct epoll_event ev = {.events = (readable ? EPOLLIN : 0) | (writable ? EPOLLOUT : 0)};
+	if (!a) {
+		a = xcalloc(1, sizeof(*a));
+		a->h.kind = H_ARES_SOCK;
+		a->fd = fd;
+		a->next = gw->ares_socks;
+		gw->ares_socks = a;
+		ev.data.ptr = &a->h;
+		epoll_ctl(gw->epfd, EPOLL_CTL_ADD, fd, &ev);
+	} else {
+		ev.data.ptr = &a->h;
+		epoll_ctl(gw->epfd, EPOLL_CTL_MOD, fd, &ev);
+	}
+}
+
+static int ares_start(struct al_gateway *gw)
+{
+	static bool library_ready;
+	struct ares_options opts = {.sock_state_cb = ares_sock_state, .sock_state_cb_data = gw};
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &gw->ares_timer_h};
+
+	if (gw->ares)
+		return 0;
+	if (!library_ready && ares_library_init(ARES_LIB_INIT_ALL) != ARES_SUCCESS)
+		return -ENOMEM;
+	library_ready = true;
+	gw->ares_timer_h.kind = H_ARES_TIMER;
+	gw->ares_timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (gw->ares_timerfd < 0 || epoll_ctl(gw->epfd, EPOLL_CTL_ADD, gw->ares_timerfd, &ev) < 0)
+		return -errno;
+	if (ares_init_options(&gw->ares, &opts, ARES_OPT_SOCK_STATE_CB) != ARES_SUCCESS) {
+		gw->ares = NULL;
+		return -EIO;
+	}
+	return 0;
+}
+
+static void connect_allowed(struct conn *c, const struct in6_addr *addr);
+
+static void on_resolved(void *arg, int status, int timeouts, struct ares_addrinfo *res)
+{
+	struct conn *c = arg;
+	struct in6_addr addr;
+	bool ok = status == ARES_SUCCESS && res && pick_address(c, res->nodes, &addr);
+
+	(void)timeouts;
+	if (res)
+		ares_freeaddrinfo(res);
+	if (c->abandoned) {
+		free(c);
+		return;
+	}
+	c->state = c->socks ? C_SOCKS_REQUEST : C_HTTP_HEAD; /* audited as a denial if refused */
+	if (!ok) {
+		refuse(c, 403, AL_SOCKS_REP_NOT_ALLOWED,
+		       status != ARES_SUCCESS ? "the name does not resolve"
+					      : "the name resolves only to loopback, private, "
+						"link-local or other non-public addresses");
+		return;
+	}
+	connect_allowed(c, &addr);
+}
+
+/* Resolve an allowed name without blocking the loop. The callback may run
+ * before this returns (answers from the host's /etc/hosts): the caller
+ * must not touch c afterwards. */
+static void resolve_async(struct conn *c)
+{
+	struct ares_addrinfo_hints hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+
+	if (ares_start(c->gw) < 0) {
+		refuse(c, 502, AL_SOCKS_REP_GENERAL_FAILURE, "the resolver could not start");
+		return;
+	}
+	c->state = C_RESOLVING;
+	set_events(c, &c->client, 0);
+	ares_getaddrinfo(c->gw->ares, c->name, NULL, &hints, on_resolved, c);
+	ares_rearm(c->gw);
 }
 
 static int start_connect(struct conn *c, const struct in6_addr *addr)
@@ -417,7 +536,6 @@ static void decide(struct conn *c, const struct al_host *host, uint16_t port)
 {
 	const struct al_plan *p = c->gw->plan;
 	const struct al_allow_rule *rule = NULL;
-	const char *why = NULL;
 	struct in6_addr addr = host->addr;
 	char denied[AL_HOST_MAX + 64];
 	bool ok;
@@ -442,17 +560,26 @@ static void decide(struct conn *c, const struct al_host *host, uint16_t port)
 		refuse(c, 403, AL_SOCKS_REP_NOT_ALLOWED, denied);
 		return;
 	}
-	if (host->kind == AL_HOST_NAME && resolve(c, &addr, &why) < 0) {
-		refuse(c, 403, AL_SOCKS_REP_NOT_ALLOWED, why);
-		return;
-	}
-	al_addr_format(&addr, c->addr, sizeof(c->addr));
-	c->gw->st.allowed++;
 	c->use = u;
 	u->active++;
 	u->requests++;
 	c->gw->active++;
-	if (start_connect(c, &addr) < 0) {
+	if (host->kind == AL_HOST_NAME) {
+		const struct in6_addr *m = mapped_addr(p, c->name);
+		if (!m) {
+			resolve_async(c);
+			return;
+		}
+		addr = *m; /* network.hosts is trusted as given */
+	}
+	connect_allowed(c, &addr);
+}
+
+static void connect_allowed(struct conn *c, const struct in6_addr *addr)
+{
+	al_addr_format(addr, c->addr, sizeof(c->addr));
+	c->gw->st.allowed++;
+	if (start_connect(c, addr) < 0) {
 		c->gw->st.failed++;
 		c->state = C_HTTP_HEAD; /* not connected: audit as a failure */
 		audit_decision(c, true, "could not connect");
@@ -1032,6 +1159,22 @@ void al_gateway_event(struct al_gateway *gw, void *ptr, uint32_t events)
 {
 	struct handle *h = ptr;
 
+	if (h->kind == H_ARES_SOCK || h->kind == H_ARES_TIMER) {
+		if (h->kind == H_ARES_TIMER) {
+			uint64_t ticks;
+			if (read(gw->ares_timerfd, &ticks, sizeof(ticks)) < 0)
+				al_debug("gateway: resolver timer read: %s", strerror(errno));
+			ares_process_fd(gw->ares, ARES_SOCKET_BAD, ARES_SOCKET_BAD);
+		} else {
+			int fd = ((struct ares_sock *)h)->fd;
+			ares_process_fd(
+			    gw->ares,
+			    (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) ? fd : ARES_SOCKET_BAD,
+			    (events & EPOLLOUT) ? fd : ARES_SOCKET_BAD);
+		}
+		ares_rearm(gw);
+		return;
+	}
 	if (h->kind == H_DNS_UDP) {
 		on_dns_udp(gw, (struct listener *)h);
 		return;
@@ -1053,6 +1196,8 @@ void al_gateway_event(struct al_gateway *gw, void *ptr, uint32_t events)
 	case C_PEEK:
 		on_client_request(c);
 		return;
+	case C_RESOLVING:
+		return; /* the client's events wait for the answer */
 	case C_CONNECTING:
 		on_connected(c);
 		if (c->state == C_RELAY)
@@ -1075,7 +1220,18 @@ void al_gateway_free(struct al_gateway *gw)
 		return;
 	while (gw->conns)
 		conn_free(gw->conns, "the run ended");
+	/* Pending lookups call back with ARES_EDESTRUCTION and free their
+	 * abandoned connections. */
+	if (gw->ares)
+		ares_destroy(gw->ares);
 	al_gateway_collect(gw);
+	if (gw->ares_timerfd >= 0)
+		close(gw->ares_timerfd);
+	while (gw->ares_socks) {
+		struct ares_sock *a = gw->ares_socks;
+		gw->ares_socks = a->next;
+		free(a);
+	}
 	for (size_t i = 0; i < AL_GATEWAY_N_LISTENERS; i++)
 		if (gw->listeners[i].fd >= 0) {
 			epoll_ctl(gw->epfd, EPOLL_CTL_DEL, gw->listeners[i].fd, NULL);
