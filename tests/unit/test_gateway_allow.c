@@ -103,7 +103,9 @@ static void test_host_bad_names(void **state)
 	expect_bad_host("a/b.com", "invalid character");
 	expect_bad_host("a@b.com", "invalid character");
 	expect_bad_host("a%2eb.com", "invalid character");
-	expect_bad_host("b\xc3\xbc" "cher.de", "invalid character");
+	expect_bad_host("b\xc3\xbc"
+			"cher.de",
+			"invalid character");
 	expect_bad_host("a\tb", "invalid character");
 	expect_bad_host_len("a.com\0.evil.com", 15, "NUL");
 	expect_bad_host_len("a\0", 2, "NUL");
@@ -405,8 +407,8 @@ static void expect_name(const struct al_allowlist *l, const char *name, uint16_t
 static void test_match_names(void **state)
 {
 	static const char *const rules[] = {
-		"api.example.com", "*.example.org:443", "Mixed.Case.Net:8000-8100", "any.test:*",
-		"dot.test.", NULL};
+	    "api.example.com", "*.example.org:443", "Mixed.Case.Net:8000-8100",
+	    "any.test:*",      "dot.test.",	    NULL};
 	_cleanup_(al_allow_freep) struct al_allowlist *l = make_list(rules);
 
 	assert_int_equal(al_allow_count(l), 5);
@@ -548,6 +550,29 @@ static void test_rule_order_and_empty(void **state)
 	al_allow_free(NULL);
 }
 
+static void test_match_any_port(void **state)
+{
+	static const char *const rules[] = {"api.example.com:8443", "*.example.org:9000-9001",
+					    "10.0.0.1:*", NULL};
+	_cleanup_(al_allow_freep) struct al_allowlist *l = make_list(rules);
+	const struct al_allow_rule *r = NULL;
+
+	assert_true(al_allow_match_name_any_port(l, "API.example.com.", &r));
+	assert_string_equal(al_allow_rule_text(r), "api.example.com:8443");
+	assert_true(al_allow_match_name_any_port(l, "a.b.example.org", &r));
+	assert_string_equal(al_allow_rule_text(r), "*.example.org:9000-9001");
+	assert_true(al_allow_match_name_any_port(l, "api.example.com", NULL));
+	r = NULL;
+	assert_false(al_allow_match_name_any_port(l, "example.org", &r));
+	assert_null(r);
+	/* Only names: the DNS stub never answers for a literal. */
+	assert_false(al_allow_match_name_any_port(l, "10.0.0.1", NULL));
+	assert_false(al_allow_match_name_any_port(l, "a..example.org", NULL));
+	assert_false(al_allow_match_name_any_port(l, "", NULL));
+	assert_false(al_allow_match_name_any_port(l, NULL, NULL));
+	assert_false(al_allow_match_name_any_port(NULL, "api.example.com", NULL));
+}
+
 int main(void)
 {
 	/* clang-format off */
@@ -563,6 +588,7 @@ int main(void)
 		cmocka_unit_test(test_match_names),
 		cmocka_unit_test(test_match_addrs),
 		cmocka_unit_test(test_match_families),
+		cmocka_unit_test(test_match_any_port),
 		cmocka_unit_test(test_rule_order_and_empty),
 	};
 	/* clang-format on */

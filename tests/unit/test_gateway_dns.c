@@ -52,10 +52,15 @@ static size_t make_query(uint8_t *m, const char *name, const struct qopts *o)
 	m[n++] = (uint8_t)(o->qclass >> 8);
 	m[n++] = (uint8_t)o->qclass;
 	if (o->edns) {
-		const uint8_t opt[] = {0, 0, 41, (uint8_t)(o->udp >> 8), (uint8_t)o->udp, 0, 0,
-				       o->edns_flags, 0, 0, 12, 0, 10, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8};
+		/* OPT: root owner, TYPE 41, CLASS is the UDP size, TTL holds
+		 * the DO flag, then one 8-byte COOKIE option. */
+		static const uint8_t opt[] = {0,  0, 41, 0, 0, 0, 0, 0, 0, 0, 12, 0,
+					      10, 0, 8,	 1, 2, 3, 4, 5, 6, 7, 8};
 
 		memcpy(m + n, opt, sizeof(opt));
+		m[n + 3] = (uint8_t)(o->udp >> 8);
+		m[n + 4] = (uint8_t)o->udp;
+		m[n + 7] = o->edns_flags;
 		n += sizeof(opt);
 	}
 	return n;
@@ -442,8 +447,8 @@ static void test_errors(void **state)
 	struct qopts o = plain_a;
 	size_t n = make_query(m, "Blocked.Example", &o);
 	static const uint8_t codes[] = {AL_DNS_RCODE_NXDOMAIN, AL_DNS_RCODE_REFUSED,
-					AL_DNS_RCODE_NOTIMP, AL_DNS_RCODE_SERVFAIL,
-					AL_DNS_RCODE_FORMERR, AL_DNS_RCODE_NOERROR};
+					AL_DNS_RCODE_NOTIMP,   AL_DNS_RCODE_SERVFAIL,
+					AL_DNS_RCODE_FORMERR,  AL_DNS_RCODE_NOERROR};
 	int r;
 
 	expect_query(m, n);
@@ -480,8 +485,7 @@ static void test_bare_error(void **state)
 
 	m[2] = 0x01 | (2 << 3); /* STATUS */
 	assert_int_equal(al_dns_parse_query(m, n, &q, NULL), -EOPNOTSUPP);
-	assert_int_equal(al_dns_format_bare_error(m, n, AL_DNS_RCODE_NOTIMP, out, sizeof(out)),
-			 12);
+	assert_int_equal(al_dns_format_bare_error(m, n, AL_DNS_RCODE_NOTIMP, out, sizeof(out)), 12);
 	assert_memory_equal(out, "\xbe\xef\x91\x84\0\0\0\0\0\0\0\0", 12);
 	assert_int_equal(al_dns_format_bare_error(m, 12, AL_DNS_RCODE_FORMERR, out, 12), 12);
 	assert_int_equal(out[3], 0x81);
@@ -491,8 +495,7 @@ static void test_bare_error(void **state)
 	/* Never answer a response. */
 	m[2] |= 0x80;
 	assert_int_equal(al_dns_format_bare_error(m, n, AL_DNS_RCODE_FORMERR, out, 64), -EINVAL);
-	assert_int_equal(al_dns_format_bare_error(NULL, 0, AL_DNS_RCODE_FORMERR, out, 64),
-			 -EINVAL);
+	assert_int_equal(al_dns_format_bare_error(NULL, 0, AL_DNS_RCODE_FORMERR, out, 64), -EINVAL);
 }
 
 static void test_tcp_frame(void **state)

@@ -235,16 +235,16 @@ static void test_hop_by_hop(void **state)
 		const char *name;
 		unsigned flags;
 	} want[] = {
-		{"Host", AL_HTTP_HDR_HOST},
-		{"Connection", AL_HTTP_HDR_HOP},
-		{"Keep-Alive", AL_HTTP_HDR_HOP},
-		{"X-Secret", AL_HTTP_HDR_HOP},
-		{"X-Other", AL_HTTP_HDR_HOP},
-		{"X-Kept", 0},
-		{"Proxy-Connection", AL_HTTP_HDR_HOP | AL_HTTP_HDR_PROXY},
-		{"TE", AL_HTTP_HDR_HOP},
-		{"Trailer", AL_HTTP_HDR_HOP},
-		{"Upgrade", AL_HTTP_HDR_HOP},
+	    {"Host", AL_HTTP_HDR_HOST},
+	    {"Connection", AL_HTTP_HDR_HOP},
+	    {"Keep-Alive", AL_HTTP_HDR_HOP},
+	    {"X-Secret", AL_HTTP_HDR_HOP},
+	    {"X-Other", AL_HTTP_HDR_HOP},
+	    {"X-Kept", 0},
+	    {"Proxy-Connection", AL_HTTP_HDR_HOP | AL_HTTP_HDR_PROXY},
+	    {"TE", AL_HTTP_HDR_HOP},
+	    {"Trailer", AL_HTTP_HDR_HOP},
+	    {"Upgrade", AL_HTTP_HDR_HOP},
 	};
 
 	expect_ok(s);
@@ -368,8 +368,8 @@ static void test_bad_targets(void **state)
 	expect_error("GET a.com:443 HTTP/1.1\r\nHost: a.com\r\n\r\n", -EPROTO, "target");
 
 	/* Absolute-form */
-	expect_error("GET http://allowed.com@evil.com/ HTTP/1.1\r\nHost: evil.com\r\n\r\n",
-		     -EPROTO, "userinfo");
+	expect_error("GET http://allowed.com@evil.com/ HTTP/1.1\r\nHost: evil.com\r\n\r\n", -EPROTO,
+		     "userinfo");
 	expect_error("GET http://allowed.com:80@evil.com/ HTTP/1.1\r\n\r\n", -EPROTO, "userinfo");
 	/* '@' in the path is not userinfo. */
 	expect_ok("GET http://a.com/x@y HTTP/1.1\r\nHost: a.com\r\n\r\n");
@@ -378,8 +378,7 @@ static void test_bad_targets(void **state)
 	expect_error("GET http://a.com\\@evil.com/ HTTP/1.1\r\n\r\n", -EPROTO, NULL);
 	expect_error("GET http://[fe80::1%25eth0]/ HTTP/1.1\r\n\r\n", -EPROTO, "zone");
 	expect_error("GET http://127.1/ HTTP/1.1\r\n\r\n", -EPROTO, "IPv4");
-	expect_error("GET http://a.com/#frag HTTP/1.1\r\nHost: a.com\r\n\r\n", -EPROTO,
-		     "fragment");
+	expect_error("GET http://a.com/#frag HTTP/1.1\r\nHost: a.com\r\n\r\n", -EPROTO, "fragment");
 	expect_error("GET /#frag HTTP/1.1\r\nHost: a.com\r\n\r\n", -EPROTO, "fragment");
 	expect_error("GET https://a.com/ HTTP/1.1\r\nHost: a.com\r\n\r\n", -ENOTSUP, "CONNECT");
 	expect_error("GET ftp://a.com/ HTTP/1.1\r\nHost: a.com\r\n\r\n", -EPROTO, "target");
@@ -484,8 +483,8 @@ static void test_framing(void **state)
 	expect_error("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", -EPROTO, "1.0");
 	expect_error("GET / HTTP/1.1\r\nHost: a.com\r\nConnection: close, Host\r\n\r\n", -EPROTO,
 		     "framing");
-	expect_error("GET / HTTP/1.1\r\nHost: a.com\r\nConnection: content-length\r\n\r\n",
-		     -EPROTO, "framing");
+	expect_error("GET / HTTP/1.1\r\nHost: a.com\r\nConnection: content-length\r\n\r\n", -EPROTO,
+		     "framing");
 	expect_error("GET / HTTP/1.1\r\nHost: a.com\r\nConnection: Transfer-Encoding\r\n\r\n",
 		     -EPROTO, "framing");
 	expect_error("GET / HTTP/1.1\r\nHost: a.com\r\nConnection: a b\r\n\r\n", -EPROTO,
@@ -524,14 +523,13 @@ static void test_upstream(void **state)
 	 * for the NUL works. */
 	for (size_t size = 0; size <= strlen(want); size++) {
 		memset(out, 'Z', sizeof(out));
-		assert_int_equal(al_http_format_upstream(s, &req, AL_HTTP_UPSTREAM_CLOSE, out,
-							 size),
-				 -ENOSPC);
+		assert_int_equal(
+		    al_http_format_upstream(s, &req, AL_HTTP_UPSTREAM_CLOSE, out, size), -ENOSPC);
 		assert_int_equal(out[size], 'Z');
 	}
-	assert_int_equal(al_http_format_upstream(s, &req, AL_HTTP_UPSTREAM_CLOSE, out,
-						 strlen(want) + 1),
-			 strlen(want));
+	assert_int_equal(
+	    al_http_format_upstream(s, &req, AL_HTTP_UPSTREAM_CLOSE, out, strlen(want) + 1),
+	    strlen(want));
 
 	s = "GET http://a.com?q HTTP/1.0\r\nUser-Agent: x\r\n\r\n";
 	expect_ok(s);

@@ -110,18 +110,18 @@ static void test_request(void **state)
 		       AL_HOST_IPV4, "93.184.216.34", 443);
 	assert_int_equal(req.atyp, AL_SOCKS_ATYP_IPV4);
 	assert_true(al_addr_is_ipv4(&req.host.addr));
-	expect_request(B(5, 1, 0, 3, 11, 'E', 'x', 'a', 'm', 'p', 'l', 'e', '.', 'c', 'o', 'm',
-			 0x00, 0x50),
-		       AL_SOCKS_CMD_CONNECT, AL_HOST_NAME, "example.com", 80);
+	expect_request(
+	    B(5, 1, 0, 3, 11, 'E', 'x', 'a', 'm', 'p', 'l', 'e', '.', 'c', 'o', 'm', 0x00, 0x50),
+	    AL_SOCKS_CMD_CONNECT, AL_HOST_NAME, "example.com", 80);
 	assert_int_equal(req.atyp, AL_SOCKS_ATYP_DOMAIN);
-	expect_request(B(5, 1, 0, 4, 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
-			 0xff, 0xff),
-		       AL_SOCKS_CMD_CONNECT, AL_HOST_IPV6, "2001:db8::1", 65535);
+	expect_request(
+	    B(5, 1, 0, 4, 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff),
+	    AL_SOCKS_CMD_CONNECT, AL_HOST_IPV6, "2001:db8::1", 65535);
 	inet_pton(AF_INET6, "2001:db8::1", &a);
 	assert_memory_equal(&req.host.addr, &a, 16);
 	/* BIND and UDP ASSOCIATE parse, for the caller to refuse. */
-	expect_request(B(5, 2, 0, 1, 0, 0, 0, 0, 0, 1), AL_SOCKS_CMD_BIND, AL_HOST_IPV4,
-		       "0.0.0.0", 1);
+	expect_request(B(5, 2, 0, 1, 0, 0, 0, 0, 0, 1), AL_SOCKS_CMD_BIND, AL_HOST_IPV4, "0.0.0.0",
+		       1);
 	expect_request(B(5, 3, 0, 1, 0, 0, 0, 0, 0, 1), AL_SOCKS_CMD_UDP_ASSOCIATE, AL_HOST_IPV4,
 		       "0.0.0.0", 1);
 	/* A domain that is an IP literal is normalised as one. */
@@ -180,20 +180,20 @@ static void test_request_bad(void **state)
 	expect_request_error(B(5, 1, 0, 0, 1, 2, 3, 4, 0, 80), -EAFNOSUPPORT,
 			     AL_SOCKS_REP_ATYP_NOT_SUPPORTED, "address type");
 	expect_request_error(B(5, 1, 0, 3, 0), -EPROTO, AL_SOCKS_REP_GENERAL_FAILURE, "empty");
-	expect_request_error(B(5, 1, 0, 1, 1, 2, 3, 4, 0, 0), -EPROTO,
-			     AL_SOCKS_REP_GENERAL_FAILURE, "port 0");
+	expect_request_error(B(5, 1, 0, 1, 1, 2, 3, 4, 0, 0), -EPROTO, AL_SOCKS_REP_GENERAL_FAILURE,
+			     "port 0");
 	expect_request_error(B(5, 1, 0, 3, 3, 'a', 0, 'b', 0, 80), -EPROTO,
 			     AL_SOCKS_REP_GENERAL_FAILURE, "NUL");
 	expect_request_error(B(5, 1, 0, 3, 4, 'a', ' ', 'b', 'c', 0, 80), -EPROTO,
 			     AL_SOCKS_REP_GENERAL_FAILURE, "invalid character");
 	expect_request_error(B(5, 1, 0, 3, 5, '1', '2', '7', '.', '1', 0, 80), -EPROTO,
 			     AL_SOCKS_REP_GENERAL_FAILURE, "IPv4");
-	expect_request_error(B(5, 1, 0, 3, 10, '0', 'x', '7', 'f', '0', '0', '0', '0', '0', '1',
-			       0, 80),
-			     -EPROTO, AL_SOCKS_REP_GENERAL_FAILURE, "numeric");
-	expect_request_error(B(5, 1, 0, 3, 12, 'f', 'e', '8', '0', ':', ':', '1', '%', 'e', 't',
-			       'h', '0', 0, 80),
-			     -EPROTO, AL_SOCKS_REP_GENERAL_FAILURE, "zone");
+	expect_request_error(
+	    B(5, 1, 0, 3, 10, '0', 'x', '7', 'f', '0', '0', '0', '0', '0', '1', 0, 80), -EPROTO,
+	    AL_SOCKS_REP_GENERAL_FAILURE, "numeric");
+	expect_request_error(
+	    B(5, 1, 0, 3, 12, 'f', 'e', '8', '0', ':', ':', '1', '%', 'e', 't', 'h', '0', 0, 80),
+	    -EPROTO, AL_SOCKS_REP_GENERAL_FAILURE, "zone");
 	expect_request_error(B(5, 1, 0, 3, 5, 'a', '.', 'c', 'o', 'm'), -EAGAIN, -1, NULL);
 	assert_int_equal(al_socks_reply_code_for_error(-EAGAIN), -1);
 
@@ -226,9 +226,8 @@ static void test_reply(void **state)
 	inet_pton(AF_INET6, "::1", &a);
 	assert_int_equal(al_socks_format_reply(AL_SOCKS_REP_HOST_UNREACHABLE, &a, 443, out, 22),
 			 22);
-	assert_memory_equal(out,
-			    ((uint8_t[]){5, 4, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-					 1, 0x01, 0xbb}),
+	assert_memory_equal(out, ((uint8_t[]){5, 4, 0, 4, 0, 0, 0, 0, 0, 0,    0,
+					      0, 0, 0, 0, 0, 0, 0, 0, 1, 0x01, 0xbb}),
 			    22);
 	assert_int_equal(al_socks_format_reply(AL_SOCKS_REP_REFUSED, &a, 443, out, 21), -ENOSPC);
 	assert_int_equal(al_socks_format_reply(AL_SOCKS_REP_SUCCEEDED, NULL, 0, out, 9), -ENOSPC);
