@@ -211,6 +211,16 @@ static int opt_map_host(struct al_cli *cli, const struct option_def *o, const ch
 	return 0;
 }
 
+static int opt_resolver(struct al_cli *cli, const struct option_def *o, const char *arg,
+			struct al_error *err)
+{
+	if (al_policy_check_resolver(arg, err) < 0)
+		return al_error_wrap(err, "--resolver");
+	free(cli->flags->net_resolver);
+	cli->flags->net_resolver = xstrdup(arg);
+	return 0;
+}
+
 static int opt_backend(struct al_cli *cli, const struct option_def *o, const char *arg,
 		       struct al_error *err)
 {
@@ -287,6 +297,7 @@ static const struct option_def options[] = {
 	{"audit",    0,  "FILE",            RUN,  "append the audit stream (JSON lines) to FILE", opt_file},
 	{"allow", 0, "HOST[:PORT]", BOTH, "allow egress to HOST (name, *.wildcard, IP, CIDR; ports 80,443 unless :PORT, :A-B or :*)", opt_allow},
 	{"map-host", 0, "NAME=ADDR", BOTH, "resolve NAME to ADDR in the gateway (like /etc/hosts)", opt_map_host},
+	{"resolver", 0, "IP[:PORT]", BOTH, "resolver the gateway asks for allowed names (default: the host's)", opt_resolver},
 	{"backend",  0,  "NAME",            BOTH, "isolation backend (only: native)", opt_backend},
 	{"hostname", 0,  "NAME",            BOTH, "host name inside (default airlock)", opt_hostname},
 	{"json",     0,  NULL,     AL_CMD_CHECK, "print the plan as JSON", opt_json},

