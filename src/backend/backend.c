@@ -8,6 +8,7 @@
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/sys.h"
+#include "gateway/gateway.h"
 
 const struct al_backend_ops *al_backend_lookup(const char *name)
 {
@@ -26,6 +27,7 @@ int al_backend_run(const struct al_backend_ops *ops, const struct al_plan *plan,
 	    .proc = {.pid = -1,
 		     .pidfd = -1,
 		     .sync = -1,
+		     .rules_errfd = -1,
 		     .stdin_wr = -1,
 		     .stdout_rd = -1,
 		     .stderr_rd = -1},
@@ -59,6 +61,12 @@ void al_sandbox_release(struct al_sandbox *sb)
 	} else if (p->pidfd >= 0 && al_sys_pidfd_send_signal(p->pidfd, SIGKILL) == 0) {
 		while (waitid(P_PIDFD, (id_t)p->pidfd, &si, WEXITED) < 0 && errno == EINTR)
 			;
+	}
+	if (p->rules_helper > 0) {
+		/* Setup failed before the rules were waited for. */
+		struct al_error ignored = {0};
+		al_gateway_rules_wait(p->rules_helper, p->rules_errfd, &ignored);
+		p->rules_helper = 0;
 	}
 	al_closep(&p->pidfd);
 	al_closep(&p->sync);

@@ -210,10 +210,15 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 	if ((r = write_maps(sb->plan, (pid_t)pid, err)) < 0)
 		return r;
 	/* The network namespace exists from clone on: install the gateway's
-	 * transparent capture before the child may run anything. */
-	if (sb->plan->gateway &&
-	    (r = al_gateway_install_rules((pid_t)pid, sb->plan->rootless, err)) < 0)
-		return r;
+	 * transparent capture while the child builds its root; the supervisor
+	 * waits for it before the command may start. */
+	if (sb->plan->gateway) {
+		pid_t h = al_gateway_rules_start((pid_t)pid, sb->plan->rootless,
+						 &sb->proc.rules_errfd, err);
+		if (h < 0)
+			return h;
+		sb->proc.rules_helper = h;
+	}
 	if (send(sb->proc.sync, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go))
 		return al_error_setsys(err, errno, "releasing the sandbox child");
 	al_log_phase("id maps written, child released");

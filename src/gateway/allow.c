@@ -652,3 +652,11 @@ bool al_allow_match_name_any_port(const struct al_allowlist *l, const char *name
 	}
 	return false;
 }
+
+bool al_allow_rule_covers_class(const struct al_allow_rule *r, const struct in6_addr *addr)
+{
+	/* The rule's own network must be of the address's kind: 10.0.0.0/8
+	 * or 127.0.0.1 name private or loopback space on purpose;
+	 * 0.0.0.0/0 merely contains it. */
+	return r && r->kind == RULE_ADDR && al_addr_class(&r->addr) == al_addr_class(addr);
+}

@@ -141,5 +141,11 @@ bool al_allow_match_name_any_port(const struct al_allowlist *l, const char *name
 bool al_allow_match_addr(const struct al_allowlist *l, const struct in6_addr *addr, uint16_t port,
 			 const struct al_allow_rule **ret_rule);
 
+/* True if r is an address or CIDR rule whose own network is of addr's
+ * class (loopback, private, link-local, ...): the private-address guard
+ * lets such an address through only for a rule that names its kind of
+ * space on purpose, not for one that merely contains it (0.0.0.0/0). */
+bool al_allow_rule_covers_class(const struct al_allow_rule *r, const struct in6_addr *addr);
+
 /* The rule exactly as given, for audit messages. Borrowed from the list. */
 const char *al_allow_rule_text(const struct al_allow_rule *r);

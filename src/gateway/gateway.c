@@ -343,8 +343,10 @@ static bool pick_address(const struct conn *c, const struct ares_addrinfo_node *
 		} else {
 			continue;
 		}
+		const struct al_allow_rule *rule = NULL;
 		if (al_addr_class(&addr) == AL_ADDR_PUBLIC ||
-		    al_allow_match_addr(c->gw->plan->allow, &addr, c->port, NULL)) {
+		    (al_allow_match_addr(c->gw->plan->allow, &addr, c->port, &rule) &&
+		     al_allow_rule_covers_class(rule, &addr))) {
 			*ret = addr;
 			return true;
 		}
@@ -560,6 +562,14 @@ static void decide(struct conn *c, const struct al_host *host, uint16_t port)
 		refuse(c, 403, AL_SOCKS_REP_NOT_ALLOWED, denied);
 		return;
 	}
+	if (host->kind != AL_HOST_NAME && al_addr_class(&host->addr) != AL_ADDR_PUBLIC &&
+	    !al_allow_rule_covers_class(rule, &host->addr)) {
+		snprintf(denied, sizeof(denied),
+			 "%s is %s space, which the rule %s only contains; name it in a rule", host->text,
+			 al_addr_class_name(al_addr_class(&host->addr)), al_allow_rule_text(rule));
+		refuse(c, 403, AL_SOCKS_REP_NOT_ALLOWED, denied);
+		return;
+	}
 	c->rule = al_allow_rule_text(rule);
 	struct host_use *u = host_use(c->gw, c->name);
 	const char *limit = limit_for_new(c->gw, u);
@@ -700,6 +710,8 @@ static void on_socks(struct conn *c)
 		return;
 	}
 	buf_put(&c->up, c->head + n, c->head_len - (size_t)n);
+	/* As for CONNECT: what the client then says must name this host. */
+	c->check_first = req.host.kind == AL_HOST_NAME;
 	decide(c, &req.host, req.port);
 }
 
@@ -1318,10 +1330,9 @@ static _Noreturn void rules_helper(pid_t pid, bool rootless, int in, int errfd)
 	_exit(errno == ENOENT ? 93 : 94);
 }
 
-int al_gateway_install_rules(pid_t pid, bool rootless, struct al_error *err)
+pid_t al_gateway_rules_start(pid_t pid, bool rootless, int *ret_errfd, struct al_error *err)
 {
-	int p[2], e[2], status = 0;
-	char said[256] = "";
+	int p[2], e[2];
 	pid_t helper;
 
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -1331,41 +1342,51 @@ int al_gateway_install_rules(pid_t pid, bool rootless, struct al_error *err)
 		close(p[1]);
 		return al_error_setsys(err, errno, "gateway: pipe");
 	}
-	helper = fork();
+	/* vfork: the helper only enters namespaces, moves fds, sets its own
+	 * capabilities and execs; sharing our memory until then is safe. */
+	helper = vfork();
 	if (helper < 0) {
+		int x = errno;
 		close(p[0]);
 		close(p[1]);
-		return al_error_setsys(err, errno, "gateway: fork of the rules helper");
-	}
-	if (helper == 0) {
-		close(p[1]);
 		close(e[0]);
-		rules_helper(pid, rootless, p[0], e[1]);
+		close(e[1]);
+		return al_error_setsys(err, x, "gateway: fork of the rules helper");
 	}
+	if (helper == 0)
+		rules_helper(pid, rootless, p[0], e[1]);
 	close(p[0]);
 	close(e[1]);
+	/* The ruleset is far below a pipe's capacity: this does not block. */
 	if (al_write_all(p[1], al_gateway_nft_rules, strlen(al_gateway_nft_rules)) < 0)
 		al_debug("gateway: writing the rules: %s", strerror(errno));
 	close(p[1]);
+	*ret_errfd = e[0];
+	return helper;
+}
+
+int al_gateway_rules_wait(pid_t helper, int errfd, struct al_error *err)
+{
+	char said[256] = "";
+	int status = 0;
+
 	/* nft's complaint, if any, goes into our one-line error. */
-	ssize_t got = read(e[0], said, sizeof(said) - 1);
+	ssize_t got = read(errfd, said, sizeof(said) - 1);
 	said[got > 0 ? got : 0] = '\0';
 	said[strcspn(said, "\n")] = '\0';
-	close(e[0]);
+	close(errfd);
 	while (waitpid(helper, &status, 0) < 0 && errno == EINTR)
 		;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 93)
-		return al_error_set(
-		    err, ENOENT,
-		    "gateway: /usr/sbin/nft not found (Debian package nftables); the "
-		    "transparent capture cannot be installed");
+		return al_error_set(err, ENOENT,
+				    "gateway: /usr/sbin/nft not found (Debian package nftables); the "
+				    "transparent capture cannot be installed");
 	if (WIFEXITED(status) && (WEXITSTATUS(status) == 90 || WEXITSTATUS(status) == 91))
-		return al_error_set(
-		    err, EPERM,
-		    "gateway: cannot enter the sandbox's network namespace to install "
-		    "the transparent capture");
+		return al_error_set(err, EPERM,
+				    "gateway: cannot enter the sandbox's network namespace to install "
+				    "the transparent capture");
 	return al_error_set(err, EIO,
 			    "gateway: nft failed to install the transparent-capture rules (status "
 			    "%d%s%s)",

@@ -28,7 +28,7 @@ struct al_gateway_stats {
 	uint64_t failed;       /* allowed, but the upstream could not be reached */
 	uint64_t bytes_up;     /* sandbox → upstream */
 	uint64_t bytes_down;   /* upstream → sandbox */
-	uint64_t dns_answered; /* queries answered with an address */
+	uint64_t dns_answered; /* A queries answered with an address, AAAA with no data */
 	uint64_t dns_refused;  /* queries refused (name not allowed, other types) */
 };
 
@@ -52,11 +52,17 @@ enum al_gateway_listener {
  * other traffic to non-loopback addresses is dropped. */
 extern const char al_gateway_nft_rules[];
 
-/* Install al_gateway_nft_rules in the network namespace of pid (the
- * sandbox's init, still waiting for its release): a short-lived helper
- * enters the namespaces (the user namespace too, when rootless) and runs
- * Debian's nft. Fails closed: an error names what went wrong. */
-int al_gateway_install_rules(pid_t pid, bool rootless, struct al_error *err);
+/* Start installing al_gateway_nft_rules in the network namespace of pid:
+ * a short-lived helper enters the namespaces (the user namespace too, when
+ * rootless) and runs Debian's nft while the sandbox's child builds its
+ * root. Returns the helper's pid and, in *ret_errfd, a pipe carrying
+ * nft's complaints; finish with al_gateway_rules_wait(). */
+pid_t al_gateway_rules_start(pid_t pid, bool rootless, int *ret_errfd, struct al_error *err);
+
+/* Wait for the helper; 0 when the rules are in, else an error naming what
+ * went wrong (fail closed: the command must not start without them).
+ * Closes errfd. */
+int al_gateway_rules_wait(pid_t helper, int errfd, struct al_error *err);
 
 /* A gateway for plan (borrowed; plan->gateway must be set), writing to
  * audit (borrowed, may be NULL), registering in epfd. Free with

@@ -74,6 +74,12 @@ void al_plan_dump_text(const struct al_plan *p, FILE *f)
 			al_addr_format(&p->hosts[i].addr, a, sizeof(a));
 			fprintf(f, "  host  %s = %s\n", p->hosts[i].name, a);
 		}
+		fprintf(f, "  resolver %s\n", p->resolver ? p->resolver : "(the host's)");
+		fprintf(f,
+			"  limits per run: %" PRIu64 " connections, %" PRIu64 " requests, %" PRIu64
+			" bytes out; per host: %" PRIu64 ", %" PRIu64 ", %" PRIu64 " (0 = none)\n",
+			p->net_run.connections, p->net_run.requests, p->net_run.bytes_out,
+			p->net_host.connections, p->net_host.requests, p->net_host.bytes_out);
 	}
 	al_format_size(p->scratch_bytes, size, sizeof(size));
 	fprintf(f, "limits:     timeout %" PRIu64 " ms, scratch %s", p->timeout_ms, size);
@@ -165,6 +171,18 @@ char *al_plan_dump_json(const struct al_plan *p)
 			json_object_set_new(h, p->hosts[i].name, json_string(addr));
 		}
 		json_object_set_new(o, "hosts", h);
+		json_object_set_new(o, "resolver",
+				    p->resolver ? json_string(p->resolver) : json_null());
+		json_object_set_new(o, "limits",
+				    json_pack("{s:I, s:I, s:I}", "connections",
+					      (json_int_t)p->net_run.connections, "requests",
+					      (json_int_t)p->net_run.requests, "bytes_out",
+					      (json_int_t)p->net_run.bytes_out));
+		json_object_set_new(o, "per_host",
+				    json_pack("{s:I, s:I, s:I}", "connections",
+					      (json_int_t)p->net_host.connections, "requests",
+					      (json_int_t)p->net_host.requests, "bytes_out",
+					      (json_int_t)p->net_host.bytes_out));
 	}
 	json_object_set_new(root, "network", o);
 	json_object_set_new(

@@ -495,6 +495,12 @@ static int build_network(struct al_plan *p, const struct al_policy *pol, struct 
 		    "rules",
 		    n, n == 1 ? "" : "s");
 	p->gateway = n > 0 || (pol->network_mode && strcmp(pol->network_mode, "gateway") == 0);
+	if (!p->gateway && (pol->net_hosts || pol->net_resolver))
+		return al_error_set(
+		    err, EINVAL,
+		    "network: %s given, but nothing is allowed, so there is no gateway "
+		    "to use it; add network.allow rules (--allow)",
+		    pol->net_hosts ? "hosts (--map-host)" : "resolver (--resolver)");
 	if (!p->gateway)
 		return 0;
 	p->net_run = pol->net_run;

@@ -351,6 +351,20 @@ static void setup_failed(struct loop *l, const char *step, int e, const char *ms
  * let it go on only if all are in force (fail closed). */
 static void on_ready(struct loop *l, int landlock_abi)
 {
+	/* The gateway's rules were installed while the child set up; the
+	 * command may not start without them. */
+	if (l->sv->rules_helper > 0) {
+		struct al_error err = {0};
+		int r = al_gateway_rules_wait(l->sv->rules_helper, l->sv->rules_errfd, &err);
+		l->sv->rules_helper = 0;
+		l->sv->rules_errfd = -1;
+		if (r < 0) {
+			setup_failed(l, "gateway", 0, err.msg);
+			kill_sandbox(l);
+			return;
+		}
+		al_log_phase("gateway rules installed");
+	}
 	if (al_verify_child(l->plan, l->sv->pid, landlock_abi, l->cg, l->res) > 0) {
 		for (size_t i = 0; i < l->res->n_checks; i++) {
 			const struct al_layer_check *c = &l->res->checks[i];

@@ -68,7 +68,9 @@ struct al_supervised {
 	int stdin_wr;
 	int stdout_rd;
 	int stderr_rd;
-	bool exiting; /* init reported the end, emptied the namespace and left the cgroup */
+	bool exiting;	    /* init reported the end, emptied the namespace and left the cgroup */
+	pid_t rules_helper; /* the gateway's nft helper, still running; 0 when none */
+	int rules_errfd;
 };
 
 /* Block the signals the supervisor forwards (SIGINT, SIGTERM, SIGHUP,

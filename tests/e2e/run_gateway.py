@@ -1006,9 +1006,15 @@ def no_gateway_without_allow(e):
     python; a DNS query refused), names do not resolve, curl forced
     through the proxy cannot connect (exit 7), a loopback server on the
     host gets nothing, the record's network is null and no net.* event is
-    written. With only --map-host and no --allow, the same."""
+    written. --map-host (or --resolver) without any --allow is refused with
+    125: there would be no gateway to use it."""
     with Recorder("api") as api:
-        for extra in ([], mapped("api.internal")):
+        for bad in (mapped("api.internal"), ["--resolver", "127.0.0.1:5353"]):
+            res = run_host([e.airlock, "run"] + bad + ["--", "/bin/true"])
+            expect_rc(res, 125)
+            expect("nothing is allowed" in res.errtext and res.errtext.count("\n") == 1,
+                   "refusal says why in one line: %r" % res.errtext, res)
+        for extra in ([],):
             steps = [{"op": "env", "label": "env"},
                      {"op": "tcp", "label": "http-port", "host": "127.0.0.1", "port": 3128},
                      {"op": "tcp", "label": "socks-port", "host": "127.0.0.1", "port": 1080},
@@ -1320,6 +1326,42 @@ def dns_exfiltration_never_leaves(e):
 
 
 @case
+def broad_rules_do_not_reach_private_space(e):
+    """An address rule that merely contains loopback, private or metadata
+    space (0.0.0.0/0:*) does not let a connection to 127.0.0.1 through —
+    only a rule naming such space does (127.0.0.1:P); and a SOCKS5
+    connection to an allowed name whose first bytes name another host (an
+    HTTP Host switch) is cut before anything reaches the upstream."""
+    with Recorder("api") as api:
+        code = ("import socket,sys\n"
+                "s=socket.create_connection(('127.0.0.1',3128))\n"
+                "s.sendall(b'GET http://127.0.0.1:%d/broad HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n\\r\\n')\n"
+                "print(s.recv(200).split(b'\\r\\n')[0].decode())\n") % (api.port, api.port)
+        r = gw_run(e, None, ["--allow", "0.0.0.0/0:*"], cmd=[PY, "-c", code], servers=[api])
+        r.expect(r.res.text.startswith("HTTP/1.1 403"), "0.0.0.0/0 reached loopback: %r" % r.res.text)
+        r.expect(any("only contains" in (ev.get("reason") or "") for ev in r.net(decision="deny")),
+                 "no deny event naming the broad rule")
+        api.expect_nothing(r)
+        r = gw_run(e, None, ["--allow", "127.0.0.1:%d" % api.port],
+                   cmd=[PY, "-c", code.replace("/broad", "/named")], servers=[api])
+        r.expect(r.res.text.startswith("HTTP/1.0 200") or r.res.text.startswith("HTTP/1.1 200"),
+                 "a rule naming 127.0.0.1 did not let it through: %r" % r.res.text)
+        socks = ("import socket,struct\n"
+                 "s=socket.create_connection(('127.0.0.1',1080))\n"
+                 "s.sendall(b'\\x05\\x01\\x00'); s.recv(2)\n"
+                 "n=b'api.internal'\n"
+                 "s.sendall(b'\\x05\\x01\\x00\\x03'+bytes([len(n)])+n+struct.pack('!H',%d)); print(s.recv(10)[1])\n"
+                 "s.sendall(b'GET /switch HTTP/1.1\\r\\nHost: evil.test\\r\\n\\r\\n')\n"
+                 "print(repr(s.recv(100)))\n") % api.port
+        r = gw_run(e, None, ["--allow", "api.internal:%d" % api.port] + mapped("api.internal"),
+                   cmd=[PY, "-c", socks], servers=[api])
+        r.expect(r.res.text.split("\n")[0] == "0", "SOCKS CONNECT not granted: %r" % r.res.text)
+        r.expect(any("evil.test" in (ev.get("reason") or "") for ev in r.net(decision="deny")),
+                 "no deny event for the SOCKS host switch")
+        api.expect_nothing(r)
+
+
+@case
 def dns_stub(e):
     """DNS queries to 127.0.0.1:53 inside a gateway run (raw, over UDP and
     TCP): an allowed name is answered NOERROR with one A record in
@@ -1526,8 +1568,11 @@ def policy_file_form(e):
         res = run_host([e.airlock, "check", "--json", "--policy", pol])
         expect_rc(res, 0)
         net = json.loads(res.text)["network"]
-        expect(net == {"mode": "gateway", "allow": [hp], "hosts": hosts},
+        expect({k: net.get(k) for k in ("mode", "allow", "hosts")}
+               == {"mode": "gateway", "allow": [hp], "hosts": hosts},
                "check --json network: %s" % net, res)
+        expect(net.get("resolver") is None and net.get("limits", {}).get("connections") == 64,
+               "check --json network resolver/limits: %s" % net, res)
 
         pol2 = write_file(os.path.join(d, "p2.json"), json.dumps(
             {"version": 1, "network": {"hosts": hosts}}))
