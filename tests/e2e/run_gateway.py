@@ -1331,7 +1331,7 @@ def broad_rules_do_not_reach_private_space(e):
     space (0.0.0.0/0:*) does not let a connection to 127.0.0.1 through —
     only a rule naming such space does (127.0.0.1:P); and a SOCKS5
     connection to an allowed name whose first bytes name another host (an
-    HTTP Host switch) is cut before anything reaches the upstream."""
+    HTTP Host switch) is cut before any of its bytes reach the upstream."""
     with Recorder("api") as api:
         code = ("import socket,sys\n"
                 "s=socket.create_connection(('127.0.0.1',3128))\n"
@@ -1353,12 +1353,16 @@ def broad_rules_do_not_reach_private_space(e):
                  "s.sendall(b'\\x05\\x01\\x00\\x03'+bytes([len(n)])+n+struct.pack('!H',%d)); print(s.recv(10)[1])\n"
                  "s.sendall(b'GET /switch HTTP/1.1\\r\\nHost: evil.test\\r\\n\\r\\n')\n"
                  "print(repr(s.recv(100)))\n") % api.port
-        r = gw_run(e, None, ["--allow", "api.internal:%d" % api.port] + mapped("api.internal"),
-                   cmd=[PY, "-c", socks], servers=[api])
+    # The upstream may see the TCP connection (the host and port are
+    # allowed), but not one byte of a stream that names another host.
+    with Recorder("api2") as api2:
+        socks = socks.replace("%d)); print" % api.port, "%d)); print" % api2.port)
+        r = gw_run(e, None, ["--allow", "api.internal:%d" % api2.port] + mapped("api.internal"),
+                   cmd=[PY, "-c", socks], servers=[api2])
         r.expect(r.res.text.split("\n")[0] == "0", "SOCKS CONNECT not granted: %r" % r.res.text)
         r.expect(any("evil.test" in (ev.get("reason") or "") for ev in r.net(decision="deny")),
                  "no deny event for the SOCKS host switch")
-        api.expect_nothing(r)
+        r.expect(api2.paths() == [], "request bytes reached the upstream: %s" % api2.describe())
 
 
 @case
