@@ -565,8 +565,9 @@ static void decide(struct conn *c, const struct al_host *host, uint16_t port)
 	if (host->kind != AL_HOST_NAME && al_addr_class(&host->addr) != AL_ADDR_PUBLIC &&
 	    !al_allow_rule_covers_class(rule, &host->addr)) {
 		snprintf(denied, sizeof(denied),
-			 "%s is %s space, which the rule %s only contains; name it in a rule", host->text,
-			 al_addr_class_name(al_addr_class(&host->addr)), al_allow_rule_text(rule));
+			 "%s is %s space, which the rule %s only contains; name it in a rule",
+			 host->text, al_addr_class_name(al_addr_class(&host->addr)),
+			 al_allow_rule_text(rule));
 		refuse(c, 403, AL_SOCKS_REP_NOT_ALLOWED, denied);
 		return;
 	}
@@ -1380,13 +1381,15 @@ int al_gateway_rules_wait(pid_t helper, int errfd, struct al_error *err)
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 93)
-		return al_error_set(err, ENOENT,
-				    "gateway: /usr/sbin/nft not found (Debian package nftables); the "
-				    "transparent capture cannot be installed");
+		return al_error_set(
+		    err, ENOENT,
+		    "gateway: /usr/sbin/nft not found (Debian package nftables); the "
+		    "transparent capture cannot be installed");
 	if (WIFEXITED(status) && (WEXITSTATUS(status) == 90 || WEXITSTATUS(status) == 91))
-		return al_error_set(err, EPERM,
-				    "gateway: cannot enter the sandbox's network namespace to install "
-				    "the transparent capture");
+		return al_error_set(
+		    err, EPERM,
+		    "gateway: cannot enter the sandbox's network namespace to install "
+		    "the transparent capture");
 	return al_error_set(err, EIO,
 			    "gateway: nft failed to install the transparent-capture rules (status "
 			    "%d%s%s)",
