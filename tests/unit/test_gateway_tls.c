@@ -121,7 +121,8 @@ static void add_ext(struct hello *h, uint16_t type, const uint8_t *data, size_t 
 	p[1] = (uint8_t)type;
 	p[2] = (uint8_t)(len >> 8);
 	p[3] = (uint8_t)len;
-	memcpy(p + 4, data, len);
+	if (len > 0)
+		memcpy(p + 4, data, len);
 	h->ext_len += 4 + len;
 }
 
