@@ -11,10 +11,10 @@ for it. Stops on SIGTERM or SIGINT.
 """
 
 import json
-import os
-import signal
 import sys
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from loopback import read_body, serve
 
 PREVIEW = 300
 
@@ -23,9 +23,7 @@ class Sink(BaseHTTPRequestHandler):
     record_file = None
 
     def handle_any(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length > 0 else b""
-        text = body.decode("utf-8", errors="replace")
+        body, text = read_body(self)
         with open(self.record_file, "a", encoding="utf-8") as f:
             f.write(json.dumps({"method": self.command, "path": self.path,
                                 "bytes": len(body), "body": text}) + "\n")
@@ -45,31 +43,7 @@ class Sink(BaseHTTPRequestHandler):
 
 
 def main(argv):
-    if len(argv) not in (3, 4):
-        print(f"usage: {argv[0]} PORT RECORD_FILE [PORT_FILE]", file=sys.stderr)
-        return 2
-    Sink.record_file = argv[2]
-    open(Sink.record_file, "a").close()
-    server = HTTPServer(("127.0.0.1", int(argv[1])), Sink)
-    port = server.server_address[1]
-
-    def stop(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, stop)
-    if len(argv) == 4:
-        with open(argv[3] + ".tmp", "w") as f:
-            f.write(f"{port}\n")
-        # Rename so that a reader never sees a half-written file.
-        os.rename(argv[3] + ".tmp", argv[3])
-    print(f"[collector] listening on http://127.0.0.1:{port}/, recording to {argv[2]}",
-          flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    server.server_close()
-    return 0
+    return serve(Sink, argv, "collector")
 
 
 if __name__ == "__main__":

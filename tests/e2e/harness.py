@@ -11,6 +11,7 @@ becomes TAP diagnostics), and skips by raising Skip("reason").
 """
 
 import hashlib
+import json
 import os
 import secrets
 import select
@@ -440,6 +441,59 @@ def procs_with_marker(marker, exclude=()):
                 continue
             found.append(pid)
     return found
+
+
+# ---- starting airlock in the background --------------------------------------
+
+# (pid, starttime) of every airlock this script started with start(): a run
+# cgroup dir is named <supervisor pid>-<its starttime>-<n>, so these name the
+# dirs our runs made (and only those: other airlocks may run on this host at
+# the same time, and their gc may clear stale dirs, ours included).
+STARTED = set()
+
+
+def start(argv, user=None, cwd=None, stdout=subprocess.PIPE):
+    """Start argv (as user, through runuser) in its own session; stdin is
+    /dev/null, stderr a pipe. Remembers it in STARTED."""
+    if user:
+        argv = ["runuser", "-u", user, "--"] + argv
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stdout,
+                         stderr=subprocess.PIPE, cwd=cwd, start_new_session=True)
+    STARTED.add((p.pid, pid_starttime(p.pid)))
+    return p
+
+
+def ours(cgroup_dir):
+    """Whether a run cgroup dir was made by an airlock this script started."""
+    return cgroup_supervisor(cgroup_dir) in STARTED
+
+
+def finish(p, argv, t0, timeout):
+    """Wait for a start()ed process; kill it and fail if it takes longer
+    than timeout seconds."""
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_pid(p.pid)
+        out, err = p.communicate()
+        res = Result(argv, p.returncode, out or b"", err or b"", time.monotonic() - t0)
+        raise AssertionError("airlock did not finish within %ss; killed it\n%s"
+                             % (timeout, res.describe()))
+    return Result(argv, p.returncode, out or b"", err or b"", time.monotonic() - t0)
+
+
+def read_outputs(d):
+    """The result record (d/result.json) and audit events (d/audit.jsonl)
+    of a run, None and [] where missing."""
+    record, events = None, []
+    rp, ap = os.path.join(d, "result.json"), os.path.join(d, "audit.jsonl")
+    if os.path.exists(rp):
+        with open(rp) as f:
+            record = json.load(f)
+    if os.path.exists(ap):
+        with open(ap) as f:
+            events = [json.loads(line) for line in f if line.strip()]
+    return record, events
 
 
 class ThrowawayUser:

@@ -34,15 +34,14 @@ import json
 import os
 import shutil
 import socket
-import subprocess
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from harness import (PROBE_IN, Result, Skip, Suite, TempDir, cgroup_supervisor, children_of,
-                     expect, expect_one_error_line, expect_rc, host_mount_count, kill_pid, main,
-                     pid_starttime, procs_with_marker, read_line_with_timeout,
-                     run_cgroup_dirs, run_host, tag, wait_for, write_file)
+from harness import (PROBE_IN, Skip, Suite, TempDir, children_of, expect,
+                     expect_one_error_line, expect_rc, finish, host_mount_count, main,
+                     ours, procs_with_marker, read_line_with_timeout, read_outputs,
+                     run_cgroup_dirs, run_host, start, tag, wait_for, write_file)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOL = os.path.join(HERE, "gateway_tool.py")
@@ -58,7 +57,6 @@ PROXY_VARS = {
 GATEWAY_PORTS = (3128, 1080, 53)
 
 MARKERS = []    # every run marker this script used
-STARTED = set()  # (pid, starttime) of every airlock this script started
 SERVERS = []    # every loopback server this script started
 
 
@@ -66,10 +64,6 @@ def new_marker():
     m = tag("gw-")
     MARKERS.append(m)
     return m
-
-
-def ours(d):
-    return cgroup_supervisor(d) in STARTED
 
 
 def host_listeners(ports=GATEWAY_PORTS):
@@ -338,27 +332,6 @@ def free_port():
 
 # ---- running airlock ---------------------------------------------------------
 
-def start(argv, user=None, cwd=None):
-    if user:
-        argv = ["runuser", "-u", user, "--"] + argv
-    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, start_new_session=True, cwd=cwd)
-    STARTED.add((p.pid, pid_starttime(p.pid)))
-    return p
-
-
-def finish(p, argv, t0, timeout):
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill_pid(p.pid)
-        out, err = p.communicate()
-        res = Result(argv, p.returncode, out or b"", err or b"", time.monotonic() - t0)
-        raise AssertionError("airlock did not finish within %ss; killed it\n%s"
-                             % (timeout, res.describe()))
-    return Result(argv, p.returncode, out or b"", err or b"", time.monotonic() - t0)
-
-
 class Run:
     """One `airlock run` of gateway_tool.py: .res, .record, .events, .steps
     (the tool's result per step), .servers (described on failure)."""
@@ -406,18 +379,6 @@ class Run:
                     "the allow events' bytes_up do not add up to the record's")
         self.expect(sum(ev.get("bytes_down", 0) for ev in evs) == n["bytes_down"],
                     "the allow events' bytes_down do not add up to the record's")
-
-
-def read_outputs(d):
-    record, events = None, []
-    rp, ap = os.path.join(d, "result.json"), os.path.join(d, "audit.jsonl")
-    if os.path.exists(rp):
-        with open(rp) as f:
-            record = json.load(f)
-    if os.path.exists(ap):
-        with open(ap) as f:
-            events = [json.loads(line) for line in f if line.strip()]
-    return record, events
 
 
 def gw_run(e, steps=None, opts=(), files=None, cmd=None, servers=(), timeout=90, rc=0,

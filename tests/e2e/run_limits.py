@@ -27,11 +27,11 @@ import signal
 import subprocess
 import time
 
-from harness import (IS_ROOT, PROBE_IN, Result, Skip, Suite, TempDir, ThrowawayUser,
-                     cgroup_is_stale, cgroup_supervisor, children_of, expect, expect_rc,
-                     host_mount_count, kill_pid, main, pid_starttime, proc_read,
-                     procs_matching, procs_with_marker, run_cgroup_bases, run_cgroup_dirs,
-                     tag, wait_for)
+from harness import (IS_ROOT, PROBE_IN, Skip, Suite, TempDir, ThrowawayUser, cgroup_is_stale,
+                     cgroup_supervisor, children_of, expect, expect_rc, finish, host_mount_count,
+                     kill_pid, main, ours, proc_read, procs_matching, procs_with_marker,
+                     pid_starttime, read_outputs, run_cgroup_bases, run_cgroup_dirs, start, tag,
+                     wait_for)
 
 MARKERS = []  # every run marker this script used
 
@@ -67,39 +67,9 @@ case = suite.case
 MiB = 1 << 20
 CUT_MARKER = b"\n[airlock: output cut at the limit]\n"
 
-# (pid, starttime) of every process this script started: a run cgroup dir
-# is named <supervisor pid>-<its starttime>-<n>, so these name the dirs our
-# runs made (and only those: other airlocks may run on this host at the
-# same time, and their gc may clear stale dirs, ours included).
-STARTED = set()
 
 
 # ---- running airlock ---------------------------------------------------------
-
-def start(argv, user=None, cwd=None, stdout=subprocess.PIPE):
-    if user:
-        argv = ["runuser", "-u", user, "--"] + argv
-    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stdout,
-                         stderr=subprocess.PIPE, cwd=cwd, start_new_session=True)
-    STARTED.add((p.pid, pid_starttime(p.pid)))
-    return p
-
-
-def ours(d):
-    return cgroup_supervisor(d) in STARTED
-
-
-def finish(p, argv, t0, timeout):
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill_pid(p.pid)
-        out, err = p.communicate()
-        res = Result(argv, p.returncode, out or b"", err or b"", time.monotonic() - t0)
-        raise AssertionError("airlock did not finish within %ss; killed it\n%s"
-                             % (timeout, res.describe()))
-    return Result(argv, p.returncode, out or b"", err or b"", time.monotonic() - t0)
-
 
 class Run:
     """One `airlock run` with a unique marker, a result record and an audit
@@ -124,18 +94,6 @@ class Run:
 
     def events_named(self, name):
         return [ev for ev in self.events if ev.get("event") == name]
-
-
-def read_outputs(d):
-    record, events = None, []
-    rp, ap = os.path.join(d, "result.json"), os.path.join(d, "audit.jsonl")
-    if os.path.exists(rp):
-        with open(rp) as f:
-            record = json.load(f)
-    if os.path.exists(ap):
-        with open(ap) as f:
-            events = [json.loads(line) for line in f if line.strip()]
-    return record, events
 
 
 def run(e, cmd, opts=(), marker=None, timeout=60, user=None):
