@@ -295,6 +295,17 @@ def tag(prefix="al"):
     return "%s%s" % (prefix, secrets.token_hex(5))
 
 
+# Every run marker a script handed out with new_marker(): airlock and the
+# sandbox's init carry it in argv, so it finds what a run left running.
+MARKERS = []
+
+
+def new_marker(prefix):
+    m = tag(prefix)
+    MARKERS.append(m)
+    return m
+
+
 class TempDir:
     """A host temp dir, world-traversable (mode given), removed on exit."""
 
@@ -587,6 +598,27 @@ class Suite:
         stray = [p for p in all_pids()
                  if (proc_read(p, "cmdline") or b"").split(b"\0", 1)[0] == PROBE_IN.encode()]
         expect(not stray, "sandbox processes remain on the host: %s" % stray)
+        after = host_mount_count()
+        expect(after == self.mounts_before, "host mount count changed during the suite: %d -> %d"
+               % (self.mounts_before, after))
+
+
+class MarkedSuite(Suite):
+    """A suite whose runs are start()ed with a new_marker() each."""
+
+    def nothing_left_behind(self, env):
+        """After all cases, only what this script is answerable for (other
+        airlocks may run on the same host): no child process of the test, no
+        process carrying any marker of this script's runs, no run cgroup dir
+        made by an airlock this script started, and as many host mounts as
+        before the first case."""
+        kids = children_of(os.getpid())
+        expect(not kids, "child processes of the test remain: %s" % kids)
+        left = {m: procs_with_marker(m) for m in MARKERS}
+        left = {m: p for m, p in left.items() if p}
+        expect(not left, "processes of the runs remain on the host: %s" % left)
+        dirs = sorted(d for d in run_cgroup_dirs() if ours(d))
+        expect(not dirs, "run cgroup dirs of our runs remain: %s" % dirs)
         after = host_mount_count()
         expect(after == self.mounts_before, "host mount count changed during the suite: %d -> %d"
                % (self.mounts_before, after))

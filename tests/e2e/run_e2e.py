@@ -19,12 +19,11 @@ import subprocess
 import tempfile
 import time
 
-from harness import (HOST_SANDBOX_UID, IS_ROOT, PROBE_IN, SANDBOX_PATH, Skip, Suite,
-                     TempDir, children_of, expect, expect_errno, expect_ok,
-                     expect_one_error_line, expect_out, expect_rc, host_mount_count,
-                     kill_pid, kv, main, probe_listing, procs_matching,
-                     read_line_with_timeout, run_host, sha256_file, shquote, status_ids,
-                     tag, wait_for, write_file)
+from harness import (HOST_SANDBOX_UID, IS_ROOT, PROBE_IN, SANDBOX_PATH, Skip, Suite, TempDir,
+                     children_of, expect, expect_ok, expect_one_error_line, expect_out, expect_rc,
+                     host_mount_count, kill_pid, kv, main, probe_listing, procs_matching,
+                     read_line_with_timeout, run_host, sha256_file, shquote, status_ids, tag,
+                     wait_for, write_file)
 
 suite = Suite()
 case = suite.case

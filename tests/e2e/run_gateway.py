@@ -38,10 +38,10 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from harness import (PROBE_IN, Skip, Suite, TempDir, children_of, expect,
-                     expect_one_error_line, expect_rc, finish, host_mount_count, main,
-                     ours, procs_with_marker, read_line_with_timeout, read_outputs,
-                     run_cgroup_dirs, run_host, start, tag, wait_for, write_file)
+from harness import (PROBE_IN, MarkedSuite, Skip, TempDir, expect, expect_one_error_line, expect_rc,
+                     finish, main, procs_with_marker, read_line_with_timeout, read_outputs,
+                     run_host, start, tag, wait_for, write_file)
+from harness import new_marker as new_marker_with
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOL = os.path.join(HERE, "gateway_tool.py")
@@ -56,14 +56,11 @@ PROXY_VARS = {
 }
 GATEWAY_PORTS = (3128, 1080, 53)
 
-MARKERS = []    # every run marker this script used
 SERVERS = []    # every loopback server this script started
 
 
 def new_marker():
-    m = tag("gw-")
-    MARKERS.append(m)
-    return m
+    return new_marker_with("gw-")
 
 
 def host_listeners(ports=GATEWAY_PORTS):
@@ -86,30 +83,16 @@ def host_listeners(ports=GATEWAY_PORTS):
     return found
 
 
-class GatewaySuite(Suite):
+class GatewaySuite(MarkedSuite):
     def run(self, env, only=None):
         self.listeners_before = host_listeners()
         return super().run(env, only)
 
     def nothing_left_behind(self, env):
-        """After all cases, only what this script is answerable for (other
-        airlocks may run on the same host): no child process of the test,
-        no process carrying any marker of this script's runs (airlock and
-        the sandbox's init carry it in argv, and so does every command
-        here), no run cgroup made by an airlock this script started, the
-        host mount count as before the first case, every loopback server
-        of the script closed, and no listener on port 3128, 1080 or 53 in
-        the host's network namespace that was not there before."""
-        kids = children_of(os.getpid())
-        expect(not kids, "child processes of the test remain: %s" % kids)
-        left = {m: procs_with_marker(m) for m in MARKERS}
-        left = {m: p for m, p in left.items() if p}
-        expect(not left, "processes of the runs remain on the host: %s" % left)
-        dirs = sorted(d for d in run_cgroup_dirs() if ours(d))
-        expect(not dirs, "run cgroup dirs of our runs remain: %s" % dirs)
-        after = host_mount_count()
-        expect(after == self.mounts_before, "host mount count changed during the suite: %d -> %d"
-               % (self.mounts_before, after))
+        """What MarkedSuite checks, and also: every loopback server of the script closed, and no listener
+        on port 3128, 1080 or 53 in the host's network namespace that was not
+        there before."""
+        super().nothing_left_behind(env)
         open_servers = [s.label for s in SERVERS if not s.closed]
         expect(not open_servers, "loopback servers still open: %s" % open_servers)
         after = host_listeners()

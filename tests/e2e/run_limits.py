@@ -27,41 +27,19 @@ import signal
 import subprocess
 import time
 
-from harness import (IS_ROOT, PROBE_IN, Skip, Suite, TempDir, ThrowawayUser, cgroup_is_stale,
+from harness import (IS_ROOT, PROBE_IN, MarkedSuite, Skip, TempDir, ThrowawayUser, cgroup_is_stale,
                      cgroup_supervisor, children_of, expect, expect_rc, finish, host_mount_count,
                      kill_pid, main, ours, proc_read, procs_matching, procs_with_marker,
-                     pid_starttime, read_outputs, run_cgroup_bases, run_cgroup_dirs, start, tag,
+                     pid_starttime, read_outputs, run_cgroup_bases, run_cgroup_dirs, start,
                      wait_for)
-
-MARKERS = []  # every run marker this script used
+from harness import new_marker as new_marker_with
 
 
 def new_marker():
-    m = tag("lim-")
-    MARKERS.append(m)
-    return m
+    return new_marker_with("lim-")
 
 
-class LimitsSuite(Suite):
-    def nothing_left_behind(self, env):
-        """After all cases: no child process of the test runner, no process
-        carrying any marker of this script's runs, no run cgroup dir made by
-        an airlock this script started, and as many host mounts as before the
-        first case. (Only what this script is answerable for: other airlocks
-        may be running on the same host.)"""
-        kids = children_of(os.getpid())
-        expect(not kids, "child processes of the test remain: %s" % kids)
-        left = {m: procs_with_marker(m) for m in MARKERS}
-        left = {m: p for m, p in left.items() if p}
-        expect(not left, "processes of the runs remain on the host: %s" % left)
-        dirs = sorted(d for d in run_cgroup_dirs() if ours(d))
-        expect(not dirs, "run cgroup dirs of our runs remain: %s" % dirs)
-        after = host_mount_count()
-        expect(after == self.mounts_before, "host mount count changed during the suite: %d -> %d"
-               % (self.mounts_before, after))
-
-
-suite = LimitsSuite()
+suite = MarkedSuite()
 case = suite.case
 
 MiB = 1 << 20
