@@ -8,7 +8,9 @@ interleaved round by round (every case runs once per round, in turn) so
 that machine noise hits all sides alike; the report gives medians and the
 ratios the issue sets targets on:
 
-  download   curl of /big: directly on the host; inside `airlock run
+  download   curl of /big: directly on the host; through a bare splice
+             relay on the host (a reference, not a peer: the least a relay
+             on the data path costs); inside `airlock run
              --allow bench.internal:PORT --map-host bench.internal=127.0.0.1`
              through the HTTP proxy (HTTP_PROXY), the transparent path
              (--noproxy '*': DNS stub + nftables redirect) and SOCKS5
@@ -191,10 +193,54 @@ def setup_srt(args, port, tmp):
 
 # ---------------------------------------------------------------- download
 
-def download_cases(args, port, srt_prefix):
+# The least any relay can cost: a process on the host that only splices
+# bytes between two loopback sockets (1 MiB pipes, a blocking thread per
+# direction, no parsing, no policy, no sandbox). Not a peer: it shows how
+# far any design that keeps a relay on the data path can get here.
+RELAY = r"""
+import os, socket, sys, threading
+up_port = int(sys.argv[1])
+ls = socket.socket(); ls.bind(("127.0.0.1", 0)); ls.listen(16)
+print(ls.getsockname()[1], flush=True)
+def pump(a, b):
+    r, w = os.pipe()
+    try:
+        import fcntl
+        fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ
+    except OSError:
+        pass
+    try:
+        while True:
+            n = os.splice(a.fileno(), w, 1 << 20)
+            if n == 0:
+                break
+            while n:
+                n -= os.splice(r, b.fileno(), n)
+        b.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+    os.close(r); os.close(w)
+def serve(c):
+    u = socket.create_connection(("127.0.0.1", up_port))
+    t = threading.Thread(target=pump, args=(c, u)); t.start()
+    pump(u, c); t.join(); c.close(); u.close()
+while True:
+    c, _ = ls.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+"""
+
+
+def start_relay(port):
+    """The reference relay as a child process: (Popen, its port)."""
+    p = subprocess.Popen([PY, "-c", RELAY, str(port)], stdout=subprocess.PIPE, text=True)
+    return p, int(p.stdout.readline())
+
+
+def download_cases(args, port, srt_prefix, relay_port):
     curl = ["curl", "-s", "-o", "/dev/null", "-w", CURL_FMT]
     cases = [
         ("direct (host)", curl + [f"http://127.0.0.1:{port}/big"]),
+        ("bare splice relay (host)", curl + [f"http://127.0.0.1:{relay_port}/big"]),
         ("airlock, HTTP proxy", airlock_gw(args, port, curl + [f"http://{NAME}:{port}/big"])),
         ("airlock, transparent", airlock_gw(args, port, curl + ["--noproxy", "*",
                                                                f"http://{NAME}:{port}/big"])),
@@ -373,8 +419,13 @@ def main():
             print(f"srt: not measured: {srt_info}")
             out["srt"] = {"skipped": srt_info}
 
-        dl, dropped = measure_downloads(download_cases(args, port, srt_prefix), args.rounds,
-                                        size, peers={"srt, HTTP proxy"})
+        relay, relay_port = start_relay(port)
+        try:
+            dl, dropped = measure_downloads(download_cases(args, port, srt_prefix, relay_port),
+                                            args.rounds, size, peers={"srt, HTTP proxy"})
+        finally:
+            relay.kill()
+            relay.wait()
         for name, why in dropped.items():
             print(f"{name}: dropped: {why}")
             out["srt"] = {"version": srt_info, "dropped": why}
@@ -385,7 +436,8 @@ def main():
             r["ratio"] = r["median"] / direct
             print(f"  {name:24s} median {r['median']:8.1f} MB/s  (p10 {r['p10']:.1f}, "
                   f"p90 {r['p90']:.1f})  {r['ratio']:.2f}x direct")
-        print("  target: each airlock path >= 0.90x direct")
+        print("  target: each airlock path >= 0.90x direct; the bare relay is the most any\n"
+              "  relay on the data path reaches on this machine")
         out["download_mb_s"] = dl
 
         rq = measure_requests(request_cases(args, port, args.requests,

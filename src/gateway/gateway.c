@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/netfilter_ipv4.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
 #include <sys/socket.h>
@@ -80,11 +81,23 @@ struct side {
 	uint32_t events; /* what is registered */
 	bool registered; /* in the epoll set (events may be 0) */
 	bool eof;	 /* read side done */
+	bool shut;	 /* write side shut down */
 };
 
 struct buf {
 	size_t off, len;
 	char data[BUF_SIZE];
+};
+
+/* One direction of a connection. Bytes pass through user space (b) while
+ * the transfer is small, or must be read (heads, replies, the first bytes
+ * to check); once a direction has moved more than BULK bytes it switches
+ * to splice() through a pipe, and the payload is no longer copied. */
+struct flow {
+	struct buf b;
+	int pipe[2]; /* -1 until bulk */
+	size_t in_pipe, pipe_cap;
+	uint64_t bytes; /* delivered to the other side */
 };
 
 struct conn {
@@ -99,15 +112,11 @@ struct conn {
 	struct side client, upstream;
 	char head[AL_HTTP_HEAD_MAX];
 	size_t head_len;
-	struct buf up, down;	      /* client → upstream, upstream → client: bytes that had
-			      * to pass through user space (heads, replies) */
-	int pipe_up[2], pipe_down[2]; /* the splice path, once relaying */
-	size_t in_pipe_up, in_pipe_down, pipe_cap;
+	struct flow up, down; /* client → upstream, upstream → client */
 	char name[AL_HOST_MAX + 1];
 	char addr[INET6_ADDRSTRLEN];
 	uint16_t port;
 	const char *rule;
-	uint64_t bytes_up, bytes_down;
 	bool is_connect;      /* HTTP CONNECT: answer 200 once connected */
 	bool check_first;     /* the first client bytes must name c->name (SNI or Host) */
 	struct host_use *use; /* set once counted against the limits */
@@ -203,8 +212,8 @@ static void audit_decision(struct conn *c, bool allowed, const char *reason)
 	if (reason)
 		json_object_set_new(o, "reason", json_string(reason));
 	if (allowed) {
-		json_object_set_new(o, "bytes_up", json_integer((json_int_t)c->bytes_up));
-		json_object_set_new(o, "bytes_down", json_integer((json_int_t)c->bytes_down));
+		json_object_set_new(o, "bytes_up", json_integer((json_int_t)c->up.bytes));
+		json_object_set_new(o, "bytes_down", json_integer((json_int_t)c->down.bytes));
 	}
 	al_audit_emit(c->gw->audit, "net.connect", o);
 }
@@ -225,7 +234,8 @@ static void close_side(struct conn *c, struct side *s)
 {
 	if (s->fd < 0)
 		return;
-	epoll_ctl(c->gw->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+	if (s->registered)
+		epoll_ctl(c->gw->epfd, EPOLL_CTL_DEL, s->fd, NULL);
 	close(s->fd);
 	s->fd = -1;
 	s->events = 0;
@@ -247,8 +257,8 @@ static void conn_free(struct conn *c, const char *deny_reason)
 	close_side(c, &c->client);
 	close_side(c, &c->upstream);
 	for (size_t i = 0; i < 2; i++) {
-		al_closep(&c->pipe_up[i]);
-		al_closep(&c->pipe_down[i]);
+		al_closep(&c->up.pipe[i]);
+		al_closep(&c->down.pipe[i]);
 	}
 	if (c->prev)
 		c->prev->next = c->next;
@@ -427,6 +437,8 @@ static int ares_start(struct al_gateway *gw)
 }
 
 static void connect_allowed(struct conn *c, const struct in6_addr *addr);
+static void on_connected(struct conn *c);
+static void relay(struct conn *c, struct side *s, uint32_t events);
 
 static void on_resolved(void *arg, int status, int timeouts, struct ares_addrinfo *res)
 {
@@ -469,6 +481,8 @@ static void resolve_async(struct conn *c)
 	ares_rearm(c->gw);
 }
 
+/* Connect to addr: 1 when done (or failed) at once, 0 while in
+ * progress (EPOLLOUT tells), or -errno. */
 static int start_connect(struct conn *c, const struct in6_addr *addr)
 {
 	struct sockaddr_storage ss = {0};
@@ -498,6 +512,11 @@ static int start_connect(struct conn *c, const struct in6_addr *addr)
 	}
 	c->upstream.fd = fd;
 	c->state = C_CONNECTING;
+	/* To a nearby server the handshake is often done by now: go on
+	 * without a round through epoll. */
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
+	if (poll(&p, 1, 0) == 1)
+		return 1;
 	set_events(c, &c->client, 0);
 	set_events(c, &c->upstream, EPOLLOUT);
 	return 0;
@@ -599,7 +618,12 @@ static void connect_allowed(struct conn *c, const struct in6_addr *addr)
 {
 	al_addr_format(addr, c->addr, sizeof(c->addr));
 	c->gw->st.allowed++;
-	if (start_connect(c, addr) < 0) {
+	int r = start_connect(c, addr);
+	if (r > 0) {
+		on_connected(c);
+		if (c->state == C_RELAY)
+			relay(c, &c->upstream, EPOLLOUT);
+	} else if (r < 0) {
 		c->gw->st.failed++;
 		c->state = C_HTTP_HEAD; /* not connected: audit as a failure */
 		audit_decision(c, true, "could not connect");
@@ -638,7 +662,7 @@ static void on_http_head(struct conn *c)
 	c->is_connect = req.is_connect;
 	c->check_first = req.is_connect && req.host.kind == AL_HOST_NAME;
 	if (req.is_connect) {
-		buf_put(&c->up, c->head + req.head_len, c->head_len - req.head_len);
+		buf_put(&c->up.b, c->head + req.head_len, c->head_len - req.head_len);
 	} else {
 		/* One request per connection upstream: a second request on
 		 * the same connection could name another host behind the
@@ -656,7 +680,7 @@ static void on_http_head(struct conn *c)
 			refuse(c, 400, 0, "cannot forward this request");
 			return;
 		}
-		buf_put(&c->up, out, (size_t)n);
+		buf_put(&c->up.b, out, (size_t)n);
 		/* Exactly this request's body follows, nothing after it: a
 		 * pipelined second request could name another host. */
 		c->up_limited = true;
@@ -664,7 +688,7 @@ static void on_http_head(struct conn *c)
 		size_t body = c->head_len - req.head_len;
 		if (body > c->up_left)
 			body = (size_t)c->up_left;
-		buf_put(&c->up, c->head + req.head_len, body);
+		buf_put(&c->up.b, c->head + req.head_len, body);
 		c->up_left -= body;
 	}
 	decide(c, &req.host, req.port);
@@ -710,13 +734,11 @@ static void on_socks(struct conn *c)
 		refuse(c, 0, AL_SOCKS_REP_CMD_NOT_SUPPORTED, "only SOCKS CONNECT is served");
 		return;
 	}
-	buf_put(&c->up, c->head + n, c->head_len - (size_t)n);
+	buf_put(&c->up.b, c->head + n, c->head_len - (size_t)n);
 	/* As for CONNECT: what the client then says must name this host. */
 	c->check_first = req.host.kind == AL_HOST_NAME;
 	decide(c, &req.host, req.port);
 }
-
-static int open_pipes(struct conn *c);
 
 static void on_connected(struct conn *c)
 {
@@ -748,11 +770,6 @@ static void on_connected(struct conn *c)
 		int n = al_http_format_connect_ok(out, sizeof(out));
 		if (n > 0)
 			reply(c, out, (size_t)n); /* ours, not upstream bytes */
-	}
-	if (open_pipes(c) < 0) {
-		c->gw->st.failed++;
-		conn_free(c, NULL);
-		return;
 	}
 	c->state = C_RELAY;
 }
@@ -787,9 +804,9 @@ static int name_in_stream(const char *buf, size_t len, struct al_host *ret)
 static int check_first_bytes(struct conn *c)
 {
 	struct al_host h;
-	int r = name_in_stream(c->up.data + c->up.off, c->up.len, &h);
+	int r = name_in_stream(c->up.b.data + c->up.b.off, c->up.b.len, &h);
 
-	if (r == -EAGAIN && c->up.off + c->up.len < BUF_SIZE && !c->client.eof)
+	if (r == -EAGAIN && c->up.b.off + c->up.b.len < BUF_SIZE && !c->client.eof)
 		return -EAGAIN;
 	c->check_first = false;
 	if (r == 0 && h.kind == AL_HOST_NAME && strcmp(h.text, c->name) != 0) {
@@ -805,54 +822,95 @@ static int check_first_bytes(struct conn *c)
 }
 
 #define PIPE_CAP (1u << 20)
+/* A direction turns to splice() once it has moved this much: a short
+ * request and its answer never pay for two pipes. */
+#define BULK BUF_SIZE
 
-static int open_pipes(struct conn *c)
+static int open_pipe(struct flow *f)
 {
-	if (pipe2(c->pipe_up, O_NONBLOCK | O_CLOEXEC) < 0)
-		return -errno;
-	if (pipe2(c->pipe_down, O_NONBLOCK | O_CLOEXEC) < 0)
+	if (pipe2(f->pipe, O_NONBLOCK | O_CLOEXEC) < 0)
 		return -errno;
 	/* Bigger pipes, fewer wake-ups; the kernel may cap the size. */
-	fcntl(c->pipe_up[1], F_SETPIPE_SZ, PIPE_CAP);
-	fcntl(c->pipe_down[1], F_SETPIPE_SZ, PIPE_CAP);
-	int a = fcntl(c->pipe_up[1], F_GETPIPE_SZ), b = fcntl(c->pipe_down[1], F_GETPIPE_SZ);
-	c->pipe_cap = (size_t)(a < b ? a : b);
-	return c->pipe_cap > 0 ? 0 : -EIO;
+	fcntl(f->pipe[1], F_SETPIPE_SZ, PIPE_CAP);
+	int n = fcntl(f->pipe[1], F_GETPIPE_SZ);
+	if (n <= 0) {
+		al_closep(&f->pipe[0]);
+		al_closep(&f->pipe[1]);
+		return -EIO;
+	}
+	f->pipe_cap = (size_t)n;
+	return 0;
+}
+
+static bool flow_spliced(const struct flow *f)
+{
+	return f->pipe[0] >= 0;
+}
+
+/* Whether the flow can take more from its sending side now. */
+static bool flow_has_room(const struct flow *f)
+{
+	return flow_spliced(f) ? f->in_pipe < f->pipe_cap : f->b.off + f->b.len < BUF_SIZE;
+}
+
+static bool flow_waiting(const struct flow *f)
+{
+	return f->b.len || f->in_pipe;
+}
+
+/* Send what waits in the buffer, at most *budget. False when broken. */
+static bool flush_buf(struct flow *f, struct side *to, uint64_t *budget)
+{
+	struct buf *b = &f->b;
+	size_t want = b->len < *budget ? b->len : (size_t)*budget;
+	ssize_t n;
+
+	if (!want)
+		return true;
+	n = send(to->fd, b->data + b->off, want, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR;
+	b->off += (size_t)n;
+	b->len -= (size_t)n;
+	f->bytes += (uint64_t)n;
+	*budget -= (uint64_t)n;
+	if (b->len == 0)
+		b->off = 0;
+	return true;
 }
 
 /* Move bytes one way: first what waits in the buffer (generated replies,
- * inspected heads), then straight from socket to socket through a pipe
- * with splice(), so the payload is never copied through user space. At
- * most budget bytes go to `to`. False when the connection is broken. */
-static bool pump(struct conn *c, struct side *from, struct side *to, struct buf *b, int *pipe,
-		 size_t *in_pipe, uint64_t *count, uint64_t budget, uint64_t *read_cap,
-		 uint32_t events_from, uint32_t events_to)
+ * inspected heads, small transfers), then, once the flow is bulk, straight
+ * from socket to socket through a pipe with splice(), so the payload is
+ * never copied through user space. At most budget bytes go to `to`; at
+ * most *read_cap are taken from `from`. False when the connection is
+ * broken. */
+static bool pump(struct flow *f, struct side *from, struct side *to, uint64_t budget,
+		 uint64_t *read_cap, uint32_t events_from, uint32_t events_to)
 {
 	const unsigned flags = SPLICE_F_NONBLOCK | SPLICE_F_MOVE;
 	bool can_write = (events_to & EPOLLOUT) || events_to == 0;
+	struct buf *b = &f->b;
 	ssize_t n;
 
-	if (b->len && budget && can_write) {
-		size_t want = b->len < budget ? b->len : (size_t)budget;
-		n = send(to->fd, b->data + b->off, want, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
-			return false;
-		if (n > 0) {
-			b->off += (size_t)n;
-			b->len -= (size_t)n;
-			*count += (uint64_t)n;
-			budget -= (uint64_t)n;
-			if (b->len == 0)
-				b->off = 0;
-		}
-	}
-	size_t room = c->pipe_cap - *in_pipe;
+	if (can_write && !flush_buf(f, to, &budget))
+		return false;
+	/* Without a pipe (none to be had) the flow stays in user space. */
+	if (!flow_spliced(f) && !from->eof && f->bytes + b->len >= BULK && open_pipe(f) < 0)
+		al_debug("gateway: no pipe for splice, copying");
+	size_t room = flow_spliced(f) ? f->pipe_cap - f->in_pipe : BUF_SIZE - b->off - b->len;
 	if (read_cap && *read_cap < room)
 		room = (size_t)*read_cap;
 	if ((events_from & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !from->eof && room) {
-		n = splice(from->fd, NULL, pipe[1], NULL, room, flags);
+		if (flow_spliced(f))
+			n = splice(from->fd, NULL, f->pipe[1], NULL, room, flags);
+		else
+			n = recv(from->fd, b->data + b->off + b->len, room, MSG_DONTWAIT);
 		if (n > 0) {
-			*in_pipe += (size_t)n;
+			if (flow_spliced(f))
+				f->in_pipe += (size_t)n;
+			else
+				b->len += (size_t)n;
 			if (read_cap)
 				*read_cap -= (uint64_t)n;
 		} else if (n == 0)
@@ -860,19 +918,23 @@ static bool pump(struct conn *c, struct side *from, struct side *to, struct buf 
 		else if (errno != EAGAIN && errno != EINTR)
 			return false;
 	}
+	if (can_write && !flush_buf(f, to, &budget))
+		return false;
 	/* Pipe bytes are newer than buffered ones: only once those are out. */
-	if (!b->len && *in_pipe && budget && can_write) {
-		size_t want = *in_pipe < budget ? *in_pipe : (size_t)budget;
-		n = splice(pipe[0], NULL, to->fd, NULL, want, flags);
+	if (!b->len && f->in_pipe && budget && can_write) {
+		size_t want = f->in_pipe < budget ? f->in_pipe : (size_t)budget;
+		n = splice(f->pipe[0], NULL, to->fd, NULL, want, flags);
 		if (n < 0 && errno != EAGAIN && errno != EINTR)
 			return false;
 		if (n > 0) {
-			*in_pipe -= (size_t)n;
-			*count += (uint64_t)n;
+			f->in_pipe -= (size_t)n;
+			f->bytes += (uint64_t)n;
 		}
 	}
-	if ((from->eof || (read_cap && !*read_cap)) && !b->len && !*in_pipe)
+	if ((from->eof || (read_cap && !*read_cap)) && !flow_waiting(f) && !to->shut) {
 		shutdown(to->fd, SHUT_WR);
+		to->shut = true;
+	}
 	return true;
 }
 
@@ -883,7 +945,7 @@ static void relay(struct conn *c, struct side *s, uint32_t events)
 	if (c->check_first) {
 		/* Read what the client sends, but hold it until it is checked. */
 		if ((ce & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->client.eof) {
-			struct buf *b = &c->up;
+			struct buf *b = &c->up.b;
 			ssize_t n = recv(c->client.fd, b->data + b->off + b->len,
 					 BUF_SIZE - b->off - b->len, MSG_DONTWAIT);
 			if (n > 0)
@@ -896,9 +958,10 @@ static void relay(struct conn *c, struct side *s, uint32_t events)
 		if (r == -EACCES)
 			return;
 		if (r == -EAGAIN) {
-			set_events(c, &c->client, EPOLLIN | (c->down.len ? EPOLLOUT : 0));
+			set_events(c, &c->client,
+				   EPOLLIN | (flow_waiting(&c->down) ? EPOLLOUT : 0));
 			set_events(c, &c->upstream,
-				   c->down.off + c->down.len < BUF_SIZE ? EPOLLIN : 0);
+				   !c->upstream.eof && flow_has_room(&c->down) ? EPOLLIN : 0);
 			if (!(ce & EPOLLOUT) && !ue)
 				return;
 		}
@@ -915,25 +978,23 @@ static void relay(struct conn *c, struct side *s, uint32_t events)
 		    host->bytes_out > c->use->bytes_out ? host->bytes_out - c->use->bytes_out : 0;
 		budget = h < budget ? h : budget;
 	}
-	uint64_t up0 = c->bytes_up, down0 = c->bytes_down;
+	uint64_t up0 = c->up.bytes, down0 = c->down.bytes;
 	/* While the first bytes are being checked, nothing goes upstream
 	 * and nothing more is taken from the client. */
 	uint32_t cread = c->check_first ? 0 : ce;
-	bool ok =
-	    pump(c, &c->client, &c->upstream, &c->up, c->pipe_up, &c->in_pipe_up, &c->bytes_up,
-		 c->check_first ? 0 : budget, c->up_limited ? &c->up_left : NULL, cread, ue) &&
-	    pump(c, &c->upstream, &c->client, &c->down, c->pipe_down, &c->in_pipe_down,
-		 &c->bytes_down, UINT64_MAX, NULL, ue, ce);
-	gw->st.bytes_up += c->bytes_up - up0;
-	gw->st.bytes_down += c->bytes_down - down0;
+	bool ok = pump(&c->up, &c->client, &c->upstream, c->check_first ? 0 : budget,
+		       c->up_limited ? &c->up_left : NULL, cread, ue) &&
+		  pump(&c->down, &c->upstream, &c->client, UINT64_MAX, NULL, ue, ce);
+	gw->st.bytes_up += c->up.bytes - up0;
+	gw->st.bytes_down += c->down.bytes - down0;
 	if (c->use)
-		c->use->bytes_out += c->bytes_up - up0;
+		c->use->bytes_out += c->up.bytes - up0;
 	if (!ok) {
 		conn_free(c, NULL);
 		return;
 	}
 	/* Out of budget with bytes still waiting: the limit is hit. */
-	const char *limit = !c->up.len && !c->in_pipe_up ? NULL
+	const char *limit = !flow_waiting(&c->up) ? NULL
 			    : run->bytes_out && gw->st.bytes_up >= run->bytes_out
 				? "network.limits.bytes_out"
 			    : c->use && host->bytes_out && c->use->bytes_out >= host->bytes_out
@@ -944,17 +1005,17 @@ static void relay(struct conn *c, struct side *s, uint32_t events)
 		conn_free(c, NULL);
 		return;
 	}
-	bool up_waiting = c->up.len || c->in_pipe_up, down_waiting = c->down.len || c->in_pipe_down;
+	bool up_waiting = flow_waiting(&c->up), down_waiting = flow_waiting(&c->down);
 	bool client_done = c->client.eof || (c->up_limited && !c->up_left);
 	if (client_done && c->upstream.eof && !up_waiting && !down_waiting) {
 		conn_free(c, NULL);
 		return;
 	}
-	bool client_read = !client_done && (c->check_first ? c->up.off + c->up.len < BUF_SIZE
-							   : c->in_pipe_up < c->pipe_cap);
+	bool client_read = !client_done && (c->check_first ? c->up.b.off + c->up.b.len < BUF_SIZE
+							   : flow_has_room(&c->up));
 	set_events(c, &c->client, (client_read ? EPOLLIN : 0) | (down_waiting ? EPOLLOUT : 0));
 	set_events(c, &c->upstream,
-		   (!c->upstream.eof && c->in_pipe_down < c->pipe_cap ? EPOLLIN : 0) |
+		   (!c->upstream.eof && flow_has_room(&c->down) ? EPOLLIN : 0) |
 		       (up_waiting && !c->check_first ? EPOLLOUT : 0));
 }
 
@@ -1128,9 +1189,11 @@ static void on_peek(struct conn *c)
 		refuse(c, 0, 0, why);
 		return;
 	}
-	buf_put(&c->up, c->head, c->head_len);
+	buf_put(&c->up.b, c->head, c->head_len);
 	decide(c, &host, c->port);
 }
+
+static void on_client_request(struct conn *c);
 
 static void on_accept(struct al_gateway *gw, struct listener *l)
 {
@@ -1153,7 +1216,7 @@ static void on_accept(struct al_gateway *gw, struct listener *l)
 	c->state = c->socks			   ? C_SOCKS_GREETING
 		   : l->h.kind == H_LISTEN_DNS_TCP ? C_DNS_TCP
 						   : C_HTTP_HEAD;
-	c->pipe_up[0] = c->pipe_up[1] = c->pipe_down[0] = c->pipe_down[1] = -1;
+	c->up.pipe[0] = c->up.pipe[1] = c->down.pipe[0] = c->down.pipe[1] = -1;
 	c->client = (struct side){.h = {H_CLIENT}, .c = c, .fd = fd};
 	c->upstream = (struct side){.h = {H_UPSTREAM}, .c = c, .fd = -1};
 	c->next = gw->conns;
@@ -1166,7 +1229,12 @@ static void on_accept(struct al_gateway *gw, struct listener *l)
 		on_transparent(c);
 		return;
 	}
-	set_events(c, &c->client, EPOLLIN);
+	/* The listener defers the accept until the client has spoken, so its
+	 * request is usually here already: read it now, not after a round
+	 * through epoll. */
+	on_client_request(c);
+	if (!c->dead && c->client.fd >= 0 && !c->client.registered)
+		set_events(c, &c->client, EPOLLIN);
 }
 
 static void on_client_request(struct conn *c)

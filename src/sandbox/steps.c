@@ -12,6 +12,7 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -411,12 +412,17 @@ static int listen_on(struct al_child *c, uint16_t port, int kind, int type)
 				  .sin_port = htons(port),
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	int one = 1, fd = socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	/* Where the client speaks first, wake the gateway only once it has
+	 * (seconds; after that the connection is accepted anyway). A
+	 * transparent connection may be to a server that speaks first. */
+	int defer = type == SOCK_STREAM && kind != AL_GATEWAY_TRANSPARENT ? 10 : 0;
 
 	if (fd < 0)
 		return fail(c, errno, "gateway socket");
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
-	    (type == SOCK_STREAM && listen(fd, 128) < 0)) {
+	    (type == SOCK_STREAM && listen(fd, 128) < 0) ||
+	    (defer && setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer, sizeof(defer)) < 0)) {
 		int e = errno;
 		close(fd);
 		return fail(c, e, "gateway listener on 127.0.0.1:%u", port);

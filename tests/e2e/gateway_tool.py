@@ -24,8 +24,9 @@ ops:
   socks   [greeting] [cmd] [atyp] [host] [port] [http] [request_in_greeting]
                           SOCKS5 by hand on 127.0.0.1:1080 (the request
                           may be sent in the greeting's write)
-  many    n send          hold n idle connections to the HTTP proxy, send
-                          one request on another, close them, send again
+  many    n send          hold n connections to the HTTP proxy that each
+                          sent an unfinished request head, send one request
+                          on another, close them, send again
   tcp     host port       a direct TCP connect: "ok" or the errno name
   direct  host port [send]
                           resolve host inside, connect to it directly (no
@@ -212,13 +213,16 @@ def op_connect(step):
 
 
 def op_many(step):
-    """Open n idle connections to the HTTP proxy, then send one request on
-    a further connection while they are open and report its fate; close
-    them all and send the request again."""
+    """Open n connections to the HTTP proxy, each stalled in the middle of
+    its request head (the proxy accepts a connection once the client has
+    spoken), then send one request on a further connection while they are
+    open and report its fate; close them all and send the request again."""
     held, r = [], {}
     try:
         for _ in range(step["n"]):
-            held.append(connect_to(*PROXY))
+            h = connect_to(*PROXY)
+            held.append(h)
+            h.sendall(b"GET ")
         r["held"] = len(held)
         time.sleep(0.3)  # let the gateway accept them all
         extra = op_raw({"send": step["send"]})

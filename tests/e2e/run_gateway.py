@@ -1126,8 +1126,9 @@ def run_ends_with_open_connection(e):
 
 @case
 def connection_cap(e):
-    """The gateway serves at most 256 connections at once: with 300 idle
-    connections to the HTTP proxy held open inside, a request on another
+    """The gateway serves at most 256 connections at once: with 300
+    connections to the HTTP proxy held open inside, each stalled in the
+    middle of its request head, a request on another
     connection is closed without an answer and audited as a deny event
     with a reason; once they are closed, the same request is served."""
     with Recorder("api") as api:
