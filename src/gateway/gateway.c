@@ -222,7 +222,7 @@ static void set_events(struct conn *c, struct side *s, uint32_t want)
 {
 	struct epoll_event ev = {.events = want, .data.ptr = &s->h};
 
-	if (s->fd < 0 || (s->registered && want == s->events))
+	if (s->fd < 0 || (s->registered && want == s->events) || (!s->registered && !want))
 		return;
 	if (epoll_ctl(c->gw->epfd, s->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, s->fd, &ev) < 0)
 		al_debug("gateway: ignoring epoll_ctl failure: %s", strerror(errno));
@@ -931,11 +931,20 @@ static bool pump(struct flow *f, struct side *from, struct side *to, uint64_t bu
 			f->bytes += (uint64_t)n;
 		}
 	}
-	if ((from->eof || (read_cap && !*read_cap)) && !flow_waiting(f) && !to->shut) {
+	return true;
+}
+
+/* A half-close goes on to the other side once everything before it has:
+ * the client's to the server and back, as a tunnel must. The end of a
+ * proxied request's body does not: like other proxies, keep the upstream
+ * write side open, since some servers take a half-close as an aborted
+ * request. */
+static void half_close(const struct flow *f, const struct side *from, struct side *to)
+{
+	if (from->eof && !flow_waiting(f) && !to->shut) {
 		shutdown(to->fd, SHUT_WR);
 		to->shut = true;
 	}
-	return true;
 }
 
 static void relay(struct conn *c, struct side *s, uint32_t events)
@@ -1008,9 +1017,15 @@ static void relay(struct conn *c, struct side *s, uint32_t events)
 	bool up_waiting = flow_waiting(&c->up), down_waiting = flow_waiting(&c->down);
 	bool client_done = c->client.eof || (c->up_limited && !c->up_left);
 	if (client_done && c->upstream.eof && !up_waiting && !down_waiting) {
+		/* FIN before the close: a client whose further bytes we did
+		 * not read then sees the answer and an end, not a reset. */
+		if (!c->client.shut)
+			shutdown(c->client.fd, SHUT_WR);
 		conn_free(c, NULL);
 		return;
 	}
+	half_close(&c->up, &c->client, &c->upstream);
+	half_close(&c->down, &c->upstream, &c->client);
 	bool client_read = !client_done && (c->check_first ? c->up.b.off + c->up.b.len < BUF_SIZE
 							   : flow_has_room(&c->up));
 	set_events(c, &c->client, (client_read ? EPOLLIN : 0) | (down_waiting ? EPOLLOUT : 0));
@@ -1233,7 +1248,9 @@ static void on_accept(struct al_gateway *gw, struct listener *l)
 	 * request is usually here already: read it now, not after a round
 	 * through epoll. */
 	on_client_request(c);
-	if (!c->dead && c->client.fd >= 0 && !c->client.registered)
+	bool asking = c->state == C_HTTP_HEAD || c->state == C_SOCKS_GREETING ||
+		      c->state == C_SOCKS_REQUEST || c->state == C_DNS_TCP;
+	if (!c->dead && asking && c->client.fd >= 0 && !c->client.registered)
 		set_events(c, &c->client, EPOLLIN);
 }
 

@@ -224,10 +224,16 @@ class RawRecorder:
     """A loopback TCP server that answers the first request head on each
     connection with a fixed 200 and then, like a keep-alive server, keeps
     reading whatever else arrives until the peer closes or is idle for a
-    second: .conns is the list of everything each connection carried."""
+    second: .conns is the list of everything each connection carried.
+    With abort_on_half_close, it first waits 0.2 s after the head and, if
+    the peer has half-closed by then, drops the request unanswered (as Go's
+    net/http cancels a handler whose client closed its side); .aborted
+    counts those."""
 
-    def __init__(self, label):
+    def __init__(self, label, abort_on_half_close=False):
         self.label = label
+        self.abort_on_half_close = abort_on_half_close
+        self.aborted = 0
         self.conns = []
         self.closed = False
         self.lock = threading.Lock()
@@ -266,10 +272,25 @@ class RawRecorder:
                     break
                 data += b
                 if not answered and b"\r\n\r\n" in data:
+                    if self.abort_on_half_close and self.peer_half_closed(c):
+                        with self.lock:
+                            self.aborted += 1
+                        break
                     c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
                     answered = True
         with self.lock:
             self.conns.append(data)
+
+    @staticmethod
+    def peer_half_closed(c):
+        time.sleep(0.2)
+        c.setblocking(False)
+        try:
+            return c.recv(1, socket.MSG_PEEK) == b""
+        except BlockingIOError:
+            return False
+        finally:
+            c.settimeout(1)
 
     def __enter__(self):
         self.thread.start()
@@ -1068,6 +1089,24 @@ def one_request_per_proxy_connection(e):
         r.expect(carried.count(b" HTTP/1.1\r\n") == 1 and b"collector.test" not in carried
                  and b"Proxy-Authorization" not in carried,
                  "the upstream received more than the one allowed request: %r" % carried)
+
+
+@case
+def proxied_request_not_half_closed(e):
+    """After forwarding a proxied (absolute-URI) request the gateway keeps
+    its write side to the server open: a server that drops a request whose
+    client half-closed (Go's net/http cancels the handler's context) still
+    answers, through the proxy variables (curl) and by hand (raw)."""
+    with RawRecorder("api", abort_on_half_close=True) as api:
+        hp = "api.internal:%d" % api.port
+        steps = [get("http://%s/curl" % hp, "curl"),
+                 {"op": "raw", "label": "raw", "send": http_req("http://%s/raw" % hp, hp)}]
+        r = gw_run(e, steps, ["--allow", hp] + mapped("api.internal"), servers=[api])
+        r.expect(r.step("curl").get("code") == 200, "curl: %s" % r.step("curl"))
+        r.expect(r.step("raw").get("status") == 200, "raw: %s" % r.step("raw"))
+        api.close()
+        r.expect(api.aborted == 0, "the server saw a half-close before answering %d time(s)"
+                 % api.aborted)
 
 
 @case
