@@ -652,3 +652,18 @@ int al_cgroup_gc(struct al_error *err)
 	(void)err;
 	return total;
 }
+
+size_t al_cgroup_dirs(const struct al_cgroup *cg, const char **dirs, const char **parents,
+		      size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; cg && i < cg->n && n < max; i++) {
+		if (!cg->h[i].dir)
+			continue;
+		dirs[n] = cg->h[i].dir;
+		parents[n] = cg->h[i].base;
+		n++;
+	}
+	return n;
+}

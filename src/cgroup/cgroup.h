@@ -85,3 +85,9 @@ int al_cgroup_gc(struct al_error *err);
 /* The run's directory in the given controller's hierarchy, for tests and
  * the verify command; NULL if not used. */
 const char *al_cgroup_path(const struct al_cgroup *cg, const char *controller);
+
+/* The run's directories (one per hierarchy) and the directories that hold
+ * them, for the supervisor's confinement. Fills up to max of each and
+ * returns how many. */
+size_t al_cgroup_dirs(const struct al_cgroup *cg, const char **dirs, const char **parents,
+		      size_t max);

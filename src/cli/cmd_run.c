@@ -1,15 +1,19 @@
 /* airlock run: flags (+ policy file) → plan → backend → exit code. */
 #include "cli/cli.h"
 
+#include <errno.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "backend/backend.h"
 #include "config.h"
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/sys.h"
+#include "core/util.h"
 #include "policy/plan.h"
 
 #define EXIT_SETUP 125
@@ -49,6 +53,22 @@ static json_t *start_fields(const struct al_plan *p, const struct al_cli *cli)
 			 p->landlock_abi, "rootless", p->rootless);
 }
 
+/* The result record's directory must exist now: the supervisor confines
+ * itself to it before the command starts. */
+static int result_dir(const char *path, struct al_plan *plan, struct al_error *err)
+{
+	_cleanup_free_ char *copy = xstrdup(path);
+	const char *dir = dirname(copy);
+	struct stat st;
+
+	if (stat(dir, &st) < 0)
+		return al_error_setsys(err, errno, "--result %s: directory %s", path, dir);
+	if (!S_ISDIR(st.st_mode))
+		return al_error_set(err, ENOTDIR, "--result %s: %s is not a directory", path, dir);
+	plan->result_dir = xstrdup(dir);
+	return 0;
+}
+
 int al_cmd_run(int argc, char **argv)
 {
 	struct al_cli cli;
@@ -71,6 +91,10 @@ int al_cmd_run(int argc, char **argv)
 	backend = al_backend_lookup(plan->backend);
 	if (!backend) {
 		al_err("unknown backend \"%s\"", plan->backend);
+		goto out;
+	}
+	if (cli.result_file && result_dir(cli.result_file, plan, &err) < 0) {
+		al_err("%s", err.msg);
 		goto out;
 	}
 	al_log_phase("plan built");

@@ -293,7 +293,7 @@ static const struct option_def options[] = {
 	{"output-limit", 0, "SIZE",         BOTH, "stdout+stderr cap; the run stops there (default 16M)", opt_size},
 	{"open-files", 0, "N",              BOTH, "open file descriptors per process (default 1024)", opt_count},
 	{"file-size", 0, "SIZE",            BOTH, "largest file a process may write (default: none)", opt_size},
-	{"result",   0,  "FILE",            RUN,  "write the result record (JSON) to FILE", opt_file},
+	{"result",   0,  "FILE",            RUN,  "write the result record (JSON) to FILE (its directory must exist)", opt_file},
 	{"audit",    0,  "FILE",            RUN,  "append the audit stream (JSON lines) to FILE", opt_file},
 	{"allow", 0, "HOST[:PORT]", BOTH, "allow egress to HOST (name, *.wildcard, IP, CIDR; ports 80,443 unless :PORT, :A-B or :*)", opt_allow},
 	{"map-host", 0, "NAME=ADDR", BOTH, "resolve NAME to ADDR in the gateway (like /etc/hosts)", opt_map_host},

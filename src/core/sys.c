@@ -71,6 +71,26 @@ int al_sys_landlock_restrict_self(int ruleset_fd, uint32_t flags)
 	return (int)syscall(SYS_landlock_restrict_self, ruleset_fd, flags);
 }
 
+uint64_t al_landlock_fs_all(int abi)
+{
+	uint64_t m = 0;
+	if (abi >= 1)
+		m |= LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR |
+		     LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |
+		     LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE |
+		     LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_DIR |
+		     LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |
+		     LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_BLOCK |
+		     LANDLOCK_ACCESS_FS_MAKE_SYM;
+	if (abi >= 2)
+		m |= LANDLOCK_ACCESS_FS_REFER;
+	if (abi >= 3)
+		m |= LANDLOCK_ACCESS_FS_TRUNCATE;
+	if (abi >= 5)
+		m |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
+	return m;
+}
+
 int al_landlock_abi(void)
 {
 	static int abi = -1;

@@ -26,6 +26,10 @@ int al_sys_mount_setattr(int dirfd, const char *path, unsigned int flags, struct
 #ifndef LANDLOCK_ACCESS_FS_IOCTL_DEV
 #define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
 #endif
+#ifndef LANDLOCK_ACCESS_NET_BIND_TCP
+#define LANDLOCK_ACCESS_NET_BIND_TCP	(1ULL << 0)
+#define LANDLOCK_ACCESS_NET_CONNECT_TCP (1ULL << 1)
+#endif
 #ifndef LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
 #define LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
 #define LANDLOCK_SCOPE_SIGNAL		    (1ULL << 1)
@@ -49,6 +53,9 @@ int al_sys_landlock_restrict_self(int ruleset_fd, uint32_t flags);
 /* The kernel's landlock ABI version, or 0 when landlock is absent or
  * disabled. Cached after the first call. */
 int al_landlock_abi(void);
+
+/* Every filesystem access right landlock ABI abi knows. */
+uint64_t al_landlock_fs_all(int abi);
 
 /* Write len bytes to an existing file (O_WRONLY, no create), as for
  * /proc/PID/uid_map. Returns 0 or -errno. */

@@ -467,6 +467,12 @@ static void on_resolved(void *arg, int status, int timeouts, struct ares_addrinf
 /* Resolve an allowed name without blocking the loop. The callback may run
  * before this returns (answers from the host's /etc/hosts): the caller
  * must not touch c afterwards. */
+void al_gateway_prepare(struct al_gateway *gw)
+{
+	if (ares_start(gw) < 0)
+		al_debug("gateway: the resolver did not start; lookups will fail");
+}
+
 static void resolve_async(struct conn *c)
 {
 	struct ares_addrinfo_hints hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};

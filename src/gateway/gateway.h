@@ -70,6 +70,11 @@ int al_gateway_rules_wait(pid_t helper, int errfd, struct al_error *err);
 struct al_gateway *al_gateway_new(const struct al_plan *plan, struct al_audit *audit, int epfd);
 
 /* Serve a listening socket (takes ownership of fd). */
+/* Start the resolver now (it reads the host's resolver configuration),
+ * before the supervisor gives up reading files. A failure is left for
+ * the first lookup to report. */
+void al_gateway_prepare(struct al_gateway *gw);
+
 int al_gateway_listen(struct al_gateway *gw, enum al_gateway_listener kind, int fd,
 		      struct al_error *err);
 

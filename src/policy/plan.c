@@ -49,25 +49,6 @@ struct builder {
 	struct al_error *err;
 };
 
-static uint64_t landlock_mask(int abi)
-{
-	uint64_t m = 0;
-	if (abi >= 1)
-		m |= LL_READ | LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |
-		     LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE |
-		     LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_DIR |
-		     LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |
-		     LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_BLOCK |
-		     LANDLOCK_ACCESS_FS_MAKE_SYM;
-	if (abi >= 2)
-		m |= LANDLOCK_ACCESS_FS_REFER;
-	if (abi >= 3)
-		m |= LANDLOCK_ACCESS_FS_TRUNCATE;
-	if (abi >= 5)
-		m |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
-	return m;
-}
-
 static struct al_mount_op *add_op(struct builder *b, enum al_op_kind kind, char *target,
 				  char *source, const char *what)
 {
@@ -125,7 +106,7 @@ static void add_file(struct builder *b, const char *sandbox_path, char *content,
 static void add_ll(struct builder *b, const char *path, uint64_t access)
 {
 	struct al_plan *p = b->plan;
-	access &= landlock_mask(p->landlock_abi);
+	access &= al_landlock_fs_all(p->landlock_abi);
 	for (size_t i = 0; i < p->n_ll_rules; i++) {
 		if (strcmp(p->ll_rules[i].path, path) == 0) {
 			p->ll_rules[i].access |= access;
@@ -571,7 +552,7 @@ static int build_landlock(struct al_plan *p, const struct al_policy *pol, struct
 			    "with mount isolation only)");
 		return 0;
 	}
-	p->landlock_fs = landlock_mask(p->landlock_abi);
+	p->landlock_fs = al_landlock_fs_all(p->landlock_abi);
 	if (p->landlock_abi >= 6)
 		p->landlock_scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
 	return 0;
@@ -685,6 +666,7 @@ void al_plan_free(struct al_plan *p)
 	al_allow_free(p->allow);
 	al_strv_free(p->allow_text);
 	free(p->resolver);
+	free(p->result_dir);
 	for (size_t i = 0; i < p->n_hosts; i++)
 		free(p->hosts[i].name);
 	free(p->hosts);

@@ -143,6 +143,10 @@ struct al_plan {
 	struct al_net_limits net_run; /* 0 = no limit */
 	struct al_net_limits net_host;
 
+	/* where the CLI writes the result record (the supervisor's own
+	 * confinement lets it write there), or NULL; set by `airlock run` */
+	char *result_dir;
+
 	/* filesystem */
 	struct al_mount_op *ops;
 	size_t n_ops;

@@ -23,6 +23,7 @@
 #include "core/sys.h"
 #include "policy/seccomp.h"
 #include "sandbox/sandbox.h"
+#include "supervisor/confine.h"
 
 /* How often the cgroup counters are read for the memory, pids and
  * cpu-time limits (cgroup v1 has no usable notification for all three). */
@@ -49,6 +50,7 @@ struct loop {
 	int tickfd;
 	int notifyfd;
 	int killfd;	       /* grace timer after asking init to stop everything */
+	int confine_ruleset;   /* the supervisor's own landlock ruleset, until applied */
 	struct al_gateway *gw; /* the egress gateway, once the child sent its listeners */
 	const struct al_plan *plan;
 	struct al_supervised *sv;
@@ -347,6 +349,40 @@ static void setup_failed(struct loop *l, const char *step, int e, const char *ms
 	snprintf(l->res->msg, sizeof(l->res->msg), "%s", msg);
 }
 
+/* The checks passed: from here on the supervisor needs only its open fds,
+ * the run's cgroup directories, the result's directory and the right to
+ * signal the sandbox. Give up the rest before the command (and its
+ * traffic through the gateway's parsers) starts. The ruleset was built
+ * in setup(), while the child set itself up. */
+static int confine(struct loop *l)
+{
+	struct al_error err = {0};
+	int r = al_confine_self(l->confine_ruleset, &err);
+
+	al_closep(&l->confine_ruleset);
+	if (r < 0) {
+		setup_failed(l, "confine", 0, err.msg);
+		return -1;
+	}
+	al_log_phase("supervisor confined");
+	return 0;
+}
+
+/* What the supervisor keeps once it confines itself: see confine(). */
+static int prepare_confinement(struct loop *l, struct al_error *err)
+{
+	struct al_confine c = {.out_dir = l->plan->result_dir,
+			       .landlock_abi = l->plan->landlock_abi};
+
+	c.n_run_dirs = c.n_parent_dirs =
+	    al_cgroup_dirs(l->cg, c.run_dirs, c.parent_dirs, AL_CONFINE_MAX_DIRS);
+	/* The gateway's resolver reads /etc/hosts on every lookup (it read
+	 * resolv.conf when it started, with the first listener). */
+	if (l->plan->gateway)
+		c.read_files[c.n_read_files++] = "/etc/hosts";
+	return al_confine_prepare(&c, &l->confine_ruleset, err);
+}
+
 /* Every layer is applied and the child waits: check them from outside and
  * let it go on only if all are in force (fail closed). */
 static void on_ready(struct loop *l, int landlock_abi)
@@ -375,6 +411,10 @@ static void on_ready(struct loop *l, int landlock_abi)
 			setup_failed(l, "verify", 0, msg);
 			break;
 		}
+		kill_sandbox(l);
+		return;
+	}
+	if (confine(l) < 0) {
 		kill_sandbox(l);
 		return;
 	}
@@ -424,8 +464,11 @@ static void on_sync(struct loop *l)
 	case AL_SYNC_GATEWAY:
 		if (fd >= 0 && l->plan->gateway) {
 			struct al_error gerr = {0};
-			if (!l->gw)
+			if (!l->gw) {
 				l->gw = al_gateway_new(l->plan, l->audit, l->epfd);
+				/* While the child sets up, not on the way to exec. */
+				al_gateway_prepare(l->gw);
+			}
 			if (al_gateway_listen(l->gw, (enum al_gateway_listener)m.status,
 					      TAKE_FD(fd), &gerr) < 0)
 				al_warn("%s", gerr.msg);
@@ -534,6 +577,8 @@ static int setup(struct loop *l, struct al_error *err)
 	    (r = watch(l, l->sv->stdout_rd, EPOLLIN, EV_STDOUT)) < 0 ||
 	    (r = watch(l, l->sv->stderr_rd, EPOLLIN, EV_STDERR)) < 0)
 		return al_error_setsys(err, -r, "epoll_ctl");
+	if ((r = prepare_confinement(l, err)) < 0)
+		return r;
 	if (l->cg) {
 		l->tickfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 		if (l->tickfd < 0 || arm(l->tickfd, TICK_MS, true) < 0)
@@ -650,6 +695,7 @@ int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al
 			 .tickfd = -1,
 			 .notifyfd = -1,
 			 .killfd = -1,
+			 .confine_ruleset = -1,
 			 .plan = plan,
 			 .sv = sv,
 			 .cg = cg,
@@ -746,6 +792,7 @@ out:
 	al_closep(&l.timerfd);
 	al_closep(&l.tickfd);
 	al_closep(&l.killfd);
+	al_closep(&l.confine_ruleset);
 	al_closep(&l.epfd);
 	return r;
 }

@@ -190,6 +190,35 @@ def host_uid_of_sandbox_processes(e):
 
 
 @case
+def supervisor_confines_itself(e):
+    """While the command runs, airlock itself (the supervisor, which also
+    runs the egress gateway) has no_new_privs and, as root, only CAP_KILL
+    and CAP_DAC_OVERRIDE left in every set, bounding set included; rootless
+    it has none. Read from the host in /proc/PID/status."""
+    t = tag("confined-")
+    p = subprocess.Popen(e.argv([PROBE_IN, "sleep", "3", t], ["--allow", "x.test"]),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        expect(wait_for(lambda: procs_matching(t), 10), "the sandboxed probe did not start")
+        with open("/proc/%d/status" % p.pid) as f:
+            got = {k.strip(): v.strip() for k, v in (l.split(":", 1) for l in f)}
+        want = "0000000000000022" if IS_ROOT else "0000000000000000"
+        for k in ("CapPrm", "CapEff", "CapBnd") if IS_ROOT else ("CapPrm", "CapEff"):
+            expect(got.get(k) == want, "the supervisor's %s is %r, expected %s"
+                   % (k, got.get(k), want))
+        expect(got.get("CapAmb") == "0000000000000000", "CapAmb is %r" % got.get("CapAmb"))
+        expect(got.get("NoNewPrivs") == "1", "the supervisor's NoNewPrivs is %r"
+               % got.get("NoNewPrivs"))
+        out, err = p.communicate(timeout=15)
+        expect(p.returncode == 0, "airlock exited %s: %r" % (p.returncode, err))
+    finally:
+        if p.poll() is None:
+            kill_pid(p.pid)
+            p.wait()
+
+
+@case
 def no_capabilities(e):
     """Every capability set is empty, no_new_privs is set and seccomp is in
     filter mode."""
@@ -998,6 +1027,15 @@ def bad_flag(e):
 def bad_env_flag(e):
     """--env without '=': 125 naming the argument."""
     refusal(e, e.argv([PROBE_IN, "id"], ["--env", "NOEQUALS"]), 125, "NOEQUALS")
+
+
+@case
+def result_dir_missing(e):
+    """--result in a directory that does not exist: refused before anything
+    starts (125, naming the path), rather than the run going ahead and
+    its record being lost at the end."""
+    refusal(e, e.argv([PROBE_IN, "id"], ["--result", "/nonexistent-e2e-dir/r.json"]), 125,
+            "/nonexistent-e2e-dir")
 
 
 @case
