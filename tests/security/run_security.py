@@ -17,7 +17,6 @@ sandbox: `probe kill -1 9` as root on the host kills every process.
 import os
 import random
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -27,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from harness import (HOST_ID_BASE, HOST_SANDBOX_UID, IS_ROOT, PROBE_IN, Skip, Suite,  # noqa: E402
                      TempDir, expect, expect_errno, expect_ok, expect_rc, host_mount_count,
-                     kill_pid, kv, main, probe_listing, sha256_file, shquote, tag, write_file)
+                     kill_pid, kv, main, sha256_file, shquote, tag, write_file)
 
 suite = Suite()
 case = suite.case
