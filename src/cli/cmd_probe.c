@@ -3,6 +3,7 @@
  * output is table rows; it changes nothing it is allowed to keep. */
 #include "cli/cli.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -18,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "policy/plan.h"
@@ -127,6 +129,42 @@ static void probe_network(void)
 	    only_lo ? ", loopback only" : " besides lo, or none readable");
 }
 
+/* With --allow rules: a TCP connection to an address outside (TEST-NET-1,
+ * which is routed nowhere; with or without the rule, no packet leaves the
+ * sandbox's own namespace, which has only lo) must be taken by the
+ * gateway's transparent capture, and a request naming a host no rule
+ * allows must then be cut. Without the capture rule the connect fails or
+ * times out. */
+static void probe_gateway(void)
+{
+	static const char req[] = "GET / HTTP/1.1\r\nHost: airlock-verify.invalid\r\n\r\n";
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(80)};
+	struct timeval tv = {.tv_sec = 3};
+	char buf[256];
+	int s, ec, er = 0;
+	ssize_t n = -1;
+
+	if (!getenv("HTTP_PROXY"))
+		return; /* no gateway: the network row says loopback only */
+	inet_pton(AF_INET, "192.0.2.1", &a.sin_addr);
+	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ec = ERRNO_OF(connect(s, (struct sockaddr *)&a, sizeof(a)));
+	if (ec == 0 && send(s, req, sizeof(req) - 1, MSG_NOSIGNAL) == (ssize_t)sizeof(req) - 1) {
+		n = recv(s, buf, sizeof(buf), 0);
+		er = n < 0 ? errno : 0;
+	}
+	close(s);
+	bool cut = n == 0 || er == ECONNRESET;
+	row("egress capture", ec == 0 && cut,
+	    "TCP to 192.0.2.1:80 -> %s; then a Host no rule allows -> %s", ename(ec),
+	    ec	     ? "not tried"
+	    : n > 0  ? "answered"
+	    : n == 0 ? "closed"
+		     : ename(er));
+}
+
 int al_cmd_probe(int argc, char **argv)
 {
 	(void)argc;
@@ -135,6 +173,7 @@ int al_cmd_probe(int argc, char **argv)
 	probe_kernel();
 	probe_privileges();
 	probe_network();
+	probe_gateway();
 	fflush(stdout);
 	return failures ? 2 : 0;
 }

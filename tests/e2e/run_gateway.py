@@ -1350,6 +1350,21 @@ def broad_rules_do_not_reach_private_space(e):
 
 
 @case
+def verify_checks_capture(e):
+    """`airlock verify --allow NAME` attacks the transparent capture from
+    inside: a TCP connect to an outside address (TEST-NET-1, which never
+    leaves the sandbox's namespace) is taken by the gateway and a request
+    for a host no rule allows is cut; the row says so and verify exits 0."""
+    argv = [e.airlock, "verify", "--allow", "api.internal:80"]
+    res = finish(start(argv), argv, time.monotonic(), 60)
+    expect_rc(res, 0)
+    rows = [l for l in res.text.splitlines() if l.startswith("egress capture")]
+    expect(len(rows) == 1 and "in force" in rows[0] and "NOT" not in rows[0],
+           "egress capture row: %s" % rows, res)
+    expect("RESULT: every layer is in force" in res.text, "no RESULT line", res)
+
+
+@case
 def dns_stub(e):
     """DNS queries to 127.0.0.1:53 inside a gateway run (raw, over UDP and
     TCP): an allowed name is answered NOERROR with one A record in
