@@ -58,7 +58,10 @@ struct listener {
 };
 
 /* Per-host use, for network.per_host limits. */
+/* Per-host counters. Each is its own allocation: connections keep a
+ * pointer to theirs while others are added. */
 struct host_use {
+	struct host_use *next;
 	char name[AL_HOST_MAX + 1];
 	uint64_t active, requests, bytes_out;
 };
@@ -139,7 +142,6 @@ struct al_gateway {
 	struct handle ares_timer_h;
 	int ares_timerfd;
 	struct host_use *hosts;
-	size_t n_hosts;
 	uint64_t active; /* allowed connections open now */
 	struct al_audit *audit;
 	int epfd;
@@ -530,13 +532,15 @@ static int start_connect(struct conn *c, const struct in6_addr *addr)
 
 static struct host_use *host_use(struct al_gateway *gw, const char *name)
 {
-	for (size_t i = 0; i < gw->n_hosts; i++)
-		if (strcmp(gw->hosts[i].name, name) == 0)
-			return &gw->hosts[i];
-	gw->hosts = xrealloc(gw->hosts, (gw->n_hosts + 1) * sizeof(*gw->hosts));
-	struct host_use *u = &gw->hosts[gw->n_hosts++];
-	*u = (struct host_use){0};
+	struct host_use *u;
+
+	for (u = gw->hosts; u; u = u->next)
+		if (strcmp(u->name, name) == 0)
+			return u;
+	u = xcalloc(1, sizeof(*u));
 	snprintf(u->name, sizeof(u->name), "%s", name);
+	u->next = gw->hosts;
+	gw->hosts = u;
 	return u;
 }
 
@@ -1364,7 +1368,11 @@ void al_gateway_free(struct al_gateway *gw)
 			close(gw->listeners[i].fd);
 		}
 	al_strv_free(gw->fake_names);
-	free(gw->hosts);
+	while (gw->hosts) {
+		struct host_use *u = gw->hosts;
+		gw->hosts = u->next;
+		free(u);
+	}
 	free(gw);
 }
 

@@ -1109,6 +1109,106 @@ def proxied_request_not_half_closed(e):
                  % api.aborted)
 
 
+def limit_events(r, limit):
+    return [ev for ev in r.events if ev.get("event") == "limit.hit" and ev.get("limit") == limit]
+
+
+@case
+def network_limit_requests(e):
+    """network.limits.requests = 2: of three proxied GETs the first two are
+    served and the third gets 403 naming the limit, without reaching the
+    server; a limit.hit event and the record's counters say the same."""
+    with Recorder("api") as api, TempDir() as d:
+        hp = "api.internal:%d" % api.port
+        pol = os.path.join(d, "limits.json")
+        write_file(pol, json.dumps({"version": 1, "network": {"limits": {"requests": 2}}}))
+        steps = [get("http://%s/r%d" % (hp, i), "r%d" % i) for i in (1, 2, 3)]
+        r = gw_run(e, steps, ["--policy", pol, "--allow", hp] + mapped("api.internal"),
+                   servers=[api])
+        codes = [r.step("r%d" % i).get("code") for i in (1, 2, 3)]
+        r.expect(codes == [200, 200, 403], "codes %s, expected [200, 200, 403]" % codes)
+        expect_denied_403(r, "r3", ["network.limits.requests"])
+        r.expect(api.paths() == ["/r1", "/r2"], "the server saw %s" % api.paths())
+        r.expect(len(limit_events(r, "network.limits.requests")) == 1,
+                 "no single limit.hit event for network.limits.requests")
+        r.expect_counters(allowed=2, denied=1)
+
+
+@case
+def network_limit_bytes_out(e):
+    """network.limits.bytes_out = 100K: a 300,000-byte POST (more than the
+    64 KiB the gateway passes through its buffer before it splices) is cut
+    once 102,400 bytes went upstream: the server gets a short body, the
+    record counts at most 102,400 bytes up (and more than 64 KiB, so the
+    spliced part was counted too), and a limit.hit event names the limit."""
+    body = pattern(300000)
+    with Recorder("api") as api, TempDir() as d:
+        hp = "api.internal:%d" % api.port
+        pol = os.path.join(d, "limits.json")
+        write_file(pol, json.dumps({"version": 1, "network": {"limits": {"bytes_out": "100K"}}}))
+        steps = [{"op": "curl", "label": "post",
+                  "args": ["--data-binary", "@/opt/t/big.bin", "http://%s/up" % hp]}]
+        r = gw_run(e, steps, ["--policy", pol, "--allow", hp] + mapped("api.internal"),
+                   files={"big.bin": body}, servers=[api])
+        up = (r.network() or {}).get("bytes_up", -1)
+        r.expect(65536 < up <= 102400, "bytes_up %s, expected in (65536, 102400]" % up)
+        got = [len(q["body"]) for q in api.snapshot()[1]]
+        r.expect(all(n < len(body) for n in got), "the server got whole bodies: %s" % got)
+        r.expect(r.step("post").get("code") != 200, "the POST was answered 200")
+        r.expect(len(limit_events(r, "network.limits.bytes_out")) == 1,
+                 "no single limit.hit event for network.limits.bytes_out")
+
+
+@case
+def network_limit_per_host_connections(e):
+    """network.per_host.connections = 1: while one request to a host is
+    open (a slow answer), a second one to the same host gets 403 naming
+    the limit; another host is not held back, and once the first is done
+    the host is served again."""
+    with Recorder("api") as api, Recorder("other") as other, TempDir() as d:
+        hp, op = "api.internal:%d" % api.port, "other.internal:%d" % other.port
+        pol = os.path.join(d, "limits.json")
+        write_file(pol, json.dumps({"version": 1, "network": {"per_host": {"connections": 1}}}))
+        code = ("import json, socket, time\n"
+                "def ask(path, host):\n"
+                "    s = socket.create_connection(('127.0.0.1', 3128))\n"
+                "    s.sendall(('GET http://%%s%%s HTTP/1.1\\r\\nHost: %%s\\r\\n\\r\\n'\n"
+                "               %% (host, path, host)).encode())\n"
+                "    return s\n"
+                "def status(s):\n"
+                "    s.settimeout(10)\n"
+                "    data = b''\n"
+                "    while True:\n"
+                "        b = s.recv(65536)\n"
+                "        if not b: break\n"
+                "        data += b\n"
+                "    return data.split(b'\\r\\n')[0].decode(), data.decode('latin-1')\n"
+                "slow = ask('/slow/2', %r)\n"
+                "time.sleep(0.5)\n"
+                "second = status(ask('/second', %r))\n"
+                "elsewhere = status(ask('/elsewhere', %r))\n"
+                "first = status(slow)\n"
+                "again = status(ask('/again', %r))\n"
+                "print(json.dumps({'first': first[0], 'second': second, "
+                "'elsewhere': elsewhere[0], 'again': again[0]}))\n" % (hp, hp, op, hp))
+        r = gw_run(e, None, ["--policy", pol, "--allow", hp, "--allow", op]
+                   + mapped("api.internal", "other.internal"), cmd=[PY, "-c", code],
+                   servers=[api, other])
+        try:
+            got = json.loads(r.res.text.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            got = {}
+        r.expect(got.get("first", "").startswith("HTTP/1.0 200"), "first: %s" % got)
+        second = got.get("second") or ["", ""]
+        r.expect(second[0].startswith("HTTP/1.1 403") and
+                 "network.per_host.connections" in second[1], "second: %s" % (second,))
+        r.expect(got.get("elsewhere", "").startswith("HTTP/1.0 200"), "elsewhere: %s" % got)
+        r.expect(got.get("again", "").startswith("HTTP/1.0 200"), "again: %s" % got)
+        r.expect(api.paths() == ["/slow/2", "/again"], "api saw %s" % api.paths())
+        r.expect(len(limit_events(r, "network.per_host.connections")) == 1,
+                 "no single limit.hit event for network.per_host.connections")
+
+
 @case
 def large_transfers(e):
     """8 MiB up through SOCKS (curl --data-binary via socks5h) and 8 MiB down
