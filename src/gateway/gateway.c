@@ -100,6 +100,7 @@ struct flow {
 	struct buf b;
 	int pipe[2]; /* -1 until bulk */
 	size_t in_pipe, pipe_cap;
+	bool pipe_full; /* out of pipe buffers (each splice takes one) before pipe_cap bytes */
 	uint64_t bytes; /* delivered to the other side */
 };
 
@@ -132,6 +133,7 @@ struct conn {
 struct ares_sock {
 	struct handle h;
 	int fd;
+	bool dead; /* closed by c-ares; freed after the epoll batch */
 	struct ares_sock *next;
 };
 
@@ -139,10 +141,13 @@ struct al_gateway {
 	const struct al_plan *plan;
 	ares_channel ares; /* created on the first lookup */
 	struct ares_sock *ares_socks;
+	struct ares_sock *dead_socks; /* closed this epoll batch, freed after it */
+	bool ares_failed;	      /* the resolver could not start: lookups fail */
 	struct handle ares_timer_h;
 	int ares_timerfd;
 	struct host_use *hosts;
-	uint64_t active; /* allowed connections open now */
+	uint64_t active;   /* allowed connections open now */
+	uint64_t requests; /* connections counted against network.limits.requests */
 	struct al_audit *audit;
 	int epfd;
 	struct listener listeners[AL_GATEWAY_N_LISTENERS];
@@ -220,12 +225,21 @@ static void audit_decision(struct conn *c, bool allowed, const char *reason)
 	al_audit_emit(c->gw->audit, "net.connect", o);
 }
 
+/* Register what side s waits for. Nothing to wait for means out of the
+ * epoll set, not in it with no events: the kernel reports EPOLLHUP and
+ * EPOLLERR whatever is asked, and an unread one would spin the loop. */
 static void set_events(struct conn *c, struct side *s, uint32_t want)
 {
 	struct epoll_event ev = {.events = want, .data.ptr = &s->h};
 
 	if (s->fd < 0 || (s->registered && want == s->events) || (!s->registered && !want))
 		return;
+	if (!want) {
+		epoll_ctl(c->gw->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+		s->registered = false;
+		s->events = 0;
+		return;
+	}
 	if (epoll_ctl(c->gw->epfd, s->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, s->fd, &ev) < 0)
 		al_debug("gateway: ignoring epoll_ctl failure: %s", strerror(errno));
 	s->registered = true;
@@ -285,6 +299,11 @@ void al_gateway_collect(struct al_gateway *gw)
 		struct conn *c = gw->dead;
 		gw->dead = c->next_dead;
 		free(c);
+	}
+	while (gw && gw->dead_socks) {
+		struct ares_sock *a = gw->dead_socks;
+		gw->dead_socks = a->next;
+		free(a);
 	}
 }
 
@@ -391,9 +410,12 @@ static void ares_sock_state(void *data, ares_socket_t fd, int readable, int writ
 	a = *pp;
 	if (!readable && !writable) {
 		if (a) {
+			/* Another event of this epoll batch may still point at a. */
 			epoll_ctl(gw->epfd, EPOLL_CTL_DEL, fd, NULL);
 			*pp = a->next;
-			free(a);
+			a->dead = true;
+			a->next = gw->dead_socks;
+			gw->dead_socks = a;
 		}
 		return;
 	}
@@ -412,29 +434,42 @@ static void ares_sock_state(void *data, ares_socket_t fd, int readable, int writ
 	}
 }
 
-static int ares_start(struct al_gateway *gw)
+/* Start the resolver once. A failure is final (no retry per lookup):
+ * every lookup after it is refused. */
+static int ares_start(struct al_gateway *gw, struct al_error *err)
 {
 	static bool library_ready;
 	struct ares_options opts = {.sock_state_cb = ares_sock_state, .sock_state_cb_data = gw};
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &gw->ares_timer_h};
+	int r;
 
 	if (gw->ares)
 		return 0;
+	if (gw->ares_failed)
+		return al_error_set(err, EIO, "the resolver could not start");
+	gw->ares_failed = true; /* until it has */
 	if (!library_ready && ares_library_init(ARES_LIB_INIT_ALL) != ARES_SUCCESS)
-		return -ENOMEM;
+		return al_error_set(err, ENOMEM, "gateway: c-ares library init failed");
 	library_ready = true;
 	gw->ares_timer_h.kind = H_ARES_TIMER;
 	gw->ares_timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (gw->ares_timerfd < 0 || epoll_ctl(gw->epfd, EPOLL_CTL_ADD, gw->ares_timerfd, &ev) < 0)
-		return -errno;
-	if (ares_init_options(&gw->ares, &opts, ARES_OPT_SOCK_STATE_CB) != ARES_SUCCESS) {
+		return al_error_setsys(err, errno, "gateway: resolver timer");
+	if ((r = ares_init_options(&gw->ares, &opts, ARES_OPT_SOCK_STATE_CB)) != ARES_SUCCESS) {
 		gw->ares = NULL;
-		return -EIO;
+		return al_error_set(err, EIO, "gateway: the resolver could not start: %s",
+				    ares_strerror(r));
 	}
-	/* network.resolver replaces the host's name servers; plan.c checked it. */
+	/* network.resolver replaces the host's name servers. Never fall back
+	 * to the host's servers when it cannot be used. */
 	if (gw->plan->resolver &&
-	    ares_set_servers_ports_csv(gw->ares, gw->plan->resolver) != ARES_SUCCESS)
-		return -EINVAL;
+	    (r = ares_set_servers_ports_csv(gw->ares, gw->plan->resolver)) != ARES_SUCCESS) {
+		ares_destroy(gw->ares);
+		gw->ares = NULL;
+		return al_error_set(err, EINVAL, "network.resolver \"%s\" cannot be used: %s",
+				    gw->plan->resolver, ares_strerror(r));
+	}
+	gw->ares_failed = false;
 	return 0;
 }
 
@@ -469,17 +504,23 @@ static void on_resolved(void *arg, int status, int timeouts, struct ares_addrinf
 /* Resolve an allowed name without blocking the loop. The callback may run
  * before this returns (answers from the host's /etc/hosts): the caller
  * must not touch c afterwards. */
-void al_gateway_prepare(struct al_gateway *gw)
+int al_gateway_prepare(struct al_gateway *gw, struct al_error *err)
 {
-	if (ares_start(gw) < 0)
-		al_debug("gateway: the resolver did not start; lookups will fail");
+	struct al_error e = {0};
+	int r = ares_start(gw, &e);
+
+	if (r < 0 && gw->plan->resolver) /* asked for and unusable: refuse */
+		return al_error_set(err, -r, "%s", e.msg);
+	if (r < 0) /* the host's own configuration: its names then fail */
+		al_warn("%s; names that need resolving will be refused", e.msg);
+	return 0;
 }
 
 static void resolve_async(struct conn *c)
 {
 	struct ares_addrinfo_hints hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
 
-	if (ares_start(c->gw) < 0) {
+	if (ares_start(c->gw, NULL) < 0) {
 		refuse(c, 502, AL_SOCKS_REP_GENERAL_FAILURE, "the resolver could not start");
 		return;
 	}
@@ -551,7 +592,7 @@ static const char *limit_for_new(const struct al_gateway *gw, const struct host_
 
 	if (run->connections && gw->active >= run->connections)
 		return "network.limits.connections";
-	if (run->requests && gw->st.allowed >= run->requests)
+	if (run->requests && gw->requests >= run->requests)
 		return "network.limits.requests";
 	if (run->bytes_out && gw->st.bytes_up >= run->bytes_out)
 		return "network.limits.bytes_out";
@@ -612,6 +653,7 @@ static void decide(struct conn *c, const struct al_host *host, uint16_t port)
 	c->use = u;
 	u->active++;
 	u->requests++;
+	c->gw->requests++;
 	c->gw->active++;
 	if (host->kind == AL_HOST_NAME) {
 		const struct in6_addr *m = mapped_addr(p, c->name);
@@ -784,11 +826,23 @@ static void on_connected(struct conn *c)
 	c->state = C_RELAY;
 }
 
+/* Whether the first line of buf is an HTTP request line (ends in a
+ * version), whatever else is wrong with it. */
+static bool looks_like_http(const char *buf, size_t len)
+{
+	const char *nl = memchr(buf, '\n', len);
+	return memmem(buf, nl ? (size_t)(nl - buf) : len, " HTTP/", 6) != NULL;
+}
+
 /* The name the first bytes of a stream give: a TLS ClientHello's SNI or
  * an HTTP request's Host. 0 and *ret filled; -EAGAIN: too few bytes yet;
- * -ENOENT: neither (another protocol, or TLS without SNI). */
+ * -ENOENT: no name to check (another protocol, TLS without SNI, HTTP
+ * without Host, the HTTP/2 cleartext preface); -EPROTO: TLS or HTTP that
+ * cannot be checked (malformed, too long, split too far), which must not
+ * pass. */
 static int name_in_stream(const char *buf, size_t len, struct al_host *ret)
 {
+	static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 	struct al_http_request req;
 	int r;
 
@@ -796,12 +850,16 @@ static int name_in_stream(const char *buf, size_t len, struct al_host *ret)
 		return -EAGAIN;
 	if ((uint8_t)buf[0] == 0x16) { /* a TLS handshake record */
 		r = al_tls_parse_sni((const uint8_t *)buf, len, ret, NULL);
-		return r == -EAGAIN ? -EAGAIN : r < 0 ? -ENOENT : 0;
+		return r == -EAGAIN || r == -ENOENT ? r : r < 0 ? -EPROTO : 0;
 	}
+	if (len >= sizeof(h2_preface) - 1 && memcmp(buf, h2_preface, sizeof(h2_preface) - 1) == 0)
+		return -ENOENT;
 	r = al_http_parse_request(buf, len, &req, NULL);
 	if (r == -EAGAIN)
-		return len < AL_HTTP_HEAD_MAX ? -EAGAIN : -ENOENT;
-	if (r < 0 || req.host.kind == AL_HOST_NONE)
+		return len < AL_HTTP_HEAD_MAX ? -EAGAIN : -EPROTO;
+	if (r < 0)
+		return looks_like_http(buf, len) ? -EPROTO : -ENOENT;
+	if (req.host.kind == AL_HOST_NONE)
 		return -ENOENT;
 	*ret = req.host;
 	return 0;
@@ -815,13 +873,17 @@ static int check_first_bytes(struct conn *c)
 {
 	struct al_host h;
 	int r = name_in_stream(c->up.b.data + c->up.b.off, c->up.b.len, &h);
+	char why[2 * AL_HOST_MAX + 64] = "";
 
 	if (r == -EAGAIN && c->up.b.off + c->up.b.len < BUF_SIZE && !c->client.eof)
 		return -EAGAIN;
 	c->check_first = false;
-	if (r == 0 && h.kind == AL_HOST_NAME && strcmp(h.text, c->name) != 0) {
-		char why[2 * AL_HOST_MAX + 64];
+	if (r == -EAGAIN || r == -EPROTO)
+		snprintf(why, sizeof(why),
+			 "the stream starts like TLS or HTTP but its host cannot be checked");
+	else if (r == 0 && h.kind == AL_HOST_NAME && strcmp(h.text, c->name) != 0)
 		snprintf(why, sizeof(why), "the stream names %s, not %s", h.text, c->name);
+	if (why[0]) {
 		c->state = C_HTTP_HEAD; /* audited as a denial, not as a relay */
 		c->gw->st.denied++;
 		c->gw->st.allowed--;
@@ -860,7 +922,8 @@ static bool flow_spliced(const struct flow *f)
 /* Whether the flow can take more from its sending side now. */
 static bool flow_has_room(const struct flow *f)
 {
-	return flow_spliced(f) ? f->in_pipe < f->pipe_cap : f->b.off + f->b.len < BUF_SIZE;
+	return flow_spliced(f) ? !f->pipe_full && f->in_pipe < f->pipe_cap
+			       : f->b.off + f->b.len < BUF_SIZE;
 }
 
 static bool flow_waiting(const struct flow *f)
@@ -899,7 +962,8 @@ static bool pump(struct flow *f, struct side *from, struct side *to, uint64_t bu
 		 uint64_t *read_cap, uint32_t events_from, uint32_t events_to)
 {
 	const unsigned flags = SPLICE_F_NONBLOCK | SPLICE_F_MOVE;
-	bool can_write = (events_to & EPOLLOUT) || events_to == 0;
+	/* EPOLLERR/EPOLLHUP come without EPOLLOUT: try, and let the send fail. */
+	bool can_write = (events_to & (EPOLLOUT | EPOLLERR | EPOLLHUP)) || events_to == 0;
 	struct buf *b = &f->b;
 	ssize_t n;
 
@@ -923,10 +987,15 @@ static bool pump(struct flow *f, struct side *from, struct side *to, uint64_t bu
 				b->len += (size_t)n;
 			if (read_cap)
 				*read_cap -= (uint64_t)n;
-		} else if (n == 0)
+		} else if (n == 0) {
 			from->eof = true;
-		else if (errno != EAGAIN && errno != EINTR)
+		} else if (errno == EAGAIN && flow_spliced(f) && f->in_pipe) {
+			/* Readable, yet nothing fits: many small packets took
+			 * every pipe buffer. Stop reading until it drains. */
+			f->pipe_full = true;
+		} else if (errno != EAGAIN && errno != EINTR) {
 			return false;
+		}
 	}
 	if (can_write && !flush_buf(f, to, &budget))
 		return false;
@@ -939,6 +1008,7 @@ static bool pump(struct flow *f, struct side *from, struct side *to, uint64_t bu
 		if (n > 0) {
 			f->in_pipe -= (size_t)n;
 			f->bytes += (uint64_t)n;
+			f->pipe_full = false;
 		}
 	}
 	return true;
@@ -1208,9 +1278,9 @@ static void on_peek(struct conn *c)
 		return;
 	if (r < 0) {
 		al_addr_format(&c->orig, c->name, sizeof(c->name));
-		char why[128];
-		snprintf(why, sizeof(why), "no rule allows %s:%u, and the stream names no host",
-			 c->name, c->port);
+		char why[160];
+		snprintf(why, sizeof(why), "no rule allows %s:%u, and the stream names no host%s",
+			 c->name, c->port, r == -EPROTO ? " that can be checked" : "");
 		refuse(c, 0, 0, why);
 		return;
 	}
@@ -1296,6 +1366,8 @@ void al_gateway_event(struct al_gateway *gw, void *ptr, uint32_t events)
 				al_debug("gateway: resolver timer read: %s", strerror(errno));
 			ares_process_fd(gw->ares, ARES_SOCKET_BAD, ARES_SOCKET_BAD);
 		} else {
+			if (((struct ares_sock *)h)->dead)
+				return; /* closed earlier in this batch */
 			int fd = ((struct ares_sock *)h)->fd;
 			ares_process_fd(
 			    gw->ares,
@@ -1329,6 +1401,8 @@ void al_gateway_event(struct al_gateway *gw, void *ptr, uint32_t events)
 	case C_RESOLVING:
 		return; /* the client's events wait for the answer */
 	case C_CONNECTING:
+		if (s != &c->upstream)
+			return; /* the client waits (it is not registered) */
 		on_connected(c);
 		if (c->state == C_RELAY)
 			relay(c, &c->upstream, EPOLLOUT);

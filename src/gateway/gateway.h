@@ -71,9 +71,11 @@ struct al_gateway *al_gateway_new(const struct al_plan *plan, struct al_audit *a
 
 /* Serve a listening socket (takes ownership of fd). */
 /* Start the resolver now (it reads the host's resolver configuration),
- * before the supervisor gives up reading files. A failure is left for
- * the first lookup to report. */
-void al_gateway_prepare(struct al_gateway *gw);
+ * before the supervisor gives up reading files. -errno with err set when
+ * network.resolver cannot be used (the run must not go on: the host's
+ * servers are never used instead); with the host's configuration, a
+ * failure is warned about and lookups are refused. */
+int al_gateway_prepare(struct al_gateway *gw, struct al_error *err);
 
 int al_gateway_listen(struct al_gateway *gw, enum al_gateway_listener kind, int fd,
 		      struct al_error *err);

@@ -213,7 +213,7 @@ int al_policy_check_resolver(const char *s, struct al_error *err)
 
 	if (s[0] == '[') {
 		const char *end = strchr(s, ']');
-		if (!end || (end[1] && (end[1] != ':' || !end[2])))
+		if (!end || end[1] != ':' || !end[2])
 			return al_error_set(err, EINVAL, "\"%s\": expected [IPv6]:PORT", s);
 		host = s + 1;
 		len = (size_t)(end - host);
@@ -227,9 +227,13 @@ int al_policy_check_resolver(const char *s, struct al_error *err)
 	    (h.kind != AL_HOST_IPV4 && h.kind != AL_HOST_IPV6))
 		return al_error_set(err, EINVAL, "\"%s\": the resolver must be an IP address", s);
 	if (colon) {
-		char *end = NULL;
-		unsigned long port = strtoul(colon + 1, &end, 10);
-		if (!end || *end || port == 0 || port > 65535)
+		/* Digits only: strtoul would also take a sign or spaces, which
+		 * the resolver library does not. */
+		unsigned long port = 0;
+		const char *p = colon + 1;
+		for (; *p >= '0' && *p <= '9' && port <= 65535; p++)
+			port = port * 10 + (unsigned long)(*p - '0');
+		if (p == colon + 1 || *p || port == 0 || port > 65535)
 			return al_error_set(err, EINVAL, "\"%s\": bad port", s);
 	}
 	return 0;

@@ -387,6 +387,8 @@ static int prepare_confinement(struct loop *l, struct al_error *err)
  * let it go on only if all are in force (fail closed). */
 static void on_ready(struct loop *l, int landlock_abi)
 {
+	if (l->res->reason == AL_END_SETUP_ERROR)
+		return; /* already refused (and the sandbox killed): never release it */
 	/* The gateway's rules were installed while the child set up; the
 	 * command may not start without them. */
 	if (l->sv->rules_helper > 0) {
@@ -467,7 +469,11 @@ static void on_sync(struct loop *l)
 			if (!l->gw) {
 				l->gw = al_gateway_new(l->plan, l->audit, l->epfd);
 				/* While the child sets up, not on the way to exec. */
-				al_gateway_prepare(l->gw);
+				if (al_gateway_prepare(l->gw, &gerr) < 0) {
+					setup_failed(l, "gateway", 0, gerr.msg);
+					kill_sandbox(l);
+					break;
+				}
 			}
 			if (al_gateway_listen(l->gw, (enum al_gateway_listener)m.status,
 					      TAKE_FD(fd), &gerr) < 0)

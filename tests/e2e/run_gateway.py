@@ -34,6 +34,7 @@ import json
 import os
 import shutil
 import socket
+import struct
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -1024,6 +1025,81 @@ def gateway_mode_without_rules(e):
         r.expect_counters(allowed=0, denied=2)
 
 
+def cpu_seconds(pid):
+    """user + system CPU time of pid so far, in seconds."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# A client that provokes one of the situations, says "provoked" and stays
+# quiet for 3 s; the supervisor must stay idle meanwhile.
+SPIN_CLIENTS = {
+    # head in two writes, then a reset while the (slow) upstream works
+    "reset-while-relaying": (
+        "c = socket.create_connection(('127.0.0.1', 3128))\n"
+        "c.sendall(b'GET http://%(hp)s/slow/4 HTTP/1.1\\r\\n')\n"
+        "time.sleep(0.3)\n"
+        "c.sendall(b'Host: %(hp)s\\r\\n\\r\\n')\n"
+        "time.sleep(0.5)\n"
+        "c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))\n"
+        "c.close()\n"),
+    # a tunnel whose server closed; bytes after that make its kernel reset
+    "upstream-reset-in-tunnel": (
+        "c = socket.create_connection(('127.0.0.1', 3128))\n"
+        "c.sendall(b'CONNECT %(raw)s HTTP/1.1\\r\\nHost: %(raw)s\\r\\n\\r\\n')\n"
+        "c.recv(1000)\n"
+        "c.sendall(b'\\x00first')\n"
+        "c.settimeout(5)\n"
+        "c.recv(100)\n"
+        "c.sendall(b'more')\n"
+        "time.sleep(0.3)\n"),
+    # a reset while the gateway waits for a resolver that never answers
+    "reset-while-resolving": (
+        "c = socket.create_connection(('127.0.0.1', 3128))\n"
+        "c.sendall(b'CONNECT slow.test:443 HTTP/1.1\\r\\nHost: slow.test:443\\r\\n\\r\\n')\n"
+        "time.sleep(0.3)\n"
+        "c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))\n"
+        "c.close()\n"),
+}
+
+
+@case
+def no_busy_loop_on_hangups(e):
+    """A client or server that hangs up or resets in the middle (while
+    the upstream is slow, after a tunnel's server closed, while a name is
+    being resolved) leaves the supervisor idle: over 2 s of quiet after
+    it, airlock itself uses under 0.3 s of CPU (a busy loop on an unread
+    EPOLLHUP/EPOLLERR would use all 2 s)."""
+    dead_resolver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    dead_resolver.bind(("127.0.0.1", 0))
+    try:
+        with Recorder("api") as api, RawRecorder("raw") as raw:
+            subs = {"hp": "api.internal:%d" % api.port, "raw": "raw.internal:%d" % raw.port}
+            for name, body in SPIN_CLIENTS.items():
+                code = ("import socket, struct, time\n" + body % subs +
+                        "print('provoked', flush=True)\ntime.sleep(3)\n")
+                argv = e.argv([PY, "-c", code], [
+                    "--allow", subs["hp"], "--allow", subs["raw"], "--allow", "slow.test:443",
+                    "--resolver", "127.0.0.1:%d" % dead_resolver.getsockname()[1]]
+                    + mapped("api.internal", "raw.internal"), bind_probe=False)
+                t0 = time.monotonic()
+                p = start(argv)
+                try:
+                    line = read_line_with_timeout(p.stdout, 20)
+                    time.sleep(0.5)  # let the gateway see the hang-up
+                    c0 = cpu_seconds(p.pid)
+                    time.sleep(2)
+                    used = cpu_seconds(p.pid) - c0
+                finally:
+                    res = finish(p, argv, t0, 30)
+                expect(line == b"provoked\n", "%s: the client did not get that far" % name, res)
+                expect(used < 0.3, "%s: airlock used %.2f s of CPU in 2 s of quiet"
+                       % (name, used), res)
+    finally:
+        dead_resolver.close()
+
+
 @case
 def listeners_only_inside(e):
     """While a gateway run is live (its command connected to 127.0.0.1:3128
@@ -1135,6 +1211,28 @@ def network_limit_requests(e):
 
 
 @case
+def network_limit_requests_counts_refused_tunnels(e):
+    """A tunnel refused for its first bytes (another Host) still counts
+    against network.limits.requests = 2, since its upstream was connected:
+    the third CONNECT is refused with 403 naming the limit and the server
+    sees at most two connections."""
+    with RawRecorder("raw") as raw, TempDir() as d:
+        hp = "raw.internal:%d" % raw.port
+        pol = os.path.join(d, "limits.json")
+        write_file(pol, json.dumps({"version": 1, "network": {"limits": {"requests": 2}}}))
+        steps = [{"op": "connect", "label": "t%d" % i, "target": hp,
+                  "http": "GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n"} for i in (1, 2, 3)]
+        r = gw_run(e, steps, ["--policy", pol, "--allow", hp] + mapped("raw.internal"),
+                   servers=[raw])
+        codes = [r.step("t%d" % i).get("status") for i in (1, 2, 3)]
+        r.expect(codes == [200, 200, 403], "CONNECT answers %s, expected [200, 200, 403]"
+                 % codes)
+        expect_denied_403(r, "t3", ["network.limits.requests"])
+        raw.close()
+        r.expect(len(raw.conns) <= 2, "the server saw %d connections" % len(raw.conns))
+
+
+@case
 def network_limit_bytes_out(e):
     """network.limits.bytes_out = 100K: a 300,000-byte POST (more than the
     64 KiB the gateway passes through its buffer before it splices) is cut
@@ -1207,6 +1305,59 @@ def network_limit_per_host_connections(e):
         r.expect(api.paths() == ["/slow/2", "/again"], "api saw %s" % api.paths())
         r.expect(len(limit_events(r, "network.per_host.connections")) == 1,
                  "no single limit.hit event for network.per_host.connections")
+
+
+def split_client_hello(name, records):
+    """A TLS ClientHello naming name, its handshake message split over
+    `records` TLS records (as latin-1 text for the tool)."""
+    sni = name.encode()
+    ext = (b"\x00\x00" + struct.pack(">H", len(sni) + 5) + struct.pack(">H", len(sni) + 3)
+           + b"\x00" + struct.pack(">H", len(sni)) + sni)
+    body = (b"\x03\x03" + b"\x11" * 32 + b"\x00" + b"\x00\x02\x13\x01" + b"\x01\x00"
+            + struct.pack(">H", len(ext)) + ext)
+    msg = b"\x01" + struct.pack(">I", len(body))[1:] + body
+    step = -(-len(msg) // records)
+    out = b""
+    for i in range(0, len(msg), step):
+        frag = msg[i:i + step]
+        out += b"\x16\x03\x01" + struct.pack(">H", len(frag)) + frag
+    return out.decode("latin-1")
+
+
+@case
+def uncheckable_first_bytes_refused(e):
+    """In a CONNECT tunnel, first bytes that start like HTTP or TLS but
+    cannot be checked are refused, not passed: an HTTP head with bare LF
+    line ends, one over 16 KiB, and a ClientHello split over five records
+    (more than the parser follows), each naming another host. None of
+    those bytes reaches the server, each is audited as a denial. A
+    well-formed request for the tunnel's own host and bytes of another
+    protocol still go through."""
+    with RawRecorder("raw") as raw:
+        hp = "raw.internal:%d" % raw.port
+        evil = "evil.test"
+
+        def tunnel(label, data):
+            return {"op": "connect", "label": label, "target": hp, "http": data}
+        steps = [tunnel("bare-lf", "GET / HTTP/1.1\nHost: %s\n\n" % evil),
+                 tunnel("long-head", "GET / HTTP/1.1\r\nX-Pad: %s\r\nHost: %s\r\n\r\n"
+                        % ("a" * 17000, evil)),
+                 tunnel("split-tls", split_client_hello(evil, 5)),
+                 tunnel("good", "GET / HTTP/1.1\r\nHost: %s\r\n\r\n" % hp),
+                 tunnel("other", "\x00other-protocol")]
+        r = gw_run(e, steps, ["--allow", hp] + mapped("raw.internal"), servers=[raw])
+        for label in ("bare-lf", "long-head", "split-tls", "good", "other"):
+            r.expect(r.step(label).get("status") == 200, "%s: CONNECT not answered 200: %s"
+                     % (label, r.step(label)))
+        r.expect(r.step("good")["inner"].get("status") == 200, "good: %s" % r.step("good"))
+        raw.close()
+        r.expect(not any(evil.encode() in c for c in raw.conns),
+                 "bytes naming %s reached the server: %r" % (evil, raw.conns))
+        r.expect(any(c.startswith(b"\x00other-protocol") for c in raw.conns),
+                 "the other protocol's bytes did not reach the server: %r" % raw.conns)
+        denied = [ev for ev in r.net(decision="deny") if "cannot be checked" in
+                  (ev.get("reason") or "")]
+        r.expect(len(denied) == 3, "%d denials for uncheckable first bytes" % len(denied))
 
 
 @case

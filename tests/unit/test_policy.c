@@ -452,6 +452,32 @@ static void test_merge_flags_override_file(void **state)
 	assert_string_equal(base->env[2], "NEW=x=y");
 }
 
+/* network.resolver: what the gateway's resolver library accepts, and
+ * nothing it would reject (which would otherwise surface only at run). */
+static void test_resolver_forms(void **state)
+{
+	(void)state;
+	static const char *const good[] = {"127.0.0.1", "127.0.0.1:53", "10.0.0.2:5353", "[::1]:53",
+					   "[2001:db8::1]:5353"};
+	static const char *const bad[] = {"[::1]",	     "::1",	   "127.0.0.1:+53",
+					  "127.0.0.1: 53",   "127.0.0.1:", "127.0.0.1:0",
+					  "127.0.0.1:65536", "[::1]:",	   "dns.example:53",
+					  "127.0.0.1:53x",   "[::1]53",	   ""};
+	struct al_error err;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		err = (struct al_error){0};
+		if (al_policy_check_resolver(good[i], &err) != 0)
+			fail_msg("\"%s\" refused: %s", good[i], err.msg);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err = (struct al_error){0};
+		if (al_policy_check_resolver(bad[i], &err) != -EINVAL)
+			fail_msg("\"%s\" accepted", bad[i]);
+		assert_contains(err.msg, bad[i]);
+	}
+}
+
 static void test_merge_vectors_and_empty(void **state)
 {
 	_cleanup_(al_policy_freep) struct al_policy *base = load_ok(merge_base_doc);
@@ -507,6 +533,7 @@ int main(void)
 		cmocka_unit_test(test_add_mount_copies),
 		cmocka_unit_test(test_merge_flags_override_file),
 		cmocka_unit_test(test_merge_vectors_and_empty),
+		cmocka_unit_test(test_resolver_forms),
 	};
 
 	/* clang-format on */
