@@ -152,7 +152,9 @@ struct al_gateway {
 	int epfd;
 	struct listener listeners[AL_GATEWAY_N_LISTENERS];
 	char **fake_names; /* index i answers as 198.18.0.0 + i + 1 */
-	size_t n_fake;
+	size_t n_fake, cap_fake;
+	uint32_t *fake_slots; /* open addressing by name: index + 1, 0 = empty */
+	size_t n_slots;	      /* a power of two, at least twice n_fake */
 	struct conn *conns;
 	struct conn *dead; /* closed this epoll batch, freed after it */
 	size_t n_conns;
@@ -1114,20 +1116,56 @@ static void relay(struct conn *c, struct side *s, uint32_t events)
 		       (up_waiting && !c->check_first ? EPOLLOUT : 0));
 }
 
-/* The fake address answering for name, allocated on first use. */
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
+	return h;
+}
+
+/* The slot for name: where it is, or the empty one where it would go. */
+static size_t fake_slot(const struct al_gateway *gw, const char *name)
+{
+	size_t mask = gw->n_slots - 1, i = (size_t)name_hash(name) & mask;
+
+	while (gw->fake_slots[i] && strcmp(gw->fake_names[gw->fake_slots[i] - 1], name) != 0)
+		i = (i + 1) & mask;
+	return i;
+}
+
+static void fake_grow(struct al_gateway *gw)
+{
+	free(gw->fake_slots);
+	gw->n_slots = gw->n_slots ? gw->n_slots * 2 : 256;
+	gw->fake_slots = xcalloc(gw->n_slots, sizeof(*gw->fake_slots));
+	for (size_t i = 0; i < gw->n_fake; i++)
+		gw->fake_slots[fake_slot(gw, gw->fake_names[i])] = (uint32_t)i + 1;
+}
+
+/* The fake address answering for name, allocated on first use. A name is
+ * found in constant time however many a wildcard rule let the sandbox ask
+ * for. */
 static bool fake_addr(struct al_gateway *gw, const char *name, struct in6_addr *ret)
 {
-	size_t i;
 	uint8_t v4[4];
+	size_t slot, i;
 
-	for (i = 0; i < gw->n_fake; i++)
-		if (strcmp(gw->fake_names[i], name) == 0)
-			break;
-	if (i == gw->n_fake) {
+	if (2 * (gw->n_fake + 1) > gw->n_slots)
+		fake_grow(gw);
+	slot = fake_slot(gw, name);
+	if (gw->fake_slots[slot]) {
+		i = gw->fake_slots[slot] - 1;
+	} else {
 		if (gw->n_fake >= AL_GATEWAY_FAKE_MAX)
 			return false;
-		al_strv_push(&gw->fake_names, name);
-		gw->n_fake++;
+		if (gw->n_fake == gw->cap_fake) {
+			gw->cap_fake = gw->cap_fake ? 2 * gw->cap_fake : 64;
+			gw->fake_names = xrealloc(gw->fake_names, gw->cap_fake * sizeof(char *));
+		}
+		i = gw->n_fake++;
+		gw->fake_names[i] = xstrdup(name);
+		gw->fake_slots[slot] = (uint32_t)i + 1;
 	}
 	uint32_t a = AL_GATEWAY_FAKE_NET + (uint32_t)i + 1;
 	v4[0] = (uint8_t)(a >> 24);
@@ -1441,7 +1479,10 @@ void al_gateway_free(struct al_gateway *gw)
 			epoll_ctl(gw->epfd, EPOLL_CTL_DEL, gw->listeners[i].fd, NULL);
 			close(gw->listeners[i].fd);
 		}
-	al_strv_free(gw->fake_names);
+	for (size_t i = 0; i < gw->n_fake; i++)
+		free(gw->fake_names[i]);
+	free(gw->fake_names);
+	free(gw->fake_slots);
 	while (gw->hosts) {
 		struct host_use *u = gw->hosts;
 		gw->hosts = u->next;

@@ -1616,6 +1616,32 @@ def verify_checks_capture(e):
 
 
 @case
+def dns_stub_many_names(e):
+    """Under a wildcard rule the stub hands out one fake address per name:
+    3,000 distinct names each get an address in 198.18.0.0/15, no two the
+    same, and asking again gives every name the address it got first."""
+    n = 3000
+    code = ("import json, sys\nsys.path.insert(0, '/opt/t')\nfrom tool import op_dns\n"
+            "names = ['n%%d.svc.internal' %% i for i in range(%d)]\n"
+            "first = [op_dns({'name': x}).get('addresses') for x in names]\n"
+            "again = [op_dns({'name': x}).get('addresses') for x in reversed(names)]\n"
+            "print(json.dumps({'first': first, 'again': again[::-1]}))\n" % n)
+    r = gw_run(e, None, ["--allow", "*.svc.internal:443"], cmd=[PY, "-c", code], timeout=120)
+    try:
+        got = json.loads(r.res.text.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        got = {"first": [], "again": []}
+    first = [a[0] if a and len(a) == 1 else None for a in got["first"]]
+    r.expect(len(first) == n and None not in first, "not one address per name: %s"
+             % [a for a in got["first"] if not a or len(a) != 1][:5])
+    r.expect(all(a.startswith(("198.18.", "198.19.")) for a in first if a),
+             "addresses outside 198.18.0.0/15")
+    r.expect(len(set(first)) == n, "%d distinct addresses for %d names" % (len(set(first)), n))
+    r.expect([a[0] if a else None for a in got["again"]] == first,
+             "asking again gave other addresses")
+
+
+@case
 def dns_stub(e):
     """DNS queries to 127.0.0.1:53 inside a gateway run (raw, over UDP and
     TCP): an allowed name is answered NOERROR with one A record in
