@@ -4,9 +4,11 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "core/cleanup.h"
 #include "core/log.h"
 #include "core/sys.h"
 #include "core/util.h"
@@ -20,11 +22,34 @@ struct al_audit {
 
 int al_audit_open(const char *path, const char *run_id, struct al_audit **ret, struct al_error *err)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
+	_cleanup_free_ char *name = NULL;
+	_cleanup_close_ int dirfd = al_open_output_dir(path, "--audit", &name, err);
 	struct al_audit *a;
+	struct stat st;
+	int fd;
 
+	if (dirfd < 0)
+		return dirfd;
+	/* Not through a link (a sandbox may have planted one where the file
+	 * is), and not blocking on a FIFO nobody reads. */
+	fd = openat(dirfd, name,
+		    O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
+		    0600);
+	if (fd < 0 && errno == ELOOP)
+		return al_error_set(
+		    err, ELOOP,
+		    "audit file %s is a symbolic link; give the real path (a sandbox "
+		    "could have planted the link)",
+		    path);
 	if (fd < 0)
 		return al_error_setsys(err, errno, "cannot open audit file %s", path);
+	if (fstat(fd, &st) < 0 ||
+	    !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
+		close(fd);
+		return al_error_set(err, EINVAL, "audit file %s: not a file, FIFO or device", path);
+	}
+	/* Appends to a FIFO block like any write of ours (as before). */
+	fcntl(fd, F_SETFL, O_APPEND);
 	a = xcalloc(1, sizeof(*a));
 	a->fd = fd;
 	a->run_id = xstrdup(run_id);

@@ -54,18 +54,15 @@ static json_t *start_fields(const struct al_plan *p, const struct al_cli *cli)
 }
 
 /* The result record's directory must exist now: the supervisor confines
- * itself to it before the command starts. */
-static int result_dir(const char *path, struct al_plan *plan, struct al_error *err)
+ * itself to it before the command starts. It is opened once, without
+ * following links, and the record is written relative to it. */
+static int result_dir(const char *path, struct al_plan *plan, char **ret_name, struct al_error *err)
 {
-	_cleanup_free_ char *copy = xstrdup(path);
-	const char *dir = dirname(copy);
-	struct stat st;
+	int fd = al_open_output_dir(path, "--result", ret_name, err);
 
-	if (stat(dir, &st) < 0)
-		return al_error_setsys(err, errno, "--result %s: directory %s", path, dir);
-	if (!S_ISDIR(st.st_mode))
-		return al_error_set(err, ENOTDIR, "--result %s: %s is not a directory", path, dir);
-	plan->result_dir = xstrdup(dir);
+	if (fd < 0)
+		return fd;
+	plan->result_dirfd = fd;
 	return 0;
 }
 
@@ -79,6 +76,7 @@ int al_cmd_run(int argc, char **argv)
 	struct al_audit *audit = NULL;
 	struct al_error err = {0};
 	char line[512], run_id[24];
+	_cleanup_free_ char *result_name = NULL;
 	int code = EXIT_SETUP;
 
 	if (al_cli_start(&cli, AL_CMD_RUN, argc, argv, usage, &code))
@@ -93,7 +91,7 @@ int al_cmd_run(int argc, char **argv)
 		al_err("unknown backend \"%s\"", plan->backend);
 		goto out;
 	}
-	if (cli.result_file && result_dir(cli.result_file, plan, &err) < 0) {
+	if (cli.result_file && result_dir(cli.result_file, plan, &result_name, &err) < 0) {
 		al_err("%s", err.msg);
 		goto out;
 	}
@@ -124,7 +122,8 @@ int al_cmd_run(int argc, char **argv)
 	if (audit)
 		al_audit_emit(audit, "run.end", al_result_json(plan, &res, run_id));
 	code = res.exit_code;
-	if (cli.result_file && al_result_write(cli.result_file, plan, &res, run_id, &err) < 0) {
+	if (cli.result_file && al_result_write(plan->result_dirfd, result_name, cli.result_file,
+					       plan, &res, run_id, &err) < 0) {
 		al_err("%s", err.msg);
 		code = EXIT_SETUP;
 	}

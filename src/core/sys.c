@@ -7,8 +7,12 @@
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "core/error.h"
+#include "core/util.h"
 
 long al_sys_clone3(struct clone_args *args, size_t size)
 {
@@ -89,6 +93,38 @@ uint64_t al_landlock_fs_all(int abi)
 	if (abi >= 5)
 		m |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
 	return m;
+}
+
+int al_open_output_dir(const char *path, const char *what, char **ret_name, struct al_error *err)
+{
+	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	const char *slash = strrchr(path, '/');
+	char *dir =
+	    slash ? xasprintf("%.*s", slash == path ? 1 : (int)(slash - path), path) : xstrdup(".");
+	const char *name = slash ? slash + 1 : path;
+	int fd;
+
+	if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+		free(dir);
+		return al_error_set(err, EINVAL, "%s %s: not a file name", what, path);
+	}
+	fd = al_sys_openat2(AT_FDCWD, dir, &how, sizeof(how));
+	if (fd < 0) {
+		int e = errno;
+		if (e == ELOOP || e == EXDEV)
+			al_error_set(err, e,
+				     "%s %s: the path to its directory %s has a symbolic link; "
+				     "give the real path (a sandbox could have planted the link)",
+				     what, path, dir);
+		else
+			al_error_setsys(err, e, "%s %s: directory %s", what, path, dir);
+		free(dir);
+		return -e;
+	}
+	free(dir);
+	*ret_name = xstrdup(name);
+	return fd;
 }
 
 int al_landlock_abi(void)

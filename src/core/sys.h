@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct al_error;
+
 long al_sys_clone3(struct clone_args *args, size_t size);
 int al_sys_pivot_root(const char *new_root, const char *put_old);
 int al_sys_pidfd_open(pid_t pid, unsigned int flags);
@@ -56,6 +58,15 @@ int al_landlock_abi(void);
 
 /* Every filesystem access right landlock ABI abi knows. */
 uint64_t al_landlock_fs_all(int abi);
+
+/* Open the directory of an output file the invoker named (what: "--result",
+ * "--audit") as an O_PATH fd, refusing a symbolic link anywhere in the
+ * path: code in a sandbox that can write to a directory on the way could
+ * have planted one to turn airlock's write (as root) to another file. The
+ * final component is returned in *ret_name (malloc'd); open it relative
+ * to the fd with O_NOFOLLOW. Returns the fd, or -errno with err naming the
+ * path. */
+int al_open_output_dir(const char *path, const char *what, char **ret_name, struct al_error *err);
 
 /* Write len bytes to an existing file (O_WRONLY, no create), as for
  * /proc/PID/uid_map. Returns 0 or -errno. */

@@ -30,18 +30,24 @@ static int count_threads(void)
 	return n;
 }
 
+static int add_fd(int ruleset, int fd, const char *path, uint64_t access, struct al_error *err)
+{
+	struct landlock_path_beneath_attr pb = {.allowed_access = access, .parent_fd = fd};
+
+	if (al_sys_landlock_add_rule(ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+		return al_error_setsys(err, errno, "confining the supervisor: landlock rule for %s",
+				       path);
+	return 0;
+}
+
 static int add_path(int ruleset, const char *path, bool dir, uint64_t access, struct al_error *err)
 {
-	struct landlock_path_beneath_attr pb = {.allowed_access = access};
-	int r = 0;
+	int fd = open(path, O_PATH | O_CLOEXEC | (dir ? O_DIRECTORY : 0)), r;
 
-	pb.parent_fd = open(path, O_PATH | O_CLOEXEC | (dir ? O_DIRECTORY : 0));
-	if (pb.parent_fd < 0)
+	if (fd < 0)
 		return al_error_setsys(err, errno, "confining the supervisor: %s", path);
-	if (al_sys_landlock_add_rule(ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
-		r = al_error_setsys(err, errno, "confining the supervisor: landlock rule for %s",
-				    path);
-	close(pb.parent_fd);
+	r = add_fd(ruleset, fd, path, access, err);
+	close(fd);
 	return r;
 }
 
@@ -140,11 +146,11 @@ int al_confine_prepare(const struct al_confine *c, int *ret_ruleset, struct al_e
 		r = add_path(ruleset, "/proc/self", true,
 			     LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR, err);
 #endif
-	if (r == 0 && c->out_dir)
-		r = add_path(ruleset, c->out_dir, true,
-			     LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_WRITE_FILE |
-				 LANDLOCK_ACCESS_FS_REMOVE_FILE | trunc,
-			     err);
+	if (r == 0 && c->out_dirfd >= 0)
+		r = add_fd(ruleset, c->out_dirfd, "the result's directory",
+			   LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_WRITE_FILE |
+			       LANDLOCK_ACCESS_FS_REMOVE_FILE | trunc,
+			   err);
 	if (r == 0)
 		*ret_ruleset = TAKE_FD(ruleset);
 	return r;

@@ -22,8 +22,8 @@ struct al_confine {
 	const char *read_files[AL_CONFINE_MAX_DIRS];
 	size_t n_read_files;
 	/* Where the result record is written (a temporary file, then a
-	 * rename), or NULL. */
-	const char *out_dir;
+	 * rename): an O_PATH fd of the directory, or -1. */
+	int out_dirfd;
 	int landlock_abi; /* 0: no landlock on this machine (the plan allowed that) */
 };
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/cleanup.h"
@@ -83,30 +84,39 @@ json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *r
 	return o;
 }
 
-int al_result_write(const char *path, const struct al_plan *plan, const struct al_run_result *res,
-		    const char *run_id, struct al_error *err)
+int al_result_write(int dirfd, const char *name, const char *path, const struct al_plan *plan,
+		    const struct al_run_result *res, const char *run_id, struct al_error *err)
 {
-	_cleanup_free_ char *tmp = xasprintf("%s.tmp.%d", path, (int)getpid());
+	char rnd[24];
+	al_random_id(rnd, sizeof(rnd));
+	/* A name nobody can guess, created here and now (O_EXCL) and never
+	 * through a link: the directory may be one the sandbox could write. */
+	_cleanup_free_ char *tmp = xasprintf(".%s.%s.tmp", name, rnd);
 	json_t *o = al_result_json(plan, res, run_id);
 	char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	struct stat st;
 	int fd, r = 0;
 
 	json_decref(o);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
+		    0644);
 	if (fd < 0) {
-		r = al_error_setsys(err, errno, "cannot write the result record %s", tmp);
+		r = al_error_setsys(err, errno, "cannot write the result record %s", path);
 		goto out;
 	}
-	if (al_write_all(fd, s, strlen(s)) < 0 || al_write_all(fd, "\n", 1) < 0 || fsync(fd) < 0) {
-		r = al_error_setsys(err, errno, "writing the result record %s", tmp);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || al_write_all(fd, s, strlen(s)) < 0 ||
+	    al_write_all(fd, "\n", 1) < 0 || fsync(fd) < 0) {
+		r = al_error_setsys(err, errno ? errno : EIO, "writing the result record %s", path);
 		close(fd);
-		unlink(tmp);
+		unlinkat(dirfd, tmp, 0);
 		goto out;
 	}
 	close(fd);
-	if (rename(tmp, path) < 0) {
+	/* rename() replaces whatever has the name, a link included, without
+	 * following it. */
+	if (renameat(dirfd, tmp, dirfd, name) < 0) {
 		r = al_error_setsys(err, errno, "renaming the result record to %s", path);
-		unlink(tmp);
+		unlinkat(dirfd, tmp, 0);
 	}
 out:
 	free(s);

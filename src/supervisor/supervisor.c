@@ -371,7 +371,7 @@ static int confine(struct loop *l)
 /* What the supervisor keeps once it confines itself: see confine(). */
 static int prepare_confinement(struct loop *l, struct al_error *err)
 {
-	struct al_confine c = {.out_dir = l->plan->result_dir,
+	struct al_confine c = {.out_dirfd = l->plan->result_dirfd,
 			       .landlock_abi = l->plan->landlock_abi};
 
 	c.n_run_dirs = c.n_parent_dirs =

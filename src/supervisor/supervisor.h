@@ -102,6 +102,9 @@ const char *al_result_describe(const struct al_run_result *res, char *buf, size_
 json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *res,
 		       const char *run_id);
 
-/* Write the result record to path (replaced atomically). */
-int al_result_write(const char *path, const struct al_plan *plan, const struct al_run_result *res,
-		    const char *run_id, struct al_error *err);
+/* Write the result record as name in directory dirfd (from
+ * al_open_output_dir()), replaced atomically through a temporary file
+ * that is created exclusively and never through a link; path is for
+ * messages. */
+int al_result_write(int dirfd, const char *name, const char *path, const struct al_plan *plan,
+		    const struct al_run_result *res, const char *run_id, struct al_error *err);

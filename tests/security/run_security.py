@@ -24,7 +24,7 @@ import tty
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 
-from harness import (HOST_ID_BASE, HOST_SANDBOX_UID, IS_ROOT, PROBE_IN, Skip, Suite,  # noqa: E402
+from harness import (HOST_ID_BASE, expect_one_error_line, HOST_SANDBOX_UID, IS_ROOT, PROBE_IN, Skip, Suite,  # noqa: E402
                      TempDir, expect, expect_errno, expect_ok, expect_rc, host_mount_count,
                      kill_pid, kv, main, sha256_file, shquote, tag, write_file)
 
@@ -460,6 +460,67 @@ def host_unix_sockets_invisible(e):
                 expect_step_errno(res, sec, "p%d" % i, ("ENOENT",))
         finally:
             s.close()
+
+
+PLANT = r"""
+import os, sys
+d = sys.argv[1]
+# The old temporary name was predictable (<name>.tmp.<supervisor pid>):
+# plant a link for every pid, and links at the final names.
+for p in range(2, 33000):
+    try:
+        os.symlink(d + "/victim", d + "/result.json.tmp.%d" % p)
+    except OSError:
+        pass
+for name in ("result.json", "audit.jsonl"):
+    os.symlink(d + "/victim", d + "/" + name)
+os.symlink("/", d + "/sub")  # a directory link on the way to an output file
+print("planted")
+"""
+
+
+@case
+def output_files_not_redirected(e):
+    """Code that can write to the directory where airlock writes its result
+    record and audit stream (a --rw directory, world-writable as airlock
+    requires as root) plants symbolic links there: at the predictable
+    temporary name of the old writer, at the final names, and as a
+    directory on the way. Judged on the host: a root-only file beside them
+    (victim, 0600) is unchanged, the record is a regular file replacing
+    the planted link, and a later run that names the planted audit link or
+    a path through the planted directory link is refused (125) without
+    writing anything."""
+    with TempDir(mode=0o777, prefix="airlock-sec-out-") as d:
+        victim = os.path.join(d, "victim")
+        write_file(victim, "root only\n")
+        os.chmod(victim, 0o600)
+        res = e.run(["/usr/bin/python3", "-c", PLANT, "/w"],
+                    ["--rw", "%s:/w" % d, "--result", os.path.join(d, "result.json")],
+                    timeout=120, bind_probe=False)
+        expect_rc(res, 0)
+        expect("planted" in res.text, "the planting script did not finish", res)
+        with open(victim) as f:
+            expect(f.read() == "root only\n", "the root-only file was changed", res)
+        rec = os.path.join(d, "result.json")
+        expect(not os.path.islink(rec) and os.path.isfile(rec),
+               "the result record is not a regular file", res)
+        with open(rec) as f:
+            expect('"reason": "exited"' in f.read(), "the record is not the run's", res)
+        expect(not [n for n in os.listdir(d) if n.startswith(".result.json.")],
+                   "a temporary file was left behind", res)
+        t = tag("outlink-")
+        outside = ["/tmp/%s.json" % t, "/tmp/%s.jsonl" % t]
+        for opts, word in ((["--audit", os.path.join(d, "audit.jsonl")], "symbolic link"),
+                           (["--result", os.path.join(d, "sub", outside[0][1:])],
+                            "symbolic link"),
+                           (["--audit", os.path.join(d, "sub", outside[1][1:])],
+                            "symbolic link")):
+            res = e.run(["/bin/true"], opts, bind_probe=False)
+            expect_one_error_line(res, 125, word)
+        with open(victim) as f:
+            expect(f.read() == "root only\n", "the root-only file was changed", res)
+        expect(not any(os.path.exists(p) for p in outside),
+               "a file was written through the planted directory link")
 
 
 if __name__ == "__main__":
