@@ -25,6 +25,12 @@
 #include "sandbox/sandbox.h"
 #include "supervisor/confine.h"
 
+/* syscall.denied events written per system call; later denials of the
+ * same call are counted in the record but not written, so a loop of
+ * denied calls cannot fill the host's disk through the audit stream. */
+#define DENIED_EVENTS_PER_CALL 20
+#define DENIED_SLOTS	       1024 /* by syscall number; larger ones share the last */
+
 /* How often the cgroup counters are read for the memory, pids and
  * cpu-time limits (cgroup v1 has no usable notification for all three). */
 #define TICK_MS 20
@@ -57,6 +63,7 @@ struct loop {
 	struct al_cgroup *cg;
 	struct al_audit *audit;
 	struct al_run_result *res;
+	uint32_t denied[DENIED_SLOTS]; /* syscall.denied events written, by number */
 	bool init_gone;
 	bool running;	  /* the command was exec'd */
 	bool have_status; /* AL_SYNC_EXIT arrived */
@@ -311,10 +318,18 @@ static void on_notify(struct loop *l)
 	if (ioctl(l->notifyfd, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT)
 		al_debug("ignoring a failed seccomp answer: %s", strerror(errno));
 	l->res->syscalls_denied++;
-	al_audit_emit(l->audit, "syscall.denied",
-		      json_pack("{s:s, s:i, s:I, s:s}", "syscall", row ? row->syscall : "?", "nr",
-				req.data.nr, "pid", (json_int_t)req.pid, "errno",
-				strerrorname_np(row ? row->errno_value : EPERM)));
+	uint32_t *n = &l->denied[(uint32_t)req.data.nr < DENIED_SLOTS ? (uint32_t)req.data.nr
+								      : DENIED_SLOTS - 1];
+	if (*n >= DENIED_EVENTS_PER_CALL)
+		return;
+	json_t *o = json_pack("{s:s, s:i, s:I, s:s}", "syscall", row ? row->syscall : "?", "nr",
+			      req.data.nr, "pid", (json_int_t)req.pid, "errno",
+			      strerrorname_np(row ? row->errno_value : EPERM));
+	if (++*n == DENIED_EVENTS_PER_CALL)
+		json_object_set_new(o, "more",
+				    json_string("later denials of this call are counted "
+						"in denials.syscalls, not written"));
+	al_audit_emit(l->audit, "syscall.denied", o);
 }
 
 static int recv_msg(struct loop *l, struct al_sync_msg *m, int *ret_fd)

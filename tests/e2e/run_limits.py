@@ -638,6 +638,25 @@ def denied_syscall_audited(e, m):
     return [r]
 
 
+@limits_case
+def denied_syscall_events_capped(e, m):
+    """A loop of 500 denied mount(2) calls: every call fails with EPERM and
+    is counted (denials.syscalls >= 500), but only the first 20 are written
+    as syscall.denied events, the twentieth saying so ("more")."""
+    code = ('import ctypes; f = ctypes.CDLL(None, use_errno=True).mount; '
+            'print(sum(f(b"none", b"/tmp", b"tmpfs", 0, None) == -1 for _ in range(500)))')
+    r = run(e, py(code) + [m], marker=m)
+    expect_limit_run(r, 0, "exited")
+    r.expect(r.res.text == "500\n", "not every call failed: %r" % r.res.text)
+    den = [ev for ev in r.events_named("syscall.denied") if ev.get("syscall") == "mount"]
+    r.expect(len(den) == 20, "%d syscall.denied events for mount, expected 20" % len(den))
+    r.expect("more" in den[-1] and not any("more" in ev for ev in den[:-1]),
+             "the twentieth event does not say more are only counted")
+    r.expect(r.rec("denials", "syscalls") >= 500, "denials.syscalls %r"
+             % r.rec("denials", "syscalls"))
+    return [r]
+
+
 # ---- 12. limit.hit events ----------------------------------------------------------
 
 @limits_case
