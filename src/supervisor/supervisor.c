@@ -21,6 +21,7 @@
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/sys.h"
+#include "core/util.h"
 #include "policy/seccomp.h"
 #include "sandbox/sandbox.h"
 #include "supervisor/confine.h"
@@ -43,10 +44,26 @@ enum {
 	EV_SYNC,
 	EV_STDOUT,
 	EV_STDERR,
+	EV_OUT_READY, /* + 0 (our stdout) or 1 (our stderr): writable again */
+	EV_ERR_READY,
 	EV_STDIN_IN,
 	EV_STDIN_OUT,
 	EV_NOTIFY,
 	EV_KILL,
+};
+
+/* Where the sandbox's stdout or stderr goes: ours. Written without
+ * blocking, so a reader that stops reading (a paused terminal, a full
+ * pipe) cannot stall the loop and with it the timeout and the limits:
+ * what does not fit waits in pending, and the sandbox's pipe is not read
+ * until it is out (its writer then blocks, as it would outside). */
+struct out {
+	int fd;	     /* ours: 1 or 2, or a non-blocking reopening of it */
+	bool own_fd; /* fd is that reopening (closed at the end) */
+	bool socket; /* send(MSG_DONTWAIT) instead */
+	bool can_poll;
+	char *pending;
+	size_t pend_off, pend_len;
 };
 
 struct loop {
@@ -64,6 +81,7 @@ struct loop {
 	struct al_audit *audit;
 	struct al_run_result *res;
 	uint32_t denied[DENIED_SLOTS]; /* syscall.denied events written, by number */
+	struct out out[2];	       /* our stdout, our stderr */
 	bool init_gone;
 	bool running;	  /* the command was exec'd */
 	bool have_status; /* AL_SYNC_EXIT arrived */
@@ -183,21 +201,130 @@ static void check_limits(struct loop *l)
 			       st.cpu_usage_us / 1000);
 }
 
-static void cut_output(struct loop *l, int out)
+/* A write handle for our output fd that never blocks, sharing nothing
+ * with the caller's file description (setting O_NONBLOCK on fd 1 itself
+ * would change it for every process that shares it). */
+static void out_open(struct out *o, int fd)
+{
+	struct stat st;
+	char path[32];
+
+	*o = (struct out){.fd = fd};
+	if (fstat(fd, &st) < 0 || S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+		return; /* files do not block; nothing to poll */
+	if (S_ISSOCK(st.st_mode)) {
+		o->socket = o->can_poll = true;
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	int nfd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (nfd < 0) {
+		al_debug("output fd %d stays blocking: %s", fd, strerror(errno));
+		return;
+	}
+	o->fd = nfd;
+	o->own_fd = o->can_poll = true;
+}
+
+/* Write what we can; -EAGAIN when the rest must wait, -errno on error. */
+static ssize_t out_write(struct out *o, const char *buf, size_t len)
+{
+	if (!o->can_poll)
+		return al_write_all(o->fd, buf, len) < 0 ? -errno : (ssize_t)len;
+	ssize_t n =
+	    o->socket ? send(o->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL) : write(o->fd, buf, len);
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	return n;
+}
+
+/* Keep what did not fit; stop reading the sandbox's pipe until it is out. */
+static void out_hold(struct loop *l, int which, int src, const char *buf, size_t len)
+{
+	struct out *o = &l->out[which];
+	char *p = xmalloc(o->pend_len + len);
+
+	memcpy(p, o->pending + o->pend_off, o->pend_len);
+	memcpy(p + o->pend_len, buf, len);
+	free(o->pending);
+	o->pending = p;
+	o->pend_off = 0;
+	o->pend_len += len;
+	if (src >= 0)
+		epoll_ctl(l->epfd, EPOLL_CTL_DEL, src, NULL);
+	if (watch(l, o->fd, EPOLLOUT, EV_OUT_READY + (uint64_t)which) < 0 && errno != EEXIST)
+		al_debug("cannot poll output fd %d: %s", o->fd, strerror(errno));
+}
+
+static void send_out(struct loop *l, int which, int *src, const char *buf, size_t len)
+{
+	struct out *o = &l->out[which];
+	ssize_t n = o->pend_len ? 0 : out_write(o, buf, len);
+
+	if (n < 0) {
+		/* Nobody reads our side any more (`airlock run ... | head -1`):
+		 * close the sandbox's pipe too, so its writer gets EPIPE (or
+		 * SIGPIPE) as it would outside the sandbox. */
+		al_debug("closing the relay for fd %d: %s", which + 1, strerror((int)-n));
+		unwatch_close(l, src);
+		return;
+	}
+	if ((size_t)n < len)
+		out_hold(l, which, o->pend_len ? -1 : *src, buf + n, len - (size_t)n);
+}
+
+/* Our output is writable again: flush, then read the sandbox's pipe again. */
+static void out_ready(struct loop *l, int which)
+{
+	struct out *o = &l->out[which];
+	int *src = which == 0 ? &l->sv->stdout_rd : &l->sv->stderr_rd;
+	ssize_t n = out_write(o, o->pending + o->pend_off, o->pend_len);
+
+	if (n < 0) {
+		o->pend_len = 0;
+		epoll_ctl(l->epfd, EPOLL_CTL_DEL, o->fd, NULL);
+		al_closep(src); /* no longer in the epoll set */
+		return;
+	}
+	o->pend_off += (size_t)n;
+	o->pend_len -= (size_t)n;
+	if (o->pend_len)
+		return;
+	free(o->pending);
+	o->pending = NULL;
+	o->pend_off = 0;
+	epoll_ctl(l->epfd, EPOLL_CTL_DEL, o->fd, NULL);
+	if (*src >= 0 && watch(l, *src, EPOLLIN, which == 0 ? EV_STDOUT : EV_STDERR) < 0)
+		al_closep(src);
+}
+
+/* At the end: what is still held goes out, blocking now. */
+static void out_close(struct out *o)
+{
+	if (o->pend_len) {
+		if (o->own_fd)
+			fcntl(o->fd, F_SETFL, 0);
+		if (al_write_all(o->fd, o->pending + o->pend_off, o->pend_len) < 0)
+			al_debug("output lost at the end: %s", strerror(errno));
+	}
+	free(o->pending);
+	o->pending = NULL;
+	o->pend_len = 0;
+	if (o->own_fd)
+		al_closep(&o->fd);
+}
+
+static void cut_output(struct loop *l, int which, int *src)
 {
 	static const char marker[] = "\n[airlock: output cut at the limit]\n";
 
 	l->res->output_truncated = true;
-	if (al_write_all(out, marker, sizeof(marker) - 1) < 0)
-		al_debug("ignoring a write error on the output marker");
+	send_out(l, which, src, marker, sizeof(marker) - 1);
 	stop_for_limit(l, AL_END_OUTPUT, "output", l->plan->output_bytes,
 		       l->res->stdout_bytes + l->res->stderr_bytes);
 }
 
-/* Relay one chunk from a sandbox pipe to our fd, counting against the
- * output cap. At EOF, or when our side can no longer be written, the pipe
- * is closed. */
-static void relay_out(struct loop *l, int *fd, int out, uint64_t *count)
+static void relay_out(struct loop *l, int *fd, int which, uint64_t *count)
 {
 	char buf[65536];
 	uint64_t used = l->res->stdout_bytes + l->res->stderr_bytes;
@@ -216,16 +343,10 @@ static void relay_out(struct loop *l, int *fd, int out, uint64_t *count)
 	if (over)
 		keep = (size_t)(l->plan->output_bytes - used);
 	*count += keep;
-	if (keep && al_write_all(out, buf, keep) < 0) {
-		/* Nobody reads our side any more (`airlock run ... | head -1`):
-		 * close the sandbox's pipe too, so its writer gets EPIPE (or
-		 * SIGPIPE) as it would outside the sandbox. */
-		al_debug("closing the relay for fd %d: %s", out, strerror(errno));
-		unwatch_close(l, fd);
-		return;
-	}
-	if (over)
-		cut_output(l, out);
+	if (keep)
+		send_out(l, which, fd, buf, keep);
+	if (over && *fd >= 0)
+		cut_output(l, which, fd);
 }
 
 static void stdin_done(struct loop *l)
@@ -584,6 +705,8 @@ static int setup(struct loop *l, struct al_error *err)
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (l->epfd < 0)
 		return al_error_setsys(err, errno, "epoll_create1");
+	out_open(&l->out[0], STDOUT_FILENO);
+	out_open(&l->out[1], STDERR_FILENO);
 	signal_set(&set);
 	l->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	l->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -717,6 +840,7 @@ int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al
 			 .notifyfd = -1,
 			 .killfd = -1,
 			 .confine_ruleset = -1,
+			 .out = {{.fd = -1}, {.fd = -1}},
 			 .plan = plan,
 			 .sv = sv,
 			 .cg = cg,
@@ -769,10 +893,14 @@ int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al
 				on_sync(&l);
 				break;
 			case EV_STDOUT:
-				relay_out(&l, &sv->stdout_rd, STDOUT_FILENO, &res->stdout_bytes);
+				relay_out(&l, &sv->stdout_rd, 0, &res->stdout_bytes);
 				break;
 			case EV_STDERR:
-				relay_out(&l, &sv->stderr_rd, STDERR_FILENO, &res->stderr_bytes);
+				relay_out(&l, &sv->stderr_rd, 1, &res->stderr_bytes);
+				break;
+			case EV_OUT_READY:
+			case EV_ERR_READY:
+				out_ready(&l, (int)(evs[i].data.u64 - EV_OUT_READY));
 				break;
 			case EV_STDIN_IN:
 			case EV_STDIN_OUT:
@@ -804,6 +932,8 @@ out:
 	al_gateway_free(TAKE_PTR(l.gw)); /* audits connections still open */
 	if (l.stdin_poll && !l.in_waiting)
 		epoll_ctl(l.epfd, EPOLL_CTL_DEL, STDIN_FILENO, NULL);
+	out_close(&l.out[0]);
+	out_close(&l.out[1]);
 	al_closep(&sv->stdin_wr);
 	al_closep(&sv->stdout_rd);
 	al_closep(&sv->stderr_rd);

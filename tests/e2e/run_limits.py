@@ -657,6 +657,34 @@ def denied_syscall_events_capped(e, m):
     return [r]
 
 
+@limits_case
+def timeout_with_stuck_reader(e, m):
+    """airlock's own stdout is a pipe nobody reads (a paused terminal, a
+    caller that reads only at the end) while the command writes 3 MB and
+    then sleeps: --timeout 2 still ends the sandbox on time (no process of
+    the run but airlock itself is left after 4 s, judged from the host),
+    and once the reader drains the pipe airlock exits 124, reason timeout.
+    (A supervisor blocked in a write to its stdout would enforce nothing.)"""
+    with TempDir(mode=0o777) as d:
+        argv = e.argv(["/bin/sh", "-c", "head -c 3000000 /dev/zero; sleep 30", m],
+                      ["--env", "AIRLOCK_MARK=" + m, "--timeout", "2",
+                       "--result", os.path.join(d, "result.json")])
+        t0 = time.monotonic()
+        p = start(argv)
+        try:
+            time.sleep(4.5)
+            left = [q for q in procs_with_marker(m) if q != p.pid]
+        finally:
+            res = finish(p, argv, t0, 60)
+        record, _ = read_outputs(d)
+    expect(not left, "sandbox processes still running 4.5 s into a 2 s timeout: %s" % left,
+           res)
+    expect_rc(res, 124)
+    expect((record or {}).get("reason") == "timeout", "record reason %r"
+           % (record or {}).get("reason"), res)
+    return [m]
+
+
 # ---- 12. limit.hit events ----------------------------------------------------------
 
 @limits_case
