@@ -58,6 +58,58 @@ int al_audit_open(const char *path, const char *run_id, struct al_audit **ret, s
 	return 0;
 }
 
+/* Length of the valid UTF-8 sequence at p (RFC 3629), or 0. */
+static size_t utf8_len(const unsigned char *p)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		n = 3, lo = p[0] == 0xe0 ? 0xa0 : 0x80, hi = p[0] == 0xed ? 0x9f : 0xbf;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4, lo = p[0] == 0xf0 ? 0x90 : 0x80, hi = p[0] == 0xf4 ? 0x8f : 0xbf;
+	else
+		return 0;
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (p[i] < 0x80 || p[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+json_t *al_json_text(const char *s)
+{
+	json_t *j;
+
+	if (!s)
+		return json_null();
+	if ((j = json_string(s)))
+		return j;
+	const unsigned char *p = (const unsigned char *)s;
+	char *out = xmalloc(3 * strlen(s) + 1), *q = out;
+	while (*p) {
+		size_t n = utf8_len(p);
+		if (n) {
+			memcpy(q, p, n);
+			q += n;
+			p += n;
+		} else {
+			memcpy(q, "\xef\xbf\xbd", 3);
+			q += 3;
+			p++;
+		}
+	}
+	*q = '\0';
+	j = json_string(out);
+	free(out);
+	return j ? j : json_string("");
+}
+
 void al_audit_timestamp(char *buf, size_t len)
 {
 	struct timespec ts;

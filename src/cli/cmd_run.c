@@ -36,15 +36,15 @@ static json_t *start_fields(const struct al_plan *p, const struct al_cli *cli)
 	json_t *argv = json_array(), *mounts = json_array(), *allow = json_array();
 
 	for (size_t i = 0; p->argv[i]; i++)
-		json_array_append_new(argv, json_string(p->argv[i]));
+		json_array_append_new(argv, al_json_text(p->argv[i]));
 	for (size_t i = 0; p->gateway && p->allow_text[i]; i++)
 		json_array_append_new(allow, json_string(p->allow_text[i]));
 	for (size_t i = 0; i < p->n_ops; i++)
 		if (p->ops[i].kind == AL_OP_BIND && p->ops[i].ino)
-			json_array_append_new(mounts, json_string(p->ops[i].what));
-	return json_pack("{s:o, s:s, s:s?, s:s, s:o, s:o, s:s, s:o, s:i, s:b}", "command", argv,
-			 "backend", p->backend, "policy", cli->policy_file, "workdir", p->workdir,
-			 "mounts", mounts, "limits",
+			json_array_append_new(mounts, al_json_text(p->ops[i].what));
+	return json_pack("{s:o, s:s, s:o, s:o, s:o, s:o, s:s, s:o, s:i, s:b}", "command", argv,
+			 "backend", p->backend, "policy", al_json_text(cli->policy_file), "workdir",
+			 al_json_text(p->workdir), "mounts", mounts, "limits",
 			 json_pack("{s:I, s:I, s:I, s:I}", "timeout_ms", (json_int_t)p->timeout_ms,
 				   "memory_bytes", (json_int_t)p->memory_bytes, "pids",
 				   (json_int_t)p->pids, "output_bytes",

@@ -77,9 +77,9 @@ json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *r
 	json_object_set_new(o, "limits", limits_json(plan, res));
 	if (res->reason == AL_END_SETUP_ERROR || res->reason == AL_END_EXEC_FAILED) {
 		json_object_set_new(o, "error",
-				    json_pack("{s:s, s:s?, s:s}", "step", res->step, "errno",
-					      res->err ? strerrorname_np(res->err) : NULL,
-					      "message", res->msg));
+				    json_pack("{s:o, s:s?, s:o}", "step", al_json_text(res->step),
+					      "errno", res->err ? strerrorname_np(res->err) : NULL,
+					      "message", al_json_text(res->msg)));
 	}
 	return o;
 }
