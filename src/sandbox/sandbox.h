@@ -29,9 +29,8 @@ enum al_sync_type {
 	AL_SYNC_EXEC_FAILED, /* child → parent: execve of the command failed */
 	AL_SYNC_RUNNING,     /* child → parent: the command was exec'd */
 	AL_SYNC_EXIT,	     /* child → parent: the command ended and the namespace is
-			      * empty; status = wait status. Init then waits until the
-			      * parent closes the socket, so it can be moved out of the
-			      * run's cgroup first. */
+			      * empty; status = wait status. Init has already left the
+			      * run's cgroups (v1) and exits right after sending it. */
 };
 
 struct al_sync_msg {
