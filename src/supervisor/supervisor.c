@@ -324,6 +324,9 @@ static void cut_output(struct loop *l, int which, int *src)
 		       l->res->stdout_bytes + l->res->stderr_bytes);
 }
 
+/* Relay one chunk from a sandbox pipe to our stdout (which 0) or stderr
+ * (1), counting against the output cap. At EOF, or when our side can no
+ * longer be written, the pipe is closed. */
 static void relay_out(struct loop *l, int *fd, int which, uint64_t *count)
 {
 	char buf[65536];

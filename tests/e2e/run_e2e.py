@@ -21,9 +21,9 @@ import time
 
 from harness import (HOST_SANDBOX_UID, IS_ROOT, PROBE_IN, SANDBOX_PATH, Skip, Suite, TempDir,
                      children_of, expect, expect_ok, expect_one_error_line, expect_out, expect_rc,
-                     host_mount_count, kill_pid, kv, main, probe_listing, procs_matching,
-                     read_line_with_timeout, run_host, sha256_file, shquote, status_ids, tag,
-                     wait_for, write_file)
+                     finish, host_mount_count, kill_pid, kv, main, probe_listing,
+                     procs_matching, read_line_with_timeout, run_host, sha256_file, shquote,
+                     start, status_ids, tag, wait_for, write_file)
 
 suite = Suite()
 case = suite.case
@@ -196,26 +196,24 @@ def supervisor_confines_itself(e):
     and CAP_DAC_OVERRIDE left in every set, bounding set included; rootless
     it has none. Read from the host in /proc/PID/status."""
     t = tag("confined-")
-    p = subprocess.Popen(e.argv([PROBE_IN, "sleep", "3", t], ["--allow", "x.test"]),
-                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, start_new_session=True)
+    argv = e.argv([PROBE_IN, "sleep", "3", t], ["--allow", "x.test"])
+    t0 = time.monotonic()
+    p = start(argv)
     try:
-        expect(wait_for(lambda: procs_matching(t), 10), "the sandboxed probe did not start")
+        started = wait_for(lambda: procs_matching(t), 10)
         with open("/proc/%d/status" % p.pid) as f:
             got = {k.strip(): v.strip() for k, v in (l.split(":", 1) for l in f)}
-        want = "0000000000000022" if IS_ROOT else "0000000000000000"
-        for k in ("CapPrm", "CapEff", "CapBnd") if IS_ROOT else ("CapPrm", "CapEff"):
-            expect(got.get(k) == want, "the supervisor's %s is %r, expected %s"
-                   % (k, got.get(k), want))
-        expect(got.get("CapAmb") == "0000000000000000", "CapAmb is %r" % got.get("CapAmb"))
-        expect(got.get("NoNewPrivs") == "1", "the supervisor's NoNewPrivs is %r"
-               % got.get("NoNewPrivs"))
-        out, err = p.communicate(timeout=15)
-        expect(p.returncode == 0, "airlock exited %s: %r" % (p.returncode, err))
     finally:
-        if p.poll() is None:
-            kill_pid(p.pid)
-            p.wait()
+        res = finish(p, argv, t0, 15)
+    expect(started, "the sandboxed probe did not start", res)
+    expect_rc(res, 0)
+    want = "0000000000000022" if IS_ROOT else "0000000000000000"
+    for k in ("CapPrm", "CapEff", "CapBnd") if IS_ROOT else ("CapPrm", "CapEff"):
+        expect(got.get(k) == want, "the supervisor's %s is %r, expected %s"
+               % (k, got.get(k), want), res)
+    expect(got.get("CapAmb") == "0000000000000000", "CapAmb is %r" % got.get("CapAmb"), res)
+    expect(got.get("NoNewPrivs") == "1", "the supervisor's NoNewPrivs is %r"
+           % got.get("NoNewPrivs"), res)
 
 
 @case
