@@ -869,7 +869,8 @@ static int name_in_stream(const char *buf, size_t len, struct al_host *ret)
 
 /* Before the first byte goes upstream through a CONNECT tunnel or a
  * transparent connection to a name: if the client names a server (SNI,
- * Host), it must be the one decided on. Blocks domain fronting and a
+ * Host), it must be the one decided on, and bytes that start like TLS or
+ * HTTP but cannot be read do not pass. Blocks domain fronting and a
  * Host-header switch behind an allowed address. */
 static int check_first_bytes(struct conn *c)
 {
