@@ -1,12 +1,9 @@
 /* airlock run: flags (+ policy file) → plan → backend → exit code. */
 #include "cli/cli.h"
 
-#include <errno.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "backend/backend.h"
 #include "config.h"
