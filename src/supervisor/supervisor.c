@@ -244,7 +244,8 @@ static void out_hold(struct loop *l, int which, int src, const char *buf, size_t
 	struct out *o = &l->out[which];
 	char *p = xmalloc(o->pend_len + len);
 
-	memcpy(p, o->pending + o->pend_off, o->pend_len);
+	if (o->pend_len)
+		memcpy(p, o->pending + o->pend_off, o->pend_len);
 	memcpy(p + o->pend_len, buf, len);
 	free(o->pending);
 	o->pending = p;
