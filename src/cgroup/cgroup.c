@@ -516,15 +516,62 @@ void al_cgroup_stats(const struct al_cgroup *cg, struct al_cgroup_stats *st)
 		read_key(pids, "pids.events", "max", &st->pids_max_hits);
 }
 
-static void kill_listed(const char *dir)
+static int cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The pids listed in dir's cgroup.procs, sorted; *n of them (0 when it
+ * cannot be read). */
+static pid_t *read_procs(const char *dir, size_t *n)
 {
 	_cleanup_free_ char *path = xasprintf("%s/cgroup.procs", dir);
 	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	pid_t *pids = NULL;
+	size_t cap = 0;
 	long pid;
 
-	while (f && fscanf(f, "%ld", &pid) == 1)
-		if (pid > 1)
-			kill((pid_t)pid, SIGKILL);
+	*n = 0;
+	while (f && fscanf(f, "%ld", &pid) == 1) {
+		if (pid <= 1)
+			continue;
+		if (*n == cap)
+			pids = xrealloc(pids, (cap = cap ? 2 * cap : 64) * sizeof(*pids));
+		pids[(*n)++] = (pid_t)pid;
+	}
+	if (*n)
+		qsort(pids, *n, sizeof(*pids), cmp_pid);
+	return pids;
+}
+
+/* SIGKILL every process in a v1 cgroup (no cgroup.kill there). By pidfd,
+ * and only for pids still listed after their pidfd was opened: a pid that
+ * had exited and been reused by a process outside the cgroup is not
+ * listed then, so a recycled pid is never hit. In batches, so the pidfds
+ * open at once stay few. */
+static void kill_listed(const char *dir)
+{
+	enum {
+		BATCH = 128
+	};
+	size_t n, k;
+	_cleanup_free_ pid_t *pids = read_procs(dir, &n);
+	int fds[BATCH];
+
+	for (size_t off = 0; off < n; off += BATCH) {
+		size_t len = n - off < BATCH ? n - off : BATCH;
+		for (size_t i = 0; i < len; i++)
+			fds[i] = al_sys_pidfd_open(pids[off + i], 0);
+		_cleanup_free_ pid_t *now = read_procs(dir, &k);
+		for (size_t i = 0; i < len; i++) {
+			if (fds[i] < 0)
+				continue;
+			if (k && bsearch(&pids[off + i], now, k, sizeof(*now), cmp_pid))
+				al_sys_pidfd_send_signal(fds[i], SIGKILL);
+			close(fds[i]);
+		}
+	}
 }
 
 void al_cgroup_kill(const struct al_cgroup *cg)
