@@ -140,6 +140,19 @@ static void child(const struct tree *t, int out)
 	_exit(0);
 }
 
+/* Everything the child writes until it exits (it writes in parts), as a
+ * string. */
+static size_t read_all(int fd, char *buf, size_t size)
+{
+	size_t n = 0;
+	ssize_t r;
+
+	while (n < size - 1 && (r = read(fd, buf + n, size - 1 - n)) > 0)
+		n += (size_t)r;
+	buf[n] = '\0';
+	return n;
+}
+
 static void test_confined_child(void **state)
 {
 	(void)state;
@@ -158,10 +171,9 @@ static void test_confined_child(void **state)
 		child(&t, p[1]);
 	}
 	close(p[1]);
-	ssize_t n = read(p[0], got, sizeof(got) - 1);
+	read_all(p[0], got, sizeof(got));
 	close(p[0]);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
-	got[n > 0 ? n : 0] = '\0';
 	remove_tree(&t);
 	/* run rw, outside unreadable, hosts ro, result rename, no planting,
 	 * rmdir, no bind, nnp+caps, no exec */
@@ -191,10 +203,9 @@ static void test_missing_dir_is_an_error(void **state)
 		_exit(0);
 	}
 	close(p[1]);
-	ssize_t n = read(p[0], got, sizeof(got) - 1);
+	read_all(p[0], got, sizeof(got));
 	close(p[0]);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
-	got[n > 0 ? n : 0] = '\0';
 	assert_contains(got, "-2 ");
 	assert_contains(got, "/nonexistent/airlock-out");
 }
