@@ -219,7 +219,9 @@ static void out_open(struct out *o, int fd)
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	int nfd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (nfd < 0) {
-		al_debug("output fd %d stays blocking: %s", fd, strerror(errno));
+		al_warn("output fd %d cannot be reopened non-blocking (%s): a reader that stops "
+			"reading would also stall the timeout and the limits",
+			fd, strerror(errno));
 		return;
 	}
 	o->fd = nfd;
