@@ -5,7 +5,7 @@
 AL_BUILD_PACKAGES=(gcc meson ninja-build pkg-config libseccomp-dev libjansson-dev libcmocka-dev
 	libssl-dev libc-ares-dev nftables)
 AL_DEMO_PACKAGES=(python3 python3-pandas)
-AL_TEST_PACKAGES=(python3 python3-pandas curl iproute2 clang libclang-rt-14-dev bubblewrap
+AL_TEST_PACKAGES=(python3 python3-pandas python3-numpy curl git make nodejs iproute2 clang libclang-rt-14-dev bubblewrap
 	hyperfine util-linux clang-format)
 
 al_say() {

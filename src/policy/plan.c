@@ -650,6 +650,7 @@ int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **
 	p->seccomp.len = al_seccomp_program_len;
 	p->seccomp.filter = (struct sock_filter *)al_seccomp_program;
 	p->seccomp_rules = al_seccomp_table(&p->n_seccomp_rules);
+	al_seccomp_summarize(p->seccomp_rules, p->n_seccomp_rules, &p->seccomp_summary);
 	*ret = TAKE_PTR(p);
 out:
 	al_strv_free(b.dirs);

@@ -4,10 +4,14 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <seccomp.h>
 
 #include "policy/seccomp.h"
+
+/* Above every x86_64 and arm64 syscall number (both end in the 400s). */
+#define MAX_NR 1024
 
 int main(int argc, char **argv)
 {
@@ -38,12 +42,30 @@ int main(int argc, char **argv)
 		fprintf(f, "\t{0x%04x, %u, %u, 0x%08x},\n", s->code, s->jt, s->jf, s->k);
 	}
 	fprintf(f, "};\n\nconst unsigned short al_seccomp_program_len = %u;\n", prog.len);
-	/* Syscall numbers of the table's rows, for naming notifications. */
-	fprintf(f, "\nconst int al_seccomp_row_nr[] = {\n");
+	/* Every number libseccomp names here, with its first table row, so
+	 * the supervisor can answer and name a call without libseccomp. */
+	fprintf(f, "\nconst struct al_seccomp_call al_seccomp_calls[] = {\n");
+	size_t calls = 0;
+	for (int nr = 0; nr < MAX_NR; nr++) {
+		char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+		int row = -1;
+		if (!name)
+			continue;
+		for (size_t i = 0; i < n && row < 0; i++)
+			if (seccomp_syscall_resolve_name(rules[i].syscall) == nr)
+				row = (int)i;
+		fprintf(f, "\t{%d, %d, \"%s\"},\n", nr, row, name);
+		free(name);
+		calls++;
+	}
+	fprintf(f, "};\n\nconst size_t al_seccomp_n_calls = %zu;\n", calls);
 	for (size_t i = 0; i < n; i++)
-		fprintf(f, "\t%d, /* %s */\n", seccomp_syscall_resolve_name(rules[i].syscall),
-			rules[i].syscall);
-	fprintf(f, "};\n");
+		if (seccomp_syscall_resolve_name(rules[i].syscall) == __NR_SCMP_ERROR &&
+		    (i == 0 || strcmp(rules[i - 1].syscall, rules[i].syscall) != 0))
+			fprintf(stderr,
+				"seccomp-gen: warning: this libseccomp does not know \"%s\"; "
+				"it will answer ENOSYS\n",
+				rules[i].syscall);
 	free(prog.filter);
 	if (fclose(f) != 0) {
 		perror(argv[1]);

@@ -1,6 +1,7 @@
-/* The seccomp policy: one readable table (seccomp.c) lowered with
- * libseccomp to a BPF program in the parent. The child only installs the
- * ready program (sandbox/steps.c). */
+/* The seccomp policy: one readable table (seccomp.c), a default-deny
+ * allowlist, lowered with libseccomp to a BPF program at build time. The
+ * child only installs the ready program (sandbox/steps.c); the supervisor
+ * answers the calls it hands over with al_seccomp_answer(). */
 #pragma once
 
 #include <linux/filter.h>
@@ -13,19 +14,40 @@
 extern const struct sock_filter al_seccomp_program[];
 extern const unsigned short al_seccomp_program_len;
 
-/* Syscall number of each table row on this architecture (-1 if absent). */
-extern const int al_seccomp_row_nr[];
+/* Every system call number the build's libseccomp names on this
+ * architecture, ascending, with the first table row naming it (-1: none). */
+struct al_seccomp_call {
+	int nr;
+	int row;
+	const char *name;
+};
+extern const struct al_seccomp_call al_seccomp_calls[];
+extern const size_t al_seccomp_n_calls;
 
-/* The first notify row for syscall nr, or NULL: names a notification and
- * gives its errno. */
-const struct al_seccomp_rule_info *al_seccomp_row_for(int nr);
+/* The answer to a call the filter handed to the supervisor (every call no
+ * allow row matched, except the kernel-answered errno rows): the errno to
+ * fail it with, positive. That is the row's errno (EPERM) when the table
+ * names nr (a deny row, or a call allowed only for some arguments), and
+ * ENOSYS when it does not, so libc falls back as on an older kernel.
+ * *ret_name is the call's name (static storage), or NULL when the build's
+ * libseccomp does not know nr. Never fails. */
+int al_seccomp_answer(int nr, const char **ret_name);
 
 /* The table's rows (static storage). */
 const struct al_seccomp_rule_info *al_seccomp_table(size_t *ret_n);
 
-/* Compile the table for the native architecture. Other architectures
- * (x32 and i386 entry points on x86_64) kill the process. On success
- * ret->filter is malloc()ed (free it) and the table rows are returned
- * through ret_rules/ret_n (static storage). */
+/* Count the calls of rules[0..n) by kind into *ret. The rows of one call
+ * must be adjacent, as the compiler requires. */
+void al_seccomp_summarize(const struct al_seccomp_rule_info *rules, size_t n,
+			  struct al_seccomp_summary *ret);
+
+/* Compile the table for the native architecture: default action user
+ * notification, the allow and errno rows as rules, other architectures
+ * (x32 and i386 entry points on x86_64) killing the process. Fails with
+ * -EINVAL, naming the row, on a table that breaks the rules listed at the
+ * top of seccomp.c. Rows naming a call that this libseccomp does not know
+ * are left out (the call then answers ENOSYS); seccomp-gen warns about
+ * them. On success ret->filter is malloc()ed (free it) and the table rows
+ * are returned through ret_rules/ret_n (static storage). */
 int al_seccomp_compile(struct sock_fprog *ret, const struct al_seccomp_rule_info **ret_rules,
 		       size_t *ret_n, struct al_error *err);

@@ -424,13 +424,15 @@ static void relay_in(struct loop *l)
 	stdin_flush(l);
 }
 
-/* A denied call waits in the kernel until we answer: log it, then return
- * the table's errno to the caller. */
+/* A denied call waits in the kernel until we answer: log it, then fail it
+ * with EPERM if the table names the call, ENOSYS if it does not (libc then
+ * falls back as on an older kernel). */
 static void on_notify(struct loop *l)
 {
 	struct seccomp_notif req;
 	struct seccomp_notif_resp resp;
-	const struct al_seccomp_rule_info *row;
+	const char *name;
+	int e;
 
 	memset(&req, 0, sizeof(req));
 	if (ioctl(l->notifyfd, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0) {
@@ -438,10 +440,10 @@ static void on_notify(struct loop *l)
 			unwatch_close(l, &l->notifyfd);
 		return;
 	}
-	row = al_seccomp_row_for(req.data.nr);
+	e = al_seccomp_answer(req.data.nr, &name);
 	memset(&resp, 0, sizeof(resp));
 	resp.id = req.id;
-	resp.error = -(row ? row->errno_value : EPERM);
+	resp.error = -e;
 	if (ioctl(l->notifyfd, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT)
 		al_debug("ignoring a failed seccomp answer: %s", strerror(errno));
 	l->res->syscalls_denied++;
@@ -449,9 +451,8 @@ static void on_notify(struct loop *l)
 								      : DENIED_SLOTS - 1];
 	if (*n >= DENIED_EVENTS_PER_CALL)
 		return;
-	json_t *o = json_pack("{s:s, s:i, s:I, s:s}", "syscall", row ? row->syscall : "?", "nr",
-			      req.data.nr, "pid", (json_int_t)req.pid, "errno",
-			      strerrorname_np(row ? row->errno_value : EPERM));
+	json_t *o = json_pack("{s:s?, s:i, s:I, s:s}", "syscall", name, "nr", req.data.nr, "pid",
+			      (json_int_t)req.pid, "errno", strerrorname_np(e));
 	if (++*n == DENIED_EVENTS_PER_CALL)
 		json_object_set_new(o, "more",
 				    json_string("later denials of this call are counted "

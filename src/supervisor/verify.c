@@ -223,8 +223,8 @@ static void check_status(const struct al_plan *p, pid_t pid, struct al_run_resul
 	add(res, "no_new_privs", nnp, "%s", nnp ? "set" : "not set");
 	bool sc = status_field(status, "Seccomp", v, sizeof(v)) && strcmp(v, "2") == 0;
 	if (sc)
-		add(res, "seccomp", true, "filter mode, %u instructions, %zu rules", p->seccomp.len,
-		    p->n_seccomp_rules);
+		add(res, "seccomp", true, "filter mode, %u instructions, allowlist of %zu calls",
+		    p->seccomp.len, p->seccomp_summary.allowed);
 	else
 		add(res, "seccomp", false, "Seccomp: %s (expected 2, filter mode)", v);
 }
