@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/sys.h"
 #include "gateway/gateway.h"
+#include "policy/kmem.h"
 #include "sandbox/sandbox.h"
 
 #define NS_FLAGS                                                                                   \
@@ -32,6 +33,27 @@ static int native_probe(const struct al_plan *plan, struct al_error *err)
 	return 0;
 }
 
+/* Socket buffers are kernel memory the sandbox can fill at will (a peer
+ * that never reads): where the cgroup can neither charge nor limit them,
+ * the memory limit would not hold (policy/kmem.h decides). */
+static int check_socket_memory(struct al_sandbox *sb, struct al_error *err)
+{
+	bool unbounded;
+
+	if (al_kmem_admit(sb->plan, al_cgroup_socket_mode(sb->cg), &unbounded, err) < 0) {
+		al_cgroup_destroy(TAKE_PTR(sb->cg), NULL);
+		return -EOPNOTSUPP;
+	}
+	if (unbounded) {
+		al_warn("warning: socket buffers are NOT bounded by the memory limit: %s",
+			al_kmem_unbounded_why);
+		al_audit_emit(sb->audit, "limit.unenforced",
+			      json_pack("{s:s, s:s}", "limits", "kernel_memory", "reason",
+					al_kmem_unbounded_why));
+	}
+	return 0;
+}
+
 static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 {
 	const struct al_plan *p = sb->plan;
@@ -41,6 +63,7 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 	    .cpu_quota_us = p->cpus_milli * AL_CPU_PERIOD_US / 1000,
 	    .cpu_period_us = AL_CPU_PERIOD_US,
 	    .want_cpu_time = p->cpu_time_ms != 0,
+	    .socket_bytes = p->socket_bytes,
 	};
 	struct al_error gc_err = {0};
 	int r;
@@ -52,7 +75,7 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 	r = al_cgroup_create(&limits, &sb->cg, err);
 	al_log_phase("cgroup created");
 	if (r == 0)
-		return 0;
+		return check_socket_memory(sb, err);
 	if (p->cgroup_required)
 		return al_error_wrap(err, "refusing to run: a cgroup limit was asked for");
 	/* Only defaults were in play: run, but say out loud that the memory,

@@ -34,6 +34,8 @@ struct al_cgroup {
 	struct hier h[MAX_HIER];
 	size_t n;
 	int dirfd; /* v2 run dir, for CLONE_INTO_CGROUP */
+	enum al_sockmem sockmem;
+	int sockfd; /* v1 limited: memory.kmem.tcp.usage_in_bytes, for pread */
 	char desc[512];
 };
 
@@ -127,6 +129,67 @@ static bool v2_usable(const char **ret_mount, char **ret_own)
 	*ret_mount = m;
 	*ret_own = TAKE_PTR(dir);
 	return true;
+}
+
+const char *al_sockmem_name(enum al_sockmem m)
+{
+	switch (m) {
+	case AL_SOCKMEM_CHARGED:
+		return "charged";
+	case AL_SOCKMEM_LIMITED:
+		return "limited";
+	case AL_SOCKMEM_NONE:
+		break;
+	}
+	return "none";
+}
+
+/* v2 charges socket buffers to the memory controller unless the kernel was
+ * booted with cgroup.memory=nosocket; memory.stat then has no "sock" row
+ * that moves, so both are checked. */
+static enum al_sockmem v2_socket_mode(const char *dir)
+{
+	_cleanup_free_ char *stat = xasprintf("%s/memory.stat", dir);
+	char cmdline[4096];
+
+	if (al_read_file("/proc/cmdline", cmdline, sizeof(cmdline)) > 0 &&
+	    strstr(cmdline, "cgroup.memory=") && strstr(cmdline, "nosocket"))
+		return AL_SOCKMEM_NONE;
+	return file_has_word(stat, "sock") ? AL_SOCKMEM_CHARGED : AL_SOCKMEM_NONE;
+}
+
+enum al_sockmem al_cgroup_host_socket_mode(void)
+{
+	const char *m;
+	_cleanup_free_ char *v2own = NULL, *own = NULL, *tcp = NULL;
+
+	if (v2_usable(&m, &v2own))
+		return v2_socket_mode(v2own);
+	if (!(own = own_path("memory")))
+		return AL_SOCKMEM_NONE;
+	tcp = xasprintf(CG_ROOT "/memory%s/memory.kmem.tcp.limit_in_bytes",
+			strcmp(own, "/") == 0 ? "" : own);
+	return access(tcp, W_OK) == 0 ? AL_SOCKMEM_LIMITED : AL_SOCKMEM_NONE;
+}
+
+int al_cgroup_socket_usage(const struct al_cgroup *cg, uint64_t *ret)
+{
+	char buf[32];
+	ssize_t n;
+
+	if (!cg || cg->sockfd < 0)
+		return -ENOENT;
+	n = pread(cg->sockfd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return n < 0 ? -errno : -EIO;
+	buf[n] = '\0';
+	*ret = strtoull(buf, NULL, 10);
+	return 0;
+}
+
+enum al_sockmem al_cgroup_socket_mode(const struct al_cgroup *cg)
+{
+	return cg ? cg->sockmem : AL_SOCKMEM_NONE;
 }
 
 const char *al_cgroup_layout(void)
@@ -368,6 +431,22 @@ static int write_limits_v1(struct al_cgroup *cg, const struct al_cgroup_limits *
 				    "accounting (memory.memsw), so a memory limit "
 				    "could be dodged by swapping; refusing");
 		}
+		/* v1 keeps socket buffers out of memory.limit_in_bytes, and
+		 * charges them at all (TCP and UDP alike) only once this limit
+		 * has been written. A kernel without the file cannot bound
+		 * them: the caller decides whether that may run. */
+		_cleanup_free_ char *tcp = xasprintf("%s/memory.kmem.tcp.limit_in_bytes", mem);
+		if (l->socket_bytes && access(tcp, F_OK) == 0) {
+			v = (l->socket_bytes + 4095) & ~4095ULL;
+			if ((r = write_u64_checked(mem, "memory.kmem.tcp.limit_in_bytes", v, err)) <
+			    0)
+				return r;
+			_cleanup_free_ char *u = xasprintf("%s/memory.kmem.tcp.usage_in_bytes", mem);
+			cg->sockfd = open(u, O_RDONLY | O_CLOEXEC);
+			if (cg->sockfd < 0)
+				return al_error_setsys(err, errno, "cgroup: open %s", u);
+			cg->sockmem = AL_SOCKMEM_LIMITED;
+		}
 	}
 	if (l->pids && (r = write_u64_checked(pids, "pids.max", l->pids, err)) < 0)
 		return r;
@@ -396,6 +475,7 @@ static int write_limits_v2(struct al_cgroup *cg, const struct al_cgroup_limits *
 				return r;    /* present but not honoured: fail closed */
 			al_error_clear(err); /* no swap support in this kernel */
 		}
+		cg->sockmem = v2_socket_mode(d);
 	}
 	if (l->pids && (r = write_u64_checked(d, "pids.max", l->pids, err)) < 0)
 		return r;
@@ -423,6 +503,7 @@ int al_cgroup_create(const struct al_cgroup_limits *limits, struct al_cgroup **r
 	int r = 0;
 
 	cg->dirfd = -1;
+	cg->sockfd = -1;
 	make_id(id, sizeof(id));
 	if (v2_usable(&v2m, &v2own))
 		r = setup_v2(cg, v2own, id, err);
@@ -496,6 +577,8 @@ void al_cgroup_stats(const struct al_cgroup *cg, struct al_cgroup_stats *st)
 		read_u64(d, "memory.peak", &st->memory_peak);
 		read_key(d, "memory.events", "oom_kill", &st->oom_kills);
 		read_key(d, "pids.events", "max", &st->pids_max_hits);
+		read_key(d, "memory.stat", "sock", &st->socket_bytes);
+		st->socket_peak = st->socket_bytes;
 		return;
 	}
 	const char *acct = dir_for(cg, "cpuacct"), *mem = dir_for(cg, "memory"),
@@ -511,6 +594,10 @@ void al_cgroup_stats(const struct al_cgroup *cg, struct al_cgroup_stats *st)
 	if (mem) {
 		read_u64(mem, "memory.max_usage_in_bytes", &st->memory_peak);
 		read_key(mem, "memory.oom_control", "oom_kill", &st->oom_kills);
+		if (cg->sockmem == AL_SOCKMEM_LIMITED) {
+			read_u64(mem, "memory.kmem.tcp.usage_in_bytes", &st->socket_bytes);
+			read_u64(mem, "memory.kmem.tcp.max_usage_in_bytes", &st->socket_peak);
+		}
 	}
 	if (pids)
 		read_key(pids, "pids.events", "max", &st->pids_max_hits);
@@ -608,6 +695,7 @@ int al_cgroup_destroy(struct al_cgroup *cg, struct al_error *err)
 	if (!cg)
 		return 0;
 	al_closep(&cg->dirfd);
+	al_closep(&cg->sockfd);
 	for (size_t i = 0; i < cg->n; i++) {
 		int q = cg->h[i].dir ? remove_dir(cg->h[i].dir) : 0;
 		if (q < 0 && r == 0)

@@ -23,7 +23,21 @@ struct al_cgroup_limits {
 	uint64_t cpu_period_us;
 	bool want_cpu_time; /* live CPU accounting is needed (a cpu-time limit); the
 				  * result's CPU times come from rusage otherwise */
+	/* v1 only: memory.kmem.tcp.limit_in_bytes, the kernel's limit on the
+	 * socket buffers (TCP and UDP) that v1 keeps apart from
+	 * memory.limit_in_bytes; 0 = none. v2 charges them to memory.max. */
+	uint64_t socket_bytes;
 };
+
+/* How a run's socket buffers are held to its memory limit. */
+enum al_sockmem {
+	AL_SOCKMEM_NONE,    /* not charged to the run at all: unbounded */
+	AL_SOCKMEM_CHARGED, /* v2: charged to memory.max with everything else */
+	AL_SOCKMEM_LIMITED, /* v1: charged to memory.kmem.tcp, limited there */
+};
+
+/* "none", "charged", "limited". */
+const char *al_sockmem_name(enum al_sockmem m);
 
 struct al_cgroup_stats {
 	uint64_t cpu_usage_us; /* user + system, all processes */
@@ -32,6 +46,8 @@ struct al_cgroup_stats {
 	uint64_t memory_peak; /* bytes */
 	uint64_t oom_kills;
 	uint64_t pids_max_hits; /* forks refused at the pids limit */
+	uint64_t socket_bytes;	/* socket buffers now (v1 kmem.tcp, v2 memory.stat sock) */
+	uint64_t socket_peak;	/* v1: the most they held (v2: the largest value read) */
 };
 
 /* Which layout this host has, as a word for messages: "v2", "v1", or
@@ -44,6 +60,17 @@ const char *al_cgroup_layout(void);
  * with a message saying how to delegate. */
 int al_cgroup_create(const struct al_cgroup_limits *limits, struct al_cgroup **ret,
 		     struct al_error *err);
+
+/* What the run's cgroup does with socket buffers (see al_sockmem). */
+enum al_sockmem al_cgroup_socket_mode(const struct al_cgroup *cg);
+
+/* v1 limited: the socket buffers held now, read through an fd kept open
+ * (one pread), for the supervisor's fast check. -ENOENT elsewhere. */
+int al_cgroup_socket_usage(const struct al_cgroup *cg, uint64_t *ret);
+
+/* What a run's cgroup on this host would do, without creating one (for
+ * `airlock check`). */
+enum al_sockmem al_cgroup_host_socket_mode(void);
 
 /* v2: an O_DIRECTORY fd for clone3's CLONE_INTO_CGROUP, or -1 on v1. */
 int al_cgroup_clone_fd(const struct al_cgroup *cg);

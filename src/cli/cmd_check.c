@@ -8,6 +8,7 @@
 #include "config.h"
 #include "core/cleanup.h"
 #include "core/log.h"
+#include "policy/kmem.h"
 #include "policy/plan.h"
 
 static void usage(FILE *f)
@@ -35,12 +36,26 @@ int al_cmd_check(int argc, char **argv)
 		al_err("%s", err.msg);
 		goto out;
 	}
+	/* The kernel-memory bound depends on this host's cgroup, which the
+	 * plan (pure) does not look at. */
+	enum al_sockmem sockmem = al_cgroup_host_socket_mode();
 	if (cli.json) {
 		_cleanup_free_ char *s = al_plan_dump_json(plan);
-		printf("%s\n", s);
+		json_t *o = json_loads(s, 0, NULL);
+		if (!o) {
+			al_err("internal error: the plan's JSON dump does not parse");
+			goto out;
+		}
+		json_object_set_new(o, "kernel_memory", al_kmem_json(plan, sockmem, NULL));
+		_cleanup_free_ char *t = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		json_decref(o);
+		printf("%s\n", t);
 	} else {
+		char kmem[256];
 		printf("policy %s: OK\n", cli.policy_file ? cli.policy_file : "(flags only)");
 		al_plan_dump_text(plan, stdout);
+		al_kmem_describe(plan, sockmem, kmem, sizeof(kmem));
+		printf("kernel memory: %s\n", kmem);
 	}
 	code = 0;
 out:

@@ -330,9 +330,11 @@ static int get_cpus(struct ctx *c, const json_t *j, const char *path, uint64_t *
 
 static int parse_limits(struct ctx *c, const json_t *j)
 {
-	static const char *const keys[] = {"timeout",  "scratch", "memory",	"pids",	     "cpus",
-					   "cpu_time", "output",  "open_files", "file_size", NULL};
+	static const char *const keys[] = {"timeout",	 "scratch",	"memory", "pids",
+					   "cpus",	 "cpu_time",	"output", "open_files",
+					   "file_size", "kernel_memory", NULL};
 	struct al_policy *p = c->p;
+	_cleanup_free_ char *kmem = NULL;
 	json_t *v;
 	int r;
 
@@ -367,6 +369,17 @@ static int parse_limits(struct ctx *c, const json_t *j)
 	if ((v = json_object_get(j, "file_size")) &&
 	    (r = get_size(c, v, "limits.file_size", &p->file_size)) < 0)
 		return r;
+	if ((v = json_object_get(j, "kernel_memory"))) {
+		if ((r = get_string(c, v, "limits.kernel_memory", &kmem)) < 0)
+			return r;
+		if (strcmp(kmem, "enforced") == 0)
+			p->kernel_memory = AL_KMEM_ENFORCED;
+		else if (strcmp(kmem, "best-effort") == 0)
+			p->kernel_memory = AL_KMEM_BEST_EFFORT;
+		else
+			return fail(c, "limits.kernel_memory",
+				    "expected \"enforced\" or \"best-effort\", got \"%s\"", kmem);
+	}
 	return 0;
 }
 

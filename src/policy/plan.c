@@ -608,6 +608,15 @@ int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **
 	if (p->pids < 2)
 		return al_error_set(err, EINVAL,
 				    "pids limit must be at least 2 (init and the command)");
+	p->socket_bytes = (p->memory_bytes / AL_SOCKET_SHARE + 4095) & ~4095ULL;
+	if (p->socket_bytes < AL_SOCKET_MIN_BYTES)
+		p->socket_bytes = AL_SOCKET_MIN_BYTES;
+	p->socket_stop = 2 * p->socket_bytes;
+	p->kernel_memory_best_effort = pol->kernel_memory == AL_KMEM_BEST_EFFORT;
+	p->msgqueue_bytes = AL_MSGQUEUE_BYTES;
+	p->sigpending = AL_SIGPENDING;
+	p->memlock_bytes = p->memory_bytes / 8 < AL_MEMLOCK_BYTES ? p->memory_bytes / 8
+								  : AL_MEMLOCK_BYTES;
 	p->scratch_exec = pol->scratch_exec != 0;
 
 	for (size_t i = 0; i < pol->n_mounts; i++) {

@@ -35,6 +35,16 @@
 #define AL_DEFAULT_PIDS		 128u
 #define AL_DEFAULT_OUTPUT_BYTES	 (16ull << 20)
 #define AL_DEFAULT_OPEN_FILES	 1024u
+/* Socket buffers a run may hold outside what memory.limit_in_bytes counts
+ * (cgroup v1): 1/AL_SOCKET_SHARE of the memory limit, at least
+ * AL_SOCKET_MIN_BYTES. The kernel may force one buffer per socket past that
+ * limit, so the supervisor stops the run at twice it. */
+#define AL_SOCKET_SHARE	    16u
+#define AL_SOCKET_MIN_BYTES (1ull << 20)
+/* Other kernel objects a process can pin, bounded by rlimits. */
+#define AL_MSGQUEUE_BYTES (256ull << 10) /* POSIX message queues, per user */
+#define AL_SIGPENDING	  4096u		 /* queued signals, per user */
+#define AL_MEMLOCK_BYTES  (8ull << 20)	 /* locked memory, at most memory/8 */
 #define AL_CPU_PERIOD_US	 100000u
 #define AL_DEFAULT_WORKDIR	 "/work"
 #define AL_DEFAULT_HOSTNAME	 "airlock"
@@ -149,6 +159,15 @@ struct al_plan {
 	uint64_t output_bytes;
 	uint64_t open_files;
 	uint64_t file_size;
+	/* Kernel memory the memory cgroup does not count (docs/security.md):
+	 * socket_bytes is the v1 kernel limit on socket buffers, socket_stop
+	 * the total at which the supervisor stops the run. */
+	uint64_t socket_bytes;
+	uint64_t socket_stop;
+	bool kernel_memory_best_effort; /* run even where they cannot be bounded */
+	uint64_t msgqueue_bytes;	/* RLIMIT_MSGQUEUE */
+	uint64_t sigpending;		/* RLIMIT_SIGPENDING */
+	uint64_t memlock_bytes;		/* RLIMIT_MEMLOCK */
 	/* A cgroup limit was asked for explicitly (flag or policy): the run
 	 * refuses when no cgroup can be had. When only defaults apply, a run
 	 * without a usable cgroup goes ahead with a warning instead. */

@@ -117,6 +117,8 @@ void al_policy_merge(struct al_policy *base, const struct al_policy *over)
 		base->open_files = over->open_files;
 	if (over->file_size)
 		base->file_size = over->file_size;
+	if (over->kernel_memory != AL_KMEM_UNSET)
+		base->kernel_memory = over->kernel_memory;
 	replace_str(&base->network_mode, over->network_mode);
 	replace_str(&base->net_resolver, over->net_resolver);
 	const struct al_net_limits *ol[2] = {&over->net_run, &over->net_host};

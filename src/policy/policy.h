@@ -36,6 +36,12 @@ enum al_landlock_mode {
 	AL_LANDLOCK_BEST_EFFORT, /* the policy said "best-effort" in words */
 };
 
+enum al_kmem_mode {
+	AL_KMEM_UNSET = 0,
+	AL_KMEM_ENFORCED,    /* refuse to run where socket buffers escape the limit (default) */
+	AL_KMEM_BEST_EFFORT, /* the policy said "best-effort" in words */
+};
+
 struct al_policy {
 	char *source; /* file it came from, or "command line" */
 
@@ -63,6 +69,7 @@ struct al_policy {
 	uint64_t output_bytes; /* stdout + stderr */
 	uint64_t open_files;
 	uint64_t file_size;
+	enum al_kmem_mode kernel_memory;
 
 	/* network: "none" (loopback only) or "gateway"; allow non-empty implies
 	 * the gateway */

@@ -468,6 +468,17 @@ int step_rlimits(struct al_child *c)
 	if (p->file_size && setrlimit(RLIMIT_FSIZE, &fsize) < 0)
 		return fail(c, errno, "setrlimit(RLIMIT_FSIZE, %llu)",
 			    (unsigned long long)p->file_size);
+	/* Kernel objects a process can pin; they are charged to the memory
+	 * cgroup as well, and these keep each kind small. */
+	struct rlimit mq = {p->msgqueue_bytes, p->msgqueue_bytes};
+	struct rlimit sig = {p->sigpending, p->sigpending};
+	struct rlimit lock = {p->memlock_bytes, p->memlock_bytes};
+	if (setrlimit(RLIMIT_MSGQUEUE, &mq) < 0)
+		return fail(c, errno, "setrlimit(RLIMIT_MSGQUEUE)");
+	if (setrlimit(RLIMIT_SIGPENDING, &sig) < 0)
+		return fail(c, errno, "setrlimit(RLIMIT_SIGPENDING)");
+	if (setrlimit(RLIMIT_MEMLOCK, &lock) < 0)
+		return fail(c, errno, "setrlimit(RLIMIT_MEMLOCK)");
 	return 0;
 }
 

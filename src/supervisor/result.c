@@ -12,6 +12,7 @@
 #include "core/cleanup.h"
 #include "core/sys.h"
 #include "core/util.h"
+#include "policy/kmem.h"
 
 static json_t *limits_json(const struct al_plan *p, const struct al_run_result *res)
 {
@@ -28,6 +29,7 @@ static json_t *limits_json(const struct al_plan *p, const struct al_run_result *
 	json_object_set_new(o, "file_size_bytes",
 			    p->file_size ? json_integer((json_int_t)p->file_size) : json_null());
 	json_object_set_new(o, "cgroup", json_boolean(res->have_cgroup));
+	json_object_set_new(o, "kernel_memory", al_kmem_json(p, res->sockmem, &res->cgroup));
 	return o;
 }
 

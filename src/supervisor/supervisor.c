@@ -35,6 +35,10 @@
 /* How often the cgroup counters are read for the memory, pids and
  * cpu-time limits (cgroup v1 has no usable notification for all three). */
 #define TICK_MS 20
+/* On cgroup v1 the kernel lets each socket charge one buffer past the
+ * socket-buffer limit; a burst of new sockets adds tens of megabytes within
+ * one TICK_MS, so that one counter is read (one pread) this often. */
+#define TICK_FAST_MS 2
 
 enum {
 	EV_SIGNAL,
@@ -71,6 +75,7 @@ struct loop {
 	int sigfd;
 	int timerfd;
 	int tickfd;
+	unsigned ticks; /* fast ticks since the last full check */
 	int notifyfd;
 	int killfd;	       /* grace timer after asking init to stop everything */
 	int confine_ruleset;   /* the supervisor's own landlock ruleset, until applied */
@@ -182,6 +187,34 @@ static void stop_for_limit(struct loop *l, enum al_end_reason why, const char *l
 	kill_sandbox(l);
 }
 
+/* v2 has no peak for socket buffers: keep the largest value read. */
+static void keep_socket_peak(struct loop *l, struct al_cgroup_stats *st)
+{
+	if (l->res->cgroup.socket_peak > st->socket_peak)
+		st->socket_peak = l->res->cgroup.socket_peak;
+}
+
+static void final_stats(struct loop *l)
+{
+	struct al_cgroup_stats st;
+
+	al_cgroup_stats(l->cg, &st);
+	keep_socket_peak(l, &st);
+	l->res->cgroup = st;
+}
+
+/* v1: the kernel holds socket buffers to memory.kmem.tcp but may force one
+ * buffer per socket past it; many sockets add up, so the run stops at
+ * plan->socket_stop (docs/security.md). */
+static void stop_for_socket_memory(struct loop *l, uint64_t observed)
+{
+	if (!l->limit_hit) {
+		l->res->socket_memory = true;
+		l->res->socket_stop = l->plan->socket_stop;
+	}
+	stop_for_limit(l, AL_END_MEMORY, "socket-memory", l->plan->socket_stop, observed);
+}
+
 static void check_limits(struct loop *l)
 {
 	const struct al_plan *p = l->plan;
@@ -191,6 +224,7 @@ static void check_limits(struct loop *l)
 		return;
 	al_cgroup_stats(l->cg, &st);
 	l->res->have_cgroup = true;
+	keep_socket_peak(l, &st);
 	l->res->cgroup = st;
 	if (st.oom_kills > 0)
 		stop_for_limit(l, AL_END_MEMORY, "memory", p->memory_bytes, st.memory_peak);
@@ -199,6 +233,8 @@ static void check_limits(struct loop *l)
 	else if (p->cpu_time_ms && st.cpu_usage_us >= p->cpu_time_ms * 1000)
 		stop_for_limit(l, AL_END_CPU_TIME, "cpu-time", p->cpu_time_ms,
 			       st.cpu_usage_us / 1000);
+	else if (l->res->sockmem == AL_SOCKMEM_LIMITED && st.socket_bytes >= p->socket_stop)
+		stop_for_socket_memory(l, st.socket_bytes);
 }
 
 /* A write handle for our output fd that never blocks, sharing nothing
@@ -688,9 +724,23 @@ static void on_timer(struct loop *l)
 
 static void on_tick(struct loop *l)
 {
-	uint64_t ticks;
-	if (read(l->tickfd, &ticks, sizeof(ticks)) == sizeof(ticks))
+	uint64_t ticks, sock;
+
+	if (read(l->tickfd, &ticks, sizeof(ticks)) != sizeof(ticks))
+		return;
+	if (l->res->sockmem != AL_SOCKMEM_LIMITED) {
 		check_limits(l);
+		return;
+	}
+	if (al_cgroup_socket_usage(l->cg, &sock) == 0 && sock >= l->plan->socket_stop) {
+		stop_for_socket_memory(l, sock);
+		return;
+	}
+	l->ticks += (unsigned)ticks;
+	if (l->ticks >= TICK_MS / TICK_FAST_MS) {
+		l->ticks = 0;
+		check_limits(l);
+	}
 }
 
 static int arm(int fd, uint64_t ms, bool repeat)
@@ -732,7 +782,8 @@ static int setup(struct loop *l, struct al_error *err)
 		return r;
 	if (l->cg) {
 		l->tickfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-		if (l->tickfd < 0 || arm(l->tickfd, TICK_MS, true) < 0)
+		bool fast = l->res->sockmem == AL_SOCKMEM_LIMITED;
+		if (l->tickfd < 0 || arm(l->tickfd, fast ? TICK_FAST_MS : TICK_MS, true) < 0)
 			return al_error_setsys(err, errno, "timerfd for the limit checks");
 		if ((r = watch(l, l->tickfd, EPOLLIN, EV_TICK)) < 0)
 			return al_error_setsys(err, -r, "epoll_ctl");
@@ -788,7 +839,7 @@ static void finish(struct loop *l, uint64_t start)
 		    res->reason != AL_END_KILLED)
 			check_limits(l);
 		else
-			al_cgroup_stats(l->cg, &res->cgroup);
+			final_stats(l);
 		res->have_cgroup = true;
 	}
 	/* Without a cpuacct hierarchy (no cpu-time limit) the CPU times come
@@ -858,6 +909,7 @@ int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al
 
 	memset(res, 0, sizeof(*res));
 	res->reason = AL_END_EXITED;
+	res->sockmem = al_cgroup_socket_mode(cg);
 	r = setup(&l, err);
 	if (r < 0) {
 		kill_sandbox(&l);
@@ -1000,7 +1052,14 @@ const char *al_result_describe(const struct al_run_result *res, char *buf, size_
 			 ms);
 		return buf;
 	case AL_END_MEMORY:
-		snprintf(buf, len, "limit: memory; the sandbox was killed (out of memory)");
+		if (res->socket_memory)
+			snprintf(buf, len,
+				 "limit: memory; the sandbox was killed (its socket buffers held "
+				 "%llu K, past the %llu K they may)",
+				 (unsigned long long)(res->cgroup.socket_peak >> 10),
+				 (unsigned long long)(res->socket_stop >> 10));
+		else
+			snprintf(buf, len, "limit: memory; the sandbox was killed (out of memory)");
 		return buf;
 	case AL_END_PIDS:
 		snprintf(buf, len, "limit: pids; the sandbox was killed (a fork hit the limit)");

@@ -16,6 +16,7 @@
 #include "core/cleanup.h"
 #include "core/sys.h"
 #include "core/util.h"
+#include "policy/kmem.h"
 
 static struct al_layer_check *add(struct al_run_result *res, const char *layer, bool ok,
 				  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -281,23 +282,69 @@ static void check_cgroup(const struct al_cgroup *cg, pid_t pid, struct al_run_re
 		add(res, "cgroup", false, "not in %s", al_cgroup_describe(cg));
 }
 
+/* A row of /proc/PID/limits ("Max open files  1024  1024  files"): both
+ * the soft and the hard value must be want. */
+static bool limit_is(const char *text, const char *row, uint64_t want)
+{
+	const char *l = strstr(text, row);
+	char *end;
+
+	if (!l || strlen(l) < 26 || !isdigit((unsigned char)l[26]))
+		return false;
+	if (strtoull(l + 26, &end, 10) != want)
+		return false;
+	while (*end == ' ')
+		end++;
+	return isdigit((unsigned char)*end) && strtoull(end, NULL, 10) == want;
+}
+
 static void check_rlimits(const struct al_plan *p, pid_t pid, struct al_run_result *res)
 {
-	char path[64], buf[4096], want[64];
+	char path[64], buf[4096];
 
 	snprintf(path, sizeof(path), "/proc/%d/limits", (int)pid);
 	if (al_read_file(path, buf, sizeof(buf)) <= 0) {
 		add(res, "rlimits", false, "cannot read %s", path);
 		return;
 	}
-	char *core = strstr(buf, "Max core file size");
-	char *files = strstr(buf, "Max open files");
-	snprintf(want, sizeof(want), "%" PRIu64, p->open_files);
-	bool core_ok =
-	    core && strtoull(core + 26, NULL, 10) == 0 && isdigit((unsigned char)core[26]);
-	bool files_ok = files && strncmp(files + 26, want, strlen(want)) == 0;
-	add(res, "rlimits", core_ok && files_ok, "no core dumps, %" PRIu64 " open files",
-	    p->open_files);
+	bool ok = limit_is(buf, "Max core file size", 0) &&
+		  limit_is(buf, "Max open files", p->open_files) &&
+		  limit_is(buf, "Max msgqueue size", p->msgqueue_bytes) &&
+		  limit_is(buf, "Max pending signals", p->sigpending) &&
+		  limit_is(buf, "Max locked memory", p->memlock_bytes);
+	add(res, "rlimits", ok,
+	    "no core dumps, %" PRIu64 " open files, %" PRIu64 "K message queues, %" PRIu64
+	    " pending signals, %" PRIu64 "K locked",
+	    p->open_files, p->msgqueue_bytes >> 10, p->sigpending, p->memlock_bytes >> 10);
+}
+
+/* Socket buffers: what the cgroup does with them, read back from the
+ * run's own cgroup (kmem.h has the bound). */
+static void check_kernel_memory(const struct al_plan *p, const struct al_cgroup *cg,
+				struct al_run_result *res)
+{
+	enum al_sockmem mode = al_cgroup_socket_mode(cg);
+	const char *mem = al_cgroup_path(cg, "memory");
+	char detail[200];
+	bool ok = false;
+	uint64_t v = 0;
+
+	al_kmem_describe(p, mode, detail, sizeof(detail));
+	if (mode == AL_SOCKMEM_LIMITED && mem) {
+		_cleanup_free_ char *f = xasprintf("%s/memory.kmem.tcp.limit_in_bytes", mem);
+		char buf[32];
+		if (al_read_file(f, buf, sizeof(buf)) > 0)
+			v = strtoull(buf, NULL, 10);
+		ok = v == ((p->socket_bytes + 4095) & ~4095ULL);
+		if (!ok)
+			snprintf(detail, sizeof(detail), "%s reads %" PRIu64 ", not %" PRIu64, f, v,
+				 p->socket_bytes);
+	} else if (mode == AL_SOCKMEM_CHARGED) {
+		ok = true;
+	} else {
+		ok = p->kernel_memory_best_effort;
+	}
+	add(res, "kernel memory", ok, "%s", detail);
 }
 
 int al_verify_child(const struct al_plan *plan, pid_t pid, int landlock_abi,
@@ -317,8 +364,10 @@ int al_verify_child(const struct al_plan *plan, pid_t pid, int landlock_abi,
 		    plan->landlock_scoped ? ", scoped signals and abstract sockets" : "");
 	check_network(pid, res);
 	check_rlimits(plan, pid, res);
-	if (cg || plan->cgroup_required)
+	if (cg || plan->cgroup_required) {
 		check_cgroup(cg, pid, res);
+		check_kernel_memory(plan, cg, res);
+	}
 	for (size_t i = 0; i < res->n_checks; i++)
 		bad += !res->checks[i].in_force;
 	return bad;
