@@ -1492,8 +1492,30 @@ void al_gateway_free(struct al_gateway *gw)
 	free(gw);
 }
 
+/* The nat table makes the kernel track every connection in the sandbox's
+ * network namespace, in memory no cgroup is charged for: raw_out takes
+ * loopback traffic out of tracking (all but the transparent listener's
+ * replies, which the redirect needs to translate back), and ct_out gives
+ * the redirected connections short timeouts once they close
+ * (docs/security.md, "Kernel memory"). */
 const char al_gateway_nft_rules[] =
     "table ip airlock {\n"
+    "  ct timeout closing {\n"
+    "    protocol tcp;\n"
+    "    l3proto ip;\n"
+    "    policy = { syn_sent : 10, syn_recv : 10, fin_wait : 5, close_wait : 5, "
+    "last_ack : 5, time_wait : 5, close : 5 }\n"
+    "  }\n"
+    "  chain raw_out {\n"
+    "    type filter hook output priority -300; policy accept;\n"
+    "    ip daddr 127.0.0.0/8 meta l4proto != tcp notrack\n"
+    "    ip daddr 127.0.0.0/8 ip saddr != 127.0.0.1 notrack\n"
+    "    ip daddr 127.0.0.0/8 tcp sport != 15001 notrack\n"
+    "  }\n"
+    "  chain ct_out {\n"
+    "    type filter hook output priority -150; policy accept;\n"
+    "    meta l4proto tcp ct timeout set \"closing\"\n"
+    "  }\n"
     "  chain nat_out {\n"
     "    type nat hook output priority -100; policy accept;\n"
     "    ip daddr != 127.0.0.0/8 meta l4proto tcp redirect to :15001\n"
