@@ -441,7 +441,8 @@ static int write_limits_v1(struct al_cgroup *cg, const struct al_cgroup_limits *
 			if ((r = write_u64_checked(mem, "memory.kmem.tcp.limit_in_bytes", v, err)) <
 			    0)
 				return r;
-			_cleanup_free_ char *u = xasprintf("%s/memory.kmem.tcp.usage_in_bytes", mem);
+			_cleanup_free_ char *u =
+			    xasprintf("%s/memory.kmem.tcp.usage_in_bytes", mem);
 			cg->sockfd = open(u, O_RDONLY | O_CLOEXEC);
 			if (cg->sockfd < 0)
 				return al_error_setsys(err, errno, "cgroup: open %s", u);

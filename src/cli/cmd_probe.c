@@ -94,8 +94,8 @@ static void probe_kernel(void)
 	int ldt = ERRNO_OF((int)syscall(SYS_modify_ldt, 0, (void *)1, 16));
 	int tls = ERRNO_OF((int)syscall(SYS_set_thread_area, (void *)1));
 	row("allowlist", mp == EPERM && ldt == EPERM && tls == ENOSYS,
-	    "socket(MPTCP) -> %s, modify_ldt -> %s, set_thread_area (not listed) -> %s",
-	    ename(mp), ename(ldt), ename(tls));
+	    "socket(MPTCP) -> %s, modify_ldt -> %s, set_thread_area (not listed) -> %s", ename(mp),
+	    ename(ldt), ename(tls));
 }
 
 static void probe_privileges(void)

@@ -61,8 +61,9 @@ void al_kmem_describe(const struct al_plan *p, enum al_sockmem mode, char *buf, 
 			 stop, lim, stop);
 		return;
 	case AL_SOCKMEM_CHARGED:
-		snprintf(buf, len, "nothing outside the cgroup (socket buffers are charged "
-				   "to memory.max)");
+		snprintf(buf, len,
+			 "nothing outside the cgroup (socket buffers are charged "
+			 "to memory.max)");
 		return;
 	case AL_SOCKMEM_NONE:
 		break;
@@ -85,8 +86,8 @@ json_t *al_kmem_json(const struct al_plan *p, enum al_sockmem mode,
 	bool v1 = mode == AL_SOCKMEM_LIMITED;
 	json_t *o = json_object();
 
-	json_object_set_new(o, "mode", json_string(p->kernel_memory_best_effort ? "best-effort"
-										 : "enforced"));
+	json_object_set_new(o, "mode",
+			    json_string(p->kernel_memory_best_effort ? "best-effort" : "enforced"));
 	json_object_set_new(o, "sockets", json_string(al_sockmem_name(mode)));
 	json_object_set_new(o, "bound_bytes", bytes_or_null(bound != AL_KMEM_UNBOUNDED, bound));
 	json_object_set_new(o, "socket_limit_bytes", bytes_or_null(v1, p->socket_bytes));
@@ -94,10 +95,10 @@ json_t *al_kmem_json(const struct al_plan *p, enum al_sockmem mode,
 	if (st)
 		json_object_set_new(o, "socket_peak_bytes",
 				    bytes_or_null(mode != AL_SOCKMEM_NONE, st->socket_peak));
-	json_object_set_new(
-	    o, "rlimits",
-	    json_pack("{s:I, s:I, s:I}", "msgqueue_bytes", (json_int_t)p->msgqueue_bytes,
-		      "sigpending", (json_int_t)p->sigpending, "memlock_bytes",
-		      (json_int_t)p->memlock_bytes));
+	json_object_set_new(o, "rlimits",
+			    json_pack("{s:I, s:I, s:I}", "msgqueue_bytes",
+				      (json_int_t)p->msgqueue_bytes, "sigpending",
+				      (json_int_t)p->sigpending, "memlock_bytes",
+				      (json_int_t)p->memlock_bytes));
 	return o;
 }

@@ -330,8 +330,8 @@ static int get_cpus(struct ctx *c, const json_t *j, const char *path, uint64_t *
 
 static int parse_limits(struct ctx *c, const json_t *j)
 {
-	static const char *const keys[] = {"timeout",	 "scratch",	"memory", "pids",
-					   "cpus",	 "cpu_time",	"output", "open_files",
+	static const char *const keys[] = {"timeout",	"scratch",	 "memory", "pids",
+					   "cpus",	"cpu_time",	 "output", "open_files",
 					   "file_size", "kernel_memory", NULL};
 	struct al_policy *p = c->p;
 	_cleanup_free_ char *kmem = NULL;

@@ -615,8 +615,8 @@ int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **
 	p->kernel_memory_best_effort = pol->kernel_memory == AL_KMEM_BEST_EFFORT;
 	p->msgqueue_bytes = AL_MSGQUEUE_BYTES;
 	p->sigpending = AL_SIGPENDING;
-	p->memlock_bytes = p->memory_bytes / 8 < AL_MEMLOCK_BYTES ? p->memory_bytes / 8
-								  : AL_MEMLOCK_BYTES;
+	p->memlock_bytes =
+	    p->memory_bytes / 8 < AL_MEMLOCK_BYTES ? p->memory_bytes / 8 : AL_MEMLOCK_BYTES;
 	p->scratch_exec = pol->scratch_exec != 0;
 
 	for (size_t i = 0; i < pol->n_mounts; i++) {

@@ -42,13 +42,13 @@
 #define AL_SOCKET_SHARE	    16u
 #define AL_SOCKET_MIN_BYTES (1ull << 20)
 /* Other kernel objects a process can pin, bounded by rlimits. */
-#define AL_MSGQUEUE_BYTES (256ull << 10) /* POSIX message queues, per user */
-#define AL_SIGPENDING	  4096u		 /* queued signals, per user */
-#define AL_MEMLOCK_BYTES  (8ull << 20)	 /* locked memory, at most memory/8 */
-#define AL_CPU_PERIOD_US	 100000u
-#define AL_DEFAULT_WORKDIR	 "/work"
-#define AL_DEFAULT_HOSTNAME	 "airlock"
-#define AL_DEFAULT_PATH		 "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+#define AL_MSGQUEUE_BYTES   (256ull << 10) /* POSIX message queues, per user */
+#define AL_SIGPENDING	    4096u	   /* queued signals, per user */
+#define AL_MEMLOCK_BYTES    (8ull << 20)   /* locked memory, at most memory/8 */
+#define AL_CPU_PERIOD_US    100000u
+#define AL_DEFAULT_WORKDIR  "/work"
+#define AL_DEFAULT_HOSTNAME "airlock"
+#define AL_DEFAULT_PATH	    "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 
 enum al_op_kind {
 	AL_OP_MKDIR,   /* mkdir target (mode, uid) */

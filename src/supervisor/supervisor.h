@@ -45,11 +45,11 @@ struct al_run_result {
 	uint64_t stdout_bytes;
 	uint64_t stderr_bytes;
 	bool output_truncated;
-	bool have_cgroup; /* memory and pids counters are from the run's cgroup */
+	bool have_cgroup;	 /* memory and pids counters are from the run's cgroup */
 	enum al_sockmem sockmem; /* how the cgroup holds socket buffers */
 	bool socket_memory;	 /* MEMORY: stopped for socket buffers past socket_stop */
 	uint64_t socket_stop;
-	bool have_cpu;	  /* cgroup.cpu_* are filled (cgroup or rusage) */
+	bool have_cpu; /* cgroup.cpu_* are filled (cgroup or rusage) */
 	struct al_cgroup_stats cgroup;
 	uint64_t syscalls_denied; /* notified denials; silent ones are not counted */
 	bool have_network;	  /* the egress gateway ran */

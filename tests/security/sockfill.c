@@ -49,7 +49,8 @@ static long fill_tcp(long pairs, long bytes)
 		if ((s = accept(ls, NULL, NULL)) < 0)
 			break;
 		while (n < bytes) {
-			size_t want = bytes - n < (long)sizeof(buf) ? (size_t)(bytes - n) : sizeof(buf);
+			size_t want =
+			    bytes - n < (long)sizeof(buf) ? (size_t)(bytes - n) : sizeof(buf);
 			ssize_t k = send(c, buf, want, MSG_DONTWAIT | MSG_NOSIGNAL);
 			if (k <= 0)
 				break;

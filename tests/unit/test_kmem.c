@@ -156,8 +156,8 @@ static void test_policy_key(void **state)
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		al_error_clear(&err);
-		assert_int_equal(al_policy_load_string("p.json", bad[i], strlen(bad[i]), &pol, &err),
-				 -EINVAL);
+		assert_int_equal(
+		    al_policy_load_string("p.json", bad[i], strlen(bad[i]), &pol, &err), -EINVAL);
 		assert_contains(err.msg, "limits.kernel_memory");
 	}
 	const char *e = "{\"version\": 1, \"limits\": {\"kernel_memory\": \"enforced\"}}";
