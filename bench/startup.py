@@ -3,7 +3,9 @@
 
 Each round runs every command once, in turn, so that machine noise hits all of
 them alike; the report gives medians and the ratios the issues set targets on.
-Usage: bench/startup.py [--rounds N] [--airlock PATH] [--json FILE]
+With --baseline PATH, another airlock binary (an earlier build) runs in the
+same rounds, and the report adds new / baseline.
+Usage: bench/startup.py [--rounds N] [--airlock PATH] [--baseline PATH] [--json FILE]
 """
 import argparse
 import json
@@ -45,6 +47,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=300)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--airlock", default=os.path.join(ROOT, "build", "airlock"))
+    ap.add_argument("--baseline", help="an earlier airlock binary to run in the same rounds")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
 
@@ -58,6 +61,8 @@ def main():
                    "--tmpfs", "/tmp", "--unshare-all", "--die-with-parent", true]),
         ("airlock", [args.airlock, "run", "--", true]),
     ]
+    if args.baseline:
+        cases.append(("airlock baseline", [args.baseline, "run", "--", true]))
     res = measure(cases, args.rounds, args.warmup)
     py = "/usr/bin/python3"
     pcases = [("bare python3 -c 'import pandas'", [py, "-c", "import pandas"]),
@@ -71,6 +76,9 @@ def main():
         print(f"{name:38s} median {r['median_ms']:7.2f} ms  (p10 {r['p10_ms']:.2f}, p90 {r['p90_ms']:.2f})")
     ratio = res["airlock"]["median_ms"] / res["bwrap"]["median_ms"]
     print(f"airlock / bwrap = {ratio:.2f}   (target <= 0.75; > 1.0 is a bug)")
+    if args.baseline:
+        br = res["airlock"]["median_ms"] / res["airlock baseline"]["median_ms"]
+        print(f"airlock / baseline = {br:.3f}")
     if have_pandas:
         pr = (res["airlock python3 -c 'import pandas'"]["median_ms"] /
               res["bare python3 -c 'import pandas'"]["median_ms"])

@@ -144,16 +144,30 @@ const char *al_sockmem_name(enum al_sockmem m)
 	return "none";
 }
 
-/* v2 charges socket buffers to the memory controller unless the kernel was
- * booted with cgroup.memory=nosocket; memory.stat then has no "sock" row
- * that moves, so both are checked. */
+/* Booted with cgroup.memory=nosocket (socket buffers charged nowhere) or
+ * nokmem (no kernel memory charged at all: not unix socket buffers, pipes,
+ * page tables, ...): then a memory limit does not bound what the sandbox
+ * makes the kernel hold, on v1 as on v2. */
+static bool accounting_disabled(void)
+{
+	char cmdline[4096];
+
+	if (al_read_file("/proc/cmdline", cmdline, sizeof(cmdline)) <= 0)
+		return false;
+	for (char *w = strtok(cmdline, " \n"); w; w = strtok(NULL, " \n"))
+		if (strncmp(w, "cgroup.memory=", 14) == 0 &&
+		    (strstr(w + 14, "nosocket") || strstr(w + 14, "nokmem")))
+			return true;
+	return false;
+}
+
+/* v2 charges socket buffers to the memory controller; memory.stat then
+ * has a "sock" row. */
 static enum al_sockmem v2_socket_mode(const char *dir)
 {
 	_cleanup_free_ char *stat = xasprintf("%s/memory.stat", dir);
-	char cmdline[4096];
 
-	if (al_read_file("/proc/cmdline", cmdline, sizeof(cmdline)) > 0 &&
-	    strstr(cmdline, "cgroup.memory=") && strstr(cmdline, "nosocket"))
+	if (accounting_disabled())
 		return AL_SOCKMEM_NONE;
 	return file_has_word(stat, "sock") ? AL_SOCKMEM_CHARGED : AL_SOCKMEM_NONE;
 }
@@ -169,7 +183,8 @@ enum al_sockmem al_cgroup_host_socket_mode(void)
 		return AL_SOCKMEM_NONE;
 	tcp = xasprintf(CG_ROOT "/memory%s/memory.kmem.tcp.limit_in_bytes",
 			strcmp(own, "/") == 0 ? "" : own);
-	return access(tcp, W_OK) == 0 ? AL_SOCKMEM_LIMITED : AL_SOCKMEM_NONE;
+	return access(tcp, W_OK) == 0 && !accounting_disabled() ? AL_SOCKMEM_LIMITED
+							       : AL_SOCKMEM_NONE;
 }
 
 int al_cgroup_socket_usage(const struct al_cgroup *cg, uint64_t *ret)
@@ -436,7 +451,7 @@ static int write_limits_v1(struct al_cgroup *cg, const struct al_cgroup_limits *
 		 * has been written. A kernel without the file cannot bound
 		 * them: the caller decides whether that may run. */
 		_cleanup_free_ char *tcp = xasprintf("%s/memory.kmem.tcp.limit_in_bytes", mem);
-		if (l->socket_bytes && access(tcp, F_OK) == 0) {
+		if (l->socket_bytes && access(tcp, F_OK) == 0 && !accounting_disabled()) {
 			v = (l->socket_bytes + 4095) & ~4095ULL;
 			if ((r = write_u64_checked(mem, "memory.kmem.tcp.limit_in_bytes", v, err)) <
 			    0)

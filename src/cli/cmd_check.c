@@ -51,7 +51,7 @@ int al_cmd_check(int argc, char **argv)
 		json_decref(o);
 		printf("%s\n", t);
 	} else {
-		char kmem[256];
+		char kmem[512];
 		printf("policy %s: OK\n", cli.policy_file ? cli.policy_file : "(flags only)");
 		al_plan_dump_text(plan, stdout);
 		al_kmem_describe(plan, sockmem, kmem, sizeof(kmem));

@@ -1495,16 +1495,18 @@ void al_gateway_free(struct al_gateway *gw)
 /* The nat table makes the kernel track every connection in the sandbox's
  * network namespace, in memory no cgroup is charged for: raw_out takes
  * loopback traffic out of tracking (all but the transparent listener's
- * replies, which the redirect needs to translate back), and ct_out gives
- * the redirected connections short timeouts once they close
- * (docs/security.md, "Kernel memory"). */
+ * replies, which the redirect needs to translate back), ct_out gives the
+ * redirected connections short timeouts once they are closing or never
+ * answered (half-closed ones keep the kernel's: a server may still be
+ * answering), and nat_out takes at most 1,000 new redirected connections a
+ * second, so their entries stay few (docs/security.md, "Kernel memory"). */
 const char al_gateway_nft_rules[] =
     "table ip airlock {\n"
     "  ct timeout closing {\n"
     "    protocol tcp;\n"
     "    l3proto ip;\n"
-    "    policy = { syn_sent : 10, syn_recv : 10, fin_wait : 5, close_wait : 5, "
-    "last_ack : 5, time_wait : 5, close : 5 }\n"
+    "    policy = { syn_sent : 10, syn_recv : 10, last_ack : 5, time_wait : 5, "
+    "close : 5 }\n"
     "  }\n"
     "  chain raw_out {\n"
     "    type filter hook output priority -300; policy accept;\n"
@@ -1518,6 +1520,8 @@ const char al_gateway_nft_rules[] =
     "  }\n"
     "  chain nat_out {\n"
     "    type nat hook output priority -100; policy accept;\n"
+    "    ip daddr != 127.0.0.0/8 meta l4proto tcp limit rate over 1000/second burst 200 "
+    "packets drop\n"
     "    ip daddr != 127.0.0.0/8 meta l4proto tcp redirect to :15001\n"
     "  }\n"
     "  chain filter_out {\n"

@@ -14,7 +14,9 @@ uint64_t al_kmem_bound(const struct al_plan *p, enum al_sockmem mode)
 	case AL_SOCKMEM_LIMITED:
 		return p->socket_stop;
 	case AL_SOCKMEM_CHARGED:
-		return 0;
+		/* connections waiting in an accept queue are charged to no
+		 * cgroup on v2 either: the supervisor counts and stops them */
+		return p->socket_stop;
 	case AL_SOCKMEM_NONE:
 		break;
 	}
@@ -23,7 +25,8 @@ uint64_t al_kmem_bound(const struct al_plan *p, enum al_sockmem mode)
 
 const char al_kmem_unbounded_why[] =
     "this host's memory cgroup does not count socket buffers (cgroup v1 without "
-    "memory.kmem.tcp.limit_in_bytes, or v2 booted with cgroup.memory=nosocket)";
+    "memory.kmem.tcp.limit_in_bytes, or a kernel booted with cgroup.memory=nosocket "
+    "or nokmem)";
 
 int al_kmem_admit(const struct al_plan *p, enum al_sockmem mode, bool *ret_unbounded,
 		  struct al_error *err)
@@ -55,15 +58,18 @@ void al_kmem_describe(const struct al_plan *p, enum al_sockmem mode, char *buf, 
 	switch (mode) {
 	case AL_SOCKMEM_LIMITED:
 		snprintf(buf, len,
-			 "at most %s outside the cgroup, checked every 2 ms (socket buffers: "
-			 "kernel limit %s in memory.kmem.tcp, which the kernel lets each socket "
-			 "pass by one buffer; the run is stopped at %s)",
+			 "at most %s outside the cgroup (socket buffers: kernel limit %s in "
+			 "memory.kmem.tcp, which each socket may pass by one buffer, read every "
+			 "2 ms; connections not yet accepted, charged to no cgroup, counted every "
+			 "20 ms; the run is stopped at %s)",
 			 stop, lim, stop);
 		return;
 	case AL_SOCKMEM_CHARGED:
 		snprintf(buf, len,
-			 "nothing outside the cgroup (socket buffers are charged "
-			 "to memory.max)");
+			 "at most %s outside the cgroup (socket buffers are charged to "
+			 "memory.max, connections not yet accepted to no cgroup: those are "
+			 "counted every 20 ms and the run is stopped at %s)",
+			 stop, stop);
 		return;
 	case AL_SOCKMEM_NONE:
 		break;

@@ -16,9 +16,10 @@
 #define AL_KMEM_UNBOUNDED UINT64_MAX
 
 /* Bytes a run can pin outside the memory limit on a host whose cgroup
- * treats socket buffers as `mode`: the supervisor's stop point on v1, 0 on
- * v2 (charged with everything else), AL_KMEM_UNBOUNDED where nothing
- * counts them. */
+ * treats socket buffers as `mode`: the supervisor's stop point (on v1 for
+ * the socket buffers and the connections waiting to be accepted, on v2
+ * for those connections, which no cgroup is charged for), or
+ * AL_KMEM_UNBOUNDED where nothing counts them. */
 uint64_t al_kmem_bound(const struct al_plan *p, enum al_sockmem mode);
 
 /* Whether a run may start with socket buffers held as `mode`: 0 when they

@@ -221,7 +221,10 @@ static const struct al_seccomp_rule_info table[] = {
 	SOCKET(AF_INET6, SOCK_STREAM, 0), SOCKET(AF_INET6, SOCK_STREAM, IPPROTO_TCP),
 	SOCKET(AF_INET6, SOCK_DGRAM, 0), SOCKET(AF_INET6, SOCK_DGRAM, IPPROTO_UDP),
 	SOCKET(AF_INET6, SOCK_DGRAM, IPPROTO_ICMPV6),
-	ALLOW("socketpair"), ALLOW("bind"), ALLOW("listen"), ALLOW("accept"), ALLOW("accept4"),
+	/* socketpair creates its sockets with the family's own create
+	 * (module autoload included) before asking for a pair: UNIX only. */
+	ALLOW_IF("socketpair", "AF_UNIX", ARG(0, M32, AF_UNIX)),
+	ALLOW("bind"), ALLOW("listen"), ALLOW("accept"), ALLOW("accept4"),
 	ALLOW("connect"), ALLOW("shutdown"), ALLOW("getsockname"), ALLOW("getpeername"),
 	ALLOW("getsockopt"), ALLOW("setsockopt"), ALLOW("sendto"), ALLOW("recvfrom"),
 	ALLOW("sendmsg"), ALLOW("recvmsg"), ALLOW("sendmmsg"), ALLOW("recvmmsg"),

@@ -22,6 +22,8 @@ enum al_sync_type {
 	AL_SYNC_GO = 1,	     /* parent → child: go on (after the id maps; after the checks) */
 	AL_SYNC_ERROR,	     /* child → parent: a setup step failed */
 	AL_SYNC_LISTENER,    /* child → parent: the seccomp notification fd (SCM_RIGHTS) */
+	AL_SYNC_SOCKDIAG,    /* child → parent: a NETLINK_SOCK_DIAG socket in the
+			      * sandbox's network namespace (SCM_RIGHTS) */
 	AL_SYNC_GATEWAY,     /* child → parent: a gateway listening socket (SCM_RIGHTS),
 			      * status = enum al_gateway_listener */
 	AL_SYNC_READY,	     /* child → parent: every layer is applied; status = landlock

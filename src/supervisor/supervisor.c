@@ -23,6 +23,7 @@
 #include "core/sys.h"
 #include "core/util.h"
 #include "policy/seccomp.h"
+#include "supervisor/sockdiag.h"
 #include "sandbox/sandbox.h"
 #include "supervisor/confine.h"
 
@@ -77,6 +78,8 @@ struct loop {
 	int tickfd;
 	unsigned ticks; /* fast ticks since the last full check */
 	int notifyfd;
+	int diagfd;		    /* NETLINK_SOCK_DIAG in the sandbox's netns, or -1 */
+	uint64_t diag_next_us;	    /* no dump before this (monotonic) */
 	int killfd;	       /* grace timer after asking init to stop everything */
 	int confine_ruleset;   /* the supervisor's own landlock ruleset, until applied */
 	struct al_gateway *gw; /* the egress gateway, once the child sent its listeners */
@@ -215,6 +218,53 @@ static void stop_for_socket_memory(struct loop *l, uint64_t observed)
 	stop_for_limit(l, AL_END_MEMORY, "socket-memory", l->plan->socket_stop, observed);
 }
 
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* The cgroup does not see TCP connections waiting in a listener's accept
+ * queue: their buffers are charged to no cgroup until accept (v1 and v2).
+ * Every tick the listeners are read (cheap), which bounds what those
+ * connections can hold; only when that bound reaches the stop point are
+ * all the namespace's sockets added up (the kernel then walks its whole
+ * established hash), and the next full count waits ten times as long as
+ * this one took, so the supervisor's CPU spent on it stays under a tenth. */
+static void check_netns_sockets(struct loop *l)
+{
+	struct al_sockdiag_sum sum;
+	uint64_t stop = l->plan->socket_stop, t0;
+	int r;
+
+	if (l->diagfd < 0 || l->limit_hit)
+		return;
+	r = al_sockdiag_tcp(l->diagfd, true, 0, &sum);
+	if (r == 0 && sum.pending_max >= stop) {
+		t0 = now_us();
+		if (t0 < l->diag_next_us)
+			return;
+		r = al_sockdiag_tcp(l->diagfd, false, stop, &sum);
+		l->diag_next_us = t0 + 10 * (now_us() - t0);
+	}
+	if (r < 0) {
+		if (r == -EINTR || r == -ENOBUFS || r == -EAGAIN)
+			return;
+		al_warn("warning: cannot read the sandbox's socket memory (%s); stopping it",
+			strerror(-r));
+		al_closep(&l->diagfd);
+		stop_for_socket_memory(l, 0);
+		return;
+	}
+	if (r == 1)
+		al_closep(&l->diagfd); /* the rest of the dump is still queued */
+	if (sum.bytes > l->res->cgroup.socket_peak)
+		l->res->cgroup.socket_peak = sum.bytes;
+	if (sum.bytes >= stop)
+		stop_for_socket_memory(l, sum.bytes);
+}
+
 static void check_limits(struct loop *l)
 {
 	const struct al_plan *p = l->plan;
@@ -235,6 +285,8 @@ static void check_limits(struct loop *l)
 			       st.cpu_usage_us / 1000);
 	else if (l->res->sockmem == AL_SOCKMEM_LIMITED && st.socket_bytes >= p->socket_stop)
 		stop_for_socket_memory(l, st.socket_bytes);
+	else
+		check_netns_sockets(l);
 }
 
 /* A write handle for our output fd that never blocks, sharing nothing
@@ -472,8 +524,15 @@ static void on_notify(struct loop *l)
 
 	memset(&req, 0, sizeof(req));
 	if (ioctl(l->notifyfd, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0) {
-		if (errno != EINTR && errno != ENOENT)
-			unwatch_close(l, &l->notifyfd);
+		if (errno == EINTR || errno == ENOENT)
+			return;
+		/* The listener is broken: refused calls would now get ENOSYS
+		 * unaudited (and the sandbox could install a listener of its
+		 * own). Stop the run rather than go on without it. */
+		al_warn("warning: the seccomp listener failed (%s); stopping the sandbox",
+			strerror(errno));
+		unwatch_close(l, &l->notifyfd);
+		kill_sandbox(l);
 		return;
 	}
 	e = al_seccomp_answer(req.data.nr, &name);
@@ -568,6 +627,20 @@ static void on_ready(struct loop *l, int landlock_abi)
 {
 	if (l->res->reason == AL_END_SETUP_ERROR)
 		return; /* already refused (and the sandbox killed): never release it */
+	if (l->cg && l->res->sockmem != AL_SOCKMEM_NONE && l->diagfd < 0) {
+		setup_failed(l, "verify", 0,
+			     "no view of the sandbox's socket memory (NETLINK_SOCK_DIAG), so "
+			     "connections waiting to be accepted would escape the memory limit");
+		kill_sandbox(l);
+		return;
+	}
+	if (l->notifyfd < 0) {
+		setup_failed(l, "seccomp", 0,
+			     "the supervisor has no seccomp notification listener, so refused "
+			     "calls could not be answered and audited");
+		kill_sandbox(l);
+		return;
+	}
 	/* The gateway's rules were installed while the child set up; the
 	 * command may not start without them. */
 	if (l->sv->rules_helper > 0) {
@@ -637,10 +710,16 @@ static void on_sync(struct loop *l)
 	case AL_SYNC_ERROR:
 		setup_failed(l, m.step, m.err, m.msg);
 		break;
+	case AL_SYNC_SOCKDIAG:
+		if (fd >= 0 && l->diagfd < 0)
+			l->diagfd = TAKE_FD(fd);
+		break;
 	case AL_SYNC_LISTENER:
-		if (fd >= 0 && l->notifyfd < 0 && watch(l, fd, EPOLLIN, EV_NOTIFY) == 0) {
+		/* Without the listener every refused call would get ENOSYS from
+		 * the kernel unaudited, and the sandbox could install a listener
+		 * of its own: on_ready refuses to release the command then. */
+		if (fd >= 0 && l->notifyfd < 0 && watch(l, fd, EPOLLIN, EV_NOTIFY) == 0)
 			l->notifyfd = TAKE_FD(fd);
-		}
 		break;
 	case AL_SYNC_GATEWAY:
 		if (fd >= 0 && l->plan->gateway) {
@@ -896,6 +975,7 @@ int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al
 			 .timerfd = -1,
 			 .tickfd = -1,
 			 .notifyfd = -1,
+			 .diagfd = -1,
 			 .killfd = -1,
 			 .confine_ruleset = -1,
 			 .out = {{.fd = -1}, {.fd = -1}},
@@ -998,6 +1078,7 @@ out:
 	al_closep(&sv->stderr_rd);
 	al_closep(&sv->sync);
 	al_closep(&l.notifyfd);
+	al_closep(&l.diagfd);
 	al_closep(&l.sigfd);
 	al_closep(&l.timerfd);
 	al_closep(&l.tickfd);

@@ -32,7 +32,7 @@ enum al_end_reason {
 struct al_layer_check {
 	const char *layer;
 	bool in_force;
-	char detail[200];
+	char detail[320];
 };
 
 #define AL_MAX_CHECKS 12

@@ -325,7 +325,7 @@ static void check_kernel_memory(const struct al_plan *p, const struct al_cgroup 
 {
 	enum al_sockmem mode = al_cgroup_socket_mode(cg);
 	const char *mem = al_cgroup_path(cg, "memory");
-	char detail[200];
+	char detail[320];
 	bool ok = false;
 	uint64_t v = 0;
 

@@ -7,6 +7,10 @@
  *   sockfill tcp PROCS PAIRS BYTES SECONDS
  *       each process opens PAIRS loopback TCP connections and writes up to
  *       BYTES into each without ever reading the other end;
+ *   sockfill backlog PROCS CONNS BYTES SECONDS
+ *       like tcp, but the connections are never accepted: they wait in the
+ *       listener's accept queue, where the kernel charges their buffers to
+ *       no memory cgroup;
  *   sockfill udp PROCS SOCKETS DGRAMS SECONDS
  *       each process opens SOCKETS UDP sockets with the largest receive
  *       buffer it may set and sends DGRAMS datagrams of 1 KiB to each,
@@ -29,7 +33,7 @@
 
 static char buf[65536];
 
-static long fill_tcp(long pairs, long bytes)
+static long fill_tcp(long pairs, long bytes, int accepted)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t alen = sizeof(a);
@@ -46,8 +50,17 @@ static long fill_tcp(long pairs, long bytes)
 		if (c < 0)
 			break;
 		connect(c, (struct sockaddr *)&a, sizeof(a)); /* EINPROGRESS */
-		if ((s = accept(ls, NULL, NULL)) < 0)
+		if (accepted && (s = accept(ls, NULL, NULL)) < 0)
 			break;
+		if (!accepted && (i + 1) % 4000 == 0) {
+			/* A new listener before the accept queue is full. */
+			alen = sizeof(a);
+			a.sin_port = 0;
+			ls = socket(AF_INET, SOCK_STREAM, 0);
+			if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+			    listen(ls, 4096) < 0 || getsockname(ls, (struct sockaddr *)&a, &alen) < 0)
+				break;
+		}
 		while (n < bytes) {
 			size_t want =
 			    bytes - n < (long)sizeof(buf) ? (size_t)(bytes - n) : sizeof(buf);
@@ -89,13 +102,15 @@ static long fill_udp(long socks, long dgrams)
 int main(int argc, char **argv)
 {
 	long procs, n, size, secs;
-	int udp;
+	int udp, backlog;
 
-	if (argc != 6 || (strcmp(argv[1], "tcp") != 0 && strcmp(argv[1], "udp") != 0)) {
-		fprintf(stderr, "usage: sockfill tcp|udp PROCS N BYTES|DGRAMS SECONDS\n");
+	if (argc != 6 || (strcmp(argv[1], "tcp") != 0 && strcmp(argv[1], "backlog") != 0 &&
+			  strcmp(argv[1], "udp") != 0)) {
+		fprintf(stderr, "usage: sockfill tcp|backlog|udp PROCS N BYTES|DGRAMS SECONDS\n");
 		return 2;
 	}
 	udp = strcmp(argv[1], "udp") == 0;
+	backlog = strcmp(argv[1], "backlog") == 0;
 	procs = atol(argv[2]);
 	n = atol(argv[3]);
 	size = atol(argv[4]);
@@ -105,7 +120,7 @@ int main(int argc, char **argv)
 		if (pid < 0)
 			break;
 		if (pid == 0) {
-			long sent = udp ? fill_udp(n, size) : fill_tcp(n, size);
+			long sent = udp ? fill_udp(n, size) : fill_tcp(n, size, !backlog);
 			printf("sockfill: %ld sent %ld\n", p, sent);
 			fflush(stdout);
 			sleep((unsigned)secs);

@@ -1,0 +1,146 @@
+/* Socket memory of the sandbox's network namespace (sockdiag.h). */
+#include "supervisor/sockdiag.h"
+
+#include <errno.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "policy/plan.h"
+
+static bool gateway_side(const struct inet_diag_msg *m)
+{
+	static const uint16_t ports[] = {AL_GATEWAY_HTTP_PORT, AL_GATEWAY_SOCKS_PORT, 53,
+					 AL_GATEWAY_TRANSPARENT_PORT};
+	uint16_t sport = ntohs(m->id.idiag_sport);
+
+	if (m->idiag_family != AF_INET || m->id.idiag_src[0] != htonl(INADDR_LOOPBACK))
+		return false;
+	for (size_t i = 0; i < sizeof(ports) / sizeof(ports[0]); i++)
+		if (sport == ports[i])
+			return true;
+	return false;
+}
+
+static void add_socket(const struct nlmsghdr *nh, struct al_sockdiag_sum *sum)
+{
+	const struct inet_diag_msg *m = NLMSG_DATA(nh);
+	unsigned len;
+	const struct rtattr *a;
+
+	if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(*m))) {
+		sum->error = EBADMSG;
+		return;
+	}
+	if (gateway_side(m))
+		return;
+	len = nh->nlmsg_len - NLMSG_LENGTH(sizeof(*m));
+	for (a = (const struct rtattr *)(m + 1); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+		if (a->rta_type != INET_DIAG_SKMEMINFO ||
+		    (size_t)RTA_PAYLOAD(a) < (SK_MEMINFO_WMEM_QUEUED + 1) * sizeof(uint32_t))
+			continue;
+		const uint32_t *v = RTA_DATA(a);
+		sum->bytes += (uint64_t)v[SK_MEMINFO_RMEM_ALLOC] + v[SK_MEMINFO_WMEM_QUEUED] +
+			      v[SK_MEMINFO_FWD_ALLOC];
+		sum->sockets++;
+		if (m->idiag_state == TCP_LISTEN) {
+			/* For a listener the kernel reports its accept queue's
+			 * length in idiag_rqueue. */
+			sum->pending += m->idiag_rqueue;
+			sum->pending_max += (uint64_t)m->idiag_rqueue *
+					    ((uint64_t)v[SK_MEMINFO_RCVBUF] + AL_SOCKDIAG_FORCED_BYTES);
+		}
+		return;
+	}
+}
+
+void al_sockdiag_parse(const void *buf, size_t len, struct al_sockdiag_sum *sum)
+{
+	const struct nlmsghdr *nh = buf;
+
+	for (; NLMSG_OK(nh, len); nh = NLMSG_NEXT(nh, len)) {
+		if (nh->nlmsg_type == NLMSG_DONE) {
+			sum->done = true;
+			return;
+		}
+		if (nh->nlmsg_type == NLMSG_ERROR) {
+			const struct nlmsgerr *e = NLMSG_DATA(nh);
+			sum->error = nh->nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) && e->error < 0
+					 ? -e->error
+					 : EBADMSG;
+			return;
+		}
+		if (nh->nlmsg_type != SOCK_DIAG_BY_FAMILY)
+			continue;
+		add_socket(nh, sum);
+		if (sum->error)
+			return;
+	}
+	if (len != 0)
+		sum->error = EBADMSG; /* a truncated message */
+}
+
+/* 1 when the total reached stop before the dump ended: the socket then
+ * still holds the rest of it. */
+static int dump_family(int fd, uint8_t family, bool listeners_only, uint64_t stop,
+		       struct al_sockdiag_sum *sum)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct inet_diag_req_v2 req;
+	} msg = {
+	    .nh = {.nlmsg_len = sizeof(msg),
+		   .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+		   .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP},
+	    .req = {.sdiag_family = family,
+		    .sdiag_protocol = IPPROTO_TCP,
+		    .idiag_ext = 1 << (INET_DIAG_SKMEMINFO - 1),
+		    .idiag_states = listeners_only ? 1u << TCP_LISTEN : ~0u},
+	};
+	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+	static uint64_t buf[16384 / sizeof(uint64_t)]; /* aligned for nlmsghdr */
+	struct al_sockdiag_sum part = {0};
+
+	if (sendto(fd, &msg, sizeof(msg), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
+		return -errno;
+	while (!part.done && !part.error) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EPIPE;
+		al_sockdiag_parse(buf, (size_t)n, &part);
+		if (stop && sum->bytes + part.bytes >= stop) {
+			sum->bytes += part.bytes;
+			sum->sockets += part.sockets;
+			sum->pending += part.pending;
+			sum->pending_max += part.pending_max;
+			return 1;
+		}
+	}
+	sum->bytes += part.bytes;
+	sum->sockets += part.sockets;
+	sum->pending += part.pending;
+	sum->pending_max += part.pending_max;
+	return part.error ? -part.error : 0;
+}
+
+int al_sockdiag_tcp(int fd, bool listeners_only, uint64_t stop, struct al_sockdiag_sum *ret)
+{
+	struct al_sockdiag_sum sum = {0};
+	int r;
+
+	if ((r = dump_family(fd, AF_INET, listeners_only, stop, &sum)) == 0)
+		r = dump_family(fd, AF_INET6, listeners_only, stop, &sum);
+	if (r < 0)
+		return r;
+	sum.done = r == 0;
+	*ret = sum;
+	return r;
+}

@@ -1,0 +1,43 @@
+/* Socket memory in the sandbox's network namespace, read through
+ * NETLINK_SOCK_DIAG (the socket is made by the child in that namespace and
+ * handed over). It is the one measure that also sees TCP connections still
+ * waiting in a listener's accept queue: the kernel charges their buffers to
+ * no memory cgroup until accept() (sk_clone_lock leaves sk_memcg unset), on
+ * cgroup v1 and v2 alike. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What one dump adds up. */
+struct al_sockdiag_sum {
+	uint64_t bytes;	      /* receive queue + write queue + forward allocation */
+	size_t sockets;	      /* sockets that reported their memory */
+	size_t pending;	      /* connections waiting in listeners' accept queues */
+	uint64_t pending_max; /* the most those can hold: each up to its
+			       * listener's receive buffer (which it inherits)
+			       * plus one forced buffer */
+	bool done;	      /* NLMSG_DONE seen */
+	int error;	      /* NLMSG_ERROR's errno (positive), or 0 */
+};
+
+/* A forced buffer: the kernel takes one skb into an empty receive queue
+ * whatever the limits (up to 64 KiB of data over loopback, and its
+ * overhead). */
+#define AL_SOCKDIAG_FORCED_BYTES (68u << 10)
+
+/* Add the sockets of one batch of netlink messages (buf, len) to *sum.
+ * Sockets the gateway accepted (local 127.0.0.1 on one of its ports) are
+ * the supervisor's, charged to its cgroup, and are left out. Malformed
+ * messages end the batch (sum->error = EBADMSG). Pure, for tests. */
+void al_sockdiag_parse(const void *buf, size_t len, struct al_sockdiag_sum *sum);
+
+/* Dump the TCP sockets (IPv4 and IPv6) of fd's namespace and add up their
+ * memory into *ret: only the listening ones when listeners_only (cheap: the
+ * kernel walks its listening hash, not the whole established hash, which
+ * is shared by every namespace and takes about 0.4 ms per family here),
+ * which gives pending and pending_max. Returns 0; 1 when it stopped early
+ * because bytes reached stop (0 = never), in which case fd still holds the
+ * rest of the dump and must not be used again; or -errno. */
+int al_sockdiag_tcp(int fd, bool listeners_only, uint64_t stop, struct al_sockdiag_sum *ret);
