@@ -184,7 +184,7 @@ enum al_sockmem al_cgroup_host_socket_mode(void)
 	tcp = xasprintf(CG_ROOT "/memory%s/memory.kmem.tcp.limit_in_bytes",
 			strcmp(own, "/") == 0 ? "" : own);
 	return access(tcp, W_OK) == 0 && !accounting_disabled() ? AL_SOCKMEM_LIMITED
-							       : AL_SOCKMEM_NONE;
+								: AL_SOCKMEM_NONE;
 }
 
 int al_cgroup_socket_usage(const struct al_cgroup *cg, uint64_t *ret)

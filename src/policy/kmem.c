@@ -97,7 +97,8 @@ json_t *al_kmem_json(const struct al_plan *p, enum al_sockmem mode,
 	json_object_set_new(o, "sockets", json_string(al_sockmem_name(mode)));
 	json_object_set_new(o, "bound_bytes", bytes_or_null(bound != AL_KMEM_UNBOUNDED, bound));
 	json_object_set_new(o, "socket_limit_bytes", bytes_or_null(v1, p->socket_bytes));
-	json_object_set_new(o, "stop_bytes", bytes_or_null(v1, p->socket_stop));
+	json_object_set_new(o, "stop_bytes",
+			    bytes_or_null(mode != AL_SOCKMEM_NONE, p->socket_stop));
 	if (st)
 		json_object_set_new(o, "socket_peak_bytes",
 				    bytes_or_null(mode != AL_SOCKMEM_NONE, st->socket_peak));

@@ -34,6 +34,8 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/personality.h>
 #include <sys/socket.h>
 
@@ -101,7 +103,10 @@ static const struct al_seccomp_rule_info table[] = {
 	ALLOW("syncfs"), ALLOW("sync_file_range"), ALLOW("truncate"), ALLOW("ftruncate"),
 	ALLOW("fallocate"), ALLOW("fadvise64"), ALLOW("readahead"), ALLOW("sendfile"),
 	ALLOW("splice"), ALLOW("tee"), ALLOW("vmsplice"), ALLOW("copy_file_range"),
-	ALLOW("memfd_create"), ALLOW("pipe"), ALLOW("pipe2"),
+	/* Huge pages come from a host-wide pool that no memory cgroup counts
+	 * (here and for mmap and shmget below). */
+	ALLOW_IF("memfd_create", "without MFD_HUGETLB", ARG(1, MFD_HUGETLB, 0)),
+	ALLOW("pipe"), ALLOW("pipe2"),
 	/* ---- Files: names and metadata ------------------------------------ */
 	ALLOW("stat"), ALLOW("fstat"), ALLOW("lstat"), ALLOW("newfstatat"), ALLOW("statx"),
 	ALLOW("statfs"), ALLOW("fstatfs"), ALLOW("access"), ALLOW("faccessat"),
@@ -138,7 +143,8 @@ static const struct al_seccomp_rule_info table[] = {
 	IOCTL(TIOCGPTPEER), IOCTL(FIONBIO), IOCTL(FIOASYNC), IOCTL(FIOCLEX), IOCTL(FIONCLEX),
 	IOCTL(FIOQSIZE),
 	/* ---- Memory ----------------------------------------------------------- */
-	ALLOW("brk"), ALLOW("mmap"), ALLOW("munmap"), ALLOW("mremap"), ALLOW("mprotect"),
+	ALLOW("brk"), ALLOW_IF("mmap", "without MAP_HUGETLB", ARG(3, MAP_HUGETLB, 0)),
+	ALLOW("munmap"), ALLOW("mremap"), ALLOW("mprotect"),
 	ALLOW("madvise"), ALLOW("msync"), ALLOW("mincore"), ALLOW("remap_file_pages"),
 	ALLOW("mlock"), ALLOW("mlock2"), ALLOW("munlock"), ALLOW("mlockall"), ALLOW("munlockall"),
 	ALLOW("membarrier"), ALLOW("pkey_alloc"), ALLOW("pkey_free"), ALLOW("pkey_mprotect"),
@@ -229,7 +235,8 @@ static const struct al_seccomp_rule_info table[] = {
 	ALLOW("getsockopt"), ALLOW("setsockopt"), ALLOW("sendto"), ALLOW("recvfrom"),
 	ALLOW("sendmsg"), ALLOW("recvmsg"), ALLOW("sendmmsg"), ALLOW("recvmmsg"),
 	/* ---- IPC (the sandbox's own IPC namespace) ------------------------- */
-	ALLOW("shmget"), ALLOW("shmat"), ALLOW("shmdt"), ALLOW("shmctl"), ALLOW("semget"),
+	ALLOW_IF("shmget", "without SHM_HUGETLB", ARG(2, SHM_HUGETLB, 0)), ALLOW("shmat"),
+	ALLOW("shmdt"), ALLOW("shmctl"), ALLOW("semget"),
 	ALLOW("semop"), ALLOW("semtimedop"), ALLOW("semctl"), ALLOW("msgget"), ALLOW("msgsnd"),
 	ALLOW("msgrcv"), ALLOW("msgctl"), ALLOW("mq_open"), ALLOW("mq_unlink"),
 	ALLOW("mq_timedsend"), ALLOW("mq_timedreceive"), ALLOW("mq_notify"),

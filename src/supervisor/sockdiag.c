@@ -53,8 +53,9 @@ static void add_socket(const struct nlmsghdr *nh, struct al_sockdiag_sum *sum)
 			/* For a listener the kernel reports its accept queue's
 			 * length in idiag_rqueue. */
 			sum->pending += m->idiag_rqueue;
-			sum->pending_max += (uint64_t)m->idiag_rqueue *
-					    ((uint64_t)v[SK_MEMINFO_RCVBUF] + AL_SOCKDIAG_FORCED_BYTES);
+			sum->pending_max +=
+			    (uint64_t)m->idiag_rqueue *
+			    ((uint64_t)v[SK_MEMINFO_RCVBUF] + AL_SOCKDIAG_FORCED_BYTES);
 		}
 		return;
 	}

@@ -795,5 +795,32 @@ def conntrack_not_filled_from_loopback(e):
            "40,000 loopback flows left %s conntrack entries" % (count or "?"), res)
 
 
+@case
+def denied_call_flood_paced(e):
+    """A loop of refused calls costs the supervisor's CPU, outside every
+    limit of the sandbox: it answers at most about 2,000 a second and the
+    callers wait. Four threads call an unknown number for 2 s (about 18,000
+    a second got answered before)."""
+    code = ("import ctypes, threading, time\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "end = time.monotonic() + 2\n"
+            "def spin():\n"
+            "    while time.monotonic() < end:\n"
+            "        libc.syscall(1000)\n"
+            "ts = [threading.Thread(target=spin) for _ in range(4)]\n"
+            "[t.start() for t in ts]; [t.join() for t in ts]\n"
+            "print('errno', ctypes.get_errno())\n")
+    with TempDir() as d:
+        res = e.run(["/usr/bin/python3", "-c", code],
+                    ["--result", os.path.join(d, "result.json")], timeout=60, bind_probe=False)
+        record, _ = read_outputs(d)
+    expect_rc(res, 0)
+    expect(record is not None, "no result record", res)
+    n, secs = record["denials"]["syscalls"], record["wall_ms"] / 1000.0
+    expect(n > 100, "the loop made only %d refused calls: the test proves nothing" % n, res)
+    expect(n / secs <= 3000, "%d refused calls in %.1f s (%.0f/s): not paced"
+           % (n, secs, n / secs), res)
+
+
 if __name__ == "__main__":
     main(suite, require_confinement=True)

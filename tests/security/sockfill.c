@@ -58,7 +58,8 @@ static long fill_tcp(long pairs, long bytes, int accepted)
 			a.sin_port = 0;
 			ls = socket(AF_INET, SOCK_STREAM, 0);
 			if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-			    listen(ls, 4096) < 0 || getsockname(ls, (struct sockaddr *)&a, &alen) < 0)
+			    listen(ls, 4096) < 0 ||
+			    getsockname(ls, (struct sockaddr *)&a, &alen) < 0)
 				break;
 		}
 		while (n < bytes) {

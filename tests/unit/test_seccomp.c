@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/personality.h>
 #include <sys/socket.h>
 
@@ -336,6 +338,17 @@ static void expect_verdict(const char *name, uint64_t a0, uint64_t a1, uint64_t 
 			 name, a0, a1, a2, got, want);
 }
 
+/* For calls whose filtered argument is past the third (mmap's flags). */
+static void expect_verdict4(const char *name, uint64_t a3, uint32_t want)
+{
+	const uint64_t args[6] = {0, 4096, 3, a3, (uint64_t)-1, 0};
+	uint32_t got = run_call(AUDIT_ARCH_X86_64, (uint32_t)nr_of(name), args);
+
+	if (got != want)
+		fail_msg("%s(..., arg3 0x%" PRIx64 "): got 0x%08x, expected 0x%08x", name, a3, got,
+			 want);
+}
+
 static bool table_names(const char *name)
 {
 	for (size_t i = 0; i < n_rules; i++)
@@ -381,10 +394,11 @@ static void test_installed_program_matches(void **state)
 	assert_int_equal(plan->n_seccomp_rules, n_rules);
 	al_seccomp_summarize(rules, n_rules, &s);
 	assert_memory_equal(&plan->seccomp_summary, &s, sizeof(s));
-	/* ioctl, socket, clone, prctl and personality are filtered; clone3 is
-	 * the one silent errno. */
+	/* ioctl, socket, socketpair, clone, prctl, personality, mmap,
+	 * memfd_create and shmget are filtered; clone3 is the one silent
+	 * errno. */
 	assert_true(s.allowed > 250);
-	assert_int_equal(s.filtered, 5);
+	assert_int_equal(s.filtered, 9);
 	assert_int_equal(s.silent, 1);
 	assert_true(s.denied >= 70);
 	print_message("allowlist of %zu calls (%zu filtered), %zu denials, %zu silent\n", s.allowed,
@@ -613,6 +627,16 @@ static void test_explicit_verdicts(void **state)
 	expect_verdict("io_setup", 1, 0, 0, NOTIFY);
 	expect_verdict("move_pages", 0, 0, 0, NOTIFY);
 	expect_verdict("memfd_secret", 0, 0, 0, NOTIFY);
+	/* Huge pages: a host-wide pool no memory cgroup counts. */
+	expect_verdict4("mmap", MAP_PRIVATE | MAP_ANONYMOUS, ALLOW);
+	expect_verdict4("mmap", MAP_SHARED | MAP_FIXED | MAP_POPULATE, ALLOW);
+	expect_verdict4("mmap", MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, NOTIFY);
+	expect_verdict4("mmap", MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (21 << 26), NOTIFY);
+	expect_verdict4("mmap", (1ULL << 32) | MAP_PRIVATE, ALLOW); /* an int: high half ignored */
+	expect_verdict("memfd_create", 0, MFD_CLOEXEC | MFD_ALLOW_SEALING, 0, ALLOW);
+	expect_verdict("memfd_create", 0, MFD_CLOEXEC | MFD_HUGETLB, 0, NOTIFY);
+	expect_verdict("shmget", 0, 1 << 20, IPC_CREAT | 0600, ALLOW);
+	expect_verdict("shmget", 0, 1 << 21, IPC_CREAT | SHM_HUGETLB | 0600, NOTIFY);
 }
 
 static void test_socket_verdicts(void **state)
@@ -666,8 +690,13 @@ static void test_socket_verdicts(void **state)
 	expect_verdict("socket", AF_PACKET | (1ULL << 32), SOCK_RAW, 0, NOTIFY);
 	expect_verdict("socket", AF_UNSPEC | (1ULL << 32), SOCK_STREAM, 0, NOTIFY);
 	expect_verdict("socket", AF_INET, SOCK_RAW | (1ULL << 32), 0, NOTIFY);
-	/* socketpair is not restricted by the socket rows. */
+	/* socketpair creates sockets of its family first: UNIX only. */
 	expect_verdict("socketpair", AF_UNIX, SOCK_STREAM, 0, ALLOW);
+	expect_verdict("socketpair", AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ALLOW);
+	expect_verdict("socketpair", AF_INET, SOCK_STREAM, IPPROTO_MPTCP, NOTIFY);
+	expect_verdict("socketpair", AF_NETLINK, SOCK_RAW, 0, NOTIFY);
+	expect_verdict("socketpair", 30 /* AF_TIPC */, SOCK_RDM, 0, NOTIFY);
+	expect_verdict("socketpair", AF_UNIX | (1ULL << 32), SOCK_STREAM, 0, ALLOW);
 }
 
 static void test_ioctl_verdicts(void **state)
