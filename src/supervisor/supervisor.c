@@ -77,7 +77,8 @@ struct loop {
 	int sigfd;
 	int timerfd;
 	int tickfd;
-	unsigned ticks; /* fast ticks since the last full check */
+	unsigned ticks;	 /* fast ticks since the last full check */
+	bool tick_fast;	 /* the tick is at TICK_FAST_MS (v1, once the command runs) */
 	int notifyfd;
 	int diagfd;		   /* NETLINK_SOCK_DIAG in the sandbox's netns, or -1 */
 	int resumefd;		   /* one-shot timer: watch notifyfd again */
@@ -797,6 +798,11 @@ static void on_sync(struct loop *l)
 	case AL_SYNC_RUNNING:
 		al_log_phase("command started");
 		l->running = true;
+		/* Only the command can fill sockets: read the v1 socket counter
+		 * every TICK_FAST_MS from now on, not during the setup. */
+		if (l->res->sockmem == AL_SOCKMEM_LIMITED && l->tickfd >= 0 &&
+		    arm(l->tickfd, TICK_FAST_MS, true) == 0)
+			l->tick_fast = true;
 		break;
 	case AL_SYNC_EXIT:
 		al_log_phase("command ended");
@@ -852,7 +858,7 @@ static void on_tick(struct loop *l)
 
 	if (read(l->tickfd, &ticks, sizeof(ticks)) != sizeof(ticks))
 		return;
-	if (l->res->sockmem != AL_SOCKMEM_LIMITED) {
+	if (!l->tick_fast) {
 		check_limits(l);
 		return;
 	}
@@ -906,8 +912,7 @@ static int setup(struct loop *l, struct al_error *err)
 		return r;
 	if (l->cg) {
 		l->tickfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-		bool fast = l->res->sockmem == AL_SOCKMEM_LIMITED;
-		if (l->tickfd < 0 || arm(l->tickfd, fast ? TICK_FAST_MS : TICK_MS, true) < 0)
+		if (l->tickfd < 0 || arm(l->tickfd, TICK_MS, true) < 0)
 			return al_error_setsys(err, errno, "timerfd for the limit checks");
 		if ((r = watch(l, l->tickfd, EPOLLIN, EV_TICK)) < 0)
 			return al_error_setsys(err, -r, "epoll_ctl");
