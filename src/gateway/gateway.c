@@ -1498,15 +1498,15 @@ void al_gateway_free(struct al_gateway *gw)
  * replies, which the redirect needs to translate back), ct_out gives the
  * redirected connections short timeouts once they are closing or never
  * answered (half-closed ones keep the kernel's: a server may still be
- * answering), and nat_out takes at most 1,000 new redirected connections a
- * second, so their entries stay few (docs/security.md, "Kernel memory"). */
+ * answering), and nat_out takes at most 5,000 new redirected connections a
+ * second: at most about 25,000 entries (6 MB) linger (docs/security.md,
+ * "Kernel memory"). */
 const char al_gateway_nft_rules[] =
     "table ip airlock {\n"
     "  ct timeout closing {\n"
     "    protocol tcp;\n"
     "    l3proto ip;\n"
-    "    policy = { syn_sent : 10, syn_recv : 10, last_ack : 5, time_wait : 5, "
-    "close : 5 }\n"
+    "    policy = { syn_sent : 5, syn_recv : 5, last_ack : 2, time_wait : 1, close : 1 }\n"
     "  }\n"
     "  chain raw_out {\n"
     "    type filter hook output priority -300; policy accept;\n"
@@ -1520,7 +1520,7 @@ const char al_gateway_nft_rules[] =
     "  }\n"
     "  chain nat_out {\n"
     "    type nat hook output priority -100; policy accept;\n"
-    "    ip daddr != 127.0.0.0/8 meta l4proto tcp limit rate over 1000/second burst 200 "
+    "    ip daddr != 127.0.0.0/8 meta l4proto tcp limit rate over 5000/second burst 1000 "
     "packets drop\n"
     "    ip daddr != 127.0.0.0/8 meta l4proto tcp redirect to :15001\n"
     "  }\n"
