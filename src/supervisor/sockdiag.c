@@ -2,6 +2,8 @@
 #include "supervisor/sockdiag.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -13,6 +15,26 @@
 #include <unistd.h>
 
 #include "policy/plan.h"
+
+uint64_t al_sockdiag_pending_bytes(void)
+{
+	char buf[32];
+	int fd = open("/proc/sys/net/core/rmem_max", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	uint64_t max = 0;
+
+	if (fd >= 0)
+		close(fd);
+	if (n > 0) {
+		buf[n] = '\0';
+		max = strtoull(buf, NULL, 10);
+	}
+	/* Unreadable: assume a large one, so waiting connections are added
+	 * up early rather than never. */
+	if (max == 0 || max > (1ull << 31))
+		max = 1ull << 31;
+	return 2 * max + AL_SOCKDIAG_FORCED_BYTES;
+}
 
 static bool gateway_side(const struct inet_diag_msg *m)
 {

@@ -33,6 +33,14 @@ struct al_sockdiag_sum {
  * messages end the batch (sum->error = EBADMSG). Pure, for tests. */
 void al_sockdiag_parse(const void *buf, size_t len, struct al_sockdiag_sum *sum);
 
+/* The most one connection waiting in an accept queue can hold: it keeps
+ * the receive buffer its listener had when it was made, which may since
+ * have been lowered, so the largest a socket may set (2 x
+ * net.core.rmem_max, a host-wide value), plus one forced buffer. Reads
+ * /proc/sys/net/core/rmem_max: call it before the supervisor confines
+ * itself. */
+uint64_t al_sockdiag_pending_bytes(void);
+
 /* Dump the TCP sockets (IPv4 and IPv6) of fd's namespace and add up their
  * memory into *ret: only the listening ones when listeners_only (cheap: the
  * kernel walks its listening hash, not the whole established hash, which

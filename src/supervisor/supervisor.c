@@ -77,11 +77,12 @@ struct loop {
 	int sigfd;
 	int timerfd;
 	int tickfd;
-	unsigned ticks;	 /* fast ticks since the last full check */
-	bool tick_fast;	 /* the tick is at TICK_FAST_MS (v1, once the command runs) */
+	unsigned ticks; /* fast ticks since the last full check */
+	bool tick_fast; /* the tick is at TICK_FAST_MS (v1, once the command runs) */
 	int notifyfd;
 	int diagfd;		   /* NETLINK_SOCK_DIAG in the sandbox's netns, or -1 */
 	int resumefd;		   /* one-shot timer: watch notifyfd again */
+	uint64_t pending_bytes;	   /* al_sockdiag_pending_bytes() */
 	uint64_t notify_window_us; /* start of the current notification window */
 	unsigned notify_count;	   /* notifications answered in it */
 	uint64_t diag_next_us;	   /* no dump before this (monotonic) */
@@ -246,7 +247,9 @@ static void check_netns_sockets(struct loop *l)
 	if (l->diagfd < 0 || l->limit_hit)
 		return;
 	r = al_sockdiag_tcp(l->diagfd, true, 0, &sum);
-	if (r == 0 && sum.pending_max >= stop) {
+	/* The listeners' own buffers bound their queued connections only if
+	 * they were not lowered after those were made: assume the worst. */
+	if (r == 0 && (sum.pending_max >= stop || sum.pending * l->pending_bytes >= stop)) {
 		t0 = now_us();
 		if (t0 < l->diag_next_us)
 			return;
@@ -908,6 +911,7 @@ static int setup(struct loop *l, struct al_error *err)
 	    (r = watch(l, l->sv->stdout_rd, EPOLLIN, EV_STDOUT)) < 0 ||
 	    (r = watch(l, l->sv->stderr_rd, EPOLLIN, EV_STDERR)) < 0)
 		return al_error_setsys(err, -r, "epoll_ctl");
+	l->pending_bytes = al_sockdiag_pending_bytes();
 	if ((r = prepare_confinement(l, err)) < 0)
 		return r;
 	if (l->cg) {

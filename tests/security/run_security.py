@@ -719,6 +719,24 @@ def socket_buffers_accept_queue_bounded(e):
 
 
 @case
+def socket_buffers_lowered_listener_bounded(e):
+    """Waiting connections keep the receive buffer their listener had when
+    they were made: a listener with the largest buffer gets 400
+    connections, lowers its buffer (so that it no longer looks like it
+    could hold much), then they are written 2 MB each (769 MB of host
+    memory with an estimate from the listener's current buffer)."""
+    km = host_kernel_memory(e)
+    if km["sockets"] == "none":
+        raise Skip("this host's memory cgroup does not count socket buffers")
+    res, record, drop = fill_sockets(e, ["lowered", 1, 400, 2000000, 3])
+    km = expect_held(res, record, drop, "lowered listener")
+    expect(record["reason"] == "memory", "the run was not stopped: %s" % record["reason"], res)
+    expect(km["socket_peak_bytes"] <= km["stop_bytes"] + 48 * MB,
+           "socket buffers peaked at %d MB, past the stop (%d MB) + 48 MB"
+           % (km["socket_peak_bytes"] // MB, km["stop_bytes"] // MB), res)
+
+
+@case
 def socket_buffers_udp_bounded(e):
     """UDP receive queues that are never read: 8 processes x 50 sockets x
     1,000 datagrams of 1 KiB (each queue may hold 8 MB here). v1 charges

@@ -11,6 +11,10 @@
  *       like tcp, but the connections are never accepted: they wait in the
  *       listener's accept queue, where the kernel charges their buffers to
  *       no memory cgroup;
+ *   sockfill lowered PROCS CONNS BYTES SECONDS
+ *       like backlog, but the listener's receive buffer is set as large as
+ *       it may be while the connections are made (they keep it) and
+ *       lowered before they are written to;
  *   sockfill udp PROCS SOCKETS DGRAMS SECONDS
  *       each process opens SOCKETS UDP sockets with the largest receive
  *       buffer it may set and sends DGRAMS datagrams of 1 KiB to each,
@@ -75,6 +79,40 @@ static long fill_tcp(long pairs, long bytes, int accepted)
 	return total;
 }
 
+static long fill_lowered(long conns, long bytes)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(a);
+	int ls = socket(AF_INET, SOCK_STREAM, 0), big = 1 << 30, small = 4096;
+	long total = 0;
+	int *c;
+
+	if (conns > 4000 || !(c = calloc((size_t)conns, sizeof(*c))))
+		return -1;
+	if (ls < 0 || setsockopt(ls, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big)) < 0 ||
+	    bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(ls, 4096) < 0 ||
+	    getsockname(ls, (struct sockaddr *)&a, &alen) < 0)
+		return -1;
+	for (long i = 0; i < conns; i++) {
+		c[i] = socket(AF_INET, SOCK_STREAM, 0);
+		if (c[i] < 0 || connect(c[i], (struct sockaddr *)&a, sizeof(a)) < 0)
+			return -1;
+	}
+	setsockopt(ls, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	usleep(100000); /* let a listener dump see the small buffer */
+	for (long i = 0; i < conns; i++) {
+		long n = 0;
+		while (n < bytes) {
+			ssize_t k = send(c[i], buf, sizeof(buf), MSG_DONTWAIT | MSG_NOSIGNAL);
+			if (k <= 0)
+				break;
+			n += k;
+		}
+		total += n;
+	}
+	return total;
+}
+
 static long fill_udp(long socks, long dgrams)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -103,13 +141,15 @@ static long fill_udp(long socks, long dgrams)
 int main(int argc, char **argv)
 {
 	long procs, n, size, secs;
-	int udp, backlog;
+	int udp, backlog, lowered;
 
 	if (argc != 6 || (strcmp(argv[1], "tcp") != 0 && strcmp(argv[1], "backlog") != 0 &&
-			  strcmp(argv[1], "udp") != 0)) {
-		fprintf(stderr, "usage: sockfill tcp|backlog|udp PROCS N BYTES|DGRAMS SECONDS\n");
+			  strcmp(argv[1], "lowered") != 0 && strcmp(argv[1], "udp") != 0)) {
+		fprintf(stderr,
+			"usage: sockfill tcp|backlog|lowered|udp PROCS N BYTES|DGRAMS SECONDS\n");
 		return 2;
 	}
+	lowered = strcmp(argv[1], "lowered") == 0;
 	udp = strcmp(argv[1], "udp") == 0;
 	backlog = strcmp(argv[1], "backlog") == 0;
 	procs = atol(argv[2]);
@@ -121,7 +161,9 @@ int main(int argc, char **argv)
 		if (pid < 0)
 			break;
 		if (pid == 0) {
-			long sent = udp ? fill_udp(n, size) : fill_tcp(n, size, !backlog);
+			long sent = udp	      ? fill_udp(n, size)
+				    : lowered ? fill_lowered(n, size)
+					      : fill_tcp(n, size, !backlog);
 			printf("sockfill: %ld sent %ld\n", p, sent);
 			fflush(stdout);
 			sleep((unsigned)secs);
