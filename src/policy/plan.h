@@ -41,6 +41,9 @@
  * limit, so the supervisor stops the run at twice it. */
 #define AL_SOCKET_SHARE	    16u
 #define AL_SOCKET_MIN_BYTES (1ull << 20)
+/* Listening TCP sockets a run may have: the supervisor reads them every
+ * tick to bound the connections waiting in their queues. */
+#define AL_MAX_LISTENERS 4096u
 /* Other kernel objects a process can pin, bounded by rlimits. */
 #define AL_MSGQUEUE_BYTES   (256ull << 10) /* POSIX message queues, per user */
 #define AL_SIGPENDING	    4096u	   /* queued signals, per user */

@@ -14,8 +14,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "policy/plan.h"
-
 uint64_t al_sockdiag_pending_bytes(void)
 {
 	char buf[32];
@@ -36,18 +34,16 @@ uint64_t al_sockdiag_pending_bytes(void)
 	return 2 * max + AL_SOCKDIAG_FORCED_BYTES;
 }
 
-static bool gateway_side(const struct inet_diag_msg *m)
+/* A connection not yet accepted: the kernel made it from a listener and no
+ * file (so no inode) refers to it yet; ESTABLISHED, CLOSE_WAIT once the
+ * peer closed, or SYN_RECV with TCP Fast Open. Every other socket of the
+ * sandbox has a file and is charged to its cgroup; so are the sockets the
+ * gateway accepted, to the supervisor's. */
+static bool waiting(const struct inet_diag_msg *m)
 {
-	static const uint16_t ports[] = {AL_GATEWAY_HTTP_PORT, AL_GATEWAY_SOCKS_PORT, 53,
-					 AL_GATEWAY_TRANSPARENT_PORT};
-	uint16_t sport = ntohs(m->id.idiag_sport);
-
-	if (m->idiag_family != AF_INET || m->id.idiag_src[0] != htonl(INADDR_LOOPBACK))
-		return false;
-	for (size_t i = 0; i < sizeof(ports) / sizeof(ports[0]); i++)
-		if (sport == ports[i])
-			return true;
-	return false;
+	return m->idiag_inode == 0 &&
+	       (m->idiag_state == TCP_ESTABLISHED || m->idiag_state == TCP_CLOSE_WAIT ||
+		m->idiag_state == TCP_SYN_RECV);
 }
 
 static void add_socket(const struct nlmsghdr *nh, struct al_sockdiag_sum *sum)
@@ -60,7 +56,14 @@ static void add_socket(const struct nlmsghdr *nh, struct al_sockdiag_sum *sum)
 		sum->error = EBADMSG;
 		return;
 	}
-	if (gateway_side(m))
+	if (m->idiag_state == TCP_LISTEN) {
+		/* For a listener the kernel reports its accept queue's length
+		 * in idiag_rqueue. */
+		sum->listeners++;
+		sum->pending += m->idiag_rqueue;
+		return;
+	}
+	if (!waiting(m))
 		return;
 	len = nh->nlmsg_len - NLMSG_LENGTH(sizeof(*m));
 	for (a = (const struct rtattr *)(m + 1); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
@@ -71,14 +74,6 @@ static void add_socket(const struct nlmsghdr *nh, struct al_sockdiag_sum *sum)
 		sum->bytes += (uint64_t)v[SK_MEMINFO_RMEM_ALLOC] + v[SK_MEMINFO_WMEM_QUEUED] +
 			      v[SK_MEMINFO_FWD_ALLOC];
 		sum->sockets++;
-		if (m->idiag_state == TCP_LISTEN) {
-			/* For a listener the kernel reports its accept queue's
-			 * length in idiag_rqueue. */
-			sum->pending += m->idiag_rqueue;
-			sum->pending_max +=
-			    (uint64_t)m->idiag_rqueue *
-			    ((uint64_t)v[SK_MEMINFO_RCVBUF] + AL_SOCKDIAG_FORCED_BYTES);
-		}
 		return;
 	}
 }
@@ -109,10 +104,18 @@ void al_sockdiag_parse(const void *buf, size_t len, struct al_sockdiag_sum *sum)
 		sum->error = EBADMSG; /* a truncated message */
 }
 
+static void add(struct al_sockdiag_sum *sum, const struct al_sockdiag_sum *part)
+{
+	sum->bytes += part->bytes;
+	sum->sockets += part->sockets;
+	sum->listeners += part->listeners;
+	sum->pending += part->pending;
+}
+
 /* 1 when the total reached stop before the dump ended: the socket then
  * still holds the rest of it. */
 static int dump_family(int fd, uint8_t family, bool listeners_only, uint64_t stop,
-		       struct al_sockdiag_sum *sum)
+		       size_t max_listeners, struct al_sockdiag_sum *sum)
 {
 	struct {
 		struct nlmsghdr nh;
@@ -139,28 +142,24 @@ static int dump_family(int fd, uint8_t family, bool listeners_only, uint64_t sto
 		if (n <= 0)
 			return n < 0 ? -errno : -EPIPE;
 		al_sockdiag_parse(buf, (size_t)n, &part);
-		if (stop && sum->bytes + part.bytes >= stop) {
-			sum->bytes += part.bytes;
-			sum->sockets += part.sockets;
-			sum->pending += part.pending;
-			sum->pending_max += part.pending_max;
+		if ((stop && sum->bytes + part.bytes >= stop) ||
+		    (max_listeners && sum->listeners + part.listeners > max_listeners)) {
+			add(sum, &part);
 			return 1;
 		}
 	}
-	sum->bytes += part.bytes;
-	sum->sockets += part.sockets;
-	sum->pending += part.pending;
-	sum->pending_max += part.pending_max;
+	add(sum, &part);
 	return part.error ? -part.error : 0;
 }
 
-int al_sockdiag_tcp(int fd, bool listeners_only, uint64_t stop, struct al_sockdiag_sum *ret)
+int al_sockdiag_tcp(int fd, bool listeners_only, uint64_t stop, size_t max_listeners,
+		    struct al_sockdiag_sum *ret)
 {
 	struct al_sockdiag_sum sum = {0};
 	int r;
 
-	if ((r = dump_family(fd, AF_INET, listeners_only, stop, &sum)) == 0)
-		r = dump_family(fd, AF_INET6, listeners_only, stop, &sum);
+	if ((r = dump_family(fd, AF_INET, listeners_only, stop, max_listeners, &sum)) == 0)
+		r = dump_family(fd, AF_INET6, listeners_only, stop, max_listeners, &sum);
 	if (r < 0)
 		return r;
 	sum.done = r == 0;

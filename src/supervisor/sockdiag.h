@@ -12,14 +12,13 @@
 
 /* What one dump adds up. */
 struct al_sockdiag_sum {
-	uint64_t bytes;	      /* receive queue + write queue + forward allocation */
-	size_t sockets;	      /* sockets that reported their memory */
-	size_t pending;	      /* connections waiting in listeners' accept queues */
-	uint64_t pending_max; /* the most those can hold: each up to its
-			       * listener's receive buffer (which it inherits)
-			       * plus one forced buffer */
-	bool done;	      /* NLMSG_DONE seen */
-	int error;	      /* NLMSG_ERROR's errno (positive), or 0 */
+	uint64_t bytes;	  /* held by connections waiting to be accepted: receive
+			   * queue + write queue + forward allocation */
+	size_t sockets;	  /* those connections */
+	size_t listeners; /* listening sockets */
+	size_t pending;	  /* their accept queues' lengths, added up */
+	bool done;	  /* NLMSG_DONE seen */
+	int error;	  /* NLMSG_ERROR's errno (positive), or 0 */
 };
 
 /* A forced buffer: the kernel takes one skb into an empty receive queue
@@ -27,10 +26,11 @@ struct al_sockdiag_sum {
  * overhead). */
 #define AL_SOCKDIAG_FORCED_BYTES (68u << 10)
 
-/* Add the sockets of one batch of netlink messages (buf, len) to *sum.
- * Sockets the gateway accepted (local 127.0.0.1 on one of its ports) are
- * the supervisor's, charged to its cgroup, and are left out. Malformed
- * messages end the batch (sum->error = EBADMSG). Pure, for tests. */
+/* Add the sockets of one batch of netlink messages (buf, len) to *sum:
+ * listeners are counted with their queues, connections waiting to be
+ * accepted (no inode yet) with their memory, the rest (charged to a
+ * cgroup) left out. Malformed messages end the batch (sum->error =
+ * EBADMSG). Pure, for tests. */
 void al_sockdiag_parse(const void *buf, size_t len, struct al_sockdiag_sum *sum);
 
 /* The most one connection waiting in an accept queue can hold: it keeps
@@ -41,11 +41,13 @@ void al_sockdiag_parse(const void *buf, size_t len, struct al_sockdiag_sum *sum)
  * itself. */
 uint64_t al_sockdiag_pending_bytes(void);
 
-/* Dump the TCP sockets (IPv4 and IPv6) of fd's namespace and add up their
- * memory into *ret: only the listening ones when listeners_only (cheap: the
- * kernel walks its listening hash, not the whole established hash, which
- * is shared by every namespace and takes about 0.4 ms per family here),
- * which gives pending and pending_max. Returns 0; 1 when it stopped early
- * because bytes reached stop (0 = never), in which case fd still holds the
- * rest of the dump and must not be used again; or -errno. */
-int al_sockdiag_tcp(int fd, bool listeners_only, uint64_t stop, struct al_sockdiag_sum *ret);
+/* Dump the TCP sockets (IPv4 and IPv6) of fd's namespace into *ret: only
+ * the listening ones when listeners_only (the kernel then walks only its
+ * listening hash, not the whole established hash, which every namespace
+ * shares and takes about 0.4 ms per family here). Returns 0; 1 when it
+ * stopped early because bytes reached stop or the listeners passed
+ * max_listeners (0 = no such stop), in which case fd still holds the rest
+ * of the dump and must not be used again; or -errno (fd then too may hold
+ * the rest). */
+int al_sockdiag_tcp(int fd, bool listeners_only, uint64_t stop, size_t max_listeners,
+		    struct al_sockdiag_sum *ret);

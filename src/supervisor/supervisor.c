@@ -233,32 +233,40 @@ static uint64_t now_us(void)
 
 /* The cgroup does not see TCP connections waiting in a listener's accept
  * queue: their buffers are charged to no cgroup until accept (v1 and v2).
- * Every tick the listeners are read (cheap), which bounds what those
- * connections can hold; only when that bound reaches the stop point are
- * all the namespace's sockets added up (the kernel then walks its whole
- * established hash), and the next full count waits ten times as long as
- * this one took, so the supervisor's CPU spent on it stays under a tenth. */
-static void check_netns_sockets(struct loop *l)
+ * The listeners are read (the kernel walks only its listening hash), and
+ * their queue lengths bound what those connections can hold; only when
+ * that bound, with what v1's socket counter already holds outside
+ * memory.limit_in_bytes, reaches the stop point are the waiting
+ * connections themselves added up (the kernel then walks its whole
+ * established hash). Either dump's cost grows with what the sandbox
+ * made, so the next waits ten times as long as this one took, and more
+ * than AL_MAX_LISTENERS listeners stop the run: the supervisor's CPU
+ * spent on it stays under a tenth. charged: v1's kmem.tcp usage, or 0. */
+static void check_netns_sockets(struct loop *l, uint64_t charged)
 {
-	struct al_sockdiag_sum sum;
-	uint64_t stop = l->plan->socket_stop, t0;
+	struct al_sockdiag_sum lis, sum = {0};
+	uint64_t stop = l->plan->socket_stop, t0 = now_us(), bound;
 	int r;
 
-	if (l->diagfd < 0 || l->limit_hit)
+	if (l->diagfd < 0 || l->limit_hit || t0 < l->diag_next_us)
 		return;
-	r = al_sockdiag_tcp(l->diagfd, true, 0, &sum);
-	/* The listeners' own buffers bound their queued connections only if
-	 * they were not lowered after those were made: assume the worst. */
-	if (r == 0 && (sum.pending_max >= stop || sum.pending * l->pending_bytes >= stop)) {
-		t0 = now_us();
-		if (t0 < l->diag_next_us)
-			return;
-		r = al_sockdiag_tcp(l->diagfd, false, stop, &sum);
-		l->diag_next_us = t0 + 10 * (now_us() - t0);
+	r = al_sockdiag_tcp(l->diagfd, true, 0, AL_MAX_LISTENERS, &lis);
+	if (r == 1) {
+		al_closep(&l->diagfd); /* the rest of the dump is still queued */
+		l->res->listeners_hit = true;
+		stop_for_limit(l, AL_END_MEMORY, "listeners", AL_MAX_LISTENERS, lis.listeners);
+		return;
 	}
+	/* A waiting connection keeps the receive buffer its listener had
+	 * when it was made, which may have been lowered since: assume the
+	 * largest. */
+	bound = lis.pending * l->pending_bytes;
+	if (r == 0 && charged + bound >= stop)
+		r = al_sockdiag_tcp(l->diagfd, false, charged < stop ? stop - charged : 1, 0, &sum);
+	l->diag_next_us = t0 + 10 * (now_us() - t0);
 	if (r < 0) {
-		if (r == -EINTR || r == -ENOBUFS || r == -EAGAIN)
-			return;
+		/* The socket may still hold part of a dump: it cannot be
+		 * trusted again, and without it the bound does not hold. */
 		al_warn("warning: cannot read the sandbox's socket memory (%s); stopping it",
 			strerror(-r));
 		al_closep(&l->diagfd);
@@ -266,11 +274,11 @@ static void check_netns_sockets(struct loop *l)
 		return;
 	}
 	if (r == 1)
-		al_closep(&l->diagfd); /* the rest of the dump is still queued */
-	if (sum.bytes > l->res->cgroup.socket_peak)
-		l->res->cgroup.socket_peak = sum.bytes;
-	if (sum.bytes >= stop)
-		stop_for_socket_memory(l, sum.bytes);
+		al_closep(&l->diagfd);
+	if (charged + sum.bytes > l->res->cgroup.socket_peak)
+		l->res->cgroup.socket_peak = charged + sum.bytes;
+	if (charged + sum.bytes >= stop)
+		stop_for_socket_memory(l, charged + sum.bytes);
 }
 
 static void check_limits(struct loop *l)
@@ -294,7 +302,7 @@ static void check_limits(struct loop *l)
 	else if (l->res->sockmem == AL_SOCKMEM_LIMITED && st.socket_bytes >= p->socket_stop)
 		stop_for_socket_memory(l, st.socket_bytes);
 	else
-		check_netns_sockets(l);
+		check_netns_sockets(l, l->res->sockmem == AL_SOCKMEM_LIMITED ? st.socket_bytes : 0);
 }
 
 /* A write handle for our output fd that never blocks, sharing nothing
@@ -564,6 +572,15 @@ static void on_notify(struct loop *l)
 	const char *name;
 	int e;
 
+	/* Every wake-up counts, answered or not (a caller interrupted before
+	 * we read it still cost us one). */
+	uint64_t t = now_us();
+	if (t - l->notify_window_us >= NOTIFY_WINDOW_MS * 1000) {
+		l->notify_window_us = t;
+		l->notify_count = 0;
+	}
+	if (++l->notify_count >= NOTIFY_BURST)
+		notify_pause(l);
 	memset(&req, 0, sizeof(req));
 	if (ioctl(l->notifyfd, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0) {
 		if (errno == EINTR || errno == ENOENT)
@@ -584,13 +601,6 @@ static void on_notify(struct loop *l)
 	if (ioctl(l->notifyfd, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT)
 		al_debug("ignoring a failed seccomp answer: %s", strerror(errno));
 	l->res->syscalls_denied++;
-	uint64_t t = now_us();
-	if (t - l->notify_window_us >= NOTIFY_WINDOW_MS * 1000) {
-		l->notify_window_us = t;
-		l->notify_count = 0;
-	}
-	if (++l->notify_count >= NOTIFY_BURST)
-		notify_pause(l);
 	uint32_t *n = &l->denied[(uint32_t)req.data.nr < DENIED_SLOTS ? (uint32_t)req.data.nr
 								      : DENIED_SLOTS - 1];
 	if (*n >= DENIED_EVENTS_PER_CALL)
@@ -1192,7 +1202,12 @@ const char *al_result_describe(const struct al_run_result *res, char *buf, size_
 			 ms);
 		return buf;
 	case AL_END_MEMORY:
-		if (res->socket_memory)
+		if (res->listeners_hit)
+			snprintf(buf, len,
+				 "limit: memory; the sandbox was killed (more than %u listening "
+				 "sockets, whose queues the supervisor must count)",
+				 AL_MAX_LISTENERS);
+		else if (res->socket_memory)
 			snprintf(buf, len,
 				 "limit: memory; the sandbox was killed (its socket buffers held "
 				 "%llu K, past the %llu K they may)",

@@ -48,6 +48,7 @@ struct al_run_result {
 	bool have_cgroup;	 /* memory and pids counters are from the run's cgroup */
 	enum al_sockmem sockmem; /* how the cgroup holds socket buffers */
 	bool socket_memory;	 /* MEMORY: stopped for socket buffers past socket_stop */
+	bool listeners_hit;	 /* MEMORY: stopped for more than AL_MAX_LISTENERS listeners */
 	uint64_t socket_stop;
 	bool have_cpu; /* cgroup.cpu_* are filled (cgroup or rusage) */
 	struct al_cgroup_stats cgroup;

@@ -737,6 +737,21 @@ def socket_buffers_lowered_listener_bounded(e):
 
 
 @case
+def many_listeners_stopped(e):
+    """The supervisor reads the sandbox's listeners every tick; tens of
+    thousands of them on one port kept it at 100% of a CPU (the kernel's
+    dump restarts each batch from the start of a hash bucket). More than
+    4,096 stop the run. 20 processes x 400 listeners."""
+    km = host_kernel_memory(e)
+    if km["sockets"] == "none":
+        raise Skip("this host's memory cgroup does not count socket buffers")
+    res, record, _ = fill_sockets(e, ["listeners", 20, 400, 0, 5])
+    expect(record["reason"] == "memory", "the run was not stopped: %s" % record["reason"], res)
+    expect("listening sockets" in res.errtext, "the message does not say why", res)
+    expect(record["wall_ms"] < 4000, "stopped only after %d ms" % record["wall_ms"], res)
+
+
+@case
 def socket_buffers_udp_bounded(e):
     """UDP receive queues that are never read: 8 processes x 50 sockets x
     1,000 datagrams of 1 KiB (each queue may hold 8 MB here). v1 charges

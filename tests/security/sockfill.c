@@ -15,6 +15,9 @@
  *       like backlog, but the listener's receive buffer is set as large as
  *       it may be while the connections are made (they keep it) and
  *       lowered before they are written to;
+ *   sockfill listeners PROCS N 0 SECONDS
+ *       each process opens N listening sockets on one loopback port
+ *       (SO_REUSEPORT), which the supervisor has to read;
  *   sockfill udp PROCS SOCKETS DGRAMS SECONDS
  *       each process opens SOCKETS UDP sockets with the largest receive
  *       buffer it may set and sends DGRAMS datagrams of 1 KiB to each,
@@ -113,6 +116,24 @@ static long fill_lowered(long conns, long bytes)
 	return total;
 }
 
+static long open_listeners(long n)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+				.sin_port = htons(9100)};
+	int one = 1;
+	long made = 0;
+
+	for (long i = 0; i < n; i++) {
+		int ls = socket(AF_INET, SOCK_STREAM, 0);
+		if (ls < 0 || setsockopt(ls, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
+		    bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(ls, 1) < 0)
+			break;
+		made++;
+	}
+	return made;
+}
+
 static long fill_udp(long socks, long dgrams)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -141,15 +162,17 @@ static long fill_udp(long socks, long dgrams)
 int main(int argc, char **argv)
 {
 	long procs, n, size, secs;
-	int udp, backlog, lowered;
+	int udp, backlog, lowered, listeners;
 
 	if (argc != 6 || (strcmp(argv[1], "tcp") != 0 && strcmp(argv[1], "backlog") != 0 &&
-			  strcmp(argv[1], "lowered") != 0 && strcmp(argv[1], "udp") != 0)) {
-		fprintf(stderr,
-			"usage: sockfill tcp|backlog|lowered|udp PROCS N BYTES|DGRAMS SECONDS\n");
+			  strcmp(argv[1], "lowered") != 0 && strcmp(argv[1], "listeners") != 0 &&
+			  strcmp(argv[1], "udp") != 0)) {
+		fprintf(stderr, "usage: sockfill tcp|backlog|lowered|listeners|udp PROCS N "
+				"BYTES|DGRAMS SECONDS\n");
 		return 2;
 	}
 	lowered = strcmp(argv[1], "lowered") == 0;
+	listeners = strcmp(argv[1], "listeners") == 0;
 	udp = strcmp(argv[1], "udp") == 0;
 	backlog = strcmp(argv[1], "backlog") == 0;
 	procs = atol(argv[2]);
@@ -161,9 +184,10 @@ int main(int argc, char **argv)
 		if (pid < 0)
 			break;
 		if (pid == 0) {
-			long sent = udp	      ? fill_udp(n, size)
-				    : lowered ? fill_lowered(n, size)
-					      : fill_tcp(n, size, !backlog);
+			long sent = udp		? fill_udp(n, size)
+				    : lowered	? fill_lowered(n, size)
+				    : listeners ? open_listeners(n)
+						: fill_tcp(n, size, !backlog);
 			printf("sockfill: %ld sent %ld\n", p, sent);
 			fflush(stdout);
 			sleep((unsigned)secs);
