@@ -1185,6 +1185,51 @@ def proxied_request_not_half_closed(e):
                  % api.aborted)
 
 
+@case
+def transparent_half_close_waits_for_late_answer(e):
+    """A client on the transparent path half-closes (SHUT_WR) and the
+    server answers 7 s later: the redirect's connection-tracking entry must
+    outlive the wait (5 s timeouts for half-closed connections cut it, and
+    the client hung until its own timeout)."""
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    srv.settimeout(30)
+    port = srv.getsockname()[1]
+
+    def serve():
+        try:
+            c, _ = srv.accept()
+            data = b""
+            while True:
+                d = c.recv(4096)
+                if not d:
+                    break
+                data += d
+            time.sleep(7)
+            c.sendall(b"late " + data)
+            c.close()
+        except OSError:
+            pass
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    code = ("import socket\n"
+            "c = socket.create_connection(('api.internal', %d), timeout=20)\n"
+            "c.sendall(b'7 hello\\n'); c.shutdown(socket.SHUT_WR)\n"
+            "print(c.recv(100).decode())\n" % port)
+    try:
+        res = e.run(["/usr/bin/python3", "-c", code],
+                    ["--allow", "api.internal:%d" % port] + mapped("api.internal"),
+                    timeout=60, bind_probe=False)
+    finally:
+        srv.close()
+        t.join(10)
+    expect_rc(res, 0)
+    expect(res.text.strip() == "late 7 hello", "the client got %r" % res.text, res)
+
+
 def limit_events(r, limit):
     return [ev for ev in r.events if ev.get("event") == "limit.hit" and ev.get("limit") == limit]
 
