@@ -677,25 +677,33 @@ def expect_held(res, record, drop, what):
     return km
 
 
+def need_counted_sockets(e):
+    """Skip where the run would be refused: the host cannot count socket
+    buffers (the refusal itself is unit-tested, tests/unit/test_kmem.c)."""
+    if host_kernel_memory(e)["sockets"] == "none":
+        raise Skip("this host's memory cgroup does not count socket buffers; runs refuse")
+
+
+def expect_stopped_near(res, record, km, slack_mb):
+    """Stopped for memory, with the peak at most slack_mb past the stop."""
+    expect(record["reason"] == "memory", "the run was not stopped: %s" % record["reason"], res)
+    expect(km["socket_peak_bytes"] <= km["stop_bytes"] + slack_mb * MB,
+           "socket buffers peaked at %d MB, past the stop (%d MB) + %d MB"
+           % (km["socket_peak_bytes"] // MB, km["stop_bytes"] // MB, slack_mb), res)
+
+
 @case
 def socket_buffers_tcp_bounded(e):
     """TCP over the sandbox's own loopback, never read: 16 processes x 350
     connections x up to 200 KB. Without a bound this pins ~1.2 GB (the issue
     saw 1.1 GB with the run exiting 0)."""
-    km = host_kernel_memory(e)
-    if km["sockets"] == "none":
-        raise Skip("this host's memory cgroup does not count socket buffers; "
-                   "runs refuse (tested in socket_buffers_unbounded_refused)")
+    need_counted_sockets(e)
     res, record, drop = fill_sockets(e, ["tcp", 16, 350, 200000, 5])
     km = expect_held(res, record, drop, "tcp")
     if km["sockets"] == "limited":
         # v1: the kernel limit holds until forced charges pass it; then the
         # supervisor stops the run within one 2 ms check.
-        expect(record["reason"] == "memory", "the run was not stopped: %s"
-               % record["reason"], res)
-        expect(km["socket_peak_bytes"] <= km["stop_bytes"] + 16 * MB,
-               "socket buffers peaked at %d MB, past the stop (%d MB) + 16 MB"
-               % (km["socket_peak_bytes"] // MB, km["stop_bytes"] // MB), res)
+        expect_stopped_near(res, record, km, 16)
         expect("socket buffers" in res.errtext, "the message does not say why", res)
     else:
         expect(km["socket_peak_bytes"] > 0, "v2: no socket memory was charged", res)
@@ -707,15 +715,9 @@ def socket_buffers_accept_queue_bounded(e):
     connections x up to 100 KB. The kernel charges their buffers to no
     cgroup (v1 or v2) until accept(), so only the supervisor's count of the
     namespace's sockets stops this (842 MB of host memory before)."""
-    km = host_kernel_memory(e)
-    if km["sockets"] == "none":
-        raise Skip("this host's memory cgroup does not count socket buffers")
+    need_counted_sockets(e)
     res, record, drop = fill_sockets(e, ["backlog", 8, 1200, 100000, 3])
-    km = expect_held(res, record, drop, "accept queue")
-    expect(record["reason"] == "memory", "the run was not stopped: %s" % record["reason"], res)
-    expect(km["socket_peak_bytes"] <= km["stop_bytes"] + 16 * MB,
-           "socket buffers peaked at %d MB, past the stop (%d MB) + 16 MB"
-           % (km["socket_peak_bytes"] // MB, km["stop_bytes"] // MB), res)
+    expect_stopped_near(res, record, expect_held(res, record, drop, "accept queue"), 16)
 
 
 @case
@@ -725,15 +727,9 @@ def socket_buffers_lowered_listener_bounded(e):
     connections, lowers its buffer (so that it no longer looks like it
     could hold much), then they are written 2 MB each (769 MB of host
     memory with an estimate from the listener's current buffer)."""
-    km = host_kernel_memory(e)
-    if km["sockets"] == "none":
-        raise Skip("this host's memory cgroup does not count socket buffers")
+    need_counted_sockets(e)
     res, record, drop = fill_sockets(e, ["lowered", 1, 400, 2000000, 3])
-    km = expect_held(res, record, drop, "lowered listener")
-    expect(record["reason"] == "memory", "the run was not stopped: %s" % record["reason"], res)
-    expect(km["socket_peak_bytes"] <= km["stop_bytes"] + 48 * MB,
-           "socket buffers peaked at %d MB, past the stop (%d MB) + 48 MB"
-           % (km["socket_peak_bytes"] // MB, km["stop_bytes"] // MB), res)
+    expect_stopped_near(res, record, expect_held(res, record, drop, "lowered listener"), 48)
 
 
 @case
@@ -742,9 +738,7 @@ def many_listeners_stopped(e):
     thousands of them on one port kept it at 100% of a CPU (the kernel's
     dump restarts each batch from the start of a hash bucket). More than
     4,096 stop the run. 20 processes x 400 listeners."""
-    km = host_kernel_memory(e)
-    if km["sockets"] == "none":
-        raise Skip("this host's memory cgroup does not count socket buffers")
+    need_counted_sockets(e)
     res, record, _ = fill_sockets(e, ["listeners", 20, 400, 0, 5])
     expect(record["reason"] == "memory", "the run was not stopped: %s" % record["reason"], res)
     expect("listening sockets" in res.errtext, "the message does not say why", res)
@@ -756,9 +750,7 @@ def socket_buffers_udp_bounded(e):
     """UDP receive queues that are never read: 8 processes x 50 sockets x
     1,000 datagrams of 1 KiB (each queue may hold 8 MB here). v1 charges
     none of it unless memory.kmem.tcp is limited (the issue saw 0.7 GB)."""
-    km = host_kernel_memory(e)
-    if km["sockets"] == "none":
-        raise Skip("this host's memory cgroup does not count socket buffers")
+    need_counted_sockets(e)
     res, record, drop = fill_sockets(e, ["udp", 8, 50, 1000, 3])
     km = expect_held(res, record, drop, "udp")
     if km["sockets"] == "limited":
