@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
-#include "gateway/allow.h"
+#include "net/allow.h"
 
 #define AL_DNS_HEADER_LEN 12
 #define AL_DNS_UDP_MAX	  512  /* without EDNS (RFC 1035) */

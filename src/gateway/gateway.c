@@ -161,14 +161,6 @@ struct al_gateway {
 	struct al_gateway_stats st;
 };
 
-void al_addr_format(const struct in6_addr *a, char *buf, size_t len)
-{
-	if (IN6_IS_ADDR_V4MAPPED(a))
-		inet_ntop(AF_INET, &a->s6_addr[12], buf, (socklen_t)len);
-	else
-		inet_ntop(AF_INET6, a, buf, (socklen_t)len);
-}
-
 struct al_gateway *al_gateway_new(const struct al_plan *plan, struct al_audit *audit, int epfd)
 {
 	struct al_gateway *gw = xcalloc(1, sizeof(*gw));
@@ -1512,7 +1504,7 @@ const char al_gateway_nft_rules[] =
     "    type filter hook output priority -300; policy accept;\n"
     "    ip daddr 127.0.0.0/8 meta l4proto != tcp notrack\n"
     "    ip daddr 127.0.0.0/8 ip saddr != 127.0.0.1 notrack\n"
-    "    ip daddr 127.0.0.0/8 tcp sport != 15001 notrack\n"
+    "    ip daddr 127.0.0.0/8 tcp sport != " AL_PORT_STR(AL_GATEWAY_TRANSPARENT_PORT) " notrack\n"
     "  }\n"
     "  chain ct_out {\n"
     "    type filter hook output priority -150; policy accept;\n"
@@ -1522,7 +1514,7 @@ const char al_gateway_nft_rules[] =
     "    type nat hook output priority -100; policy accept;\n"
     "    ip daddr != 127.0.0.0/8 meta l4proto tcp limit rate over 5000/second burst 1000 "
     "packets drop\n"
-    "    ip daddr != 127.0.0.0/8 meta l4proto tcp redirect to :15001\n"
+    "    ip daddr != 127.0.0.0/8 meta l4proto tcp redirect to :" AL_PORT_STR(AL_GATEWAY_TRANSPARENT_PORT) "\n"
     "  }\n"
     "  chain filter_out {\n"
     "    type filter hook output priority 0; policy accept;\n"

@@ -32,21 +32,6 @@ struct al_gateway_stats {
 	uint64_t dns_refused;  /* queries refused (name not allowed, other types) */
 };
 
-enum al_gateway_listener {
-	AL_GATEWAY_HTTP,
-	AL_GATEWAY_SOCKS,
-	AL_GATEWAY_DNS_UDP, /* a bound UDP socket, not a listener */
-	AL_GATEWAY_DNS_TCP,
-	AL_GATEWAY_TRANSPARENT, /* where nftables redirects other TCP connections */
-	AL_GATEWAY_N_LISTENERS,
-};
-
-/* The DNS stub answers allowed names with addresses from this range (the
- * benchmarking range, 198.18.0.0/15, never routed on the internet) and
- * maps them back to names: the sandbox never learns a real address. */
-#define AL_GATEWAY_FAKE_NET 0xc6120000u /* 198.18.0.0 */
-#define AL_GATEWAY_FAKE_MAX 0x1fffe	/* usable addresses in the /15 */
-
 /* The nftables ruleset for the sandbox's network namespace: every TCP
  * connection to a non-loopback address goes to the transparent listener;
  * other traffic to non-loopback addresses is dropped. */
@@ -92,6 +77,3 @@ void al_gateway_stats(const struct al_gateway *gw, struct al_gateway_stats *ret)
 
 /* Close every connection (auditing those still open) and the listeners. */
 void al_gateway_free(struct al_gateway *gw);
-
-/* An address as text: dotted quad for IPv4 (and IPv4-mapped), else IPv6. */
-void al_addr_format(const struct in6_addr *addr, char *buf, size_t len);

@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
-#include "gateway/allow.h"
+#include "net/allow.h"
 
 #define AL_HTTP_HEAD_MAX    16384
 #define AL_HTTP_HEADERS_MAX 64

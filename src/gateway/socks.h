@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
-#include "gateway/allow.h"
+#include "net/allow.h"
 
 #define AL_SOCKS_VERSION 5
 

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
-#include "gateway/allow.h"
+#include "net/allow.h"
 
 /* The longest ClientHello (handshake header included) we reassemble, and
  * the most TLS records it may span. */

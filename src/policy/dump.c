@@ -8,7 +8,8 @@
 #include <string.h>
 
 #include "core/util.h"
-#include "gateway/gateway.h"
+#include "net/addr.h"
+#include "net/layout.h"
 
 static const char *kind_name(enum al_op_kind k)
 {

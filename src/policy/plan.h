@@ -20,7 +20,8 @@
 #include <sys/types.h>
 
 #include "core/error.h"
-#include "gateway/allow.h"
+#include "net/allow.h"
+#include "net/layout.h"
 #include "policy/policy.h"
 
 #define AL_SANDBOX_UID 1000
@@ -87,12 +88,6 @@ struct al_host_map {
 	char *name;
 	struct in6_addr addr; /* IPv4 as IPv4-mapped */
 };
-
-/* The gateway's listeners inside the sandbox's network namespace. */
-#define AL_GATEWAY_HTTP_PORT	    3128
-#define AL_GATEWAY_SOCKS_PORT	    1080
-#define AL_GATEWAY_TRANSPARENT_PORT 15001
-#define AL_DEFAULT_NET_CONNECTIONS  64 /* concurrent, per run */
 
 /* The seccomp policy is a default-deny allowlist (policy/seccomp.c). Each
  * system call the table names has rows of exactly one kind: */

@@ -6,7 +6,7 @@
 
 #include "core/cleanup.h"
 #include "core/util.h"
-#include "gateway/allow.h"
+#include "net/allow.h"
 
 struct al_policy *al_policy_new(const char *source)
 {

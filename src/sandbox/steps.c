@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "core/sys.h"
-#include "gateway/gateway.h"
+#include "net/layout.h"
 
 #define SYNC_FD 3
 #define STAGING "/tmp"
@@ -416,16 +416,18 @@ static int default_route_over_lo(struct al_child *c)
 	return e ? fail(c, e, "adding the default route over lo") : 0;
 }
 
-static int listen_on(struct al_child *c, uint16_t port, int kind, int type)
+static int listen_on(struct al_child *c, enum al_gateway_listener kind)
 {
+	const struct al_listener_info *li = &al_gateway_listeners[kind];
+	uint16_t port = li->port;
+	int type = li->stream ? SOCK_STREAM : SOCK_DGRAM;
 	struct sockaddr_in sin = {.sin_family = AF_INET,
 				  .sin_port = htons(port),
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	int one = 1, fd = socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	/* Where the client speaks first, wake the gateway only once it has
-	 * (seconds; after that the connection is accepted anyway). A
-	 * transparent connection may be to a server that speaks first. */
-	int defer = type == SOCK_STREAM && kind != AL_GATEWAY_TRANSPARENT ? 10 : 0;
+	 * (seconds; after that the connection is accepted anyway). */
+	int defer = li->stream && li->client_first ? 10 : 0;
 
 	if (fd < 0)
 		return fail(c, errno, "gateway socket");
@@ -452,14 +454,9 @@ int step_gateway_listeners(struct al_child *c)
 		return 0;
 	/* Port 53 needs CAP_NET_BIND_SERVICE in our namespace: we still
 	 * have it here, and the supervisor does the serving. */
-	if ((r = listen_on(c, AL_GATEWAY_HTTP_PORT, AL_GATEWAY_HTTP, SOCK_STREAM)) < 0 ||
-	    (r = listen_on(c, AL_GATEWAY_SOCKS_PORT, AL_GATEWAY_SOCKS, SOCK_STREAM)) < 0 ||
-	    (r = listen_on(c, 53, AL_GATEWAY_DNS_UDP, SOCK_DGRAM)) < 0)
-		return r;
-	if ((r = listen_on(c, 53, AL_GATEWAY_DNS_TCP, SOCK_STREAM)) < 0 ||
-	    (r = listen_on(c, AL_GATEWAY_TRANSPARENT_PORT, AL_GATEWAY_TRANSPARENT, SOCK_STREAM)) <
-		0)
-		return r;
+	for (int k = 0; k < AL_GATEWAY_N_LISTENERS; k++)
+		if ((r = listen_on(c, (enum al_gateway_listener)k)) < 0)
+			return r;
 	return default_route_over_lo(c);
 }
 

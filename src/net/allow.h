@@ -1,6 +1,7 @@
-/* Egress allowlist, host names and address classes (pure: no syscalls).
+/* Egress allowlist and host names (pure: no syscalls).
  *
- * Three related jobs that every gateway parser shares:
+ * Two related jobs that every gateway parser shares (addresses and their
+ * classes are net/addr.h):
  *
  * - al_host_parse() checks one host as hostile code sends it (HTTP target,
  *   Host header, SOCKS domain, TLS SNI, DNS name) and normalises it: a host
@@ -12,13 +13,10 @@
  * - struct al_allowlist holds the rules of `--allow HOST[:PORT]` and the
  *   policy's network.allow, and answers "is this name or address, on this
  *   port, allowed, and by which rule?".
- * - al_addr_class() sorts an address into public and the special ranges that
- *   the private-address guard refuses.
  *
  * struct al_host is a plain result struct with public fields, so parsers can
  * fill one inside their own caller-provided result structs without
- * allocating. Addresses are always carried as struct in6_addr; IPv4 is
- * stored IPv4-mapped (::ffff:a.b.c.d). */
+ * allocating. */
 #pragma once
 
 #include <netinet/in.h>
@@ -27,6 +25,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "net/addr.h"
 
 /* Longest host name in text form, without the trailing dot (RFC 1035). */
 #define AL_HOST_MAX 253
@@ -62,37 +61,6 @@ int al_host_parse(const char *s, size_t len, struct al_host *ret, struct al_erro
  * IPv6 in brackets. Returns the length written (NUL not counted) or -ENOSPC
  * when it does not fit in size bytes including the NUL. */
 int al_host_format(const struct al_host *h, char *out, size_t size);
-
-/* Address classes for the private-address guard. */
-enum al_addr_class {
-	AL_ADDR_PUBLIC = 0,
-	AL_ADDR_LOOPBACK,     /* 127/8, ::1 */
-	AL_ADDR_PRIVATE,      /* RFC 1918, fec0::/10 (deprecated site-local) */
-	AL_ADDR_LINK_LOCAL,   /* 169.254/16 (incl. 169.254.169.254), fe80::/10 */
-	AL_ADDR_CGNAT,	      /* 100.64/10 */
-	AL_ADDR_UNIQUE_LOCAL, /* fc00::/7 */
-	AL_ADDR_MULTICAST,    /* 224/4, ff00::/8 */
-	AL_ADDR_UNSPECIFIED,  /* 0.0.0.0, :: */
-	AL_ADDR_RESERVED,     /* everything else that is not global unicast:
-			       * 0/8, 192.0.0/24, documentation ranges,
-			       * 198.18/15, 240/4, 255.255.255.255, 6to4,
-			       * Teredo, NAT64 local use, discard, outside
-			       * 2000::/3 ... */
-};
-
-/* Classify addr. IPv4-mapped addresses (::ffff:0:0/96) and NAT64
- * well-known-prefix addresses (64:ff9b::/96) are classified as the IPv4
- * address they carry. */
-enum al_addr_class al_addr_class(const struct in6_addr *addr);
-
-/* Stable lower-case name of a class for audit records ("link-local"). */
-const char *al_addr_class_name(enum al_addr_class c);
-
-/* Store the IPv4 address given in network byte order as IPv4-mapped. */
-void al_addr_from_ipv4(const uint8_t v4[4], struct in6_addr *ret);
-
-/* True for IPv4-mapped addresses. */
-bool al_addr_is_ipv4(const struct in6_addr *addr);
 
 /* Longest rule text kept for audit messages. */
 #define AL_ALLOW_RULE_MAX 300
