@@ -13,12 +13,14 @@ static inline void al_freep(void *p)
 	free(*(void **)p);
 }
 
+/* Close *fd if open and mark it closed (-1). */
 static inline void al_closep(int *fd)
 {
 	if (*fd >= 0) {
 		int saved = errno;
 		close(*fd);
 		errno = saved;
+		*fd = -1;
 	}
 }
 

@@ -7,9 +7,7 @@
  * the host's resolver with the private-address guard) and relayed. Every
  * decision goes to the audit stream.
  *
- * The gateway registers its fds in the supervisor's epoll set with
- * data.ptr pointing at its own objects; the supervisor passes every event
- * whose data is not one of its own small tags to al_gateway_event(). */
+ * The gateway's fds are watched in the loop it is given (core/loop.h). */
 #pragma once
 
 #include <netinet/in.h>
@@ -17,6 +15,7 @@
 #include <stdint.h>
 
 #include "audit/audit.h"
+#include "core/loop.h"
 #include "core/error.h"
 #include "policy/plan.h"
 
@@ -50,11 +49,11 @@ pid_t al_gateway_rules_start(pid_t pid, bool rootless, int *ret_errfd, struct al
 int al_gateway_rules_wait(pid_t helper, int errfd, struct al_error *err);
 
 /* A gateway for plan (borrowed; plan->gateway must be set), writing to
- * audit (borrowed, may be NULL), registering in epfd. Free with
+ * audit (borrowed, may be NULL), watching its fds in loop. Free with
  * al_gateway_free(). */
-struct al_gateway *al_gateway_new(const struct al_plan *plan, struct al_audit *audit, int epfd);
+struct al_gateway *al_gateway_new(const struct al_plan *plan, struct al_audit *audit,
+				  struct al_loop *loop);
 
-/* Serve a listening socket (takes ownership of fd). */
 /* Start the resolver now (it reads the host's resolver configuration),
  * before the supervisor gives up reading files. -errno with err set when
  * network.resolver cannot be used (the run must not go on: the host's
@@ -62,18 +61,15 @@ struct al_gateway *al_gateway_new(const struct al_plan *plan, struct al_audit *a
  * failure is warned about and lookups are refused. */
 int al_gateway_prepare(struct al_gateway *gw, struct al_error *err);
 
+/* Serve a listening socket (takes ownership of fd). */
 int al_gateway_listen(struct al_gateway *gw, enum al_gateway_listener kind, int fd,
 		      struct al_error *err);
 
-/* Handle an epoll event for one of the gateway's objects. */
-void al_gateway_event(struct al_gateway *gw, void *ptr, uint32_t events);
-
-/* Free what closed during the last batch of epoll events; call after each
- * batch (an event later in a batch may point at a connection an earlier
- * one closed). */
-void al_gateway_collect(struct al_gateway *gw);
+/* Close every connection, auditing and counting those still open (the
+ * run ended). */
+void al_gateway_close_all(struct al_gateway *gw);
 
 void al_gateway_stats(const struct al_gateway *gw, struct al_gateway_stats *ret);
 
-/* Close every connection (auditing those still open) and the listeners. */
+/* Close every connection and the listeners. */
 void al_gateway_free(struct al_gateway *gw);

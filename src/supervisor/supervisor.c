@@ -6,20 +6,18 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/cleanup.h"
 #include "core/log.h"
+#include "core/loop.h"
 #include "core/sys.h"
 #include "core/util.h"
 #include "policy/seccomp.h"
@@ -41,52 +39,43 @@
  * one TICK_MS, so that one counter is read (one pread) this often. */
 #define TICK_FAST_MS 2
 
-enum {
-	EV_SIGNAL,
-	EV_TIMER,
-	EV_TICK,
-	EV_PIDFD,
-	EV_SYNC,
-	EV_STDOUT,
-	EV_STDERR,
-	EV_OUT_READY, /* + 0 (our stdout) or 1 (our stderr): writable again */
-	EV_ERR_READY,
-	EV_STDIN_IN,
-	EV_STDIN_OUT,
-	EV_NOTIFY,
-	EV_KILL,
-	EV_NOTIFY_RESUME,
-};
-
 /* Where the sandbox's stdout or stderr goes: ours. Written without
  * blocking, so a reader that stops reading (a paused terminal, a full
  * pipe) cannot stall the loop and with it the timeout and the limits:
  * what does not fit waits in pending, and the sandbox's pipe is not read
  * until it is out (its writer then blocks, as it would outside). */
+struct loop;
+
 struct out {
-	int fd;	     /* ours: 1 or 2, or a non-blocking reopening of it */
-	bool own_fd; /* fd is that reopening (closed at the end) */
-	bool socket; /* send(MSG_DONTWAIT) instead */
+	struct loop *l;
+	int which;	    /* 0: stdout, 1: stderr */
+	struct al_watch *w; /* fd, while what is pending waits for room */
+	int fd;		    /* ours: 1 or 2, or a non-blocking reopening of it */
+	bool own_fd;	    /* fd is that reopening (closed at the end) */
+	bool socket;	    /* send(MSG_DONTWAIT) instead */
 	bool can_poll;
 	char *pending;
 	size_t pend_off, pend_len;
 };
 
 struct loop {
-	int epfd;
-	int sigfd;
-	int timerfd;
-	int tickfd;
-	unsigned ticks; /* fast ticks since the last full check */
+	struct al_loop *ev;
+	struct al_signals *sigs;
+	struct al_timer *timer; /* the wall clock */
+	struct al_timer *tick;	/* the limit checks */
+	struct al_watch *w_pidfd, *w_sync, *w_notify;
+	struct al_watch *w_src[2];	       /* the sandbox's stdout and stderr pipes */
+	struct al_watch *w_stdin, *w_stdin_wr; /* our stdin, the sandbox's stdin pipe */
+	unsigned ticks;			       /* fast ticks since the last full check */
 	bool tick_fast; /* the tick is at TICK_FAST_MS (v1, once the command runs) */
 	int notifyfd;
 	int diagfd;		   /* NETLINK_SOCK_DIAG in the sandbox's netns, or -1 */
-	int resumefd;		   /* one-shot timer: watch notifyfd again */
+	struct al_timer *resume;   /* one-shot: watch notifyfd again */
 	uint64_t pending_bytes;	   /* al_sockdiag_pending_bytes() */
 	uint64_t notify_window_us; /* start of the current notification window */
 	unsigned notify_count;	   /* notifications answered in it */
 	uint64_t diag_next_us;	   /* no dump before this (monotonic) */
-	int killfd;		   /* grace timer after asking init to stop everything */
+	struct al_timer *kill;	   /* grace after asking init to stop everything */
 	int confine_ruleset;	   /* the supervisor's own landlock ruleset, until applied */
 	struct al_gateway *gw;	   /* the egress gateway, once the child sent its listeners */
 	const struct al_plan *plan;
@@ -134,22 +123,24 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static int arm(int fd, uint64_t ms, bool repeat);
-
-static int watch(struct loop *l, int fd, uint32_t events, uint64_t tag)
+/* Stop watching *fd and close it. */
+static void unwatch_close(struct al_watch **w, int *fd)
 {
-	struct epoll_event ev = {.events = events, .data.u64 = tag};
-	return epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+	al_watch_removep(w);
+	al_closep(fd);
 }
 
-static void unwatch_close(struct loop *l, int *fd)
+static int *src_fd(struct loop *l, int which)
 {
-	if (*fd < 0)
-		return;
-	epoll_ctl(l->epfd, EPOLL_CTL_DEL, *fd, NULL);
-	close(*fd);
-	*fd = -1;
+	return which == 0 ? &l->sv->stdout_rd : &l->sv->stderr_rd;
 }
+
+static void src_close(struct loop *l, int which)
+{
+	unwatch_close(&l->w_src[which], src_fd(l, which));
+}
+
+static void on_kill_timer(struct al_timer *t, uint64_t expirations, void *data);
 
 /* Stop everything in the sandbox at once, the hard way: killing the pid
  * namespace's init takes every process in it along (v2's cgroup.kill too). */
@@ -170,14 +161,13 @@ static void kill_sandbox(struct loop *l)
 {
 	if (l->init_gone || l->sv->exiting)
 		return;
-	if (!l->running || l->killfd >= 0 ||
+	if (!l->running || l->kill ||
 	    al_sys_pidfd_send_signal(l->sv->pidfd, AL_SIGNAL_STOP_ALL) < 0) {
 		kill_hard(l);
 		return;
 	}
-	l->killfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (l->killfd < 0 || arm(l->killfd, KILL_GRACE_MS, false) < 0 ||
-	    watch(l, l->killfd, EPOLLIN, EV_KILL) < 0)
+	l->kill = al_loop_timer(l->ev, on_kill_timer, l);
+	if (!l->kill || al_timer_arm(l->kill, KILL_GRACE_MS, false) < 0)
 		kill_hard(l);
 }
 
@@ -308,12 +298,12 @@ static void check_limits(struct loop *l)
 /* A write handle for our output fd that never blocks, sharing nothing
  * with the caller's file description (setting O_NONBLOCK on fd 1 itself
  * would change it for every process that shares it). */
-static void out_open(struct out *o, int fd)
+static void out_open(struct loop *l, struct out *o, int which, int fd)
 {
 	struct stat st;
 	char path[32];
 
-	*o = (struct out){.fd = fd};
+	*o = (struct out){.l = l, .which = which, .fd = fd};
 	if (fstat(fd, &st) < 0 || S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
 		return; /* files do not block; nothing to poll */
 	if (S_ISSOCK(st.st_mode)) {
@@ -344,8 +334,19 @@ static ssize_t out_write(struct out *o, const char *buf, size_t len)
 	return n;
 }
 
+static void out_ready(struct loop *l, int which);
+
+static void on_out_ready(struct al_watch *w, uint32_t events, void *data)
+{
+	struct out *o = data;
+
+	(void)w;
+	(void)events;
+	out_ready(o->l, o->which);
+}
+
 /* Keep what did not fit; stop reading the sandbox's pipe until it is out. */
-static void out_hold(struct loop *l, int which, int src, const char *buf, size_t len)
+static void out_hold(struct loop *l, int which, bool stop_src, const char *buf, size_t len)
 {
 	struct out *o = &l->out[which];
 	char *p = xmalloc(o->pend_len + len);
@@ -357,13 +358,15 @@ static void out_hold(struct loop *l, int which, int src, const char *buf, size_t
 	o->pending = p;
 	o->pend_off = 0;
 	o->pend_len += len;
-	if (src >= 0)
-		epoll_ctl(l->epfd, EPOLL_CTL_DEL, src, NULL);
-	if (watch(l, o->fd, EPOLLOUT, EV_OUT_READY + (uint64_t)which) < 0 && errno != EEXIST)
+	if (stop_src)
+		al_watch_set(l->w_src[which], 0);
+	if (!o->w)
+		o->w = al_loop_add(l->ev, o->fd, EPOLLOUT, on_out_ready, o);
+	if (!o->w || al_watch_set(o->w, EPOLLOUT) < 0)
 		al_debug("cannot poll output fd %d: %s", o->fd, strerror(errno));
 }
 
-static void send_out(struct loop *l, int which, int *src, const char *buf, size_t len)
+static void send_out(struct loop *l, int which, const char *buf, size_t len)
 {
 	struct out *o = &l->out[which];
 	ssize_t n = o->pend_len ? 0 : out_write(o, buf, len);
@@ -373,24 +376,24 @@ static void send_out(struct loop *l, int which, int *src, const char *buf, size_
 		 * close the sandbox's pipe too, so its writer gets EPIPE (or
 		 * SIGPIPE) as it would outside the sandbox. */
 		al_debug("closing the relay for fd %d: %s", which + 1, strerror((int)-n));
-		unwatch_close(l, src);
+		src_close(l, which);
 		return;
 	}
 	if ((size_t)n < len)
-		out_hold(l, which, o->pend_len ? -1 : *src, buf + n, len - (size_t)n);
+		out_hold(l, which, !o->pend_len && *src_fd(l, which) >= 0, buf + n,
+			 len - (size_t)n);
 }
 
 /* Our output is writable again: flush, then read the sandbox's pipe again. */
 static void out_ready(struct loop *l, int which)
 {
 	struct out *o = &l->out[which];
-	int *src = which == 0 ? &l->sv->stdout_rd : &l->sv->stderr_rd;
 	ssize_t n = out_write(o, o->pending + o->pend_off, o->pend_len);
 
 	if (n < 0) {
 		o->pend_len = 0;
-		epoll_ctl(l->epfd, EPOLL_CTL_DEL, o->fd, NULL);
-		al_closep(src); /* no longer in the epoll set */
+		al_watch_set(o->w, 0);
+		src_close(l, which);
 		return;
 	}
 	o->pend_off += (size_t)n;
@@ -400,9 +403,9 @@ static void out_ready(struct loop *l, int which)
 	free(o->pending);
 	o->pending = NULL;
 	o->pend_off = 0;
-	epoll_ctl(l->epfd, EPOLL_CTL_DEL, o->fd, NULL);
-	if (*src >= 0 && watch(l, *src, EPOLLIN, which == 0 ? EV_STDOUT : EV_STDERR) < 0)
-		al_closep(src);
+	al_watch_set(o->w, 0);
+	if (*src_fd(l, which) >= 0 && al_watch_set(l->w_src[which], EPOLLIN) < 0)
+		src_close(l, which);
 }
 
 /* At the end: what is still held goes out, blocking now. */
@@ -417,16 +420,17 @@ static void out_close(struct out *o)
 	free(o->pending);
 	o->pending = NULL;
 	o->pend_len = 0;
+	al_watch_removep(&o->w);
 	if (o->own_fd)
 		al_closep(&o->fd);
 }
 
-static void cut_output(struct loop *l, int which, int *src)
+static void cut_output(struct loop *l, int which)
 {
 	static const char marker[] = "\n[airlock: output cut at the limit]\n";
 
 	l->res->output_truncated = true;
-	send_out(l, which, src, marker, sizeof(marker) - 1);
+	send_out(l, which, marker, sizeof(marker) - 1);
 	stop_for_limit(l, AL_END_OUTPUT, "output", l->plan->output_bytes,
 		       l->res->stdout_bytes + l->res->stderr_bytes);
 }
@@ -434,16 +438,17 @@ static void cut_output(struct loop *l, int which, int *src)
 /* Relay one chunk from a sandbox pipe to our stdout (which 0) or stderr
  * (1), counting against the output cap. At EOF, or when our side can no
  * longer be written, the pipe is closed. */
-static void relay_out(struct loop *l, int *fd, int which, uint64_t *count)
+static void relay_out(struct loop *l, int which)
 {
 	char buf[65536];
 	uint64_t used = l->res->stdout_bytes + l->res->stderr_bytes;
-	ssize_t n = read(*fd, buf, sizeof(buf));
+	uint64_t *count = which == 0 ? &l->res->stdout_bytes : &l->res->stderr_bytes;
+	ssize_t n = read(*src_fd(l, which), buf, sizeof(buf));
 
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (n <= 0) {
-		unwatch_close(l, fd);
+		src_close(l, which);
 		return;
 	}
 	if (l->res->output_truncated)
@@ -454,17 +459,24 @@ static void relay_out(struct loop *l, int *fd, int which, uint64_t *count)
 		keep = (size_t)(l->plan->output_bytes - used);
 	*count += keep;
 	if (keep)
-		send_out(l, which, fd, buf, keep);
-	if (over && *fd >= 0)
-		cut_output(l, which, fd);
+		send_out(l, which, buf, keep);
+	if (over && *src_fd(l, which) >= 0)
+		cut_output(l, which);
+}
+
+static void on_src(struct al_watch *w, uint32_t events, void *data)
+{
+	struct loop *l = data;
+
+	(void)events;
+	relay_out(l, w == l->w_src[0] ? 0 : 1);
 }
 
 static void stdin_done(struct loop *l)
 {
-	if (l->stdin_poll && !l->in_waiting)
-		epoll_ctl(l->epfd, EPOLL_CTL_DEL, STDIN_FILENO, NULL);
+	al_watch_removep(&l->w_stdin);
 	l->stdin_poll = false;
-	unwatch_close(l, &l->sv->stdin_wr);
+	unwatch_close(&l->w_stdin_wr, &l->sv->stdin_wr);
 }
 
 /* Switch between waiting for stdin to be readable and waiting for the
@@ -472,19 +484,11 @@ static void stdin_done(struct loop *l)
  * cannot be polled (a regular file, /dev/null) always waits for room. */
 static void stdin_wait_for_room(struct loop *l, bool room)
 {
-	struct epoll_event ev = {.events = EPOLLOUT, .data.u64 = EV_STDIN_OUT};
-
 	if (!l->stdin_poll || room == l->in_waiting)
 		return;
 	l->in_waiting = room;
-	if (room) {
-		epoll_ctl(l->epfd, EPOLL_CTL_DEL, STDIN_FILENO, NULL);
-		epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->sv->stdin_wr, &ev);
-	} else {
-		epoll_ctl(l->epfd, EPOLL_CTL_DEL, l->sv->stdin_wr, NULL);
-		ev = (struct epoll_event){.events = EPOLLIN, .data.u64 = EV_STDIN_IN};
-		epoll_ctl(l->epfd, EPOLL_CTL_ADD, STDIN_FILENO, &ev);
-	}
+	al_watch_set(l->w_stdin, room ? 0 : EPOLLIN);
+	al_watch_set(l->w_stdin_wr, room ? EPOLLOUT : 0);
 }
 
 /* Write what is pending; true when all of it went. */
@@ -536,30 +540,29 @@ static void relay_in(struct loop *l)
 #define NOTIFY_WINDOW_MS 20
 #define NOTIFY_BURST	 40 /* 2,000 a second */
 
-static void notify_pause(struct loop *l)
+static void on_notify_resume(struct al_timer *t, uint64_t expirations, void *data)
 {
-	if (l->resumefd < 0) {
-		l->resumefd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-		if (l->resumefd < 0 || watch(l, l->resumefd, EPOLLIN, EV_NOTIFY_RESUME) < 0) {
-			al_closep(&l->resumefd);
-			return; /* cannot pace: keep answering */
-		}
-	}
-	if (arm(l->resumefd, NOTIFY_WINDOW_MS, false) < 0)
-		return;
-	epoll_ctl(l->epfd, EPOLL_CTL_DEL, l->notifyfd, NULL);
-}
+	struct loop *l = data;
+	int r;
 
-static void on_notify_resume(struct loop *l)
-{
-	uint64_t n;
-
-	if (read(l->resumefd, &n, sizeof(n)) != sizeof(n))
-		return;
+	(void)t;
+	(void)expirations;
 	l->notify_count = 0;
 	l->notify_window_us = now_us();
-	if (l->notifyfd >= 0 && watch(l, l->notifyfd, EPOLLIN, EV_NOTIFY) < 0 && errno != EEXIST)
-		al_warn("warning: cannot watch the seccomp listener again: %s", strerror(errno));
+	if (l->w_notify && (r = al_watch_set(l->w_notify, EPOLLIN)) < 0)
+		al_warn("warning: cannot watch the seccomp listener again: %s", strerror(-r));
+}
+
+static void notify_pause(struct loop *l)
+{
+	if (!l->resume) {
+		l->resume = al_loop_timer(l->ev, on_notify_resume, l);
+		if (!l->resume)
+			return; /* cannot pace: keep answering */
+	}
+	if (al_timer_arm(l->resume, NOTIFY_WINDOW_MS, false) < 0)
+		return;
+	al_watch_set(l->w_notify, 0);
 }
 
 /* A denied call waits in the kernel until we answer: log it, then fail it
@@ -590,7 +593,7 @@ static void on_notify(struct loop *l)
 		 * own). Stop the run rather than go on without it. */
 		al_warn("warning: the seccomp listener failed (%s); stopping the sandbox",
 			strerror(errno));
-		unwatch_close(l, &l->notifyfd);
+		unwatch_close(&l->w_notify, &l->notifyfd);
 		kill_sandbox(l);
 		return;
 	}
@@ -612,6 +615,13 @@ static void on_notify(struct loop *l)
 				    json_string("later denials of this call are counted "
 						"in denials.syscalls, not written"));
 	al_audit_emit(l->audit, "syscall.denied", o);
+}
+
+static void on_notify_event(struct al_watch *w, uint32_t events, void *data)
+{
+	(void)w;
+	(void)events;
+	on_notify(data);
 }
 
 static int recv_msg(struct loop *l, struct al_sync_msg *m, int *ret_fd)
@@ -760,7 +770,7 @@ static void on_sync(struct loop *l)
 	if (n != (int)sizeof(m)) {
 		if (fd >= 0)
 			close(fd);
-		unwatch_close(l, &l->sv->sync);
+		unwatch_close(&l->w_sync, &l->sv->sync);
 		return;
 	}
 	m.step[sizeof(m.step) - 1] = '\0';
@@ -777,14 +787,15 @@ static void on_sync(struct loop *l)
 		/* Without the listener every refused call would get ENOSYS from
 		 * the kernel unaudited, and the sandbox could install a listener
 		 * of its own: on_ready refuses to release the command then. */
-		if (fd >= 0 && l->notifyfd < 0 && watch(l, fd, EPOLLIN, EV_NOTIFY) == 0)
+		if (fd >= 0 && l->notifyfd < 0 &&
+		    (l->w_notify = al_loop_add(l->ev, fd, EPOLLIN, on_notify_event, l)))
 			l->notifyfd = TAKE_FD(fd);
 		break;
 	case AL_SYNC_GATEWAY:
 		if (fd >= 0 && l->plan->gateway) {
 			struct al_error gerr = {0};
 			if (!l->gw) {
-				l->gw = al_gateway_new(l->plan, l->audit, l->epfd);
+				l->gw = al_gateway_new(l->plan, l->audit, l->ev);
 				/* While the child sets up, not on the way to exec. */
 				if (al_gateway_prepare(l->gw, &gerr) < 0) {
 					setup_failed(l, "gateway", 0, gerr.msg);
@@ -813,8 +824,8 @@ static void on_sync(struct loop *l)
 		l->running = true;
 		/* Only the command can fill sockets: read the v1 socket counter
 		 * every TICK_FAST_MS from now on, not during the setup. */
-		if (l->res->sockmem == AL_SOCKMEM_LIMITED && l->tickfd >= 0 &&
-		    arm(l->tickfd, TICK_FAST_MS, true) == 0)
+		if (l->res->sockmem == AL_SOCKMEM_LIMITED && l->tick &&
+		    al_timer_arm(l->tick, TICK_FAST_MS, true) == 0)
 			l->tick_fast = true;
 		break;
 	case AL_SYNC_EXIT:
@@ -828,13 +839,11 @@ static void on_sync(struct loop *l)
 		close(fd);
 }
 
-static void on_signal(struct loop *l)
+static void on_signal(struct al_signals *sigs, int sig, void *data)
 {
-	struct signalfd_siginfo si;
+	struct loop *l = data;
 
-	if (read(l->sigfd, &si, sizeof(si)) != sizeof(si))
-		return;
-	int sig = (int)si.ssi_signo;
+	(void)sigs;
 	if (sig == SIGINT || sig == SIGTERM)
 		l->stop_signals++;
 	if (!l->running || l->stop_signals > 1) {
@@ -850,11 +859,12 @@ static void on_signal(struct loop *l)
 	al_sys_pidfd_send_signal(l->sv->pidfd, sig);
 }
 
-static void on_timer(struct loop *l)
+static void on_timer(struct al_timer *t, uint64_t expirations, void *data)
 {
-	uint64_t ticks;
-	if (read(l->timerfd, &ticks, sizeof(ticks)) != sizeof(ticks))
-		return;
+	struct loop *l = data;
+
+	(void)t;
+	(void)expirations;
 	if (l->limit_hit || l->have_status)
 		return;
 	l->limit_hit = true;
@@ -865,12 +875,12 @@ static void on_timer(struct loop *l)
 	kill_sandbox(l);
 }
 
-static void on_tick(struct loop *l)
+static void on_tick(struct al_timer *t, uint64_t ticks, void *data)
 {
-	uint64_t ticks, sock;
+	struct loop *l = data;
+	uint64_t sock;
 
-	if (read(l->tickfd, &ticks, sizeof(ticks)) != sizeof(ticks))
-		return;
+	(void)t;
 	if (!l->tick_fast) {
 		check_limits(l);
 		return;
@@ -886,14 +896,43 @@ static void on_tick(struct loop *l)
 	}
 }
 
-static int arm(int fd, uint64_t ms, bool repeat)
+static void on_kill_timer(struct al_timer *t, uint64_t expirations, void *data)
 {
-	struct itimerspec its = {0};
-	its.it_value.tv_sec = (time_t)(ms / 1000);
-	its.it_value.tv_nsec = (long)(ms % 1000) * 1000000L;
-	if (repeat)
-		its.it_interval = its.it_value;
-	return timerfd_settime(fd, 0, &its, NULL);
+	struct loop *l = data;
+
+	(void)expirations;
+	al_debug("init did not stop the sandbox in time; killing it");
+	al_timer_disarm(t);
+	kill_hard(l);
+}
+
+/* init is gone: keep reading sync and output until they hit EOF (the
+ * kernel has killed the namespace, so they will). */
+static void on_pidfd(struct al_watch *w, uint32_t events, void *data)
+{
+	struct loop *l = data;
+
+	(void)w;
+	(void)events;
+	l->init_gone = true;
+	al_watch_removep(&l->w_pidfd);
+	for (int k = 0; k < 16 && l->sv->sync >= 0; k++)
+		on_sync(l);
+	unwatch_close(&l->w_sync, &l->sv->sync);
+}
+
+static void on_sync_event(struct al_watch *w, uint32_t events, void *data)
+{
+	(void)w;
+	(void)events;
+	on_sync(data);
+}
+
+static void on_stdin(struct al_watch *w, uint32_t events, void *data)
+{
+	(void)w;
+	(void)events;
+	relay_in(data);
 }
 
 static int setup(struct loop *l, struct al_error *err)
@@ -902,44 +941,40 @@ static int setup(struct loop *l, struct al_error *err)
 	sigset_t set;
 	int r;
 
-	l->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (l->epfd < 0)
-		return al_error_setsys(err, errno, "epoll_create1");
-	out_open(&l->out[0], STDOUT_FILENO);
-	out_open(&l->out[1], STDERR_FILENO);
+	if ((r = al_loop_new(&l->ev, err)) < 0)
+		return r;
+	out_open(l, &l->out[0], 0, STDOUT_FILENO);
+	out_open(l, &l->out[1], 1, STDERR_FILENO);
 	signal_set(&set);
-	l->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-	l->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (l->sigfd < 0 || l->timerfd < 0)
+	l->sigs = al_loop_signals(l->ev, &set, on_signal, l);
+	l->timer = al_loop_timer(l->ev, on_timer, l);
+	if (!l->sigs || !l->timer)
 		return al_error_setsys(err, errno, "signalfd/timerfd_create");
-	if (arm(l->timerfd, l->plan->timeout_ms, false) < 0)
-		return al_error_setsys(err, errno, "timerfd_settime");
-	if ((r = watch(l, l->sigfd, EPOLLIN, EV_SIGNAL)) < 0 ||
-	    (r = watch(l, l->timerfd, EPOLLIN, EV_TIMER)) < 0 ||
-	    (r = watch(l, l->sv->pidfd, EPOLLIN, EV_PIDFD)) < 0 ||
-	    (r = watch(l, l->sv->sync, EPOLLIN, EV_SYNC)) < 0 ||
-	    (r = watch(l, l->sv->stdout_rd, EPOLLIN, EV_STDOUT)) < 0 ||
-	    (r = watch(l, l->sv->stderr_rd, EPOLLIN, EV_STDERR)) < 0)
-		return al_error_setsys(err, -r, "epoll_ctl");
+	if ((r = al_timer_arm(l->timer, l->plan->timeout_ms, false)) < 0)
+		return al_error_setsys(err, -r, "timerfd_settime");
+	if (!(l->w_pidfd = al_loop_add(l->ev, l->sv->pidfd, EPOLLIN, on_pidfd, l)) ||
+	    !(l->w_sync = al_loop_add(l->ev, l->sv->sync, EPOLLIN, on_sync_event, l)) ||
+	    !(l->w_src[0] = al_loop_add(l->ev, l->sv->stdout_rd, EPOLLIN, on_src, l)) ||
+	    !(l->w_src[1] = al_loop_add(l->ev, l->sv->stderr_rd, EPOLLIN, on_src, l)) ||
+	    !(l->w_stdin_wr = al_loop_add(l->ev, l->sv->stdin_wr, 0, on_stdin, l)))
+		return al_error_setsys(err, errno, "epoll_ctl");
 	l->pending_bytes = al_sockdiag_pending_bytes();
 	if ((r = prepare_confinement(l, err)) < 0)
 		return r;
 	if (l->cg) {
-		l->tickfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-		if (l->tickfd < 0 || arm(l->tickfd, TICK_MS, true) < 0)
+		l->tick = al_loop_timer(l->ev, on_tick, l);
+		if (!l->tick || al_timer_arm(l->tick, TICK_MS, true) < 0)
 			return al_error_setsys(err, errno, "timerfd for the limit checks");
-		if ((r = watch(l, l->tickfd, EPOLLIN, EV_TICK)) < 0)
-			return al_error_setsys(err, -r, "epoll_ctl");
 	}
 
 	/* stdin: poll it when the kernel can (pipes, ttys, sockets); a regular
 	 * file or /dev/null cannot be polled, so copy from it whenever the
 	 * sandbox's pipe has room. A closed stdin gives the sandbox EOF. */
 	if (fstat(STDIN_FILENO, &st) < 0) {
-		unwatch_close(l, &l->sv->stdin_wr);
-	} else if (watch(l, STDIN_FILENO, EPOLLIN, EV_STDIN_IN) == 0) {
+		unwatch_close(&l->w_stdin_wr, &l->sv->stdin_wr);
+	} else if ((l->w_stdin = al_loop_add(l->ev, STDIN_FILENO, EPOLLIN, on_stdin, l))) {
 		l->stdin_poll = true;
-	} else if ((r = watch(l, l->sv->stdin_wr, EPOLLOUT, EV_STDIN_OUT)) < 0) {
+	} else if ((r = al_watch_set(l->w_stdin_wr, EPOLLOUT)) < 0) {
 		return al_error_setsys(err, -r, "epoll_ctl(stdin pipe)");
 	}
 	if (l->sv->stdin_wr >= 0)
@@ -1034,14 +1069,8 @@ static void finish(struct loop *l, uint64_t start)
 int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al_cgroup *cg,
 		 struct al_audit *audit, struct al_run_result *res, struct al_error *err)
 {
-	struct loop l = {.epfd = -1,
-			 .sigfd = -1,
-			 .timerfd = -1,
-			 .tickfd = -1,
-			 .notifyfd = -1,
+	struct loop l = {.notifyfd = -1,
 			 .diagfd = -1,
-			 .resumefd = -1,
-			 .killfd = -1,
 			 .confine_ruleset = -1,
 			 .out = {{.fd = -1}, {.fd = -1}},
 			 .plan = plan,
@@ -1063,97 +1092,40 @@ int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al
 	/* Done when the command is gone (init reported, or init itself is
 	 * gone) and its output is drained. */
 	while (!(l.init_gone || l.have_status) || sv->stdout_rd >= 0 || sv->stderr_rd >= 0) {
-		struct epoll_event evs[8];
-		int n = epoll_wait(l.epfd, evs, AL_ARRAY_SIZE(evs), -1);
+		int n = al_loop_dispatch(l.ev, -1);
 		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			r = al_error_setsys(err, errno, "epoll_wait");
+			r = al_error_setsys(err, -n, "epoll_wait");
 			kill_hard(&l);
 			goto out;
 		}
-		for (int i = 0; i < n; i++) {
-			/* (al_gateway_collect() after the batch) */
-			switch (evs[i].data.u64) {
-			case EV_SIGNAL:
-				on_signal(&l);
-				break;
-			case EV_TIMER:
-				on_timer(&l);
-				break;
-			case EV_TICK:
-				on_tick(&l);
-				break;
-			case EV_PIDFD:
-				/* Keep reading sync and output until they hit EOF: the
-				 * kernel has killed the namespace, so they will. */
-				l.init_gone = true;
-				epoll_ctl(l.epfd, EPOLL_CTL_DEL, sv->pidfd, NULL);
-				for (int k = 0; k < 16 && sv->sync >= 0; k++)
-					on_sync(&l);
-				unwatch_close(&l, &sv->sync);
-				break;
-			case EV_SYNC:
-				on_sync(&l);
-				break;
-			case EV_STDOUT:
-				relay_out(&l, &sv->stdout_rd, 0, &res->stdout_bytes);
-				break;
-			case EV_STDERR:
-				relay_out(&l, &sv->stderr_rd, 1, &res->stderr_bytes);
-				break;
-			case EV_OUT_READY:
-			case EV_ERR_READY:
-				out_ready(&l, (int)(evs[i].data.u64 - EV_OUT_READY));
-				break;
-			case EV_STDIN_IN:
-			case EV_STDIN_OUT:
-				relay_in(&l);
-				break;
-			case EV_NOTIFY:
-				on_notify(&l);
-				break;
-			case EV_NOTIFY_RESUME:
-				on_notify_resume(&l);
-				break;
-			default:
-				/* Not one of our tags: a gateway object. */
-				if (l.gw)
-					al_gateway_event(l.gw, evs[i].data.ptr, evs[i].events);
-				break;
-			case EV_KILL:
-				al_debug("init did not stop the sandbox in time; killing it");
-				epoll_ctl(l.epfd, EPOLL_CTL_DEL, l.killfd, NULL);
-				kill_hard(&l);
-				break;
-			}
-		}
-		al_gateway_collect(l.gw);
 	}
 	finish(&l, start);
 	if (l.gw) {
+		al_gateway_close_all(l.gw); /* audits and counts connections still open */
 		res->have_network = true;
 		al_gateway_stats(l.gw, &res->network);
 	}
 out:
-	al_gateway_free(TAKE_PTR(l.gw)); /* audits connections still open */
-	if (l.stdin_poll && !l.in_waiting)
-		epoll_ctl(l.epfd, EPOLL_CTL_DEL, STDIN_FILENO, NULL);
-	out_close(&l.out[0]);
-	out_close(&l.out[1]);
-	al_closep(&sv->stdin_wr);
-	al_closep(&sv->stdout_rd);
-	al_closep(&sv->stderr_rd);
-	al_closep(&sv->sync);
-	al_closep(&l.notifyfd);
+	al_gateway_free(TAKE_PTR(l.gw));
+	if (l.ev) {
+		out_close(&l.out[0]);
+		out_close(&l.out[1]);
+	}
+	al_watch_removep(&l.w_stdin);
+	unwatch_close(&l.w_stdin_wr, &sv->stdin_wr);
+	src_close(&l, 0);
+	src_close(&l, 1);
+	unwatch_close(&l.w_sync, &sv->sync);
+	al_watch_removep(&l.w_pidfd);
+	unwatch_close(&l.w_notify, &l.notifyfd);
 	al_closep(&l.diagfd);
-	al_closep(&l.resumefd);
-	al_closep(&l.sigfd);
-	al_closep(&l.timerfd);
-	al_closep(&l.tickfd);
-	al_closep(&l.killfd);
+	al_timer_freep(&l.resume);
+	al_timer_freep(&l.timer);
+	al_timer_freep(&l.tick);
+	al_timer_freep(&l.kill);
+	al_signals_free(TAKE_PTR(l.sigs));
 	al_closep(&l.confine_ruleset);
-	al_closep(&l.epfd);
+	al_loop_free(l.ev);
 	return r;
 }
 

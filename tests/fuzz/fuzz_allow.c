@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/cleanup.h"
-#include "gateway/allow.h"
+#include "net/allow.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

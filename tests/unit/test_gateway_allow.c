@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/cleanup.h"
-#include "gateway/allow.h"
+#include "net/allow.h"
 
 static void expect_host(const char *in, enum al_host_kind kind, const char *text)
 {

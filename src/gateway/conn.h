@@ -1,0 +1,231 @@
+/* The gateway's connections (internal to src/gateway).
+ *
+ * A connection goes through stages, each a function that returns a step to
+ * the connection's dispatcher (conn.c), which alone moves it on:
+ *
+ *   head     read the first bytes and learn where the client is going
+ *            (HTTP request, SOCKS request, transparent capture, DNS over TCP)
+ *   decide   the allowlist, the private-address guard and the limits
+ *            (decide.c)
+ *   resolve  the gateway's own lookup of an allowed name (resolve.c)
+ *   connect  from the host side, and the client's "connected" answer
+ *            (relay.c)
+ *   inspect  the stream's first bytes must name the host decided on
+ *            (decide.c)
+ *   stream   bytes both ways, through c->stream (relay.c)
+ *
+ * No stage calls the next. What the audit and the counters read is
+ * c->verdict, set once by the stage that decides it. */
+#pragma once
+
+#include <ares.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/loop.h"
+#include "gateway/gateway.h"
+#include "gateway/http.h"
+
+#define AL_GW_BUF_SIZE	65536
+#define AL_GW_MAX_CONNS 256
+
+enum gw_step {
+	GW_WAIT,  /* waiting for an event; the stage set what it waits for */
+	GW_NEXT,  /* the stage is done: on to the next */
+	GW_CLOSE, /* close the connection, as c->verdict says */
+};
+
+enum gw_stage {
+	GW_HEAD,
+	GW_DECIDE,
+	GW_RESOLVE,
+	GW_CONNECT,
+	GW_INSPECT,
+	GW_STREAM,
+};
+
+enum gw_path {
+	GW_PATH_HTTP,
+	GW_PATH_SOCKS,
+	GW_PATH_TRANSPARENT,
+	GW_PATH_DNS_TCP,
+};
+
+enum gw_verdict {
+	GW_UNDECIDED, /* nothing decided (yet): not audited unless closed at the run's end */
+	GW_ALLOWED,   /* allowed, and connecting or connected */
+	GW_DENIED,    /* refused by policy */
+	GW_FAILED,    /* allowed, but the upstream could not be reached */
+};
+
+/* How a refusal is answered. */
+enum gw_answer {
+	GW_ANSWER_NONE,	   /* just close */
+	GW_ANSWER_DEFAULT, /* the path's own: HTTP status, SOCKS reply, or a reset (transparent) */
+};
+
+struct conn;
+
+struct side {
+	struct conn *c;
+	int fd;
+	struct al_watch *w;
+	bool eof;  /* read side done */
+	bool shut; /* write side shut down */
+};
+
+struct buf {
+	size_t off, len;
+	char data[AL_GW_BUF_SIZE];
+};
+
+/* One direction of a connection (relay.c). */
+struct flow {
+	struct buf b;
+	int pipe[2]; /* -1 until bulk */
+	size_t in_pipe, pipe_cap;
+	bool pipe_full; /* out of pipe buffers (each splice takes one) before pipe_cap bytes */
+	uint64_t bytes; /* delivered to the other side */
+};
+
+/* The stream stage's interface. A stage that rewrites the stream (secret
+ * injection, TLS termination) is a third implementation. */
+struct gw_stream_ops {
+	const char *name;
+	/* Move what can be moved; the side and events that woke it (s may be
+	 * NULL right after connect). */
+	enum gw_step (*pump)(struct conn *c, struct side *s, uint32_t events);
+};
+
+extern const struct gw_stream_ops gw_stream_splice; /* splice(2) once a direction is bulk */
+extern const struct gw_stream_ops gw_stream_copy;   /* through user space only */
+
+/* Per-host counters. Each is its own allocation: connections keep a
+ * pointer to theirs while others are added. */
+struct host_use {
+	struct host_use *next;
+	char name[AL_HOST_MAX + 1];
+	uint64_t active, requests, bytes_out;
+};
+
+struct conn {
+	struct al_gateway *gw;
+	struct conn *prev, *next;
+	bool abandoned; /* closed while resolving: the resolver's callback frees it */
+	enum gw_path path;
+	enum gw_stage stage;
+	enum gw_verdict verdict;
+	enum gw_answer answer; /* for GW_DENIED and GW_FAILED */
+	int http_status;       /* the answer on the HTTP path */
+	uint8_t socks_code;    /* and on the SOCKS path */
+	char reason[2 * AL_HOST_MAX + 96];
+	const struct gw_stream_ops *stream;
+	struct side client, upstream;
+	char head[AL_HTTP_HEAD_MAX];
+	size_t head_len;
+	bool socks_greeted;    /* SOCKS: the greeting is answered */
+	bool orig_read;	       /* transparent: the original destination is known */
+	struct flow up, down;  /* client → upstream, upstream → client */
+	struct al_host target; /* where the client asked to go */
+	char name[AL_HOST_MAX + 1];
+	char addr[INET6_ADDRSTRLEN];
+	uint16_t port;
+	const char *rule;
+	struct in6_addr dest; /* where to connect, once known */
+	bool have_dest;
+	bool resolving, resolved, resolve_ok; /* resolve.c */
+	bool connecting;
+	bool in_dispatch;     /* a stage is running (the resolver may answer inside it) */
+	bool is_connect;      /* HTTP CONNECT: answer 200 once connected */
+	bool check_first;     /* the first client bytes must name c->name (SNI or Host) */
+	struct host_use *use; /* set once counted against the limits */
+	bool up_limited;      /* absolute-URI request: only its body may follow the head */
+	uint64_t up_left;     /* body bytes still allowed upstream */
+	struct in6_addr orig; /* transparent: where the client was going */
+};
+
+/* A socket of the resolver's, in the loop. */
+struct ares_sock {
+	struct al_gateway *gw;
+	int fd;
+	struct al_watch *w;
+	struct ares_sock *next;
+};
+
+struct al_gateway {
+	const struct al_plan *plan;
+	struct al_loop *loop;
+	struct al_audit *audit;
+	ares_channel ares; /* created by al_gateway_prepare */
+	struct ares_sock *ares_socks;
+	bool ares_failed; /* the resolver could not start: lookups fail */
+	struct al_timer *ares_timer;
+	struct host_use *hosts;
+	uint64_t active;   /* allowed connections open now */
+	uint64_t requests; /* connections counted against network.limits.requests */
+	int listen_fd[AL_GATEWAY_N_LISTENERS];
+	struct al_watch *listen_w[AL_GATEWAY_N_LISTENERS];
+	/* fakeip.c: index i answers as 198.18.0.0 + i + 1 */
+	char **fake_names;
+	size_t n_fake, cap_fake;
+	uint32_t *fake_slots; /* open addressing by name: index + 1, 0 = empty */
+	size_t n_slots;	      /* a power of two, at least twice n_fake */
+	struct conn *conns;
+	size_t n_conns;
+	struct al_gateway_stats st;
+};
+
+/* conn.c */
+void gw_accept(struct al_gateway *gw, enum al_gateway_listener kind, int fd);
+/* Run the connection's stages from where it is, for an event on s. */
+void gw_conn_run(struct conn *c, struct side *s, uint32_t events);
+/* Close c now, auditing it as its verdict says; end_reason (or NULL)
+ * audits an undecided connection as refused, e.g. "the run ended". */
+void gw_conn_close(struct conn *c, const char *end_reason);
+/* Refuse: set the verdict and the answer; returns GW_CLOSE. */
+enum gw_step gw_deny(struct conn *c, enum gw_answer answer, int http_status, uint8_t socks_code,
+		     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Send a short answer of ours to the client, best effort. */
+void gw_reply(struct conn *c, const void *buf, size_t len);
+int gw_side_set(struct side *s, uint32_t events);
+/* Put fd in s and watch it (connect's upstream side). */
+int gw_side_open(struct conn *c, struct side *s, int fd, uint32_t events);
+void gw_buf_put(struct buf *b, const void *data, size_t n);
+
+/* decide.c */
+enum gw_step gw_stage_decide(struct conn *c);
+enum gw_step gw_stage_inspect(struct conn *c, struct side *s, uint32_t events);
+/* The name the first bytes of a stream give (TLS SNI, HTTP Host): 0;
+ * -EAGAIN: too few bytes yet; -ENOENT: no name to check; -EPROTO: TLS or
+ * HTTP that cannot be checked. */
+int gw_name_in_stream(const char *buf, size_t len, struct al_host *ret);
+void gw_audit_limit(struct conn *c, const char *limit);
+
+/* resolve.c */
+int gw_resolver_start(struct al_gateway *gw, struct al_error *err);
+enum gw_step gw_stage_resolve(struct conn *c);
+void gw_resolver_free(struct al_gateway *gw);
+
+/* relay.c */
+enum gw_step gw_stage_connect(struct conn *c, struct side *s, uint32_t events);
+void gw_flows_close(struct conn *c);
+/* One direction, as the stream stages move it (inspect uses it for the
+ * server's bytes while it holds the client's). False when broken. */
+/* Move bytes both ways for the events ce (client) and ue (upstream) that
+ * woke the connection; with hold, nothing goes upstream or is read from
+ * the client (inspect holds the client's first bytes, but the server may
+ * speak first). */
+enum gw_step gw_relay_move(struct conn *c, uint32_t ce, uint32_t ue, bool hold);
+bool gw_flow_waiting(const struct flow *f);
+bool gw_flow_has_room(const struct flow *f);
+
+/* dnsstub.c */
+void gw_dns_udp(struct al_gateway *gw, int fd);
+enum gw_step gw_head_dns_tcp(struct conn *c);
+
+/* fakeip.c */
+bool gw_fake_addr(struct al_gateway *gw, const char *name, struct in6_addr *ret);
+/* The name a fake address (host order) answers for, or NULL. */
+const char *gw_fake_name(const struct al_gateway *gw, uint32_t addr);
+void gw_fake_free(struct al_gateway *gw);

@@ -1,0 +1,106 @@
+/* The DNS stub on 127.0.0.1:53 (UDP, and TCP as a connection's head
+ * stage): allowed names (by some rule, or mapped in network.hosts) get a
+ * fake address for A and no record for AAAA; every other name, type or
+ * class is refused, and every query is audited — a name that carries a
+ * secret never leaves the gateway. */
+#include "gateway/conn.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "core/log.h"
+#include "gateway/dns.h"
+
+static void audit_dns(struct al_gateway *gw, const struct al_dns_query *q, const char *decision,
+		      const char *answer, const char *reason)
+{
+	al_audit_emit(gw->audit, "net.dns",
+		      json_pack("{s:s, s:i, s:s, s:s?, s:s?}", "name", q->name, "qtype", q->qtype,
+				"decision", decision, "answer", answer, "reason", reason));
+}
+
+static int dns_answer(struct al_gateway *gw, const uint8_t *msg, size_t len, unsigned flags,
+		      uint8_t *out, size_t size)
+{
+	struct al_dns_query q;
+	struct al_error err = {0};
+	struct in6_addr addr;
+	char text[INET6_ADDRSTRLEN];
+	int r = al_dns_parse_query(msg, len, &q, &err);
+
+	if (r < 0) {
+		gw->st.dns_refused++;
+		al_audit_emit(gw->audit, "net.dns",
+			      json_pack("{s:s, s:s}", "decision", "malformed", "reason", err.msg));
+		return al_dns_format_bare_error(
+		    msg, len, r == -EOPNOTSUPP ? AL_DNS_RCODE_NOTIMP : AL_DNS_RCODE_FORMERR, out,
+		    size);
+	}
+	/* network.hosts only says where a name is; the allowlist says whether
+	 * it may be reached, and only then does it resolve in here. */
+	if (!al_allow_match_name_any_port(gw->plan->allow, q.name, NULL)) {
+		gw->st.dns_refused++;
+		audit_dns(gw, &q, "deny", NULL, "no rule allows this name");
+		return al_dns_format_error(&q, AL_DNS_RCODE_NXDOMAIN, out, size);
+	}
+	if (q.qclass != AL_DNS_CLASS_IN ||
+	    (q.qtype != AL_DNS_TYPE_A && q.qtype != AL_DNS_TYPE_AAAA)) {
+		gw->st.dns_refused++;
+		audit_dns(gw, &q, "deny", NULL, "only A and AAAA queries are answered");
+		return al_dns_format_error(&q, AL_DNS_RCODE_REFUSED, out, size);
+	}
+	if (!gw_fake_addr(gw, q.name, &addr)) {
+		audit_dns(gw, &q, "deny", NULL, "the fake address range is used up");
+		return al_dns_format_error(&q, AL_DNS_RCODE_SERVFAIL, out, size);
+	}
+	gw->st.dns_answered++;
+	al_addr_format(&addr, text, sizeof(text));
+	audit_dns(gw, &q, "allow", q.qtype == AL_DNS_TYPE_A ? text : NULL, NULL);
+	/* AAAA gets NODATA: the fake range is IPv4 and clients fall back. */
+	return al_dns_format_answer(&q, &addr, 1, 60, flags, out, size);
+}
+
+void gw_dns_udp(struct al_gateway *gw, int fd)
+{
+	uint8_t msg[4096], out[4096];
+	struct sockaddr_storage from;
+	socklen_t flen = sizeof(from);
+	ssize_t n = recvfrom(fd, msg, sizeof(msg), MSG_DONTWAIT, (struct sockaddr *)&from, &flen);
+
+	if (n <= 0)
+		return;
+	int m = dns_answer(gw, msg, (size_t)n, 0, out, sizeof(out));
+	if (m > 0 && sendto(fd, out, (size_t)m, MSG_DONTWAIT, (struct sockaddr *)&from, flen) < 0)
+		al_debug("gateway: DNS answer not sent: %s", strerror(errno));
+}
+
+/* DNS over TCP: one query per connection, answered and closed. */
+enum gw_step gw_head_dns_tcp(struct conn *c)
+{
+	size_t off, len;
+	uint8_t out[4096 + 2];
+	ssize_t n;
+	int r;
+
+	gw_side_set(&c->client, EPOLLIN);
+	n = recv(c->client.fd, c->head + c->head_len, sizeof(c->head) - c->head_len, MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return GW_WAIT;
+	if (n <= 0)
+		return GW_CLOSE;
+	c->head_len += (size_t)n;
+	r = al_dns_tcp_frame((const uint8_t *)c->head, c->head_len, &off, &len);
+	if (r == -EAGAIN && c->head_len < sizeof(c->head))
+		return GW_WAIT;
+	if (r >= 0) {
+		int m = dns_answer(c->gw, (const uint8_t *)c->head + off, len, AL_DNS_TCP, out + 2,
+				   sizeof(out) - 2);
+		if (m > 0) {
+			out[0] = (uint8_t)(m >> 8);
+			out[1] = (uint8_t)m;
+			gw_reply(c, out, (size_t)m + 2);
+		}
+	}
+	return GW_CLOSE;
+}
