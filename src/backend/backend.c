@@ -17,36 +17,6 @@ const struct al_backend_ops *al_backend_lookup(const char *name)
 	return NULL;
 }
 
-int al_backend_run(const struct al_backend_ops *ops, const struct al_plan *plan,
-		   struct al_audit *audit, struct al_run_result *res, struct al_error *err)
-{
-	struct al_sandbox sb = {
-	    .ops = ops,
-	    .plan = plan,
-	    .audit = audit,
-	    .proc = {.pid = -1,
-		     .pidfd = -1,
-		     .sync = -1,
-		     .rules_errfd = -1,
-		     .stdin_wr = -1,
-		     .stdout_rd = -1,
-		     .stderr_rd = -1},
-	};
-	int r;
-
-	if ((r = ops->probe(plan, err)) < 0)
-		return al_error_wrap(err, "backend %s", ops->name);
-	al_supervisor_block_signals();
-	if ((r = ops->prepare(&sb, err)) < 0 || (r = ops->start(&sb, err)) < 0 ||
-	    (r = ops->wait(&sb, res, err)) < 0) {
-		ops->destroy(&sb);
-		return r;
-	}
-	ops->destroy(&sb);
-	al_log_phase("cleaned up");
-	return 0;
-}
-
 void al_sandbox_release(struct al_sandbox *sb)
 {
 	struct al_supervised *p = &sb->proc;

@@ -26,8 +26,6 @@ struct al_backend_ops {
 	int (*prepare)(struct al_sandbox *sb, struct al_error *err);
 	/* Create the sandbox and release its child. */
 	int (*start)(struct al_sandbox *sb, struct al_error *err);
-	/* Supervise to the end and fill *res. */
-	int (*wait)(struct al_sandbox *sb, struct al_run_result *res, struct al_error *err);
 	/* Send sig to the whole sandbox. */
 	int (*kill)(struct al_sandbox *sb, int sig);
 	/* Kill anything left and release every resource. Safe after any failure. */
@@ -43,9 +41,3 @@ void al_sandbox_release(struct al_sandbox *sb);
 
 /* The backend called `name` (NULL = native), or NULL if there is none. */
 const struct al_backend_ops *al_backend_lookup(const char *name);
-
-/* probe → prepare → start → wait → destroy. Returns 0 when the run
- * happened (whatever the command did; see *res), or a negative errno when
- * airlock could not run it. */
-int al_backend_run(const struct al_backend_ops *ops, const struct al_plan *plan,
-		   struct al_audit *audit, struct al_run_result *res, struct al_error *err);

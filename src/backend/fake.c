@@ -1,12 +1,16 @@
-/* The fake backend: no isolation at all. The command runs through the same
- * sandbox init and supervisor as native, so tests can check exit codes,
- * signal forwarding, timeouts and output relay without privileges. It is
- * not reachable by name from the CLI or a policy. */
+/* The fake backend: no isolation but a pid namespace (so that init's
+ * kill(-1) stays inside it). The command runs through the same sandbox
+ * init and supervisor as native, so tests can check exit codes, signal
+ * forwarding, timeouts and output relay through the run layer. It is not
+ * reachable by name from the CLI or a policy. */
 #include "backend/backend.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <signal.h>
+#include <stdint.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,33 +36,42 @@ static int fake_prepare(struct al_sandbox *sb, struct al_error *err)
 static int fake_start(struct al_sandbox *sb, struct al_error *err)
 {
 	int sync[2] = {-1, -1}, in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1};
-	pid_t pid;
-	int r = 0;
+	int pidfd = -1, r = 0;
+	/* A pid namespace (in a user namespace, so no privilege is needed):
+	 * init's kill(-1) at the end must reach the command's processes and
+	 * nothing else. No id maps: the command runs as the overflow user. */
+	struct clone_args args = {
+	    .flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_PIDFD,
+	    .pidfd = (uint64_t)(uintptr_t)&pidfd,
+	    .exit_signal = SIGCHLD,
+	};
+	long pid;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0 ||
 	    pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(er, O_CLOEXEC) < 0) {
 		r = al_error_setsys(err, errno, "fake: creating pipes");
 		goto out;
 	}
-	pid = fork();
+	pid = al_sys_clone3(&args, sizeof(args));
 	if (pid < 0) {
-		r = al_error_setsys(err, errno, "fake: fork");
+		r = al_error_setsys(err, errno, "fake: clone3 into new user and pid namespaces");
 		goto out;
 	}
 	if (pid == 0) {
-		if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(er[1], 2) < 0)
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || dup2(in[0], 0) < 0 ||
+		    dup2(out[1], 1) < 0 || dup2(er[1], 2) < 0)
 			_exit(125);
+		/* Keep only 0, 1, 2 and our end of sync: init holding a pipe
+		 * end would hide the command's EOF. */
+		int *all[] = {&sync[0], &in[0], &in[1], &out[0], &out[1], &er[0], &er[1]};
+		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+			if (*all[i] > 2)
+				al_closep(all[i]);
 		al_sandbox_init(sb->plan, sync[1], NULL, 0);
 	}
 	sb->started = true;
-	sb->proc.pid = pid;
-	sb->proc.pidfd = al_sys_pidfd_open(pid, 0);
-	if (sb->proc.pidfd < 0) {
-		r = al_error_setsys(err, errno, "fake: pidfd_open");
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		goto out;
-	}
+	sb->proc.pid = (pid_t)pid;
+	sb->proc.pidfd = pidfd;
 	sb->proc.sync = TAKE_FD(sync[0]);
 	sb->proc.stdin_wr = TAKE_FD(in[1]);
 	sb->proc.stdout_rd = TAKE_FD(out[0]);
@@ -73,11 +86,6 @@ out:
 	al_closep(&er[0]);
 	al_closep(&er[1]);
 	return r;
-}
-
-static int fake_wait(struct al_sandbox *sb, struct al_run_result *res, struct al_error *err)
-{
-	return al_supervise(sb->plan, &sb->proc, NULL, sb->audit, res, err);
 }
 
 static int fake_kill(struct al_sandbox *sb, int sig)
@@ -95,7 +103,6 @@ const struct al_backend_ops al_backend_fake = {
     .probe = fake_probe,
     .prepare = fake_prepare,
     .start = fake_start,
-    .wait = fake_wait,
     .kill = fake_kill,
     .destroy = fake_destroy,
 };

@@ -248,11 +248,6 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 	return 0;
 }
 
-static int native_wait(struct al_sandbox *sb, struct al_run_result *res, struct al_error *err)
-{
-	return al_supervise(sb->plan, &sb->proc, sb->cg, sb->audit, res, err);
-}
-
 static int native_kill(struct al_sandbox *sb, int sig)
 {
 	/* Killing pid 1 of the namespace takes every process in it along. */
@@ -275,7 +270,6 @@ const struct al_backend_ops al_backend_native = {
     .probe = native_probe,
     .prepare = native_prepare,
     .start = native_start,
-    .wait = native_wait,
     .kill = native_kill,
     .destroy = native_destroy,
 };

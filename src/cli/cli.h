@@ -47,6 +47,18 @@ void al_cli_print_options(FILE *f, enum al_cli_cmd cmd);
 /* Load --policy (if any), merge the flags over it and return the result. */
 int al_cli_policy(const struct al_cli *cli, struct al_policy **ret, struct al_error *err);
 
+struct al_run;
+struct al_run_request;
+struct al_run_result;
+
+/* Run req as the one run of this process: stdio is the CLI's own, its
+ * SIGINT, SIGTERM, SIGHUP and SIGQUIT go to the run, SIGPIPE is ignored.
+ * start_err gets why the run could not start (its result then says
+ * setup-error), record_err why the result record could not be written;
+ * each msg stays empty otherwise. Free *ret with al_run_free(). */
+const struct al_run_result *al_cli_run(const struct al_run_request *req, struct al_run **ret,
+				       struct al_error *start_err, struct al_error *record_err);
+
 /* Subcommands: return the process exit code. */
 int al_cmd_run(int argc, char **argv);
 int al_cmd_check(int argc, char **argv);

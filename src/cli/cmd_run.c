@@ -1,17 +1,20 @@
-/* airlock run: flags (+ policy file) → plan → backend → exit code. */
+/* airlock run: flags (+ policy file) → plan → run layer → exit code. */
 #include "cli/cli.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "backend/backend.h"
 #include "config.h"
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/sys.h"
 #include "core/util.h"
 #include "policy/plan.h"
+#include "run/run.h"
 
 #define EXIT_SETUP 125
 
@@ -27,40 +30,37 @@ static void usage(FILE *f)
 		   "is not executable; 127 if it was not found.\n");
 }
 
-/* run.start: enough of the plan to tell later what was in force. */
-static json_t *start_fields(const struct al_plan *p, const struct al_cli *cli)
+/* The CLI is the one process that holds this run: SIGINT, SIGTERM, SIGHUP
+ * and SIGQUIT go to it (blocked, so none is lost between clone and the
+ * loop, and read from a signalfd in the run's loop), SIGPIPE is ignored. */
+static void on_signal(struct al_signals *s, int sig, void *data)
 {
-	json_t *argv = json_array(), *mounts = json_array(), *allow = json_array();
-
-	for (size_t i = 0; p->argv[i]; i++)
-		json_array_append_new(argv, al_json_text(p->argv[i]));
-	for (size_t i = 0; p->gateway && p->allow_text[i]; i++)
-		json_array_append_new(allow, json_string(p->allow_text[i]));
-	for (size_t i = 0; i < p->n_ops; i++)
-		if (p->ops[i].kind == AL_OP_BIND && p->ops[i].ino)
-			json_array_append_new(mounts, al_json_text(p->ops[i].what));
-	return json_pack("{s:o, s:s, s:o, s:o, s:o, s:o, s:s, s:o, s:i, s:b}", "command", argv,
-			 "backend", p->backend, "policy", al_json_text(cli->policy_file), "workdir",
-			 al_json_text(p->workdir), "mounts", mounts, "limits",
-			 json_pack("{s:I, s:I, s:I, s:I}", "timeout_ms", (json_int_t)p->timeout_ms,
-				   "memory_bytes", (json_int_t)p->memory_bytes, "pids",
-				   (json_int_t)p->pids, "output_bytes",
-				   (json_int_t)p->output_bytes),
-			 "network", p->gateway ? "gateway" : "none", "allow", allow, "landlock_abi",
-			 p->landlock_abi, "rootless", p->rootless);
+	(void)s;
+	al_run_signal(data, sig);
 }
 
-/* The result record's directory must exist now: the supervisor confines
- * itself to it before the command starts. It is opened once, without
- * following links, and the record is written relative to it. */
-static int result_dir(const char *path, struct al_plan *plan, char **ret_name, struct al_error *err)
+const struct al_run_result *al_cli_run(const struct al_run_request *req, struct al_run **ret,
+				       struct al_error *start_err, struct al_error *record_err)
 {
-	int fd = al_open_output_dir(path, "--result", ret_name, err);
+	static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	const struct al_supervisor_io io = {
+	    .stdin_fd = STDIN_FILENO, .stdout_fd = STDOUT_FILENO, .stderr_fd = STDERR_FILENO};
+	struct al_signals *sigs = NULL;
+	sigset_t set;
 
-	if (fd < 0)
-		return fd;
-	plan->result_dirfd = fd;
-	return 0;
+	sigemptyset(&set);
+	for (size_t i = 0; i < AL_ARRAY_SIZE(forwarded); i++)
+		sigaddset(&set, forwarded[i]);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (al_run_start(req, &io, ret, start_err) == 0) {
+		sigs = al_loop_signals(al_run_loop(*ret), &set, on_signal, *ret);
+		if (!sigs)
+			al_warn("warning: signals will not reach the sandbox: %s", strerror(errno));
+	}
+	const struct al_run_result *res = al_run_wait(*ret, record_err);
+	al_signals_free(sigs);
+	return res;
 }
 
 int al_cmd_run(int argc, char **argv)
@@ -68,10 +68,10 @@ int al_cmd_run(int argc, char **argv)
 	struct al_cli cli;
 	_cleanup_(al_policy_freep) struct al_policy *policy = NULL;
 	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
-	const struct al_backend_ops *backend;
-	struct al_run_result res;
+	_cleanup_close_ int result_dirfd = -1;
+	struct al_run *run = NULL;
 	struct al_audit *audit = NULL;
-	struct al_error err = {0};
+	struct al_error err = {0}, record_err = {0};
 	char line[512], run_id[24];
 	_cleanup_free_ char *result_name = NULL;
 	int code = EXIT_SETUP;
@@ -83,12 +83,12 @@ int al_cmd_run(int argc, char **argv)
 		al_err("%s", err.msg);
 		goto out;
 	}
-	backend = al_backend_lookup(plan->backend);
-	if (!backend) {
-		al_err("unknown backend \"%s\"", plan->backend);
-		goto out;
-	}
-	if (cli.result_file && result_dir(cli.result_file, plan, &result_name, &err) < 0) {
+	/* The result record's directory must exist now: the supervisor
+	 * confines itself to it before the command starts. It is opened
+	 * once, without following links, and the record is written relative
+	 * to it. */
+	if (cli.result_file && (result_dirfd = al_open_output_dir(cli.result_file, "--result",
+								  &result_name, &err)) < 0) {
 		al_err("%s", err.msg);
 		goto out;
 	}
@@ -100,30 +100,28 @@ int al_cmd_run(int argc, char **argv)
 		al_err("%s", err.msg);
 		goto out;
 	}
-	if (audit)
-		al_audit_emit(audit, "run.start", start_fields(plan, &cli));
-	if (al_backend_run(backend, plan, audit, &res, &err) < 0) {
-		/* airlock could not run it: still leave a record saying so. */
-		memset(&res, 0, sizeof(res));
-		res.reason = AL_END_SETUP_ERROR;
-		res.exit_code = EXIT_SETUP;
-		snprintf(res.step, sizeof(res.step), "start");
-		snprintf(res.msg, sizeof(res.msg), "%s", err.msg);
+	struct al_run_request req = {.plan = plan,
+				     .audit = audit,
+				     .run_id = run_id,
+				     .policy_file = cli.policy_file,
+				     .result_dirfd = result_dirfd,
+				     .result_name = result_name,
+				     .result_path = cli.result_file,
+				     .confine_self = true};
+	const struct al_run_result *res = al_cli_run(&req, &run, &err, &record_err);
+	if (err.msg[0])
 		al_err("%s", err.msg);
-	} else if (al_result_describe(&res, line, sizeof(line))) {
+	else if (al_result_describe(res, line, sizeof(line)))
 		al_err("%s", line);
-	}
-	al_debug("exit %d after %llu ms; stdout %llu bytes, stderr %llu bytes", res.exit_code,
-		 (unsigned long long)res.wall_ms, (unsigned long long)res.stdout_bytes,
-		 (unsigned long long)res.stderr_bytes);
-	if (audit)
-		al_audit_emit(audit, "run.end", al_result_json(plan, &res, run_id));
-	code = res.exit_code;
-	if (cli.result_file && al_result_write(plan->result_dirfd, result_name, cli.result_file,
-					       plan, &res, run_id, &err) < 0) {
-		al_err("%s", err.msg);
+	al_debug("exit %d after %llu ms; stdout %llu bytes, stderr %llu bytes", res->exit_code,
+		 (unsigned long long)res->wall_ms, (unsigned long long)res->stdout_bytes,
+		 (unsigned long long)res->stderr_bytes);
+	code = res->exit_code;
+	if (record_err.msg[0]) {
+		al_err("%s", record_err.msg);
 		code = EXIT_SETUP;
 	}
+	al_run_free(run);
 out:
 	al_audit_close(audit);
 	al_cli_clear(&cli);

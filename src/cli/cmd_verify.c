@@ -11,13 +11,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend/backend.h"
 #include "cgroup/cgroup.h"
 #include "config.h"
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "policy/plan.h"
+#include "run/run.h"
 
 #define PROBE_PATH	  "/.airlock/airlock"
 #define EXIT_NOT_IN_FORCE 2
@@ -38,6 +38,7 @@ int al_cmd_verify(int argc, char **argv)
 	_cleanup_(al_policy_freep) struct al_policy *policy = NULL;
 	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
 	struct al_run_result res;
+	struct al_run *run = NULL;
 	struct al_error err = {0};
 	char exe[PATH_MAX];
 	int code = 125, bad = 0;
@@ -66,8 +67,12 @@ int al_cmd_verify(int argc, char **argv)
 	printf("%-16s %-15s %s\n", "LAYER", "STATUS", "DETAIL");
 	printf("-- inside, attacked by the probe --\n");
 	fflush(stdout);
-	if (al_backend_run(&al_backend_native, plan, NULL, &res, &err) < 0)
+	struct al_run_request req = {.plan = plan, .result_dirfd = -1, .confine_self = true};
+	struct al_error record_err = {0};
+	const struct al_run_result *r = al_cli_run(&req, &run, &err, &record_err);
+	if (err.msg[0])
 		goto fail;
+	res = *r;
 	printf("-- outside, checked before exec --\n");
 	bool cgroup_row = false;
 	for (size_t i = 0; i < res.n_checks; i++) {
@@ -104,6 +109,7 @@ int al_cmd_verify(int argc, char **argv)
 fail:
 	al_err("%s", err.msg);
 out:
+	al_run_free(run);
 	al_cli_clear(&cli);
 	return code;
 }

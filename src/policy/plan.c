@@ -568,8 +568,6 @@ int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **
 	const char *why;
 	int r;
 
-	p->result_dirfd = -1;
-
 	if ((!pol->command || !pol->command[0]) && !(flags & AL_PLAN_COMMAND_OPTIONAL))
 		return al_error_set(
 		    err, EINVAL,
@@ -678,8 +676,6 @@ void al_plan_free(struct al_plan *p)
 	al_allow_free(p->allow);
 	al_strv_free(p->allow_text);
 	free(p->resolver);
-	if (p->result_dirfd >= 0)
-		close(p->result_dirfd);
 	for (size_t i = 0; i < p->n_hosts; i++)
 		free(p->hosts[i].name);
 	free(p->hosts);

@@ -188,11 +188,6 @@ struct al_plan {
 	struct al_net_limits net_run; /* 0 = no limit */
 	struct al_net_limits net_host;
 
-	/* the directory the CLI writes the result record to (O_PATH, opened
-	 * without following links; the supervisor's own confinement lets it
-	 * write there), or -1; set by `airlock run`, closed with the plan */
-	int result_dirfd;
-
 	/* filesystem */
 	struct al_mount_op *ops;
 	size_t n_ops;

@@ -1,5 +1,5 @@
 /* The result record: one JSON object per run (schema: docs/result.md). */
-#include "supervisor/supervisor.h"
+#include "supervisor/result.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -123,4 +123,83 @@ int al_result_write(int dirfd, const char *name, const char *path, const struct 
 out:
 	free(s);
 	return r;
+}
+
+const char *al_reason_name(enum al_end_reason r)
+{
+	switch (r) {
+	case AL_END_EXITED:
+		return "exited";
+	case AL_END_SIGNALED:
+		return "signaled";
+	case AL_END_TIMEOUT:
+		return "timeout";
+	case AL_END_MEMORY:
+		return "memory";
+	case AL_END_PIDS:
+		return "pids";
+	case AL_END_CPU_TIME:
+		return "cpu-time";
+	case AL_END_OUTPUT:
+		return "output";
+	case AL_END_KILLED:
+		return "killed";
+	case AL_END_SETUP_ERROR:
+		return "setup-error";
+	case AL_END_EXEC_FAILED:
+		return "exec-failed";
+	}
+	return "?";
+}
+
+const char *al_result_describe(const struct al_run_result *res, char *buf, size_t len)
+{
+	unsigned long long s = res->wall_ms / 1000, ms = res->wall_ms % 1000;
+
+	switch (res->reason) {
+	case AL_END_SETUP_ERROR:
+		snprintf(buf, len, "sandbox setup failed at step \"%s\": %s%s%s", res->step,
+			 res->msg, res->err ? ": " : "", res->err ? strerror(res->err) : "");
+		return buf;
+	case AL_END_EXEC_FAILED:
+		snprintf(buf, len, "cannot execute \"%s\": %s%s", res->msg, strerror(res->err),
+			 res->err == ENOENT ? " (command not found in the sandbox)" : "");
+		return buf;
+	case AL_END_TIMEOUT:
+		snprintf(buf, len, "limit: timeout; the sandbox was killed after %llu.%03llu s", s,
+			 ms);
+		return buf;
+	case AL_END_MEMORY:
+		if (res->listeners_hit)
+			snprintf(buf, len,
+				 "limit: memory; the sandbox was killed (more than %u listening "
+				 "sockets, whose queues the supervisor must count)",
+				 AL_MAX_LISTENERS);
+		else if (res->socket_memory)
+			snprintf(buf, len,
+				 "limit: memory; the sandbox was killed (its socket buffers held "
+				 "%llu K, past the %llu K they may)",
+				 (unsigned long long)(res->cgroup.socket_peak >> 10),
+				 (unsigned long long)(res->socket_stop >> 10));
+		else
+			snprintf(buf, len, "limit: memory; the sandbox was killed (out of memory)");
+		return buf;
+	case AL_END_PIDS:
+		snprintf(buf, len, "limit: pids; the sandbox was killed (a fork hit the limit)");
+		return buf;
+	case AL_END_CPU_TIME:
+		snprintf(buf, len, "limit: cpu-time; the sandbox was killed after %llu ms of CPU",
+			 (unsigned long long)(res->cgroup.cpu_usage_us / 1000));
+		return buf;
+	case AL_END_OUTPUT:
+		snprintf(buf, len,
+			 "limit: output; the sandbox was killed after %llu bytes of output",
+			 (unsigned long long)(res->stdout_bytes + res->stderr_bytes));
+		return buf;
+	case AL_END_KILLED:
+		snprintf(buf, len, "stopped by %s: the sandbox was killed", strsignal(res->signal));
+		return buf;
+	default:
+		return NULL;
+	}
 }

@@ -44,23 +44,28 @@
  * pipe) cannot stall the loop and with it the timeout and the limits:
  * what does not fit waits in pending, and the sandbox's pipe is not read
  * until it is out (its writer then blocks, as it would outside). */
-struct loop;
+struct al_supervisor;
 
 struct out {
-	struct loop *l;
+	struct al_supervisor *l;
 	int which;	    /* 0: stdout, 1: stderr */
 	struct al_watch *w; /* fd, while what is pending waits for room */
 	int fd;		    /* ours: 1 or 2, or a non-blocking reopening of it */
 	bool own_fd;	    /* fd is that reopening (closed at the end) */
 	bool socket;	    /* send(MSG_DONTWAIT) instead */
 	bool can_poll;
+	bool discard; /* no fd and no callback: counted, then dropped */
 	char *pending;
 	size_t pend_off, pend_len;
 };
 
-struct loop {
-	struct al_loop *ev;
-	struct al_signals *sigs;
+struct al_supervisor {
+	struct al_loop *ev; /* borrowed */
+	struct al_supervisor_io io;
+	bool confine_self;
+	int confine_dirfd;
+	uint64_t start_ms;
+	struct al_run_result result;
 	struct al_timer *timer; /* the wall clock */
 	struct al_timer *tick;	/* the limit checks */
 	struct al_watch *w_pidfd, *w_sync, *w_notify;
@@ -99,23 +104,6 @@ struct loop {
 	uint64_t cpu_system_us;
 };
 
-static const int supervised_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-
-static void signal_set(sigset_t *set)
-{
-	sigemptyset(set);
-	for (size_t i = 0; i < AL_ARRAY_SIZE(supervised_signals); i++)
-		sigaddset(set, supervised_signals[i]);
-}
-
-void al_supervisor_block_signals(void)
-{
-	sigset_t set;
-	signal_set(&set);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
-}
-
 static uint64_t now_ms(void)
 {
 	struct timespec ts;
@@ -130,12 +118,12 @@ static void unwatch_close(struct al_watch **w, int *fd)
 	al_closep(fd);
 }
 
-static int *src_fd(struct loop *l, int which)
+static int *src_fd(struct al_supervisor *l, int which)
 {
 	return which == 0 ? &l->sv->stdout_rd : &l->sv->stderr_rd;
 }
 
-static void src_close(struct loop *l, int which)
+static void src_close(struct al_supervisor *l, int which)
 {
 	unwatch_close(&l->w_src[which], src_fd(l, which));
 }
@@ -144,7 +132,7 @@ static void on_kill_timer(struct al_timer *t, uint64_t expirations, void *data);
 
 /* Stop everything in the sandbox at once, the hard way: killing the pid
  * namespace's init takes every process in it along (v2's cgroup.kill too). */
-static void kill_hard(struct loop *l)
+static void kill_hard(struct al_supervisor *l)
 {
 	if (l->init_gone || l->sv->exiting)
 		return;
@@ -157,7 +145,7 @@ static void kill_hard(struct loop *l)
  * counted (processes the kernel reaps for a dying init are not), and it
  * reports as usual. If it has not within KILL_GRACE_MS, kill it hard. */
 #define KILL_GRACE_MS 200
-static void kill_sandbox(struct loop *l)
+static void kill_sandbox(struct al_supervisor *l)
 {
 	if (l->init_gone || l->sv->exiting)
 		return;
@@ -171,7 +159,7 @@ static void kill_sandbox(struct loop *l)
 		kill_hard(l);
 }
 
-static void stop_for_limit(struct loop *l, enum al_end_reason why, const char *limit,
+static void stop_for_limit(struct al_supervisor *l, enum al_end_reason why, const char *limit,
 			   uint64_t limit_value, uint64_t observed)
 {
 	if (l->limit_hit)
@@ -187,13 +175,13 @@ static void stop_for_limit(struct loop *l, enum al_end_reason why, const char *l
 }
 
 /* v2 has no peak for socket buffers: keep the largest value read. */
-static void keep_socket_peak(struct loop *l, struct al_cgroup_stats *st)
+static void keep_socket_peak(struct al_supervisor *l, struct al_cgroup_stats *st)
 {
 	if (l->res->cgroup.socket_peak > st->socket_peak)
 		st->socket_peak = l->res->cgroup.socket_peak;
 }
 
-static void final_stats(struct loop *l)
+static void final_stats(struct al_supervisor *l)
 {
 	struct al_cgroup_stats st;
 
@@ -205,7 +193,7 @@ static void final_stats(struct loop *l)
 /* v1: the kernel holds socket buffers to memory.kmem.tcp but may force one
  * buffer per socket past it; many sockets add up, so the run stops at
  * plan->socket_stop (docs/security.md). */
-static void stop_for_socket_memory(struct loop *l, uint64_t observed)
+static void stop_for_socket_memory(struct al_supervisor *l, uint64_t observed)
 {
 	if (!l->limit_hit) {
 		l->res->socket_memory = true;
@@ -232,7 +220,7 @@ static uint64_t now_us(void)
  * made, so the next waits ten times as long as this one took, and more
  * than AL_MAX_LISTENERS listeners stop the run: the supervisor's CPU
  * spent on it stays under a tenth. charged: v1's kmem.tcp usage, or 0. */
-static void check_netns_sockets(struct loop *l, uint64_t charged)
+static void check_netns_sockets(struct al_supervisor *l, uint64_t charged)
 {
 	struct al_sockdiag_sum lis, sum = {0};
 	uint64_t stop = l->plan->socket_stop, t0 = now_us(), bound;
@@ -271,7 +259,7 @@ static void check_netns_sockets(struct loop *l, uint64_t charged)
 		stop_for_socket_memory(l, charged + sum.bytes);
 }
 
-static void check_limits(struct loop *l)
+static void check_limits(struct al_supervisor *l)
 {
 	const struct al_plan *p = l->plan;
 	struct al_cgroup_stats st;
@@ -298,12 +286,17 @@ static void check_limits(struct loop *l)
 /* A write handle for our output fd that never blocks, sharing nothing
  * with the caller's file description (setting O_NONBLOCK on fd 1 itself
  * would change it for every process that shares it). */
-static void out_open(struct loop *l, struct out *o, int which, int fd)
+static void out_open(struct al_supervisor *l, struct out *o, int which, int fd)
 {
 	struct stat st;
 	char path[32];
 
 	*o = (struct out){.l = l, .which = which, .fd = fd};
+	if (l->io.output || fd < 0) {
+		o->discard = !l->io.output;
+		o->fd = -1;
+		return;
+	}
 	if (fstat(fd, &st) < 0 || S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
 		return; /* files do not block; nothing to poll */
 	if (S_ISSOCK(st.st_mode)) {
@@ -334,7 +327,7 @@ static ssize_t out_write(struct out *o, const char *buf, size_t len)
 	return n;
 }
 
-static void out_ready(struct loop *l, int which);
+static void out_ready(struct al_supervisor *l, int which);
 
 static void on_out_ready(struct al_watch *w, uint32_t events, void *data)
 {
@@ -346,7 +339,7 @@ static void on_out_ready(struct al_watch *w, uint32_t events, void *data)
 }
 
 /* Keep what did not fit; stop reading the sandbox's pipe until it is out. */
-static void out_hold(struct loop *l, int which, bool stop_src, const char *buf, size_t len)
+static void out_hold(struct al_supervisor *l, int which, bool stop_src, const char *buf, size_t len)
 {
 	struct out *o = &l->out[which];
 	char *p = xmalloc(o->pend_len + len);
@@ -366,9 +359,16 @@ static void out_hold(struct loop *l, int which, bool stop_src, const char *buf, 
 		al_debug("cannot poll output fd %d: %s", o->fd, strerror(errno));
 }
 
-static void send_out(struct loop *l, int which, const char *buf, size_t len)
+static void send_out(struct al_supervisor *l, int which, const char *buf, size_t len)
 {
 	struct out *o = &l->out[which];
+
+	if (l->io.output) {
+		l->io.output(l->io.data, which, buf, len);
+		return;
+	}
+	if (o->discard)
+		return;
 	ssize_t n = o->pend_len ? 0 : out_write(o, buf, len);
 
 	if (n < 0) {
@@ -385,7 +385,7 @@ static void send_out(struct loop *l, int which, const char *buf, size_t len)
 }
 
 /* Our output is writable again: flush, then read the sandbox's pipe again. */
-static void out_ready(struct loop *l, int which)
+static void out_ready(struct al_supervisor *l, int which)
 {
 	struct out *o = &l->out[which];
 	ssize_t n = out_write(o, o->pending + o->pend_off, o->pend_len);
@@ -425,7 +425,7 @@ static void out_close(struct out *o)
 		al_closep(&o->fd);
 }
 
-static void cut_output(struct loop *l, int which)
+static void cut_output(struct al_supervisor *l, int which)
 {
 	static const char marker[] = "\n[airlock: output cut at the limit]\n";
 
@@ -438,7 +438,7 @@ static void cut_output(struct loop *l, int which)
 /* Relay one chunk from a sandbox pipe to our stdout (which 0) or stderr
  * (1), counting against the output cap. At EOF, or when our side can no
  * longer be written, the pipe is closed. */
-static void relay_out(struct loop *l, int which)
+static void relay_out(struct al_supervisor *l, int which)
 {
 	char buf[65536];
 	uint64_t used = l->res->stdout_bytes + l->res->stderr_bytes;
@@ -466,13 +466,13 @@ static void relay_out(struct loop *l, int which)
 
 static void on_src(struct al_watch *w, uint32_t events, void *data)
 {
-	struct loop *l = data;
+	struct al_supervisor *l = data;
 
 	(void)events;
 	relay_out(l, w == l->w_src[0] ? 0 : 1);
 }
 
-static void stdin_done(struct loop *l)
+static void stdin_done(struct al_supervisor *l)
 {
 	al_watch_removep(&l->w_stdin);
 	l->stdin_poll = false;
@@ -482,7 +482,7 @@ static void stdin_done(struct loop *l)
 /* Switch between waiting for stdin to be readable and waiting for the
  * sandbox's pipe to have room (when a chunk is left over). A stdin that
  * cannot be polled (a regular file, /dev/null) always waits for room. */
-static void stdin_wait_for_room(struct loop *l, bool room)
+static void stdin_wait_for_room(struct al_supervisor *l, bool room)
 {
 	if (!l->stdin_poll || room == l->in_waiting)
 		return;
@@ -492,7 +492,7 @@ static void stdin_wait_for_room(struct loop *l, bool room)
 }
 
 /* Write what is pending; true when all of it went. */
-static bool stdin_flush(struct loop *l)
+static bool stdin_flush(struct al_supervisor *l)
 {
 	while (l->in_off < l->in_len) {
 		ssize_t w = write(l->sv->stdin_wr, l->in_buf + l->in_off, l->in_len - l->in_off);
@@ -513,7 +513,7 @@ static bool stdin_flush(struct loop *l)
 	return true;
 }
 
-static void relay_in(struct loop *l)
+static void relay_in(struct al_supervisor *l)
 {
 	if (!stdin_flush(l))
 		return;
@@ -521,7 +521,7 @@ static void relay_in(struct loop *l)
 		stdin_wait_for_room(l, false);
 		return;
 	}
-	ssize_t n = read(STDIN_FILENO, l->in_buf, sizeof(l->in_buf));
+	ssize_t n = read(l->io.stdin_fd, l->in_buf, sizeof(l->in_buf));
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (n <= 0) {
@@ -542,7 +542,7 @@ static void relay_in(struct loop *l)
 
 static void on_notify_resume(struct al_timer *t, uint64_t expirations, void *data)
 {
-	struct loop *l = data;
+	struct al_supervisor *l = data;
 	int r;
 
 	(void)t;
@@ -553,7 +553,7 @@ static void on_notify_resume(struct al_timer *t, uint64_t expirations, void *dat
 		al_warn("warning: cannot watch the seccomp listener again: %s", strerror(-r));
 }
 
-static void notify_pause(struct loop *l)
+static void notify_pause(struct al_supervisor *l)
 {
 	if (!l->resume) {
 		l->resume = al_loop_timer(l->ev, on_notify_resume, l);
@@ -568,7 +568,7 @@ static void notify_pause(struct loop *l)
 /* A denied call waits in the kernel until we answer: log it, then fail it
  * with EPERM if the table names the call, ENOSYS if it does not (libc then
  * falls back as on an older kernel). */
-static void on_notify(struct loop *l)
+static void on_notify(struct al_supervisor *l)
 {
 	struct seccomp_notif req;
 	struct seccomp_notif_resp resp;
@@ -624,7 +624,7 @@ static void on_notify_event(struct al_watch *w, uint32_t events, void *data)
 	on_notify(data);
 }
 
-static int recv_msg(struct loop *l, struct al_sync_msg *m, int *ret_fd)
+static int recv_msg(struct al_supervisor *l, struct al_sync_msg *m, int *ret_fd)
 {
 	char cbuf[CMSG_SPACE(sizeof(int))];
 	struct iovec iov = {m, sizeof(*m)};
@@ -641,14 +641,14 @@ static int recv_msg(struct loop *l, struct al_sync_msg *m, int *ret_fd)
 	return (int)n;
 }
 
-static void send_go(struct loop *l)
+static void send_go(struct al_supervisor *l)
 {
 	struct al_sync_msg go = {.type = AL_SYNC_GO};
 	if (send(l->sv->sync, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go))
 		kill_sandbox(l);
 }
 
-static void setup_failed(struct loop *l, const char *step, int e, const char *msg)
+static void setup_failed(struct al_supervisor *l, const char *step, int e, const char *msg)
 {
 	l->res->reason = AL_END_SETUP_ERROR;
 	l->res->err = e;
@@ -661,7 +661,7 @@ static void setup_failed(struct loop *l, const char *step, int e, const char *ms
  * signal the sandbox. Give up the rest before the command (and its
  * traffic through the gateway's parsers) starts. The ruleset was built
  * in setup(), while the child set itself up. */
-static int confine(struct loop *l)
+static int confine(struct al_supervisor *l)
 {
 	struct al_error err = {0};
 	int r = al_confine_self(l->confine_ruleset, &err);
@@ -676,9 +676,9 @@ static int confine(struct loop *l)
 }
 
 /* What the supervisor keeps once it confines itself: see confine(). */
-static int prepare_confinement(struct loop *l, struct al_error *err)
+static int prepare_confinement(struct al_supervisor *l, struct al_error *err)
 {
-	struct al_confine c = {.out_dirfd = l->plan->result_dirfd,
+	struct al_confine c = {.out_dirfd = l->confine_dirfd,
 			       .landlock_abi = l->plan->landlock_abi};
 
 	c.n_run_dirs = c.n_parent_dirs =
@@ -692,7 +692,7 @@ static int prepare_confinement(struct loop *l, struct al_error *err)
 
 /* Every layer is applied and the child waits: check them from outside and
  * let it go on only if all are in force (fail closed). */
-static void on_ready(struct loop *l, int landlock_abi)
+static void on_ready(struct al_supervisor *l, int landlock_abi)
 {
 	if (l->res->reason == AL_END_SETUP_ERROR)
 		return; /* already refused (and the sandbox killed): never release it */
@@ -737,7 +737,7 @@ static void on_ready(struct loop *l, int landlock_abi)
 		kill_sandbox(l);
 		return;
 	}
-	if (confine(l) < 0) {
+	if (l->confine_self && confine(l) < 0) {
 		kill_sandbox(l);
 		return;
 	}
@@ -749,7 +749,7 @@ static void on_ready(struct loop *l, int landlock_abi)
  * namespace teardown, need not hold up the result — except on cgroup v2,
  * where init leaves the cgroup only by exiting, so release() waits for it
  * before the cgroup is removed. */
-static void on_exit_status(struct loop *l, const struct al_sync_msg *m)
+static void on_exit_status(struct al_supervisor *l, const struct al_sync_msg *m)
 {
 	l->have_status = true;
 	l->status = m->status;
@@ -759,7 +759,7 @@ static void on_exit_status(struct loop *l, const struct al_sync_msg *m)
 	l->sv->exiting = !l->cg || al_cgroup_clone_fd(l->cg) < 0;
 }
 
-static void on_sync(struct loop *l)
+static void on_sync(struct al_supervisor *l)
 {
 	struct al_sync_msg m;
 	int fd = -1;
@@ -839,11 +839,8 @@ static void on_sync(struct loop *l)
 		close(fd);
 }
 
-static void on_signal(struct al_signals *sigs, int sig, void *data)
+void al_supervisor_signal(struct al_supervisor *l, int sig)
 {
-	struct loop *l = data;
-
-	(void)sigs;
 	if (sig == SIGINT || sig == SIGTERM)
 		l->stop_signals++;
 	if (!l->running || l->stop_signals > 1) {
@@ -861,7 +858,7 @@ static void on_signal(struct al_signals *sigs, int sig, void *data)
 
 static void on_timer(struct al_timer *t, uint64_t expirations, void *data)
 {
-	struct loop *l = data;
+	struct al_supervisor *l = data;
 
 	(void)t;
 	(void)expirations;
@@ -877,7 +874,7 @@ static void on_timer(struct al_timer *t, uint64_t expirations, void *data)
 
 static void on_tick(struct al_timer *t, uint64_t ticks, void *data)
 {
-	struct loop *l = data;
+	struct al_supervisor *l = data;
 	uint64_t sock;
 
 	(void)t;
@@ -898,7 +895,7 @@ static void on_tick(struct al_timer *t, uint64_t ticks, void *data)
 
 static void on_kill_timer(struct al_timer *t, uint64_t expirations, void *data)
 {
-	struct loop *l = data;
+	struct al_supervisor *l = data;
 
 	(void)expirations;
 	al_debug("init did not stop the sandbox in time; killing it");
@@ -910,7 +907,7 @@ static void on_kill_timer(struct al_timer *t, uint64_t expirations, void *data)
  * kernel has killed the namespace, so they will). */
 static void on_pidfd(struct al_watch *w, uint32_t events, void *data)
 {
-	struct loop *l = data;
+	struct al_supervisor *l = data;
 
 	(void)w;
 	(void)events;
@@ -935,21 +932,16 @@ static void on_stdin(struct al_watch *w, uint32_t events, void *data)
 	relay_in(data);
 }
 
-static int setup(struct loop *l, struct al_error *err)
+static int setup(struct al_supervisor *l, struct al_error *err)
 {
 	struct stat st;
-	sigset_t set;
 	int r;
 
-	if ((r = al_loop_new(&l->ev, err)) < 0)
-		return r;
-	out_open(l, &l->out[0], 0, STDOUT_FILENO);
-	out_open(l, &l->out[1], 1, STDERR_FILENO);
-	signal_set(&set);
-	l->sigs = al_loop_signals(l->ev, &set, on_signal, l);
+	out_open(l, &l->out[0], 0, l->io.stdout_fd);
+	out_open(l, &l->out[1], 1, l->io.stderr_fd);
 	l->timer = al_loop_timer(l->ev, on_timer, l);
-	if (!l->sigs || !l->timer)
-		return al_error_setsys(err, errno, "signalfd/timerfd_create");
+	if (!l->timer)
+		return al_error_setsys(err, errno, "timerfd_create");
 	if ((r = al_timer_arm(l->timer, l->plan->timeout_ms, false)) < 0)
 		return al_error_setsys(err, -r, "timerfd_settime");
 	if (!(l->w_pidfd = al_loop_add(l->ev, l->sv->pidfd, EPOLLIN, on_pidfd, l)) ||
@@ -959,7 +951,7 @@ static int setup(struct loop *l, struct al_error *err)
 	    !(l->w_stdin_wr = al_loop_add(l->ev, l->sv->stdin_wr, 0, on_stdin, l)))
 		return al_error_setsys(err, errno, "epoll_ctl");
 	l->pending_bytes = al_sockdiag_pending_bytes();
-	if ((r = prepare_confinement(l, err)) < 0)
+	if (l->confine_self && (r = prepare_confinement(l, err)) < 0)
 		return r;
 	if (l->cg) {
 		l->tick = al_loop_timer(l->ev, on_tick, l);
@@ -970,9 +962,9 @@ static int setup(struct loop *l, struct al_error *err)
 	/* stdin: poll it when the kernel can (pipes, ttys, sockets); a regular
 	 * file or /dev/null cannot be polled, so copy from it whenever the
 	 * sandbox's pipe has room. A closed stdin gives the sandbox EOF. */
-	if (fstat(STDIN_FILENO, &st) < 0) {
+	if (l->io.stdin_fd < 0 || fstat(l->io.stdin_fd, &st) < 0) {
 		unwatch_close(&l->w_stdin_wr, &l->sv->stdin_wr);
-	} else if ((l->w_stdin = al_loop_add(l->ev, STDIN_FILENO, EPOLLIN, on_stdin, l))) {
+	} else if ((l->w_stdin = al_loop_add(l->ev, l->io.stdin_fd, EPOLLIN, on_stdin, l))) {
 		l->stdin_poll = true;
 	} else if ((r = al_watch_set(l->w_stdin_wr, EPOLLOUT)) < 0) {
 		return al_error_setsys(err, -r, "epoll_ctl(stdin pipe)");
@@ -987,23 +979,27 @@ static int limit_exit_code(void)
 	return 128 + SIGKILL; /* 137: the sandbox was killed by a limit */
 }
 
-static void finish(struct loop *l, uint64_t start)
+static void finish(struct al_supervisor *l, uint64_t start)
 {
 	struct al_run_result *res = l->res;
+	struct rusage ru;
 	siginfo_t si;
+	long w = -1;
 
 	memset(&si, 0, sizeof(si));
 	if (!l->have_status) {
 		/* Killed (limit, timeout, signal) or failed during setup: wait
-		 * for init, which waits for the whole pid namespace. */
-		while (waitid(P_PIDFD, (id_t)l->sv->pidfd, &si, WEXITED) < 0 && errno == EINTR)
-			;
+		 * for init, which waits for the whole pid namespace. The raw
+		 * waitid gives init's own rusage (with everything it reaped),
+		 * not the whole process's children's, which other runs share. */
+		do
+			w = syscall(SYS_waitid, P_PIDFD, l->sv->pidfd, &si, WEXITED, &ru);
+		while (w < 0 && errno == EINTR);
 	}
 	res->wall_ms = now_ms() - start;
 	if (!l->have_status) {
 		/* Init and everything it reaped are ours to account now. */
-		struct rusage ru;
-		if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+		if (w == 0) {
 			l->cpu_user_us =
 			    (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec;
 			l->cpu_system_us =
@@ -1066,144 +1062,92 @@ static void finish(struct loop *l, uint64_t start)
 	}
 }
 
-int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al_cgroup *cg,
-		 struct al_audit *audit, struct al_run_result *res, struct al_error *err)
+int al_supervisor_start(const struct al_supervisor_config *cfg, struct al_supervisor **ret,
+			struct al_error *err)
 {
-	struct loop l = {.notifyfd = -1,
-			 .diagfd = -1,
-			 .confine_ruleset = -1,
-			 .out = {{.fd = -1}, {.fd = -1}},
-			 .plan = plan,
-			 .sv = sv,
-			 .cg = cg,
-			 .audit = audit,
-			 .res = res};
-	uint64_t start = now_ms();
+	struct al_supervisor *l = xcalloc(1, sizeof(*l));
 	int r;
 
-	memset(res, 0, sizeof(*res));
-	res->reason = AL_END_EXITED;
-	res->sockmem = al_cgroup_socket_mode(cg);
-	r = setup(&l, err);
+	*l = (struct al_supervisor){.ev = cfg->loop,
+				    .io = *cfg->io,
+				    .confine_self = cfg->confine_self,
+				    .confine_dirfd = cfg->confine_dirfd,
+				    .start_ms = now_ms(),
+				    .notifyfd = -1,
+				    .diagfd = -1,
+				    .confine_ruleset = -1,
+				    .out = {{.fd = -1}, {.fd = -1}},
+				    .plan = cfg->plan,
+				    .sv = cfg->sv,
+				    .cg = cfg->cg,
+				    .audit = cfg->audit};
+	l->res = &l->result;
+	l->res->reason = AL_END_EXITED;
+	l->res->sockmem = al_cgroup_socket_mode(l->cg);
+	r = setup(l, err);
 	if (r < 0) {
-		kill_sandbox(&l);
-		goto out;
+		kill_hard(l);
+		al_supervisor_free(l);
+		return r;
 	}
-	/* Done when the command is gone (init reported, or init itself is
-	 * gone) and its output is drained. */
-	while (!(l.init_gone || l.have_status) || sv->stdout_rd >= 0 || sv->stderr_rd >= 0) {
-		int n = al_loop_dispatch(l.ev, -1);
-		if (n < 0) {
-			r = al_error_setsys(err, -n, "epoll_wait");
-			kill_hard(&l);
-			goto out;
-		}
-	}
-	finish(&l, start);
-	if (l.gw) {
-		al_gateway_close_all(l.gw); /* audits and counts connections still open */
-		res->have_network = true;
-		al_gateway_stats(l.gw, &res->network);
-	}
-out:
-	al_gateway_free(TAKE_PTR(l.gw));
-	if (l.ev) {
-		out_close(&l.out[0]);
-		out_close(&l.out[1]);
-	}
-	al_watch_removep(&l.w_stdin);
-	unwatch_close(&l.w_stdin_wr, &sv->stdin_wr);
-	src_close(&l, 0);
-	src_close(&l, 1);
-	unwatch_close(&l.w_sync, &sv->sync);
-	al_watch_removep(&l.w_pidfd);
-	unwatch_close(&l.w_notify, &l.notifyfd);
-	al_closep(&l.diagfd);
-	al_timer_freep(&l.resume);
-	al_timer_freep(&l.timer);
-	al_timer_freep(&l.tick);
-	al_timer_freep(&l.kill);
-	al_signals_free(TAKE_PTR(l.sigs));
-	al_closep(&l.confine_ruleset);
-	al_loop_free(l.ev);
-	return r;
+	*ret = l;
+	return 0;
 }
 
-const char *al_reason_name(enum al_end_reason r)
+bool al_supervisor_done(const struct al_supervisor *l)
 {
-	switch (r) {
-	case AL_END_EXITED:
-		return "exited";
-	case AL_END_SIGNALED:
-		return "signaled";
-	case AL_END_TIMEOUT:
-		return "timeout";
-	case AL_END_MEMORY:
-		return "memory";
-	case AL_END_PIDS:
-		return "pids";
-	case AL_END_CPU_TIME:
-		return "cpu-time";
-	case AL_END_OUTPUT:
-		return "output";
-	case AL_END_KILLED:
-		return "killed";
-	case AL_END_SETUP_ERROR:
-		return "setup-error";
-	case AL_END_EXEC_FAILED:
-		return "exec-failed";
-	}
-	return "?";
+	/* The command is gone (init reported, or init itself is gone) and its
+	 * output is drained. */
+	return (l->init_gone || l->have_status) && l->sv->stdout_rd < 0 && l->sv->stderr_rd < 0;
 }
 
-const char *al_result_describe(const struct al_run_result *res, char *buf, size_t len)
+void al_supervisor_killed(struct al_supervisor *l, int sig)
 {
-	unsigned long long s = res->wall_ms / 1000, ms = res->wall_ms % 1000;
+	if (l->limit_hit || l->have_status || l->res->reason == AL_END_TIMEOUT ||
+	    l->res->reason == AL_END_SETUP_ERROR)
+		return;
+	l->res->reason = AL_END_KILLED;
+	l->res->signal = sig;
+}
 
-	switch (res->reason) {
-	case AL_END_SETUP_ERROR:
-		snprintf(buf, len, "sandbox setup failed at step \"%s\": %s%s%s", res->step,
-			 res->msg, res->err ? ": " : "", res->err ? strerror(res->err) : "");
-		return buf;
-	case AL_END_EXEC_FAILED:
-		snprintf(buf, len, "cannot execute \"%s\": %s%s", res->msg, strerror(res->err),
-			 res->err == ENOENT ? " (command not found in the sandbox)" : "");
-		return buf;
-	case AL_END_TIMEOUT:
-		snprintf(buf, len, "limit: timeout; the sandbox was killed after %llu.%03llu s", s,
-			 ms);
-		return buf;
-	case AL_END_MEMORY:
-		if (res->listeners_hit)
-			snprintf(buf, len,
-				 "limit: memory; the sandbox was killed (more than %u listening "
-				 "sockets, whose queues the supervisor must count)",
-				 AL_MAX_LISTENERS);
-		else if (res->socket_memory)
-			snprintf(buf, len,
-				 "limit: memory; the sandbox was killed (its socket buffers held "
-				 "%llu K, past the %llu K they may)",
-				 (unsigned long long)(res->cgroup.socket_peak >> 10),
-				 (unsigned long long)(res->socket_stop >> 10));
-		else
-			snprintf(buf, len, "limit: memory; the sandbox was killed (out of memory)");
-		return buf;
-	case AL_END_PIDS:
-		snprintf(buf, len, "limit: pids; the sandbox was killed (a fork hit the limit)");
-		return buf;
-	case AL_END_CPU_TIME:
-		snprintf(buf, len, "limit: cpu-time; the sandbox was killed after %llu ms of CPU",
-			 (unsigned long long)(res->cgroup.cpu_usage_us / 1000));
-		return buf;
-	case AL_END_OUTPUT:
-		snprintf(buf, len,
-			 "limit: output; the sandbox was killed after %llu bytes of output",
-			 (unsigned long long)(res->stdout_bytes + res->stderr_bytes));
-		return buf;
-	case AL_END_KILLED:
-		snprintf(buf, len, "stopped by %s: the sandbox was killed", strsignal(res->signal));
-		return buf;
-	default:
-		return NULL;
+void al_supervisor_abort(struct al_supervisor *l)
+{
+	kill_hard(l);
+}
+
+void al_supervisor_finish(struct al_supervisor *l, struct al_run_result *res)
+{
+	finish(l, l->start_ms);
+	if (l->gw) {
+		al_gateway_close_all(l->gw); /* audits and counts connections still open */
+		l->res->have_network = true;
+		al_gateway_stats(l->gw, &l->res->network);
 	}
+	*res = l->result;
+}
+
+void al_supervisor_free(struct al_supervisor *l)
+{
+	struct al_supervised *sv;
+
+	if (!l)
+		return;
+	sv = l->sv;
+	al_gateway_free(TAKE_PTR(l->gw));
+	out_close(&l->out[0]);
+	out_close(&l->out[1]);
+	al_watch_removep(&l->w_stdin);
+	unwatch_close(&l->w_stdin_wr, &sv->stdin_wr);
+	src_close(l, 0);
+	src_close(l, 1);
+	unwatch_close(&l->w_sync, &sv->sync);
+	al_watch_removep(&l->w_pidfd);
+	unwatch_close(&l->w_notify, &l->notifyfd);
+	al_closep(&l->diagfd);
+	al_timer_freep(&l->resume);
+	al_timer_freep(&l->timer);
+	al_timer_freep(&l->tick);
+	al_timer_freep(&l->kill);
+	al_closep(&l->confine_ruleset);
+	free(l);
 }

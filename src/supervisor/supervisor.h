@@ -10,58 +10,12 @@
 #include <sys/types.h>
 
 #include "audit/audit.h"
+#include "core/loop.h"
 #include "cgroup/cgroup.h"
 #include "core/error.h"
 #include "gateway/gateway.h"
 #include "policy/plan.h"
-
-enum al_end_reason {
-	AL_END_EXITED,	    /* the command exited */
-	AL_END_SIGNALED,    /* the command died by a signal of its own */
-	AL_END_TIMEOUT,	    /* wall clock */
-	AL_END_MEMORY,	    /* memory limit (the kernel's OOM killer fired) */
-	AL_END_PIDS,	    /* pids limit (a fork was refused) */
-	AL_END_CPU_TIME,    /* CPU seconds across the sandbox */
-	AL_END_OUTPUT,	    /* stdout + stderr cap */
-	AL_END_KILLED,	    /* airlock was told to stop and killed the sandbox */
-	AL_END_SETUP_ERROR, /* a setup step or a pre-exec check failed; nothing ran */
-	AL_END_EXEC_FAILED, /* the command could not be executed */
-};
-
-/* One pre-exec check of a layer (see verify.c). */
-struct al_layer_check {
-	const char *layer;
-	bool in_force;
-	char detail[320];
-};
-
-#define AL_MAX_CHECKS 12
-
-struct al_run_result {
-	enum al_end_reason reason;
-	int exit_code; /* what airlock exits with (see DESIGN.md) */
-	int signal;    /* SIGNALED / KILLED: the signal */
-	uint64_t wall_ms;
-	uint64_t stdout_bytes;
-	uint64_t stderr_bytes;
-	bool output_truncated;
-	bool have_cgroup;	 /* memory and pids counters are from the run's cgroup */
-	enum al_sockmem sockmem; /* how the cgroup holds socket buffers */
-	bool socket_memory;	 /* MEMORY: stopped for socket buffers past socket_stop */
-	bool listeners_hit;	 /* MEMORY: stopped for more than AL_MAX_LISTENERS listeners */
-	uint64_t socket_stop;
-	bool have_cpu; /* cgroup.cpu_* are filled (cgroup or rusage) */
-	struct al_cgroup_stats cgroup;
-	uint64_t syscalls_denied; /* notified denials; silent ones are not counted */
-	bool have_network;	  /* the egress gateway ran */
-	struct al_gateway_stats network;
-	struct al_layer_check checks[AL_MAX_CHECKS];
-	size_t n_checks;
-	/* SETUP_ERROR and EXEC_FAILED */
-	char step[32];
-	int err;
-	char msg[256];
-};
+#include "supervisor/result.h"
 
 /* What a backend hands over: the init process and our ends of its pipes.
  * The supervisor closes them as they finish. */
@@ -77,16 +31,62 @@ struct al_supervised {
 	int rules_errfd;
 };
 
-/* Block the signals the supervisor forwards (SIGINT, SIGTERM, SIGHUP,
- * SIGQUIT) so none is lost between clone and the loop, and ignore SIGPIPE.
- * Call before starting the sandbox. */
-void al_supervisor_block_signals(void);
+/* Where the sandbox's stdio goes. */
+struct al_supervisor_io {
+	int stdin_fd; /* read for the sandbox's stdin; -1: it reads EOF */
+	/* Written with the sandbox's stdout and stderr (never blocking:
+	 * whatever a slow reader leaves waits, and the sandbox's pipe is not
+	 * read meanwhile); -1 discards (the bytes still count). */
+	int stdout_fd, stderr_fd;
+	/* Instead of the two fds: called with each chunk (which: 0 stdout,
+	 * 1 stderr). Must not block. */
+	void (*output)(void *data, int which, const void *buf, size_t len);
+	void *data;
+};
 
-/* Run the loop until the command is gone and its output drained, then fill
- * *res. cg and audit may be NULL. Returns 0, or a negative errno when the
- * loop itself failed (the sandbox is killed first). */
-int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al_cgroup *cg,
-		 struct al_audit *audit, struct al_run_result *res, struct al_error *err);
+struct al_supervisor_config {
+	const struct al_plan *plan;
+	struct al_supervised *sv; /* the backend's; its fds are closed as they finish */
+	struct al_cgroup *cg;	  /* may be NULL */
+	struct al_audit *audit;	  /* may be NULL */
+	struct al_loop *loop;	  /* where the run's fds are watched */
+	const struct al_supervisor_io *io;
+	/* The process holds only this sandbox (the CLI): confine it before
+	 * the command starts, keeping confine_dirfd (or -1) writable. A
+	 * daemon cannot confine itself; it leaves this false. */
+	bool confine_self;
+	int confine_dirfd;
+};
+
+struct al_supervisor;
+
+/* Watch a started sandbox in cfg->loop: its init, pipes, limits, timers,
+ * seccomp notifications and gateway. Nothing process-wide is touched
+ * (no signal mask, no fixed fds, no RUSAGE_CHILDREN); the caller ignores
+ * SIGPIPE. On failure the sandbox is killed. */
+int al_supervisor_start(const struct al_supervisor_config *cfg, struct al_supervisor **ret,
+			struct al_error *err);
+
+/* True once the command is gone and its output drained. */
+bool al_supervisor_done(const struct al_supervisor *s);
+
+/* A signal for the run (the CLI's SIGINT, SIGTERM, SIGHUP, SIGQUIT): passed
+ * on to the command once it runs; before that, or on a second SIGINT or
+ * SIGTERM, the sandbox is stopped and the run ends as killed by sig. */
+void al_supervisor_signal(struct al_supervisor *s, int sig);
+
+/* The sandbox is being killed from outside (the backend's kill): the run
+ * ends as killed by sig, unless a limit or the timeout ended it first. */
+void al_supervisor_killed(struct al_supervisor *s, int sig);
+
+/* The loop failed: kill everything now. */
+void al_supervisor_abort(struct al_supervisor *s);
+
+/* Once done (or aborted): wait for init, read the final counters, and
+ * fill *res. */
+void al_supervisor_finish(struct al_supervisor *s, struct al_run_result *res);
+
+void al_supervisor_free(struct al_supervisor *s);
 
 /* Check, from outside, that the child's layers are what the plan asked
  * for: mounts and their flags, ids, capabilities, no_new_privs, seccomp,
@@ -94,21 +94,3 @@ int al_supervise(const struct al_plan *plan, struct al_supervised *sv, struct al
  * membership, rlimits. Fills res->checks; returns the number not in force. */
 int al_verify_child(const struct al_plan *plan, pid_t pid, int landlock_abi,
 		    const struct al_cgroup *cg, struct al_run_result *res);
-
-/* The reason as the result record spells it ("exited", "cpu-time", ...). */
-const char *al_reason_name(enum al_end_reason r);
-
-/* One line describing how the run ended, or NULL when the command simply
- * exited or died by a signal of its own. */
-const char *al_result_describe(const struct al_run_result *res, char *buf, size_t len);
-
-/* The result record (docs/result.md) as a new JSON object. */
-json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *res,
-		       const char *run_id);
-
-/* Write the result record as name in directory dirfd (from
- * al_open_output_dir()), replaced atomically through a temporary file
- * that is created exclusively and never through a link; path is for
- * messages. */
-int al_result_write(int dirfd, const char *name, const char *path, const struct al_plan *plan,
-		    const struct al_run_result *res, const char *run_id, struct al_error *err);

@@ -1,0 +1,193 @@
+/* One run: backend → supervisor → result record + audit (DESIGN.md "The
+ * shape"), driven from the run's own loop. */
+#include "run/run.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/sys.h"
+#include "core/util.h"
+
+#define EXIT_SETUP 125
+
+struct al_run {
+	struct al_run_request req;
+	char run_id[64];
+	struct al_loop *loop;
+	struct al_sandbox sb;
+	struct al_supervisor *sup;
+	struct al_run_result res;
+	struct al_error record_err;
+	bool ended;
+};
+
+/* run.start: enough of the plan to tell later what was in force. */
+static json_t *start_fields(const struct al_plan *p, const char *policy_file)
+{
+	json_t *argv = json_array(), *mounts = json_array(), *allow = json_array();
+
+	for (size_t i = 0; p->argv[i]; i++)
+		json_array_append_new(argv, al_json_text(p->argv[i]));
+	for (size_t i = 0; p->gateway && p->allow_text[i]; i++)
+		json_array_append_new(allow, json_string(p->allow_text[i]));
+	for (size_t i = 0; i < p->n_ops; i++)
+		if (p->ops[i].kind == AL_OP_BIND && p->ops[i].ino)
+			json_array_append_new(mounts, al_json_text(p->ops[i].what));
+	return json_pack("{s:o, s:s, s:o, s:o, s:o, s:o, s:s, s:o, s:i, s:b}", "command", argv,
+			 "backend", p->backend, "policy", al_json_text(policy_file), "workdir",
+			 al_json_text(p->workdir), "mounts", mounts, "limits",
+			 json_pack("{s:I, s:I, s:I, s:I}", "timeout_ms", (json_int_t)p->timeout_ms,
+				   "memory_bytes", (json_int_t)p->memory_bytes, "pids",
+				   (json_int_t)p->pids, "output_bytes",
+				   (json_int_t)p->output_bytes),
+			 "network", p->gateway ? "gateway" : "none", "allow", allow, "landlock_abi",
+			 p->landlock_abi, "rootless", p->rootless);
+}
+
+/* The run is over: release the sandbox, then audit run.end and write the
+ * record. */
+static void end(struct al_run *run)
+{
+	const struct al_run_request *req = &run->req;
+
+	if (run->sb.ops) {
+		run->sb.ops->destroy(&run->sb);
+		run->sb.ops = NULL;
+		al_log_phase("cleaned up");
+	}
+	al_audit_emit(req->audit, "run.end", al_result_json(req->plan, &run->res, run->run_id));
+	if (req->result_dirfd >= 0)
+		al_result_write(req->result_dirfd, req->result_name, req->result_path, req->plan,
+				&run->res, run->run_id, &run->record_err);
+	run->ended = true;
+}
+
+/* airlock could not run it: still leave a record saying so. */
+static void start_failed(struct al_run *run, const struct al_error *err)
+{
+	memset(&run->res, 0, sizeof(run->res));
+	run->res.reason = AL_END_SETUP_ERROR;
+	run->res.exit_code = EXIT_SETUP;
+	snprintf(run->res.step, sizeof(run->res.step), "start");
+	snprintf(run->res.msg, sizeof(run->res.msg), "%s", err->msg);
+	end(run);
+}
+
+int al_run_start(const struct al_run_request *req, const struct al_supervisor_io *io,
+		 struct al_run **ret, struct al_error *err)
+{
+	struct al_run *run = xcalloc(1, sizeof(*run));
+	const struct al_backend_ops *ops;
+	int r;
+
+	run->req = *req;
+	if (req->run_id)
+		snprintf(run->run_id, sizeof(run->run_id), "%s", req->run_id);
+	else
+		al_random_id(run->run_id, sizeof(run->run_id));
+	*ret = run;
+	al_audit_emit(req->audit, "run.start", start_fields(req->plan, req->policy_file));
+	ops = req->backend ? req->backend : al_backend_lookup(req->plan->backend);
+	if (!ops) {
+		r = al_error_set(err, EINVAL, "unknown backend \"%s\"", req->plan->backend);
+		goto fail;
+	}
+	if ((r = al_loop_new(&run->loop, err)) < 0)
+		goto fail;
+	if ((r = ops->probe(req->plan, err)) < 0) {
+		r = al_error_wrap(err, "backend %s", ops->name);
+		goto fail;
+	}
+	run->sb = (struct al_sandbox){
+	    .ops = ops,
+	    .plan = req->plan,
+	    .audit = req->audit,
+	    .proc = {.pid = -1,
+		     .pidfd = -1,
+		     .sync = -1,
+		     .rules_errfd = -1,
+		     .stdin_wr = -1,
+		     .stdout_rd = -1,
+		     .stderr_rd = -1},
+	};
+	if ((r = ops->prepare(&run->sb, err)) < 0 || (r = ops->start(&run->sb, err)) < 0)
+		goto fail;
+	struct al_supervisor_config cfg = {.plan = req->plan,
+					   .sv = &run->sb.proc,
+					   .cg = run->sb.cg,
+					   .audit = req->audit,
+					   .loop = run->loop,
+					   .io = io,
+					   .confine_self = req->confine_self,
+					   .confine_dirfd = req->result_dirfd};
+	if ((r = al_supervisor_start(&cfg, &run->sup, err)) < 0)
+		goto fail;
+	return 0;
+fail:
+	start_failed(run, err);
+	return r;
+}
+
+struct al_loop *al_run_loop(struct al_run *run)
+{
+	return run->loop;
+}
+
+bool al_run_step(struct al_run *run, int timeout_ms)
+{
+	int n;
+
+	if (run->ended)
+		return true;
+	n = al_loop_dispatch(run->loop, timeout_ms);
+	if (n < 0) {
+		al_warn("warning: the run's event loop failed (%s); killing the sandbox",
+			strerror(-n));
+		al_supervisor_abort(run->sup);
+	}
+	if (n >= 0 && !al_supervisor_done(run->sup))
+		return false;
+	al_supervisor_finish(run->sup, &run->res);
+	al_supervisor_free(TAKE_PTR(run->sup));
+	end(run);
+	return true;
+}
+
+const struct al_run_result *al_run_wait(struct al_run *run, struct al_error *record_err)
+{
+	while (!al_run_step(run, -1))
+		;
+	if (record_err && run->record_err.msg[0])
+		*record_err = run->record_err;
+	return &run->res;
+}
+
+void al_run_signal(struct al_run *run, int sig)
+{
+	if (run->sup)
+		al_supervisor_signal(run->sup, sig);
+}
+
+int al_run_kill(struct al_run *run)
+{
+	if (!run->sup)
+		return -ESRCH; /* ended, or never started */
+	al_supervisor_killed(run->sup, SIGKILL);
+	return run->sb.ops->kill(&run->sb, SIGKILL);
+}
+
+void al_run_free(struct al_run *run)
+{
+	if (!run)
+		return;
+	if (!run->ended) {
+		al_run_kill(run);
+		al_run_wait(run, NULL);
+	}
+	al_loop_free(run->loop);
+	free(run);
+}

@@ -1,0 +1,79 @@
+/* The result of a run: how it ended, what it used, what was in force
+ * (the record's schema: docs/result.md). */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cgroup/cgroup.h"
+#include "core/error.h"
+#include "gateway/gateway.h"
+#include "policy/plan.h"
+
+enum al_end_reason {
+	AL_END_EXITED,	    /* the command exited */
+	AL_END_SIGNALED,    /* the command died by a signal of its own */
+	AL_END_TIMEOUT,	    /* wall clock */
+	AL_END_MEMORY,	    /* memory limit (the kernel's OOM killer fired) */
+	AL_END_PIDS,	    /* pids limit (a fork was refused) */
+	AL_END_CPU_TIME,    /* CPU seconds across the sandbox */
+	AL_END_OUTPUT,	    /* stdout + stderr cap */
+	AL_END_KILLED,	    /* airlock was told to stop and killed the sandbox */
+	AL_END_SETUP_ERROR, /* a setup step or a pre-exec check failed; nothing ran */
+	AL_END_EXEC_FAILED, /* the command could not be executed */
+};
+
+/* One pre-exec check of a layer (see verify.c). */
+struct al_layer_check {
+	const char *layer;
+	bool in_force;
+	char detail[320];
+};
+
+#define AL_MAX_CHECKS 12
+
+struct al_run_result {
+	enum al_end_reason reason;
+	int exit_code; /* what airlock exits with (see DESIGN.md) */
+	int signal;    /* SIGNALED / KILLED: the signal */
+	uint64_t wall_ms;
+	uint64_t stdout_bytes;
+	uint64_t stderr_bytes;
+	bool output_truncated;
+	bool have_cgroup;	 /* memory and pids counters are from the run's cgroup */
+	enum al_sockmem sockmem; /* how the cgroup holds socket buffers */
+	bool socket_memory;	 /* MEMORY: stopped for socket buffers past socket_stop */
+	bool listeners_hit;	 /* MEMORY: stopped for more than AL_MAX_LISTENERS listeners */
+	uint64_t socket_stop;
+	bool have_cpu; /* cgroup.cpu_* are filled (cgroup or rusage) */
+	struct al_cgroup_stats cgroup;
+	uint64_t syscalls_denied; /* notified denials; silent ones are not counted */
+	bool have_network;	  /* the egress gateway ran */
+	struct al_gateway_stats network;
+	struct al_layer_check checks[AL_MAX_CHECKS];
+	size_t n_checks;
+	/* SETUP_ERROR and EXEC_FAILED */
+	char step[32];
+	int err;
+	char msg[256];
+};
+
+/* The reason as the result record spells it ("exited", "cpu-time", ...). */
+const char *al_reason_name(enum al_end_reason r);
+
+/* One line describing how the run ended, or NULL when the command simply
+ * exited or died by a signal of its own. */
+const char *al_result_describe(const struct al_run_result *res, char *buf, size_t len);
+
+/* The result record (docs/result.md) as a new JSON object. */
+json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *res,
+		       const char *run_id);
+
+/* Write the result record as name in directory dirfd (from
+ * al_open_output_dir()), replaced atomically through a temporary file
+ * that is created exclusively and never through a link; path is for
+ * messages. */
+int al_result_write(int dirfd, const char *name, const char *path, const struct al_plan *plan,
+		    const struct al_run_result *res, const char *run_id, struct al_error *err);

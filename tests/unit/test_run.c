@@ -1,0 +1,235 @@
+/* run/run.h with the fake backend (a pid namespace, no other isolation):
+ * start and wait, output through the callback, stdin from a pipe, the
+ * timeout, kill, a start that fails, and two runs alive at once in this one
+ * process. This is the model for testing the next backends. Needs user
+ * namespaces (the fake backend's pid namespace lives in one). */
+#include "unit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "core/sys.h"
+#include "core/util.h"
+#include "policy/plan.h"
+#include "policy/policy.h"
+#include "run/run.h"
+
+struct capture {
+	char out[256], err[256];
+	size_t n_out, n_err;
+};
+
+static void capture_cb(void *data, int which, const void *buf, size_t len)
+{
+	struct capture *c = data;
+	char *dst = which == 0 ? c->out : c->err;
+	size_t *n = which == 0 ? &c->n_out : &c->n_err;
+	size_t room = sizeof(c->out) - 1 - *n;
+
+	if (len > room)
+		len = room;
+	memcpy(dst + *n, buf, len);
+	*n += len;
+}
+
+static struct al_plan *plan_for(const char *script, uint64_t timeout_ms)
+{
+	struct al_policy *p = al_policy_new("test");
+	struct al_plan *plan = NULL;
+	struct al_error err = {0};
+
+	al_strv_push(&p->command, "/bin/sh");
+	al_strv_push(&p->command, "-c");
+	al_strv_push(&p->command, script);
+	if (al_landlock_abi() == 0)
+		p->landlock = AL_LANDLOCK_BEST_EFFORT;
+	p->timeout_ms = timeout_ms;
+	if (al_plan_build(p, 0, &plan, &err) < 0)
+		fail_msg("al_plan_build: %s", err.msg);
+	al_policy_free(p);
+	return plan;
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	assert_non_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+static struct al_run *start(const struct al_plan *plan, const struct al_supervisor_io *io)
+{
+	struct al_run_request req = {.plan = plan, .backend = &al_backend_fake, .result_dirfd = -1};
+	struct al_run *run = NULL;
+	struct al_error err = {0};
+
+	if (al_run_start(&req, io, &run, &err) < 0)
+		fail_msg("al_run_start: %s", err.msg);
+	return run;
+}
+
+static void test_exit_and_output(void **state)
+{
+	struct capture cap = {0};
+	struct al_supervisor_io io = {.stdin_fd = -1, .output = capture_cb, .data = &cap};
+	struct al_plan *plan = plan_for("echo out; echo err >&2; read x || echo eof; exit 7", 0);
+	int fds = count_fds();
+
+	(void)state;
+	struct al_run *run = start(plan, &io);
+	const struct al_run_result *res = al_run_wait(run, NULL);
+	assert_int_equal(res->reason, AL_END_EXITED);
+	assert_int_equal(res->exit_code, 7);
+	assert_string_equal(cap.out, "out\neof\n");
+	assert_string_equal(cap.err, "err\n");
+	assert_int_equal(res->stdout_bytes, 8);
+	assert_int_equal(res->stderr_bytes, 4);
+	al_run_free(run);
+	assert_int_equal(count_fds(), fds); /* nothing left open */
+	al_plan_free(plan);
+}
+
+static void test_timeout(void **state)
+{
+	struct al_supervisor_io io = {.stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1};
+	struct al_plan *plan = plan_for("exec sleep 30", 200);
+
+	(void)state;
+	struct al_run *run = start(plan, &io);
+	const struct al_run_result *res = al_run_wait(run, NULL);
+	assert_int_equal(res->reason, AL_END_TIMEOUT);
+	assert_int_equal(res->exit_code, 124);
+	assert_true(res->wall_ms < 10000);
+	al_run_free(run);
+	al_plan_free(plan);
+}
+
+static void test_kill(void **state)
+{
+	struct capture cap = {0};
+	struct al_supervisor_io io = {.stdin_fd = -1, .output = capture_cb, .data = &cap};
+	struct al_plan *plan = plan_for("echo started; exec sleep 30", 0);
+
+	(void)state;
+	struct al_run *run = start(plan, &io);
+	/* Once it runs (it said so), kill it through the backend. */
+	for (int i = 0; i < 1000 && !cap.n_out; i++)
+		assert_false(al_run_step(run, 10));
+	assert_string_equal(cap.out, "started\n");
+	assert_int_equal(al_run_kill(run), 0);
+	const struct al_run_result *res = al_run_wait(run, NULL);
+	assert_int_equal(res->reason, AL_END_KILLED);
+	assert_int_equal(res->signal, SIGKILL);
+	assert_int_equal(res->exit_code, 128 + SIGKILL);
+	assert_true(res->wall_ms < 10000);
+	assert_int_equal(al_run_kill(run), -ESRCH); /* ended */
+	al_run_free(run);
+	al_plan_free(plan);
+}
+
+static int failing_prepare(struct al_sandbox *sb, struct al_error *err)
+{
+	(void)sb;
+	return al_error_set(err, ENOSPC, "test: no room for this sandbox");
+}
+
+static void test_failing_start(void **state)
+{
+	struct al_backend_ops broken = al_backend_fake;
+	struct al_supervisor_io io = {.stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1};
+	struct al_plan *plan = plan_for("exit 0", 0);
+	struct al_run_request req = {.plan = plan, .backend = &broken, .result_dirfd = -1};
+	struct al_run *run = NULL;
+	struct al_error err = {0};
+	int fds = count_fds();
+
+	(void)state;
+	broken.prepare = failing_prepare;
+	assert_int_equal(al_run_start(&req, &io, &run, &err), -ENOSPC);
+	assert_contains(err.msg, "no room for this sandbox");
+	assert_non_null(run);
+	const struct al_run_result *res = al_run_wait(run, NULL);
+	assert_int_equal(res->reason, AL_END_SETUP_ERROR);
+	assert_int_equal(res->exit_code, 125);
+	assert_string_equal(res->step, "start");
+	assert_contains(res->msg, "no room for this sandbox");
+	assert_int_equal(al_run_kill(run), -ESRCH);
+	al_run_free(run);
+	assert_int_equal(count_fds(), fds);
+	al_plan_free(plan);
+}
+
+/* Two runs in one process at once: A echoes its stdin, which the test
+ * writes only once B has said something. A can only finish after B ran
+ * while A was running. */
+static void test_two_runs(void **state)
+{
+	struct capture ca = {0}, cb = {0};
+	int in[2];
+
+	(void)state;
+	assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+	struct al_supervisor_io ioa = {.stdin_fd = in[0], .output = capture_cb, .data = &ca};
+	struct al_supervisor_io iob = {.stdin_fd = -1, .output = capture_cb, .data = &cb};
+	struct al_plan *pa = plan_for("read x; echo \"A got $x\"", 20000);
+	struct al_plan *pb = plan_for("echo B", 20000);
+	struct al_run *a = start(pa, &ioa);
+	struct al_run *b = start(pb, &iob);
+	bool a_done = false, b_done = false, wrote = false;
+
+	for (int i = 0; i < 2000 && !(a_done && b_done); i++) {
+		struct pollfd p[2] = {{.fd = al_loop_fd(al_run_loop(a)), .events = POLLIN},
+				      {.fd = al_loop_fd(al_run_loop(b)), .events = POLLIN}};
+		assert_true(poll(p, 2, 10) >= 0);
+		if (!a_done)
+			a_done = al_run_step(a, 0);
+		if (!b_done)
+			b_done = al_run_step(b, 0);
+		if (!wrote && cb.n_out) {
+			assert_false(a_done);
+			assert_int_equal(write(in[1], "go\n", 3), 3);
+			close(in[1]);
+			wrote = true;
+		}
+	}
+	assert_true(a_done);
+	assert_true(b_done);
+	assert_string_equal(cb.out, "B\n");
+	assert_string_equal(ca.out, "A got go\n");
+	assert_int_equal(al_run_wait(a, NULL)->exit_code, 0);
+	assert_int_equal(al_run_wait(b, NULL)->exit_code, 0);
+	al_run_free(a);
+	al_run_free(b);
+	close(in[0]);
+	al_plan_free(pa);
+	al_plan_free(pb);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_exit_and_output),
+	    cmocka_unit_test(test_timeout),
+	    cmocka_unit_test(test_kill),
+	    cmocka_unit_test(test_failing_start),
+	    cmocka_unit_test(test_two_runs),
+	};
+	/* As a CLI would: the run layer leaves SIGPIPE to its caller. */
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
