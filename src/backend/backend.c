@@ -1,14 +1,6 @@
 #include "backend/backend.h"
 
-#include <errno.h>
-#include <signal.h>
 #include <string.h>
-#include <sys/wait.h>
-
-#include "core/cleanup.h"
-#include "core/log.h"
-#include "core/sys.h"
-#include "gateway/gateway.h"
 
 const struct al_backend_ops *al_backend_lookup(const char *name)
 {
@@ -17,30 +9,20 @@ const struct al_backend_ops *al_backend_lookup(const char *name)
 	return NULL;
 }
 
-void al_sandbox_release(struct al_sandbox *sb)
+void al_sandbox_init_handle(struct al_sandbox *sb, const struct al_backend_ops *ops,
+			    const struct al_plan *plan, struct al_audit *audit,
+			    struct al_loop *loop, const struct al_sandbox_events *events)
 {
-	struct al_supervised *p = &sb->proc;
-	siginfo_t si;
-
-	/* An init that reported the end holds no other process and is already
-	 * in exit(): reap it if done, else leave the zombie to our own exit
-	 * (the CLI) or a later waitid on the pidfd. Anything else is killed
-	 * and waited for, which waits for the whole pid namespace. */
-	if (p->pidfd >= 0 && p->exiting) {
-		waitid(P_PIDFD, (id_t)p->pidfd, &si, WEXITED | WNOHANG);
-	} else if (p->pidfd >= 0 && al_sys_pidfd_send_signal(p->pidfd, SIGKILL) == 0) {
-		while (waitid(P_PIDFD, (id_t)p->pidfd, &si, WEXITED) < 0 && errno == EINTR)
-			;
-	}
-	if (p->rules_helper > 0) {
-		/* Setup failed before the rules were waited for. */
-		struct al_error ignored = {0};
-		al_gateway_rules_wait(p->rules_helper, p->rules_errfd, &ignored);
-		p->rules_helper = 0;
-	}
-	al_closep(&p->pidfd);
-	al_closep(&p->sync);
-	al_closep(&p->stdin_wr);
-	al_closep(&p->stdout_rd);
-	al_closep(&p->stderr_rd);
+	*sb = (struct al_sandbox){.ops = ops,
+				  .plan = plan,
+				  .audit = audit,
+				  .loop = loop,
+				  .events = events,
+				  .stdin_wr = -1,
+				  .stdout_rd = -1,
+				  .stderr_rd = -1,
+				  .pid = -1,
+				  .pidfd = -1,
+				  .sync = -1,
+				  .rules_errfd = -1};
 }

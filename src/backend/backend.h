@@ -1,20 +1,49 @@
 /* Backends: one small ops table per way of running a plan (STYLE.md 2).
  * Every backend takes the same plan and keeps the same promises, or refuses
  * the plan in probe() with a reason. The native backend is the default;
- * fake runs the command without isolation through the same init and
- * supervisor, for tests only — it cannot be chosen by name. */
+ * fake runs the command without isolation (but in a pid namespace) through
+ * the same init, for tests only — it cannot be chosen by name.
+ *
+ * A backend watches its own sandbox in the run's loop and reports what
+ * happens through struct al_sandbox_events (supervisor.h), in neutral terms; it feeds what
+ * it measures (cgroup counters, socket memory) to the run's meter. The
+ * supervisor (src/supervisor) handles the events and knows no backend. */
 #pragma once
 
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "audit/audit.h"
+#include "cgroup/cgroup.h"
 #include "core/error.h"
+#include "core/loop.h"
+#include "net/layout.h"
 #include "policy/plan.h"
+#include "supervisor/meter.h"
+#include "supervisor/result.h"
 #include "supervisor/supervisor.h"
+
+struct al_monitor;
 
 struct al_sandbox {
 	const struct al_backend_ops *ops;
 	const struct al_plan *plan; /* borrowed */
 	struct al_audit *audit;	    /* borrowed; may be NULL */
-	struct al_cgroup *cg;	    /* owned; NULL when the run has no cgroup */
-	struct al_supervised proc;  /* filled by start() */
+	struct al_loop *loop;	    /* borrowed: the run's */
+	const struct al_sandbox_events *events;
+	struct al_cgroup *cg; /* owned; NULL when the run has no cgroup */
+	/* Filled by start(): the supervisor's ends of the command's stdio
+	 * (it takes them over and closes them). */
+	int stdin_wr, stdout_rd, stderr_rd;
+	/* Native and fake: init, its sync socket and the nft helper. */
+	pid_t pid;
+	int pidfd;
+	int sync;
+	pid_t rules_helper; /* the gateway's nft helper, still running; 0 when none */
+	int rules_errfd;
+	bool exiting; /* init reported the end, emptied the namespace and left the cgroup */
+	struct al_monitor *mon;
 	bool started;
 };
 
@@ -22,12 +51,21 @@ struct al_backend_ops {
 	const char *name;
 	/* Can this machine run the plan with this backend? */
 	int (*probe)(const struct al_plan *plan, struct al_error *err);
-	/* Create what must exist before the child (cgroups, later). */
+	/* Create what must exist before the sandbox (the cgroup). */
 	int (*prepare)(struct al_sandbox *sb, struct al_error *err);
-	/* Create the sandbox and release its child. */
+	/* Create the sandbox and watch it in sb->loop; report through
+	 * sb->events from here on. */
 	int (*start)(struct al_sandbox *sb, struct al_error *err);
-	/* Send sig to the whole sandbox. */
+	/* After ready(): let the command start. */
+	void (*release)(struct al_sandbox *sb);
+	/* Stop everything in the sandbox, counting what it used where the
+	 * backend can (gracefully), killing it in the end. */
+	void (*stop)(struct al_sandbox *sb);
+	/* Send sig to the whole sandbox now (SIGKILL: everything dies). */
 	int (*kill)(struct al_sandbox *sb, int sig);
+	/* The command is gone (or the run is being torn down): wait for the
+	 * sandbox's end and say how it ended; final counters go to the meter. */
+	void (*finish)(struct al_sandbox *sb, struct al_sandbox_end *end);
 	/* Kill anything left and release every resource. Safe after any failure. */
 	void (*destroy)(struct al_sandbox *sb);
 };
@@ -35,9 +73,10 @@ struct al_backend_ops {
 extern const struct al_backend_ops al_backend_native;
 extern const struct al_backend_ops al_backend_fake;
 
-/* Kill the sandbox's init if it still runs, reap it and close every fd in
- * sb->proc: the shared body of the backends' destroy(). */
-void al_sandbox_release(struct al_sandbox *sb);
+/* A sandbox handle with every fd closed (-1). */
+void al_sandbox_init_handle(struct al_sandbox *sb, const struct al_backend_ops *ops,
+			    const struct al_plan *plan, struct al_audit *audit,
+			    struct al_loop *loop, const struct al_sandbox_events *events);
 
 /* The backend called `name` (NULL = native), or NULL if there is none. */
 const struct al_backend_ops *al_backend_lookup(const char *name);

@@ -17,7 +17,8 @@
 
 #include "core/cleanup.h"
 #include "core/sys.h"
-#include "sandbox/sandbox.h"
+#include "backend/native/child.h"
+#include "backend/native/monitor.h"
 
 static int fake_probe(const struct al_plan *plan, struct al_error *err)
 {
@@ -70,12 +71,12 @@ static int fake_start(struct al_sandbox *sb, struct al_error *err)
 		al_sandbox_init(sb->plan, sync[1], NULL, 0);
 	}
 	sb->started = true;
-	sb->proc.pid = (pid_t)pid;
-	sb->proc.pidfd = pidfd;
-	sb->proc.sync = TAKE_FD(sync[0]);
-	sb->proc.stdin_wr = TAKE_FD(in[1]);
-	sb->proc.stdout_rd = TAKE_FD(out[0]);
-	sb->proc.stderr_rd = TAKE_FD(er[0]);
+	sb->pid = (pid_t)pid;
+	sb->pidfd = pidfd;
+	sb->sync = TAKE_FD(sync[0]);
+	sb->stdin_wr = TAKE_FD(in[1]);
+	sb->stdout_rd = TAKE_FD(out[0]);
+	sb->stderr_rd = TAKE_FD(er[0]);
 out:
 	al_closep(&sync[0]);
 	al_closep(&sync[1]);
@@ -88,21 +89,25 @@ out:
 	return r;
 }
 
-static int fake_kill(struct al_sandbox *sb, int sig)
+static int fake_start_all(struct al_sandbox *sb, struct al_error *err)
 {
-	return al_sys_pidfd_send_signal(sb->proc.pidfd, sig) < 0 ? -errno : 0;
+	int r = fake_start(sb, err);
+	return r < 0 ? r : al_monitor_start(sb, err);
 }
 
 static void fake_destroy(struct al_sandbox *sb)
 {
-	al_sandbox_release(sb);
+	al_monitor_release_all(sb);
 }
 
 const struct al_backend_ops al_backend_fake = {
     .name = "fake",
     .probe = fake_probe,
     .prepare = fake_prepare,
-    .start = fake_start,
-    .kill = fake_kill,
+    .start = fake_start_all,
+    .release = al_monitor_release,
+    .stop = al_monitor_stop,
+    .kill = al_monitor_kill,
+    .finish = al_monitor_finish,
     .destroy = fake_destroy,
 };

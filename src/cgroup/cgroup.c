@@ -1,4 +1,5 @@
 #include "cgroup/cgroup.h"
+#include "cgroup/internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -19,27 +20,7 @@
 #include "core/sys.h"
 #include "core/util.h"
 
-#define CG_ROOT	 "/sys/fs/cgroup"
-#define MAX_HIER 4
-
-struct hier {
-	char ctrls[64]; /* "memory", "pids", "cpu,cpuacct", or "" for v2 */
-	char *base;	/* <mount><own path>/airlock */
-	char *own;	/* <mount><own path>: where the supervisor itself is */
-	char *dir;	/* <base>/<id>: the run's cgroup */
-};
-
-struct al_cgroup {
-	bool v2;
-	struct hier h[MAX_HIER];
-	size_t n;
-	int dirfd; /* v2 run dir, for CLONE_INTO_CGROUP */
-	enum al_sockmem sockmem;
-	int sockfd; /* v1 limited: memory.kmem.tcp.usage_in_bytes, for pread */
-	char desc[512];
-};
-
-static const char *const v1_controllers[] = {"memory", "pids", "cpu", "cpuacct", NULL};
+const char *const al_cg_v1_controllers[] = {"memory", "pids", "cpu", "cpuacct", NULL};
 
 static bool is_fs(const char *path, long magic)
 {
@@ -59,7 +40,7 @@ static const char *v2_mount(void)
 
 /* Our own cgroup path for a v1 controller ("memory") or v2 (NULL), from
  * /proc/self/cgroup. */
-static char *own_path(const char *controller)
+char *al_cg_own_path(const char *controller)
 {
 	/* Read once per process: it only changes when we move, and we never
 	 * move the supervisor. */
@@ -109,20 +90,20 @@ static bool file_has_word(const char *path, const char *word)
 	return false;
 }
 
-static char *join(const char *mount, const char *path)
+char *al_cg_join(const char *mount, const char *path)
 {
 	return xasprintf("%s%s", mount, strcmp(path, "/") == 0 ? "" : path);
 }
 
 /* v2 is used when its mount offers memory and pids to us. */
-static bool v2_usable(const char **ret_mount, char **ret_own)
+bool al_cg_v2_usable(const char **ret_mount, char **ret_own)
 {
 	const char *m = v2_mount();
 	_cleanup_free_ char *own = NULL, *dir = NULL, *ctl = NULL;
 
-	if (!m || !(own = own_path(NULL)))
+	if (!m || !(own = al_cg_own_path(NULL)))
 		return false;
-	dir = join(m, own);
+	dir = al_cg_join(m, own);
 	ctl = xasprintf("%s/cgroup.controllers", dir);
 	if (!file_has_word(ctl, "memory") || !file_has_word(ctl, "pids"))
 		return false;
@@ -177,9 +158,9 @@ enum al_sockmem al_cgroup_host_socket_mode(void)
 	const char *m;
 	_cleanup_free_ char *v2own = NULL, *own = NULL, *tcp = NULL;
 
-	if (v2_usable(&m, &v2own))
+	if (al_cg_v2_usable(&m, &v2own))
 		return v2_socket_mode(v2own);
-	if (!(own = own_path("memory")))
+	if (!(own = al_cg_own_path("memory")))
 		return AL_SOCKMEM_NONE;
 	tcp = xasprintf(CG_ROOT "/memory%s/memory.kmem.tcp.limit_in_bytes",
 			strcmp(own, "/") == 0 ? "" : own);
@@ -213,7 +194,7 @@ const char *al_cgroup_layout(void)
 	_cleanup_free_ char *own = NULL;
 	char path[64];
 
-	if (v2_usable(&m, &own))
+	if (al_cg_v2_usable(&m, &own))
 		return "v2";
 	snprintf(path, sizeof(path), CG_ROOT "/memory");
 	if (is_fs(path, CGROUP_SUPER_MAGIC))
@@ -221,7 +202,7 @@ const char *al_cgroup_layout(void)
 	return "none";
 }
 
-static int write_str(const char *dir, const char *file, const char *value, struct al_error *err)
+int al_cg_write_str(const char *dir, const char *file, const char *value, struct al_error *err)
 {
 	_cleanup_free_ char *path = xasprintf("%s/%s", dir, file);
 	int r = al_write_file_at(AT_FDCWD, path, value, strlen(value));
@@ -269,7 +250,7 @@ static int write_u64_checked(const char *dir, const char *file, uint64_t v, stru
 	int r;
 
 	snprintf(buf, sizeof(buf), "%" PRIu64, v);
-	if ((r = write_str(dir, file, buf, err)) < 0)
+	if ((r = al_cg_write_str(dir, file, buf, err)) < 0)
 		return r;
 	if (read_u64(dir, file, &back) < 0 || back != v)
 		return al_error_set(err, EIO, "cgroup: %s/%s reads back %" PRIu64 ", not %" PRIu64,
@@ -297,7 +278,7 @@ const char *al_cgroup_path(const struct al_cgroup *cg, const char *controller)
 }
 
 /* "<pid>-<starttime>": the supervisor's identity, stable for its life. */
-static int self_starttime(pid_t pid, unsigned long long *ret)
+int al_cg_self_starttime(pid_t pid, unsigned long long *ret)
 {
 	char path[64], buf[1024];
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -319,7 +300,7 @@ static void make_id(char *buf, size_t len)
 {
 	static unsigned counter;
 	unsigned long long st = 0;
-	self_starttime(getpid(), &st);
+	al_cg_self_starttime(getpid(), &st);
 	snprintf(buf, len, "%d-%llu-%u", (int)getpid(), st, counter++);
 }
 
@@ -344,8 +325,8 @@ static int setup_v1(struct al_cgroup *cg, const struct al_cgroup_limits *l, cons
 	char seen[MAX_HIER][4096];
 	size_t n_seen = 0;
 
-	for (size_t i = 0; v1_controllers[i]; i++) {
-		const char *c = v1_controllers[i];
+	for (size_t i = 0; al_cg_v1_controllers[i]; i++) {
+		const char *c = al_cg_v1_controllers[i];
 		/* Each v1 hierarchy costs a mkdir and an rmdir per run: join
 		 * cpu and cpuacct only when a limit needs them. */
 		if ((strcmp(c, "cpu") == 0 && !l->cpu_quota_us) ||
@@ -378,12 +359,12 @@ static int setup_v1(struct al_cgroup *cg, const struct al_cgroup_limits *l, cons
 			continue;
 		}
 		snprintf(seen[n_seen++], sizeof(seen[0]), "%s", real);
-		own = own_path(c);
+		own = al_cg_own_path(c);
 		if (!own)
 			return al_error_set(err, ENOENT, "cgroup: not in any \"%s\" cgroup", c);
 		struct hier *h = &cg->h[cg->n++];
 		snprintf(h->ctrls, sizeof(h->ctrls), "%s", c);
-		h->own = join(real, own);
+		h->own = al_cg_join(real, own);
 		h->base = xasprintf("%s/airlock", h->own);
 		h->dir = xasprintf("%s/%s", h->base, id);
 	}
@@ -403,7 +384,8 @@ static int setup_v2(struct al_cgroup *cg, const char *own, const char *id, struc
 	/* Controllers must be enabled on the way down. */
 	if (!file_has_word(sub, "memory") || !file_has_word(sub, "pids") ||
 	    !file_has_word(sub, "cpu")) {
-		if ((r = write_str(own, "cgroup.subtree_control", "+memory +pids +cpu", err)) < 0)
+		if ((r = al_cg_write_str(own, "cgroup.subtree_control", "+memory +pids +cpu",
+					 err)) < 0)
 			return al_error_wrap(err,
 					     "enabling controllers (is %s delegated to us, "
 					     "and does it hold no processes of its own?)",
@@ -413,7 +395,7 @@ static int setup_v2(struct al_cgroup *cg, const char *own, const char *id, struc
 		return r;
 	_cleanup_free_ char *bsub = xasprintf("%s/cgroup.subtree_control", h->base);
 	if (!file_has_word(bsub, "memory") &&
-	    (r = write_str(h->base, "cgroup.subtree_control", "+memory +pids +cpu", err)) < 0)
+	    (r = al_cg_write_str(h->base, "cgroup.subtree_control", "+memory +pids +cpu", err)) < 0)
 		return r;
 	return 0;
 }
@@ -498,7 +480,7 @@ static int write_limits_v2(struct al_cgroup *cg, const struct al_cgroup_limits *
 	if (l->cpu_quota_us) {
 		snprintf(buf, sizeof(buf), "%" PRIu64 " %" PRIu64, l->cpu_quota_us,
 			 l->cpu_period_us);
-		if ((r = write_str(d, "cpu.max", buf, err)) < 0)
+		if ((r = al_cg_write_str(d, "cpu.max", buf, err)) < 0)
 			return r;
 		_cleanup_free_ char *p = xasprintf("%s/cpu.max", d);
 		if (al_read_file(p, back, sizeof(back)) <= 0 ||
@@ -521,7 +503,7 @@ int al_cgroup_create(const struct al_cgroup_limits *limits, struct al_cgroup **r
 	cg->dirfd = -1;
 	cg->sockfd = -1;
 	make_id(id, sizeof(id));
-	if (v2_usable(&v2m, &v2own))
+	if (al_cg_v2_usable(&v2m, &v2own))
 		r = setup_v2(cg, v2own, id, err);
 	else
 		r = setup_v1(cg, limits, id, err);
@@ -617,191 +599,6 @@ void al_cgroup_stats(const struct al_cgroup *cg, struct al_cgroup_stats *st)
 	}
 	if (pids)
 		read_key(pids, "pids.events", "max", &st->pids_max_hits);
-}
-
-static int cmp_pid(const void *a, const void *b)
-{
-	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-	return (x > y) - (x < y);
-}
-
-/* The pids listed in dir's cgroup.procs, sorted; *n of them (0 when it
- * cannot be read). */
-static pid_t *read_procs(const char *dir, size_t *n)
-{
-	_cleanup_free_ char *path = xasprintf("%s/cgroup.procs", dir);
-	_cleanup_fclose_ FILE *f = fopen(path, "re");
-	pid_t *pids = NULL;
-	size_t cap = 0;
-	long pid;
-
-	*n = 0;
-	while (f && fscanf(f, "%ld", &pid) == 1) {
-		if (pid <= 1)
-			continue;
-		if (*n == cap)
-			pids = xrealloc(pids, (cap = cap ? 2 * cap : 64) * sizeof(*pids));
-		pids[(*n)++] = (pid_t)pid;
-	}
-	if (*n)
-		qsort(pids, *n, sizeof(*pids), cmp_pid);
-	return pids;
-}
-
-/* SIGKILL every process in a v1 cgroup (no cgroup.kill there). By pidfd,
- * and only for pids still listed after their pidfd was opened: a pid that
- * had exited and been reused by a process outside the cgroup is not
- * listed then, so a recycled pid is never hit. In batches, so the pidfds
- * open at once stay few. */
-static void kill_listed(const char *dir)
-{
-	enum {
-		BATCH = 128
-	};
-	size_t n, k;
-	_cleanup_free_ pid_t *pids = read_procs(dir, &n);
-	int fds[BATCH];
-
-	for (size_t off = 0; off < n; off += BATCH) {
-		size_t len = n - off < BATCH ? n - off : BATCH;
-		for (size_t i = 0; i < len; i++)
-			fds[i] = al_sys_pidfd_open(pids[off + i], 0);
-		_cleanup_free_ pid_t *now = read_procs(dir, &k);
-		for (size_t i = 0; i < len; i++) {
-			if (fds[i] < 0)
-				continue;
-			if (k && bsearch(&pids[off + i], now, k, sizeof(*now), cmp_pid))
-				al_sys_pidfd_send_signal(fds[i], SIGKILL);
-			close(fds[i]);
-		}
-	}
-}
-
-void al_cgroup_kill(const struct al_cgroup *cg)
-{
-	if (!cg)
-		return;
-	if (cg->v2 && write_str(cg->h[0].dir, "cgroup.kill", "1", NULL) == 0)
-		return;
-	for (size_t i = 0; i < cg->n; i++)
-		kill_listed(cg->h[i].dir);
-}
-
-static int remove_dir(const char *dir)
-{
-	/* The last tasks may still be leaving (exit is asynchronous to us):
-	 * retry for up to about a second. */
-	for (int i = 0; i < 200; i++) {
-		if (rmdir(dir) == 0 || errno == ENOENT)
-			return 0;
-		if (errno != EBUSY)
-			return -errno;
-		if (i % 20 == 19)
-			kill_listed(dir);
-		struct timespec ts = {0, 5 * 1000 * 1000};
-		nanosleep(&ts, NULL);
-	}
-	return -EBUSY;
-}
-
-int al_cgroup_destroy(struct al_cgroup *cg, struct al_error *err)
-{
-	int r = 0;
-
-	if (!cg)
-		return 0;
-	al_closep(&cg->dirfd);
-	al_closep(&cg->sockfd);
-	for (size_t i = 0; i < cg->n; i++) {
-		int q = cg->h[i].dir ? remove_dir(cg->h[i].dir) : 0;
-		if (q < 0 && r == 0)
-			r = al_error_setsys(err, -q, "cgroup: removing %s (left for airlock gc)",
-					    cg->h[i].dir);
-		free(cg->h[i].dir);
-		free(cg->h[i].base);
-		free(cg->h[i].own);
-	}
-	free(cg);
-	return r;
-}
-
-const char *al_cgroup_describe(const struct al_cgroup *cg)
-{
-	return cg ? cg->desc : "none";
-}
-
-static bool run_is_stale(const char *name)
-{
-	int pid;
-	unsigned long long st, now;
-
-	if (sscanf(name, "%d-%llu-", &pid, &st) != 2)
-		return false; /* not ours */
-	if (self_starttime(pid, &now) < 0)
-		return true; /* the supervisor is gone */
-	return now != st;    /* the pid was reused */
-}
-
-static int gc_base(const char *base)
-{
-	struct stat st;
-	DIR *d;
-	struct dirent *e;
-	int removed = 0;
-
-	/* A cgroup directory's link count is 2 plus its subdirectories: with
-	 * none there is nothing to collect, and one stat saves a readdir on
-	 * every run. */
-	if (stat(base, &st) < 0 || st.st_nlink <= 2)
-		return 0;
-	_cleanup_(al_closep) int fd = open(base, O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	d = fdopendir(TAKE_FD(fd));
-	if (!d)
-		return -errno;
-	while ((e = readdir(d))) {
-		if (e->d_type != DT_DIR || e->d_name[0] == '.' || !run_is_stale(e->d_name))
-			continue;
-		_cleanup_free_ char *dir = xasprintf("%s/%s", base, e->d_name);
-		_cleanup_free_ char *kill_file = xasprintf("%s/cgroup.kill", dir);
-		if (al_write_file_at(AT_FDCWD, kill_file, "1", 1) < 0)
-			kill_listed(dir);
-		if (remove_dir(dir) == 0) {
-			al_debug("gc: removed stale cgroup %s", dir);
-			removed++;
-		} else {
-			al_warn("gc: cannot remove stale cgroup %s: %s", dir, strerror(errno));
-		}
-	}
-	closedir(d);
-	return removed;
-}
-
-int al_cgroup_gc(struct al_error *err)
-{
-	_cleanup_free_ char *v2own = NULL;
-	const char *v2m = NULL;
-	int total = 0;
-
-	if (v2_usable(&v2m, &v2own)) {
-		_cleanup_free_ char *base = xasprintf("%s/airlock", v2own);
-		return gc_base(base);
-	}
-	for (size_t i = 0; v1_controllers[i]; i++) {
-		_cleanup_free_ char *own = own_path(v1_controllers[i]);
-		_cleanup_free_ char *mount = xasprintf(CG_ROOT "/%s", v1_controllers[i]);
-		char real[4096];
-		if (!own || !realpath(mount, real))
-			continue;
-		_cleanup_free_ char *dir = join(real, own);
-		_cleanup_free_ char *base = xasprintf("%s/airlock", dir);
-		int r = gc_base(base);
-		if (r > 0)
-			total += r;
-	}
-	(void)err;
-	return total;
 }
 
 size_t al_cgroup_dirs(const struct al_cgroup *cg, const char **dirs, const char **parents,

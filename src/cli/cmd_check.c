@@ -1,6 +1,6 @@
 /* airlock check: validate a policy (plus flags) and print the resolved plan,
  * like `httpd -n`. Nothing is created. */
-#include "cli/cli.h"
+#include "cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>

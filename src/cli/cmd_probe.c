@@ -1,7 +1,7 @@
 /* The probe that `airlock verify` runs inside the sandbox: it attacks each
  * layer the way hostile code would and reports what happened. Its only
  * output is table rows; it changes nothing it is allowed to keep. */
-#include "cli/cli.h"
+#include "cli.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

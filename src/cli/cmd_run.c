@@ -1,5 +1,5 @@
 /* airlock run: flags (+ policy file) → plan → run layer → exit code. */
-#include "cli/cli.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -2,7 +2,7 @@
  * from outside before exec (the same checks every run makes), then run a
  * probe inside — airlock's own binary, bound read-only — that attacks each
  * layer and reports. Prints one table; exit 0 when all is in force. */
-#include "cli/cli.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -1,6 +1,6 @@
 /* The option table: every flag once, with the commands it belongs to, its
  * help text and the function that stores it in the model. */
-#include "cli/cli.h"
+#include "cli.h"
 
 #include "config.h"
 

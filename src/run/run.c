@@ -20,6 +20,7 @@ struct al_run {
 	struct al_loop *loop;
 	struct al_sandbox sb;
 	struct al_supervisor *sup;
+	bool finished; /* al_supervisor_finish ran */
 	struct al_run_result res;
 	struct al_error record_err;
 	bool ended;
@@ -54,6 +55,7 @@ static void end(struct al_run *run)
 {
 	const struct al_run_request *req = &run->req;
 
+	al_supervisor_free(TAKE_PTR(run->sup));
 	if (run->sb.ops) {
 		run->sb.ops->destroy(&run->sb);
 		run->sb.ops = NULL;
@@ -75,6 +77,31 @@ static void start_failed(struct al_run *run, const struct al_error *err)
 	snprintf(run->res.step, sizeof(run->res.step), "start");
 	snprintf(run->res.msg, sizeof(run->res.msg), "%s", err->msg);
 	end(run);
+}
+
+/* The supervisor's requests, to the backend's ops. */
+static void ctl_release(void *data)
+{
+	struct al_sandbox *sb = data;
+	sb->ops->release(sb);
+}
+
+static void ctl_stop(void *data)
+{
+	struct al_sandbox *sb = data;
+	sb->ops->stop(sb);
+}
+
+static int ctl_signal(void *data, int sig)
+{
+	struct al_sandbox *sb = data;
+	return sb->ops->kill(sb, sig);
+}
+
+static void ctl_finish(void *data, struct al_sandbox_end *e)
+{
+	struct al_sandbox *sb = data;
+	sb->ops->finish(sb, e);
 }
 
 int al_run_start(const struct al_run_request *req, const struct al_supervisor_io *io,
@@ -102,29 +129,27 @@ int al_run_start(const struct al_run_request *req, const struct al_supervisor_io
 		r = al_error_wrap(err, "backend %s", ops->name);
 		goto fail;
 	}
-	run->sb = (struct al_sandbox){
-	    .ops = ops,
-	    .plan = req->plan,
-	    .audit = req->audit,
-	    .proc = {.pid = -1,
-		     .pidfd = -1,
-		     .sync = -1,
-		     .rules_errfd = -1,
-		     .stdin_wr = -1,
-		     .stdout_rd = -1,
-		     .stderr_rd = -1},
-	};
-	if ((r = ops->prepare(&run->sb, err)) < 0 || (r = ops->start(&run->sb, err)) < 0)
-		goto fail;
 	struct al_supervisor_config cfg = {.plan = req->plan,
-					   .sv = &run->sb.proc,
-					   .cg = run->sb.cg,
 					   .audit = req->audit,
 					   .loop = run->loop,
 					   .io = io,
 					   .confine_self = req->confine_self,
 					   .confine_dirfd = req->result_dirfd};
-	if ((r = al_supervisor_start(&cfg, &run->sup, err)) < 0)
+	run->sup = al_supervisor_new(&cfg);
+	al_sandbox_init_handle(&run->sb, ops, req->plan, req->audit, run->loop,
+			       al_supervisor_events(run->sup));
+	if ((r = ops->prepare(&run->sb, err)) < 0 || (r = ops->start(&run->sb, err)) < 0)
+		goto fail;
+	const struct al_sandbox_ctl ctl = {.data = &run->sb,
+					   .release = ctl_release,
+					   .stop = ctl_stop,
+					   .signal = ctl_signal,
+					   .finish = ctl_finish};
+	/* The supervisor takes our ends of the command's stdio. */
+	r = al_supervisor_attach(run->sup, &ctl, TAKE_FD(run->sb.stdin_wr),
+				 TAKE_FD(run->sb.stdout_rd), TAKE_FD(run->sb.stderr_rd), run->sb.cg,
+				 err);
+	if (r < 0)
 		goto fail;
 	return 0;
 fail:
@@ -147,12 +172,11 @@ bool al_run_step(struct al_run *run, int timeout_ms)
 	if (n < 0) {
 		al_warn("warning: the run's event loop failed (%s); killing the sandbox",
 			strerror(-n));
-		al_supervisor_abort(run->sup);
+		run->sb.ops->kill(&run->sb, SIGKILL);
 	}
 	if (n >= 0 && !al_supervisor_done(run->sup))
 		return false;
 	al_supervisor_finish(run->sup, &run->res);
-	al_supervisor_free(TAKE_PTR(run->sup));
 	end(run);
 	return true;
 }
@@ -174,8 +198,8 @@ void al_run_signal(struct al_run *run, int sig)
 
 int al_run_kill(struct al_run *run)
 {
-	if (!run->sup)
-		return -ESRCH; /* ended, or never started */
+	if (run->ended)
+		return -ESRCH;
 	al_supervisor_killed(run->sup, SIGKILL);
 	return run->sb.ops->kill(&run->sb, SIGKILL);
 }

@@ -1,8 +1,9 @@
-/* The supervisor: one single-threaded epoll loop in the parent that owns
- * the sandbox's init (through a pidfd), the sync socket, the stdio pipes
- * (relayed and counted, so the sandbox never holds a host terminal), the
- * wall-clock timer, the limit checks on the run's cgroup, the seccomp
- * notification fd and the forwarded signals. */
+/* The supervisor: one per run, in the run's event loop. It owns the
+ * command's stdio (relayed and counted, so the sandbox never holds a host
+ * terminal), the wall-clock timer, the meter every limit reads, the egress
+ * gateway and the signals passed on; it hears from the sandbox only through
+ * struct al_sandbox_events and acts on it only through struct
+ * al_sandbox_ctl, so it knows no backend. */
 #pragma once
 
 #include <stdbool.h>
@@ -13,22 +14,53 @@
 #include "core/loop.h"
 #include "cgroup/cgroup.h"
 #include "core/error.h"
-#include "gateway/gateway.h"
+#include "net/layout.h"
 #include "policy/plan.h"
+#include "supervisor/meter.h"
 #include "supervisor/result.h"
 
-/* What a backend hands over: the init process and our ends of its pipes.
- * The supervisor closes them as they finish. */
-struct al_supervised {
-	pid_t pid;
-	int pidfd;
-	int sync;
-	int stdin_wr;
-	int stdout_rd;
-	int stderr_rd;
-	bool exiting;	    /* init reported the end, emptied the namespace and left the cgroup */
-	pid_t rules_helper; /* the gateway's nft helper, still running; 0 when none */
-	int rules_errfd;
+/* What happens to a sandbox, as its backend reports it (in neutral terms:
+ * the supervisor knows no backend). Every callback gets data. */
+struct al_sandbox_events {
+	void *data;
+	struct al_meter *meter;	   /* fed with the backend's measurements */
+	struct al_run_result *res; /* the backend's own fields: checks, denials */
+	/* A gateway listening socket inside the sandbox's network (the fd is
+	 * the callee's). */
+	void (*listener)(void *data, enum al_gateway_listener kind, int fd);
+	/* Built and checked from outside; the command waits for release. */
+	void (*ready)(void *data);
+	/* The command was started. */
+	void (*running)(void *data);
+	/* The command ended with wait status; nothing else is left running. */
+	void (*exited)(void *data, int status);
+	/* The command could not be executed (err: errno). */
+	void (*exec_failed)(void *data, int err, const char *what);
+	/* Setup (or a check) failed: nothing ran; the backend stops the
+	 * sandbox itself. err: errno or 0. */
+	void (*failed)(void *data, const char *step, int err, const char *msg);
+	/* The sandbox is gone; everything it reported came first. */
+	void (*gone)(void *data);
+};
+
+/* How a sandbox ended, as its backend saw it. */
+struct al_sandbox_end {
+	bool reported;	  /* exited() came: status is the command's */
+	int code, status; /* else how it ended: CLD_EXITED or CLD_KILLED, and the status */
+	uint64_t user_us; /* CPU of everything in the sandbox, for when no cgroup counts it */
+	uint64_t system_us;
+};
+
+/* What the supervisor asks of the sandbox (the run layer binds it to the
+ * backend's ops). */
+struct al_sandbox_ctl {
+	void *data;
+	void (*release)(void *data);	    /* after ready: start the command */
+	void (*stop)(void *data);	    /* stop everything, counting its CPU if possible */
+	int (*signal)(void *data, int sig); /* to the command (SIGKILL: to everything) */
+	/* The command is gone or the run is being torn down: wait for the
+	 * sandbox's end; its final counters go to the meter. */
+	void (*finish)(void *data, struct al_sandbox_end *end);
 };
 
 /* Where the sandbox's stdio goes. */
@@ -46,10 +78,8 @@ struct al_supervisor_io {
 
 struct al_supervisor_config {
 	const struct al_plan *plan;
-	struct al_supervised *sv; /* the backend's; its fds are closed as they finish */
-	struct al_cgroup *cg;	  /* may be NULL */
-	struct al_audit *audit;	  /* may be NULL */
-	struct al_loop *loop;	  /* where the run's fds are watched */
+	struct al_audit *audit; /* may be NULL */
+	struct al_loop *loop;	/* where the run's fds are watched */
 	const struct al_supervisor_io *io;
 	/* The process holds only this sandbox (the CLI): confine it before
 	 * the command starts, keeping confine_dirfd (or -1) writable. A
@@ -60,12 +90,20 @@ struct al_supervisor_config {
 
 struct al_supervisor;
 
-/* Watch a started sandbox in cfg->loop: its init, pipes, limits, timers,
- * seccomp notifications and gateway. Nothing process-wide is touched
- * (no signal mask, no fixed fds, no RUSAGE_CHILDREN); the caller ignores
- * SIGPIPE. On failure the sandbox is killed. */
-int al_supervisor_start(const struct al_supervisor_config *cfg, struct al_supervisor **ret,
-			struct al_error *err);
+/* A supervisor for one run, before its sandbox exists: the backend is
+ * given al_supervisor_events() to report to. Nothing process-wide is
+ * touched (no signal mask, no fixed fds, no RUSAGE_CHILDREN); the caller
+ * ignores SIGPIPE. */
+struct al_supervisor *al_supervisor_new(const struct al_supervisor_config *cfg);
+const struct al_sandbox_events *al_supervisor_events(struct al_supervisor *s);
+
+/* The sandbox is started: take over our ends of its stdio (closed as
+ * they finish), start the wall clock, and (confine_self) prepare our own
+ * confinement, keeping cg's directories. On failure the sandbox is
+ * stopped. */
+int al_supervisor_attach(struct al_supervisor *s, const struct al_sandbox_ctl *ctl, int stdin_wr,
+			 int stdout_rd, int stderr_rd, const struct al_cgroup *cg,
+			 struct al_error *err);
 
 /* True once the command is gone and its output drained. */
 bool al_supervisor_done(const struct al_supervisor *s);
@@ -75,22 +113,13 @@ bool al_supervisor_done(const struct al_supervisor *s);
  * SIGTERM, the sandbox is stopped and the run ends as killed by sig. */
 void al_supervisor_signal(struct al_supervisor *s, int sig);
 
-/* The sandbox is being killed from outside (the backend's kill): the run
- * ends as killed by sig, unless a limit or the timeout ended it first. */
+/* The sandbox is being killed from outside (al_run_kill): the run ends as
+ * killed by sig, unless a limit, the timeout or a failed setup ended it
+ * first. */
 void al_supervisor_killed(struct al_supervisor *s, int sig);
 
-/* The loop failed: kill everything now. */
-void al_supervisor_abort(struct al_supervisor *s);
-
-/* Once done (or aborted): wait for init, read the final counters, and
- * fill *res. */
+/* Once done, or to end early (the loop failed): wait for the sandbox's
+ * end, read the final counters, and fill *res. */
 void al_supervisor_finish(struct al_supervisor *s, struct al_run_result *res);
 
 void al_supervisor_free(struct al_supervisor *s);
-
-/* Check, from outside, that the child's layers are what the plan asked
- * for: mounts and their flags, ids, capabilities, no_new_privs, seccomp,
- * landlock (as the child reported it), network interfaces, cgroup
- * membership, rlimits. Fills res->checks; returns the number not in force. */
-int al_verify_child(const struct al_plan *plan, pid_t pid, int landlock_abi,
-		    const struct al_cgroup *cg, struct al_run_result *res);

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "policy/plan.h"
-#include "supervisor/sockdiag.h"
+#include "backend/native/sockdiag.h"
 
 static uint64_t buf[4096];
 static size_t used;

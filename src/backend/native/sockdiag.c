@@ -1,5 +1,5 @@
 /* Socket memory of the sandbox's network namespace (sockdiag.h). */
-#include "supervisor/sockdiag.h"
+#include "backend/native/sockdiag.h"
 
 #include <errno.h>
 #include <fcntl.h>

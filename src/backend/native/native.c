@@ -16,9 +16,10 @@
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/sys.h"
-#include "gateway/gateway.h"
 #include "policy/kmem.h"
-#include "sandbox/sandbox.h"
+#include "backend/native/capture.h"
+#include "backend/native/child.h"
+#include "backend/native/monitor.h"
 
 #define NS_FLAGS                                                                                   \
 	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | \
@@ -144,7 +145,7 @@ static int fdset_open(struct fdset *f, struct al_error *err)
 }
 
 /* Keep our ends, close the child's. */
-static void fdset_hand_over(struct fdset *f, struct al_supervised *sv)
+static void fdset_hand_over(struct fdset *f, struct al_sandbox *sv)
 {
 	sv->sync = TAKE_FD(f->sync[0]);
 	sv->stdin_wr = TAKE_FD(f->in[1]);
@@ -226,9 +227,9 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 		al_sandbox_child(sb->plan, &fds);
 	}
 	sb->started = true;
-	sb->proc.pid = (pid_t)pid;
-	sb->proc.pidfd = pidfd;
-	fdset_hand_over(&f, &sb->proc);
+	sb->pid = (pid_t)pid;
+	sb->pidfd = pidfd;
+	fdset_hand_over(&f, sb);
 
 	if ((r = write_maps(sb->plan, (pid_t)pid, err)) < 0)
 		return r;
@@ -236,31 +237,23 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 	 * transparent capture while the child builds its root; the supervisor
 	 * waits for it before the command may start. */
 	if (sb->plan->gateway) {
-		pid_t h = al_gateway_rules_start((pid_t)pid, sb->plan->rootless,
-						 &sb->proc.rules_errfd, err);
+		pid_t h =
+		    al_gateway_rules_start((pid_t)pid, sb->plan->rootless, &sb->rules_errfd, err);
 		if (h < 0)
 			return h;
-		sb->proc.rules_helper = h;
+		sb->rules_helper = h;
 	}
-	if (send(sb->proc.sync, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go))
+	if (send(sb->sync, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go))
 		return al_error_setsys(err, errno, "releasing the sandbox child");
 	al_log_phase("id maps written, child released");
-	return 0;
-}
-
-static int native_kill(struct al_sandbox *sb, int sig)
-{
-	/* Killing pid 1 of the namespace takes every process in it along. */
-	if (sb->proc.pidfd < 0)
-		return -ESRCH;
-	return al_sys_pidfd_send_signal(sb->proc.pidfd, sig) < 0 ? -errno : 0;
+	return al_monitor_start(sb, err);
 }
 
 static void native_destroy(struct al_sandbox *sb)
 {
 	struct al_error err = {0};
 
-	al_sandbox_release(sb);
+	al_monitor_release_all(sb);
 	if (al_cgroup_destroy(TAKE_PTR(sb->cg), &err) < 0)
 		al_warn("%s", err.msg);
 }
@@ -270,6 +263,9 @@ const struct al_backend_ops al_backend_native = {
     .probe = native_probe,
     .prepare = native_prepare,
     .start = native_start,
-    .kill = native_kill,
+    .release = al_monitor_release,
+    .stop = al_monitor_stop,
+    .kill = al_monitor_kill,
+    .finish = al_monitor_finish,
     .destroy = native_destroy,
 };

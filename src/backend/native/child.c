@@ -19,7 +19,7 @@
  * Namespaces at each stage: clone3 put us in new user, mount, pid, net,
  * ipc, uts and cgroup namespaces at once; we are pid 1 of the pid namespace
  * from the first step to the end. */
-#include "sandbox/sandbox.h"
+#include "backend/native/child.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #include "core/sys.h"
-#include "sandbox/steps.h"
+#include "backend/native/steps.h"
 
 struct step {
 	const char *name;

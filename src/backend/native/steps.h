@@ -3,7 +3,7 @@
  * allocates memory or parses input: all of that happened in the parent. */
 #pragma once
 
-#include "sandbox/sandbox.h"
+#include "backend/native/child.h"
 
 struct al_child {
 	const struct al_plan *plan;

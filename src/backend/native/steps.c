@@ -1,6 +1,6 @@
 /* The child's setup steps, in the order pipeline.c runs them. Paths in the
  * mount steps are staging paths (see policy/plan.h). */
-#include "sandbox/steps.h"
+#include "backend/native/steps.h"
 
 #include <errno.h>
 #include <fcntl.h>

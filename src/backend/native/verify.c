@@ -2,7 +2,7 @@
  * before it may exec, look at it from outside (through /proc/PID, as the
  * supervisor sees it) and compare with the plan. Any layer not in force
  * stops the run. The same checks print as a table in `airlock verify`. */
-#include "supervisor/supervisor.h"
+#include "backend/native/verify.h"
 
 #include <ctype.h>
 #include <errno.h>

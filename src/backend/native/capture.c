@@ -1,6 +1,6 @@
 /* The transparent capture: the nftables ruleset of the sandbox's network
  * namespace, installed by a short-lived helper while the child sets up. */
-#include "gateway/gateway.h"
+#include "backend/native/capture.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "net/layout.h"
 #include "core/sys.h"
 
 /* The nat table makes the kernel track every connection in the sandbox's

@@ -1,0 +1,15 @@
+/* The pre-exec checks of the native backend (verify.c). */
+#pragma once
+
+#include <sys/types.h>
+
+#include "cgroup/cgroup.h"
+#include "policy/plan.h"
+#include "supervisor/result.h"
+
+/* Check, from outside, that the child's layers are what the plan asked
+ * for: mounts and their flags, ids, capabilities, no_new_privs, seccomp,
+ * landlock (as the child reported it), network interfaces, cgroup
+ * membership, rlimits. Fills res->checks; returns the number not in force. */
+int al_verify_child(const struct al_plan *plan, pid_t pid, int landlock_abi,
+		    const struct al_cgroup *cg, struct al_run_result *res);

@@ -1,0 +1,39 @@
+/* What cgroup.c and teardown.c share (internal to src/cgroup). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "cgroup/cgroup.h"
+#include "core/error.h"
+
+#define CG_ROOT	 "/sys/fs/cgroup"
+#define MAX_HIER 4
+
+struct hier {
+	char ctrls[64]; /* "memory", "pids", "cpu,cpuacct", or "" for v2 */
+	char *base;	/* <mount><own path>/airlock */
+	char *own;	/* <mount><own path>: where the supervisor itself is */
+	char *dir;	/* <base>/<id>: the run's cgroup */
+};
+
+struct al_cgroup {
+	bool v2;
+	struct hier h[MAX_HIER];
+	size_t n;
+	int dirfd; /* v2 run dir, for CLONE_INTO_CGROUP */
+	enum al_sockmem sockmem;
+	int sockfd; /* v1 limited: memory.kmem.tcp.usage_in_bytes, for pread */
+	char desc[512];
+};
+
+/* "memory", "pids", "cpu", "cpuacct", NULL */
+extern const char *const al_cg_v1_controllers[];
+
+/* Our own cgroup path for a v1 controller, or v2 (NULL). */
+char *al_cg_own_path(const char *controller);
+char *al_cg_join(const char *mount, const char *path);
+bool al_cg_v2_usable(const char **ret_mount, char **ret_own);
+int al_cg_write_str(const char *dir, const char *file, const char *value, struct al_error *err);
+int al_cg_self_starttime(pid_t pid, unsigned long long *ret);

@@ -1,0 +1,205 @@
+/* The end of a run's cgroups: kill what is in them, remove them, and
+ * remove what a killed airlock left behind. */
+#include "cgroup/cgroup.h"
+#include "cgroup/internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/sys.h"
+#include "core/util.h"
+
+static int cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The pids listed in dir's cgroup.procs, sorted; *n of them (0 when it
+ * cannot be read). */
+static pid_t *read_procs(const char *dir, size_t *n)
+{
+	_cleanup_free_ char *path = xasprintf("%s/cgroup.procs", dir);
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	pid_t *pids = NULL;
+	size_t cap = 0;
+	long pid;
+
+	*n = 0;
+	while (f && fscanf(f, "%ld", &pid) == 1) {
+		if (pid <= 1)
+			continue;
+		if (*n == cap)
+			pids = xrealloc(pids, (cap = cap ? 2 * cap : 64) * sizeof(*pids));
+		pids[(*n)++] = (pid_t)pid;
+	}
+	if (*n)
+		qsort(pids, *n, sizeof(*pids), cmp_pid);
+	return pids;
+}
+
+/* SIGKILL every process in a v1 cgroup (no cgroup.kill there). By pidfd,
+ * and only for pids still listed after their pidfd was opened: a pid that
+ * had exited and been reused by a process outside the cgroup is not
+ * listed then, so a recycled pid is never hit. In batches, so the pidfds
+ * open at once stay few. */
+static void kill_listed(const char *dir)
+{
+	enum {
+		BATCH = 128
+	};
+	size_t n, k;
+	_cleanup_free_ pid_t *pids = read_procs(dir, &n);
+	int fds[BATCH];
+
+	for (size_t off = 0; off < n; off += BATCH) {
+		size_t len = n - off < BATCH ? n - off : BATCH;
+		for (size_t i = 0; i < len; i++)
+			fds[i] = al_sys_pidfd_open(pids[off + i], 0);
+		_cleanup_free_ pid_t *now = read_procs(dir, &k);
+		for (size_t i = 0; i < len; i++) {
+			if (fds[i] < 0)
+				continue;
+			if (k && bsearch(&pids[off + i], now, k, sizeof(*now), cmp_pid))
+				al_sys_pidfd_send_signal(fds[i], SIGKILL);
+			close(fds[i]);
+		}
+	}
+}
+
+void al_cgroup_kill(const struct al_cgroup *cg)
+{
+	if (!cg)
+		return;
+	if (cg->v2 && al_cg_write_str(cg->h[0].dir, "cgroup.kill", "1", NULL) == 0)
+		return;
+	for (size_t i = 0; i < cg->n; i++)
+		kill_listed(cg->h[i].dir);
+}
+
+static int remove_dir(const char *dir)
+{
+	/* The last tasks may still be leaving (exit is asynchronous to us):
+	 * retry for up to about a second. */
+	for (int i = 0; i < 200; i++) {
+		if (rmdir(dir) == 0 || errno == ENOENT)
+			return 0;
+		if (errno != EBUSY)
+			return -errno;
+		if (i % 20 == 19)
+			kill_listed(dir);
+		struct timespec ts = {0, 5 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	return -EBUSY;
+}
+
+int al_cgroup_destroy(struct al_cgroup *cg, struct al_error *err)
+{
+	int r = 0;
+
+	if (!cg)
+		return 0;
+	al_closep(&cg->dirfd);
+	al_closep(&cg->sockfd);
+	for (size_t i = 0; i < cg->n; i++) {
+		int q = cg->h[i].dir ? remove_dir(cg->h[i].dir) : 0;
+		if (q < 0 && r == 0)
+			r = al_error_setsys(err, -q, "cgroup: removing %s (left for airlock gc)",
+					    cg->h[i].dir);
+		free(cg->h[i].dir);
+		free(cg->h[i].base);
+		free(cg->h[i].own);
+	}
+	free(cg);
+	return r;
+}
+
+const char *al_cgroup_describe(const struct al_cgroup *cg)
+{
+	return cg ? cg->desc : "none";
+}
+
+static bool run_is_stale(const char *name)
+{
+	int pid;
+	unsigned long long st, now;
+
+	if (sscanf(name, "%d-%llu-", &pid, &st) != 2)
+		return false; /* not ours */
+	if (al_cg_self_starttime(pid, &now) < 0)
+		return true; /* the supervisor is gone */
+	return now != st;    /* the pid was reused */
+}
+
+static int gc_base(const char *base)
+{
+	struct stat st;
+	DIR *d;
+	struct dirent *e;
+	int removed = 0;
+
+	/* A cgroup directory's link count is 2 plus its subdirectories: with
+	 * none there is nothing to collect, and one stat saves a readdir on
+	 * every run. */
+	if (stat(base, &st) < 0 || st.st_nlink <= 2)
+		return 0;
+	_cleanup_(al_closep) int fd = open(base, O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	d = fdopendir(TAKE_FD(fd));
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		if (e->d_type != DT_DIR || e->d_name[0] == '.' || !run_is_stale(e->d_name))
+			continue;
+		_cleanup_free_ char *dir = xasprintf("%s/%s", base, e->d_name);
+		_cleanup_free_ char *kill_file = xasprintf("%s/cgroup.kill", dir);
+		if (al_write_file_at(AT_FDCWD, kill_file, "1", 1) < 0)
+			kill_listed(dir);
+		if (remove_dir(dir) == 0) {
+			al_debug("gc: removed stale cgroup %s", dir);
+			removed++;
+		} else {
+			al_warn("gc: cannot remove stale cgroup %s: %s", dir, strerror(errno));
+		}
+	}
+	closedir(d);
+	return removed;
+}
+
+int al_cgroup_gc(struct al_error *err)
+{
+	_cleanup_free_ char *v2own = NULL;
+	const char *v2m = NULL;
+	int total = 0;
+
+	if (al_cg_v2_usable(&v2m, &v2own)) {
+		_cleanup_free_ char *base = xasprintf("%s/airlock", v2own);
+		return gc_base(base);
+	}
+	for (size_t i = 0; al_cg_v1_controllers[i]; i++) {
+		_cleanup_free_ char *own = al_cg_own_path(al_cg_v1_controllers[i]);
+		_cleanup_free_ char *mount = xasprintf(CG_ROOT "/%s", al_cg_v1_controllers[i]);
+		char real[4096];
+		if (!own || !realpath(mount, real))
+			continue;
+		_cleanup_free_ char *dir = al_cg_join(real, own);
+		_cleanup_free_ char *base = xasprintf("%s/airlock", dir);
+		int r = gc_base(base);
+		if (r > 0)
+			total += r;
+	}
+	(void)err;
+	return total;
+}

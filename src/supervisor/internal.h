@@ -1,0 +1,72 @@
+/* The supervisor's state, shared by supervisor.c and stdio.c (internal to
+ * src/supervisor). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/loop.h"
+#include "gateway/gateway.h"
+#include "supervisor/meter.h"
+#include "supervisor/supervisor.h"
+
+/* Where the sandbox's stdout or stderr goes: ours. Written without
+ * blocking, so a reader that stops reading (a paused terminal, a full
+ * pipe) cannot stall the loop and with it the timeout and the limits:
+ * what does not fit waits in pending, and the sandbox's pipe is not read
+ * until it is out (its writer then blocks, as it would outside). */
+struct al_supervisor;
+
+struct out {
+	struct al_supervisor *l;
+	int which;	    /* 0: stdout, 1: stderr */
+	struct al_watch *w; /* fd, while what is pending waits for room */
+	int fd;		    /* ours: 1 or 2, or a non-blocking reopening of it */
+	bool own_fd;	    /* fd is that reopening (closed at the end) */
+	bool socket;	    /* send(MSG_DONTWAIT) instead */
+	bool can_poll;
+	bool discard; /* no fd and no callback: counted, then dropped */
+	char *pending;
+	size_t pend_off, pend_len;
+};
+
+struct al_supervisor {
+	struct al_loop *ev; /* borrowed */
+	const struct al_plan *plan;
+	struct al_audit *audit;
+	struct al_supervisor_io io;
+	bool confine_self;
+	int confine_dirfd;
+	int confine_ruleset; /* our own landlock ruleset, until applied */
+	uint64_t start_ms;
+	struct al_run_result result;
+	struct al_run_result *res; /* &result */
+	struct al_meter meter;
+	struct al_sandbox_events events; /* what the backend calls */
+	struct al_sandbox_ctl ctl;	 /* what we call */
+	bool attached;
+	struct al_timer *timer; /* the wall clock */
+	struct al_gateway *gw;	/* the egress gateway, once the child sent its listeners */
+	/* the command's stdio: our ends */
+	int stdin_wr, stdout_rd, stderr_rd;
+	struct al_watch *w_src[2];	       /* stdout_rd, stderr_rd */
+	struct al_watch *w_stdin, *w_stdin_wr; /* io.stdin_fd, stdin_wr */
+	struct out out[2];		       /* where stdout and stderr go */
+	bool stdin_poll;    /* stdin is pollable; else copied when the pipe is writable */
+	char in_buf[65536]; /* stdin read but not yet taken by the sandbox */
+	size_t in_len, in_off;
+	bool in_waiting; /* waiting for room in the sandbox's stdin pipe */
+	bool gone;	 /* the sandbox is gone */
+	bool running;	 /* the command was started */
+	bool have_status;
+	int status;
+	int stop_signals; /* how many SIGINT/SIGTERM we were sent */
+};
+
+/* supervisor.c */
+void al_sup_stop(struct al_supervisor *l);
+
+/* stdio.c */
+int al_sup_stdio_start(struct al_supervisor *l, struct al_error *err);
+void al_sup_stdio_close(struct al_supervisor *l);

@@ -1,0 +1,95 @@
+#include "supervisor/meter.h"
+
+#include <jansson.h>
+
+void al_meter_stop(struct al_meter *m, enum al_end_reason why, const char *limit,
+		   uint64_t limit_value, uint64_t observed)
+{
+	if (m->hit)
+		return;
+	/* A limit that tripped as the command was ending still ends the run
+	 * with that reason; there is just nothing left to kill. */
+	m->hit = true;
+	m->res->reason = why;
+	al_audit_emit(m->audit, "limit.hit",
+		      json_pack("{s:s, s:I, s:I}", "limit", limit, "limit_value",
+				(json_int_t)limit_value, "observed", (json_int_t)observed));
+	m->stop(m->data);
+}
+
+void al_meter_timeout(struct al_meter *m)
+{
+	if (m->hit)
+		return;
+	m->hit = true;
+	m->res->reason = AL_END_TIMEOUT;
+	al_audit_emit(m->audit, "limit.hit",
+		      json_pack("{s:s, s:I}", "limit", "timeout", "limit_value",
+				(json_int_t)m->plan->timeout_ms));
+	m->stop(m->data);
+}
+
+void al_meter_socket_memory(struct al_meter *m, uint64_t bytes)
+{
+	const struct al_plan *p = m->plan;
+
+	if (bytes > m->res->cgroup.socket_peak)
+		m->res->cgroup.socket_peak = bytes;
+	if (bytes < p->socket_stop || m->hit)
+		return;
+	/* v1: the kernel holds socket buffers to memory.kmem.tcp but may
+	 * force one buffer per socket past it; many sockets add up, so the run
+	 * stops at plan->socket_stop (docs/security.md). */
+	m->res->socket_memory = true;
+	m->res->socket_stop = p->socket_stop;
+	al_meter_stop(m, AL_END_MEMORY, "socket-memory", p->socket_stop, bytes);
+}
+
+void al_meter_listeners(struct al_meter *m, uint64_t listeners)
+{
+	if (listeners <= AL_MAX_LISTENERS || m->hit)
+		return;
+	m->res->listeners_hit = true;
+	al_meter_stop(m, AL_END_MEMORY, "listeners", AL_MAX_LISTENERS, listeners);
+}
+
+void al_meter_socket_memory_lost(struct al_meter *m)
+{
+	if (m->hit)
+		return;
+	m->res->socket_memory = true;
+	m->res->socket_stop = m->plan->socket_stop;
+	al_meter_stop(m, AL_END_MEMORY, "socket-memory", m->plan->socket_stop, 0);
+}
+
+void al_meter_record(struct al_meter *m, const struct al_cgroup_stats *st)
+{
+	uint64_t peak = m->res->cgroup.socket_peak;
+
+	m->res->have_cgroup = true;
+	m->res->cgroup = *st;
+	/* v2 has no peak for socket buffers: keep the largest value read. */
+	if (peak > m->res->cgroup.socket_peak)
+		m->res->cgroup.socket_peak = peak;
+}
+
+void al_meter_cgroup(struct al_meter *m, const struct al_cgroup_stats *st)
+{
+	const struct al_plan *p = m->plan;
+
+	al_meter_record(m, st);
+	if (st->oom_kills > 0)
+		al_meter_stop(m, AL_END_MEMORY, "memory", p->memory_bytes, st->memory_peak);
+	else if (st->pids_max_hits > 0)
+		al_meter_stop(m, AL_END_PIDS, "pids", p->pids, st->pids_max_hits);
+	else if (p->cpu_time_ms && st->cpu_usage_us >= p->cpu_time_ms * 1000)
+		al_meter_stop(m, AL_END_CPU_TIME, "cpu-time", p->cpu_time_ms,
+			      st->cpu_usage_us / 1000);
+	else if (m->res->sockmem == AL_SOCKMEM_LIMITED && st->socket_bytes >= p->socket_stop)
+		al_meter_socket_memory(m, st->socket_bytes);
+}
+
+bool al_meter_output(struct al_meter *m, uint64_t bytes)
+{
+	return bytes > m->plan->output_bytes;
+}

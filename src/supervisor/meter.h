@@ -1,0 +1,55 @@
+/* The meter: every limit a run is measured against, fed by samples from
+ * wherever they are measured (the backend's cgroup counters and socket
+ * memory, the supervisor's output count), and the one place that ends a
+ * run for a limit: it records the reason, audits limit.hit and asks the
+ * supervisor to stop the sandbox. The spend budget (a later issue) is one
+ * more meter input. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "audit/audit.h"
+#include "cgroup/cgroup.h"
+#include "policy/plan.h"
+#include "supervisor/result.h"
+
+struct al_meter {
+	const struct al_plan *plan;
+	struct al_audit *audit;	   /* may be NULL */
+	struct al_run_result *res; /* reason and the limit's details go here */
+	void (*stop)(void *data);  /* stop the sandbox (once) */
+	void *data;
+	bool hit; /* a limit (or the timeout) ended the run */
+};
+
+/* End the run for a limit: the first one wins; later ones are ignored. */
+void al_meter_stop(struct al_meter *m, enum al_end_reason why, const char *limit,
+		   uint64_t limit_value, uint64_t observed);
+
+/* The wall-clock limit passed. */
+void al_meter_timeout(struct al_meter *m);
+
+/* The run's cgroup counters (also kept as the result's): an OOM kill, a
+ * refused fork, CPU time, and (cgroup v1, where the kernel holds them
+ * apart) socket buffers. */
+void al_meter_cgroup(struct al_meter *m, const struct al_cgroup_stats *st);
+
+/* Socket buffers the sandbox holds outside what the memory limit counts,
+ * as measured: v1's counter, read between cgroup samples, or that plus the
+ * connections waiting in its listeners' queues. */
+void al_meter_socket_memory(struct al_meter *m, uint64_t bytes);
+
+/* The view of the sandbox's socket memory was lost: the bound no longer
+ * holds, so the run ends as if past it. */
+void al_meter_socket_memory_lost(struct al_meter *m);
+
+/* Keep the final cgroup counters without ending the run (it already
+ * ended, for another reason). */
+void al_meter_record(struct al_meter *m, const struct al_cgroup_stats *st);
+
+/* Listening sockets the backend must read every tick. */
+void al_meter_listeners(struct al_meter *m, uint64_t listeners);
+
+/* stdout + stderr so far; true when past the output cap. */
+bool al_meter_output(struct al_meter *m, uint64_t bytes);

@@ -1,0 +1,327 @@
+/* The command's stdio: its output relayed to ours (or a callback) without
+ * blocking and counted against the output cap, and our stdin copied into
+ * its pipe. */
+#include "supervisor/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/sys.h"
+#include "core/util.h"
+
+/* Stop watching *fd and close it. */
+static void unwatch_close(struct al_watch **w, int *fd)
+{
+	al_watch_removep(w);
+	al_closep(fd);
+}
+
+static int *src_fd(struct al_supervisor *l, int which)
+{
+	return which == 0 ? &l->stdout_rd : &l->stderr_rd;
+}
+
+static void src_close(struct al_supervisor *l, int which)
+{
+	unwatch_close(&l->w_src[which], src_fd(l, which));
+}
+
+/* A write handle for our output fd that never blocks, sharing nothing
+ * with the caller's file description (setting O_NONBLOCK on fd 1 itself
+ * would change it for every process that shares it). */
+static void out_open(struct al_supervisor *l, struct out *o, int which, int fd)
+{
+	struct stat st;
+	char path[32];
+
+	*o = (struct out){.l = l, .which = which, .fd = fd};
+	if (l->io.output || fd < 0) {
+		o->discard = !l->io.output;
+		o->fd = -1;
+		return;
+	}
+	if (fstat(fd, &st) < 0 || S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+		return; /* files do not block; nothing to poll */
+	if (S_ISSOCK(st.st_mode)) {
+		o->socket = o->can_poll = true;
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	int nfd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (nfd < 0) {
+		al_warn("output fd %d cannot be reopened non-blocking (%s): a reader that stops "
+			"reading would also stall the timeout and the limits",
+			fd, strerror(errno));
+		return;
+	}
+	o->fd = nfd;
+	o->own_fd = o->can_poll = true;
+}
+
+/* Write what we can; -EAGAIN when the rest must wait, -errno on error. */
+static ssize_t out_write(struct out *o, const char *buf, size_t len)
+{
+	if (!o->can_poll)
+		return al_write_all(o->fd, buf, len) < 0 ? -errno : (ssize_t)len;
+	ssize_t n =
+	    o->socket ? send(o->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL) : write(o->fd, buf, len);
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	return n;
+}
+
+static void out_ready(struct al_supervisor *l, int which);
+
+static void on_out_ready(struct al_watch *w, uint32_t events, void *data)
+{
+	struct out *o = data;
+
+	(void)w;
+	(void)events;
+	out_ready(o->l, o->which);
+}
+
+/* Keep what did not fit; stop reading the sandbox's pipe until it is out. */
+static void out_hold(struct al_supervisor *l, int which, bool stop_src, const char *buf, size_t len)
+{
+	struct out *o = &l->out[which];
+	char *p = xmalloc(o->pend_len + len);
+
+	if (o->pend_len)
+		memcpy(p, o->pending + o->pend_off, o->pend_len);
+	memcpy(p + o->pend_len, buf, len);
+	free(o->pending);
+	o->pending = p;
+	o->pend_off = 0;
+	o->pend_len += len;
+	if (stop_src)
+		al_watch_set(l->w_src[which], 0);
+	if (!o->w)
+		o->w = al_loop_add(l->ev, o->fd, EPOLLOUT, on_out_ready, o);
+	if (!o->w || al_watch_set(o->w, EPOLLOUT) < 0)
+		al_debug("cannot poll output fd %d: %s", o->fd, strerror(errno));
+}
+
+static void send_out(struct al_supervisor *l, int which, const char *buf, size_t len)
+{
+	struct out *o = &l->out[which];
+
+	if (l->io.output) {
+		l->io.output(l->io.data, which, buf, len);
+		return;
+	}
+	if (o->discard)
+		return;
+	ssize_t n = o->pend_len ? 0 : out_write(o, buf, len);
+
+	if (n < 0) {
+		/* Nobody reads our side any more (`airlock run ... | head -1`):
+		 * close the sandbox's pipe too, so its writer gets EPIPE (or
+		 * SIGPIPE) as it would outside the sandbox. */
+		al_debug("closing the relay for fd %d: %s", which + 1, strerror((int)-n));
+		src_close(l, which);
+		return;
+	}
+	if ((size_t)n < len)
+		out_hold(l, which, !o->pend_len && *src_fd(l, which) >= 0, buf + n,
+			 len - (size_t)n);
+}
+
+/* Our output is writable again: flush, then read the sandbox's pipe again. */
+static void out_ready(struct al_supervisor *l, int which)
+{
+	struct out *o = &l->out[which];
+	ssize_t n = out_write(o, o->pending + o->pend_off, o->pend_len);
+
+	if (n < 0) {
+		o->pend_len = 0;
+		al_watch_set(o->w, 0);
+		src_close(l, which);
+		return;
+	}
+	o->pend_off += (size_t)n;
+	o->pend_len -= (size_t)n;
+	if (o->pend_len)
+		return;
+	free(o->pending);
+	o->pending = NULL;
+	o->pend_off = 0;
+	al_watch_set(o->w, 0);
+	if (*src_fd(l, which) >= 0 && al_watch_set(l->w_src[which], EPOLLIN) < 0)
+		src_close(l, which);
+}
+
+/* At the end: what is still held goes out, blocking now. */
+static void out_close(struct out *o)
+{
+	if (o->pend_len) {
+		if (o->own_fd)
+			fcntl(o->fd, F_SETFL, 0);
+		if (al_write_all(o->fd, o->pending + o->pend_off, o->pend_len) < 0)
+			al_debug("output lost at the end: %s", strerror(errno));
+	}
+	free(o->pending);
+	o->pending = NULL;
+	o->pend_len = 0;
+	al_watch_removep(&o->w);
+	if (o->own_fd)
+		al_closep(&o->fd);
+}
+
+static void cut_output(struct al_supervisor *l, int which)
+{
+	static const char marker[] = "\n[airlock: output cut at the limit]\n";
+
+	l->res->output_truncated = true;
+	send_out(l, which, marker, sizeof(marker) - 1);
+	al_meter_stop(&l->meter, AL_END_OUTPUT, "output", l->plan->output_bytes,
+		      l->res->stdout_bytes + l->res->stderr_bytes);
+}
+
+/* Relay one chunk from a sandbox pipe to our stdout (which 0) or stderr
+ * (1), counting against the output cap. At EOF, or when our side can no
+ * longer be written, the pipe is closed. */
+static void relay_out(struct al_supervisor *l, int which)
+{
+	char buf[65536];
+	uint64_t used = l->res->stdout_bytes + l->res->stderr_bytes;
+	uint64_t *count = which == 0 ? &l->res->stdout_bytes : &l->res->stderr_bytes;
+	ssize_t n = read(*src_fd(l, which), buf, sizeof(buf));
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		src_close(l, which);
+		return;
+	}
+	if (l->res->output_truncated)
+		return; /* past the cap: drain until the kill lands */
+	size_t keep = (size_t)n;
+	bool over = used + (uint64_t)n > l->plan->output_bytes;
+	if (over)
+		keep = (size_t)(l->plan->output_bytes - used);
+	*count += keep;
+	if (keep)
+		send_out(l, which, buf, keep);
+	if (over && *src_fd(l, which) >= 0)
+		cut_output(l, which);
+}
+
+static void on_src(struct al_watch *w, uint32_t events, void *data)
+{
+	struct al_supervisor *l = data;
+
+	(void)events;
+	relay_out(l, w == l->w_src[0] ? 0 : 1);
+}
+
+static void stdin_done(struct al_supervisor *l)
+{
+	al_watch_removep(&l->w_stdin);
+	l->stdin_poll = false;
+	unwatch_close(&l->w_stdin_wr, &l->stdin_wr);
+}
+
+/* Switch between waiting for stdin to be readable and waiting for the
+ * sandbox's pipe to have room (when a chunk is left over). A stdin that
+ * cannot be polled (a regular file, /dev/null) always waits for room. */
+static void stdin_wait_for_room(struct al_supervisor *l, bool room)
+{
+	if (!l->stdin_poll || room == l->in_waiting)
+		return;
+	l->in_waiting = room;
+	al_watch_set(l->w_stdin, room ? 0 : EPOLLIN);
+	al_watch_set(l->w_stdin_wr, room ? EPOLLOUT : 0);
+}
+
+/* Write what is pending; true when all of it went. */
+static bool stdin_flush(struct al_supervisor *l)
+{
+	while (l->in_off < l->in_len) {
+		ssize_t w = write(l->stdin_wr, l->in_buf + l->in_off, l->in_len - l->in_off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN) {
+			stdin_wait_for_room(l, true);
+			return false;
+		}
+		if (w < 0) {
+			/* The sandbox closed its end: the rest of stdin is unwanted. */
+			stdin_done(l);
+			return false;
+		}
+		l->in_off += (size_t)w;
+	}
+	l->in_off = l->in_len = 0;
+	return true;
+}
+
+static void relay_in(struct al_supervisor *l)
+{
+	if (!stdin_flush(l))
+		return;
+	if (l->stdin_poll && l->in_waiting) {
+		stdin_wait_for_room(l, false);
+		return;
+	}
+	ssize_t n = read(l->io.stdin_fd, l->in_buf, sizeof(l->in_buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		stdin_done(l); /* EOF (or an unreadable stdin): the sandbox sees EOF */
+		return;
+	}
+	l->in_len = (size_t)n;
+	stdin_flush(l);
+}
+
+static void on_stdin(struct al_watch *w, uint32_t events, void *data)
+{
+	(void)w;
+	(void)events;
+	relay_in(data);
+}
+
+int al_sup_stdio_start(struct al_supervisor *l, struct al_error *err)
+{
+	struct stat st;
+	int r;
+
+	out_open(l, &l->out[0], 0, l->io.stdout_fd);
+	out_open(l, &l->out[1], 1, l->io.stderr_fd);
+	if (!(l->w_src[0] = al_loop_add(l->ev, l->stdout_rd, EPOLLIN, on_src, l)) ||
+	    !(l->w_src[1] = al_loop_add(l->ev, l->stderr_rd, EPOLLIN, on_src, l)) ||
+	    !(l->w_stdin_wr = al_loop_add(l->ev, l->stdin_wr, 0, on_stdin, l)))
+		return al_error_setsys(err, errno, "epoll_ctl");
+	/* stdin: poll it when the kernel can (pipes, ttys, sockets); a regular
+	 * file or /dev/null cannot be polled, so copy from it whenever the
+	 * sandbox's pipe has room. A closed stdin gives the sandbox EOF. */
+	if (l->io.stdin_fd < 0 || fstat(l->io.stdin_fd, &st) < 0) {
+		unwatch_close(&l->w_stdin_wr, &l->stdin_wr);
+	} else if ((l->w_stdin = al_loop_add(l->ev, l->io.stdin_fd, EPOLLIN, on_stdin, l))) {
+		l->stdin_poll = true;
+	} else if ((r = al_watch_set(l->w_stdin_wr, EPOLLOUT)) < 0) {
+		return al_error_setsys(err, -r, "epoll_ctl(stdin pipe)");
+	}
+	if (l->stdin_wr >= 0)
+		fcntl(l->stdin_wr, F_SETFL, O_NONBLOCK);
+	return 0;
+}
+
+void al_sup_stdio_close(struct al_supervisor *l)
+{
+	out_close(&l->out[0]);
+	out_close(&l->out[1]);
+	al_watch_removep(&l->w_stdin);
+	unwatch_close(&l->w_stdin_wr, &l->stdin_wr);
+	src_close(l, 0);
+	src_close(l, 1);
+}
