@@ -1,0 +1,157 @@
+/* supervisor/meter.h: every limit ends the run through the meter, the first
+ * one wins, and what ended it is recorded for the result. */
+#include "unit.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "supervisor/meter.h"
+
+struct fixture {
+	struct al_plan plan;
+	struct al_run_result res;
+	struct al_meter m;
+	int stops;
+};
+
+static void on_stop(void *data)
+{
+	((struct fixture *)data)->stops++;
+}
+
+static void init(struct fixture *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->plan.timeout_ms = 1000;
+	f->plan.memory_bytes = 64 << 20;
+	f->plan.pids = 16;
+	f->plan.cpu_time_ms = 500;
+	f->plan.output_bytes = 100;
+	f->plan.socket_stop = 8 << 20;
+	f->res.reason = AL_END_EXITED;
+	f->m = (struct al_meter){.plan = &f->plan, .res = &f->res, .stop = on_stop, .data = f};
+}
+
+static void test_under_limits(void **state)
+{
+	struct fixture f;
+	struct al_cgroup_stats st = {.memory_peak = 1 << 20, .cpu_usage_us = 499999};
+
+	(void)state;
+	init(&f);
+	al_meter_cgroup(&f.m, &st);
+	al_meter_socket_memory(&f.m, (8 << 20) - 1);
+	al_meter_listeners(&f.m, AL_MAX_LISTENERS);
+	assert_false(al_meter_output(&f.m, 100));
+	assert_int_equal(f.stops, 0);
+	assert_false(f.m.hit);
+	assert_int_equal(f.res.reason, AL_END_EXITED);
+	assert_true(f.res.have_cgroup);
+	assert_int_equal(f.res.cgroup.socket_peak, (8 << 20) - 1);
+}
+
+static void test_each_limit(void **state)
+{
+	struct {
+		struct al_cgroup_stats st;
+		enum al_end_reason want;
+	} cases[] = {
+	    {{.oom_kills = 1}, AL_END_MEMORY},
+	    {{.pids_max_hits = 3}, AL_END_PIDS},
+	    {{.cpu_usage_us = 500000}, AL_END_CPU_TIME},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct fixture f;
+		init(&f);
+		al_meter_cgroup(&f.m, &cases[i].st);
+		assert_int_equal(f.stops, 1);
+		assert_int_equal(f.res.reason, cases[i].want);
+	}
+}
+
+static void test_first_wins(void **state)
+{
+	struct fixture f;
+	struct al_cgroup_stats oom = {.oom_kills = 1};
+
+	(void)state;
+	init(&f);
+	al_meter_timeout(&f.m);
+	al_meter_cgroup(&f.m, &oom);
+	al_meter_socket_memory(&f.m, 100 << 20);
+	al_meter_stop(&f.m, AL_END_OUTPUT, "output", 100, 200);
+	assert_int_equal(f.stops, 1);
+	assert_int_equal(f.res.reason, AL_END_TIMEOUT);
+	assert_false(f.res.socket_memory);
+	/* The counters are still kept. */
+	assert_int_equal(f.res.cgroup.oom_kills, 1);
+}
+
+static void test_socket_memory(void **state)
+{
+	struct fixture f;
+	struct al_cgroup_stats st = {.socket_bytes = 9 << 20, .socket_peak = 9 << 20};
+
+	(void)state;
+	init(&f);
+	al_meter_socket_memory(&f.m, 8 << 20);
+	assert_int_equal(f.res.reason, AL_END_MEMORY);
+	assert_true(f.res.socket_memory);
+	assert_int_equal(f.res.socket_stop, 8 << 20);
+	assert_int_equal(f.stops, 1);
+
+	/* v1's counter in a cgroup sample counts only where it is limited. */
+	init(&f);
+	f.res.sockmem = AL_SOCKMEM_CHARGED;
+	al_meter_cgroup(&f.m, &st);
+	assert_int_equal(f.stops, 0);
+	init(&f);
+	f.res.sockmem = AL_SOCKMEM_LIMITED;
+	al_meter_cgroup(&f.m, &st);
+	assert_int_equal(f.stops, 1);
+	assert_true(f.res.socket_memory);
+
+	/* Losing the view ends the run too (fail closed). */
+	init(&f);
+	al_meter_socket_memory_lost(&f.m);
+	assert_int_equal(f.stops, 1);
+	assert_int_equal(f.res.reason, AL_END_MEMORY);
+}
+
+static void test_listeners(void **state)
+{
+	struct fixture f;
+
+	(void)state;
+	init(&f);
+	al_meter_listeners(&f.m, AL_MAX_LISTENERS + 1);
+	assert_int_equal(f.stops, 1);
+	assert_true(f.res.listeners_hit);
+	assert_int_equal(f.res.reason, AL_END_MEMORY);
+}
+
+static void test_peak_kept(void **state)
+{
+	struct fixture f;
+	struct al_cgroup_stats later = {.socket_peak = 10};
+
+	(void)state;
+	init(&f);
+	al_meter_socket_memory(&f.m, 4096);
+	al_meter_record(&f.m, &later); /* v2 reports no peak: the largest read stays */
+	assert_int_equal(f.res.cgroup.socket_peak, 4096);
+	assert_true(al_meter_output(&f.m, 101));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_under_limits), cmocka_unit_test(test_each_limit),
+	    cmocka_unit_test(test_first_wins),	 cmocka_unit_test(test_socket_memory),
+	    cmocka_unit_test(test_listeners),	 cmocka_unit_test(test_peak_kept),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
