@@ -1,6 +1,6 @@
 /* The audit stream: one JSON object per line, appended to a file, one
- * stream across layers (run start and end, limit hits, denied syscalls;
- * later egress decisions). Schema: docs/audit.md.
+ * stream across layers (run start and end, limit hits, denied syscalls,
+ * egress decisions and DNS queries). Schema: docs/audit.md.
  *
  * A NULL stream is valid everywhere and records nothing, so callers need
  * no checks. Each line goes out in a single write() on an O_APPEND fd, so

@@ -1,8 +1,8 @@
 /* Policy → plan. Applies defaults, checks every path against the host and
  * against the sandbox layout, synthesizes /etc, and orders the mount ops so
  * that the child only executes them. The only syscalls here are read-only
- * looks at the host (stat, realpath, readlink) and the seccomp compiler's
- * memfd; nothing is created. */
+ * looks at the host (stat, realpath, readlink); nothing is created (the
+ * seccomp program was compiled at build time). */
 #include "policy/plan.h"
 
 #include <errno.h>

@@ -1,7 +1,8 @@
 /* The seccomp policy: one readable table (seccomp.c), a default-deny
  * allowlist, lowered with libseccomp to a BPF program at build time. The
- * child only installs the ready program (sandbox/steps.c); the supervisor
- * answers the calls it hands over with al_seccomp_answer(). */
+ * child only installs the ready program (backend/native/steps.c); the
+ * native backend's monitor answers the calls it hands over with
+ * al_seccomp_answer() (backend/native/monitor.c). */
 #pragma once
 
 #include <linux/filter.h>

@@ -664,3 +664,29 @@ def main(suite, require_confinement=False):
             diag(why)
             sys.exit(1)
     sys.exit(suite.run(env, only=sys.argv[3:]))
+
+
+def multi(e, steps, opts=(), **kw):
+    """Run several probe commands in one sandbox (through /bin/sh), for the
+    e2e and security suites.
+
+    steps is a list of (label, [probe args]). Returns (result, {label: output}).
+    A probe that exits non-zero fails the case."""
+    parts = []
+    for label, args in steps:
+        parts.append("echo '==%s'; %s %s || echo \"PROBE-FAILED rc=$?\""
+                     % (label, PROBE_IN, " ".join(shquote(a) for a in args)))
+    res = e.run(["/bin/sh", "-c", "; ".join(parts)], opts, **kw)
+    expect_rc(res, 0)
+    sections, cur = {}, None
+    for line in res.text.splitlines():
+        if line.startswith("==") and line[2:] in dict(steps):
+            cur = line[2:]
+            sections[cur] = []
+        elif cur is not None:
+            sections[cur].append(line)
+    for label, _ in steps:
+        expect(label in sections, "no output for step %s" % label, res)
+        expect(not any(l.startswith("PROBE-FAILED") for l in sections[label]),
+               "probe failed in step %s" % label, res)
+    return res, {k: v for k, v in sections.items()}

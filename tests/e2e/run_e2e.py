@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import (HOST_SANDBOX_UID, IS_ROOT, PROBE_IN, SANDBOX_PATH, Skip, Suite, TempDir,
+from harness import (HOST_SANDBOX_UID, multi, IS_ROOT, PROBE_IN, SANDBOX_PATH, Skip, Suite, TempDir,
                      children_of, expect, expect_ok, expect_one_error_line, expect_out, expect_rc,
                      finish, host_mount_count, kill_pid, kv, main, probe_listing,
                      procs_matching, read_line_with_timeout, run_host, sha256_file, shquote,
@@ -29,31 +29,6 @@ suite = Suite()
 case = suite.case
 
 WRITE_DENIED = ("EROFS", "EACCES", "EPERM")
-
-
-def multi(e, steps, opts=(), **kw):
-    """Run several probe commands in one sandbox (through /bin/sh).
-
-    steps is a list of (label, [probe args]). Returns (result, {label: output}).
-    A probe that exits non-zero fails the case."""
-    parts = []
-    for label, args in steps:
-        parts.append("echo '==%s'; %s %s || echo \"PROBE-FAILED rc=$?\""
-                     % (label, PROBE_IN, " ".join(shquote(a) for a in args)))
-    res = e.run(["/bin/sh", "-c", "; ".join(parts)], opts, **kw)
-    expect_rc(res, 0)
-    sections, cur = {}, None
-    for line in res.text.splitlines():
-        if line.startswith("==") and line[2:] in dict(steps):
-            cur = line[2:]
-            sections[cur] = []
-        elif cur is not None:
-            sections[cur].append(line)
-    for label, _ in steps:
-        expect(label in sections, "no output for step %s" % label, res)
-        expect(not any(l.startswith("PROBE-FAILED") for l in sections[label]),
-               "probe failed in step %s" % label, res)
-    return res, {k: v for k, v in sections.items()}
 
 
 def section_errno(res, sections, label, allowed):

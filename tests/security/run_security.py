@@ -26,7 +26,7 @@ import tty
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 
-from harness import (HOST_ID_BASE, expect_one_error_line, HOST_SANDBOX_UID, IS_ROOT, PROBE_IN, Skip, Suite,  # noqa: E402
+from harness import (HOST_ID_BASE, multi, expect_one_error_line, HOST_SANDBOX_UID, IS_ROOT, PROBE_IN, Skip, Suite,  # noqa: E402
                      TempDir, expect, expect_errno, expect_ok, expect_rc, finish, host_mount_count,
                      kill_pid, kv, main, read_outputs, sha256_file, shquote, start, tag,
                      write_file)
@@ -37,27 +37,6 @@ case = suite.case
 DENIED = ("EACCES", "EPERM")
 
 
-def script(e, steps, opts=(), **kw):
-    """Run several probe commands in one sandbox; returns (result, {label: lines})."""
-    parts = []
-    for label, args in steps:
-        parts.append("echo '==%s'; %s %s || echo \"PROBE-FAILED rc=$?\""
-                     % (label, PROBE_IN, " ".join(shquote(a) for a in args)))
-    res = e.run(["/bin/sh", "-c", "; ".join(parts)], opts, **kw)
-    expect_rc(res, 0)
-    sections, cur = {}, None
-    labels = {l for l, _ in steps}
-    for line in res.text.splitlines():
-        if line.startswith("==") and line[2:] in labels:
-            cur = line[2:]
-            sections[cur] = []
-        elif cur is not None:
-            sections[cur].append(line)
-    for label in labels:
-        expect(label in sections, "no output for step %s" % label, res)
-        expect(not any(l.startswith("PROBE-FAILED") for l in sections[label]),
-               "probe failed in step %s" % label, res)
-    return res, sections
 
 
 def first(sections, label):
@@ -85,7 +64,7 @@ def proc_root_links_stay_inside(e):
     """/proc/1/root and /proc/self/root do not lead to the host's root: pid 1
     (the sandbox init) is out of reach, and /proc/self/root is the sandbox's
     own /, showing none of the host-only top-level entries."""
-    res, s = script(e, [("init_root", ["ls", "/proc/1/root/"]),
+    res, s = multi(e, [("init_root", ["ls", "/proc/1/root/"]),
                         ("init_cwd", ["ls", "/proc/1/cwd/"]),
                         ("init_shadow", ["read", "/proc/1/root/etc/shadow"]),
                         ("self_root", ["ls", "/proc/self/root/"]),
@@ -110,7 +89,7 @@ def proc_root_links_stay_inside(e):
 def init_is_out_of_reach(e):
     """The sandbox init (pid 1, non-dumpable) cannot be inspected: its fds,
     environ and mem are closed to the command, and ptrace is denied."""
-    res, s = script(e, [("fd", ["ls", "/proc/1/fd"]), ("environ", ["read", "/proc/1/environ"]),
+    res, s = multi(e, [("fd", ["ls", "/proc/1/fd"]), ("environ", ["read", "/proc/1/environ"]),
                         ("mem_w", ["open", "/proc/1/mem", "w"]),
                         ("mem_r", ["open", "/proc/1/mem", "r"]),
                         ("ptrace", ["ptrace", "1"])])
@@ -186,7 +165,7 @@ def mount_denied(e):
     """mount(2) of a tmpfs over /, /tmp or /usr fails with EPERM, and the
     host's mount table is unchanged."""
     before = host_mount_count()
-    res, s = script(e, [("root", ["mount-tmpfs", "/"]), ("tmp", ["mount-tmpfs", "/tmp"]),
+    res, s = multi(e, [("root", ["mount-tmpfs", "/"]), ("tmp", ["mount-tmpfs", "/tmp"]),
                         ("usr", ["mount-tmpfs", "/usr"])])
     for label in ("root", "tmp", "usr"):
         expect_step_errno(res, s, label, ("EPERM",))
@@ -241,7 +220,7 @@ def no_host_devices(e):
     steps = [("d%d" % i, ["open", "/dev/" + n, "r"]) for i, n in enumerate(names)]
     steps += [("mknod_tmp", ["mknod", "/tmp/mem"]), ("mknod_shm", ["mknod", "/dev/shm/mem"]),
               ("mknod_work", ["mknod", "/work/mem"]), ("ls", ["ls", "/dev"])]
-    res, s = script(e, steps)
+    res, s = multi(e, steps)
     for i, n in enumerate(names):
         expect_step_errno(res, s, "d%d" % i, ("ENOENT",))
     for label in ("mknod_tmp", "mknod_shm", "mknod_work"):
@@ -254,7 +233,7 @@ def no_host_devices(e):
 @case
 def sys_not_mounted(e):
     """/sys is absent: no cgroup fs, no uevent_helper, no block devices."""
-    res, s = script(e, [("sys", ["ls", "/sys"]),
+    res, s = multi(e, [("sys", ["ls", "/sys"]),
                         ("uevent", ["open", "/sys/kernel/uevent_helper", "w"]),
                         ("cgroup", ["ls", "/sys/fs/cgroup"])])
     for label in ("sys", "uevent", "cgroup"):
@@ -267,7 +246,7 @@ def proc_kernel_knobs_closed(e):
     sys/kernel/hostname, core_pattern) and /proc/kcore cannot be read; the
     host hostname is unchanged. (Opened only, never written.)"""
     before = socket.gethostname()
-    res, s = script(e, [("sysrq", ["open", "/proc/sysrq-trigger", "w"]),
+    res, s = multi(e, [("sysrq", ["open", "/proc/sysrq-trigger", "w"]),
                         ("hostname", ["open", "/proc/sys/kernel/hostname", "w"]),
                         ("core", ["open", "/proc/sys/kernel/core_pattern", "w"]),
                         ("kcore", ["open", "/proc/kcore", "r"])])
@@ -458,7 +437,7 @@ def host_unix_sockets_invisible(e):
             s.listen(4)
             paths = [path, "/run/dbus/system_bus_socket", "/var/run/docker.sock",
                      "/run/systemd/private"]
-            res, sec = script(e, [("p%d" % i, ["connect-unix", p]) for i, p in enumerate(paths)])
+            res, sec = multi(e, [("p%d" % i, ["connect-unix", p]) for i, p in enumerate(paths)])
             for i in range(len(paths)):
                 expect_step_errno(res, sec, "p%d" % i, ("ENOENT",))
         finally:

@@ -13,8 +13,9 @@
  *   the supervisor checks every layer from outside (verify) before the
  *   command starts.
  *
- * - cgroup comes first, so that everything the child allocates is charged
- *   to the run (on v1 the child moves itself in; see al_cgroup_task_fds).
+ * - cgroup is the first step once the parent has released us: from there
+ *   on everything the child allocates is charged to the run (v2 clones us
+ *   into it; on v1 the child moves itself in, see al_cgroup_task_fds).
  *
  * Namespaces at each stage: clone3 put us in new user, mount, pid, net,
  * ipc, uts and cgroup namespaces at once; we are pid 1 of the pid namespace

@@ -1,6 +1,8 @@
 /* The native backend: Linux namespaces, landlock and seccomp, with the
- * parent-side setup order of DESIGN.md: (cgroup, later) → clone3 into new
- * namespaces → uid/gid maps → release the child. */
+ * parent-side setup order of DESIGN.md: cgroup → clone3 into new
+ * namespaces (into the cgroup on v2) → uid/gid maps (and the gateway's
+ * capture, in parallel) → release the child. monitor.c watches it from
+ * there. */
 #include "backend/backend.h"
 
 #include <errno.h>
