@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,13 @@ const struct al_run_result *al_cli_run(const struct al_run_request *req, struct 
 		sigaddset(&set, forwarded[i]);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* The gateway holds up to six fds per connection: use the whole hard
+	 * limit (the sandbox gets its own, from the plan). */
+	struct rlimit nofile;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
 	if (al_run_start(req, &io, ret, start_err) == 0) {
 		sigs = al_loop_signals(al_run_loop(*ret), &set, on_signal, *ret);
 		if (!sigs)

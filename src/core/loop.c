@@ -39,6 +39,7 @@ struct al_signals {
 
 struct al_loop {
 	int epfd;
+	int depth; /* dispatches running (a callback may dispatch again) */
 	struct al_watch *live;
 	struct al_watch *dead;
 };
@@ -89,12 +90,16 @@ int al_loop_dispatch(struct al_loop *l, int timeout_ms)
 
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
+	l->depth++;
 	for (int i = 0; i < n; i++) {
 		struct al_watch *w = evs[i].data.ptr;
 		if (!w->dead)
 			w->fn(w, evs[i].events, w->data);
 	}
-	reap(l);
+	/* Only the outermost dispatch frees: an outer batch may still hold
+	 * events for watches removed in here. */
+	if (--l->depth == 0)
+		reap(l);
 	return n;
 }
 
@@ -121,6 +126,8 @@ int al_watch_set(struct al_watch *w, uint32_t events)
 	struct epoll_event ev = {.events = events, .data.ptr = w};
 	int op;
 
+	if (w->dead)
+		return -EBADF;
 	if (w->registered && events == w->events)
 		return 0;
 	if (!w->registered && !events)
@@ -147,7 +154,7 @@ void al_watch_remove(struct al_watch *w)
 {
 	struct al_loop *l;
 
-	if (!w)
+	if (!w || w->dead)
 		return;
 	l = w->loop;
 	al_watch_set(w, 0);

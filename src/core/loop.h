@@ -31,8 +31,9 @@ typedef void (*al_timer_fn)(struct al_timer *t, uint64_t expirations, void *data
 typedef void (*al_signal_fn)(struct al_signals *s, int sig, void *data);
 
 int al_loop_new(struct al_loop **ret, struct al_error *err);
-/* Frees the loop and every watch, timer and signal set still in it
- * (without closing the fds of watches: those belong to their owners). */
+/* Frees the loop and every watch still in it (without closing their fds:
+ * those belong to their owners). Timers and signal sets must be freed
+ * before (al_timer_free, al_signals_free). */
 void al_loop_free(struct al_loop *l);
 
 /* The epoll fd: readable when a dispatch would find something. */

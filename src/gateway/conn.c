@@ -99,7 +99,9 @@ static void answer(struct conn *c)
 		char out[1024];
 		int n = c->http_status == 403
 			    ? al_http_format_denied(c->reason, out, sizeof(out))
-			    : al_http_format_response(c->http_status, c->reason, out, sizeof(out));
+			    : al_http_format_response(c->http_status,
+						      c->answer_text ? c->answer_text : c->reason,
+						      out, sizeof(out));
 		if (n > 0)
 			gw_reply(c, out, (size_t)n);
 	} else if (c->verdict == GW_DENIED) {
@@ -171,6 +173,8 @@ static int read_head(struct conn *c)
 {
 	ssize_t n;
 
+	if (c->head_len == sizeof(c->head))
+		return -1; /* each head stage refuses a full head before it reads again */
 	gw_side_set(&c->client, EPOLLIN);
 	n = recv(c->client.fd, c->head + c->head_len, sizeof(c->head) - c->head_len, MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -312,6 +316,8 @@ static enum gw_step head_transparent(struct conn *c)
 	if (r <= 0)
 		return r < 0 ? GW_CLOSE : GW_WAIT;
 	r = gw_name_in_stream(c->head, c->head_len, &c->target);
+	if (r == -EAGAIN && c->head_len == sizeof(c->head))
+		r = -EPROTO; /* a record that claims more than we hold: cannot be checked */
 	if (r == -EAGAIN)
 		return GW_WAIT;
 	if (r < 0) {
@@ -383,8 +389,11 @@ void gw_accept(struct al_gateway *gw, enum al_gateway_listener kind, int lfd)
 	int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	struct conn *c;
 
-	if (fd < 0)
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+			gw_accept_pause(gw);
 		return;
+	}
 	if (gw->n_conns >= AL_GW_MAX_CONNS) {
 		close(fd);
 		gw->st.denied++;

@@ -120,6 +120,7 @@ struct conn {
 	int http_status;       /* the answer on the HTTP path */
 	uint8_t socks_code;    /* and on the SOCKS path */
 	char reason[2 * AL_HOST_MAX + 96];
+	const char *answer_text; /* the HTTP answer's detail when not reason */
 	const struct gw_stream_ops *stream;
 	struct side client, upstream;
 	char head[AL_HTTP_HEAD_MAX];
@@ -166,6 +167,7 @@ struct al_gateway {
 	uint64_t requests; /* connections counted against network.limits.requests */
 	int listen_fd[AL_GATEWAY_N_LISTENERS];
 	struct al_watch *listen_w[AL_GATEWAY_N_LISTENERS];
+	struct al_timer *accept_resume; /* accepting again after running out of fds */
 	/* fakeip.c: index i answers as 198.18.0.0 + i + 1 */
 	char **fake_names;
 	size_t n_fake, cap_fake;
@@ -175,6 +177,10 @@ struct al_gateway {
 	size_t n_conns;
 	struct al_gateway_stats st;
 };
+
+/* gateway.c: out of fds: stop accepting for a while (a listener left
+ * readable would spin the loop). */
+void gw_accept_pause(struct al_gateway *gw);
 
 /* conn.c */
 void gw_accept(struct al_gateway *gw, enum al_gateway_listener kind, int fd);

@@ -78,6 +78,32 @@ int al_gateway_listen(struct al_gateway *gw, enum al_gateway_listener kind, int 
 	return 0;
 }
 
+#define ACCEPT_PAUSE_MS 50
+
+static void on_accept_resume(struct al_timer *t, uint64_t expirations, void *data)
+{
+	struct al_gateway *gw = data;
+
+	(void)t;
+	(void)expirations;
+	for (size_t k = 0; k < AL_GATEWAY_N_LISTENERS; k++)
+		if (gw->listen_w[k])
+			al_watch_set(gw->listen_w[k], EPOLLIN);
+}
+
+void gw_accept_pause(struct al_gateway *gw)
+{
+	if (!gw->accept_resume &&
+	    !(gw->accept_resume = al_loop_timer(gw->loop, on_accept_resume, gw)))
+		return;
+	if (al_timer_arm(gw->accept_resume, ACCEPT_PAUSE_MS, false) < 0)
+		return;
+	al_debug("gateway: out of file descriptors; not accepting for %d ms", ACCEPT_PAUSE_MS);
+	for (size_t k = 0; k < AL_GATEWAY_N_LISTENERS; k++)
+		if (gw->listen_w[k] && k != AL_GATEWAY_DNS_UDP)
+			al_watch_set(gw->listen_w[k], 0);
+}
+
 void al_gateway_stats(const struct al_gateway *gw, struct al_gateway_stats *ret)
 {
 	*ret = gw->st;
@@ -95,6 +121,7 @@ void al_gateway_free(struct al_gateway *gw)
 		return;
 	al_gateway_close_all(gw);
 	gw_resolver_free(gw);
+	al_timer_freep(&gw->accept_resume);
 	for (size_t i = 0; i < AL_GATEWAY_N_LISTENERS; i++) {
 		al_watch_remove(gw->listen_w[i]);
 		al_closep(&gw->listen_fd[i]);

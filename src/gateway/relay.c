@@ -68,8 +68,10 @@ static int start_connect(struct conn *c)
 	return 0;
 }
 
-static enum gw_step failed(struct conn *c, int http_status, uint8_t socks_code, const char *why)
+static enum gw_step failed(struct conn *c, int http_status, uint8_t socks_code, const char *why,
+			   const char *answer_text)
 {
+	c->answer_text = answer_text;
 	c->verdict = GW_FAILED;
 	c->answer = GW_ANSWER_DEFAULT;
 	c->http_status = http_status;
@@ -92,7 +94,7 @@ static enum gw_step connected(struct conn *c)
 		return failed(c, 502,
 			      e == ECONNREFUSED ? AL_SOCKS_REP_REFUSED
 						: AL_SOCKS_REP_HOST_UNREACHABLE,
-			      strerror(e));
+			      strerror(e), NULL);
 	if (c->path == GW_PATH_SOCKS) {
 		uint8_t out[AL_SOCKS_REPLY_MAX];
 		struct in6_addr any = IN6ADDR_ANY_INIT;
@@ -117,7 +119,8 @@ enum gw_step gw_stage_connect(struct conn *c, struct side *s, uint32_t events)
 	c->verdict = GW_ALLOWED;
 	int r = start_connect(c);
 	if (r < 0)
-		return failed(c, 502, AL_SOCKS_REP_HOST_UNREACHABLE, "could not connect");
+		return failed(c, 502, AL_SOCKS_REP_HOST_UNREACHABLE, "could not connect",
+			      "could not connect upstream");
 	return r > 0 ? connected(c) : GW_WAIT;
 }
 

@@ -105,11 +105,10 @@ static int add_row(scmp_filter_ctx ctx, const struct al_seccomp_rule_info *r, st
 	return 0;
 }
 
-int al_seccomp_compile(struct sock_fprog *ret, const struct al_seccomp_rule_info **ret_rules,
-		       size_t *ret_n, struct al_error *err)
+int al_seccomp_compile_table(const struct al_seccomp_rule_info *table, size_t n,
+			     enum al_seccomp_default dflt, struct sock_fprog *ret,
+			     struct al_error *err)
 {
-	size_t n;
-	const struct al_seccomp_rule_info *table = al_seccomp_table(&n);
 	scmp_filter_ctx ctx = NULL;
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ void *buf = NULL;
@@ -119,8 +118,9 @@ int al_seccomp_compile(struct sock_fprog *ret, const struct al_seccomp_rule_info
 	if ((r = check_table(table, n, err)) < 0)
 		return r;
 	/* Default deny: whatever no row allows goes to the supervisor, which
-	 * answers EPERM or ENOSYS (al_seccomp_answer) and audits it. */
-	ctx = seccomp_init(SCMP_ACT_NOTIFY);
+	 * answers EPERM or ENOSYS (al_seccomp_answer) and audits it; or, for
+	 * the gateway process, kills it. */
+	ctx = seccomp_init(dflt == AL_SECCOMP_DEFAULT_NOTIFY ? SCMP_ACT_NOTIFY : SCMP_ACT_KILL_PROCESS);
 	if (!ctx)
 		return al_error_set(err, ENOMEM, "seccomp: seccomp_init failed");
 	/* A call through another ABI (int 0x80, x32) could dodge every rule:
@@ -166,9 +166,21 @@ int al_seccomp_compile(struct sock_fprog *ret, const struct al_seccomp_rule_info
 	}
 	ret->len = (unsigned short)(size / sizeof(struct sock_filter));
 	ret->filter = TAKE_PTR(buf);
-	*ret_rules = table;
-	*ret_n = n;
 out:
 	seccomp_release(ctx);
+	return r;
+}
+
+int al_seccomp_compile(struct sock_fprog *ret, const struct al_seccomp_rule_info **ret_rules,
+		       size_t *ret_n, struct al_error *err)
+{
+	size_t n;
+	const struct al_seccomp_rule_info *table = al_seccomp_table(&n);
+	int r = al_seccomp_compile_table(table, n, AL_SECCOMP_DEFAULT_NOTIFY, ret, err);
+
+	if (r == 0) {
+		*ret_rules = table;
+		*ret_n = n;
+	}
 	return r;
 }

@@ -40,6 +40,7 @@
 #include <sys/socket.h>
 
 #include "core/cleanup.h"
+#include "policy/seccomp-table.h"
 
 /* Newer than the kernel headers of the oldest supported build host. */
 #ifndef PR_SET_MDWE
@@ -63,19 +64,7 @@
 #define TCSETSW2 _IOW('T', 0x2C, char[44])
 #define TCSETSF2 _IOW('T', 0x2D, char[44])
 
-#define M32 0xffffffffull /* a C int parameter */
-
 /* clang-format off */
-#define ALLOW(n)          {n, AL_SECCOMP_ALLOW, 0, {{0}}, EPERM, NULL}
-/* Allowed when every ARG(arg, mask, value) holds. */
-#define ALLOW_IF(n, why, ...)                                                                      \
-	{n, AL_SECCOMP_ALLOW,                                                                      \
-	 sizeof((struct al_seccomp_cond[]){__VA_ARGS__}) / sizeof(struct al_seccomp_cond),         \
-	 {__VA_ARGS__}, EPERM, why}
-#define ARG(a, m, v)      {a, m, v}
-#define DENY(n, why)      {n, AL_SECCOMP_DENY, 0, {{0}}, EPERM, why}
-#define SILENT(n, e, why) {n, AL_SECCOMP_ERRNO, 0, {{0}}, e, why}
-
 /* Sockets: family, type without SOCK_NONBLOCK/SOCK_CLOEXEC, protocol. */
 #define SOCK_TYPE_BITS 0xfull
 #define SOCKET(fam, type, proto)                                                                   \

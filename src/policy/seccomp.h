@@ -52,3 +52,20 @@ void al_seccomp_summarize(const struct al_seccomp_rule_info *rules, size_t n,
  * are returned through ret_rules/ret_n (static storage). */
 int al_seccomp_compile(struct sock_fprog *ret, const struct al_seccomp_rule_info **ret_rules,
 		       size_t *ret_n, struct al_error *err);
+
+/* What a filter does with a call no row allows or answers. */
+enum al_seccomp_default {
+	AL_SECCOMP_DEFAULT_NOTIFY, /* the sandbox: the supervisor answers and audits */
+	AL_SECCOMP_DEFAULT_KILL,   /* the gateway process: it dies (SIGSYS) */
+};
+
+/* Compile any table (the same rules as above). */
+int al_seccomp_compile_table(const struct al_seccomp_rule_info *table, size_t n,
+			     enum al_seccomp_default dflt, struct sock_fprog *ret,
+			     struct al_error *err);
+
+/* The gateway process's allowlist (gateway/seccomp.c), compiled at build
+ * time with AL_SECCOMP_DEFAULT_KILL. */
+const struct al_seccomp_rule_info *al_gateway_seccomp_table(size_t *ret_n);
+extern const struct sock_filter al_gateway_seccomp_program[];
+extern const unsigned short al_gateway_seccomp_program_len;

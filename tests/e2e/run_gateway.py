@@ -1786,6 +1786,11 @@ def transparent_capture(e):
              "port": s, "send": http_req("/t-literal", cs)},
             {"op": "direct", "label": "literal-no-host", "host": "192.0.2.1", "port": s,
              "send": "hello, is anyone there?\r\n\r\n"},
+            # A TLS record that claims more than the gateway peeks at: it
+            # cannot be checked, so it is refused at once, not left hanging.
+            {"op": "direct", "label": "literal-huge-record", "host": "192.0.2.1",
+             "port": s + 1 if s < 65535 else s - 1,
+             "send": "\x16\x03\x01\x40\x00\x01" + "\x00" * 16400},
             {"op": "resolve", "label": "unknown", "name": "nowhere.test"},
         ]
         r = gw_run(e, steps, ["--allow", hp] + mapped("api.internal", "collector.attacker.test"),
@@ -1800,7 +1805,8 @@ def transparent_capture(e):
                  "plain socket to api.internal: %s" % r.step("socket"))
         r.expect(r.step("urllib").get("status") == 200, "urllib without proxy")
         r.expect(r.step("curl").get("code") == 200, "curl --noproxy '*'")
-        for label in ("other-port", "collector", "literal-host-collector", "literal-no-host"):
+        for label in ("other-port", "collector", "literal-host-collector", "literal-no-host",
+                      "literal-huge-record"):
             st = r.step(label)
             r.expect(st.get("status") is None and st.get("size", 0) == 0,
                      "step %s: got an answer: %s" % (label, st))
@@ -1820,8 +1826,13 @@ def transparent_capture(e):
         r.expect(any(ev.get("event") == "net.dns" and ev.get("name") == "collector.attacker.test"
                      and ev.get("decision") == "deny" for ev in r.events),
                  "no net.dns deny event for the collector")
+        r.expect(r.step("literal-huge-record").get("read_error") != "TIMEOUT",
+                 "an oversized TLS record was left hanging: %s" % r.step("literal-huge-record"))
         denied = r.net(decision="deny", path="transparent")
-        r.expect(len(denied) == 4, "expected 4 transparent deny events, got %d" % len(denied))
+        r.expect(len(denied) == 5, "expected 5 transparent deny events, got %d" % len(denied))
+        r.expect([ev for ev in denied if ev.get("name") == "192.0.2.1"
+                  and "that can be checked" in ev.get("reason", "")],
+                 "the oversized TLS record was not denied as uncheckable")
         r.expect(r.net(decision="deny", name="api.internal", port=s), "other port not denied")
         r.expect(len(r.net(decision="deny", name="collector.attacker.test", port=s)) == 1,
                  "collector (Host header) not denied")
@@ -1829,7 +1840,7 @@ def transparent_capture(e):
                   and ev.get("name") == "api.internal"], "SNI switch not denied")
         r.expect([ev for ev in denied if ev.get("name") == "192.0.2.1"],
                  "a hostless stream to 192.0.2.1 not denied")
-        r.expect_counters(allowed=3, denied=4)
+        r.expect_counters(allowed=3, denied=5)
 
 
 @case
