@@ -22,6 +22,11 @@ int al_audit_open(const char *path, const char *run_id, struct al_audit **ret,
  * of fields (may be NULL). Write errors are reported once on stderr. */
 void al_audit_emit(struct al_audit *a, const char *event, json_t *fields);
 
+/* A stream that hands each event to fn instead (the gateway process sends
+ * its events to the supervisor this way); fn owns fields. */
+struct al_audit *al_audit_sink(void (*fn)(void *data, const char *event, json_t *fields),
+			       void *data);
+
 void al_audit_close(struct al_audit *a);
 
 /* UTC time as RFC 3339 with milliseconds: "2026-11-29T18:03:04.123Z". */

@@ -120,7 +120,8 @@ int al_seccomp_compile_table(const struct al_seccomp_rule_info *table, size_t n,
 	/* Default deny: whatever no row allows goes to the supervisor, which
 	 * answers EPERM or ENOSYS (al_seccomp_answer) and audits it; or, for
 	 * the gateway process, kills it. */
-	ctx = seccomp_init(dflt == AL_SECCOMP_DEFAULT_NOTIFY ? SCMP_ACT_NOTIFY : SCMP_ACT_KILL_PROCESS);
+	ctx = seccomp_init(dflt == AL_SECCOMP_DEFAULT_NOTIFY ? SCMP_ACT_NOTIFY
+							     : SCMP_ACT_KILL_PROCESS);
 	if (!ctx)
 		return al_error_set(err, ENOMEM, "seccomp: seccomp_init failed");
 	/* A call through another ABI (int 0x80, x32) could dodge every rule:

@@ -1,4 +1,5 @@
-/* Build-time generator: compiles the seccomp table (seccomp.c) with
+/* Build-time generator: compiles the seccomp tables (seccomp.c, and the
+ * gateway process's in gateway/seccomp.c) with
  * libseccomp and prints it as a C array, so a run installs a ready program
  * instead of paying for libseccomp at every start. Usage: seccomp-gen OUT.c */
 #include <errno.h>
@@ -66,6 +67,20 @@ int main(int argc, char **argv)
 				"seccomp-gen: warning: this libseccomp does not know \"%s\"; "
 				"it will answer ENOSYS\n",
 				rules[i].syscall);
+	free(prog.filter);
+	/* The gateway process's allowlist: whatever it does not allow kills. */
+	const struct al_seccomp_rule_info *gw = al_gateway_seccomp_table(&n);
+	if (al_seccomp_compile_table(gw, n, AL_SECCOMP_DEFAULT_KILL, &prog, &err) < 0) {
+		fprintf(stderr, "seccomp-gen: gateway table: %s\n", err.msg);
+		fclose(f);
+		return 1;
+	}
+	fprintf(f, "\nconst struct sock_filter al_gateway_seccomp_program[] = {\n");
+	for (unsigned i = 0; i < prog.len; i++) {
+		const struct sock_filter *p = &prog.filter[i];
+		fprintf(f, "\t{0x%04x, %u, %u, 0x%08x},\n", p->code, p->jt, p->jf, p->k);
+	}
+	fprintf(f, "};\n\nconst unsigned short al_gateway_seccomp_program_len = %u;\n", prog.len);
 	free(prog.filter);
 	if (fclose(f) != 0) {
 		perror(argv[1]);

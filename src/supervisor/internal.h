@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "core/loop.h"
-#include "gateway/gateway.h"
+#include "gateway/process.h"
 #include "supervisor/meter.h"
 #include "supervisor/supervisor.h"
 
@@ -47,7 +47,9 @@ struct al_supervisor {
 	struct al_sandbox_ctl ctl;	 /* what we call */
 	bool attached;
 	struct al_timer *timer; /* the wall clock */
-	struct al_gateway *gw;	/* the egress gateway, once the child sent its listeners */
+	/* the egress gateway's process, once the child sent a listener */
+	struct al_gateway_proc *gw;
+	bool release_waits; /* ready, but the gateway has not reported its start yet */
 	/* the command's stdio: our ends */
 	int stdin_wr, stdout_rd, stderr_rd;
 	struct al_watch *w_src[2];	       /* stdout_rd, stderr_rd */

@@ -71,36 +71,69 @@ static int prepare_confinement(struct al_supervisor *l, const struct al_cgroup *
 
 	c.n_run_dirs = c.n_parent_dirs =
 	    al_cgroup_dirs(cg, c.run_dirs, c.parent_dirs, AL_CONFINE_MAX_DIRS);
-	/* The gateway's resolver reads /etc/hosts on every lookup (it read
-	 * resolv.conf when it started, with the first listener). */
-	if (l->plan->gateway)
-		c.read_files[c.n_read_files++] = "/etc/hosts";
 	return al_confine_prepare(&c, &l->confine_ruleset, err);
 }
 
 /* The backend's events */
+
+static void release(struct al_supervisor *l)
+{
+	if (l->confine_self && confine(l) < 0) {
+		al_sup_stop(l);
+		return;
+	}
+	l->ctl.release(l->ctl.data);
+}
+
+/* The gateway process started (confined, its resolver ready), or failed:
+ * a failure stops the run whenever it comes, before the command or during
+ * it. Nothing fails open. */
+static void on_gateway(void *data)
+{
+	struct al_supervisor *l = data;
+
+	switch (al_gateway_proc_state(l->gw)) {
+	case AL_GATEWAY_STARTING:
+		break;
+	case AL_GATEWAY_RUNNING:
+		al_log_phase("gateway process started");
+		al_audit_emit(l->audit, "gateway.start", al_gateway_proc_json(l->gw));
+		if (l->release_waits) {
+			l->release_waits = false;
+			release(l);
+		}
+		break;
+	case AL_GATEWAY_FAILED:
+		if (l->res->reason != AL_END_SETUP_ERROR)
+			setup_failed(l, "gateway", 0, al_gateway_proc_error(l->gw));
+		l->release_waits = false;
+		al_sup_stop(l);
+		break;
+	}
+}
 
 static void ev_listener(void *data, enum al_gateway_listener kind, int fd)
 {
 	struct al_supervisor *l = data;
 	struct al_error gerr = {0};
 
-	if (!l->plan->gateway) {
+	if (!l->plan->gateway || l->res->reason == AL_END_SETUP_ERROR) {
 		close(fd);
 		return;
 	}
-	if (!l->gw) {
-		l->gw = al_gateway_new(l->plan, l->audit, l->ev);
-		/* While the child sets up, not on the way to exec. */
-		if (al_gateway_prepare(l->gw, &gerr) < 0) {
-			close(fd);
-			setup_failed(l, "gateway", 0, gerr.msg);
-			al_sup_stop(l);
-			return;
-		}
+	/* The first listener: fork the gateway while the child sets up, not
+	 * on the way to exec. */
+	if (!l->gw &&
+	    al_gateway_proc_start(l->plan, l->ev, l->audit, on_gateway, l, &l->gw, &gerr) < 0) {
+		close(fd);
+		setup_failed(l, "gateway", 0, gerr.msg);
+		al_sup_stop(l);
+		return;
 	}
-	if (al_gateway_listen(l->gw, kind, fd, &gerr) < 0)
-		al_warn("%s", gerr.msg);
+	if (al_gateway_proc_listen(l->gw, kind, fd, &gerr) < 0) {
+		setup_failed(l, "gateway", 0, gerr.msg);
+		al_sup_stop(l);
+	}
 }
 
 static void ev_ready(void *data)
@@ -109,11 +142,17 @@ static void ev_ready(void *data)
 
 	if (l->res->reason == AL_END_SETUP_ERROR)
 		return;
-	if (l->confine_self && confine(l) < 0) {
-		al_sup_stop(l);
+	if (l->plan->gateway && (!l->gw || al_gateway_proc_state(l->gw) != AL_GATEWAY_RUNNING)) {
+		if (!l->gw) {
+			setup_failed(l, "gateway", 0,
+				     "the sandbox handed over no listening socket for the gateway");
+			al_sup_stop(l);
+			return;
+		}
+		l->release_waits = true; /* on_gateway releases it */
 		return;
 	}
-	l->ctl.release(l->ctl.data);
+	release(l);
 }
 
 static void ev_running(void *data)
@@ -278,9 +317,9 @@ void al_supervisor_finish(struct al_supervisor *l, struct al_run_result *out)
 	}
 	res->have_cpu = true;
 	if (l->gw) {
-		al_gateway_close_all(l->gw); /* audits and counts connections still open */
+		/* It audits and counts the connections still open, then reports. */
+		al_gateway_proc_end(l->gw, &res->network);
 		res->have_network = true;
-		al_gateway_stats(l->gw, &res->network);
 	}
 	switch (res->reason) {
 	case AL_END_SETUP_ERROR:
@@ -326,7 +365,7 @@ void al_supervisor_free(struct al_supervisor *l)
 {
 	if (!l)
 		return;
-	al_gateway_free(TAKE_PTR(l->gw));
+	al_gateway_proc_free(TAKE_PTR(l->gw));
 	al_sup_stdio_close(l);
 	al_timer_freep(&l->timer);
 	al_closep(&l->confine_ruleset);

@@ -1967,5 +1967,64 @@ def run_start_records_gateway(e):
              "run.start network is %r with the gateway on" % (net,))
 
 
+# ---- the gateway's own process -------------------------------------------------
+
+def _status_fields(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+
+
+@case
+def gateway_process_confined_and_fail_closed(e):
+    """With an allowlist the gateway runs in its own process, which the
+    audit stream names (gateway.start). From the host: no capabilities at
+    all (effective, permitted, bounding, ambient), no_new_privs, seccomp
+    mode 2, and its own test open of /etc/passwd refused (EACCES) by its
+    landlock domain. Killing it mid-run stops the run: exit 125, reason
+    setup-error at step "gateway", one stderr line saying the gateway
+    process died, no sandbox process left, and the command's later
+    connection attempts never happened (it was killed with the run)."""
+    marker = new_marker()
+    with TempDir() as d:
+        audit, result = os.path.join(d, "audit.jsonl"), os.path.join(d, "result.json")
+        cmd = [PY, "-c", "import time, sys; sys.argv.append(%r); time.sleep(30)" % marker]
+        argv = [e.airlock, "run", "--audit", audit, "--result", result,
+                "--allow", "api.internal:80", "--env", "MARK=" + marker, "--"] + cmd
+        t0 = time.monotonic()
+        p = start(argv)
+
+        def started():
+            if not os.path.exists(audit):
+                return None
+            with open(audit) as f:
+                evs = [json.loads(l) for l in f if l.strip()]
+            return next((ev for ev in evs if ev.get("event") == "gateway.start"), None)
+        ev = wait_for(started, 20)
+        expect(ev, "no gateway.start event")
+        pid = ev["pid"]
+        st = _status_fields(pid)
+        for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+            expect(int(st[cap], 16) == 0, "gateway %s is %s" % (cap, st[cap]))
+        expect(st["NoNewPrivs"].strip() == "1", "gateway NoNewPrivs %r" % st["NoNewPrivs"])
+        expect(st["Seccomp"].strip() == "2", "gateway Seccomp %r" % st["Seccomp"])
+        expect(ev.get("seccomp") == "allowlist", "gateway.start: %s" % ev)
+        expect(ev.get("file_open") == "EACCES", "the gateway could open a file: %s" % ev)
+        if ev.get("landlock_abi", 0) == 0:
+            raise Skip("no landlock on this host: the gateway has no landlock domain")
+        # Its parent is the supervisor we started, not the sandbox.
+        expect(int(st["PPid"]) == p.pid, "gateway parent %s, airlock %d" % (st["PPid"], p.pid))
+        expect(wait_for(lambda: procs_with_marker(marker, exclude=(p.pid, pid)), 10),
+               "the sandbox's command did not start")
+        os.kill(pid, 9)  # ours: the gateway of the airlock this case started
+        res = finish(p, argv, t0, 30)
+        expect_one_error_line(res, 125, "gateway", "died")
+        record, _ = read_outputs(d)
+        expect(record and record["reason"] == "setup-error", "result: %s" % record)
+        err = record.get("error") or {}
+        expect(err.get("step") == "gateway" and "died" in (err.get("message") or ""),
+               "the record does not say the gateway died: %s" % err)
+        expect(not procs_with_marker(marker), "sandbox processes left behind")
+
+
 if __name__ == "__main__":
     main(suite)

@@ -10,6 +10,7 @@
 #include "unit.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -253,10 +254,14 @@ static bool row_matches(const struct al_seccomp_rule_info *r, const uint64_t *ar
 	return true;
 }
 
+/* What the table's filter does with a call no row allows: the sandbox's
+ * hands it to the supervisor, the gateway process's kills. */
+static uint32_t default_action = SECCOMP_RET_USER_NOTIF;
+
 static uint32_t expected_action(int nr, const uint64_t *args)
 {
 	if (nr < 0 || nr >= MAX_NR)
-		return SECCOMP_RET_USER_NOTIF;
+		return default_action;
 	for (size_t i = row_first[nr]; i < row_end[nr]; i++) {
 		const struct al_seccomp_rule_info *r = &rules[i];
 		if (r->action == AL_SECCOMP_ALLOW && row_matches(r, args))
@@ -264,7 +269,7 @@ static uint32_t expected_action(int nr, const uint64_t *args)
 		if (r->action == AL_SECCOMP_ERRNO)
 			return SECCOMP_RET_ERRNO | ((uint32_t)r->errno_value & SECCOMP_RET_DATA);
 	}
-	return SECCOMP_RET_USER_NOTIF;
+	return default_action;
 }
 
 static uint32_t run_call(uint32_t arch, uint32_t nr, const uint64_t *args)
@@ -920,6 +925,98 @@ static void test_interpreter_self_check(void **state)
 	assert_int_equal(run_bpf(&ph, &d), 0x12345678);
 }
 
+/* The gateway process's allowlist (gateway/seccomp.c), through the same
+ * interpreter: the generated program is the table's, every number and the
+ * vectors of every conditional row get what the table says, anything else
+ * kills; and the calls an attacker in the gateway would want first. */
+static void test_gateway_allowlist(void **state)
+{
+	struct sock_fprog saved_prog = prog, gw;
+	const struct al_seccomp_rule_info *saved_rules = rules;
+	size_t saved_n = n_rules, n;
+	int *saved_nr = rule_nr;
+	static size_t saved_first[MAX_NR], saved_end[MAX_NR];
+	struct al_error err = {0};
+	uint64_t vecs[MAX_VECTORS][6];
+	static const uint64_t zeros[6] = {0};
+	size_t allowed = 0;
+
+	(void)state;
+	const struct al_seccomp_rule_info *t = al_gateway_seccomp_table(&n);
+	assert_int_equal(al_seccomp_compile_table(t, n, AL_SECCOMP_DEFAULT_KILL, &gw, &err), 0);
+	assert_int_equal(al_gateway_seccomp_program_len, gw.len);
+	assert_memory_equal(al_gateway_seccomp_program, gw.filter, gw.len * sizeof(*gw.filter));
+	memcpy(saved_first, row_first, sizeof(row_first));
+	memcpy(saved_end, row_end, sizeof(row_end));
+	memset(row_first, 0, sizeof(row_first));
+	memset(row_end, 0, sizeof(row_end));
+	prog = gw;
+	rules = t;
+	n_rules = n;
+	rule_nr = calloc(n, sizeof(*rule_nr));
+	assert_non_null(rule_nr);
+	for (size_t i = 0; i < n; i++) {
+		int nr = seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86_64, t[i].syscall);
+		assert_true(nr >= 0 && nr < MAX_NR); /* every row names a real call */
+		rule_nr[i] = nr;
+		if (row_end[nr] == 0)
+			row_first[nr] = i;
+		row_end[nr] = i + 1;
+	}
+	default_action = SECCOMP_RET_KILL_PROCESS;
+	for (uint32_t nr = 0; nr < MAX_NR; nr++) {
+		allowed += check_call(nr, zeros) == ALLOW;
+		for (size_t i = 0; i < n; i++) {
+			size_t k = vectors_for_row(&t[i], vecs);
+			while (k--)
+				check_call(nr, vecs[k]);
+		}
+	}
+	/* Another ABI never gets in. */
+	assert_int_equal(run_call(AUDIT_ARCH_I386, 11, zeros) & SECCOMP_RET_ACTION_FULL,
+			 SECCOMP_RET_KILL_PROCESS);
+	print_message("gateway: %zu calls allowed, %zu rows\n", allowed, n);
+	assert_true(allowed > 30 && allowed < 80);
+	const uint32_t kill = SECCOMP_RET_KILL_PROCESS;
+	expect_verdict("execve", 0, 0, 0, kill);
+	expect_verdict("execveat", 0, 0, 0, kill);
+	expect_verdict("ptrace", 0, 0, 0, kill);
+	expect_verdict("kill", 1, SIGKILL, 0, kill);
+	expect_verdict("tgkill", 1, 1, SIGKILL, kill);
+	expect_verdict("process_vm_readv", 0, 0, 0, kill);
+	expect_verdict("clone", 0, 0, 0, kill);
+	expect_verdict("unshare", 0, 0, 0, kill);
+	expect_verdict("setns", 0, 0, 0, kill);
+	expect_verdict("mount", 0, 0, 0, kill);
+	expect_verdict("bind", 3, 0, 0, kill);
+	expect_verdict("socket", AF_UNIX, SOCK_STREAM, 0, kill);
+	expect_verdict("socket", AF_NETLINK, SOCK_RAW, 0, kill);
+	expect_verdict("socket", AF_PACKET, SOCK_RAW, 0, kill);
+	expect_verdict("socket", AF_INET, SOCK_STREAM, 0, ALLOW);
+	expect_verdict("socket", AF_INET6, SOCK_DGRAM, 0, ALLOW);
+	expect_verdict("openat", (uint64_t)AT_FDCWD, 0, O_RDONLY, ALLOW);
+	expect_verdict("openat", (uint64_t)AT_FDCWD, 0, O_WRONLY | O_CREAT, kill);
+	expect_verdict("openat", (uint64_t)AT_FDCWD, 0, O_RDWR, kill);
+	expect_verdict("mmap", 0, 4096, PROT_READ | PROT_WRITE, ALLOW);
+	expect_verdict("mmap", 0, 4096, PROT_READ | PROT_EXEC, kill);
+	expect_verdict("mprotect", 0, 4096, PROT_EXEC, kill);
+	expect_verdict("splice", 0, 0, 0, ALLOW);
+	expect_verdict("accept4", 0, 0, 0, ALLOW);
+	expect_verdict("connect", 0, 0, 0, ALLOW);
+	expect_verdict("fcntl", 0, F_SETFL, 0, ALLOW);
+	expect_verdict("fcntl", 0, F_SETOWN, 0, kill);
+	expect_verdict("ioctl", 0, TIOCSTI, 0, kill);
+	free(rule_nr);
+	free(gw.filter);
+	prog = saved_prog;
+	rules = saved_rules;
+	n_rules = saved_n;
+	rule_nr = saved_nr;
+	memcpy(row_first, saved_first, sizeof(row_first));
+	memcpy(row_end, saved_end, sizeof(row_end));
+	default_action = SECCOMP_RET_USER_NOTIF;
+}
+
 int main(void)
 {
 	/* clang-format off */
@@ -938,6 +1035,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_numbers_notified),
 		cmocka_unit_test(test_supervisor_answer),
 		cmocka_unit_test(test_every_syscall_matches_table),
+		cmocka_unit_test(test_gateway_allowlist),
 	};
 
 	/* clang-format on */

@@ -1,0 +1,490 @@
+#include "gateway/process.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/sys.h"
+#include "core/util.h"
+#include "gateway/proto.h"
+#include "policy/seccomp.h"
+
+/* How long the end may take before the gateway is killed. */
+#define END_TIMEOUT_MS 3000
+
+struct al_gateway_proc {
+	const struct al_plan *plan;
+	struct al_loop *loop;
+	struct al_audit *audit;
+	void (*changed)(void *data);
+	void *data;
+	pid_t pid;
+	int pidfd;
+	int sock;
+	struct al_watch *w_sock, *w_pidfd;
+	enum al_gateway_proc_state state;
+	int landlock_abi, file_errno; /* as it reported them */
+	bool ending;
+	struct al_gateway_stats stats;
+	char error[256];
+};
+
+/* ---- the gateway process ---------------------------------------------- */
+
+struct child {
+	int sock;
+	struct al_gateway *gw;
+};
+
+static void child_send(int sock, const uint8_t *buf, int n)
+{
+	if (n > 0 && send(sock, buf, (size_t)n, MSG_NOSIGNAL) < 0)
+		_exit(3); /* the supervisor is gone */
+}
+
+/* The audit stream's sink: each event becomes a message. */
+static void child_audit(void *data, const char *event, json_t *fields)
+{
+	struct child *c = data;
+	uint8_t buf[AL_GWP_MAX];
+	json_t *o = fields ? fields : json_object();
+	int n = al_gwp_encode_audit(event, o, buf, sizeof(buf));
+
+	json_decref(o);
+	if (n == -E2BIG) {
+		json_t *short_o = json_pack("{s:s}", "reason", "event too large to relay");
+		n = al_gwp_encode_audit(event, short_o, buf, sizeof(buf));
+		json_decref(short_o);
+	}
+	child_send(c->sock, buf, n);
+}
+
+static void child_message(struct al_watch *w, uint32_t events, void *data)
+{
+	struct child *c = data;
+	uint8_t buf[AL_GWP_MAX];
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = {buf, sizeof(buf)};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+	struct al_gwp_msg m;
+	struct al_error err = {0};
+	int fd = -1;
+
+	(void)w;
+	(void)events;
+	ssize_t n = recvmsg(c->sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0)
+		_exit(0); /* the supervisor is gone: so is the run */
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	if (al_gwp_decode(buf, (size_t)n, &m, &err) < 0) {
+		al_closep(&fd);
+		return;
+	}
+	if (m.type == AL_GWP_LISTENER && fd >= 0) {
+		if (al_gateway_listen(c->gw, (enum al_gateway_listener)m.kind, TAKE_FD(fd), &err) <
+		    0)
+			al_warn("%s", err.msg);
+	} else if (m.type == AL_GWP_END) {
+		uint8_t out[128];
+		struct al_gateway_stats st;
+		al_gateway_close_all(c->gw);
+		al_gateway_stats(c->gw, &st);
+		child_send(c->sock, out, al_gwp_encode_stats(&st, out, sizeof(out)));
+		_exit(0);
+	}
+	json_decref(m.fields);
+	al_closep(&fd);
+}
+
+static int drop_all_caps(void)
+{
+	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct data[2] = {{0}};
+
+	for (int cap = 0; cap < 64; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno == EINVAL)
+			break; /* past the last one (EPERM: rootless, none to drop) */
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return -errno;
+	return syscall(SYS_capset, &hdr, data) < 0 ? -errno : 0;
+}
+
+/* No file access but reading /etc/hosts; no TCP bind; no abstract unix
+ * sockets or signals out of the domain. Returns the ABI in force. */
+static int landlock_self(int abi, char *msg, size_t len)
+{
+	struct al_landlock_attr attr = {.handled_access_fs = al_landlock_fs_all(abi)};
+	struct landlock_path_beneath_attr hosts = {.allowed_access = LANDLOCK_ACCESS_FS_READ_FILE};
+
+	if (abi <= 0)
+		return 0;
+	if (abi >= 4)
+		attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP;
+	if (abi >= 6)
+		attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
+	_cleanup_close_ int rs =
+	    al_sys_landlock_create_ruleset(&attr, al_landlock_attr_size(abi), 0);
+	if (rs < 0) {
+		snprintf(msg, len, "landlock ruleset: %s", strerror(errno));
+		return -1;
+	}
+	_cleanup_close_ int fd = open("/etc/hosts", O_PATH | O_CLOEXEC);
+	if (fd >= 0) {
+		hosts.parent_fd = fd;
+		if (al_sys_landlock_add_rule(rs, LANDLOCK_RULE_PATH_BENEATH, &hosts, 0) < 0) {
+			snprintf(msg, len, "landlock rule for /etc/hosts: %s", strerror(errno));
+			return -1;
+		}
+	}
+	if (al_sys_landlock_restrict_self(rs, 0) < 0) {
+		snprintf(msg, len, "landlock_restrict_self: %s", strerror(errno));
+		return -1;
+	}
+	return abi;
+}
+
+static int confine(const struct al_plan *plan, int *ret_abi, char *msg, size_t len)
+{
+	struct sock_fprog prog = {.len = al_gateway_seccomp_program_len,
+				  .filter = (struct sock_filter *)al_gateway_seccomp_program};
+	int r;
+
+	if ((r = drop_all_caps()) < 0) {
+		snprintf(msg, len, "dropping capabilities: %s", strerror(-r));
+		return -r;
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+		snprintf(msg, len, "no_new_privs: %s", strerror(errno));
+		return errno;
+	}
+	if ((*ret_abi = landlock_self(plan->landlock_abi, msg, len)) < 0)
+		return EPERM;
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0) {
+		snprintf(msg, len, "installing its seccomp filter: %s", strerror(errno));
+		return errno;
+	}
+	return 0;
+}
+
+static _Noreturn void child_main(const struct al_plan *plan, int sock, bool audit)
+{
+	struct child c = {.sock = 3};
+	struct al_loop *loop = NULL;
+	struct al_audit *sink = NULL;
+	struct al_error err = {0};
+	char msg[256] = "";
+	uint8_t buf[512];
+	int e = 0, abi = 0, probe = 0;
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	/* Nothing of the supervisor's but the socket: not the sandbox's
+	 * pidfd, pipes or notification fd, not the audit file, not the
+	 * cgroup. stdin and stdout become /dev/null (the CLI's output must
+	 * end when the CLI does); stderr stays for warnings. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || null < 0 || dup2(null, 0) < 0 ||
+	    dup2(null, 1) < 0 || dup2(sock, 3) < 0 || al_sys_close_range(4, ~0U, 0) < 0)
+		_exit(2);
+	if (getppid() == 1)
+		_exit(2);
+	if (al_loop_new(&loop, &err) < 0)
+		_exit(2);
+	if (audit)
+		sink = al_audit_sink(child_audit, &c);
+	c.gw = al_gateway_new(plan, sink, loop);
+	/* The resolver reads the host's configuration before the walls go up. */
+	if (al_gateway_prepare(c.gw, &err) < 0) {
+		e = EINVAL;
+		snprintf(msg, sizeof(msg), "%s", err.msg);
+	}
+	if (!e)
+		e = confine(plan, &abi, msg, sizeof(msg));
+	/* Its own check that it reads no files. */
+	if (!e) {
+		int fd = open("/etc/passwd", O_RDONLY | O_CLOEXEC);
+		probe = fd < 0 ? errno : 0;
+		if (fd >= 0)
+			close(fd);
+	}
+	child_send(c.sock, buf, al_gwp_encode_started(e, abi, probe, msg, buf, sizeof(buf)));
+	if (e)
+		_exit(1);
+	if (!al_loop_add(loop, c.sock, EPOLLIN, child_message, &c))
+		_exit(2);
+	for (;;)
+		if (al_loop_dispatch(loop, -1) < 0)
+			_exit(2);
+}
+
+/* ---- the supervisor's side -------------------------------------------- */
+
+static void fail(struct al_gateway_proc *gp, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void fail(struct al_gateway_proc *gp, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (gp->state == AL_GATEWAY_FAILED)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(gp->error, sizeof(gp->error), fmt, ap);
+	va_end(ap);
+	gp->state = AL_GATEWAY_FAILED;
+	if (gp->pidfd >= 0)
+		al_sys_pidfd_send_signal(gp->pidfd, SIGKILL);
+	gp->changed(gp->data);
+}
+
+/* One message from the gateway: 1 handled, 0 none waiting, -1 closed. */
+static int read_one(struct al_gateway_proc *gp)
+{
+	uint8_t buf[AL_GWP_MAX];
+	struct al_gwp_msg m;
+	struct al_error err = {0};
+	ssize_t n = recv(gp->sock, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
+
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -1;
+	if (n == 0)
+		return -1;
+	if ((size_t)n > sizeof(buf) || al_gwp_decode(buf, (size_t)n, &m, &err) < 0) {
+		fail(gp, "the gateway process sent a malformed message (%s)",
+		     (size_t)n > sizeof(buf) ? "too long" : err.msg);
+		return -1;
+	}
+	switch (m.type) {
+	case AL_GWP_STARTED:
+		if (gp->state != AL_GATEWAY_STARTING) {
+			fail(gp, "the gateway process started twice");
+			return -1;
+		}
+		if (m.error) {
+			fail(gp, "%s", m.text[0] ? m.text : strerror(m.error));
+			return -1;
+		}
+		if (m.file_errno == 0) {
+			fail(gp, "the gateway process can still open files after confining itself");
+			return -1;
+		}
+		al_debug("gateway process %d confined: landlock ABI %d, a test open got %s",
+			 (int)gp->pid, m.landlock_abi, strerrorname_np(m.file_errno));
+		gp->landlock_abi = m.landlock_abi;
+		gp->file_errno = m.file_errno;
+		gp->state = AL_GATEWAY_RUNNING;
+		gp->changed(gp->data);
+		break;
+	case AL_GWP_AUDIT:
+		al_audit_emit(gp->audit, m.event, m.fields);
+		break;
+	case AL_GWP_STATS:
+		gp->stats = m.stats;
+		break;
+	default:
+		fail(gp, "the gateway process sent a message only the supervisor sends");
+		return -1;
+	}
+	return 1;
+}
+
+static void on_sock(struct al_watch *w, uint32_t events, void *data)
+{
+	struct al_gateway_proc *gp = data;
+
+	(void)events;
+	for (int i = 0; i < 64; i++) {
+		int r = read_one(gp);
+		if (r == 0)
+			return;
+		if (r < 0) {
+			al_watch_removep(&gp->w_sock);
+			(void)w;
+			return;
+		}
+	}
+}
+
+static const char *death(int code, int status, char *buf, size_t len)
+{
+	if (code == CLD_EXITED)
+		snprintf(buf, len, "exit status %d", status);
+	else if (status == SIGSYS)
+		snprintf(buf, len, "killed by SIGSYS: a system call outside its allowlist");
+	else
+		snprintf(buf, len, "killed by SIG%s",
+			 sigabbrev_np(status) ? sigabbrev_np(status) : "?");
+	return buf;
+}
+
+static void on_pidfd(struct al_watch *w, uint32_t events, void *data)
+{
+	struct al_gateway_proc *gp = data;
+	siginfo_t si = {0};
+	char why[96];
+
+	(void)w;
+	(void)events;
+	al_watch_removep(&gp->w_pidfd);
+	while (read_one(gp) > 0) /* what it said before it died */
+		;
+	if (waitid(P_PIDFD, (id_t)gp->pidfd, &si, WEXITED | WNOHANG) < 0)
+		si.si_code = CLD_KILLED;
+	if (!gp->ending)
+		fail(gp, "the gateway process died (%s)",
+		     death(si.si_code, si.si_status, why, sizeof(why)));
+	al_closep(&gp->pidfd);
+}
+
+int al_gateway_proc_start(const struct al_plan *plan, struct al_loop *loop, struct al_audit *audit,
+			  void (*changed)(void *data), void *data, struct al_gateway_proc **ret,
+			  struct al_error *err)
+{
+	struct al_gateway_proc *gp;
+	int sv[2];
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return al_error_setsys(err, errno, "gateway: socketpair");
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(sv[0]);
+		close(sv[1]);
+		return al_error_setsys(err, e, "gateway: fork");
+	}
+	if (pid == 0) {
+		close(sv[0]);
+		child_main(plan, sv[1], audit != NULL);
+	}
+	close(sv[1]);
+	gp = xcalloc(1, sizeof(*gp));
+	*gp = (struct al_gateway_proc){.plan = plan,
+				       .loop = loop,
+				       .audit = audit,
+				       .changed = changed,
+				       .data = data,
+				       .pid = pid,
+				       .pidfd = al_sys_pidfd_open(pid, 0),
+				       .sock = sv[0]};
+	if (gp->pidfd < 0 || !(gp->w_sock = al_loop_add(loop, gp->sock, EPOLLIN, on_sock, gp)) ||
+	    !(gp->w_pidfd = al_loop_add(loop, gp->pidfd, EPOLLIN, on_pidfd, gp))) {
+		int e = errno;
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		al_closep(&gp->pidfd);
+		al_gateway_proc_free(gp);
+		return al_error_setsys(err, e, "gateway: watching its process");
+	}
+	*ret = gp;
+	return 0;
+}
+
+enum al_gateway_proc_state al_gateway_proc_state(const struct al_gateway_proc *gp)
+{
+	return gp->state;
+}
+
+const char *al_gateway_proc_error(const struct al_gateway_proc *gp)
+{
+	return gp->error;
+}
+
+pid_t al_gateway_proc_pid(const struct al_gateway_proc *gp)
+{
+	return gp->pid;
+}
+
+json_t *al_gateway_proc_json(const struct al_gateway_proc *gp)
+{
+	return json_pack("{s:I, s:i, s:s, s:s}", "pid", (json_int_t)gp->pid, "landlock_abi",
+			 gp->landlock_abi, "file_open", strerrorname_np(gp->file_errno), "seccomp",
+			 "allowlist");
+}
+
+int al_gateway_proc_listen(struct al_gateway_proc *gp, enum al_gateway_listener kind, int fd,
+			   struct al_error *err)
+{
+	uint8_t buf[64];
+	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
+	int n = al_gwp_encode_listener(kind, buf, sizeof(buf));
+	struct iovec iov = {buf, (size_t)n};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	int r = 0;
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	if (sendmsg(gp->sock, &mh, MSG_NOSIGNAL) != n)
+		r = al_error_setsys(err, errno, "gateway: handing over a listener");
+	close(fd);
+	return r;
+}
+
+void al_gateway_proc_end(struct al_gateway_proc *gp, struct al_gateway_stats *st)
+{
+	uint8_t buf[16];
+	siginfo_t si;
+
+	gp->ending = true;
+	if (gp->sock >= 0 && gp->state != AL_GATEWAY_FAILED &&
+	    send(gp->sock, buf, (size_t)al_gwp_encode_end(buf, sizeof(buf)), MSG_NOSIGNAL) > 0) {
+		/* It audits what is still open, reports and exits: read until
+		 * the socket closes. */
+		for (;;) {
+			struct pollfd p = {.fd = gp->sock, .events = POLLIN};
+			if (poll(&p, 1, END_TIMEOUT_MS) <= 0)
+				break;
+			int r = read_one(gp);
+			if (r < 0)
+				break;
+		}
+	}
+	if (gp->pidfd >= 0) {
+		if (waitid(P_PIDFD, (id_t)gp->pidfd, &si, WEXITED | WNOHANG) < 0 ||
+		    si.si_pid == 0) {
+			al_sys_pidfd_send_signal(gp->pidfd, SIGKILL);
+			while (waitid(P_PIDFD, (id_t)gp->pidfd, &si, WEXITED) < 0 && errno == EINTR)
+				;
+		}
+	}
+	*st = gp->stats;
+}
+
+void al_gateway_proc_free(struct al_gateway_proc *gp)
+{
+	siginfo_t si;
+
+	if (!gp)
+		return;
+	al_watch_removep(&gp->w_sock);
+	al_watch_removep(&gp->w_pidfd);
+	if (gp->pidfd >= 0) {
+		/* Not ended (the run failed to start): do not leave it behind. */
+		if (al_sys_pidfd_send_signal(gp->pidfd, SIGKILL) == 0)
+			while (waitid(P_PIDFD, (id_t)gp->pidfd, &si, WEXITED) < 0 && errno == EINTR)
+				;
+		al_closep(&gp->pidfd);
+	}
+	al_closep(&gp->sock);
+	free(gp);
+}

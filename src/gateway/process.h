@@ -1,0 +1,54 @@
+/* The gateway in its own process (DESIGN.md, OpenSSH's privilege
+ * separation as the model): forked by the supervisor when the sandbox hands
+ * over its first listening socket, before the command starts. It keeps
+ * only the listeners, the rules and its resolver; it runs with no
+ * capabilities, no_new_privs, a landlock domain that reads one file (the
+ * host's /etc/hosts, which its resolver reads per lookup) and binds no TCP
+ * port, and its own seccomp allowlist (gateway/seccomp.c), which kills it
+ * for any other call. It talks to the supervisor over a socketpair in the
+ * messages of gateway/proto.h: its audit events, its start, its counters. */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "audit/audit.h"
+#include "core/error.h"
+#include "core/loop.h"
+#include "gateway/gateway.h"
+#include "policy/plan.h"
+
+struct al_gateway_proc;
+
+enum al_gateway_proc_state {
+	AL_GATEWAY_STARTING, /* forked; its resolver and confinement not yet reported */
+	AL_GATEWAY_RUNNING,  /* started and confined: serving */
+	AL_GATEWAY_FAILED,   /* it could not start, misbehaved, or died: the run must stop */
+};
+
+/* Fork the gateway for plan (borrowed, with plan->gateway) and watch it in
+ * loop. changed(data) is called when the state moves on (started, or
+ * failed with al_gateway_proc_error()). Audit events it sends go to audit
+ * (may be NULL). */
+int al_gateway_proc_start(const struct al_plan *plan, struct al_loop *loop, struct al_audit *audit,
+			  void (*changed)(void *data), void *data, struct al_gateway_proc **ret,
+			  struct al_error *err);
+
+enum al_gateway_proc_state al_gateway_proc_state(const struct al_gateway_proc *gp);
+/* Why it failed: one line. */
+const char *al_gateway_proc_error(const struct al_gateway_proc *gp);
+pid_t al_gateway_proc_pid(const struct al_gateway_proc *gp);
+/* Once running: {"pid", "landlock_abi", "file_open": the errno its own
+ * test open of /etc/passwd got, "seccomp"} for the gateway.start event. */
+json_t *al_gateway_proc_json(const struct al_gateway_proc *gp);
+
+/* Hand it a listening socket from the sandbox (fd is consumed). */
+int al_gateway_proc_listen(struct al_gateway_proc *gp, enum al_gateway_listener kind, int fd,
+			   struct al_error *err);
+
+/* The run is over: it closes every connection (auditing those still
+ * open), reports its counters and exits; waits for that (at most a few
+ * seconds, then kills it). *st is what it reported (zeros if nothing). */
+void al_gateway_proc_end(struct al_gateway_proc *gp, struct al_gateway_stats *st);
+
+void al_gateway_proc_free(struct al_gateway_proc *gp);

@@ -1,0 +1,148 @@
+#include "gateway/proto.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const audit_events[] = {"net.connect", "net.dns", "limit.hit"};
+
+static int encode(enum al_gwp_type type, const void *a, size_t alen, const void *b, size_t blen,
+		  uint8_t *out, size_t size)
+{
+	struct al_gwp_hdr h = {.type = type, .len = (uint32_t)(alen + blen)};
+	size_t total = sizeof(h) + alen + blen;
+
+	if (total > size || total > AL_GWP_MAX)
+		return -ENOSPC;
+	memcpy(out, &h, sizeof(h));
+	if (alen)
+		memcpy(out + sizeof(h), a, alen);
+	if (blen)
+		memcpy(out + sizeof(h) + alen, b, blen);
+	return (int)total;
+}
+
+int al_gwp_encode_listener(enum al_gateway_listener kind, uint8_t *out, size_t size)
+{
+	uint32_t k = (uint32_t)kind;
+	return encode(AL_GWP_LISTENER, &k, sizeof(k), NULL, 0, out, size);
+}
+
+int al_gwp_encode_end(uint8_t *out, size_t size)
+{
+	return encode(AL_GWP_END, NULL, 0, NULL, 0, out, size);
+}
+
+int al_gwp_encode_started(int error, int landlock_abi, int file_errno, const char *text,
+			  uint8_t *out, size_t size)
+{
+	int32_t v[3] = {error, landlock_abi, file_errno};
+	size_t tl = text ? strnlen(text, 255) : 0;
+	return encode(AL_GWP_STARTED, v, sizeof(v), text, tl, out, size);
+}
+
+int al_gwp_encode_audit(const char *event, const json_t *fields, uint8_t *out, size_t size)
+{
+	size_t el = strlen(event) + 1;
+	char *json = json_dumps(fields, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+	int r;
+
+	if (!json)
+		return -ENOMEM;
+	r = encode(AL_GWP_AUDIT, event, el, json, strlen(json), out, size);
+	free(json);
+	return r == -ENOSPC ? -E2BIG : r;
+}
+
+int al_gwp_encode_stats(const struct al_gateway_stats *st, uint8_t *out, size_t size)
+{
+	uint64_t v[7] = {st->allowed,	 st->denied,	   st->failed,	   st->bytes_up,
+			 st->bytes_down, st->dns_answered, st->dns_refused};
+	return encode(AL_GWP_STATS, v, sizeof(v), NULL, 0, out, size);
+}
+
+static int bad(struct al_error *err, const char *what)
+{
+	return al_error_set(err, EINVAL, "gateway message: %s", what);
+}
+
+static int decode_audit(const uint8_t *p, size_t len, struct al_gwp_msg *ret, struct al_error *err)
+{
+	const uint8_t *nul = memchr(p, '\0', len < sizeof(ret->event) ? len : sizeof(ret->event));
+	json_error_t jerr;
+	bool known = false;
+
+	if (!nul)
+		return bad(err, "audit event without a name");
+	memcpy(ret->event, p, (size_t)(nul - p) + 1);
+	for (size_t i = 0; i < sizeof(audit_events) / sizeof(audit_events[0]); i++)
+		known |= strcmp(ret->event, audit_events[i]) == 0;
+	if (!known)
+		return bad(err, "audit event of an unknown kind");
+	size_t off = (size_t)(nul - p) + 1;
+	json_t *o = json_loadb((const char *)p + off, len - off, JSON_REJECT_DUPLICATES, &jerr);
+	if (!o || !json_is_object(o) || json_object_get(o, "ts") || json_object_get(o, "run") ||
+	    json_object_get(o, "event")) {
+		json_decref(o);
+		return bad(err, "audit fields are not a plain JSON object");
+	}
+	ret->fields = o;
+	return 0;
+}
+
+int al_gwp_decode(const uint8_t *buf, size_t n, struct al_gwp_msg *ret, struct al_error *err)
+{
+	struct al_gwp_hdr h;
+	const uint8_t *p = buf + sizeof(h);
+
+	memset(ret, 0, sizeof(*ret));
+	if (n < sizeof(h) || n > AL_GWP_MAX)
+		return bad(err, "bad size");
+	memcpy(&h, buf, sizeof(h));
+	if (h.len != n - sizeof(h))
+		return bad(err, "length does not match");
+	ret->type = (enum al_gwp_type)h.type;
+	switch (h.type) {
+	case AL_GWP_LISTENER:
+		if (h.len != sizeof(uint32_t))
+			return bad(err, "listener of the wrong size");
+		memcpy(&ret->kind, p, sizeof(ret->kind));
+		if (ret->kind >= AL_GATEWAY_N_LISTENERS)
+			return bad(err, "unknown listener kind");
+		return 0;
+	case AL_GWP_END:
+		return h.len == 0 ? 0 : bad(err, "end with a payload");
+	case AL_GWP_STARTED: {
+		int32_t v[3];
+		if (h.len < sizeof(v) || h.len - sizeof(v) >= sizeof(ret->text))
+			return bad(err, "started of the wrong size");
+		memcpy(v, p, sizeof(v));
+		ret->error = v[0];
+		ret->landlock_abi = v[1];
+		ret->file_errno = v[2];
+		if (v[0] < 0 || v[0] > 4095 || v[1] < 0 || v[1] > 64 || v[2] < 0 || v[2] > 4095)
+			return bad(err, "started with values out of range");
+		size_t tl = h.len - sizeof(v);
+		memcpy(ret->text, p + sizeof(v), tl);
+		ret->text[tl] = '\0';
+		for (size_t i = 0; i < tl; i++)
+			if ((unsigned char)ret->text[i] < 0x20 ||
+			    (unsigned char)ret->text[i] > 0x7e)
+				ret->text[i] = '?';
+		return 0;
+	}
+	case AL_GWP_AUDIT:
+		return decode_audit(p, h.len, ret, err);
+	case AL_GWP_STATS: {
+		uint64_t v[7];
+		if (h.len != sizeof(v))
+			return bad(err, "stats of the wrong size");
+		memcpy(v, p, sizeof(v));
+		ret->stats = (struct al_gateway_stats){v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
+		return 0;
+	}
+	default:
+		return bad(err, "unknown type");
+	}
+}

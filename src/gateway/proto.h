@@ -1,0 +1,57 @@
+/* The messages between the supervisor and the gateway process, over a
+ * SOCK_SEQPACKET socketpair (pure: no I/O). Each is a header {type, length}
+ * and its payload, at most AL_GWP_MAX bytes in all. The gateway parses
+ * what the sandbox sends, so the supervisor treats what the gateway says as
+ * hostile too: al_gwp_decode() checks every length, type and field, and is
+ * fuzzed (tests/fuzz/fuzz_gateway_proto.c). */
+#pragma once
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "gateway/gateway.h"
+
+#define AL_GWP_MAX 16384
+
+enum al_gwp_type {
+	/* supervisor → gateway */
+	AL_GWP_LISTENER = 1, /* u32 enum al_gateway_listener; the socket attached (SCM_RIGHTS) */
+	AL_GWP_END,	     /* close every connection, report, exit */
+	/* gateway → supervisor */
+	AL_GWP_STARTED, /* i32 error (0, or a positive errno), i32 landlock ABI in force,
+			 * i32 errno of its own test open of /etc/passwd; text */
+	AL_GWP_AUDIT,	/* event name, NUL, a JSON object */
+	AL_GWP_STATS,	/* struct al_gateway_stats as 7 u64 */
+};
+
+struct al_gwp_hdr {
+	uint32_t type;
+	uint32_t len; /* of the payload */
+};
+
+struct al_gwp_msg {
+	enum al_gwp_type type;
+	uint32_t kind; /* LISTENER */
+	int32_t error, landlock_abi, file_errno;
+	char text[256];		       /* STARTED: what failed, or "" */
+	char event[32];		       /* AUDIT */
+	json_t *fields;		       /* AUDIT: a new reference the caller owns */
+	struct al_gateway_stats stats; /* STATS */
+};
+
+/* Encode one message into out; returns its length, or -ENOSPC. */
+int al_gwp_encode_listener(enum al_gateway_listener kind, uint8_t *out, size_t size);
+int al_gwp_encode_end(uint8_t *out, size_t size);
+int al_gwp_encode_started(int error, int landlock_abi, int file_errno, const char *text,
+			  uint8_t *out, size_t size);
+/* fields is not consumed; -E2BIG when the event does not fit. */
+int al_gwp_encode_audit(const char *event, const json_t *fields, uint8_t *out, size_t size);
+int al_gwp_encode_stats(const struct al_gateway_stats *st, uint8_t *out, size_t size);
+
+/* Decode the n bytes of one message. 0 and *ret filled; -EINVAL with err
+ * saying what is wrong. AUDIT is accepted only for the gateway's own
+ * events (net.connect, net.dns, limit.hit) and a JSON object that does not
+ * set ts, run or event. */
+int al_gwp_decode(const uint8_t *buf, size_t n, struct al_gwp_msg *ret, struct al_error *err);

@@ -1,0 +1,60 @@
+/* The gateway process's seccomp allowlist. The gateway parses what the
+ * sandbox sends (HTTP, SOCKS, TLS, DNS), so once it serves it may only
+ * move bytes between sockets it has or makes: no exec, no new files but the
+ * one its resolver reads (landlock allows only that), no ptrace, no
+ * signals, no namespaces. Anything else kills it (SIGSYS), and the run
+ * stops: a gateway that cannot work fails closed. Built into a program at
+ * build time (seccomp-gen); the same rules as policy/seccomp.c. */
+#include "policy/seccomp.h"
+
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+
+#include "core/cleanup.h"
+#include "policy/seccomp-table.h"
+
+/* clang-format off */
+static const struct al_seccomp_rule_info table[] = {
+	/* Bytes in and out of its sockets, pipes and its one file. */
+	ALLOW("read"), ALLOW("write"), ALLOW("readv"), ALLOW("writev"), ALLOW("close"),
+	ALLOW("recvfrom"), ALLOW("sendto"), ALLOW("recvmsg"), ALLOW("sendmsg"),
+	ALLOW("splice"), ALLOW("pipe2"), ALLOW("shutdown"),
+	/* c-ares reads /etc/hosts on every lookup; landlock allows nothing else. */
+	ALLOW_IF("openat", "read-only", ARG(2, O_ACCMODE, O_RDONLY)),
+	ALLOW("fstat"), ALLOW("newfstatat"), ALLOW("lseek"),
+	/* Connections: only IPv4 and IPv6 sockets (upstreams, DNS). */
+	ALLOW_IF("socket", "AF_INET", ARG(0, M32, AF_INET)),
+	ALLOW_IF("socket", "AF_INET6", ARG(0, M32, AF_INET6)),
+	ALLOW("connect"), ALLOW("accept4"), ALLOW("setsockopt"), ALLOW("getsockopt"),
+	ALLOW("getsockname"), ALLOW("getpeername"),
+	ALLOW_IF("fcntl", "F_GETFL", ARG(1, M32, F_GETFL)),
+	ALLOW_IF("fcntl", "F_SETFL", ARG(1, M32, F_SETFL)),
+	ALLOW_IF("fcntl", "F_GETFD", ARG(1, M32, F_GETFD)),
+	ALLOW_IF("fcntl", "F_SETFD", ARG(1, M32, F_SETFD)),
+	ALLOW_IF("fcntl", "F_SETPIPE_SZ", ARG(1, M32, F_SETPIPE_SZ)),
+	ALLOW_IF("fcntl", "F_GETPIPE_SZ", ARG(1, M32, F_GETPIPE_SZ)),
+	ALLOW_IF("ioctl", "FIONREAD", ARG(1, M32, FIONREAD)),
+	ALLOW_IF("ioctl", "FIONBIO", ARG(1, M32, FIONBIO)),
+	/* Its event loop. */
+	ALLOW("epoll_wait"), ALLOW("epoll_pwait"), ALLOW("epoll_ctl"), ALLOW("poll"),
+	ALLOW("ppoll"), ALLOW("timerfd_create"), ALLOW("timerfd_settime"),
+	ALLOW("timerfd_gettime"), ALLOW("clock_gettime"), ALLOW("clock_getres"),
+	ALLOW("gettimeofday"), ALLOW("getrandom"),
+	/* Memory, never executable. */
+	ALLOW("brk"), ALLOW("munmap"), ALLOW("mremap"), ALLOW("madvise"),
+	ALLOW_IF("mmap", "not PROT_EXEC", ARG(2, PROT_EXEC, 0)),
+	ALLOW_IF("mprotect", "not PROT_EXEC", ARG(2, PROT_EXEC, 0)),
+	/* The process itself. */
+	ALLOW("exit"), ALLOW("exit_group"), ALLOW("rt_sigreturn"), ALLOW("rt_sigprocmask"),
+	ALLOW("restart_syscall"), ALLOW("getpid"), ALLOW("gettid"), ALLOW("futex"),
+	ALLOW("sched_yield"),
+};
+/* clang-format on */
+
+const struct al_seccomp_rule_info *al_gateway_seccomp_table(size_t *ret_n)
+{
+	*ret_n = AL_ARRAY_SIZE(table);
+	return table;
+}

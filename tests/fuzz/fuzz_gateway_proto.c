@@ -1,0 +1,63 @@
+/* libFuzzer target: the decoder of the gateway process's messages
+ * (gateway/proto.c). The gateway parses what the sandbox sends, so the
+ * supervisor reads what it says as hostile. A decoded message re-encodes
+ * to one that decodes the same. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "gateway/proto.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct al_gwp_msg m, again;
+	uint8_t out[AL_GWP_MAX];
+	int n = -1;
+
+	if (al_gwp_decode(data, size, &m, NULL) < 0) {
+		if (m.fields)
+			__builtin_trap(); /* nothing handed out on failure */
+		return 0;
+	}
+	switch (m.type) {
+	case AL_GWP_LISTENER:
+		if (m.kind >= AL_GATEWAY_N_LISTENERS)
+			__builtin_trap();
+		n = al_gwp_encode_listener((enum al_gateway_listener)m.kind, out, sizeof(out));
+		break;
+	case AL_GWP_END:
+		n = al_gwp_encode_end(out, sizeof(out));
+		break;
+	case AL_GWP_STARTED:
+		if (strlen(m.text) >= sizeof(m.text))
+			__builtin_trap();
+		n = al_gwp_encode_started(m.error, m.landlock_abi, m.file_errno, m.text, out,
+					  sizeof(out));
+		break;
+	case AL_GWP_AUDIT:
+		if (!m.fields || !json_is_object(m.fields) || json_object_get(m.fields, "run"))
+			__builtin_trap();
+		n = al_gwp_encode_audit(m.event, m.fields, out, sizeof(out));
+		if (n == -E2BIG) { /* the compact form may be longer than what came */
+			json_decref(m.fields);
+			return 0;
+		}
+		break;
+	case AL_GWP_STATS:
+		n = al_gwp_encode_stats(&m.stats, out, sizeof(out));
+		break;
+	}
+	if (n <= 0 || al_gwp_decode(out, (size_t)n, &again, NULL) < 0 || again.type != m.type)
+		__builtin_trap();
+	if (m.type == AL_GWP_STATS && memcmp(&m.stats, &again.stats, sizeof(m.stats)) != 0)
+		__builtin_trap();
+	if (m.type == AL_GWP_AUDIT &&
+	    (strcmp(m.event, again.event) != 0 || !json_equal(m.fields, again.fields)))
+		__builtin_trap();
+	json_decref(m.fields);
+	json_decref(again.fields);
+	return 0;
+}
