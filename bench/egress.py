@@ -27,6 +27,9 @@ ratios the issue sets targets on:
              /bin/true` vs bwrap (as bench/startup.py runs it).
              Target: <= 1.0x bwrap.
 
+With --baseline PATH every airlock case also runs with that (earlier)
+binary, right after it in each round, named "baseline, ...".
+
 Safety: every server listens on 127.0.0.1 only; the sandbox's names are
 mapped to 127.0.0.1 with --map-host; no measured traffic leaves the host
 (installing srt with npm reaches the npm registry once; --no-srt or --srt
@@ -136,9 +139,22 @@ def stats(v):
             "p90": s[min(len(s) - 1, len(s) * 9 // 10)], "n": len(s)}
 
 
-def airlock_gw(args, port, cmd):
-    return [args.airlock, "run", "--allow", f"{NAME}:{port}",
+def airlock_gw(args, port, cmd, binary=None):
+    return [binary or args.airlock, "run", "--allow", f"{NAME}:{port}",
             "--map-host", f"{NAME}=127.0.0.1", "--"] + cmd
+
+
+def with_baseline(args, cases):
+    """With --baseline, each airlock case again with the earlier binary,
+    right after it in every round."""
+    if not args.baseline:
+        return cases
+    out = []
+    for name, argv in cases:
+        out.append((name, argv))
+        if argv[0] == args.airlock:
+            out.append(("baseline" + name[len("airlock"):], [args.baseline] + argv[1:]))
+    return out
 
 
 # ---------------------------------------------------------------- srt
@@ -247,6 +263,7 @@ def download_cases(args, port, srt_prefix, relay_port):
         ("airlock, SOCKS5", airlock_gw(args, port, curl + ["--proxy", "socks5h://127.0.0.1:1080",
                                                           f"http://{NAME}:{port}/big"])),
     ]
+    cases = with_baseline(args, cases)
     if srt_prefix:
         # srt puts localhost in NO_PROXY; --noproxy '' sends it through srt's proxy.
         cmd = shlex.join(curl + ["--noproxy", "", f"http://localhost:{port}/big"])
@@ -327,7 +344,7 @@ def request_cases(args, port, n, transparent):
         cases.append(("airlock, transparent",
                       airlock_gw(args, port, [PY, "-c", CLIENT, "transparent", str(port), str(n),
                                               NAME])))
-    return cases
+    return with_baseline(args, cases)
 
 
 def measure_requests(cases, rounds):
@@ -362,6 +379,7 @@ def measure_startup(args, rounds, warmup):
     cases += [("airlock run -- /bin/true", [args.airlock, "run", "--", true]),
               ("airlock run --allow x.test -- /bin/true",
                [args.airlock, "run", "--allow", "x.test", "--", true])]
+    cases = with_baseline(args, cases)
     times = {name: [] for name, _ in cases}
     for i in range(warmup + rounds):
         for name, argv in cases:
@@ -397,8 +415,12 @@ def main():
     ap.add_argument("--no-srt", action="store_true", help="do not try sandbox-runtime (srt)")
     ap.add_argument("--srt", help="an installed srt to use instead of npm install")
     ap.add_argument("--airlock", default=os.path.join(ROOT, "build", "airlock"))
+    ap.add_argument("--baseline", help="an earlier airlock binary to run in the same rounds")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
+    if args.baseline:
+        args.baseline = os.path.abspath(args.baseline)
+    args.airlock = os.path.abspath(args.airlock)
 
     if not shutil.which("curl"):
         sys.exit("egress: curl (Debian package curl) is required")
