@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -23,8 +25,12 @@
 #include "gateway/proto.h"
 #include "policy/seccomp.h"
 
-/* How long the end may take before the gateway is killed. */
+/* How long the end may take, in all, before the gateway is killed. */
 #define END_TIMEOUT_MS 3000
+/* How long it may take to report its start: past it the run stops. */
+#define START_TIMEOUT_MS 10000
+
+extern char **environ;
 
 struct al_gateway_proc {
 	const struct al_plan *plan;
@@ -36,6 +42,8 @@ struct al_gateway_proc {
 	int pidfd;
 	int sock;
 	struct al_watch *w_sock, *w_pidfd;
+	struct al_timer *start_timer;
+	bool have_stats;
 	enum al_gateway_proc_state state;
 	int landlock_abi, file_errno; /* as it reported them */
 	bool ending;
@@ -203,6 +211,18 @@ static _Noreturn void child_main(const struct al_plan *plan, int sock, bool audi
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || null < 0 || dup2(null, 0) < 0 ||
 	    dup2(null, 1) < 0 || dup2(sock, 3) < 0 || al_sys_close_range(4, ~0U, 0) < 0)
 		_exit(2);
+	/* The host's environment (tokens, keys) is the supervisor's, not
+	 * ours: wipe the strings themselves (they are also what
+	 * /proc/PID/environ shows), then the list. No core dump, no ptrace
+	 * attach by another process of the user, and SIGPIPE ignored here
+	 * (its caller may not; sigaction is not in our allowlist later). */
+	for (char **v = environ; v && *v; v++)
+		explicit_bzero(*v, strlen(*v));
+	clearenv();
+	struct rlimit no_core = {0, 0};
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || setrlimit(RLIMIT_CORE, &no_core) < 0)
+		_exit(2);
+	signal(SIGPIPE, SIG_IGN);
 	if (getppid() == 1)
 		_exit(2);
 	if (al_loop_new(&loop, &err) < 0)
@@ -217,9 +237,10 @@ static _Noreturn void child_main(const struct al_plan *plan, int sock, bool audi
 	}
 	if (!e)
 		e = confine(plan, &abi, msg, sizeof(msg));
-	/* Its own check that it reads no files. */
+	/* Its own check that it reads no files: the root directory always
+	 * exists, and landlock refuses reading it. */
 	if (!e) {
-		int fd = open("/etc/passwd", O_RDONLY | O_CLOEXEC);
+		int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		probe = fd < 0 ? errno : 0;
 		if (fd >= 0)
 			close(fd);
@@ -280,10 +301,19 @@ static int read_one(struct al_gateway_proc *gp)
 			fail(gp, "%s", m.text[0] ? m.text : strerror(m.error));
 			return -1;
 		}
-		if (m.file_errno == 0) {
-			fail(gp, "the gateway process can still open files after confining itself");
+		/* With landlock, its domain must be the plan's and refuse the
+		 * test open; without (the policy chose best-effort), there is
+		 * nothing to check. */
+		if (gp->plan->landlock_abi > 0 &&
+		    (m.landlock_abi < gp->plan->landlock_abi || m.file_errno != EACCES)) {
+			fail(gp,
+			     "the gateway process is not confined (landlock ABI %d of %d, its "
+			     "test open got %s)",
+			     m.landlock_abi, gp->plan->landlock_abi,
+			     m.file_errno ? strerrorname_np(m.file_errno) : "success");
 			return -1;
 		}
+		al_timer_freep(&gp->start_timer);
 		al_debug("gateway process %d confined: landlock ABI %d, a test open got %s",
 			 (int)gp->pid, m.landlock_abi, strerrorname_np(m.file_errno));
 		gp->landlock_abi = m.landlock_abi;
@@ -296,6 +326,7 @@ static int read_one(struct al_gateway_proc *gp)
 		break;
 	case AL_GWP_STATS:
 		gp->stats = m.stats;
+		gp->have_stats = true;
 		break;
 	default:
 		fail(gp, "the gateway process sent a message only the supervisor sends");
@@ -303,6 +334,8 @@ static int read_one(struct al_gateway_proc *gp)
 	}
 	return 1;
 }
+
+static void on_pidfd(struct al_watch *w, uint32_t events, void *data);
 
 static void on_sock(struct al_watch *w, uint32_t events, void *data)
 {
@@ -314,8 +347,17 @@ static void on_sock(struct al_watch *w, uint32_t events, void *data)
 		if (r == 0)
 			return;
 		if (r < 0) {
-			al_watch_removep(&gp->w_sock);
 			(void)w;
+			al_watch_removep(&gp->w_sock);
+			/* It hung up: it serves no more, so the run cannot go on.
+			 * Most often it died: say how (its exit follows at once). */
+			struct pollfd p = {.fd = gp->pidfd, .events = POLLIN};
+			if (gp->pidfd >= 0 && gp->w_pidfd && poll(&p, 1, 100) == 1) {
+				on_pidfd(gp->w_pidfd, POLLIN, gp);
+				return;
+			}
+			if (!gp->ending)
+				fail(gp, "the gateway process closed its socket");
 			return;
 		}
 	}
@@ -352,6 +394,17 @@ static void on_pidfd(struct al_watch *w, uint32_t events, void *data)
 	al_closep(&gp->pidfd);
 }
 
+static void on_start_timeout(struct al_timer *t, uint64_t expirations, void *data)
+{
+	struct al_gateway_proc *gp = data;
+
+	(void)t;
+	(void)expirations;
+	if (gp->state == AL_GATEWAY_STARTING)
+		fail(gp, "the gateway process did not report its start within %d s",
+		     START_TIMEOUT_MS / 1000);
+}
+
 int al_gateway_proc_start(const struct al_plan *plan, struct al_loop *loop, struct al_audit *audit,
 			  void (*changed)(void *data), void *data, struct al_gateway_proc **ret,
 			  struct al_error *err)
@@ -384,7 +437,9 @@ int al_gateway_proc_start(const struct al_plan *plan, struct al_loop *loop, stru
 				       .pidfd = al_sys_pidfd_open(pid, 0),
 				       .sock = sv[0]};
 	if (gp->pidfd < 0 || !(gp->w_sock = al_loop_add(loop, gp->sock, EPOLLIN, on_sock, gp)) ||
-	    !(gp->w_pidfd = al_loop_add(loop, gp->pidfd, EPOLLIN, on_pidfd, gp))) {
+	    !(gp->w_pidfd = al_loop_add(loop, gp->pidfd, EPOLLIN, on_pidfd, gp)) ||
+	    !(gp->start_timer = al_loop_timer(loop, on_start_timeout, gp)) ||
+	    al_timer_arm(gp->start_timer, START_TIMEOUT_MS, false) < 0) {
 		int e = errno;
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
@@ -440,24 +495,40 @@ int al_gateway_proc_listen(struct al_gateway_proc *gp, enum al_gateway_listener 
 	return r;
 }
 
-void al_gateway_proc_end(struct al_gateway_proc *gp, struct al_gateway_stats *st)
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int al_gateway_proc_end(struct al_gateway_proc *gp, struct al_gateway_stats *st)
 {
 	uint8_t buf[16];
-	siginfo_t si;
+	siginfo_t si = {0};
+	char why[96];
+	bool exited = false;
+
+	uint64_t deadline = now_ms() + END_TIMEOUT_MS;
 
 	gp->ending = true;
-	if (gp->sock >= 0 && gp->state != AL_GATEWAY_FAILED &&
+	al_timer_freep(&gp->start_timer);
+	if (gp->sock >= 0 && gp->state == AL_GATEWAY_RUNNING &&
 	    send(gp->sock, buf, (size_t)al_gwp_encode_end(buf, sizeof(buf)), MSG_NOSIGNAL) > 0) {
 		/* It audits what is still open, reports and exits: read until
-		 * the socket closes. */
-		for (;;) {
+		 * the socket closes, then wait for its exit, END_TIMEOUT_MS in
+		 * all. */
+		for (uint64_t t = now_ms(); t < deadline; t = now_ms()) {
 			struct pollfd p = {.fd = gp->sock, .events = POLLIN};
-			if (poll(&p, 1, END_TIMEOUT_MS) <= 0)
+			if (poll(&p, 1, (int)(deadline - t)) <= 0)
 				break;
-			int r = read_one(gp);
-			if (r < 0)
+			if (read_one(gp) < 0)
 				break;
 		}
+		uint64_t t = now_ms();
+		struct pollfd p = {.fd = gp->pidfd, .events = POLLIN};
+		if (gp->pidfd >= 0 && t < deadline)
+			poll(&p, 1, (int)(deadline - t));
 	}
 	if (gp->pidfd >= 0) {
 		if (waitid(P_PIDFD, (id_t)gp->pidfd, &si, WEXITED | WNOHANG) < 0 ||
@@ -465,9 +536,29 @@ void al_gateway_proc_end(struct al_gateway_proc *gp, struct al_gateway_stats *st
 			al_sys_pidfd_send_signal(gp->pidfd, SIGKILL);
 			while (waitid(P_PIDFD, (id_t)gp->pidfd, &si, WEXITED) < 0 && errno == EINTR)
 				;
+			snprintf(why, sizeof(why), "still running after %d ms", END_TIMEOUT_MS);
+		} else {
+			exited = si.si_code == CLD_EXITED && si.si_status == 0;
+			death(si.si_code, si.si_status, why, sizeof(why));
 		}
+		al_closep(&gp->pidfd);
+	} else {
+		snprintf(why, sizeof(why), "already gone");
 	}
 	*st = gp->stats;
+	if (gp->state == AL_GATEWAY_FAILED)
+		return -1;
+	if (!gp->have_stats || !exited) {
+		/* Its counters (and the audit of what was still open) are
+		 * missing: the record cannot say what went out. */
+		snprintf(gp->error, sizeof(gp->error),
+			 "the gateway process did not end cleanly (%s%s), so the run's network "
+			 "counters are not known",
+			 why, gp->have_stats ? "" : ", no counters");
+		gp->state = AL_GATEWAY_FAILED;
+		return -1;
+	}
+	return 0;
 }
 
 void al_gateway_proc_free(struct al_gateway_proc *gp)
@@ -478,6 +569,7 @@ void al_gateway_proc_free(struct al_gateway_proc *gp)
 		return;
 	al_watch_removep(&gp->w_sock);
 	al_watch_removep(&gp->w_pidfd);
+	al_timer_freep(&gp->start_timer);
 	if (gp->pidfd >= 0) {
 		/* Not ended (the run failed to start): do not leave it behind. */
 		if (al_sys_pidfd_send_signal(gp->pidfd, SIGKILL) == 0)

@@ -47,8 +47,10 @@ int al_gateway_proc_listen(struct al_gateway_proc *gp, enum al_gateway_listener 
 			   struct al_error *err);
 
 /* The run is over: it closes every connection (auditing those still
- * open), reports its counters and exits; waits for that (at most a few
- * seconds, then kills it). *st is what it reported (zeros if nothing). */
-void al_gateway_proc_end(struct al_gateway_proc *gp, struct al_gateway_stats *st);
+ * open), reports its counters and exits; waits for that (three seconds in
+ * all, then kills it). *st is what it reported (zeros if nothing).
+ * Returns -1 (with al_gateway_proc_error()) when it failed at any point or
+ * did not end cleanly with its counters. */
+int al_gateway_proc_end(struct al_gateway_proc *gp, struct al_gateway_stats *st);
 
 void al_gateway_proc_free(struct al_gateway_proc *gp);

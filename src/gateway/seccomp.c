@@ -10,10 +10,15 @@
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include "core/cleanup.h"
 #include "policy/seccomp-table.h"
+
+/* O_TMPFILE is this bit with O_DIRECTORY, which a read may set. */
+#define TMPFILE_BIT (O_TMPFILE & ~O_DIRECTORY)
 
 /* clang-format off */
 static const struct al_seccomp_rule_info table[] = {
@@ -21,13 +26,25 @@ static const struct al_seccomp_rule_info table[] = {
 	ALLOW("read"), ALLOW("write"), ALLOW("readv"), ALLOW("writev"), ALLOW("close"),
 	ALLOW("recvfrom"), ALLOW("sendto"), ALLOW("recvmsg"), ALLOW("sendmsg"),
 	ALLOW("splice"), ALLOW("pipe2"), ALLOW("shutdown"),
-	/* c-ares reads /etc/hosts on every lookup; landlock allows nothing else. */
-	ALLOW_IF("openat", "read-only", ARG(2, O_ACCMODE, O_RDONLY)),
+	/* c-ares reads /etc/hosts on every lookup; landlock allows nothing else.
+	 * Never creating, truncating or making a temporary file. */
+	ALLOW_IF("openat", "read-only",
+		 ARG(2, O_ACCMODE | O_CREAT | O_TRUNC | TMPFILE_BIT, O_RDONLY)),
 	ALLOW("fstat"), ALLOW("newfstatat"), ALLOW("lseek"),
-	/* Connections: only IPv4 and IPv6 sockets (upstreams, DNS). */
-	ALLOW_IF("socket", "AF_INET", ARG(0, M32, AF_INET)),
-	ALLOW_IF("socket", "AF_INET6", ARG(0, M32, AF_INET6)),
-	ALLOW("connect"), ALLOW("accept4"), ALLOW("setsockopt"), ALLOW("getsockopt"),
+	/* Connections: only TCP and UDP over IPv4 and IPv6 (upstreams, DNS). */
+	SOCKET(AF_INET, SOCK_STREAM, 0), SOCKET(AF_INET, SOCK_STREAM, IPPROTO_TCP),
+	SOCKET(AF_INET, SOCK_DGRAM, 0), SOCKET(AF_INET, SOCK_DGRAM, IPPROTO_UDP),
+	SOCKET(AF_INET6, SOCK_STREAM, 0), SOCKET(AF_INET6, SOCK_STREAM, IPPROTO_TCP),
+	SOCKET(AF_INET6, SOCK_DGRAM, 0), SOCKET(AF_INET6, SOCK_DGRAM, IPPROTO_UDP),
+	ALLOW("connect"), ALLOW("accept4"), ALLOW("getsockopt"),
+	/* The options it and c-ares set: not TCP_ULP (kernel TLS), not socket
+	 * filters. */
+	ALLOW_IF("setsockopt", "SOL_SOCKET, SO_LINGER", ARG(1, M32, SOL_SOCKET), ARG(2, M32, SO_LINGER)),
+	ALLOW_IF("setsockopt", "SOL_SOCKET, SO_SNDBUF", ARG(1, M32, SOL_SOCKET), ARG(2, M32, SO_SNDBUF)),
+	ALLOW_IF("setsockopt", "SOL_SOCKET, SO_RCVBUF", ARG(1, M32, SOL_SOCKET), ARG(2, M32, SO_RCVBUF)),
+	ALLOW_IF("setsockopt", "SOL_SOCKET, SO_KEEPALIVE", ARG(1, M32, SOL_SOCKET), ARG(2, M32, SO_KEEPALIVE)),
+	ALLOW_IF("setsockopt", "IPPROTO_TCP, TCP_NODELAY", ARG(1, M32, IPPROTO_TCP), ARG(2, M32, TCP_NODELAY)),
+	ALLOW_IF("setsockopt", "IPPROTO_IPV6, IPV6_V6ONLY", ARG(1, M32, IPPROTO_IPV6), ARG(2, M32, IPV6_V6ONLY)),
 	ALLOW("getsockname"), ALLOW("getpeername"),
 	ALLOW_IF("fcntl", "F_GETFL", ARG(1, M32, F_GETFL)),
 	ALLOW_IF("fcntl", "F_SETFL", ARG(1, M32, F_SETFL)),

@@ -18,4 +18,9 @@
 #define ARG(a, m, v)      {a, m, v}
 #define DENY(n, why)      {n, AL_SECCOMP_DENY, 0, {{0}}, EPERM, why}
 #define SILENT(n, e, why) {n, AL_SECCOMP_ERRNO, 0, {{0}}, e, why}
+/* Sockets: family, type without SOCK_NONBLOCK/SOCK_CLOEXEC, protocol. */
+#define SOCK_TYPE_BITS 0xfull
+#define SOCKET(fam, type, proto)                                                                   \
+	ALLOW_IF("socket", #fam ", " #type ", " #proto,                              \
+		 ARG(0, M32, fam), ARG(1, SOCK_TYPE_BITS, type), ARG(2, M32, proto))
 /* clang-format on */

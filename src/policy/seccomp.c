@@ -65,11 +65,6 @@
 #define TCSETSF2 _IOW('T', 0x2D, char[44])
 
 /* clang-format off */
-/* Sockets: family, type without SOCK_NONBLOCK/SOCK_CLOEXEC, protocol. */
-#define SOCK_TYPE_BITS 0xfull
-#define SOCKET(fam, type, proto)                                                                   \
-	ALLOW_IF("socket", #fam ", " #type ", " #proto,                              \
-		 ARG(0, M32, fam), ARG(1, SOCK_TYPE_BITS, type), ARG(2, M32, proto))
 /* ioctl: any request whose type byte (bits 8-15) is not 'T' (0x54, the
  * terminal group) differs from it in some bit b: one row per bit. */
 #define NOT_TTY(b)                                                                                 \

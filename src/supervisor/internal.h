@@ -50,6 +50,7 @@ struct al_supervisor {
 	/* the egress gateway's process, once the child sent a listener */
 	struct al_gateway_proc *gw;
 	bool release_waits; /* ready, but the gateway has not reported its start yet */
+	bool finishing;	    /* al_supervisor_finish runs: nothing more is released */
 	/* the command's stdio: our ends */
 	int stdin_wr, stdout_rd, stderr_rd;
 	struct al_watch *w_src[2];	       /* stdout_rd, stderr_rd */

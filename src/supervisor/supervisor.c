@@ -92,6 +92,8 @@ static void on_gateway(void *data)
 {
 	struct al_supervisor *l = data;
 
+	if (l->finishing)
+		return; /* the end reports it */
 	switch (al_gateway_proc_state(l->gw)) {
 	case AL_GATEWAY_STARTING:
 		break;
@@ -317,8 +319,15 @@ void al_supervisor_finish(struct al_supervisor *l, struct al_run_result *out)
 	}
 	res->have_cpu = true;
 	if (l->gw) {
-		/* It audits and counts the connections still open, then reports. */
-		al_gateway_proc_end(l->gw, &res->network);
+		/* It audits and counts the connections still open, then reports.
+		 * A gateway that failed or did not end cleanly fails the run:
+		 * what went out is not known. */
+		l->finishing = true;
+		if (al_gateway_proc_end(l->gw, &res->network) < 0 &&
+		    res->reason != AL_END_SETUP_ERROR) {
+			setup_failed(l, "gateway", 0, al_gateway_proc_error(l->gw));
+			al_warn("%s", al_gateway_proc_error(l->gw));
+		}
 		res->have_network = true;
 	}
 	switch (res->reason) {

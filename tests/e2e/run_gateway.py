@@ -1980,7 +1980,8 @@ def gateway_process_confined_and_fail_closed(e):
     audit stream names (gateway.start). From the host: no capabilities at
     all (effective, permitted, bounding, ambient), no_new_privs, seccomp
     mode 2, and its own test open of /etc/passwd refused (EACCES) by its
-    landlock domain. Killing it mid-run stops the run: exit 125, reason
+    landlock domain, and none of the host's environment. Killing it mid-run
+    stops the run: exit 125, reason
     setup-error at step "gateway", one stderr line saying the gateway
     process died, no sandbox process left, and the command's later
     connection attempts never happened (it was killed with the run)."""
@@ -1991,7 +1992,12 @@ def gateway_process_confined_and_fail_closed(e):
         argv = [e.airlock, "run", "--audit", audit, "--result", result,
                 "--allow", "api.internal:80", "--env", "MARK=" + marker, "--"] + cmd
         t0 = time.monotonic()
-        p = start(argv)
+        secret = "s3cr3t-" + marker
+        os.environ["AIRLOCK_TEST_SECRET"] = secret
+        try:
+            p = start(argv)
+        finally:
+            del os.environ["AIRLOCK_TEST_SECRET"]
 
         def started():
             if not os.path.exists(audit):
@@ -2009,6 +2015,13 @@ def gateway_process_confined_and_fail_closed(e):
         expect(st["Seccomp"].strip() == "2", "gateway Seccomp %r" % st["Seccomp"])
         expect(ev.get("seccomp") == "allowlist", "gateway.start: %s" % ev)
         expect(ev.get("file_open") == "EACCES", "the gateway could open a file: %s" % ev)
+        # The host's environment stays the supervisor's: not in the
+        # gateway's memory as /proc shows it.
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            env = f.read()
+        expect(b"AIRLOCK_TEST_SECRET" not in env and secret.encode() not in env,
+               "the gateway still holds the host's environment")
+        expect(st.get("TracerPid", "0").strip() == "0", "gateway traced?")
         if ev.get("landlock_abi", 0) == 0:
             raise Skip("no landlock on this host: the gateway has no landlock domain")
         # Its parent is the supervisor we started, not the sandbox.

@@ -17,6 +17,7 @@
 #include <linux/prctl.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -1006,6 +1007,16 @@ static void test_gateway_allowlist(void **state)
 	expect_verdict("fcntl", 0, F_SETFL, 0, ALLOW);
 	expect_verdict("fcntl", 0, F_SETOWN, 0, kill);
 	expect_verdict("ioctl", 0, TIOCSTI, 0, kill);
+	expect_verdict("openat", (uint64_t)AT_FDCWD, 0, O_RDONLY | O_TRUNC, kill);
+	expect_verdict("openat", (uint64_t)AT_FDCWD, 0, O_RDONLY | O_CREAT, kill);
+	expect_verdict("openat", (uint64_t)AT_FDCWD, 0, O_RDWR | O_TMPFILE, kill);
+	expect_verdict("openat", (uint64_t)AT_FDCWD, 0, O_RDONLY | O_DIRECTORY | O_CLOEXEC, ALLOW);
+	expect_verdict("socket", AF_INET, SOCK_RAW, IPPROTO_RAW, kill);
+	expect_verdict("socket", AF_INET, SOCK_STREAM, IPPROTO_SCTP, kill);
+	expect_verdict("setsockopt", 3, IPPROTO_TCP, TCP_NODELAY, ALLOW);
+	expect_verdict("setsockopt", 3, IPPROTO_TCP, 31 /* TCP_ULP */, kill);
+	expect_verdict("setsockopt", 3, SOL_SOCKET, SO_ATTACH_FILTER, kill);
+	expect_verdict("setsockopt", 3, SOL_SOCKET, SO_LINGER, ALLOW);
 	free(rule_nr);
 	free(gw.filter);
 	prog = saved_prog;
