@@ -66,7 +66,7 @@ static const struct al_seccomp_rule_info table[] = {
 	/* The process itself. */
 	ALLOW("exit"), ALLOW("exit_group"), ALLOW("rt_sigreturn"), ALLOW("rt_sigprocmask"),
 	ALLOW("restart_syscall"), ALLOW("getpid"), ALLOW("gettid"), ALLOW("futex"),
-	ALLOW("sched_yield"),
+	ALLOW("sched_yield"), ALLOW("sigaltstack"), /* sanitizer builds tear theirs down */
 };
 /* clang-format on */
 
