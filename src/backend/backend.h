@@ -44,7 +44,6 @@ struct al_sandbox {
 	int rules_errfd;
 	bool exiting; /* init reported the end, emptied the namespace and left the cgroup */
 	struct al_monitor *mon;
-	bool started;
 };
 
 struct al_backend_ops {

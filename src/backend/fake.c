@@ -70,7 +70,6 @@ static int fake_start(struct al_sandbox *sb, struct al_error *err)
 				al_closep(all[i]);
 		al_sandbox_init(sb->plan, sync[1], NULL, 0);
 	}
-	sb->started = true;
 	sb->pid = (pid_t)pid;
 	sb->pidfd = pidfd;
 	sb->sync = TAKE_FD(sync[0]);

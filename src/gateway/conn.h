@@ -93,6 +93,7 @@ struct flow {
  * injection, TLS termination) is a third implementation. */
 struct gw_stream_ops {
 	const char *name;
+	bool splice; /* a direction may move through a pipe once it is bulk */
 	/* Move what can be moved; the side and events that woke it (s may be
 	 * NULL right after connect). */
 	enum gw_step (*pump)(struct conn *c, struct side *s, uint32_t events);

@@ -461,11 +461,6 @@ const char *al_gateway_proc_error(const struct al_gateway_proc *gp)
 	return gp->error;
 }
 
-pid_t al_gateway_proc_pid(const struct al_gateway_proc *gp)
-{
-	return gp->pid;
-}
-
 json_t *al_gateway_proc_json(const struct al_gateway_proc *gp)
 {
 	return json_pack("{s:I, s:i, s:s, s:s}", "pid", (json_int_t)gp->pid, "landlock_abi",

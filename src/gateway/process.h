@@ -37,7 +37,6 @@ int al_gateway_proc_start(const struct al_plan *plan, struct al_loop *loop, stru
 enum al_gateway_proc_state al_gateway_proc_state(const struct al_gateway_proc *gp);
 /* Why it failed: one line. */
 const char *al_gateway_proc_error(const struct al_gateway_proc *gp);
-pid_t al_gateway_proc_pid(const struct al_gateway_proc *gp);
 /* Once running: {"pid", "landlock_abi", "file_open": the errno its own
  * test open of /etc/passwd got, "seccomp"} for the gateway.start event. */
 json_t *al_gateway_proc_json(const struct al_gateway_proc *gp);

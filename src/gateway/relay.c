@@ -201,8 +201,8 @@ static bool pump(struct conn *c, struct flow *f, struct side *from, struct side 
 
 	if (can_write && !flush_buf(f, to, &budget))
 		return false;
-	if (c->stream == &gw_stream_splice && !flow_spliced(f) && !from->eof &&
-	    f->bytes + b->len >= BULK && open_pipe(f) < 0) {
+	if (c->stream->splice && !flow_spliced(f) && !from->eof && f->bytes + b->len >= BULK &&
+	    open_pipe(f) < 0) {
 		al_debug("gateway: no pipe for splice, copying");
 		c->stream = &gw_stream_copy;
 	}
@@ -326,5 +326,5 @@ static enum gw_step stream_pump(struct conn *c, struct side *s, uint32_t events)
 	return gw_relay_move(c, ce, ue, false);
 }
 
-const struct gw_stream_ops gw_stream_splice = {"splice", stream_pump};
-const struct gw_stream_ops gw_stream_copy = {"copy", stream_pump};
+const struct gw_stream_ops gw_stream_splice = {"splice", true, stream_pump};
+const struct gw_stream_ops gw_stream_copy = {"copy", false, stream_pump};

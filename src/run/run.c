@@ -20,7 +20,6 @@ struct al_run {
 	struct al_loop *loop;
 	struct al_sandbox sb;
 	struct al_supervisor *sup;
-	bool finished; /* al_supervisor_finish ran */
 	struct al_run_result res;
 	struct al_error record_err;
 	bool ended;

@@ -41,7 +41,6 @@ struct al_supervisor {
 	int confine_ruleset; /* our own landlock ruleset, until applied */
 	uint64_t start_ms;
 	struct al_run_result result;
-	struct al_run_result *res; /* &result */
 	struct al_meter meter;
 	struct al_sandbox_events events; /* what the backend calls */
 	struct al_sandbox_ctl ctl;	 /* what we call */

@@ -180,10 +180,10 @@ static void cut_output(struct al_supervisor *l, int which)
 {
 	static const char marker[] = "\n[airlock: output cut at the limit]\n";
 
-	l->res->output_truncated = true;
+	l->result.output_truncated = true;
 	send_out(l, which, marker, sizeof(marker) - 1);
 	al_meter_stop(&l->meter, AL_END_OUTPUT, "output", l->plan->output_bytes,
-		      l->res->stdout_bytes + l->res->stderr_bytes);
+		      l->result.stdout_bytes + l->result.stderr_bytes);
 }
 
 /* Relay one chunk from a sandbox pipe to our stdout (which 0) or stderr
@@ -192,8 +192,8 @@ static void cut_output(struct al_supervisor *l, int which)
 static void relay_out(struct al_supervisor *l, int which)
 {
 	char buf[65536];
-	uint64_t used = l->res->stdout_bytes + l->res->stderr_bytes;
-	uint64_t *count = which == 0 ? &l->res->stdout_bytes : &l->res->stderr_bytes;
+	uint64_t used = l->result.stdout_bytes + l->result.stderr_bytes;
+	uint64_t *count = which == 0 ? &l->result.stdout_bytes : &l->result.stderr_bytes;
 	ssize_t n = read(*src_fd(l, which), buf, sizeof(buf));
 
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
@@ -202,10 +202,10 @@ static void relay_out(struct al_supervisor *l, int which)
 		src_close(l, which);
 		return;
 	}
-	if (l->res->output_truncated)
+	if (l->result.output_truncated)
 		return; /* past the cap: drain until the kill lands */
 	size_t keep = (size_t)n;
-	bool over = used + (uint64_t)n > l->plan->output_bytes;
+	bool over = al_meter_output(&l->meter, used + (uint64_t)n);
 	if (over)
 		keep = (size_t)(l->plan->output_bytes - used);
 	*count += keep;

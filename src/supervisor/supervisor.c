@@ -37,10 +37,10 @@ static void on_meter_stop(void *data)
 
 static void setup_failed(struct al_supervisor *l, const char *step, int e, const char *msg)
 {
-	l->res->reason = AL_END_SETUP_ERROR;
-	l->res->err = e;
-	snprintf(l->res->step, sizeof(l->res->step), "%s", step);
-	snprintf(l->res->msg, sizeof(l->res->msg), "%s", msg);
+	l->result.reason = AL_END_SETUP_ERROR;
+	l->result.err = e;
+	snprintf(l->result.step, sizeof(l->result.step), "%s", step);
+	snprintf(l->result.msg, sizeof(l->result.msg), "%s", msg);
 }
 
 /* The checks passed: from here on this process needs only its open fds,
@@ -106,7 +106,7 @@ static void on_gateway(void *data)
 		}
 		break;
 	case AL_GATEWAY_FAILED:
-		if (l->res->reason != AL_END_SETUP_ERROR)
+		if (l->result.reason != AL_END_SETUP_ERROR)
 			setup_failed(l, "gateway", 0, al_gateway_proc_error(l->gw));
 		l->release_waits = false;
 		al_sup_stop(l);
@@ -119,7 +119,7 @@ static void ev_listener(void *data, enum al_gateway_listener kind, int fd)
 	struct al_supervisor *l = data;
 	struct al_error gerr = {0};
 
-	if (!l->plan->gateway || l->res->reason == AL_END_SETUP_ERROR) {
+	if (!l->plan->gateway || l->result.reason == AL_END_SETUP_ERROR) {
 		close(fd);
 		return;
 	}
@@ -142,7 +142,7 @@ static void ev_ready(void *data)
 {
 	struct al_supervisor *l = data;
 
-	if (l->res->reason == AL_END_SETUP_ERROR)
+	if (l->result.reason == AL_END_SETUP_ERROR)
 		return;
 	if (l->plan->gateway && (!l->gw || al_gateway_proc_state(l->gw) != AL_GATEWAY_RUNNING)) {
 		if (!l->gw) {
@@ -174,10 +174,10 @@ static void ev_exec_failed(void *data, int err, const char *what)
 {
 	struct al_supervisor *l = data;
 
-	l->res->reason = AL_END_EXEC_FAILED;
-	l->res->err = err;
-	snprintf(l->res->step, sizeof(l->res->step), "exec");
-	snprintf(l->res->msg, sizeof(l->res->msg), "%s", what);
+	l->result.reason = AL_END_EXEC_FAILED;
+	l->result.err = err;
+	snprintf(l->result.step, sizeof(l->result.step), "exec");
+	snprintf(l->result.msg, sizeof(l->result.msg), "%s", what);
 }
 
 static void ev_failed(void *data, const char *step, int err, const char *msg)
@@ -214,13 +214,15 @@ struct al_supervisor *al_supervisor_new(const struct al_supervisor_config *cfg)
 	l->confine_ruleset = -1;
 	l->stdin_wr = l->stdout_rd = l->stderr_rd = -1;
 	l->out[0].fd = l->out[1].fd = -1;
-	l->res = &l->result;
-	l->res->reason = AL_END_EXITED;
-	l->meter = (struct al_meter){
-	    .plan = l->plan, .audit = l->audit, .res = l->res, .stop = on_meter_stop, .data = l};
+	l->result.reason = AL_END_EXITED;
+	l->meter = (struct al_meter){.plan = l->plan,
+				     .audit = l->audit,
+				     .res = &l->result,
+				     .stop = on_meter_stop,
+				     .data = l};
 	l->events = (struct al_sandbox_events){.data = l,
 					       .meter = &l->meter,
-					       .res = l->res,
+					       .res = &l->result,
 					       .listener = ev_listener,
 					       .ready = ev_ready,
 					       .running = ev_running,
@@ -273,9 +275,9 @@ void al_supervisor_signal(struct al_supervisor *l, int sig)
 		l->stop_signals++;
 	if (!l->running || l->stop_signals > 1) {
 		/* Nothing to forward to yet, or asked twice: stop it all. */
-		if (!l->meter.hit && l->res->reason != AL_END_TIMEOUT) {
-			l->res->reason = AL_END_KILLED;
-			l->res->signal = sig;
+		if (!l->meter.hit && l->result.reason != AL_END_TIMEOUT) {
+			l->result.reason = AL_END_KILLED;
+			l->result.signal = sig;
 		}
 		al_sup_stop(l);
 		return;
@@ -286,11 +288,11 @@ void al_supervisor_signal(struct al_supervisor *l, int sig)
 
 void al_supervisor_killed(struct al_supervisor *l, int sig)
 {
-	if (l->meter.hit || l->have_status || l->res->reason == AL_END_TIMEOUT ||
-	    l->res->reason == AL_END_SETUP_ERROR)
+	if (l->meter.hit || l->have_status || l->result.reason == AL_END_TIMEOUT ||
+	    l->result.reason == AL_END_SETUP_ERROR)
 		return;
-	l->res->reason = AL_END_KILLED;
-	l->res->signal = sig;
+	l->result.reason = AL_END_KILLED;
+	l->result.signal = sig;
 }
 
 static int limit_exit_code(void)
@@ -300,7 +302,7 @@ static int limit_exit_code(void)
 
 void al_supervisor_finish(struct al_supervisor *l, struct al_run_result *out)
 {
-	struct al_run_result *res = l->res;
+	struct al_run_result *res = &l->result;
 	struct al_sandbox_end end = {0};
 
 	if (l->attached)

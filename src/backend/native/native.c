@@ -228,7 +228,6 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 		memcpy(fds.cg_leave, leave, sizeof(int) * (size_t)n_cg);
 		al_sandbox_child(sb->plan, &fds);
 	}
-	sb->started = true;
 	sb->pid = (pid_t)pid;
 	sb->pidfd = pidfd;
 	fdset_hand_over(&f, sb);
