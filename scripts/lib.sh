@@ -3,9 +3,9 @@
 
 # Debian 12 packages, by purpose.
 AL_BUILD_PACKAGES=(gcc meson ninja-build pkg-config libseccomp-dev libjansson-dev libcmocka-dev
-	libssl-dev libc-ares-dev nftables)
+	libssl-dev libc-ares-dev libnftnl-dev libmnl-dev)
 AL_DEMO_PACKAGES=(python3 python3-pandas)
-AL_TEST_PACKAGES=(python3 python3-pandas python3-numpy curl git make nodejs iproute2 clang libclang-rt-14-dev bubblewrap
+AL_TEST_PACKAGES=(python3 python3-pandas python3-numpy curl git make nodejs iproute2 nftables clang libclang-rt-14-dev bubblewrap
 	hyperfine util-linux clang-format)
 
 al_say() {

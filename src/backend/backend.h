@@ -36,12 +36,10 @@ struct al_sandbox {
 	/* Filled by start(): the supervisor's ends of the command's stdio
 	 * (it takes them over and closes them). */
 	int stdin_wr, stdout_rd, stderr_rd;
-	/* Native and fake: init, its sync socket and the nft helper. */
+	/* Native and fake: init and its sync socket. */
 	pid_t pid;
 	int pidfd;
 	int sync;
-	pid_t rules_helper; /* the gateway's nft helper, still running; 0 when none */
-	int rules_errfd;
 	bool exiting; /* init reported the end, emptied the namespace and left the cgroup */
 	struct al_monitor *mon;
 };

@@ -59,9 +59,8 @@ static bool have_caps(void)
 	return syscall(SYS_capget, &hdr, data) == 0 && (data[0].permitted | data[1].permitted);
 }
 
-/* Only exec uses the bounding set, and the supervisor execs nothing more
- * once the sandbox is started (the gateway's nft helper is forked before
- * this), so it can go early. */
+/* Only exec uses the bounding set, and the supervisor execs nothing, so it
+ * can go early. */
 static int drop_bounding(struct al_error *err)
 {
 	for (int cap = 0; cap < 64; cap++) {

@@ -22,11 +22,6 @@ sandbox, to fake 198.18.x addresses handed out by the DNS stub and to
 gateway only ever connects to the loopback servers. No traffic leaves the
 host. Servers are closed in finally blocks; signals go only to processes
 this script started, by pid.
-
-Cases known to fail against the gateway as of this writing:
-one_request_per_proxy_connection (bytes after the first proxied request
-are relayed to the upstream) and rootless_gateway (nft loses its
-capabilities at execve in a rootless user namespace).
 """
 
 import hashlib

@@ -13,6 +13,10 @@
  *   the supervisor checks every layer from outside (verify) before the
  *   command starts.
  *
+ * - loopback and gateway come right after become-ns-root: they only touch
+ *   our network namespace, and the supervisor starts the gateway's process
+ *   and installs the capture rules on the socket we hand it while we go on
+ *   with the mounts (on another core).
  * - cgroup is the first step once the parent has released us: from there
  *   on everything the child allocates is charged to the run (v2 clones us
  *   into it; on v1 the child moves itself in, see al_cgroup_task_fds).
@@ -49,14 +53,14 @@ static const struct step steps[] = {
 	{"wait-for-parent",  step_wait_parent},
 	{"cgroup",           step_cgroup_namespace},
 	{"become-ns-root",   step_become_ns_root},
+	{"loopback",         step_loopback},
+	{"gateway",          step_gateway_listeners},
 	{"stdio",            step_stdio},
 	{"private-mounts",   step_private_mounts},
 	{"staging-root",     step_staging_root},
 	{"build-root",       step_build_root},
 	{"pivot-root",       step_pivot_root},
 	{"hostname",         step_hostname},
-	{"loopback",         step_loopback},
-	{"gateway",          step_gateway_listeners},
 	{"rlimits",          step_rlimits},
 	{"close-fds",        step_close_fds},
 	{"new-session",      step_new_session},

@@ -67,6 +67,7 @@ struct al_monitor {
 	uint64_t diag_next_us;	       /* no dump before this (monotonic) */
 	uint32_t denied[DENIED_SLOTS]; /* syscall.denied events written, by number */
 	bool init_gone;
+	bool captured;	  /* the gateway's capture rules are installed */
 	bool running;	  /* the command was exec'd */
 	bool have_status; /* AL_SYNC_EXIT arrived */
 	int status;
@@ -322,6 +323,26 @@ void al_monitor_release(struct al_sandbox *sb)
 		al_monitor_stop(sb);
 }
 
+/* The child opened a netfilter socket in its network namespace early in
+ * its setup and goes on building its root while we send the capture
+ * rules on it: the kernel checks CAP_NET_ADMIN of both (the child's from
+ * when it opened the socket; ours in the namespace's owner, which root and
+ * the user namespace's owner have). */
+static void install_capture(struct al_monitor *m, int fd)
+{
+	struct al_error err = {0};
+	int r = al_capture_install(fd, &err);
+
+	close(fd);
+	if (r < 0) {
+		failed(m, "gateway", 0, err.msg);
+		al_monitor_stop(m->sb);
+		return;
+	}
+	m->captured = true;
+	al_log_phase("gateway rules installed");
+}
+
 /* Every layer is applied and the child waits: check them from outside and
  * report ready only if all are in force (fail closed). */
 static void on_ready(struct al_monitor *m, int landlock_abi)
@@ -337,26 +358,19 @@ static void on_ready(struct al_monitor *m, int landlock_abi)
 		al_monitor_stop(sb);
 		return;
 	}
+	if (m->plan->gateway && !m->captured) {
+		failed(m, "gateway", 0,
+		       "the transparent-capture rules were not installed (the command may not "
+		       "start without them)");
+		al_monitor_stop(sb);
+		return;
+	}
 	if (m->notifyfd < 0) {
 		failed(m, "seccomp", 0,
 		       "the supervisor has no seccomp notification listener, so refused "
 		       "calls could not be answered and audited");
 		al_monitor_stop(sb);
 		return;
-	}
-	/* The gateway's rules were installed while the child set up; the
-	 * command may not start without them. */
-	if (sb->rules_helper > 0) {
-		struct al_error err = {0};
-		int r = al_gateway_rules_wait(sb->rules_helper, sb->rules_errfd, &err);
-		sb->rules_helper = 0;
-		sb->rules_errfd = -1;
-		if (r < 0) {
-			failed(m, "gateway", 0, err.msg);
-			al_monitor_stop(sb);
-			return;
-		}
-		al_log_phase("gateway rules installed");
 	}
 	if (al_verify_child(m->plan, sb->pid, landlock_abi, sb->cg, m->res) > 0) {
 		for (size_t i = 0; i < m->res->n_checks; i++) {
@@ -422,6 +436,10 @@ static void on_sync(struct al_monitor *m)
 		if (fd >= 0 && m->notifyfd < 0 &&
 		    (m->w_notify = al_loop_add(m->sb->loop, fd, EPOLLIN, on_notify, m)))
 			m->notifyfd = TAKE_FD(fd);
+		break;
+	case AL_SYNC_CAPTURE:
+		if (fd >= 0 && m->plan->gateway && !m->captured)
+			install_capture(m, TAKE_FD(fd));
 		break;
 	case AL_SYNC_GATEWAY:
 		if (fd >= 0 && m->plan->gateway && (unsigned)msg.status < AL_GATEWAY_N_LISTENERS)
@@ -584,12 +602,6 @@ void al_monitor_release_all(struct al_sandbox *sb)
 	} else if (sb->pidfd >= 0 && al_sys_pidfd_send_signal(sb->pidfd, SIGKILL) == 0) {
 		while (waitid(P_PIDFD, (id_t)sb->pidfd, &si, WEXITED) < 0 && errno == EINTR)
 			;
-	}
-	if (sb->rules_helper > 0) {
-		/* Setup failed before the rules were waited for. */
-		struct al_error ignored = {0};
-		al_gateway_rules_wait(sb->rules_helper, sb->rules_errfd, &ignored);
-		sb->rules_helper = 0;
 	}
 	al_closep(&sb->pidfd);
 	al_closep(&sb->sync);

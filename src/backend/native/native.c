@@ -1,8 +1,8 @@
 /* The native backend: Linux namespaces, landlock and seccomp, with the
  * parent-side setup order of DESIGN.md: cgroup → clone3 into new
- * namespaces (into the cgroup on v2) → uid/gid maps (and the gateway's
- * capture, in parallel) → release the child. monitor.c watches it from
- * there. */
+ * namespaces (into the cgroup on v2) → uid/gid maps → release the child
+ * (which installs the gateway's capture itself, steps.c). monitor.c
+ * watches it from there. */
 #include "backend/backend.h"
 
 #include <errno.h>
@@ -19,7 +19,6 @@
 #include "core/log.h"
 #include "core/sys.h"
 #include "policy/kmem.h"
-#include "backend/native/capture.h"
 #include "backend/native/child.h"
 #include "backend/native/monitor.h"
 
@@ -234,16 +233,6 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 
 	if ((r = write_maps(sb->plan, (pid_t)pid, err)) < 0)
 		return r;
-	/* The network namespace exists from clone on: install the gateway's
-	 * transparent capture while the child builds its root; the supervisor
-	 * waits for it before the command may start. */
-	if (sb->plan->gateway) {
-		pid_t h =
-		    al_gateway_rules_start((pid_t)pid, sb->plan->rootless, &sb->rules_errfd, err);
-		if (h < 0)
-			return h;
-		sb->rules_helper = h;
-	}
 	if (send(sb->sync, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go))
 		return al_error_setsys(err, errno, "releasing the sandbox child");
 	al_log_phase("id maps written, child released");

@@ -445,13 +445,23 @@ static int listen_on(struct al_child *c, enum al_gateway_listener kind)
 }
 
 /* The gateway's listeners live in our network namespace and are served by
- * the supervisor from outside: no helper process runs in here. */
+ * the gateway's process from outside: no helper process runs in here. This
+ * step comes early, so that the gateway's process starts and the capture
+ * rules go in (the supervisor sends them on our netfilter socket) while we
+ * build the root. */
 int step_gateway_listeners(struct al_child *c)
 {
 	int r;
 
 	if (!c->plan->gateway)
 		return 0;
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+	if (fd < 0)
+		return fail(c, errno,
+			    "NETLINK_NETFILTER socket for the transparent capture (a kernel "
+			    "without nf_tables?)");
+	al_child_send(c->sync, AL_SYNC_CAPTURE, 0, 0, NULL, NULL, fd);
+	close(fd);
 	/* Port 53 needs CAP_NET_BIND_SERVICE in our namespace: we still
 	 * have it here, and the supervisor does the serving. */
 	for (int k = 0; k < AL_GATEWAY_N_LISTENERS; k++)

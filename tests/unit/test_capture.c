@@ -1,0 +1,201 @@
+/* backend/native/capture.h: the transparent capture's prebuilt netlink
+ * batch, installed in network namespaces this test makes (unshare, one per
+ * case) and read back with Debian's nft. Skipped, with the reason, without
+ * a network namespace or without /usr/sbin/nft. */
+#include "unit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <linux/netlink.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backend/native/capture.h"
+#include "core/sys.h"
+
+#define NFT "/usr/sbin/nft"
+
+/* Run nft with args, input on its stdin; its stdout and stderr in out.
+ * Returns its exit status. */
+static int nft(const char *args, const char *input, char *out, size_t outlen)
+{
+	int in[2], res[2], st = 0;
+	size_t got = 0;
+	ssize_t n;
+
+	assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(res, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(res[1], 1);
+		dup2(res[1], 2);
+		execl("/bin/sh", "sh", "-c", args, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(res[1]);
+	if (input)
+		assert_int_equal(al_write_all(in[1], input, strlen(input)), 0);
+	close(in[1]);
+	while (got + 1 < outlen && (n = read(res[0], out + got, outlen - 1 - got)) > 0)
+		got += (size_t)n;
+	out[got] = '\0';
+	close(res[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* As the supervisor does, on a socket of the namespace. */
+static int install(struct al_error *err)
+{
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+	assert_true(fd >= 0);
+	int r = al_capture_install(fd, err);
+	close(fd);
+	return r;
+}
+
+static void list(char *out, size_t outlen)
+{
+	assert_int_equal(nft(NFT " list ruleset", NULL, out, outlen), 0);
+}
+
+/* Each case starts in a network namespace of its own (the old one goes
+ * with its last reference). */
+static int fresh_netns(void **state)
+{
+	(void)state;
+	return unshare(CLONE_NEWNET) == 0 ? 0 : -1;
+}
+
+static void test_listing_matches_nft_text(void **state)
+{
+	static char ours[16384], theirs[16384];
+	struct al_error err = {0};
+
+	(void)state;
+	list(ours, sizeof(ours));
+	assert_string_equal(ours, "");
+	assert_int_equal(install(&err), 0);
+	list(ours, sizeof(ours));
+	assert_contains(ours, "redirect to :15001");
+	assert_contains(ours, "policy = { syn_sent : 5, syn_recv : 5, last_ack : 2, "
+			      "time_wait : 1, close : 1 }");
+	assert_contains(ours, "ip6 daddr != ::1 drop");
+	/* The same text, loaded by nft itself, lists the same. */
+	assert_int_equal(nft(NFT " flush ruleset", NULL, theirs, sizeof(theirs)), 0);
+	int rc = nft(NFT " -f -", al_capture_nft_text, theirs, sizeof(theirs));
+	if (rc != 0)
+		fail_msg("nft refused al_capture_nft_text: %s", theirs);
+	list(theirs, sizeof(theirs));
+	assert_string_equal(ours, theirs);
+}
+
+/* A namespace whose raw_out chain is already another type: the kernel
+ * refuses that message, the error names it, and the batch is one
+ * transaction: nothing else of it stays. */
+static void test_refusal_names_part_and_keeps_nothing(void **state)
+{
+	static char before[4096], after[4096];
+	struct al_error err = {0};
+
+	(void)state;
+	int rc = nft(
+	    NFT " -f -",
+	    "table ip airlock {\n  chain raw_out {\n    type nat hook output priority 5;\n  }\n}\n",
+	    before, sizeof(before));
+	if (rc != 0)
+		fail_msg("nft: %s", before);
+	list(before, sizeof(before));
+	int r = install(&err);
+	assert_true(r < 0);
+	assert_contains(err.msg, "the kernel refused the transparent capture's chain ip raw_out");
+	list(after, sizeof(after));
+	assert_string_equal(before, after);
+	assert_not_contains(after, "closing");
+}
+
+/* Without CAP_NET_ADMIN the kernel refuses the batch as a whole. */
+static void test_without_net_admin(void **state)
+{
+	char msg[512] = "";
+	int p[2], st = 0;
+
+	(void)state;
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+		struct __user_cap_data_struct data[2] = {{0}};
+		struct al_error err = {0};
+		if (syscall(SYS_capset, &hdr, data) < 0)
+			_exit(100);
+		int r = install(&err);
+		(void)!write(p[1], err.msg, strlen(err.msg));
+		_exit(r == -EPERM ? 0 : 1);
+	}
+	close(p[1]);
+	ssize_t n = read(p[0], msg, sizeof(msg) - 1);
+	msg[n > 0 ? n : 0] = '\0';
+	close(p[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	if (WEXITSTATUS(st) != 0)
+		fail_msg("expected EPERM, got status %d: %s", WEXITSTATUS(st), msg);
+	assert_contains(msg, "the kernel refused the transparent capture's batch");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup(test_listing_matches_nft_text, fresh_netns),
+	    cmocka_unit_test_setup(test_refusal_names_part_and_keeps_nothing, fresh_netns),
+	    cmocka_unit_test_setup(test_without_net_admin, fresh_netns),
+	};
+	if (access(NFT, X_OK) != 0) {
+		printf("SKIP: %s is not installed (Debian package nftables; the test reads the "
+		       "rules back with it)\n",
+		       NFT);
+		return 77;
+	}
+	/* Not root: a user namespace of our own, with our uid as its root (so
+	 * nft keeps its capabilities across exec). */
+	if (geteuid() != 0) {
+		uid_t uid = geteuid();
+		gid_t gid = getegid();
+		char map[64];
+		int fd;
+		if (unshare(CLONE_NEWUSER) < 0) {
+			printf("SKIP: not root and no user namespaces: %s\n", strerror(errno));
+			return 77;
+		}
+		snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
+		if ((fd = open("/proc/self/uid_map", O_WRONLY)) >= 0) {
+			(void)!write(fd, map, strlen(map));
+			close(fd);
+		}
+		if ((fd = open("/proc/self/setgroups", O_WRONLY)) >= 0) {
+			(void)!write(fd, "deny", 4);
+			close(fd);
+		}
+		snprintf(map, sizeof(map), "0 %u 1", (unsigned)gid);
+		if ((fd = open("/proc/self/gid_map", O_WRONLY)) >= 0) {
+			(void)!write(fd, map, strlen(map));
+			close(fd);
+		}
+	}
+	if (unshare(CLONE_NEWNET) < 0) {
+		printf("SKIP: no network namespace for the test: %s\n", strerror(errno));
+		return 77;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
