@@ -38,7 +38,7 @@ enum al_gateway_proc_state al_gateway_proc_state(const struct al_gateway_proc *g
 /* Why it failed: one line. */
 const char *al_gateway_proc_error(const struct al_gateway_proc *gp);
 /* Once running: {"pid", "landlock_abi", "file_open": the errno its own
- * test open of /etc/passwd got, "seccomp"} for the gateway.start event. */
+ * test open of / got, "seccomp"} for the gateway.start event. */
 json_t *al_gateway_proc_json(const struct al_gateway_proc *gp);
 
 /* Hand it a listening socket from the sandbox (fd is consumed). */
