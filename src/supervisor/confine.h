@@ -30,8 +30,8 @@ struct al_confine {
 /* The part that can be done ahead, so that al_confine_self() costs
  * little where it is called: check that the caller is single-threaded
  * (other threads would stay outside the domain), drop every capability
- * but the kept ones from the bounding set (which only exec uses: call
- * this after the last helper is forked), and build the landlock ruleset
+ * but the kept ones from the bounding set (which only exec uses, and
+ * nothing the supervisor starts execs), and build the landlock ruleset
  * for c, opening its paths. *ret_ruleset is the ruleset's fd, or -1 when
  * c->landlock_abi is 0. 0, or -errno with err naming what failed. */
 int al_confine_prepare(const struct al_confine *c, int *ret_ruleset, struct al_error *err);

@@ -1,7 +1,8 @@
 /* Build-time generator: builds the transparent capture's nftables ruleset
  * as one nfnetlink batch with libnftnl and prints it as a C array, so a
- * run installs it with one sendmsg() from the sandbox's child instead of
- * executing nft (which loads libnftables, parses, and reads the kernel's
+ * run installs it with one sendmsg() from the supervisor (on a socket the
+ * sandbox's child opened in its network namespace) instead of executing
+ * nft (which loads libnftables, parses, and reads the kernel's
  * ruleset first). Each rule is written here twice: as the nft text a
  * person reads (and that tests/unit/test_capture.c loads with the real nft
  * to compare listings) and as the expressions that text compiles to.
@@ -35,6 +36,7 @@ static char buf[16384];
 static struct mnl_nlmsg_batch *batch;
 static uint32_t seq = 1;
 static FILE *out;
+static struct nlmsghdr *last_msg;
 
 /* What each message of the batch makes, by sequence number, for the
  * error a failing install reports. */
@@ -57,10 +59,11 @@ static struct nlmsghdr *begin_msg(uint16_t type, uint16_t family, uint16_t flags
 	made[n_made].seq = seq;
 	snprintf(made[n_made].what, sizeof(made[n_made].what), "%s", what);
 	n_made++;
-	/* Every message asks for its answer: the installer reads them all,
-	 * so it knows the batch was committed, not just sent. */
-	return nftnl_nlmsg_build_hdr(mnl_nlmsg_batch_current(batch), type, family,
-				     flags | NLM_F_ACK, seq++);
+	/* Only the last message asks for an answer: errors come whether
+	 * asked for or not, so its answer means the batch was committed. */
+	last_msg = nftnl_nlmsg_build_hdr(mnl_nlmsg_batch_current(batch), type, family, flags,
+					 seq++);
+	return last_msg;
 }
 
 static void next_msg(void)
@@ -330,6 +333,7 @@ int main(int argc, char **argv)
 	nftnl_batch_begin(mnl_nlmsg_batch_current(batch), seq++);
 	next_msg();
 	build();
+	last_msg->nlmsg_flags |= NLM_F_ACK;
 	nftnl_batch_end(mnl_nlmsg_batch_current(batch), seq++);
 	next_msg();
 

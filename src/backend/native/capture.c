@@ -16,9 +16,11 @@ static const char *what_of(uint32_t seq)
 	return "batch";
 }
 
-/* Read the kernel's answers: one per message (each asks for it), errors
- * first in batch order, so the answer to the last message means the whole
- * batch was committed. */
+/* Read the kernel's answers, queued after it committed or aborted the
+ * batch, in batch order: an error for each message it refused (a failed
+ * commit is reported against the batch's start, seq 1, before anything
+ * else), and the acknowledgement the last message asked for, which so
+ * means the whole batch was committed. */
 static int read_answers(int fd, struct al_error *err)
 {
 	const uint32_t last = al_capture_msgs[al_capture_n_msgs - 1].seq;
@@ -32,7 +34,7 @@ static int read_answers(int fd, struct al_error *err)
 			return al_error_setsys(err, errno == EAGAIN ? EPROTO : errno,
 					       "gateway: the kernel did not confirm the "
 					       "transparent-capture rules");
-		size_t left = (size_t)got;
+		int left = (int)got; /* signed: NLMSG_NEXT may take more than is left */
 		for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, left);
 		     nh = NLMSG_NEXT(nh, left)) {
 			if (nh->nlmsg_type != NLMSG_ERROR)

@@ -335,7 +335,7 @@ static void install_capture(struct al_monitor *m, int fd)
 
 	close(fd);
 	if (r < 0) {
-		failed(m, "gateway", 0, err.msg);
+		failed(m, "gateway", -r, err.msg);
 		al_monitor_stop(m->sb);
 		return;
 	}

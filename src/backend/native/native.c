@@ -1,8 +1,8 @@
 /* The native backend: Linux namespaces, landlock and seccomp, with the
  * parent-side setup order of DESIGN.md: cgroup → clone3 into new
  * namespaces (into the cgroup on v2) → uid/gid maps → release the child
- * (which installs the gateway's capture itself, steps.c). monitor.c
- * watches it from there. */
+ * (which hands over a socket for the gateway's capture rules early in its
+ * setup). monitor.c watches it from there, and installs those rules. */
 #include "backend/backend.h"
 
 #include <errno.h>
