@@ -61,8 +61,8 @@ static struct nlmsghdr *begin_msg(uint16_t type, uint16_t family, uint16_t flags
 	n_made++;
 	/* Only the last message asks for an answer: errors come whether
 	 * asked for or not, so its answer means the batch was committed. */
-	last_msg = nftnl_nlmsg_build_hdr(mnl_nlmsg_batch_current(batch), type, family, flags,
-					 seq++);
+	last_msg =
+	    nftnl_nlmsg_build_hdr(mnl_nlmsg_batch_current(batch), type, family, flags, seq++);
 	return last_msg;
 }
 
