@@ -16,6 +16,18 @@ static const char *what_of(uint32_t seq)
 	return "batch";
 }
 
+/* The message after nh, or NULL: unlike NLMSG_NEXT, never steps past
+ * what is left (an unaligned last length would wrap it). */
+static struct nlmsghdr *next_msg(struct nlmsghdr *nh, size_t *left)
+{
+	size_t step = NLMSG_ALIGN(nh->nlmsg_len);
+
+	if (step >= *left)
+		return NULL;
+	*left -= step;
+	return (struct nlmsghdr *)((char *)nh + step);
+}
+
 /* Read the kernel's answers, queued after it committed or aborted the
  * batch, in batch order: an error for each message it refused (a failed
  * commit is reported against the batch's start, seq 1, before anything
@@ -34,9 +46,9 @@ static int read_answers(int fd, struct al_error *err)
 			return al_error_setsys(err, errno == EAGAIN ? EPROTO : errno,
 					       "gateway: the kernel did not confirm the "
 					       "transparent-capture rules");
-		int left = (int)got; /* signed: NLMSG_NEXT may take more than is left */
-		for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, left);
-		     nh = NLMSG_NEXT(nh, left)) {
+		size_t left = (size_t)got;
+		for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; nh && NLMSG_OK(nh, left);
+		     nh = next_msg(nh, &left)) {
 			if (nh->nlmsg_type != NLMSG_ERROR)
 				continue;
 			if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(struct nlmsgerr)))
