@@ -10,7 +10,9 @@
  * supervisor (src/supervisor) handles the events and knows no backend. */
 #pragma once
 
+#include <jansson.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -25,6 +27,7 @@
 #include "supervisor/supervisor.h"
 
 struct al_monitor;
+struct al_native_plan;
 
 struct al_sandbox {
 	const struct al_backend_ops *ops;
@@ -42,12 +45,17 @@ struct al_sandbox {
 	int sync;
 	bool exiting; /* init reported the end, emptied the namespace and left the cgroup */
 	struct al_monitor *mon;
+	struct al_native_plan *lowered; /* native: the plan in its terms (owned) */
 };
 
 struct al_backend_ops {
 	const char *name;
 	/* Can this machine run the plan with this backend? */
 	int (*probe)(const struct al_plan *plan, struct al_error *err);
+	/* `airlock check`: how this backend makes the plan on this machine,
+	 * as text to f, or (f NULL) as members added to json. Refuses, with
+	 * err, where a run would. */
+	int (*describe)(const struct al_plan *plan, FILE *f, json_t *json, struct al_error *err);
 	/* Create what must exist before the sandbox (the cgroup). */
 	int (*prepare)(struct al_sandbox *sb, struct al_error *err);
 	/* Create the sandbox and watch it in sb->loop; report through

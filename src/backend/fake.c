@@ -27,6 +27,18 @@ static int fake_probe(const struct al_plan *plan, struct al_error *err)
 	return 0;
 }
 
+static int fake_describe(const struct al_plan *plan, FILE *f, json_t *json, struct al_error *err)
+{
+	static const char what[] = "the host's, unconfined (fake backend: tests only)";
+	(void)plan;
+	(void)err;
+	if (f)
+		fprintf(f, "filesystem: %s\n", what);
+	else
+		json_object_set_new(json, "filesystem", json_string(what));
+	return 0;
+}
+
 static int fake_prepare(struct al_sandbox *sb, struct al_error *err)
 {
 	(void)sb;
@@ -102,6 +114,7 @@ static void fake_destroy(struct al_sandbox *sb)
 const struct al_backend_ops al_backend_fake = {
     .name = "fake",
     .probe = fake_probe,
+    .describe = fake_describe,
     .prepare = fake_prepare,
     .start = fake_start_all,
     .release = al_monitor_release,

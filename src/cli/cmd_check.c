@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "backend/backend.h"
 #include "config.h"
 #include "core/cleanup.h"
 #include "core/log.h"
@@ -36,6 +37,11 @@ int al_cmd_check(int argc, char **argv)
 		al_err("%s", err.msg);
 		goto out;
 	}
+	const struct al_backend_ops *backend = al_backend_lookup(plan->backend);
+	if (!backend) {
+		al_err("unknown backend \"%s\"", plan->backend);
+		goto out;
+	}
 	/* The kernel-memory bound depends on this host's cgroup, which the
 	 * plan (pure) does not look at. */
 	enum al_sockmem sockmem = al_cgroup_host_socket_mode();
@@ -46,14 +52,29 @@ int al_cmd_check(int argc, char **argv)
 			al_err("internal error: the plan's JSON dump does not parse");
 			goto out;
 		}
+		if (backend->describe(plan, NULL, o, &err) < 0) {
+			json_decref(o);
+			al_err("%s", err.msg);
+			goto out;
+		}
 		json_object_set_new(o, "kernel_memory", al_kmem_json(plan, sockmem, NULL));
 		_cleanup_free_ char *t = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		json_decref(o);
 		printf("%s\n", t);
 	} else {
 		char kmem[512];
+		_cleanup_free_ char *how = NULL;
+		size_t how_len = 0;
+		_cleanup_fclose_ FILE *f = open_memstream(&how, &how_len);
+		/* Described before anything is printed: a refusal prints no
+		 * "OK". */
+		if (!f || backend->describe(plan, f, NULL, &err) < 0 || fflush(f) != 0) {
+			al_err("%s", err.msg[0] ? err.msg : "describing the plan: out of memory");
+			goto out;
+		}
 		printf("policy %s: OK\n", cli.policy_file ? cli.policy_file : "(flags only)");
 		al_plan_dump_text(plan, stdout);
+		fputs(how, stdout);
 		al_kmem_describe(plan, sockmem, kmem, sizeof(kmem));
 		printf("kernel memory: %s\n", kmem);
 	}

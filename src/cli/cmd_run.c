@@ -101,8 +101,12 @@ int al_cmd_run(int argc, char **argv)
 		goto out;
 	}
 	al_log_phase("plan built");
-	if (al_log_get_level() >= AL_LOG_DEBUG)
+	if (al_log_get_level() >= AL_LOG_DEBUG) {
+		const struct al_backend_ops *backend = al_backend_lookup(plan->backend);
 		al_plan_dump_text(plan, stderr);
+		if (backend && backend->describe(plan, stderr, NULL, &err) < 0)
+			al_error_clear(&err); /* the run says it again */
+	}
 	al_random_id(run_id, sizeof(run_id));
 	if (cli.audit_file && al_audit_open(cli.audit_file, run_id, &audit, &err) < 0) {
 		al_err("%s", err.msg);

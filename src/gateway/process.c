@@ -170,7 +170,7 @@ static int landlock_self(int abi, char *msg, size_t len)
 	return abi;
 }
 
-static int confine(const struct al_plan *plan, int *ret_abi, char *msg, size_t len)
+static int confine(int *ret_abi, char *msg, size_t len)
 {
 	struct sock_fprog prog = {.len = al_gateway_seccomp_program_len,
 				  .filter = (struct sock_filter *)al_gateway_seccomp_program};
@@ -184,7 +184,7 @@ static int confine(const struct al_plan *plan, int *ret_abi, char *msg, size_t l
 		snprintf(msg, len, "no_new_privs: %s", strerror(errno));
 		return errno;
 	}
-	if ((*ret_abi = landlock_self(plan->landlock_abi, msg, len)) < 0)
+	if ((*ret_abi = landlock_self(al_landlock_abi(), msg, len)) < 0)
 		return EPERM;
 	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0) {
 		snprintf(msg, len, "installing its seccomp filter: %s", strerror(errno));
@@ -236,7 +236,7 @@ static _Noreturn void child_main(const struct al_plan *plan, int sock, bool audi
 		snprintf(msg, sizeof(msg), "%s", err.msg);
 	}
 	if (!e)
-		e = confine(plan, &abi, msg, sizeof(msg));
+		e = confine(&abi, msg, sizeof(msg));
 	/* Its own check that it reads no files: the root directory always
 	 * exists, and landlock refuses reading it. */
 	if (!e) {
@@ -304,12 +304,12 @@ static int read_one(struct al_gateway_proc *gp)
 		/* With landlock, its domain must be the plan's and refuse the
 		 * test open; without (the policy chose best-effort), there is
 		 * nothing to check. */
-		if (gp->plan->landlock_abi > 0 &&
-		    (m.landlock_abi < gp->plan->landlock_abi || m.file_errno != EACCES)) {
+		if (al_landlock_abi() > 0 &&
+		    (m.landlock_abi < al_landlock_abi() || m.file_errno != EACCES)) {
 			fail(gp,
 			     "the gateway process is not confined (landlock ABI %d of %d, its "
 			     "test open got %s)",
-			     m.landlock_abi, gp->plan->landlock_abi,
+			     m.landlock_abi, al_landlock_abi(),
 			     m.file_errno ? strerrorname_np(m.file_errno) : "success");
 			return -1;
 		}

@@ -1,13 +1,11 @@
 /* Policy → plan. Applies defaults, checks every path against the host and
- * against the sandbox layout, synthesizes /etc, and orders the mount ops so
- * that the child only executes them. The only syscalls here are read-only
- * looks at the host (stat, realpath, readlink); nothing is created (the
- * seccomp program was compiled at build time). */
+ * against the sandbox layout, synthesizes /etc, and orders the file tree,
+ * parents before children. The only syscalls here are read-only looks at
+ * the host (stat, realpath, readlink); nothing is created. */
 #include "policy/plan.h"
 
 #include <errno.h>
 #include <limits.h>
-#include <linux/mount.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +15,6 @@
 #include "core/cleanup.h"
 #include "core/sys.h"
 #include "core/util.h"
-#include "policy/seccomp.h"
-
-#define OLD	"/oldroot"
-#define NEW	"/newroot"
-#define SCRATCH "/scratch"
 
 static const char *const default_system[] = {"/usr", "/bin", "/lib", "/lib64", "/sbin", NULL};
 /* Host /etc entries shown read-only when present; everything else in /etc
@@ -29,111 +22,57 @@ static const char *const default_system[] = {"/usr", "/bin", "/lib", "/lib64", "
 static const char *const etc_binds[] = {"/etc/ld.so.cache", "/etc/ssl/certs", "/etc/alternatives",
 					NULL};
 static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom", NULL};
+static const char *const dev_links[][2] = {{"/dev/fd", "/proc/self/fd"},
+					   {"/dev/stdin", "/proc/self/fd/0"},
+					   {"/dev/stdout", "/proc/self/fd/1"},
+					   {"/dev/stderr", "/proc/self/fd/2"}};
 /* Sandbox paths a mount may not cover or live under. */
 static const char *const reserved[] = {"/proc", "/dev", "/etc", NULL};
 
-#define RO_ATTR (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
-
-#define LL_READ (LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
-#define LL_WRITE                                                                                   \
-	(LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |                           \
-	 LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_DIR |                            \
-	 LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |                              \
-	 LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_SYM | LANDLOCK_ACCESS_FS_REFER |   \
-	 LANDLOCK_ACCESS_FS_TRUNCATE)
-#define LL_DEVICE (LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
-
 struct builder {
 	struct al_plan *plan;
-	char **dirs; /* staging paths already created, for mkdir -p */
 	struct al_error *err;
 };
 
-static struct al_mount_op *add_op(struct builder *b, enum al_op_kind kind, char *target,
-				  char *source, const char *what)
+static struct al_fs_entry *add_fs(struct builder *b, enum al_fs_kind kind, const char *path,
+				  char *source, unsigned access, const char *what)
 {
 	struct al_plan *p = b->plan;
-	struct al_mount_op *op;
+	struct al_fs_entry *e;
 
-	p->ops = xrealloc(p->ops, (p->n_ops + 1) * sizeof(*p->ops));
-	op = &p->ops[p->n_ops++];
-	*op = (struct al_mount_op){.kind = kind, .target = target, .source = source};
-	op->what = xstrdup(what);
-	return op;
+	p->fs = xrealloc(p->fs, (p->n_fs + 1) * sizeof(*p->fs));
+	e = &p->fs[p->n_fs++];
+	*e = (struct al_fs_entry){.kind = kind,
+				  .path = xstrdup(path),
+				  .source = source,
+				  .access = access,
+				  .what = xstrdup(what)};
+	return e;
 }
 
-static bool dir_known(struct builder *b, const char *staging)
+static void add_file(struct builder *b, const char *path, char *content)
 {
-	for (size_t i = 0; b->dirs && b->dirs[i]; i++)
-		if (strcmp(b->dirs[i], staging) == 0)
-			return true;
-	return false;
+	struct al_fs_entry *e = add_fs(b, AL_FS_FILE, path, content, AL_FS_READ, path);
+	e->len = strlen(content);
+	e->mode = 0644;
 }
 
-/* mkdir -p of a staging path: one MKDIR op per component not made yet. */
-static void mkdir_p(struct builder *b, const char *staging, mode_t mode, bool sandbox_owned,
-		    const char *what)
+/* A host path (already resolved, no symlinks) at a sandbox path. */
+static void add_host(struct builder *b, enum al_fs_kind kind, const char *host, const char *path,
+		     const struct stat *st, unsigned access, const char *what)
 {
-	_cleanup_free_ char *path = xstrdup(staging);
-
-	for (char *c = path + 1;; c++) {
-		if (*c != '/' && *c != '\0')
-			continue;
-		char saved = *c;
-		*c = '\0';
-		/* The three staging roots exist before any op runs. */
-		if (strcmp(path, NEW) != 0 && strcmp(path, OLD) != 0 &&
-		    strcmp(path, SCRATCH) != 0 && !dir_known(b, path)) {
-			struct al_mount_op *op = add_op(b, AL_OP_MKDIR, xstrdup(path), NULL, what);
-			op->mode = mode;
-			op->sandbox_owned = sandbox_owned;
-			al_strv_push(&b->dirs, path);
-		}
-		*c = saved;
-		if (saved == '\0')
-			break;
-	}
+	struct al_fs_entry *e = add_fs(b, kind, path, xstrdup(host), access, what);
+	e->dir = S_ISDIR(st->st_mode);
+	e->dev = st->st_dev;
+	e->ino = st->st_ino;
 }
 
-static void add_file(struct builder *b, const char *sandbox_path, char *content, mode_t mode)
+static void add_scratch(struct builder *b, const char *path, const char *subdir, mode_t mode,
+			unsigned access, const char *what)
 {
-	struct al_mount_op *op =
-	    add_op(b, AL_OP_FILE, xasprintf(NEW "%s", sandbox_path), content, sandbox_path);
-	op->len = strlen(content);
-	op->mode = mode;
-}
-
-static void add_ll(struct builder *b, const char *path, uint64_t access)
-{
-	struct al_plan *p = b->plan;
-	access &= al_landlock_fs_all(p->landlock_abi);
-	for (size_t i = 0; i < p->n_ll_rules; i++) {
-		if (strcmp(p->ll_rules[i].path, path) == 0) {
-			p->ll_rules[i].access |= access;
-			return;
-		}
-	}
-	p->ll_rules = xrealloc(p->ll_rules, (p->n_ll_rules + 1) * sizeof(*p->ll_rules));
-	p->ll_rules[p->n_ll_rules++] = (struct al_landlock_rule){xstrdup(path), access};
-}
-
-/* Bind a host path (already resolved, no symlinks) at a sandbox path. */
-static void add_bind(struct builder *b, const char *host, const char *sandbox_path,
-		     const struct stat *st, uint64_t attr, const char *what)
-{
-	_cleanup_free_ char *target = xasprintf(NEW "%s", sandbox_path);
-	_cleanup_free_ char *parent = xstrdup(target);
-	struct al_mount_op *op;
-
-	*strrchr(parent, '/') = '\0';
-	mkdir_p(b, parent, 0755, false, what);
-	op = add_op(b, AL_OP_BIND, TAKE_PTR(target), xasprintf(OLD "%s", host), what);
-	op->dir = S_ISDIR(st->st_mode);
-	op->attr = attr;
-	op->dev = st->st_dev;
-	op->ino = st->st_ino;
-	if (op->dir)
-		al_strv_push(&b->dirs, op->target);
+	struct al_fs_entry *e = add_fs(b, AL_FS_SCRATCH, path, xstrdup(subdir), access, what);
+	e->mode = mode;
+	e->sandbox_owned = strcmp(subdir, "work") == 0;
 }
 
 static bool is_reserved(const struct al_plan *plan, char *const *system, const char *path,
@@ -190,10 +129,7 @@ static int build_system(struct builder *b, char *const *system, bool explicit_li
 				return al_error_setsys(b->err, errno,
 						       "filesystem.system: readlink %s", path);
 			link[n] = '\0';
-			_cleanup_free_ char *parent = xasprintf(NEW "%s", path);
-			*strrchr(parent, '/') = '\0';
-			mkdir_p(b, parent, 0755, false, what);
-			add_op(b, AL_OP_SYMLINK, xasprintf(NEW "%s", path), xstrdup(link), what);
+			add_fs(b, AL_FS_LINK, path, xstrdup(link), AL_FS_READ, what);
 			continue;
 		}
 		if (!S_ISDIR(st.st_mode))
@@ -202,8 +138,7 @@ static int build_system(struct builder *b, char *const *system, bool explicit_li
 		char real[PATH_MAX];
 		if (!realpath(path, real) || stat(real, &st) < 0)
 			return al_error_setsys(b->err, errno, "filesystem.system: %s", path);
-		add_bind(b, real, path, &st, RO_ATTR, what);
-		add_ll(b, path, LL_READ | LANDLOCK_ACCESS_FS_EXECUTE);
+		add_host(b, AL_FS_HOST, real, path, &st, AL_FS_READ | AL_FS_EXEC, what);
 	}
 	return 0;
 }
@@ -212,27 +147,24 @@ static int build_etc(struct builder *b)
 {
 	const struct al_plan *p = b->plan;
 
-	mkdir_p(b, NEW "/etc", 0755, false, "/etc");
+	add_fs(b, AL_FS_DIR, "/etc", NULL, AL_FS_READ, "/etc")->mode = 0755;
 	add_file(b, "/etc/passwd",
 		 xasprintf("root:x:0:0:root:/root:/usr/sbin/nologin\n"
 			   "sandbox:x:%d:%d:airlock sandbox:%s:/bin/sh\n"
 			   "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-			   AL_SANDBOX_UID, AL_SANDBOX_GID, p->workdir),
-		 0644);
+			   AL_SANDBOX_UID, AL_SANDBOX_GID, p->workdir));
 	add_file(b, "/etc/group",
-		 xasprintf("root:x:0:\nsandbox:x:%d:\nnogroup:x:65534:\n", AL_SANDBOX_GID), 0644);
+		 xasprintf("root:x:0:\nsandbox:x:%d:\nnogroup:x:65534:\n", AL_SANDBOX_GID));
 	add_file(b, "/etc/hosts",
 		 xasprintf("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 			   "127.0.1.1\t%s\n",
-			   p->hostname),
-		 0644);
-	add_file(b, "/etc/hostname", xasprintf("%s\n", p->hostname), 0644);
+			   p->hostname));
+	add_file(b, "/etc/hostname", xasprintf("%s\n", p->hostname));
 	add_file(b, "/etc/resolv.conf",
-		 xstrdup("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"), 0644);
+		 xstrdup("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"));
 	add_file(b, "/etc/nsswitch.conf",
 		 xstrdup("passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
-			 "networks: files\nprotocols: files\nservices: files\n"),
-		 0644);
+			 "networks: files\nprotocols: files\nservices: files\n"));
 	for (size_t i = 0; etc_binds[i]; i++) {
 		struct stat st;
 		if (stat(etc_binds[i], &st) < 0)
@@ -240,89 +172,38 @@ static int build_etc(struct builder *b)
 		char real[PATH_MAX];
 		if (!realpath(etc_binds[i], real) || stat(real, &st) < 0)
 			continue;
-		add_bind(b, real, etc_binds[i], &st, RO_ATTR | MOUNT_ATTR_NOEXEC, etc_binds[i]);
+		add_host(b, AL_FS_HOST, real, etc_binds[i], &st, AL_FS_READ, etc_binds[i]);
 	}
-	add_ll(b, "/etc", LL_READ);
 	return 0;
 }
 
 static void build_proc_dev(struct builder *b)
 {
-	struct al_mount_op *op;
-
-	mkdir_p(b, NEW "/proc", 0555, false, "/proc");
-	op = add_op(b, AL_OP_PROC, xstrdup(NEW "/proc"), NULL, "/proc");
-	op->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
-	add_ll(b, "/proc", LL_READ);
-
-	mkdir_p(b, NEW "/dev", 0755, false, "/dev");
-	op = add_op(b, AL_OP_TMPFS, xstrdup(NEW "/dev"), xstrdup("size=64k,nr_inodes=64,mode=0755"),
-		    "/dev");
-	/* nodev is left off only to keep the flags honest: the nodes are bind
-	 * mounts with their own flags, and the tmpfs is sealed read-only. */
-	op->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
-	op->seal = true;
+	add_fs(b, AL_FS_PROC, "/proc", NULL, AL_FS_READ, "/proc")->mode = 0555;
+	add_fs(b, AL_FS_DEVDIR, "/dev", NULL, AL_FS_READ, "/dev")->mode = 0755;
 	for (size_t i = 0; dev_nodes[i]; i++) {
 		struct stat st;
-		char host[32], sb[32];
+		char host[32];
 		snprintf(host, sizeof(host), "/dev/%s", dev_nodes[i]);
 		if (stat(host, &st) < 0 || !S_ISCHR(st.st_mode))
 			continue;
-		/* Device binds keep nodev off: the node is the point. */
-		add_bind(b, host, host, &st, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, host);
-		snprintf(sb, sizeof(sb), "/dev/%s", dev_nodes[i]);
-		add_ll(b, sb, LL_READ | LL_DEVICE);
+		add_host(b, AL_FS_DEVICE, host, host, &st, AL_FS_READ | AL_FS_WRITE, host);
 	}
-	add_op(b, AL_OP_SYMLINK, xstrdup(NEW "/dev/fd"), xstrdup("/proc/self/fd"), "/dev/fd");
-	add_op(b, AL_OP_SYMLINK, xstrdup(NEW "/dev/stdin"), xstrdup("/proc/self/fd/0"),
-	       "/dev/stdin");
-	add_op(b, AL_OP_SYMLINK, xstrdup(NEW "/dev/stdout"), xstrdup("/proc/self/fd/1"),
-	       "/dev/stdout");
-	add_op(b, AL_OP_SYMLINK, xstrdup(NEW "/dev/stderr"), xstrdup("/proc/self/fd/2"),
-	       "/dev/stderr");
-	/* /dev/shm is part of the scratch; the scratch tmpfs exists by now. */
-	mkdir_p(b, NEW "/dev/shm", 01777, false, "/dev/shm");
-	op = add_op(b, AL_OP_BIND, xstrdup(NEW "/dev/shm"), xstrdup(SCRATCH "/shm"),
-		    "/dev/shm (scratch)");
-	op->dir = true;
-	op->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
-	add_ll(b, "/dev/shm", LL_READ | LL_WRITE);
-	add_ll(b, "/dev", LL_READ);
+	for (size_t i = 0; i < AL_ARRAY_SIZE(dev_links); i++)
+		add_fs(b, AL_FS_LINK, dev_links[i][0], xstrdup(dev_links[i][1]), AL_FS_READ,
+		       dev_links[i][0]);
+	add_scratch(b, "/dev/shm", "shm", 01777, AL_FS_READ | AL_FS_WRITE, "/dev/shm (scratch)");
 }
 
-/* The scratch tmpfs and its three faces: /tmp, the workdir, /dev/shm. */
+/* The scratch's faces: /tmp and the workdir (/dev/shm comes with /dev). */
 static void build_scratch(struct builder *b, bool workdir_is_mount)
 {
 	struct al_plan *p = b->plan;
-	uint64_t attr =
-	    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (p->scratch_exec ? 0 : MOUNT_ATTR_NOEXEC);
-	uint64_t ll = LL_READ | LL_WRITE | (p->scratch_exec ? LANDLOCK_ACCESS_FS_EXECUTE : 0);
-	struct al_mount_op *op;
+	unsigned access = AL_FS_READ | AL_FS_WRITE | (p->scratch_exec ? AL_FS_EXEC : 0);
 
-	op = add_op(b, AL_OP_TMPFS, xstrdup(SCRATCH),
-		    xasprintf("size=%llu,mode=0755", (unsigned long long)p->scratch_bytes),
-		    "scratch");
-	op->attr = attr;
-	mkdir_p(b, SCRATCH "/tmp", 01777, false, "scratch");
-	mkdir_p(b, SCRATCH "/shm", 01777, false, "scratch");
+	add_scratch(b, "/tmp", "tmp", 01777, access, "/tmp (scratch)");
 	if (!workdir_is_mount)
-		mkdir_p(b, SCRATCH "/work", 0755, true, "scratch");
-
-	mkdir_p(b, NEW "/tmp", 01777, false, "/tmp");
-	op = add_op(b, AL_OP_BIND, xstrdup(NEW "/tmp"), xstrdup(SCRATCH "/tmp"), "/tmp (scratch)");
-	op->dir = true;
-	op->attr = attr;
-	add_ll(b, "/tmp", ll);
-
-	if (!workdir_is_mount) {
-		_cleanup_free_ char *t = xasprintf(NEW "%s", p->workdir);
-		mkdir_p(b, t, 0755, false, "workdir");
-		op = add_op(b, AL_OP_BIND, TAKE_PTR(t), xstrdup(SCRATCH "/work"),
-			    "workdir (scratch)");
-		op->dir = true;
-		op->attr = attr;
-		add_ll(b, p->workdir, ll);
-	}
+		add_scratch(b, p->workdir, "work", 0755, access, "workdir (scratch)");
 }
 
 static int cmp_mount_path(const void *a, const void *b)
@@ -414,24 +295,12 @@ static int build_mounts(struct builder *b, const struct al_policy *pol, char *co
 				    m->mode == AL_MOUNT_RW ? (S_ISDIR(st.st_mode) ? "rwx" : "rw")
 							   : (S_ISDIR(st.st_mode) ? "rx" : "r"));
 		}
-		bool exec = m->exec != 0; /* unset means allowed */
-		uint64_t attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-				(m->mode == AL_MOUNT_RO ? MOUNT_ATTR_RDONLY : 0) |
-				(exec ? 0 : MOUNT_ATTR_NOEXEC);
-		uint64_t ll = LL_READ | (m->mode == AL_MOUNT_RW ? LL_WRITE : 0) |
-			      (exec ? LANDLOCK_ACCESS_FS_EXECUTE : 0);
+		unsigned access = AL_FS_READ | (m->mode == AL_MOUNT_RW ? AL_FS_WRITE : 0) |
+				  (m->exec != 0 ? AL_FS_EXEC : 0); /* unset exec means allowed */
 		char what[PATH_MAX + 32];
 		snprintf(what, sizeof(what), "%s %s", m->mode == AL_MOUNT_RW ? "rw" : "ro",
 			 m->path);
-		add_bind(b, real, m->path, &st, attr, what);
-		if (!S_ISDIR(st.st_mode))
-			ll &= ~(
-			    uint64_t)(LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_REMOVE_DIR |
-				      LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_DIR |
-				      LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |
-				      LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_SYM |
-				      LANDLOCK_ACCESS_FS_REFER);
-		add_ll(b, m->path, ll);
+		add_host(b, AL_FS_HOST, real, m->path, &st, access, what);
 	}
 	return 0;
 }
@@ -445,16 +314,10 @@ static void build_ids(struct al_plan *p)
 		p->rootless = false;
 		p->host_uid = AL_HOST_ID_BASE + AL_SANDBOX_UID;
 		p->host_gid = AL_HOST_ID_BASE + AL_SANDBOX_GID;
-		snprintf(p->uid_map, sizeof(p->uid_map), "0 %u 1\n%u %u 1\n", AL_HOST_ID_BASE,
-			 AL_SANDBOX_UID, p->host_uid);
-		snprintf(p->gid_map, sizeof(p->gid_map), "0 %u 1\n%u %u 1\n", AL_HOST_ID_BASE,
-			 AL_SANDBOX_GID, p->host_gid);
 	} else {
 		p->rootless = true;
 		p->host_uid = uid;
 		p->host_gid = gid;
-		snprintf(p->uid_map, sizeof(p->uid_map), "%u %u 1\n", AL_SANDBOX_UID, uid);
-		snprintf(p->gid_map, sizeof(p->gid_map), "%u %u 1\n", AL_SANDBOX_GID, gid);
 	}
 }
 
@@ -539,25 +402,6 @@ static void build_env(struct al_plan *p, const struct al_policy *pol)
 	al_policy_free(tmp);
 }
 
-static int build_landlock(struct al_plan *p, const struct al_policy *pol, struct al_error *err)
-{
-	p->landlock_required = pol->landlock != AL_LANDLOCK_BEST_EFFORT;
-	p->landlock_abi = al_landlock_abi();
-	if (p->landlock_abi == 0) {
-		if (p->landlock_required)
-			return al_error_set(
-			    err, EOPNOTSUPP,
-			    "landlock is not available on this kernel; refusing to run "
-			    "(set \"filesystem\": {\"landlock\": \"best-effort\"} to run "
-			    "with mount isolation only)");
-		return 0;
-	}
-	p->landlock_fs = al_landlock_fs_all(p->landlock_abi);
-	if (p->landlock_abi >= 6)
-		p->landlock_scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
-	return 0;
-}
-
 int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **ret,
 		  struct al_error *err)
 {
@@ -638,30 +482,20 @@ int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **
 	if ((r = build_network(p, pol, err)) < 0)
 		return r;
 	build_env(p, pol);
-	if ((r = build_landlock(p, pol, err)) < 0)
-		return r;
-	add_ll(&b, "/", LANDLOCK_ACCESS_FS_READ_DIR);
+	p->landlock_required = pol->landlock != AL_LANDLOCK_BEST_EFFORT;
 
-	/* Order matters: the scratch and the new root first, then everything
-	 * that lands inside the new root, parents before children. */
+	/* Order matters: parents before children. */
 	build_scratch(&b, workdir_is_mount);
 	if ((r = build_system(&b, system, pol->system != NULL)) < 0)
-		goto out;
+		return r;
 	if ((r = build_etc(&b)) < 0)
-		goto out;
+		return r;
 	build_proc_dev(&b);
 	if ((r = build_mounts(&b, pol, system)) < 0)
-		goto out;
+		return r;
 
-	/* Compiled at build time; installing it needs no libseccomp. */
-	p->seccomp.len = al_seccomp_program_len;
-	p->seccomp.filter = (struct sock_filter *)al_seccomp_program;
-	p->seccomp_rules = al_seccomp_table(&p->n_seccomp_rules);
-	al_seccomp_summarize(p->seccomp_rules, p->n_seccomp_rules, &p->seccomp_summary);
 	*ret = TAKE_PTR(p);
-out:
-	al_strv_free(b.dirs);
-	return r;
+	return 0;
 }
 
 void al_plan_free(struct al_plan *p)
@@ -679,14 +513,11 @@ void al_plan_free(struct al_plan *p)
 	for (size_t i = 0; i < p->n_hosts; i++)
 		free(p->hosts[i].name);
 	free(p->hosts);
-	for (size_t i = 0; i < p->n_ops; i++) {
-		free(p->ops[i].target);
-		free(p->ops[i].source);
-		free(p->ops[i].what);
+	for (size_t i = 0; i < p->n_fs; i++) {
+		free(p->fs[i].path);
+		free(p->fs[i].source);
+		free(p->fs[i].what);
 	}
-	free(p->ops);
-	for (size_t i = 0; i < p->n_ll_rules; i++)
-		free(p->ll_rules[i].path);
-	free(p->ll_rules);
+	free(p->fs);
 	free(p);
 }

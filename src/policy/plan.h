@@ -1,17 +1,12 @@
-/* The plan: an immutable, fully resolved description of one run, lowered
- * from a policy (DESIGN.md "The shape"). The child after clone reads it and
- * never parses or allocates; every string it needs is built here.
- *
- * Staging view used by the mount ops (inside the child's private mount
- * namespace, after the first pivot_root onto a throw-away tmpfs):
- *   /oldroot   the host's root, detached before exec
- *   /newroot   the sandbox's root (a small tmpfs, read-only at the end)
- *   /scratch   the one size-limited scratch tmpfs; /tmp, the workdir and
- *              /dev/shm are bind mounts of its subdirectories, so a single
- *              size limit covers all writable space. */
+/* The plan: an immutable, fully resolved description of one run, built
+ * from a policy (DESIGN.md "The shape"). It says what the sandbox is — the
+ * command, its environment and identity, the file tree as host path →
+ * sandbox path with what may be done there, the limits, the network rules —
+ * and nothing about how a backend makes it: each backend lowers it to its
+ * own terms (the native one in backend/native/lower.c). Nothing in it is set
+ * after al_plan_build() and it owns no fds. */
 #pragma once
 
-#include <linux/filter.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -54,89 +49,44 @@
 #define AL_DEFAULT_HOSTNAME "airlock"
 #define AL_DEFAULT_PATH	    "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 
-enum al_op_kind {
-	AL_OP_MKDIR,   /* mkdir target (mode, uid) */
-	AL_OP_FILE,    /* create target with content source[0..len) (mode, uid) */
-	AL_OP_SYMLINK, /* symlink target -> source */
-	AL_OP_TMPFS,   /* mount tmpfs on target, options in source, then attr */
-	AL_OP_BIND,    /* bind source on target (a placeholder is made first), then attr */
-	AL_OP_PROC,    /* mount a fresh proc on target, then attr */
+/* The sandbox's file tree, as entries in the order it is built: every
+ * entry's parent directory exists (or is an earlier entry) when it comes.
+ * What each path is and what the sandbox may do there; how a backend makes
+ * it (staging mounts, landlock rules: backend/native/lower.c) is its own. */
+enum al_fs_kind {
+	AL_FS_HOST,    /* a host file or directory (resolved, no links) at path */
+	AL_FS_DEVICE,  /* a host character device at path */
+	AL_FS_LINK,    /* a symbolic link at path to source */
+	AL_FS_FILE,    /* a file airlock writes, content source[0..len) */
+	AL_FS_DIR,     /* a directory airlock makes, read-only (/etc) */
+	AL_FS_DEVDIR,  /* a read-only directory of devices and links (/dev) */
+	AL_FS_PROC,    /* the sandbox's own /proc */
+	AL_FS_SCRATCH, /* a face of the run's one scratch: its subdirectory source */
 };
 
-struct al_mount_op {
-	enum al_op_kind kind;
-	char *target;  /* full path in the staging view, e.g. "/newroot/usr" */
-	char *source;  /* see enum above */
-	size_t len;    /* FILE: content length */
-	bool dir;      /* BIND: the source is a directory */
-	uint64_t attr; /* MOUNT_ATTR_* applied recursively after the mount */
-	bool seal;     /* TMPFS: mounted writable, made read-only once the tree is built */
-	mode_t mode;
-	bool sandbox_owned; /* MKDIR/FILE: chown to the sandbox user */
-	dev_t dev;	    /* BIND of a host path: identity re-checked in the child */
+/* What the sandbox may do at an entry (and, for directories, beneath it). */
+#define AL_FS_READ  (1u << 0)
+#define AL_FS_WRITE (1u << 1) /* create, change and remove */
+#define AL_FS_EXEC  (1u << 2)
+
+struct al_fs_entry {
+	enum al_fs_kind kind;
+	char *path;	    /* in the sandbox */
+	char *source;	    /* see the kinds; NULL for DIR, DEVDIR and PROC */
+	size_t len;	    /* FILE: content length */
+	unsigned access;    /* AL_FS_* */
+	bool dir;	    /* HOST: the source is a directory */
+	mode_t mode;	    /* FILE, DIR, DEVDIR, PROC, SCRATCH: the mode the sandbox sees */
+	bool sandbox_owned; /* SCRATCH: owned by the sandbox user (the workdir) */
+	dev_t dev;	    /* HOST, DEVICE: identity, checked again where it is mounted */
 	ino_t ino;
-	char *what; /* for messages and dumps: "system /usr", "input /input/data.csv" */
-};
-
-struct al_landlock_rule {
-	char *path;	 /* path in the final view */
-	uint64_t access; /* LANDLOCK_ACCESS_FS_* already masked to the ABI */
+	char *what; /* for messages and dumps: "system /usr", "ro /input/data.csv" */
 };
 
 /* A network.hosts entry: name (lower-case) → address. */
 struct al_host_map {
 	char *name;
 	struct in6_addr addr; /* IPv4 as IPv4-mapped */
-};
-
-/* The seccomp policy is a default-deny allowlist (policy/seccomp.c). Each
- * system call the table names has rows of exactly one kind: */
-enum al_seccomp_action {
-	/* Allowed when every condition of the row holds (or always, with
-	 * none). Arguments no allow row of the call matches are refused with
-	 * the row's errno (EPERM) by the supervisor, and audited. */
-	AL_SECCOMP_ALLOW,
-	/* Refused in the kernel with the row's errno, silently: for frequent,
-	 * harmless probes (clone3). */
-	AL_SECCOMP_ERRNO,
-	/* Refused with the row's errno by the supervisor, and audited. Needs
-	 * no BPF (it is what the filter does with every call no row allows)
-	 * but names the call, so it answers EPERM rather than ENOSYS. */
-	AL_SECCOMP_DENY,
-};
-
-#define AL_SECCOMP_MAX_CONDS 3
-
-/* (args[arg] & mask) == value. Every filtered parameter is a C int, or one
- * the kernel reads as its low 32 bits, so masks stay within 32 bits: high
- * bits can neither dodge a row nor be needed to match one. */
-struct al_seccomp_cond {
-	unsigned arg;
-	uint64_t mask, value;
-};
-
-/* One row of the seccomp table. The compiled program allows a call when an
- * allow row matches, answers ERRNO rows in the kernel, and hands every
- * other call to the supervisor (SECCOMP_RET_USER_NOTIF), which answers
- * al_seccomp_answer(): the row's errno if the table names the call, else
- * ENOSYS. Unit tests evaluate the program against these rows. */
-struct al_seccomp_rule_info {
-	const char *syscall;
-	enum al_seccomp_action action;
-	unsigned n_conds; /* AL_SECCOMP_ALLOW only; 0 = always */
-	struct al_seccomp_cond conds[AL_SECCOMP_MAX_CONDS];
-	int errno_value; /* the answer when the call is refused */
-	/* The condition (allow rows) or the reason (the others), for dumps;
-	 * NULL for a plain allow. */
-	const char *why;
-};
-
-/* Counts over the seccomp table, for dumps and `airlock verify`. */
-struct al_seccomp_summary {
-	size_t allowed;	 /* calls with allow rows */
-	size_t filtered; /* of those, calls allowed only for some arguments */
-	size_t denied;	 /* calls with a deny row */
-	size_t silent;	 /* calls with an errno row */
 };
 
 struct al_plan {
@@ -175,8 +125,6 @@ struct al_plan {
 	bool rootless;	/* airlock itself is not root: map only our own ids */
 	uid_t host_uid; /* what sandbox uid 1000 is on the host */
 	gid_t host_gid;
-	char uid_map[96];
-	char gid_map[96];
 
 	/* network: the egress gateway (src/gateway), when enabled */
 	bool gateway;
@@ -189,30 +137,20 @@ struct al_plan {
 	struct al_net_limits net_host;
 
 	/* filesystem */
-	struct al_mount_op *ops;
-	size_t n_ops;
-
-	/* landlock */
-	int landlock_abi; /* 0 when the kernel has none */
+	struct al_fs_entry *fs;
+	size_t n_fs;
+	/* The second, in-kernel layer of file access control (landlock on
+	 * native) is required; false only when the policy asked for
+	 * best-effort. */
 	bool landlock_required;
-	uint64_t landlock_fs;	  /* handled_access_fs */
-	uint64_t landlock_scoped; /* LANDLOCK_SCOPE_* */
-	struct al_landlock_rule *ll_rules;
-	size_t n_ll_rules;
-
-	/* seccomp (the filter is static storage, not owned) */
-	struct sock_fprog seccomp;
-	const struct al_seccomp_rule_info *seccomp_rules;
-	size_t n_seccomp_rules;
-	struct al_seccomp_summary seccomp_summary;
 };
 
 /* al_plan_build() flags */
 #define AL_PLAN_COMMAND_OPTIONAL (1u << 0) /* for `airlock check`: argv may be empty */
 
-/* Lower a merged policy into a plan: apply defaults, resolve and check host
- * paths, synthesize /etc, order the mount ops, compute landlock rules and
- * compile the seccomp program. Errors name the offending policy item.
+/* Build a plan from a merged policy: apply defaults, resolve and check host
+ * paths, synthesize /etc and order the file tree. Errors name the offending
+ * policy item.
  * Returns 0 or a negative errno; *ret only on success. */
 int al_plan_build(const struct al_policy *policy, unsigned flags, struct al_plan **ret,
 		  struct al_error *err);
@@ -223,7 +161,8 @@ static inline void al_plan_freep(struct al_plan **p)
 	al_plan_free(*p);
 }
 
-/* Human-readable dump of the plan to f (used by `airlock check`). */
+/* Human-readable dump of the plan to f (used by `airlock check`, which
+ * adds the backend's description of how it makes it). */
 void al_plan_dump_text(const struct al_plan *plan, FILE *f);
 
 /* JSON dump; returns a new string (free()). */

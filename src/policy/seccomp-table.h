@@ -4,7 +4,7 @@
 
 #include <errno.h>
 
-#include "policy/plan.h"
+#include "policy/seccomp.h"
 
 /* clang-format off */
 #define M32 0xffffffffull /* a C int parameter */

@@ -8,8 +8,59 @@
 #include <linux/filter.h>
 #include <stddef.h>
 
+#include <stdint.h>
+
 #include "core/error.h"
-#include "policy/plan.h"
+
+/* The seccomp policy is a default-deny allowlist (policy/seccomp.c). Each
+ * system call the table names has rows of exactly one kind: */
+enum al_seccomp_action {
+	/* Allowed when every condition of the row holds (or always, with
+	 * none). Arguments no allow row of the call matches are refused with
+	 * the row's errno (EPERM) by the supervisor, and audited. */
+	AL_SECCOMP_ALLOW,
+	/* Refused in the kernel with the row's errno, silently: for frequent,
+	 * harmless probes (clone3). */
+	AL_SECCOMP_ERRNO,
+	/* Refused with the row's errno by the supervisor, and audited. Needs
+	 * no BPF (it is what the filter does with every call no row allows)
+	 * but names the call, so it answers EPERM rather than ENOSYS. */
+	AL_SECCOMP_DENY,
+};
+
+#define AL_SECCOMP_MAX_CONDS 3
+
+/* (args[arg] & mask) == value. Every filtered parameter is a C int, or one
+ * the kernel reads as its low 32 bits, so masks stay within 32 bits: high
+ * bits can neither dodge a row nor be needed to match one. */
+struct al_seccomp_cond {
+	unsigned arg;
+	uint64_t mask, value;
+};
+
+/* One row of the seccomp table. The compiled program allows a call when an
+ * allow row matches, answers ERRNO rows in the kernel, and hands every
+ * other call to the supervisor (SECCOMP_RET_USER_NOTIF), which answers
+ * al_seccomp_answer(): the row's errno if the table names the call, else
+ * ENOSYS. Unit tests evaluate the program against these rows. */
+struct al_seccomp_rule_info {
+	const char *syscall;
+	enum al_seccomp_action action;
+	unsigned n_conds; /* AL_SECCOMP_ALLOW only; 0 = always */
+	struct al_seccomp_cond conds[AL_SECCOMP_MAX_CONDS];
+	int errno_value; /* the answer when the call is refused */
+	/* The condition (allow rows) or the reason (the others), for dumps;
+	 * NULL for a plain allow. */
+	const char *why;
+};
+
+/* Counts over the seccomp table, for dumps and `airlock verify`. */
+struct al_seccomp_summary {
+	size_t allowed;	 /* calls with allow rows */
+	size_t filtered; /* of those, calls allowed only for some arguments */
+	size_t denied;	 /* calls with a deny row */
+	size_t silent;	 /* calls with an errno row */
+};
 
 /* The table compiled at build time (seccomp-gen → seccomp-program.c). */
 extern const struct sock_filter al_seccomp_program[];

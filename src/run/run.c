@@ -34,9 +34,9 @@ static json_t *start_fields(const struct al_plan *p, const char *policy_file)
 		json_array_append_new(argv, al_json_text(p->argv[i]));
 	for (size_t i = 0; p->gateway && p->allow_text[i]; i++)
 		json_array_append_new(allow, json_string(p->allow_text[i]));
-	for (size_t i = 0; i < p->n_ops; i++)
-		if (p->ops[i].kind == AL_OP_BIND && p->ops[i].ino)
-			json_array_append_new(mounts, al_json_text(p->ops[i].what));
+	for (size_t i = 0; i < p->n_fs; i++)
+		if (p->fs[i].kind == AL_FS_HOST || p->fs[i].kind == AL_FS_DEVICE)
+			json_array_append_new(mounts, al_json_text(p->fs[i].what));
 	return json_pack("{s:o, s:s, s:o, s:o, s:o, s:o, s:s, s:o, s:i, s:b}", "command", argv,
 			 "backend", p->backend, "policy", al_json_text(policy_file), "workdir",
 			 al_json_text(p->workdir), "mounts", mounts, "limits",
@@ -45,7 +45,7 @@ static json_t *start_fields(const struct al_plan *p, const char *policy_file)
 				   (json_int_t)p->pids, "output_bytes",
 				   (json_int_t)p->output_bytes),
 			 "network", p->gateway ? "gateway" : "none", "allow", allow, "landlock_abi",
-			 p->landlock_abi, "rootless", p->rootless);
+			 al_landlock_abi(), "rootless", p->rootless);
 }
 
 /* The run is over: release the sandbox, then audit run.end and write the

@@ -11,6 +11,7 @@
 
 #include "core/cleanup.h"
 #include "core/log.h"
+#include "core/sys.h"
 #include "core/util.h"
 #include "supervisor/confine.h"
 
@@ -66,8 +67,7 @@ static int confine(struct al_supervisor *l)
 static int prepare_confinement(struct al_supervisor *l, const struct al_cgroup *cg,
 			       struct al_error *err)
 {
-	struct al_confine c = {.out_dirfd = l->confine_dirfd,
-			       .landlock_abi = l->plan->landlock_abi};
+	struct al_confine c = {.out_dirfd = l->confine_dirfd, .landlock_abi = al_landlock_abi()};
 
 	c.n_run_dirs = c.n_parent_dirs =
 	    al_cgroup_dirs(cg, c.run_dirs, c.parent_dirs, AL_CONFINE_MAX_DIRS);

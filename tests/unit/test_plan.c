@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/sys.h"
 #include "core/util.h"
+#include "backend/native/lower.h"
 #include "policy/plan.h"
 #include "policy/policy.h"
 
@@ -68,6 +69,49 @@ static int teardown(void **state)
 
 /* helpers */
 
+/* The native backend's lowering of each plan a test built (the staging
+ * ops, landlock rules, id maps), made on first use and freed with it. */
+static struct {
+	const struct al_plan *plan;
+	struct al_native_plan *np;
+} lowered[8];
+
+static const struct al_native_plan *L(const struct al_plan *plan)
+{
+	struct al_error err = {0};
+	size_t free_slot = AL_ARRAY_SIZE(lowered);
+
+	for (size_t i = 0; i < AL_ARRAY_SIZE(lowered); i++) {
+		if (lowered[i].plan == plan)
+			return lowered[i].np;
+		if (!lowered[i].plan && free_slot == AL_ARRAY_SIZE(lowered))
+			free_slot = i;
+	}
+	if (free_slot == AL_ARRAY_SIZE(lowered))
+		fail_msg("more than %zu plans alive at once", AL_ARRAY_SIZE(lowered));
+	if (al_native_lower(plan, &lowered[free_slot].np, &err) < 0)
+		fail_msg("al_native_lower: %s", err.msg);
+	lowered[free_slot].plan = plan;
+	return lowered[free_slot].np;
+}
+
+static void free_plan(struct al_plan *plan)
+{
+	for (size_t i = 0; plan && i < AL_ARRAY_SIZE(lowered); i++) {
+		if (lowered[i].plan == plan) {
+			al_native_plan_free(lowered[i].np);
+			lowered[i].plan = NULL;
+			lowered[i].np = NULL;
+		}
+	}
+	al_plan_free(plan);
+}
+
+static void free_planp(struct al_plan **plan)
+{
+	free_plan(*plan);
+}
+
 static struct al_policy *new_policy(void)
 {
 	struct al_policy *p = al_policy_new("test");
@@ -101,7 +145,7 @@ static void build_bad(const struct al_policy *pol, const char *const *want)
 	int r = al_plan_build(pol, 0, &plan, &err);
 
 	if (r >= 0) {
-		al_plan_free(plan);
+		free_plan(plan);
 		fail_msg("al_plan_build succeeded, expected an error containing \"%s\"", want[0]);
 	}
 	assert_ptr_equal(plan, UNTOUCHED);
@@ -114,11 +158,11 @@ static void build_bad(const struct al_policy *pol, const char *const *want)
 static const struct al_mount_op *find_op(const struct al_plan *plan, enum al_op_kind kind,
 					 const char *target, size_t *ret_index)
 {
-	for (size_t i = 0; i < plan->n_ops; i++) {
-		if (plan->ops[i].kind == kind && strcmp(plan->ops[i].target, target) == 0) {
+	for (size_t i = 0; i < L(plan)->n_ops; i++) {
+		if (L(plan)->ops[i].kind == kind && strcmp(L(plan)->ops[i].target, target) == 0) {
 			if (ret_index)
 				*ret_index = i;
-			return &plan->ops[i];
+			return &L(plan)->ops[i];
 		}
 	}
 	return NULL;
@@ -136,17 +180,17 @@ static const struct al_mount_op *need_op(const struct al_plan *plan, enum al_op_
 
 static bool has_target(const struct al_plan *plan, const char *target)
 {
-	for (size_t i = 0; i < plan->n_ops; i++)
-		if (strcmp(plan->ops[i].target, target) == 0)
+	for (size_t i = 0; i < L(plan)->n_ops; i++)
+		if (strcmp(L(plan)->ops[i].target, target) == 0)
 			return true;
 	return false;
 }
 
 static const struct al_landlock_rule *find_rule(const struct al_plan *plan, const char *path)
 {
-	for (size_t i = 0; i < plan->n_ll_rules; i++)
-		if (strcmp(plan->ll_rules[i].path, path) == 0)
-			return &plan->ll_rules[i];
+	for (size_t i = 0; i < L(plan)->n_ll_rules; i++)
+		if (strcmp(L(plan)->ll_rules[i].path, path) == 0)
+			return &L(plan)->ll_rules[i];
 	return NULL;
 }
 
@@ -184,47 +228,47 @@ static bool is_mount_kind(enum al_op_kind k)
  * a read-only bind. Returns NULL or a description of the first violation. */
 static const char *order_violation(const struct al_plan *plan, char *buf, size_t len)
 {
-	for (size_t j = 0; j < plan->n_ops; j++) {
-		const struct al_mount_op *later = &plan->ops[j];
+	for (size_t j = 0; j < L(plan)->n_ops; j++) {
+		const struct al_mount_op *later = &L(plan)->ops[j];
 		if (!is_mount_kind(later->kind))
 			continue;
 		for (size_t i = 0; i < j; i++) {
-			if (strictly_under(plan->ops[i].target, later->target)) {
+			if (strictly_under(L(plan)->ops[i].target, later->target)) {
 				snprintf(buf, len,
 					 "op %zu (%s) is hidden by the later mount %zu (%s)", i,
-					 plan->ops[i].target, j, later->target);
+					 L(plan)->ops[i].target, j, later->target);
 				return buf;
 			}
 		}
 	}
-	for (size_t i = 0; i < plan->n_ops; i++) {
+	for (size_t i = 0; i < L(plan)->n_ops; i++) {
 		char parent[PATH_MAX];
 		bool ok = false;
 
-		snprintf(parent, sizeof(parent), "%s", plan->ops[i].target);
+		snprintf(parent, sizeof(parent), "%s", L(plan)->ops[i].target);
 		*strrchr(parent, '/') = '\0';
 		/* "/scratch" itself (parent "") and the children of the roots. */
 		if (!parent[0] || strcmp(parent, "/newroot") == 0 ||
 		    strcmp(parent, "/scratch") == 0)
 			continue;
 		for (size_t k = 0; k < i && !ok; k++) {
-			const struct al_mount_op *op = &plan->ops[k];
+			const struct al_mount_op *op = &L(plan)->ops[k];
 			ok = strcmp(op->target, parent) == 0 &&
 			     (op->kind == AL_OP_MKDIR || op->kind == AL_OP_TMPFS ||
 			      op->kind == AL_OP_PROC || (op->kind == AL_OP_BIND && op->dir));
 		}
 		if (!ok) {
 			snprintf(buf, len, "op %zu (%s): parent %s is not made by an earlier op", i,
-				 plan->ops[i].target, parent);
+				 L(plan)->ops[i].target, parent);
 			return buf;
 		}
 	}
-	for (size_t i = 0; i < plan->n_ops; i++) {
-		const struct al_mount_op *op = &plan->ops[i];
+	for (size_t i = 0; i < L(plan)->n_ops; i++) {
+		const struct al_mount_op *op = &L(plan)->ops[i];
 		if (op->kind == AL_OP_TMPFS || op->kind == AL_OP_PROC)
 			continue; /* these mount on an existing directory */
 		for (size_t k = 0; k < i; k++) {
-			const struct al_mount_op *host = &plan->ops[k];
+			const struct al_mount_op *host = &L(plan)->ops[k];
 			if (host->kind == AL_OP_BIND &&
 			    strncmp(host->source, "/oldroot/", 9) == 0 &&
 			    strictly_under(op->target, host->target)) {
@@ -280,7 +324,7 @@ static void test_command_optional(void **state)
 	assert_non_null(plan->argv);
 	assert_null(plan->argv[0]);
 	assert_non_null(find_op(plan, AL_OP_BIND, "/newroot/usr", NULL));
-	al_plan_free(plan);
+	free_plan(plan);
 }
 
 static void test_unknown_backend(void **state)
@@ -294,7 +338,7 @@ static void test_unknown_backend(void **state)
 	p->backend = xstrdup("native");
 	plan = build_ok(p);
 	assert_string_equal(plan->backend, "native");
-	al_plan_free(plan);
+	free_plan(plan);
 }
 
 static void test_bad_scalars(void **state)
@@ -325,7 +369,7 @@ static void test_bad_scalars(void **state)
 static void test_default_plan(void **state)
 {
 	_cleanup_(al_policy_freep) struct al_policy *p = new_policy();
-	_cleanup_(al_plan_freep) struct al_plan *plan = build_ok(p);
+	_cleanup_(free_planp) struct al_plan *plan = build_ok(p);
 	const struct al_mount_op *op;
 	char want[64];
 
@@ -376,23 +420,23 @@ static void test_default_plan(void **state)
 		assert_true(op->attr & MOUNT_ATTR_RDONLY);
 
 	/* And never the host root itself. */
-	for (size_t i = 0; i < plan->n_ops; i++) {
-		if (plan->ops[i].kind == AL_OP_BIND)
-			assert_string_not_equal(plan->ops[i].source, "/oldroot");
-		assert_contains(plan->ops[i].target, "/");
-		assert_non_null(plan->ops[i].what);
+	for (size_t i = 0; i < L(plan)->n_ops; i++) {
+		if (L(plan)->ops[i].kind == AL_OP_BIND)
+			assert_string_not_equal(L(plan)->ops[i].source, "/oldroot");
+		assert_contains(L(plan)->ops[i].target, "/");
+		assert_non_null(L(plan)->ops[i].what);
 	}
 
-	assert_true(plan->seccomp.len > 0);
-	assert_non_null(plan->seccomp.filter);
-	assert_non_null(plan->seccomp_rules);
-	assert_true(plan->n_seccomp_rules > 0);
+	assert_true(L(plan)->seccomp.len > 0);
+	assert_non_null(L(plan)->seccomp.filter);
+	assert_non_null(L(plan)->seccomp_rules);
+	assert_true(L(plan)->n_seccomp_rules > 0);
 }
 
 static void test_system_symlinks(void **state)
 {
 	_cleanup_(al_policy_freep) struct al_policy *p = new_policy();
-	_cleanup_(al_plan_freep) struct al_plan *plan = build_ok(p);
+	_cleanup_(free_planp) struct al_plan *plan = build_ok(p);
 	static const char *const dirs[] = {"/bin", "/sbin", "/lib", "/lib64"};
 	char target[64], link[PATH_MAX];
 	struct stat st;
@@ -419,7 +463,7 @@ static void test_system_symlinks(void **state)
 static void test_etc_synthesized(void **state)
 {
 	_cleanup_(al_policy_freep) struct al_policy *p = new_policy();
-	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
+	_cleanup_(free_planp) struct al_plan *plan = NULL;
 	const struct al_mount_op *op;
 
 	p->hostname = xstrdup("box");
@@ -449,7 +493,7 @@ static void test_etc_synthesized(void **state)
 static void test_env(void **state)
 {
 	_cleanup_(al_policy_freep) struct al_policy *p = new_policy();
-	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
+	_cleanup_(free_planp) struct al_plan *plan = NULL;
 	struct al_plan *plan2;
 	size_t count;
 
@@ -475,13 +519,13 @@ static void test_env(void **state)
 	assert_string_equal(find_env(plan2, "FOO", NULL), "bar=baz");
 	assert_string_equal(find_env(plan2, "HOME", NULL), AL_DEFAULT_WORKDIR);
 	assert_int_equal(al_strv_len(plan2->envp), 5);
-	al_plan_free(plan2);
+	free_plan(plan2);
 }
 
 static void test_ids(void **state)
 {
 	_cleanup_(al_policy_freep) struct al_policy *p = new_policy();
-	_cleanup_(al_plan_freep) struct al_plan *plan = build_ok(p);
+	_cleanup_(free_planp) struct al_plan *plan = build_ok(p);
 	char want[96];
 
 	if (geteuid() == 0) {
@@ -491,15 +535,15 @@ static void test_ids(void **state)
 		assert_int_equal(plan->host_gid, AL_HOST_ID_BASE + AL_SANDBOX_GID);
 		snprintf(want, sizeof(want), "0 %u 1\n%u %u 1\n", AL_HOST_ID_BASE, AL_SANDBOX_UID,
 			 AL_HOST_ID_BASE + AL_SANDBOX_UID);
-		assert_string_equal(plan->uid_map, want);
+		assert_string_equal(L(plan)->uid_map, want);
 	} else {
 		assert_true(plan->rootless);
 		assert_int_equal(plan->host_uid, geteuid());
 		assert_int_equal(plan->host_gid, getegid());
 		snprintf(want, sizeof(want), "%u %u 1\n", AL_SANDBOX_UID, (unsigned)geteuid());
-		assert_string_equal(plan->uid_map, want);
+		assert_string_equal(L(plan)->uid_map, want);
 		snprintf(want, sizeof(want), "%u %u 1\n", AL_SANDBOX_GID, (unsigned)getegid());
-		assert_string_equal(plan->gid_map, want);
+		assert_string_equal(L(plan)->gid_map, want);
 	}
 	assert_int_not_equal(plan->host_uid, 0);
 	assert_int_not_equal(plan->host_gid, 0);
@@ -508,7 +552,7 @@ static void test_ids(void **state)
 static void test_limits_carried(void **state)
 {
 	_cleanup_(al_policy_freep) struct al_policy *p = new_policy();
-	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
+	_cleanup_(free_planp) struct al_plan *plan = NULL;
 	const struct al_mount_op *op;
 
 	p->timeout_ms = 1500;
@@ -525,7 +569,7 @@ static void test_limits_carried(void **state)
 static void test_op_order(void **state)
 {
 	_cleanup_(al_policy_freep) struct al_policy *p = new_policy();
-	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
+	_cleanup_(free_planp) struct al_plan *plan = NULL;
 	size_t dev, dev_null, dev_shm, scratch, tmp_bind, shm_dir, etc_dir, passwd;
 
 	al_policy_add_mount(p, dir, "/input", AL_MOUNT_RO, AL_UNSET, "--ro");
@@ -569,7 +613,7 @@ static void test_workdir_inside_mount(void **state)
 		return; /* refusing is fine */
 	}
 	v = order_violation(plan, buf, sizeof(buf));
-	al_plan_free(plan); /* before a skip: cmocka longjmps past cleanups */
+	free_plan(plan); /* before a skip: cmocka longjmps past cleanups */
 	assert_null(v);
 }
 
@@ -654,7 +698,7 @@ static void test_nested_mount_not_adjacent(void **state)
 	al_policy_add_mount(p, dir, "/data-x", AL_MOUNT_RO, AL_UNSET, "b");
 	al_policy_add_mount(p, file, "/data/x", AL_MOUNT_RO, AL_UNSET, "c");
 	r = al_plan_build(p, 0, &plan, &err);
-	al_plan_free(r == 0 ? plan : NULL);
+	free_plan(r == 0 ? plan : NULL);
 	al_policy_free(p);
 	assert_true(r < 0);
 	assert_contains(err.msg, "inside another mount");
@@ -663,7 +707,7 @@ static void test_nested_mount_not_adjacent(void **state)
 static void test_mount_ro_dir(void **state)
 {
 	_cleanup_(al_policy_freep) struct al_policy *p = new_policy();
-	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
+	_cleanup_(free_planp) struct al_plan *plan = NULL;
 	const struct al_mount_op *op;
 	const struct al_landlock_rule *rule;
 	char want[PATH_MAX + 16];
@@ -685,7 +729,7 @@ static void test_mount_ro_dir(void **state)
 	assert_int_equal(op->ino, st.st_ino);
 	assert_order(plan);
 
-	if (plan->landlock_abi > 0) {
+	if (L(plan)->landlock_abi > 0) {
 		rule = find_rule(plan, "/input");
 		assert_non_null(rule);
 		assert_true(rule->access & LANDLOCK_ACCESS_FS_READ_FILE);
@@ -698,7 +742,7 @@ static void test_mount_ro_dir(void **state)
 static void test_mount_rw_noexec_file(void **state)
 {
 	_cleanup_(al_policy_freep) struct al_policy *p = new_policy();
-	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
+	_cleanup_(free_planp) struct al_plan *plan = NULL;
 	const struct al_mount_op *op;
 	const struct al_landlock_rule *rule;
 
@@ -718,7 +762,7 @@ static void test_mount_rw_noexec_file(void **state)
 	need_op(plan, AL_OP_MKDIR, "/newroot/in", NULL);
 	assert_order(plan);
 
-	if (plan->landlock_abi > 0) {
+	if (L(plan)->landlock_abi > 0) {
 		rule = find_rule(plan, "/output");
 		assert_non_null(rule);
 		assert_true(rule->access & LANDLOCK_ACCESS_FS_WRITE_FILE);
@@ -738,7 +782,7 @@ static void test_mount_rw_noexec_file(void **state)
 static void test_mount_at_workdir(void **state)
 {
 	_cleanup_(al_policy_freep) struct al_policy *p = new_policy();
-	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
+	_cleanup_(free_planp) struct al_plan *plan = NULL;
 	const struct al_mount_op *op;
 
 	al_policy_add_mount(p, out_dir, AL_DEFAULT_WORKDIR, AL_MOUNT_RW, AL_UNSET, "--rw");
@@ -746,9 +790,9 @@ static void test_mount_at_workdir(void **state)
 	op = need_op(plan, AL_OP_BIND, "/newroot" AL_DEFAULT_WORKDIR, NULL);
 	assert_string_not_equal(op->source, "/scratch/work");
 	assert_false(has_target(plan, "/scratch/work"));
-	for (size_t i = 0; i < plan->n_ops; i++)
-		if (plan->ops[i].kind == AL_OP_BIND)
-			assert_string_not_equal(plan->ops[i].source, "/scratch/work");
+	for (size_t i = 0; i < L(plan)->n_ops; i++)
+		if (L(plan)->ops[i].kind == AL_OP_BIND)
+			assert_string_not_equal(L(plan)->ops[i].source, "/scratch/work");
 	assert_order(plan);
 }
 
@@ -771,14 +815,14 @@ static void test_mount_permissions_as_root(void **state)
 	} else {
 		r = al_plan_build(p, 0, &plan, &err);
 		assert_int_equal(r, 0);
-		al_plan_free(plan);
+		free_plan(plan);
 	}
 }
 
 static void test_system_list(void **state)
 {
 	_cleanup_(al_policy_freep) struct al_policy *p = new_policy();
-	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
+	_cleanup_(free_planp) struct al_plan *plan = NULL;
 
 	al_strv_push(&p->system, "/usr");
 	plan = build_ok(p);
@@ -813,7 +857,7 @@ static void test_system_reserved_paths(void **state)
 	al_policy_free(p);
 	if (r == 0) {
 		v = order_violation(plan, buf, sizeof(buf));
-		al_plan_free(plan);
+		free_plan(plan);
 	}
 	assert_true(r < 0 || !v);
 }
@@ -834,7 +878,7 @@ static void test_system_nested_symlink(void **state)
 	al_policy_free(p);
 	if (r == 0) {
 		v = order_violation(plan, buf, sizeof(buf));
-		al_plan_free(plan);
+		free_plan(plan);
 	}
 	assert_true(r < 0 || !v);
 }
@@ -844,22 +888,22 @@ static void test_system_nested_symlink(void **state)
 static void test_landlock_rules(void **state)
 {
 	_cleanup_(al_policy_freep) struct al_policy *p = new_policy();
-	_cleanup_(al_plan_freep) struct al_plan *plan = build_ok(p);
+	_cleanup_(free_planp) struct al_plan *plan = build_ok(p);
 	static const char *const writable[] = {"/tmp", AL_DEFAULT_WORKDIR, "/dev/shm"};
 	const struct al_landlock_rule *rule;
 
-	if (plan->landlock_abi == 0) {
+	if (L(plan)->landlock_abi == 0) {
 		assert_false(plan->landlock_required);
-		al_plan_free(TAKE_PTR(plan)); /* skip() longjmps past cleanups */
+		free_plan(TAKE_PTR(plan)); /* skip() longjmps past cleanups */
 		al_policy_free(TAKE_PTR(p));
 		skip();
 	}
-	assert_int_equal(plan->landlock_abi, al_landlock_abi());
+	assert_int_equal(L(plan)->landlock_abi, al_landlock_abi());
 	assert_true(plan->landlock_required);
-	assert_true(plan->landlock_fs & LANDLOCK_ACCESS_FS_EXECUTE);
-	assert_true(plan->landlock_fs & LANDLOCK_ACCESS_FS_WRITE_FILE);
-	if (plan->landlock_abi >= 6)
-		assert_true(plan->landlock_scoped & LANDLOCK_SCOPE_SIGNAL);
+	assert_true(L(plan)->landlock_fs & LANDLOCK_ACCESS_FS_EXECUTE);
+	assert_true(L(plan)->landlock_fs & LANDLOCK_ACCESS_FS_WRITE_FILE);
+	if (L(plan)->landlock_abi >= 6)
+		assert_true(L(plan)->landlock_scoped & LANDLOCK_SCOPE_SIGNAL);
 
 	rule = find_rule(plan, "/usr");
 	assert_non_null(rule);
@@ -884,8 +928,8 @@ static void test_landlock_rules(void **state)
 	assert_non_null(rule);
 	assert_false(rule->access & (LL_ANY_WRITE | LANDLOCK_ACCESS_FS_EXECUTE));
 
-	for (size_t i = 0; i < plan->n_ll_rules; i++) {
-		const struct al_landlock_rule *r = &plan->ll_rules[i];
+	for (size_t i = 0; i < L(plan)->n_ll_rules; i++) {
+		const struct al_landlock_rule *r = &L(plan)->ll_rules[i];
 		bool is_writable = false;
 
 		for (size_t k = 0; k < AL_ARRAY_SIZE(writable); k++)
@@ -902,7 +946,7 @@ static void test_landlock_rules(void **state)
 		assert_false(r->access &
 			     (LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_BLOCK));
 		/* Everything granted is handled (and so known to this ABI). */
-		assert_int_equal(r->access & ~plan->landlock_fs, 0);
+		assert_int_equal(r->access & ~L(plan)->landlock_fs, 0);
 		assert_true(al_path_is_clean_absolute(r->path));
 	}
 }
@@ -919,7 +963,7 @@ static void test_scratch_exec(void **state)
 	assert_true(plan->scratch_exec);
 	op = need_op(plan, AL_OP_BIND, "/newroot/tmp", NULL);
 	assert_false(op->attr & MOUNT_ATTR_NOEXEC);
-	al_plan_free(plan);
+	free_plan(plan);
 
 	p->scratch_exec = 0;
 	plan = build_ok(p);
@@ -931,27 +975,27 @@ static void test_scratch_exec(void **state)
 	op = need_op(plan, AL_OP_TMPFS, "/scratch", NULL);
 	assert_true(op->attr & MOUNT_ATTR_NOEXEC);
 	rule = find_rule(plan, "/tmp");
-	if (plan->landlock_abi > 0) {
+	if (L(plan)->landlock_abi > 0) {
 		assert_non_null(rule);
 		assert_false(rule->access & LANDLOCK_ACCESS_FS_EXECUTE);
 		rule = find_rule(plan, AL_DEFAULT_WORKDIR);
 		assert_non_null(rule);
 		assert_false(rule->access & LANDLOCK_ACCESS_FS_EXECUTE);
 	}
-	al_plan_free(plan);
+	free_plan(plan);
 
 	p->scratch_exec = 1;
 	plan = build_ok(p);
 	rule = find_rule(plan, "/tmp");
-	if (plan->landlock_abi > 0)
+	if (L(plan)->landlock_abi > 0)
 		assert_true(rule->access & LANDLOCK_ACCESS_FS_EXECUTE);
-	al_plan_free(plan);
+	free_plan(plan);
 }
 
 static void test_landlock_best_effort(void **state)
 {
 	_cleanup_(al_policy_freep) struct al_policy *p = new_policy();
-	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
+	_cleanup_(free_planp) struct al_plan *plan = NULL;
 
 	p->landlock = AL_LANDLOCK_BEST_EFFORT;
 	plan = build_ok(p);
@@ -963,7 +1007,7 @@ static void test_landlock_best_effort(void **state)
 static void test_dumps(void **state)
 {
 	_cleanup_(al_policy_freep) struct al_policy *p = new_policy();
-	_cleanup_(al_plan_freep) struct al_plan *plan = build_ok(p);
+	_cleanup_(free_planp) struct al_plan *plan = build_ok(p);
 	_cleanup_free_ char *text = NULL, *js = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
@@ -972,6 +1016,7 @@ static void test_dumps(void **state)
 
 	assert_non_null(f);
 	al_plan_dump_text(plan, f);
+	al_native_dump_text(L(plan), f);
 	fclose(f);
 	assert_contains(text, "/usr");
 	assert_contains(text, "/bin/true");
@@ -982,9 +1027,11 @@ static void test_dumps(void **state)
 	root = json_loads(js, 0, &jerr);
 	if (!root)
 		fail_msg("plan JSON does not parse: %s", jerr.text);
+	assert_null(json_object_get(root, "filesystem")); /* the backend's to say */
+	al_native_dump_json(L(plan), plan, root);
 	fs = json_object_get(root, "filesystem");
 	assert_true(json_is_array(fs));
-	assert_int_equal(json_array_size(fs), plan->n_ops);
+	assert_int_equal(json_array_size(fs), L(plan)->n_ops);
 	assert_string_equal(json_string_value(json_object_get(root, "backend")), "native");
 	json_decref(root);
 }

@@ -33,6 +33,7 @@
 
 #include "core/cleanup.h"
 #include "core/error.h"
+#include "backend/native/lower.h"
 #include "policy/plan.h"
 #include "policy/seccomp.h"
 
@@ -386,20 +387,22 @@ static void test_installed_program_matches(void **state)
 {
 	struct al_policy *pol = al_policy_new("test");
 	struct al_plan *plan = NULL;
+	struct al_native_plan *np = NULL;
 	struct al_error err = {0};
 	struct al_seccomp_summary s;
 
 	pol->landlock = AL_LANDLOCK_BEST_EFFORT; /* this test is about seccomp */
 	assert_int_equal(al_plan_build(pol, AL_PLAN_COMMAND_OPTIONAL, &plan, &err), 0);
+	assert_int_equal(al_native_lower(plan, &np, &err), 0);
 	al_policy_free(pol);
 	assert_int_equal(al_seccomp_program_len, prog.len);
 	assert_memory_equal(al_seccomp_program, prog.filter, prog.len * sizeof(*prog.filter));
-	assert_int_equal(plan->seccomp.len, prog.len);
-	assert_memory_equal(plan->seccomp.filter, prog.filter, prog.len * sizeof(*prog.filter));
-	assert_ptr_equal(plan->seccomp_rules, rules);
-	assert_int_equal(plan->n_seccomp_rules, n_rules);
+	assert_int_equal(np->seccomp.len, prog.len);
+	assert_memory_equal(np->seccomp.filter, prog.filter, prog.len * sizeof(*prog.filter));
+	assert_ptr_equal(np->seccomp_rules, rules);
+	assert_int_equal(np->n_seccomp_rules, n_rules);
 	al_seccomp_summarize(rules, n_rules, &s);
-	assert_memory_equal(&plan->seccomp_summary, &s, sizeof(s));
+	assert_memory_equal(&np->seccomp_summary, &s, sizeof(s));
 	/* ioctl, socket, socketpair, clone, prctl, personality, mmap,
 	 * memfd_create and shmget are filtered; clone3 is the one silent
 	 * errno. */
@@ -409,6 +412,7 @@ static void test_installed_program_matches(void **state)
 	assert_true(s.denied >= 70);
 	print_message("allowlist of %zu calls (%zu filtered), %zu denials, %zu silent\n", s.allowed,
 		      s.filtered, s.denied, s.silent);
+	al_native_plan_free(np);
 	al_plan_free(plan);
 }
 

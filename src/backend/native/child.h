@@ -68,7 +68,9 @@ struct al_child_fds {
 
 /* Run the setup pipeline and then act as init. Never returns; exits 125
  * after reporting a failed step. */
-_Noreturn void al_sandbox_child(const struct al_plan *plan, const struct al_child_fds *fds);
+struct al_native_plan;
+_Noreturn void al_sandbox_child(const struct al_plan *plan, const struct al_native_plan *np,
+				const struct al_child_fds *fds);
 
 /* The sandbox init alone: fork and exec the plan's command, forward
  * signals, reap, report AL_SYNC_RUNNING / EXEC_FAILED / EXIT on sync and

@@ -372,7 +372,7 @@ static void on_ready(struct al_monitor *m, int landlock_abi)
 		al_monitor_stop(sb);
 		return;
 	}
-	if (al_verify_child(m->plan, sb->pid, landlock_abi, sb->cg, m->res) > 0) {
+	if (al_verify_child(m->plan, sb->lowered, sb->pid, landlock_abi, sb->cg, m->res) > 0) {
 		for (size_t i = 0; i < m->res->n_checks; i++) {
 			const struct al_layer_check *c = &m->res->checks[i];
 			if (c->in_force)

@@ -20,18 +20,34 @@
 #include "core/sys.h"
 #include "policy/kmem.h"
 #include "backend/native/child.h"
+#include "backend/native/lower.h"
 #include "backend/native/monitor.h"
 
 #define NS_FLAGS                                                                                   \
 	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | \
 	 CLONE_NEWCGROUP)
 
+/* Whether user namespaces are allowed shows at clone3 time, where the
+ * error can say exactly that; probing here would cost a clone. What this
+ * kernel cannot enforce (landlock) the lowering in prepare refuses. */
 static int native_probe(const struct al_plan *plan, struct al_error *err)
 {
 	(void)plan;
 	(void)err;
-	/* Whether user namespaces are allowed shows at clone3 time, where the
-	 * error can say exactly that; probing here would cost a clone. */
+	return 0;
+}
+
+static int native_describe(const struct al_plan *plan, FILE *f, json_t *json, struct al_error *err)
+{
+	_cleanup_(al_native_plan_freep) struct al_native_plan *np = NULL;
+	int r = al_native_lower(plan, &np, err);
+
+	if (r < 0)
+		return r;
+	if (f)
+		al_native_dump_text(np, f);
+	else
+		al_native_dump_json(np, plan, json);
 	return 0;
 }
 
@@ -70,6 +86,8 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 	struct al_error gc_err = {0};
 	int r;
 
+	if ((r = al_native_lower(p, &sb->lowered, err)) < 0)
+		return r;
 	/* Cheap (one readdir per hierarchy): clear what a killed supervisor
 	 * left behind before adding ours. */
 	if (al_cgroup_gc(&gc_err) < 0)
@@ -91,7 +109,8 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 	return 0;
 }
 
-static int write_maps(const struct al_plan *plan, pid_t pid, struct al_error *err)
+static int write_maps(const struct al_native_plan *np, bool rootless, pid_t pid,
+		      struct al_error *err)
 {
 	char path[64];
 	_cleanup_close_ int dir = -1;
@@ -101,14 +120,14 @@ static int write_maps(const struct al_plan *plan, pid_t pid, struct al_error *er
 	dir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dir < 0)
 		return al_error_setsys(err, errno, "open %s", path);
-	if ((r = al_write_file_at(dir, "uid_map", plan->uid_map, strlen(plan->uid_map))) < 0)
+	if ((r = al_write_file_at(dir, "uid_map", np->uid_map, strlen(np->uid_map))) < 0)
 		return al_error_setsys(err, -r, "writing uid_map \"%.*s\"",
-				       (int)strcspn(plan->uid_map, "\n"), plan->uid_map);
-	if (plan->rootless && (r = al_write_file_at(dir, "setgroups", "deny", 4)) < 0)
+				       (int)strcspn(np->uid_map, "\n"), np->uid_map);
+	if (rootless && (r = al_write_file_at(dir, "setgroups", "deny", 4)) < 0)
 		return al_error_setsys(err, -r, "writing setgroups");
-	if ((r = al_write_file_at(dir, "gid_map", plan->gid_map, strlen(plan->gid_map))) < 0)
+	if ((r = al_write_file_at(dir, "gid_map", np->gid_map, strlen(np->gid_map))) < 0)
 		return al_error_setsys(err, -r, "writing gid_map \"%.*s\"",
-				       (int)strcspn(plan->gid_map, "\n"), plan->gid_map);
+				       (int)strcspn(np->gid_map, "\n"), np->gid_map);
 	return 0;
 }
 
@@ -225,13 +244,13 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 					   .n_cg = (size_t)n_cg};
 		memcpy(fds.cg_enter, enter, sizeof(int) * (size_t)n_cg);
 		memcpy(fds.cg_leave, leave, sizeof(int) * (size_t)n_cg);
-		al_sandbox_child(sb->plan, &fds);
+		al_sandbox_child(sb->plan, sb->lowered, &fds);
 	}
 	sb->pid = (pid_t)pid;
 	sb->pidfd = pidfd;
 	fdset_hand_over(&f, sb);
 
-	if ((r = write_maps(sb->plan, (pid_t)pid, err)) < 0)
+	if ((r = write_maps(sb->lowered, sb->plan->rootless, (pid_t)pid, err)) < 0)
 		return r;
 	if (send(sb->sync, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go))
 		return al_error_setsys(err, errno, "releasing the sandbox child");
@@ -246,11 +265,13 @@ static void native_destroy(struct al_sandbox *sb)
 	al_monitor_release_all(sb);
 	if (al_cgroup_destroy(TAKE_PTR(sb->cg), &err) < 0)
 		al_warn("%s", err.msg);
+	al_native_plan_free(TAKE_PTR(sb->lowered));
 }
 
 const struct al_backend_ops al_backend_native = {
     .name = "native",
     .probe = native_probe,
+    .describe = native_describe,
     .prepare = native_prepare,
     .start = native_start,
     .release = al_monitor_release,

@@ -264,11 +264,11 @@ static int do_file(struct al_child *c, const struct al_mount_op *op)
 
 int step_build_root(struct al_child *c)
 {
-	const struct al_plan *p = c->plan;
+	const struct al_native_plan *np = c->np;
 	int r;
 
-	for (size_t i = 0; i < p->n_ops; i++) {
-		const struct al_mount_op *op = &p->ops[i];
+	for (size_t i = 0; i < np->n_ops; i++) {
+		const struct al_mount_op *op = &np->ops[i];
 		switch (op->kind) {
 		case AL_OP_MKDIR:
 			if (mkdir(op->target, op->mode) < 0 && errno != EEXIST)
@@ -324,8 +324,8 @@ int step_pivot_root(struct al_child *c)
 		return fail(c, errno, "making / read-only");
 	/* Seal the tmpfs we populated (like /dev); their submounts keep their
 	 * own flags. */
-	for (size_t i = 0; i < c->plan->n_ops; i++) {
-		const struct al_mount_op *op = &c->plan->ops[i];
+	for (size_t i = 0; i < c->np->n_ops; i++) {
+		const struct al_mount_op *op = &c->np->ops[i];
 		if (op->seal && al_sys_mount_setattr(AT_FDCWD, op->target + 8 /* "/newroot" */, 0,
 						     &ro, sizeof(ro)) < 0)
 			return fail(c, errno, "sealing %s read-only", op->what);
@@ -564,13 +564,13 @@ int step_no_new_privs(struct al_child *c)
 
 int step_landlock(struct al_child *c)
 {
-	const struct al_plan *p = c->plan;
+	const struct al_native_plan *p = c->np;
 	struct al_landlock_attr attr = {.handled_access_fs = p->landlock_fs,
 					.scoped = p->landlock_scoped};
 	int ruleset, r = 0;
 
 	if (p->landlock_abi == 0)
-		return p->landlock_required ? fail(c, EOPNOTSUPP, "landlock unavailable") : 0;
+		return c->plan->landlock_required ? fail(c, EOPNOTSUPP, "landlock unavailable") : 0;
 	ruleset = al_sys_landlock_create_ruleset(&attr, al_landlock_attr_size(p->landlock_abi), 0);
 	if (ruleset < 0)
 		return fail(c, errno, "landlock_create_ruleset (ABI %d)", p->landlock_abi);
@@ -632,7 +632,7 @@ int step_seccomp(struct al_child *c)
 	/* The listener lets the supervisor see, log and answer every denied
 	 * call of the table's notify rows; the filter applies to init too. */
 	int fd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-			      SECCOMP_FILTER_FLAG_NEW_LISTENER, &c->plan->seccomp);
+			      SECCOMP_FILTER_FLAG_NEW_LISTENER, &c->np->seccomp);
 	if (fd < 0)
 		return fail(c, errno, "installing the seccomp filter with a notification listener");
 	al_child_send(c->sync, AL_SYNC_LISTENER, 0, 0, NULL, NULL, fd);

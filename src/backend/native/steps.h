@@ -4,9 +4,11 @@
 #pragma once
 
 #include "backend/native/child.h"
+#include "backend/native/lower.h"
 
 struct al_child {
 	const struct al_plan *plan;
+	const struct al_native_plan *np; /* the plan in the native terms */
 	const struct al_child_fds *fds;
 	int sync;	  /* the sync socket; fd 3 after step_stdio */
 	int landlock_abi; /* the ABI of the ruleset in force, 0 if none */

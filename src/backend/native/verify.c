@@ -78,7 +78,7 @@ static const char *visible(const char *target)
 	return strncmp(target, "/newroot", 8) == 0 ? (target[8] ? target + 8 : "/") : NULL;
 }
 
-static const struct al_mount_op *find_op(const struct al_plan *p, const char *path)
+static const struct al_mount_op *find_op(const struct al_native_plan *p, const char *path)
 {
 	const struct al_mount_op *found = NULL;
 	for (size_t i = 0; i < p->n_ops; i++) {
@@ -91,7 +91,7 @@ static const struct al_mount_op *find_op(const struct al_plan *p, const char *pa
 	return found;
 }
 
-static void check_mounts(const struct al_plan *p, pid_t pid, struct al_run_result *res)
+static void check_mounts(const struct al_native_plan *p, pid_t pid, struct al_run_result *res)
 {
 	char path[64];
 	_cleanup_fclose_ FILE *f = NULL;
@@ -189,7 +189,8 @@ static bool status_field(const char *status, const char *key, char *out, size_t 
 	return false;
 }
 
-static void check_status(const struct al_plan *p, pid_t pid, struct al_run_result *res)
+static void check_status(const struct al_plan *p, const struct al_native_plan *np, pid_t pid,
+			 struct al_run_result *res)
 {
 	char path[64], status[8192], v[128], want[128];
 	static const char *const caps[] = {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"};
@@ -225,7 +226,7 @@ static void check_status(const struct al_plan *p, pid_t pid, struct al_run_resul
 	bool sc = status_field(status, "Seccomp", v, sizeof(v)) && strcmp(v, "2") == 0;
 	if (sc)
 		add(res, "seccomp", true, "filter mode, %u instructions, allowlist of %zu calls",
-		    p->seccomp.len, p->seccomp_summary.allowed);
+		    np->seccomp.len, np->seccomp_summary.allowed);
 	else
 		add(res, "seccomp", false, "Seccomp: %s (expected 2, filter mode)", v);
 }
@@ -347,21 +348,21 @@ static void check_kernel_memory(const struct al_plan *p, const struct al_cgroup 
 	add(res, "kernel memory", ok, "%s", detail);
 }
 
-int al_verify_child(const struct al_plan *plan, pid_t pid, int landlock_abi,
-		    const struct al_cgroup *cg, struct al_run_result *res)
+int al_verify_child(const struct al_plan *plan, const struct al_native_plan *np, pid_t pid,
+		    int landlock_abi, const struct al_cgroup *cg, struct al_run_result *res)
 {
 	int bad = 0;
 
 	res->n_checks = 0;
-	check_mounts(plan, pid, res);
-	check_status(plan, pid, res);
-	if (plan->landlock_abi == 0 && !plan->landlock_required)
+	check_mounts(np, pid, res);
+	check_status(plan, np, pid, res);
+	if (np->landlock_abi == 0 && !plan->landlock_required)
 		add(res, "landlock", true, "%s",
 		    "not available; best-effort was asked for in words");
 	else
-		add(res, "landlock", landlock_abi == plan->landlock_abi,
-		    "ABI %d ruleset, %zu path rules%s", landlock_abi, plan->n_ll_rules,
-		    plan->landlock_scoped ? ", scoped signals and abstract sockets" : "");
+		add(res, "landlock", landlock_abi == np->landlock_abi,
+		    "ABI %d ruleset, %zu path rules%s", landlock_abi, np->n_ll_rules,
+		    np->landlock_scoped ? ", scoped signals and abstract sockets" : "");
 	check_network(pid, res);
 	check_rlimits(plan, pid, res);
 	if (cg || plan->cgroup_required) {

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include "cgroup/cgroup.h"
+#include "backend/native/lower.h"
 #include "policy/plan.h"
 #include "supervisor/result.h"
 
@@ -11,5 +12,5 @@
  * for: mounts and their flags, ids, capabilities, no_new_privs, seccomp,
  * landlock (as the child reported it), network interfaces, cgroup
  * membership, rlimits. Fills res->checks; returns the number not in force. */
-int al_verify_child(const struct al_plan *plan, pid_t pid, int landlock_abi,
-		    const struct al_cgroup *cg, struct al_run_result *res);
+int al_verify_child(const struct al_plan *plan, const struct al_native_plan *np, pid_t pid,
+		    int landlock_abi, const struct al_cgroup *cg, struct al_run_result *res);

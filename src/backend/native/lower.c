@@ -1,0 +1,295 @@
+/* Plan → the native backend's terms (lower.h): each file-tree entry becomes
+ * the staging ops that make it and the landlock rule that bounds it; the
+ * identity becomes the id maps. Pure: no system call but the landlock ABI
+ * probe. */
+#include "backend/native/lower.h"
+
+#include <errno.h>
+#include <linux/mount.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cleanup.h"
+#include "core/sys.h"
+#include "core/util.h"
+
+#define OLD	"/oldroot"
+#define NEW	"/newroot"
+#define SCRATCH "/scratch"
+
+#define LL_READ (LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
+#define LL_WRITE                                                                                   \
+	(LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |                           \
+	 LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_DIR |                            \
+	 LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |                              \
+	 LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_SYM | LANDLOCK_ACCESS_FS_REFER |   \
+	 LANDLOCK_ACCESS_FS_TRUNCATE)
+#define LL_DEVICE (LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
+/* What a rule on a regular file may not carry (landlock refuses them). */
+#define LL_DIR_ONLY                                                                                \
+	(LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_REMOVE_DIR |                             \
+	 LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_DIR |                            \
+	 LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |                              \
+	 LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_SYM | LANDLOCK_ACCESS_FS_REFER)
+
+struct lowering {
+	struct al_native_plan *np;
+	char **dirs; /* staging paths already created, for mkdir -p */
+};
+
+static struct al_mount_op *add_op(struct lowering *l, enum al_op_kind kind, char *target,
+				  char *source, const char *what)
+{
+	struct al_native_plan *np = l->np;
+	struct al_mount_op *op;
+
+	np->ops = xrealloc(np->ops, (np->n_ops + 1) * sizeof(*np->ops));
+	op = &np->ops[np->n_ops++];
+	*op = (struct al_mount_op){.kind = kind, .target = target, .source = source};
+	op->what = xstrdup(what);
+	return op;
+}
+
+static bool dir_known(struct lowering *l, const char *staging)
+{
+	for (size_t i = 0; l->dirs && l->dirs[i]; i++)
+		if (strcmp(l->dirs[i], staging) == 0)
+			return true;
+	return false;
+}
+
+/* mkdir -p of a staging path: one MKDIR op per component not made yet. */
+static void mkdir_p(struct lowering *l, const char *staging, mode_t mode, bool sandbox_owned,
+		    const char *what)
+{
+	_cleanup_free_ char *path = xstrdup(staging);
+
+	for (char *c = path + 1;; c++) {
+		if (*c != '/' && *c != '\0')
+			continue;
+		char saved = *c;
+		*c = '\0';
+		/* The three staging roots exist before any op runs. */
+		if (strcmp(path, NEW) != 0 && strcmp(path, OLD) != 0 &&
+		    strcmp(path, SCRATCH) != 0 && !dir_known(l, path)) {
+			struct al_mount_op *op = add_op(l, AL_OP_MKDIR, xstrdup(path), NULL, what);
+			op->mode = mode;
+			op->sandbox_owned = sandbox_owned;
+			al_strv_push(&l->dirs, path);
+		}
+		*c = saved;
+		if (saved == '\0')
+			break;
+	}
+}
+
+static void mkdir_parent(struct lowering *l, const char *path, const char *what)
+{
+	_cleanup_free_ char *parent = xasprintf(NEW "%s", path);
+
+	*strrchr(parent, '/') = '\0';
+	mkdir_p(l, parent, 0755, false, what);
+}
+
+/* A rule that an ancestor's rule already covers adds nothing (landlock
+ * grants what any rule on the way grants), so it is left out. */
+static void add_ll(struct lowering *l, const char *path, uint64_t access)
+{
+	struct al_native_plan *np = l->np;
+
+	access &= al_landlock_fs_all(np->landlock_abi);
+	for (size_t i = 0; i < np->n_ll_rules; i++) {
+		struct al_landlock_rule *r = &np->ll_rules[i];
+		if (strcmp(r->path, path) == 0) {
+			r->access |= access;
+			return;
+		}
+		if (strcmp(r->path, "/") != 0 && al_path_is_under(path, r->path) &&
+		    (access & ~r->access) == 0)
+			return;
+	}
+	np->ll_rules = xrealloc(np->ll_rules, (np->n_ll_rules + 1) * sizeof(*np->ll_rules));
+	np->ll_rules[np->n_ll_rules++] = (struct al_landlock_rule){xstrdup(path), access};
+}
+
+/* The mount flags and landlock rights an entry's access asks for. */
+static uint64_t mount_attr(unsigned access)
+{
+	return MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+	       (access & AL_FS_WRITE ? 0 : MOUNT_ATTR_RDONLY) |
+	       (access & AL_FS_EXEC ? 0 : MOUNT_ATTR_NOEXEC);
+}
+
+static uint64_t ll_access(unsigned access)
+{
+	return (access & AL_FS_READ ? LL_READ : 0) | (access & AL_FS_WRITE ? LL_WRITE : 0) |
+	       (access & AL_FS_EXEC ? LANDLOCK_ACCESS_FS_EXECUTE : 0);
+}
+
+static struct al_mount_op *add_bind(struct lowering *l, const struct al_fs_entry *e, uint64_t attr)
+{
+	struct al_mount_op *op;
+
+	mkdir_parent(l, e->path, e->what);
+	op = add_op(l, AL_OP_BIND, xasprintf(NEW "%s", e->path), xasprintf(OLD "%s", e->source),
+		    e->what);
+	op->dir = e->dir;
+	op->attr = attr;
+	op->dev = e->dev;
+	op->ino = e->ino;
+	if (op->dir)
+		al_strv_push(&l->dirs, op->target);
+	return op;
+}
+
+/* The scratch tmpfs and the subdirectories behind its faces. */
+static void lower_scratch(struct lowering *l, const struct al_plan *p)
+{
+	struct al_mount_op *op;
+
+	op = add_op(l, AL_OP_TMPFS, xstrdup(SCRATCH),
+		    xasprintf("size=%llu,mode=0755", (unsigned long long)p->scratch_bytes),
+		    "scratch");
+	op->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (p->scratch_exec ? 0 : MOUNT_ATTR_NOEXEC);
+	for (size_t i = 0; i < p->n_fs; i++) {
+		const struct al_fs_entry *e = &p->fs[i];
+		if (e->kind != AL_FS_SCRATCH)
+			continue;
+		_cleanup_free_ char *sub = xasprintf(SCRATCH "/%s", e->source);
+		mkdir_p(l, sub, e->mode, e->sandbox_owned, "scratch");
+	}
+}
+
+static void lower_entry(struct lowering *l, const struct al_fs_entry *e)
+{
+	struct al_mount_op *op;
+
+	switch (e->kind) {
+	case AL_FS_HOST: {
+		uint64_t ll = ll_access(e->access);
+		add_bind(l, e, mount_attr(e->access));
+		add_ll(l, e->path, e->dir ? ll : ll & ~(uint64_t)LL_DIR_ONLY);
+		break;
+	}
+	case AL_FS_DEVICE:
+		/* Device binds keep nodev off: the node is the point. */
+		add_bind(l, e,
+			 MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC |
+			     (e->access & AL_FS_WRITE ? 0 : MOUNT_ATTR_RDONLY));
+		add_ll(l, e->path, LL_READ | (e->access & AL_FS_WRITE ? LL_DEVICE : 0));
+		break;
+	case AL_FS_LINK:
+		mkdir_parent(l, e->path, e->what);
+		add_op(l, AL_OP_SYMLINK, xasprintf(NEW "%s", e->path), xstrdup(e->source), e->what);
+		break;
+	case AL_FS_FILE:
+		mkdir_parent(l, e->path, e->what);
+		op = add_op(l, AL_OP_FILE, xasprintf(NEW "%s", e->path), xstrdup(e->source),
+			    e->what);
+		op->len = e->len;
+		op->mode = e->mode;
+		break;
+	case AL_FS_DIR: {
+		_cleanup_free_ char *t = xasprintf(NEW "%s", e->path);
+		mkdir_p(l, t, e->mode, false, e->what);
+		add_ll(l, e->path, ll_access(e->access));
+		break;
+	}
+	case AL_FS_DEVDIR: {
+		_cleanup_free_ char *t = xasprintf(NEW "%s", e->path);
+		mkdir_p(l, t, e->mode, false, e->what);
+		op = add_op(l, AL_OP_TMPFS, xstrdup(t),
+			    xasprintf("size=64k,nr_inodes=64,mode=%04o", (unsigned)e->mode),
+			    e->what);
+		/* nodev is left off only to keep the flags honest: the nodes are
+		 * bind mounts with their own flags, and the tmpfs is sealed
+		 * read-only. */
+		op->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+		op->seal = true;
+		add_ll(l, e->path, ll_access(e->access));
+		break;
+	}
+	case AL_FS_PROC: {
+		_cleanup_free_ char *t = xasprintf(NEW "%s", e->path);
+		mkdir_p(l, t, e->mode, false, e->what);
+		op = add_op(l, AL_OP_PROC, xstrdup(t), NULL, e->what);
+		op->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+		add_ll(l, e->path, ll_access(e->access));
+		break;
+	}
+	case AL_FS_SCRATCH: {
+		_cleanup_free_ char *t = xasprintf(NEW "%s", e->path);
+		mkdir_p(l, t, e->mode, false, e->what);
+		op = add_op(l, AL_OP_BIND, TAKE_PTR(t), xasprintf(SCRATCH "/%s", e->source),
+			    e->what);
+		op->dir = true;
+		op->attr = mount_attr(e->access);
+		add_ll(l, e->path, ll_access(e->access));
+		break;
+	}
+	}
+}
+
+static void lower_ids(struct al_native_plan *np, const struct al_plan *p)
+{
+	if (!p->rootless) {
+		snprintf(np->uid_map, sizeof(np->uid_map), "0 %u 1\n%u %u 1\n", AL_HOST_ID_BASE,
+			 AL_SANDBOX_UID, p->host_uid);
+		snprintf(np->gid_map, sizeof(np->gid_map), "0 %u 1\n%u %u 1\n", AL_HOST_ID_BASE,
+			 AL_SANDBOX_GID, p->host_gid);
+	} else {
+		snprintf(np->uid_map, sizeof(np->uid_map), "%u %u 1\n", AL_SANDBOX_UID,
+			 p->host_uid);
+		snprintf(np->gid_map, sizeof(np->gid_map), "%u %u 1\n", AL_SANDBOX_GID,
+			 p->host_gid);
+	}
+}
+
+int al_native_lower(const struct al_plan *p, struct al_native_plan **ret, struct al_error *err)
+{
+	_cleanup_(al_native_plan_freep) struct al_native_plan *np = xcalloc(1, sizeof(*np));
+	struct lowering l = {.np = np};
+
+	np->landlock_abi = al_landlock_abi();
+	if (np->landlock_abi == 0 && p->landlock_required)
+		return al_error_set(err, EOPNOTSUPP,
+				    "landlock is not available on this kernel; refusing to run "
+				    "(set \"filesystem\": {\"landlock\": \"best-effort\"} to run "
+				    "with mount isolation only)");
+	if (np->landlock_abi > 0) {
+		np->landlock_fs = al_landlock_fs_all(np->landlock_abi);
+		if (np->landlock_abi >= 6)
+			np->landlock_scoped =
+			    LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
+	}
+	lower_ids(np, p);
+	add_ll(&l, "/", LANDLOCK_ACCESS_FS_READ_DIR);
+	lower_scratch(&l, p);
+	for (size_t i = 0; i < p->n_fs; i++)
+		lower_entry(&l, &p->fs[i]);
+	al_strv_free(l.dirs);
+
+	/* Compiled at build time; installing it needs no libseccomp. */
+	np->seccomp.len = al_seccomp_program_len;
+	np->seccomp.filter = (struct sock_filter *)al_seccomp_program;
+	np->seccomp_rules = al_seccomp_table(&np->n_seccomp_rules);
+	al_seccomp_summarize(np->seccomp_rules, np->n_seccomp_rules, &np->seccomp_summary);
+	*ret = TAKE_PTR(np);
+	return 0;
+}
+
+void al_native_plan_free(struct al_native_plan *np)
+{
+	if (!np)
+		return;
+	for (size_t i = 0; i < np->n_ops; i++) {
+		free(np->ops[i].target);
+		free(np->ops[i].source);
+		free(np->ops[i].what);
+	}
+	free(np->ops);
+	for (size_t i = 0; i < np->n_ll_rules; i++)
+		free(np->ll_rules[i].path);
+	free(np->ll_rules);
+	free(np);
+}

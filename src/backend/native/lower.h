@@ -1,0 +1,95 @@
+/* The native backend's terms for a plan: the plan says what the sandbox is,
+ * this says how the child makes it with mounts, id maps, landlock and
+ * seccomp. Built once per run in the parent (al_native_lower), read by the
+ * child after clone without allocating, and by the checks from outside.
+ *
+ * Staging view used by the mount ops (inside the child's private mount
+ * namespace, after the first pivot_root onto a throw-away tmpfs):
+ *   /oldroot   the host's root, detached before exec
+ *   /newroot   the sandbox's root (a small tmpfs, read-only at the end)
+ *   /scratch   the one size-limited scratch tmpfs; /tmp, the workdir and
+ *              /dev/shm are bind mounts of its subdirectories, so a single
+ *              size limit covers all writable space. */
+#pragma once
+
+#include <jansson.h>
+#include <linux/filter.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "core/error.h"
+#include "policy/plan.h"
+#include "policy/seccomp.h"
+
+enum al_op_kind {
+	AL_OP_MKDIR,   /* mkdir target (mode, uid) */
+	AL_OP_FILE,    /* create target with content source[0..len) (mode, uid) */
+	AL_OP_SYMLINK, /* symlink target -> source */
+	AL_OP_TMPFS,   /* mount tmpfs on target, options in source, then attr */
+	AL_OP_BIND,    /* bind source on target (a placeholder is made first), then attr */
+	AL_OP_PROC,    /* mount a fresh proc on target, then attr */
+};
+
+struct al_mount_op {
+	enum al_op_kind kind;
+	char *target;  /* full path in the staging view, e.g. "/newroot/usr" */
+	char *source;  /* see enum above */
+	size_t len;    /* FILE: content length */
+	bool dir;      /* BIND: the source is a directory */
+	uint64_t attr; /* MOUNT_ATTR_* applied recursively after the mount */
+	bool seal;     /* TMPFS: mounted writable, made read-only once the tree is built */
+	mode_t mode;
+	bool sandbox_owned; /* MKDIR/FILE: chown to the sandbox user */
+	dev_t dev;	    /* BIND of a host path: identity re-checked in the child */
+	ino_t ino;
+	char *what; /* for messages and dumps: "system /usr", "input /input/data.csv" */
+};
+
+struct al_landlock_rule {
+	char *path;	 /* path in the final view */
+	uint64_t access; /* LANDLOCK_ACCESS_FS_* already masked to the ABI */
+};
+
+struct al_native_plan {
+	/* the id maps written for the child's user namespace */
+	char uid_map[96];
+	char gid_map[96];
+
+	/* filesystem, in the order the child runs it */
+	struct al_mount_op *ops;
+	size_t n_ops;
+
+	/* landlock */
+	int landlock_abi;	  /* 0 when the kernel has none (the plan allowed best-effort) */
+	uint64_t landlock_fs;	  /* handled_access_fs */
+	uint64_t landlock_scoped; /* LANDLOCK_SCOPE_* */
+	struct al_landlock_rule *ll_rules;
+	size_t n_ll_rules;
+
+	/* seccomp (the filter is static storage, not owned) */
+	struct sock_fprog seccomp;
+	const struct al_seccomp_rule_info *seccomp_rules;
+	size_t n_seccomp_rules;
+	struct al_seccomp_summary seccomp_summary;
+};
+
+/* Lower plan for this machine: the staging ops, the id maps, the landlock
+ * rules at the kernel's ABI and the seccomp program (compiled at build
+ * time). Refuses, with err, when the plan needs landlock and the kernel has
+ * none. Returns 0 or a negative errno; *ret only on success. */
+int al_native_lower(const struct al_plan *plan, struct al_native_plan **ret, struct al_error *err);
+
+void al_native_plan_free(struct al_native_plan *np);
+static inline void al_native_plan_freep(struct al_native_plan **np)
+{
+	al_native_plan_free(*np);
+}
+
+/* `airlock check`: how the native backend makes the plan (the mount ops in
+ * setup order, landlock, the seccomp table), as text to f or as members
+ * "filesystem", "landlock" and "seccomp" of o. */
+void al_native_dump_text(const struct al_native_plan *np, FILE *f);
+void al_native_dump_json(const struct al_native_plan *np, const struct al_plan *plan, json_t *o);
