@@ -1002,6 +1002,88 @@ static void test_landlock_best_effort(void **state)
 	assert_false(plan->landlock_required);
 }
 
+/* tests: the plan's own file tree (what, not how) */
+
+static const struct al_fs_entry *find_fs(const struct al_plan *plan, const char *path)
+{
+	for (size_t i = 0; i < plan->n_fs; i++)
+		if (strcmp(plan->fs[i].path, path) == 0)
+			return &plan->fs[i];
+	return NULL;
+}
+
+/* Sandbox paths with what may be done there; no staging path, mount flag
+ * or landlock right appears in the plan. */
+static void test_fs_entries(void **state)
+{
+	_cleanup_(al_policy_freep) struct al_policy *p = new_policy();
+	_cleanup_(free_planp) struct al_plan *plan = NULL;
+	const struct al_fs_entry *e;
+
+	al_policy_add_mount(p, dir, "/input", AL_MOUNT_RO, 0, "--ro");
+	al_policy_add_mount(p, out_dir, "/out", AL_MOUNT_RW, AL_UNSET, "--rw");
+	plan = build_ok(p);
+	for (size_t i = 0; i < plan->n_fs; i++) {
+		assert_true(plan->fs[i].path[0] == '/');
+		if (strncmp(plan->fs[i].path, "/newroot", 8) == 0 ||
+		    strncmp(plan->fs[i].path, "/scratch", 8) == 0)
+			fail_msg("staging path %s in the plan", plan->fs[i].path);
+	}
+	assert_non_null(e = find_fs(plan, "/usr"));
+	assert_int_equal(e->kind, AL_FS_HOST);
+	assert_int_equal(e->access, AL_FS_READ | AL_FS_EXEC);
+	assert_non_null(e = find_fs(plan, "/input"));
+	assert_int_equal(e->kind, AL_FS_HOST);
+	assert_string_equal(e->source, dir);
+	assert_true(e->dir);
+	assert_int_equal(e->access, AL_FS_READ); /* exec: 0 */
+	assert_non_null(e = find_fs(plan, "/out"));
+	assert_int_equal(e->access, AL_FS_READ | AL_FS_WRITE | AL_FS_EXEC);
+	assert_non_null(e = find_fs(plan, "/tmp"));
+	assert_int_equal(e->kind, AL_FS_SCRATCH);
+	assert_true(e->access & AL_FS_WRITE);
+	assert_non_null(e = find_fs(plan, "/work"));
+	assert_int_equal(e->kind, AL_FS_SCRATCH);
+	assert_true(e->sandbox_owned);
+	assert_non_null(e = find_fs(plan, "/etc/passwd"));
+	assert_int_equal(e->kind, AL_FS_FILE);
+	assert_int_equal(e->len, strlen(e->source));
+	assert_non_null(e = find_fs(plan, "/dev/null"));
+	assert_int_equal(e->kind, AL_FS_DEVICE);
+	/* The lowering keeps every entry: each HOST entry is one bind of its
+	 * source, in the plan's order. */
+	size_t k = 0;
+	for (size_t i = 0; i < plan->n_fs; i++) {
+		if (plan->fs[i].kind != AL_FS_HOST && plan->fs[i].kind != AL_FS_DEVICE)
+			continue;
+		while (k < L(plan)->n_ops &&
+		       !(L(plan)->ops[k].kind == AL_OP_BIND && L(plan)->ops[k].ino))
+			k++;
+		assert_true(k < L(plan)->n_ops);
+		assert_string_equal(L(plan)->ops[k].source + strlen("/oldroot"),
+				    plan->fs[i].source);
+		assert_string_equal(L(plan)->ops[k].target + strlen("/newroot"), plan->fs[i].path);
+		k++;
+	}
+}
+
+/* A rule an ancestor's rule covers is left out: /etc's own read rule
+ * covers the host files shown under it. */
+static void test_landlock_covered_rules(void **state)
+{
+	_cleanup_(al_policy_freep) struct al_policy *p = new_policy();
+	_cleanup_(free_planp) struct al_plan *plan = build_ok(p);
+
+	if (L(plan)->landlock_abi == 0)
+		skip();
+	assert_non_null(find_fs(plan, "/etc/ld.so.cache"));
+	assert_non_null(find_rule(plan, "/etc"));
+	assert_null(find_rule(plan, "/etc/ld.so.cache"));
+	assert_null(find_rule(plan, "/etc/passwd"));
+	/* Not covered: /dev/null may be written, /dev only read. */
+	assert_non_null(find_rule(plan, "/dev/null"));
+}
+
 /* tests: dumps */
 
 static void test_dumps(void **state)
@@ -1067,6 +1149,8 @@ int main(void)
 		cmocka_unit_test(test_landlock_rules),
 		cmocka_unit_test(test_scratch_exec),
 		cmocka_unit_test(test_landlock_best_effort),
+		cmocka_unit_test(test_fs_entries),
+		cmocka_unit_test(test_landlock_covered_rules),
 		cmocka_unit_test(test_dumps),
 	};
 
