@@ -148,6 +148,12 @@ void gw_conn_close(struct conn *c, const char *end_reason)
 	if (c->use) {
 		c->use->active--;
 		gw->active--;
+		if (gw->usage) {
+			struct al_gateway_usage u = {
+			    .requests = 1, .bytes_up = c->up.bytes, .bytes_down = c->down.bytes};
+			snprintf(u.host, sizeof(u.host), "%s", c->use->name);
+			gw->usage(gw->usage_data, &u);
+		}
 	}
 	close_side(&c->client);
 	close_side(&c->upstream);

@@ -159,6 +159,8 @@ struct al_gateway {
 	const struct al_plan *plan;
 	struct al_loop *loop;
 	struct al_audit *audit;
+	void (*usage)(void *data, const struct al_gateway_usage *use);
+	void *usage_data;
 	ares_channel ares; /* created by al_gateway_prepare */
 	struct ares_sock *ares_socks;
 	bool ares_failed; /* the resolver could not start: lookups fail */

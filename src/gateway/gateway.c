@@ -28,6 +28,13 @@ struct al_gateway *al_gateway_new(const struct al_plan *plan, struct al_audit *a
 	return gw;
 }
 
+void al_gateway_on_usage(struct al_gateway *gw,
+			 void (*fn)(void *data, const struct al_gateway_usage *use), void *data)
+{
+	gw->usage = fn;
+	gw->usage_data = data;
+}
+
 int al_gateway_prepare(struct al_gateway *gw, struct al_error *err)
 {
 	struct al_error e = {0};

@@ -1,7 +1,7 @@
 /* The egress gateway (DESIGN.md "Egress gateway"): an HTTP proxy, a SOCKS5
  * proxy and a DNS stub whose sockets live inside the sandbox's network namespace
  * (the child creates them during setup and hands them over) and which the
- * supervisor serves from outside, in its own event loop. Every connection
+ * gateway's own process (process.h) serves from outside. Every connection
  * is decided against the allowlist; allowed ones are connected from the
  * host side to an address the gateway resolved itself (network.hosts, or
  * the host's resolver with the private-address guard) and relayed. Every
@@ -17,6 +17,7 @@
 #include "audit/audit.h"
 #include "core/loop.h"
 #include "core/error.h"
+#include "net/allow.h"
 #include "policy/plan.h"
 
 struct al_gateway;
@@ -31,6 +32,15 @@ struct al_gateway_stats {
 	uint64_t dns_refused;  /* queries refused (name not allowed, other types) */
 };
 
+/* What one allowed connection used of its host, reported when it closes:
+ * the meter's network input (supervisor/meter.h). */
+struct al_gateway_usage {
+	char host[AL_HOST_MAX + 1]; /* the name it was decided on, or the address */
+	uint64_t requests;	    /* counted against network.limits.requests: 1 */
+	uint64_t bytes_up;	    /* sandbox → upstream */
+	uint64_t bytes_down;	    /* upstream → sandbox */
+};
+
 /* A gateway for plan (borrowed; plan->gateway must be set), writing to
  * audit (borrowed, may be NULL), watching its fds in loop. Free with
  * al_gateway_free(). */
@@ -43,6 +53,10 @@ struct al_gateway *al_gateway_new(const struct al_plan *plan, struct al_audit *a
  * servers are never used instead); with the host's configuration, a
  * failure is warned about and lookups are refused. */
 int al_gateway_prepare(struct al_gateway *gw, struct al_error *err);
+
+/* Report each allowed connection's use to fn(data, use) when it closes. */
+void al_gateway_on_usage(struct al_gateway *gw,
+			 void (*fn)(void *data, const struct al_gateway_usage *use), void *data);
 
 /* Serve a listening socket (takes ownership of fd). */
 int al_gateway_listen(struct al_gateway *gw, enum al_gateway_listener kind, int fd,

@@ -36,8 +36,7 @@ struct al_gateway_proc {
 	const struct al_plan *plan;
 	struct al_loop *loop;
 	struct al_audit *audit;
-	void (*changed)(void *data);
-	void *data;
+	const struct al_gateway_proc_events *ev;
 	pid_t pid;
 	int pidfd;
 	int sock;
@@ -62,6 +61,15 @@ static void child_send(int sock, const uint8_t *buf, int n)
 {
 	if (n > 0 && send(sock, buf, (size_t)n, MSG_NOSIGNAL) < 0)
 		_exit(3); /* the supervisor is gone */
+}
+
+/* Each closed connection's use of its host becomes a message. */
+static void child_usage(void *data, const struct al_gateway_usage *use)
+{
+	struct child *c = data;
+	uint8_t buf[64 + AL_HOST_MAX];
+
+	child_send(c->sock, buf, al_gwp_encode_usage(use, buf, sizeof(buf)));
 }
 
 /* The audit stream's sink: each event becomes a message. */
@@ -230,6 +238,7 @@ static _Noreturn void child_main(const struct al_plan *plan, int sock, bool audi
 	if (audit)
 		sink = al_audit_sink(child_audit, &c);
 	c.gw = al_gateway_new(plan, sink, loop);
+	al_gateway_on_usage(c.gw, child_usage, &c);
 	/* The resolver reads the host's configuration before the walls go up. */
 	if (al_gateway_prepare(c.gw, &err) < 0) {
 		e = EINVAL;
@@ -271,7 +280,7 @@ static void fail(struct al_gateway_proc *gp, const char *fmt, ...)
 	gp->state = AL_GATEWAY_FAILED;
 	if (gp->pidfd >= 0)
 		al_sys_pidfd_send_signal(gp->pidfd, SIGKILL);
-	gp->changed(gp->data);
+	gp->ev->changed(gp->ev->data);
 }
 
 /* One message from the gateway: 1 handled, 0 none waiting, -1 closed. */
@@ -319,7 +328,7 @@ static int read_one(struct al_gateway_proc *gp)
 		gp->landlock_abi = m.landlock_abi;
 		gp->file_errno = m.file_errno;
 		gp->state = AL_GATEWAY_RUNNING;
-		gp->changed(gp->data);
+		gp->ev->changed(gp->ev->data);
 		break;
 	case AL_GWP_AUDIT:
 		al_audit_emit(gp->audit, m.event, m.fields);
@@ -328,6 +337,21 @@ static int read_one(struct al_gateway_proc *gp)
 		gp->stats = m.stats;
 		gp->have_stats = true;
 		break;
+	case AL_GWP_USAGE: {
+		const char *past;
+		if (gp->state != AL_GATEWAY_RUNNING) {
+			fail(gp, "the gateway process reported use before its start");
+			return -1;
+		}
+		if ((past = gp->ev->usage(gp->ev->data, &m.usage))) {
+			fail(gp,
+			     "the gateway process let more through than the policy allows: "
+			     "past %s after a connection to %s",
+			     past, m.usage.host);
+			return -1;
+		}
+		break;
+	}
 	default:
 		fail(gp, "the gateway process sent a message only the supervisor sends");
 		return -1;
@@ -406,7 +430,7 @@ static void on_start_timeout(struct al_timer *t, uint64_t expirations, void *dat
 }
 
 int al_gateway_proc_start(const struct al_plan *plan, struct al_loop *loop, struct al_audit *audit,
-			  void (*changed)(void *data), void *data, struct al_gateway_proc **ret,
+			  const struct al_gateway_proc_events *ev, struct al_gateway_proc **ret,
 			  struct al_error *err)
 {
 	struct al_gateway_proc *gp;
@@ -431,8 +455,7 @@ int al_gateway_proc_start(const struct al_plan *plan, struct al_loop *loop, stru
 	*gp = (struct al_gateway_proc){.plan = plan,
 				       .loop = loop,
 				       .audit = audit,
-				       .changed = changed,
-				       .data = data,
+				       .ev = ev,
 				       .pid = pid,
 				       .pidfd = al_sys_pidfd_open(pid, 0),
 				       .sock = sv[0]};

@@ -6,7 +6,8 @@
  * host's /etc/hosts, which its resolver reads per lookup) and binds no TCP
  * port, and its own seccomp allowlist (gateway/seccomp.c), which kills it
  * for any other call. It talks to the supervisor over a socketpair in the
- * messages of gateway/proto.h: its audit events, its start, its counters. */
+ * messages of gateway/proto.h: its start, its audit events, each closed
+ * connection's use of its host (the meter's input) and its counters. */
 #pragma once
 
 #include <stdbool.h>
@@ -26,12 +27,22 @@ enum al_gateway_proc_state {
 	AL_GATEWAY_FAILED,   /* it could not start, misbehaved, or died: the run must stop */
 };
 
+/* What the supervisor hears from its gateway process. */
+struct al_gateway_proc_events {
+	/* The state moved on: started, or failed (al_gateway_proc_error()). */
+	void (*changed)(void *data);
+	/* One closed connection's use of its host. Returns NULL, or the limit
+	 * that use is past: the gateway let through more than the plan
+	 * allows, and counts as failed. */
+	const char *(*usage)(void *data, const struct al_gateway_usage *use);
+	void *data;
+};
+
 /* Fork the gateway for plan (borrowed, with plan->gateway) and watch it in
- * loop. changed(data) is called when the state moves on (started, or
- * failed with al_gateway_proc_error()). Audit events it sends go to audit
- * (may be NULL). */
+ * loop, reporting to ev (borrowed). Audit events it sends go to audit (may
+ * be NULL). */
 int al_gateway_proc_start(const struct al_plan *plan, struct al_loop *loop, struct al_audit *audit,
-			  void (*changed)(void *data), void *data, struct al_gateway_proc **ret,
+			  const struct al_gateway_proc_events *ev, struct al_gateway_proc **ret,
 			  struct al_error *err);
 
 enum al_gateway_proc_state al_gateway_proc_state(const struct al_gateway_proc *gp);

@@ -62,6 +62,13 @@ int al_gwp_encode_stats(const struct al_gateway_stats *st, uint8_t *out, size_t 
 	return encode(AL_GWP_STATS, v, sizeof(v), NULL, 0, out, size);
 }
 
+int al_gwp_encode_usage(const struct al_gateway_usage *use, uint8_t *out, size_t size)
+{
+	uint64_t v[3] = {use->requests, use->bytes_up, use->bytes_down};
+	return encode(AL_GWP_USAGE, v, sizeof(v), use->host, strnlen(use->host, AL_HOST_MAX), out,
+		      size);
+}
+
 static int bad(struct al_error *err, const char *what)
 {
 	return al_error_set(err, EINVAL, "gateway message: %s", what);
@@ -140,6 +147,24 @@ int al_gwp_decode(const uint8_t *buf, size_t n, struct al_gwp_msg *ret, struct a
 			return bad(err, "stats of the wrong size");
 		memcpy(v, p, sizeof(v));
 		ret->stats = (struct al_gateway_stats){v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
+		return 0;
+	}
+	case AL_GWP_USAGE: {
+		uint64_t v[3];
+		if (h.len <= sizeof(v) || h.len - sizeof(v) > AL_HOST_MAX)
+			return bad(err, "usage of the wrong size");
+		memcpy(v, p, sizeof(v));
+		size_t hl = h.len - sizeof(v);
+		for (size_t i = 0; i < hl; i++)
+			if (p[sizeof(v) + i] <= 0x20 || p[sizeof(v) + i] > 0x7e)
+				return bad(err, "usage with a host that is not printable");
+		if (v[0] > 1)
+			return bad(err, "usage of more than one connection");
+		ret->usage.requests = v[0];
+		ret->usage.bytes_up = v[1];
+		ret->usage.bytes_down = v[2];
+		memcpy(ret->usage.host, p + sizeof(v), hl);
+		ret->usage.host[hl] = '\0';
 		return 0;
 	}
 	default:

@@ -24,6 +24,8 @@ enum al_gwp_type {
 			 * i32 errno of its own test open of /etc/passwd; text */
 	AL_GWP_AUDIT,	/* event name, NUL, a JSON object */
 	AL_GWP_STATS,	/* struct al_gateway_stats as 7 u64 */
+	AL_GWP_USAGE,	/* struct al_gateway_usage: 3 u64 (requests, bytes up, down), the
+			 * host (1 to AL_HOST_MAX printable characters, no NUL) */
 };
 
 struct al_gwp_hdr {
@@ -39,6 +41,7 @@ struct al_gwp_msg {
 	char event[32];		       /* AUDIT */
 	json_t *fields;		       /* AUDIT: a new reference the caller owns */
 	struct al_gateway_stats stats; /* STATS */
+	struct al_gateway_usage usage; /* USAGE */
 };
 
 /* Encode one message into out; returns its length, or -ENOSPC. */
@@ -49,6 +52,7 @@ int al_gwp_encode_started(int error, int landlock_abi, int file_errno, const cha
 /* fields is not consumed; -E2BIG when the event does not fit. */
 int al_gwp_encode_audit(const char *event, const json_t *fields, uint8_t *out, size_t size);
 int al_gwp_encode_stats(const struct al_gateway_stats *st, uint8_t *out, size_t size);
+int al_gwp_encode_usage(const struct al_gateway_usage *use, uint8_t *out, size_t size);
 
 /* Decode the n bytes of one message. 0 and *ret filled; -EINVAL with err
  * saying what is wrong. AUDIT is accepted only for the gateway's own

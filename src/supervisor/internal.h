@@ -48,6 +48,7 @@ struct al_supervisor {
 	struct al_timer *timer; /* the wall clock */
 	/* the egress gateway's process, once the child sent a listener */
 	struct al_gateway_proc *gw;
+	struct al_gateway_proc_events gateway_events;
 	bool release_waits; /* ready, but the gateway has not reported its start yet */
 	bool finishing;	    /* al_supervisor_finish runs: nothing more is released */
 	/* the command's stdio: our ends */

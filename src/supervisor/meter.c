@@ -1,6 +1,11 @@
 #include "supervisor/meter.h"
 
 #include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
 
 void al_meter_stop(struct al_meter *m, enum al_end_reason why, const char *limit,
 		   uint64_t limit_value, uint64_t observed)
@@ -92,4 +97,65 @@ void al_meter_cgroup(struct al_meter *m, const struct al_cgroup_stats *st)
 bool al_meter_output(struct al_meter *m, uint64_t bytes)
 {
 	return bytes > m->plan->output_bytes;
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static void add_use(struct al_meter_net *n, const struct al_gateway_usage *use)
+{
+	n->requests = add_sat(n->requests, use->requests);
+	n->bytes_up = add_sat(n->bytes_up, use->bytes_up);
+	n->bytes_down = add_sat(n->bytes_down, use->bytes_down);
+}
+
+static struct al_meter_host *find_host(const struct al_meter *m, const char *name)
+{
+	for (size_t i = 0; i < m->n_hosts; i++)
+		if (strcmp(m->hosts[i].name, name) == 0)
+			return &m->hosts[i];
+	return NULL;
+}
+
+const char *al_meter_net(struct al_meter *m, const struct al_gateway_usage *use)
+{
+	const struct al_net_limits *run = &m->plan->net_run, *per = &m->plan->net_host;
+	struct al_meter_host *h = find_host(m, use->host);
+
+	add_use(&m->net, use);
+	if (!h && m->n_hosts < AL_METER_MAX_HOSTS) {
+		if (m->n_hosts == m->cap_hosts) {
+			m->cap_hosts = m->cap_hosts ? 2 * m->cap_hosts : 16;
+			m->hosts = xrealloc(m->hosts, m->cap_hosts * sizeof(*m->hosts));
+		}
+		h = &m->hosts[m->n_hosts++];
+		memset(h, 0, sizeof(*h));
+		snprintf(h->name, sizeof(h->name), "%s", use->host);
+	}
+	if (h)
+		add_use(&h->use, use);
+	if (run->requests && m->net.requests > run->requests)
+		return "network.limits.requests";
+	if (run->bytes_out && m->net.bytes_up > run->bytes_out)
+		return "network.limits.bytes_out";
+	if (h && per->requests && h->use.requests > per->requests)
+		return "network.per_host.requests";
+	if (h && per->bytes_out && h->use.bytes_up > per->bytes_out)
+		return "network.per_host.bytes_out";
+	return NULL;
+}
+
+struct al_meter_net al_meter_host_use(const struct al_meter *m, const char *host)
+{
+	const struct al_meter_host *h = find_host(m, host);
+	return h ? h->use : (struct al_meter_net){0};
+}
+
+void al_meter_clear(struct al_meter *m)
+{
+	free(m->hosts);
+	m->hosts = NULL;
+	m->n_hosts = m->cap_hosts = 0;
 }

@@ -1,9 +1,10 @@
 /* The meter: every limit a run is measured against, fed by samples from
  * wherever they are measured (the backend's cgroup counters and socket
- * memory, the supervisor's output count), and the one place that ends a
- * run for a limit: it records the reason, audits limit.hit and asks the
- * supervisor to stop the sandbox. The spend budget (a later issue) is one
- * more meter input. */
+ * memory, the supervisor's output count, the gateway's use of each host),
+ * and the one place that ends a run for a limit: it records the reason,
+ * audits limit.hit and asks the supervisor to stop the sandbox. The spend
+ * budget (a later issue) is one more meter input, priced from the
+ * per-host use kept here. */
 #pragma once
 
 #include <stdbool.h>
@@ -11,8 +12,23 @@
 
 #include "audit/audit.h"
 #include "cgroup/cgroup.h"
+#include "gateway/gateway.h"
 #include "policy/plan.h"
 #include "supervisor/result.h"
+
+/* Network use as the gateway reports it, per closed connection. */
+struct al_meter_net {
+	uint64_t requests, bytes_up, bytes_down;
+};
+
+/* Hosts whose use is kept apart; the use of more goes to the run's total
+ * only (their per-host limits are still the gateway's to hold). */
+#define AL_METER_MAX_HOSTS 4096
+
+struct al_meter_host {
+	char name[AL_HOST_MAX + 1];
+	struct al_meter_net use;
+};
 
 struct al_meter {
 	const struct al_plan *plan;
@@ -20,8 +36,14 @@ struct al_meter {
 	struct al_run_result *res; /* reason and the limit's details go here */
 	void (*stop)(void *data);  /* stop the sandbox (once) */
 	void *data;
-	bool hit; /* a limit (or the timeout) ended the run */
+	bool hit;		 /* a limit (or the timeout) ended the run */
+	struct al_meter_net net; /* the run's, over every host */
+	struct al_meter_host *hosts;
+	size_t n_hosts, cap_hosts;
 };
+
+/* Free what the meter allocated (its host table). */
+void al_meter_clear(struct al_meter *m);
 
 /* End the run for a limit: the first one wins; later ones are ignored. */
 void al_meter_stop(struct al_meter *m, enum al_end_reason why, const char *limit,
@@ -50,6 +72,17 @@ void al_meter_record(struct al_meter *m, const struct al_cgroup_stats *st);
 
 /* Listening sockets the backend must read every tick. */
 void al_meter_listeners(struct al_meter *m, uint64_t listeners);
+
+/* One closed connection's use of its host, added to the run's and the
+ * host's. The gateway holds the network limits itself (it refuses the
+ * connection or cuts the stream at them), so use past one means the
+ * gateway failed to: returns the name of that limit
+ * ("network.limits.bytes_out", ...), or NULL. */
+const char *al_meter_net(struct al_meter *m, const struct al_gateway_usage *use);
+
+/* What the gateway reported for host so far (zeros if nothing, or if it
+ * came past AL_METER_MAX_HOSTS hosts). */
+struct al_meter_net al_meter_host_use(const struct al_meter *m, const char *host);
 
 /* stdout + stderr so far; true when past the output cap. */
 bool al_meter_output(struct al_meter *m, uint64_t bytes);

@@ -1,6 +1,7 @@
 #include "supervisor/internal.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +115,12 @@ static void on_gateway(void *data)
 	}
 }
 
+static const char *on_gateway_usage(void *data, const struct al_gateway_usage *use)
+{
+	struct al_supervisor *l = data;
+	return al_meter_net(&l->meter, use);
+}
+
 static void ev_listener(void *data, enum al_gateway_listener kind, int fd)
 {
 	struct al_supervisor *l = data;
@@ -125,8 +132,8 @@ static void ev_listener(void *data, enum al_gateway_listener kind, int fd)
 	}
 	/* The first listener: fork the gateway while the child sets up, not
 	 * on the way to exec. */
-	if (!l->gw &&
-	    al_gateway_proc_start(l->plan, l->ev, l->audit, on_gateway, l, &l->gw, &gerr) < 0) {
+	if (!l->gw && al_gateway_proc_start(l->plan, l->ev, l->audit, &l->gateway_events, &l->gw,
+					    &gerr) < 0) {
 		close(fd);
 		setup_failed(l, "gateway", 0, gerr.msg);
 		al_sup_stop(l);
@@ -220,6 +227,8 @@ struct al_supervisor *al_supervisor_new(const struct al_supervisor_config *cfg)
 				     .res = &l->result,
 				     .stop = on_meter_stop,
 				     .data = l};
+	l->gateway_events = (struct al_gateway_proc_events){
+	    .changed = on_gateway, .usage = on_gateway_usage, .data = l};
 	l->events = (struct al_sandbox_events){.data = l,
 					       .meter = &l->meter,
 					       .res = &l->result,
@@ -331,6 +340,11 @@ void al_supervisor_finish(struct al_supervisor *l, struct al_run_result *out)
 			al_warn("%s", al_gateway_proc_error(l->gw));
 		}
 		res->have_network = true;
+		al_debug("network use the gateway reported: %zu host%s, %" PRIu64
+			 " connection%s, %" PRIu64 " bytes up, %" PRIu64 " bytes down",
+			 l->meter.n_hosts, l->meter.n_hosts == 1 ? "" : "s", l->meter.net.requests,
+			 l->meter.net.requests == 1 ? "" : "s", l->meter.net.bytes_up,
+			 l->meter.net.bytes_down);
 	}
 	switch (res->reason) {
 	case AL_END_SETUP_ERROR:
@@ -377,6 +391,7 @@ void al_supervisor_free(struct al_supervisor *l)
 	if (!l)
 		return;
 	al_gateway_proc_free(TAKE_PTR(l->gw));
+	al_meter_clear(&l->meter);
 	al_sup_stdio_close(l);
 	al_timer_freep(&l->timer);
 	al_closep(&l->confine_ruleset);

@@ -1298,6 +1298,28 @@ def network_limit_bytes_out(e):
 
 
 @case
+def gateway_usage_reaches_meter(e):
+    """Each allowed connection's use of its host reaches the supervisor's
+    meter when it closes (the input a spend budget will be priced from):
+    with -v the run reports 2 hosts and 3 connections, and exactly the
+    bytes up and down the result record counts; the refused request adds
+    nothing."""
+    with Recorder("api") as api, Recorder("other") as other:
+        hp, op = "api.internal:%d" % api.port, "other.internal:%d" % other.port
+        steps = [get("http://%s/a" % hp, "a"), get("http://%s/b" % hp, "b"),
+                 get("http://%s/c" % op, "c"),
+                 get("http://collector.test:%d/x" % other.port, "denied")]
+        r = gw_run(e, steps, ["-v", "--allow", hp, "--allow", op]
+                   + mapped("api.internal", "other.internal", "collector.test"),
+                   servers=[api, other])
+        r.expect_counters(allowed=3, denied=1)
+        n = r.network() or {}
+        want = ("network use the gateway reported: 2 hosts, 3 connections, %s bytes up, "
+                "%s bytes down" % (n.get("bytes_up"), n.get("bytes_down")))
+        r.expect(want in r.res.errtext, "no line %r in the run's stderr" % want)
+
+
+@case
 def network_limit_per_host_connections(e):
     """network.per_host.connections = 1: while one request to a host is
     open (a slow answer), a second one to the same host gets 403 naming

@@ -49,10 +49,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case AL_GWP_STATS:
 		n = al_gwp_encode_stats(&m.stats, out, sizeof(out));
 		break;
+	case AL_GWP_USAGE:
+		if (!m.usage.host[0] || strlen(m.usage.host) > AL_HOST_MAX || m.usage.requests > 1)
+			__builtin_trap();
+		n = al_gwp_encode_usage(&m.usage, out, sizeof(out));
+		break;
 	}
 	if (n <= 0 || al_gwp_decode(out, (size_t)n, &again, NULL) < 0 || again.type != m.type)
 		__builtin_trap();
 	if (m.type == AL_GWP_STATS && memcmp(&m.stats, &again.stats, sizeof(m.stats)) != 0)
+		__builtin_trap();
+	if (m.type == AL_GWP_USAGE &&
+	    (strcmp(m.usage.host, again.usage.host) != 0 ||
+	     m.usage.requests != again.usage.requests || m.usage.bytes_up != again.usage.bytes_up ||
+	     m.usage.bytes_down != again.usage.bytes_down))
 		__builtin_trap();
 	if (m.type == AL_GWP_AUDIT &&
 	    (strcmp(m.event, again.event) != 0 || !json_equal(m.fields, again.fields)))

@@ -59,6 +59,20 @@ static void test_round_trips(void **state)
 	assert_int_equal(al_gwp_decode(buf, (size_t)n, &m, &err), 0);
 	assert_memory_equal(&m.stats, &st, sizeof(st));
 
+	struct al_gateway_usage use = {"api.example.com", 1, 1u << 20, (uint64_t)1 << 40};
+	n = al_gwp_encode_usage(&use, buf, sizeof(buf));
+	assert_int_equal(al_gwp_decode(buf, (size_t)n, &m, &err), 0);
+	assert_int_equal(m.type, AL_GWP_USAGE);
+	assert_string_equal(m.usage.host, "api.example.com");
+	assert_int_equal(m.usage.requests, 1);
+	assert_int_equal(m.usage.bytes_up, 1u << 20);
+	assert_int_equal(m.usage.bytes_down, (uint64_t)1 << 40);
+	memset(use.host, 'a', AL_HOST_MAX); /* the longest name */
+	use.host[AL_HOST_MAX] = '\0';
+	n = al_gwp_encode_usage(&use, buf, sizeof(buf));
+	assert_int_equal(al_gwp_decode(buf, (size_t)n, &m, &err), 0);
+	assert_int_equal(strlen(m.usage.host), AL_HOST_MAX);
+
 	json_t *o = json_pack("{s:s, s:i}", "name", "api.example.com", "port", 443);
 	n = al_gwp_encode_audit("net.connect", o, buf, sizeof(buf));
 	assert_true(n > 0);
@@ -74,6 +88,8 @@ static void test_malformed(void **state)
 	struct al_gwp_hdr h = {AL_GWP_END, 0};
 	uint32_t kind = AL_GATEWAY_N_LISTENERS;
 	int32_t started[3] = {0, 7, 13};
+	struct al_gwp_msg m;
+	struct al_error err = {0};
 	size_t n;
 
 	(void)state;
@@ -102,6 +118,32 @@ static void test_malformed(void **state)
 	started[1] = 1000;
 	raw(AL_GWP_STARTED, started, sizeof(started), &n);
 	expect_bad(n, "out of range");
+
+	/* usage: the three counters and a host of 1 to AL_HOST_MAX printable
+	 * characters, at most one connection */
+	uint8_t u[24 + AL_HOST_MAX + 1] = {0};
+	raw(AL_GWP_USAGE, u, 24, &n);
+	expect_bad(n, "wrong size"); /* no host */
+	memset(u + 24, 'a', AL_HOST_MAX + 1);
+	raw(AL_GWP_USAGE, u, sizeof(u), &n);
+	expect_bad(n, "wrong size"); /* a host too long */
+	memcpy(u + 24, "a\0b", 3);
+	raw(AL_GWP_USAGE, u, 27, &n);
+	expect_bad(n, "not printable");
+	memcpy(u + 24, "a b", 3);
+	raw(AL_GWP_USAGE, u, 27, &n);
+	expect_bad(n, "not printable");
+	memcpy(u + 24, "a\nb", 3);
+	raw(AL_GWP_USAGE, u, 27, &n);
+	expect_bad(n, "not printable");
+	memcpy(u + 24, "abc", 3);
+	u[0] = 2; /* two connections in one report */
+	raw(AL_GWP_USAGE, u, 27, &n);
+	expect_bad(n, "more than one");
+	u[0] = 1;
+	raw(AL_GWP_USAGE, u, 27, &n);
+	assert_int_equal(al_gwp_decode(buf, n, &m, &err), 0);
+	assert_string_equal(m.usage.host, "abc");
 }
 
 static void test_audit_refusals(void **state)

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "supervisor/meter.h"
@@ -146,12 +147,109 @@ static void test_peak_kept(void **state)
 	assert_true(al_meter_output(&f.m, 101));
 }
 
+static struct al_gateway_usage use(const char *host, uint64_t up, uint64_t down)
+{
+	struct al_gateway_usage u = {.requests = 1, .bytes_up = up, .bytes_down = down};
+	snprintf(u.host, sizeof(u.host), "%s", host);
+	return u;
+}
+
+/* The gateway's use of each host adds up per run and per host; it never
+ * stops the run itself (the gateway holds the network limits), but use
+ * past one is named, for the supervisor to fail the gateway. */
+static void test_network_use(void **state)
+{
+	struct fixture f;
+	struct al_gateway_usage a = use("api.example.test", 100, 1000),
+				b = use("other.example.test", 5, 7);
+	struct al_meter_net n;
+
+	(void)state;
+	init(&f);
+	assert_null(al_meter_net(&f.m, &a));
+	assert_null(al_meter_net(&f.m, &a));
+	assert_null(al_meter_net(&f.m, &b));
+	assert_int_equal(f.m.n_hosts, 2);
+	assert_int_equal(f.m.net.requests, 3);
+	assert_int_equal(f.m.net.bytes_up, 205);
+	assert_int_equal(f.m.net.bytes_down, 2007);
+	n = al_meter_host_use(&f.m, "api.example.test");
+	assert_int_equal(n.requests, 2);
+	assert_int_equal(n.bytes_up, 200);
+	assert_int_equal(n.bytes_down, 2000);
+	n = al_meter_host_use(&f.m, "unseen.example.test");
+	assert_int_equal(n.requests, 0);
+	assert_int_equal(f.stops, 0);
+	assert_int_equal(f.res.reason, AL_END_EXITED);
+	al_meter_clear(&f.m);
+
+	/* At each limit is allowed; one past it is named. */
+	struct {
+		struct al_net_limits run, host;
+		const char *want;
+	} cases[] = {
+	    {{.requests = 3}, {0}, "network.limits.requests"},
+	    {{.bytes_out = 204}, {0}, "network.limits.bytes_out"},
+	    {{0}, {.requests = 2}, "network.per_host.requests"},
+	    {{0}, {.bytes_out = 150}, "network.per_host.bytes_out"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		init(&f);
+		f.plan.net_run = cases[i].run;
+		f.plan.net_host = cases[i].host;
+		const char *r1 = al_meter_net(&f.m, &a), *r2 = al_meter_net(&f.m, &b),
+			   *r3 = al_meter_net(&f.m, &a);
+		if (i == 0 || i == 2) /* requests: 3 in all, 2 to api */
+			assert_null(r3);
+		else
+			assert_string_equal(r3, cases[i].want);
+		assert_null(r1);
+		assert_null(r2);
+		if (i == 0 || i == 2) {
+			const char *r4 = al_meter_net(&f.m, &a);
+			assert_non_null(r4);
+			assert_string_equal(r4, cases[i].want);
+		}
+		assert_int_equal(f.stops, 0);
+		al_meter_clear(&f.m);
+	}
+
+	/* Counters saturate rather than wrap. */
+	init(&f);
+	a.bytes_up = UINT64_MAX - 1;
+	assert_null(al_meter_net(&f.m, &a));
+	assert_null(al_meter_net(&f.m, &a));
+	assert_true(f.m.net.bytes_up == UINT64_MAX);
+	al_meter_clear(&f.m);
+}
+
+/* Past AL_METER_MAX_HOSTS hosts, use still counts for the run. */
+static void test_network_many_hosts(void **state)
+{
+	struct fixture f;
+	char name[32];
+
+	(void)state;
+	init(&f);
+	for (unsigned i = 0; i < AL_METER_MAX_HOSTS + 10; i++) {
+		snprintf(name, sizeof(name), "h%u.example.test", i);
+		struct al_gateway_usage u = use(name, 1, 1);
+		assert_null(al_meter_net(&f.m, &u));
+	}
+	assert_int_equal(f.m.n_hosts, AL_METER_MAX_HOSTS);
+	assert_int_equal(f.m.net.requests, AL_METER_MAX_HOSTS + 10);
+	assert_int_equal(al_meter_host_use(&f.m, "h0.example.test").requests, 1);
+	assert_int_equal(al_meter_host_use(&f.m, "h4100.example.test").requests, 0);
+	al_meter_clear(&f.m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_under_limits), cmocka_unit_test(test_each_limit),
 	    cmocka_unit_test(test_first_wins),	 cmocka_unit_test(test_socket_memory),
 	    cmocka_unit_test(test_listeners),	 cmocka_unit_test(test_peak_kept),
+	    cmocka_unit_test(test_network_use),	 cmocka_unit_test(test_network_many_hosts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
