@@ -76,6 +76,7 @@ int al_cmd_run(int argc, char **argv)
 	struct al_cli cli;
 	_cleanup_(al_policy_freep) struct al_policy *policy = NULL;
 	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
+	const struct al_backend_ops *backend;
 	_cleanup_close_ int result_dirfd = -1;
 	struct al_run *run = NULL;
 	struct al_audit *audit = NULL;
@@ -91,6 +92,13 @@ int al_cmd_run(int argc, char **argv)
 		al_err("%s", err.msg);
 		goto out;
 	}
+	/* What this machine cannot enforce is refused before anything is
+	 * written (the run layer asks again). */
+	backend = al_backend_lookup(plan->backend);
+	if (backend && backend->probe(plan, &err) < 0) {
+		al_err("%s", err.msg);
+		goto out;
+	}
 	/* The result record's directory must exist now: the supervisor
 	 * confines itself to it before the command starts. It is opened
 	 * once, without following links, and the record is written relative
@@ -102,7 +110,6 @@ int al_cmd_run(int argc, char **argv)
 	}
 	al_log_phase("plan built");
 	if (al_log_get_level() >= AL_LOG_DEBUG) {
-		const struct al_backend_ops *backend = al_backend_lookup(plan->backend);
 		al_plan_dump_text(plan, stderr);
 		if (backend && backend->describe(plan, stderr, NULL, &err) < 0)
 			al_error_clear(&err); /* the run says it again */

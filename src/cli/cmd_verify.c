@@ -64,6 +64,9 @@ int al_cmd_verify(int argc, char **argv)
 #endif
 	if (al_plan_build(policy, 0, &plan, &err) < 0)
 		goto fail;
+	const struct al_backend_ops *backend = al_backend_lookup(plan->backend);
+	if (backend && backend->probe(plan, &err) < 0)
+		goto fail;
 	printf("%-16s %-15s %s\n", "LAYER", "STATUS", "DETAIL");
 	printf("-- inside, attacked by the probe --\n");
 	fflush(stdout);

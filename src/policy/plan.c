@@ -67,12 +67,13 @@ static void add_host(struct builder *b, enum al_fs_kind kind, const char *host, 
 	e->ino = st->st_ino;
 }
 
-static void add_scratch(struct builder *b, const char *path, const char *subdir, mode_t mode,
-			unsigned access, const char *what)
+/* A face of the scratch; part names which (each face is its own part). */
+static void add_scratch(struct builder *b, const char *path, const char *part, mode_t mode,
+			bool sandbox_owned, unsigned access, const char *what)
 {
-	struct al_fs_entry *e = add_fs(b, AL_FS_SCRATCH, path, xstrdup(subdir), access, what);
+	struct al_fs_entry *e = add_fs(b, AL_FS_SCRATCH, path, xstrdup(part), access, what);
 	e->mode = mode;
-	e->sandbox_owned = strcmp(subdir, "work") == 0;
+	e->sandbox_owned = sandbox_owned;
 }
 
 static bool is_reserved(const struct al_plan *plan, char *const *system, const char *path,
@@ -192,7 +193,8 @@ static void build_proc_dev(struct builder *b)
 	for (size_t i = 0; i < AL_ARRAY_SIZE(dev_links); i++)
 		add_fs(b, AL_FS_LINK, dev_links[i][0], xstrdup(dev_links[i][1]), AL_FS_READ,
 		       dev_links[i][0]);
-	add_scratch(b, "/dev/shm", "shm", 01777, AL_FS_READ | AL_FS_WRITE, "/dev/shm (scratch)");
+	add_scratch(b, "/dev/shm", "shm", 01777, false, AL_FS_READ | AL_FS_WRITE,
+		    "/dev/shm (scratch)");
 }
 
 /* The scratch's faces: /tmp and the workdir (/dev/shm comes with /dev). */
@@ -201,9 +203,9 @@ static void build_scratch(struct builder *b, bool workdir_is_mount)
 	struct al_plan *p = b->plan;
 	unsigned access = AL_FS_READ | AL_FS_WRITE | (p->scratch_exec ? AL_FS_EXEC : 0);
 
-	add_scratch(b, "/tmp", "tmp", 01777, access, "/tmp (scratch)");
-	if (!workdir_is_mount)
-		add_scratch(b, p->workdir, "work", 0755, access, "workdir (scratch)");
+	add_scratch(b, "/tmp", "tmp", 01777, false, access, "/tmp (scratch)");
+	if (!workdir_is_mount) /* the sandbox user's home */
+		add_scratch(b, p->workdir, "work", 0755, true, access, "workdir (scratch)");
 }
 
 static int cmp_mount_path(const void *a, const void *b)

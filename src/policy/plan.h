@@ -61,7 +61,8 @@ enum al_fs_kind {
 	AL_FS_DIR,     /* a directory airlock makes, read-only (/etc) */
 	AL_FS_DEVDIR,  /* a read-only directory of devices and links (/dev) */
 	AL_FS_PROC,    /* the sandbox's own /proc */
-	AL_FS_SCRATCH, /* a face of the run's one scratch: its subdirectory source */
+	AL_FS_SCRATCH, /* a face of the run's one scratch (scratch_bytes in all): the
+			* part named source ("tmp", "work", "shm"), each its own */
 };
 
 /* What the sandbox may do at an entry (and, for directories, beneath it). */

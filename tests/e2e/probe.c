@@ -26,9 +26,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/filter.h>
 #include <linux/keyctl.h>
 #include <linux/kcmp.h>
 #include <linux/reboot.h>
+#include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -987,6 +989,31 @@ static int cmd_spew(const char *bytes)
 	return 0;
 }
 
+/* Run argv as on a kernel without landlock: a seccomp filter answers the
+ * landlock calls ENOSYS (the host side of a test; harmless: it only takes
+ * a layer away from what it runs, which then must refuse or say so). */
+static int cmd_no_landlock(char **argv)
+{
+	struct sock_filter f[] = {
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_landlock_create_ruleset, 3, 0),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_landlock_add_rule, 2, 0),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_landlock_restrict_self, 1, 0),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+	};
+	struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0) {
+		perror("probe: no-landlock filter");
+		return 1;
+	}
+	execv(argv[0], argv);
+	perror("probe: no-landlock exec");
+	return 127;
+}
+
 int main(int argc, char **argv)
 {
 	const char *c = argc > 1 ? argv[1] : "";
@@ -1037,6 +1064,8 @@ int main(int argc, char **argv)
 		return cmd_mkdir(a[0]);
 	if (!strcmp(c, "mknod") && n == 1)
 		return cmd_mknod(a[0]);
+	if (!strcmp(c, "no-landlock") && n >= 1)
+		return cmd_no_landlock(a);
 	if (!strcmp(c, "fill") && n == 1)
 		return cmd_fill(a[0]);
 	if (!strcmp(c, "connect") && n == 2)

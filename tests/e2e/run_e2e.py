@@ -1060,6 +1060,30 @@ def check_prints_plan(e):
 
 
 @case
+def no_landlock_refuses(e):
+    """On a kernel without landlock (the probe's no-landlock mode answers
+    the landlock calls ENOSYS, then execs airlock): `airlock run` and
+    `airlock check` refuse with exit 125 and one line naming best-effort,
+    before anything is written (no result record, no audit stream); with
+    "landlock": "best-effort" the run goes ahead and exits 0."""
+    with TempDir() as d:
+        rec, aud = os.path.join(d, "r.json"), os.path.join(d, "a.jsonl")
+        nl = [e.probe, "no-landlock"]
+        refusal(e, nl + [e.airlock, "run", "--result", rec, "--audit", aud, "--", "/bin/true"],
+                125, "landlock is not available", "best-effort")
+        expect(not os.path.exists(rec) and not os.path.exists(aud),
+               "a refused run wrote %s" % os.listdir(d))
+        refusal(e, nl + [e.airlock, "check"], 125, "landlock is not available")
+        be = write_file(os.path.join(d, "be.json"), json.dumps(
+            {"version": 1, "filesystem": {"landlock": "best-effort"}}))
+        res = run_host(nl + [e.airlock, "run", "--policy", be, "--result", rec, "--",
+                             "/bin/echo", "ran"])
+        expect_rc(res, 0)
+        expect(res.text.strip() == "ran", "the best-effort run's output", res)
+        expect(json.load(open(rec)).get("reason") == "exited", "best-effort record", res)
+
+
+@case
 def check_refuses_bad_policy(e):
     """`airlock check` on a bad policy exits 125 with one line naming the file."""
     with TempDir() as d:

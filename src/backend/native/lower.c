@@ -35,7 +35,21 @@
 struct lowering {
 	struct al_native_plan *np;
 	char **dirs; /* staging paths already created, for mkdir -p */
+	/* The read-only directories airlock makes (/etc): host entries inside
+	 * them that may do no more get their rights from the directory's rule,
+	 * not one of their own. */
+	const struct al_fs_entry **made;
+	size_t n_made;
 };
+
+static bool inside_made_dir(const struct lowering *l, const struct al_fs_entry *e)
+{
+	for (size_t i = 0; i < l->n_made; i++)
+		if (al_path_is_under(e->path, l->made[i]->path) &&
+		    (e->access & ~l->made[i]->access) == 0)
+			return true;
+	return false;
+}
 
 static struct al_mount_op *add_op(struct lowering *l, enum al_op_kind kind, char *target,
 				  char *source, const char *what)
@@ -91,8 +105,6 @@ static void mkdir_parent(struct lowering *l, const char *path, const char *what)
 	mkdir_p(l, parent, 0755, false, what);
 }
 
-/* A rule that an ancestor's rule already covers adds nothing (landlock
- * grants what any rule on the way grants), so it is left out. */
 static void add_ll(struct lowering *l, const char *path, uint64_t access)
 {
 	struct al_native_plan *np = l->np;
@@ -104,9 +116,6 @@ static void add_ll(struct lowering *l, const char *path, uint64_t access)
 			r->access |= access;
 			return;
 		}
-		if (strcmp(r->path, "/") != 0 && al_path_is_under(path, r->path) &&
-		    (access & ~r->access) == 0)
-			return;
 	}
 	np->ll_rules = xrealloc(np->ll_rules, (np->n_ll_rules + 1) * sizeof(*np->ll_rules));
 	np->ll_rules[np->n_ll_rules++] = (struct al_landlock_rule){xstrdup(path), access};
@@ -168,7 +177,8 @@ static void lower_entry(struct lowering *l, const struct al_fs_entry *e)
 	case AL_FS_HOST: {
 		uint64_t ll = ll_access(e->access);
 		add_bind(l, e, mount_attr(e->access));
-		add_ll(l, e->path, e->dir ? ll : ll & ~(uint64_t)LL_DIR_ONLY);
+		if (!inside_made_dir(l, e))
+			add_ll(l, e->path, e->dir ? ll : ll & ~(uint64_t)LL_DIR_ONLY);
 		break;
 	}
 	case AL_FS_DEVICE:
@@ -193,6 +203,8 @@ static void lower_entry(struct lowering *l, const struct al_fs_entry *e)
 		_cleanup_free_ char *t = xasprintf(NEW "%s", e->path);
 		mkdir_p(l, t, e->mode, false, e->what);
 		add_ll(l, e->path, ll_access(e->access));
+		l->made = xrealloc(l->made, (l->n_made + 1) * sizeof(*l->made));
+		l->made[l->n_made++] = e;
 		break;
 	}
 	case AL_FS_DEVDIR: {
@@ -245,17 +257,25 @@ static void lower_ids(struct al_native_plan *np, const struct al_plan *p)
 	}
 }
 
-int al_native_lower(const struct al_plan *p, struct al_native_plan **ret, struct al_error *err)
+int al_native_check(const struct al_plan *p, struct al_error *err)
 {
-	_cleanup_(al_native_plan_freep) struct al_native_plan *np = xcalloc(1, sizeof(*np));
-	struct lowering l = {.np = np};
-
-	np->landlock_abi = al_landlock_abi();
-	if (np->landlock_abi == 0 && p->landlock_required)
+	if (p->landlock_required && al_landlock_abi() == 0)
 		return al_error_set(err, EOPNOTSUPP,
 				    "landlock is not available on this kernel; refusing to run "
 				    "(set \"filesystem\": {\"landlock\": \"best-effort\"} to run "
 				    "with mount isolation only)");
+	return 0;
+}
+
+int al_native_lower(const struct al_plan *p, struct al_native_plan **ret, struct al_error *err)
+{
+	_cleanup_(al_native_plan_freep) struct al_native_plan *np = xcalloc(1, sizeof(*np));
+	struct lowering l = {.np = np};
+	int r;
+
+	np->landlock_abi = al_landlock_abi();
+	if ((r = al_native_check(p, err)) < 0)
+		return r;
 	if (np->landlock_abi > 0) {
 		np->landlock_fs = al_landlock_fs_all(np->landlock_abi);
 		if (np->landlock_abi >= 6)
@@ -268,6 +288,7 @@ int al_native_lower(const struct al_plan *p, struct al_native_plan **ret, struct
 	for (size_t i = 0; i < p->n_fs; i++)
 		lower_entry(&l, &p->fs[i]);
 	al_strv_free(l.dirs);
+	free(l.made);
 
 	/* Compiled at build time; installing it needs no libseccomp. */
 	np->seccomp.len = al_seccomp_program_len;

@@ -76,6 +76,10 @@ struct al_native_plan {
 	struct al_seccomp_summary seccomp_summary;
 };
 
+/* Can this machine enforce the plan? Refuses, with err, when it needs
+ * landlock and the kernel has none. */
+int al_native_check(const struct al_plan *plan, struct al_error *err);
+
 /* Lower plan for this machine: the staging ops, the id maps, the landlock
  * rules at the kernel's ABI and the seccomp program (compiled at build
  * time). Refuses, with err, when the plan needs landlock and the kernel has

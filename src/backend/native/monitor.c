@@ -365,6 +365,11 @@ static void on_ready(struct al_monitor *m, int landlock_abi)
 		al_monitor_stop(sb);
 		return;
 	}
+	if (!sb->lowered) {
+		failed(m, "verify", 0, "a sandbox without the native plan reported ready");
+		al_monitor_stop(sb);
+		return;
+	}
 	if (m->notifyfd < 0) {
 		failed(m, "seccomp", 0,
 		       "the supervisor has no seccomp notification listener, so refused "

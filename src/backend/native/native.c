@@ -28,13 +28,10 @@
 	 CLONE_NEWCGROUP)
 
 /* Whether user namespaces are allowed shows at clone3 time, where the
- * error can say exactly that; probing here would cost a clone. What this
- * kernel cannot enforce (landlock) the lowering in prepare refuses. */
+ * error can say exactly that; probing here would cost a clone. */
 static int native_probe(const struct al_plan *plan, struct al_error *err)
 {
-	(void)plan;
-	(void)err;
-	return 0;
+	return al_native_check(plan, err);
 }
 
 static int native_describe(const struct al_plan *plan, FILE *f, json_t *json, struct al_error *err)
