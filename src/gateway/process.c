@@ -433,7 +433,6 @@ int al_gateway_proc_start(const struct al_plan *plan, struct al_loop *loop, stru
 			  const struct al_gateway_proc_events *ev, struct al_gateway_proc **ret,
 			  struct al_error *err)
 {
-	struct al_gateway_proc *gp;
 	int sv[2];
 	pid_t pid;
 
@@ -451,14 +450,22 @@ int al_gateway_proc_start(const struct al_plan *plan, struct al_loop *loop, stru
 		child_main(plan, sv[1], audit != NULL);
 	}
 	close(sv[1]);
-	gp = xcalloc(1, sizeof(*gp));
+	return al_gateway_proc_adopt(plan, loop, audit, ev, pid, sv[0], ret, err);
+}
+
+int al_gateway_proc_adopt(const struct al_plan *plan, struct al_loop *loop, struct al_audit *audit,
+			  const struct al_gateway_proc_events *ev, pid_t pid, int sock,
+			  struct al_gateway_proc **ret, struct al_error *err)
+{
+	struct al_gateway_proc *gp = xcalloc(1, sizeof(*gp));
+
 	*gp = (struct al_gateway_proc){.plan = plan,
 				       .loop = loop,
 				       .audit = audit,
 				       .ev = ev,
 				       .pid = pid,
 				       .pidfd = al_sys_pidfd_open(pid, 0),
-				       .sock = sv[0]};
+				       .sock = sock};
 	if (gp->pidfd < 0 || !(gp->w_sock = al_loop_add(loop, gp->sock, EPOLLIN, on_sock, gp)) ||
 	    !(gp->w_pidfd = al_loop_add(loop, gp->pidfd, EPOLLIN, on_pidfd, gp)) ||
 	    !(gp->start_timer = al_loop_timer(loop, on_start_timeout, gp)) ||

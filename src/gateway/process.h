@@ -45,6 +45,13 @@ int al_gateway_proc_start(const struct al_plan *plan, struct al_loop *loop, stru
 			  const struct al_gateway_proc_events *ev, struct al_gateway_proc **ret,
 			  struct al_error *err);
 
+/* Watch a gateway process already forked (pid, our child) that talks on
+ * sock (a SOCK_SEQPACKET end; consumed): the second half of
+ * al_gateway_proc_start(), and how tests watch a stand-in. */
+int al_gateway_proc_adopt(const struct al_plan *plan, struct al_loop *loop, struct al_audit *audit,
+			  const struct al_gateway_proc_events *ev, pid_t pid, int sock,
+			  struct al_gateway_proc **ret, struct al_error *err);
+
 enum al_gateway_proc_state al_gateway_proc_state(const struct al_gateway_proc *gp);
 /* Why it failed: one line. */
 const char *al_gateway_proc_error(const struct al_gateway_proc *gp);

@@ -50,8 +50,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		n = al_gwp_encode_stats(&m.stats, out, sizeof(out));
 		break;
 	case AL_GWP_USAGE:
-		if (!m.usage.host[0] || strlen(m.usage.host) > AL_HOST_MAX || m.usage.requests > 1)
+		if (!m.usage.host[0] || strlen(m.usage.host) > AL_HOST_MAX || m.usage.requests != 1)
 			__builtin_trap();
+		for (const char *h = m.usage.host; *h; h++)
+			if (*h <= ' ' || *h > '~')
+				__builtin_trap();
 		n = al_gwp_encode_usage(&m.usage, out, sizeof(out));
 		break;
 	}

@@ -139,7 +139,10 @@ static void test_malformed(void **state)
 	memcpy(u + 24, "abc", 3);
 	u[0] = 2; /* two connections in one report */
 	raw(AL_GWP_USAGE, u, 27, &n);
-	expect_bad(n, "more than one");
+	expect_bad(n, "not of one connection");
+	u[0] = 0;
+	raw(AL_GWP_USAGE, u, 27, &n);
+	expect_bad(n, "not of one connection");
 	u[0] = 1;
 	raw(AL_GWP_USAGE, u, 27, &n);
 	assert_int_equal(al_gwp_decode(buf, n, &m, &err), 0);

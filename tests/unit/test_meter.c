@@ -214,6 +214,15 @@ static void test_network_use(void **state)
 		al_meter_clear(&f.m);
 	}
 
+	/* Exactly at the byte limits is allowed. */
+	init(&f);
+	f.plan.net_run.bytes_out = 205;
+	f.plan.net_host.bytes_out = 200;
+	assert_null(al_meter_net(&f.m, &a));
+	assert_null(al_meter_net(&f.m, &b));
+	assert_null(al_meter_net(&f.m, &a));
+	al_meter_clear(&f.m);
+
 	/* Counters saturate rather than wrap. */
 	init(&f);
 	a.bytes_up = UINT64_MAX - 1;

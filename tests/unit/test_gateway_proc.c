@@ -1,0 +1,177 @@
+/* gateway/process.h, the supervisor's side: a stand-in gateway process (a
+ * forked child of this test that sends prepared messages) is watched with
+ * al_gateway_proc_adopt(). What it reports of its use reaches the meter;
+ * use past a network limit, or use before its start, fails it. */
+#include "unit.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/loop.h"
+#include "core/sys.h"
+#include "gateway/process.h"
+#include "gateway/proto.h"
+#include "supervisor/meter.h"
+
+struct fixture {
+	struct al_plan plan;
+	struct al_run_result res;
+	struct al_meter m;
+	struct al_loop *loop;
+	struct al_gateway_proc *gp;
+	struct al_gateway_proc_events ev;
+	int changes;
+};
+
+static void on_changed(void *data)
+{
+	((struct fixture *)data)->changes++;
+}
+
+static const char *on_usage(void *data, const struct al_gateway_usage *use)
+{
+	return al_meter_net(&((struct fixture *)data)->m, use);
+}
+
+static void on_stop(void *data)
+{
+	(void)data;
+}
+
+struct msg {
+	uint8_t b[AL_GWP_MAX];
+	int n;
+};
+
+static struct msg started(void)
+{
+	struct msg m;
+	m.n = al_gwp_encode_started(0, al_landlock_abi(), EACCES, "", m.b, sizeof(m.b));
+	return m;
+}
+
+static struct msg usage(const char *host, uint64_t up)
+{
+	struct msg m;
+	struct al_gateway_usage u = {.requests = 1, .bytes_up = up, .bytes_down = 7};
+	snprintf(u.host, sizeof(u.host), "%s", host);
+	m.n = al_gwp_encode_usage(&u, m.b, sizeof(m.b));
+	return m;
+}
+
+/* Fork a stand-in that sends msgs[0..n), then waits for the socket to
+ * close (al_gateway_proc_free kills it anyway). */
+static void start(struct fixture *f, const struct msg *msgs, size_t n)
+{
+	struct al_error err = {0};
+	int sv[2];
+
+	memset(f, 0, sizeof(*f));
+	f->plan.net_run.bytes_out = 1000;
+	f->res.reason = AL_END_EXITED;
+	f->m = (struct al_meter){.plan = &f->plan, .res = &f->res, .stop = on_stop, .data = f};
+	f->ev =
+	    (struct al_gateway_proc_events){.changed = on_changed, .usage = on_usage, .data = f};
+	assert_int_equal(al_loop_new(&f->loop, &err), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char c;
+		close(sv[0]);
+		for (size_t i = 0; i < n; i++)
+			if (send(sv[1], msgs[i].b, (size_t)msgs[i].n, MSG_NOSIGNAL) != msgs[i].n)
+				_exit(1);
+		while (read(sv[1], &c, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(sv[1]);
+	if (al_gateway_proc_adopt(&f->plan, f->loop, NULL, &f->ev, pid, sv[0], &f->gp, &err) < 0)
+		fail_msg("adopt: %s", err.msg);
+}
+
+/* Dispatch until done(f) or 5 s pass. */
+static void run_until(struct fixture *f, bool (*done)(const struct fixture *f))
+{
+	for (int i = 0; i < 500 && !done(f); i++)
+		assert_true(al_loop_dispatch(f->loop, 10) >= 0);
+	assert_true(done(f));
+}
+
+static void finish(struct fixture *f)
+{
+	al_gateway_proc_free(f->gp);
+	al_loop_free(f->loop);
+	al_meter_clear(&f->m);
+}
+
+static bool counted_two(const struct fixture *f)
+{
+	return f->m.net.requests == 2;
+}
+
+static bool failed(const struct fixture *f)
+{
+	return al_gateway_proc_state(f->gp) == AL_GATEWAY_FAILED;
+}
+
+static void test_use_reaches_meter(void **state)
+{
+	struct fixture f;
+	const struct msg msgs[] = {started(), usage("api.example.test", 600),
+				   usage("other.example.test", 400)}; /* 1000: at the limit */
+
+	(void)state;
+	start(&f, msgs, 3);
+	run_until(&f, counted_two);
+	assert_int_equal(al_gateway_proc_state(f.gp), AL_GATEWAY_RUNNING);
+	assert_int_equal(f.changes, 1); /* started */
+	assert_int_equal(f.m.net.bytes_up, 1000);
+	assert_int_equal(f.m.net.bytes_down, 14);
+	assert_int_equal(al_meter_host_use(&f.m, "api.example.test").bytes_up, 600);
+	finish(&f);
+}
+
+static void test_use_past_limit_fails(void **state)
+{
+	struct fixture f;
+	const struct msg msgs[] = {started(), usage("api.example.test", 600),
+				   usage("api.example.test", 401)};
+
+	(void)state;
+	start(&f, msgs, 3);
+	run_until(&f, failed);
+	assert_contains(al_gateway_proc_error(f.gp), "past network.limits.bytes_out");
+	assert_contains(al_gateway_proc_error(f.gp), "api.example.test");
+	assert_int_equal(f.changes, 2); /* started, failed */
+	finish(&f);
+}
+
+static void test_use_before_start_fails(void **state)
+{
+	struct fixture f;
+	const struct msg msgs[] = {usage("api.example.test", 1), started()};
+
+	(void)state;
+	start(&f, msgs, 2);
+	run_until(&f, failed);
+	assert_contains(al_gateway_proc_error(f.gp), "before its start");
+	assert_int_equal(f.m.net.requests, 0);
+	finish(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_use_reaches_meter),
+	    cmocka_unit_test(test_use_past_limit_fails),
+	    cmocka_unit_test(test_use_before_start_fails),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
