@@ -28,7 +28,8 @@ ratios the issue sets targets on:
              Target: <= 1.0x bwrap.
 
 With --baseline PATH every airlock case also runs with that (earlier)
-binary, right after it in each round, named "baseline, ...".
+binary, next to it in each round, named "baseline, ...". Every other round
+runs the cases in reverse order.
 
 Safety: every server listens on 127.0.0.1 only; the sandbox's names are
 mapped to 127.0.0.1 with --map-host; no measured traffic leaves the host
@@ -285,13 +286,20 @@ def download_once(argv, size):
     return float(out[0]) / 1e6, None
 
 
+def in_turn(cases, i):
+    """Round i's order: every other round in reverse, so that no case always
+    runs right after the same one (what ran before a case biased it by a
+    few percent in bench/startup.py)."""
+    return cases if i % 2 == 0 else cases[::-1]
+
+
 def measure_downloads(cases, rounds, size, peers):
     """airlock's and the host's failures end the benchmark; a peer's (srt)
     is retried twice, then the peer is dropped with the reason."""
     speeds = {name: [] for name, _ in cases}
     dropped = {}
     for i in range(rounds + 1):  # round 0 warms up
-        for name, argv in cases:
+        for name, argv in in_turn(cases, i):
             if name in dropped:
                 continue
             for attempt in range(3 if name in peers else 1):
@@ -350,7 +358,7 @@ def request_cases(args, port, n, transparent):
 def measure_requests(cases, rounds):
     times = {name: [] for name, _ in cases}
     for i in range(rounds + 1):  # round 0 warms up
-        for name, argv in cases:
+        for name, argv in in_turn(cases, i):
             dt = float(run(argv, 120, f"requests ({name})").strip()) * 1000.0
             if i > 0:
                 times[name].append(dt)
@@ -382,7 +390,7 @@ def measure_startup(args, rounds, warmup):
     cases = with_baseline(args, cases)
     times = {name: [] for name, _ in cases}
     for i in range(warmup + rounds):
-        for name, argv in cases:
+        for name, argv in in_turn(cases, i):
             dt = run_quiet(argv)
             if i >= warmup:
                 times[name].append(dt)

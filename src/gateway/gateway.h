@@ -32,11 +32,11 @@ struct al_gateway_stats {
 	uint64_t dns_refused;  /* queries refused (name not allowed, other types) */
 };
 
-/* What one allowed connection used of its host, reported when it closes:
+/* What allowed connections used of their host, reported when they close:
  * the meter's network input (supervisor/meter.h). */
 struct al_gateway_usage {
 	char host[AL_HOST_MAX + 1]; /* the name it was decided on, or the address */
-	uint64_t requests;	    /* counted against network.limits.requests: 1 */
+	uint64_t requests;	    /* connections, each counted against the limits */
 	uint64_t bytes_up;	    /* sandbox → upstream */
 	uint64_t bytes_down;	    /* upstream → sandbox */
 };

@@ -52,9 +52,19 @@ struct al_gateway_proc {
 
 /* ---- the gateway process ---------------------------------------------- */
 
+/* Use reports are gathered per host and sent at most every
+ * USAGE_FLUSH_MS (and at the end): one wake-up of the supervisor per
+ * connection would cost short requests about 10-30 us each. */
+#define USAGE_FLUSH_MS	  100
+#define USAGE_MAX_PENDING 64
+
 struct child {
 	int sock;
 	struct al_gateway *gw;
+	struct al_timer *flush;
+	bool flush_armed;
+	struct al_gateway_usage pending[USAGE_MAX_PENDING];
+	size_t n_pending;
 };
 
 static void child_send(int sock, const uint8_t *buf, int n)
@@ -63,13 +73,55 @@ static void child_send(int sock, const uint8_t *buf, int n)
 		_exit(3); /* the supervisor is gone */
 }
 
-/* Each closed connection's use of its host becomes a message. */
+static void flush_usage(struct child *c)
+{
+	uint8_t buf[64 + AL_HOST_MAX];
+
+	for (size_t i = 0; i < c->n_pending; i++)
+		child_send(c->sock, buf, al_gwp_encode_usage(&c->pending[i], buf, sizeof(buf)));
+	c->n_pending = 0;
+}
+
+static void on_flush(struct al_timer *t, uint64_t expirations, void *data)
+{
+	struct child *c = data;
+
+	(void)t;
+	(void)expirations;
+	c->flush_armed = false;
+	flush_usage(c);
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* A closed connection's use of its host, added to what waits for the next
+ * flush. */
 static void child_usage(void *data, const struct al_gateway_usage *use)
 {
 	struct child *c = data;
-	uint8_t buf[64 + AL_HOST_MAX];
+	struct al_gateway_usage *p = NULL;
 
-	child_send(c->sock, buf, al_gwp_encode_usage(use, buf, sizeof(buf)));
+	for (size_t i = 0; i < c->n_pending && !p; i++)
+		if (strcmp(c->pending[i].host, use->host) == 0 &&
+		    c->pending[i].requests < AL_GWP_MAX_USE_REQUESTS)
+			p = &c->pending[i];
+	if (!p) {
+		if (c->n_pending == USAGE_MAX_PENDING)
+			flush_usage(c);
+		p = &c->pending[c->n_pending++];
+		*p = (struct al_gateway_usage){0};
+		snprintf(p->host, sizeof(p->host), "%s", use->host);
+	}
+	p->requests += use->requests;
+	p->bytes_up = add_sat(p->bytes_up, use->bytes_up);
+	p->bytes_down = add_sat(p->bytes_down, use->bytes_down);
+	if (!c->flush_armed && al_timer_arm(c->flush, USAGE_FLUSH_MS, false) == 0)
+		c->flush_armed = true;
+	else if (!c->flush_armed)
+		flush_usage(c); /* no timer: report at once rather than late */
 }
 
 /* The audit stream's sink: each event becomes a message. */
@@ -123,6 +175,7 @@ static void child_message(struct al_watch *w, uint32_t events, void *data)
 		uint8_t out[128];
 		struct al_gateway_stats st;
 		al_gateway_close_all(c->gw);
+		flush_usage(c);
 		al_gateway_stats(c->gw, &st);
 		child_send(c->sock, out, al_gwp_encode_stats(&st, out, sizeof(out)));
 		_exit(0);
@@ -238,6 +291,8 @@ static _Noreturn void child_main(const struct al_plan *plan, int sock, bool audi
 	if (audit)
 		sink = al_audit_sink(child_audit, &c);
 	c.gw = al_gateway_new(plan, sink, loop);
+	if (!(c.flush = al_loop_timer(loop, on_flush, &c)))
+		_exit(2);
 	al_gateway_on_usage(c.gw, child_usage, &c);
 	/* The resolver reads the host's configuration before the walls go up. */
 	if (al_gateway_prepare(c.gw, &err) < 0) {

@@ -6,8 +6,9 @@
  * host's /etc/hosts, which its resolver reads per lookup) and binds no TCP
  * port, and its own seccomp allowlist (gateway/seccomp.c), which kills it
  * for any other call. It talks to the supervisor over a socketpair in the
- * messages of gateway/proto.h: its start, its audit events, each closed
- * connection's use of its host (the meter's input) and its counters. */
+ * messages of gateway/proto.h: its start, its audit events, what the
+ * connections that closed used of each host (the meter's input) and its
+ * counters. */
 #pragma once
 
 #include <stdbool.h>
@@ -31,7 +32,7 @@ enum al_gateway_proc_state {
 struct al_gateway_proc_events {
 	/* The state moved on: started, or failed (al_gateway_proc_error()). */
 	void (*changed)(void *data);
-	/* One closed connection's use of its host. Returns NULL, or the limit
+	/* The use of one host by connections that closed. Returns NULL, or the limit
 	 * that use is past: the gateway let through more than the plan
 	 * allows, and counts as failed. */
 	const char *(*usage)(void *data, const struct al_gateway_usage *use);

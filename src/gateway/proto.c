@@ -158,8 +158,8 @@ int al_gwp_decode(const uint8_t *buf, size_t n, struct al_gwp_msg *ret, struct a
 		for (size_t i = 0; i < hl; i++)
 			if (p[sizeof(v) + i] <= 0x20 || p[sizeof(v) + i] > 0x7e)
 				return bad(err, "usage with a host that is not printable");
-		if (v[0] != 1)
-			return bad(err, "usage not of one connection");
+		if (v[0] == 0 || v[0] > AL_GWP_MAX_USE_REQUESTS)
+			return bad(err, "usage of no connection or of too many");
 		ret->usage.requests = v[0];
 		ret->usage.bytes_up = v[1];
 		ret->usage.bytes_down = v[2];

@@ -14,6 +14,9 @@
 #include "gateway/gateway.h"
 
 #define AL_GWP_MAX 16384
+/* The connections one use report may add up (it covers what closed since
+ * the last one). */
+#define AL_GWP_MAX_USE_REQUESTS (1u << 20)
 
 enum al_gwp_type {
 	/* supervisor → gateway */
@@ -24,8 +27,9 @@ enum al_gwp_type {
 			 * i32 errno of its own test open of /etc/passwd; text */
 	AL_GWP_AUDIT,	/* event name, NUL, a JSON object */
 	AL_GWP_STATS,	/* struct al_gateway_stats as 7 u64 */
-	AL_GWP_USAGE,	/* struct al_gateway_usage: 3 u64 (requests: 1, bytes up, down),
-			 * the host (1 to AL_HOST_MAX printable characters, no NUL) */
+	AL_GWP_USAGE,	/* struct al_gateway_usage: 3 u64 (requests: 1 to
+			 * AL_GWP_MAX_USE_REQUESTS, bytes up, down), the host (1 to
+			 * AL_HOST_MAX printable characters, no NUL) */
 };
 
 struct al_gwp_hdr {

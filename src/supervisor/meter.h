@@ -73,8 +73,8 @@ void al_meter_record(struct al_meter *m, const struct al_cgroup_stats *st);
 /* Listening sockets the backend must read every tick. */
 void al_meter_listeners(struct al_meter *m, uint64_t listeners);
 
-/* One closed connection's use of its host, added to the run's and the
- * host's. The gateway holds the network limits itself (it refuses the
+/* The use of one host by connections that closed, added to the run's and
+ * the host's. The gateway holds the network limits itself (it refuses the
  * connection or cuts the stream at them), so use past one means the
  * gateway failed to: returns the name of that limit
  * ("network.limits.bytes_out", ...), or NULL. */

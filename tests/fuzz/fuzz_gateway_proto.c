@@ -50,7 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		n = al_gwp_encode_stats(&m.stats, out, sizeof(out));
 		break;
 	case AL_GWP_USAGE:
-		if (!m.usage.host[0] || strlen(m.usage.host) > AL_HOST_MAX || m.usage.requests != 1)
+		if (!m.usage.host[0] || strlen(m.usage.host) > AL_HOST_MAX ||
+		    m.usage.requests == 0 || m.usage.requests > AL_GWP_MAX_USE_REQUESTS)
 			__builtin_trap();
 		for (const char *h = m.usage.host; *h; h++)
 			if (*h <= ' ' || *h > '~')

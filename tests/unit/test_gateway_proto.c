@@ -120,7 +120,7 @@ static void test_malformed(void **state)
 	expect_bad(n, "out of range");
 
 	/* usage: the three counters and a host of 1 to AL_HOST_MAX printable
-	 * characters, at most one connection */
+	 * characters, of 1 to AL_GWP_MAX_USE_REQUESTS connections */
 	uint8_t u[24 + AL_HOST_MAX + 1] = {0};
 	raw(AL_GWP_USAGE, u, 24, &n);
 	expect_bad(n, "wrong size"); /* no host */
@@ -137,16 +137,20 @@ static void test_malformed(void **state)
 	raw(AL_GWP_USAGE, u, 27, &n);
 	expect_bad(n, "not printable");
 	memcpy(u + 24, "abc", 3);
-	u[0] = 2; /* two connections in one report */
+	uint64_t r = 0; /* no connection */
+	memcpy(u, &r, sizeof(r));
 	raw(AL_GWP_USAGE, u, 27, &n);
-	expect_bad(n, "not of one connection");
-	u[0] = 0;
+	expect_bad(n, "no connection or of too many");
+	r = AL_GWP_MAX_USE_REQUESTS + 1;
+	memcpy(u, &r, sizeof(r));
 	raw(AL_GWP_USAGE, u, 27, &n);
-	expect_bad(n, "not of one connection");
-	u[0] = 1;
+	expect_bad(n, "no connection or of too many");
+	r = AL_GWP_MAX_USE_REQUESTS; /* what closed since the last report */
+	memcpy(u, &r, sizeof(r));
 	raw(AL_GWP_USAGE, u, 27, &n);
 	assert_int_equal(al_gwp_decode(buf, n, &m, &err), 0);
 	assert_string_equal(m.usage.host, "abc");
+	assert_int_equal(m.usage.requests, AL_GWP_MAX_USE_REQUESTS);
 }
 
 static void test_audit_refusals(void **state)
