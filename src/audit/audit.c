@@ -61,6 +61,25 @@ int al_audit_open(const char *path, const char *run_id, struct al_audit **ret, s
 	return 0;
 }
 
+int al_audit_open_fd(int fd, const char *what, const char *run_id, struct al_audit **ret,
+		     struct al_error *err)
+{
+	struct al_audit *a;
+	int copy;
+
+	if (al_fd_check_writable(fd, what, err) < 0)
+		return -EBADF;
+	copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (copy < 0)
+		return al_error_setsys(err, errno, "%s", what);
+	a = xcalloc(1, sizeof(*a));
+	a->fd = copy;
+	a->run_id = xstrdup(run_id);
+	a->path = xstrdup(what);
+	*ret = a;
+	return 0;
+}
+
 /* Length of the valid UTF-8 sequence at p (RFC 3629), or 0. */
 static size_t utf8_len(const unsigned char *p)
 {

@@ -18,6 +18,12 @@ struct al_audit;
 int al_audit_open(const char *path, const char *run_id, struct al_audit **ret,
 		  struct al_error *err);
 
+/* Write to fd, an inherited descriptor open for writing (what names it in
+ * messages): a copy of it is taken (close-on-exec), fd is left open.
+ * Returns 0 or -errno with err naming what. */
+int al_audit_open_fd(int fd, const char *what, const char *run_id, struct al_audit **ret,
+		     struct al_error *err);
+
 /* Write {"ts": ..., "run": ..., "event": event, ...fields}. Takes ownership
  * of fields (may be NULL). Write errors are reported once on stderr. */
 void al_audit_emit(struct al_audit *a, const char *event, json_t *fields);

@@ -20,6 +20,8 @@ struct al_cli {
 	char *policy_file;
 	char *result_file;	 /* --result */
 	char *audit_file;	 /* --audit */
+	int result_fd;		 /* --result-fd, --result -; -1: none */
+	int audit_fd;		 /* --audit-fd, --audit -; -1: none */
 	struct al_policy *flags; /* what the flags asked for; merged over the file */
 	bool json;
 	bool help;

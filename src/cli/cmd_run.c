@@ -81,7 +81,7 @@ int al_cmd_run(int argc, char **argv)
 	struct al_run *run = NULL;
 	struct al_audit *audit = NULL;
 	struct al_error err = {0}, record_err = {0};
-	char line[512], run_id[24];
+	char line[512], run_id[24], result_what[32] = "", audit_what[32] = "";
 	_cleanup_free_ char *result_name = NULL;
 	int code = EXIT_SETUP;
 
@@ -102,11 +102,23 @@ int al_cmd_run(int argc, char **argv)
 	/* The result record's directory must exist now: the supervisor
 	 * confines itself to it before the command starts. It is opened
 	 * once, without following links, and the record is written relative
-	 * to it. */
-	if (cli.result_file && (result_dirfd = al_open_output_dir(cli.result_file, "--result",
-								  &result_name, &err)) < 0) {
+	 * to it, replacing a regular file or making one. A descriptor must be
+	 * open for writing now. */
+	if (cli.result_file &&
+	    ((result_dirfd = al_open_output_dir(cli.result_file, "--result", &result_name, &err)) <
+		 0 ||
+	     al_result_check_target(result_dirfd, result_name, cli.result_file, &err) < 0)) {
 		al_err("%s", err.msg);
 		goto out;
+	}
+	if (cli.result_fd >= 0) {
+		snprintf(result_what, sizeof(result_what),
+			 cli.result_fd == 1 ? "--result - (stdout)" : "--result-fd %d",
+			 cli.result_fd);
+		if (al_fd_check_writable(cli.result_fd, result_what, &err) < 0) {
+			al_err("%s", err.msg);
+			goto out;
+		}
 	}
 	al_log_phase("plan built");
 	if (al_log_get_level() >= AL_LOG_DEBUG) {
@@ -115,7 +127,12 @@ int al_cmd_run(int argc, char **argv)
 			al_error_clear(&err); /* the run says it again */
 	}
 	al_random_id(run_id, sizeof(run_id));
-	if (cli.audit_file && al_audit_open(cli.audit_file, run_id, &audit, &err) < 0) {
+	if (cli.audit_fd >= 0)
+		snprintf(audit_what, sizeof(audit_what),
+			 cli.audit_fd == 1 ? "--audit - (stdout)" : "--audit-fd %d", cli.audit_fd);
+	if ((cli.audit_file && al_audit_open(cli.audit_file, run_id, &audit, &err) < 0) ||
+	    (cli.audit_fd >= 0 &&
+	     al_audit_open_fd(cli.audit_fd, audit_what, run_id, &audit, &err) < 0)) {
 		al_err("%s", err.msg);
 		goto out;
 	}
@@ -125,7 +142,9 @@ int al_cmd_run(int argc, char **argv)
 				     .policy_file = cli.policy_file,
 				     .result_dirfd = result_dirfd,
 				     .result_name = result_name,
-				     .result_path = cli.result_file,
+				     .result_path = cli.result_file ? cli.result_file : result_what,
+				     .result_to_fd = cli.result_fd >= 0,
+				     .result_fd = cli.result_fd,
 				     .confine_self = true};
 	const struct al_run_result *res = al_cli_run(&req, &run, &err, &record_err);
 	if (err.msg[0])

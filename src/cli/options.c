@@ -178,12 +178,39 @@ static int opt_cpu_time(struct al_cli *cli, const struct option_def *o, const ch
 	return 0;
 }
 
+/* --result and --audit take a file, or "-" for stdout; --result-fd and
+ * --audit-fd an inherited descriptor. One of each kind. */
 static int opt_file(struct al_cli *cli, const struct option_def *o, const char *arg,
 		    struct al_error *err)
 {
-	char **dst = strcmp(o->name, "result") == 0 ? &cli->result_file : &cli->audit_file;
-	free(*dst);
-	*dst = xstrdup(arg);
+	bool result = strncmp(o->name, "result", 6) == 0;
+	char **file = result ? &cli->result_file : &cli->audit_file;
+	int *fd = result ? &cli->result_fd : &cli->audit_fd;
+	const char *kind = result ? "result" : "audit";
+
+	if (*file || *fd >= 0)
+		return al_error_set(err, EINVAL,
+				    "--%s: the %s goes to one place; give one of --%s FILE, --%s - "
+				    "or --%s-fd N",
+				    o->name, kind, kind, kind, kind);
+	if (strcmp(o->name, "result-fd") == 0 || strcmp(o->name, "audit-fd") == 0) {
+		char *end;
+		errno = 0;
+		long n = strtol(arg, &end, 10);
+		if (errno || end == arg || *end || n < 0 || n > 1 << 20)
+			return al_error_set(err, EINVAL, "--%s %s: expected a descriptor number",
+					    o->name, arg);
+		if (n <= 2 && n != 1)
+			return al_error_set(err, EINVAL,
+					    "--%s %s: descriptor %ld is the command's %s; give 1 "
+					    "(stdout) or an inherited one from 3 on",
+					    o->name, arg, n, n == 0 ? "stdin" : "stderr");
+		*fd = (int)n;
+	} else if (strcmp(arg, "-") == 0) {
+		*fd = 1;
+	} else {
+		*file = xstrdup(arg);
+	}
 	return 0;
 }
 
@@ -293,8 +320,10 @@ static const struct option_def options[] = {
 	{"output-limit", 0, "SIZE",         BOTH, "stdout+stderr cap; the run stops there (default 16M)", opt_size},
 	{"open-files", 0, "N",              BOTH, "open file descriptors per process (default 1024)", opt_count},
 	{"file-size", 0, "SIZE",            BOTH, "largest file a process may write (default: none)", opt_size},
-	{"result",   0,  "FILE",            RUN,  "write the result record (JSON) to FILE (no symlink in the path)", opt_file},
-	{"audit",    0,  "FILE",            RUN,  "append the audit stream (JSON lines) to FILE (no symlink in the path)", opt_file},
+	{"result",   0,  "FILE",            RUN,  "write the result record (JSON) to FILE, a regular file or none yet (no symlink in the path; - for stdout)", opt_file},
+	{"result-fd", 0, "N",               RUN,  "write the result record to inherited descriptor N", opt_file},
+	{"audit",    0,  "FILE",            RUN,  "append the audit stream (JSON lines) to FILE (no symlink in the path; - for stdout)", opt_file},
+	{"audit-fd", 0,  "N",               RUN,  "write the audit stream to inherited descriptor N", opt_file},
 	{"allow", 0, "HOST[:PORT]", BOTH, "allow egress to HOST (name, *.wildcard, IP, CIDR; ports 80,443 unless :PORT, :A-B or :*)", opt_allow},
 	{"map-host", 0, "NAME=ADDR", BOTH, "resolve NAME to ADDR in the gateway (like /etc/hosts)", opt_map_host},
 	{"resolver", 0, "IP[:PORT]", BOTH, "resolver the gateway asks for allowed names (default: the host's)", opt_resolver},
@@ -336,6 +365,7 @@ int al_cli_parse(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
 
 	memset(cli, 0, sizeof(*cli));
 	cli->cmd = cmd;
+	cli->result_fd = cli->audit_fd = -1;
 	cli->flags = al_policy_new("command line");
 	for (i = 0; i < argc; i++) {
 		const char *a = argv[i], *value = NULL;
@@ -390,6 +420,7 @@ void al_cli_clear(struct al_cli *cli)
 	free(cli->audit_file);
 	al_policy_free(cli->flags);
 	memset(cli, 0, sizeof(*cli));
+	cli->result_fd = cli->audit_fd = -1;
 }
 
 void al_cli_print_options(FILE *f, enum al_cli_cmd cmd)

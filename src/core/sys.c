@@ -127,6 +127,17 @@ int al_open_output_dir(const char *path, const char *what, char **ret_name, stru
 	return fd;
 }
 
+int al_fd_check_writable(int fd, const char *what, struct al_error *err)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0)
+		return al_error_set(err, EBADF, "%s: no such open descriptor", what);
+	if ((fl & O_ACCMODE) == O_RDONLY || (fl & O_PATH))
+		return al_error_set(err, EBADF, "%s: the descriptor is not open for writing", what);
+	return 0;
+}
+
 int al_landlock_abi(void)
 {
 	static int abi = -1;

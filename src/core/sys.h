@@ -68,6 +68,10 @@ uint64_t al_landlock_fs_all(int abi);
  * path. */
 int al_open_output_dir(const char *path, const char *what, char **ret_name, struct al_error *err);
 
+/* fd is an open descriptor that can be written (what names it, e.g.
+ * "--result-fd 5"). 0, or -EBADF with err saying why not. */
+int al_fd_check_writable(int fd, const char *what, struct al_error *err);
+
 /* Write len bytes to an existing file (O_WRONLY, no create), as for
  * /proc/PID/uid_map. Returns 0 or -errno. */
 int al_write_file_at(int dirfd, const char *path, const char *data, size_t len);

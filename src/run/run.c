@@ -17,6 +17,7 @@
 struct al_run {
 	struct al_run_request req;
 	char run_id[64];
+	char started[40]; /* RFC 3339, UTC */
 	struct al_loop *loop;
 	struct al_sandbox sb;
 	struct al_supervisor *sup;
@@ -60,8 +61,12 @@ static void end(struct al_run *run)
 		run->sb.ops = NULL;
 		al_log_phase("cleaned up");
 	}
+	snprintf(run->res.started, sizeof(run->res.started), "%s", run->started);
 	al_audit_emit(req->audit, "run.end", al_result_json(req->plan, &run->res, run->run_id));
-	if (req->result_dirfd >= 0)
+	if (req->result_to_fd)
+		al_result_write_fd(req->result_fd, req->result_path, req->plan, &run->res,
+				   run->run_id, &run->record_err);
+	else if (req->result_dirfd >= 0)
 		al_result_write(req->result_dirfd, req->result_name, req->result_path, req->plan,
 				&run->res, run->run_id, &run->record_err);
 	run->ended = true;
@@ -111,6 +116,7 @@ int al_run_start(const struct al_run_request *req, const struct al_supervisor_io
 	int r;
 
 	run->req = *req;
+	al_audit_timestamp(run->started, sizeof(run->started));
 	if (req->run_id)
 		snprintf(run->run_id, sizeof(run->run_id), "%s", req->run_id);
 	else

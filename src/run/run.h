@@ -26,10 +26,14 @@ struct al_run_request {
 	const char *policy_file; /* for run.start; may be NULL */
 	/* The result record: written as result_name in result_dirfd (from
 	 * al_open_output_dir(); borrowed) when the run ends; result_path is
-	 * for messages. result_dirfd -1: no record. */
+	 * for messages. result_dirfd -1: no record there. */
 	int result_dirfd;
 	const char *result_name;
 	const char *result_path;
+	/* Or, with result_to_fd, written to result_fd (an inherited
+	 * descriptor, borrowed). */
+	bool result_to_fd;
+	int result_fd;
 	/* The process holds only this run (the CLI): the supervisor confines
 	 * the process before the command starts. */
 	bool confine_self;

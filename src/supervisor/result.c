@@ -41,6 +41,8 @@ json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *r
 
 	json_object_set_new(o, "version", json_integer(1));
 	json_object_set_new(o, "run", json_string(run_id));
+	json_object_set_new(o, "started",
+			    res->started[0] ? json_string(res->started) : json_null());
 	json_object_set_new(o, "reason", json_string(al_reason_name(res->reason)));
 	json_object_set_new(o, "exit_code", json_integer(res->exit_code));
 	json_object_set_new(o, "signal",
@@ -86,6 +88,47 @@ json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *r
 	return o;
 }
 
+static const char *kind_of(mode_t m)
+{
+	return S_ISLNK(m)    ? "a symbolic link"
+	       : S_ISDIR(m)  ? "a directory"
+	       : S_ISCHR(m)  ? "a character device"
+	       : S_ISBLK(m)  ? "a block device"
+	       : S_ISFIFO(m) ? "a FIFO"
+	       : S_ISSOCK(m) ? "a socket"
+			     : "not a regular file";
+}
+
+int al_result_check_target(int dirfd, const char *name, const char *path, struct al_error *err)
+{
+	struct stat st;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : al_error_setsys(err, errno, "--result %s", path);
+	if (S_ISREG(st.st_mode))
+		return 0;
+	return al_error_set(err, EEXIST,
+			    "--result %s is %s: the record replaces a regular file or makes a new "
+			    "one, never anything else; for a descriptor give --result-fd N (or "
+			    "--result - for stdout)",
+			    path, kind_of(st.st_mode));
+}
+
+int al_result_write_fd(int fd, const char *what, const struct al_plan *plan,
+		       const struct al_run_result *res, const char *run_id, struct al_error *err)
+{
+	json_t *o = al_result_json(plan, res, run_id);
+	char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	int r = 0;
+
+	json_decref(o);
+	if (!s || al_write_all(fd, s, strlen(s)) < 0 || al_write_all(fd, "\n", 1) < 0)
+		r = al_error_setsys(err, s ? errno : ENOMEM, "writing the result record to %s",
+				    what);
+	free(s);
+	return r;
+}
+
 int al_result_write(int dirfd, const char *name, const char *path, const struct al_plan *plan,
 		    const struct al_run_result *res, const char *run_id, struct al_error *err)
 {
@@ -114,8 +157,10 @@ int al_result_write(int dirfd, const char *name, const char *path, const struct 
 		goto out;
 	}
 	close(fd);
-	/* rename() replaces whatever has the name, a link included, without
-	 * following it. */
+	/* What the invoker named was checked at the start (a regular file or
+	 * nothing); whatever is there now (a link the sandbox planted in a
+	 * directory it can write) is replaced without being followed, so the
+	 * sandbox cannot keep its record from being written. */
 	if (renameat(dirfd, tmp, dirfd, name) < 0) {
 		r = al_error_setsys(err, errno, "renaming the result record to %s", path);
 		unlinkat(dirfd, tmp, 0);

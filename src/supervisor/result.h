@@ -35,6 +35,7 @@ struct al_layer_check {
 #define AL_MAX_CHECKS 12
 
 struct al_run_result {
+	char started[40]; /* when the run started, RFC 3339 (set by the run layer) */
 	enum al_end_reason reason;
 	int exit_code; /* what airlock exits with (see DESIGN.md) */
 	int signal;    /* SIGNALED / KILLED: the signal */
@@ -77,3 +78,14 @@ json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *r
  * messages. */
 int al_result_write(int dirfd, const char *name, const char *path, const struct al_plan *plan,
 		    const struct al_run_result *res, const char *run_id, struct al_error *err);
+
+/* Before the run: the record replaces a regular file or makes a new one,
+ * so anything else at name in dirfd (a symbolic link such as /dev/stdout,
+ * a device, a directory, a FIFO) is refused, with err naming path. 0 or
+ * -errno. */
+int al_result_check_target(int dirfd, const char *name, const char *path, struct al_error *err);
+
+/* Write the result record to fd (an inherited descriptor; what names it
+ * in messages). */
+int al_result_write_fd(int fd, const char *what, const struct al_plan *plan,
+		       const struct al_run_result *res, const char *run_id, struct al_error *err);

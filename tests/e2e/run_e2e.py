@@ -12,6 +12,7 @@ order; a case's docstring says what it proves.
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
@@ -1009,6 +1010,77 @@ def result_dir_missing(e):
     its record being lost at the end."""
     refusal(e, e.argv([PROBE_IN, "id"], ["--result", "/nonexistent-e2e-dir/r.json"]), 125,
             "/nonexistent-e2e-dir")
+
+
+@case
+def result_target_must_be_regular(e):
+    """--result's last component must be a regular file or absent: a
+    symbolic link (like /dev/stdout), a device, a directory or a FIFO is
+    refused (125, naming what it is) and left as it was; a regular file is
+    replaced by the record."""
+    with TempDir() as d:
+        target = write_file(os.path.join(d, "target"), "keep\n")
+        link = os.path.join(d, "link.json")
+        os.symlink(target, link)
+        fifo = os.path.join(d, "fifo")
+        os.mkfifo(fifo)
+        os.mkdir(os.path.join(d, "dir.json"))
+        for path, kind in ((link, "symbolic link"), ("/dev/null", "character device"),
+                           (os.path.join(d, "dir.json"), "directory"), (fifo, "FIFO")):
+            refusal(e, e.argv([PROBE_IN, "id"], ["--result", path]), 125, path, kind,
+                    "--result-fd")
+        expect(os.path.islink(link) and open(target).read() == "keep\n",
+               "the link or its target changed")
+        res = run_host(e.argv([PROBE_IN, "id"], ["--result", target]))
+        expect_rc(res, 0)
+        expect(json.load(open(target)).get("reason") == "exited", "regular file not replaced")
+
+
+@case
+def result_and_audit_to_descriptors(e):
+    """--result-fd N and --audit-fd N write to descriptors the caller
+    passes (here two pipes), --result - to stdout after the output; the
+    record names the run (the audit's run id) and its start (RFC 3339).
+    A descriptor that is not open, or open only for reading, and two
+    places for one record are refused (125)."""
+    rr, rw = os.pipe()
+    ar, aw = os.pipe()
+    try:
+        res = run_host(e.argv([PROBE_IN, "id"], ["--result-fd", str(rw), "--audit-fd", str(aw)]),
+                       pass_fds=(rw, aw))
+        os.close(rw)
+        os.close(aw)
+        rw = aw = -1
+        expect_rc(res, 0)
+        with os.fdopen(rr, "rb") as f:
+            rr = -1
+            rec = json.loads(f.read())
+        with os.fdopen(ar, "rb") as f:
+            ar = -1
+            events = [json.loads(l) for l in f.read().splitlines()]
+        expect([ev["event"] for ev in events] == ["run.start", "run.end"],
+               "audit events %s" % [ev["event"] for ev in events], res)
+        expect(rec.get("run") == events[0]["run"], "record and audit name other runs", res)
+        expect(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", rec.get("started", "")),
+               "started %r is not RFC 3339" % rec.get("started"), res)
+    finally:
+        for fd in (rr, rw, ar, aw):
+            if fd >= 0:
+                os.close(fd)
+    res = run_host(e.argv([PROBE_IN, "hostname"], ["--result", "-"]))
+    expect_rc(res, 0)
+    head, _, tail = res.text.partition("\n")
+    expect(head == "airlock" and json.loads(tail).get("reason") == "exited",
+           "--result - did not put the record after the output", res)
+    refusal(e, e.argv([PROBE_IN, "id"], ["--result-fd", "97"]), 125, "--result-fd 97",
+            "no such open descriptor")
+    with open("/etc/hostname", "rb") as f:
+        refusal_fd = f.fileno()
+        res = run_host(e.argv([PROBE_IN, "id"], ["--audit-fd", str(refusal_fd)]),
+                       pass_fds=(refusal_fd,))
+        expect_one_error_line(res, 125, "not open for writing")
+    refusal(e, e.argv([PROBE_IN, "id"], ["--result", "-", "--result-fd", "1"]), 125,
+            "one place")
 
 
 @case
