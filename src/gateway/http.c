@@ -489,8 +489,8 @@ int al_http_status_for_error(int r)
 bool al_http_host_matches(const struct al_host *host, uint16_t port, const char *value, size_t len)
 {
 	struct al_host h;
-	uint16_t p;
-	bool explicit;
+	uint16_t p = 0;
+	bool explicit = false; /* both set when parse_authority succeeds */
 
 	if (!host || host->kind == AL_HOST_NONE || !value)
 		return false;
