@@ -5,9 +5,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/cleanup.h"
@@ -73,19 +75,82 @@ static int opt_mount(struct al_cli *cli, const struct option_def *o, const char 
 	return 0;
 }
 
+/* --env NAME=VALUE sets a value; --env NAME passes airlock's own (which
+ * dumps then hide), and refuses when airlock has none. */
 static int opt_env(struct al_cli *cli, const struct option_def *o, const char *arg,
 		   struct al_error *err)
 {
 	const char *eq = strchr(arg, '=');
-	_cleanup_free_ char *name = NULL;
+	_cleanup_free_ char *name = strndup(arg, eq ? (size_t)(eq - arg) : strlen(arg));
 
-	if (!eq)
-		return al_error_set(err, EINVAL, "--env %s: expected NAME=VALUE", arg);
-	name = strndup(arg, (size_t)(eq - arg));
 	if (!al_env_name_is_valid(name))
-		return al_error_set(err, EINVAL, "--env %s: \"%s\" is not a valid variable name",
+		return al_error_set(
+		    err, EINVAL,
+		    "--env %s: \"%s\" is not a valid variable name (expected NAME=VALUE, "
+		    "or NAME to pass airlock's own)",
+		    arg, name);
+	if (eq) {
+		al_policy_set_env_hidden(cli->flags, name, eq + 1, false);
+		return 0;
+	}
+	const char *value = getenv(name);
+	if (!value)
+		return al_error_set(err, ENOENT,
+				    "--env %s: %s is not set in airlock's environment (give "
+				    "NAME=VALUE to set it)",
 				    arg, name);
-	al_policy_set_env(cli->flags, name, eq + 1);
+	al_policy_set_env_hidden(cli->flags, name, value, true);
+	return 0;
+}
+
+#define ENV_FILE_MAX (1u << 20)
+
+/* --env-file FILE: KEY=VALUE lines, taken as they are (no quotes, no
+ * expansion); blank lines and lines starting with '#' are skipped. The
+ * values are hidden in dumps. */
+static int opt_env_file(struct al_cli *cli, const struct option_def *o, const char *arg,
+			struct al_error *err)
+{
+	_cleanup_free_ char *text = xmalloc(ENV_FILE_MAX + 1);
+	_cleanup_close_ int fd = open(arg, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	size_t len = 0, lineno = 0;
+	struct stat st;
+	ssize_t n;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return al_error_setsys(err, errno, "--env-file %s", arg);
+	if (!S_ISREG(st.st_mode))
+		return al_error_set(err, EINVAL, "--env-file %s: not a regular file", arg);
+	while (len <= ENV_FILE_MAX && (n = read(fd, text + len, ENV_FILE_MAX + 1 - len)) > 0)
+		len += (size_t)n;
+	if (n < 0)
+		return al_error_setsys(err, errno, "--env-file %s", arg);
+	if (len > ENV_FILE_MAX)
+		return al_error_set(err, EFBIG, "--env-file %s: larger than %u bytes", arg,
+				    ENV_FILE_MAX);
+	if (memchr(text, '\0', len))
+		return al_error_set(err, EINVAL, "--env-file %s: contains a NUL byte", arg);
+	text[len] = '\0';
+	for (char *line = text, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		lineno++;
+		size_t l = strlen(line);
+		if (l && line[l - 1] == '\r')
+			line[--l] = '\0';
+		const char *s = line + strspn(line, " \t");
+		if (!*s || *s == '#')
+			continue;
+		const char *eq = strchr(line, '=');
+		_cleanup_free_ char *name = strndup(line, eq ? (size_t)(eq - line) : strlen(line));
+		if (!eq || !al_env_name_is_valid(name))
+			return al_error_set(err, EINVAL,
+					    "--env-file %s:%zu: expected NAME=VALUE (a name of "
+					    "letters, digits and _, no spaces around '=')",
+					    arg, lineno);
+		al_policy_set_env_hidden(cli->flags, name, eq + 1, true);
+	}
 	return 0;
 }
 
@@ -309,7 +374,8 @@ static const struct option_def options[] = {
 	{"policy",   0,  "FILE",            BOTH, "read the policy file FILE (flags override it)", opt_policy},
 	{"ro",       0,  "HOST[:PATH]",     BOTH, "show host file or dir HOST read-only at PATH (default: same path)", opt_mount},
 	{"rw",       0,  "HOST[:PATH]",     BOTH, "show host dir or file HOST writable at PATH", opt_mount},
-	{"env",      0,  "NAME=VALUE",      BOTH, "set a variable inside (the host's never leak in)", opt_env},
+	{"env",      0,  "NAME[=VALUE]",    BOTH, "set a variable inside, or pass airlock's own NAME (nothing else of the host's leaks in)", opt_env},
+	{"env-file", 0,  "FILE",            BOTH, "set the variables of FILE's NAME=VALUE lines (# comments; no quoting or expansion)", opt_env_file},
 	{"workdir",  0,  "PATH",            BOTH, "working directory inside, on the scratch (default /work)", opt_workdir},
 	{"timeout",  0,  "SECONDS",         BOTH, "wall-clock limit; kills the whole sandbox (default 60)", opt_timeout},
 	{"scratch",  0,  "SIZE",            BOTH, "size of the scratch tmpfs behind /tmp and the workdir (default 64M)", opt_scratch},

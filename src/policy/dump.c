@@ -7,9 +7,23 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "audit/audit.h"
+#include "core/cleanup.h"
 #include "core/util.h"
 #include "net/addr.h"
 #include "net/layout.h"
+
+/* One environment entry as dumps show it: a value from airlock's own
+ * environment or an --env-file is not printed, only its length. */
+static char *env_shown(const struct al_plan *p, const char *entry)
+{
+	const char *eq = strchr(entry, '=');
+	_cleanup_free_ char *name = strndup(entry, (size_t)(eq - entry));
+
+	if (!al_policy_env_is_hidden(p->env_hidden, name))
+		return xstrdup(entry);
+	return xasprintf("%s=<hidden: %zu bytes>", name, strlen(eq + 1));
+}
 
 void al_plan_dump_text(const struct al_plan *p, FILE *f)
 {
@@ -63,8 +77,10 @@ void al_plan_dump_text(const struct al_plan *p, FILE *f)
 	}
 	fprintf(f, "%s\n", p->cgroup_required ? " (cgroup required)" : "");
 	fprintf(f, "environment:\n");
-	for (size_t i = 0; p->envp[i]; i++)
-		fprintf(f, "  %s\n", p->envp[i]);
+	for (size_t i = 0; p->envp[i]; i++) {
+		_cleanup_free_ char *e = env_shown(p, p->envp[i]);
+		fprintf(f, "  %s\n", e);
+	}
 }
 
 char *al_plan_dump_json(const struct al_plan *p)
@@ -120,8 +136,10 @@ char *al_plan_dump_json(const struct al_plan *p)
 		      "open_files", (json_int_t)p->open_files, "file_size",
 		      (json_int_t)p->file_size, "cgroup_required", p->cgroup_required));
 	a = json_array();
-	for (size_t i = 0; p->envp[i]; i++)
-		json_array_append_new(a, json_string(p->envp[i]));
+	for (size_t i = 0; p->envp[i]; i++) {
+		_cleanup_free_ char *e = env_shown(p, p->envp[i]);
+		json_array_append_new(a, al_json_text(e));
+	}
 	json_object_set_new(root, "env", a);
 	s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(root);

@@ -402,6 +402,9 @@ static void build_env(struct al_plan *p, const struct al_policy *pol)
 	}
 	p->envp = TAKE_PTR(tmp->env);
 	al_policy_free(tmp);
+	p->env_hidden = xcalloc(1, sizeof(char *));
+	for (size_t i = 0; pol->env_hidden && pol->env_hidden[i]; i++)
+		al_strv_push(&p->env_hidden, pol->env_hidden[i]);
 }
 
 int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **ret,
@@ -506,6 +509,7 @@ void al_plan_free(struct al_plan *p)
 		return;
 	al_strv_free(p->argv);
 	al_strv_free(p->envp);
+	al_strv_free(p->env_hidden);
 	free(p->hostname);
 	free(p->workdir);
 	free(p->backend);

@@ -93,6 +93,7 @@ struct al_host_map {
 struct al_plan {
 	char **argv;
 	char **envp;
+	char **env_hidden; /* names in envp whose values dumps do not show */
 	char *hostname;
 	char *workdir;
 	char *backend;

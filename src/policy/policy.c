@@ -36,6 +36,7 @@ void al_policy_free(struct al_policy *p)
 	free(p->mounts);
 	free(p->workdir);
 	al_strv_free(p->env);
+	al_strv_free(p->env_hidden);
 	free(p->network_mode);
 	al_strv_free(p->net_allow);
 	al_strv_free(p->net_hosts);
@@ -163,8 +164,35 @@ void al_policy_merge(struct al_policy *base, const struct al_policy *over)
 	for (size_t i = 0; over->env && over->env[i]; i++) {
 		const char *eq = strchr(over->env[i], '=');
 		char *name = strndup(over->env[i], (size_t)(eq - over->env[i]));
-		al_policy_set_env(base, name, eq + 1);
+		al_policy_set_env_hidden(base, name, eq + 1,
+					 al_policy_env_is_hidden(over->env_hidden, name));
 		free(name);
+	}
+}
+
+bool al_policy_env_is_hidden(char *const *hidden, const char *name)
+{
+	for (size_t i = 0; hidden && hidden[i]; i++)
+		if (strcmp(hidden[i], name) == 0)
+			return true;
+	return false;
+}
+
+void al_policy_set_env_hidden(struct al_policy *p, const char *name, const char *value, bool hide)
+{
+	al_policy_set_env(p, name, value);
+	if (hide && !al_policy_env_is_hidden(p->env_hidden, name)) {
+		al_strv_push(&p->env_hidden, name);
+	} else if (!hide) {
+		for (size_t i = 0; p->env_hidden && p->env_hidden[i]; i++) {
+			if (strcmp(p->env_hidden[i], name) == 0) {
+				free(p->env_hidden[i]);
+				do
+					p->env_hidden[i] = p->env_hidden[i + 1];
+				while (p->env_hidden[++i]);
+				break;
+			}
+		}
 	}
 }
 

@@ -58,6 +58,9 @@ struct al_policy {
 
 	/* env: "NAME=VALUE" strings; later entries win */
 	char **env;
+	/* Names whose values came from airlock's environment (--env NAME) or
+	 * an --env-file: dumps show them hidden. */
+	char **env_hidden;
 
 	/* limits (0 = not set here; al_plan_build applies the defaults) */
 	uint64_t timeout_ms;
@@ -112,6 +115,10 @@ void al_policy_set_host(struct al_policy *p, const char *name, const char *addr)
 
 /* Set NAME=VALUE, replacing an earlier value of NAME. Copies. */
 void al_policy_set_env(struct al_policy *p, const char *name, const char *value);
+/* The same, for a value dumps must not show (hide) or may show again. */
+void al_policy_set_env_hidden(struct al_policy *p, const char *name, const char *value, bool hide);
+/* name is one of p->env_hidden. */
+bool al_policy_env_is_hidden(char *const *hidden, const char *name);
 
 /* Overlay `over` onto `base`: every set field of `over` replaces base's;
  * over's mounts replace base mounts at the same sandbox path and are added

@@ -999,8 +999,36 @@ def bad_flag(e):
 
 @case
 def bad_env_flag(e):
-    """--env without '=': 125 naming the argument."""
+    """--env NAME for a NAME airlock's environment lacks: 125 naming it."""
     refusal(e, e.argv([PROBE_IN, "id"], ["--env", "NOEQUALS"]), 125, "NOEQUALS")
+
+
+@case
+def env_passed_and_from_file(e):
+    """--env NAME passes airlock's own value and --env-file FILE sets its
+    NAME=VALUE lines (comments and blank lines skipped, the value as it is:
+    '=' and quotes kept, a CRLF ending dropped); `check` and `check --json`
+    show both hidden, with the length, never the value. A malformed line is
+    refused naming FILE:LINE, an unset NAME naming it."""
+    secret, fsecret = "tok-" + tag("e2e"), "abc=def"
+    with TempDir() as d:
+        f = write_file(os.path.join(d, "env"), "# a comment\n\nAPI_KEY=%s\r\nQUOTED=\"x y\"\n"
+                       "  # indented\n" % fsecret)
+        env = dict(os.environ, E2E_TOKEN=secret)
+        opts = ["--env", "E2E_TOKEN", "--env-file", f]
+        res = run_host(e.argv(["/bin/sh", "-c", 'echo "$E2E_TOKEN|$API_KEY|$QUOTED"'], opts),
+                       env=env)
+        expect_rc(res, 0)
+        expect(res.text.strip() == '%s|%s|"x y"' % (secret, fsecret), "values inside", res)
+        for extra in ([], ["--json"]):
+            res = run_host([e.airlock, "check"] + opts + extra, env=env)
+            expect_rc(res, 0)
+            expect(secret not in res.text and fsecret not in res.text,
+                   "check shows a hidden value", res)
+            expect("E2E_TOKEN=<hidden: %d bytes>" % len(secret) in res.text
+                   and "API_KEY=<hidden: 7 bytes>" in res.text, "check's hidden entries", res)
+        bad = write_file(os.path.join(d, "bad"), "OK=1\nNOT A LINE\n")
+        refusal(e, [e.airlock, "check", "--env-file", bad], 125, bad + ":2", "NAME=VALUE")
 
 
 @case

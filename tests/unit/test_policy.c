@@ -512,11 +512,37 @@ static void test_merge_vectors_and_empty(void **state)
 	assert_string_equal(base->network_mode, "none");
 }
 
+/* Values from airlock's environment or an env file stay hidden through a
+ * merge; a literal value set later shows again. */
+static void test_env_hidden(void **state)
+{
+	_cleanup_(al_policy_freep) struct al_policy *file = al_policy_new("file");
+	_cleanup_(al_policy_freep) struct al_policy *flags = al_policy_new("flags");
+
+	(void)state;
+	al_policy_set_env(file, "A", "from-file");
+	al_policy_set_env(file, "B", "from-file");
+	al_policy_set_env_hidden(flags, "A", "secret", true);
+	al_policy_set_env_hidden(flags, "C", "secret", true);
+	al_policy_set_env_hidden(flags, "C", "shown", false);
+	al_policy_merge(file, flags);
+	assert_true(al_policy_env_is_hidden(file->env_hidden, "A"));
+	assert_false(al_policy_env_is_hidden(file->env_hidden, "B"));
+	assert_false(al_policy_env_is_hidden(file->env_hidden, "C"));
+	assert_string_equal(file->env[0], "A=secret");
+	/* and shown again when set literally over it */
+	_cleanup_(al_policy_freep) struct al_policy *later = al_policy_new("later");
+	al_policy_set_env_hidden(later, "A", "plain", false);
+	al_policy_merge(file, later);
+	assert_false(al_policy_env_is_hidden(file->env_hidden, "A"));
+}
+
 int main(void)
 {
 	/* clang-format off */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full_document),
+		cmocka_unit_test(test_env_hidden),
 		cmocka_unit_test(test_minimal_document_is_all_unset),
 		cmocka_unit_test(test_value_forms),
 		cmocka_unit_test(test_schema_errors),
