@@ -42,6 +42,16 @@ static int opt_mount(struct al_cli *cli, const struct option_def *o, const char 
 	_cleanup_free_ char *host = NULL, *path = NULL, *abs = NULL;
 	const char *colon = strrchr(arg, ':');
 
+	/* docker's HOST:PATH:ro; here the flag is the mode. */
+	if (colon && colon != arg &&
+	    (strcmp(colon, ":ro") == 0 || strcmp(colon, ":rw") == 0 ||
+	     strcmp(colon, ":exec") == 0 || strcmp(colon, ":noexec") == 0) &&
+	    (strchr(arg, ':') != colon || access(arg, F_OK) < 0))
+		return al_error_set(
+		    err, EINVAL,
+		    "--%s %s: there is no mode suffix; give HOST[:PATH] and say the "
+		    "mode with the flag (--ro or --rw)",
+		    o->name, arg);
 	if (colon && colon[1] == '/') {
 		host = strndup(arg, (size_t)(colon - arg));
 		path = xstrdup(colon + 1);
@@ -171,7 +181,7 @@ static int opt_timeout(struct al_cli *cli, const struct option_def *o, const cha
 	if (al_parse_duration_ms(arg, &cli->flags->timeout_ms) < 0)
 		return al_error_set(err, EINVAL,
 				    "--timeout %s: expected seconds (e.g. 30, 1.5) or a duration "
-				    "(250ms, 90s, 2m)",
+				    "(250ms, 90s, 2m, 1m30s)",
 				    arg);
 	return 0;
 }

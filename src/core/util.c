@@ -149,32 +149,59 @@ int al_parse_size(const char *s, uint64_t *ret)
 	return 0;
 }
 
-int al_parse_duration_ms(const char *s, uint64_t *ret)
+/* One "NUMBER[UNIT]" at *s; advances *s. Returns ms (> 0 not checked) or
+ * a negative errno. A bare number (seconds) is only allowed alone. */
+static int duration_part(const char **s, bool alone, int *rank, double *ret)
 {
+	static const struct {
+		const char *unit;
+		double mult;
+	} units[] = {{"ms", 1.0}, {"h", 3600000.0}, {"m", 60000.0}, {"s", 1000.0}};
 	size_t n = 0, dots = 0;
-	const char *unit;
-	double v, mult;
 	char num[64];
 
 	/* Plain decimal only (strtod alone would take hex and exponents). */
-	while (s && (isdigit((unsigned char)s[n]) || s[n] == '.'))
-		dots += s[n++] == '.';
+	while (isdigit((unsigned char)(*s)[n]) || (*s)[n] == '.')
+		dots += (*s)[n++] == '.';
 	if (n == 0 || n >= sizeof(num) || dots > 1 || (n == 1 && dots == 1))
 		return -EINVAL;
-	unit = s + n;
-	if (strcmp(unit, "") == 0 || strcmp(unit, "s") == 0)
-		mult = 1000.0;
-	else if (strcmp(unit, "ms") == 0)
-		mult = 1.0;
-	else if (strcmp(unit, "m") == 0)
-		mult = 60000.0;
-	else if (strcmp(unit, "h") == 0)
-		mult = 3600000.0;
-	else
-		return -EINVAL;
-	memcpy(num, s, n);
+	memcpy(num, *s, n);
 	num[n] = '\0';
-	v = strtod(num, NULL) * mult;
+	*s += n;
+	if (**s == '\0' && alone) {
+		*ret = strtod(num, NULL) * 1000.0;
+		return 0;
+	}
+	/* h, m, s, ms: each at most once, larger units first ("1m30s"). */
+	static const int order[] = {3, 0, 1, 2}; /* ms, h, m, s → rank */
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		size_t ul = strlen(units[i].unit);
+		if (strncmp(*s, units[i].unit, ul) != 0 || isalpha((unsigned char)(*s)[ul]))
+			continue;
+		if (order[i] <= *rank)
+			return -EINVAL;
+		*rank = order[i];
+		*s += ul;
+		*ret = strtod(num, NULL) * units[i].mult;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int al_parse_duration_ms(const char *s, uint64_t *ret)
+{
+	double v = 0, part;
+	int rank = -1, r;
+	bool first = true;
+
+	if (!s || !*s)
+		return -EINVAL;
+	while (*s) {
+		if ((r = duration_part(&s, first && !strpbrk(s, "hms"), &rank, &part)) < 0)
+			return r;
+		v += part;
+		first = false;
+	}
 	if (!isfinite(v) || v <= 0)
 		return -EINVAL;
 	if (v < 1.0 || v > 1e12)

@@ -388,6 +388,9 @@ static int parse_rule(const char *s, struct al_allow_rule *r, struct al_error *e
 
 	if (len == 0)
 		return al_error_set(err, EINVAL, "empty rule");
+	if (strstr(s, "://"))
+		return al_error_set(err, EINVAL,
+				    "give a host and port, not a URL (e.g. api.example.com:443)");
 	if (len > AL_ALLOW_RULE_MAX)
 		return al_error_set(err, EINVAL, "rule longer than %d characters",
 				    AL_ALLOW_RULE_MAX);

@@ -157,8 +157,10 @@ static int get_duration(struct ctx *c, const json_t *j, const char *path, uint64
 			    type_name(j));
 	}
 	if (al_parse_duration_ms(buf, out) < 0)
-		return fail(c, path,
-			    "bad duration \"%s\" (expected e.g. 30, 1.5, \"250ms\", \"2m\")", buf);
+		return fail(
+		    c, path,
+		    "bad duration \"%s\" (expected e.g. 30, 1.5, \"250ms\", \"2m\", \"1m30s\")",
+		    buf);
 	return 0;
 }
 
@@ -506,7 +508,15 @@ static int parse_root(struct ctx *c, const json_t *root)
 	if (!v)
 		return fail(c, "version", "missing (this build reads \"version\": %d)",
 			    AL_POLICY_VERSION);
-	if (!json_is_integer(v) || json_integer_value(v) != AL_POLICY_VERSION)
+	if (json_is_string(v))
+		return fail(c, "version",
+			    "the version is an integer: \"version\": %d, not a string",
+			    AL_POLICY_VERSION);
+	if (!json_is_integer(v))
+		return fail(c, "version",
+			    "the version is an integer (this build reads \"version\": %d)",
+			    AL_POLICY_VERSION);
+	if (json_integer_value(v) != AL_POLICY_VERSION)
 		return fail(c, "version", "unsupported version (this build reads %d)",
 			    AL_POLICY_VERSION);
 	if ((v = json_object_get(root, "command")) &&

@@ -228,6 +228,14 @@ int al_policy_check_host_map(const char *name, const char *addr, struct al_error
 		return r;
 	if (h.kind != AL_HOST_NAME)
 		return al_error_set(err, EINVAL, "\"%s\" is not a host name", name);
+	/* "127.0.0.1:8080" or "[::1]:8080": a port where none belongs. */
+	const char *colon = strchr(addr, ':');
+	if ((colon && !strchr(colon + 1, ':') && strchr(addr, '.')) ||
+	    (addr[0] == '[' && strstr(addr, "]:")))
+		return al_error_set(err, EINVAL,
+				    "\"%s\": a host map takes an address without a port (the port "
+				    "goes in the allow rule)",
+				    addr);
 	if ((r = al_host_parse(addr, strlen(addr), &h, err)) < 0)
 		return r;
 	if (h.kind != AL_HOST_IPV4 && h.kind != AL_HOST_IPV6)

@@ -1112,6 +1112,32 @@ def result_and_audit_to_descriptors(e):
 
 
 @case
+def messages_say_what_to_do(e):
+    """Common mistakes get a message that says what to give instead (125,
+    one line): a URL as an allow rule, a port in a host map (flag and
+    policy file), the version as a string, a docker-style :ro suffix on
+    --ro; and durations take combined units (--timeout 1m30s is 90 s)."""
+    with TempDir() as d:
+        cases = [
+            (["--allow", "http://api.example.test/v1"], ["not a URL", "api.example.com:443"]),
+            (["--allow", "api.example.test", "--map-host", "api.example.test=127.0.0.1:8080"],
+             ["without a port"]),
+            (["--ro", "/etc/hostname:/x:ro"], ["no mode suffix", "--ro or --rw"]),
+            (["--policy", write_file(os.path.join(d, "v.json"), json.dumps({"version": "1"}))],
+             ["version is an integer", "not a string"]),
+            (["--policy", write_file(os.path.join(d, "h.json"), json.dumps(
+                {"version": 1, "network": {"allow": ["api.example.test"],
+                                           "hosts": {"api.example.test": "127.0.0.1:80"}}}))],
+             ["network.hosts", "without a port"]),
+        ]
+        for opts, words in cases:
+            refusal(e, [e.airlock, "check"] + opts, 125, *words)
+    res = run_host([e.airlock, "check", "--timeout", "1m30s"])
+    expect_rc(res, 0)
+    expect("timeout 90000 ms" in res.text, "--timeout 1m30s is not 90 s", res)
+
+
+@case
 def no_command(e):
     """airlock run with no command and no policy: 125."""
     refusal(e, e.argv(None, []), 125)

@@ -243,9 +243,10 @@ static void test_version(void **state)
 	BAD("{\"command\":[\"true\"]}", "p.json: version: missing");
 	BAD("{\"version\":2}", "p.json: version: unsupported", "1");
 	BAD("{\"version\":0}", "p.json: version: unsupported");
-	BAD("{\"version\":\"1\"}", "p.json: version: unsupported");
-	BAD("{\"version\":1.0}", "p.json: version: unsupported");
-	BAD("{\"version\":true}", "p.json: version: unsupported");
+	/* not an integer: say so (issue 10) */
+	BAD("{\"version\":\"1\"}", "p.json: version: the version is an integer", "not a string");
+	BAD("{\"version\":1.0}", "p.json: version: the version is an integer");
+	BAD("{\"version\":true}", "p.json: version: the version is an integer");
 }
 
 static void test_paths(void **state)

@@ -120,6 +120,11 @@ static void test_parse_duration_valid(void **state)
 	expect_ms("1h", 3600000);
 	expect_ms("0.25m", 15000);
 	expect_ms("1ms", 1);
+	/* units combined, larger first, each once */
+	expect_ms("1m30s", 90000);
+	expect_ms("1h30m", 5400000);
+	expect_ms("1h2m3s4ms", 3723004);
+	expect_ms("2s500ms", 2500);
 }
 
 static void test_parse_duration_invalid(void **state)
@@ -140,6 +145,11 @@ static void test_parse_duration_invalid(void **state)
 	expect_ms_error("1e400");
 	expect_ms_error("0.1ms"); /* rounds to nothing */
 	expect_ms_error("999999999999h");
+	expect_ms_error("30s1m"); /* smaller unit first */
+	expect_ms_error("1m1m");  /* a unit twice */
+	expect_ms_error("1m30");  /* a bare number only alone */
+	expect_ms_error("1mm");
+	expect_ms_error("m");
 }
 
 /* The documented grammar is decimal ("60", "1.5", "250ms"), but strtod()
