@@ -2,8 +2,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,10 +21,80 @@ struct al_audit {
 	void (*fn)(void *data, const char *event, json_t *fields);
 	void *data;
 	int fd;
+	/* A FIFO, pipe, device or socket: written without blocking (its
+	 * reader may stop reading, and the supervisor must not stop with it),
+	 * waiting at most AUDIT_STALL_MS in all before lines are dropped. */
+	bool nonblocking, socket;
+	bool stalled;
+	uint64_t dropped;
 	char *run_id;
 	char *path;
 	bool failed;
 };
+
+#define AUDIT_STALL_MS 1000
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Write a line to a stream that may not keep up: 0, -EAGAIN when it did
+ * not take it in time (from the first stall on, no more waiting), or
+ * -errno. */
+static int write_nonblocking(struct al_audit *a, const char *p, size_t n)
+{
+	uint64_t deadline = now_ms() + (a->stalled ? 0 : AUDIT_STALL_MS);
+
+	while (n > 0) {
+		ssize_t w =
+		    a->socket ? send(a->fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL) : write(a->fd, p, n);
+		if (w > 0) {
+			p += w;
+			n -= (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno != EAGAIN)
+			return -errno;
+		uint64_t t = now_ms();
+		struct pollfd pfd = {.fd = a->fd, .events = POLLOUT};
+		if (t >= deadline || poll(&pfd, 1, (int)(deadline - t)) <= 0) {
+			a->stalled = true;
+			return -EAGAIN;
+		}
+	}
+	return 0;
+}
+
+/* Our own open file description of fd, non-blocking, for a stream that is
+ * not a regular file; a copy of fd for a regular file. -errno on failure. */
+static int own_description(int fd, struct al_audit *a)
+{
+	struct stat st;
+	char path[64];
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (S_ISREG(st.st_mode)) {
+		int c = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		return c < 0 ? -errno : c;
+	}
+	a->nonblocking = true;
+	if (S_ISSOCK(st.st_mode)) {
+		a->socket = true; /* MSG_DONTWAIT per send: no flag to share */
+		int c = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		return c < 0 ? -errno : c;
+	}
+	/* Setting O_NONBLOCK on fd itself would change the caller's open
+	 * file description too. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	int c = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	return c < 0 ? -errno : c;
+}
 
 int al_audit_open(const char *path, const char *run_id, struct al_audit **ret, struct al_error *err)
 {
@@ -51,9 +124,13 @@ int al_audit_open(const char *path, const char *run_id, struct al_audit **ret, s
 		close(fd);
 		return al_error_set(err, EINVAL, "audit file %s: not a file, FIFO or device", path);
 	}
-	/* Appends to a FIFO block like any write of ours (as before). */
-	fcntl(fd, F_SETFL, O_APPEND);
 	a = xcalloc(1, sizeof(*a));
+	/* A regular file is appended to; a FIFO or device stays
+	 * non-blocking (see write_nonblocking). */
+	if (S_ISREG(st.st_mode))
+		fcntl(fd, F_SETFL, O_APPEND);
+	else
+		a->nonblocking = true;
 	a->fd = fd;
 	a->run_id = xstrdup(run_id);
 	a->path = xstrdup(path);
@@ -69,10 +146,12 @@ int al_audit_open_fd(int fd, const char *what, const char *run_id, struct al_aud
 
 	if (al_fd_check_writable(fd, what, err) < 0)
 		return -EBADF;
-	copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	if (copy < 0)
-		return al_error_setsys(err, errno, "%s", what);
 	a = xcalloc(1, sizeof(*a));
+	copy = own_description(fd, a);
+	if (copy < 0) {
+		free(a);
+		return al_error_setsys(err, -copy, "%s", what);
+	}
 	a->fd = copy;
 	a->run_id = xstrdup(run_id);
 	a->path = xstrdup(what);
@@ -173,9 +252,16 @@ void al_audit_emit(struct al_audit *a, const char *event, json_t *fields)
 	line = xrealloc(line, n + 2);
 	line[n] = '\n';
 	line[n + 1] = '\0';
-	if (al_write_all(a->fd, line, n + 1) < 0 && !a->failed) {
+	int r = a->nonblocking ? write_nonblocking(a, line, n + 1)
+			       : (al_write_all(a->fd, line, n + 1) < 0 ? -errno : 0);
+	if (r == -EAGAIN) {
+		if (a->dropped++ == 0)
+			al_err("audit: %s is not being read (waited %d ms): dropping audit lines "
+			       "from here on rather than stopping the run's supervisor",
+			       a->path, AUDIT_STALL_MS);
+	} else if (r < 0 && !a->failed) {
 		a->failed = true;
-		al_err("audit: writing %s: %s", a->path, strerror(errno));
+		al_err("audit: writing %s: %s", a->path, strerror(-r));
 	}
 	free(line);
 }
@@ -195,6 +281,10 @@ void al_audit_close(struct al_audit *a)
 {
 	if (!a)
 		return;
+	if (a->dropped)
+		al_err("audit: %llu audit line%s could not be written to %s (its reader did not "
+		       "keep up)",
+		       (unsigned long long)a->dropped, a->dropped == 1 ? "" : "s", a->path);
 	if (a->fd >= 0)
 		close(a->fd);
 	free(a->run_id);

@@ -122,7 +122,8 @@ static int opt_env_file(struct al_cli *cli, const struct option_def *o, const ch
 			struct al_error *err)
 {
 	_cleanup_free_ char *text = xmalloc(ENV_FILE_MAX + 1);
-	_cleanup_close_ int fd = open(arg, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* Non-blocking: a FIFO nobody writes is refused, not waited on. */
+	_cleanup_close_ int fd = open(arg, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	size_t len = 0, lineno = 0;
 	struct stat st;
 	ssize_t n;
@@ -253,8 +254,8 @@ static int opt_cpu_time(struct al_cli *cli, const struct option_def *o, const ch
 	return 0;
 }
 
-/* --result and --audit take a file, or "-" for stdout; --result-fd and
- * --audit-fd an inherited descriptor. One of each kind. */
+/* --result takes a file, or "-" for stdout; --audit a file; --result-fd
+ * and --audit-fd an inherited descriptor. One of each kind. */
 static int opt_file(struct al_cli *cli, const struct option_def *o, const char *arg,
 		    struct al_error *err)
 {
@@ -264,10 +265,10 @@ static int opt_file(struct al_cli *cli, const struct option_def *o, const char *
 	const char *kind = result ? "result" : "audit";
 
 	if (*file || *fd >= 0)
-		return al_error_set(err, EINVAL,
-				    "--%s: the %s goes to one place; give one of --%s FILE, --%s - "
-				    "or --%s-fd N",
-				    o->name, kind, kind, kind, kind);
+		return al_error_set(
+		    err, EINVAL,
+		    "--%s: the %s goes to one place; give one of --%s FILE, --%s-fd N%s", o->name,
+		    kind, kind, kind, result ? " or --result -" : "");
 	if (strcmp(o->name, "result-fd") == 0 || strcmp(o->name, "audit-fd") == 0) {
 		char *end;
 		errno = 0;
@@ -276,16 +277,26 @@ static int opt_file(struct al_cli *cli, const struct option_def *o, const char *
 			return al_error_set(err, EINVAL, "--%s %s: expected a descriptor number",
 					    o->name, arg);
 		if (n <= 2 && n != 1)
-			return al_error_set(err, EINVAL,
-					    "--%s %s: descriptor %ld is the command's %s; give 1 "
-					    "(stdout) or an inherited one from 3 on",
-					    o->name, arg, n, n == 0 ? "stdin" : "stderr");
+			return al_error_set(
+			    err, EINVAL,
+			    "--%s %s: descriptor %ld is the command's %s; give %san "
+			    "inherited one from 3 on",
+			    o->name, arg, n, n == 0 ? "stdin" : "stderr",
+			    result ? "1 (stdout) or " : "");
 		*fd = (int)n;
 	} else if (strcmp(arg, "-") == 0) {
 		*fd = 1;
 	} else {
 		*file = xstrdup(arg);
 	}
+	/* The command's output goes to stdout too: there it could write lines
+	 * that read as audit events. The record comes after all of it. */
+	if (!result && *fd == 1)
+		return al_error_set(err, EINVAL,
+				    "--%s %s: the audit stream does not share stdout with the "
+				    "command's output (which could forge its lines); give a file "
+				    "or another descriptor",
+				    o->name, arg);
 	return 0;
 }
 
@@ -398,8 +409,8 @@ static const struct option_def options[] = {
 	{"file-size", 0, "SIZE",            BOTH, "largest file a process may write (default: none)", opt_size},
 	{"result",   0,  "FILE",            RUN,  "write the result record (JSON) to FILE, a regular file or none yet (no symlink in the path; - for stdout)", opt_file},
 	{"result-fd", 0, "N",               RUN,  "write the result record to inherited descriptor N", opt_file},
-	{"audit",    0,  "FILE",            RUN,  "append the audit stream (JSON lines) to FILE (no symlink in the path; - for stdout)", opt_file},
-	{"audit-fd", 0,  "N",               RUN,  "write the audit stream to inherited descriptor N", opt_file},
+	{"audit",    0,  "FILE",            RUN,  "append the audit stream (JSON lines) to FILE (no symlink in the path)", opt_file},
+	{"audit-fd", 0,  "N",               RUN,  "write the audit stream to inherited descriptor N (3 or more)", opt_file},
 	{"allow", 0, "HOST[:PORT]", BOTH, "allow egress to HOST (name, *.wildcard, IP, CIDR; ports 80,443 unless :PORT, :A-B or :*)", opt_allow},
 	{"map-host", 0, "NAME=ADDR", BOTH, "resolve NAME to ADDR in the gateway (like /etc/hosts)", opt_map_host},
 	{"resolver", 0, "IP[:PORT]", BOTH, "resolver the gateway asks for allowed names (default: the host's)", opt_resolver},

@@ -160,7 +160,8 @@ int al_result_write(int dirfd, const char *name, const char *path, const struct 
 	/* What the invoker named was checked at the start (a regular file or
 	 * nothing); whatever is there now (a link the sandbox planted in a
 	 * directory it can write) is replaced without being followed, so the
-	 * sandbox cannot keep its record from being written. */
+	 * sandbox cannot redirect the record (a directory there makes the
+	 * rename fail, which is reported). */
 	if (renameat(dirfd, tmp, dirfd, name) < 0) {
 		r = al_error_setsys(err, errno, "renaming the result record to %s", path);
 		unlinkat(dirfd, tmp, 0);

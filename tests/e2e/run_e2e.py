@@ -9,6 +9,7 @@ sandbox where it can (host /proc, host files, host sockets). Cases are run in
 order; a case's docstring says what it proves.
 """
 
+import fcntl
 import json
 import os
 import pwd
@@ -1027,8 +1028,11 @@ def env_passed_and_from_file(e):
                    "check shows a hidden value", res)
             expect("E2E_TOKEN=<hidden: %d bytes>" % len(secret) in res.text
                    and "API_KEY=<hidden: 7 bytes>" in res.text, "check's hidden entries", res)
-        bad = write_file(os.path.join(d, "bad"), "OK=1\nNOT A LINE\n")
-        refusal(e, [e.airlock, "check", "--env-file", bad], 125, bad + ":2", "NAME=VALUE")
+        bad = write_file(os.path.join(d, "bad"), "# c\n\nOK=1\nNOT A LINE\n")
+        refusal(e, [e.airlock, "check", "--env-file", bad], 125, bad + ":4", "NAME=VALUE")
+        fifo = os.path.join(d, "fifo")
+        os.mkfifo(fifo)
+        refusal(e, [e.airlock, "check", "--env-file", fifo], 125, "not a regular file")
 
 
 @case
@@ -1109,6 +1113,36 @@ def result_and_audit_to_descriptors(e):
         expect_one_error_line(res, 125, "not open for writing")
     refusal(e, e.argv([PROBE_IN, "id"], ["--result", "-", "--result-fd", "1"]), 125,
             "one place")
+    for opts, words in ((["--result-fd", "0"], ["stdin"]), (["--audit-fd", "2"], ["stderr"]),
+                        (["--audit", "-"], ["does not share stdout"]),
+                        (["--audit-fd", "1"], ["does not share stdout"])):
+        refusal(e, e.argv([PROBE_IN, "id"], opts), 125, *words)
+
+
+@case
+def audit_reader_stall_does_not_stop_the_run(e):
+    """An --audit-fd pipe nobody reads (filled before the run) does not
+    stall the supervisor: after a second it drops audit lines and says so,
+    and the timeout still ends the run (124) at its time."""
+    r, w = os.pipe()
+    try:
+        fl = fcntl.fcntl(w, fcntl.F_GETFL)
+        fcntl.fcntl(w, fcntl.F_SETFL, fl | os.O_NONBLOCK)
+        try:
+            while True:
+                os.write(w, b"x" * 4096)
+        except BlockingIOError:
+            pass
+        fcntl.fcntl(w, fcntl.F_SETFL, fl)
+        res = run_host(e.argv(["/bin/sleep", "30"], ["--timeout", "2", "--audit-fd", str(w)]),
+                       pass_fds=(w,), timeout=20)
+    finally:
+        os.close(r)
+        os.close(w)
+    expect_rc(res, 124)
+    expect(res.elapsed < 6, "the run took %.1f s" % res.elapsed, res)
+    expect("dropping audit lines" in res.errtext and "could not be written" in res.errtext,
+           "no word of the dropped audit lines", res)
 
 
 @case

@@ -531,6 +531,19 @@ static void test_env_hidden(void **state)
 	assert_false(al_policy_env_is_hidden(file->env_hidden, "B"));
 	assert_false(al_policy_env_is_hidden(file->env_hidden, "C"));
 	assert_string_equal(file->env[0], "A=secret");
+	/* removal of the first, a middle and the last of several */
+	_cleanup_(al_policy_freep) struct al_policy *many = al_policy_new("many");
+	const char *names[] = {"P", "Q", "R", "S", "T"};
+	for (size_t i = 0; i < 5; i++)
+		al_policy_set_env_hidden(many, names[i], "v", true);
+	al_policy_set_env_hidden(many, "P", "v", false);
+	al_policy_set_env_hidden(many, "R", "v", false);
+	al_policy_set_env_hidden(many, "T", "v", false);
+	assert_int_equal(al_strv_len(many->env_hidden), 2);
+	assert_true(al_policy_env_is_hidden(many->env_hidden, "Q"));
+	assert_true(al_policy_env_is_hidden(many->env_hidden, "S"));
+	assert_false(al_policy_env_is_hidden(many->env_hidden, "P"));
+	assert_false(al_policy_env_is_hidden(many->env_hidden, "R"));
 	/* and shown again when set literally over it */
 	_cleanup_(al_policy_freep) struct al_policy *later = al_policy_new("later");
 	al_policy_set_env_hidden(later, "A", "plain", false);
