@@ -151,6 +151,9 @@ int al_cmd_run(int argc, char **argv)
 		al_err("%s", err.msg);
 	else if (al_result_describe(res, line, sizeof(line)))
 		al_err("%s", line);
+	/* What was refused, for an agent reading stderr (not with -q). */
+	if (al_result_denied_summary(res, line, sizeof(line)))
+		al_warn("%s", line);
 	al_debug("exit %d after %llu ms; stdout %llu bytes, stderr %llu bytes", res->exit_code,
 		 (unsigned long long)res->wall_ms, (unsigned long long)res->stdout_bytes,
 		 (unsigned long long)res->stderr_bytes);

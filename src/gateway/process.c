@@ -61,6 +61,7 @@ struct al_gateway_proc {
 struct child {
 	int sock;
 	struct al_gateway *gw;
+	bool audit; /* the run has an audit stream: send every event */
 	struct al_timer *flush;
 	bool flush_armed;
 	struct al_gateway_usage pending[USAGE_MAX_PENDING];
@@ -130,6 +131,15 @@ static void child_audit(void *data, const char *event, json_t *fields)
 	struct child *c = data;
 	uint8_t buf[AL_GWP_MAX];
 	json_t *o = fields ? fields : json_object();
+
+	/* Without an audit stream only refused connections go (for the run's
+	 * summary of what was denied): nothing more per allowed one. */
+	if (!c->audit &&
+	    !(strcmp(event, "net.connect") == 0 && json_is_string(json_object_get(o, "decision")) &&
+	      strcmp(json_string_value(json_object_get(o, "decision")), "deny") == 0)) {
+		json_decref(o);
+		return;
+	}
 	int n = al_gwp_encode_audit(event, o, buf, sizeof(buf));
 
 	json_decref(o);
@@ -256,7 +266,7 @@ static int confine(int *ret_abi, char *msg, size_t len)
 
 static _Noreturn void child_main(const struct al_plan *plan, int sock, bool audit)
 {
-	struct child c = {.sock = 3};
+	struct child c = {.sock = 3, .audit = audit};
 	struct al_loop *loop = NULL;
 	struct al_audit *sink = NULL;
 	struct al_error err = {0};
@@ -288,8 +298,7 @@ static _Noreturn void child_main(const struct al_plan *plan, int sock, bool audi
 		_exit(2);
 	if (al_loop_new(&loop, &err) < 0)
 		_exit(2);
-	if (audit)
-		sink = al_audit_sink(child_audit, &c);
+	sink = al_audit_sink(child_audit, &c);
 	c.gw = al_gateway_new(plan, sink, loop);
 	if (!(c.flush = al_loop_timer(loop, on_flush, &c)))
 		_exit(2);
@@ -386,6 +395,15 @@ static int read_one(struct al_gateway_proc *gp)
 		gp->ev->changed(gp->ev->data);
 		break;
 	case AL_GWP_AUDIT:
+		if (strcmp(m.event, "net.connect") == 0) {
+			json_t *d = json_object_get(m.fields, "decision");
+			if (json_is_string(d) && strcmp(json_string_value(d), "deny") == 0)
+				gp->ev->denied(
+				    gp->ev->data,
+				    json_string_value(json_object_get(m.fields, "name")),
+				    (int)json_integer_value(json_object_get(m.fields, "port")),
+				    json_string_value(json_object_get(m.fields, "reason")));
+		}
 		al_audit_emit(gp->audit, m.event, m.fields);
 		break;
 	case AL_GWP_STATS:

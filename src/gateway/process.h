@@ -36,6 +36,9 @@ struct al_gateway_proc_events {
 	 * that use is past: the gateway let through more than the plan
 	 * allows, and counts as failed. */
 	const char *(*usage)(void *data, const struct al_gateway_usage *use);
+	/* A refused connection (its name or address, port and reason; any
+	 * may be NULL or 0: they come from the gateway). */
+	void (*denied)(void *data, const char *host, int port, const char *reason);
 	void *data;
 };
 

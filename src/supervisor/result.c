@@ -2,6 +2,7 @@
 #include "supervisor/result.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -248,4 +249,90 @@ const char *al_result_describe(const struct al_run_result *res, char *buf, size_
 	default:
 		return NULL;
 	}
+}
+
+/* The gateway's reason, in a few words. */
+static const char *short_reason(const char *r)
+{
+	if (!r)
+		return "refused";
+	if (strncmp(r, "no rule", 7) == 0)
+		return "no rule";
+	if (strncmp(r, "limit", 5) == 0)
+		return "a network limit";
+	if (strstr(r, "space, which the rule") || strstr(r, "non-public"))
+		return "non-public address";
+	if (strstr(r, "does not resolve"))
+		return "no such name";
+	if (strstr(r, "the stream names"))
+		return "names another host";
+	if (strstr(r, "connections"))
+		return "too many connections";
+	return "malformed request";
+}
+
+void al_result_note_denied_host(struct al_run_result *res, const char *host, int port,
+				const char *reason)
+{
+	struct al_denied *d = &res->denied;
+	char what[sizeof(d->hosts[0].what)];
+
+	snprintf(what, sizeof(what), port > 0 ? "%s:%d" : "%s", host && *host ? host : "?", port);
+	for (size_t i = 0; i < d->n_hosts; i++)
+		if (strcmp(d->hosts[i].what, what) == 0)
+			return;
+	if (d->n_hosts == AL_DENIED_HOSTS)
+		return;
+	snprintf(d->hosts[d->n_hosts].what, sizeof(d->hosts[0].what), "%s", what);
+	snprintf(d->hosts[d->n_hosts].why, sizeof(d->hosts[0].why), "%s", short_reason(reason));
+	d->n_hosts++;
+}
+
+void al_result_note_denied_call(struct al_run_result *res, const char *name)
+{
+	struct al_denied *d = &res->denied;
+
+	if (!name)
+		name = "unknown";
+	for (size_t i = 0; i < d->n_calls; i++)
+		if (strcmp(d->calls[i], name) == 0)
+			return;
+	if (d->n_calls < AL_DENIED_CALLS)
+		snprintf(d->calls[d->n_calls++], sizeof(d->calls[0]), "%s", name);
+}
+
+const char *al_result_denied_summary(const struct al_run_result *res, char *buf, size_t len)
+{
+	const struct al_denied *d = &res->denied;
+	uint64_t conns = res->have_network ? res->network.denied : 0;
+	uint64_t dns = res->have_network ? res->network.dns_refused : 0;
+	size_t n = 0;
+
+	if (!conns && !dns && !res->syscalls_denied)
+		return NULL;
+#define PUT(...)                                                                                   \
+	do {                                                                                       \
+		if (n < len)                                                                       \
+			n += (size_t)snprintf(buf + n, len - n, __VA_ARGS__);                      \
+	} while (0)
+	PUT("denied");
+	if (conns) {
+		PUT(" %" PRIu64 " connection%s", conns, conns == 1 ? "" : "s");
+		for (size_t i = 0; i < d->n_hosts; i++)
+			PUT("%s %s (%s)", i ? "," : ":", d->hosts[i].what, d->hosts[i].why);
+		if (conns > d->n_hosts && d->n_hosts)
+			PUT(", ...");
+	}
+	if (dns)
+		PUT("%s %" PRIu64 " DNS lookup%s", conns ? ";" : "", dns, dns == 1 ? "" : "s");
+	if (res->syscalls_denied) {
+		PUT("%s %" PRIu64 " system call%s", conns || dns ? ";" : "", res->syscalls_denied,
+		    res->syscalls_denied == 1 ? "" : "s");
+		for (size_t i = 0; i < d->n_calls; i++)
+			PUT("%s %s", i ? "," : ":", d->calls[i]);
+	}
+#undef PUT
+	if (n >= len && len > 4)
+		memcpy(buf + len - 4, "...", 4);
+	return buf;
 }

@@ -34,6 +34,20 @@ struct al_layer_check {
 
 #define AL_MAX_CHECKS 12
 
+/* What was refused, for the one-line summary after a run (the counts are
+ * the record's: network.denied, network.dns_refused, denials.syscalls). */
+#define AL_DENIED_HOSTS 4
+#define AL_DENIED_CALLS 8
+struct al_denied {
+	struct {
+		char what[300];	  /* "host:port" */
+		char why[40];	  /* "no rule", "non-public address", ... */
+	} hosts[AL_DENIED_HOSTS]; /* the first distinct ones */
+	size_t n_hosts;
+	char calls[AL_DENIED_CALLS][32]; /* system call names, first seen first */
+	size_t n_calls;
+};
+
 struct al_run_result {
 	char started[40]; /* when the run started, RFC 3339 (set by the run layer) */
 	enum al_end_reason reason;
@@ -51,6 +65,7 @@ struct al_run_result {
 	bool have_cpu; /* cgroup.cpu_* are filled (cgroup or rusage) */
 	struct al_cgroup_stats cgroup;
 	uint64_t syscalls_denied; /* notified denials; silent ones are not counted */
+	struct al_denied denied;  /* names for the summary */
 	bool have_network;	  /* the egress gateway ran */
 	struct al_gateway_stats network;
 	struct al_layer_check checks[AL_MAX_CHECKS];
@@ -67,6 +82,17 @@ const char *al_reason_name(enum al_end_reason r);
 /* One line describing how the run ended, or NULL when the command simply
  * exited or died by a signal of its own. */
 const char *al_result_describe(const struct al_run_result *res, char *buf, size_t len);
+
+/* One line of what the run's sandbox and gateway refused ("denied 3
+ * connections: a.test:8099 (no rule), ...; 1 DNS lookup; 2 system calls:
+ * mount, bpf"), at most len - 1 characters; NULL when nothing was. */
+const char *al_result_denied_summary(const struct al_run_result *res, char *buf, size_t len);
+
+/* Note a refused connection (host, port, the gateway's reason) or system
+ * call for the summary; the first few distinct ones are kept. */
+void al_result_note_denied_host(struct al_run_result *res, const char *host, int port,
+				const char *reason);
+void al_result_note_denied_call(struct al_run_result *res, const char *name);
 
 /* The result record (docs/result.md) as a new JSON object. */
 json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *res,

@@ -121,6 +121,12 @@ static const char *on_gateway_usage(void *data, const struct al_gateway_usage *u
 	return al_meter_net(&l->meter, use);
 }
 
+static void on_gateway_denied(void *data, const char *host, int port, const char *reason)
+{
+	struct al_supervisor *l = data;
+	al_result_note_denied_host(&l->result, host, port, reason);
+}
+
 static void ev_listener(void *data, enum al_gateway_listener kind, int fd)
 {
 	struct al_supervisor *l = data;
@@ -227,8 +233,10 @@ struct al_supervisor *al_supervisor_new(const struct al_supervisor_config *cfg)
 				     .res = &l->result,
 				     .stop = on_meter_stop,
 				     .data = l};
-	l->gateway_events = (struct al_gateway_proc_events){
-	    .changed = on_gateway, .usage = on_gateway_usage, .data = l};
+	l->gateway_events = (struct al_gateway_proc_events){.changed = on_gateway,
+							    .usage = on_gateway_usage,
+							    .denied = on_gateway_denied,
+							    .data = l};
 	l->events = (struct al_sandbox_events){.data = l,
 					       .meter = &l->meter,
 					       .res = &l->result,

@@ -1320,6 +1320,37 @@ def gateway_usage_reaches_meter(e):
 
 
 @case
+def denial_summary_on_stderr(e):
+    """After the run, one stderr line says what was refused: the
+    connections with host:port and why, the DNS lookups, the system calls
+    by name; -q leaves it out, and a run with nothing refused prints none.
+    The counts are the record's."""
+    with Recorder("sink") as sink:
+        sp = sink.port
+        sh = ("curl -s -m 3 http://collector.test:%d/x >/dev/null; "
+              "getent hosts evil.test >/dev/null; "
+              "mount -t tmpfs x /tmp 2>/dev/null; true") % sp
+        r = gw_run(e, None, ["--allow", "api.internal:1"] + mapped("collector.test"),
+                   cmd=["/bin/sh", "-c", sh], servers=[sink])
+        sink.expect_nothing(r)
+        n = r.network() or {}
+        lines = [l for l in r.res.errtext.splitlines() if l.startswith("airlock: denied ")]
+        r.expect(len(lines) == 1, "expected one summary line, got %s" % lines)
+        line = lines[0] if lines else ""
+        r.expect(("denied 1 connection: collector.test:%d (no rule)" % sp) in line,
+                 "the connection in %r" % line)
+        r.expect(("%d DNS lookup" % n.get("dns_refused", -1)) in line and n.get("dns_refused"),
+                 "the DNS lookups in %r (record: %s)" % (line, n))
+        r.expect(line.endswith("system call: mount") or "system calls: mount" in line,
+                 "the system call in %r" % line)
+        r = gw_run(e, None, ["-q", "--allow", "api.internal:1"] + mapped("collector.test"),
+                   cmd=["/bin/sh", "-c", sh], servers=[sink])
+        r.expect("airlock: denied" not in r.res.errtext, "-q printed the summary")
+        r = gw_run(e, None, ["--allow", "api.internal:1"], cmd=["/bin/true"])
+        r.expect("airlock: denied" not in r.res.errtext, "a summary with nothing refused")
+
+
+@case
 def network_limit_per_host_connections(e):
     """network.per_host.connections = 1: while one request to a host is
     open (a slow answer), a second one to the same host gets 403 naming

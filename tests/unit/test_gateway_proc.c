@@ -26,6 +26,7 @@ struct fixture {
 	struct al_gateway_proc *gp;
 	struct al_gateway_proc_events ev;
 	int changes;
+	char denied[128];
 };
 
 static void on_changed(void *data)
@@ -36,6 +37,13 @@ static void on_changed(void *data)
 static const char *on_usage(void *data, const struct al_gateway_usage *use)
 {
 	return al_meter_net(&((struct fixture *)data)->m, use);
+}
+
+static void on_denied(void *data, const char *host, int port, const char *reason)
+{
+	struct fixture *f = data;
+	snprintf(f->denied, sizeof(f->denied), "%s:%d %s", host ? host : "-", port,
+		 reason ? reason : "-");
 }
 
 static void on_stop(void *data)
@@ -64,6 +72,17 @@ static struct msg usage(const char *host, uint64_t up)
 	return m;
 }
 
+static struct msg deny_event(void)
+{
+	struct msg m;
+	json_t *o =
+	    json_pack("{s:s, s:i, s:s, s:s, s:s}", "name", "collector.test", "port", 8099, "path",
+		      "http", "decision", "deny", "reason", "no rule allows collector.test:8099");
+	m.n = al_gwp_encode_audit("net.connect", o, m.b, sizeof(m.b));
+	json_decref(o);
+	return m;
+}
+
 /* Fork a stand-in that sends msgs[0..n), then waits for the socket to
  * close (al_gateway_proc_free kills it anyway). */
 static void start(struct fixture *f, const struct msg *msgs, size_t n)
@@ -75,8 +94,8 @@ static void start(struct fixture *f, const struct msg *msgs, size_t n)
 	f->plan.net_run.bytes_out = 1000;
 	f->res.reason = AL_END_EXITED;
 	f->m = (struct al_meter){.plan = &f->plan, .res = &f->res, .stop = on_stop, .data = f};
-	f->ev =
-	    (struct al_gateway_proc_events){.changed = on_changed, .usage = on_usage, .data = f};
+	f->ev = (struct al_gateway_proc_events){
+	    .changed = on_changed, .usage = on_usage, .denied = on_denied, .data = f};
 	assert_int_equal(al_loop_new(&f->loop, &err), 0);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
 	pid_t pid = fork();
@@ -138,6 +157,26 @@ static void test_use_reaches_meter(void **state)
 	finish(&f);
 }
 
+static bool heard_denial(const struct fixture *f)
+{
+	return f->denied[0] != '\0';
+}
+
+/* A refused connection the gateway reports reaches the supervisor (for
+ * the run's summary), also with no audit stream. */
+static void test_denial_reported(void **state)
+{
+	struct fixture f;
+	const struct msg msgs[] = {started(), deny_event()};
+
+	(void)state;
+	start(&f, msgs, 2);
+	run_until(&f, heard_denial);
+	assert_string_equal(f.denied, "collector.test:8099 no rule allows collector.test:8099");
+	assert_int_equal(al_gateway_proc_state(f.gp), AL_GATEWAY_RUNNING);
+	finish(&f);
+}
+
 static void test_use_past_limit_fails(void **state)
 {
 	struct fixture f;
@@ -171,6 +210,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_use_reaches_meter),
 	    cmocka_unit_test(test_use_past_limit_fails),
+	    cmocka_unit_test(test_denial_reported),
 	    cmocka_unit_test(test_use_before_start_fails),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

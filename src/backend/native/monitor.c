@@ -285,6 +285,7 @@ static void on_notify(struct al_watch *w, uint32_t events, void *data)
 	if (ioctl(m->notifyfd, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT)
 		al_debug("ignoring a failed seccomp answer: %s", strerror(errno));
 	m->res->syscalls_denied++;
+	al_result_note_denied_call(m->res, name);
 	uint32_t *n = &m->denied[(uint32_t)req.data.nr < DENIED_SLOTS ? (uint32_t)req.data.nr
 								      : DENIED_SLOTS - 1];
 	if (*n >= DENIED_EVENTS_PER_CALL)
