@@ -278,6 +278,11 @@ void al_result_note_denied_host(struct al_run_result *res, const char *host, int
 	char what[sizeof(d->hosts[0].what)];
 
 	snprintf(what, sizeof(what), port > 0 ? "%s:%d" : "%s", host && *host ? host : "?", port);
+	/* It came from the gateway and goes to a terminal: printable ASCII
+	 * only (no escape sequences). */
+	for (char *p = what; *p; p++)
+		if (*p < 0x21 || *p > 0x7e)
+			*p = '?';
 	for (size_t i = 0; i < d->n_hosts; i++)
 		if (strcmp(d->hosts[i].what, what) == 0)
 			return;

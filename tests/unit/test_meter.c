@@ -252,13 +252,48 @@ static void test_network_many_hosts(void **state)
 	al_meter_clear(&f.m);
 }
 
+/* The stderr summary of what was refused: distinct hosts (the first
+ * four), printable only, the gateway's reason in a few words, the calls. */
+static void test_denied_summary(void **state)
+{
+	struct al_run_result res = {0};
+	char buf[512];
+
+	(void)state;
+	assert_null(al_result_denied_summary(&res, buf, sizeof(buf)));
+	res.have_network = true;
+	res.network.denied = 6;
+	res.network.dns_refused = 1;
+	res.syscalls_denied = 3;
+	al_result_note_denied_host(&res, "a.test", 80, "no rule allows a.test:80");
+	al_result_note_denied_host(&res, "a.test", 80, "no rule allows a.test:80");
+	al_result_note_denied_host(&res, "b\x1b[31m.test", 443, "limit: network.limits.requests");
+	al_result_note_denied_host(&res, "c.test", 443, "the name does not resolve");
+	al_result_note_denied_host(&res, "10.0.0.1", 80,
+				   "10.0.0.1 is private space, which the rule");
+	al_result_note_denied_host(&res, "e.test", 80, "no rule allows e.test:80");
+	al_result_note_denied_call(&res, "mount");
+	al_result_note_denied_call(&res, "mount");
+	al_result_note_denied_call(&res, "bpf");
+	assert_int_equal(res.denied.n_hosts, AL_DENIED_HOSTS);
+	assert_string_equal(al_result_denied_summary(&res, buf, sizeof(buf)),
+			    "denied 6 connections: a.test:80 (no rule), b?[31m.test:443 (a network "
+			    "limit), c.test:443 (no such name), 10.0.0.1:80 (non-public address), "
+			    "...; 1 DNS lookup; 3 system calls: mount, bpf");
+	/* cut to the buffer, marked */
+	assert_non_null(al_result_denied_summary(&res, buf, 32));
+	assert_int_equal(strlen(buf), 31);
+	assert_string_equal(buf + 28, "...");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_under_limits), cmocka_unit_test(test_each_limit),
-	    cmocka_unit_test(test_first_wins),	 cmocka_unit_test(test_socket_memory),
-	    cmocka_unit_test(test_listeners),	 cmocka_unit_test(test_peak_kept),
-	    cmocka_unit_test(test_network_use),	 cmocka_unit_test(test_network_many_hosts),
+	    cmocka_unit_test(test_under_limits),   cmocka_unit_test(test_each_limit),
+	    cmocka_unit_test(test_first_wins),	   cmocka_unit_test(test_socket_memory),
+	    cmocka_unit_test(test_listeners),	   cmocka_unit_test(test_peak_kept),
+	    cmocka_unit_test(test_network_use),	   cmocka_unit_test(test_network_many_hosts),
+	    cmocka_unit_test(test_denied_summary),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
