@@ -119,7 +119,7 @@ void al_gateway_stats(const struct al_gateway *gw, struct al_gateway_stats *ret)
 void al_gateway_close_all(struct al_gateway *gw)
 {
 	while (gw && gw->conns)
-		gw_conn_close(gw->conns, "the run ended");
+		gw_conn_close(gw->conns, AL_GATEWAY_RUN_ENDED);
 }
 
 void al_gateway_free(struct al_gateway *gw)

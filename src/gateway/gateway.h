@@ -22,6 +22,10 @@
 
 struct al_gateway;
 
+/* The reason audited for a connection still undecided when the run ends
+ * (refused, but not counted as a denial). */
+#define AL_GATEWAY_RUN_ENDED "the run ended"
+
 struct al_gateway_stats {
 	uint64_t allowed;      /* connections allowed and attempted */
 	uint64_t denied;       /* requests refused by policy */

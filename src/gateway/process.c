@@ -133,10 +133,13 @@ static void child_audit(void *data, const char *event, json_t *fields)
 	json_t *o = fields ? fields : json_object();
 
 	/* Without an audit stream only refused connections go (for the run's
-	 * summary of what was denied): nothing more per allowed one. */
+	 * summary of what was denied): nothing per allowed one, nor those the
+	 * end of the run cut while undecided. */
+	const char *decision = json_string_value(json_object_get(o, "decision"));
+	const char *why = json_string_value(json_object_get(o, "reason"));
 	if (!c->audit &&
-	    !(strcmp(event, "net.connect") == 0 && json_is_string(json_object_get(o, "decision")) &&
-	      strcmp(json_string_value(json_object_get(o, "decision")), "deny") == 0)) {
+	    !(strcmp(event, "net.connect") == 0 && decision && strcmp(decision, "deny") == 0 &&
+	      !(why && strcmp(why, AL_GATEWAY_RUN_ENDED) == 0))) {
 		json_decref(o);
 		return;
 	}
@@ -396,13 +399,16 @@ static int read_one(struct al_gateway_proc *gp)
 		break;
 	case AL_GWP_AUDIT:
 		if (strcmp(m.event, "net.connect") == 0) {
-			json_t *d = json_object_get(m.fields, "decision");
-			if (json_is_string(d) && strcmp(json_string_value(d), "deny") == 0)
-				gp->ev->denied(
-				    gp->ev->data,
-				    json_string_value(json_object_get(m.fields, "name")),
-				    (int)json_integer_value(json_object_get(m.fields, "port")),
-				    json_string_value(json_object_get(m.fields, "reason")));
+			const char *d = json_string_value(json_object_get(m.fields, "decision"));
+			const char *why = json_string_value(json_object_get(m.fields, "reason"));
+			json_int_t port = json_integer_value(json_object_get(m.fields, "port"));
+			/* Refused; not the undecided ones the run's end cut (they
+			 * are not counted as denials). */
+			if (d && strcmp(d, "deny") == 0 &&
+			    !(why && strcmp(why, AL_GATEWAY_RUN_ENDED) == 0))
+				gp->ev->denied(gp->ev->data,
+					       json_string_value(json_object_get(m.fields, "name")),
+					       port > 0 && port <= 65535 ? (int)port : 0, why);
 		}
 		al_audit_emit(gp->audit, m.event, m.fields);
 		break;

@@ -268,6 +268,13 @@ static const char *short_reason(const char *r)
 		return "names another host";
 	if (strstr(r, "connections"))
 		return "too many connections";
+	if (strstr(r, "resolver could not start"))
+		return "resolver failure";
+	if (strstr(r, "no original destination"))
+		return "no destination";
+	if (strstr(r, "chunked") || strstr(r, "only SOCKS") || strstr(r, "no method") ||
+	    strstr(r, "cannot forward"))
+		return "unsupported request";
 	return "malformed request";
 }
 
@@ -277,7 +284,12 @@ void al_result_note_denied_host(struct al_run_result *res, const char *host, int
 	struct al_denied *d = &res->denied;
 	char what[sizeof(d->hosts[0].what)];
 
-	snprintf(what, sizeof(what), port > 0 ? "%s:%d" : "%s", host && *host ? host : "?", port);
+	if (!host || !*host)
+		host = "?";
+	if (strchr(host, ':')) /* an IPv6 literal */
+		snprintf(what, sizeof(what), port > 0 ? "[%s]:%d" : "[%s]", host, port);
+	else
+		snprintf(what, sizeof(what), port > 0 ? "%s:%d" : "%s", host, port);
 	/* It came from the gateway and goes to a terminal: printable ASCII
 	 * only (no escape sequences). */
 	for (char *p = what; *p; p++)
@@ -286,8 +298,10 @@ void al_result_note_denied_host(struct al_run_result *res, const char *host, int
 	for (size_t i = 0; i < d->n_hosts; i++)
 		if (strcmp(d->hosts[i].what, what) == 0)
 			return;
-	if (d->n_hosts == AL_DENIED_HOSTS)
+	if (d->n_hosts == AL_DENIED_HOSTS) {
+		d->more_hosts = true;
 		return;
+	}
 	snprintf(d->hosts[d->n_hosts].what, sizeof(d->hosts[0].what), "%s", what);
 	snprintf(d->hosts[d->n_hosts].why, sizeof(d->hosts[0].why), "%s", short_reason(reason));
 	d->n_hosts++;
@@ -304,6 +318,8 @@ void al_result_note_denied_call(struct al_run_result *res, const char *name)
 			return;
 	if (d->n_calls < AL_DENIED_CALLS)
 		snprintf(d->calls[d->n_calls++], sizeof(d->calls[0]), "%s", name);
+	else
+		d->more_calls = true;
 }
 
 const char *al_result_denied_summary(const struct al_run_result *res, char *buf, size_t len)
@@ -325,7 +341,7 @@ const char *al_result_denied_summary(const struct al_run_result *res, char *buf,
 		PUT(" %" PRIu64 " connection%s", conns, conns == 1 ? "" : "s");
 		for (size_t i = 0; i < d->n_hosts; i++)
 			PUT("%s %s (%s)", i ? "," : ":", d->hosts[i].what, d->hosts[i].why);
-		if (conns > d->n_hosts && d->n_hosts)
+		if (d->more_hosts)
 			PUT(", ...");
 	}
 	if (dns)
@@ -335,6 +351,8 @@ const char *al_result_denied_summary(const struct al_run_result *res, char *buf,
 		    res->syscalls_denied == 1 ? "" : "s");
 		for (size_t i = 0; i < d->n_calls; i++)
 			PUT("%s %s", i ? "," : ":", d->calls[i]);
+		if (d->more_calls)
+			PUT(", ...");
 	}
 #undef PUT
 	if (n >= len && len > 4)

@@ -44,8 +44,10 @@ struct al_denied {
 		char why[40];	  /* "no rule", "non-public address", ... */
 	} hosts[AL_DENIED_HOSTS]; /* the first distinct ones */
 	size_t n_hosts;
+	bool more_hosts;		 /* a distinct one past the cap */
 	char calls[AL_DENIED_CALLS][32]; /* system call names, first seen first */
 	size_t n_calls;
+	bool more_calls;
 };
 
 struct al_run_result {

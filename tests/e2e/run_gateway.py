@@ -1348,6 +1348,15 @@ def denial_summary_on_stderr(e):
         r.expect("airlock: denied" not in r.res.errtext, "-q printed the summary")
         r = gw_run(e, None, ["--allow", "api.internal:1"], cmd=["/bin/true"])
         r.expect("airlock: denied" not in r.res.errtext, "a summary with nothing refused")
+        # Without --audit (gw_run always gives one) the gateway still
+        # reports what it refused.
+        sh2 = "curl -s -m 3 http://collector.test:%d/x >/dev/null; true" % sp
+        res = run_host(e.argv(["/bin/sh", "-c", sh2],
+                              ["--allow", "api.internal:1"] + mapped("collector.test")))
+        expect_rc(res, 0)
+        lines = [l for l in res.errtext.splitlines() if l.startswith("airlock: denied ")]
+        expect(lines == ["airlock: denied 1 connection: collector.test:%d (no rule)" % sp],
+               "the summary without --audit: %s" % lines, res)
 
 
 @case

@@ -280,6 +280,27 @@ static void test_denied_summary(void **state)
 			    "denied 6 connections: a.test:80 (no rule), b?[31m.test:443 (a network "
 			    "limit), c.test:443 (no such name), 10.0.0.1:80 (non-public address), "
 			    "...; 1 DNS lookup; 3 system calls: mount, bpf");
+	/* a repeated host adds no "...", an IPv6 literal gets brackets, more
+	 * distinct calls than kept are marked */
+	struct al_run_result one = {0};
+	one.have_network = true;
+	one.network.denied = 3;
+	for (int i = 0; i < 3; i++)
+		al_result_note_denied_host(&one, "a.test", 81, "no rule allows a.test:81");
+	assert_string_equal(al_result_denied_summary(&one, buf, sizeof(buf)),
+			    "denied 3 connections: a.test:81 (no rule)");
+	memset(&one, 0, sizeof(one));
+	one.have_network = true;
+	one.network.denied = 2;
+	one.syscalls_denied = 9;
+	al_result_note_denied_host(&one, "2001:db8::1", 443, "the stream names x.test, not y");
+	al_result_note_denied_host(&one, NULL, 0, NULL);
+	const char *calls[] = {"a", "b", "c", "d", "e", "f", "g", "h", "i"};
+	for (size_t i = 0; i < 9; i++)
+		al_result_note_denied_call(&one, calls[i]);
+	assert_string_equal(al_result_denied_summary(&one, buf, sizeof(buf)),
+			    "denied 2 connections: [2001:db8::1]:443 (names another host), ? "
+			    "(refused); 9 system calls: a, b, c, d, e, f, g, h, ...");
 	/* cut to the buffer, marked */
 	assert_non_null(al_result_denied_summary(&res, buf, 32));
 	assert_int_equal(strlen(buf), 31);
