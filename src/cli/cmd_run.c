@@ -26,8 +26,10 @@ static void usage(FILE *f)
 		   "named files, a scratch that disappears, no network, and runtime limits.\n\n"
 		   "Options:\n");
 	al_cli_print_options(f, AL_CMD_RUN);
-	fprintf(f, "\nExit status: the command's own; 128+N if it died by signal N; 124 on\n"
-		   "timeout; 125 if airlock failed or refused the policy; 126 if the command\n"
+	fprintf(f, "\nExit status: the command's own; 128+N if it died by signal N, or if\n"
+		   "airlock was stopped by signal N and killed the sandbox; 124 on timeout;\n"
+		   "137 if the memory, pids, CPU-time or output limit stopped it; 125 if\n"
+		   "airlock failed or refused the request or the policy; 126 if the command\n"
 		   "is not executable; 127 if it was not found.\n");
 }
 

@@ -49,8 +49,9 @@ struct al_supervisor {
 	/* the egress gateway's process, once the child sent a listener */
 	struct al_gateway_proc *gw;
 	struct al_gateway_proc_events gateway_events;
-	bool release_waits; /* ready, but the gateway has not reported its start yet */
-	bool finishing;	    /* al_supervisor_finish runs: nothing more is released */
+	bool release_waits;   /* ready, but the gateway has not reported its start yet */
+	bool finishing;	      /* al_supervisor_finish runs: nothing more is released */
+	bool warned_blocking; /* an output fd could not be made non-blocking: said once */
 	/* the command's stdio: our ends */
 	int stdin_wr, stdout_rd, stderr_rd;
 	struct al_watch *w_src[2];	       /* stdout_rd, stderr_rd */

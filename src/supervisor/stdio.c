@@ -57,9 +57,18 @@ static void out_open(struct al_supervisor *l, struct out *o, int which, int fd)
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	int nfd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (nfd < 0) {
-		al_warn("output fd %d cannot be reopened non-blocking (%s): a reader that stops "
-			"reading would also stall the timeout and the limits",
-			fd, strerror(errno));
+		/* Said once. A terminal (su and script give one we may not
+		 * reopen) keeps reading unless flow control (Ctrl-S) holds it,
+		 * so only -v says so; a pipe or FIFO that stops is worth a
+		 * warning. */
+		if (!l->warned_blocking) {
+			l->warned_blocking = true;
+			al_log(
+			    isatty(fd) ? AL_LOG_DEBUG : AL_LOG_WARN,
+			    "output fd %d cannot be reopened non-blocking (%s): while its reader "
+			    "does not read%s, the timeout and the limits wait too",
+			    fd, strerror(errno), isatty(fd) ? " (a terminal held by Ctrl-S)" : "");
+		}
 		return;
 	}
 	o->fd = nfd;

@@ -993,6 +993,16 @@ def bad_backend(e):
 
 
 @case
+def run_help_lists_exit_statuses(e):
+    """`airlock run --help` names every exit status the man page lists."""
+    res = run_host([e.airlock, "run", "--help"])
+    expect_rc(res, 0)
+    text = " ".join(res.text.split())
+    for word in ("128+N", "124", "125", "126", "127", "137", "stopped by signal"):
+        expect(word in text, "run --help does not mention %s" % word, res)
+
+
+@case
 def bad_flag(e):
     """An unknown flag: 125 naming it."""
     refusal(e, e.argv([PROBE_IN, "id"], ["--frobnicate"]), 125, "frobnicate")
