@@ -61,13 +61,15 @@ static void out_open(struct al_supervisor *l, struct out *o, int which, int fd)
 		 * reopen) keeps reading unless flow control (Ctrl-S) holds it,
 		 * so only -v says so; a pipe or FIFO that stops is worth a
 		 * warning. */
+		int e = errno;
+		bool tty = isatty(fd);
 		if (!l->warned_blocking) {
 			l->warned_blocking = true;
 			al_log(
-			    isatty(fd) ? AL_LOG_DEBUG : AL_LOG_WARN,
+			    tty ? AL_LOG_DEBUG : AL_LOG_WARN,
 			    "output fd %d cannot be reopened non-blocking (%s): while its reader "
 			    "does not read%s, the timeout and the limits wait too",
-			    fd, strerror(errno), isatty(fd) ? " (a terminal held by Ctrl-S)" : "");
+			    fd, strerror(e), tty ? " (a terminal held by Ctrl-S)" : "");
 		}
 		return;
 	}
