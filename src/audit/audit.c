@@ -34,19 +34,12 @@ struct al_audit {
 
 #define AUDIT_STALL_MS 1000
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Write a line to a stream that may not keep up: 0, -EAGAIN when it did
  * not take it in time (from the first stall on, no more waiting), or
  * -errno. */
 static int write_nonblocking(struct al_audit *a, const char *p, size_t n)
 {
-	uint64_t deadline = now_ms() + (a->stalled ? 0 : AUDIT_STALL_MS);
+	uint64_t deadline = al_now_ms() + (a->stalled ? 0 : AUDIT_STALL_MS);
 
 	while (n > 0) {
 		ssize_t w =
@@ -60,7 +53,7 @@ static int write_nonblocking(struct al_audit *a, const char *p, size_t n)
 			continue;
 		if (w < 0 && errno != EAGAIN)
 			return -errno;
-		uint64_t t = now_ms();
+		uint64_t t = al_now_ms();
 		struct pollfd pfd = {.fd = a->fd, .events = POLLOUT};
 		if (t >= deadline || poll(&pfd, 1, (int)(deadline - t)) <= 0) {
 			a->stalled = true;

@@ -138,6 +138,13 @@ int al_fd_check_writable(int fd, const char *what, struct al_error *err)
 	return 0;
 }
 
+uint64_t al_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 int al_landlock_abi(void)
 {
 	static int abi = -1;

@@ -56,6 +56,9 @@ int al_sys_landlock_restrict_self(int ruleset_fd, uint32_t flags);
  * disabled. Cached after the first call. */
 int al_landlock_abi(void);
 
+/* CLOCK_MONOTONIC in milliseconds. */
+uint64_t al_now_ms(void);
+
 /* Every filesystem access right landlock ABI abi knows. */
 uint64_t al_landlock_fs_all(int abi);
 

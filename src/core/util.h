@@ -14,6 +14,12 @@ char *xstrdup(const char *s);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* NULL-terminated string vectors. */
+/* a + b, or UINT64_MAX where that would wrap (counters from outside). */
+static inline uint64_t al_add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 size_t al_strv_len(char *const *v);
 /* Append a copy of s; *v may be NULL. */
 void al_strv_push(char ***v, const char *s);

@@ -93,11 +93,6 @@ static void on_flush(struct al_timer *t, uint64_t expirations, void *data)
 	flush_usage(c);
 }
 
-static uint64_t add_sat(uint64_t a, uint64_t b)
-{
-	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
 /* A closed connection's use of its host, added to what waits for the next
  * flush. */
 static void child_usage(void *data, const struct al_gateway_usage *use)
@@ -117,8 +112,8 @@ static void child_usage(void *data, const struct al_gateway_usage *use)
 		snprintf(p->host, sizeof(p->host), "%s", use->host);
 	}
 	p->requests += use->requests;
-	p->bytes_up = add_sat(p->bytes_up, use->bytes_up);
-	p->bytes_down = add_sat(p->bytes_down, use->bytes_down);
+	p->bytes_up = al_add_sat(p->bytes_up, use->bytes_up);
+	p->bytes_down = al_add_sat(p->bytes_down, use->bytes_down);
 	if (!c->flush_armed && al_timer_arm(c->flush, USAGE_FLUSH_MS, false) == 0)
 		c->flush_armed = true;
 	else if (!c->flush_armed)
@@ -599,13 +594,6 @@ int al_gateway_proc_listen(struct al_gateway_proc *gp, enum al_gateway_listener 
 	return r;
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 int al_gateway_proc_end(struct al_gateway_proc *gp, struct al_gateway_stats *st)
 {
 	uint8_t buf[16];
@@ -613,7 +601,7 @@ int al_gateway_proc_end(struct al_gateway_proc *gp, struct al_gateway_stats *st)
 	char why[96];
 	bool exited = false;
 
-	uint64_t deadline = now_ms() + END_TIMEOUT_MS;
+	uint64_t deadline = al_now_ms() + END_TIMEOUT_MS;
 
 	gp->ending = true;
 	al_timer_freep(&gp->start_timer);
@@ -622,14 +610,14 @@ int al_gateway_proc_end(struct al_gateway_proc *gp, struct al_gateway_stats *st)
 		/* It audits what is still open, reports and exits: read until
 		 * the socket closes, then wait for its exit, END_TIMEOUT_MS in
 		 * all. */
-		for (uint64_t t = now_ms(); t < deadline; t = now_ms()) {
+		for (uint64_t t = al_now_ms(); t < deadline; t = al_now_ms()) {
 			struct pollfd p = {.fd = gp->sock, .events = POLLIN};
 			if (poll(&p, 1, (int)(deadline - t)) <= 0)
 				break;
 			if (read_one(gp) < 0)
 				break;
 		}
-		uint64_t t = now_ms();
+		uint64_t t = al_now_ms();
 		struct pollfd p = {.fd = gp->pidfd, .events = POLLIN};
 		if (gp->pidfd >= 0 && t < deadline)
 			poll(&p, 1, (int)(deadline - t));

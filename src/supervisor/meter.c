@@ -99,16 +99,11 @@ bool al_meter_output(struct al_meter *m, uint64_t bytes)
 	return bytes > m->plan->output_bytes;
 }
 
-static uint64_t add_sat(uint64_t a, uint64_t b)
-{
-	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
 static void add_use(struct al_meter_net *n, const struct al_gateway_usage *use)
 {
-	n->requests = add_sat(n->requests, use->requests);
-	n->bytes_up = add_sat(n->bytes_up, use->bytes_up);
-	n->bytes_down = add_sat(n->bytes_down, use->bytes_down);
+	n->requests = al_add_sat(n->requests, use->requests);
+	n->bytes_up = al_add_sat(n->bytes_up, use->bytes_up);
+	n->bytes_down = al_add_sat(n->bytes_down, use->bytes_down);
 }
 
 static struct al_meter_host *find_host(const struct al_meter *m, const char *name)

@@ -16,13 +16,6 @@
 #include "core/util.h"
 #include "supervisor/confine.h"
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Stop everything in the sandbox (once asked; the backend kills it hard if
  * asking is not enough). */
 void al_sup_stop(struct al_supervisor *l)
@@ -266,7 +259,7 @@ int al_supervisor_attach(struct al_supervisor *l, const struct al_sandbox_ctl *c
 	l->stdin_wr = stdin_wr;
 	l->stdout_rd = stdout_rd;
 	l->stderr_rd = stderr_rd;
-	l->start_ms = now_ms();
+	l->start_ms = al_now_ms();
 	l->timer = al_loop_timer(l->ev, on_timer, l);
 	if (!l->timer)
 		r = al_error_setsys(err, errno, "timerfd_create");
@@ -324,7 +317,7 @@ void al_supervisor_finish(struct al_supervisor *l, struct al_run_result *out)
 
 	if (l->attached)
 		l->ctl.finish(l->ctl.data, &end);
-	res->wall_ms = now_ms() - l->start_ms;
+	res->wall_ms = al_now_ms() - l->start_ms;
 	if (end.reported) {
 		l->have_status = true;
 		l->status = end.status;
