@@ -129,9 +129,8 @@ int al_cmd_run(int argc, char **argv)
 			al_error_clear(&err); /* the run says it again */
 	}
 	al_random_id(run_id, sizeof(run_id));
-	if (cli.audit_fd >= 0)
-		snprintf(audit_what, sizeof(audit_what),
-			 cli.audit_fd == 1 ? "--audit - (stdout)" : "--audit-fd %d", cli.audit_fd);
+	if (cli.audit_fd >= 0) /* never 0-2: the options refuse those */
+		snprintf(audit_what, sizeof(audit_what), "--audit-fd %d", cli.audit_fd);
 	if ((cli.audit_file && al_audit_open(cli.audit_file, run_id, &audit, &err) < 0) ||
 	    (cli.audit_fd >= 0 &&
 	     al_audit_open_fd(cli.audit_fd, audit_what, run_id, &audit, &err) < 0)) {
