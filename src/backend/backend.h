@@ -46,6 +46,7 @@ struct al_sandbox {
 	bool exiting; /* init reported the end, emptied the namespace and left the cgroup */
 	struct al_monitor *mon;
 	struct al_native_plan *lowered; /* native: the plan in its terms (owned) */
+	int *inputs; /* native, as root: the task's inputs as detached mounts, until clone */
 };
 
 struct al_backend_ops {

@@ -16,6 +16,7 @@
 #include "core/util.h"
 #include "policy/plan.h"
 #include "run/run.h"
+#include "supervisor/copy.h"
 
 #define EXIT_SETUP 125
 
@@ -155,6 +156,10 @@ int al_cmd_run(int argc, char **argv)
 	/* What was refused, for an agent reading stderr (not with -q). */
 	if (al_result_denied_summary(res, line, sizeof(line)))
 		al_warn("%s", line);
+	for (size_t i = 0; i < json_array_size(res->copy_out); i++)
+		if (al_copy_out_summary(json_array_get(res->copy_out, i),
+					al_log_get_level() >= AL_LOG_DEBUG, line, sizeof(line)))
+			al_warn("%s", line);
 	al_debug("exit %d after %llu ms; stdout %llu bytes, stderr %llu bytes", res->exit_code,
 		 (unsigned long long)res->wall_ms, (unsigned long long)res->stdout_bytes,
 		 (unsigned long long)res->stderr_bytes);

@@ -85,6 +85,42 @@ static int opt_mount(struct al_cli *cli, const struct option_def *o, const char 
 	return 0;
 }
 
+/* --copy-in HOST:PATH and --copy-out PATH:HOSTDIR: the sandbox path must
+ * be given (there is no default), absolute and clean. */
+static int opt_copy(struct al_cli *cli, const struct option_def *o, const char *arg,
+		    struct al_error *err)
+{
+	bool in = strcmp(o->name, "copy-in") == 0;
+	const char *colon = in ? strrchr(arg, ':') : strchr(arg, ':');
+	_cleanup_free_ char *host = NULL, *path = NULL, *abs = NULL, *origin = NULL;
+
+	if (!colon || colon == arg || !colon[1])
+		return al_error_set(err, EINVAL, "--%s %s: expected %s", o->name, arg,
+				    in ? "HOST:PATH (a host file or directory, and where in the "
+					 "scratch to copy it)"
+				       : "PATH:HOSTDIR (what in the scratch to copy, and the host "
+					 "directory to copy it to)");
+	host = in ? strndup(arg, (size_t)(colon - arg)) : xstrdup(colon + 1);
+	path = in ? xstrdup(colon + 1) : strndup(arg, (size_t)(colon - arg));
+	if (!host || !path)
+		return al_error_set(err, ENOMEM, "--%s: out of memory", o->name);
+	if (!al_path_is_clean_absolute(path))
+		return al_error_set(err, EINVAL,
+				    "--%s %s: sandbox path \"%s\" must be a clean absolute path",
+				    o->name, arg, path);
+	if (host[0] != '/') {
+		char cwd[PATH_MAX];
+		if (!getcwd(cwd, sizeof(cwd)))
+			return al_error_setsys(err, errno, "--%s %s: getcwd", o->name, arg);
+		abs = xasprintf("%s/%s", cwd, host);
+	} else {
+		abs = xstrdup(host);
+	}
+	origin = xasprintf("--%s %s", o->name, arg);
+	al_policy_add_copy(cli->flags, in, abs, path, origin);
+	return 0;
+}
+
 /* --env NAME=VALUE sets a value; --env NAME passes airlock's own (which
  * dumps then hide), and refuses when airlock has none. */
 static int opt_env(struct al_cli *cli, const struct option_def *o, const char *arg,
@@ -207,6 +243,8 @@ static int opt_size(struct al_cli *cli, const struct option_def *o, const char *
 		cli->flags->memory_bytes = v;
 	else if (strcmp(o->name, "output-limit") == 0)
 		cli->flags->output_bytes = v;
+	else if (strcmp(o->name, "copy-out-size") == 0)
+		cli->flags->copy_out_bytes = v;
 	else
 		cli->flags->file_size = v;
 	return 0;
@@ -227,6 +265,8 @@ static int opt_count(struct al_cli *cli, const struct option_def *o, const char 
 				    o->name, arg, max);
 	if (strcmp(o->name, "pids") == 0)
 		cli->flags->pids = v;
+	else if (strcmp(o->name, "copy-out-files") == 0)
+		cli->flags->copy_out_files = v;
 	else
 		cli->flags->open_files = v;
 	return 0;
@@ -395,6 +435,10 @@ static const struct option_def options[] = {
 	{"policy",   0,  "FILE",            BOTH, "read the policy file FILE (flags override it)", opt_policy},
 	{"ro",       0,  "HOST[:PATH]",     BOTH, "show host file or dir HOST read-only at PATH (default: same path)", opt_mount},
 	{"rw",       0,  "HOST[:PATH]",     BOTH, "show host dir or file HOST writable at PATH", opt_mount},
+	{"copy-in",  0,  "HOST:PATH",       BOTH, "copy host file or dir HOST into the scratch at PATH before the command (links copied as links)", opt_copy},
+	{"copy-out", 0,  "PATH:HOSTDIR",    BOTH, "after the run, whatever ended it, copy PATH's files and dirs out to HOSTDIR (links never followed)", opt_copy},
+	{"copy-out-size", 0, "SIZE",        BOTH, "cap on what --copy-out brings back (default: the scratch size)", opt_size},
+	{"copy-out-files", 0, "N",          BOTH, "cap on the files and dirs --copy-out brings back (default 10000)", opt_count},
 	{"env",      0,  "NAME[=VALUE]",    BOTH, "set a variable inside, or pass airlock's own NAME (nothing else of the host's leaks in)", opt_env},
 	{"env-file", 0,  "FILE",            BOTH, "set the variables of FILE's NAME=VALUE lines (# comments; no quoting or expansion)", opt_env_file},
 	{"workdir",  0,  "PATH",            BOTH, "working directory inside, on the scratch (default /work)", opt_workdir},

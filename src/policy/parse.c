@@ -197,9 +197,9 @@ static int get_string_array(struct ctx *c, const json_t *j, const char *path, bo
 
 static int parse_mount(struct ctx *c, const json_t *j, const char *path)
 {
-	static const char *const keys[] = {"host", "path", "mode", "exec", NULL};
+	static const char *const keys[] = {"host", "path", "mode", "exec", "copy", NULL};
 	_cleanup_free_ char *host = NULL, *mpath = NULL, *mode = NULL;
-	int exec = AL_UNSET;
+	int exec = AL_UNSET, copy = 0;
 	char sub[256];
 	json_t *v;
 	int r;
@@ -230,18 +230,78 @@ static int parse_mount(struct ctx *c, const json_t *j, const char *path)
 	snprintf(sub, sizeof(sub), "%s.exec", path);
 	if ((v = json_object_get(j, "exec")) && (r = get_bool(c, v, sub, &exec)) < 0)
 		return r;
+	snprintf(sub, sizeof(sub), "%s.copy", path);
+	if ((v = json_object_get(j, "copy"))) {
+		if ((r = get_bool(c, v, sub, &copy)) < 0)
+			return r;
+		if (copy && mode && strcmp(mode, "rw") == 0)
+			return fail(c, sub,
+				    "a copy is read-only: it cannot go with \"mode\": \"rw\"");
+	}
 	/* Plan-time errors about this mount name the file too. */
 	_cleanup_free_ char *origin = xasprintf("%s: %s", c->file, path);
 	al_policy_add_mount(c->p, host, mpath,
 			    mode && strcmp(mode, "rw") == 0 ? AL_MOUNT_RW : AL_MOUNT_RO, exec,
 			    origin);
+	c->p->mounts[c->p->n_mounts - 1].copy = copy == 1;
+	return 0;
+}
+
+/* filesystem.copy_in[i] / copy_out[i]: {"host": ..., "path": ...}. */
+static int parse_copy(struct ctx *c, const json_t *j, bool in, const char *path)
+{
+	static const char *const keys[] = {"host", "path", NULL};
+	_cleanup_free_ char *host = NULL, *spath = NULL, *origin = NULL;
+	char sub[96];
+	json_t *v;
+	int r;
+
+	if ((r = want(c, j, JSON_OBJECT, path, "an object")) < 0)
+		return r;
+	if ((r = check_keys(c, j, path, keys)) < 0)
+		return r;
+	snprintf(sub, sizeof(sub), "%s.host", path);
+	if (!(v = json_object_get(j, "host")))
+		return fail(c, sub,
+			    in ? "missing (the host file or directory to copy in)"
+			       : "missing (the host directory to copy out to)");
+	if ((r = get_abs_path(c, v, sub, &host)) < 0)
+		return r;
+	snprintf(sub, sizeof(sub), "%s.path", path);
+	if (!(v = json_object_get(j, "path")))
+		return fail(c, sub,
+			    in ? "missing (where in the sandbox to copy it)"
+			       : "missing (what in the sandbox to copy out)");
+	if ((r = get_abs_path(c, v, sub, &spath)) < 0)
+		return r;
+	origin = xasprintf("%s: %s", c->file, path);
+	al_policy_add_copy(c->p, in, host, spath, origin);
+	return 0;
+}
+
+static int parse_copies(struct ctx *c, const json_t *j, bool in)
+{
+	const char *name = in ? "filesystem.copy_in" : "filesystem.copy_out";
+	size_t i;
+	json_t *e;
+	int r;
+
+	if ((r = want(c, j, JSON_ARRAY, name, "an array")) < 0)
+		return r;
+	json_array_foreach(j, i, e)
+	{
+		char sub[64];
+		snprintf(sub, sizeof(sub), "%s[%zu]", name, i);
+		if ((r = parse_copy(c, e, in, sub)) < 0)
+			return r;
+	}
 	return 0;
 }
 
 static int parse_filesystem(struct ctx *c, const json_t *j)
 {
-	static const char *const keys[] = {"system",	   "mounts",   "workdir",
-					   "scratch_exec", "landlock", NULL};
+	static const char *const keys[] = {"system",   "mounts",  "workdir",  "scratch_exec",
+					   "landlock", "copy_in", "copy_out", NULL};
 	_cleanup_free_ char *landlock = NULL;
 	json_t *v;
 	int r;
@@ -266,6 +326,10 @@ static int parse_filesystem(struct ctx *c, const json_t *j)
 				return r;
 		}
 	}
+	if ((v = json_object_get(j, "copy_in")) && (r = parse_copies(c, v, true)) < 0)
+		return r;
+	if ((v = json_object_get(j, "copy_out")) && (r = parse_copies(c, v, false)) < 0)
+		return r;
 	if ((v = json_object_get(j, "workdir")) &&
 	    (r = get_abs_path(c, v, "filesystem.workdir", &c->p->workdir)) < 0)
 		return r;
@@ -332,9 +396,10 @@ static int get_cpus(struct ctx *c, const json_t *j, const char *path, uint64_t *
 
 static int parse_limits(struct ctx *c, const json_t *j)
 {
-	static const char *const keys[] = {"timeout",	"scratch",	 "memory", "pids",
-					   "cpus",	"cpu_time",	 "output", "open_files",
-					   "file_size", "kernel_memory", NULL};
+	static const char *const keys[] = {
+	    "timeout",	     "scratch",	       "memory",     "pids",	  "cpus",
+	    "cpu_time",	     "output",	       "open_files", "file_size", "kernel_memory",
+	    "copy_out_size", "copy_out_files", NULL};
 	struct al_policy *p = c->p;
 	_cleanup_free_ char *kmem = NULL;
 	json_t *v;
@@ -370,6 +435,12 @@ static int parse_limits(struct ctx *c, const json_t *j)
 		return r;
 	if ((v = json_object_get(j, "file_size")) &&
 	    (r = get_size(c, v, "limits.file_size", &p->file_size)) < 0)
+		return r;
+	if ((v = json_object_get(j, "copy_out_size")) &&
+	    (r = get_size(c, v, "limits.copy_out_size", &p->copy_out_bytes)) < 0)
+		return r;
+	if ((v = json_object_get(j, "copy_out_files")) &&
+	    (r = get_count(c, v, "limits.copy_out_files", 1000000, &p->copy_out_files)) < 0)
 		return r;
 	if ((v = json_object_get(j, "kernel_memory"))) {
 		if ((r = get_string(c, v, "limits.kernel_memory", &kmem)) < 0)

@@ -58,13 +58,15 @@ static void add_file(struct builder *b, const char *path, char *content)
 }
 
 /* A host path (already resolved, no symlinks) at a sandbox path. */
-static void add_host(struct builder *b, enum al_fs_kind kind, const char *host, const char *path,
-		     const struct stat *st, unsigned access, const char *what)
+static struct al_fs_entry *add_host(struct builder *b, enum al_fs_kind kind, const char *host,
+				    const char *path, const struct stat *st, unsigned access,
+				    const char *what)
 {
 	struct al_fs_entry *e = add_fs(b, kind, path, xstrdup(host), access, what);
 	e->dir = S_ISDIR(st->st_mode);
 	e->dev = st->st_dev;
 	e->ino = st->st_ino;
+	return e;
 }
 
 /* A face of the scratch; part names which (each face is its own part). */
@@ -214,29 +216,6 @@ static int cmp_mount_path(const void *a, const void *b)
 	return strcmp((*x)->path, (*y)->path);
 }
 
-/* As root, the child opens the source after becoming the unprivileged
- * namespace root: every directory on the way must be searchable by others. */
-static int check_ancestors(struct builder *b, const struct al_policy_mount *m, const char *real)
-{
-	char dir[PATH_MAX];
-	struct stat st;
-
-	snprintf(dir, sizeof(dir), "%s", real);
-	for (char *slash = strrchr(dir, '/'); slash && slash != dir; slash = strrchr(dir, '/')) {
-		*slash = '\0';
-		if (stat(dir, &st) < 0)
-			return al_error_setsys(b->err, errno, "%s: %s", m->origin, dir);
-		if (!(st.st_mode & S_IXOTH))
-			return al_error_set(
-			    b->err, EACCES,
-			    "%s: %s cannot be reached: its parent %s (mode %04o) is not "
-			    "searchable by others, and the sandbox is set up as an "
-			    "unprivileged host id; add o+x to %s or mount from elsewhere",
-			    m->origin, real, dir, st.st_mode & 07777, dir);
-	}
-	return 0;
-}
-
 static int build_mounts(struct builder *b, const struct al_policy *pol, char *const *system)
 {
 	struct al_plan *p = b->plan;
@@ -275,34 +254,140 @@ static int build_mounts(struct builder *b, const struct al_policy *pol, char *co
 			return al_error_set(b->err, EINVAL,
 					    "%s: %s is neither a regular file nor a directory",
 					    m->origin, real);
-		if (!p->rootless) {
-			int r = check_ancestors(b, m, real);
-			if (r < 0)
-				return r;
-		}
-		if (!p->rootless) {
-			/* The sandbox user is an unprivileged host id: it reads and
-			 * writes through the "other" permission bits only. */
-			mode_t need = m->mode == AL_MOUNT_RW ? S_IROTH | S_IWOTH : S_IROTH;
-			if (S_ISDIR(st.st_mode))
-				need |= S_IXOTH;
-			if ((st.st_mode & need) != need)
-				return al_error_set(
-				    b->err, EACCES,
-				    "%s: %s (mode %04o) is not %s by others, and the sandbox user "
-				    "is an unprivileged host id (%u); add o+%s",
-				    m->origin, real, st.st_mode & 07777,
-				    m->mode == AL_MOUNT_RW ? "readable and writable" : "readable",
-				    p->host_uid,
-				    m->mode == AL_MOUNT_RW ? (S_ISDIR(st.st_mode) ? "rwx" : "rw")
-							   : (S_ISDIR(st.st_mode) ? "rx" : "r"));
-		}
 		unsigned access = AL_FS_READ | (m->mode == AL_MOUNT_RW ? AL_FS_WRITE : 0) |
 				  (m->exec != 0 ? AL_FS_EXEC : 0); /* unset exec means allowed */
 		char what[PATH_MAX + 32];
 		snprintf(what, sizeof(what), "%s %s", m->mode == AL_MOUNT_RW ? "rw" : "ro",
 			 m->path);
-		add_host(b, AL_FS_HOST, real, m->path, &st, access, what);
+		struct al_fs_entry *e = add_host(b, AL_FS_HOST, real, m->path, &st, access, what);
+		e->copy = m->copy && m->mode == AL_MOUNT_RO;
+		if (!p->rootless) {
+			e->as_owner = true;
+			e->owner_uid = st.st_uid;
+			e->owner_gid = st.st_gid;
+		}
+	}
+	return 0;
+}
+
+/* The scratch face path is in, as a path relative to the scratch's root
+ * ("work/out"), or NULL; *face: path is the face itself. */
+static char *scratch_part(const struct al_plan *p, const char *path, bool *face)
+{
+	for (size_t i = 0; i < p->n_fs; i++) {
+		const struct al_fs_entry *e = &p->fs[i];
+		if (e->kind != AL_FS_SCRATCH || !al_path_is_under(path, e->path))
+			continue;
+		*face = strcmp(path, e->path) == 0;
+		return xasprintf("%s%s", e->source, path + strlen(e->path));
+	}
+	return NULL;
+}
+
+/* A copy's sandbox path: in a scratch face, not in a mount. */
+static int copy_part(struct builder *b, const char *origin, const char *path, bool *face,
+		     char **part)
+{
+	const struct al_plan *p = b->plan;
+
+	if (!al_path_is_clean_absolute(path))
+		return al_error_set(b->err, EINVAL,
+				    "%s: sandbox path \"%s\" is not a clean absolute path", origin,
+				    path);
+	for (size_t i = 0; i < p->n_fs; i++)
+		if (p->fs[i].kind == AL_FS_HOST && al_path_is_under(path, p->fs[i].path))
+			return al_error_set(b->err, EINVAL,
+					    "%s: %s lies in the host mount %s, not in the scratch",
+					    origin, path, p->fs[i].path);
+	*part = scratch_part(p, path, face);
+	if (!*part)
+		return al_error_set(
+		    b->err, EINVAL,
+		    "%s: %s is not in the scratch (the workdir %s, /tmp or /dev/shm)", origin, path,
+		    p->workdir);
+	return 0;
+}
+
+static int build_copies(struct builder *b, const struct al_policy *pol)
+{
+	struct al_plan *p = b->plan;
+	int r;
+
+	p->copy_out_bytes = pol->copy_out_bytes ? pol->copy_out_bytes : p->scratch_bytes;
+	p->copy_out_files = pol->copy_out_files ? pol->copy_out_files : AL_DEFAULT_COPY_OUT_FILES;
+	for (size_t i = 0; i < pol->n_copy_in; i++) {
+		const struct al_policy_copy *c = &pol->copy_in[i];
+		_cleanup_free_ char *part = NULL;
+		char real[PATH_MAX];
+		struct stat st;
+		bool face;
+
+		if ((r = copy_part(b, c->origin, c->path, &face, &part)) < 0)
+			return r;
+		if (!realpath(c->host, real))
+			return al_error_setsys(b->err, errno, "%s: %s", c->origin, c->host);
+		if (stat(real, &st) < 0)
+			return al_error_setsys(b->err, errno, "%s: %s", c->origin, real);
+		if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+			return al_error_set(b->err, EINVAL,
+					    "%s: %s is neither a regular file nor a directory",
+					    c->origin, real);
+		if (face && !S_ISDIR(st.st_mode))
+			return al_error_set(b->err, EINVAL,
+					    "%s: %s is a directory of the scratch; copy a file to "
+					    "a path inside it",
+					    c->origin, c->path);
+		for (size_t j = 0; j < p->n_copy_in; j++)
+			if (strcmp(p->copy_in[j].path, c->path) == 0)
+				return al_error_set(b->err, EINVAL,
+						    "%s: %s is copied in twice (also by %s)",
+						    c->origin, c->path, p->copy_in[j].origin);
+		p->copy_in = xrealloc(p->copy_in, (p->n_copy_in + 1) * sizeof(*p->copy_in));
+		p->copy_in[p->n_copy_in++] = (struct al_copy_in){
+		    .host = xstrdup(real),
+		    .path = xstrdup(c->path),
+		    .part = TAKE_PTR(part),
+		    .dir = S_ISDIR(st.st_mode),
+		    .dev = st.st_dev,
+		    .ino = st.st_ino,
+		    .origin = xstrdup(c->origin),
+		};
+	}
+	for (size_t i = 0; i < pol->n_copy_out; i++) {
+		const struct al_policy_copy *c = &pol->copy_out[i];
+		_cleanup_free_ char *part = NULL, *parent = xstrdup(c->host);
+		char real[PATH_MAX];
+		struct stat st;
+		bool face;
+
+		if ((r = copy_part(b, c->origin, c->path, &face, &part)) < 0)
+			return r;
+		if (stat(c->host, &st) == 0) {
+			if (!S_ISDIR(st.st_mode))
+				return al_error_set(b->err, ENOTDIR,
+						    "%s: %s exists and is not a directory",
+						    c->origin, c->host);
+		} else if (errno != ENOENT) {
+			return al_error_setsys(b->err, errno, "%s: %s", c->origin, c->host);
+		} else {
+			char *slash = strrchr(parent, '/');
+			if (slash == parent)
+				slash[1] = '\0';
+			else
+				*slash = '\0';
+			if (!realpath(parent, real) || stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
+				return al_error_set(b->err, ENOENT,
+						    "%s: %s does not exist and neither does its "
+						    "parent directory %s",
+						    c->origin, c->host, parent);
+		}
+		p->copy_out = xrealloc(p->copy_out, (p->n_copy_out + 1) * sizeof(*p->copy_out));
+		p->copy_out[p->n_copy_out++] = (struct al_copy_out){
+		    .path = xstrdup(c->path),
+		    .part = TAKE_PTR(part),
+		    .hostdir = xstrdup(c->host),
+		    .origin = xstrdup(c->origin),
+		};
 	}
 	return 0;
 }
@@ -473,14 +558,12 @@ int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **
 			return al_error_set(err, EINVAL,
 					    "%s: sandbox path %s would hide the workdir %s",
 					    pol->mounts[i].origin, pol->mounts[i].path, p->workdir);
-		else if (al_path_is_under(pol->mounts[i].path, p->workdir) ||
-			 al_path_is_under(pol->mounts[i].path, "/tmp"))
+		else if (al_path_is_under(pol->mounts[i].path, "/tmp"))
 			return al_error_set(
 			    err, EINVAL,
-			    "%s: sandbox path %s lies inside the scratch (%s); mount "
-			    "it elsewhere, e.g. /input",
-			    pol->mounts[i].origin, pol->mounts[i].path,
-			    al_path_is_under(pol->mounts[i].path, "/tmp") ? "/tmp" : p->workdir);
+			    "%s: sandbox path %s lies inside the scratch's /tmp; mount it "
+			    "elsewhere, e.g. /input, or under the workdir (%s/input)",
+			    pol->mounts[i].origin, pol->mounts[i].path, p->workdir);
 	}
 
 	build_ids(p);
@@ -497,6 +580,8 @@ int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **
 		return r;
 	build_proc_dev(&b);
 	if ((r = build_mounts(&b, pol, system)) < 0)
+		return r;
+	if ((r = build_copies(&b, pol)) < 0)
 		return r;
 
 	*ret = TAKE_PTR(p);
@@ -525,5 +610,19 @@ void al_plan_free(struct al_plan *p)
 		free(p->fs[i].what);
 	}
 	free(p->fs);
+	for (size_t i = 0; i < p->n_copy_in; i++) {
+		free(p->copy_in[i].host);
+		free(p->copy_in[i].path);
+		free(p->copy_in[i].part);
+		free(p->copy_in[i].origin);
+	}
+	free(p->copy_in);
+	for (size_t i = 0; i < p->n_copy_out; i++) {
+		free(p->copy_out[i].path);
+		free(p->copy_out[i].part);
+		free(p->copy_out[i].hostdir);
+		free(p->copy_out[i].origin);
+	}
+	free(p->copy_out);
 	free(p);
 }

@@ -25,12 +25,13 @@
  * host root, and far above any ordinary account or subuid range. */
 #define AL_HOST_ID_BASE 1000000000u
 
-#define AL_DEFAULT_TIMEOUT_MS	 (60u * 1000u)
-#define AL_DEFAULT_SCRATCH_BYTES (64ull << 20)
-#define AL_DEFAULT_MEMORY_BYTES	 (512ull << 20)
-#define AL_DEFAULT_PIDS		 128u
-#define AL_DEFAULT_OUTPUT_BYTES	 (16ull << 20)
-#define AL_DEFAULT_OPEN_FILES	 1024u
+#define AL_DEFAULT_TIMEOUT_MS	  (60u * 1000u)
+#define AL_DEFAULT_SCRATCH_BYTES  (64ull << 20)
+#define AL_DEFAULT_MEMORY_BYTES	  (512ull << 20)
+#define AL_DEFAULT_PIDS		  128u
+#define AL_DEFAULT_OUTPUT_BYTES	  (16ull << 20)
+#define AL_DEFAULT_OPEN_FILES	  1024u
+#define AL_DEFAULT_COPY_OUT_FILES 10000u
 /* Socket buffers a run may hold outside what memory.limit_in_bytes counts
  * (cgroup v1): 1/AL_SOCKET_SHARE of the memory limit, at least
  * AL_SOCKET_MIN_BYTES. The kernel may force one buffer per socket past that
@@ -81,7 +82,37 @@ struct al_fs_entry {
 	bool sandbox_owned; /* SCRATCH: owned by the sandbox user (the workdir) */
 	dev_t dev;	    /* HOST, DEVICE: identity, checked again where it is mounted */
 	ino_t ino;
+	/* HOST, as root: a task's input. The privileged supervisor opens it
+	 * (so no directory on the way needs to be searchable by others) and
+	 * the sandbox user acts on it as its host owner (owner_uid/gid), so
+	 * files it writes there belong to that owner. */
+	bool as_owner;
+	uid_t owner_uid;
+	gid_t owner_gid;
+	/* HOST, read-only: where the sandbox user could not read it (no
+	 * idmapping on its filesystem), copy it into the scratch instead of
+	 * refusing ("copy": true). */
+	bool copy;
 	char *what; /* for messages and dumps: "system /usr", "ro /input/data.csv" */
+};
+
+/* Where in the scratch a sandbox path is: the face's part ("work") and
+ * the rest ("work/out/a.txt"), relative to the scratch's root. */
+struct al_copy_in {
+	char *host; /* resolved, no links */
+	char *path; /* in the sandbox, inside a scratch face */
+	char *part; /* the same, relative to the scratch's root */
+	bool dir;
+	dev_t dev; /* identity, checked again when it is copied */
+	ino_t ino;
+	char *origin;
+};
+
+struct al_copy_out {
+	char *path;    /* in the sandbox, inside a scratch face (or one) */
+	char *part;    /* relative to the scratch's root */
+	char *hostdir; /* absolute; made at the end when missing (its parent exists) */
+	char *origin;
 };
 
 /* A network.hosts entry: name (lower-case) → address. */
@@ -141,6 +172,14 @@ struct al_plan {
 	/* filesystem */
 	struct al_fs_entry *fs;
 	size_t n_fs;
+	/* Copied into the scratch before the command starts (in order), and
+	 * out of it after the run, whatever ended it, within the caps. */
+	struct al_copy_in *copy_in;
+	size_t n_copy_in;
+	struct al_copy_out *copy_out;
+	size_t n_copy_out;
+	uint64_t copy_out_bytes;
+	uint64_t copy_out_files;
 	/* The second, in-kernel layer of file access control (landlock on
 	 * native) is required; false only when the policy asked for
 	 * best-effort. */

@@ -23,10 +23,32 @@ static void mount_clear(struct al_policy_mount *m)
 	free(m->origin);
 }
 
+static void copies_free(struct al_policy_copy *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(c[i].host);
+		free(c[i].path);
+		free(c[i].origin);
+	}
+	free(c);
+}
+
+void al_policy_add_copy(struct al_policy *p, bool in, const char *host, const char *path,
+			const char *origin)
+{
+	struct al_policy_copy **v = in ? &p->copy_in : &p->copy_out;
+	size_t *n = in ? &p->n_copy_in : &p->n_copy_out;
+
+	*v = xrealloc(*v, (*n + 1) * sizeof(**v));
+	(*v)[(*n)++] = (struct al_policy_copy){xstrdup(host), xstrdup(path), xstrdup(origin)};
+}
+
 void al_policy_free(struct al_policy *p)
 {
 	if (!p)
 		return;
+	copies_free(p->copy_in, p->n_copy_in);
+	copies_free(p->copy_out, p->n_copy_out);
 	free(p->source);
 	al_strv_free(p->command);
 	free(p->hostname);
@@ -56,6 +78,7 @@ void al_policy_add_mount(struct al_policy *p, const char *host, const char *path
 	m->path = xstrdup(path);
 	m->mode = mode;
 	m->exec = exec;
+	m->copy = false;
 	m->origin = xstrdup(origin);
 }
 
@@ -118,6 +141,16 @@ void al_policy_merge(struct al_policy *base, const struct al_policy *over)
 		base->open_files = over->open_files;
 	if (over->file_size)
 		base->file_size = over->file_size;
+	if (over->copy_out_bytes)
+		base->copy_out_bytes = over->copy_out_bytes;
+	if (over->copy_out_files)
+		base->copy_out_files = over->copy_out_files;
+	for (size_t i = 0; i < over->n_copy_in; i++)
+		al_policy_add_copy(base, true, over->copy_in[i].host, over->copy_in[i].path,
+				   over->copy_in[i].origin);
+	for (size_t i = 0; i < over->n_copy_out; i++)
+		al_policy_add_copy(base, false, over->copy_out[i].host, over->copy_out[i].path,
+				   over->copy_out[i].origin);
 	if (over->kernel_memory != AL_KMEM_UNSET)
 		base->kernel_memory = over->kernel_memory;
 	replace_str(&base->network_mode, over->network_mode);
@@ -155,10 +188,12 @@ void al_policy_merge(struct al_policy *base, const struct al_policy *over)
 			base->mounts[j].path = xstrdup(om->path);
 			base->mounts[j].mode = om->mode;
 			base->mounts[j].exec = om->exec;
+			base->mounts[j].copy = om->copy;
 			base->mounts[j].origin = xstrdup(om->origin);
 		} else {
 			al_policy_add_mount(base, om->host, om->path, om->mode, om->exec,
 					    om->origin);
+			base->mounts[base->n_mounts - 1].copy = om->copy;
 		}
 	}
 	for (size_t i = 0; over->env && over->env[i]; i++) {

@@ -27,7 +27,16 @@ struct al_policy_mount {
 	char *path; /* path inside the sandbox; clean absolute */
 	enum al_mount_mode mode;
 	int exec;     /* tri-state: AL_UNSET means "exec allowed" */
+	bool copy;    /* ro: copy into the scratch where it cannot be shown as is */
 	char *origin; /* where it came from, for messages: "--ro" or "filesystem.mounts[1]" */
+};
+
+/* A copy into the scratch before the command (host → path) or out of it
+ * after the run (path → host, a directory). */
+struct al_policy_copy {
+	char *host;   /* host path as given (made absolute against the cwd) */
+	char *path;   /* path inside the sandbox; clean absolute */
+	char *origin; /* for messages: "--copy-in a:/work/a" or "filesystem.copy_in[0]" */
 };
 
 enum al_landlock_mode {
@@ -55,6 +64,8 @@ struct al_policy {
 	char *workdir;
 	int scratch_exec; /* tri-state */
 	enum al_landlock_mode landlock;
+	struct al_policy_copy *copy_in, *copy_out; /* flags add to the file's */
+	size_t n_copy_in, n_copy_out;
 
 	/* env: "NAME=VALUE" strings; later entries win */
 	char **env;
@@ -72,6 +83,8 @@ struct al_policy {
 	uint64_t output_bytes; /* stdout + stderr */
 	uint64_t open_files;
 	uint64_t file_size;
+	uint64_t copy_out_bytes; /* caps of what copy-out brings back */
+	uint64_t copy_out_files;
 	enum al_kmem_mode kernel_memory;
 
 	/* network: "none" (loopback only) or "gateway"; allow non-empty implies
@@ -101,6 +114,10 @@ static inline void al_policy_freep(struct al_policy **p)
 /* Append a mount; copies the strings. */
 void al_policy_add_mount(struct al_policy *p, const char *host, const char *path,
 			 enum al_mount_mode mode, int exec, const char *origin);
+
+/* Append a copy-in (in) or copy-out; copies the strings. */
+void al_policy_add_copy(struct al_policy *p, bool in, const char *host, const char *path,
+			const char *origin);
 
 /* Validate one allowlist rule / a name=address mapping (same checks the
  * gateway applies); err says what is wrong. */

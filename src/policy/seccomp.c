@@ -33,11 +33,13 @@
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
 #include <sys/personality.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "core/cleanup.h"
 #include "policy/seccomp-table.h"
@@ -73,6 +75,8 @@
 #define IOCTL(req)     ALLOW_IF("ioctl", #req, ARG(1, M32, req))
 #define PRCTL(opt)     ALLOW_IF("prctl", #opt, ARG(0, M32, opt))
 #define PERSONALITY(p) ALLOW_IF("personality", #p, ARG(0, M32, p))
+#define SETID	 (S_ISUID | S_ISGID)
+#define CREATING (O_CREAT | (O_TMPFILE & ~O_DIRECTORY))
 #define NEW_NAMESPACES                                                                             \
 	(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |                \
 	 CLONE_NEWNET | CLONE_NEWCGROUP)
@@ -81,7 +85,18 @@ static const struct al_seccomp_rule_info table[] = {
 	/* ---- Files: open, read, write ------------------------------------ */
 	ALLOW("read"), ALLOW("write"), ALLOW("readv"), ALLOW("writev"), ALLOW("pread64"),
 	ALLOW("pwrite64"), ALLOW("preadv"), ALLOW("pwritev"), ALLOW("preadv2"), ALLOW("pwritev2"),
-	ALLOW("open"), ALLOW("openat"), ALLOW("openat2"), ALLOW("creat"), ALLOW("close"),
+	/* No set-user-ID or set-group-ID file is made anywhere: through a
+	 * --rw input the sandbox user acts as the directory's host owner
+	 * (possibly root), and such a file would run as that owner on the
+	 * host. Creating calls are allowed without the mode bits; openat2
+	 * carries its mode in memory seccomp cannot read, and libc does not
+	 * need it. */
+	ALLOW_IF("open", "without O_CREAT or O_TMPFILE", ARG(1, CREATING, 0)),
+	ALLOW_IF("open", "mode without S_ISUID, S_ISGID", ARG(2, SETID, 0)),
+	ALLOW_IF("openat", "without O_CREAT or O_TMPFILE", ARG(2, CREATING, 0)),
+	ALLOW_IF("openat", "mode without S_ISUID, S_ISGID", ARG(3, SETID, 0)),
+	SILENT("openat2", ENOSYS, "its mode is unreadable; libc falls back to openat"),
+	ALLOW_IF("creat", "mode without S_ISUID, S_ISGID", ARG(1, SETID, 0)), ALLOW("close"),
 	ALLOW("close_range"), ALLOW("lseek"), ALLOW("dup"), ALLOW("dup2"), ALLOW("dup3"),
 	ALLOW("fcntl"), ALLOW("flock"), ALLOW("fsync"), ALLOW("fdatasync"), ALLOW("sync"),
 	ALLOW("syncfs"), ALLOW("sync_file_range"), ALLOW("truncate"), ALLOW("ftruncate"),
@@ -98,11 +113,15 @@ static const struct al_seccomp_rule_info table[] = {
 	ALLOW("getdents64"), ALLOW("getcwd"), ALLOW("chdir"), ALLOW("fchdir"), ALLOW("mkdir"),
 	ALLOW("mkdirat"), ALLOW("rmdir"), ALLOW("rename"), ALLOW("renameat"), ALLOW("renameat2"),
 	ALLOW("link"), ALLOW("linkat"), ALLOW("unlink"), ALLOW("unlinkat"), ALLOW("symlink"),
-	ALLOW("symlinkat"), ALLOW("chmod"), ALLOW("fchmod"), ALLOW("fchmodat"),
-	ALLOW("fchmodat2"), ALLOW("chown"), ALLOW("fchown"), ALLOW("lchown"), ALLOW("fchownat"),
+	ALLOW("symlinkat"),
+	ALLOW_IF("chmod", "mode without S_ISUID, S_ISGID", ARG(1, SETID, 0)),
+	ALLOW_IF("fchmod", "mode without S_ISUID, S_ISGID", ARG(1, SETID, 0)),
+	ALLOW_IF("fchmodat", "mode without S_ISUID, S_ISGID", ARG(2, SETID, 0)),
+	ALLOW_IF("fchmodat2", "mode without S_ISUID, S_ISGID", ARG(2, SETID, 0)), ALLOW("chown"), ALLOW("fchown"), ALLOW("lchown"), ALLOW("fchownat"),
 	ALLOW("umask"), ALLOW("utime"), ALLOW("utimes"), ALLOW("utimensat"), ALLOW("futimesat"),
 	/* FIFOs and sockets; device nodes need CAP_MKNOD, and every mount is nodev */
-	ALLOW("mknod"), ALLOW("mknodat"),
+	ALLOW_IF("mknod", "mode without S_ISUID, S_ISGID", ARG(1, SETID, 0)),
+	ALLOW_IF("mknodat", "mode without S_ISUID, S_ISGID", ARG(2, SETID, 0)),
 	ALLOW("setxattr"), ALLOW("lsetxattr"), ALLOW("fsetxattr"), ALLOW("getxattr"),
 	ALLOW("lgetxattr"), ALLOW("fgetxattr"), ALLOW("listxattr"), ALLOW("llistxattr"),
 	ALLOW("flistxattr"), ALLOW("removexattr"), ALLOW("lremovexattr"), ALLOW("fremovexattr"),

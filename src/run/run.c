@@ -218,5 +218,6 @@ void al_run_free(struct al_run *run)
 		al_run_wait(run, NULL);
 	}
 	al_loop_free(run->loop);
+	json_decref(run->res.copy_out);
 	free(run);
 }

@@ -132,6 +132,13 @@ int al_confine_prepare(const struct al_confine *c, int *ret_ruleset, struct al_e
 			      trunc) &
 				 all,
 			     err);
+	for (size_t i = 0; i < c->n_write_dirs && r == 0; i++)
+		r = add_path(ruleset, c->write_dirs[i], true,
+			     (LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_DIR |
+			      LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_FILE |
+			      LANDLOCK_ACCESS_FS_READ_DIR | trunc) &
+				 all,
+			     err);
 	for (size_t i = 0; i < c->n_parent_dirs && r == 0; i++)
 		r = add_path(ruleset, c->parent_dirs[i], true, LANDLOCK_ACCESS_FS_REMOVE_DIR, err);
 	for (size_t i = 0; i < c->n_read_files && r == 0; i++)
@@ -153,6 +160,12 @@ int al_confine_prepare(const struct al_confine *c, int *ret_ruleset, struct al_e
 	if (r == 0)
 		*ret_ruleset = TAKE_FD(ruleset);
 	return r;
+}
+
+int al_confine_allow_read(int ruleset, int fd, struct al_error *err)
+{
+	return add_fd(ruleset, fd, "the scratch",
+		      LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR, err);
 }
 
 int al_confine_self(int ruleset, struct al_error *err)

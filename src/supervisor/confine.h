@@ -21,6 +21,10 @@ struct al_confine {
 	 * on every lookup, as the host's own resolution does). */
 	const char *read_files[AL_CONFINE_MAX_DIRS];
 	size_t n_read_files;
+	/* Directories it writes new files and directories into, replacing
+	 * files there by rename (--copy-out's). */
+	const char *const *write_dirs;
+	size_t n_write_dirs;
 	/* Where the result record is written (a temporary file, then a
 	 * rename): an O_PATH fd of the directory, or -1. */
 	int out_dirfd;
@@ -35,6 +39,10 @@ struct al_confine {
  * for c, opening its paths. *ret_ruleset is the ruleset's fd, or -1 when
  * c->landlock_abi is 0. 0, or -errno with err naming what failed. */
 int al_confine_prepare(const struct al_confine *c, int *ret_ruleset, struct al_error *err);
+
+/* Let the confined process read files and directories beneath fd too
+ * (before al_confine_self()). 0, or -errno with err set. */
+int al_confine_allow_read(int ruleset, int fd, struct al_error *err);
 
 /* Confine the calling process (prepared by al_confine_prepare()): no new
  * privileges; the landlock domain of ruleset (from al_confine_prepare():

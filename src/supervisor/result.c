@@ -80,6 +80,8 @@ json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *r
 	else
 		json_object_set_new(o, "network", json_null());
 	json_object_set_new(o, "limits", limits_json(plan, res));
+	json_object_set_new(o, "copy_out",
+			    res->copy_out ? json_incref(res->copy_out) : json_array());
 	if (res->reason == AL_END_SETUP_ERROR || res->reason == AL_END_EXEC_FAILED) {
 		json_object_set_new(o, "error",
 				    json_pack("{s:o, s:s?, s:o}", "step", al_json_text(res->step),

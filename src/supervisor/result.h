@@ -72,6 +72,7 @@ struct al_run_result {
 	struct al_gateway_stats network;
 	struct al_layer_check checks[AL_MAX_CHECKS];
 	size_t n_checks;
+	json_t *copy_out; /* --copy-out reports (supervisor/copy.h), owned; NULL: none */
 	/* SETUP_ERROR and EXEC_FAILED */
 	char step[32];
 	int err;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,7 +63,17 @@ static int prepare_confinement(struct al_supervisor *l, const struct al_cgroup *
 			       struct al_error *err)
 {
 	struct al_confine c = {.out_dirfd = l->confine_dirfd, .landlock_abi = al_landlock_abi()};
+	_cleanup_free_ const char **out = xcalloc(l->plan->n_copy_out + 1, sizeof(*out));
 
+	/* --copy-out writes there after the run: made now when missing. */
+	for (size_t i = 0; i < l->plan->n_copy_out; i++) {
+		out[i] = l->plan->copy_out[i].hostdir;
+		if (mkdir(out[i], 0755) < 0 && errno != EEXIST)
+			return al_error_setsys(err, errno, "%s: making %s",
+					       l->plan->copy_out[i].origin, out[i]);
+	}
+	c.write_dirs = out;
+	c.n_write_dirs = l->plan->n_copy_out;
 	c.n_run_dirs = c.n_parent_dirs =
 	    al_cgroup_dirs(cg, c.run_dirs, c.parent_dirs, AL_CONFINE_MAX_DIRS);
 	return al_confine_prepare(&c, &l->confine_ruleset, err);
@@ -140,6 +151,17 @@ static void ev_listener(void *data, enum al_gateway_listener kind, int fd)
 	}
 	if (al_gateway_proc_listen(l->gw, kind, fd, &gerr) < 0) {
 		setup_failed(l, "gateway", 0, gerr.msg);
+		al_sup_stop(l);
+	}
+}
+
+static void ev_scratch(void *data, int fd)
+{
+	struct al_supervisor *l = data;
+	struct al_error err = {0};
+
+	if (l->confine_ruleset >= 0 && al_confine_allow_read(l->confine_ruleset, fd, &err) < 0) {
+		setup_failed(l, "confine", 0, err.msg);
 		al_sup_stop(l);
 	}
 }
@@ -234,6 +256,7 @@ struct al_supervisor *al_supervisor_new(const struct al_supervisor_config *cfg)
 					       .meter = &l->meter,
 					       .res = &l->result,
 					       .listener = ev_listener,
+					       .scratch = ev_scratch,
 					       .ready = ev_ready,
 					       .running = ev_running,
 					       .exited = ev_exited,

@@ -28,6 +28,10 @@ struct al_sandbox_events {
 	/* A gateway listening socket inside the sandbox's network (the fd is
 	 * the callee's). */
 	void (*listener)(void *data, enum al_gateway_listener kind, int fd);
+	/* The scratch's root (fd borrowed), which the backend reads after
+	 * the run for --copy-out: the supervisor keeps read access to it when
+	 * it confines itself. Before ready. */
+	void (*scratch)(void *data, int fd);
 	/* Built and checked from outside; the command waits for release. */
 	void (*ready)(void *data);
 	/* The command was started. */

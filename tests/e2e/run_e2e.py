@@ -414,9 +414,11 @@ def scratch_size_enforced(e):
 @case
 def rw_dir_visible_on_host(e):
     """A --rw dir is writable inside and the file is on the host afterwards,
-    owned by the sandbox's host uid."""
-    with TempDir(mode=0o777) as d:
-        os.chmod(d, 0o777)
+    owned (as root) by the dir's host owner through an idmapped mount, even
+    when the dir is 0700; rootless, by airlock's own uid."""
+    with TempDir(mode=0o700) as d:
+        owner = (1001, 1002) if IS_ROOT else (os.geteuid(), os.getegid())
+        os.chown(d, *owner)
         res = e.probe_run("write", "/output/result.txt", "hello-from-sandbox\n",
                           opts=["--rw", "%s:/output" % d])
         expect_ok(res)
@@ -425,33 +427,254 @@ def rw_dir_visible_on_host(e):
         with open(path) as f:
             expect(f.read() == "hello-from-sandbox\n", "host content differs", res)
         st = os.stat(path)
-        expect(st.st_uid == HOST_SANDBOX_UID, "host file owned by uid %d, expected %d"
-               % (st.st_uid, HOST_SANDBOX_UID), res)
+        expect((st.st_uid, st.st_gid) == owner, "host file owned by %d:%d, expected %d:%d"
+               % (st.st_uid, st.st_gid, owner[0], owner[1]), res)
+        expect(st.st_uid != HOST_SANDBOX_UID or not IS_ROOT,
+               "the sandbox's own host id shows on disk", res)
 
 
 @case
-def modes_refused_as_root(e):
-    """As root, a --ro input not readable by others and a --rw dir not o+rwx
-    are refused with 125 and a message naming the path."""
+def private_inputs_as_root(e):
+    """As root, a 0600 input under a 0700 parent (root's, or chown'd to
+    another host user) is read inside, shown as the sandbox user's own; the
+    sandbox cannot write it."""
     if not IS_ROOT:
-        raise Skip("only enforced when airlock runs as root")
+        raise Skip("as root only (rootless reads what airlock's user can)")
+    with TempDir(mode=0o700) as d:
+        sub = os.path.join(d, "uploads")
+        os.mkdir(sub, 0o700)
+        f = write_file(os.path.join(sub, "x.csv"), "a,b\n1,2\n", mode=0o600)
+        g = write_file(os.path.join(sub, "y.csv"), "other-owner\n", mode=0o600)
+        os.chown(g, 1001, 1001)
+        res = e.run(["/bin/sh", "-c", "cat /input/x.csv /input/y.csv; stat -c '%u:%g %a' "
+                     "/input/x.csv; echo z >> /input/x.csv; echo rc=$?"],
+                    ["--ro", "%s:/input/x.csv" % f, "--ro", "%s:/input/y.csv" % g])
+        expect_rc(res, 0)
+        expect(res.text.startswith("a,b\n1,2\nother-owner\n1000:1000 600\n"),
+               "inputs not read as their owner: %r" % res.text, res)
+        expect("rc=0" not in res.text, "the read-only input was writable", res)
+        with open(f) as fh:
+            expect(fh.read() == "a,b\n1,2\n", "the host file changed", res)
+
+
+class Ramfs:
+    """A ramfs (a filesystem that cannot be idmapped) mounted on a fresh
+    directory, unmounted and removed on exit."""
+
+    def __enter__(self):
+        self.path = tempfile.mkdtemp(prefix="airlock-e2e-ramfs-")
+        r = subprocess.run(["mount", "-t", "ramfs", "ramfs", self.path], capture_output=True)
+        if r.returncode != 0:
+            os.rmdir(self.path)
+            raise Skip("cannot mount a ramfs: %s" % r.stderr.decode().strip())
+        os.chmod(self.path, 0o755)
+        return self.path
+
+    def __exit__(self, *exc):
+        subprocess.run(["umount", self.path], capture_output=True)
+        os.rmdir(self.path)
+
+
+@case
+def not_idmappable_inputs(e):
+    """As root, on a filesystem that cannot be idmapped: --rw is refused
+    with the reason; a --ro file others may read is shown as it is; one
+    they may not is refused, naming "copy": true, and with it is a
+    read-only copy in the scratch."""
+    if not IS_ROOT:
+        raise Skip("as root only")
+    with Ramfs() as fs, TempDir() as d:
+        out = os.path.join(fs, "out")
+        os.mkdir(out, 0o777)
+        refusal(e, e.argv([PROBE_IN, "id"], ["--rw", "%s:/output" % out]), 125, out,
+                "cannot be idmapped", "--rw refused")
+        pub = write_file(os.path.join(fs, "pub.txt"), "public\n", mode=0o644)
+        res = e.run(["/bin/cat", "/input/pub.txt"], ["--ro", "%s:/input/pub.txt" % pub])
+        expect_out(res, "public\n")
+        priv = write_file(os.path.join(fs, "priv.txt"), "private\n", mode=0o600)
+        refusal(e, e.argv([PROBE_IN, "id"], ["--ro", "%s:/input/priv.txt" % priv]), 125,
+                priv, "\"copy\": true")
+        tree = os.path.join(fs, "tree")
+        os.makedirs(os.path.join(tree, "sub"))
+        write_file(os.path.join(tree, "sub", "f.txt"), "deep\n", mode=0o600)
+        os.chmod(os.path.join(tree, "sub"), 0o700)
+        os.chmod(tree, 0o700)
+        pol = write_file(os.path.join(d, "p.json"), json.dumps({"version": 1, "filesystem": {
+            "mounts": [{"host": priv, "path": "/input/priv.txt", "copy": True},
+                       {"host": tree, "path": "/input/tree", "copy": True}]}}))
+        res = e.run(["/bin/sh", "-c", "cat /input/priv.txt /input/tree/sub/f.txt; "
+                     "echo x >> /input/priv.txt && echo wrote; "
+                     "touch /input/tree/new && echo made; chmod 666 /input/priv.txt && "
+                     "echo chmod; true"], ["--policy", pol])
+        expect_out(res, "private\ndeep\n")
+        with open(priv) as fh:
+            expect(fh.read() == "private\n", "the host file changed", res)
+
+
+@case
+def no_setid_files(e):
+    """No set-user-ID or set-group-ID file can be made (through a --rw dir
+    the sandbox acts as its host owner): chmod u+s/g+s and creating with
+    those bits are refused, and no such file reaches the host."""
+    with TempDir(mode=0o777) as d:
+        os.chmod(d, 0o777)
+        script = ("import os\n"
+                  "open('/output/a','w').close()\n"
+                  "for m in (0o4755, 0o2755):\n"
+                  "    try: os.chmod('/output/a', m); print('chmod', oct(m))\n"
+                  "    except PermissionError: print('refused')\n"
+                  "try: os.close(os.open('/output/b', os.O_CREAT|os.O_WRONLY, 0o4755)); "
+                  "print('created')\n"
+                  "except PermissionError: print('refused')\n"
+                  "os.chmod('/output/a', 0o755); print('plain ok')\n")
+        res = e.run(["python3", "-c", script], ["--rw", "%s:/output" % d])
+        expect_out(res, "refused\nrefused\nrefused\nplain ok\n")
+        for name in os.listdir(d):
+            mode = os.lstat(os.path.join(d, name)).st_mode
+            expect(not mode & 0o6000, "%s has mode %o on the host" % (name, mode), res)
+        expect("denied 3 system calls: chmod, openat" in res.errtext,
+               "the denial summary does not name the refused call", res)
+
+
+@case
+def mount_under_workdir(e):
+    """A mount may be a subdirectory of the workdir: it is the host's there,
+    and the scratch still backs the rest of the workdir."""
     with TempDir() as d:
-        f = write_file(os.path.join(d, "secret.txt"), "s\n", mode=0o600)
-        refusal(e, e.argv([PROBE_IN, "id"], ["--ro", "%s:/input/secret.txt" % f]), 125, f)
-        rw = os.path.join(d, "out")
-        os.mkdir(rw)
-        os.chmod(rw, 0o755)
-        refusal(e, e.argv([PROBE_IN, "id"], ["--rw", "%s:/output" % rw]), 125, rw)
+        write_file(os.path.join(d, "in.txt"), "input\n")
+        res = e.run(["/bin/sh", "-c", "cat /work/input/in.txt; echo s > /work/scratch.txt && "
+                     "cat /work/scratch.txt; echo x > /work/input/new 2>/dev/null || echo ro"],
+                    ["--ro", "%s:/work/input" % d])
+        expect_out(res, "input\ns\nro\n")
+        expect(sorted(os.listdir(d)) == ["in.txt"], "the host dir changed", res)
+
+
+def copy_report(res, path):
+    rec = json.loads(open(path).read())
+    expect(isinstance(rec.get("copy_out"), list), "no copy_out in the record", res)
+    return rec["copy_out"]
+
+
+@case
+def copy_in_and_out(e):
+    """--copy-in puts a host tree (a 0600 file under a 0700 dir, a link kept
+    as a link, never followed on the host) into the scratch, owned by the
+    sandbox user; --copy-out brings back regular files and directories with
+    their sha256 in the record, and skips a planted link and a FIFO."""
+    with TempDir(mode=0o700) as src, TempDir() as d:
+        os.makedirs(os.path.join(src, "proj", "sub"))
+        write_file(os.path.join(src, "proj", "a.py"), "print(1)\n", mode=0o600)
+        write_file(os.path.join(src, "proj", "sub", "b.txt"), "bee\n")
+        os.symlink("/etc/shadow", os.path.join(src, "proj", "shadow"))
+        os.chmod(os.path.join(src, "proj"), 0o700)
+        out = os.path.join(d, "results")
+        rec = os.path.join(d, "r.json")
+        script = ("cat /work/proj/a.py /work/proj/sub/b.txt; readlink /work/proj/shadow; "
+                  "stat -c '%U %a' /work/proj/a.py; mkdir -p /work/out/d; "
+                  "echo one > /work/out/1.txt; echo two > /work/out/d/2.txt; "
+                  "ln -s /etc/passwd /work/out/evil; mkfifo /work/out/fifo")
+        res = e.run(["/bin/sh", "-c", script],
+                    ["--copy-in", "%s:/work/proj" % os.path.join(src, "proj"),
+                     "--copy-out", "/work/out:%s" % out, "--result", rec])
+        expect_rc(res, 0)
+        expect_out(res, "print(1)\nbee\n/etc/shadow\nsandbox 600\n")
+        expect(sorted(os.listdir(out)) == ["1.txt", "d"], "host got %s" % os.listdir(out), res)
+        with open(os.path.join(out, "d", "2.txt")) as f:
+            expect(f.read() == "two\n", "2.txt differs", res)
+        rep = copy_report(res, rec)[0]
+        got = {f["path"]: (f["size"], f["sha256"]) for f in rep["files"]}
+        want = {"/work/out/1.txt": (4, sha256_file(os.path.join(out, "1.txt"))),
+                "/work/out/d/2.txt": (4, sha256_file(os.path.join(out, "d", "2.txt")))}
+        expect(got == want, "copy_out files %s, expected %s" % (got, want), res)
+        why = {s["path"]: s["why"] for s in rep["skipped"]}
+        expect("symbolic link" in why.get("/work/out/evil", "") and
+               "/work/out/fifo" in why, "skipped: %s" % why, res)
+        expect("skipped 2" in res.errtext, "stderr does not say what was skipped", res)
+
+
+@case
+def copy_out_after_memory_kill(e):
+    """Copy-out happens when a limit ended the run: a file written before a
+    memory hog (1 MiB chunks, stopping by itself at 1 GiB) was killed comes
+    back."""
+    with TempDir() as d:
+        out = os.path.join(d, "o")
+        rec = os.path.join(d, "r.json")
+        script = ("open('/work/out.txt','w').write('before the kill\\n')\n"
+                  "x = []\n"
+                  "for i in range(1024): x.append(b'\\x01' * (1 << 20))\n")
+        res = e.run(["python3", "-c", script], ["--memory", "64M", "--copy-out",
+                    "/work:%s" % out, "--result", rec], timeout=60)
+        expect_rc(res, 137)
+        with open(os.path.join(out, "out.txt")) as f:
+            expect(f.read() == "before the kill\n", "copy-out after the kill differs", res)
+        expect(json.load(open(rec))["reason"] == "memory", "not ended by the memory limit", res)
+
+
+@case
+def copy_out_caps(e):
+    """A 100,000-file tree in the scratch: copy-out stops at the file-count
+    cap (default 10,000) and says so; the size cap skips what does not fit.
+    Nothing past a cap is written."""
+    with TempDir() as d:
+        out = os.path.join(d, "o")
+        rec = os.path.join(d, "r.json")
+        script = ("import os\n"
+                  "os.makedirs('/work/many')\n"
+                  "for i in range(100000): open('/work/many/f%d' % i, 'w').close()\n")
+        res = e.run(["python3", "-c", script], ["--scratch", "512M", "--memory", "1G",
+                    "--copy-out", "/work/many:%s" % out, "--result", rec], timeout=120)
+        expect_rc(res, 0)
+        rep = copy_report(res, rec)[0]
+        expect(len(rep["files"]) == 10000 and len(os.listdir(out)) == 10000,
+               "copied %d files (%d on the host)" % (len(rep["files"]), len(os.listdir(out))),
+               res)
+        expect(rep["stopped"] == "the file-count cap", "stopped: %r" % rep["stopped"], res)
+        expect("stopped at the file-count cap" in res.errtext, "stderr does not say so", res)
+    with TempDir() as d:
+        out = os.path.join(d, "o")
+        rec = os.path.join(d, "r.json")
+        res = e.run(["/bin/sh", "-c", "mkdir /work/o; for i in 1 2 3; do "
+                     "printf '%060d' 0 > /work/o/f$i; done"],
+                    ["--copy-out", "/work/o:%s" % out, "--copy-out-size", "100",
+                     "--result", rec])
+        expect_rc(res, 0)
+        rep = copy_report(res, rec)[0]
+        expect(len(rep["files"]) == 1 and len(os.listdir(out)) == 1,
+               "size cap: %d files copied" % len(rep["files"]), res)
+        expect([s["why"] for s in rep["skipped"]] == ["over the size cap"] * 2,
+               "size cap skips: %s" % rep["skipped"], res)
+
+
+@case
+def copy_in_refusals(e):
+    """A copy-in larger than the scratch fails the run (125, "the scratch is
+    full") before the command; a copy-in outside the scratch or a copy-out
+    to a missing place is refused up front."""
+    with TempDir() as d:
+        big = os.path.join(d, "big")
+        with open(big, "wb") as f:
+            f.truncate(0)
+            f.write(b"x" * (9 << 20))
+        res = e.run(["/bin/echo", "ran"], ["--scratch", "8M", "--copy-in", "%s:/work/big" % big])
+        expect_rc(res, 125)
+        expect("the scratch is full" in res.errtext and "ran" not in res.text,
+               "not refused as a full scratch", res)
+        refusal(e, e.argv(["/bin/true"], ["--copy-in", "%s:/input/big" % big]), 125,
+                "/input/big", "not in the scratch")
+        refusal(e, e.argv(["/bin/true"], ["--copy-out", "/work:%s/no/such" % d]), 125,
+                "no/such", "parent")
 
 
 @case
 def mount_targets_refused(e):
-    """A mount over or inside /usr, /etc, /proc, /dev, /tmp, the workdir or /
-    is refused with 125 and names the sandbox path."""
+    """A mount over or inside /usr, /etc, /proc, /dev, /tmp or / is refused
+    with 125 and names the sandbox path (under the workdir it is allowed:
+    mount_under_workdir)."""
     with TempDir() as d:
         f = write_file(os.path.join(d, "x.txt"), "x\n")
         for target in ("/usr/x.txt", "/etc/x.txt", "/proc/x.txt", "/dev/x.txt", "/tmp/x.txt",
-                       "/work/x.txt", "/"):
+                       "/"):
             refusal(e, e.argv([PROBE_IN, "id"], ["--ro", "%s:%s" % (f, target)]), 125, target)
 
 
@@ -1316,6 +1539,18 @@ def rootless_run(e):
         st = os.stat(os.path.join(out, "r.txt"))
         expect(st.st_uid == uid, "rootless --rw file owned by %d, expected %d"
                % (st.st_uid, uid), res)
+        # Its own private input, copies in and out.
+        priv = os.path.join(out, "priv")
+        os.mkdir(priv, 0o700)
+        write_file(os.path.join(priv, "x.txt"), "mine\n", mode=0o600)
+        for path in (priv, os.path.join(priv, "x.txt")):
+            os.chown(path, uid, -1)
+        res = run_as(["/bin/sh", "-c", "cat /input/x.txt /work/c.txt; echo o > /work/o.txt"],
+                     ["--ro", "%s/x.txt:/input/x.txt" % priv, "--copy-in",
+                      "%s/x.txt:/work/c.txt" % priv, "--copy-out", "/work:%s/co" % out])
+        expect_out(res, "mine\nmine\n")
+        st = os.stat(os.path.join(out, "co", "o.txt"))
+        expect(st.st_uid == uid, "rootless copy-out owned by %d" % st.st_uid, res)
         res = run_as([PROBE_IN, "caps"])
         expect_rc(res, 0)
         expect("CapEff:\t0000000000000000" in res.text, "capabilities left rootless", res)

@@ -626,7 +626,7 @@ static void test_reserved_mount_paths(void **state)
 		"/",
 		"/proc", "/proc/x", "/etc", "/etc/x", "/dev", "/dev/x", "/dev/shm",
 		"/usr", "/usr/x", "/usr/lib", "/bin/x", "/lib",
-		"/tmp", "/tmp/x", "/work/x",
+		"/tmp", "/tmp/x",
 	};
 	/* clang-format on */
 
@@ -646,13 +646,20 @@ static void test_mount_in_scratch(void **state)
 	BUILD_BAD(p, "--ro", "/tmp/in", "scratch", "/tmp");
 	al_policy_free(p);
 
+	/* Under the workdir a mount is its own subdirectory; the scratch
+	 * still backs the rest, and its face comes first. */
 	p = new_policy();
 	al_policy_add_mount(p, dir, "/work/in", AL_MOUNT_RO, AL_UNSET, "--ro");
-	BUILD_BAD(p, "/work/in", "scratch", "/work");
+	_cleanup_(free_planp) struct al_plan *plan = build_ok(p);
+	size_t face, in;
+	need_op(plan, AL_OP_BIND, "/newroot/work", &face);
+	need_op(plan, AL_OP_BIND, "/newroot/work/in", &in);
+	assert_true(face < in);
 
 	q->workdir = xstrdup("/job");
 	al_policy_add_mount(q, out_dir, "/job/in", AL_MOUNT_RW, AL_UNSET, "--rw");
-	BUILD_BAD(q, "/job/in", "/job");
+	_cleanup_(free_planp) struct al_plan *qplan = build_ok(q);
+	need_op(qplan, AL_OP_BIND, "/newroot/job/in", NULL);
 }
 
 static void test_mount_host_missing(void **state)
@@ -796,27 +803,93 @@ static void test_mount_at_workdir(void **state)
 	assert_order(plan);
 }
 
-static void test_mount_permissions_as_root(void **state)
+/* As root, a task's inputs are the supervisor's to open, shown to the
+ * sandbox user as their owner: no mode is refused at plan time any more
+ * (the backend refuses what it cannot show). System paths are not. */
+static void test_mount_as_owner(void **state)
 {
 	_cleanup_(al_policy_freep) struct al_policy *p = new_policy();
-	_cleanup_(al_policy_freep) struct al_policy *q = new_policy();
-	struct al_plan *plan = NULL;
-	struct al_error err = {0};
-	int r;
+	const bool root = geteuid() == 0;
+	struct stat st;
 
+	assert_int_equal(stat(private_dir, &st), 0);
 	al_policy_add_mount(p, private_dir, "/input", AL_MOUNT_RO, AL_UNSET, "--ro");
-	al_policy_add_mount(q, dir, "/output", AL_MOUNT_RW, AL_UNSET, "--rw");
-	if (geteuid() == 0) {
-		/* The sandbox user is an unprivileged host id: a 0700 dir is
-		 * unreadable to it, so say so now rather than fail at run time. */
-		BUILD_BAD(p, "--ro", private_dir, "o+rx");
-		/* A 0755 dir is readable but not writable by it. */
-		BUILD_BAD(q, "--rw", dir, "o+rwx");
-	} else {
-		r = al_plan_build(p, 0, &plan, &err);
-		assert_int_equal(r, 0);
-		free_plan(plan);
+	al_policy_add_mount(p, dir, "/output", AL_MOUNT_RW, AL_UNSET, "--rw");
+	p->mounts[0].copy = true;
+	p->mounts[1].copy = true; /* a copy is read-only: ignored for rw */
+	_cleanup_(free_planp) struct al_plan *plan = build_ok(p);
+	const struct al_mount_op *in = need_op(plan, AL_OP_BIND, "/newroot/input", NULL);
+	const struct al_mount_op *out = need_op(plan, AL_OP_BIND, "/newroot/output", NULL);
+	const struct al_mount_op *usr = need_op(plan, AL_OP_BIND, "/newroot/usr", NULL);
+	assert_int_equal(in->input >= 0, root);
+	assert_int_equal(out->input >= 0, root);
+	assert_int_equal(usr->input, -1);
+	assert_true(in->copy == root);
+	assert_false(out->copy);
+	assert_int_equal(L(plan)->n_inputs, root ? 2 : 0);
+	if (root) {
+		assert_int_equal(in->owner_uid, st.st_uid);
+		assert_int_equal(in->owner_gid, st.st_gid);
+		assert_int_not_equal(in->input, out->input);
 	}
+}
+
+/* --copy-in and --copy-out: only into and out of the scratch's faces,
+ * never through a mount, each path once. */
+static void test_copies(void **state)
+{
+	_cleanup_(al_policy_freep) struct al_policy *p = new_policy();
+	char missing[PATH_MAX + 32];
+
+	al_policy_add_copy(p, true, dir, "/work/data", "--copy-in a");
+	al_policy_add_copy(p, true, file, "/tmp/x/data.csv", "--copy-in b");
+	al_policy_add_copy(p, true, dir, "/work", "--copy-in c");
+	al_policy_add_copy(p, false, out_dir, "/work/out", "--copy-out d");
+	al_policy_add_copy(p, false, out_dir, "/dev/shm", "--copy-out e");
+	_cleanup_(free_planp) struct al_plan *plan = build_ok(p);
+	assert_int_equal(plan->n_copy_in, 3);
+	assert_string_equal(plan->copy_in[0].part, "work/data");
+	assert_true(plan->copy_in[0].dir);
+	assert_string_equal(plan->copy_in[1].part, "tmp/x/data.csv");
+	assert_false(plan->copy_in[1].dir);
+	assert_string_equal(plan->copy_in[2].part, "work");
+	assert_int_equal(plan->n_copy_out, 2);
+	assert_string_equal(plan->copy_out[0].part, "work/out");
+	assert_string_equal(plan->copy_out[1].part, "shm");
+	assert_int_equal(plan->copy_out_bytes, plan->scratch_bytes);
+	assert_int_equal(plan->copy_out_files, AL_DEFAULT_COPY_OUT_FILES);
+	assert_true(L(plan)->want_scratch);
+
+	_cleanup_(al_policy_freep) struct al_policy *q = new_policy();
+	al_policy_add_copy(q, true, file, "/input/data.csv", "--copy-in f");
+	BUILD_BAD(q, "--copy-in f", "/input/data.csv", "not in the scratch");
+	al_policy_free(q);
+	q = new_policy();
+	al_policy_add_copy(q, true, file, "/work", "--copy-in g");
+	BUILD_BAD(q, "--copy-in g", "directory of the scratch");
+	al_policy_free(q);
+	q = new_policy();
+	al_policy_add_mount(q, dir, "/work/in", AL_MOUNT_RO, AL_UNSET, "--ro");
+	al_policy_add_copy(q, false, out_dir, "/work/in/x", "--copy-out h");
+	BUILD_BAD(q, "--copy-out h", "host mount /work/in");
+	al_policy_free(q);
+	q = new_policy();
+	al_policy_add_copy(q, true, file, "/tmp/a", "--copy-in i");
+	al_policy_add_copy(q, true, dir, "/tmp/a", "--copy-in j");
+	BUILD_BAD(q, "--copy-in j", "twice", "--copy-in i");
+	al_policy_free(q);
+	q = new_policy();
+	snprintf(missing, sizeof(missing), "%s/no/such", tmp);
+	al_policy_add_copy(q, false, missing, "/work/out", "--copy-out k");
+	BUILD_BAD(q, "--copy-out k", missing, "parent");
+	al_policy_free(q);
+	q = new_policy();
+	al_policy_add_copy(q, false, file, "/work/out", "--copy-out l");
+	BUILD_BAD(q, "--copy-out l", "not a directory");
+	al_policy_free(q);
+	q = new_policy();
+	al_policy_add_copy(q, true, "/dev/null", "/work/null", "--copy-in m");
+	BUILD_BAD(q, "--copy-in m", "neither a regular file nor a directory");
 }
 
 static void test_system_list(void **state)
@@ -1156,7 +1229,8 @@ int main(void)
 		cmocka_unit_test(test_mount_ro_dir),
 		cmocka_unit_test(test_mount_rw_noexec_file),
 		cmocka_unit_test(test_mount_at_workdir),
-		cmocka_unit_test(test_mount_permissions_as_root),
+		cmocka_unit_test(test_mount_as_owner),
+		cmocka_unit_test(test_copies),
 		cmocka_unit_test(test_system_list),
 		cmocka_unit_test(test_system_reserved_paths),
 		cmocka_unit_test(test_system_nested_symlink),

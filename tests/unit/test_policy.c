@@ -269,6 +269,49 @@ static void test_paths(void **state)
 	    "p.json: filesystem.landlock:", "\"maybe\"");
 }
 
+static void test_copies(void **state)
+{
+	_cleanup_(al_policy_freep) struct al_policy *p =
+	    load_ok("{\"version\":1,\"filesystem\":{"
+		    "\"mounts\":[{\"host\":\"/srv/x\",\"path\":\"/input/x\",\"copy\":true}],"
+		    "\"copy_in\":[{\"host\":\"/srv/p\",\"path\":\"/work/p\"}],"
+		    "\"copy_out\":[{\"path\":\"/work/out\",\"host\":\"/srv/res\"}]},"
+		    "\"limits\":{\"copy_out_size\":\"1M\",\"copy_out_files\":7}}");
+	_cleanup_(al_policy_freep) struct al_policy *flags = al_policy_new(NULL);
+
+	(void)state;
+	assert_true(p->mounts[0].copy);
+	assert_int_equal(p->n_copy_in, 1);
+	assert_string_equal(p->copy_in[0].host, "/srv/p");
+	assert_string_equal(p->copy_in[0].path, "/work/p");
+	assert_contains(p->copy_in[0].origin, "filesystem.copy_in[0]");
+	assert_int_equal(p->n_copy_out, 1);
+	assert_string_equal(p->copy_out[0].host, "/srv/res");
+	assert_string_equal(p->copy_out[0].path, "/work/out");
+	assert_int_equal(p->copy_out_bytes, 1 << 20);
+	assert_int_equal(p->copy_out_files, 7);
+	/* Flags add copies to the file's and override its caps. */
+	al_policy_add_copy(flags, true, "/srv/q", "/tmp/q", "--copy-in /srv/q:/tmp/q");
+	flags->copy_out_files = 9;
+	al_policy_merge(p, flags);
+	assert_int_equal(p->n_copy_in, 2);
+	assert_string_equal(p->copy_in[1].path, "/tmp/q");
+	assert_int_equal(p->copy_out_files, 9);
+
+	BAD("{\"version\":1,\"filesystem\":{\"mounts\":[{\"host\":\"/a\",\"mode\":\"rw\","
+	    "\"copy\":true}]}}",
+	    "filesystem.mounts[0].copy", "read-only");
+	BAD("{\"version\":1,\"filesystem\":{\"copy_in\":[{\"host\":\"/a\"}]}}",
+	    "filesystem.copy_in[0].path", "missing");
+	BAD("{\"version\":1,\"filesystem\":{\"copy_out\":[{\"path\":\"/work\"}]}}",
+	    "filesystem.copy_out[0].host", "missing");
+	BAD("{\"version\":1,\"filesystem\":{\"copy_out\":{}}}", "filesystem.copy_out", "array");
+	BAD("{\"version\":1,\"filesystem\":{\"copy_in\":[{\"host\":\"/a\",\"path\":\"/b\","
+	    "\"mode\":\"ro\"}]}}",
+	    "filesystem.copy_in[0]", "mode");
+	BAD("{\"version\":1,\"limits\":{\"copy_out_files\":0}}", "limits.copy_out_files");
+}
+
 static void test_command(void **state)
 {
 	BAD("{\"version\":1,\"command\":[]}", "p.json: command:", "non-empty");
@@ -564,6 +607,7 @@ int main(void)
 		cmocka_unit_test(test_wrong_types),
 		cmocka_unit_test(test_version),
 		cmocka_unit_test(test_paths),
+		cmocka_unit_test(test_copies),
 		cmocka_unit_test(test_command),
 		cmocka_unit_test(test_env_hostname_network),
 		cmocka_unit_test(test_syntax_errors),

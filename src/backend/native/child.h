@@ -28,6 +28,8 @@ enum al_sync_type {
 			      * status = enum al_gateway_listener */
 	AL_SYNC_CAPTURE,     /* child → parent: a NETLINK_NETFILTER socket in the
 			      * sandbox's network namespace, for the capture rules */
+	AL_SYNC_SCRATCH,     /* child → parent: an O_PATH fd of the scratch's root
+			      * (SCM_RIGHTS), for copies in and out */
 	AL_SYNC_READY,	     /* child → parent: every layer is applied; status = landlock
 			      * ABI in force (0 = none); waits for AL_SYNC_GO */
 	AL_SYNC_EXEC_FAILED, /* child → parent: execve of the command failed */
@@ -64,6 +66,9 @@ struct al_child_fds {
 	int cg_enter[4];
 	int cg_leave[4];
 	size_t n_cg;
+	/* As root: the task's inputs as detached mounts, by al_mount_op.input
+	 * (close-on-exec; each is closed once attached). */
+	const int *inputs;
 };
 
 /* Run the setup pipeline and then act as init. Never returns; exits 125

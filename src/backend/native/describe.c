@@ -176,6 +176,13 @@ void al_native_dump_text(const struct al_native_plan *p, FILE *f)
 			attr_string(op->attr, attr, sizeof(attr));
 			fprintf(f, "  bind     %-28s <- %s (%s)\n", visible(op->target),
 				visible(op->source), attr);
+			if (op->input >= 0)
+				fprintf(
+				    f,
+				    "           opened by the supervisor; the sandbox user acts as "
+				    "its owner %u:%u (idmapped)%s\n",
+				    (unsigned)op->owner_uid, (unsigned)op->owner_gid,
+				    op->copy ? ", or a read-only copy where that cannot be" : "");
 			break;
 		case AL_OP_TMPFS:
 		case AL_OP_PROC:
@@ -222,6 +229,10 @@ void al_native_dump_json(const struct al_native_plan *p, const struct al_plan *p
 			attr_string(op->attr, attr, sizeof(attr));
 			json_object_set_new(o, "flags", json_string(attr));
 		}
+		if (op->input >= 0)
+			json_object_set_new(o, "as_owner",
+					    json_pack("{s:i, s:i, s:b}", "uid", (int)op->owner_uid,
+						      "gid", (int)op->owner_gid, "copy", op->copy));
 		json_array_append_new(a, o);
 	}
 	json_object_set_new(root, "filesystem", a);

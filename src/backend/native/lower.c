@@ -59,7 +59,7 @@ static struct al_mount_op *add_op(struct lowering *l, enum al_op_kind kind, char
 
 	np->ops = xrealloc(np->ops, (np->n_ops + 1) * sizeof(*np->ops));
 	op = &np->ops[np->n_ops++];
-	*op = (struct al_mount_op){.kind = kind, .target = target, .source = source};
+	*op = (struct al_mount_op){.kind = kind, .target = target, .source = source, .input = -1};
 	op->what = xstrdup(what);
 	return op;
 }
@@ -146,6 +146,12 @@ static struct al_mount_op *add_bind(struct lowering *l, const struct al_fs_entry
 	op->attr = attr;
 	op->dev = e->dev;
 	op->ino = e->ino;
+	if (e->as_owner) {
+		op->input = (int)l->np->n_inputs++;
+		op->owner_uid = e->owner_uid;
+		op->owner_gid = e->owner_gid;
+		op->copy = e->copy;
+	}
 	if (op->dir)
 		al_strv_push(&l->dirs, op->target);
 	return op;
@@ -283,6 +289,7 @@ int al_native_lower(const struct al_plan *p, struct al_native_plan **ret, struct
 			    LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
 	}
 	lower_ids(np, p);
+	np->want_scratch = p->n_copy_in > 0 || p->n_copy_out > 0;
 	add_ll(&l, "/", LANDLOCK_ACCESS_FS_READ_DIR);
 	lower_scratch(&l, p);
 	for (size_t i = 0; i < p->n_fs; i++)
@@ -309,6 +316,11 @@ void al_native_plan_free(struct al_native_plan *np)
 		free(np->ops[i].what);
 	}
 	free(np->ops);
+	for (size_t i = 0; i < np->n_copies; i++) {
+		free(np->copies[i].host);
+		free(np->copies[i].part);
+	}
+	free(np->copies);
 	for (size_t i = 0; i < np->n_ll_rules; i++)
 		free(np->ll_rules[i].path);
 	free(np->ll_rules);

@@ -45,7 +45,16 @@ struct al_mount_op {
 	bool sandbox_owned; /* MKDIR/FILE: chown to the sandbox user */
 	dev_t dev;	    /* BIND of a host path: identity re-checked in the child */
 	ino_t ino;
-	char *what; /* for messages and dumps: "system /usr", "input /input/data.csv" */
+	/* BIND of a task's input as root (the plan's as_owner): the supervisor
+	 * opens it before clone, shown to the sandbox user as its owner
+	 * (inputs.c), and the child attaches the tree it inherits as
+	 * al_child_fds.inputs[input]. -1: the child opens source itself. */
+	int input;
+	uid_t owner_uid;
+	gid_t owner_gid;
+	bool copy;   /* may become a copy in the scratch ("copy": true) */
+	bool copied; /* it did: source is the scratch's empty part to bind */
+	char *what;  /* for messages and dumps: "system /usr", "input /input/data.csv" */
 };
 
 struct al_landlock_rule {
@@ -61,6 +70,20 @@ struct al_native_plan {
 	/* filesystem, in the order the child runs it */
 	struct al_mount_op *ops;
 	size_t n_ops;
+	size_t n_inputs; /* ops with input >= 0 */
+	/* Inputs the supervisor copies into the scratch instead ("copy":
+	 * true, set by al_native_open_inputs): each is bound read-only from
+	 * part, which the child makes empty (a file or a directory). */
+	struct al_native_copy {
+		char *host;
+		dev_t dev;
+		ino_t ino;
+		char *part; /* "ro/N", relative to the scratch's root */
+	} * copies;
+	size_t n_copies;
+	/* The child hands the supervisor an fd of the scratch's root
+	 * (AL_SYNC_SCRATCH), for the copies, --copy-in and --copy-out. */
+	bool want_scratch;
 
 	/* landlock */
 	int landlock_abi;	  /* 0 when the kernel has none (the plan allowed best-effort) */

@@ -16,6 +16,7 @@
 
 #include "backend/native/capture.h"
 #include "backend/native/child.h"
+#include "backend/native/inputs.h"
 #include "backend/native/sockdiag.h"
 #include "backend/native/verify.h"
 #include "core/cleanup.h"
@@ -61,6 +62,7 @@ struct al_monitor {
 	bool tick_fast; /* the tick is at TICK_FAST_MS (v1, once the command runs) */
 	int notifyfd;
 	int diagfd;		       /* NETLINK_SOCK_DIAG in the sandbox's netns, or -1 */
+	int scratchfd;		       /* the scratch's root (AL_SYNC_SCRATCH), or -1 */
 	uint64_t pending_bytes;	       /* al_sockdiag_pending_bytes() */
 	uint64_t notify_window_us;     /* start of the current notification window */
 	unsigned notify_count;	       /* notifications answered in it */
@@ -391,6 +393,14 @@ static void on_ready(struct al_monitor *m, int landlock_abi)
 		al_monitor_stop(sb);
 		return;
 	}
+	/* The tree is checked and init waits: nothing but our own code runs
+	 * in the sandbox while the copies go in. */
+	struct al_error err = {0};
+	if (al_native_fill_scratch(sb->lowered, m->plan, m->scratchfd, &err) < 0) {
+		failed(m, "copy-in", err.code, err.msg);
+		al_monitor_stop(sb);
+		return;
+	}
 	m->ev->ready(m->ev->data);
 }
 
@@ -399,6 +409,11 @@ static void on_ready(struct al_monitor *m, int landlock_abi)
  * namespace teardown, need not hold up the result — except on cgroup v2,
  * where init leaves the cgroup only by exiting, so release waits for it
  * before the cgroup is removed. */
+static bool sb_wants_scratch(const struct al_monitor *m)
+{
+	return m->sb->lowered && m->sb->lowered->want_scratch;
+}
+
 static void on_exit_status(struct al_monitor *m, const struct al_sync_msg *msg)
 {
 	m->have_status = true;
@@ -451,6 +466,13 @@ static void on_sync(struct al_monitor *m)
 		if (fd >= 0 && m->plan->gateway && (unsigned)msg.status < AL_GATEWAY_N_LISTENERS)
 			m->ev->listener(m->ev->data, (enum al_gateway_listener)msg.status,
 					TAKE_FD(fd));
+		break;
+	case AL_SYNC_SCRATCH:
+		if (fd >= 0 && m->scratchfd < 0 && sb_wants_scratch(m)) {
+			m->scratchfd = TAKE_FD(fd);
+			if (m->ev->scratch)
+				m->ev->scratch(m->ev->data, m->scratchfd);
+		}
 		break;
 	case AL_SYNC_READY:
 		al_log_phase("child ready, verifying");
@@ -515,7 +537,8 @@ int al_monitor_start(struct al_sandbox *sb, struct al_error *err)
 				 .res = sb->events->res,
 				 .meter = sb->events->meter,
 				 .notifyfd = -1,
-				 .diagfd = -1};
+				 .diagfd = -1,
+				 .scratchfd = -1};
 	sb->mon = m;
 	m->res->sockmem = al_cgroup_socket_mode(sb->cg);
 	m->pending_bytes = al_sockdiag_pending_bytes();
@@ -528,6 +551,14 @@ int al_monitor_start(struct al_sandbox *sb, struct al_error *err)
 			return al_error_setsys(err, errno, "timerfd for the limit checks");
 	}
 	return 0;
+}
+
+/* --copy-out, whatever ended the run, once init has reported that the
+ * namespace is empty or has been reaped: nothing writes the scratch. */
+static void copy_out(struct al_monitor *m)
+{
+	if (m && m->running && m->plan->n_copy_out && !m->res->copy_out)
+		m->res->copy_out = al_native_copy_out(m->plan, m->scratchfd);
 }
 
 void al_monitor_finish(struct al_sandbox *sb, struct al_sandbox_end *end)
@@ -544,6 +575,7 @@ void al_monitor_finish(struct al_sandbox *sb, struct al_sandbox_end *end)
 		end->status = m->status;
 		end->user_us = m->cpu_user_us;
 		end->system_us = m->cpu_system_us;
+		copy_out(m);
 		return;
 	}
 	/* Killed (limit, timeout, signal) or failed during setup: wait for
@@ -564,6 +596,8 @@ void al_monitor_finish(struct al_sandbox *sb, struct al_sandbox_end *end)
 		    (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec;
 	}
 	sb->exiting = true; /* reaped */
+	if (w == 0)
+		copy_out(m);
 	if (sb->cg && m) {
 		/* Read the final counters (on a normal end on_exit_status
 		 * already did, before init left the cgroup); only a run nothing
@@ -593,6 +627,7 @@ void al_monitor_release_all(struct al_sandbox *sb)
 		al_watch_removep(&m->w_notify);
 		al_closep(&m->notifyfd);
 		al_closep(&m->diagfd);
+		al_closep(&m->scratchfd);
 		al_timer_freep(&m->tick);
 		al_timer_freep(&m->kill);
 		al_timer_freep(&m->resume);

@@ -20,6 +20,7 @@
 #include "core/sys.h"
 #include "policy/kmem.h"
 #include "backend/native/child.h"
+#include "backend/native/inputs.h"
 #include "backend/native/lower.h"
 #include "backend/native/monitor.h"
 
@@ -84,6 +85,8 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 	int r;
 
 	if ((r = al_native_lower(p, &sb->lowered, err)) < 0)
+		return r;
+	if ((r = al_native_open_inputs(sb->lowered, p, &sb->inputs, err)) < 0)
 		return r;
 	/* Cheap (one readdir per hierarchy): clear what a killed supervisor
 	 * left behind before adding ours. */
@@ -220,6 +223,8 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 			close(enter[i]);
 			close(leave[i]);
 		}
+		/* The child has its own copies of the inputs now. */
+		al_native_close_inputs(TAKE_PTR(sb->inputs), sb->lowered->n_inputs);
 	}
 	if (pid < 0) {
 		r = clone_error(errno, err);
@@ -238,7 +243,8 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 					   .stdin_rd = f.in[0],
 					   .stdout_wr = f.out[1],
 					   .stderr_wr = f.errp[1],
-					   .n_cg = (size_t)n_cg};
+					   .n_cg = (size_t)n_cg,
+					   .inputs = sb->inputs};
 		memcpy(fds.cg_enter, enter, sizeof(int) * (size_t)n_cg);
 		memcpy(fds.cg_leave, leave, sizeof(int) * (size_t)n_cg);
 		al_sandbox_child(sb->plan, sb->lowered, &fds);
@@ -260,6 +266,8 @@ static void native_destroy(struct al_sandbox *sb)
 	struct al_error err = {0};
 
 	al_monitor_release_all(sb);
+	if (sb->lowered)
+		al_native_close_inputs(TAKE_PTR(sb->inputs), sb->lowered->n_inputs);
 	if (al_cgroup_destroy(TAKE_PTR(sb->cg), &err) < 0)
 		al_warn("%s", err.msg);
 	al_native_plan_free(TAKE_PTR(sb->lowered));

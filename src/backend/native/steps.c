@@ -198,6 +198,24 @@ static int make_placeholder(struct al_child *c, const struct al_mount_op *op)
 	return 0;
 }
 
+/* An input the supervisor copies into the scratch once the tree is built:
+ * bind its empty part (/scratch/ro/N) read-only now. */
+static int make_copy_part(struct al_child *c, const struct al_mount_op *op)
+{
+	if (mkdir("/scratch/ro", 0755) < 0 && errno != EEXIST)
+		return fail(c, errno, "mkdir /scratch/ro for %s", op->what);
+	if (op->dir) {
+		if (mkdir(op->source, 0755) < 0)
+			return fail(c, errno, "mkdir %s for %s", op->source, op->what);
+		return 0;
+	}
+	int fd = open(op->source, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return fail(c, errno, "creating %s for %s", op->source, op->what);
+	close(fd);
+	return 0;
+}
+
 /* Bind with the new mount API: the clone is detached, made read-only (or
  * whatever the plan says) and only then attached, so it is never visible
  * with weaker flags. A host source is opened without following any
@@ -210,6 +228,15 @@ static int do_bind(struct al_child *c, const struct al_mount_op *op)
 	struct stat st;
 	int src, tree, r;
 
+	if (op->copied && (r = make_copy_part(c, op)) < 0)
+		return r;
+	if (op->input >= 0 && !op->copied) {
+		/* Opened and idmapped by the supervisor (inputs.c). */
+		tree = c->fds->inputs ? c->fds->inputs[op->input] : -1;
+		if (tree < 0)
+			return fail(c, EBADF, "%s was not opened by the supervisor", op->what);
+		goto attach;
+	}
 	src = al_sys_openat2(AT_FDCWD, op->source, &how, sizeof(how));
 	if (src < 0)
 		return fail(c, errno, "opening %s (%s)", op->what, op->source + 8);
@@ -235,6 +262,7 @@ static int do_bind(struct al_child *c, const struct al_mount_op *op)
 		close(tree);
 		return r;
 	}
+attach:
 	if ((r = make_placeholder(c, op)) < 0) {
 		close(tree);
 		return r;
@@ -300,6 +328,15 @@ int step_build_root(struct al_child *c)
 				return r;
 			break;
 		}
+	}
+	if (np->want_scratch) {
+		/* The supervisor's way into the scratch: copies in before the
+		 * command, copies out after it (supervisor/copy.c). */
+		int fd = open("/scratch", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return fail(c, errno, "opening the scratch for the supervisor");
+		al_child_send(c->sync, AL_SYNC_SCRATCH, 0, 0, NULL, NULL, fd);
+		close(fd);
 	}
 	return 0;
 }

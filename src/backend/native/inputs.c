@@ -1,0 +1,310 @@
+/* A task's inputs as root (the plan's as_owner entries), opened by the
+ * supervisor with root's own access, so that a 0600 upload under a 0700
+ * home can be shown, and handed to the child as detached mounts it only
+ * attaches (open_tree(OPEN_TREE_CLONE) here, move_mount in steps.c).
+ *
+ * Each tree is idmapped (MOUNT_ATTR_IDMAP) so that the sandbox user is the
+ * input's host owner: it reads what the owner may read, and what it writes
+ * to a --rw directory belongs to that directory's owner, never to the
+ * sandbox's own host id. Where the filesystem cannot be idmapped, a --rw
+ * input is refused; a --ro one is shown as it is when the sandbox user can
+ * read it through the "other" bits, and otherwise refused — or, with
+ * "copy": true, copied into the scratch by the supervisor once the sandbox
+ * is built (copy.c). */
+#include "backend/native/inputs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/sys.h"
+#include "core/util.h"
+#include "supervisor/copy.h"
+
+/* One user namespace per distinct owner, only to describe the mapping
+ * owner → the sandbox user's host id; its process exits at once. */
+struct idmap {
+	uid_t uid;
+	gid_t gid;
+	int fd;
+};
+
+static int make_idmap(uid_t owner_uid, gid_t owner_gid, uid_t to_uid, gid_t to_gid,
+		      struct al_error *err)
+{
+	struct clone_args args = {.flags = CLONE_NEWUSER, .exit_signal = SIGCHLD};
+	char path[64], map[64];
+	int hold[2], r = 0, fd = -1;
+	long pid;
+
+	if (pipe2(hold, O_CLOEXEC) < 0)
+		return al_error_setsys(err, errno, "pipe2");
+	pid = al_sys_clone3(&args, sizeof(args));
+	if (pid == 0) {
+		char c;
+		close(hold[1]);
+		(void)!read(hold[0], &c, 1); /* until the parent is done */
+		_exit(0);
+	}
+	close(hold[0]);
+	if (pid < 0) {
+		r = al_error_setsys(err, errno, "creating the user namespace of an idmapped mount");
+		close(hold[1]);
+		return r;
+	}
+	snprintf(path, sizeof(path), "/proc/%ld/uid_map", pid);
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)owner_uid, (unsigned)to_uid);
+	if ((r = al_write_file_at(AT_FDCWD, path, map, strlen(map))) < 0) {
+		r = al_error_setsys(err, -r, "writing %s", path);
+		goto out;
+	}
+	snprintf(path, sizeof(path), "/proc/%ld/gid_map", pid);
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)owner_gid, (unsigned)to_gid);
+	if ((r = al_write_file_at(AT_FDCWD, path, map, strlen(map))) < 0) {
+		r = al_error_setsys(err, -r, "writing %s", path);
+		goto out;
+	}
+	snprintf(path, sizeof(path), "/proc/%ld/ns/user", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		r = al_error_setsys(err, errno, "open %s", path);
+out:
+	close(hold[1]);
+	while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return r < 0 ? r : fd;
+}
+
+static int idmap_fd(struct idmap **maps, size_t *n, const struct al_mount_op *op,
+		    const struct al_plan *plan, struct al_error *err)
+{
+	for (size_t i = 0; i < *n; i++)
+		if ((*maps)[i].uid == op->owner_uid && (*maps)[i].gid == op->owner_gid)
+			return (*maps)[i].fd;
+	int fd = make_idmap(op->owner_uid, op->owner_gid, plan->host_uid, plan->host_gid, err);
+	if (fd < 0)
+		return fd;
+	*maps = xrealloc(*maps, (*n + 1) * sizeof(**maps));
+	(*maps)[(*n)++] = (struct idmap){op->owner_uid, op->owner_gid, fd};
+	return fd;
+}
+
+/* The mode bits the sandbox user goes through: the owner's when it acts as
+ * the owner, the others' when not. */
+static bool may(const struct stat *st, bool as_owner, bool write)
+{
+	mode_t r = as_owner ? S_IRUSR : S_IROTH, w = as_owner ? S_IWUSR : S_IWOTH,
+	       x = as_owner ? S_IXUSR : S_IXOTH;
+	mode_t need = r | (write ? w : 0) | (S_ISDIR(st->st_mode) ? x : 0);
+	return (st->st_mode & need) == need;
+}
+
+static const char *host_path(const struct al_mount_op *op)
+{
+	return op->source + strlen("/oldroot");
+}
+
+/* Open one input as a detached tree with its flags and, where the
+ * filesystem allows, the owner's idmapping. *copy is set when it must be
+ * copied instead (the tree is then not needed: returns -1 with no error). */
+static int open_input(const struct al_mount_op *op, const struct al_plan *plan, int userns,
+		      bool *copy, struct al_error *err)
+{
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	struct mount_attr attr = {.attr_set = op->attr | MOUNT_ATTR_IDMAP,
+				  .userns_fd = (uint64_t)userns};
+	bool write = !(op->attr & MOUNT_ATTR_RDONLY), idmapped = true;
+	_cleanup_close_ int src = -1, tree = -1;
+	struct stat st;
+
+	*copy = false;
+	src = al_sys_openat2(AT_FDCWD, host_path(op), &how, sizeof(how));
+	if (src < 0)
+		return al_error_setsys(err, errno, "%s: opening %s", op->what, host_path(op));
+	if (fstat(src, &st) < 0)
+		return al_error_setsys(err, errno, "%s: stat %s", op->what, host_path(op));
+	if (st.st_dev != op->dev || st.st_ino != op->ino)
+		return al_error_set(err, ESTALE, "%s: %s changed between planning and opening",
+				    op->what, host_path(op));
+	tree = (int)syscall(SYS_open_tree, src, "",
+			    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	if (tree < 0)
+		return al_error_setsys(err, errno, "%s: open_tree %s", op->what, host_path(op));
+	if (al_sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0) {
+		int e = errno;
+		if (e != EINVAL && e != EPERM && e != EOPNOTSUPP)
+			return al_error_setsys(err, e, "%s: idmapping %s", op->what, host_path(op));
+		if (write)
+			return al_error_set(
+			    err, EOPNOTSUPP,
+			    "%s: %s is on a filesystem that cannot be idmapped (%s), so the "
+			    "sandbox could write there only as host id %u, not as its owner %u; "
+			    "--rw refused (use --copy-out, or a directory on another filesystem)",
+			    op->what, host_path(op), strerror(e), (unsigned)plan->host_uid,
+			    (unsigned)op->owner_uid);
+		al_debug("%s: no idmapping (%s); shown with its own ids", op->what, strerror(e));
+		attr.attr_set = op->attr;
+		attr.userns_fd = 0;
+		idmapped = false;
+		if (al_sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+					 sizeof(attr)) < 0)
+			return al_error_setsys(err, errno, "%s: setting flags on %s", op->what,
+					       host_path(op));
+	}
+	if (!may(&st, idmapped, write)) {
+		if (op->copy && !write) {
+			*copy = true;
+			return -1;
+		}
+		return al_error_set(
+		    err, EACCES, "%s: %s (mode %04o) is not %s by %s%s; %s", op->what,
+		    host_path(op), st.st_mode & 07777, write ? "readable and writable" : "readable",
+		    idmapped ? "its owner, whom the sandbox user acts as" : "others",
+		    idmapped ? "" : " (its filesystem cannot be idmapped)",
+		    write ? "change its mode"
+			  : "change its mode, or set \"copy\": true on the mount to copy it "
+			    "into the scratch");
+	}
+	/* Above the numbers the child's stdio step moves its own fds to, so
+	 * none of them lands on an input (steps.c, step_stdio). */
+	int high = fcntl(tree, F_DUPFD_CLOEXEC, AL_INPUT_FD_MIN);
+	if (high < 0)
+		return al_error_setsys(err, errno, "%s: fcntl F_DUPFD_CLOEXEC", op->what);
+	return high;
+}
+
+/* "copy": true: bind the scratch's part ro/N instead, which the supervisor
+ * fills once the sandbox is built (monitor.c). */
+static void make_copy(struct al_native_plan *np, struct al_mount_op *op)
+{
+	_cleanup_free_ char *host = xstrdup(host_path(op));
+	char *part = xasprintf("ro/%d", op->input);
+
+	np->copies = xrealloc(np->copies, (np->n_copies + 1) * sizeof(*np->copies));
+	np->copies[np->n_copies++] =
+	    (struct al_native_copy){TAKE_PTR(host), op->dev, op->ino, part};
+	free(op->source);
+	op->source = xasprintf("/scratch/%s", part);
+	op->copied = true;
+	op->ino = 0; /* the identity is the host file's, checked when it is copied */
+	np->want_scratch = true;
+	al_debug("%s: the sandbox user could not read it; copying it into the scratch", op->what);
+}
+
+int al_native_open_inputs(struct al_native_plan *np, const struct al_plan *plan, int **ret,
+			  struct al_error *err)
+{
+	_cleanup_free_ struct idmap *maps = NULL;
+	size_t n_maps = 0;
+	int *fds;
+	int r = 0;
+
+	*ret = NULL;
+	if (np->n_inputs == 0)
+		return 0;
+	fds = xcalloc(np->n_inputs, sizeof(*fds));
+	for (size_t i = 0; i < np->n_inputs; i++)
+		fds[i] = -1;
+	for (size_t i = 0; i < np->n_ops && r >= 0; i++) {
+		struct al_mount_op *op = &np->ops[i];
+		bool copy;
+		if (op->input < 0)
+			continue;
+		int userns = idmap_fd(&maps, &n_maps, op, plan, err);
+		if (userns < 0) {
+			r = userns;
+			break;
+		}
+		int fd = open_input(op, plan, userns, &copy, err);
+		if (fd < 0 && !copy) {
+			r = fd;
+			break;
+		}
+		if (copy)
+			make_copy(np, op);
+		else
+			fds[op->input] = fd;
+	}
+	for (size_t i = 0; i < n_maps; i++)
+		close(maps[i].fd);
+	if (r < 0) {
+		al_native_close_inputs(fds, np->n_inputs);
+		return r;
+	}
+	al_log_phase("inputs opened");
+	*ret = fds;
+	return 0;
+}
+
+void al_native_close_inputs(int *fds, size_t n)
+{
+	if (!fds)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	free(fds);
+}
+
+int al_native_fill_scratch(const struct al_native_plan *np, const struct al_plan *plan, int scratch,
+			   struct al_error *err)
+{
+	/* The read-only copies of inputs, made as the namespace's root (its
+	 * placeholders' owner; the sandbox user reads them through the other
+	 * bits), then the task's copies, made as the sandbox user: they are
+	 * its own to change. */
+	uid_t self = (uid_t)-1;
+	const struct al_copy_owner ro = {plan->rootless ? self : AL_HOST_ID_BASE,
+					 plan->rootless ? self : AL_HOST_ID_BASE, true, true};
+	const struct al_copy_owner rw = {plan->rootless ? self : plan->host_uid,
+					 plan->rootless ? self : plan->host_gid, false, false};
+	int r;
+
+	if (np->n_copies == 0 && plan->n_copy_in == 0)
+		return 0;
+	if (scratch < 0)
+		return al_error_set(err, EIO, "the sandbox did not hand over its scratch");
+	for (size_t i = 0; i < np->n_copies; i++) {
+		const struct al_native_copy *c = &np->copies[i];
+		if ((r = al_copy_in(c->host, c->dev, c->ino, scratch, c->part, &ro, err)) < 0)
+			return r;
+	}
+	for (size_t i = 0; i < plan->n_copy_in; i++) {
+		const struct al_copy_in *c = &plan->copy_in[i];
+		if ((r = al_copy_in(c->host, c->dev, c->ino, scratch, c->part, &rw, err)) < 0)
+			return al_error_wrap(err, "%s", c->origin);
+	}
+	al_log_phase("copied in");
+	return 0;
+}
+
+json_t *al_native_copy_out(const struct al_plan *plan, int scratch)
+{
+	struct al_copy_caps caps = {plan->copy_out_bytes, plan->copy_out_files};
+	json_t *all = json_array();
+
+	for (size_t i = 0; i < plan->n_copy_out; i++) {
+		const struct al_copy_out *c = &plan->copy_out[i];
+		if (scratch >= 0) {
+			json_array_append_new(all, al_copy_out(scratch, plan, c, &caps));
+			continue;
+		}
+		json_array_append_new(all, json_pack("{s:s, s:s, s:s}", "path", c->path, "host",
+						     c->hostdir, "error",
+						     "the sandbox did not hand over its scratch"));
+	}
+	al_log_phase("copied out");
+	return all;
+}
