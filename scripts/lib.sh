@@ -4,6 +4,8 @@
 # Debian 12 packages, by purpose.
 AL_BUILD_PACKAGES=(gcc meson ninja-build pkg-config libseccomp-dev libjansson-dev libcmocka-dev
 	libssl-dev libc-ares-dev libnftnl-dev libmnl-dev)
+# scripts/test's Debian package stage: dpkg-buildpackage, lintian, man -w.
+AL_DEB_PACKAGES=(debhelper dpkg-dev lintian man-db)
 AL_DEMO_PACKAGES=(python3 python3-pandas)
 AL_TEST_PACKAGES=(python3 python3-pandas python3-numpy curl git make nodejs iproute2 nftables clang libclang-rt-14-dev bubblewrap
 	hyperfine util-linux clang-format)
