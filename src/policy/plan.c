@@ -165,9 +165,14 @@ static int build_etc(struct builder *b)
 	add_file(b, "/etc/hostname", xasprintf("%s\n", p->hostname));
 	add_file(b, "/etc/resolv.conf",
 		 xstrdup("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"));
+	/* Without the gateway nothing answers DNS: leaving "dns" out makes
+	 * every name outside /etc/hosts "not found" (EAI_NONAME) at once, as
+	 * the gateway's stub says NXDOMAIN for names outside the rules,
+	 * rather than a "temporary failure" that invites a retry. */
 	add_file(b, "/etc/nsswitch.conf",
-		 xstrdup("passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
-			 "networks: files\nprotocols: files\nservices: files\n"));
+		 xasprintf("passwd: files\ngroup: files\nshadow: files\nhosts: files%s\n"
+			   "networks: files\nprotocols: files\nservices: files\n",
+			   p->gateway ? " dns" : ""));
 	for (size_t i = 0; etc_binds[i]; i++) {
 		struct stat st;
 		if (stat(etc_binds[i], &st) < 0)

@@ -681,6 +681,25 @@ def mount_targets_refused(e):
 # ---- network -----------------------------------------------------------------
 
 @case
+def names_do_not_exist(e):
+    """A name outside the rules reads "does not exist", never "temporary
+    failure", to glibc, Python and Node: without the gateway (nsswitch
+    "hosts: files") and through its stub (NXDOMAIN)."""
+    script = ("getent hosts nope.test; echo getent=$?\n"
+              "python3 -c \"import socket\n"
+              "try: socket.getaddrinfo('nope.test', 80)\n"
+              "except socket.gaierror as e: print('python', e.errno)\"\n"
+              "node -e \"require('dns').lookup('nope.test', e => console.log('node', "
+              "e && e.code))\"\n")
+    want = "getent=2\npython -2\nnode ENOTFOUND\n"
+    if not shutil.which("node"):
+        raise Skip("node is not installed")
+    for opts in ([], ["--allow", "allowed.test"]):
+        res = e.run(["/bin/sh", "-c", script], opts)
+        expect_out(res, want)
+
+
+@case
 def no_network_to_host(e):
     """A TCP listener on the host's 127.0.0.1 and ::1 is unreachable from inside
     (ECONNREFUSED on the sandbox's own loopback) and never sees a connection."""
