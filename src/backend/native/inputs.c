@@ -118,14 +118,13 @@ static const char *host_path(const struct al_mount_op *op)
 /* Open one input as a detached tree with its flags and, where the
  * filesystem allows, the owner's idmapping. *copy is set when it must be
  * copied instead (the tree is then not needed: returns -1 with no error). */
-static int open_input(const struct al_mount_op *op, const struct al_plan *plan, int userns,
-		      bool *copy, struct al_error *err)
+static int open_input(const struct al_mount_op *op, const struct al_plan *plan, struct idmap **maps,
+		      size_t *n_maps, bool *copy, struct al_error *err)
 {
 	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
 			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
-	struct mount_attr attr = {.attr_set = op->attr | MOUNT_ATTR_IDMAP,
-				  .userns_fd = (uint64_t)userns};
-	bool write = !(op->attr & MOUNT_ATTR_RDONLY), idmapped = true;
+	struct mount_attr attr = {.attr_set = op->attr};
+	bool write = !(op->attr & MOUNT_ATTR_RDONLY), idmapped = false;
 	_cleanup_close_ int src = -1, tree = -1;
 	struct stat st;
 
@@ -142,8 +141,22 @@ static int open_input(const struct al_mount_op *op, const struct al_plan *plan, 
 			    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
 	if (tree < 0)
 		return al_error_setsys(err, errno, "%s: open_tree %s", op->what, host_path(op));
+	/* A read-only file that others may read needs no idmapping (and its
+	 * user namespace, the costly part): the sandbox user reads it through
+	 * the other bits. A directory may hold files only its owner reads. */
+	if (write || S_ISDIR(st.st_mode) || !(st.st_mode & S_IROTH)) {
+		int userns = idmap_fd(maps, n_maps, op, plan, err);
+		if (userns < 0)
+			return userns;
+		attr.attr_set |= MOUNT_ATTR_IDMAP;
+		attr.userns_fd = (uint64_t)userns;
+		idmapped = true;
+	}
 	if (al_sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0) {
 		int e = errno;
+		if (!idmapped)
+			return al_error_setsys(err, e, "%s: setting flags on %s", op->what,
+					       host_path(op));
 		if (e != EINVAL && e != EPERM && e != EOPNOTSUPP)
 			return al_error_setsys(err, e, "%s: idmapping %s", op->what, host_path(op));
 		if (write)
@@ -222,12 +235,7 @@ int al_native_open_inputs(struct al_native_plan *np, const struct al_plan *plan,
 		bool copy;
 		if (op->input < 0)
 			continue;
-		int userns = idmap_fd(&maps, &n_maps, op, plan, err);
-		if (userns < 0) {
-			r = userns;
-			break;
-		}
-		int fd = open_input(op, plan, userns, &copy, err);
+		int fd = open_input(op, plan, &maps, &n_maps, &copy, err);
 		if (fd < 0 && !copy) {
 			r = fd;
 			break;
