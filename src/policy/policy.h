@@ -134,3 +134,14 @@ int al_policy_load_file(const char *path, struct al_policy **ret, struct al_erro
 /* Same for an in-memory document; `name` is used in messages. */
 int al_policy_load_string(const char *name, const char *text, size_t len, struct al_policy **ret,
 			  struct al_error *err);
+
+/* The same two, adding every error they find to errs (al_policy_load_file()
+ * and al_policy_load_string() report the first of them): each key and
+ * element is checked even after another failed. They stop early only where
+ * going on would mean nothing: a file that cannot be read or is not JSON,
+ * a top level that is not an object, a version this build does not read, a
+ * value of the wrong type (its insides are not looked at). Returns 0, or
+ * the negative errno of the first error added; *ret only on success. */
+int al_policy_load_file_all(const char *path, struct al_policy **ret, struct al_errors *errs);
+int al_policy_load_string_all(const char *name, const char *text, size_t len,
+			      struct al_policy **ret, struct al_errors *errs);
