@@ -242,9 +242,12 @@ static int check_ancestors(const struct al_policy_mount *m, const char *real, st
 }
 
 /* sorted[i], checked against the host and the layout; sorted[0..i) are
- * the mounts at shorter or equal paths. */
-static int build_mount(struct builder *b, const struct al_policy_mount *const *sorted, size_t i,
-		       char *const *system, struct al_error *err)
+ * the mounts at shorter or equal paths. bad_path[] (by index in the
+ * policy's mounts) marks those whose sandbox path was refused: said once,
+ * and not used as the mount another lies inside. */
+static int build_mount(struct builder *b, const struct al_policy *pol,
+		       const struct al_policy_mount *const *sorted, size_t i, char *const *system,
+		       bool *bad_path, struct al_error *err)
 {
 	const struct al_policy_mount *m = sorted[i];
 	struct al_plan *p = b->plan;
@@ -252,6 +255,9 @@ static int build_mount(struct builder *b, const struct al_policy_mount *const *s
 	char real[PATH_MAX];
 	struct stat st;
 
+	if (bad_path[m - pol->mounts])
+		return 0; /* refused against the workdir or the scratch */
+	bad_path[m - pol->mounts] = true;
 	if (!al_path_is_clean_absolute(m->path))
 		return al_error_set(err, EINVAL,
 				    "%s: sandbox path \"%s\" is not a clean absolute path",
@@ -259,8 +265,10 @@ static int build_mount(struct builder *b, const struct al_policy_mount *const *s
 	if (is_reserved(p, system, m->path, &why))
 		return al_error_set(err, EINVAL, "%s: sandbox path %s would cover or sit inside %s",
 				    m->origin, m->path, why);
+	bad_path[m - pol->mounts] = false;
 	for (size_t j = 0; j < i; j++)
-		if (al_path_is_under(m->path, sorted[j]->path))
+		if (!bad_path[sorted[j] - pol->mounts] &&
+		    al_path_is_under(m->path, sorted[j]->path))
 			return al_error_set(err, EINVAL,
 					    "%s: sandbox path %s lies inside another mount (%s)",
 					    m->origin, m->path, sorted[j]->path);
@@ -299,7 +307,8 @@ static int build_mount(struct builder *b, const struct al_policy_mount *const *s
 	return 0;
 }
 
-static void build_mounts(struct builder *b, const struct al_policy *pol, char *const *system)
+static void build_mounts(struct builder *b, const struct al_policy *pol, char *const *system,
+			 bool *bad_path)
 {
 	_cleanup_free_ const struct al_policy_mount **sorted =
 	    xcalloc(pol->n_mounts + 1, sizeof(*sorted));
@@ -309,7 +318,7 @@ static void build_mounts(struct builder *b, const struct al_policy *pol, char *c
 	qsort(sorted, pol->n_mounts, sizeof(*sorted), cmp_mount_path);
 	for (size_t i = 0; i < pol->n_mounts; i++) {
 		struct al_error err = {0};
-		if (build_mount(b, sorted, i, system, &err) < 0)
+		if (build_mount(b, pol, sorted, i, system, bad_path, &err) < 0)
 			al_errors_add_error(b->errs, &err);
 	}
 }
@@ -493,27 +502,31 @@ static bool build_request(struct al_plan *p, const struct al_policy *pol, unsign
 	return workdir_ok;
 }
 
-/* Mounts against the workdir and /tmp (the scratch); true when one of them
- * is the workdir. */
+/* Mounts against the workdir and /tmp (the scratch), marking in
+ * bad_path[] those refused; true when one of them is the workdir. */
 static bool check_mounts_vs_scratch(const struct al_plan *p, const struct al_policy *pol,
-				    struct al_errors *errs)
+				    bool *bad_path, struct al_errors *errs)
 {
 	bool workdir_is_mount = false;
 
 	for (size_t i = 0; i < pol->n_mounts; i++) {
 		const struct al_policy_mount *m = &pol->mounts[i];
-		if (strcmp(m->path, p->workdir) == 0)
+		bool in_tmp = al_path_is_under(m->path, "/tmp");
+
+		if (strcmp(m->path, p->workdir) == 0) {
 			workdir_is_mount = true;
-		else if (al_path_is_under(p->workdir, m->path))
+		} else if (al_path_is_under(p->workdir, m->path)) {
 			al_errors_add(errs, EINVAL, NULL, NULL,
 				      "%s: sandbox path %s would hide the workdir %s", m->origin,
 				      m->path, p->workdir);
-		else if (al_path_is_under(m->path, p->workdir) || al_path_is_under(m->path, "/tmp"))
+			bad_path[i] = true;
+		} else if (in_tmp || al_path_is_under(m->path, p->workdir)) {
 			al_errors_add(errs, EINVAL, NULL, NULL,
 				      "%s: sandbox path %s lies inside the scratch (%s); mount "
 				      "it elsewhere, e.g. /input",
-				      m->origin, m->path,
-				      al_path_is_under(m->path, "/tmp") ? "/tmp" : p->workdir);
+				      m->origin, m->path, in_tmp ? "/tmp" : p->workdir);
+			bad_path[i] = true;
+		}
 	}
 	return workdir_is_mount;
 }
@@ -525,10 +538,11 @@ int al_plan_build_all(const struct al_policy *pol, unsigned flags, struct al_pla
 	struct builder b = {.plan = p, .errs = errs};
 	char *const *system = pol->system ? pol->system : (char *const *)default_system;
 	size_t before = al_errors_count(errs);
+	_cleanup_free_ bool *bad_path = xcalloc(pol->n_mounts + 1, sizeof(bool));
 	bool workdir_is_mount = false;
 
 	if (build_request(p, pol, flags, system, errs))
-		workdir_is_mount = check_mounts_vs_scratch(p, pol, errs);
+		workdir_is_mount = check_mounts_vs_scratch(p, pol, bad_path, errs);
 	build_ids(p);
 	build_network(p, pol, errs);
 	build_env(p, pol);
@@ -539,7 +553,7 @@ int al_plan_build_all(const struct al_policy *pol, unsigned flags, struct al_pla
 	build_system(&b, system, pol->system != NULL);
 	build_etc(&b);
 	build_proc_dev(&b);
-	build_mounts(&b, pol, system);
+	build_mounts(&b, pol, system, bad_path);
 
 	if (al_errors_count(errs) > before)
 		return al_errors_first(errs, before, NULL);

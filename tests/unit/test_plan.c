@@ -1194,6 +1194,20 @@ static void test_all_plan_errors(void **state)
 	al_errors_clear(&errs);
 	q->pids = 1;
 	BUILD_BAD(q, "pids limit must be at least 2");
+
+	/* A mount whose sandbox path is refused is refused once, and others
+	 * are not said to lie inside it. */
+	_cleanup_(al_policy_freep) struct al_policy *r = new_policy();
+	al_policy_add_mount(r, "/usr", "/", AL_MOUNT_RO, AL_UNSET, "--ro /usr:/");
+	al_policy_add_mount(r, "/usr", "/etc", AL_MOUNT_RO, AL_UNSET, "--ro /usr:/etc");
+	al_policy_add_mount(r, "/usr", "/etc/y", AL_MOUNT_RO, AL_UNSET, "--ro /usr:/etc/y");
+	al_policy_add_mount(r, "/usr", "/opt/x", AL_MOUNT_RO, AL_UNSET, "--ro /usr:/opt/x");
+	assert_int_equal(al_plan_build_all(r, 0, &plan, &errs), -EINVAL);
+	assert_int_equal(errs.n, 3);
+	assert_contains(errs.v[0].text, "--ro /usr:/: sandbox path / would hide the workdir");
+	assert_contains(errs.v[1].text, "--ro /usr:/etc: sandbox path /etc would cover");
+	assert_contains(errs.v[2].text, "--ro /usr:/etc/y: sandbox path /etc/y would cover");
+	al_errors_clear(&errs);
 }
 
 int main(void)
