@@ -1665,22 +1665,30 @@ def dns_exfiltration_never_leaves(e):
 @case
 def broad_rules_do_not_reach_private_space(e):
     """An address rule that merely contains loopback, private or metadata
-    space (0.0.0.0/0:*) does not let a connection to 127.0.0.1 through —
-    only a rule naming such space does (127.0.0.1:P); and a SOCKS5
-    connection to an allowed name whose first bytes name another host (an
-    HTTP Host switch) is cut before any of its bytes reach the upstream."""
+    space (0.0.0.0/0:*) does not let a connection to 127.0.0.1 through, nor
+    one to 0.0.0.0 (the unspecified address, which the gateway would reach
+    as its own host's loopback, and which 0.0.0.0/0 starts with) — only a
+    rule naming such space does (127.0.0.1:P); and a SOCKS5 connection to
+    an allowed name whose first bytes name another host (an HTTP Host
+    switch) is cut before any of its bytes reach the upstream."""
     with Recorder("api") as api:
         code = ("import socket,sys\n"
-                "s=socket.create_connection(('127.0.0.1',3128))\n"
-                "s.sendall(b'GET http://127.0.0.1:%d/broad HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n\\r\\n')\n"
-                "print(s.recv(200).split(b'\\r\\n')[0].decode())\n") % (api.port, api.port)
-        r = gw_run(e, None, ["--allow", "0.0.0.0/0:*"], cmd=[PY, "-c", code], servers=[api])
-        r.expect(r.res.text.startswith("HTTP/1.1 403"), "0.0.0.0/0 reached loopback: %r" % r.res.text)
-        r.expect(any("only contains" in (ev.get("reason") or "") for ev in r.net(decision="deny")),
-                 "no deny event naming the broad rule")
+                "for h in sys.argv[1:]:\n"
+                "    s=socket.create_connection(('127.0.0.1',3128))\n"
+                "    s.sendall(('GET http://%%s:%d/broad HTTP/1.1\\r\\nHost: %%s:%d\\r\\n\\r\\n' %% (h, h)).encode())\n"
+                "    print(s.recv(200).split(b'\\r\\n')[0].decode())\n") % (api.port, api.port)
+        r = gw_run(e, None, ["--allow", "0.0.0.0/0:*"], cmd=[PY, "-c", code, "127.0.0.1", "0.0.0.0"],
+                   servers=[api])
+        lines = r.res.text.splitlines()
+        r.expect(len(lines) == 2 and all(l.startswith("HTTP/1.1 403") for l in lines),
+                 "0.0.0.0/0 reached loopback or 0.0.0.0: %r" % r.res.text)
+        for addr in ("127.0.0.1", "0.0.0.0"):
+            r.expect(any("only contains" in (ev.get("reason") or "")
+                         for ev in r.net(name=addr, decision="deny")),
+                     "no deny event for %s naming the broad rule" % addr)
         api.expect_nothing(r)
         r = gw_run(e, None, ["--allow", "127.0.0.1:%d" % api.port],
-                   cmd=[PY, "-c", code.replace("/broad", "/named")], servers=[api])
+                   cmd=[PY, "-c", code.replace("/broad", "/named"), "127.0.0.1"], servers=[api])
         r.expect(r.res.text.startswith("HTTP/1.0 200") or r.res.text.startswith("HTTP/1.1 200"),
                  "a rule naming 127.0.0.1 did not let it through: %r" % r.res.text)
         socks = ("import socket,struct\n"
