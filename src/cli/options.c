@@ -411,7 +411,7 @@ static const struct option_def options[] = {
 	{"result-fd", 0, "N",               RUN,  "write the result record to inherited descriptor N", opt_file},
 	{"audit",    0,  "FILE",            RUN,  "append the audit stream (JSON lines) to FILE (no symlink in the path)", opt_file},
 	{"audit-fd", 0,  "N",               RUN,  "write the audit stream to inherited descriptor N (3 or more)", opt_file},
-	{"allow", 0, "HOST[:PORT]", BOTH, "allow egress to HOST (name, *.wildcard, IP, CIDR; ports 80,443 unless :PORT, :A-B or :*)", opt_allow},
+	{"allow", 0, "HOST[:PORT]", BOTH, "allow egress to HOST (name, *.wildcard, IP, CIDR; ports 80,443 unless :PORT, :A-B or :*); not loopback: for the host's, --map-host NAME=127.0.0.1 --allow NAME:PORT", opt_allow},
 	{"map-host", 0, "NAME=ADDR", BOTH, "resolve NAME to ADDR in the gateway (like /etc/hosts)", opt_map_host},
 	{"resolver", 0, "IP[:PORT]", BOTH, "resolver the gateway asks for allowed names (default: the host's)", opt_resolver},
 	{"backend",  0,  "NAME",            BOTH, "isolation backend (only: native)", opt_backend},

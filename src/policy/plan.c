@@ -379,7 +379,10 @@ static void build_network(struct al_plan *p, const struct al_policy *pol, struct
 	p->allow = al_allow_new();
 	p->allow_text = al_strv_dup(pol->net_allow);
 	for (size_t i = 0; i < n; i++) {
-		if (al_allow_add(p->allow, pol->net_allow[i], err) < 0) {
+		/* Checked as --allow checks it: a policy built elsewhere (the
+		 * API) has not been. */
+		if (al_policy_check_allow_rule(pol->net_allow[i], err) < 0 ||
+		    al_allow_add(p->allow, pol->net_allow[i], err) < 0) {
 			al_error_wrap(err, "network.allow \"%s\"", pol->net_allow[i]);
 			al_errors_add_error(errs, err);
 		}

@@ -103,7 +103,11 @@ void al_policy_add_mount(struct al_policy *p, const char *host, const char *path
 			 enum al_mount_mode mode, int exec, const char *origin);
 
 /* Validate one allowlist rule / a name=address mapping (same checks the
- * gateway applies); err says what is wrong. */
+ * gateway applies); err says what is wrong. A rule for loopback space
+ * (127.0.0.0/8, ::1), the unspecified address (0.0.0.0, ::) or localhost
+ * (and names below it) is refused too: inside the sandbox those are its own
+ * loopback, never the gateway's, and the message says to map a name to the
+ * host's loopback (--map-host NAME=127.0.0.1) and allow that name. */
 int al_policy_check_allow_rule(const char *rule, struct al_error *err);
 int al_policy_check_host_map(const char *name, const char *addr, struct al_error *err);
 

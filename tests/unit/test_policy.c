@@ -290,6 +290,49 @@ static void test_env_hostname_network(void **state)
 	BAD("{\"version\":1,\"network\":{\"mode\":\"host\"}}", "p.json: network.mode:", "\"none\"",
 	    "\"host\"");
 	BAD("{\"version\":1,\"network\":{\"mode\":\"\"}}", "p.json: network.mode:");
+	/* The sandbox's loopback is its own: a rule for loopback, localhost
+	 * or the unspecified address is refused, pointing to a host map. */
+	BAD("{\"version\":1,\"network\":{\"allow\":[\"a.test\",\"127.0.0.1:8080\"]}}",
+	    "p.json: network.allow[1]: allow rule \"127.0.0.1:8080\" is for loopback space",
+	    "--map-host NAME=127.0.0.1 --allow NAME:8080", "network.hosts");
+}
+
+/* al_policy_check_allow_rule: what --allow and network.allow accept */
+static void test_allow_rule_loopback(void **state)
+{
+	static const struct {
+		const char *rule, *what, *hint;
+	} refused[] = {
+	    {"127.0.0.1:8080", "is for loopback space",
+	     "--map-host NAME=127.0.0.1 --allow NAME:8080"},
+	    {"127.0.0.5", "is for loopback space", "--map-host NAME=127.0.0.5 --allow NAME "},
+	    {"127.0.0.0/8:*", "is for loopback space", "NAME=127.0.0.1 --allow NAME:*"},
+	    {"[::1]:443", "is for loopback space", "--map-host NAME=::1 --allow NAME:443"},
+	    {"::ffff:127.0.0.1", "is for loopback space", "NAME=127.0.0.1"},
+	    {"localhost:3000", "is for localhost,", "NAME=127.0.0.1 --allow NAME:3000"},
+	    {"LocalHost.", "is for localhost,", "NAME=127.0.0.1"},
+	    {"api.localhost:80", "is for a name under localhost", "--allow NAME:80"},
+	    {"*.localhost", "is for a name under localhost", "NAME=127.0.0.1"},
+	    {"0.0.0.0:80", "is for the unspecified address", "NAME=127.0.0.1 --allow NAME:80"},
+	    {"::", "is for the unspecified address", "NAME=::1"},
+	};
+	static const char *const accepted[] = {"0.0.0.0/0:*",	  "::/0",	    "126.0.0.0/7",
+					       "notlocalhost:80", "localhost.test", "10.0.0.0/8",
+					       "api.example.com"};
+	struct al_error err = {0};
+
+	for (size_t i = 0; i < AL_ARRAY_SIZE(refused); i++) {
+		al_error_clear(&err);
+		if (al_policy_check_allow_rule(refused[i].rule, &err) != -EINVAL)
+			fail_msg("rule %s accepted", refused[i].rule);
+		assert_contains(err.msg, refused[i].what);
+		assert_contains(err.msg, refused[i].hint);
+		assert_contains(err.msg, "the sandbox's own loopback, not the host's");
+		assert_null(strchr(err.msg, '\n'));
+	}
+	for (size_t i = 0; i < AL_ARRAY_SIZE(accepted); i++)
+		if (al_policy_check_allow_rule(accepted[i], &err) != 0)
+			fail_msg("rule %s refused: %s", accepted[i], err.msg);
 }
 
 static void test_syntax_errors(void **state)
@@ -701,6 +744,7 @@ int main(void)
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test(test_command),
 		cmocka_unit_test(test_env_hostname_network),
+		cmocka_unit_test(test_allow_rule_loopback),
 		cmocka_unit_test(test_syntax_errors),
 		cmocka_unit_test(test_load_string_respects_len),
 		cmocka_unit_test(test_load_file),
