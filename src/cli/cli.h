@@ -29,25 +29,35 @@ struct al_cli {
 };
 
 /* Parse argv (after the subcommand name). For run, the first non-option
- * argument (or whatever follows "--") starts the command. Returns 0 or a
- * negative errno with err naming the offending option. Free with
- * al_cli_clear(). */
+ * argument (or whatever follows "--") starts the command. Every bad flag
+ * is added to errs, each naming the option; after an unknown option a next
+ * word that is not an option is passed over (it may be that option's
+ * value). Returns 0, or the negative errno of the first error added. Free
+ * with al_cli_clear() either way. */
 int al_cli_parse(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
-		 struct al_error *err);
+		 struct al_errors *errs);
 void al_cli_clear(struct al_cli *cli);
 
-/* The start every subcommand shares: parse argv into *cli, and handle
- * --help (print usage), --version and a parse error (one line on stderr).
- * Returns true when the subcommand is done, with *ret_code set (0 or 125);
- * call al_cli_clear() either way. */
+/* The start every subcommand shares: parse argv into *cli (the flags'
+ * errors go to errs, for the subcommand to report with what else it finds)
+ * and handle --help (print usage) and --version when no flag was wrong.
+ * Returns true when the subcommand is done, with *ret_code set to 0; call
+ * al_cli_clear() either way. */
 bool al_cli_start(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
-		  void (*usage)(FILE *f), int *ret_code);
+		  void (*usage)(FILE *f), struct al_errors *errs, int *ret_code);
 
 /* Print the options of cmd, generated from the table. */
 void al_cli_print_options(FILE *f, enum al_cli_cmd cmd);
 
-/* Load --policy (if any), merge the flags over it and return the result. */
-int al_cli_policy(const struct al_cli *cli, struct al_policy **ret, struct al_error *err);
+/* Load --policy (if any), adding each of its errors to errs, and merge the
+ * flags over it. Returns 0 with *ret set when errs is still empty (no flag
+ * and nothing in the file was wrong), else the negative errno of errs'
+ * first error. */
+int al_cli_policy(const struct al_cli *cli, struct al_policy **ret, struct al_errors *errs);
+
+/* Print each error as one line on stderr ("airlock: TEXT"), then how many
+ * more there were past the cap. */
+void al_cli_print_errors(const struct al_errors *errs);
 
 struct al_run;
 struct al_run_request;

@@ -2,6 +2,7 @@
  * like `httpd -n`. Nothing is created. */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -9,6 +10,7 @@
 #include "config.h"
 #include "core/cleanup.h"
 #include "core/log.h"
+#include "core/util.h"
 #include "policy/kmem.h"
 #include "policy/plan.h"
 
@@ -17,9 +19,88 @@ static void usage(FILE *f)
 	fprintf(f, "Usage: airlock check [--policy FILE] [OPTIONS]\n\n"
 		   "Validate a policy (and any flags over it) and print the resolved plan:\n"
 		   "mounts in setup order, environment, limits, landlock rules and the\n"
-		   "seccomp table. Exits 0 if the policy is valid, 125 if not.\n\n"
+		   "seccomp table. Exits 0 if the policy is valid, 125 if not, after\n"
+		   "printing every error found (one line each; with --json, as JSON).\n\n"
 		   "Options:\n");
 	al_cli_print_options(f, AL_CMD_CHECK);
+}
+
+/* A string of what the user gave, which may not be UTF-8 (a flag's bytes,
+ * or a message cut short): then bytes past ASCII become '?'. */
+static json_t *text_json(const char *s)
+{
+	json_t *j = json_string(s);
+
+	if (j)
+		return j;
+	_cleanup_free_ char *ascii = xstrdup(s);
+	for (char *c = ascii; *c; c++)
+		if ((unsigned char)*c >= 0x80)
+			*c = '?';
+	return json_string(ascii);
+}
+
+static json_t *opt_json(const char *s)
+{
+	return s ? text_json(s) : json_null();
+}
+
+/* {"ok": false, "errors": [...], "omitted": N} on stdout: docs/policy.md
+ * ("Errors") describes it. */
+static void print_errors_json(const struct al_errors *errs)
+{
+	json_t *doc = json_object(), *list = json_array();
+
+	for (size_t i = 0; i < errs->n; i++) {
+		const struct al_error_entry *e = &errs->v[i];
+		json_t *o = json_object();
+		json_object_set_new(o, "text", text_json(e->text));
+		json_object_set_new(o, "where", opt_json(e->where));
+		json_object_set_new(o, "path", opt_json(e->path));
+		if (e->line > 0) {
+			json_object_set_new(o, "line", json_integer(e->line));
+			json_object_set_new(o, "column", json_integer(e->column));
+		}
+		json_object_set_new(o, "message", text_json(e->message));
+		json_array_append_new(list, o);
+	}
+	json_object_set_new(doc, "ok", json_false());
+	json_object_set_new(doc, "errors", list);
+	json_object_set_new(doc, "omitted", json_integer((json_int_t)errs->omitted));
+	_cleanup_free_ char *t = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(doc);
+	printf("%s\n", t);
+}
+
+static void report(const struct al_cli *cli, const struct al_errors *errs)
+{
+	if (cli->json)
+		print_errors_json(errs);
+	else
+		al_cli_print_errors(errs);
+}
+
+/* The plan as JSON, "ok": true first, with the backend's description and
+ * the kernel-memory bound; NULL with err set when the backend refuses. */
+static json_t *plan_json(const struct al_plan *plan, const struct al_backend_ops *backend,
+			 enum al_sockmem sockmem, struct al_error *err)
+{
+	_cleanup_free_ char *s = al_plan_dump_json(plan);
+	json_t *o = json_loads(s, 0, NULL), *doc;
+
+	if (!o) {
+		al_error_set(err, EINVAL, "internal error: the plan's JSON dump does not parse");
+		return NULL;
+	}
+	if (backend->describe(plan, NULL, o, err) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	json_object_set_new(o, "kernel_memory", al_kmem_json(plan, sockmem, NULL));
+	doc = json_pack("{s:b}", "ok", 1);
+	json_object_update(doc, o);
+	json_decref(o);
+	return doc;
 }
 
 int al_cmd_check(int argc, char **argv)
@@ -27,39 +108,35 @@ int al_cmd_check(int argc, char **argv)
 	struct al_cli cli;
 	_cleanup_(al_policy_freep) struct al_policy *policy = NULL;
 	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
+	_cleanup_(al_errors_clear) struct al_errors errs = {0};
 	struct al_error err = {0};
 	int code = 125;
 
-	if (al_cli_start(&cli, AL_CMD_CHECK, argc, argv, usage, &code))
+	if (al_cli_start(&cli, AL_CMD_CHECK, argc, argv, usage, &errs, &code))
 		goto out;
-	if (al_cli_policy(&cli, &policy, &err) < 0 ||
-	    al_plan_build(policy, AL_PLAN_COMMAND_OPTIONAL, &plan, &err) < 0) {
-		al_err("%s", err.msg);
+	if (al_cli_policy(&cli, &policy, &errs) < 0 ||
+	    al_plan_build_all(policy, AL_PLAN_COMMAND_OPTIONAL, &plan, &errs) < 0) {
+		report(&cli, &errs);
 		goto out;
 	}
 	const struct al_backend_ops *backend = al_backend_lookup(plan->backend);
 	if (!backend) {
-		al_err("unknown backend \"%s\"", plan->backend);
+		al_errors_add(&errs, EINVAL, NULL, NULL, "unknown backend \"%s\"", plan->backend);
+		report(&cli, &errs);
 		goto out;
 	}
 	/* The kernel-memory bound depends on this host's cgroup, which the
 	 * plan (pure) does not look at. */
 	enum al_sockmem sockmem = al_cgroup_host_socket_mode();
 	if (cli.json) {
-		_cleanup_free_ char *s = al_plan_dump_json(plan);
-		json_t *o = json_loads(s, 0, NULL);
-		if (!o) {
-			al_err("internal error: the plan's JSON dump does not parse");
+		json_t *doc = plan_json(plan, backend, sockmem, &err);
+		if (!doc) {
+			al_errors_add_error(&errs, &err);
+			report(&cli, &errs);
 			goto out;
 		}
-		if (backend->describe(plan, NULL, o, &err) < 0) {
-			json_decref(o);
-			al_err("%s", err.msg);
-			goto out;
-		}
-		json_object_set_new(o, "kernel_memory", al_kmem_json(plan, sockmem, NULL));
-		_cleanup_free_ char *t = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		json_decref(o);
+		_cleanup_free_ char *t = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		json_decref(doc);
 		printf("%s\n", t);
 	} else {
 		char kmem[512];

@@ -84,15 +84,18 @@ int al_cmd_run(int argc, char **argv)
 	struct al_run *run = NULL;
 	struct al_audit *audit = NULL;
 	struct al_error err = {0}, record_err = {0};
+	_cleanup_(al_errors_clear) struct al_errors errs = {0};
 	char line[512], run_id[24], result_what[32] = "", audit_what[32] = "";
 	_cleanup_free_ char *result_name = NULL;
 	int code = EXIT_SETUP;
 
-	if (al_cli_start(&cli, AL_CMD_RUN, argc, argv, usage, &code))
+	if (al_cli_start(&cli, AL_CMD_RUN, argc, argv, usage, &errs, &code))
 		goto out;
 	al_log_phase("options parsed");
-	if (al_cli_policy(&cli, &policy, &err) < 0 || al_plan_build(policy, 0, &plan, &err) < 0) {
-		al_err("%s", err.msg);
+	/* Every error in the flags, the file and the plan, one line each. */
+	if (al_cli_policy(&cli, &policy, &errs) < 0 ||
+	    al_plan_build_all(policy, 0, &plan, &errs) < 0) {
+		al_cli_print_errors(&errs);
 		goto out;
 	}
 	/* What this machine cannot enforce is refused before anything is

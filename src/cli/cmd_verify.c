@@ -40,17 +40,20 @@ int al_cmd_verify(int argc, char **argv)
 	struct al_run_result res;
 	struct al_run *run = NULL;
 	struct al_error err = {0};
+	_cleanup_(al_errors_clear) struct al_errors errs = {0};
 	char exe[PATH_MAX];
 	int code = 125, bad = 0;
 
-	if (al_cli_start(&cli, AL_CMD_VERIFY, argc, argv, usage, &code))
+	if (al_cli_start(&cli, AL_CMD_VERIFY, argc, argv, usage, &errs, &code))
 		goto out;
+	if (al_cli_policy(&cli, &policy, &errs) < 0) {
+		al_cli_print_errors(&errs);
+		goto out;
+	}
 	if (!realpath("/proc/self/exe", exe)) {
 		al_err("cannot find airlock's own binary: %s", strerror(errno));
 		goto out;
 	}
-	if (al_cli_policy(&cli, &policy, &err) < 0)
-		goto fail;
 	/* The probe replaces the policy's command. */
 	al_strv_free(policy->command);
 	policy->command = NULL;
@@ -62,8 +65,10 @@ int al_cmd_verify(int argc, char **argv)
 	 * the sandbox denies (as it should). */
 	al_policy_set_env(policy, "ASAN_OPTIONS", "detect_leaks=0");
 #endif
-	if (al_plan_build(policy, 0, &plan, &err) < 0)
-		goto fail;
+	if (al_plan_build_all(policy, 0, &plan, &errs) < 0) {
+		al_cli_print_errors(&errs);
+		goto out;
+	}
 	const struct al_backend_ops *backend = al_backend_lookup(plan->backend);
 	if (backend && backend->probe(plan, &err) < 0)
 		goto fail;

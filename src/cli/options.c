@@ -455,12 +455,12 @@ static const struct option_def options[] = {
 	{"result-fd", 0, "N",               RUN,  "write the result record to inherited descriptor N", opt_file},
 	{"audit",    0,  "FILE",            RUN,  "append the audit stream (JSON lines) to FILE (no symlink in the path)", opt_file},
 	{"audit-fd", 0,  "N",               RUN,  "write the audit stream to inherited descriptor N (3 or more)", opt_file},
-	{"allow", 0, "HOST[:PORT]", BOTH, "allow egress to HOST (name, *.wildcard, IP, CIDR; ports 80,443 unless :PORT, :A-B or :*)", opt_allow},
+	{"allow", 0, "HOST[:PORT]", BOTH, "allow egress to HOST (name, *.wildcard, IP, CIDR; ports 80,443 unless :PORT, :A-B or :*); not loopback: for the host's, --map-host NAME=127.0.0.1 --allow NAME:PORT", opt_allow},
 	{"map-host", 0, "NAME=ADDR", BOTH, "resolve NAME to ADDR in the gateway (like /etc/hosts)", opt_map_host},
 	{"resolver", 0, "IP[:PORT]", BOTH, "resolver the gateway asks for allowed names (default: the host's)", opt_resolver},
 	{"backend",  0,  "NAME",            BOTH, "isolation backend (only: native)", opt_backend},
 	{"hostname", 0,  "NAME",            BOTH, "host name inside (default airlock)", opt_hostname},
-	{"json",     0,  NULL,     AL_CMD_CHECK, "print the plan as JSON", opt_json},
+	{"json",     0,  NULL,     AL_CMD_CHECK, "print the plan, or every error, as JSON", opt_json},
 	{"quiet",    'q', NULL,             BOTH, "print only errors", opt_quiet},
 	{"verbose",  'v', NULL,             BOTH, "print the plan summary and setup details", opt_verbose},
 	{"help",     'h', NULL,             BOTH, "show this help", opt_help},
@@ -489,9 +489,36 @@ static const char *cmd_name(enum al_cli_cmd cmd)
 	return cmd == AL_CMD_RUN ? "run" : cmd == AL_CMD_CHECK ? "check" : "verify";
 }
 
-int al_cli_parse(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
-		 struct al_error *err)
+/* A flag's error as a list entry: its where is the flag as the message
+ * names it ("--timeout soon", "--env-file F:4", "--resolver"), so a program
+ * can point at it; the text stays the message as it is. */
+static void add_flag_error(struct al_errors *errs, const struct option_def *o, const char *value,
+			   const struct al_error *e)
 {
+	_cleanup_free_ char *name = xasprintf("--%s", o->name);
+	size_t len = strlen(name), vlen = value ? strlen(value) : 0;
+	const char *msg = e->msg, *colon;
+
+	if (strncmp(msg, name, len) != 0) {
+		al_errors_add_error(errs, e);
+		return;
+	}
+	if (value && msg[len] == ' ' && strncmp(msg + len + 1, value, vlen) == 0)
+		len += 1 + vlen; /* the value as given, whatever it holds */
+	colon = strstr(msg + len, ": ");
+	if (!colon) {
+		al_errors_add_error(errs, e);
+		return;
+	}
+	_cleanup_free_ char *where = strndup(msg, (size_t)(colon - msg));
+	al_errors_add(errs, e->code, where, NULL, "%s", colon + 2);
+}
+
+int al_cli_parse(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
+		 struct al_errors *errs)
+{
+	size_t before = al_errors_count(errs);
+	bool skip_value = false;
 	int i;
 
 	memset(cli, 0, sizeof(*cli));
@@ -501,12 +528,19 @@ int al_cli_parse(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
 	for (i = 0; i < argc; i++) {
 		const char *a = argv[i], *value = NULL;
 		const struct option_def *o;
-		int r;
+		struct al_error e = {0};
 
 		if (strcmp(a, "--") == 0) {
 			i++;
 			break;
 		}
+		/* After an unknown option, a next word that is not an option may
+		 * be its value: passed over, not taken for the command. */
+		if (skip_value && (a[0] != '-' || a[1] == '\0')) {
+			skip_value = false;
+			continue;
+		}
+		skip_value = false;
 		if (a[0] != '-' || a[1] == '\0')
 			break; /* the command starts here */
 		if (a[1] == '-') {
@@ -517,31 +551,39 @@ int al_cli_parse(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
 		} else {
 			o = a[2] == '\0' ? find_short(a[1]) : NULL;
 		}
-		if (!o || !(o->cmds & cmd))
-			return al_error_set(err, EINVAL,
-					    "%s: unknown option %s (see airlock %s --help)",
-					    cmd_name(cmd), a, cmd_name(cmd));
+		if (!o || !(o->cmds & cmd)) {
+			al_errors_add(errs, EINVAL, NULL, NULL,
+				      "%s: unknown option %s (see airlock %s --help)",
+				      cmd_name(cmd), a, cmd_name(cmd));
+			skip_value = !strchr(a, '=');
+			continue;
+		}
 		if (o->arg && !value) {
-			if (i + 1 >= argc)
-				return al_error_set(err, EINVAL,
-						    "%s: option %s needs an argument (%s)",
-						    cmd_name(cmd), a, o->arg);
+			if (i + 1 >= argc) {
+				al_errors_add(errs, EINVAL, NULL, NULL,
+					      "%s: option %s needs an argument (%s)", cmd_name(cmd),
+					      a, o->arg);
+				i = argc; /* nothing left for a command */
+				break;
+			}
 			value = argv[++i];
 		} else if (!o->arg && value) {
-			return al_error_set(err, EINVAL, "%s: option --%s takes no argument",
-					    cmd_name(cmd), o->name);
+			al_errors_add(errs, EINVAL, NULL, NULL, "%s: option --%s takes no argument",
+				      cmd_name(cmd), o->name);
+			continue;
 		}
-		if ((r = o->apply(cli, o, value, err)) < 0)
-			return r;
+		if (o->apply(cli, o, value, &e) < 0)
+			add_flag_error(errs, o, value, &e);
 	}
 	if (i < argc) {
 		if (cmd != AL_CMD_RUN)
-			return al_error_set(err, EINVAL, "%s: unexpected argument \"%s\"",
-					    cmd_name(cmd), argv[i]);
-		for (; i < argc; i++)
-			al_strv_push(&cli->flags->command, argv[i]);
+			al_errors_add(errs, EINVAL, NULL, NULL, "%s: unexpected argument \"%s\"",
+				      cmd_name(cmd), argv[i]);
+		else
+			for (; i < argc; i++)
+				al_strv_push(&cli->flags->command, argv[i]);
 	}
-	return 0;
+	return al_errors_count(errs) > before ? al_errors_first(errs, before, NULL) : 0;
 }
 
 void al_cli_clear(struct al_cli *cli)
@@ -568,32 +610,35 @@ void al_cli_print_options(FILE *f, enum al_cli_cmd cmd)
 	}
 }
 
-int al_cli_policy(const struct al_cli *cli, struct al_policy **ret, struct al_error *err)
+int al_cli_policy(const struct al_cli *cli, struct al_policy **ret, struct al_errors *errs)
 {
-	struct al_policy *p = NULL;
-	int r;
+	_cleanup_(al_policy_freep) struct al_policy *p = NULL;
 
-	if (cli->policy_file) {
-		if ((r = al_policy_load_file(cli->policy_file, &p, err)) < 0)
-			return r;
-	} else {
+	if (cli->policy_file)
+		al_policy_load_file_all(cli->policy_file, &p, errs);
+	else
 		p = al_policy_new("command line");
-	}
+	if (al_errors_count(errs) > 0)
+		return al_errors_first(errs, 0, NULL);
 	al_policy_merge(p, cli->flags);
-	*ret = p;
+	*ret = TAKE_PTR(p);
 	return 0;
 }
 
-bool al_cli_start(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
-		  void (*usage)(FILE *f), int *ret_code)
+void al_cli_print_errors(const struct al_errors *errs)
 {
-	struct al_error err = {0};
+	for (size_t i = 0; i < errs->n; i++)
+		al_err("%s", errs->v[i].text);
+	if (errs->omitted)
+		al_err("and %zu more error%s (only the first %d are shown)", errs->omitted,
+		       errs->omitted == 1 ? "" : "s", AL_ERRORS_MAX);
+}
 
-	if (al_cli_parse(cli, cmd, argc, argv, &err) < 0) {
-		al_err("%s", err.msg);
-		*ret_code = 125;
-		return true;
-	}
+bool al_cli_start(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
+		  void (*usage)(FILE *f), struct al_errors *errs, int *ret_code)
+{
+	if (al_cli_parse(cli, cmd, argc, argv, errs) < 0)
+		return false; /* the caller reports, with what else it finds */
 	if (cli->help)
 		usage(stdout);
 	else if (cli->version)

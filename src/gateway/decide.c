@@ -77,12 +77,17 @@ enum gw_step gw_stage_decide(struct conn *c)
 	if (!ok)
 		return gw_deny(c, GW_ANSWER_DEFAULT, 403, AL_SOCKS_REP_NOT_ALLOWED,
 			       "no rule allows %s:%u", host->text, c->port);
-	if (host->kind != AL_HOST_NAME && al_addr_class(&host->addr) != AL_ADDR_PUBLIC &&
+	enum al_addr_class cls = al_addr_class(&host->addr);
+	if (host->kind != AL_HOST_NAME && cls != AL_ADDR_PUBLIC &&
 	    !al_allow_rule_covers_class(rule, &host->addr))
+		/* No rule may name the host's loopback (policy.h): a name
+		 * mapped to it is the way there. */
 		return gw_deny(c, GW_ANSWER_DEFAULT, 403, AL_SOCKS_REP_NOT_ALLOWED,
-			       "%s is %s space, which the rule %s only contains; name it in a rule",
-			       host->text, al_addr_class_name(al_addr_class(&host->addr)),
-			       al_allow_rule_text(rule));
+			       "%s is %s space, which the rule %s only contains; %s", host->text,
+			       al_addr_class_name(cls), al_allow_rule_text(rule),
+			       cls == AL_ADDR_LOOPBACK || cls == AL_ADDR_UNSPECIFIED
+				   ? "map a name to it (--map-host)"
+				   : "name it in a rule");
 	c->rule = al_allow_rule_text(rule);
 	struct host_use *u = host_use(c->gw, c->name);
 	const char *limit = limit_for_new(c->gw, u);

@@ -537,10 +537,58 @@ bool al_allow_match_name_any_port(const struct al_allowlist *l, const char *name
 	return false;
 }
 
+enum al_addr_class al_allow_rule_class(const struct al_allow_rule *r)
+{
+	if (r->kind != RULE_ADDR) {
+		/* RFC 6761: localhost and every name below it are loopback; the
+		 * host's /etc/hosts says so for localhost, and resolvers may
+		 * answer the others so without asking anyone. */
+		static const char suffix[] = ".localhost";
+		size_t n = strlen(r->name), l = sizeof(suffix) - 1;
+		bool local = strcmp(r->name, suffix + 1) == 0 ||
+			     (n > l && strcmp(r->name + n - l, suffix) == 0);
+		return local ? AL_ADDR_LOOPBACK : AL_ADDR_PUBLIC;
+	}
+	/* The whole network, not only its first address: 0.0.0.0/0 starts
+	 * with the unspecified address but names no one kind of space. */
+	struct in6_addr last = r->addr;
+	for (unsigned bit = r->prefix; bit < 128; bit++)
+		last.s6_addr[bit / 8] |= (uint8_t)(0x80 >> (bit % 8));
+	enum al_addr_class first = al_addr_class(&r->addr);
+	return first == al_addr_class(&last) ? first : AL_ADDR_PUBLIC;
+}
+
 bool al_allow_rule_covers_class(const struct al_allow_rule *r, const struct in6_addr *addr)
 {
 	/* The rule's own network must be of the address's kind: 10.0.0.0/8
-	 * or 127.0.0.1 name private or loopback space on purpose;
+	 * or 169.254.169.254 name private or link-local space on purpose;
 	 * 0.0.0.0/0 merely contains it. */
-	return r && r->kind == RULE_ADDR && al_addr_class(&r->addr) == al_addr_class(addr);
+	return r && r->kind == RULE_ADDR && al_allow_rule_class(r) == al_addr_class(addr);
+}
+
+const struct al_allow_rule *al_allow_rule_at(const struct al_allowlist *l, size_t i)
+{
+	return l && i < l->n ? l->rules[i] : NULL;
+}
+
+bool al_allow_rule_network(const struct al_allow_rule *r, struct in6_addr *ret_addr,
+			   unsigned *ret_prefix)
+{
+	if (r->kind != RULE_ADDR)
+		return false;
+	*ret_addr = r->addr;
+	*ret_prefix = r->prefix;
+	return true;
+}
+
+void al_allow_rule_ports(const struct al_allow_rule *r, char *buf, size_t size)
+{
+	if (r->default_ports)
+		snprintf(buf, size, "%s", "");
+	else if (r->port_lo == 1 && r->port_hi == 65535)
+		snprintf(buf, size, ":*");
+	else if (r->port_lo == r->port_hi)
+		snprintf(buf, size, ":%u", r->port_lo);
+	else
+		snprintf(buf, size, ":%u-%u", r->port_lo, r->port_hi);
 }

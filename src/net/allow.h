@@ -109,11 +109,33 @@ bool al_allow_match_name_any_port(const struct al_allowlist *l, const char *name
 bool al_allow_match_addr(const struct al_allowlist *l, const struct in6_addr *addr, uint16_t port,
 			 const struct al_allow_rule **ret_rule);
 
-/* True if r is an address or CIDR rule whose own network is of addr's
- * class (loopback, private, link-local, ...): the private-address guard
- * lets such an address through only for a rule that names its kind of
- * space on purpose, not for one that merely contains it (0.0.0.0/0). */
+/* The kind of space r names on purpose. For an address or CIDR rule, the
+ * class of its whole network when its first and last addresses are of one
+ * class (127.0.0.0/8 and ::1 are loopback, 10.0.0.0/8 private); a network
+ * that spans classes (0.0.0.0/0, ::/0) names none, and that is
+ * AL_ADDR_PUBLIC. For a name rule, AL_ADDR_LOOPBACK for localhost, a name
+ * below it and *.localhost (RFC 6761), AL_ADDR_PUBLIC for any other name. */
+enum al_addr_class al_allow_rule_class(const struct al_allow_rule *r);
+
+/* True if r is an address or CIDR rule that names addr's class of space on
+ * purpose (al_allow_rule_class() is addr's class: loopback, private,
+ * link-local, ...): the private-address guard lets such an address through
+ * only for a rule like that, not for one that merely contains it
+ * (0.0.0.0/0, which also does not name the unspecified address 0.0.0.0). */
 bool al_allow_rule_covers_class(const struct al_allow_rule *r, const struct in6_addr *addr);
+
+/* The i-th rule of l in the order added, or NULL past the end. Borrowed. */
+const struct al_allow_rule *al_allow_rule_at(const struct al_allowlist *l, size_t i);
+
+/* For an address or CIDR rule: true, with its network address and prefix
+ * (of the 128-bit form: an IPv4 /8 is 104, a single address 128). False
+ * for a name or wildcard rule, and nothing is written. */
+bool al_allow_rule_network(const struct al_allow_rule *r, struct in6_addr *ret_addr,
+			   unsigned *ret_prefix);
+
+/* The rule's ports as a rule writes them after the host: ":8080",
+ * ":8000-8100", ":*", or "" for the default (80 and 443). */
+void al_allow_rule_ports(const struct al_allow_rule *r, char *buf, size_t size);
 
 /* The rule exactly as given, for audit messages. Borrowed from the list. */
 const char *al_allow_rule_text(const struct al_allow_rule *r);

@@ -1,6 +1,12 @@
 /* Policy file → model. Strict: unknown keys, wrong types, bad sizes and
  * relative paths are errors naming the file and the JSON path. Syntax errors
- * name line:column (from jansson). Nothing is created here. */
+ * name line:column (from jansson). Nothing is created here.
+ *
+ * Every error is collected, not only the first: a parser goes on with the
+ * next key or element after one fails, and a value with an error is not
+ * stored. It stops early only where going on would mean nothing: not JSON,
+ * not an object at the top, a version this build does not read, or a value
+ * of the wrong type (its insides are not looked at). */
 #include "policy/policy.h"
 
 #include <errno.h>
@@ -14,7 +20,7 @@
 struct ctx {
 	const char *file;
 	struct al_policy *p;
-	struct al_error *err;
+	struct al_errors *errs;
 };
 
 static int fail(struct ctx *c, const char *path, const char *fmt, ...)
@@ -25,10 +31,12 @@ static int fail(struct ctx *c, const char *path, const char *fmt, ...)
 	char what[512];
 	va_list ap;
 
+	if (al_errors_full(c->errs)) /* only counted: hostile input may have millions */
+		return al_errors_add(c->errs, EINVAL, NULL, NULL, "omitted");
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	return al_error_set(c->err, EINVAL, "%s: %s: %s", c->file, path, what);
+	return al_errors_add(c->errs, EINVAL, c->file, path, "%s", what);
 }
 
 static const char *type_name(const json_t *j)
@@ -59,6 +67,7 @@ static int check_keys(struct ctx *c, const json_t *obj, const char *path,
 {
 	const char *key;
 	json_t *v;
+	int r = 0;
 
 	json_object_foreach((json_t *)obj, key, v)
 	{
@@ -72,11 +81,11 @@ static int check_keys(struct ctx *c, const json_t *obj, const char *path,
 				strncat(list, i ? ", " : "", sizeof(list) - strlen(list) - 1);
 				strncat(list, allowed[i], sizeof(list) - strlen(list) - 1);
 			}
-			return fail(c, path[0] ? path : "(top level)",
-				    "unknown key \"%s\" (expected one of: %s)", key, list);
+			r = fail(c, path[0] ? path : "(top level)",
+				 "unknown key \"%s\" (expected one of: %s)", key, list);
 		}
 	}
-	return 0;
+	return r;
 }
 
 static int want(struct ctx *c, const json_t *j, json_type type, const char *path,
@@ -170,7 +179,7 @@ static int get_string_array(struct ctx *c, const json_t *j, const char *path, bo
 	_cleanup_(al_strv_freep) char **v = NULL;
 	size_t i;
 	json_t *e;
-	int r = want(c, j, JSON_ARRAY, path, "an array of strings");
+	int r = want(c, j, JSON_ARRAY, path, "an array of strings"), bad = 0;
 
 	if (r < 0)
 		return r;
@@ -184,10 +193,13 @@ static int get_string_array(struct ctx *c, const json_t *j, const char *path, bo
 		r = abs_paths ? get_abs_path(c, e, sub, &s) : get_string(c, e, sub, &s);
 		if (r < 0) {
 			free(s);
-			return r;
+			bad = r;
+			continue;
 		}
 		al_strv_push_take(&v, s);
 	}
+	if (bad < 0)
+		return bad;
 	if (!v)
 		v = xcalloc(1, sizeof(char *));
 	al_strv_free(*out);
@@ -195,55 +207,70 @@ static int get_string_array(struct ctx *c, const json_t *j, const char *path, bo
 	return 0;
 }
 
+/* Remember that a key failed and go on with the next one. */
+static int note(int *bad, int r)
+{
+	if (r < 0)
+		*bad = r;
+	return r;
+}
+
 static int parse_mount(struct ctx *c, const json_t *j, const char *path)
 {
 	static const char *const keys[] = {"host", "path", "mode", "exec", "copy", NULL};
 	_cleanup_free_ char *host = NULL, *mpath = NULL, *mode = NULL;
-	int exec = AL_UNSET, copy = 0;
+	int exec = AL_UNSET, copy = 0, bad = 0;
 	char sub[256];
 	json_t *v;
 	int r;
 
 	if ((r = want(c, j, JSON_OBJECT, path, "an object")) < 0)
 		return r;
-	if ((r = check_keys(c, j, path, keys)) < 0)
-		return r;
+	note(&bad, check_keys(c, j, path, keys));
 	snprintf(sub, sizeof(sub), "%s.host", path);
 	if (!(v = json_object_get(j, "host")))
-		return fail(c, sub, "missing (the host file or directory to show)");
-	if ((r = get_abs_path(c, v, sub, &host)) < 0)
-		return r;
+		note(&bad, fail(c, sub, "missing (the host file or directory to show)"));
+	else
+		note(&bad, get_abs_path(c, v, sub, &host));
 	snprintf(sub, sizeof(sub), "%s.path", path);
-	if ((v = json_object_get(j, "path"))) {
-		if ((r = get_abs_path(c, v, sub, &mpath)) < 0)
-			return r;
-	} else {
-		mpath = xstrdup(host);
-	}
+	if ((v = json_object_get(j, "path")))
+		note(&bad, get_abs_path(c, v, sub, &mpath));
 	snprintf(sub, sizeof(sub), "%s.mode", path);
-	if ((v = json_object_get(j, "mode"))) {
-		if ((r = get_string(c, v, sub, &mode)) < 0)
-			return r;
-		if (strcmp(mode, "ro") != 0 && strcmp(mode, "rw") != 0)
-			return fail(c, sub, "expected \"ro\" or \"rw\", got \"%s\"", mode);
-	}
+	if ((v = json_object_get(j, "mode")) && note(&bad, get_string(c, v, sub, &mode)) == 0 &&
+	    strcmp(mode, "ro") != 0 && strcmp(mode, "rw") != 0)
+		note(&bad, fail(c, sub, "expected \"ro\" or \"rw\", got \"%s\"", mode));
 	snprintf(sub, sizeof(sub), "%s.exec", path);
-	if ((v = json_object_get(j, "exec")) && (r = get_bool(c, v, sub, &exec)) < 0)
-		return r;
+	if ((v = json_object_get(j, "exec")))
+		note(&bad, get_bool(c, v, sub, &exec));
 	snprintf(sub, sizeof(sub), "%s.copy", path);
-	if ((v = json_object_get(j, "copy"))) {
-		if ((r = get_bool(c, v, sub, &copy)) < 0)
-			return r;
-		if (copy && mode && strcmp(mode, "rw") == 0)
-			return fail(c, sub,
-				    "a copy is read-only: it cannot go with \"mode\": \"rw\"");
-	}
+	if ((v = json_object_get(j, "copy")) && note(&bad, get_bool(c, v, sub, &copy)) == 0 &&
+	    copy && mode && strcmp(mode, "rw") == 0)
+		note(&bad, fail(c, sub, "a copy is read-only: it cannot go with \"mode\": \"rw\""));
+	if (bad < 0)
+		return bad;
 	/* Plan-time errors about this mount name the file too. */
 	_cleanup_free_ char *origin = xasprintf("%s: %s", c->file, path);
-	al_policy_add_mount(c->p, host, mpath,
+	al_policy_add_mount(c->p, host, mpath ? mpath : host,
 			    mode && strcmp(mode, "rw") == 0 ? AL_MOUNT_RW : AL_MOUNT_RO, exec,
 			    origin);
 	c->p->mounts[c->p->n_mounts - 1].copy = copy == 1;
+	return 0;
+}
+
+static int parse_landlock(struct ctx *c, const json_t *v)
+{
+	_cleanup_free_ char *landlock = NULL;
+	int r;
+
+	if ((r = get_string(c, v, "filesystem.landlock", &landlock)) < 0)
+		return r;
+	if (strcmp(landlock, "required") == 0)
+		c->p->landlock = AL_LANDLOCK_REQUIRED;
+	else if (strcmp(landlock, "best-effort") == 0)
+		c->p->landlock = AL_LANDLOCK_BEST_EFFORT;
+	else
+		return fail(c, "filesystem.landlock",
+			    "expected \"required\" or \"best-effort\", got \"%s\"", landlock);
 	return 0;
 }
 
@@ -254,26 +281,27 @@ static int parse_copy(struct ctx *c, const json_t *j, bool in, const char *path)
 	_cleanup_free_ char *host = NULL, *spath = NULL, *origin = NULL;
 	char sub[96];
 	json_t *v;
-	int r;
+	int r, bad = 0;
 
 	if ((r = want(c, j, JSON_OBJECT, path, "an object")) < 0)
 		return r;
-	if ((r = check_keys(c, j, path, keys)) < 0)
-		return r;
+	note(&bad, check_keys(c, j, path, keys));
 	snprintf(sub, sizeof(sub), "%s.host", path);
 	if (!(v = json_object_get(j, "host")))
-		return fail(c, sub,
-			    in ? "missing (the host file or directory to copy in)"
-			       : "missing (the host directory to copy out to)");
-	if ((r = get_abs_path(c, v, sub, &host)) < 0)
-		return r;
+		note(&bad, fail(c, sub,
+				in ? "missing (the host file or directory to copy in)"
+				   : "missing (the host directory to copy out to)"));
+	else
+		note(&bad, get_abs_path(c, v, sub, &host));
 	snprintf(sub, sizeof(sub), "%s.path", path);
 	if (!(v = json_object_get(j, "path")))
-		return fail(c, sub,
-			    in ? "missing (where in the sandbox to copy it)"
-			       : "missing (what in the sandbox to copy out)");
-	if ((r = get_abs_path(c, v, sub, &spath)) < 0)
-		return r;
+		note(&bad, fail(c, sub,
+				in ? "missing (where in the sandbox to copy it)"
+				   : "missing (what in the sandbox to copy out)"));
+	else
+		note(&bad, get_abs_path(c, v, sub, &spath));
+	if (bad < 0)
+		return bad;
 	origin = xasprintf("%s: %s", c->file, path);
 	al_policy_add_copy(c->p, in, host, spath, origin);
 	return 0;
@@ -284,7 +312,7 @@ static int parse_copies(struct ctx *c, const json_t *j, bool in)
 	const char *name = in ? "filesystem.copy_in" : "filesystem.copy_out";
 	size_t i;
 	json_t *e;
-	int r;
+	int r, bad = 0;
 
 	if ((r = want(c, j, JSON_ARRAY, name, "an array")) < 0)
 		return r;
@@ -292,70 +320,52 @@ static int parse_copies(struct ctx *c, const json_t *j, bool in)
 	{
 		char sub[64];
 		snprintf(sub, sizeof(sub), "%s[%zu]", name, i);
-		if ((r = parse_copy(c, e, in, sub)) < 0)
-			return r;
+		note(&bad, parse_copy(c, e, in, sub));
 	}
-	return 0;
+	return bad;
 }
 
 static int parse_filesystem(struct ctx *c, const json_t *j)
 {
 	static const char *const keys[] = {"system",   "mounts",  "workdir",  "scratch_exec",
 					   "landlock", "copy_in", "copy_out", NULL};
-	_cleanup_free_ char *landlock = NULL;
 	json_t *v;
-	int r;
+	int r, bad = 0;
 
 	if ((r = want(c, j, JSON_OBJECT, "filesystem", "an object")) < 0)
 		return r;
-	if ((r = check_keys(c, j, "filesystem", keys)) < 0)
-		return r;
-	if ((v = json_object_get(j, "system")) &&
-	    (r = get_string_array(c, v, "filesystem.system", true, false, &c->p->system)) < 0)
-		return r;
-	if ((v = json_object_get(j, "mounts"))) {
+	note(&bad, check_keys(c, j, "filesystem", keys));
+	if ((v = json_object_get(j, "system")))
+		note(&bad, get_string_array(c, v, "filesystem.system", true, false, &c->p->system));
+	if ((v = json_object_get(j, "mounts")) &&
+	    note(&bad, want(c, v, JSON_ARRAY, "filesystem.mounts", "an array")) == 0) {
 		size_t i;
 		json_t *e;
-		if ((r = want(c, v, JSON_ARRAY, "filesystem.mounts", "an array")) < 0)
-			return r;
 		json_array_foreach(v, i, e)
 		{
 			char sub[64];
 			snprintf(sub, sizeof(sub), "filesystem.mounts[%zu]", i);
-			if ((r = parse_mount(c, e, sub)) < 0)
-				return r;
+			note(&bad, parse_mount(c, e, sub));
 		}
 	}
-	if ((v = json_object_get(j, "copy_in")) && (r = parse_copies(c, v, true)) < 0)
-		return r;
-	if ((v = json_object_get(j, "copy_out")) && (r = parse_copies(c, v, false)) < 0)
-		return r;
-	if ((v = json_object_get(j, "workdir")) &&
-	    (r = get_abs_path(c, v, "filesystem.workdir", &c->p->workdir)) < 0)
-		return r;
-	if ((v = json_object_get(j, "scratch_exec")) &&
-	    (r = get_bool(c, v, "filesystem.scratch_exec", &c->p->scratch_exec)) < 0)
-		return r;
-	if ((v = json_object_get(j, "landlock"))) {
-		if ((r = get_string(c, v, "filesystem.landlock", &landlock)) < 0)
-			return r;
-		if (strcmp(landlock, "required") == 0)
-			c->p->landlock = AL_LANDLOCK_REQUIRED;
-		else if (strcmp(landlock, "best-effort") == 0)
-			c->p->landlock = AL_LANDLOCK_BEST_EFFORT;
-		else
-			return fail(c, "filesystem.landlock",
-				    "expected \"required\" or \"best-effort\", got \"%s\"",
-				    landlock);
-	}
-	return 0;
+	if ((v = json_object_get(j, "copy_in")))
+		note(&bad, parse_copies(c, v, true));
+	if ((v = json_object_get(j, "copy_out")))
+		note(&bad, parse_copies(c, v, false));
+	if ((v = json_object_get(j, "workdir")))
+		note(&bad, get_abs_path(c, v, "filesystem.workdir", &c->p->workdir));
+	if ((v = json_object_get(j, "scratch_exec")))
+		note(&bad, get_bool(c, v, "filesystem.scratch_exec", &c->p->scratch_exec));
+	if ((v = json_object_get(j, "landlock")))
+		note(&bad, parse_landlock(c, v));
+	return bad;
 }
 
 static int parse_env(struct ctx *c, const json_t *j)
 {
 	const char *key;
 	json_t *v;
-	int r;
+	int r, bad = 0;
 
 	if ((r = want(c, j, JSON_OBJECT, "env", "an object of NAME: \"value\"")) < 0)
 		return r;
@@ -363,15 +373,19 @@ static int parse_env(struct ctx *c, const json_t *j)
 	{
 		char sub[320];
 		snprintf(sub, sizeof(sub), "env.%s", key);
-		if (!al_env_name_is_valid(key))
-			return fail(c, sub, "not a valid variable name (letters, digits, '_')");
-		if ((r = want(c, v, JSON_STRING, sub, "a string")) < 0)
-			return r;
+		if (!al_env_name_is_valid(key)) {
+			note(&bad,
+			     fail(c, sub, "not a valid variable name (letters, digits, '_')"));
+			continue;
+		}
+		if (note(&bad, want(c, v, JSON_STRING, sub, "a string")) < 0)
+			continue;
 		if (strlen(json_string_value(v)) != json_string_length(v))
-			return fail(c, sub, "value contains a NUL byte");
-		al_policy_set_env(c->p, key, json_string_value(v));
+			note(&bad, fail(c, sub, "value contains a NUL byte"));
+		else
+			al_policy_set_env(c->p, key, json_string_value(v));
 	}
-	return 0;
+	return bad;
 }
 
 static int get_count(struct ctx *c, const json_t *j, const char *path, uint64_t max, uint64_t *out)
@@ -394,6 +408,23 @@ static int get_cpus(struct ctx *c, const json_t *j, const char *path, uint64_t *
 	return 0;
 }
 
+static int parse_kmem(struct ctx *c, const json_t *v)
+{
+	_cleanup_free_ char *kmem = NULL;
+	int r;
+
+	if ((r = get_string(c, v, "limits.kernel_memory", &kmem)) < 0)
+		return r;
+	if (strcmp(kmem, "enforced") == 0)
+		c->p->kernel_memory = AL_KMEM_ENFORCED;
+	else if (strcmp(kmem, "best-effort") == 0)
+		c->p->kernel_memory = AL_KMEM_BEST_EFFORT;
+	else
+		return fail(c, "limits.kernel_memory",
+			    "expected \"enforced\" or \"best-effort\", got \"%s\"", kmem);
+	return 0;
+}
+
 static int parse_limits(struct ctx *c, const json_t *j)
 {
 	static const char *const keys[] = {
@@ -401,59 +432,37 @@ static int parse_limits(struct ctx *c, const json_t *j)
 	    "cpu_time",	     "output",	       "open_files", "file_size", "kernel_memory",
 	    "copy_out_size", "copy_out_files", NULL};
 	struct al_policy *p = c->p;
-	_cleanup_free_ char *kmem = NULL;
 	json_t *v;
-	int r;
+	int r, bad = 0;
 
 	if ((r = want(c, j, JSON_OBJECT, "limits", "an object")) < 0)
 		return r;
-	if ((r = check_keys(c, j, "limits", keys)) < 0)
-		return r;
-	if ((v = json_object_get(j, "timeout")) &&
-	    (r = get_duration(c, v, "limits.timeout", &p->timeout_ms)) < 0)
-		return r;
-	if ((v = json_object_get(j, "scratch")) &&
-	    (r = get_size(c, v, "limits.scratch", &p->scratch_bytes)) < 0)
-		return r;
-	if ((v = json_object_get(j, "memory")) &&
-	    (r = get_size(c, v, "limits.memory", &p->memory_bytes)) < 0)
-		return r;
-	if ((v = json_object_get(j, "pids")) &&
-	    (r = get_count(c, v, "limits.pids", 4194304, &p->pids)) < 0)
-		return r;
-	if ((v = json_object_get(j, "cpus")) &&
-	    (r = get_cpus(c, v, "limits.cpus", &p->cpus_milli)) < 0)
-		return r;
-	if ((v = json_object_get(j, "cpu_time")) &&
-	    (r = get_duration(c, v, "limits.cpu_time", &p->cpu_time_ms)) < 0)
-		return r;
-	if ((v = json_object_get(j, "output")) &&
-	    (r = get_size(c, v, "limits.output", &p->output_bytes)) < 0)
-		return r;
-	if ((v = json_object_get(j, "open_files")) &&
-	    (r = get_count(c, v, "limits.open_files", 1048576, &p->open_files)) < 0)
-		return r;
-	if ((v = json_object_get(j, "file_size")) &&
-	    (r = get_size(c, v, "limits.file_size", &p->file_size)) < 0)
-		return r;
-	if ((v = json_object_get(j, "copy_out_size")) &&
-	    (r = get_size(c, v, "limits.copy_out_size", &p->copy_out_bytes)) < 0)
-		return r;
-	if ((v = json_object_get(j, "copy_out_files")) &&
-	    (r = get_count(c, v, "limits.copy_out_files", 1000000, &p->copy_out_files)) < 0)
-		return r;
-	if ((v = json_object_get(j, "kernel_memory"))) {
-		if ((r = get_string(c, v, "limits.kernel_memory", &kmem)) < 0)
-			return r;
-		if (strcmp(kmem, "enforced") == 0)
-			p->kernel_memory = AL_KMEM_ENFORCED;
-		else if (strcmp(kmem, "best-effort") == 0)
-			p->kernel_memory = AL_KMEM_BEST_EFFORT;
-		else
-			return fail(c, "limits.kernel_memory",
-				    "expected \"enforced\" or \"best-effort\", got \"%s\"", kmem);
-	}
-	return 0;
+	note(&bad, check_keys(c, j, "limits", keys));
+	if ((v = json_object_get(j, "timeout")))
+		note(&bad, get_duration(c, v, "limits.timeout", &p->timeout_ms));
+	if ((v = json_object_get(j, "scratch")))
+		note(&bad, get_size(c, v, "limits.scratch", &p->scratch_bytes));
+	if ((v = json_object_get(j, "memory")))
+		note(&bad, get_size(c, v, "limits.memory", &p->memory_bytes));
+	if ((v = json_object_get(j, "pids")))
+		note(&bad, get_count(c, v, "limits.pids", 4194304, &p->pids));
+	if ((v = json_object_get(j, "cpus")))
+		note(&bad, get_cpus(c, v, "limits.cpus", &p->cpus_milli));
+	if ((v = json_object_get(j, "cpu_time")))
+		note(&bad, get_duration(c, v, "limits.cpu_time", &p->cpu_time_ms));
+	if ((v = json_object_get(j, "output")))
+		note(&bad, get_size(c, v, "limits.output", &p->output_bytes));
+	if ((v = json_object_get(j, "open_files")))
+		note(&bad, get_count(c, v, "limits.open_files", 1048576, &p->open_files));
+	if ((v = json_object_get(j, "file_size")))
+		note(&bad, get_size(c, v, "limits.file_size", &p->file_size));
+	if ((v = json_object_get(j, "copy_out_size")))
+		note(&bad, get_size(c, v, "limits.copy_out_size", &p->copy_out_bytes));
+	if ((v = json_object_get(j, "copy_out_files")))
+		note(&bad, get_count(c, v, "limits.copy_out_files", 1000000, &p->copy_out_files));
+	if ((v = json_object_get(j, "kernel_memory")))
+		note(&bad, parse_kmem(c, v));
+	return bad;
 }
 
 static int parse_net_limits(struct ctx *c, const json_t *j, const char *path,
@@ -462,24 +471,67 @@ static int parse_net_limits(struct ctx *c, const json_t *j, const char *path,
 	static const char *const keys[] = {"connections", "requests", "bytes_out", NULL};
 	char sub[96];
 	json_t *v;
-	int r;
+	int r, bad = 0;
 
 	if ((r = want(c, j, JSON_OBJECT, path, "an object")) < 0)
 		return r;
-	if ((r = check_keys(c, j, path, keys)) < 0)
-		return r;
+	note(&bad, check_keys(c, j, path, keys));
 	snprintf(sub, sizeof(sub), "%s.connections", path);
-	if ((v = json_object_get(j, "connections")) &&
-	    (r = get_count(c, v, sub, 65536, &ret->connections)) < 0)
-		return r;
+	if ((v = json_object_get(j, "connections")))
+		note(&bad, get_count(c, v, sub, 65536, &ret->connections));
 	snprintf(sub, sizeof(sub), "%s.requests", path);
-	if ((v = json_object_get(j, "requests")) &&
-	    (r = get_count(c, v, sub, 1ull << 40, &ret->requests)) < 0)
-		return r;
+	if ((v = json_object_get(j, "requests")))
+		note(&bad, get_count(c, v, sub, 1ull << 40, &ret->requests));
 	snprintf(sub, sizeof(sub), "%s.bytes_out", path);
-	if ((v = json_object_get(j, "bytes_out")) && (r = get_size(c, v, sub, &ret->bytes_out)) < 0)
+	if ((v = json_object_get(j, "bytes_out")))
+		note(&bad, get_size(c, v, sub, &ret->bytes_out));
+	return bad;
+}
+
+/* network.allow: each rule checked as --allow checks it. */
+static int parse_allow(struct ctx *c, const json_t *v)
+{
+	struct al_error why = {0};
+	size_t i;
+	json_t *e;
+	int r, bad = 0;
+
+	if ((r = get_string_array(c, v, "network.allow", false, false, &c->p->net_allow)) < 0 &&
+	    !json_is_array(v))
 		return r;
-	return 0;
+	note(&bad, r);
+	json_array_foreach(v, i, e)
+	{
+		char sub[64];
+		snprintf(sub, sizeof(sub), "network.allow[%zu]", i);
+		if (json_is_string(e) && strlen(json_string_value(e)) == json_string_length(e) &&
+		    al_policy_check_allow_rule(json_string_value(e), &why) < 0)
+			note(&bad, fail(c, sub, "%s", why.msg));
+	}
+	return bad;
+}
+
+static int parse_hosts(struct ctx *c, const json_t *v)
+{
+	struct al_error why = {0};
+	const char *key;
+	json_t *e;
+	int r, bad = 0;
+
+	if ((r = want(c, v, JSON_OBJECT, "network.hosts", "an object of name: \"address\"")) < 0)
+		return r;
+	json_object_foreach((json_t *)v, key, e)
+	{
+		char sub[320];
+		snprintf(sub, sizeof(sub), "network.hosts.%s", key);
+		if (note(&bad, want(c, e, JSON_STRING, sub, "an IP address string")) < 0)
+			continue;
+		if (al_policy_check_host_map(key, json_string_value(e), &why) < 0)
+			note(&bad, fail(c, sub, "%s", why.msg));
+		else
+			al_policy_set_host(c->p, key, json_string_value(e));
+	}
+	return bad;
 }
 
 static int parse_network(struct ctx *c, const json_t *j)
@@ -487,95 +539,53 @@ static int parse_network(struct ctx *c, const json_t *j)
 	static const char *const keys[] = {"mode",     "allow",	   "hosts", "limits",
 					   "per_host", "resolver", NULL};
 	struct al_error why = {0};
-	const char *key;
-	json_t *v, *e;
-	size_t i;
-	int r;
+	json_t *v;
+	int r, bad = 0;
 
 	if ((r = want(c, j, JSON_OBJECT, "network", "an object")) < 0)
 		return r;
-	if ((r = check_keys(c, j, "network", keys)) < 0)
-		return r;
-	if ((v = json_object_get(j, "mode"))) {
-		if ((r = get_string(c, v, "network.mode", &c->p->network_mode)) < 0)
-			return r;
-		if (strcmp(c->p->network_mode, "none") != 0 &&
-		    strcmp(c->p->network_mode, "gateway") != 0)
-			return fail(c, "network.mode",
-				    "expected \"none\" (loopback only) or \"gateway\", got \"%s\"",
-				    c->p->network_mode);
-	}
-	if ((v = json_object_get(j, "allow"))) {
-		if ((r = get_string_array(c, v, "network.allow", false, false, &c->p->net_allow)) <
-		    0)
-			return r;
-		json_array_foreach(v, i, e)
-		{
-			if (al_policy_check_allow_rule(json_string_value(e), &why) < 0) {
-				char sub[64];
-				snprintf(sub, sizeof(sub), "network.allow[%zu]", i);
-				return fail(c, sub, "%s", why.msg);
-			}
-		}
-	}
-	if ((v = json_object_get(j, "resolver"))) {
-		if ((r = get_string(c, v, "network.resolver", &c->p->net_resolver)) < 0)
-			return r;
-		if (al_policy_check_resolver(c->p->net_resolver, &why) < 0)
-			return fail(c, "network.resolver", "%s", why.msg);
-	}
-	if ((v = json_object_get(j, "limits")) &&
-	    (r = parse_net_limits(c, v, "network.limits", &c->p->net_run)) < 0)
-		return r;
-	if ((v = json_object_get(j, "per_host")) &&
-	    (r = parse_net_limits(c, v, "network.per_host", &c->p->net_host)) < 0)
-		return r;
-	if ((v = json_object_get(j, "hosts"))) {
-		if ((r = want(c, v, JSON_OBJECT, "network.hosts",
-			      "an object of name: \"address\"")) < 0)
-			return r;
-		json_object_foreach(v, key, e)
-		{
-			char sub[320];
-			snprintf(sub, sizeof(sub), "network.hosts.%s", key);
-			if ((r = want(c, e, JSON_STRING, sub, "an IP address string")) < 0)
-				return r;
-			if (al_policy_check_host_map(key, json_string_value(e), &why) < 0)
-				return fail(c, sub, "%s", why.msg);
-			al_policy_set_host(c->p, key, json_string_value(e));
-		}
-	}
-	return 0;
+	note(&bad, check_keys(c, j, "network", keys));
+	if ((v = json_object_get(j, "mode")) &&
+	    note(&bad, get_string(c, v, "network.mode", &c->p->network_mode)) == 0 &&
+	    strcmp(c->p->network_mode, "none") != 0 && strcmp(c->p->network_mode, "gateway") != 0)
+		note(&bad, fail(c, "network.mode",
+				"expected \"none\" (loopback only) or \"gateway\", got \"%s\"",
+				c->p->network_mode));
+	if ((v = json_object_get(j, "allow")))
+		note(&bad, parse_allow(c, v));
+	if ((v = json_object_get(j, "resolver")) &&
+	    note(&bad, get_string(c, v, "network.resolver", &c->p->net_resolver)) == 0 &&
+	    al_policy_check_resolver(c->p->net_resolver, &why) < 0)
+		note(&bad, fail(c, "network.resolver", "%s", why.msg));
+	if ((v = json_object_get(j, "limits")))
+		note(&bad, parse_net_limits(c, v, "network.limits", &c->p->net_run));
+	if ((v = json_object_get(j, "per_host")))
+		note(&bad, parse_net_limits(c, v, "network.per_host", &c->p->net_host));
+	if ((v = json_object_get(j, "hosts")))
+		note(&bad, parse_hosts(c, v));
+	return bad;
 }
 
 static int parse_backend(struct ctx *c, const json_t *j)
 {
 	static const char *const keys[] = {"name", NULL};
 	json_t *v;
-	int r;
+	int r, bad = 0;
 
 	if ((r = want(c, j, JSON_OBJECT, "backend", "an object")) < 0)
 		return r;
-	if ((r = check_keys(c, j, "backend", keys)) < 0)
-		return r;
-	if ((v = json_object_get(j, "name")) &&
-	    (r = get_string(c, v, "backend.name", &c->p->backend)) < 0)
-		return r;
-	return 0;
+	note(&bad, check_keys(c, j, "backend", keys));
+	if ((v = json_object_get(j, "name")))
+		note(&bad, get_string(c, v, "backend.name", &c->p->backend));
+	return bad;
 }
 
-static int parse_root(struct ctx *c, const json_t *root)
+/* A version this build does not read stops the parse (its keys may mean
+ * something else); a missing or mistyped one is reported and the rest is
+ * read as version 1. */
+static int parse_version(struct ctx *c, const json_t *v, bool *ret_stop)
 {
-	static const char *const keys[] = {"version", "command", "hostname", "filesystem", "env",
-					   "limits",  "network", "backend",  NULL};
-	json_t *v;
-	int r;
-
-	if (!json_is_object(root))
-		return fail(c, "(top level)", "expected an object, got %s", type_name(root));
-	if ((r = check_keys(c, root, "", keys)) < 0)
-		return r;
-	v = json_object_get(root, "version");
+	*ret_stop = false;
 	if (!v)
 		return fail(c, "version", "missing (this build reads \"version\": %d)",
 			    AL_POLICY_VERSION);
@@ -587,44 +597,58 @@ static int parse_root(struct ctx *c, const json_t *root)
 		return fail(c, "version",
 			    "the version is an integer (this build reads \"version\": %d)",
 			    AL_POLICY_VERSION);
-	if (json_integer_value(v) != AL_POLICY_VERSION)
+	if (json_integer_value(v) != AL_POLICY_VERSION) {
+		*ret_stop = true;
 		return fail(c, "version", "unsupported version (this build reads %d)",
 			    AL_POLICY_VERSION);
-	if ((v = json_object_get(root, "command")) &&
-	    (r = get_string_array(c, v, "command", false, true, &c->p->command)) < 0)
-		return r;
-	if ((v = json_object_get(root, "hostname"))) {
-		if ((r = get_string(c, v, "hostname", &c->p->hostname)) < 0)
-			return r;
-		if (!al_hostname_is_valid(c->p->hostname))
-			return fail(c, "hostname", "not a valid hostname: \"%s\"", c->p->hostname);
 	}
-	if ((v = json_object_get(root, "filesystem")) && (r = parse_filesystem(c, v)) < 0)
-		return r;
-	if ((v = json_object_get(root, "env")) && (r = parse_env(c, v)) < 0)
-		return r;
-	if ((v = json_object_get(root, "limits")) && (r = parse_limits(c, v)) < 0)
-		return r;
-	if ((v = json_object_get(root, "network")) && (r = parse_network(c, v)) < 0)
-		return r;
-	if ((v = json_object_get(root, "backend")) && (r = parse_backend(c, v)) < 0)
-		return r;
 	return 0;
 }
 
-int al_policy_load_string(const char *name, const char *text, size_t len, struct al_policy **ret,
-			  struct al_error *err)
+static int parse_root(struct ctx *c, const json_t *root)
+{
+	static const char *const keys[] = {"version", "command", "hostname", "filesystem", "env",
+					   "limits",  "network", "backend",  NULL};
+	json_t *v;
+	bool stop;
+	int bad = 0;
+
+	if (!json_is_object(root))
+		return fail(c, "(top level)", "expected an object, got %s", type_name(root));
+	note(&bad, check_keys(c, root, "", keys));
+	if (note(&bad, parse_version(c, json_object_get(root, "version"), &stop)) < 0 && stop)
+		return bad;
+	if ((v = json_object_get(root, "command")))
+		note(&bad, get_string_array(c, v, "command", false, true, &c->p->command));
+	if ((v = json_object_get(root, "hostname")) &&
+	    note(&bad, get_string(c, v, "hostname", &c->p->hostname)) == 0 &&
+	    !al_hostname_is_valid(c->p->hostname))
+		note(&bad, fail(c, "hostname", "not a valid hostname: \"%s\"", c->p->hostname));
+	if ((v = json_object_get(root, "filesystem")))
+		note(&bad, parse_filesystem(c, v));
+	if ((v = json_object_get(root, "env")))
+		note(&bad, parse_env(c, v));
+	if ((v = json_object_get(root, "limits")))
+		note(&bad, parse_limits(c, v));
+	if ((v = json_object_get(root, "network")))
+		note(&bad, parse_network(c, v));
+	if ((v = json_object_get(root, "backend")))
+		note(&bad, parse_backend(c, v));
+	return bad;
+}
+
+int al_policy_load_string_all(const char *name, const char *text, size_t len,
+			      struct al_policy **ret, struct al_errors *errs)
 {
 	_cleanup_(al_policy_freep) struct al_policy *p = al_policy_new(name);
-	struct ctx c = {.file = name, .p = p, .err = err};
+	struct ctx c = {.file = name, .p = p, .errs = errs};
 	json_error_t jerr;
 	json_t *root;
 	int r;
 
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root)
-		return al_error_set(err, EINVAL, "%s:%d:%d: %s", name, jerr.line, jerr.column,
-				    jerr.text);
+		return al_errors_add_syntax(errs, name, jerr.line, jerr.column, jerr.text);
 	r = parse_root(&c, root);
 	json_decref(root);
 	if (r < 0)
@@ -633,20 +657,35 @@ int al_policy_load_string(const char *name, const char *text, size_t len, struct
 	return 0;
 }
 
-int al_policy_load_file(const char *path, struct al_policy **ret, struct al_error *err)
+int al_policy_load_string(const char *name, const char *text, size_t len, struct al_policy **ret,
+			  struct al_error *err)
+{
+	struct al_errors errs = {0};
+	int r = al_policy_load_string_all(name, text, len, ret, &errs);
+
+	if (r < 0)
+		r = al_errors_first(&errs, 0, err);
+	al_errors_clear(&errs);
+	return r;
+}
+
+int al_policy_load_file_all(const char *path, struct al_policy **ret, struct al_errors *errs)
 {
 	_cleanup_fclose_ FILE *f = fopen(path, "re");
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0, cap = 0;
+	struct al_error err = {0};
 
-	if (!f)
-		return al_error_setsys(err, errno, "cannot open policy file %s", path);
+	if (!f) {
+		al_error_setsys(&err, errno, "cannot open policy file %s", path);
+		return al_errors_add_error(errs, &err);
+	}
 	for (;;) {
 		if (cap - len < 4096) {
 			cap = cap ? cap * 2 : 8192;
 			if (cap > (16u << 20))
-				return al_error_set(err, EFBIG,
-						    "%s: policy file larger than 16 MiB", path);
+				return al_errors_add(errs, EFBIG, path, NULL,
+						     "policy file larger than 16 MiB");
 			buf = xrealloc(buf, cap);
 		}
 		size_t n = fread(buf + len, 1, cap - len, f);
@@ -654,7 +693,20 @@ int al_policy_load_file(const char *path, struct al_policy **ret, struct al_erro
 		if (n == 0)
 			break;
 	}
-	if (ferror(f))
-		return al_error_setsys(err, EIO, "cannot read policy file %s", path);
-	return al_policy_load_string(path, buf, len, ret, err);
+	if (ferror(f)) {
+		al_error_setsys(&err, EIO, "cannot read policy file %s", path);
+		return al_errors_add_error(errs, &err);
+	}
+	return al_policy_load_string_all(path, buf, len, ret, errs);
+}
+
+int al_policy_load_file(const char *path, struct al_policy **ret, struct al_error *err)
+{
+	struct al_errors errs = {0};
+	int r = al_policy_load_file_all(path, ret, &errs);
+
+	if (r < 0)
+		r = al_errors_first(&errs, 0, err);
+	al_errors_clear(&errs);
+	return r;
 }

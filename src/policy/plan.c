@@ -31,7 +31,7 @@ static const char *const reserved[] = {"/proc", "/dev", "/etc", NULL};
 
 struct builder {
 	struct al_plan *plan;
-	struct al_error *err;
+	struct al_errors *errs; /* every error found; each item is checked alone */
 };
 
 static struct al_fs_entry *add_fs(struct builder *b, enum al_fs_kind kind, const char *path,
@@ -103,50 +103,55 @@ static bool is_reserved(const struct al_plan *plan, char *const *system, const c
 	return false;
 }
 
-static int build_system(struct builder *b, char *const *system, bool explicit_list)
+static int build_system_dir(struct builder *b, const char *path, bool explicit_list,
+			    struct al_error *err)
 {
-	for (size_t i = 0; system[i]; i++) {
-		const char *path = system[i];
-		struct stat st;
-		char what[PATH_MAX + 16];
+	struct stat st;
+	char what[PATH_MAX + 16];
 
-		snprintf(what, sizeof(what), "system %s", path);
-		if (strcmp(path, "/") == 0 || al_path_is_under(path, "/proc") ||
-		    al_path_is_under(path, "/dev") || al_path_is_under(path, "/etc") ||
-		    al_path_is_under(path, "/tmp") || al_path_is_under(path, b->plan->workdir) ||
-		    al_path_is_under(b->plan->workdir, path))
-			return al_error_set(
-			    b->err, EINVAL,
-			    "filesystem.system: %s would cover or sit inside a path "
-			    "airlock builds itself (/, /proc, /dev, /etc, /tmp, the workdir)",
-			    path);
-		if (lstat(path, &st) < 0) {
-			if (errno == ENOENT && !explicit_list)
-				continue; /* e.g. no /lib64 on this host */
-			return al_error_setsys(b->err, errno, "filesystem.system: %s", path);
-		}
-		if (S_ISLNK(st.st_mode)) {
-			char link[PATH_MAX];
-			ssize_t n = readlink(path, link, sizeof(link) - 1);
-			if (n < 0)
-				return al_error_setsys(b->err, errno,
-						       "filesystem.system: readlink %s", path);
-			link[n] = '\0';
-			add_fs(b, AL_FS_LINK, path, xstrdup(link), AL_FS_READ, what);
-			continue;
-		}
-		if (!S_ISDIR(st.st_mode))
-			return al_error_set(b->err, ENOTDIR,
-					    "filesystem.system: %s is not a directory", path);
-		char real[PATH_MAX];
-		if (!realpath(path, real) || stat(real, &st) < 0)
-			return al_error_setsys(b->err, errno, "filesystem.system: %s", path);
-		add_host(b, AL_FS_HOST, real, path, &st, AL_FS_READ | AL_FS_EXEC, what);
+	snprintf(what, sizeof(what), "system %s", path);
+	if (strcmp(path, "/") == 0 || al_path_is_under(path, "/proc") ||
+	    al_path_is_under(path, "/dev") || al_path_is_under(path, "/etc") ||
+	    al_path_is_under(path, "/tmp") || al_path_is_under(path, b->plan->workdir) ||
+	    al_path_is_under(b->plan->workdir, path))
+		return al_error_set(
+		    err, EINVAL,
+		    "filesystem.system: %s would cover or sit inside a path "
+		    "airlock builds itself (/, /proc, /dev, /etc, /tmp, the workdir)",
+		    path);
+	if (lstat(path, &st) < 0) {
+		if (errno == ENOENT && !explicit_list)
+			return 0; /* e.g. no /lib64 on this host */
+		return al_error_setsys(err, errno, "filesystem.system: %s", path);
 	}
+	if (S_ISLNK(st.st_mode)) {
+		char link[PATH_MAX];
+		ssize_t n = readlink(path, link, sizeof(link) - 1);
+		if (n < 0)
+			return al_error_setsys(err, errno, "filesystem.system: readlink %s", path);
+		link[n] = '\0';
+		add_fs(b, AL_FS_LINK, path, xstrdup(link), AL_FS_READ, what);
+		return 0;
+	}
+	if (!S_ISDIR(st.st_mode))
+		return al_error_set(err, ENOTDIR, "filesystem.system: %s is not a directory", path);
+	char real[PATH_MAX];
+	if (!realpath(path, real) || stat(real, &st) < 0)
+		return al_error_setsys(err, errno, "filesystem.system: %s", path);
+	add_host(b, AL_FS_HOST, real, path, &st, AL_FS_READ | AL_FS_EXEC, what);
 	return 0;
 }
 
-static int build_etc(struct builder *b)
+static void build_system(struct builder *b, char *const *system, bool explicit_list)
+{
+	for (size_t i = 0; system[i]; i++) {
+		struct al_error err = {0};
+		if (build_system_dir(b, system[i], explicit_list, &err) < 0)
+			al_errors_add_error(b->errs, &err);
+	}
+}
+
+static void build_etc(struct builder *b)
 {
 	const struct al_plan *p = b->plan;
 
@@ -182,7 +187,6 @@ static int build_etc(struct builder *b)
 			continue;
 		add_host(b, AL_FS_HOST, real, etc_binds[i], &st, AL_FS_READ, etc_binds[i]);
 	}
-	return 0;
 }
 
 static void build_proc_dev(struct builder *b)
@@ -221,58 +225,72 @@ static int cmp_mount_path(const void *a, const void *b)
 	return strcmp((*x)->path, (*y)->path);
 }
 
-static int build_mounts(struct builder *b, const struct al_policy *pol, char *const *system)
+/* sorted[i], checked against the host and the layout; sorted[0..i) are
+ * the mounts at shorter or equal paths. bad_path[] (by index in the
+ * policy's mounts) marks those whose sandbox path was refused: said once,
+ * and not used as the mount another lies inside. */
+static int build_mount(struct builder *b, const struct al_policy *pol,
+		       const struct al_policy_mount *const *sorted, size_t i, char *const *system,
+		       bool *bad_path, struct al_error *err)
 {
+	const struct al_policy_mount *m = sorted[i];
 	struct al_plan *p = b->plan;
+	const char *why = NULL;
+	char real[PATH_MAX];
+	struct stat st;
+
+	if (bad_path[m - pol->mounts])
+		return 0; /* refused against the workdir or the scratch */
+	bad_path[m - pol->mounts] = true;
+	if (!al_path_is_clean_absolute(m->path))
+		return al_error_set(err, EINVAL,
+				    "%s: sandbox path \"%s\" is not a clean absolute path",
+				    m->origin, m->path);
+	if (is_reserved(p, system, m->path, &why))
+		return al_error_set(err, EINVAL, "%s: sandbox path %s would cover or sit inside %s",
+				    m->origin, m->path, why);
+	bad_path[m - pol->mounts] = false;
+	for (size_t j = 0; j < i; j++)
+		if (!bad_path[sorted[j] - pol->mounts] &&
+		    al_path_is_under(m->path, sorted[j]->path))
+			return al_error_set(err, EINVAL,
+					    "%s: sandbox path %s lies inside another mount (%s)",
+					    m->origin, m->path, sorted[j]->path);
+	if (!realpath(m->host, real))
+		return al_error_setsys(err, errno, "%s: %s", m->origin, m->host);
+	if (stat(real, &st) < 0)
+		return al_error_setsys(err, errno, "%s: %s", m->origin, real);
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+		return al_error_set(err, EINVAL, "%s: %s is neither a regular file nor a directory",
+				    m->origin, real);
+	unsigned access = AL_FS_READ | (m->mode == AL_MOUNT_RW ? AL_FS_WRITE : 0) |
+			  (m->exec != 0 ? AL_FS_EXEC : 0); /* unset exec means allowed */
+	char what[PATH_MAX + 32];
+	snprintf(what, sizeof(what), "%s %s", m->mode == AL_MOUNT_RW ? "rw" : "ro", m->path);
+	struct al_fs_entry *e = add_host(b, AL_FS_HOST, real, m->path, &st, access, what);
+	e->copy = m->copy && m->mode == AL_MOUNT_RO;
+	if (!p->rootless) {
+		e->as_owner = true;
+		e->owner_uid = st.st_uid;
+		e->owner_gid = st.st_gid;
+	}
+	return 0;
+}
+
+static void build_mounts(struct builder *b, const struct al_policy *pol, char *const *system,
+			 bool *bad_path)
+{
 	_cleanup_free_ const struct al_policy_mount **sorted =
 	    xcalloc(pol->n_mounts + 1, sizeof(*sorted));
 
 	for (size_t i = 0; i < pol->n_mounts; i++)
 		sorted[i] = &pol->mounts[i];
 	qsort(sorted, pol->n_mounts, sizeof(*sorted), cmp_mount_path);
-
 	for (size_t i = 0; i < pol->n_mounts; i++) {
-		const struct al_policy_mount *m = sorted[i];
-		const char *why = NULL;
-		char real[PATH_MAX];
-		struct stat st;
-
-		if (!al_path_is_clean_absolute(m->path))
-			return al_error_set(b->err, EINVAL,
-					    "%s: sandbox path \"%s\" is not a clean absolute path",
-					    m->origin, m->path);
-		if (is_reserved(p, system, m->path, &why))
-			return al_error_set(b->err, EINVAL,
-					    "%s: sandbox path %s would cover or sit inside %s",
-					    m->origin, m->path, why);
-		for (size_t j = 0; j < i; j++)
-			if (al_path_is_under(m->path, sorted[j]->path))
-				return al_error_set(
-				    b->err, EINVAL,
-				    "%s: sandbox path %s lies inside another mount (%s)", m->origin,
-				    m->path, sorted[j]->path);
-		if (!realpath(m->host, real))
-			return al_error_setsys(b->err, errno, "%s: %s", m->origin, m->host);
-		if (stat(real, &st) < 0)
-			return al_error_setsys(b->err, errno, "%s: %s", m->origin, real);
-		if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
-			return al_error_set(b->err, EINVAL,
-					    "%s: %s is neither a regular file nor a directory",
-					    m->origin, real);
-		unsigned access = AL_FS_READ | (m->mode == AL_MOUNT_RW ? AL_FS_WRITE : 0) |
-				  (m->exec != 0 ? AL_FS_EXEC : 0); /* unset exec means allowed */
-		char what[PATH_MAX + 32];
-		snprintf(what, sizeof(what), "%s %s", m->mode == AL_MOUNT_RW ? "rw" : "ro",
-			 m->path);
-		struct al_fs_entry *e = add_host(b, AL_FS_HOST, real, m->path, &st, access, what);
-		e->copy = m->copy && m->mode == AL_MOUNT_RO;
-		if (!p->rootless) {
-			e->as_owner = true;
-			e->owner_uid = st.st_uid;
-			e->owner_gid = st.st_gid;
-		}
+		struct al_error err = {0};
+		if (build_mount(b, pol, sorted, i, system, bad_path, &err) < 0)
+			al_errors_add_error(b->errs, &err);
 	}
-	return 0;
 }
 
 /* The scratch face path is in, as a path relative to the scratch's root
@@ -291,110 +309,121 @@ static char *scratch_part(const struct al_plan *p, const char *path, bool *face)
 
 /* A copy's sandbox path: in a scratch face, not in a mount. */
 static int copy_part(struct builder *b, const char *origin, const char *path, bool *face,
-		     char **part)
+		     char **part, struct al_error *err)
 {
 	const struct al_plan *p = b->plan;
 
 	if (!al_path_is_clean_absolute(path))
-		return al_error_set(b->err, EINVAL,
+		return al_error_set(err, EINVAL,
 				    "%s: sandbox path \"%s\" is not a clean absolute path", origin,
 				    path);
 	for (size_t i = 0; i < p->n_fs; i++)
 		if (p->fs[i].kind == AL_FS_HOST && al_path_is_under(path, p->fs[i].path))
-			return al_error_set(b->err, EINVAL,
+			return al_error_set(err, EINVAL,
 					    "%s: %s lies in the host mount %s, not in the scratch",
 					    origin, path, p->fs[i].path);
 	*part = scratch_part(p, path, face);
 	if (!*part)
 		return al_error_set(
-		    b->err, EINVAL,
-		    "%s: %s is not in the scratch (the workdir %s, /tmp or /dev/shm)", origin, path,
-		    p->workdir);
+		    err, EINVAL, "%s: %s is not in the scratch (the workdir %s, /tmp or /dev/shm)",
+		    origin, path, p->workdir);
 	return 0;
 }
 
-static int build_copies(struct builder *b, const struct al_policy *pol)
+static int copy_in(struct builder *b, const struct al_policy_copy *c, struct al_error *err)
 {
 	struct al_plan *p = b->plan;
+	_cleanup_free_ char *part = NULL;
+	char real[PATH_MAX];
+	struct stat st;
+	bool face;
 	int r;
+
+	if ((r = copy_part(b, c->origin, c->path, &face, &part, err)) < 0)
+		return r;
+	if (!realpath(c->host, real))
+		return al_error_setsys(err, errno, "%s: %s", c->origin, c->host);
+	if (stat(real, &st) < 0)
+		return al_error_setsys(err, errno, "%s: %s", c->origin, real);
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+		return al_error_set(err, EINVAL, "%s: %s is neither a regular file nor a directory",
+				    c->origin, real);
+	if (face && !S_ISDIR(st.st_mode))
+		return al_error_set(err, EINVAL,
+				    "%s: %s is a directory of the scratch; copy a file to a path "
+				    "inside it",
+				    c->origin, c->path);
+	for (size_t j = 0; j < p->n_copy_in; j++)
+		if (strcmp(p->copy_in[j].path, c->path) == 0)
+			return al_error_set(err, EINVAL, "%s: %s is copied in twice (also by %s)",
+					    c->origin, c->path, p->copy_in[j].origin);
+	p->copy_in = xrealloc(p->copy_in, (p->n_copy_in + 1) * sizeof(*p->copy_in));
+	p->copy_in[p->n_copy_in++] = (struct al_copy_in){
+	    .host = xstrdup(real),
+	    .path = xstrdup(c->path),
+	    .part = TAKE_PTR(part),
+	    .dir = S_ISDIR(st.st_mode),
+	    .dev = st.st_dev,
+	    .ino = st.st_ino,
+	    .origin = xstrdup(c->origin),
+	};
+	return 0;
+}
+
+static int copy_out(struct builder *b, const struct al_policy_copy *c, struct al_error *err)
+{
+	struct al_plan *p = b->plan;
+	_cleanup_free_ char *part = NULL, *parent = xstrdup(c->host);
+	char real[PATH_MAX];
+	struct stat st;
+	bool face;
+	int r;
+
+	if ((r = copy_part(b, c->origin, c->path, &face, &part, err)) < 0)
+		return r;
+	if (stat(c->host, &st) == 0) {
+		if (!S_ISDIR(st.st_mode))
+			return al_error_set(err, ENOTDIR, "%s: %s exists and is not a directory",
+					    c->origin, c->host);
+	} else if (errno != ENOENT) {
+		return al_error_setsys(err, errno, "%s: %s", c->origin, c->host);
+	} else {
+		char *slash = strrchr(parent, '/');
+		if (slash == parent)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+		if (!realpath(parent, real) || stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
+			return al_error_set(err, ENOENT,
+					    "%s: %s does not exist and neither does its parent "
+					    "directory %s",
+					    c->origin, c->host, parent);
+	}
+	p->copy_out = xrealloc(p->copy_out, (p->n_copy_out + 1) * sizeof(*p->copy_out));
+	p->copy_out[p->n_copy_out++] = (struct al_copy_out){
+	    .path = xstrdup(c->path),
+	    .part = TAKE_PTR(part),
+	    .hostdir = xstrdup(c->host),
+	    .origin = xstrdup(c->origin),
+	};
+	return 0;
+}
+
+/* --copy-in and --copy-out: each checked alone, every error kept. */
+static void build_copies(struct builder *b, const struct al_policy *pol)
+{
+	struct al_plan *p = b->plan;
 
 	p->copy_out_bytes = pol->copy_out_bytes ? pol->copy_out_bytes : p->scratch_bytes;
 	p->copy_out_files = pol->copy_out_files ? pol->copy_out_files : AL_DEFAULT_COPY_OUT_FILES;
-	for (size_t i = 0; i < pol->n_copy_in; i++) {
-		const struct al_policy_copy *c = &pol->copy_in[i];
-		_cleanup_free_ char *part = NULL;
-		char real[PATH_MAX];
-		struct stat st;
-		bool face;
-
-		if ((r = copy_part(b, c->origin, c->path, &face, &part)) < 0)
-			return r;
-		if (!realpath(c->host, real))
-			return al_error_setsys(b->err, errno, "%s: %s", c->origin, c->host);
-		if (stat(real, &st) < 0)
-			return al_error_setsys(b->err, errno, "%s: %s", c->origin, real);
-		if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
-			return al_error_set(b->err, EINVAL,
-					    "%s: %s is neither a regular file nor a directory",
-					    c->origin, real);
-		if (face && !S_ISDIR(st.st_mode))
-			return al_error_set(b->err, EINVAL,
-					    "%s: %s is a directory of the scratch; copy a file to "
-					    "a path inside it",
-					    c->origin, c->path);
-		for (size_t j = 0; j < p->n_copy_in; j++)
-			if (strcmp(p->copy_in[j].path, c->path) == 0)
-				return al_error_set(b->err, EINVAL,
-						    "%s: %s is copied in twice (also by %s)",
-						    c->origin, c->path, p->copy_in[j].origin);
-		p->copy_in = xrealloc(p->copy_in, (p->n_copy_in + 1) * sizeof(*p->copy_in));
-		p->copy_in[p->n_copy_in++] = (struct al_copy_in){
-		    .host = xstrdup(real),
-		    .path = xstrdup(c->path),
-		    .part = TAKE_PTR(part),
-		    .dir = S_ISDIR(st.st_mode),
-		    .dev = st.st_dev,
-		    .ino = st.st_ino,
-		    .origin = xstrdup(c->origin),
-		};
+	for (size_t i = 0; i < pol->n_copy_in + pol->n_copy_out; i++) {
+		struct al_error err = {0};
+		bool in = i < pol->n_copy_in;
+		const struct al_policy_copy *c =
+		    in ? &pol->copy_in[i] : &pol->copy_out[i - pol->n_copy_in];
+		if ((in ? copy_in(b, c, &err) : copy_out(b, c, &err)) < 0)
+			al_errors_add_error(b->errs, &err);
 	}
-	for (size_t i = 0; i < pol->n_copy_out; i++) {
-		const struct al_policy_copy *c = &pol->copy_out[i];
-		_cleanup_free_ char *part = NULL, *parent = xstrdup(c->host);
-		char real[PATH_MAX];
-		struct stat st;
-		bool face;
-
-		if ((r = copy_part(b, c->origin, c->path, &face, &part)) < 0)
-			return r;
-		if (stat(c->host, &st) == 0) {
-			if (!S_ISDIR(st.st_mode))
-				return al_error_set(b->err, ENOTDIR,
-						    "%s: %s exists and is not a directory",
-						    c->origin, c->host);
-		} else if (errno != ENOENT) {
-			return al_error_setsys(b->err, errno, "%s: %s", c->origin, c->host);
-		} else {
-			char *slash = strrchr(parent, '/');
-			if (slash == parent)
-				slash[1] = '\0';
-			else
-				*slash = '\0';
-			if (!realpath(parent, real) || stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
-				return al_error_set(b->err, ENOENT,
-						    "%s: %s does not exist and neither does its "
-						    "parent directory %s",
-						    c->origin, c->host, parent);
-		}
-		p->copy_out = xrealloc(p->copy_out, (p->n_copy_out + 1) * sizeof(*p->copy_out));
-		p->copy_out[p->n_copy_out++] = (struct al_copy_out){
-		    .path = xstrdup(c->path),
-		    .part = TAKE_PTR(part),
-		    .hostdir = xstrdup(c->host),
-		    .origin = xstrdup(c->origin),
-		};
-	}
-	return 0;
 }
 
 static void build_ids(struct al_plan *p)
@@ -413,32 +442,38 @@ static void build_ids(struct al_plan *p)
 	}
 }
 
-/* network.allow and network.hosts → the gateway's allowlist and map. */
-static int build_network(struct al_plan *p, const struct al_policy *pol, struct al_error *err)
+/* network.allow and network.hosts → the gateway's allowlist and map. A
+ * mode that contradicts the rest is one error; then each rule and each
+ * mapping is checked alone. */
+static void build_network(struct al_plan *p, const struct al_policy *pol, struct al_errors *errs)
 {
 	bool explicit_none = pol->network_mode && strcmp(pol->network_mode, "none") == 0;
 	size_t n = al_strv_len(pol->net_allow);
-	int r;
+	struct al_error e = {0}, *err = &e;
 
-	if (pol->network_mode && !explicit_none && strcmp(pol->network_mode, "gateway") != 0)
-		return al_error_set(err, EINVAL,
-				    "network mode \"%s\" is not known (expected none or gateway)",
-				    pol->network_mode);
-	if (explicit_none && n > 0)
-		return al_error_set(
-		    err, EINVAL,
-		    "network: mode \"none\" with %zu allow rule%s; drop the mode or the "
-		    "rules",
-		    n, n == 1 ? "" : "s");
+	if (pol->network_mode && !explicit_none && strcmp(pol->network_mode, "gateway") != 0) {
+		al_errors_add(errs, EINVAL, NULL, NULL,
+			      "network mode \"%s\" is not known (expected none or gateway)",
+			      pol->network_mode);
+		return;
+	}
+	if (explicit_none && n > 0) {
+		al_errors_add(errs, EINVAL, NULL, NULL,
+			      "network: mode \"none\" with %zu allow rule%s; drop the mode or the "
+			      "rules",
+			      n, n == 1 ? "" : "s");
+		return;
+	}
 	p->gateway = n > 0 || (pol->network_mode && strcmp(pol->network_mode, "gateway") == 0);
-	if (!p->gateway && (pol->net_hosts || pol->net_resolver))
-		return al_error_set(
-		    err, EINVAL,
-		    "network: %s given, but nothing is allowed, so there is no gateway "
-		    "to use it; add network.allow rules (--allow)",
-		    pol->net_hosts ? "hosts (--map-host)" : "resolver (--resolver)");
+	if (!p->gateway && (pol->net_hosts || pol->net_resolver)) {
+		al_errors_add(errs, EINVAL, NULL, NULL,
+			      "network: %s given, but nothing is allowed, so there is no gateway "
+			      "to use it; add network.allow rules (--allow)",
+			      pol->net_hosts ? "hosts (--map-host)" : "resolver (--resolver)");
+		return;
+	}
 	if (!p->gateway)
-		return 0;
+		return;
 	p->net_run = pol->net_run;
 	p->net_host = pol->net_host;
 	p->resolver = pol->net_resolver ? xstrdup(pol->net_resolver) : NULL;
@@ -446,21 +481,33 @@ static int build_network(struct al_plan *p, const struct al_policy *pol, struct 
 		p->net_run.connections = AL_DEFAULT_NET_CONNECTIONS;
 	p->allow = al_allow_new();
 	p->allow_text = al_strv_dup(pol->net_allow);
-	for (size_t i = 0; i < n; i++)
-		if ((r = al_allow_add(p->allow, pol->net_allow[i], err)) < 0)
-			return al_error_wrap(err, "network.allow \"%s\"", pol->net_allow[i]);
+	for (size_t i = 0; i < n; i++) {
+		/* Checked as --allow checks it: a policy built elsewhere (the
+		 * API) has not been. */
+		if (al_policy_check_allow_rule(pol->net_allow[i], err) < 0 ||
+		    al_allow_add(p->allow, pol->net_allow[i], err) < 0) {
+			al_error_wrap(err, "network.allow \"%s\"", pol->net_allow[i]);
+			al_errors_add_error(errs, err);
+		}
+	}
 	p->n_hosts = al_strv_len(pol->net_hosts);
 	p->hosts = xcalloc(p->n_hosts + 1, sizeof(*p->hosts));
 	for (size_t i = 0; i < p->n_hosts; i++) {
 		const char *entry = pol->net_hosts[i], *eq = strchr(entry, '=');
+		_cleanup_free_ char *key = strndup(entry, (size_t)(eq - entry));
 		struct al_host name, addr;
-		if (al_host_parse(entry, (size_t)(eq - entry), &name, err) < 0 ||
-		    al_host_parse(eq + 1, strlen(eq + 1), &addr, err) < 0)
-			return al_error_wrap(err, "network.hosts \"%s\"", entry);
+		/* Checked as --map-host checks it: a policy built elsewhere
+		 * (the API) has not been. */
+		if (!key || al_policy_check_host_map(key, eq + 1, err) < 0 ||
+		    al_host_parse(entry, (size_t)(eq - entry), &name, err) < 0 ||
+		    al_host_parse(eq + 1, strlen(eq + 1), &addr, err) < 0) {
+			al_error_wrap(err, "network.hosts \"%s\"", entry);
+			al_errors_add_error(errs, err);
+			continue;
+		}
 		p->hosts[i].name = xstrdup(name.text);
 		p->hosts[i].addr = addr.addr;
 	}
-	return 0;
 }
 
 static void build_env(struct al_plan *p, const struct al_policy *pol)
@@ -497,38 +544,40 @@ static void build_env(struct al_plan *p, const struct al_policy *pol)
 		al_strv_push(&p->env_hidden, pol->env_hidden[i]);
 }
 
-int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **ret,
-		  struct al_error *err)
+/* The command, identity, workdir and limits; each check alone. Returns
+ * false when the workdir is wrong (what is checked against it would mean
+ * nothing). */
+static bool build_request(struct al_plan *p, const struct al_policy *pol, unsigned flags,
+			  char *const *system, struct al_errors *errs)
 {
-	_cleanup_(al_plan_freep) struct al_plan *p = xcalloc(1, sizeof(*p));
-	struct builder b = {.plan = p, .err = err};
-	char *const *system = pol->system ? pol->system : (char *const *)default_system;
-	bool workdir_is_mount = false;
+	bool workdir_ok = true;
 	const char *why;
-	int r;
 
 	if ((!pol->command || !pol->command[0]) && !(flags & AL_PLAN_COMMAND_OPTIONAL))
-		return al_error_set(
-		    err, EINVAL,
+		al_errors_add(
+		    errs, EINVAL, NULL, NULL,
 		    "no command given (put it after \"--\" or in the policy's \"command\")");
-	if (pol->command && pol->command[0] && pol->command[0][0] == '\0')
-		return al_error_set(err, EINVAL, "the command's name is empty");
+	else if (pol->command && pol->command[0] && pol->command[0][0] == '\0')
+		al_errors_add(errs, EINVAL, NULL, NULL, "the command's name is empty");
 	if (pol->backend && strcmp(pol->backend, "native") != 0)
-		return al_error_set(err, EINVAL, "unknown backend \"%s\" (this build has: native)",
-				    pol->backend);
+		al_errors_add(errs, EINVAL, NULL, NULL,
+			      "unknown backend \"%s\" (this build has: native)", pol->backend);
 	p->backend = xstrdup("native");
 	p->argv = al_strv_dup(pol->command); /* empty vector when optional and absent */
 	p->hostname = xstrdup(pol->hostname ? pol->hostname : AL_DEFAULT_HOSTNAME);
 	if (!al_hostname_is_valid(p->hostname))
-		return al_error_set(err, EINVAL, "hostname \"%s\" is not a valid host name",
-				    p->hostname);
+		al_errors_add(errs, EINVAL, NULL, NULL, "hostname \"%s\" is not a valid host name",
+			      p->hostname);
 	p->workdir = xstrdup(pol->workdir ? pol->workdir : AL_DEFAULT_WORKDIR);
-	if (!al_path_is_clean_absolute(p->workdir))
-		return al_error_set(err, EINVAL, "workdir \"%s\" is not a clean absolute path",
-				    p->workdir);
-	if (is_reserved(p, system, p->workdir, &why))
-		return al_error_set(err, EINVAL, "workdir %s would cover or sit inside %s",
-				    p->workdir, why);
+	if (!al_path_is_clean_absolute(p->workdir)) {
+		al_errors_add(errs, EINVAL, NULL, NULL,
+			      "workdir \"%s\" is not a clean absolute path", p->workdir);
+		workdir_ok = false;
+	} else if (is_reserved(p, system, p->workdir, &why)) {
+		al_errors_add(errs, EINVAL, NULL, NULL, "workdir %s would cover or sit inside %s",
+			      p->workdir, why);
+		workdir_ok = false;
+	}
 	p->timeout_ms = pol->timeout_ms ? pol->timeout_ms : AL_DEFAULT_TIMEOUT_MS;
 	p->scratch_bytes = pol->scratch_bytes ? pol->scratch_bytes : AL_DEFAULT_SCRATCH_BYTES;
 	p->memory_bytes = pol->memory_bytes ? pol->memory_bytes : AL_DEFAULT_MEMORY_BYTES;
@@ -540,11 +589,12 @@ int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **
 	p->file_size = pol->file_size;
 	p->cgroup_required = pol->memory_bytes || pol->pids || pol->cpus_milli || pol->cpu_time_ms;
 	if (p->memory_bytes < (4ull << 20))
-		return al_error_set(err, EINVAL, "memory limit %llu bytes is below the 4M minimum",
-				    (unsigned long long)p->memory_bytes);
+		al_errors_add(errs, EINVAL, NULL, NULL,
+			      "memory limit %llu bytes is below the 4M minimum",
+			      (unsigned long long)p->memory_bytes);
 	if (p->pids < 2)
-		return al_error_set(err, EINVAL,
-				    "pids limit must be at least 2 (init and the command)");
+		al_errors_add(errs, EINVAL, NULL, NULL,
+			      "pids limit must be at least 2 (init and the command)");
 	p->socket_bytes = (p->memory_bytes / AL_SOCKET_SHARE + 4095) & ~4095ULL;
 	if (p->socket_bytes < AL_SOCKET_MIN_BYTES)
 		p->socket_bytes = AL_SOCKET_MIN_BYTES;
@@ -555,42 +605,80 @@ int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **
 	p->memlock_bytes =
 	    p->memory_bytes / 8 < AL_MEMLOCK_BYTES ? p->memory_bytes / 8 : AL_MEMLOCK_BYTES;
 	p->scratch_exec = pol->scratch_exec != 0;
+	return workdir_ok;
+}
+
+/* Mounts against the workdir and /tmp (the scratch), marking in
+ * bad_path[] those refused; true when one of them is the workdir. */
+static bool check_mounts_vs_scratch(const struct al_plan *p, const struct al_policy *pol,
+				    bool *bad_path, struct al_errors *errs)
+{
+	bool workdir_is_mount = false;
 
 	for (size_t i = 0; i < pol->n_mounts; i++) {
-		if (strcmp(pol->mounts[i].path, p->workdir) == 0)
+		const struct al_policy_mount *m = &pol->mounts[i];
+		bool in_tmp = al_path_is_under(m->path, "/tmp");
+
+		if (strcmp(m->path, p->workdir) == 0) {
 			workdir_is_mount = true;
-		else if (al_path_is_under(p->workdir, pol->mounts[i].path))
-			return al_error_set(err, EINVAL,
-					    "%s: sandbox path %s would hide the workdir %s",
-					    pol->mounts[i].origin, pol->mounts[i].path, p->workdir);
-		else if (al_path_is_under(pol->mounts[i].path, "/tmp"))
-			return al_error_set(
-			    err, EINVAL,
+		} else if (al_path_is_under(p->workdir, m->path)) {
+			al_errors_add(errs, EINVAL, NULL, NULL,
+				      "%s: sandbox path %s would hide the workdir %s", m->origin,
+				      m->path, p->workdir);
+			bad_path[i] = true;
+		} else if (in_tmp) {
+			al_errors_add(
+			    errs, EINVAL, NULL, NULL,
 			    "%s: sandbox path %s lies inside the scratch's /tmp; mount it "
 			    "elsewhere, e.g. /input, or under the workdir (%s/input)",
-			    pol->mounts[i].origin, pol->mounts[i].path, p->workdir);
+			    m->origin, m->path, p->workdir);
+			bad_path[i] = true;
+		}
 	}
+	return workdir_is_mount;
+}
 
+int al_plan_build_all(const struct al_policy *pol, unsigned flags, struct al_plan **ret,
+		      struct al_errors *errs)
+{
+	_cleanup_(al_plan_freep) struct al_plan *p = xcalloc(1, sizeof(*p));
+	struct builder b = {.plan = p, .errs = errs};
+	char *const *system = pol->system ? pol->system : (char *const *)default_system;
+	size_t before = al_errors_count(errs);
+	_cleanup_free_ bool *bad_path = xcalloc(pol->n_mounts + 1, sizeof(bool));
+	bool workdir_is_mount = false;
+
+	if (build_request(p, pol, flags, system, errs))
+		workdir_is_mount = check_mounts_vs_scratch(p, pol, bad_path, errs);
 	build_ids(p);
-	if ((r = build_network(p, pol, err)) < 0)
-		return r;
+	build_network(p, pol, errs);
 	build_env(p, pol);
 	p->landlock_required = pol->landlock != AL_LANDLOCK_BEST_EFFORT;
 
 	/* Order matters: parents before children. */
 	build_scratch(&b, workdir_is_mount);
-	if ((r = build_system(&b, system, pol->system != NULL)) < 0)
-		return r;
-	if ((r = build_etc(&b)) < 0)
-		return r;
+	build_system(&b, system, pol->system != NULL);
+	build_etc(&b);
 	build_proc_dev(&b);
-	if ((r = build_mounts(&b, pol, system)) < 0)
-		return r;
-	if ((r = build_copies(&b, pol)) < 0)
-		return r;
+	build_mounts(&b, pol, system, bad_path);
+	build_copies(&b, pol);
 
+	if (al_errors_count(errs) > before)
+		return al_errors_first(errs, before, NULL);
 	*ret = TAKE_PTR(p);
 	return 0;
+}
+
+int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **ret,
+		  struct al_error *err)
+{
+	struct al_errors errs = {0};
+	int r = al_plan_build_all(pol, flags, ret, &errs);
+
+	if (r < 0)
+		r = al_errors_first(&errs, 0, err);
+	al_errors_clear(&errs);
+	return r;
 }
 
 void al_plan_free(struct al_plan *p)

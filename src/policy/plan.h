@@ -196,6 +196,14 @@ struct al_plan {
 int al_plan_build(const struct al_policy *policy, unsigned flags, struct al_plan **ret,
 		  struct al_error *err);
 
+/* The same, adding every error it finds to errs (al_plan_build() reports
+ * the first): each mount, system directory, allow rule and host mapping is
+ * checked alone, and the request's own checks (command, backend, hostname,
+ * workdir, limits) each once. Returns 0, or the negative errno of the first
+ * error it added. */
+int al_plan_build_all(const struct al_policy *policy, unsigned flags, struct al_plan **ret,
+		      struct al_errors *errs);
+
 void al_plan_free(struct al_plan *plan);
 static inline void al_plan_freep(struct al_plan **p)
 {

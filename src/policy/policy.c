@@ -1,8 +1,10 @@
 #include "policy/policy.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/cleanup.h"
 #include "core/util.h"
@@ -246,12 +248,52 @@ void al_policy_set_host(struct al_policy *p, const char *name, const char *addr)
 	al_strv_push_take(&p->net_hosts, entry);
 }
 
+/* The sandbox's loopback is its own: a connection there never reaches the
+ * gateway (nothing captures it, and NO_PROXY keeps clients off the proxy),
+ * so a rule for loopback space, for localhost or for the unspecified
+ * address (which is this host when connected to) can never be what the
+ * sandbox uses. What does work is a name mapped to the host's loopback. */
+static int check_not_loopback(const char *rule, const struct al_allow_rule *r, struct al_error *err)
+{
+	enum al_addr_class cls = al_allow_rule_class(r);
+	char ports[32], addr[64] = "127.0.0.1";
+	struct in6_addr net;
+	unsigned prefix;
+	const char *what;
+
+	if (cls != AL_ADDR_LOOPBACK && cls != AL_ADDR_UNSPECIFIED)
+		return 0;
+	if (al_allow_rule_network(r, &net, &prefix)) {
+		what = cls == AL_ADDR_LOOPBACK ? "loopback space" : "the unspecified address";
+		/* The address to map a name to: the rule's own loopback
+		 * address, ::1 for IPv6, else 127.0.0.1 (also for NAT64). */
+		if (IN6_IS_ADDR_LOOPBACK(&net) || IN6_IS_ADDR_UNSPECIFIED(&net))
+			snprintf(addr, sizeof(addr), "::1");
+		else if (cls == AL_ADDR_LOOPBACK && prefix == 128 && al_addr_is_ipv4(&net))
+			al_addr_format(&net, addr, sizeof(addr));
+	} else {
+		bool exact = strncasecmp(rule, "localhost", 9) == 0 && strchr(":.", rule[9]);
+		what = exact ? "localhost" : "a name under localhost";
+	}
+	al_allow_rule_ports(r, ports, sizeof(ports));
+	return al_error_set(
+	    err, EINVAL,
+	    "allow rule \"%s\" is for %s, which inside the sandbox is the sandbox's own "
+	    "loopback, not the host's: no connection there reaches the gateway; to reach a "
+	    "service on the host's loopback, map a name to it and allow that name: "
+	    "--map-host NAME=%s --allow NAME%s (in a policy file: network.hosts and "
+	    "network.allow)",
+	    rule, what, addr, ports);
+}
+
 int al_policy_check_allow_rule(const char *rule, struct al_error *err)
 {
-	struct al_allowlist *l = al_allow_new();
+	_cleanup_(al_allow_freep) struct al_allowlist *l = al_allow_new();
 	int r = al_allow_add(l, rule, err);
-	al_allow_free(l);
-	return r;
+
+	if (r < 0)
+		return r;
+	return check_not_loopback(rule, al_allow_rule_at(l, 0), err);
 }
 
 int al_policy_check_host_map(const char *name, const char *addr, struct al_error *err)

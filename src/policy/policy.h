@@ -120,7 +120,11 @@ void al_policy_add_copy(struct al_policy *p, bool in, const char *host, const ch
 			const char *origin);
 
 /* Validate one allowlist rule / a name=address mapping (same checks the
- * gateway applies); err says what is wrong. */
+ * gateway applies); err says what is wrong. A rule for loopback space
+ * (127.0.0.0/8, ::1), the unspecified address (0.0.0.0, ::) or localhost
+ * (and names below it) is refused too: inside the sandbox those are its own
+ * loopback, never the gateway's, and the message says to map a name to the
+ * host's loopback (--map-host NAME=127.0.0.1) and allow that name. */
 int al_policy_check_allow_rule(const char *rule, struct al_error *err);
 int al_policy_check_host_map(const char *name, const char *addr, struct al_error *err);
 
@@ -151,3 +155,14 @@ int al_policy_load_file(const char *path, struct al_policy **ret, struct al_erro
 /* Same for an in-memory document; `name` is used in messages. */
 int al_policy_load_string(const char *name, const char *text, size_t len, struct al_policy **ret,
 			  struct al_error *err);
+
+/* The same two, adding every error they find to errs (al_policy_load_file()
+ * and al_policy_load_string() report the first of them): each key and
+ * element is checked even after another failed. They stop early only where
+ * going on would mean nothing: a file that cannot be read or is not JSON,
+ * a top level that is not an object, a version this build does not read, a
+ * value of the wrong type (its insides are not looked at). Returns 0, or
+ * the negative errno of the first error added; *ret only on success. */
+int al_policy_load_file_all(const char *path, struct al_policy **ret, struct al_errors *errs);
+int al_policy_load_string_all(const char *name, const char *text, size_t len,
+			      struct al_policy **ret, struct al_errors *errs);

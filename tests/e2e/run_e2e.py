@@ -1503,6 +1503,109 @@ def check_refuses_bad_policy(e):
         refusal(e, [e.airlock, "check", "--policy", p], 125, "bad.json", "oops")
 
 
+def expect_error_lines(res, rc, wanted):
+    """A refusal that names several errors: exit rc, nothing on stdout, and
+    exactly one stderr line per entry of wanted (a list of word lists), in
+    that order, each starting "airlock: " and holding its words."""
+    expect_rc(res, rc)
+    expect(res.text == "", "stdout is not empty: %r" % res.text, res)
+    lines = res.errtext.splitlines()
+    expect(len(lines) == len(wanted), "expected %d stderr lines, got %d"
+           % (len(wanted), len(lines)), res)
+    for line, words in zip(lines, wanted):
+        expect(line.startswith("airlock: "), "stderr line without 'airlock: ': %r" % line, res)
+        for w in words:
+            expect(w in line, "stderr line %r does not mention %r" % (line, w), res)
+
+
+@case
+def check_reports_every_error(e):
+    """`airlock check` reports every error of the policy file and the flags,
+    not only the first: a file with three schema errors and a bad flag give
+    four lines (125), each naming the file and the JSON path or the flag;
+    with --json stdout is {"ok": false, "errors": [...]} with where, path
+    and message for each and nothing on stderr; `airlock run` refuses with
+    the same lines and starts nothing; plan errors (after a good parse)
+    come out the same way; 150 errors show 100 and "and 50 more"; a valid
+    policy's --json starts with "ok": true."""
+    with TempDir() as d:
+        bad = write_file(os.path.join(d, "three.json"), json.dumps({
+            "version": 1,
+            "filesystem": {"mounts": [{"host": "/srv", "path": "/input"},
+                                      {"host": "/srv", "path": "/input/b", "mode": "rx"},
+                                      {"host": "data.csv", "path": "/input/c"}]},
+            "limits": {"memory": "lots"}}))
+        wanted = [
+            (bad, "filesystem.mounts[1].mode", 'expected "ro" or "rw", got "rx"'),
+            (bad, "filesystem.mounts[2].host", "expected a clean absolute path"),
+            (bad, "limits.memory", 'bad size "lots"'),
+        ]
+        res = run_host([e.airlock, "check", "--policy", bad])
+        expect_error_lines(res, 125, [["%s: %s: %s" % w] for w in wanted])
+
+        res = run_host([e.airlock, "check", "--timeout", "soon", "--policy", bad, "--json"])
+        expect_rc(res, 125)
+        expect(res.errtext == "", "check --json wrote to stderr: %r" % res.errtext, res)
+        try:
+            doc = json.loads(res.text)
+        except ValueError as err:
+            raise AssertionError("check --json is not JSON: %s\n%s" % (err, res.describe()))
+        expect(doc.get("ok") is False and doc.get("omitted") == 0,
+               "ok/omitted: %r" % {k: doc.get(k) for k in ("ok", "omitted")}, res)
+        errors = doc.get("errors") or []
+        expect(len(errors) == 4, "expected 4 errors, got %d" % len(errors), res)
+        flag = errors[0] if errors else {}
+        expect(flag.get("where") == "--timeout soon" and flag.get("path") is None
+               and flag.get("message", "").startswith("expected seconds"),
+               "the flag's error: %r" % flag, res)
+        for got, (where, path, message) in zip(errors[1:], wanted):
+            expect(got.get("where") == where and got.get("path") == path
+                   and message in got.get("message", "")
+                   and got.get("text") == "%s: %s: %s" % (where, path, got.get("message")),
+                   "error %r, expected %r" % (got, (where, path, message)), res)
+
+        res = run_host([e.airlock, "run", "--policy", bad, "--", "/bin/true"])
+        expect_error_lines(res, 125, [["%s: %s: %s" % w] for w in wanted])
+
+        # A file that parses, with plan errors: no file, a reserved path,
+        # a limit below its minimum (and a syntax error stops at itself).
+        plan = write_file(os.path.join(d, "plan.json"), json.dumps({
+            "version": 1, "limits": {"memory": 1048576},
+            "filesystem": {"mounts": [{"host": "/nonexistent-airlock-e2e", "path": "/input/x"},
+                                      {"host": "/srv", "path": "/etc/x"}]}}))
+        res = run_host([e.airlock, "check", "--policy", plan])
+        expect_error_lines(res, 125, [["below the 4M minimum"],
+                                      ["filesystem.mounts[1]", "/etc/x would cover"],
+                                      ["/nonexistent-airlock-e2e", "No such file"]])
+        res = run_host([e.airlock, "check", "--policy", plan, "--json"])
+        expect_rc(res, 125)
+        errors = json.loads(res.text)["errors"]
+        expect(len(errors) == 3 and all(x["where"] is None and x["message"] == x["text"]
+                                        for x in errors), "plan errors as JSON: %r" % errors, res)
+        syntax = write_file(os.path.join(d, "syntax.json"), '{"version": 1,\n "limits": {,}}')
+        res = run_host([e.airlock, "check", "--policy", syntax, "--json"])
+        errors = json.loads(res.text)["errors"]
+        expect(len(errors) == 1 and errors[0]["line"] == 2 and errors[0]["where"] == syntax
+               and errors[0]["text"].startswith(syntax + ":2:"), "syntax error: %r" % errors, res)
+
+        many = write_file(os.path.join(d, "many.json"), json.dumps(
+            {"version": 1, "env": {"%d-BAD" % i: "x" for i in range(150)}}))
+        res = run_host([e.airlock, "check", "--policy", many])
+        expect_rc(res, 125)
+        lines = res.errtext.splitlines()
+        expect(len(lines) == 101 and all("not a valid variable name" in l for l in lines[:100])
+               and lines[100] == "airlock: and 50 more errors (only the first 100 are shown)",
+               "150 errors: %d lines, last %r" % (len(lines), lines[-1:]), res)
+        res = run_host([e.airlock, "check", "--policy", many, "--json"])
+        doc = json.loads(res.text)
+        expect(len(doc["errors"]) == 100 and doc["omitted"] == 50, "150 errors as JSON", res)
+
+        res = run_host([e.airlock, "check", "--json"])
+        expect_rc(res, 0)
+        expect(res.text.startswith('{\n  "ok": true,'), "a valid plan's JSON: %r"
+               % res.text[:40], res)
+
+
 # ---- rootless ----------------------------------------------------------------
 
 @case

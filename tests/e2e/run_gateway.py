@@ -681,55 +681,68 @@ def refusals_reach_nothing(e):
 @case
 def private_resolution_guard(e):
     """A name the gateway resolves itself (no --map-host) may only lead to
-    public addresses or ones the allowlist names literally: --allow
-    localhost:P resolves (host /etc/hosts) to 127.0.0.1 and is refused
-    with 403 naming non-public addresses (SOCKS: 0x02), the server on
-    127.0.0.1:P getting nothing; --allow 127.0.0.1:P lets the literal
-    through, and with both rules localhost:P is allowed too (address
-    127.0.0.1); --allow [::1]:P6 lets an IPv6 literal through."""
-    force = ["--noproxy", "", "-x", "http://127.0.0.1:3128"]
-    with Recorder("api") as api:
+    public addresses: with the gateway's resolver a fake one on loopback
+    (--resolver) that answers loop.test with 127.0.0.1, --allow loop.test:P
+    is refused with 403 naming non-public addresses (SOCKS: 0x02) and the
+    server on 127.0.0.1:P gets nothing, though the fake was asked. The same
+    name mapped there (--map-host loop.test=127.0.0.1, trusted as written)
+    gets through on the HTTP proxy, SOCKS and the transparent path (address
+    127.0.0.1), and a name mapped to ::1 reaches an IPv6 loopback server.
+    A rule naming loopback itself (127.0.0.1:P, [::1]:P, localhost:P) is
+    refused before anything runs (125), pointing to --map-host."""
+    p6 = free_port()
+    for rule, addr in (("127.0.0.1:%d" % p6, "127.0.0.1"), ("[::1]:%d" % p6, "::1"),
+                       ("localhost:%d" % p6, "127.0.0.1")):
+        for sub in ("run", "check"):
+            argv = [e.airlock, sub, "--allow", rule] + (["--", "/bin/true"] if sub == "run" else [])
+            expect_one_error_line(run_host(argv), 125, rule, "the sandbox's own loopback",
+                                  "--map-host NAME=%s --allow NAME:%d" % (addr, p6))
+
+    with Recorder("api") as api, FakeResolver({"loop.test": "127.0.0.1"}) as fake:
         p = api.port
-        steps = [get("http://localhost:%d/guard" % p, "localhost", args=force),
-                 {"op": "socks", "label": "localhost-socks", "host": "localhost", "port": p}]
-        r = gw_run(e, steps, ["--allow", "localhost:%d" % p], servers=[api])
-        why = expect_denied_403(r, "localhost", ["non-public"])
-        expect_socks_reply(r, "localhost-socks", 2)
+        steps = [get("http://loop.test:%d/guard" % p, "loop"),
+                 {"op": "socks", "label": "loop-socks", "host": "loop.test", "port": p}]
+        r = gw_run(e, steps, ["--allow", "loop.test:%d" % p,
+                              "--resolver", "127.0.0.1:%d" % fake.port], servers=[api])
+        why = expect_denied_403(r, "loop", ["non-public"])
+        expect_socks_reply(r, "loop-socks", 2)
         api.expect_nothing(r)
-        evs = r.net(name="localhost", port=p, decision="deny")
+        r.expect("loop.test" in fake.names,
+                 "the gateway never asked the fake resolver (positive control): %s" % fake.names)
+        evs = r.net(name="loop.test", port=p, decision="deny")
         r.expect(len(evs) == 2 and all("non-public" in ev["reason"] for ev in evs),
                  "expected two deny events naming non-public addresses (header: %s)" % why)
         r.expect_counters(allowed=0, denied=2)
 
-        steps = [get("http://127.0.0.1:%d/literal" % p, "literal", args=force),
-                 get("http://localhost:%d/localhost" % p, "localhost", args=force),
-                 {"op": "socks", "label": "literal-socks", "atyp": 1, "host": "127.0.0.1",
-                  "port": p, "http": http_req("/literal-socks", "127.0.0.1:%d" % p)}]
-        r = gw_run(e, steps, ["--allow", "127.0.0.1:%d" % p, "--allow", "localhost:%d" % p],
+        steps = [get("http://loop.test:%d/proxy" % p, "proxy"),
+                 {"op": "socks", "label": "socks", "host": "loop.test", "port": p,
+                  "http": http_req("/socks", "loop.test:%d" % p)},
+                 get("http://loop.test:%d/transparent" % p, "transparent",
+                     args=["--noproxy", "*"])]
+        r = gw_run(e, steps, ["--allow", "loop.test:%d" % p] + mapped("loop.test"),
                    servers=[api])
-        for label in ("literal", "localhost"):
+        for label in ("proxy", "transparent"):
             r.expect(r.step(label).get("code") == 200, "step %s not 200" % label)
-        r.expect(r.step("literal-socks").get("inner", {}).get("status") == 200,
-                 "SOCKS to an allowed IPv4 literal")
-        r.expect(sorted(api.paths()) == ["/literal", "/literal-socks", "/localhost"],
+        r.expect(r.step("socks").get("inner", {}).get("status") == 200,
+                 "SOCKS to the mapped name")
+        r.expect(sorted(api.paths()) == ["/proxy", "/socks", "/transparent"],
                  "the server's requests: %s" % api.paths())
-        hosts = {q["path"]: dict(q["headers"]).get("Host") for q in api.snapshot()[1]}
-        r.expect(hosts["/localhost"] == "localhost:%d" % p, "Host of the localhost request")
-        r.expect(r.net(name="localhost", decision="allow", address="127.0.0.1",
-                       rule="localhost:%d" % p),
-                 "no allow event for localhost with address 127.0.0.1")
-        r.expect(len(r.net(name="127.0.0.1", rule="127.0.0.1:%d" % p, decision="allow")) == 2,
-                 "allow events for the literal")
+        for path in ("http", "socks", "transparent"):
+            r.expect(r.net(name="loop.test", decision="allow", address="127.0.0.1", path=path,
+                           rule="loop.test:%d" % p),
+                     "no allow event on the %s path with address 127.0.0.1" % path)
         r.expect_counters(allowed=3, denied=0)
 
     if not ipv6_loopback():
         raise Skip("no IPv6 loopback on the host (the IPv4 parts passed)")
     with Recorder("api6", "::1") as api6:
-        steps = [get("http://[::1]:%d/v6" % api6.port, "v6", args=force)]
-        r = gw_run(e, steps, ["--allow", "[::1]:%d" % api6.port], servers=[api6])
-        r.expect(r.step("v6").get("code") == 200, "IPv6 literal not allowed through")
+        steps = [get("http://loop6.test:%d/v6" % api6.port, "v6")]
+        r = gw_run(e, steps, ["--allow", "loop6.test:%d" % api6.port]
+                   + mapped("loop6.test", addr="::1"), servers=[api6])
+        r.expect(r.step("v6").get("code") == 200, "a name mapped to ::1 not let through")
         r.expect(api6.paths() == ["/v6"], "the IPv6 server's requests")
-        r.expect(r.net(name="::1", address="::1", decision="allow"), "no allow event for ::1")
+        r.expect(r.net(name="loop6.test", address="::1", decision="allow"),
+                 "no allow event for loop6.test with address ::1")
         r.expect_counters(allowed=1, denied=0)
 
 
@@ -1597,10 +1610,13 @@ def no_stub(st):
 
 class FakeResolver:
     """A DNS server on a free loopback UDP port that records every query
-    name and answers NXDOMAIN: host-side evidence of what the gateway asked
-    its upstream resolver."""
+    name and answers NXDOMAIN, or for a name in answers ({name: IPv4}) that
+    address to an A query and no data to others: host-side evidence of what
+    the gateway asked its upstream resolver, and a way to make a name
+    resolve to loopback without touching the host's /etc/hosts."""
 
-    def __init__(self):
+    def __init__(self, answers=None):
+        self.answers = answers or {}
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind(("127.0.0.1", 0))
         self.sock.settimeout(0.2)
@@ -1619,9 +1635,21 @@ class FakeResolver:
             while i < len(msg) and msg[i]:
                 labels.append(msg[i + 1:i + 1 + msg[i]].decode("ascii", "replace"))
                 i += 1 + msg[i]
-            self.names.append(".".join(labels).lower())
-            flags = bytes([0x81, 0x83])  # QR, RD, RA, NXDOMAIN
-            self.sock.sendto(msg[:2] + flags + msg[4:12] + msg[12:i + 5], peer)
+            name = ".".join(labels).lower()
+            self.names.append(name)
+            question = msg[12:i + 5]
+            if name not in self.answers:
+                flags = bytes([0x81, 0x83])  # QR, RD, RA, NXDOMAIN
+                self.sock.sendto(msg[:2] + flags + msg[4:12] + question, peer)
+                continue
+            qtype = struct.unpack("!H", msg[i + 1:i + 3])[0] if len(msg) >= i + 3 else 0
+            answer = b""
+            if qtype == 1:  # A: the name (a pointer to the question's), IN, TTL 60
+                answer = (b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4)
+                          + socket.inet_aton(self.answers[name]))
+            header = msg[:2] + bytes([0x81, 0x80]) + struct.pack("!HHHH", 1, 1 if answer else 0,
+                                                                 0, 0)
+            self.sock.sendto(header + question + answer, peer)
 
     def __enter__(self):
         self.thread.start()
@@ -1665,24 +1693,36 @@ def dns_exfiltration_never_leaves(e):
 @case
 def broad_rules_do_not_reach_private_space(e):
     """An address rule that merely contains loopback, private or metadata
-    space (0.0.0.0/0:*) does not let a connection to 127.0.0.1 through —
-    only a rule naming such space does (127.0.0.1:P); and a SOCKS5
-    connection to an allowed name whose first bytes name another host (an
-    HTTP Host switch) is cut before any of its bytes reach the upstream."""
+    space (0.0.0.0/0:*) does not let a connection to 127.0.0.1 through, nor
+    one to 0.0.0.0 (the unspecified address, which the gateway would reach
+    as its own host's loopback, and which 0.0.0.0/0 starts with) — the way
+    to the host's loopback is a name mapped there (--map-host
+    api.internal=127.0.0.1 --allow api.internal:P), which does get through
+    (a rule naming loopback space is refused: the sandbox's loopback is its
+    own); and a SOCKS5 connection to an allowed name whose first bytes name
+    another host (an HTTP Host switch) is cut before any of its bytes reach
+    the upstream."""
     with Recorder("api") as api:
         code = ("import socket,sys\n"
-                "s=socket.create_connection(('127.0.0.1',3128))\n"
-                "s.sendall(b'GET http://127.0.0.1:%d/broad HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n\\r\\n')\n"
-                "print(s.recv(200).split(b'\\r\\n')[0].decode())\n") % (api.port, api.port)
-        r = gw_run(e, None, ["--allow", "0.0.0.0/0:*"], cmd=[PY, "-c", code], servers=[api])
-        r.expect(r.res.text.startswith("HTTP/1.1 403"), "0.0.0.0/0 reached loopback: %r" % r.res.text)
-        r.expect(any("only contains" in (ev.get("reason") or "") for ev in r.net(decision="deny")),
-                 "no deny event naming the broad rule")
+                "for h in sys.argv[1:]:\n"
+                "    s=socket.create_connection(('127.0.0.1',3128))\n"
+                "    s.sendall(('GET http://%%s:%d/broad HTTP/1.1\\r\\nHost: %%s:%d\\r\\n\\r\\n' %% (h, h)).encode())\n"
+                "    print(s.recv(200).split(b'\\r\\n')[0].decode())\n") % (api.port, api.port)
+        r = gw_run(e, None, ["--allow", "0.0.0.0/0:*"], cmd=[PY, "-c", code, "127.0.0.1", "0.0.0.0"],
+                   servers=[api])
+        lines = r.res.text.splitlines()
+        r.expect(len(lines) == 2 and all(l.startswith("HTTP/1.1 403") for l in lines),
+                 "0.0.0.0/0 reached loopback or 0.0.0.0: %r" % r.res.text)
+        for addr in ("127.0.0.1", "0.0.0.0"):
+            r.expect(any("only contains" in (ev.get("reason") or "")
+                         for ev in r.net(name=addr, decision="deny")),
+                     "no deny event for %s naming the broad rule" % addr)
         api.expect_nothing(r)
-        r = gw_run(e, None, ["--allow", "127.0.0.1:%d" % api.port],
-                   cmd=[PY, "-c", code.replace("/broad", "/named")], servers=[api])
+        r = gw_run(e, None, ["--allow", "api.internal:%d" % api.port] + mapped("api.internal"),
+                   cmd=[PY, "-c", code.replace("/broad", "/named"), "api.internal"], servers=[api])
         r.expect(r.res.text.startswith("HTTP/1.0 200") or r.res.text.startswith("HTTP/1.1 200"),
-                 "a rule naming 127.0.0.1 did not let it through: %r" % r.res.text)
+                 "a name mapped to 127.0.0.1 did not get through: %r" % r.res.text)
+        r.expect(api.paths() == ["/named"], "the server's requests: %s" % api.describe())
         socks = ("import socket,struct\n"
                  "s=socket.create_connection(('127.0.0.1',1080))\n"
                  "s.sendall(b'\\x05\\x01\\x00'); s.recv(2)\n"
@@ -1979,10 +2019,12 @@ def policy_file_form(e):
 def policy_refusals(e):
     """Bad network policy is refused before anything runs, with exit 125
     and one stderr line naming the place: a rule "a*.x.com" at index 1
-    (network.allow[1]), port 0 (network.allow[0]), "mode": "none" with
+    (network.allow[1]), port 0 (network.allow[0]), a loopback CIDR
+    (network.allow[1], pointing to network.hosts and --map-host), "mode": "none" with
     rules (also with the rules from --allow), an address that is not one
     (network.hosts.NAME), an IP as a host name; and on the command line
-    --allow 'a*.x.com', --allow '*', --allow x.com:70000, --map-host
+    --allow 'a*.x.com', --allow '*', --allow x.com:70000, --allow
+    x.localhost:80 (a localhost name: --map-host instead), --map-host
     without '=' or with a bad address."""
     with TempDir() as d:
         def pol(network):
@@ -1991,6 +2033,11 @@ def policy_refusals(e):
         cases = [
             (pol({"allow": ["api.internal:80", "a*.x.com"]}), [], ["network.allow[1]", "a*.x.com"]),
             (pol({"allow": ["api.internal:0"]}), [], ["network.allow[0]", "port"]),
+            (pol({"allow": ["api.internal:80", "127.0.0.0/8:*"]}), [],
+             ["network.allow[1]", "the sandbox's own loopback", "--map-host NAME=127.0.0.1",
+              "network.hosts"]),
+            (None, ["--allow", "x.localhost:80"], ["--allow x.localhost:80", "under localhost",
+                                                   "--map-host NAME=127.0.0.1 --allow NAME:80"]),
             (pol({"mode": "none", "allow": ["api.internal:80"]}), [], ["none"]),
             (pol({"mode": "none"}), ["--allow", "api.internal:80"], ["none"]),
             (pol({"hosts": {"x.internal": "not-an-ip"}}), [], ["network.hosts.x.internal"]),

@@ -573,6 +573,98 @@ static void test_match_any_port(void **state)
 	assert_false(al_allow_match_name_any_port(NULL, "api.example.com", NULL));
 }
 
+/* The kind of space a rule names, and what the private-address guard lets
+ * through for it. */
+static void expect_rule_class(const char *rule, enum al_addr_class want)
+{
+	_cleanup_(al_allow_freep) struct al_allowlist *l =
+	    make_list((const char *const[]){rule, NULL});
+	enum al_addr_class got = al_allow_rule_class(al_allow_rule_at(l, 0));
+
+	if (got != want)
+		fail_msg("rule %s names %s space, expected %s", rule, al_addr_class_name(got),
+			 al_addr_class_name(want));
+}
+
+static bool covers(const char *rule, const char *addr)
+{
+	_cleanup_(al_allow_freep) struct al_allowlist *l =
+	    make_list((const char *const[]){rule, NULL});
+	struct al_host h;
+
+	assert_int_equal(al_host_parse(addr, strlen(addr), &h, NULL), 0);
+	return al_allow_rule_covers_class(al_allow_rule_at(l, 0), &h.addr);
+}
+
+static void test_rule_class(void **state)
+{
+	expect_rule_class("127.0.0.1:8080", AL_ADDR_LOOPBACK);
+	expect_rule_class("127.0.0.0/8:*", AL_ADDR_LOOPBACK);
+	expect_rule_class("127.5.0.0/16", AL_ADDR_LOOPBACK);
+	expect_rule_class("::1", AL_ADDR_LOOPBACK);
+	expect_rule_class("[::ffff:127.0.0.1]:80", AL_ADDR_LOOPBACK);
+	expect_rule_class("[64:ff9b::7f00:1]:80", AL_ADDR_LOOPBACK);
+	expect_rule_class("localhost:8080", AL_ADDR_LOOPBACK);
+	expect_rule_class("LOCALHOST.", AL_ADDR_LOOPBACK);
+	expect_rule_class("a.b.localhost", AL_ADDR_LOOPBACK);
+	expect_rule_class("*.localhost:*", AL_ADDR_LOOPBACK);
+	expect_rule_class("notlocalhost", AL_ADDR_PUBLIC);
+	expect_rule_class("localhost.example.com", AL_ADDR_PUBLIC);
+	expect_rule_class("0.0.0.0:80", AL_ADDR_UNSPECIFIED);
+	expect_rule_class("::", AL_ADDR_UNSPECIFIED);
+	expect_rule_class("10.0.0.0/8:5432", AL_ADDR_PRIVATE);
+	expect_rule_class("169.254.169.254:80", AL_ADDR_LINK_LOCAL);
+	/* A network across classes names none of them. */
+	expect_rule_class("0.0.0.0/0:*", AL_ADDR_PUBLIC);
+	expect_rule_class("::/0", AL_ADDR_PUBLIC);
+	expect_rule_class("0.0.0.0/8", AL_ADDR_PUBLIC);
+	expect_rule_class("126.0.0.0/7", AL_ADDR_PUBLIC);
+	expect_rule_class("10.0.0.0/7", AL_ADDR_PUBLIC);
+	expect_rule_class("203.0.113.0/24", AL_ADDR_RESERVED);
+	expect_rule_class("api.example.com", AL_ADDR_PUBLIC);
+}
+
+static void test_rule_covers_class(void **state)
+{
+	assert_true(covers("10.0.0.0/8:5432", "10.1.2.3"));
+	assert_true(covers("169.254.169.254:80", "169.254.169.254"));
+	assert_true(covers("127.0.0.0/8", "127.0.0.1"));
+	/* A broad rule only contains such space: not even the unspecified
+	 * address its first address is (connecting there reaches this host). */
+	assert_false(covers("0.0.0.0/0:*", "0.0.0.0"));
+	assert_false(covers("0.0.0.0/0:*", "127.0.0.1"));
+	assert_false(covers("0.0.0.0/0:*", "10.1.2.3"));
+	assert_false(covers("::/0", "::"));
+	assert_false(covers("::/0", "::1"));
+	assert_false(covers("0.0.0.0/8", "0.0.0.0"));
+	assert_false(covers("10.0.0.0/7", "10.1.2.3"));
+	assert_false(covers("api.example.com", "10.1.2.3"));
+	assert_false(al_allow_rule_covers_class(NULL, &(struct in6_addr){0}));
+}
+
+static void test_rule_accessors(void **state)
+{
+	static const char *const rules[] = {"a.test",	"b.test:8080",	       "c.test:8000-8100",
+					    "d.test:*", "10.1.0.0/16:1-65535", NULL};
+	static const char *const ports[] = {"", ":8080", ":8000-8100", ":*", ":*"};
+	_cleanup_(al_allow_freep) struct al_allowlist *l = make_list(rules);
+	struct in6_addr net;
+	unsigned prefix = 0;
+	char buf[32];
+
+	for (size_t i = 0; rules[i]; i++) {
+		al_allow_rule_ports(al_allow_rule_at(l, i), buf, sizeof(buf));
+		assert_string_equal(buf, ports[i]);
+	}
+	assert_null(al_allow_rule_at(l, 5));
+	assert_null(al_allow_rule_at(NULL, 0));
+	assert_false(al_allow_rule_network(al_allow_rule_at(l, 0), &net, &prefix));
+	assert_true(al_allow_rule_network(al_allow_rule_at(l, 4), &net, &prefix));
+	assert_int_equal(prefix, 96 + 16);
+	al_addr_format(&net, buf, sizeof(buf));
+	assert_string_equal(buf, "10.1.0.0");
+}
+
 int main(void)
 {
 	/* clang-format off */
@@ -590,6 +682,9 @@ int main(void)
 		cmocka_unit_test(test_match_families),
 		cmocka_unit_test(test_match_any_port),
 		cmocka_unit_test(test_rule_order_and_empty),
+		cmocka_unit_test(test_rule_class),
+		cmocka_unit_test(test_rule_covers_class),
+		cmocka_unit_test(test_rule_accessors),
 	};
 	/* clang-format on */
 

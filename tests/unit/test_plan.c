@@ -1205,6 +1205,84 @@ static void test_dumps(void **state)
 	json_decref(root);
 }
 
+/* al_plan_build_all: each mount, system directory, rule and mapping alone,
+ * and the request's own checks each once, all reported. */
+static void test_all_plan_errors(void **state)
+{
+	_cleanup_(al_policy_freep) struct al_policy *p = new_policy();
+	struct al_plan *plan = UNTOUCHED;
+	struct al_errors errs = {0};
+
+	p->command[0][0] = '\0';
+	p->hostname = xstrdup("-bad-");
+	p->memory_bytes = 1 << 20;
+	p->pids = 1;
+	al_strv_push(&p->system, "/usr");
+	al_strv_push(&p->system, "/nonexistent-airlock-system");
+	al_policy_add_mount(p, "/nonexistent-airlock-a", "/input/a", AL_MOUNT_RO, AL_UNSET,
+			    "--ro /nonexistent-airlock-a:/input/a");
+	al_policy_add_mount(p, "/usr", "/etc/x", AL_MOUNT_RO, AL_UNSET,
+			    "p.json: filesystem.mounts[1]");
+	al_policy_add_mount(p, "/usr", "/tmp/x", AL_MOUNT_RO, AL_UNSET, "--ro /usr:/tmp/x");
+	al_strv_push(&p->net_allow, "api.example.com");
+	al_strv_push(&p->net_allow, "*");
+	al_policy_set_host(p, "x.test", "nope");
+	assert_int_equal(al_plan_build_all(p, 0, &plan, &errs), -EINVAL);
+	assert_ptr_equal(plan, UNTOUCHED);
+	static const char *const want[] = {
+	    "the command's name is empty",
+	    "hostname \"-bad-\" is not a valid host name",
+	    "memory limit 1048576 bytes is below the 4M minimum",
+	    "pids limit must be at least 2",
+	    "--ro /usr:/tmp/x: sandbox path /tmp/x lies inside the scratch's /tmp",
+	    "network.allow \"*\": allow rule \"*\": '*' alone would allow every host",
+	    "network.hosts \"x.test=nope\"",
+	    "filesystem.system: /nonexistent-airlock-system: No such file or directory",
+	    "p.json: filesystem.mounts[1]: sandbox path /etc/x would cover or sit inside /etc",
+	    "--ro /nonexistent-airlock-a:/input/a: /nonexistent-airlock-a: No such file",
+	};
+	for (size_t i = 0; i < AL_ARRAY_SIZE(want); i++) {
+		if (i >= errs.n)
+			fail_msg("expected an error containing \"%s\", got only %zu", want[i],
+				 errs.n);
+		assert_contains(errs.v[i].text, want[i]);
+		assert_null(errs.v[i].where);
+		assert_string_equal(errs.v[i].message, errs.v[i].text);
+	}
+	assert_int_equal(errs.n, AL_ARRAY_SIZE(want));
+	al_errors_clear(&errs);
+
+	/* The first error's errno is the return value; the one-error form
+	 * reports that first error. */
+	_cleanup_(al_policy_freep) struct al_policy *q = new_policy();
+	al_policy_add_mount(q, "/nonexistent-airlock-b", "/input/b", AL_MOUNT_RO, AL_UNSET,
+			    "--ro b");
+	q->pids = 1;
+	assert_int_equal(al_plan_build_all(q, 0, &plan, &errs), -EINVAL);
+	assert_int_equal(errs.n, 2);
+	assert_int_equal(errs.v[1].code, ENOENT);
+	al_errors_clear(&errs);
+	q->pids = 0;
+	assert_int_equal(al_plan_build_all(q, 0, &plan, &errs), -ENOENT);
+	al_errors_clear(&errs);
+	q->pids = 1;
+	BUILD_BAD(q, "pids limit must be at least 2");
+
+	/* A mount whose sandbox path is refused is refused once, and others
+	 * are not said to lie inside it. */
+	_cleanup_(al_policy_freep) struct al_policy *r = new_policy();
+	al_policy_add_mount(r, "/usr", "/", AL_MOUNT_RO, AL_UNSET, "--ro /usr:/");
+	al_policy_add_mount(r, "/usr", "/etc", AL_MOUNT_RO, AL_UNSET, "--ro /usr:/etc");
+	al_policy_add_mount(r, "/usr", "/etc/y", AL_MOUNT_RO, AL_UNSET, "--ro /usr:/etc/y");
+	al_policy_add_mount(r, "/usr", "/opt/x", AL_MOUNT_RO, AL_UNSET, "--ro /usr:/opt/x");
+	assert_int_equal(al_plan_build_all(r, 0, &plan, &errs), -EINVAL);
+	assert_int_equal(errs.n, 3);
+	assert_contains(errs.v[0].text, "--ro /usr:/: sandbox path / would hide the workdir");
+	assert_contains(errs.v[1].text, "--ro /usr:/etc: sandbox path /etc would cover");
+	assert_contains(errs.v[2].text, "--ro /usr:/etc/y: sandbox path /etc/y would cover");
+	al_errors_clear(&errs);
+}
+
 int main(void)
 {
 	/* clang-format off */
@@ -1240,6 +1318,7 @@ int main(void)
 		cmocka_unit_test(test_fs_entries),
 		cmocka_unit_test(test_landlock_covered_rules),
 		cmocka_unit_test(test_dumps),
+		cmocka_unit_test(test_all_plan_errors),
 	};
 
 	/* clang-format on */

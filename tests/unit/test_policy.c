@@ -333,6 +333,49 @@ static void test_env_hostname_network(void **state)
 	BAD("{\"version\":1,\"network\":{\"mode\":\"host\"}}", "p.json: network.mode:", "\"none\"",
 	    "\"host\"");
 	BAD("{\"version\":1,\"network\":{\"mode\":\"\"}}", "p.json: network.mode:");
+	/* The sandbox's loopback is its own: a rule for loopback, localhost
+	 * or the unspecified address is refused, pointing to a host map. */
+	BAD("{\"version\":1,\"network\":{\"allow\":[\"a.test\",\"127.0.0.1:8080\"]}}",
+	    "p.json: network.allow[1]: allow rule \"127.0.0.1:8080\" is for loopback space",
+	    "--map-host NAME=127.0.0.1 --allow NAME:8080", "network.hosts");
+}
+
+/* al_policy_check_allow_rule: what --allow and network.allow accept */
+static void test_allow_rule_loopback(void **state)
+{
+	static const struct {
+		const char *rule, *what, *hint;
+	} refused[] = {
+	    {"127.0.0.1:8080", "is for loopback space",
+	     "--map-host NAME=127.0.0.1 --allow NAME:8080"},
+	    {"127.0.0.5", "is for loopback space", "--map-host NAME=127.0.0.5 --allow NAME "},
+	    {"127.0.0.0/8:*", "is for loopback space", "NAME=127.0.0.1 --allow NAME:*"},
+	    {"[::1]:443", "is for loopback space", "--map-host NAME=::1 --allow NAME:443"},
+	    {"::ffff:127.0.0.1", "is for loopback space", "NAME=127.0.0.1"},
+	    {"localhost:3000", "is for localhost,", "NAME=127.0.0.1 --allow NAME:3000"},
+	    {"LocalHost.", "is for localhost,", "NAME=127.0.0.1"},
+	    {"api.localhost:80", "is for a name under localhost", "--allow NAME:80"},
+	    {"*.localhost", "is for a name under localhost", "NAME=127.0.0.1"},
+	    {"0.0.0.0:80", "is for the unspecified address", "NAME=127.0.0.1 --allow NAME:80"},
+	    {"::", "is for the unspecified address", "NAME=::1"},
+	};
+	static const char *const accepted[] = {"0.0.0.0/0:*",	  "::/0",	    "126.0.0.0/7",
+					       "notlocalhost:80", "localhost.test", "10.0.0.0/8",
+					       "api.example.com"};
+	struct al_error err = {0};
+
+	for (size_t i = 0; i < AL_ARRAY_SIZE(refused); i++) {
+		al_error_clear(&err);
+		if (al_policy_check_allow_rule(refused[i].rule, &err) != -EINVAL)
+			fail_msg("rule %s accepted", refused[i].rule);
+		assert_contains(err.msg, refused[i].what);
+		assert_contains(err.msg, refused[i].hint);
+		assert_contains(err.msg, "the sandbox's own loopback, not the host's");
+		assert_null(strchr(err.msg, '\n'));
+	}
+	for (size_t i = 0; i < AL_ARRAY_SIZE(accepted); i++)
+		if (al_policy_check_allow_rule(accepted[i], &err) != 0)
+			fail_msg("rule %s refused: %s", accepted[i], err.msg);
 }
 
 static void test_syntax_errors(void **state)
@@ -396,6 +439,141 @@ static void test_load_file(void **state)
 	assert_ptr_equal(p, UNTOUCHED);
 	assert_contains(err.msg, path);
 	assert_contains(err.msg, strerror(ENOENT));
+}
+
+/* al_policy_load_string_all: every error, not only the first */
+
+/* Load json as "p.json" into errs; the load must fail and leave *ret. */
+static void load_all_bad(const char *json, struct al_errors *errs)
+{
+	struct al_policy *p = UNTOUCHED;
+	int r = al_policy_load_string_all("p.json", json, strlen(json), &p, errs);
+
+	if (r != -EINVAL)
+		fail_msg("loading %s: %d, expected -EINVAL", json, r);
+	assert_ptr_equal(p, UNTOUCHED);
+}
+
+static void expect_entry(const struct al_errors *errs, size_t i, const char *path,
+			 const char *message_part)
+{
+	if (i >= errs->n)
+		fail_msg("expected an error %zu at %s, got %zu errors", i, path, errs->n);
+	const struct al_error_entry *e = &errs->v[i];
+	assert_string_equal(e->where, "p.json");
+	assert_string_equal(e->path, path);
+	assert_contains(e->message, message_part);
+	char *text = xasprintf("p.json: %s: %s", path, e->message);
+	assert_string_equal(e->text, text);
+	free(text);
+	assert_int_equal(e->code, EINVAL);
+}
+
+/* clang-format off */
+static const char many_errors_doc[] =
+	"{\"version\": 1, \"bogus\": true,\n"
+	" \"command\": [\"ok\", 7],\n"
+	" \"filesystem\": {\"mounts\": [{\"host\": \"/srv/a\"}, {\"host\": \"/srv/b\", \"mode\": \"rx\"},\n"
+	"                              {\"host\": \"rel/c\", \"exec\": 1}],\n"
+	"                \"landlock\": \"maybe\"},\n"
+	" \"env\": {\"GOOD\": \"1\", \"1BAD\": \"x\", \"N\": 2},\n"
+	" \"limits\": {\"memory\": \"lots\", \"pids\": 0, \"timeout\": 30, \"tiemout\": 1},\n"
+	" \"network\": {\"allow\": [\"api.example.com\", \"*\", 5, \"a.*.com\"],\n"
+	"             \"hosts\": {\"x.test\": \"nope\", \"y.test\": \"10.0.0.1\"}}}\n";
+/* clang-format on */
+
+/* One document with errors in every section: each is reported, in the
+ * order of the document's sections, naming its JSON path; the good values
+ * around them do not stop the parse. */
+static void test_all_errors_in_one_file(void **state)
+{
+	struct al_errors errs = {0};
+
+	load_all_bad(many_errors_doc, &errs);
+	expect_entry(&errs, 0, "(top level)", "unknown key \"bogus\"");
+	expect_entry(&errs, 1, "command[1]", "expected a string, got an integer");
+	expect_entry(&errs, 2, "filesystem.mounts[1].mode", "expected \"ro\" or \"rw\"");
+	expect_entry(&errs, 3, "filesystem.mounts[2].host", "clean absolute path");
+	expect_entry(&errs, 4, "filesystem.mounts[2].exec", "expected true or false");
+	expect_entry(&errs, 5, "filesystem.landlock", "\"maybe\"");
+	expect_entry(&errs, 6, "env.1BAD", "not a valid variable name");
+	expect_entry(&errs, 7, "env.N", "expected a string");
+	expect_entry(&errs, 8, "limits", "unknown key \"tiemout\"");
+	expect_entry(&errs, 9, "limits.memory", "bad size \"lots\"");
+	expect_entry(&errs, 10, "limits.pids", "expected a whole number");
+	expect_entry(&errs, 11, "network.allow[2]", "expected a string");
+	expect_entry(&errs, 12, "network.allow[1]", "'*' alone would allow every host");
+	expect_entry(&errs, 13, "network.allow[3]", "whole first label");
+	expect_entry(&errs, 14, "network.hosts.x.test", "\"nope\" is not an IPv4 or IPv6 address");
+	assert_int_equal(errs.n, 15);
+	assert_int_equal(errs.omitted, 0);
+	al_errors_clear(&errs);
+
+	/* The one-error form reports the first of them. */
+	BAD(many_errors_doc, "p.json: (top level): unknown key \"bogus\"");
+}
+
+/* Where going on would mean nothing, the parse stops at that one error. */
+static void test_errors_that_stop(void **state)
+{
+	static const char *const stop[] = {
+	    "{\"version\": 1, \"limits\": {\"memory\": \"x\",}}",  /* not JSON */
+	    "[{\"version\": 1}, {\"limits\": 3}]",		   /* not an object */
+	    "{\"version\": 2, \"limits\": {\"memory\": \"x\"}}",   /* another version */
+	    "{\"version\": 1, \"limits\": [{\"memory\": \"x\"}]}", /* a section of the wrong type */
+	};
+	struct al_errors errs = {0};
+
+	for (size_t i = 0; i < AL_ARRAY_SIZE(stop); i++) {
+		load_all_bad(stop[i], &errs);
+		if (errs.n != 1)
+			fail_msg("%s: expected 1 error, got %zu (first: %s)", stop[i], errs.n,
+				 errs.v[0].text);
+		al_errors_clear(&errs);
+	}
+	load_all_bad(stop[0], &errs);
+	assert_int_equal(errs.v[0].line, 1);
+	assert_true(errs.v[0].column > 0);
+	assert_null(errs.v[0].path);
+	assert_contains(errs.v[0].text, "p.json:1:");
+	al_errors_clear(&errs);
+
+	/* A missing or mistyped version is reported, and the rest is read as
+	 * version 1. */
+	load_all_bad("{\"limits\": {\"memory\": \"x\"}}", &errs);
+	assert_int_equal(errs.n, 2);
+	expect_entry(&errs, 0, "version", "missing");
+	expect_entry(&errs, 1, "limits.memory", "bad size");
+	al_errors_clear(&errs);
+	load_all_bad("{\"version\": \"1\", \"hostname\": \"a b\"}", &errs);
+	assert_int_equal(errs.n, 2);
+	expect_entry(&errs, 0, "version", "not a string");
+	expect_entry(&errs, 1, "hostname", "not a valid hostname");
+	al_errors_clear(&errs);
+}
+
+/* A hostile document with thousands of errors: 100 are kept, the rest
+ * counted, and every kept one is a line of its own. */
+static void test_errors_are_capped(void **state)
+{
+	struct al_errors errs = {0};
+	size_t n = 5000, len = 0;
+	char *doc = xmalloc(n * 32 + 64);
+
+	len += (size_t)sprintf(doc, "{\"version\": 1, \"env\": {");
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)sprintf(doc + len, "%s\"%zu\\nX\": \"v\"", i ? ", " : "", i);
+	sprintf(doc + len, "}}");
+	load_all_bad(doc, &errs);
+	assert_int_equal(errs.n, AL_ERRORS_MAX);
+	assert_int_equal(errs.omitted, n - AL_ERRORS_MAX);
+	for (size_t i = 0; i < errs.n; i++) {
+		assert_null(strchr(errs.v[i].text, '\n'));
+		assert_contains(errs.v[i].text, "not a valid variable name");
+	}
+	assert_contains(errs.v[0].path, "env.0?X");
+	al_errors_clear(&errs);
+	free(doc);
 }
 
 /* al_policy_set_env / al_policy_add_mount */
@@ -610,9 +788,13 @@ int main(void)
 		cmocka_unit_test(test_copies),
 		cmocka_unit_test(test_command),
 		cmocka_unit_test(test_env_hostname_network),
+		cmocka_unit_test(test_allow_rule_loopback),
 		cmocka_unit_test(test_syntax_errors),
 		cmocka_unit_test(test_load_string_respects_len),
 		cmocka_unit_test(test_load_file),
+		cmocka_unit_test(test_all_errors_in_one_file),
+		cmocka_unit_test(test_errors_that_stop),
+		cmocka_unit_test(test_errors_are_capped),
 		cmocka_unit_test(test_set_env),
 		cmocka_unit_test(test_add_mount_copies),
 		cmocka_unit_test(test_merge_flags_override_file),

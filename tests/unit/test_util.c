@@ -1,5 +1,5 @@
 /* core/util.h and core/error.h: parsing, formatting, path and name checks,
- * string vectors and error messages. Pure functions, no root needed. */
+ * string vectors, error messages and the list of every error found. Pure functions, no root needed. */
 #include "unit.h"
 
 #include <errno.h>
@@ -423,6 +423,89 @@ static void test_error_truncation(void **state)
 	assert_int_equal(err.code, E2BIG);
 }
 
+/* al_errors_*: the list `airlock check` collects */
+
+static void test_errors_entries(void **state)
+{
+	struct al_errors l = {0};
+	struct al_error err = {0};
+
+	assert_int_equal(al_errors_add(&l, 0, "p.json", "limits.memory", "bad size \"%s\"", "x"),
+			 -EINVAL);
+	assert_int_equal(al_errors_add(&l, ENOENT, NULL, NULL, "open %s", "/y"), -ENOENT);
+	assert_int_equal(al_errors_add(&l, EINVAL, "--timeout soon", NULL, "expected seconds"),
+			 -EINVAL);
+	assert_int_equal(al_errors_add_syntax(&l, "p.json", 3, 14, "'}' expected"), -EINVAL);
+	assert_int_equal(l.n, 4);
+	assert_int_equal(al_errors_count(&l), 4);
+	assert_string_equal(l.v[0].text, "p.json: limits.memory: bad size \"x\"");
+	assert_string_equal(l.v[0].where, "p.json");
+	assert_string_equal(l.v[0].path, "limits.memory");
+	assert_string_equal(l.v[0].message, "bad size \"x\"");
+	assert_int_equal(l.v[0].code, EINVAL);
+	assert_int_equal(l.v[0].line, 0);
+	assert_string_equal(l.v[1].text, "open /y");
+	assert_null(l.v[1].where);
+	assert_null(l.v[1].path);
+	assert_string_equal(l.v[2].text, "--timeout soon: expected seconds");
+	assert_null(l.v[2].path);
+	assert_string_equal(l.v[3].text, "p.json:3:14: '}' expected");
+	assert_int_equal(l.v[3].line, 3);
+	assert_int_equal(l.v[3].column, 14);
+	assert_string_equal(l.v[3].message, "'}' expected");
+	/* The one-error view: the first from a start index. */
+	assert_int_equal(al_errors_first(&l, 1, &err), -ENOENT);
+	assert_string_equal(err.msg, "open /y");
+	assert_int_equal(al_errors_first(&l, 4, &err), -EINVAL);
+	assert_contains(err.msg, "no error");
+	al_errors_clear(&l);
+	assert_int_equal(l.n, 0);
+	assert_null(l.v);
+	assert_int_equal(al_errors_count(&l), 0);
+}
+
+/* Control characters from what a user wrote cannot split a line. */
+static void test_errors_one_line(void **state)
+{
+	struct al_errors l = {0};
+
+	al_errors_add(&l, EINVAL, "f\nx", "a\tb", "got \"%s\"", "1\n2\r\x1b[31m");
+	struct al_error e = {.code = EINVAL, .msg = "two\nlines"};
+	al_errors_add_error(&l, &e);
+	al_errors_add_syntax(&l, "s.json", 1, 1, "bad\x7f");
+	assert_string_equal(l.v[0].text, "f?x: a?b: got \"1?2??[31m\"");
+	assert_string_equal(l.v[1].text, "two?lines");
+	assert_string_equal(l.v[2].message, "bad?");
+	for (size_t i = 0; i < l.n; i++)
+		assert_null(strpbrk(l.v[i].text, "\n\r"));
+	al_errors_clear(&l);
+}
+
+/* Past the cap errors are counted, not kept, and need no message. */
+static void test_errors_cap(void **state)
+{
+	struct al_errors l = {0};
+	struct al_error err = {0};
+
+	for (int i = 0; i < AL_ERRORS_MAX; i++) {
+		assert_false(al_errors_full(&l));
+		al_errors_add(&l, EINVAL, "p.json", NULL, "error %d", i);
+	}
+	assert_true(al_errors_full(&l));
+	for (int i = 0; i < 5000; i++)
+		assert_int_equal(al_errors_add(&l, E2BIG, "p.json", NULL, "more %d", i), -E2BIG);
+	assert_int_equal(al_errors_add_syntax(&l, "p.json", 1, 1, "x"), -EINVAL);
+	assert_int_equal(l.n, AL_ERRORS_MAX);
+	assert_int_equal(l.omitted, 5001);
+	assert_int_equal(al_errors_count(&l), AL_ERRORS_MAX + 5001);
+	assert_string_equal(l.v[AL_ERRORS_MAX - 1].text, "p.json: error 99");
+	/* The first error after the cap has no text of its own. */
+	assert_int_equal(al_errors_first(&l, AL_ERRORS_MAX, &err), -EINVAL);
+	assert_contains(err.msg, "5001 more errors");
+	al_errors_clear(&l);
+	assert_int_equal(al_errors_count(&l), 0);
+}
+
 int main(void)
 {
 	/* clang-format off */
@@ -445,6 +528,9 @@ int main(void)
 		cmocka_unit_test(test_error_setsys),
 		cmocka_unit_test(test_error_wrap),
 		cmocka_unit_test(test_error_truncation),
+		cmocka_unit_test(test_errors_entries),
+		cmocka_unit_test(test_errors_one_line),
+		cmocka_unit_test(test_errors_cap),
 	};
 
 	/* clang-format on */
