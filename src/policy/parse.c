@@ -495,8 +495,9 @@ static int parse_backend(struct ctx *c, const json_t *j)
 
 static int parse_root(struct ctx *c, const json_t *root)
 {
-	static const char *const keys[] = {"version", "command", "hostname", "filesystem", "env",
-					   "limits",  "network", "backend",  NULL};
+	static const char *const keys[] = {"version",	 "command", "hostname", "tty",
+					   "filesystem", "env",	    "limits",	"network",
+					   "backend",	 NULL};
 	json_t *v;
 	int r;
 
@@ -528,6 +529,8 @@ static int parse_root(struct ctx *c, const json_t *root)
 		if (!al_hostname_is_valid(c->p->hostname))
 			return fail(c, "hostname", "not a valid hostname: \"%s\"", c->p->hostname);
 	}
+	if ((v = json_object_get(root, "tty")) && (r = get_bool(c, v, "tty", &c->p->tty)) < 0)
+		return r;
 	if ((v = json_object_get(root, "filesystem")) && (r = parse_filesystem(c, v)) < 0)
 		return r;
 	if ((v = json_object_get(root, "env")) && (r = parse_env(c, v)) < 0)

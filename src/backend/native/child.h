@@ -28,6 +28,8 @@ enum al_sync_type {
 			      * status = enum al_gateway_listener */
 	AL_SYNC_CAPTURE,     /* child → parent: a NETLINK_NETFILTER socket in the
 			      * sandbox's network namespace, for the capture rules */
+	AL_SYNC_TERMINAL,    /* child → parent: the master of the command's pty, from
+			      * the sandbox's own devpts (SCM_RIGHTS; plan->tty) */
 	AL_SYNC_READY,	     /* child → parent: every layer is applied; status = landlock
 			      * ABI in force (0 = none); waits for AL_SYNC_GO */
 	AL_SYNC_EXEC_FAILED, /* child → parent: execve of the command failed */

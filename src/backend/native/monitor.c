@@ -452,6 +452,10 @@ static void on_sync(struct al_monitor *m)
 			m->ev->listener(m->ev->data, (enum al_gateway_listener)msg.status,
 					TAKE_FD(fd));
 		break;
+	case AL_SYNC_TERMINAL:
+		if (fd >= 0 && m->plan->tty)
+			m->ev->terminal(m->ev->data, TAKE_FD(fd));
+		break;
 	case AL_SYNC_READY:
 		al_log_phase("child ready, verifying");
 		on_ready(m, msg.status);
