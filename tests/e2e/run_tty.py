@@ -370,6 +370,24 @@ def pty_is_the_sandboxs_own(e):
 
 
 @case
+def pty_inside_the_sandbox(e):
+    """A program under -t can make a pty of its own from the sandbox's
+    /dev/pts (util-linux script): its child runs on /dev/pts/1 with that as
+    its controlling terminal (ps shows the tty), and no system call was
+    denied on the way (the audit has no syscall.denied)."""
+    with TempDir() as d:
+        ap = os.path.join(d, "a.jsonl")
+        res = run_host(e.argv(["script", "-qc", "tty; ps -o tty= -p $$", "/dev/null"],
+                              ["-t", "--audit", ap]), timeout=30)
+        expect_rc(res, 0)
+        lines = res.text.replace("\r", "").split()
+        expect(lines[:2] == ["/dev/pts/1", "pts/1"], "script's child: %r" % lines, res)
+        with open(ap) as f:
+            denied = [l for l in f if '"syscall.denied"' in l]
+        expect(not denied, "denied calls: %s" % denied, res)
+
+
+@case
 def check_shows_tty(e):
     """`airlock check -t` says the run has a terminal of its own, and
     --json has "tty": true and the devpts mount; without -t, "tty": false
