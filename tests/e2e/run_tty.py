@@ -27,8 +27,8 @@ import subprocess
 import termios
 import time
 
-from harness import (PROBE_IN, Skip, Suite, TempDir, all_pids, expect, expect_rc, kill_pid, main,
-                     proc_read, run_host, wait_for)
+from harness import (PROBE_IN, Suite, TempDir, ThrowawayUser, all_pids, expect, expect_rc,
+                     kill_pid, main, proc_read, run_host, wait_for)
 
 suite = Suite()
 case = suite.case
@@ -385,6 +385,24 @@ def pty_inside_the_sandbox(e):
         with open(ap) as f:
             denied = [l for l in f if '"syscall.denied"' in l]
         expect(not denied, "denied calls: %s" % denied, res)
+
+
+@case
+def rootless_tty(e):
+    """Run by an ordinary user (rootless), -t works the same: stdio is the
+    sandbox's /dev/pts/0, owned like its ptmx by the sandbox user (uid
+    1000 inside, the caller outside), and the python REPL driven through a
+    pipe prints 42 and ends."""
+    with ThrowawayUser() as u:
+        res = run_host(["runuser", "-u", u.name, "--"]
+                       + e.argv(["/bin/sh", "-c", "tty; stat -c '%u %a' /dev/pts/0; "
+                                 "python3 -i -q"], ["-t", "-q"], bind_probe=False),
+                       input=b"print(6*7)\n", timeout=30, cwd="/tmp")
+        expect_rc(res, 0)
+        lines = res.text.replace("\r", "").splitlines()
+        at = lines.index("/dev/pts/0") if "/dev/pts/0" in lines else -1
+        expect(at >= 0 and lines[at + 1] == "1000 600", "tty and its owner: %r" % lines, res)
+        expect("42" in lines, "no 42 from the REPL", res)
 
 
 @case
