@@ -22,8 +22,8 @@
 
 static int fake_probe(const struct al_plan *plan, struct al_error *err)
 {
-	(void)plan;
-	(void)err;
+	if (plan->tty)
+		return al_error_set(err, EOPNOTSUPP, "the fake backend has no terminal (tty)");
 	return 0;
 }
 

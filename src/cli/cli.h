@@ -71,6 +71,17 @@ struct al_run_result;
 const struct al_run_result *al_cli_run(const struct al_run_request *req, struct al_run **ret,
 				       struct al_error *start_err, struct al_error *record_err);
 
+/* airlock's own terminal for a run with tty (term.c). Raw mode on fd
+ * (a terminal), undone by al_cli_term_restore(), which also runs at exit
+ * and when airlock itself crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+ * SIGABRT). 0, or -errno with err set (the mode is then unchanged). */
+int al_cli_term_raw(int fd, struct al_error *err);
+/* The terminal's mode as it was before al_cli_term_raw(); safe to call
+ * again, and without it. */
+void al_cli_term_restore(void);
+/* fd's window size, when it is a terminal that has one. */
+bool al_cli_term_size(int fd, unsigned short *ret_rows, unsigned short *ret_cols);
+
 /* Subcommands: return the process exit code. */
 int al_cmd_run(int argc, char **argv);
 int al_cmd_check(int argc, char **argv);

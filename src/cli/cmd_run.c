@@ -36,25 +36,52 @@ static void usage(FILE *f)
 
 /* The CLI is the one process that holds this run: SIGINT, SIGTERM, SIGHUP
  * and SIGQUIT go to it (blocked, so none is lost between clone and the
- * loop, and read from a signalfd in the run's loop), SIGPIPE is ignored. */
+ * loop, and read from a signalfd in the run's loop), SIGPIPE is ignored.
+ * With a terminal, SIGWINCH gives the sandbox's pty our new size. */
 static void on_signal(struct al_signals *s, int sig, void *data)
 {
+	unsigned short rows, cols;
+
 	(void)s;
-	al_run_signal(data, sig);
+	if (sig != SIGWINCH)
+		al_run_signal(data, sig);
+	else if (al_cli_term_size(STDIN_FILENO, &rows, &cols))
+		al_run_resize(data, rows, cols);
+}
+
+/* -t with our stdin a terminal: raw mode (every key goes to the sandbox's
+ * pty, whose line discipline turns ^C into its own SIGINT) and our size.
+ * With stdin not a terminal (a pipe driving a REPL) nothing changes here
+ * and the pty keeps its default size. */
+static bool term_start(const struct al_run_request *req, struct al_supervisor_io *io,
+		       struct al_error *err)
+{
+	if (!req->plan->tty || !isatty(STDIN_FILENO))
+		return false;
+	al_cli_term_size(STDIN_FILENO, &io->rows, &io->cols);
+	if (al_cli_term_raw(STDIN_FILENO, err) < 0)
+		return false;
+	return true;
 }
 
 const struct al_run_result *al_cli_run(const struct al_run_request *req, struct al_run **ret,
 				       struct al_error *start_err, struct al_error *record_err)
 {
 	static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-	const struct al_supervisor_io io = {
+	struct al_supervisor_io io = {
 	    .stdin_fd = STDIN_FILENO, .stdout_fd = STDOUT_FILENO, .stderr_fd = STDERR_FILENO};
 	struct al_signals *sigs = NULL;
+	struct al_error term_err = {0};
 	sigset_t set;
 
 	sigemptyset(&set);
 	for (size_t i = 0; i < AL_ARRAY_SIZE(forwarded); i++)
 		sigaddset(&set, forwarded[i]);
+	if (term_start(req, &io, &term_err))
+		sigaddset(&set, SIGWINCH);
+	else if (term_err.msg[0])
+		al_warn("warning: the terminal stays as it is (keys are not passed raw): %s",
+			term_err.msg);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	/* The gateway holds up to six fds per connection: use the whole hard
@@ -71,6 +98,7 @@ const struct al_run_result *al_cli_run(const struct al_run_request *req, struct 
 	}
 	const struct al_run_result *res = al_run_wait(*ret, record_err);
 	al_signals_free(sigs);
+	al_cli_term_restore(); /* before anything more is said */
 	return res;
 }
 

@@ -392,6 +392,13 @@ static int opt_hostname(struct al_cli *cli, const struct option_def *o, const ch
 	return 0;
 }
 
+static int opt_tty(struct al_cli *cli, const struct option_def *o, const char *arg,
+		   struct al_error *err)
+{
+	cli->flags->tty = 1;
+	return 0;
+}
+
 static int opt_json(struct al_cli *cli, const struct option_def *o, const char *arg,
 		    struct al_error *err)
 {
@@ -460,6 +467,7 @@ static const struct option_def options[] = {
 	{"resolver", 0, "IP[:PORT]", BOTH, "resolver the gateway asks for allowed names (default: the host's)", opt_resolver},
 	{"backend",  0,  "NAME",            BOTH, "isolation backend (only: native)", opt_backend},
 	{"hostname", 0,  "NAME",            BOTH, "host name inside (default airlock)", opt_hostname},
+	{"tty",      't', NULL,             BOTH, "give the command a terminal of the sandbox's own (a pty relayed to ours; raw mode when stdin is a terminal)", opt_tty},
 	{"json",     0,  NULL,     AL_CMD_CHECK, "print the plan, or every error, as JSON", opt_json},
 	{"quiet",    'q', NULL,             BOTH, "print only errors", opt_quiet},
 	{"verbose",  'v', NULL,             BOTH, "print the plan summary and setup details", opt_verbose},
@@ -621,6 +629,15 @@ int al_cli_policy(const struct al_cli *cli, struct al_policy **ret, struct al_er
 	if (al_errors_count(errs) > 0)
 		return al_errors_first(errs, 0, NULL);
 	al_policy_merge(p, cli->flags);
+	/* A terminal is of little use to full-screen programs without its
+	 * type: airlock's own TERM (a name, nothing secret) goes in unless
+	 * the policy or a flag sets one. */
+	const char *term = getenv("TERM");
+	bool have_term = false;
+	for (size_t i = 0; p->env && p->env[i]; i++)
+		have_term |= strncmp(p->env[i], "TERM=", 5) == 0;
+	if (p->tty > 0 && !have_term && term && term[0])
+		al_policy_set_env(p, "TERM", term);
 	*ret = TAKE_PTR(p);
 	return 0;
 }

@@ -36,6 +36,9 @@ void al_plan_dump_text(const struct al_plan *p, FILE *f)
 	if (!p->argv[0])
 		fprintf(f, " (none: give it after \"--\" or in the policy's \"command\")");
 	fprintf(f, "\nworkdir:    %s\nhostname:   %s\n", p->workdir, p->hostname);
+	fprintf(f, "terminal:   %s\n",
+		p->tty ? "a pty of the sandbox's own (/dev/pts), relayed to airlock's stdio"
+		       : "none (stdio are pipes relayed by airlock)");
 	fprintf(f, "identity:   uid %d gid %d inside = host uid %u gid %u%s\n", AL_SANDBOX_UID,
 		AL_SANDBOX_GID, p->host_uid, p->host_gid, p->rootless ? " (rootless)" : "");
 	if (!p->gateway) {
@@ -95,6 +98,7 @@ char *al_plan_dump_json(const struct al_plan *p)
 	json_object_set_new(root, "backend", json_string(p->backend));
 	json_object_set_new(root, "workdir", json_string(p->workdir));
 	json_object_set_new(root, "hostname", json_string(p->hostname));
+	json_object_set_new(root, "tty", json_boolean(p->tty));
 	o = json_pack("{s:i, s:i, s:I, s:I, s:b}", "uid", AL_SANDBOX_UID, "gid", AL_SANDBOX_GID,
 		      "host_uid", (json_int_t)p->host_uid, "host_gid", (json_int_t)p->host_gid,
 		      "rootless", p->rootless);

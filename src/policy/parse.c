@@ -607,8 +607,8 @@ static int parse_version(struct ctx *c, const json_t *v, bool *ret_stop)
 
 static int parse_root(struct ctx *c, const json_t *root)
 {
-	static const char *const keys[] = {"version", "command", "hostname", "filesystem", "env",
-					   "limits",  "network", "backend",  NULL};
+	static const char *const keys[] = {"version", "command", "hostname", "tty",	  "filesystem",
+					   "env",     "limits",	 "network",  "backend", NULL};
 	json_t *v;
 	bool stop;
 	int bad = 0;
@@ -624,6 +624,8 @@ static int parse_root(struct ctx *c, const json_t *root)
 	    note(&bad, get_string(c, v, "hostname", &c->p->hostname)) == 0 &&
 	    !al_hostname_is_valid(c->p->hostname))
 		note(&bad, fail(c, "hostname", "not a valid hostname: \"%s\"", c->p->hostname));
+	if ((v = json_object_get(root, "tty")))
+		note(&bad, get_bool(c, v, "tty", &c->p->tty));
 	if ((v = json_object_get(root, "filesystem")))
 		note(&bad, parse_filesystem(c, v));
 	if ((v = json_object_get(root, "env")))

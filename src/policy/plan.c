@@ -206,6 +206,19 @@ static void build_proc_dev(struct builder *b)
 		       dev_links[i][0]);
 	add_scratch(b, "/dev/shm", "shm", 01777, false, AL_FS_READ | AL_FS_WRITE,
 		    "/dev/shm (scratch)");
+	if (!b->plan->tty)
+		return;
+	/* A terminal: the sandbox's own devpts (where its pty comes from),
+	 * /dev/ptmx into it, and /dev/tty, which opens the caller's own
+	 * controlling terminal — inside, the sandbox's pty. */
+	add_fs(b, AL_FS_PTYS, "/dev/pts", NULL, AL_FS_READ | AL_FS_WRITE,
+	       "/dev/pts (the sandbox's)")
+	    ->mode = 0755;
+	add_fs(b, AL_FS_LINK, "/dev/ptmx", xstrdup("pts/ptmx"), AL_FS_READ, "/dev/ptmx");
+	struct stat st;
+	if (stat("/dev/tty", &st) == 0 && S_ISCHR(st.st_mode))
+		add_host(b, AL_FS_DEVICE, "/dev/tty", "/dev/tty", &st, AL_FS_READ | AL_FS_WRITE,
+			 "/dev/tty");
 }
 
 /* The scratch's faces: /tmp and the workdir (/dev/shm comes with /dev). */
@@ -605,6 +618,7 @@ static bool build_request(struct al_plan *p, const struct al_policy *pol, unsign
 	p->memlock_bytes =
 	    p->memory_bytes / 8 < AL_MEMLOCK_BYTES ? p->memory_bytes / 8 : AL_MEMLOCK_BYTES;
 	p->scratch_exec = pol->scratch_exec != 0;
+	p->tty = pol->tty > 0;
 	return workdir_ok;
 }
 

@@ -49,6 +49,12 @@
 #define AL_DEFAULT_WORKDIR  "/work"
 #define AL_DEFAULT_HOSTNAME "airlock"
 #define AL_DEFAULT_PATH	    "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+/* Terminals the sandbox may hold at once with tty (the command's and what
+ * it opens itself, tmux or script), and the size of the one it starts
+ * with when airlock's stdin is not a terminal. */
+#define AL_TTY_MAX_PTYS 16u
+#define AL_TTY_ROWS	24u
+#define AL_TTY_COLS	80u
 
 /* The sandbox's file tree, as entries in the order it is built: every
  * entry's parent directory exists (or is an earlier entry) when it comes.
@@ -62,6 +68,7 @@ enum al_fs_kind {
 	AL_FS_DIR,     /* a directory airlock makes, read-only (/etc) */
 	AL_FS_DEVDIR,  /* a read-only directory of devices and links (/dev) */
 	AL_FS_PROC,    /* the sandbox's own /proc */
+	AL_FS_PTYS,    /* the sandbox's own terminals (a devpts of its own: /dev/pts) */
 	AL_FS_SCRATCH, /* a face of the run's one scratch (scratch_bytes in all): the
 			* part named source ("tmp", "work", "shm"), each its own */
 };
@@ -74,7 +81,7 @@ enum al_fs_kind {
 struct al_fs_entry {
 	enum al_fs_kind kind;
 	char *path;	    /* in the sandbox */
-	char *source;	    /* see the kinds; NULL for DIR, DEVDIR and PROC */
+	char *source;	    /* see the kinds; NULL for DIR, DEVDIR, PROC and PTYS */
 	size_t len;	    /* FILE: content length */
 	unsigned access;    /* AL_FS_* */
 	bool dir;	    /* HOST: the source is a directory */
@@ -129,6 +136,10 @@ struct al_plan {
 	char *workdir;
 	char *backend;
 	bool scratch_exec;
+	/* The command's stdio is a terminal of the sandbox's own (a pty from
+	 * its own /dev/pts), its controlling terminal; the supervisor relays
+	 * the other side. Never a host terminal. */
+	bool tty;
 
 	/* limits; 0 means none */
 	uint64_t timeout_ms;

@@ -15,6 +15,7 @@ struct al_policy *al_policy_new(const char *source)
 	struct al_policy *p = xcalloc(1, sizeof(*p));
 	p->source = xstrdup(source ? source : "command line");
 	p->scratch_exec = AL_UNSET;
+	p->tty = AL_UNSET;
 	return p;
 }
 
@@ -119,6 +120,8 @@ void al_policy_merge(struct al_policy *base, const struct al_policy *over)
 {
 	replace_strv(&base->command, over->command);
 	replace_str(&base->hostname, over->hostname);
+	if (over->tty != AL_UNSET)
+		base->tty = over->tty;
 	replace_strv(&base->system, over->system);
 	replace_str(&base->workdir, over->workdir);
 	if (over->scratch_exec != AL_UNSET)

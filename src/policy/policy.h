@@ -56,6 +56,7 @@ struct al_policy {
 
 	char **command; /* argv; NULL when not given */
 	char *hostname;
+	int tty; /* tri-state: a terminal of the sandbox's own (-t, "tty") */
 
 	/* filesystem */
 	char **system; /* host system dirs to show read-only; NULL = default */

@@ -131,8 +131,12 @@ static const struct al_seccomp_rule_info table[] = {
 	/* Every request outside the terminal group, then the ordinary terminal
 	 * and file requests of that group (tty_ioctl, tty_mode_ioctl, the pty
 	 * and the generic file ones). Not: TIOCSTI (typing into a terminal),
-	 * TIOCLINUX, TIOCSETD (line disciplines), TIOCCONS, TIOCSCTTY,
-	 * TIOCVHANGUP, the modem, serial and RS-485 requests. */
+	 * TIOCLINUX, TIOCSETD (line disciplines), TIOCCONS, TIOCVHANGUP, the
+	 * modem, serial and RS-485 requests. TIOCSCTTY (the command takes its
+	 * own pty, or one of its own /dev/pts, as its controlling terminal):
+	 * the sandbox never holds a host terminal, and taking one another
+	 * session controls (argument 1, as util-linux's script passes) needs
+	 * CAP_SYS_ADMIN in the host's user namespace, which no sandbox has. */
 	NOT_TTY(8), NOT_TTY(9), NOT_TTY(10), NOT_TTY(11), NOT_TTY(12), NOT_TTY(13), NOT_TTY(14),
 	NOT_TTY(15),
 	IOCTL(TCGETS), IOCTL(TCSETS), IOCTL(TCSETSW), IOCTL(TCSETSF), IOCTL(TCGETA),
@@ -140,6 +144,7 @@ static const struct al_seccomp_rule_info table[] = {
 	IOCTL(TCSETSW2), IOCTL(TCSETSF2), IOCTL(TCSBRK), IOCTL(TCSBRKP), IOCTL(TCXONC),
 	IOCTL(TCFLSH), IOCTL(TIOCGPGRP), IOCTL(TIOCSPGRP), IOCTL(TIOCGSID), IOCTL(TIOCNOTTY),
 	IOCTL(TIOCOUTQ), IOCTL(FIONREAD), IOCTL(TIOCGWINSZ), IOCTL(TIOCSWINSZ),
+	IOCTL(TIOCSCTTY),
 	IOCTL(TIOCEXCL), IOCTL(TIOCNXCL), IOCTL(TIOCGEXCL), IOCTL(TIOCGETD), IOCTL(TIOCMGET),
 	IOCTL(TIOCGSOFTCAR), IOCTL(TIOCGSERIAL), IOCTL(TIOCGLCKTRMIOS), IOCTL(TIOCPKT),
 	IOCTL(TIOCGPKT), IOCTL(TIOCGPTN), IOCTL(TIOCSPTLCK), IOCTL(TIOCGPTLCK), IOCTL(TIOCGDEV),

@@ -38,7 +38,7 @@ static json_t *start_fields(const struct al_plan *p, const char *policy_file)
 	for (size_t i = 0; i < p->n_fs; i++)
 		if (p->fs[i].kind == AL_FS_HOST || p->fs[i].kind == AL_FS_DEVICE)
 			json_array_append_new(mounts, al_json_text(p->fs[i].what));
-	return json_pack("{s:o, s:s, s:o, s:o, s:o, s:o, s:s, s:o, s:i, s:b}", "command", argv,
+	return json_pack("{s:o, s:s, s:o, s:o, s:o, s:o, s:s, s:o, s:i, s:b, s:b}", "command", argv,
 			 "backend", p->backend, "policy", al_json_text(policy_file), "workdir",
 			 al_json_text(p->workdir), "mounts", mounts, "limits",
 			 json_pack("{s:I, s:I, s:I, s:I}", "timeout_ms", (json_int_t)p->timeout_ms,
@@ -46,7 +46,7 @@ static json_t *start_fields(const struct al_plan *p, const char *policy_file)
 				   (json_int_t)p->pids, "output_bytes",
 				   (json_int_t)p->output_bytes),
 			 "network", p->gateway ? "gateway" : "none", "allow", allow, "landlock_abi",
-			 al_landlock_abi(), "rootless", p->rootless);
+			 al_landlock_abi(), "rootless", p->rootless, "tty", p->tty);
 }
 
 /* The run is over: release the sandbox, then audit run.end and write the
@@ -193,6 +193,12 @@ const struct al_run_result *al_run_wait(struct al_run *run, struct al_error *rec
 	if (record_err && run->record_err.msg[0])
 		*record_err = run->record_err;
 	return &run->res;
+}
+
+void al_run_resize(struct al_run *run, unsigned short rows, unsigned short cols)
+{
+	if (run->sup)
+		al_supervisor_resize(run->sup, rows, cols);
 }
 
 void al_run_signal(struct al_run *run, int sig)

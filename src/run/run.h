@@ -61,6 +61,9 @@ bool al_run_step(struct al_run *run, int timeout_ms);
  * written, if it could not (its msg stays empty otherwise). */
 const struct al_run_result *al_run_wait(struct al_run *run, struct al_error *record_err);
 
+/* The caller's terminal changed size (see al_supervisor_resize). */
+void al_run_resize(struct al_run *run, unsigned short rows, unsigned short cols);
+
 /* Pass a signal of the caller's to the run (see al_supervisor_signal). */
 void al_run_signal(struct al_run *run, int sig);
 

@@ -61,8 +61,15 @@ struct al_supervisor {
 	char in_buf[65536]; /* stdin read but not yet taken by the sandbox */
 	size_t in_len, in_off;
 	bool in_waiting; /* waiting for room in the sandbox's stdin pipe */
-	bool gone;	 /* the sandbox is gone */
-	bool running;	 /* the command was started */
+	bool in_eof;	 /* tty: stdin ended, its ^D is being typed */
+	int tty_fd;	 /* tty: the pty's master (stdout_rd and stdin_wr are dups of it) */
+	int tty_peer;	 /* tty, stdin not a terminal: a slave, until the ^D is typed */
+	struct al_timer *eof_timer; /* looks at what the command has not read yet */
+	bool eof_quiet;		    /* at the last look it had read everything */
+	unsigned eof_lflag;	    /* the pty's c_lflag at the last look */
+	unsigned short rows, cols;  /* tty: the size it gets */
+	bool gone;		    /* the sandbox is gone */
+	bool running;		    /* the command was started */
 	bool have_status;
 	int status;
 	int stop_signals; /* how many SIGINT/SIGTERM we were sent */
@@ -73,4 +80,10 @@ void al_sup_stop(struct al_supervisor *l);
 
 /* stdio.c */
 int al_sup_stdio_start(struct al_supervisor *l, struct al_error *err);
+/* tty: take over the pty's master fd (closed at the end) and relay it. */
+int al_sup_stdio_terminal(struct al_supervisor *l, int fd, struct al_error *err);
+/* tty: the command is gone; the slave we held to time the ^D goes. */
+void al_sup_stdio_exited(struct al_supervisor *l);
+/* tty: give the pty l->rows x l->cols. */
+void al_sup_stdio_resize(struct al_supervisor *l);
 void al_sup_stdio_close(struct al_supervisor *l);

@@ -59,10 +59,10 @@ json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *r
 			    res->have_cgroup ? json_integer((json_int_t)cg->memory_peak)
 					     : json_null());
 	json_object_set_new(o, "output",
-			    json_pack("{s:I, s:I, s:b}", "stdout_bytes",
+			    json_pack("{s:I, s:I, s:b, s:b}", "stdout_bytes",
 				      (json_int_t)res->stdout_bytes, "stderr_bytes",
 				      (json_int_t)res->stderr_bytes, "truncated",
-				      res->output_truncated));
+				      res->output_truncated, "tty", plan->tty));
 	json_object_set_new(
 	    o, "denials",
 	    json_pack("{s:I, s:I, s:I}", "syscalls", (json_int_t)res->syscalls_denied, "oom_kills",

@@ -1,6 +1,8 @@
 /* The command's stdio: its output relayed to ours (or a callback) without
  * blocking and counted against the output cap, and our stdin copied into
- * its pipe. */
+ * its pipe. With a terminal (plan->tty) both go through the pty's master
+ * instead: what the command writes there (stdout and stderr alike) is
+ * counted as stdout, and our stdin is typed into it. */
 #include "supervisor/internal.h"
 
 #include <errno.h>
@@ -8,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "core/cleanup.h"
@@ -241,6 +245,90 @@ static void stdin_done(struct al_supervisor *l)
 	unwatch_close(&l->w_stdin_wr, &l->stdin_wr);
 }
 
+static bool stdin_flush(struct al_supervisor *l);
+
+/* How often, once our stdin has ended, the pty's unread input is looked
+ * at before its ^D is typed. */
+#define EOF_CHECK_MS 40
+
+static void peer_close(struct al_supervisor *l)
+{
+	al_timer_freep(&l->eof_timer);
+	al_closep(&l->tty_peer);
+}
+
+/* Type the pty's end-of-file character (^D), once. */
+static void type_eof(struct al_supervisor *l)
+{
+	struct termios t;
+
+	peer_close(l);
+	if (l->stdin_wr < 0 || tcgetattr(l->tty_fd, &t) < 0) {
+		stdin_done(l);
+		return;
+	}
+	l->in_buf[0] = (char)t.c_cc[VEOF];
+	l->in_off = 0;
+	l->in_len = 1;
+	if (stdin_flush(l))
+		stdin_done(l);
+	else if (l->stdin_wr >= 0)
+		al_watch_set(l->w_stdin_wr, EPOLLOUT);
+}
+
+/* A ^D means end-of-file only to a reader at the start of a line and in
+ * the mode it was typed in: one typed while the command still has input
+ * to read, and then switches modes (readline goes raw to read each line
+ * and back to run it), arrives as a NUL. So it waits until the command
+ * has read everything typed before it and the pty's mode has held still
+ * for two looks. */
+static void on_eof_check(struct al_timer *t, uint64_t expirations, void *data)
+{
+	struct al_supervisor *l = data;
+	struct termios tio;
+	int unread = 0;
+
+	(void)t;
+	(void)expirations;
+	if (ioctl(l->tty_peer, FIONREAD, &unread) < 0 || tcgetattr(l->tty_fd, &tio) < 0) {
+		type_eof(l);
+		return;
+	}
+	bool settled = unread == 0 && l->eof_quiet && tio.c_lflag == l->eof_lflag;
+	l->eof_quiet = unread == 0;
+	l->eof_lflag = tio.c_lflag;
+	if (settled)
+		type_eof(l);
+}
+
+/* Our stdin ended (or cannot be read). A pipe is closed, and the sandbox
+ * reads EOF. The pty's master stays open (the output comes from it), so
+ * the pty's end-of-file character is typed instead, as someone at a
+ * terminal would: a shell or a REPL reading a new line sees EOF. */
+static void stdin_end(struct al_supervisor *l)
+{
+	if (!l->plan->tty || l->in_eof) {
+		stdin_done(l);
+		return;
+	}
+	l->in_eof = true;
+	al_watch_removep(&l->w_stdin);
+	l->stdin_poll = false;
+	al_watch_set(l->w_stdin_wr, 0);
+	if (l->tty_peer < 0 || !(l->eof_timer = al_loop_timer(l->ev, on_eof_check, l)) ||
+	    al_timer_arm(l->eof_timer, EOF_CHECK_MS, true) < 0)
+		type_eof(l);
+}
+
+void al_sup_stdio_exited(struct al_supervisor *l)
+{
+	/* Nothing in the sandbox reads any more; our slave must go so the
+	 * master reports the end once its output is drained. */
+	if (l->in_eof && l->tty_peer >= 0)
+		stdin_done(l);
+	peer_close(l);
+}
+
 /* Switch between waiting for stdin to be readable and waiting for the
  * sandbox's pipe to have room (when a chunk is left over). A stdin that
  * cannot be polled (a regular file, /dev/null) always waits for room. */
@@ -279,6 +367,11 @@ static void relay_in(struct al_supervisor *l)
 {
 	if (!stdin_flush(l))
 		return;
+	if (l->in_eof) {
+		if (l->tty_peer < 0)
+			stdin_done(l); /* the ^D went */
+		return;
+	}
 	if (l->stdin_poll && l->in_waiting) {
 		stdin_wait_for_room(l, false);
 		return;
@@ -287,7 +380,7 @@ static void relay_in(struct al_supervisor *l)
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (n <= 0) {
-		stdin_done(l); /* EOF (or an unreadable stdin): the sandbox sees EOF */
+		stdin_end(l); /* EOF (or an unreadable stdin): the sandbox sees EOF */
 		return;
 	}
 	l->in_len = (size_t)n;
@@ -301,30 +394,72 @@ static void on_stdin(struct al_watch *w, uint32_t events, void *data)
 	relay_in(data);
 }
 
-int al_sup_stdio_start(struct al_supervisor *l, struct al_error *err)
+/* stdin: poll it when the kernel can (pipes, ttys, sockets); a regular
+ * file or /dev/null cannot be polled, so copy from it whenever the
+ * sandbox's pipe (or pty) has room. A closed stdin gives the sandbox EOF. */
+static int stdin_start(struct al_supervisor *l, struct al_error *err)
 {
 	struct stat st;
 	int r;
 
-	out_open(l, &l->out[0], 0, l->io.stdout_fd);
-	out_open(l, &l->out[1], 1, l->io.stderr_fd);
-	if (!(l->w_src[0] = al_loop_add(l->ev, l->stdout_rd, EPOLLIN, on_src, l)) ||
-	    !(l->w_src[1] = al_loop_add(l->ev, l->stderr_rd, EPOLLIN, on_src, l)) ||
-	    !(l->w_stdin_wr = al_loop_add(l->ev, l->stdin_wr, 0, on_stdin, l)))
+	if (!(l->w_stdin_wr = al_loop_add(l->ev, l->stdin_wr, 0, on_stdin, l)))
 		return al_error_setsys(err, errno, "epoll_ctl");
-	/* stdin: poll it when the kernel can (pipes, ttys, sockets); a regular
-	 * file or /dev/null cannot be polled, so copy from it whenever the
-	 * sandbox's pipe has room. A closed stdin gives the sandbox EOF. */
+	fcntl(l->stdin_wr, F_SETFL, O_NONBLOCK);
 	if (l->io.stdin_fd < 0 || fstat(l->io.stdin_fd, &st) < 0) {
-		unwatch_close(&l->w_stdin_wr, &l->stdin_wr);
+		stdin_end(l);
 	} else if ((l->w_stdin = al_loop_add(l->ev, l->io.stdin_fd, EPOLLIN, on_stdin, l))) {
 		l->stdin_poll = true;
 	} else if ((r = al_watch_set(l->w_stdin_wr, EPOLLOUT)) < 0) {
 		return al_error_setsys(err, -r, "epoll_ctl(stdin pipe)");
 	}
-	if (l->stdin_wr >= 0)
-		fcntl(l->stdin_wr, F_SETFL, O_NONBLOCK);
 	return 0;
+}
+
+int al_sup_stdio_start(struct al_supervisor *l, struct al_error *err)
+{
+	out_open(l, &l->out[0], 0, l->io.stdout_fd);
+	out_open(l, &l->out[1], 1, l->io.stderr_fd);
+	/* With a terminal there are no pipes: al_sup_stdio_terminal() starts
+	 * the relay once the sandbox hands over the pty. */
+	if ((l->stdout_rd >= 0 &&
+	     !(l->w_src[0] = al_loop_add(l->ev, l->stdout_rd, EPOLLIN, on_src, l))) ||
+	    (l->stderr_rd >= 0 &&
+	     !(l->w_src[1] = al_loop_add(l->ev, l->stderr_rd, EPOLLIN, on_src, l))))
+		return al_error_setsys(err, errno, "epoll_ctl");
+	return l->stdin_wr >= 0 ? stdin_start(l, err) : 0;
+}
+
+void al_sup_stdio_resize(struct al_supervisor *l)
+{
+	struct winsize ws = {.ws_row = l->rows, .ws_col = l->cols};
+
+	/* On the master: the kernel sets the pty's size and sends SIGWINCH to
+	 * its foreground process group. */
+	if (l->tty_fd >= 0 && ioctl(l->tty_fd, TIOCSWINSZ, &ws) < 0)
+		al_debug("ignoring: TIOCSWINSZ on the pty: %s", strerror(errno));
+}
+
+int al_sup_stdio_terminal(struct al_supervisor *l, int fd, struct al_error *err)
+{
+	l->tty_fd = fd;
+	/* One description, read and written through two descriptors so the
+	 * output and the input each have their own watch. */
+	if ((l->stdout_rd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0 ||
+	    (l->stdin_wr = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
+		return al_error_setsys(err, errno, "dup of the pty's master");
+	/* Our stdin not a terminal (a pipe driving a REPL): a slave of our
+	 * own, to see what the command has not read yet when our stdin ends
+	 * (FIONREAD). Opened now, before we confine ourselves, and closed
+	 * once the ^D is typed or the command is gone (while we hold it, the
+	 * master cannot report that the sandbox closed its end). */
+	if (l->io.stdin_fd >= 0 && !isatty(l->io.stdin_fd) &&
+	    (l->tty_peer = ioctl(fd, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0)
+		al_debug("ignoring: TIOCGPTPEER: %s (the ^D at the end of stdin is typed at once)",
+			 strerror(errno));
+	al_sup_stdio_resize(l);
+	if (!(l->w_src[0] = al_loop_add(l->ev, l->stdout_rd, EPOLLIN, on_src, l)))
+		return al_error_setsys(err, errno, "epoll_ctl(the pty's master)");
+	return stdin_start(l, err);
 }
 
 void al_sup_stdio_close(struct al_supervisor *l)
@@ -335,4 +470,6 @@ void al_sup_stdio_close(struct al_supervisor *l)
 	unwatch_close(&l->w_stdin_wr, &l->stdin_wr);
 	src_close(l, 0);
 	src_close(l, 1);
+	peer_close(l);
+	al_closep(&l->tty_fd);
 }

@@ -166,12 +166,33 @@ static void ev_scratch(void *data, int fd)
 	}
 }
 
+/* The pty's master, from inside the sandbox: once, and only with tty. */
+static void ev_terminal(void *data, int fd)
+{
+	struct al_supervisor *l = data;
+	struct al_error err = {0};
+
+	if (!l->plan->tty || l->tty_fd >= 0 || l->result.reason == AL_END_SETUP_ERROR) {
+		close(fd);
+		return;
+	}
+	if (al_sup_stdio_terminal(l, fd, &err) < 0) {
+		setup_failed(l, "terminal", 0, err.msg);
+		al_sup_stop(l);
+	}
+}
+
 static void ev_ready(void *data)
 {
 	struct al_supervisor *l = data;
 
 	if (l->result.reason == AL_END_SETUP_ERROR)
 		return;
+	if (l->plan->tty && l->tty_fd < 0) {
+		setup_failed(l, "terminal", 0, "the sandbox handed over no terminal");
+		al_sup_stop(l);
+		return;
+	}
 	if (l->plan->gateway && (!l->gw || al_gateway_proc_state(l->gw) != AL_GATEWAY_RUNNING)) {
 		if (!l->gw) {
 			setup_failed(l, "gateway", 0,
@@ -196,6 +217,7 @@ static void ev_exited(void *data, int status)
 
 	l->have_status = true;
 	l->status = status;
+	al_sup_stdio_exited(l);
 }
 
 static void ev_exec_failed(void *data, int err, const char *what)
@@ -215,7 +237,10 @@ static void ev_failed(void *data, const char *step, int err, const char *msg)
 
 static void ev_gone(void *data)
 {
-	((struct al_supervisor *)data)->gone = true;
+	struct al_supervisor *l = data;
+
+	l->gone = true;
+	al_sup_stdio_exited(l);
 }
 
 static void on_timer(struct al_timer *t, uint64_t expirations, void *data)
@@ -240,7 +265,9 @@ struct al_supervisor *al_supervisor_new(const struct al_supervisor_config *cfg)
 	l->confine_self = cfg->confine_self;
 	l->confine_dirfd = cfg->confine_dirfd;
 	l->confine_ruleset = -1;
-	l->stdin_wr = l->stdout_rd = l->stderr_rd = -1;
+	l->stdin_wr = l->stdout_rd = l->stderr_rd = l->tty_fd = l->tty_peer = -1;
+	l->rows = cfg->io->rows ? cfg->io->rows : AL_TTY_ROWS;
+	l->cols = cfg->io->cols ? cfg->io->cols : AL_TTY_COLS;
 	l->out[0].fd = l->out[1].fd = -1;
 	l->result.reason = AL_END_EXITED;
 	l->meter = (struct al_meter){.plan = l->plan,
@@ -257,6 +284,7 @@ struct al_supervisor *al_supervisor_new(const struct al_supervisor_config *cfg)
 					       .res = &l->result,
 					       .listener = ev_listener,
 					       .scratch = ev_scratch,
+					       .terminal = ev_terminal,
 					       .ready = ev_ready,
 					       .running = ev_running,
 					       .exited = ev_exited,
@@ -317,6 +345,15 @@ void al_supervisor_signal(struct al_supervisor *l, int sig)
 	}
 	al_debug("forwarding signal %d to the sandbox", sig);
 	l->ctl.signal(l->ctl.data, sig);
+}
+
+void al_supervisor_resize(struct al_supervisor *l, unsigned short rows, unsigned short cols)
+{
+	if (!rows || !cols)
+		return;
+	l->rows = rows;
+	l->cols = cols;
+	al_sup_stdio_resize(l);
 }
 
 void al_supervisor_killed(struct al_supervisor *l, int sig)

@@ -32,6 +32,9 @@ struct al_sandbox_events {
 	 * the run for --copy-out: the supervisor keeps read access to it when
 	 * it confines itself. Before ready. */
 	void (*scratch)(void *data, int fd);
+	/* The master of the command's terminal (plan->tty), made inside the
+	 * sandbox (the fd is the callee's): relayed as the command's stdio. */
+	void (*terminal)(void *data, int fd);
 	/* Built and checked from outside; the command waits for release. */
 	void (*ready)(void *data);
 	/* The command was started. */
@@ -78,6 +81,9 @@ struct al_supervisor_io {
 	 * 1 stderr). Must not block. */
 	void (*output)(void *data, int which, const void *buf, size_t len);
 	void *data;
+	/* With a terminal (plan->tty): the size it starts with (0: 24x80).
+	 * Raw mode on the caller's own terminal is the caller's to set. */
+	unsigned short rows, cols;
 };
 
 struct al_supervisor_config {
@@ -116,6 +122,11 @@ bool al_supervisor_done(const struct al_supervisor *s);
  * on to the command once it runs; before that, or on a second SIGINT or
  * SIGTERM, the sandbox is stopped and the run ends as killed by sig. */
 void al_supervisor_signal(struct al_supervisor *s, int sig);
+
+/* tty: the caller's terminal is now rows x cols (SIGWINCH): the
+ * sandbox's pty gets that size. Ignored without a terminal, or when either
+ * is 0. */
+void al_supervisor_resize(struct al_supervisor *s, unsigned short rows, unsigned short cols);
 
 /* The sandbox is being killed from outside (al_run_kill): the run ends as
  * killed by sig, unless a limit, the timeout or a failed setup ended it

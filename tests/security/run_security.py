@@ -14,13 +14,17 @@ cases fail, never harms the host. Never run an attack by hand outside the
 sandbox: `probe kill -1 9` as root on the host kills every process.
 """
 
+import fcntl
 import json
 import os
 import random
+import select
 import shutil
 import socket
+import struct
 import subprocess
 import sys
+import termios
 import time
 import tty
 
@@ -277,6 +281,58 @@ def tiocsti_on_real_terminal(e):
         except BlockingIOError:
             injected = b""
         expect(injected == b"", "bytes were injected into the host terminal: %r" % injected, res)
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+@case
+def tiocsti_with_tty(e):
+    """With -t and a real pty as airlock's stdin (the test holds its
+    master): TIOCSTI on the command's own terminal fails with EPERM (also
+    with high bits on the request), the command's stdio is a pty other than
+    airlock's, and nothing reaches the host terminal as input: after the
+    run the outer slave has no unread byte and none of the bytes the
+    command tried to type ('#') came back out of its pty either."""
+    master, slave = os.openpty()
+    try:
+        def ctty():
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        argv = e.argv(["/bin/sh", "-c", "%s syscall tiocsti tiocsti-high; readlink /proc/self/fd/0"
+                       % PROBE_IN], ["-t", "--timeout", "20"])
+        p = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave,
+                             start_new_session=True, preexec_fn=ctty,
+                             env=dict(os.environ, TERM="dumb"))
+        out, deadline = b"", time.monotonic() + 30
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([master], [], [], 0.1)
+            if r:
+                try:
+                    out += os.read(master, 65536)
+                except OSError:
+                    break
+            elif p.poll() is not None:
+                break
+        if p.poll() is None:
+            kill_pid(p.pid)
+            p.wait()
+            raise AssertionError("airlock did not end; output %r" % out)
+        text = out.decode("utf-8", "replace").replace("\r", "")
+        expect(p.returncode == 0, "exit %s: %r" % (p.returncode, text))
+        got = kv(text.replace(" errno=", "="))
+        expect(got.get("tiocsti") == "EPERM", "tiocsti: %r in %r" % (got.get("tiocsti"), text))
+        expect(got.get("tiocsti-high") == "EPERM", "tiocsti-high: %r" % got.get("tiocsti-high"))
+        expect("/dev/pts/0\n" in text, "the command's stdin is not its own pty: %r" % text)
+        expect("#" not in text, "an injected byte came back: %r" % text)
+        n = struct.unpack("i", fcntl.ioctl(slave, termios.FIONREAD, b"\0\0\0\0"))[0]
+        expect(n == 0, "%d bytes were typed into the host terminal" % n)
+        os.set_blocking(slave, False)
+        try:
+            injected = os.read(slave, 100)
+        except BlockingIOError:
+            injected = b""
+        expect(injected == b"", "bytes were injected into the host terminal: %r" % injected)
     finally:
         os.close(master)
         os.close(slave)

@@ -1140,6 +1140,51 @@ static void test_fs_entries(void **state)
 	}
 }
 
+/* -t: the sandbox's own devpts at /dev/pts (a new instance, owned by the
+ * sandbox's user, bounded), /dev/ptmx into it and /dev/tty; none of them
+ * without. */
+static void test_tty(void **state)
+{
+	_cleanup_(al_policy_freep) struct al_policy *p = new_policy();
+	_cleanup_(free_planp) struct al_plan *plan = build_ok(p);
+	const struct al_mount_op *op;
+	const struct al_landlock_rule *rule;
+	char want[64];
+
+	assert_false(plan->tty);
+	assert_null(find_fs(plan, "/dev/pts"));
+	assert_null(find_fs(plan, "/dev/ptmx"));
+	assert_null(find_fs(plan, "/dev/tty"));
+	for (size_t i = 0; i < L(plan)->n_ops; i++)
+		assert_int_not_equal(L(plan)->ops[i].kind, AL_OP_DEVPTS);
+
+	p->tty = 1;
+	free_planp(&plan);
+	plan = build_ok(p);
+	assert_true(plan->tty);
+	assert_int_equal(find_fs(plan, "/dev/pts")->kind, AL_FS_PTYS);
+	assert_int_equal(find_fs(plan, "/dev/ptmx")->kind, AL_FS_LINK);
+	op = need_op(plan, AL_OP_DEVPTS, "/newroot/dev/pts", NULL);
+	assert_contains(op->source, "newinstance");
+	assert_contains(op->source, "ptmxmode=0666");
+	assert_contains(op->source, "mode=0600");
+	snprintf(want, sizeof(want), "uid=%d,gid=%d", AL_SANDBOX_UID, AL_SANDBOX_GID);
+	assert_contains(op->source, want);
+	snprintf(want, sizeof(want), "max=%u", AL_TTY_MAX_PTYS);
+	assert_contains(op->source, want);
+	assert_true(op->attr & MOUNT_ATTR_NOSUID);
+	assert_true(op->attr & MOUNT_ATTR_NOEXEC);
+	assert_false(op->attr & MOUNT_ATTR_RDONLY);
+	op = need_op(plan, AL_OP_SYMLINK, "/newroot/dev/ptmx", NULL);
+	assert_string_equal(op->source, "pts/ptmx");
+	op = need_op(plan, AL_OP_BIND, "/newroot/dev/tty", NULL);
+	assert_string_equal(op->source, "/oldroot/dev/tty");
+	assert_non_null(rule = find_rule(plan, "/dev/pts"));
+	if (L(plan)->landlock_abi >= 5)
+		assert_true(rule->access & LANDLOCK_ACCESS_FS_IOCTL_DEV);
+	assert_true(rule->access & LANDLOCK_ACCESS_FS_WRITE_FILE);
+}
+
 /* The host files shown read-only inside /etc get their rights from /etc's
  * own rule, not one each; every other entry keeps its own rule, even where
  * an ancestor's rule covers it (a workdir inside /tmp). */
@@ -1314,6 +1359,7 @@ int main(void)
 		cmocka_unit_test(test_system_nested_symlink),
 		cmocka_unit_test(test_landlock_rules),
 		cmocka_unit_test(test_scratch_exec),
+		cmocka_unit_test(test_tty),
 		cmocka_unit_test(test_landlock_best_effort),
 		cmocka_unit_test(test_fs_entries),
 		cmocka_unit_test(test_landlock_covered_rules),

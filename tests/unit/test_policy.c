@@ -129,6 +129,7 @@ static void test_minimal_document_is_all_unset(void **state)
 	assert_int_equal(p->n_mounts, 0);
 	assert_null(p->workdir);
 	assert_int_equal(p->scratch_exec, AL_UNSET);
+	assert_int_equal(p->tty, AL_UNSET);
 	assert_int_equal(p->landlock, AL_LANDLOCK_UNSET);
 	assert_null(p->env);
 	assert_int_equal(p->timeout_ms, 0);
@@ -154,6 +155,13 @@ static void test_value_forms(void **state)
 	p = load_ok("{\"version\":1,\"limits\":{\"timeout\":\"250ms\",\"scratch\":\"512k\"}}");
 	assert_int_equal(p->timeout_ms, 250);
 	assert_int_equal(p->scratch_bytes, 512ULL << 10);
+	al_policy_free(p);
+
+	p = load_ok("{\"version\":1,\"tty\":true}");
+	assert_int_equal(p->tty, 1);
+	al_policy_free(p);
+	p = load_ok("{\"version\":1,\"tty\":false}");
+	assert_int_equal(p->tty, 0);
 	al_policy_free(p);
 
 	p = load_ok("{\"version\":1,\"filesystem\":{\"landlock\":\"required\","
@@ -219,6 +227,8 @@ static void test_wrong_types(void **state)
 	BAD("[]", "p.json: (top level): expected an object, got an array");
 	BAD("{\"version\":1,\"hostname\":5}",
 	    "p.json: hostname: expected a string, got an integer");
+	BAD("{\"version\":1,\"tty\":\"yes\"}", "p.json: tty: expected true or false, got a string");
+	BAD("{\"version\":1,\"tty\":1}", "p.json: tty: expected true or false, got an integer");
 	BAD("{\"version\":1,\"filesystem\":[]}", "p.json: filesystem: expected an object");
 	BAD("{\"version\":1,\"filesystem\":{\"mounts\":{}}}",
 	    "p.json: filesystem.mounts: expected an array");
@@ -629,6 +639,7 @@ static void test_merge_flags_override_file(void **state)
 	over->timeout_ms = 5000;
 	over->hostname = xstrdup("flaghost");
 	over->scratch_exec = 0;
+	over->tty = 1;
 	over->landlock = AL_LANDLOCK_BEST_EFFORT;
 	al_policy_add_mount(over, "/srv/b", "/input", AL_MOUNT_RW, 0, "--rw");
 	al_policy_add_mount(over, "/srv/e", "/extra", AL_MOUNT_RO, AL_UNSET, "--ro");
@@ -643,6 +654,7 @@ static void test_merge_flags_override_file(void **state)
 	assert_int_equal(base->timeout_ms, 5000);
 	assert_string_equal(base->hostname, "flaghost");
 	assert_int_equal(base->scratch_exec, 0);
+	assert_int_equal(base->tty, 1);
 	assert_int_equal(base->landlock, AL_LANDLOCK_BEST_EFFORT);
 	/* ...and unset ones leave the file's values alone. */
 	assert_int_equal(al_strv_len(base->command), 1);

@@ -17,6 +17,9 @@
  *   our network namespace, and the supervisor starts the gateway's process
  *   and installs the capture rules on the socket we hand it while we go on
  *   with the mounts (on another core).
+ * - terminal comes right after pivot-root: the pty must come from the
+ *   sandbox's own /dev/pts in the final view, and it replaces the /dev/null
+ *   that stdio left on 0-2 (with tty there are no pipes).
  * - cgroup is the first step once the parent has released us: from there
  *   on everything the child allocates is charged to the run (v2 clones us
  *   into it; on v1 the child moves itself in, see al_cgroup_task_fds).
@@ -32,6 +35,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -60,6 +64,7 @@ static const struct step steps[] = {
 	{"staging-root",     step_staging_root},
 	{"build-root",       step_build_root},
 	{"pivot-root",       step_pivot_root},
+	{"terminal",         step_terminal},
 	{"hostname",         step_hostname},
 	{"rlimits",          step_rlimits},
 	{"close-fds",        step_close_fds},
@@ -122,10 +127,17 @@ static int exec_command(const struct al_plan *p)
 	return best;
 }
 
+/* What the command's process reports on init's errpipe when it does not
+ * get to run the command. */
+struct start_error {
+	int err;
+	bool terminal; /* making the pty its controlling terminal failed */
+};
+
 static _Noreturn void run_command(const struct al_plan *p, int sync, int errpipe)
 {
+	struct start_error se = {0};
 	sigset_t none;
-	int e;
 
 	/* Every disposition back to its default (the supervisor ignores
 	 * SIGPIPE, and clone kept that), and nothing blocked. */
@@ -137,13 +149,21 @@ static _Noreturn void run_command(const struct al_plan *p, int sync, int errpipe
 	umask(022);  /* setup ran with 0 for exact modes; the command gets the usual */
 	close(sync); /* the sync socket is init's alone; the cgroup fds are
 		      * close-on-exec */
-	if (setsid() < 0 || chdir(p->workdir) < 0) {
-		e = errno;
+	/* A session of its own; with tty, the pty on 0-2 becomes its
+	 * controlling terminal (0: never steal one), so job control works and
+	 * ^C reaches its foreground group through the pty's line discipline. */
+	if (setsid() < 0) {
+		se.err = errno;
+	} else if (p->tty && ioctl(0, TIOCSCTTY, 0) < 0) {
+		se.err = errno;
+		se.terminal = true;
+	} else if (chdir(p->workdir) < 0) {
+		se.err = errno;
 	} else {
-		e = exec_command(p);
+		se.err = exec_command(p);
 	}
-	(void)!write(errpipe, &e, sizeof(e));
-	_exit(e == ENOENT ? 127 : 126);
+	(void)!write(errpipe, &se, sizeof(se));
+	_exit(se.err == ENOENT ? 127 : 126);
 }
 
 /* The command is gone: kill and reap everything else in the namespace
@@ -177,7 +197,8 @@ static _Noreturn void finish(int sync, int status, const int *cg_leave, size_t n
  * command's status and exit — which kills whatever is left. */
 _Noreturn void al_sandbox_init(const struct al_plan *p, int sync, const int *cg_leave, size_t n_cg)
 {
-	int errpipe[2], exec_errno = 0;
+	struct start_error se = {0};
+	int errpipe[2];
 	sigset_t set;
 	pid_t cmd;
 	ssize_t n;
@@ -215,11 +236,14 @@ _Noreturn void al_sandbox_init(const struct al_plan *p, int sync, const int *cg_
 	close(1);
 	close(2);
 	do
-		n = read(errpipe[0], &exec_errno, sizeof(exec_errno));
+		n = read(errpipe[0], &se, sizeof(se));
 	while (n < 0 && errno == EINTR);
 	close(errpipe[0]);
-	if (n == (ssize_t)sizeof(exec_errno))
-		send_msg(sync, AL_SYNC_EXEC_FAILED, exec_errno, 0, "exec", p->argv[0]);
+	if (n == (ssize_t)sizeof(se) && se.terminal)
+		send_msg(sync, AL_SYNC_ERROR, se.err, 0, "terminal",
+			 "making the pty the command's controlling terminal (TIOCSCTTY)");
+	else if (n == (ssize_t)sizeof(se))
+		send_msg(sync, AL_SYNC_EXEC_FAILED, se.err, 0, "exec", p->argv[0]);
 	else
 		send_msg(sync, AL_SYNC_RUNNING, 0, cmd, NULL, NULL);
 

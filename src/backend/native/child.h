@@ -30,6 +30,8 @@ enum al_sync_type {
 			      * sandbox's network namespace, for the capture rules */
 	AL_SYNC_SCRATCH,     /* child → parent: an O_PATH fd of the scratch's root
 			      * (SCM_RIGHTS), for copies in and out */
+	AL_SYNC_TERMINAL,    /* child → parent: the master of the command's pty, from
+			      * the sandbox's own devpts (SCM_RIGHTS; plan->tty) */
 	AL_SYNC_READY,	     /* child → parent: every layer is applied; status = landlock
 			      * ABI in force (0 = none); waits for AL_SYNC_GO */
 	AL_SYNC_EXEC_FAILED, /* child → parent: execve of the command failed */

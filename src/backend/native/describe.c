@@ -23,6 +23,8 @@ static const char *kind_name(enum al_op_kind k)
 		return "bind";
 	case AL_OP_PROC:
 		return "proc";
+	case AL_OP_DEVPTS:
+		return "devpts";
 	}
 	return "?";
 }
@@ -186,6 +188,7 @@ void al_native_dump_text(const struct al_native_plan *p, FILE *f)
 			break;
 		case AL_OP_TMPFS:
 		case AL_OP_PROC:
+		case AL_OP_DEVPTS:
 			attr_string(op->attr, attr, sizeof(attr));
 			fprintf(f, "  %-8s %-28s %s%s(%s)\n", kind_name(op->kind),
 				visible(op->target), op->source ? op->source : "",
@@ -221,11 +224,12 @@ void al_native_dump_json(const struct al_native_plan *p, const struct al_plan *p
 		const struct al_mount_op *op = &p->ops[i];
 		o = json_pack("{s:s, s:s, s:s}", "op", kind_name(op->kind), "target",
 			      visible(op->target), "what", op->what);
-		if (op->kind == AL_OP_BIND || op->kind == AL_OP_SYMLINK || op->kind == AL_OP_TMPFS)
+		if (op->kind == AL_OP_BIND || op->kind == AL_OP_SYMLINK ||
+		    op->kind == AL_OP_TMPFS || op->kind == AL_OP_DEVPTS)
 			json_object_set_new(
 			    o, "source",
 			    json_string(op->kind == AL_OP_BIND ? visible(op->source) : op->source));
-		if (op->kind == AL_OP_BIND || op->kind == AL_OP_TMPFS || op->kind == AL_OP_PROC) {
+		if (al_op_mounts(op->kind)) {
 			attr_string(op->attr, attr, sizeof(attr));
 			json_object_set_new(o, "flags", json_string(attr));
 		}

@@ -235,6 +235,21 @@ static void lower_entry(struct lowering *l, const struct al_fs_entry *e)
 		add_ll(l, e->path, ll_access(e->access));
 		break;
 	}
+	case AL_FS_PTYS: {
+		/* A new instance, so the sandbox sees only its own terminals;
+		 * ptmx (the one way to make more) is open to all, the slaves
+		 * belong to the sandbox's user, and max bounds how many. nodev
+		 * stays off: the nodes are the point. */
+		_cleanup_free_ char *t = xasprintf(NEW "%s", e->path);
+		mkdir_p(l, t, e->mode, false, e->what);
+		op = add_op(l, AL_OP_DEVPTS, xstrdup(t),
+			    xasprintf("newinstance,ptmxmode=0666,mode=0600,uid=%d,gid=%d,max=%u",
+				      AL_SANDBOX_UID, AL_SANDBOX_GID, AL_TTY_MAX_PTYS),
+			    e->what);
+		op->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+		add_ll(l, e->path, LL_READ | LL_DEVICE);
+		break;
+	}
 	case AL_FS_SCRATCH: {
 		_cleanup_free_ char *t = xasprintf(NEW "%s", e->path);
 		mkdir_p(l, t, e->mode, false, e->what);

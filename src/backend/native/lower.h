@@ -31,7 +31,14 @@ enum al_op_kind {
 	AL_OP_TMPFS,   /* mount tmpfs on target, options in source, then attr */
 	AL_OP_BIND,    /* bind source on target (a placeholder is made first), then attr */
 	AL_OP_PROC,    /* mount a fresh proc on target, then attr */
+	AL_OP_DEVPTS,  /* mount a new devpts instance on target, options in source, then attr */
 };
+
+/* The ops that mount something (and have mount flags). */
+static inline bool al_op_mounts(enum al_op_kind k)
+{
+	return k == AL_OP_BIND || k == AL_OP_TMPFS || k == AL_OP_PROC || k == AL_OP_DEVPTS;
+}
 
 struct al_mount_op {
 	enum al_op_kind kind;

@@ -474,6 +474,10 @@ static void on_sync(struct al_monitor *m)
 				m->ev->scratch(m->ev->data, m->scratchfd);
 		}
 		break;
+	case AL_SYNC_TERMINAL:
+		if (fd >= 0 && m->plan->tty)
+			m->ev->terminal(m->ev->data, TAKE_FD(fd));
+		break;
 	case AL_SYNC_READY:
 		al_log_phase("child ready, verifying");
 		on_ready(m, msg.status);

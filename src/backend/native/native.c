@@ -153,11 +153,14 @@ static void fdset_close(struct fdset *f)
 		al_closep(&all[i]);
 }
 
-static int fdset_open(struct fdset *f, struct al_error *err)
+/* With a terminal there are no stdio pipes: the pty comes from inside. */
+static int fdset_open(struct fdset *f, bool pipes, struct al_error *err)
 {
 	memset(f, 0xff, sizeof(*f));
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, f->sync) < 0)
 		return al_error_setsys(err, errno, "socketpair");
+	if (!pipes)
+		return 0;
 	if (pipe2(f->in, O_CLOEXEC) < 0 || pipe2(f->out, O_CLOEXEC) < 0 ||
 	    pipe2(f->errp, O_CLOEXEC) < 0)
 		return al_error_setsys(err, errno, "pipe2");
@@ -189,7 +192,7 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 	struct al_sync_msg go = {.type = AL_SYNC_GO};
 	long pid;
 
-	if ((r = fdset_open(&f, err)) < 0) {
+	if ((r = fdset_open(&f, !sb->plan->tty, err)) < 0) {
 		fdset_close(&f);
 		return r;
 	}
@@ -236,9 +239,9 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 		 * the supervisor's death (no EOF) from a child blocked waiting
 		 * for it. */
 		close(f.sync[0]);
-		close(f.in[1]);
-		close(f.out[0]);
-		close(f.errp[0]);
+		al_closep(&f.in[1]);
+		al_closep(&f.out[0]);
+		al_closep(&f.errp[0]);
 		struct al_child_fds fds = {.sync = f.sync[1],
 					   .stdin_rd = f.in[0],
 					   .stdout_wr = f.out[1],

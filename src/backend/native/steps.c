@@ -107,8 +107,18 @@ int step_stdio(struct al_child *c)
 {
 	const struct al_child_fds *f = c->fds;
 
-	if (dup2(f->stdin_rd, 0) < 0 || dup2(f->stdout_wr, 1) < 0 || dup2(f->stderr_wr, 2) < 0)
+	if (c->plan->tty) {
+		/* No pipes: the terminal step puts the sandbox's pty here. Until
+		 * then /dev/null, so nothing of airlock's stdio (a host terminal)
+		 * stays open past this step. */
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+			return fail(c, errno, "/dev/null as stdio until the terminal is made");
+		close(null);
+	} else if (dup2(f->stdin_rd, 0) < 0 || dup2(f->stdout_wr, 1) < 0 ||
+		   dup2(f->stderr_wr, 2) < 0) {
 		return fail(c, errno, "dup2 of the stdio pipes");
+	}
 	/* Park what init keeps at fixed numbers: the sync socket at 3, the
 	 * cgroup "leave" fds at 4.. (via high numbers, so no dup3 clobbers a
 	 * source not yet moved). */
@@ -323,6 +333,11 @@ int step_build_root(struct al_child *c)
 			if (mount("proc", op->target, "proc", ms_flags(op->attr), NULL) < 0)
 				return fail(c, errno, "mounting %s", op->what);
 			break;
+		case AL_OP_DEVPTS:
+			if (mount("devpts", op->target, "devpts", ms_flags(op->attr), op->source) <
+			    0)
+				return fail(c, errno, "mounting %s", op->what);
+			break;
 		case AL_OP_BIND:
 			if ((r = do_bind(c, op)) < 0)
 				return r;
@@ -367,6 +382,37 @@ int step_pivot_root(struct al_child *c)
 						     &ro, sizeof(ro)) < 0)
 			return fail(c, errno, "sealing %s read-only", op->what);
 	}
+	return 0;
+}
+
+/* The command's terminal, from the sandbox's own devpts (so it is never a
+ * host terminal): the slave becomes stdio (the command makes it its
+ * controlling terminal, see child.c), the master goes to the supervisor,
+ * which relays it. Nothing here keeps the master. */
+int step_terminal(struct al_child *c)
+{
+	int master, slave, unlock = 0;
+
+	if (!c->plan->tty)
+		return 0;
+	master = open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (master < 0)
+		return fail(c, errno, "opening /dev/pts/ptmx");
+	if (ioctl(master, TIOCSPTLCK, &unlock) < 0 ||
+	    (slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY)) < 0) {
+		int e = errno;
+		close(master);
+		return fail(c, e, "opening the pty's slave");
+	}
+	if (dup2(slave, 0) < 0 || dup2(slave, 1) < 0 || dup2(slave, 2) < 0) {
+		int e = errno;
+		close(master);
+		close(slave);
+		return fail(c, e, "dup2 of the pty's slave");
+	}
+	close(slave);
+	al_child_send(c->sync, AL_SYNC_TERMINAL, 0, 0, NULL, NULL, master);
+	close(master);
 	return 0;
 }
 

@@ -26,6 +26,7 @@ int step_private_mounts(struct al_child *c);
 int step_staging_root(struct al_child *c);
 int step_build_root(struct al_child *c);
 int step_pivot_root(struct al_child *c);
+int step_terminal(struct al_child *c);
 int step_hostname(struct al_child *c);
 int step_loopback(struct al_child *c);
 int step_gateway_listeners(struct al_child *c);

@@ -84,8 +84,7 @@ static const struct al_mount_op *find_op(const struct al_native_plan *p, const c
 	for (size_t i = 0; i < p->n_ops; i++) {
 		const struct al_mount_op *op = &p->ops[i];
 		const char *v = visible(op->target);
-		if (v && strcmp(v, path) == 0 &&
-		    (op->kind == AL_OP_BIND || op->kind == AL_OP_TMPFS || op->kind == AL_OP_PROC))
+		if (v && strcmp(v, path) == 0 && al_op_mounts(op->kind))
 			found = op;
 	}
 	return found;
@@ -99,9 +98,7 @@ static void check_mounts(const struct al_native_plan *p, pid_t pid, struct al_ru
 	size_t n_expected = 1, n_seen = 0;
 
 	for (size_t i = 0; i < p->n_ops; i++)
-		if (visible(p->ops[i].target) &&
-		    (p->ops[i].kind == AL_OP_BIND || p->ops[i].kind == AL_OP_TMPFS ||
-		     p->ops[i].kind == AL_OP_PROC))
+		if (visible(p->ops[i].target) && al_op_mounts(p->ops[i].kind))
 			n_expected++;
 	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
 	f = fopen(path, "re");

@@ -1,0 +1,79 @@
+/* airlock's own terminal while a run with a terminal (-t) holds it: raw
+ * mode, so every key (^C, ^Z, ^D) reaches the sandbox's pty and its line
+ * discipline decides; its size; and the way back, on every exit path. The
+ * state is process-wide by nature (one terminal, one CLI), so it lives
+ * here and not in the library. */
+#include "cli.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+/* What the terminal was before; read by the atexit and crash paths. */
+static struct termios saved;
+static int saved_fd = -1;
+static volatile sig_atomic_t raw_on;
+
+void al_cli_term_restore(void)
+{
+	if (!raw_on)
+		return;
+	raw_on = 0;
+	/* TCSANOW: a reader that stopped reading (^S) must not hold us.
+	 * What is still unread was typed for the sandbox, or is a terminal's
+	 * answer to what the sandbox wrote: the shell after us must not
+	 * read it. */
+	while (tcsetattr(saved_fd, TCSANOW, &saved) < 0 && errno == EINTR)
+		;
+	tcflush(saved_fd, TCIFLUSH);
+}
+
+/* airlock itself crashed: the terminal first, then the signal's own end.
+ * tcsetattr is async-signal-safe. */
+static void on_crash(int sig)
+{
+	al_cli_term_restore();
+	raise(sig); /* SA_RESETHAND: the default action now */
+}
+
+int al_cli_term_raw(int fd, struct al_error *err)
+{
+	static const int crashes[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+	static bool registered;
+	struct sigaction sa = {.sa_handler = on_crash, .sa_flags = SA_RESETHAND | SA_NODEFER};
+	struct termios raw;
+
+	if (tcgetattr(fd, &saved) < 0)
+		return al_error_setsys(err, errno, "reading the terminal's mode (tcgetattr)");
+	saved_fd = fd;
+	if (!registered && atexit(al_cli_term_restore) != 0)
+		return al_error_set(err, ENOMEM, "atexit");
+	registered = true;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(crashes) / sizeof(crashes[0]); i++)
+		sigaction(crashes[i], &sa, NULL);
+	raw = saved;
+	cfmakeraw(&raw);
+	raw_on = 1;
+	if (tcsetattr(fd, TCSANOW, &raw) < 0) {
+		int e = errno;
+		raw_on = 0;
+		return al_error_setsys(err, e, "setting the terminal to raw mode (tcsetattr)");
+	}
+	return 0;
+}
+
+bool al_cli_term_size(int fd, unsigned short *ret_rows, unsigned short *ret_cols)
+{
+	struct winsize ws;
+
+	if (ioctl(fd, TIOCGWINSZ, &ws) < 0 || !ws.ws_row || !ws.ws_col)
+		return false;
+	*ret_rows = ws.ws_row;
+	*ret_cols = ws.ws_col;
+	return true;
+}

@@ -1,0 +1,468 @@
+#!/usr/bin/python3
+"""End-to-end tests of `airlock run -t` (TAP): a terminal of the sandbox's own.
+
+usage: run_tty.py AIRLOCK PROBE [CASE-SUBSTRING...]
+
+Each case drives airlock through a real pty that this script makes
+(os.openpty): airlock's stdin, stdout and stderr are its slave, and airlock is
+the session leader and foreground process group of that terminal, as under a
+shell. The script holds the master, types into it and reads what airlock
+writes, with a deadline on every read. It judges from outside: the outer
+terminal's termios before and after (tcgetattr on the slave), host /proc for
+the sandbox's processes, the result record and the audit stream.
+
+Nothing here is a bomb but the output case (head -c of a fixed size, cut far
+below it by --output-limit). Signals go only to the airlock this script
+started, by pid.
+"""
+
+import fcntl
+import json
+import os
+import re
+import select
+import signal
+import struct
+import subprocess
+import termios
+import time
+
+from harness import (PROBE_IN, Suite, TempDir, ThrowawayUser, all_pids, expect, expect_rc,
+                     kill_pid, main, proc_read, run_host, wait_for)
+
+suite = Suite()
+case = suite.case
+
+PROMPT = "al-prompt> "
+CUT_MARKER = b"[airlock: output cut at the limit]"
+
+
+def set_size(fd, rows, cols):
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+
+def descendants(pid):
+    """Host pids below pid (airlock's sandbox: init and everything in it)."""
+    parent = {}
+    for p in all_pids():
+        stat = proc_read(p, "stat")
+        if stat:
+            fields = stat.rsplit(b")", 1)[-1].split()
+            if len(fields) > 1 and fields[0] != b"Z":
+                parent[p] = int(fields[1])
+    out, todo = [], [pid]
+    while todo:
+        cur = todo.pop()
+        kids = [p for p, pp in parent.items() if pp == cur]
+        out += kids
+        todo += kids
+    return out
+
+
+def sleeps_below(pid, arg=b"100"):
+    return [p for p in descendants(pid)
+            if (proc_read(p, "cmdline") or b"").split(b"\0")[:2] == [b"sleep", arg]]
+
+
+class Term:
+    """airlock under an outer pty this script holds (see the module doc).
+    TERM is dumb unless env says otherwise, so bash writes no escapes."""
+
+    def __init__(self, e, cmd, opts=(), rows=30, cols=100, env=None):
+        self.master, self.slave = os.openpty()
+        set_size(self.slave, rows, cols)
+        self.before = termios.tcgetattr(self.slave)
+        self.buf = b""
+        self.argv = e.argv(cmd, ["-t"] + list(opts))
+        slave = self.slave
+
+        def ctty():
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        self.p = subprocess.Popen(self.argv, stdin=slave, stdout=slave, stderr=slave,
+                                  start_new_session=True, preexec_fn=ctty,
+                                  env=env if env is not None else dict(os.environ, TERM="dumb"))
+
+    def send(self, data):
+        os.write(self.master, data.encode() if isinstance(data, str) else data)
+
+    def read_some(self, timeout):
+        r, _, _ = select.select([self.master], [], [], timeout)
+        if not r:
+            return False
+        try:
+            chunk = os.read(self.master, 65536)
+        except OSError:  # EIO: every slave is closed
+            return False
+        self.buf += chunk
+        return bool(chunk)
+
+    def expect(self, pattern, timeout=10, what=None):
+        """Read until the regex pattern (bytes) matches what came since the
+        last match; returns the match."""
+        rx = re.compile(pattern.encode() if isinstance(pattern, str) else pattern)
+        deadline = time.monotonic() + timeout
+        while True:
+            m = rx.search(self.buf)
+            if m:
+                self.buf = self.buf[m.end():]
+                return m
+            left = deadline - time.monotonic()
+            if left <= 0 or (not self.read_some(left) and self.p.poll() is not None):
+                m = rx.search(self.buf)
+                if m:
+                    self.buf = self.buf[m.end():]
+                    return m
+                raise AssertionError("no %s within %ss; got %r (airlock %s)"
+                                     % (what or pattern, timeout, self.buf[-2000:],
+                                        "exited %s" % self.p.returncode
+                                        if self.p.poll() is not None else "running"))
+
+    def drain(self, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.read_some(deadline - time.monotonic()):
+            pass
+
+    def wait(self, timeout=20):
+        """airlock's exit status, reading its output meanwhile."""
+        deadline = time.monotonic() + timeout
+        while self.p.poll() is None and time.monotonic() < deadline:
+            self.read_some(0.05)
+        if self.p.poll() is None:
+            kill_pid(self.p.pid)
+            self.p.wait()
+            raise AssertionError("airlock did not end within %ss; killed it; output %r"
+                                 % (timeout, self.buf[-2000:]))
+        self.drain(0.2)
+        return self.p.returncode
+
+    def termios_now(self):
+        return termios.tcgetattr(self.slave)
+
+    def close(self):
+        if self.p.poll() is None:
+            kill_pid(self.p.pid)
+            self.p.wait()
+        os.close(self.master)
+        os.close(self.slave)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def expect_restored(t):
+    after = t.termios_now()
+    expect(after == t.before, "the outer terminal was not restored:\nbefore %r\nafter  %r"
+           % (t.before, after))
+
+
+def bash_cmd():
+    return ["/bin/bash", "--norc", "--noprofile", "-i"]
+
+
+@case
+def interactive_shell_job_control(e):
+    """`bash -i` under -t shows its prompt in the size of the outer terminal;
+    `sleep 100 &` and `fg` bring a job to the foreground, ^C typed (raw, as
+    a byte) kills only it: the prompt comes back with $? 130, no `sleep 100`
+    is left below airlock on the host and airlock itself is still running;
+    after `exit 7` airlock exits 7 and the outer terminal's termios are as
+    before (raw while it ran)."""
+    with Term(e, bash_cmd(), ["--env", "PS1=" + PROMPT, "--timeout", "60"]) as t:
+        t.expect(PROMPT, what="the first prompt")
+        raw = t.termios_now()
+        expect(not raw[3] & termios.ICANON and not raw[3] & termios.ECHO,
+               "the outer terminal is not in raw mode while the run holds it: %r" % raw)
+        t.send("stty size; tty\r")
+        t.expect(r"\r\n30 100\r\n/dev/pts/0\r\n", what="30 100 and /dev/pts/0")
+        t.expect(PROMPT)
+        t.send("sleep 100 &\r")
+        t.expect(r"\[1\] \d+", what="the job's number")
+        t.expect(PROMPT)
+        t.send("fg\r")
+        t.expect(r"sleep 100\r\n", what="fg naming the job")
+        pids = wait_for(lambda: sleeps_below(t.p.pid), 5)
+        expect(pids, "no sleep 100 below airlock on the host after fg")
+        t.send(b"\x03")
+        t.expect(PROMPT, what="the prompt after ^C")
+        t.send("echo st=$?; jobs; echo jobs-end\r")
+        t.expect(r"st=130\r\n(?:\S*\r\n)?jobs-end", what="st=130 and no job left")
+        expect(wait_for(lambda: not sleeps_below(t.p.pid), 5),
+               "sleep 100 still runs after ^C: %s" % sleeps_below(t.p.pid))
+        expect(t.p.poll() is None, "airlock ended with the ^C")
+        t.send("exit 7\r")
+        rc = t.wait()
+        expect(rc == 7, "airlock exited %s, not 7; output %r" % (rc, t.buf[-500:]))
+        expect_restored(t)
+
+
+@case
+def python_repl_and_top(e):
+    """The python REPL at the pty: its prompt, `print(6*7)` gives 42, ^D
+    ends it (exit 0). `top` (given airlock's TERM) draws its screen with
+    its task count and quits on `q` (exit 0); the terminal is restored
+    after each."""
+    with Term(e, ["python3", "-q"], ["--timeout", "30"]) as t:
+        t.expect(r">>> ", what="the REPL's prompt")
+        t.send("print(6*7)\r")
+        t.expect(r"\r\n42\r\n>>> ", what="42 and the next prompt")
+        t.send(b"\x04")
+        rc = t.wait()
+        expect(rc == 0, "python exited %s after ^D" % rc)
+        expect_restored(t)
+    env = dict(os.environ, TERM="xterm")
+    with Term(e, ["top", "-d", "1"], ["--timeout", "30"], env=env) as t:
+        t.expect(r"Tasks:", what="top's screen")
+        t.send("q")
+        rc = t.wait()
+        expect(rc == 0, "top exited %s after q" % rc)
+        expect_restored(t)
+
+
+@case
+def window_size_follows_sigwinch(e):
+    """The pty starts with the outer terminal's size; after the outer
+    terminal is resized (TIOCSWINSZ on the master we hold, so the kernel
+    sends SIGWINCH to airlock, its foreground process), `stty size` inside
+    prints the new size and bash got SIGWINCH (its trap says so)."""
+    with Term(e, bash_cmd(), ["--env", "PS1=" + PROMPT, "--timeout", "60"], rows=25,
+              cols=90) as t:
+        t.expect(PROMPT)
+        t.send("trap 'echo got-winch' WINCH; stty size\r")
+        t.expect(r"25 90\r\n", what="25 90")
+        t.expect(PROMPT)
+        set_size(t.master, 41, 123)
+        t.expect(r"got-winch", what="bash's WINCH trap")
+        t.send("stty size\r")
+        t.expect(r"\r\n41 123\r\n", what="41 123 after the resize")
+        t.send("exit\r")
+        expect(t.wait() == 0, "bash did not exit 0")
+        expect_restored(t)
+
+
+@case
+def timeout_kill_restores_terminal(e):
+    """--timeout 2 with `sleep 100` under -t: airlock exits 124 about two
+    seconds in, says so, and the outer terminal's termios are exactly as
+    before (they were raw during the run)."""
+    with Term(e, ["sleep", "100"], ["--timeout", "2"]) as t:
+        raw = wait_for(lambda: not t.termios_now()[3] & termios.ICANON, 5)
+        expect(raw, "the outer terminal never went raw")
+        t0 = time.monotonic()
+        rc = t.wait(20)
+        expect(rc == 124, "airlock exited %s, not 124; output %r" % (rc, t.buf))
+        expect(time.monotonic() - t0 < 10, "the timeout took too long")
+        expect(b"timeout" in t.buf or b"time limit" in t.buf or b"timed out" in t.buf,
+               "airlock did not say it timed out: %r" % t.buf)
+        expect_restored(t)
+
+
+@case
+def signal_to_airlock_restores_terminal(e):
+    """SIGTERM to airlock twice (passed on once, ignored by the command,
+    then the sandbox is stopped: 143) and SIGHUP (passed on, the command
+    dies of it: 129) each end the run, and each leaves the outer terminal's
+    termios as before."""
+    for trap, sigs in (("trap '' TERM; ", [signal.SIGTERM, signal.SIGTERM]),
+                       ("", [signal.SIGHUP])):
+        with Term(e, ["/bin/sh", "-c", trap + "echo ready; sleep 100"],
+                  ["--timeout", "30"]) as t:
+            t.expect(r"ready", what="the command's start")
+            for s in sigs:
+                os.kill(t.p.pid, s)
+                time.sleep(0.3)
+            rc = t.wait(20)
+            expect(rc == 128 + sigs[-1], "after %s airlock exited %s; output %r"
+                   % ([signal.Signals(s).name for s in sigs], rc, t.buf))
+            expect_restored(t)
+
+
+@case
+def failed_start_restores_terminal(e):
+    """A command that does not exist (127) and one that is not executable
+    (126): airlock went raw before the sandbox found out, and each leaves
+    the outer terminal's termios as before."""
+    for cmd, want in ((["/nonexistent/cmd"], 127), (["/etc/hostname"], 126)):
+        with Term(e, cmd, ["--timeout", "20"]) as t:
+            rc = t.wait()
+            expect(rc == want, "%s: exit %s, not %s; output %r" % (cmd, rc, want, t.buf))
+            expect_restored(t)
+
+
+@case
+def output_cap_applies_to_pty(e):
+    """Under -t, what the command writes (stdout and stderr both go to the
+    pty) counts as stdout against --output-limit: 5 MB of output is cut at
+    64K, airlock exits 137, the record says reason output, truncated, tty,
+    stdout_bytes 65536, the audit's run.start and run.end say tty, and the
+    outer terminal is restored."""
+    with TempDir() as d:
+        rp, ap = os.path.join(d, "r.json"), os.path.join(d, "a.jsonl")
+        with Term(e, ["/bin/sh", "-c", "head -c 5000000 /dev/zero | tr '\\0' x >&2"],
+                  ["--output-limit", "64K", "--result", rp, "--audit", ap]) as t:
+            rc = t.wait(30)
+            expect(rc == 137, "airlock exited %s, not 137" % rc)
+            expect(CUT_MARKER in t.buf, "no cut marker in the output")
+            got = t.buf.split(CUT_MARKER)[0].count(b"x")
+            expect(got == 65536, "%d bytes came out, not the cap's 65536" % got)
+            expect_restored(t)
+        with open(rp) as f:
+            rec = json.load(f)
+        out = rec["output"]
+        expect(rec["reason"] == "output", "reason %r" % rec["reason"])
+        expect(out["truncated"] is True and out["tty"] is True, "output %r" % out)
+        expect(out["stdout_bytes"] == 65536 and out["stderr_bytes"] == 0, "output %r" % out)
+        with open(ap) as f:
+            evs = [json.loads(l) for l in f if l.strip()]
+        start = [v for v in evs if v["event"] == "run.start"]
+        end = [v for v in evs if v["event"] == "run.end"]
+        expect(start and start[0].get("tty") is True, "run.start without tty: %r" % start)
+        expect(end and end[0]["output"]["tty"] is True, "run.end without output.tty: %r" % end)
+
+
+@case
+def pipe_drives_repl(e):
+    """-t with stdin a pipe (an agent driving a REPL): `print(6*7)` fed to
+    `python3 -i -q` prints 42, the REPL ends on the end of the pipe (the
+    pty's ^D), airlock exits 0 and writes nothing to stderr; a `cat`
+    behind the pty sees the same end."""
+    res = run_host(e.argv(["python3", "-i", "-q"], ["-t", "--timeout", "20"]),
+                   input=b"print(6*7)\n", timeout=30)
+    expect_rc(res, 0)
+    expect(re.search(rb"^42\r$", res.out, re.M), "no 42 line", res)
+    expect(res.err == b"", "airlock said something with -t and a pipe", res)
+    res = run_host(e.argv(["/bin/sh", "-c", "cat; echo cat-done"], ["-t", "--timeout", "20"]),
+                   input=b"one\ntwo\n", timeout=30)
+    expect_rc(res, 0)
+    expect(res.out.count(b"two\r\n") == 2 and b"cat-done" in res.out,
+           "cat did not echo both lines and end", res)
+
+
+@case
+def pty_is_the_sandboxs_own(e):
+    """The command's stdin, stdout and stderr are one pty, its controlling
+    terminal (/dev/tty opens), from a devpts mounted inside the sandbox (a new instance:
+    not the host's /dev/pts, whose device differs); /dev/ptmx points into
+    it and only the sandbox's pty is there."""
+    host_dev = None
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[4] == "/dev/pts":
+                host_dev = fields[2]
+    script = ("for f in 0 1 2; do readlink /proc/self/fd/$f; done; "
+              "grep ' /dev/pts ' /proc/self/mountinfo; ls /dev/pts; readlink /dev/ptmx; "
+              "%s sid" % PROBE_IN)
+    res = run_host(e.argv(["/bin/sh", "-c", script], ["-t"]), timeout=30)
+    expect_rc(res, 0)
+    lines = res.text.replace("\r", "").splitlines()
+    expect(lines[:3] == ["/dev/pts/0"] * 3, "stdio is not /dev/pts/0", res)
+    mnt = lines[3].split()
+    expect(mnt[4] == "/dev/pts" and " - devpts " in lines[3], "no devpts at /dev/pts", res)
+    expect(host_dev is None or mnt[2] != host_dev, "the host's devpts instance is inside", res)
+    expect("nosuid" in mnt[5] and "noexec" in mnt[5], "devpts flags %s" % mnt[5], res)
+    expect(sorted(lines[4].split()) == ["0", "ptmx"], "/dev/pts holds %r" % lines[4], res)
+    expect(lines[5] == "pts/ptmx", "/dev/ptmx -> %r" % lines[5], res)
+    expect("tty ok" in res.text, "/dev/tty does not open: no controlling terminal", res)
+
+
+@case
+def pty_inside_the_sandbox(e):
+    """A program under -t can make a pty of its own from the sandbox's
+    /dev/pts (util-linux script): its child runs on /dev/pts/1 with that as
+    its controlling terminal (ps shows the tty), and no system call was
+    denied on the way (the audit has no syscall.denied)."""
+    with TempDir() as d:
+        ap = os.path.join(d, "a.jsonl")
+        res = run_host(e.argv(["script", "-qc", "tty; ps -o tty= -p $$", "/dev/null"],
+                              ["-t", "--audit", ap]), timeout=30)
+        expect_rc(res, 0)
+        lines = res.text.replace("\r", "").split()
+        expect(lines[:2] == ["/dev/pts/1", "pts/1"], "script's child: %r" % lines, res)
+        with open(ap) as f:
+            denied = [l for l in f if '"syscall.denied"' in l]
+        expect(not denied, "denied calls: %s" % denied, res)
+
+
+@case
+def rootless_tty(e):
+    """Run by an ordinary user (rootless), -t works the same: stdio is the
+    sandbox's /dev/pts/0, owned like its ptmx by the sandbox user (uid
+    1000 inside, the caller outside), and the python REPL driven through a
+    pipe prints 42 and ends."""
+    with ThrowawayUser() as u:
+        res = run_host(["runuser", "-u", u.name, "--"]
+                       + e.argv(["/bin/sh", "-c", "tty; stat -c '%u %a' /dev/pts/0; "
+                                 "python3 -i -q"], ["-t", "-q"], bind_probe=False),
+                       input=b"print(6*7)\n", timeout=30, cwd="/tmp")
+        expect_rc(res, 0)
+        lines = res.text.replace("\r", "").splitlines()
+        at = lines.index("/dev/pts/0") if "/dev/pts/0" in lines else -1
+        expect(at >= 0 and lines[at + 1] == "1000 600", "tty and its owner: %r" % lines, res)
+        expect("42" in lines, "no 42 from the REPL", res)
+
+
+@case
+def check_shows_tty(e):
+    """`airlock check -t` says the run has a terminal of its own, and
+    --json has "tty": true and the devpts mount; without -t, "tty": false
+    and no devpts."""
+    res = run_host([e.airlock, "check", "-t"], timeout=30)
+    expect_rc(res, 0)
+    expect("terminal:   a pty of the sandbox's own" in res.text, "no terminal line", res)
+    expect(re.search(r"devpts\s+/dev/pts\s", res.text), "no devpts in the dump", res)
+    for flags, want in ((["-t"], True), ([], False)):
+        res = run_host([e.airlock, "check", "--json"] + flags, timeout=30)
+        expect_rc(res, 0)
+        doc = json.loads(res.out)
+        expect(doc.get("tty") is want, "tty is %r" % doc.get("tty"), res)
+        ops = [op for op in doc["filesystem"] if op["op"] == "devpts"]
+        expect(bool(ops) == want, "devpts ops: %r" % ops, res)
+
+
+@case
+def policy_key_tty(e):
+    """"tty": true in a policy file gives the command a terminal; "tty": "yes"
+    is refused with the key's path, exit 125."""
+    with TempDir() as d:
+        good = os.path.join(d, "p.json")
+        with open(good, "w") as f:
+            json.dump({"version": 1, "tty": True}, f)
+        res = run_host([e.airlock, "run", "--policy", good, "--", "/bin/sh", "-c",
+                        "test -t 0 && test -t 1 && test -t 2 && echo all-tty"], timeout=30)
+        expect_rc(res, 0)
+        expect(b"all-tty" in res.out, "stdio is not a terminal", res)
+        bad = os.path.join(d, "bad.json")
+        with open(bad, "w") as f:
+            json.dump({"version": 1, "tty": "yes"}, f)
+        res = run_host([e.airlock, "run", "--policy", bad, "--", "true"], timeout=30)
+        expect_rc(res, 125)
+        expect("tty" in res.errtext, "the error does not name tty", res)
+
+
+@case
+def without_tty_no_terminal(e):
+    """Without -t, even with a terminal as airlock's stdio, the command's
+    stdio are pipes, it has no controlling terminal, and no /dev/pts or
+    /dev/ptmx exist inside."""
+    master, slave = os.openpty()
+    try:
+        p = subprocess.run(e.argv(["/bin/sh", "-c", "test -t 0 || test -t 1 || echo no-tty; "
+                                   "ls /dev/pts /dev/ptmx 2>&1; %s sid" % PROBE_IN]),
+                           stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=30)
+        out = p.stdout.decode()
+        expect(p.returncode == 0, "exit %s: %r %r" % (p.returncode, out, p.stderr))
+        expect("no-tty" in out, "stdio is a terminal without -t: %r" % out)
+        expect(out.count("No such file") == 2, "/dev/pts or /dev/ptmx exist: %r" % out)
+        expect("tty ok" not in out, "the command has a controlling terminal: %r" % out)
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+if __name__ == "__main__":
+    main(suite)
