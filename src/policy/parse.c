@@ -607,8 +607,9 @@ static int parse_version(struct ctx *c, const json_t *v, bool *ret_stop)
 
 static int parse_root(struct ctx *c, const json_t *root)
 {
-	static const char *const keys[] = {"version", "command", "hostname", "tty",	  "filesystem",
-					   "env",     "limits",	 "network",  "backend", NULL};
+	static const char *const keys[] = {"version",	 "command", "hostname", "tty",
+					   "filesystem", "env",	    "limits",	"network",
+					   "backend",	 NULL};
 	json_t *v;
 	bool stop;
 	int bad = 0;
