@@ -398,6 +398,8 @@ static int copy_out(struct builder *b, const struct al_policy_copy *c, struct al
 		if (!S_ISDIR(st.st_mode))
 			return al_error_set(err, ENOTDIR, "%s: %s exists and is not a directory",
 					    c->origin, c->host);
+		if (!realpath(c->host, real))
+			return al_error_setsys(err, errno, "%s: %s", c->origin, c->host);
 	} else if (errno != ENOENT) {
 		return al_error_setsys(err, errno, "%s: %s", c->origin, c->host);
 	} else {
@@ -412,6 +414,16 @@ static int copy_out(struct builder *b, const struct al_policy_copy *c, struct al
 					    "directory %s",
 					    c->origin, c->host, parent);
 	}
+	/* Where the sandbox can write during the run, it could swap the
+	 * directory (or one above it) for a link before copy-out. */
+	for (size_t i = 0; i < p->n_fs; i++)
+		if (p->fs[i].kind == AL_FS_HOST && (p->fs[i].access & AL_FS_WRITE) &&
+		    al_path_is_under(real, p->fs[i].source))
+			return al_error_set(
+			    err, EINVAL,
+			    "%s: %s lies in the --rw input %s, which the sandbox can "
+			    "change during the run; copy out elsewhere",
+			    c->origin, c->host, p->fs[i].source);
 	p->copy_out = xrealloc(p->copy_out, (p->n_copy_out + 1) * sizeof(*p->copy_out));
 	p->copy_out[p->n_copy_out++] = (struct al_copy_out){
 	    .path = xstrdup(c->path),

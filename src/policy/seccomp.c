@@ -117,7 +117,8 @@ static const struct al_seccomp_rule_info table[] = {
 	ALLOW_IF("chmod", "mode without S_ISUID, S_ISGID", ARG(1, SETID, 0)),
 	ALLOW_IF("fchmod", "mode without S_ISUID, S_ISGID", ARG(1, SETID, 0)),
 	ALLOW_IF("fchmodat", "mode without S_ISUID, S_ISGID", ARG(2, SETID, 0)),
-	ALLOW_IF("fchmodat2", "mode without S_ISUID, S_ISGID", ARG(2, SETID, 0)), ALLOW("chown"), ALLOW("fchown"), ALLOW("lchown"), ALLOW("fchownat"),
+	ALLOW_IF("fchmodat2", "mode without S_ISUID, S_ISGID", ARG(2, SETID, 0)),
+	ALLOW("chown"), ALLOW("fchown"), ALLOW("lchown"), ALLOW("fchownat"),
 	ALLOW("umask"), ALLOW("utime"), ALLOW("utimes"), ALLOW("utimensat"), ALLOW("futimesat"),
 	/* FIFOs and sockets; device nodes need CAP_MKNOD, and every mount is nodev */
 	ALLOW_IF("mknod", "mode without S_ISUID, S_ISGID", ARG(1, SETID, 0)),

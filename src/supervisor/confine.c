@@ -132,13 +132,13 @@ int al_confine_prepare(const struct al_confine *c, int *ret_ruleset, struct al_e
 			      trunc) &
 				 all,
 			     err);
-	for (size_t i = 0; i < c->n_write_dirs && r == 0; i++)
-		r = add_path(ruleset, c->write_dirs[i], true,
-			     (LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_DIR |
-			      LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_FILE |
-			      LANDLOCK_ACCESS_FS_READ_DIR | trunc) &
-				 all,
-			     err);
+	for (size_t i = 0; i < c->n_write_fds && r == 0; i++)
+		r = add_fd(ruleset, c->write_fds[i], "a --copy-out directory",
+			   (LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_DIR |
+			    LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_FILE |
+			    LANDLOCK_ACCESS_FS_READ_DIR | trunc) &
+			       all,
+			   err);
 	for (size_t i = 0; i < c->n_parent_dirs && r == 0; i++)
 		r = add_path(ruleset, c->parent_dirs[i], true, LANDLOCK_ACCESS_FS_REMOVE_DIR, err);
 	for (size_t i = 0; i < c->n_read_files && r == 0; i++)

@@ -21,10 +21,10 @@ struct al_confine {
 	 * on every lookup, as the host's own resolution does). */
 	const char *read_files[AL_CONFINE_MAX_DIRS];
 	size_t n_read_files;
-	/* Directories it writes new files and directories into, replacing
-	 * files there by rename (--copy-out's). */
-	const char *const *write_dirs;
-	size_t n_write_dirs;
+	/* Directories (fds) it makes new files and directories in, by a
+	 * temporary name renamed to the final one (--copy-out's HOSTDIRs). */
+	const int *write_fds;
+	size_t n_write_fds;
 	/* Where the result record is written (a temporary file, then a
 	 * rename): an O_PATH fd of the directory, or -1. */
 	int out_dirfd;

@@ -92,6 +92,12 @@ static void as_self(const struct in_walk *w)
 {
 	if (w->own->uid == (uid_t)-1)
 		return;
+	setfsuid(w->own->read_uid != (uid_t)-1 ? w->own->read_uid : geteuid());
+	setfsgid(w->own->read_gid != (gid_t)-1 ? w->own->read_gid : getegid());
+}
+
+static void as_we_were(void)
+{
 	setfsuid(geteuid());
 	setfsgid(getegid());
 }
@@ -200,9 +206,14 @@ static int in_node(struct in_walk *w, int sfd, const struct stat *st, int ddir, 
 		    w->err, EINVAL,
 		    "copying %s: %s is not a regular file, directory or symbolic link", w->what,
 		    name);
-	if (!merge) {
-		if (mkdirat(ddir, name, 0700) < 0)
-			return nospace(w->err, errno, w->what, name);
+	if (!merge && mkdirat(ddir, name, 0700) < 0) {
+		if (errno == EEXIST)
+			return al_error_set(
+			    w->err, EEXIST,
+			    "copying %s: %s is in the scratch already (a mount point, "
+			    "or an earlier copy's)",
+			    w->what, name);
+		return nospace(w->err, errno, w->what, name);
 	}
 	_cleanup_close_ int dfd =
 	    openat(ddir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -272,7 +283,7 @@ int al_copy_in(const char *host, dev_t dev, ino_t ino, int root, const char *par
 	as_dest(&w);
 	parent = in_parent(&w, root, rel, &last);
 	if (parent < 0) {
-		as_self(&w);
+		as_we_were();
 		return parent;
 	}
 	/* A directory may land on an existing one (a face of the scratch, or
@@ -282,18 +293,26 @@ int al_copy_in(const char *host, dev_t dev, ino_t ino, int root, const char *par
 		     ((S_ISDIR(st.st_mode) && S_ISDIR(there.st_mode)) ||
 		      (own->fill && S_ISREG(st.st_mode) && S_ISREG(there.st_mode)));
 	int r = in_node(&w, src, &st, parent, last, merge, 0);
-	as_self(&w);
+	as_we_were();
 	return r;
 }
 
 /* ---- out ----------------------------------------------------------------- */
 
+/* What the record lists: every file while the listed paths stay within
+ * LISTED_PATH_BYTES (each file is still copied and counted past it); the
+ * walk looks at no more than VISIT_FACTOR times the file cap of entries,
+ * skipped ones included. */
+#define LISTED_PATH_BYTES (4u << 20)
+#define VISIT_FACTOR	  10u
+
 struct out_walk {
 	const struct al_plan *plan;
 	struct al_copy_caps *caps;
 	json_t *files, *skipped;
-	size_t n_skipped;
-	uint64_t bytes;
+	size_t n_files, n_skipped, n_unlisted, listed_bytes;
+	uint64_t bytes, visits_left;
+	mode_t umask;	  /* ours, applied to what lands on the host */
 	const char *stop; /* why the walk stopped early */
 	char *error;	  /* a host-side failure: the copy-out ends there */
 	char *buf;
@@ -337,7 +356,22 @@ static void hex(const unsigned char *md, unsigned n, char *out)
 		snprintf(out + 2 * i, 3, "%02x", md[i]);
 }
 
-/* A regular file of the scratch (open as in) to name in hdir. */
+static void listed(struct out_walk *w, uint64_t size, const char *sum)
+{
+	size_t len = strlen(w->path);
+
+	w->n_files++;
+	if (w->listed_bytes + len > LISTED_PATH_BYTES) {
+		w->n_unlisted++;
+		return;
+	}
+	w->listed_bytes += len;
+	json_array_append_new(w->files, json_pack("{s:o, s:I, s:s}", "path", al_json_text(w->path),
+						  "size", (json_int_t)size, "sha256", sum));
+}
+
+/* A regular file of the scratch (open as in) to a new name in hdir: never
+ * over an existing entry, without exec bits, mode set once it is whole. */
 static void out_file(struct out_walk *w, int in, const struct stat *st, int hdir, const char *name)
 {
 	char tmp[32], sum[2 * EVP_MAX_MD_SIZE + 1];
@@ -354,8 +388,7 @@ static void out_file(struct out_walk *w, int in, const struct stat *st, int hdir
 		return;
 	al_random_id(tmp + 9, sizeof(tmp) - 9);
 	memcpy(tmp, ".airlock-", 9);
-	out = openat(hdir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		     (st->st_mode & 0777) | S_IRUSR | S_IWUSR);
+	out = openat(hdir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (out < 0) {
 		host_error(w, errno, "creating it on the host");
 		return;
@@ -368,16 +401,21 @@ static void out_file(struct out_walk *w, int in, const struct stat *st, int hdir
 	if (r == 0 && EVP_DigestFinal_ex(ctx, md, &md_len) != 1)
 		r = -EIO;
 	EVP_MD_CTX_free(ctx);
+	/* The sandbox's mode without exec bits (and readable and writable by
+	 * us): nothing it made runs on the host by being copied out. */
+	if (r == 0 && fchmod(out, (st->st_mode & 0666 & ~w->umask) | S_IRUSR | S_IWUSR) < 0)
+		r = -errno;
 	if (close(out) < 0 && r == 0)
 		r = -errno;
-	if (r == 0 && renameat(hdir, tmp, hdir, name) < 0)
+	if (r == 0 && renameat2(hdir, tmp, hdir, name, RENAME_NOREPLACE) < 0)
 		r = -errno;
 	if (r < 0) {
 		unlinkat(hdir, tmp, 0);
+		w->caps->files++;
 		if (r == -EFBIG)
 			skip(w, "over the size cap");
-		else if (r == -EISDIR)
-			skip(w, "a directory of that name exists on the host");
+		else if (r == -EEXIST)
+			skip(w, "exists on the host (never replaced)");
 		else
 			host_error(w, -r, "copying it to the host");
 		return;
@@ -385,8 +423,7 @@ static void out_file(struct out_walk *w, int in, const struct stat *st, int hdir
 	w->caps->bytes -= done;
 	w->bytes += done;
 	hex(md, md_len, sum);
-	json_array_append_new(w->files, json_pack("{s:o, s:I, s:s}", "path", al_json_text(w->path),
-						  "size", (json_int_t)done, "sha256", sum));
+	listed(w, done, sum);
 }
 
 static void out_dir(struct out_walk *w, int sfd, int hdir, int depth);
@@ -396,6 +433,11 @@ static void out_entry(struct out_walk *w, int sdir, const char *name, int hdir, 
 	size_t len = strlen(w->path);
 	struct stat st;
 
+	if (w->visits_left == 0) {
+		w->stop = "the entry cap";
+		return;
+	}
+	w->visits_left--;
 	if (snprintf(w->path + len, sizeof(w->path) - len, "%s%s",
 		     len && w->path[len - 1] == '/' ? "" : "/",
 		     name) >= (int)(sizeof(w->path) - len)) {
@@ -403,35 +445,36 @@ static void out_entry(struct out_walk *w, int sdir, const char *name, int hdir, 
 		skip(w, "its path is too long");
 		return;
 	}
-	if (fstatat(sdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+	if (is_mount_point(w)) {
+		skip(w, "a mount point");
+	} else if (fstatat(sdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		skip(w, "cannot be read");
 	} else if (S_ISLNK(st.st_mode)) {
 		skip(w, "a symbolic link (never followed)");
 	} else if (S_ISDIR(st.st_mode)) {
-		if (is_mount_point(w)) {
-			skip(w, "a mount point");
-		} else if (depth >= AL_COPY_DEPTH_MAX) {
+		if (depth >= AL_COPY_DEPTH_MAX) {
 			skip(w, "deeper than the depth cap");
 		} else if (counted(w)) {
 			int sub =
 			    openat(sdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			struct stat hst;
 			if (sub < 0) {
 				skip(w, "cannot be read");
-			} else if (mkdirat(hdir, name, 0755) < 0 && errno != EEXIST) {
-				host_error(w, errno, "making it on the host");
-			} else if (fstatat(hdir, name, &hst, AT_SYMLINK_NOFOLLOW) < 0 ||
-				   !S_ISDIR(hst.st_mode)) {
-				skip(w, "something else of that name exists on the host");
+			} else if (mkdirat(hdir, name, 0700) < 0) {
+				/* Existing host directories are not merged into. */
+				if (errno == EEXIST)
+					skip(w, "exists on the host (never merged into)");
+				else
+					host_error(w, errno, "making it on the host");
 			} else {
 				int hsub = openat(hdir, name,
 						  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-				if (hsub < 0)
+				if (hsub < 0) {
 					host_error(w, errno, "opening it on the host");
-				else
+				} else {
 					out_dir(w, sub, hsub, depth + 1);
-				if (hsub >= 0)
+					fchmod(hsub, (st.st_mode & 0777 & ~w->umask) | S_IRWXU);
 					close(hsub);
+				}
 			}
 			if (sub >= 0)
 				close(sub);
@@ -470,7 +513,49 @@ static void out_dir(struct out_walk *w, int sfd, int hdir, int depth)
 	closedir(d);
 }
 
-json_t *al_copy_out(int root, const struct al_plan *plan, const struct al_copy_out *c,
+int al_copy_open_hostdir(const char *path, struct al_error *err)
+{
+	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	_cleanup_free_ char *parent = xstrdup(path);
+	char *slash = strrchr(parent, '/');
+	const char *base = slash + 1;
+	_cleanup_close_ int pfd = -1;
+	struct stat st;
+	int fd;
+
+	if (slash == parent)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	pfd = al_sys_openat2(AT_FDCWD, parent, &how, sizeof(how));
+	if (pfd < 0)
+		return al_error_setsys(
+		    err, errno, "opening %s without following a symbolic link on the way", parent);
+	if (*base && mkdirat(pfd, base, 0755) < 0 && errno != EEXIST)
+		return al_error_setsys(err, errno, "making %s", path);
+	fd = *base ? openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+		   : openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return al_error_setsys(err, errno, "opening %s (no symbolic link)", path);
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		return al_error_setsys(err, e, "stat %s", path);
+	}
+	/* Someone else's, or open to others: what lands there could be
+	 * swapped or read by them. */
+	if ((st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & S_IWOTH)) {
+		close(fd);
+		return al_error_set(err, EPERM,
+				    "%s (owner %u, mode %04o) must belong to you or root and not "
+				    "be writable by others",
+				    path, (unsigned)st.st_uid, st.st_mode & 07777);
+	}
+	return fd;
+}
+
+json_t *al_copy_out(int root, const struct al_plan *plan, const struct al_copy_out *c, int hdir,
 		    struct al_copy_caps *caps)
 {
 	struct open_how how = {.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
@@ -478,37 +563,37 @@ json_t *al_copy_out(int root, const struct al_plan *plan, const struct al_copy_o
 					  RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
 	_cleanup_free_ char *buf = xmalloc(COPY_BUF);
 	struct out_walk w = {.plan = plan, .caps = caps, .buf = buf};
-	_cleanup_close_ int src = -1, hdir = -1;
+	_cleanup_close_ int src = -1;
 	bool missing = false;
 	struct stat st;
 
+	w.visits_left = caps->files * VISIT_FACTOR;
+	w.umask = umask(022);
+	umask(w.umask);
 	w.files = json_array();
 	w.skipped = json_array();
 	snprintf(w.path, sizeof(w.path), "%s", c->path);
-	src = al_sys_openat2(root, c->part, &how, sizeof(how));
+	src = root >= 0 ? al_sys_openat2(root, c->part, &how, sizeof(how)) : (errno = EBADF, -1);
 	if (src < 0 && errno == ENOENT) {
 		missing = true;
 	} else if (src < 0 || fstat(src, &st) < 0) {
-		al_debug("copy-out %s: %s", c->path, strerror(errno));
-		skip(&w, errno == ELOOP ? "a symbolic link (never followed)" : "cannot be read");
+		int e = errno;
+		al_debug("copy-out %s: %s", c->path, strerror(e));
+		skip(&w, e == ELOOP ? "a symbolic link (never followed)" : "cannot be read");
 	} else if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
 		skip(&w, "not a regular file or directory");
-	} else if (mkdir(c->hostdir, 0755) < 0 && errno != EEXIST) {
-		host_error(&w, errno, "making the host directory");
-	} else if ((hdir = open(c->hostdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		host_error(&w, errno, "opening the host directory");
 	} else if (S_ISDIR(st.st_mode)) {
 		out_dir(&w, src, hdir, 0); /* HOSTDIR stands for it: not counted */
 	} else {
-		const char *base = strrchr(c->path, '/') + 1;
-		out_file(&w, src, &st, hdir, base);
+		out_file(&w, src, &st, hdir, strrchr(c->path, '/') + 1);
 	}
-	json_t *o = json_pack("{s:o, s:s, s:b, s:o, s:I, s:o, s:I, s:o, s:o}", "path",
-			      al_json_text(c->path), "host", c->hostdir, "missing", missing,
-			      "files", w.files, "bytes", (json_int_t)w.bytes, "skipped", w.skipped,
-			      "skipped_count", (json_int_t)w.n_skipped, "stopped",
-			      w.stop ? json_string(w.stop) : json_null(), "error",
-			      w.error ? al_json_text(w.error) : json_null());
+	json_t *o = json_pack(
+	    "{s:o, s:s, s:b, s:o, s:I, s:I, s:I, s:o, s:I, s:o, s:o}", "path",
+	    al_json_text(c->path), "host", c->hostdir, "missing", missing, "files", w.files,
+	    "files_count", (json_int_t)w.n_files, "files_unlisted", (json_int_t)w.n_unlisted,
+	    "bytes", (json_int_t)w.bytes, "skipped", w.skipped, "skipped_count",
+	    (json_int_t)w.n_skipped, "stopped", w.stop ? json_string(w.stop) : json_null(), "error",
+	    w.error ? al_json_text(w.error) : json_null());
 	free(w.error);
 	return o;
 }
@@ -520,29 +605,35 @@ const char *al_copy_out_summary(const json_t *report, bool verbose, char *buf, s
 	const char *stopped = json_string_value(json_object_get(report, "stopped"));
 	const char *error = json_string_value(json_object_get(report, "error"));
 	const char *path = json_string_value(json_object_get(report, "path"));
-	size_t n = json_array_size(json_object_get(report, "files"));
+	json_int_t n = json_integer_value(json_object_get(report, "files_count"));
 	int used;
 
 	if (!verbose && !n_skipped && !stopped && !error)
 		return NULL;
 	if (json_is_true(json_object_get(report, "missing"))) {
-		snprintf(buf, len, "copy-out %s: nothing there at the end", path);
-		return buf;
+		used = snprintf(buf, len, "copy-out %s: nothing there at the end", path);
+	} else {
+		used =
+		    snprintf(buf, len, "copy-out %s: %" PRId64 " file%s, %" PRId64 " bytes to %s",
+			     path, (int64_t)n, n == 1 ? "" : "s",
+			     (int64_t)json_integer_value(json_object_get(report, "bytes")),
+			     json_string_value(json_object_get(report, "host")));
+		if (used > 0 && (size_t)used < len && n_skipped) {
+			const json_t *first = json_array_get(skipped, 0);
+			used += snprintf(
+			    buf + used, len - (size_t)used, "; skipped %" PRId64 " (first: %s, %s)",
+			    (int64_t)n_skipped, json_string_value(json_object_get(first, "path")),
+			    json_string_value(json_object_get(first, "why")));
+		}
+		if (used > 0 && (size_t)used < len && stopped)
+			used +=
+			    snprintf(buf + used, len - (size_t)used, "; stopped at %s", stopped);
+		if (used > 0 && (size_t)used < len && error)
+			snprintf(buf + used, len - (size_t)used, "; failed: %s", error);
 	}
-	used = snprintf(buf, len, "copy-out %s: %zu file%s, %" PRId64 " bytes to %s", path, n,
-			n == 1 ? "" : "s",
-			(int64_t)json_integer_value(json_object_get(report, "bytes")),
-			json_string_value(json_object_get(report, "host")));
-	if (used > 0 && (size_t)used < len && n_skipped) {
-		const json_t *first = json_array_get(skipped, 0);
-		used += snprintf(buf + used, len - (size_t)used,
-				 "; skipped %" PRId64 " (first: %s, %s)", (int64_t)n_skipped,
-				 json_string_value(json_object_get(first, "path")),
-				 json_string_value(json_object_get(first, "why")));
-	}
-	if (used > 0 && (size_t)used < len && stopped)
-		used += snprintf(buf + used, len - (size_t)used, "; stopped at %s", stopped);
-	if (used > 0 && (size_t)used < len && error)
-		snprintf(buf + used, len - (size_t)used, "; failed: %s", error);
+	/* Names the sandbox chose, for a terminal: printable ASCII only. */
+	for (char *c = buf; *c; c++)
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
+			*c = '?';
 	return buf;
 }

@@ -18,6 +18,10 @@
 struct al_copy_owner {
 	uid_t uid; /* host ids to make it as (setfsuid); (uid_t)-1: our own */
 	gid_t gid;
+	/* host ids to read the host tree as, below its top (which we open with
+	 * our own access); (uid_t)-1: our own */
+	uid_t read_uid;
+	gid_t read_gid;
 	bool read_only; /* files 0444 (0555 when executable), directories 0555 */
 	bool fill;	/* part exists already (an empty file, or a directory): fill it */
 };
@@ -38,14 +42,21 @@ struct al_copy_caps {
 	uint64_t files; /* regular files and directories */
 };
 
-/* Copy what is at part (relative to root) out to c->hostdir, made when
- * missing: a file lands there by its name, a directory's entries under it.
- * Only regular files and directories are copied, none of plan's mount
- * points, each file by a temporary name renamed over the old one. Past a
- * cap, the walk stops. Never fails: the report (docs/result.md, copy_out)
- * says what was copied (path, size, sha256), what was skipped and why, and
- * any error. Call it only once nothing in the sandbox runs. */
-json_t *al_copy_out(int root, const struct al_plan *plan, const struct al_copy_out *c,
+/* Make c->hostdir when missing (its parent exists) and open it, with no
+ * symbolic link anywhere on the way; it must belong to the caller or root
+ * and not be writable by others. The fd, or -errno with err set. */
+int al_copy_open_hostdir(const char *path, struct al_error *err);
+
+/* Copy what is at part (relative to root) out into hdir (c->hostdir, from
+ * al_copy_open_hostdir()): a file lands there by its name, a directory's
+ * entries under it. Only regular files and directories are copied, none
+ * of plan's mount points, never over or into an existing host entry, and
+ * without exec bits; each file is written under a temporary name and
+ * renamed to its own. Past a cap, the walk stops. Never fails: the report
+ * (docs/result.md, copy_out) says what was copied (path, size, sha256),
+ * what was skipped and why, and any error. Call it only once nothing in
+ * the sandbox runs. root -1: nothing to copy from (reported). */
+json_t *al_copy_out(int root, const struct al_plan *plan, const struct al_copy_out *c, int hdir,
 		    struct al_copy_caps *caps);
 
 /* One line about a copy-out report when anything was skipped or failed

@@ -1,6 +1,7 @@
 #include "supervisor/internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include "core/sys.h"
 #include "core/util.h"
 #include "supervisor/confine.h"
+#include "supervisor/copy.h"
 
 /* Stop everything in the sandbox (once asked; the backend kills it hard if
  * asking is not enough). */
@@ -58,22 +60,54 @@ static int confine(struct al_supervisor *l)
 	return 0;
 }
 
+/* Each --copy-out's HOSTDIR, made when missing and opened once, now: the
+ * copy-out and the landlock rule use these fds, never the path again. */
+static int open_copy_out(struct al_supervisor *l, struct al_error *err)
+{
+	const struct al_plan *p = l->plan;
+
+	if (!p->n_copy_out)
+		return 0;
+	l->out_fds = xcalloc(p->n_copy_out, sizeof(*l->out_fds));
+	for (size_t i = 0; i < p->n_copy_out; i++)
+		l->out_fds[i] = -1;
+	for (size_t i = 0; i < p->n_copy_out; i++) {
+		l->out_fds[i] = al_copy_open_hostdir(p->copy_out[i].hostdir, err);
+		if (l->out_fds[i] < 0)
+			return al_error_wrap(err, "%s", p->copy_out[i].origin);
+	}
+	return 0;
+}
+
+/* --copy-out, once the backend has said the sandbox is empty (finish):
+ * whatever ended the run, if the command started. */
+static void copy_out(struct al_supervisor *l, struct al_run_result *res, bool empty)
+{
+	const struct al_plan *p = l->plan;
+	struct al_copy_caps caps = {p->copy_out_bytes, p->copy_out_files};
+
+	if (!p->n_copy_out || !l->running || !l->out_fds || res->copy_out)
+		return;
+	if (!empty) {
+		al_warn("warning: --copy-out skipped: the sandbox could not be waited for");
+		return;
+	}
+	res->copy_out = json_array();
+	for (size_t i = 0; i < p->n_copy_out; i++)
+		json_array_append_new(res->copy_out, al_copy_out(l->scratch_fd, p, &p->copy_out[i],
+								 l->out_fds[i], &caps));
+	al_log_phase("copied out");
+}
+
 /* What the supervisor keeps once it confines itself: see confine(). */
 static int prepare_confinement(struct al_supervisor *l, const struct al_cgroup *cg,
 			       struct al_error *err)
 {
-	struct al_confine c = {.out_dirfd = l->confine_dirfd, .landlock_abi = al_landlock_abi()};
-	_cleanup_free_ const char **out = xcalloc(l->plan->n_copy_out + 1, sizeof(*out));
+	struct al_confine c = {.out_dirfd = l->confine_dirfd,
+			       .landlock_abi = al_landlock_abi(),
+			       .write_fds = l->out_fds,
+			       .n_write_fds = l->plan->n_copy_out};
 
-	/* --copy-out writes there after the run: made now when missing. */
-	for (size_t i = 0; i < l->plan->n_copy_out; i++) {
-		out[i] = l->plan->copy_out[i].hostdir;
-		if (mkdir(out[i], 0755) < 0 && errno != EEXIST)
-			return al_error_setsys(err, errno, "%s: making %s",
-					       l->plan->copy_out[i].origin, out[i]);
-	}
-	c.write_dirs = out;
-	c.n_write_dirs = l->plan->n_copy_out;
 	c.n_run_dirs = c.n_parent_dirs =
 	    al_cgroup_dirs(cg, c.run_dirs, c.parent_dirs, AL_CONFINE_MAX_DIRS);
 	return al_confine_prepare(&c, &l->confine_ruleset, err);
@@ -160,7 +194,14 @@ static void ev_scratch(void *data, int fd)
 	struct al_supervisor *l = data;
 	struct al_error err = {0};
 
-	if (l->confine_ruleset >= 0 && al_confine_allow_read(l->confine_ruleset, fd, &err) < 0) {
+	if (l->scratch_fd >= 0 || !l->plan->n_copy_out)
+		return;
+	l->scratch_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (l->scratch_fd < 0) {
+		setup_failed(l, "confine", errno, "keeping the scratch for --copy-out");
+		al_sup_stop(l);
+	} else if (l->confine_ruleset >= 0 &&
+		   al_confine_allow_read(l->confine_ruleset, fd, &err) < 0) {
 		setup_failed(l, "confine", 0, err.msg);
 		al_sup_stop(l);
 	}
@@ -265,6 +306,7 @@ struct al_supervisor *al_supervisor_new(const struct al_supervisor_config *cfg)
 	l->confine_self = cfg->confine_self;
 	l->confine_dirfd = cfg->confine_dirfd;
 	l->confine_ruleset = -1;
+	l->scratch_fd = -1;
 	l->stdin_wr = l->stdout_rd = l->stderr_rd = l->tty_fd = l->tty_peer = -1;
 	l->rows = cfg->io->rows ? cfg->io->rows : AL_TTY_ROWS;
 	l->cols = cfg->io->cols ? cfg->io->cols : AL_TTY_COLS;
@@ -316,7 +358,8 @@ int al_supervisor_attach(struct al_supervisor *l, const struct al_sandbox_ctl *c
 		r = al_error_setsys(err, errno, "timerfd_create");
 	else if ((r = al_timer_arm(l->timer, l->plan->timeout_ms, false)) < 0)
 		r = al_error_setsys(err, -r, "timerfd_settime");
-	else if ((r = al_sup_stdio_start(l, err)) == 0 && l->confine_self)
+	else if ((r = al_sup_stdio_start(l, err)) == 0 && (r = open_copy_out(l, err)) == 0 &&
+		 l->confine_self)
 		r = prepare_confinement(l, cg, err);
 	if (r < 0)
 		al_sup_stop(l);
@@ -377,6 +420,7 @@ void al_supervisor_finish(struct al_supervisor *l, struct al_run_result *out)
 
 	if (l->attached)
 		l->ctl.finish(l->ctl.data, &end);
+	copy_out(l, res, end.empty);
 	res->wall_ms = al_now_ms() - l->start_ms;
 	if (end.reported) {
 		l->have_status = true;
@@ -456,5 +500,9 @@ void al_supervisor_free(struct al_supervisor *l)
 	al_sup_stdio_close(l);
 	al_timer_freep(&l->timer);
 	al_closep(&l->confine_ruleset);
+	al_closep(&l->scratch_fd);
+	for (size_t i = 0; l->out_fds && i < l->plan->n_copy_out; i++)
+		al_closep(&l->out_fds[i]);
+	free(l->out_fds);
 	free(l);
 }

@@ -56,6 +56,7 @@ struct al_sandbox_end {
 	int code, status; /* else how it ended: CLD_EXITED or CLD_KILLED, and the status */
 	uint64_t user_us; /* CPU of everything in the sandbox, for when no cgroup counts it */
 	uint64_t system_us;
+	bool empty; /* nothing of the sandbox runs any more (its files hold still) */
 };
 
 /* What the supervisor asks of the sandbox (the run layer binds it to the

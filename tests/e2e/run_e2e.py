@@ -480,12 +480,13 @@ def not_idmappable_inputs(e):
     """As root, on a filesystem that cannot be idmapped: --rw is refused
     with the reason; a --ro file others may read is shown as it is; one
     they may not is refused, naming "copy": true, and with it is a
-    read-only copy in the scratch."""
+    read-only copy in the scratch, read as the tree's owner."""
     if not IS_ROOT:
         raise Skip("as root only")
     with Ramfs() as fs, TempDir() as d:
         out = os.path.join(fs, "out")
-        os.mkdir(out, 0o777)
+        os.mkdir(out, 0o700)
+        os.chown(out, 1001, 1001)
         refusal(e, e.argv([PROBE_IN, "id"], ["--rw", "%s:/output" % out]), 125, out,
                 "cannot be idmapped", "--rw refused")
         pub = write_file(os.path.join(fs, "pub.txt"), "public\n", mode=0o644)
@@ -509,6 +510,18 @@ def not_idmappable_inputs(e):
         expect_out(res, "private\ndeep\n")
         with open(priv) as fh:
             expect(fh.read() == "private\n", "the host file changed", res)
+        # A copy is read as the tree's owner, whom the sandbox would have
+        # acted as: a root-only file in alice's tree is not copied.
+        alice = os.path.join(fs, "alice")
+        os.mkdir(alice, 0o700)
+        write_file(os.path.join(alice, "root.key"), "root-only secret\n", mode=0o600)
+        os.chown(alice, 1001, 1001)
+        pol2 = write_file(os.path.join(d, "p2.json"), json.dumps({"version": 1, "filesystem": {
+            "mounts": [{"host": alice, "path": "/input/alice", "copy": True}]}}))
+        res = e.run(["/bin/cat", "/input/alice/root.key"], ["--policy", pol2])
+        expect_rc(res, 125)
+        expect("root-only secret" not in res.text and "root.key" in res.errtext,
+               "the owner's copy read a root-only file", res)
 
 
 @case
@@ -539,13 +552,15 @@ def no_setid_files(e):
 @case
 def mount_under_workdir(e):
     """A mount may be a subdirectory of the workdir: it is the host's there,
-    and the scratch still backs the rest of the workdir."""
+    and the scratch still backs the rest of the workdir, the directories on
+    the way to it included (the sandbox user's, like the workdir)."""
     with TempDir() as d:
         write_file(os.path.join(d, "in.txt"), "input\n")
         res = e.run(["/bin/sh", "-c", "cat /work/input/in.txt; echo s > /work/scratch.txt && "
-                     "cat /work/scratch.txt; echo x > /work/input/new 2>/dev/null || echo ro"],
-                    ["--ro", "%s:/work/input" % d])
-        expect_out(res, "input\ns\nro\n")
+                     "cat /work/scratch.txt; echo x > /work/input/new 2>/dev/null || echo ro; "
+                     "cat /work/a/b/in.txt; touch /work/a/mine && echo parents-writable"],
+                    ["--ro", "%s:/work/input" % d, "--ro", "%s:/work/a/b" % d])
+        expect_out(res, "input\ns\nro\ninput\nparents-writable\n")
         expect(sorted(os.listdir(d)) == ["in.txt"], "the host dir changed", res)
 
 
@@ -590,6 +605,69 @@ def copy_in_and_out(e):
         expect("symbolic link" in why.get("/work/out/evil", "") and
                "/work/out/fifo" in why, "skipped: %s" % why, res)
         expect("skipped 2" in res.errtext, "stderr does not say what was skipped", res)
+
+
+@case
+def root_owned_rw_is_not_root(e):
+    """As root, the sandbox never writes as host root: a root-owned --rw dir
+    is not idmapped (a shared mapping could rewrite a set-uid file there
+    keeping its bit); at 0700 it is refused naming chown, at 0777 files come
+    back as the sandbox's own host id."""
+    if not IS_ROOT:
+        raise Skip("as root only")
+    with TempDir(mode=0o700) as d:
+        refusal(e, e.argv([PROBE_IN, "id"], ["--rw", "%s:/output" % d]), 125, d,
+                "belongs to root", "chown")
+        os.chmod(d, 0o777)
+        res = e.probe_run("write", "/output/r.txt", "r\n", opts=["--rw", "%s:/output" % d])
+        expect_ok(res)
+        st = os.stat(os.path.join(d, "r.txt"))
+        expect(st.st_uid == HOST_SANDBOX_UID, "root-owned --rw wrote as %d" % st.st_uid, res)
+
+
+@case
+def copy_out_never_harms_the_host(e):
+    """Copy-out never replaces or merges into what the host has, drops exec
+    bits, skips a file mount under the workdir (its host file stays whole),
+    prints sandbox-chosen names as printable ASCII, and refuses a HOSTDIR
+    reached through a symbolic link or lying in a --rw input."""
+    with TempDir() as d:
+        out = os.path.join(d, "out")
+        os.mkdir(out)
+        write_file(os.path.join(out, "keep.txt"), "host's own\n")
+        os.mkdir(os.path.join(out, "hooks"))
+        data = write_file(os.path.join(d, "data.csv"), "precious input\n")
+        rec = os.path.join(d, "r.json")
+        script = ("mkdir -p /work/out/hooks; echo x > /work/out/keep.txt; "
+                  "printf '#!/bin/sh\\necho pwned\\n' > /work/out/hooks/pre-commit; "
+                  "printf '#!/bin/sh\\n' > /work/out/run.sh; chmod 755 /work/out/run.sh; "
+                  "ln -s /etc/passwd \"/work/out/x$(printf '\\n')airlock: fake$(printf '\\033')[2K\"")
+        res = e.run(["/bin/sh", "-c", script],
+                    ["--ro", "%s:/work/out/data.csv" % data, "--copy-out", "/work/out:%s" % out,
+                     "--result", rec])
+        expect_rc(res, 0)
+        with open(os.path.join(out, "keep.txt")) as f:
+            expect(f.read() == "host's own\n", "an existing host file was replaced", res)
+        expect(os.listdir(os.path.join(out, "hooks")) == [], "merged into a host dir", res)
+        with open(data) as f:
+            expect(f.read() == "precious input\n", "the input's host file was overwritten", res)
+        mode = os.stat(os.path.join(out, "run.sh")).st_mode
+        expect(not mode & 0o111, "exec bits kept: %o" % mode, res)
+        why = {x["path"]: x["why"] for x in copy_report(res, rec)[0]["skipped"]}
+        expect(why.get("/work/out/data.csv") == "a mount point" and
+               "never replaced" in why.get("/work/out/keep.txt", "") and
+               "never merged" in why.get("/work/out/hooks", ""), "skipped: %s" % why, res)
+        expect("\x1b" not in res.errtext and "\nairlock: fake" not in res.errtext,
+               "a sandbox-chosen name reached stderr raw: %r" % res.errtext, res)
+        link = os.path.join(d, "link")
+        os.symlink(out, link)
+        refusal(e, e.argv(["/bin/true"], ["--copy-out", "/work:%s" % link]), 125, link,
+                "symbolic link")
+        rw = os.path.join(d, "rw")
+        os.mkdir(rw, 0o777)
+        os.chmod(rw, 0o777)
+        refusal(e, e.argv(["/bin/true"], ["--rw", "%s:/output" % rw, "--copy-out",
+                                          "/work:%s/res" % rw]), 125, "lies in the --rw input")
 
 
 @case

@@ -143,8 +143,14 @@ static int open_input(const struct al_mount_op *op, const struct al_plan *plan, 
 		return al_error_setsys(err, errno, "%s: open_tree %s", op->what, host_path(op));
 	/* A read-only file that others may read needs no idmapping (and its
 	 * user namespace, the costly part): the sandbox user reads it through
-	 * the other bits. A directory may hold files only its owner reads. */
-	if (write || S_ISDIR(st.st_mode) || !(st.st_mode & S_IROTH)) {
+	 * the other bits. A directory may hold files only its owner reads.
+	 * The sandbox never writes as host root: a root-owned tree may hold
+	 * set-id or capable files, which a shared mapping rewrites without
+	 * the kernel dropping their bits. A writable input of uid or gid 0 is
+	 * shown with its own ids, written through the other bits. */
+	bool root_owned = op->owner_uid == 0 || op->owner_gid == 0;
+	if ((write && !root_owned) ||
+	    (!write && (S_ISDIR(st.st_mode) || !(st.st_mode & S_IROTH)))) {
 		int userns = idmap_fd(maps, n_maps, op, plan, err);
 		if (userns < 0)
 			return userns;
@@ -181,6 +187,18 @@ static int open_input(const struct al_mount_op *op, const struct al_plan *plan, 
 			*copy = true;
 			return -1;
 		}
+		if (write && root_owned)
+			return al_error_set(
+			    err, EACCES,
+			    "%s: %s (owner %u:%u, mode %04o) belongs to root, and the sandbox "
+			    "never "
+			    "writes as host root: it writes there as host id %u, through the "
+			    "others' bits, which do not let it; chown the directory to an "
+			    "unprivileged user (what the sandbox writes then belongs to that "
+			    "user) or add o+%s",
+			    op->what, host_path(op), (unsigned)op->owner_uid,
+			    (unsigned)op->owner_gid, st.st_mode & 07777, (unsigned)plan->host_uid,
+			    S_ISDIR(st.st_mode) ? "rwx" : "rw");
 		return al_error_set(
 		    err, EACCES, "%s: %s (mode %04o) is not %s by %s%s; %s", op->what,
 		    host_path(op), st.st_mode & 07777, write ? "readable and writable" : "readable",
@@ -206,8 +224,8 @@ static void make_copy(struct al_native_plan *np, struct al_mount_op *op)
 	char *part = xasprintf("ro/%d", op->input);
 
 	np->copies = xrealloc(np->copies, (np->n_copies + 1) * sizeof(*np->copies));
-	np->copies[np->n_copies++] =
-	    (struct al_native_copy){TAKE_PTR(host), op->dev, op->ino, part};
+	np->copies[np->n_copies++] = (struct al_native_copy){TAKE_PTR(host), op->dev,	    op->ino,
+							     op->owner_uid,  op->owner_gid, part};
 	free(op->source);
 	op->source = xasprintf("/scratch/%s", part);
 	op->copied = true;
@@ -274,10 +292,12 @@ int al_native_fill_scratch(const struct al_native_plan *np, const struct al_plan
 	 * bits), then the task's copies, made as the sandbox user: they are
 	 * its own to change. */
 	uid_t self = (uid_t)-1;
-	const struct al_copy_owner ro = {plan->rootless ? self : AL_HOST_ID_BASE,
-					 plan->rootless ? self : AL_HOST_ID_BASE, true, true};
 	const struct al_copy_owner rw = {plan->rootless ? self : plan->host_uid,
-					 plan->rootless ? self : plan->host_gid, false, false};
+					 plan->rootless ? self : plan->host_gid,
+					 self,
+					 self,
+					 false,
+					 false};
 	int r;
 
 	if (np->n_copies == 0 && plan->n_copy_in == 0)
@@ -286,6 +306,15 @@ int al_native_fill_scratch(const struct al_native_plan *np, const struct al_plan
 		return al_error_set(err, EIO, "the sandbox did not hand over its scratch");
 	for (size_t i = 0; i < np->n_copies; i++) {
 		const struct al_native_copy *c = &np->copies[i];
+		/* Read as the tree's owner, whom the sandbox user would have
+		 * acted as through an idmapped mount: what the owner may not
+		 * read stays out. */
+		const struct al_copy_owner ro = {plan->rootless ? self : AL_HOST_ID_BASE,
+						 plan->rootless ? self : AL_HOST_ID_BASE,
+						 plan->rootless ? self : c->owner_uid,
+						 plan->rootless ? self : c->owner_gid,
+						 true,
+						 true};
 		if ((r = al_copy_in(c->host, c->dev, c->ino, scratch, c->part, &ro, err)) < 0)
 			return r;
 	}
@@ -296,23 +325,4 @@ int al_native_fill_scratch(const struct al_native_plan *np, const struct al_plan
 	}
 	al_log_phase("copied in");
 	return 0;
-}
-
-json_t *al_native_copy_out(const struct al_plan *plan, int scratch)
-{
-	struct al_copy_caps caps = {plan->copy_out_bytes, plan->copy_out_files};
-	json_t *all = json_array();
-
-	for (size_t i = 0; i < plan->n_copy_out; i++) {
-		const struct al_copy_out *c = &plan->copy_out[i];
-		if (scratch >= 0) {
-			json_array_append_new(all, al_copy_out(scratch, plan, c, &caps));
-			continue;
-		}
-		json_array_append_new(all, json_pack("{s:s, s:s, s:s}", "path", c->path, "host",
-						     c->hostdir, "error",
-						     "the sandbox did not hand over its scratch"));
-	}
-	al_log_phase("copied out");
-	return all;
 }

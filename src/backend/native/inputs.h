@@ -13,8 +13,8 @@
 
 /* Open every op with input >= 0 as a detached mount, checked against the
  * plan's identity, or, where the sandbox user could not read it and the
- * policy allows, turn it into a copy (np->copies; its fd stays -1). *ret: np->n_inputs fds indexed by op->input (NULL when
- * there are none). Refuses, with err naming the input, a --rw input whose
+ * policy allows, turn it into a copy (np->copies; its fd stays -1).
+ * *ret: np->n_inputs fds indexed by op->input (NULL when there are none). Refuses, with err naming the input, a --rw input whose
  * filesystem cannot be idmapped and an input the sandbox user could not
  * read. Returns 0 or a negative errno; nothing is left open on failure. */
 int al_native_open_inputs(struct al_native_plan *np, const struct al_plan *plan, int **ret,
@@ -25,10 +25,6 @@ int al_native_open_inputs(struct al_native_plan *np, const struct al_plan *plan,
  * the scratch's root from the child). */
 int al_native_fill_scratch(const struct al_native_plan *np, const struct al_plan *plan, int scratch,
 			   struct al_error *err);
-
-/* After the command, once nothing in the sandbox runs: every --copy-out,
- * as an array of reports (supervisor/copy.h). */
-json_t *al_native_copy_out(const struct al_plan *plan, int scratch);
 
 /* Close and free what al_native_open_inputs() returned; NULL is fine. */
 void al_native_close_inputs(int *fds, size_t n);

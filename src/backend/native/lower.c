@@ -33,6 +33,7 @@
 	 LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_SYM | LANDLOCK_ACCESS_FS_REFER)
 
 struct lowering {
+	const struct al_plan *plan;
 	struct al_native_plan *np;
 	char **dirs; /* staging paths already created, for mkdir -p */
 	/* The read-only directories airlock makes (/etc): host entries inside
@@ -97,12 +98,21 @@ static void mkdir_p(struct lowering *l, const char *staging, mode_t mode, bool s
 	}
 }
 
+/* The directories on the way to path; inside the workdir's scratch (a
+ * mount under it) they are the sandbox user's, like the workdir. */
 static void mkdir_parent(struct lowering *l, const char *path, const char *what)
 {
 	_cleanup_free_ char *parent = xasprintf(NEW "%s", path);
+	bool in_workdir = false;
 
 	*strrchr(parent, '/') = '\0';
-	mkdir_p(l, parent, 0755, false, what);
+	for (size_t i = 0; i < l->plan->n_fs; i++) {
+		const struct al_fs_entry *e = &l->plan->fs[i];
+		if (e->kind == AL_FS_SCRATCH && e->sandbox_owned &&
+		    al_path_is_under(path, e->path) && strcmp(path, e->path) != 0)
+			in_workdir = true;
+	}
+	mkdir_p(l, parent, 0755, in_workdir, what);
 }
 
 static void add_ll(struct lowering *l, const char *path, uint64_t access)
@@ -291,7 +301,7 @@ int al_native_check(const struct al_plan *p, struct al_error *err)
 int al_native_lower(const struct al_plan *p, struct al_native_plan **ret, struct al_error *err)
 {
 	_cleanup_(al_native_plan_freep) struct al_native_plan *np = xcalloc(1, sizeof(*np));
-	struct lowering l = {.np = np};
+	struct lowering l = {.plan = p, .np = np};
 	int r;
 
 	np->landlock_abi = al_landlock_abi();

@@ -85,6 +85,8 @@ struct al_native_plan {
 		char *host;
 		dev_t dev;
 		ino_t ino;
+		uid_t owner_uid; /* read as them */
+		gid_t owner_gid;
 		char *part; /* "ro/N", relative to the scratch's root */
 	} * copies;
 	size_t n_copies;

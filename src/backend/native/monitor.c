@@ -404,16 +404,16 @@ static void on_ready(struct al_monitor *m, int landlock_abi)
 	m->ev->ready(m->ev->data);
 }
 
-/* The command ended, init emptied the namespace and (cgroup v1) left the
- * run's cgroup: read the final counters. Init's own exit, with the kernel's
- * namespace teardown, need not hold up the result — except on cgroup v2,
- * where init leaves the cgroup only by exiting, so release waits for it
- * before the cgroup is removed. */
 static bool sb_wants_scratch(const struct al_monitor *m)
 {
 	return m->sb->lowered && m->sb->lowered->want_scratch;
 }
 
+/* The command ended, init emptied the namespace and (cgroup v1) left the
+ * run's cgroup: read the final counters. Init's own exit, with the kernel's
+ * namespace teardown, need not hold up the result — except on cgroup v2,
+ * where init leaves the cgroup only by exiting, so release waits for it
+ * before the cgroup is removed. */
 static void on_exit_status(struct al_monitor *m, const struct al_sync_msg *msg)
 {
 	m->have_status = true;
@@ -557,14 +557,6 @@ int al_monitor_start(struct al_sandbox *sb, struct al_error *err)
 	return 0;
 }
 
-/* --copy-out, whatever ended the run, once init has reported that the
- * namespace is empty or has been reaped: nothing writes the scratch. */
-static void copy_out(struct al_monitor *m)
-{
-	if (m && m->running && m->plan->n_copy_out && !m->res->copy_out)
-		m->res->copy_out = al_native_copy_out(m->plan, m->scratchfd);
-}
-
 void al_monitor_finish(struct al_sandbox *sb, struct al_sandbox_end *end)
 {
 	struct al_monitor *m = sb->mon;
@@ -579,7 +571,7 @@ void al_monitor_finish(struct al_sandbox *sb, struct al_sandbox_end *end)
 		end->status = m->status;
 		end->user_us = m->cpu_user_us;
 		end->system_us = m->cpu_system_us;
-		copy_out(m);
+		end->empty = true; /* init emptied the namespace before it said so */
 		return;
 	}
 	/* Killed (limit, timeout, signal) or failed during setup: wait for
@@ -600,8 +592,7 @@ void al_monitor_finish(struct al_sandbox *sb, struct al_sandbox_end *end)
 		    (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec;
 	}
 	sb->exiting = true; /* reaped */
-	if (w == 0)
-		copy_out(m);
+	end->empty = w == 0;
 	if (sb->cg && m) {
 		/* Read the final counters (on a normal end on_exit_status
 		 * already did, before init left the cgroup); only a run nothing
