@@ -14,6 +14,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 # A name no run here connects to: /bin/true opens no connection.
@@ -59,6 +60,11 @@ def main():
     if not bwrap:
         sys.exit("startup: bwrap (Debian package bubblewrap) is required as the peer")
     true = "/bin/true"
+    # An input directory (0755, so an older build can show it too): as root
+    # it is opened by the supervisor and idmapped to its owner.
+    inputs = tempfile.mkdtemp(prefix="airlock-bench-")
+    os.chmod(inputs, 0o755)
+    ro = ["--ro", f"{inputs}:/input"]
     cases = [
         ("bare /bin/true", [true]),
         ("bwrap", [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
@@ -66,12 +72,17 @@ def main():
         ("airlock", [args.airlock, "run", "--", true]),
         # The gateway on: its process, its listeners and the capture rules.
         ("airlock --allow", [args.airlock, "run", "--allow", ALLOW, "--", true]),
+        ("airlock --ro DIR", [args.airlock, "run"] + ro + ["--", true]),
     ]
     if args.baseline:
         cases.append(("airlock baseline", [args.baseline, "run", "--", true]))
         cases.append(("airlock baseline --allow",
                       [args.baseline, "run", "--allow", ALLOW, "--", true]))
-    res = measure(cases, args.rounds, args.warmup)
+        cases.append(("airlock baseline --ro DIR", [args.baseline, "run"] + ro + ["--", true]))
+    try:
+        res = measure(cases, args.rounds, args.warmup)
+    finally:
+        os.rmdir(inputs)
     py = "/usr/bin/python3"
     pcases = [("bare python3 -c 'import pandas'", [py, "-c", "import pandas"]),
               ("airlock python3 -c 'import pandas'",
@@ -91,6 +102,8 @@ def main():
         print(f"airlock / baseline = {br:.3f}")
         gb = res["airlock --allow"]["median_ms"] / res["airlock baseline --allow"]["median_ms"]
         print(f"airlock --allow / baseline --allow = {gb:.3f}")
+        rb = res["airlock --ro DIR"]["median_ms"] / res["airlock baseline --ro DIR"]["median_ms"]
+        print(f"airlock --ro DIR / baseline --ro DIR = {rb:.3f}")
     if have_pandas:
         pr = (res["airlock python3 -c 'import pandas'"]["median_ms"] /
               res["bare python3 -c 'import pandas'"]["median_ms"])

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -403,12 +404,21 @@ static void out_file(struct out_walk *w, int in, const struct stat *st, int hdir
 	EVP_MD_CTX_free(ctx);
 	/* The sandbox's mode without exec bits (and readable and writable by
 	 * us): nothing it made runs on the host by being copied out. */
-	if (r == 0 && fchmod(out, (st->st_mode & 0666 & ~w->umask) | S_IRUSR | S_IWUSR) < 0)
+	if (r == 0 &&
+	    fchmod(out, (st->st_mode & 0666 & ~(w->umask | S_IWOTH)) | S_IRUSR | S_IWUSR) < 0)
 		r = -errno;
 	if (close(out) < 0 && r == 0)
 		r = -errno;
-	if (r == 0 && renameat2(hdir, tmp, hdir, name, RENAME_NOREPLACE) < 0)
+	if (r == 0 && renameat2(hdir, tmp, hdir, name, RENAME_NOREPLACE) < 0) {
 		r = -errno;
+		/* Filesystems without rename flags (NFS, 9p, some FUSE): a
+		 * hard link is as atomic and as unwilling to replace. */
+		if ((r == -EINVAL || r == -ENOSYS) && linkat(hdir, tmp, hdir, name, 0) == 0)
+			r = 0;
+		else if (r == -EINVAL || r == -ENOSYS)
+			r = errno == EEXIST ? -EEXIST : -errno;
+		unlinkat(hdir, tmp, 0);
+	}
 	if (r < 0) {
 		unlinkat(hdir, tmp, 0);
 		w->caps->files++;
@@ -447,6 +457,10 @@ static void out_entry(struct out_walk *w, int sdir, const char *name, int hdir, 
 	}
 	if (is_mount_point(w)) {
 		skip(w, "a mount point");
+	} else if (strcasecmp(name, ".git") == 0) {
+		/* Its config (core.fsmonitor, aliases, hooks) runs commands on
+		 * the host the first time someone runs git there. */
+		skip(w, "a git directory (its config can run commands)");
 	} else if (fstatat(sdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		skip(w, "cannot be read");
 	} else if (S_ISLNK(st.st_mode)) {
@@ -472,7 +486,8 @@ static void out_entry(struct out_walk *w, int sdir, const char *name, int hdir, 
 					host_error(w, errno, "opening it on the host");
 				} else {
 					out_dir(w, sub, hsub, depth + 1);
-					fchmod(hsub, (st.st_mode & 0777 & ~w->umask) | S_IRWXU);
+					fchmod(hsub, (st.st_mode & 0777 & ~(w->umask | S_IWOTH)) |
+							 S_IRWXU);
 					close(hsub);
 				}
 			}
@@ -587,13 +602,14 @@ json_t *al_copy_out(int root, const struct al_plan *plan, const struct al_copy_o
 	} else {
 		out_file(&w, src, &st, hdir, strrchr(c->path, '/') + 1);
 	}
-	json_t *o = json_pack(
-	    "{s:o, s:s, s:b, s:o, s:I, s:I, s:I, s:o, s:I, s:o, s:o}", "path",
-	    al_json_text(c->path), "host", c->hostdir, "missing", missing, "files", w.files,
-	    "files_count", (json_int_t)w.n_files, "files_unlisted", (json_int_t)w.n_unlisted,
-	    "bytes", (json_int_t)w.bytes, "skipped", w.skipped, "skipped_count",
-	    (json_int_t)w.n_skipped, "stopped", w.stop ? json_string(w.stop) : json_null(), "error",
-	    w.error ? al_json_text(w.error) : json_null());
+	json_t *o =
+	    json_pack("{s:o, s:s, s:b, s:o, s:I, s:I, s:I, s:o, s:I, s:o, s:o}", "path",
+		      al_json_text(c->path), "host", al_json_text(c->hostdir), "missing", missing,
+		      "files", w.files, "files_count", (json_int_t)w.n_files, "files_unlisted",
+		      (json_int_t)w.n_unlisted, "bytes", (json_int_t)w.bytes, "skipped", w.skipped,
+		      "skipped_count", (json_int_t)w.n_skipped, "stopped",
+		      w.stop ? json_string(w.stop) : json_null(), "error",
+		      w.error ? al_json_text(w.error) : json_null());
 	free(w.error);
 	return o;
 }

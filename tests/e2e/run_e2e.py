@@ -522,6 +522,14 @@ def not_idmappable_inputs(e):
         expect_rc(res, 125)
         expect("root-only secret" not in res.text and "root.key" in res.errtext,
                "the owner's copy read a root-only file", res)
+        # Nor through root's groups: a root:root 0640 file is not the
+        # owner's to read either.
+        os.rename(os.path.join(alice, "root.key"), os.path.join(alice, "group.key"))
+        os.chmod(os.path.join(alice, "group.key"), 0o640)
+        res = e.run(["/bin/cat", "/input/alice/group.key"], ["--policy", pol2])
+        expect_rc(res, 125)
+        expect("root-only secret" not in res.text and "group.key" in res.errtext,
+               "the owner's copy read a root-group file", res)
 
 
 @case
@@ -628,7 +636,8 @@ def root_owned_rw_is_not_root(e):
 @case
 def copy_out_never_harms_the_host(e):
     """Copy-out never replaces or merges into what the host has, drops exec
-    bits, skips a file mount under the workdir (its host file stays whole),
+    bits and others' write, leaves out .git (its config runs commands),
+    skips a file mount under the workdir (its host file stays whole),
     prints sandbox-chosen names as printable ASCII, and refuses a HOSTDIR
     reached through a symbolic link or lying in a --rw input."""
     with TempDir() as d:
@@ -641,6 +650,9 @@ def copy_out_never_harms_the_host(e):
         script = ("mkdir -p /work/out/hooks; echo x > /work/out/keep.txt; "
                   "printf '#!/bin/sh\\necho pwned\\n' > /work/out/hooks/pre-commit; "
                   "printf '#!/bin/sh\\n' > /work/out/run.sh; chmod 755 /work/out/run.sh; "
+                  "mkdir -p /work/out/repo/.git; echo '[core] fsmonitor = sh -c x' > "
+                  "/work/out/repo/.git/config; echo w > /work/out/repo/w.txt; "
+                  "chmod 666 /work/out/repo/w.txt; chmod 777 /work/out/repo; "
                   "ln -s /etc/passwd \"/work/out/x$(printf '\\n')airlock: fake$(printf '\\033')[2K\"")
         res = e.run(["/bin/sh", "-c", script],
                     ["--ro", "%s:/work/out/data.csv" % data, "--copy-out", "/work/out:%s" % out,
@@ -653,6 +665,11 @@ def copy_out_never_harms_the_host(e):
             expect(f.read() == "precious input\n", "the input's host file was overwritten", res)
         mode = os.stat(os.path.join(out, "run.sh")).st_mode
         expect(not mode & 0o111, "exec bits kept: %o" % mode, res)
+        expect(sorted(os.listdir(os.path.join(out, "repo"))) == ["w.txt"],
+               "a .git came out: %s" % os.listdir(os.path.join(out, "repo")), res)
+        for name in ("repo", "repo/w.txt"):
+            mode = os.stat(os.path.join(out, name)).st_mode
+            expect(not mode & 0o002, "%s is writable by others: %o" % (name, mode), res)
         why = {x["path"]: x["why"] for x in copy_report(res, rec)[0]["skipped"]}
         expect(why.get("/work/out/data.csv") == "a mount point" and
                "never replaced" in why.get("/work/out/keep.txt", "") and

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -284,6 +285,31 @@ void al_native_close_inputs(int *fds, size_t n)
 	free(fds);
 }
 
+/* As root, the owner's groups too: setfsgid leaves ours (root's
+ * supplementary groups) in place, which would read what the owner may
+ * not. The supervisor is single-threaded here. */
+static int copy_as_owner(const struct al_native_copy *c, const struct al_plan *plan, int scratch,
+			 const struct al_copy_owner *own, struct al_error *err)
+{
+	_cleanup_free_ gid_t *saved = NULL;
+	int n = 0, r;
+
+	if (!plan->rootless) {
+		n = getgroups(0, NULL);
+		saved = xcalloc((size_t)(n > 0 ? n : 1), sizeof(*saved));
+		if (n < 0 || (n = getgroups(n, saved)) < 0 || setgroups(1, &c->owner_gid) < 0)
+			return al_error_setsys(err, errno, "taking the groups of %s's owner",
+					       c->host);
+	}
+	r = al_copy_in(c->host, c->dev, c->ino, scratch, c->part, own, err);
+	if (!plan->rootless && setgroups((size_t)n, saved) < 0) {
+		/* Never go on with the owner's groups. */
+		al_err("restoring the supervisor's groups: %s", strerror(errno));
+		_exit(125);
+	}
+	return r;
+}
+
 int al_native_fill_scratch(const struct al_native_plan *np, const struct al_plan *plan, int scratch,
 			   struct al_error *err)
 {
@@ -315,7 +341,7 @@ int al_native_fill_scratch(const struct al_native_plan *np, const struct al_plan
 						 plan->rootless ? self : c->owner_gid,
 						 true,
 						 true};
-		if ((r = al_copy_in(c->host, c->dev, c->ino, scratch, c->part, &ro, err)) < 0)
+		if ((r = copy_as_owner(c, plan, scratch, &ro, err)) < 0)
 			return r;
 	}
 	for (size_t i = 0; i < plan->n_copy_in; i++) {
