@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <linux/mount.h>
 #include <linux/sched.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,26 +42,34 @@ struct idmap {
 	int fd;
 };
 
+/* The process that holds the namespace while its maps are written. It
+ * shares our memory (CLONE_VM: no page tables copied, none of ours left
+ * copy-on-write) and does nothing but wait on the pipe. */
+static int hold_namespace(void *arg)
+{
+	const int *hold = arg;
+	char c;
+
+	close(hold[1]); /* its own copy (no CLONE_FILES): the parent's close ends it */
+	(void)!read(hold[0], &c, 1);
+	return 0;
+}
+
 static int make_idmap(uid_t owner_uid, gid_t owner_gid, uid_t to_uid, gid_t to_gid,
 		      struct al_error *err)
 {
-	struct clone_args args = {.flags = CLONE_NEWUSER, .exit_signal = SIGCHLD};
+	static char stack[16384] __attribute__((aligned(16)));
 	char path[64], map[64];
 	int hold[2], r = 0, fd = -1;
 	long pid;
 
 	if (pipe2(hold, O_CLOEXEC) < 0)
 		return al_error_setsys(err, errno, "pipe2");
-	pid = al_sys_clone3(&args, sizeof(args));
-	if (pid == 0) {
-		char c;
-		close(hold[1]);
-		(void)!read(hold[0], &c, 1); /* until the parent is done */
-		_exit(0);
-	}
-	close(hold[0]);
+	pid =
+	    clone(hold_namespace, stack + sizeof(stack), CLONE_VM | CLONE_NEWUSER | SIGCHLD, hold);
 	if (pid < 0) {
 		r = al_error_setsys(err, errno, "creating the user namespace of an idmapped mount");
+		close(hold[0]);
 		close(hold[1]);
 		return r;
 	}
@@ -84,6 +93,7 @@ out:
 	close(hold[1]);
 	while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
 		;
+	close(hold[0]);
 	return r < 0 ? r : fd;
 }
 
