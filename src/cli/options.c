@@ -34,6 +34,22 @@ static int opt_policy(struct al_cli *cli, const struct option_def *o, const char
 	return 0;
 }
 
+/* A host path from a flag, made absolute against the current directory. */
+static int absolute(const struct option_def *o, const char *arg, const char *host, char **ret,
+		    struct al_error *err)
+{
+	char cwd[PATH_MAX];
+
+	if (host[0] == '/') {
+		*ret = xstrdup(host);
+		return 0;
+	}
+	if (!getcwd(cwd, sizeof(cwd)))
+		return al_error_setsys(err, errno, "--%s %s: getcwd", o->name, arg);
+	*ret = xasprintf("%s/%s", cwd, host);
+	return 0;
+}
+
 /* HOST[:PATH]: split at the last ':' followed by '/', so host paths that
  * contain ':' still work when PATH is given. */
 static int opt_mount(struct al_cli *cli, const struct option_def *o, const char *arg,
@@ -60,14 +76,9 @@ static int opt_mount(struct al_cli *cli, const struct option_def *o, const char 
 	}
 	if (!host || !host[0])
 		return al_error_set(err, EINVAL, "--%s %s: empty host path", o->name, arg);
-	if (host[0] != '/') {
-		char cwd[PATH_MAX];
-		if (!getcwd(cwd, sizeof(cwd)))
-			return al_error_setsys(err, errno, "--%s %s: getcwd", o->name, arg);
-		abs = xasprintf("%s/%s", cwd, host);
-	} else {
-		abs = xstrdup(host);
-	}
+	int r = absolute(o, arg, host, &abs, err);
+	if (r < 0)
+		return r;
 	/* Default sandbox path: the host path, cleaned of "." and ".." by
 	 * realpath when it exists (a missing path fails later, by name). */
 	if (!path) {
@@ -108,14 +119,9 @@ static int opt_copy(struct al_cli *cli, const struct option_def *o, const char *
 		return al_error_set(err, EINVAL,
 				    "--%s %s: sandbox path \"%s\" must be a clean absolute path",
 				    o->name, arg, path);
-	if (host[0] != '/') {
-		char cwd[PATH_MAX];
-		if (!getcwd(cwd, sizeof(cwd)))
-			return al_error_setsys(err, errno, "--%s %s: getcwd", o->name, arg);
-		abs = xasprintf("%s/%s", cwd, host);
-	} else {
-		abs = xstrdup(host);
-	}
+	int r = absolute(o, arg, host, &abs, err);
+	if (r < 0)
+		return r;
 	origin = xasprintf("--%s %s", o->name, arg);
 	al_policy_add_copy(cli->flags, in, abs, path, origin);
 	return 0;

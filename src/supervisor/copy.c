@@ -605,7 +605,7 @@ json_t *al_copy_out(int root, const struct al_plan *plan, const struct al_copy_o
 		out_file(&w, src, &st, hdir, strrchr(c->path, '/') + 1);
 	}
 	json_t *o =
-	    json_pack("{s:o, s:s, s:b, s:o, s:I, s:I, s:I, s:o, s:I, s:o, s:o}", "path",
+	    json_pack("{s:o, s:o, s:b, s:o, s:I, s:I, s:I, s:o, s:I, s:o, s:o}", "path",
 		      al_json_text(c->path), "host", al_json_text(c->hostdir), "missing", missing,
 		      "files", w.files, "files_count", (json_int_t)w.n_files, "files_unlisted",
 		      (json_int_t)w.n_unlisted, "bytes", (json_int_t)w.bytes, "skipped", w.skipped,
