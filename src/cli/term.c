@@ -15,8 +15,14 @@
 
 /* What the terminal was before; read by the atexit and crash paths. */
 static struct termios saved;
-static int saved_fd = -1;
+static int saved_fd = -1, reset_fd = -1;
 static volatile sig_atomic_t raw_on;
+
+/* What a full-screen program killed mid-way leaves set in the terminal
+ * emulator: mouse reporting, bracketed paste, focus events, a hidden
+ * cursor, the alternate screen, another character set, colours. */
+static const char reset[] = "\033[?1000l\033[?1002l\033[?1003l\033[?1006l\033[?2004l"
+			    "\033[?1004l\033[?25h\033[?1049l\033(B\033[0m";
 
 void al_cli_term_restore(void)
 {
@@ -29,6 +35,8 @@ void al_cli_term_restore(void)
 	 * read it. */
 	while (tcsetattr(saved_fd, TCSANOW, &saved) < 0 && errno == EINTR)
 		;
+	if (reset_fd >= 0)
+		(void)!write(reset_fd, reset, sizeof(reset) - 1);
 	tcflush(saved_fd, TCIFLUSH);
 }
 
@@ -42,7 +50,11 @@ static void on_crash(int sig)
 
 int al_cli_term_raw(int fd, struct al_error *err)
 {
-	static const int crashes[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+	/* Every signal whose default ends airlock and that the run's
+	 * signalfd does not take (those end the run the normal way). */
+	static const int crashes[] = {SIGSEGV, SIGBUS,	  SIGFPE,    SIGILL,  SIGABRT, SIGUSR1,
+				      SIGUSR2, SIGALRM,	  SIGXCPU,   SIGXFSZ, SIGSYS,  SIGTRAP,
+				      SIGPROF, SIGVTALRM, SIGSTKFLT, SIGIO,   SIGPWR};
 	static bool registered;
 	struct sigaction sa = {.sa_handler = on_crash, .sa_flags = SA_RESETHAND | SA_NODEFER};
 	struct termios raw;
@@ -56,6 +68,9 @@ int al_cli_term_raw(int fd, struct al_error *err)
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof(crashes) / sizeof(crashes[0]); i++)
 		sigaction(crashes[i], &sa, NULL);
+	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+		sigaction(sig, &sa, NULL);
+	reset_fd = isatty(STDOUT_FILENO) ? STDOUT_FILENO : -1;
 	raw = saved;
 	cfmakeraw(&raw);
 	raw_on = 1;

@@ -67,6 +67,9 @@ struct al_supervisor {
 	struct al_timer *eof_timer; /* looks at what the command has not read yet */
 	bool eof_quiet;		    /* at the last look it had read everything */
 	unsigned eof_lflag;	    /* the pty's c_lflag at the last look */
+	unsigned eof_typed;	    /* ^Ds typed so far */
+	unsigned eof_looks;	    /* looks so far (the timer slows down after a while) */
+	unsigned eof_typed_lflag;   /* the pty's c_lflag when the last ^D was typed */
 	unsigned short rows, cols;  /* tty: the size it gets */
 	bool gone;		    /* the sandbox is gone */
 	bool running;		    /* the command was started */

@@ -38,6 +38,24 @@ static void src_close(struct al_supervisor *l, int which)
 	unwatch_close(&l->w_src[which], src_fd(l, which));
 }
 
+static void peer_close(struct al_supervisor *l);
+static void stdin_done(struct al_supervisor *l);
+
+/* Nobody reads our side of the command's output any more. A pipe is
+ * closed, and its writer gets EPIPE. The pty's master has other holders
+ * (our stdin side, a slave of our own): they go too, so the kernel hangs
+ * the pty up and the command gets SIGHUP and EIO, as a terminal's
+ * command does when its terminal goes. */
+static void out_gone(struct al_supervisor *l, int which)
+{
+	src_close(l, which);
+	if (l->tty_fd < 0 || which != 0)
+		return;
+	peer_close(l);
+	stdin_done(l);
+	al_closep(&l->tty_fd);
+}
+
 /* A write handle for our output fd that never blocks, sharing nothing
  * with the caller's file description (setting O_NONBLOCK on fd 1 itself
  * would change it for every process that shares it). */
@@ -142,7 +160,7 @@ static void send_out(struct al_supervisor *l, int which, const char *buf, size_t
 		 * close the sandbox's pipe too, so its writer gets EPIPE (or
 		 * SIGPIPE) as it would outside the sandbox. */
 		al_debug("closing the relay for fd %d: %s", which + 1, strerror((int)-n));
-		src_close(l, which);
+		out_gone(l, which);
 		return;
 	}
 	if ((size_t)n < len)
@@ -159,7 +177,7 @@ static void out_ready(struct al_supervisor *l, int which)
 	if (n < 0) {
 		o->pend_len = 0;
 		al_watch_set(o->w, 0);
-		src_close(l, which);
+		out_gone(l, which);
 		return;
 	}
 	o->pend_off += (size_t)n;
@@ -248,8 +266,13 @@ static void stdin_done(struct al_supervisor *l)
 static bool stdin_flush(struct al_supervisor *l);
 
 /* How often, once our stdin has ended, the pty's unread input is looked
- * at before its ^D is typed. */
-#define EOF_CHECK_MS 40
+ * at before its ^D is typed (and after, in case it must be typed again):
+ * every EOF_CHECK_MS for EOF_FAST_LOOKS looks, then every EOF_SLOW_MS. */
+#define EOF_CHECK_MS   40
+#define EOF_FAST_LOOKS 50
+#define EOF_SLOW_MS    250
+/* At most this many ^Ds in all. */
+#define EOF_TYPES 4
 
 static void peer_close(struct al_supervisor *l)
 {
@@ -257,48 +280,73 @@ static void peer_close(struct al_supervisor *l)
 	al_closep(&l->tty_peer);
 }
 
-/* Type the pty's end-of-file character (^D), once. */
-static void type_eof(struct al_supervisor *l)
+/* Type the pty's end-of-file character (^D). */
+static void type_eof_char(struct al_supervisor *l)
 {
 	struct termios t;
 
-	peer_close(l);
+	l->eof_typed++;
 	if (l->stdin_wr < 0 || tcgetattr(l->tty_fd, &t) < 0) {
+		peer_close(l);
 		stdin_done(l);
 		return;
 	}
+	l->eof_typed_lflag = t.c_lflag;
 	l->in_buf[0] = (char)t.c_cc[VEOF];
 	l->in_off = 0;
 	l->in_len = 1;
-	if (stdin_flush(l))
-		stdin_done(l);
-	else if (l->stdin_wr >= 0)
+	if (stdin_flush(l)) {
+		if (l->tty_peer < 0)
+			stdin_done(l); /* no more looks: the ^D was the last */
+		return;
+	}
+	if (l->stdin_wr >= 0)
 		al_watch_set(l->w_stdin_wr, EPOLLOUT);
+}
+
+/* Type it and stop looking: what could not look (no slave of our own). */
+static void type_eof(struct al_supervisor *l)
+{
+	peer_close(l);
+	type_eof_char(l);
 }
 
 /* A ^D means end-of-file only to a reader at the start of a line and in
  * the mode it was typed in: one typed while the command still has input
- * to read, and then switches modes (readline goes raw to read each line
- * and back to run it), arrives as a NUL. So it waits until the command
- * has read everything typed before it and the pty's mode has held still
- * for two looks. */
+ * to read, or before it switches modes (readline goes raw to read each
+ * line and back to run it, a REPL starting up goes raw once), arrives as
+ * a NUL. So the first waits until the command runs, has read everything
+ * typed before it and the pty's mode has held still for two looks; and
+ * when, after a ^D, the command has read everything and the mode has
+ * changed, the ^D may have been that NUL: another is typed (stdin has
+ * ended, so every later read seeing EOF is what a pipe would give), up to
+ * EOF_TYPES in all. The command's end stops the looking. */
 static void on_eof_check(struct al_timer *t, uint64_t expirations, void *data)
 {
 	struct al_supervisor *l = data;
 	struct termios tio;
 	int unread = 0;
 
-	(void)t;
 	(void)expirations;
 	if (ioctl(l->tty_peer, FIONREAD, &unread) < 0 || tcgetattr(l->tty_fd, &tio) < 0) {
 		type_eof(l);
 		return;
 	}
+	if (++l->eof_looks == EOF_FAST_LOOKS)
+		al_timer_arm(t, EOF_SLOW_MS, true);
 	bool settled = unread == 0 && l->eof_quiet && tio.c_lflag == l->eof_lflag;
 	l->eof_quiet = unread == 0;
 	l->eof_lflag = tio.c_lflag;
-	if (settled)
-		type_eof(l);
+	if (!l->running || !settled)
+		return;
+	if (l->eof_typed >= EOF_TYPES) {
+		peer_close(l);
+		if (l->in_len == 0)
+			stdin_done(l);
+		return;
+	}
+	if (l->eof_typed == 0 || tio.c_lflag != l->eof_typed_lflag)
+		type_eof_char(l);
 }
 
 /* Our stdin ended (or cannot be read). A pipe is closed, and the sandbox
@@ -369,7 +417,9 @@ static void relay_in(struct al_supervisor *l)
 		return;
 	if (l->in_eof) {
 		if (l->tty_peer < 0)
-			stdin_done(l); /* the ^D went */
+			stdin_done(l); /* the ^D went, and it was the last */
+		else
+			al_watch_set(l->w_stdin_wr, 0); /* more may follow (on_eof_check) */
 		return;
 	}
 	if (l->stdin_poll && l->in_waiting) {

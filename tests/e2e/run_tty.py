@@ -342,6 +342,45 @@ def pipe_drives_repl(e):
 
 
 @case
+def eof_arrives_whatever_the_timing(e):
+    """The end of a piped stdin reaches the REPL however its timing falls:
+    before the REPL has started (stdin /dev/null), and while a statement
+    runs (the ^D typed then arrives as a NUL when readline goes raw, so it
+    is typed again). Each ends well before its timeout."""
+    res = run_host(e.argv(["python3", "-i", "-q"], ["-t", "--timeout", "15"]),
+                   input=b"", timeout=30)
+    expect_rc(res, 0)
+    expect(res.elapsed < 10, "the REPL on an empty stdin ended after %.1f s" % res.elapsed, res)
+    res = run_host(e.argv(["python3", "-i", "-q"], ["-t", "--timeout", "15"]),
+                   input=b"import time; time.sleep(1)\nprint(6*7)\n", timeout=30)
+    expect_rc(res, 0)
+    expect(re.search(rb"^42\r$", res.out, re.M), "no 42 line", res)
+    expect(res.elapsed < 10, "the REPL after a slow statement ended after %.1f s"
+           % res.elapsed, res)
+
+
+@case
+def reader_gone_hangs_up_the_pty(e):
+    """`airlock run -t ... | head -1`: when nobody reads airlock's output,
+    the pty is hung up, as a terminal going away would, and the command
+    ends at once with SIGHUP (exit 129), not at the timeout."""
+    argv = e.argv(["/bin/sh", "-c", "yes"], ["-t", "--timeout", "20"])
+    t = time.monotonic()
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL)
+    try:
+        p.stdout.read(2)
+        p.stdout.close()
+        rc = p.wait(timeout=15)
+    finally:
+        if p.poll() is None:
+            kill_pid(p.pid)
+            p.wait()
+    expect(rc == 129, "airlock -t with its reader gone exited %r, expected 129" % rc)
+    expect(time.monotonic() - t < 10, "it took %.1f s" % (time.monotonic() - t))
+
+
+@case
 def pty_is_the_sandboxs_own(e):
     """The command's stdin, stdout and stderr are one pty, its controlling
     terminal (/dev/tty opens), from a devpts mounted inside the sandbox (a new instance:
