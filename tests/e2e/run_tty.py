@@ -392,9 +392,14 @@ def pty_is_the_sandboxs_own(e):
             fields = line.split()
             if fields[4] == "/dev/pts":
                 host_dev = fields[2]
+    # TIOCGDEV on /dev/tty: the device of the controlling terminal itself,
+    # which must be the pty on fd 0, not anything of the host's.
+    ctty = ("python3 -c \"import os, fcntl, struct; fd = os.open('/dev/tty', os.O_RDWR); "
+            "d = struct.unpack('I', fcntl.ioctl(fd, 0x80045432, bytes(4)))[0]; "
+            "print('ctty-is-stdin', d == os.fstat(0).st_rdev)\"")
     script = ("for f in 0 1 2; do readlink /proc/self/fd/$f; done; "
               "grep ' /dev/pts ' /proc/self/mountinfo; ls /dev/pts; readlink /dev/ptmx; "
-              "%s sid" % PROBE_IN)
+              "%s sid; %s" % (PROBE_IN, ctty))
     res = run_host(e.argv(["/bin/sh", "-c", script], ["-t"]), timeout=30)
     expect_rc(res, 0)
     lines = res.text.replace("\r", "").splitlines()
@@ -406,6 +411,7 @@ def pty_is_the_sandboxs_own(e):
     expect(sorted(lines[4].split()) == ["0", "ptmx"], "/dev/pts holds %r" % lines[4], res)
     expect(lines[5] == "pts/ptmx", "/dev/ptmx -> %r" % lines[5], res)
     expect("tty ok" in res.text, "/dev/tty does not open: no controlling terminal", res)
+    expect("ctty-is-stdin True" in res.text, "the controlling terminal is not the pty", res)
 
 
 @case
@@ -484,19 +490,23 @@ def policy_key_tty(e):
 
 @case
 def without_tty_no_terminal(e):
-    """Without -t, even with a terminal as airlock's stdio, the command's
-    stdio are pipes, it has no controlling terminal, and no /dev/pts or
-    /dev/ptmx exist inside."""
+    """Without -t, even with a terminal as airlock's stdin and controlling
+    terminal, the command's stdio are pipes, it has no controlling
+    terminal, and no /dev/pts, /dev/ptmx or /dev/tty exist inside."""
     master, slave = os.openpty()
+
+    def ctty():  # airlock's own controlling terminal: the one that must not leak in
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
     try:
         p = subprocess.run(e.argv(["/bin/sh", "-c", "test -t 0 || test -t 1 || echo no-tty; "
-                                   "ls /dev/pts /dev/ptmx 2>&1; %s sid" % PROBE_IN]),
+                                   "ls /dev/pts /dev/ptmx /dev/tty 2>&1; %s sid" % PROBE_IN]),
                            stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           timeout=30)
+                           start_new_session=True, preexec_fn=ctty, timeout=30)
         out = p.stdout.decode()
         expect(p.returncode == 0, "exit %s: %r %r" % (p.returncode, out, p.stderr))
         expect("no-tty" in out, "stdio is a terminal without -t: %r" % out)
-        expect(out.count("No such file") == 2, "/dev/pts or /dev/ptmx exist: %r" % out)
+        expect(out.count("No such file") == 3, "/dev/pts, /dev/ptmx or /dev/tty exist: %r" % out)
         expect("tty ok" not in out, "the command has a controlling terminal: %r" % out)
     finally:
         os.close(master)
