@@ -10,6 +10,7 @@
 #include "gateway/process.h"
 #include "supervisor/meter.h"
 #include "supervisor/supervisor.h"
+#include "supervisor/ttyfilter.h"
 
 /* Where the sandbox's stdout or stderr goes: ours. Written without
  * blocking, so a reader that stops reading (a paused terminal, a full
@@ -60,10 +61,12 @@ struct al_supervisor {
 	bool stdin_poll;    /* stdin is pollable; else copied when the pipe is writable */
 	char in_buf[65536]; /* stdin read but not yet taken by the sandbox */
 	size_t in_len, in_off;
-	bool in_waiting; /* waiting for room in the sandbox's stdin pipe */
-	bool in_eof;	 /* tty: stdin ended, its ^D is being typed */
-	int tty_fd;	 /* tty: the pty's master (stdout_rd and stdin_wr are dups of it) */
-	int tty_peer;	 /* tty, stdin not a terminal: a slave, until the ^D is typed */
+	bool in_waiting;   /* waiting for room in the sandbox's stdin pipe */
+	bool in_eof;	   /* tty: stdin ended, its ^D is being typed */
+	int tty_fd;	   /* tty: the pty's master (stdout_rd and stdin_wr are dups of it) */
+	int tty_peer;	   /* tty, stdin not a terminal: a slave, until the ^D is typed */
+	bool tty_filtered; /* tty to our terminal: OSC 52 and tmux passthrough out */
+	struct al_tty_filter ttyf;
 	struct al_timer *eof_timer; /* looks at what the command has not read yet */
 	bool eof_quiet;		    /* at the last look it had read everything */
 	unsigned eof_lflag;	    /* the pty's c_lflag at the last look */

@@ -242,8 +242,14 @@ static void relay_out(struct al_supervisor *l, int which)
 	if (over)
 		keep = (size_t)(l->plan->output_bytes - used);
 	*count += keep;
-	if (keep)
+	if (keep && which == 0 && l->tty_filtered) {
+		char clean[sizeof(buf) + AL_TTY_HELD_MAX];
+		size_t m = al_tty_filter(&l->ttyf, buf, keep, clean);
+		if (m)
+			send_out(l, which, clean, m);
+	} else if (keep) {
 		send_out(l, which, buf, keep);
+	}
 	if (over && *src_fd(l, which) >= 0)
 		cut_output(l, which);
 }
@@ -507,6 +513,9 @@ int al_sup_stdio_terminal(struct al_supervisor *l, int fd, struct al_error *err)
 		al_debug("ignoring: TIOCGPTPEER: %s (the ^D at the end of stdin is typed at once)",
 			 strerror(errno));
 	al_sup_stdio_resize(l);
+	/* To a terminal (emulator): without the sequences that reach past
+	 * its screen (ttyfilter.h). To a pipe or file: the bytes as they are. */
+	l->tty_filtered = !l->io.output && l->io.stdout_fd >= 0 && isatty(l->io.stdout_fd);
 	if (!(l->w_src[0] = al_loop_add(l->ev, l->stdout_rd, EPOLLIN, on_src, l)))
 		return al_error_setsys(err, errno, "epoll_ctl(the pty's master)");
 	return stdin_start(l, err);
@@ -514,6 +523,10 @@ int al_sup_stdio_terminal(struct al_supervisor *l, int fd, struct al_error *err)
 
 void al_sup_stdio_close(struct al_supervisor *l)
 {
+	if (l->ttyf.dropped)
+		al_debug("took %llu bytes of clipboard and passthrough sequences out of the pty's "
+			 "output",
+			 l->ttyf.dropped);
 	out_close(&l->out[0]);
 	out_close(&l->out[1]);
 	al_watch_removep(&l->w_stdin);

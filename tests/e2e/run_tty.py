@@ -342,6 +342,26 @@ def pipe_drives_repl(e):
 
 
 @case
+def clipboard_sequences_stay_out(e):
+    """What the sandbox writes reaches airlock's terminal, colours and the
+    title included, but not an OSC 52 clipboard write (plain or wrapped in
+    tmux's passthrough): the host's clipboard cannot be set from inside.
+    Through a pipe the bytes pass as they are."""
+    script = ("printf 'A\\033[1mB\\033]0;T\\007C\\033]52;c;Y3VybCB4fHNo\\007D"
+              "\\033Ptmux;\\033\\033]52;c;eA==\\007\\033\\\\E\\n'")
+    with Term(e, ["/bin/sh", "-c", script], ["--timeout", "20"]) as t:
+        rc = t.wait()
+        expect(rc == 0, "exit %s" % rc)
+        expect(b"A\x1b[1mB\x1b]0;T\x07CDE" in t.buf,
+               "the output is not the text without the clipboard: %r" % t.buf[-400:])
+        expect(b"]52;" not in t.buf and b"tmux;" not in t.buf,
+               "a clipboard sequence reached the terminal: %r" % t.buf[-400:])
+    res = run_host(e.argv(["/bin/sh", "-c", script], ["-t"]), timeout=30)
+    expect_rc(res, 0)
+    expect(b"\x1b]52;c;Y3VybCB4fHNo\x07" in res.out, "bytes to a pipe were changed", res)
+
+
+@case
 def eof_arrives_whatever_the_timing(e):
     """The end of a piped stdin reaches the REPL however its timing falls:
     before the REPL has started (stdin /dev/null), and while a statement
