@@ -61,12 +61,14 @@ struct al_supervisor {
 	bool stdin_poll;    /* stdin is pollable; else copied when the pipe is writable */
 	char in_buf[65536]; /* stdin read but not yet taken by the sandbox */
 	size_t in_len, in_off;
-	bool in_waiting;   /* waiting for room in the sandbox's stdin pipe */
-	bool in_eof;	   /* tty: stdin ended, its ^D is being typed */
-	int tty_fd;	   /* tty: the pty's master (stdout_rd and stdin_wr are dups of it) */
-	int tty_peer;	   /* tty, stdin not a terminal: a slave, until the ^D is typed */
-	bool tty_filtered; /* tty to our terminal: OSC 52 and tmux passthrough out */
-	struct al_tty_filter ttyf;
+	bool in_waiting; /* waiting for room in the sandbox's stdin pipe */
+	bool in_eof;	 /* tty: stdin ended, its ^D is being typed */
+	int tty_fd;	 /* tty: the pty's master (stdout_rd and stdin_wr are dups of it) */
+	int tty_peer;	 /* tty, stdin not a terminal: a slave, until the ^D is typed */
+	/* Our stdout, stderr is a terminal: what the sandbox writes there is
+	 * re-encoded with only what acts on the screen (ttyfilter.h). */
+	bool filtered[2];
+	struct al_tty_filter ttyf[2];
 	struct al_timer *eof_timer; /* looks at what the command has not read yet */
 	bool eof_quiet;		    /* at the last look it had read everything */
 	unsigned eof_lflag;	    /* the pty's c_lflag at the last look */

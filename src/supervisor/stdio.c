@@ -242,9 +242,9 @@ static void relay_out(struct al_supervisor *l, int which)
 	if (over)
 		keep = (size_t)(l->plan->output_bytes - used);
 	*count += keep;
-	if (keep && which == 0 && l->tty_filtered) {
+	if (keep && l->filtered[which]) {
 		char clean[sizeof(buf) + AL_TTY_HELD_MAX];
-		size_t m = al_tty_filter(&l->ttyf, buf, keep, clean);
+		size_t m = al_tty_filter(&l->ttyf[which], buf, keep, clean);
 		if (m)
 			send_out(l, which, clean, m);
 	} else if (keep) {
@@ -475,6 +475,10 @@ int al_sup_stdio_start(struct al_supervisor *l, struct al_error *err)
 {
 	out_open(l, &l->out[0], 0, l->io.stdout_fd);
 	out_open(l, &l->out[1], 1, l->io.stderr_fd);
+	/* To a terminal (emulator), with a pty or pipes: only what acts on its
+	 * screen (ttyfilter.h). To a pipe or a file: the bytes as they are. */
+	l->filtered[0] = !l->io.output && l->io.stdout_fd >= 0 && isatty(l->io.stdout_fd);
+	l->filtered[1] = !l->io.output && l->io.stderr_fd >= 0 && isatty(l->io.stderr_fd);
 	/* With a terminal there are no pipes: al_sup_stdio_terminal() starts
 	 * the relay once the sandbox hands over the pty. */
 	if ((l->stdout_rd >= 0 &&
@@ -513,9 +517,6 @@ int al_sup_stdio_terminal(struct al_supervisor *l, int fd, struct al_error *err)
 		al_debug("ignoring: TIOCGPTPEER: %s (the ^D at the end of stdin is typed at once)",
 			 strerror(errno));
 	al_sup_stdio_resize(l);
-	/* To a terminal (emulator): without the sequences that reach past
-	 * its screen (ttyfilter.h). To a pipe or file: the bytes as they are. */
-	l->tty_filtered = !l->io.output && l->io.stdout_fd >= 0 && isatty(l->io.stdout_fd);
 	if (!(l->w_src[0] = al_loop_add(l->ev, l->stdout_rd, EPOLLIN, on_src, l)))
 		return al_error_setsys(err, errno, "epoll_ctl(the pty's master)");
 	return stdin_start(l, err);
@@ -523,10 +524,9 @@ int al_sup_stdio_terminal(struct al_supervisor *l, int fd, struct al_error *err)
 
 void al_sup_stdio_close(struct al_supervisor *l)
 {
-	if (l->ttyf.dropped)
-		al_debug("took %llu bytes of clipboard and passthrough sequences out of the pty's "
-			 "output",
-			 l->ttyf.dropped);
+	if (l->ttyf[0].dropped + l->ttyf[1].dropped)
+		al_debug("left %llu bytes of the sandbox's output out on the way to the terminal",
+			 l->ttyf[0].dropped + l->ttyf[1].dropped);
 	out_close(&l->out[0]);
 	out_close(&l->out[1]);
 	al_watch_removep(&l->w_stdin);

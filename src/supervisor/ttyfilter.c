@@ -1,36 +1,122 @@
-/* ttyfilter.h: a small state machine over the pty's output. */
+/* ttyfilter.h: a re-encoder, not a blacklist. The sandbox's bytes are
+ * parsed into what a terminal would see; only what is on the list below is
+ * written out, and always in one canonical spelling (complete, 7-bit,
+ * BEL-terminated, no control byte inside), so that no emulator's quirks
+ * (C0 skipped inside a sequence, leading zeros, C1 bytes, a released prefix
+ * joined to what follows) can make it read something else:
+ * - text: printable ASCII, and UTF-8 that is well formed and not a C1
+ *   control (U+0080..U+009F); anything else becomes '?';
+ * - C0 controls BEL, BS, HT, LF, VT, FF, CR;
+ * - CSI sequences (parameters, intermediates, a final byte), at most
+ *   AL_TTY_SEQ_MAX bytes;
+ * - two-byte and intermediate ESC sequences (ESC 7, ESC 8, ESC M, ESC ( B,
+ *   ESC =, ...), but not the ones that open a string (ESC ] P X ^ _);
+ * - OSC 0, 1, 2 (titles), 4, 10-19, 104, 110-119 (colours), 7 (working
+ *   directory), 8 (hyperlinks), 9 and 777 (notifications), 133 (prompt
+ *   marks), written as "ESC ] N ; text BEL" with printable text only.
+ * Everything else is dropped whole: other OSCs (52, the clipboard; 1337,
+ * 5113, 5522: files and clipboards), every DCS (tmux's passthrough,
+ * kitty's remote control, sixel), APC (kitty graphics, which can read host
+ * files), PM, SOS, C1 controls. */
 #include "supervisor/ttyfilter.h"
 
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
-#define ESC '\033'
-#define BEL '\007'
+#define ESC 0x1b
+#define BEL 0x07
+#define CAN 0x18
+#define SUB 0x1a
 
 enum {
-	S_TEXT,	    /* passing through */
-	S_ESC,	    /* held: ESC */
-	S_OSC,	    /* held: ESC ] and the digits so far */
-	S_DCS,	    /* held: ESC P and a prefix of "tmux;" */
-	S_DROP,	    /* inside OSC 52: until BEL or ESC \ */
-	S_DROP_ESC, /* inside OSC 52, after an ESC */
-	S_TMUX,	    /* inside tmux's passthrough: until an ESC \ not doubled */
-	S_TMUX_ESC, /* inside it, after an ESC */
+	S_TEXT,
+	S_UTF8,	    /* inside a UTF-8 sequence: need more continuation bytes */
+	S_ESC,	    /* after ESC (and maybe intermediates, in seq) */
+	S_CSI,	    /* ESC [ and what came of it, in seq */
+	S_CSI_SKIP, /* a CSI too long to keep: until its final byte */
+	S_OSC_NUM,  /* ESC ] and digits */
+	S_OSC_TEXT, /* a kept OSC's text, in seq */
+	S_STRING,   /* a dropped OSC, DCS, APC, PM or SOS: until BEL (OSC) or ST */
+	S_STRING_ESC,
 };
 
-static const char tmux[] = "tmux;";
-
-static void emit_held(struct al_tty_filter *f, char *out, size_t *o)
+/* The OSC codes written out. */
+static bool osc_kept(unsigned n)
 {
-	memcpy(out + *o, f->held, f->n_held);
-	*o += f->n_held;
-	f->n_held = 0;
+	return n <= 2 || n == 4 || n == 7 || n == 8 || n == 9 || (n >= 10 && n <= 19) || n == 104 ||
+	       (n >= 110 && n <= 119) || n == 133 || n == 777;
 }
 
-/* The held start turned out to be something else: out it goes, and c is
- * looked at again from the text state. */
-static int release(struct al_tty_filter *f, char *out, size_t *o)
+static void put(struct al_tty_filter *f, char *out, size_t *o, const char *s, size_t n)
 {
-	emit_held(f, out, o);
+	(void)f;
+	memcpy(out + *o, s, n);
+	*o += n;
+}
+
+static void drop(struct al_tty_filter *f, size_t n)
+{
+	f->dropped += n;
+}
+
+/* A sequence in seq could not be kept: its bytes count as dropped. */
+static void drop_seq(struct al_tty_filter *f)
+{
+	drop(f, f->n_seq);
+	f->n_seq = 0;
+}
+
+static bool seq_add(struct al_tty_filter *f, unsigned char c)
+{
+	if (f->n_seq >= AL_TTY_SEQ_MAX)
+		return false;
+	f->seq[f->n_seq++] = (char)c;
+	return true;
+}
+
+/* ESC seen: what a terminal does with each byte after it. */
+static int after_esc(struct al_tty_filter *f, unsigned char c, char *out, size_t *o)
+{
+	if (c == '[') {
+		f->n_seq = 0;
+		seq_add(f, ESC);
+		seq_add(f, '[');
+		return S_CSI;
+	}
+	if (c == ']') {
+		drop(f, 2);
+		f->osc = 0;
+		f->osc_digits = 0;
+		return S_OSC_NUM;
+	}
+	if (c == 'P' || c == 'X' || c == '^' || c == '_') {
+		drop(f, 2);
+		f->string_is_osc = false;
+		return S_STRING;
+	}
+	if (c == ESC) { /* the first ESC came to nothing; this one starts anew */
+		drop_seq(f);
+		seq_add(f, ESC);
+		return S_ESC;
+	}
+	if (c >= 0x20 && c <= 0x2f) { /* an intermediate: more to come */
+		if (!seq_add(f, c)) {
+			drop_seq(f);
+			return S_TEXT;
+		}
+		return S_ESC;
+	}
+	if (c >= 0x30 && c <= 0x7e) { /* a final byte: the sequence is whole */
+		seq_add(f, c);
+		put(f, out, o, f->seq, f->n_seq);
+		f->n_seq = 0;
+		return S_TEXT;
+	}
+	/* Anything else (a control, DEL, a high byte) ends it unkept. */
+	drop_seq(f);
+	drop(f, 1);
 	return S_TEXT;
 }
 
@@ -39,76 +125,155 @@ size_t al_tty_filter(struct al_tty_filter *f, const char *in, size_t n, char *ou
 	size_t o = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		char c = in[i];
-	again:
+		unsigned char c = (unsigned char)in[i];
+
 		switch (f->state) {
 		case S_TEXT:
+		text:
 			if (c == ESC) {
-				f->held[0] = c;
-				f->n_held = 1;
+				f->n_seq = 0;
+				seq_add(f, ESC);
 				f->state = S_ESC;
+			} else if ((c >= 0x20 && c < 0x7f) || c == BEL ||
+				   (c >= 0x08 && c <= 0x0d)) {
+				out[o++] = (char)c;
+			} else if (c >= 0xc2 && c <= 0xf4) {
+				f->utf8[0] = (char)c;
+				f->n_utf8 = 1;
+				f->utf8_need = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : 1;
+				f->state = S_UTF8;
+			} else if (c >= 0x80) {
+				out[o++] = '?'; /* a stray or overlong byte, or a C1 control */
+				drop(f, 1);
 			} else {
-				out[o++] = c;
+				drop(f, 1); /* other C0 controls and DEL */
+			}
+			break;
+		case S_UTF8:
+			if ((c & 0xc0) != 0x80) {
+				out[o++] = '?';
+				drop(f, f->n_utf8);
+				f->state = S_TEXT;
+				goto text;
+			}
+			f->utf8[f->n_utf8++] = (char)c;
+			if (f->n_utf8 == 2) {
+				unsigned char b0 = (unsigned char)f->utf8[0];
+				/* C1 (C2 80..9F), overlong 3- and 4-byte forms,
+				 * surrogates, past U+10FFFF */
+				if ((b0 == 0xc2 && c < 0xa0) || (b0 == 0xe0 && c < 0xa0) ||
+				    (b0 == 0xed && c > 0x9f) || (b0 == 0xf0 && c < 0x90) ||
+				    (b0 == 0xf4 && c > 0x8f)) {
+					out[o++] = '?';
+					drop(f, 2);
+					f->state = S_TEXT;
+					break;
+				}
+			}
+			if (--f->utf8_need == 0) {
+				put(f, out, &o, f->utf8, f->n_utf8);
+				f->state = S_TEXT;
 			}
 			break;
 		case S_ESC:
-			if (c == ']' || c == 'P') {
-				f->held[f->n_held++] = c;
-				f->state = c == ']' ? S_OSC : S_DCS;
-			} else {
-				f->state = release(f, out, &o);
-				goto again;
-			}
+			f->state = after_esc(f, c, out, &o);
 			break;
-		case S_OSC:
-			/* "ESC ] 52 ;": the clipboard. Anything else is let go
-			 * as soon as it cannot be that. */
-			if (f->n_held == 2 && c == '5') {
-				f->held[f->n_held++] = c;
-			} else if (f->n_held == 3 && c == '2') {
-				f->held[f->n_held++] = c;
-			} else if (f->n_held == 4 && c == ';') {
-				f->dropped += f->n_held + 1;
-				f->n_held = 0;
-				f->state = S_DROP;
-			} else {
-				f->state = release(f, out, &o);
-				goto again;
-			}
-			break;
-		case S_DCS:
-			if (c == tmux[f->n_held - 2]) {
-				f->held[f->n_held++] = c;
-				if (f->n_held - 2 == sizeof(tmux) - 1) {
-					f->dropped += f->n_held;
-					f->n_held = 0;
-					f->state = S_TMUX;
+		case S_CSI:
+			if (c >= 0x20 && c <= 0x3f) { /* parameters and intermediates */
+				if (!seq_add(f, c)) {
+					drop_seq(f);
+					drop(f, 1);
+					f->state = S_CSI_SKIP;
 				}
+			} else if (c >= 0x40 && c <= 0x7e) {
+				seq_add(f, c);
+				put(f, out, &o, f->seq, f->n_seq);
+				f->n_seq = 0;
+				f->state = S_TEXT;
 			} else {
-				f->state = release(f, out, &o);
-				goto again;
+				drop_seq(f);
+				f->state = S_TEXT;
+				if (c == ESC || c == CAN || c == SUB)
+					drop(f, 1);
+				else
+					goto text;
 			}
 			break;
-		case S_DROP:
-			f->dropped++;
-			if (c == BEL)
+		case S_CSI_SKIP:
+			drop(f, 1);
+			if ((c >= 0x40 && c <= 0x7e) || c == CAN || c == SUB)
 				f->state = S_TEXT;
-			else if (c == ESC)
-				f->state = S_DROP_ESC;
+			else if (c == ESC) {
+				/* what terminals do too: ESC aborts it and starts anew */
+				f->dropped--;
+				f->n_seq = 0;
+				seq_add(f, ESC);
+				f->state = S_ESC;
+			}
 			break;
-		case S_DROP_ESC:
-			f->dropped++;
-			f->state = c == '\\' ? S_TEXT : c == ESC ? S_DROP_ESC : S_DROP;
+		case S_OSC_NUM:
+			if (c >= '0' && c <= '9' && f->osc_digits < 4) {
+				f->osc = f->osc * 10 + (c - '0');
+				f->osc_digits++;
+				drop(f, 1);
+			} else if (c == ';' && f->osc_digits > 0 && osc_kept(f->osc)) {
+				drop(f, 1);
+				f->n_seq = 0;
+				f->state = S_OSC_TEXT;
+			} else {
+				f->string_is_osc = true;
+				f->state = S_STRING;
+				i--; /* this byte belongs to the dropped string */
+			}
 			break;
-		case S_TMUX:
-			f->dropped++;
+		case S_OSC_TEXT:
+			if (c == BEL || c == ESC) {
+				/* Out in the canonical form, whichever way it ended
+				 * (ESC is taken as the start of its ST). */
+				char head[16];
+				int len = snprintf(head, sizeof(head), "\033]%u;", f->osc);
+				put(f, out, &o, head, (size_t)len);
+				put(f, out, &o, f->seq, f->n_seq);
+				out[o++] = BEL;
+				f->n_seq = 0;
+				f->state = c == ESC ? S_STRING_ESC : S_TEXT;
+				f->string_is_osc = true;
+				if (c == ESC)
+					f->osc_st_pending = true;
+			} else if (c >= 0x20 && c < 0x7f && f->n_seq < AL_TTY_SEQ_MAX) {
+				f->seq[f->n_seq++] = (char)c;
+			} else {
+				/* a control, a high byte or too long: dropped whole */
+				drop_seq(f);
+				drop(f, 1);
+				f->string_is_osc = true;
+				f->state = c == CAN || c == SUB ? S_TEXT : S_STRING;
+			}
+			break;
+		case S_STRING:
+			drop(f, 1);
 			if (c == ESC)
-				f->state = S_TMUX_ESC;
+				f->state = S_STRING_ESC;
+			else if ((c == BEL && f->string_is_osc) || c == CAN || c == SUB)
+				f->state = S_TEXT;
 			break;
-		case S_TMUX_ESC:
-			/* ESC ESC is an escaped ESC of the sequence inside. */
-			f->dropped++;
-			f->state = c == '\\' ? S_TEXT : S_TMUX;
+		case S_STRING_ESC:
+			if (f->osc_st_pending) {
+				/* the ESC after a kept OSC's text: its '\' is ours
+				 * to swallow; anything else starts anew */
+				f->osc_st_pending = false;
+				if (c == '\\') {
+					drop(f, 1);
+					f->state = S_TEXT;
+					break;
+				}
+				f->n_seq = 0;
+				seq_add(f, ESC);
+				f->state = after_esc(f, c, out, &o);
+				break;
+			}
+			drop(f, 1);
+			f->state = c == '\\' ? S_TEXT : c == ESC ? S_STRING_ESC : S_STRING;
 			break;
 		}
 	}

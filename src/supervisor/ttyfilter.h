@@ -1,24 +1,31 @@
-/* What the sandbox's pty writes, on its way to airlock's own terminal,
- * with the two escape sequences taken out that reach past the terminal's
- * screen: OSC 52 (set or read the host's clipboard) and tmux's DCS
- * passthrough (`ESC P tmux; ... ESC \`, which sends sequences around tmux
- * to the terminal outside). Everything else passes as it is, as with
- * `ssh -t`. Pure: a state carried across chunks, no system call. Only the
- * 7-bit forms are recognized; the 8-bit C1 forms (0x9d, 0x90) are UTF-8
- * continuation bytes to a UTF-8 terminal, which does not act on them. */
+/* What the sandbox writes, on its way to airlock's own terminal: parsed as
+ * a terminal would and written out again with only the text, controls and
+ * escape sequences that act on the screen, each in one canonical spelling.
+ * What reaches past the screen (the clipboard, files, tmux's passthrough,
+ * remote control, graphics from host paths) never gets there; ttyfilter.c
+ * has the list. Pure: a state carried across chunks, no system call. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
-/* The longest start of a sequence that is held back until it is known:
- * "ESC ] 5 2" + digits, "ESC P tmux;". */
-#define AL_TTY_HELD_MAX 8
+/* The longest sequence (CSI, or a kept OSC's text) written out; longer
+ * ones are dropped. */
+#define AL_TTY_SEQ_MAX 512
+/* What one call may write beyond its input's length: a sequence held from
+ * earlier chunks and its framing. */
+#define AL_TTY_HELD_MAX (AL_TTY_SEQ_MAX + 16)
 
 struct al_tty_filter {
 	int state;
-	char held[AL_TTY_HELD_MAX]; /* a start not yet decided */
-	size_t n_held;
-	unsigned long long dropped; /* bytes taken out so far */
+	char seq[AL_TTY_SEQ_MAX]; /* the sequence being read */
+	size_t n_seq;
+	char utf8[4];
+	unsigned n_utf8, utf8_need;
+	unsigned osc, osc_digits;
+	bool string_is_osc;	    /* a dropped string that BEL also ends */
+	bool osc_st_pending;	    /* a kept OSC ended at ESC: its '\' follows */
+	unsigned long long dropped; /* bytes left out so far */
 };
 
 /* Filter n bytes of in into out (room for n + AL_TTY_HELD_MAX bytes);

@@ -345,8 +345,9 @@ def pipe_drives_repl(e):
 def clipboard_sequences_stay_out(e):
     """What the sandbox writes reaches airlock's terminal, colours and the
     title included, but not an OSC 52 clipboard write (plain or wrapped in
-    tmux's passthrough): the host's clipboard cannot be set from inside.
-    Through a pipe the bytes pass as they are."""
+    tmux's passthrough): the host's clipboard cannot be set from inside,
+    with -t or without (stdout and stderr a terminal). Through a pipe the
+    bytes pass as they are."""
     script = ("printf 'A\\033[1mB\\033]0;T\\007C\\033]52;c;Y3VybCB4fHNo\\007D"
               "\\033Ptmux;\\033\\033]52;c;eA==\\007\\033\\\\E\\n'")
     with Term(e, ["/bin/sh", "-c", script], ["--timeout", "20"]) as t:
@@ -359,6 +360,24 @@ def clipboard_sequences_stay_out(e):
     res = run_host(e.argv(["/bin/sh", "-c", script], ["-t"]), timeout=30)
     expect_rc(res, 0)
     expect(b"\x1b]52;c;Y3VybCB4fHNo\x07" in res.out, "bytes to a pipe were changed", res)
+    # Without -t, to airlock's stdout and stderr that are a terminal: the
+    # same (the sandbox writes pipes; airlock's side is what counts).
+    master, slave = os.openpty()
+    try:
+        p = subprocess.run(e.argv(["/bin/sh", "-c", script + "; " + script + " >&2"]),
+                           stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, timeout=30)
+        expect(p.returncode == 0, "exit %s without -t" % p.returncode)
+        got = b""
+        while select.select([master], [], [], 0.2)[0]:
+            chunk = os.read(master, 65536)
+            if not chunk:
+                break
+            got += chunk
+        expect(got.count(b"CDE") == 2 and b"]52;" not in got and b"tmux;" not in got,
+               "without -t the clipboard reached the terminal: %r" % got[-400:])
+    finally:
+        os.close(master)
+        os.close(slave)
 
 
 @case
