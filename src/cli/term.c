@@ -20,9 +20,13 @@ static volatile sig_atomic_t raw_on;
 
 /* What a full-screen program killed mid-way leaves set in the terminal
  * emulator: mouse reporting, bracketed paste, focus events, a hidden
- * cursor, the alternate screen, another character set, colours. */
+ * cursor, the alternate screen, another character set, colours, keyboard
+ * modes. */
 static const char reset[] = "\033[?1000l\033[?1002l\033[?1003l\033[?1006l\033[?2004l"
-			    "\033[?1004l\033[?25h\033[?1049l\033(B\033[0m";
+			    "\033[?1004l\033[?25h\033[?1049l\033(B\033[0m"
+			    /* keyboard modes: kitty's flags, modifyOtherKeys, the
+			     * keyboard lock, local echo off */
+			    "\033[<u\033[>4m\033[2l\033[12h";
 
 void al_cli_term_restore(void)
 {

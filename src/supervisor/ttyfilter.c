@@ -9,8 +9,12 @@
  * - C0 controls BEL, BS, HT, LF, VT, FF, CR;
  * - CSI sequences (parameters, intermediates, a final byte), at most
  *   AL_TTY_SEQ_MAX bytes;
- * - two-byte and intermediate ESC sequences (ESC 7, ESC 8, ESC M, ESC ( B,
- *   ESC =, ...), but not the ones that open a string (ESC ] P X ^ _);
+ * - the plain ESC sequences full-screen programs use: ESC 7, ESC 8 (save
+ *   and restore the cursor), ESC D, ESC E, ESC M, ESC H, ESC c, ESC =,
+ *   ESC >, and ESC ( or ESC ) with 0, A or B (line drawing, ASCII). Not
+ *   the ones that change how later bytes are read: ESC % (leaving UTF-8,
+ *   after which UTF-8's continuation bytes would be C1 controls), ESC SP
+ *   (8-bit controls), nor the ones that open a string (ESC ] P X ^ _);
  * - OSC 0, 1, 2 (titles), 4, 10-19, 104, 110-119 (colours), 7 (working
  *   directory), 8 (hyperlinks), 9 and 777 (notifications), 133 (prompt
  *   marks), written as "ESC ] N ; text BEL" with printable text only.
@@ -32,13 +36,15 @@
 
 enum {
 	S_TEXT,
-	S_UTF8,	    /* inside a UTF-8 sequence: need more continuation bytes */
-	S_ESC,	    /* after ESC (and maybe intermediates, in seq) */
-	S_CSI,	    /* ESC [ and what came of it, in seq */
-	S_CSI_SKIP, /* a CSI too long to keep: until its final byte */
-	S_OSC_NUM,  /* ESC ] and digits */
-	S_OSC_TEXT, /* a kept OSC's text, in seq */
-	S_STRING,   /* a dropped OSC, DCS, APC, PM or SOS: until BEL (OSC) or ST */
+	S_UTF8,		/* inside a UTF-8 sequence: need more continuation bytes */
+	S_ESC,		/* after ESC (and maybe intermediates, in seq) */
+	S_CSI,		/* ESC [ and what came of it, in seq */
+	S_CSI_SKIP,	/* a CSI too long to keep: until its final byte */
+	S_ESC_SKIP,	/* an ESC sequence with more intermediates: until its final */
+	S_OSC_NUM,	/* ESC ] and digits */
+	S_OSC_TEXT,	/* a kept OSC's text, in seq */
+	S_OSC_TEXT_ESC, /* it, then ESC: ST if '\' follows */
+	S_STRING,	/* a dropped OSC, DCS, APC, PM or SOS: until BEL (OSC) or ST */
 	S_STRING_ESC,
 };
 
@@ -76,6 +82,57 @@ static bool seq_add(struct al_tty_filter *f, unsigned char c)
 	return true;
 }
 
+/* A kept OSC, whole, in the canonical form "ESC ] N ; text BEL". A
+ * hyperlink (OSC 8 ; params ; URI) only to the web or mail: a file: link
+ * one click opens could run what the sandbox wrote. */
+static void emit_osc(struct al_tty_filter *f, char *out, size_t *o)
+{
+	char head[16];
+	int len;
+
+	if (f->osc == 8) {
+		const char *uri = memchr(f->seq, ';', f->n_seq);
+		size_t rest = uri ? f->n_seq - (size_t)(uri + 1 - f->seq) : 0;
+		uri = uri ? uri + 1 : NULL;
+		if (!uri || (rest && !(rest >= 7 && strncmp(uri, "http://", 7) == 0) &&
+			     !(rest >= 8 && strncmp(uri, "https://", 8) == 0) &&
+			     !(rest >= 7 && strncmp(uri, "mailto:", 7) == 0))) {
+			drop_seq(f);
+			return;
+		}
+	}
+	len = snprintf(head, sizeof(head), "\033]%u;", f->osc);
+	put(f, out, o, head, (size_t)len);
+	put(f, out, o, f->seq, f->n_seq);
+	out[(*o)++] = BEL;
+	f->n_seq = 0;
+}
+
+/* A whole CSI in seq: all of them but leaving ANSI mode for VT52
+ * (CSI ? 2 l), after which no CSI, the end's resets included, would work. */
+static bool csi_kept(const char *seq, size_t n)
+{
+	if (n < 4 || seq[2] != '?' || seq[n - 1] != 'l')
+		return true;
+	for (size_t i = 3; i + 1 < n;) {
+		size_t j = i;
+		while (j + 1 < n && seq[j] != ';')
+			j++;
+		if (j - i == 1 && seq[i] == '2')
+			return false;
+		i = j + 1;
+	}
+	return true;
+}
+
+/* A whole plain ESC sequence (ESC, at most one intermediate, a final). */
+static bool esc_kept(const char *seq, size_t n)
+{
+	if (n == 2)
+		return strchr("78DEMHc=>", seq[1]) != NULL;
+	return n == 3 && (seq[1] == '(' || seq[1] == ')') && strchr("0AB", seq[2]) != NULL;
+}
+
 /* ESC seen: what a terminal does with each byte after it. */
 static int after_esc(struct al_tty_filter *f, unsigned char c, char *out, size_t *o)
 {
@@ -102,15 +159,19 @@ static int after_esc(struct al_tty_filter *f, unsigned char c, char *out, size_t
 		return S_ESC;
 	}
 	if (c >= 0x20 && c <= 0x2f) { /* an intermediate: more to come */
-		if (!seq_add(f, c)) {
+		if (f->n_seq > 1 || !seq_add(f, c)) {
 			drop_seq(f);
-			return S_TEXT;
+			drop(f, 1);
+			return S_ESC_SKIP;
 		}
 		return S_ESC;
 	}
 	if (c >= 0x30 && c <= 0x7e) { /* a final byte: the sequence is whole */
 		seq_add(f, c);
-		put(f, out, o, f->seq, f->n_seq);
+		if (esc_kept(f->seq, f->n_seq))
+			put(f, out, o, f->seq, f->n_seq);
+		else
+			drop(f, f->n_seq);
 		f->n_seq = 0;
 		return S_TEXT;
 	}
@@ -187,7 +248,10 @@ size_t al_tty_filter(struct al_tty_filter *f, const char *in, size_t n, char *ou
 				}
 			} else if (c >= 0x40 && c <= 0x7e) {
 				seq_add(f, c);
-				put(f, out, &o, f->seq, f->n_seq);
+				if (csi_kept(f->seq, f->n_seq))
+					put(f, out, &o, f->seq, f->n_seq);
+				else
+					drop(f, f->n_seq);
 				f->n_seq = 0;
 				f->state = S_TEXT;
 			} else {
@@ -198,6 +262,13 @@ size_t al_tty_filter(struct al_tty_filter *f, const char *in, size_t n, char *ou
 				else
 					goto text;
 			}
+			break;
+		case S_ESC_SKIP:
+			drop(f, 1);
+			if (c >= 0x30 && c <= 0x7e)
+				f->state = S_TEXT;
+			else if (c < 0x20 || c > 0x7e)
+				f->state = S_TEXT; /* ends it; dropped with it */
 			break;
 		case S_CSI_SKIP:
 			drop(f, 1);
@@ -226,20 +297,27 @@ size_t al_tty_filter(struct al_tty_filter *f, const char *in, size_t n, char *ou
 				i--; /* this byte belongs to the dropped string */
 			}
 			break;
+		case S_OSC_TEXT_ESC:
+			if (c == '\\') {
+				emit_osc(f, out, &o);
+				drop(f, 1);
+				f->state = S_TEXT;
+				break;
+			}
+			/* Not an ST: the OSC came to nothing, and this ESC starts
+			 * anew (never one byte written twice). */
+			drop_seq(f);
+			f->n_seq = 0;
+			seq_add(f, ESC);
+			f->state = after_esc(f, c, out, &o);
+			break;
 		case S_OSC_TEXT:
-			if (c == BEL || c == ESC) {
-				/* Out in the canonical form, whichever way it ended
-				 * (ESC is taken as the start of its ST). */
-				char head[16];
-				int len = snprintf(head, sizeof(head), "\033]%u;", f->osc);
-				put(f, out, &o, head, (size_t)len);
-				put(f, out, &o, f->seq, f->n_seq);
-				out[o++] = BEL;
-				f->n_seq = 0;
-				f->state = c == ESC ? S_STRING_ESC : S_TEXT;
-				f->string_is_osc = true;
-				if (c == ESC)
-					f->osc_st_pending = true;
+			if (c == BEL) {
+				emit_osc(f, out, &o);
+				f->state = S_TEXT;
+			} else if (c == ESC) {
+				drop(f, 1);
+				f->state = S_OSC_TEXT_ESC;
 			} else if (c >= 0x20 && c < 0x7f && f->n_seq < AL_TTY_SEQ_MAX) {
 				f->seq[f->n_seq++] = (char)c;
 			} else {
@@ -258,20 +336,6 @@ size_t al_tty_filter(struct al_tty_filter *f, const char *in, size_t n, char *ou
 				f->state = S_TEXT;
 			break;
 		case S_STRING_ESC:
-			if (f->osc_st_pending) {
-				/* the ESC after a kept OSC's text: its '\' is ours
-				 * to swallow; anything else starts anew */
-				f->osc_st_pending = false;
-				if (c == '\\') {
-					drop(f, 1);
-					f->state = S_TEXT;
-					break;
-				}
-				f->n_seq = 0;
-				seq_add(f, ESC);
-				f->state = after_esc(f, c, out, &o);
-				break;
-			}
 			drop(f, 1);
 			f->state = c == '\\' ? S_TEXT : c == ESC ? S_STRING_ESC : S_STRING;
 			break;

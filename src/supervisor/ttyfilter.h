@@ -24,7 +24,6 @@ struct al_tty_filter {
 	unsigned n_utf8, utf8_need;
 	unsigned osc, osc_digits;
 	bool string_is_osc;	    /* a dropped string that BEL also ends */
-	bool osc_st_pending;	    /* a kept OSC ended at ESC: its '\' follows */
 	unsigned long long dropped; /* bytes left out so far */
 };
 

@@ -18,9 +18,37 @@ static size_t filter_n(const char *in, size_t n, size_t step, char *out)
 	memset(&f, 0, sizeof(f));
 	for (size_t i = 0; i < n; i += step) {
 		size_t k = n - i < step ? n - i : step;
-		len += al_tty_filter(&f, in + i, k, out + len);
+		size_t got = al_tty_filter(&f, in + i, k, out + len);
+		/* the bound stdio.c's buffer relies on */
+		if (got > k + AL_TTY_HELD_MAX)
+			fail_msg("one call of %zu bytes wrote %zu", k, got);
+		len += got;
 	}
 	return len;
+}
+
+/* A review's overflow: "0;" ESC "]" over and over wrote 5 bytes for 4. */
+static void test_output_bound(void **state)
+{
+	static const char *const units[] = {"0;\033]", "\033]0;\0337", "\033]0;\033[m"};
+	size_t n = 65536;
+	char *in = malloc(n), *out = malloc(n + AL_TTY_HELD_MAX);
+
+	(void)state;
+	assert_non_null(in);
+	assert_non_null(out);
+	for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
+		size_t ul = strlen(units[u]);
+		in[0] = 0x1b;
+		in[1] = ']';
+		for (size_t i = 2; i < n; i++)
+			in[i] = units[u][(i - 2) % ul];
+		size_t got = filter_n(in, n, n, out);
+		if (got > n)
+			fail_msg("unit %zu: %zu bytes out of %zu", u, got, n);
+	}
+	free(in);
+	free(out);
 }
 
 /* Whole and in every chunk size, want. */
@@ -50,6 +78,8 @@ static void test_screen_passes(void **state)
 	/* titles and colours, in the canonical spelling */
 	expect_filtered("\033]0;title\007x", "\033]0;title\007x");
 	expect_filtered("\033]2;t\033\\x", "\033]2;t\007x");
+	/* an OSC whose ESC is not an ST comes to nothing; the ESC starts anew */
+	expect_filtered("\033]0;a\033[1mb", "\033[1mb");
 	expect_filtered("\033]8;;http://x.test/\007link\033]8;;\007",
 			"\033]8;;http://x.test/\007link\033]8;;\007");
 	expect_filtered("\033]133;A\007", "\033]133;A\007");
@@ -105,10 +135,28 @@ static void test_no_splice(void **state)
 	expect_filtered("\033]4294967348;c;x\007ok", "ok");
 	expect_filtered("\033]52c;x\007ok", "ok");
 	/* an OSC that is kept does not carry a control inside */
-	expect_filtered("\033]0;a\033]52;c;x\007b", "\033]0;a\007b");
+	expect_filtered("\033]0;a\033]52;c;x\007b", "b");
 	expect_filtered("\033]0;a\001b\007c", "c");
 	/* a CSI interrupted by a control, or too long */
 	expect_filtered("\033[3\n1m", "\n1m");
+	/* ESC sequences that change how later bytes are read: leaving UTF-8
+	 * (its continuation bytes would then be C1: C5 9D would hold an OSC),
+	 * 8-bit controls, other charsets */
+	expect_filtered("\033%@\xc5\x9d"
+			"52;c;x\xc5\x9c",
+			"\xc5\x9d"
+			"52;c;x\xc5\x9c");
+	expect_filtered("\033 Gok", "ok");
+	expect_filtered("\033(Kok\033(0q\033(B", "ok\033(0q\033(B");
+	expect_filtered("\033#8ok", "ok");
+	/* screen's and tmux's title and message strings */
+	expect_filtered("\033kname\033\\ok", "nameok");
+	expect_filtered("\033\"x\033!yok", "ok");
+	/* VT52 mode, after which the end's resets would not work */
+	expect_filtered("\033[?2l\033[?25;2lok\033[?25l", "ok\033[?25l");
+	/* hyperlinks: to the web or mail only */
+	expect_filtered("\033]8;;file:///tmp/x.sh\007click\033]8;;\007", "click\033]8;;\007");
+	expect_filtered("\033]8;id=1;https://x.test/\007a", "\033]8;id=1;https://x.test/\007a");
 }
 
 static unsigned long long rng_state = 0x9e3779b97f4a7c15ull;
@@ -166,6 +214,7 @@ int main(void)
 		cmocka_unit_test(test_past_the_screen_is_dropped),
 		cmocka_unit_test(test_no_splice),
 		cmocka_unit_test(test_random_input),
+		cmocka_unit_test(test_output_bound),
 	};
 	/* clang-format on */
 
