@@ -718,6 +718,11 @@ void al_plan_free(struct al_plan *p)
 	free(p->workdir);
 	free(p->backend);
 	al_allow_free(p->allow);
+	al_allow_free(p->never);
+	al_strv_free(p->never_text);
+	free(p->profile);
+	free(p->operator_sha256);
+	al_decider_conf_free(p->decider);
 	al_strv_free(p->allow_text);
 	free(p->resolver);
 	for (size_t i = 0; i < p->n_hosts; i++)

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "net/allow.h"
 #include "net/layout.h"
+#include "policy/operator.h"
 #include "policy/policy.h"
 
 #define AL_SANDBOX_UID 1000
@@ -179,6 +180,18 @@ struct al_plan {
 	char *resolver;		      /* "IP[:PORT]" or NULL: the host's resolv.conf */
 	struct al_net_limits net_run; /* 0 = no limit */
 	struct al_net_limits net_host;
+	/* The operator policy's "never" rules for this run's profile: the
+	 * gateway refuses a name they match and every resolved or mapped
+	 * address they match, whatever the allow rules say. NULL: none. */
+	struct al_allowlist *never; /* owned */
+	char **never_text;
+
+	/* The operator policy this run is held to (engine.h); NULL, "" and
+	 * NULL when there is none. decider: asked per egress request when
+	 * its egress_path is set (owned copy). */
+	char *profile;
+	char *operator_sha256;
+	struct al_decider_conf *decider;
 
 	/* filesystem */
 	struct al_fs_entry *fs;

@@ -1,0 +1,172 @@
+/* The operator policy: what any run on this machine may ever ask for
+ * (docs/operator-policy.md). The operator writes it once; a task (flags, a
+ * policy file, later an API request) asks, and the engine (engine.h)
+ * intersects the two. Its profiles are named bound sets; a task picks one
+ * with --profile / "profile", and an unnamed task gets "default".
+ *
+ * The parser is strict like the task policy's and reports every error it
+ * finds. The loader (al_operator_load_file) is the one place that touches
+ * the host: it reads the file, checks who may write it, and resolves the
+ * paths the profiles name (realpath, stat), so the engine can stay pure. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "core/error.h"
+#include "net/allow.h"
+
+#define AL_OPERATOR_VERSION	 1
+#define AL_OPERATOR_DEFAULT_FILE "/etc/airlock/operator.json"
+#define AL_OPERATOR_ENV		 "AIRLOCK_OPERATOR_POLICY"
+#define AL_OPERATOR_PROFILE	 "default"
+
+/* The limits a profile bounds, in the task policy's terms (engine.c's
+ * table says which field and flag each is). */
+enum al_op_limit {
+	AL_OPL_TIMEOUT,
+	AL_OPL_SCRATCH,
+	AL_OPL_MEMORY,
+	AL_OPL_PIDS,
+	AL_OPL_CPUS,
+	AL_OPL_CPU_TIME,
+	AL_OPL_OUTPUT,
+	AL_OPL_OPEN_FILES,
+	AL_OPL_FILE_SIZE,
+	AL_OPL_COPY_OUT_SIZE,
+	AL_OPL_COPY_OUT_FILES,
+	AL_OPL_NET_CONNECTIONS,
+	AL_OPL_NET_REQUESTS,
+	AL_OPL_NET_BYTES_OUT,
+	AL_OPL_HOST_CONNECTIONS,
+	AL_OPL_HOST_REQUESTS,
+	AL_OPL_HOST_BYTES_OUT,
+	AL_OPL_COUNT,
+};
+
+/* A ceiling and a default for one limit, in the task policy's units
+ * (bytes, milliseconds, thousandths of a CPU, counts); 0 = not given. */
+struct al_op_bound {
+	uint64_t max;
+	uint64_t def;
+};
+
+/* A host path a profile names: as written, and as the loader resolved it. */
+struct al_op_path {
+	char *path;	/* as written, trailing '/' dropped */
+	char *real;	/* realpath() of it; path itself when it does not exist */
+	bool exists;
+	dev_t dev;	/* when it exists: what the engine compares a mount's identity to */
+	ino_t ino;
+	char *where;	/* its JSON path: "profiles.default.filesystem.ro[0]" */
+};
+
+/* Protections a task may weaken to best-effort ("best_effort"). */
+#define AL_OP_WEAKEN_LANDLOCK	  (1u << 0)
+#define AL_OP_WEAKEN_KERNEL_MEMORY (1u << 1)
+
+struct al_op_profile {
+	char *name;
+	char *where; /* "profiles.NAME" */
+
+	/* filesystem: host paths a task may show read-only (ro, and rw) or
+	 * writable (rw), and paths never shown, which win over both. The
+	 * same bound copy-in (read) and copy-out (written) host paths. */
+	struct al_op_path *ro, *rw, *never;
+	size_t n_ro, n_rw, n_never;
+	/* System directories (sandbox path = host path) a task may name in
+	 * filesystem.system; NULL: airlock's default list. */
+	char **system;
+
+	/* network: rules a task may ask for, rules added to every run, rules
+	 * no run gets (also checked by the gateway against each resolved
+	 * address), and resolvers a task may name. */
+	struct al_allowlist *allow, *always, *never_net;
+	char **always_text, **never_text;
+	char **resolvers; /* "IP[:PORT]" as written; empty: none */
+
+	struct al_op_bound limits[AL_OPL_COUNT];
+
+	/* backends a task may choose (NULL: any this build knows), the
+	 * weakest allowed, and the one an unnamed task gets. */
+	char **backends;
+	char *backend_min;
+	char *backend_default;
+
+	/* env: patterns (fnmatch) of names a task may set, names it may
+	 * never set (win over allow), names it may pass from airlock's own
+	 * environment (--env NAME). */
+	char **env_allow, **env_never, **env_pass;
+
+	unsigned best_effort; /* AL_OP_WEAKEN_* a task may ask for */
+};
+
+/* The optional external decider: a local service speaking Open Policy
+ * Agent's data API (POST PATH with {"input": ...}, answer {"result": ...})
+ * over a Unix socket or loopback HTTP. */
+struct al_decider_conf {
+	char *socket;	     /* a Unix socket's path, or NULL */
+	char *host;	     /* loopback HTTP: "127.0.0.1" or "::1", or NULL */
+	uint16_t port;
+	char *run_path;	     /* "/v1/data/airlock/run": asked once per run; NULL: not */
+	char *egress_path;   /* "/v1/data/airlock/egress": asked per egress request */
+	uint64_t timeout_ms; /* each question; no answer in time = no */
+	unsigned cache_size; /* egress answers kept (0: none) */
+	uint64_t cache_ttl_ms;
+	char *where; /* "decider" */
+};
+
+struct al_decider_conf *al_decider_conf_dup(const struct al_decider_conf *c);
+void al_decider_conf_free(struct al_decider_conf *c);
+
+struct al_operator {
+	char *file;	   /* the file it came from */
+	char sha256[65];   /* of the file's bytes, hex */
+	struct al_op_profile *profiles;
+	size_t n_profiles;
+	struct al_decider_conf *decider; /* NULL: none */
+};
+
+/* Parse an operator policy (JSON, strict, version 1) held in memory; name
+ * is used in messages. Every error found goes to errs, each naming name
+ * and the JSON path. Paths are not resolved (real = path, exists =
+ * false): al_operator_resolve() does that. Returns 0 or the negative errno
+ * of the first error; *ret only on success. */
+int al_operator_parse(const char *name, const char *text, size_t len, struct al_operator **ret,
+		      struct al_errors *errs);
+
+/* Resolve every path the profiles name against the host (realpath, stat):
+ * a path that does not exist is kept as written and can still match. */
+void al_operator_resolve(struct al_operator *op);
+
+/* Which file to read: flag (--operator-policy), else $AIRLOCK_OPERATOR_POLICY,
+ * else /etc/airlock/operator.json when it exists. Returns 0 with *ret a
+ * new string, or NULL when none is named and the default does not exist
+ * (the run is then unbounded); *ret_how says which ("--operator-policy",
+ * "AIRLOCK_OPERATOR_POLICY", "default"). A named file that does not exist
+ * is an error, not "none". */
+int al_operator_find(const char *flag, char **ret, const char **ret_how, struct al_error *err);
+
+/* Read, check and parse path: when airlock runs as root the file (and
+ * every directory above it) must be owned by root and not writable by
+ * group or others, and it must be a regular file reached without a
+ * symbolic link; the message names the file and its mode. Computes
+ * sha256 and resolves the paths. Errors to errs as al_operator_parse(). */
+int al_operator_load_file(const char *path, struct al_operator **ret, struct al_errors *errs);
+
+void al_operator_free(struct al_operator *op);
+static inline void al_operator_freep(struct al_operator **op)
+{
+	al_operator_free(*op);
+}
+
+/* The profile named name, or NULL. */
+const struct al_op_profile *al_operator_profile(const struct al_operator *op, const char *name);
+
+/* The default list of environment names no task may set. */
+extern const char *const al_operator_env_never_default[];
+
+/* Backends in order of strength; -1 for a name this list does not have. */
+int al_backend_strength(const char *name);
