@@ -99,6 +99,26 @@ void al_strv_free(char **v)
 	free(v);
 }
 
+char *al_strv_join(char *const *v, const char *sep)
+{
+	size_t n = 1, sl = strlen(sep);
+	char *out, *p;
+
+	for (size_t i = 0; v && v[i]; i++)
+		n += strlen(v[i]) + sl;
+	p = out = xmalloc(n);
+	for (size_t i = 0; v && v[i]; i++) {
+		if (i) {
+			memcpy(p, sep, sl);
+			p += sl;
+		}
+		memcpy(p, v[i], strlen(v[i]));
+		p += strlen(v[i]);
+	}
+	*p = '\0';
+	return out;
+}
+
 int al_parse_size(const char *s, uint64_t *ret)
 {
 	uint64_t value = 0, mult = 1;

@@ -27,6 +27,8 @@ void al_strv_push(char ***v, const char *s);
 void al_strv_push_take(char ***v, char *s);
 char **al_strv_dup(char *const *v);
 void al_strv_free(char **v);
+/* The strings of v with sep between them: a new string ("" for NULL). */
+char *al_strv_join(char *const *v, const char *sep);
 static inline void al_strv_freep(char ***v)
 {
 	al_strv_free(*v);

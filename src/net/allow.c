@@ -592,3 +592,73 @@ void al_allow_rule_ports(const struct al_allow_rule *r, char *buf, size_t size)
 	else
 		snprintf(buf, size, ":%u-%u", r->port_lo, r->port_hi);
 }
+
+/* The ports of inner are all ports of outer. */
+static bool ports_within(const struct al_allow_rule *inner, const struct al_allow_rule *outer)
+{
+	if (outer->default_ports) {
+		if (inner->default_ports)
+			return true;
+		return inner->port_lo == inner->port_hi &&
+		       (inner->port_lo == 80 || inner->port_lo == 443);
+	}
+	if (inner->default_ports)
+		return outer->port_lo <= 80 && outer->port_hi >= 443;
+	return outer->port_lo <= inner->port_lo && inner->port_hi <= outer->port_hi;
+}
+
+bool al_allow_rule_within(const struct al_allow_rule *inner, const struct al_allow_rule *outer)
+{
+	size_t il, ol;
+
+	if (!ports_within(inner, outer))
+		return false;
+	switch (inner->kind) {
+	case RULE_ADDR:
+		return outer->kind == RULE_ADDR && outer->v4 == inner->v4 &&
+		       outer->prefix <= inner->prefix &&
+		       al_addr_prefix_match(inner->addr.s6_addr, outer->addr.s6_addr,
+					    outer->prefix);
+	case RULE_NAME:
+		return name_matches(outer, inner->name, strlen(inner->name));
+	case RULE_WILDCARD:
+		if (outer->kind != RULE_WILDCARD)
+			return false;
+		/* *.a.example.com lies within *.example.com and itself. */
+		il = strlen(inner->name);
+		ol = strlen(outer->name);
+		return strcmp(inner->name, outer->name) == 0 ||
+		       (il > ol + 1 && inner->name[il - ol - 1] == '.' &&
+			strcmp(inner->name + il - ol, outer->name) == 0);
+	}
+	return false;
+}
+
+const struct al_allow_rule *al_allow_find_within(const struct al_allowlist *l,
+						 const struct al_allow_rule *inner)
+{
+	for (size_t i = 0; l && i < l->n; i++)
+		if (al_allow_rule_within(inner, l->rules[i]))
+			return l->rules[i];
+	return NULL;
+}
+
+bool al_allow_match_addr_any_port(const struct al_allowlist *l, const struct in6_addr *addr,
+				  const struct al_allow_rule **ret_rule)
+{
+	bool v4;
+
+	if (!l || !addr)
+		return false;
+	v4 = al_addr_is_ipv4(addr);
+	for (size_t i = 0; i < l->n; i++) {
+		const struct al_allow_rule *r = l->rules[i];
+		if (r->kind != RULE_ADDR || r->v4 != v4 ||
+		    !al_addr_prefix_match(addr->s6_addr, r->addr.s6_addr, r->prefix))
+			continue;
+		if (ret_rule)
+			*ret_rule = r;
+		return true;
+	}
+	return false;
+}

@@ -139,3 +139,18 @@ void al_allow_rule_ports(const struct al_allow_rule *r, char *buf, size_t size);
 
 /* The rule exactly as given, for audit messages. Borrowed from the list. */
 const char *al_allow_rule_text(const struct al_allow_rule *r);
+
+/* True if everything inner allows, outer allows too: its ports are
+ * outer's, and its host is a name outer's name or wildcard matches, a
+ * wildcard at or below outer's wildcard, or a network inside outer's (same
+ * family). A name is never within an address rule (its address is not
+ * known until it is resolved). */
+bool al_allow_rule_within(const struct al_allow_rule *inner, const struct al_allow_rule *outer);
+
+/* The first rule of l that inner lies within, or NULL. */
+const struct al_allow_rule *al_allow_find_within(const struct al_allowlist *l,
+						 const struct al_allow_rule *inner);
+
+/* True if an address or CIDR rule of l holds addr, whatever its ports. */
+bool al_allow_match_addr_any_port(const struct al_allowlist *l, const struct in6_addr *addr,
+				  const struct al_allow_rule **ret_rule);

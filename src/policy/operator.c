@@ -2,9 +2,17 @@
  * The parser is operator-parse.c. */
 #include "policy/operator.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "core/cleanup.h"
 #include "core/util.h"
 
 struct al_decider_conf *al_decider_conf_dup(const struct al_decider_conf *c)
@@ -33,4 +41,208 @@ void al_decider_conf_free(struct al_decider_conf *c)
 	free(c->egress_path);
 	free(c->where);
 	free(c);
+}
+
+static void paths_free(struct al_op_path *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].path);
+		free(v[i].real);
+		free(v[i].where);
+	}
+	free(v);
+}
+
+static void profile_clear(struct al_op_profile *pr)
+{
+	free(pr->name);
+	free(pr->where);
+	paths_free(pr->ro, pr->n_ro);
+	paths_free(pr->rw, pr->n_rw);
+	paths_free(pr->never, pr->n_never);
+	al_strv_free(pr->system);
+	al_allow_free(pr->allow);
+	al_allow_free(pr->always);
+	al_allow_free(pr->never_net);
+	al_allow_free(pr->hosts_to);
+	al_strv_free(pr->always_text);
+	al_strv_free(pr->never_text);
+	al_strv_free(pr->hosts_text);
+	al_strv_free(pr->resolvers);
+	al_strv_free(pr->backends);
+	free(pr->backend_min);
+	free(pr->backend_default);
+	al_strv_free(pr->env_allow);
+	al_strv_free(pr->env_never);
+	al_strv_free(pr->env_pass);
+}
+
+void al_operator_free(struct al_operator *op)
+{
+	if (!op)
+		return;
+	for (size_t i = 0; i < op->n_profiles; i++)
+		profile_clear(&op->profiles[i]);
+	free(op->profiles);
+	al_decider_conf_free(op->decider);
+	free(op->file);
+	free(op);
+}
+
+const struct al_op_profile *al_operator_profile(const struct al_operator *op, const char *name)
+{
+	for (size_t i = 0; op && i < op->n_profiles; i++)
+		if (strcmp(op->profiles[i].name, name) == 0)
+			return &op->profiles[i];
+	return NULL;
+}
+
+static void resolve_paths(struct al_op_path *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char real[PATH_MAX];
+		struct stat st;
+		if (!realpath(v[i].path, real) || stat(real, &st) < 0)
+			continue; /* kept as written: it still matches that path */
+		free(v[i].real);
+		v[i].real = xstrdup(real);
+		v[i].exists = true;
+		v[i].dev = st.st_dev;
+		v[i].ino = st.st_ino;
+	}
+}
+
+void al_operator_resolve(struct al_operator *op)
+{
+	for (size_t i = 0; i < op->n_profiles; i++) {
+		struct al_op_profile *pr = &op->profiles[i];
+		resolve_paths(pr->ro, pr->n_ro);
+		resolve_paths(pr->rw, pr->n_rw);
+		resolve_paths(pr->never, pr->n_never);
+	}
+}
+
+int al_operator_find(const char *flag, char **ret, const char **ret_how, struct al_error *err)
+{
+	const char *env = getenv(AL_OPERATOR_ENV);
+	struct stat st;
+
+	*ret = NULL;
+	*ret_how = NULL;
+	if (flag) {
+		*ret_how = "--operator-policy";
+		*ret = xstrdup(flag);
+	} else if (env && env[0]) {
+		*ret_how = AL_OPERATOR_ENV;
+		*ret = xstrdup(env);
+	} else if (lstat(AL_OPERATOR_DEFAULT_FILE, &st) == 0) {
+		*ret_how = "default";
+		*ret = xstrdup(AL_OPERATOR_DEFAULT_FILE);
+	} else if (errno != ENOENT) {
+		return al_error_setsys(err, errno, "operator policy %s", AL_OPERATOR_DEFAULT_FILE);
+	}
+	return 0;
+}
+
+static const char *mode_text(mode_t m, char *buf, size_t len)
+{
+	snprintf(buf, len, "%04o", (unsigned)(m & 07777));
+	return buf;
+}
+
+/* As root: the file and every directory above it owned by root and not
+ * writable by group or others (a directory with the sticky bit may be
+ * writable by all: others cannot rename what root owns there), reached
+ * without a symbolic link. */
+static int check_trusted(const char *path, struct al_errors *errs)
+{
+	_cleanup_free_ char *copy = xstrdup(path);
+	char mode[8];
+	struct stat st;
+
+	if (path[0] != '/')
+		return al_errors_add(errs, EINVAL, path, NULL,
+				     "the operator policy must be named by an absolute path");
+	for (char *p = copy + 1;; p++) {
+		bool last = *p == '\0';
+		if (*p != '/' && !last)
+			continue;
+		*p = '\0';
+		if (lstat(copy, &st) < 0)
+			return al_errors_add(errs, errno, path, NULL, "%s: %s", copy,
+					     strerror(errno));
+		if (S_ISLNK(st.st_mode))
+			return al_errors_add(errs, EPERM, path, NULL,
+					     "%s is a symbolic link: the operator policy must be "
+					     "reached without one",
+					     copy);
+		if (last && !S_ISREG(st.st_mode))
+			return al_errors_add(errs, EINVAL, path, NULL, "not a regular file");
+		if (st.st_uid != 0)
+			return al_errors_add(errs, EPERM, path, NULL,
+					     "%s is owned by uid %u (mode %s), not root: whoever "
+					     "owns it could change the bounds",
+					     copy, (unsigned)st.st_uid,
+					     mode_text(st.st_mode, mode, sizeof(mode)));
+		if ((st.st_mode & 022) && !(!last && (st.st_mode & S_ISVTX)))
+			return al_errors_add(errs, EPERM, path, NULL,
+					     "%s has mode %s: writable by %s, who could change the "
+					     "bounds (chmod go-w)",
+					     copy, mode_text(st.st_mode, mode, sizeof(mode)),
+					     st.st_mode & 002 ? "anyone" : "its group");
+		if (last)
+			break;
+		*p = '/';
+	}
+	return 0;
+}
+
+#define OPERATOR_FILE_MAX (4u << 20)
+
+int al_operator_load_file(const char *path, struct al_operator **ret, struct al_errors *errs)
+{
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_close_ int fd = -1;
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	size_t len = 0;
+	struct stat st;
+	ssize_t n;
+	int r;
+
+	if (geteuid() == 0 && (r = check_trusted(path, errs)) < 0)
+		return r;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return al_errors_add(errs, errno, path, NULL, "cannot read the operator policy: %s",
+				     strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return al_errors_add(errs, EINVAL, path, NULL, "not a regular file");
+	if (geteuid() != 0 && (st.st_mode & 022)) {
+		char mode[8];
+		return al_errors_add(errs, EPERM, path, NULL,
+				     "mode %s: writable by others, who could change the bounds "
+				     "(chmod go-w)",
+				     mode_text(st.st_mode, mode, sizeof(mode)));
+	}
+	buf = xmalloc(OPERATOR_FILE_MAX + 1);
+	while (len <= OPERATOR_FILE_MAX &&
+	       (n = read(fd, buf + len, OPERATOR_FILE_MAX + 1 - len)) > 0)
+		len += (size_t)n;
+	if (n < 0)
+		return al_errors_add(errs, errno, path, NULL, "cannot read the operator policy: %s",
+				     strerror(errno));
+	if (len > OPERATOR_FILE_MAX)
+		return al_errors_add(errs, EFBIG, path, NULL, "larger than %u bytes",
+				     OPERATOR_FILE_MAX);
+	if ((r = al_operator_parse(path, buf, len, ret, errs)) < 0)
+		return r;
+	if (EVP_Digest(buf, len, md, &mdlen, EVP_sha256(), NULL) != 1) {
+		al_operator_free(TAKE_PTR(*ret));
+		return al_errors_add(errs, EIO, path, NULL, "sha256 failed");
+	}
+	for (unsigned i = 0; i < mdlen && i < 32; i++)
+		snprintf((*ret)->sha256 + 2 * i, 3, "%02x", md[i]);
+	al_operator_resolve(*ret);
+	return 0;
 }

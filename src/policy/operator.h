@@ -55,16 +55,16 @@ struct al_op_bound {
 
 /* A host path a profile names: as written, and as the loader resolved it. */
 struct al_op_path {
-	char *path;	/* as written, trailing '/' dropped */
-	char *real;	/* realpath() of it; path itself when it does not exist */
+	char *path; /* as written, trailing '/' dropped */
+	char *real; /* realpath() of it; path itself when it does not exist */
 	bool exists;
-	dev_t dev;	/* when it exists: what the engine compares a mount's identity to */
+	dev_t dev; /* when it exists: what the engine compares a mount's identity to */
 	ino_t ino;
-	char *where;	/* its JSON path: "profiles.default.filesystem.ro[0]" */
+	char *where; /* its JSON path: "profiles.default.filesystem.ro[0]" */
 };
 
 /* Protections a task may weaken to best-effort ("best_effort"). */
-#define AL_OP_WEAKEN_LANDLOCK	  (1u << 0)
+#define AL_OP_WEAKEN_LANDLOCK	   (1u << 0)
 #define AL_OP_WEAKEN_KERNEL_MEMORY (1u << 1)
 
 struct al_op_profile {
@@ -85,6 +85,10 @@ struct al_op_profile {
 	 * address), and resolvers a task may name. */
 	struct al_allowlist *allow, *always, *never_net;
 	char **always_text, **never_text;
+	/* Addresses a task may map a name to (network.hosts, --map-host):
+	 * addresses and CIDRs, every port. NULL: none. */
+	struct al_allowlist *hosts_to;
+	char **hosts_text;
 	char **resolvers; /* "IP[:PORT]" as written; empty: none */
 
 	struct al_op_bound limits[AL_OPL_COUNT];
@@ -107,8 +111,8 @@ struct al_op_profile {
  * Agent's data API (POST PATH with {"input": ...}, answer {"result": ...})
  * over a Unix socket or loopback HTTP. */
 struct al_decider_conf {
-	char *socket;	     /* a Unix socket's path, or NULL */
-	char *host;	     /* loopback HTTP: "127.0.0.1" or "::1", or NULL */
+	char *socket; /* a Unix socket's path, or NULL */
+	char *host;   /* loopback HTTP: "127.0.0.1" or "::1", or NULL */
 	uint16_t port;
 	char *run_path;	     /* "/v1/data/airlock/run": asked once per run; NULL: not */
 	char *egress_path;   /* "/v1/data/airlock/egress": asked per egress request */
@@ -120,10 +124,14 @@ struct al_decider_conf {
 
 struct al_decider_conf *al_decider_conf_dup(const struct al_decider_conf *c);
 void al_decider_conf_free(struct al_decider_conf *c);
+static inline void al_decider_conf_freep(struct al_decider_conf **c)
+{
+	al_decider_conf_free(*c);
+}
 
 struct al_operator {
-	char *file;	   /* the file it came from */
-	char sha256[65];   /* of the file's bytes, hex */
+	char *file;	 /* the file it came from */
+	char sha256[65]; /* of the file's bytes, hex */
 	struct al_op_profile *profiles;
 	size_t n_profiles;
 	struct al_decider_conf *decider; /* NULL: none */

@@ -16,206 +16,9 @@
 
 #include "core/cleanup.h"
 #include "core/util.h"
+#include "policy/json.h"
 
-struct ctx {
-	const char *file;
-	struct al_policy *p;
-	struct al_errors *errs;
-};
-
-static int fail(struct ctx *c, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(struct ctx *c, const char *path, const char *fmt, ...)
-{
-	char what[512];
-	va_list ap;
-
-	if (al_errors_full(c->errs)) /* only counted: hostile input may have millions */
-		return al_errors_add(c->errs, EINVAL, NULL, NULL, "omitted");
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	return al_errors_add(c->errs, EINVAL, c->file, path, "%s", what);
-}
-
-static const char *type_name(const json_t *j)
-{
-	switch (json_typeof(j)) {
-	case JSON_OBJECT:
-		return "an object";
-	case JSON_ARRAY:
-		return "an array";
-	case JSON_STRING:
-		return "a string";
-	case JSON_INTEGER:
-		return "an integer";
-	case JSON_REAL:
-		return "a number";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "a boolean";
-	case JSON_NULL:
-		return "null";
-	}
-	return "something else";
-}
-
-/* Every key of obj must be in allowed[] (NULL-terminated). */
-static int check_keys(struct ctx *c, const json_t *obj, const char *path,
-		      const char *const *allowed)
-{
-	const char *key;
-	json_t *v;
-	int r = 0;
-
-	json_object_foreach((json_t *)obj, key, v)
-	{
-		bool ok = false;
-		for (size_t i = 0; allowed[i]; i++)
-			if (strcmp(key, allowed[i]) == 0)
-				ok = true;
-		if (!ok) {
-			char list[256] = "";
-			for (size_t i = 0; allowed[i]; i++) {
-				strncat(list, i ? ", " : "", sizeof(list) - strlen(list) - 1);
-				strncat(list, allowed[i], sizeof(list) - strlen(list) - 1);
-			}
-			r = fail(c, path[0] ? path : "(top level)",
-				 "unknown key \"%s\" (expected one of: %s)", key, list);
-		}
-	}
-	return r;
-}
-
-static int want(struct ctx *c, const json_t *j, json_type type, const char *path,
-		const char *expected)
-{
-	if (json_typeof(j) == type || (type == JSON_TRUE && json_is_boolean(j)))
-		return 0;
-	return fail(c, path, "expected %s, got %s", expected, type_name(j));
-}
-
-static int get_string(struct ctx *c, const json_t *j, const char *path, char **out)
-{
-	int r = want(c, j, JSON_STRING, path, "a string");
-	if (r < 0)
-		return r;
-	if (strlen(json_string_value(j)) != json_string_length(j))
-		return fail(c, path, "string contains a NUL byte");
-	free(*out);
-	*out = xstrdup(json_string_value(j));
-	return 0;
-}
-
-static int get_abs_path(struct ctx *c, const json_t *j, const char *path, char **out)
-{
-	int r = get_string(c, j, path, out);
-	if (r < 0)
-		return r;
-	if (!al_path_is_clean_absolute(*out))
-		return fail(c, path,
-			    "expected a clean absolute path (no '.', '..' or '//'), got \"%s\"",
-			    *out);
-	return 0;
-}
-
-static int get_bool(struct ctx *c, const json_t *j, const char *path, int *out)
-{
-	int r = want(c, j, JSON_TRUE, path, "true or false");
-	if (r < 0)
-		return r;
-	*out = json_is_true(j);
-	return 0;
-}
-
-static int get_size(struct ctx *c, const json_t *j, const char *path, uint64_t *out)
-{
-	if (json_is_integer(j)) {
-		if (json_integer_value(j) <= 0)
-			return fail(c, path, "expected a positive size, got %lld",
-				    (long long)json_integer_value(j));
-		*out = (uint64_t)json_integer_value(j);
-		return 0;
-	}
-	if (!json_is_string(j))
-		return fail(c, path, "expected a size such as \"64M\" or a byte count, got %s",
-			    type_name(j));
-	if (al_parse_size(json_string_value(j), out) < 0 || *out == 0)
-		return fail(
-		    c, path,
-		    "bad size \"%s\" (expected a number with an optional K, M, G or T suffix)",
-		    json_string_value(j));
-	return 0;
-}
-
-static int get_duration(struct ctx *c, const json_t *j, const char *path, uint64_t *out)
-{
-	char buf[64];
-
-	if (json_is_number(j)) {
-		double v = json_number_value(j);
-		if (!(v > 0) || v > 1e9)
-			return fail(c, path, "expected a positive number of seconds, got %g", v);
-		snprintf(buf, sizeof(buf), "%.3f", v);
-	} else if (json_is_string(j)) {
-		snprintf(buf, sizeof(buf), "%s", json_string_value(j));
-	} else {
-		return fail(c, path,
-			    "expected seconds (number) or a duration such as \"90s\", got %s",
-			    type_name(j));
-	}
-	if (al_parse_duration_ms(buf, out) < 0)
-		return fail(
-		    c, path,
-		    "bad duration \"%s\" (expected e.g. 30, 1.5, \"250ms\", \"2m\", \"1m30s\")",
-		    buf);
-	return 0;
-}
-
-static int get_string_array(struct ctx *c, const json_t *j, const char *path, bool abs_paths,
-			    bool nonempty, char ***out)
-{
-	_cleanup_(al_strv_freep) char **v = NULL;
-	size_t i;
-	json_t *e;
-	int r = want(c, j, JSON_ARRAY, path, "an array of strings"), bad = 0;
-
-	if (r < 0)
-		return r;
-	if (nonempty && json_array_size(j) == 0)
-		return fail(c, path, "expected a non-empty array");
-	json_array_foreach(j, i, e)
-	{
-		char sub[256];
-		char *s = NULL;
-		snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
-		r = abs_paths ? get_abs_path(c, e, sub, &s) : get_string(c, e, sub, &s);
-		if (r < 0) {
-			free(s);
-			bad = r;
-			continue;
-		}
-		al_strv_push_take(&v, s);
-	}
-	if (bad < 0)
-		return bad;
-	if (!v)
-		v = xcalloc(1, sizeof(char *));
-	al_strv_free(*out);
-	*out = TAKE_PTR(v);
-	return 0;
-}
-
-/* Remember that a key failed and go on with the next one. */
-static int note(int *bad, int r)
-{
-	if (r < 0)
-		*bad = r;
-	return r;
-}
-
-static int parse_mount(struct ctx *c, const json_t *j, const char *path)
+static int parse_mount(struct al_json_ctx *c, const json_t *j, const char *path)
 {
 	static const char *const keys[] = {"host", "path", "mode", "exec", "copy", NULL};
 	_cleanup_free_ char *host = NULL, *mpath = NULL, *mode = NULL;
@@ -224,28 +27,34 @@ static int parse_mount(struct ctx *c, const json_t *j, const char *path)
 	json_t *v;
 	int r;
 
-	if ((r = want(c, j, JSON_OBJECT, path, "an object")) < 0)
+	if ((r = al_json_want(c, j, JSON_OBJECT, path, "an object")) < 0)
 		return r;
-	note(&bad, check_keys(c, j, path, keys));
+	al_json_note(&bad, al_json_check_keys(c, j, path, keys));
 	snprintf(sub, sizeof(sub), "%s.host", path);
 	if (!(v = json_object_get(j, "host")))
-		note(&bad, fail(c, sub, "missing (the host file or directory to show)"));
+		al_json_note(&bad,
+			     al_json_fail(c, sub, "missing (the host file or directory to show)"));
 	else
-		note(&bad, get_abs_path(c, v, sub, &host));
+		al_json_note(&bad, al_json_abs_path(c, v, sub, &host));
 	snprintf(sub, sizeof(sub), "%s.path", path);
 	if ((v = json_object_get(j, "path")))
-		note(&bad, get_abs_path(c, v, sub, &mpath));
+		al_json_note(&bad, al_json_abs_path(c, v, sub, &mpath));
 	snprintf(sub, sizeof(sub), "%s.mode", path);
-	if ((v = json_object_get(j, "mode")) && note(&bad, get_string(c, v, sub, &mode)) == 0 &&
-	    strcmp(mode, "ro") != 0 && strcmp(mode, "rw") != 0)
-		note(&bad, fail(c, sub, "expected \"ro\" or \"rw\", got \"%s\"", mode));
+	if ((v = json_object_get(j, "mode")) &&
+	    al_json_note(&bad, al_json_string(c, v, sub, &mode)) == 0 && strcmp(mode, "ro") != 0 &&
+	    strcmp(mode, "rw") != 0)
+		al_json_note(&bad,
+			     al_json_fail(c, sub, "expected \"ro\" or \"rw\", got \"%s\"", mode));
 	snprintf(sub, sizeof(sub), "%s.exec", path);
 	if ((v = json_object_get(j, "exec")))
-		note(&bad, get_bool(c, v, sub, &exec));
+		al_json_note(&bad, al_json_bool(c, v, sub, &exec));
 	snprintf(sub, sizeof(sub), "%s.copy", path);
-	if ((v = json_object_get(j, "copy")) && note(&bad, get_bool(c, v, sub, &copy)) == 0 &&
-	    copy && mode && strcmp(mode, "rw") == 0)
-		note(&bad, fail(c, sub, "a copy is read-only: it cannot go with \"mode\": \"rw\""));
+	if ((v = json_object_get(j, "copy")) &&
+	    al_json_note(&bad, al_json_bool(c, v, sub, &copy)) == 0 && copy && mode &&
+	    strcmp(mode, "rw") == 0)
+		al_json_note(
+		    &bad, al_json_fail(c, sub,
+				       "a copy is read-only: it cannot go with \"mode\": \"rw\""));
 	if (bad < 0)
 		return bad;
 	/* Plan-time errors about this mount name the file too. */
@@ -257,25 +66,26 @@ static int parse_mount(struct ctx *c, const json_t *j, const char *path)
 	return 0;
 }
 
-static int parse_landlock(struct ctx *c, const json_t *v)
+static int parse_landlock(struct al_json_ctx *c, const json_t *v)
 {
 	_cleanup_free_ char *landlock = NULL;
 	int r;
 
-	if ((r = get_string(c, v, "filesystem.landlock", &landlock)) < 0)
+	if ((r = al_json_string(c, v, "filesystem.landlock", &landlock)) < 0)
 		return r;
 	if (strcmp(landlock, "required") == 0)
 		c->p->landlock = AL_LANDLOCK_REQUIRED;
 	else if (strcmp(landlock, "best-effort") == 0)
 		c->p->landlock = AL_LANDLOCK_BEST_EFFORT;
 	else
-		return fail(c, "filesystem.landlock",
-			    "expected \"required\" or \"best-effort\", got \"%s\"", landlock);
+		return al_json_fail(c, "filesystem.landlock",
+				    "expected \"required\" or \"best-effort\", got \"%s\"",
+				    landlock);
 	return 0;
 }
 
 /* filesystem.copy_in[i] / copy_out[i]: {"host": ..., "path": ...}. */
-static int parse_copy(struct ctx *c, const json_t *j, bool in, const char *path)
+static int parse_copy(struct al_json_ctx *c, const json_t *j, bool in, const char *path)
 {
 	static const char *const keys[] = {"host", "path", NULL};
 	_cleanup_free_ char *host = NULL, *spath = NULL, *origin = NULL;
@@ -283,23 +93,24 @@ static int parse_copy(struct ctx *c, const json_t *j, bool in, const char *path)
 	json_t *v;
 	int r, bad = 0;
 
-	if ((r = want(c, j, JSON_OBJECT, path, "an object")) < 0)
+	if ((r = al_json_want(c, j, JSON_OBJECT, path, "an object")) < 0)
 		return r;
-	note(&bad, check_keys(c, j, path, keys));
+	al_json_note(&bad, al_json_check_keys(c, j, path, keys));
 	snprintf(sub, sizeof(sub), "%s.host", path);
 	if (!(v = json_object_get(j, "host")))
-		note(&bad, fail(c, sub,
-				in ? "missing (the host file or directory to copy in)"
-				   : "missing (the host directory to copy out to)"));
+		al_json_note(&bad,
+			     al_json_fail(c, sub,
+					  in ? "missing (the host file or directory to copy in)"
+					     : "missing (the host directory to copy out to)"));
 	else
-		note(&bad, get_abs_path(c, v, sub, &host));
+		al_json_note(&bad, al_json_abs_path(c, v, sub, &host));
 	snprintf(sub, sizeof(sub), "%s.path", path);
 	if (!(v = json_object_get(j, "path")))
-		note(&bad, fail(c, sub,
-				in ? "missing (where in the sandbox to copy it)"
-				   : "missing (what in the sandbox to copy out)"));
+		al_json_note(&bad, al_json_fail(c, sub,
+						in ? "missing (where in the sandbox to copy it)"
+						   : "missing (what in the sandbox to copy out)"));
 	else
-		note(&bad, get_abs_path(c, v, sub, &spath));
+		al_json_note(&bad, al_json_abs_path(c, v, sub, &spath));
 	if (bad < 0)
 		return bad;
 	origin = xasprintf("%s: %s", c->file, path);
@@ -307,125 +118,109 @@ static int parse_copy(struct ctx *c, const json_t *j, bool in, const char *path)
 	return 0;
 }
 
-static int parse_copies(struct ctx *c, const json_t *j, bool in)
+static int parse_copies(struct al_json_ctx *c, const json_t *j, bool in)
 {
 	const char *name = in ? "filesystem.copy_in" : "filesystem.copy_out";
 	size_t i;
 	json_t *e;
 	int r, bad = 0;
 
-	if ((r = want(c, j, JSON_ARRAY, name, "an array")) < 0)
+	if ((r = al_json_want(c, j, JSON_ARRAY, name, "an array")) < 0)
 		return r;
 	json_array_foreach(j, i, e)
 	{
 		char sub[64];
 		snprintf(sub, sizeof(sub), "%s[%zu]", name, i);
-		note(&bad, parse_copy(c, e, in, sub));
+		al_json_note(&bad, parse_copy(c, e, in, sub));
 	}
 	return bad;
 }
 
-static int parse_filesystem(struct ctx *c, const json_t *j)
+static int parse_filesystem(struct al_json_ctx *c, const json_t *j)
 {
 	static const char *const keys[] = {"system",   "mounts",  "workdir",  "scratch_exec",
 					   "landlock", "copy_in", "copy_out", NULL};
 	json_t *v;
 	int r, bad = 0;
 
-	if ((r = want(c, j, JSON_OBJECT, "filesystem", "an object")) < 0)
+	if ((r = al_json_want(c, j, JSON_OBJECT, "filesystem", "an object")) < 0)
 		return r;
-	note(&bad, check_keys(c, j, "filesystem", keys));
+	al_json_note(&bad, al_json_check_keys(c, j, "filesystem", keys));
 	if ((v = json_object_get(j, "system")))
-		note(&bad, get_string_array(c, v, "filesystem.system", true, false, &c->p->system));
+		al_json_note(
+		    &bad, al_json_strings(c, v, "filesystem.system", true, false, &c->p->system));
 	if ((v = json_object_get(j, "mounts")) &&
-	    note(&bad, want(c, v, JSON_ARRAY, "filesystem.mounts", "an array")) == 0) {
+	    al_json_note(&bad, al_json_want(c, v, JSON_ARRAY, "filesystem.mounts", "an array")) ==
+		0) {
 		size_t i;
 		json_t *e;
 		json_array_foreach(v, i, e)
 		{
 			char sub[64];
 			snprintf(sub, sizeof(sub), "filesystem.mounts[%zu]", i);
-			note(&bad, parse_mount(c, e, sub));
+			al_json_note(&bad, parse_mount(c, e, sub));
 		}
 	}
 	if ((v = json_object_get(j, "copy_in")))
-		note(&bad, parse_copies(c, v, true));
+		al_json_note(&bad, parse_copies(c, v, true));
 	if ((v = json_object_get(j, "copy_out")))
-		note(&bad, parse_copies(c, v, false));
+		al_json_note(&bad, parse_copies(c, v, false));
 	if ((v = json_object_get(j, "workdir")))
-		note(&bad, get_abs_path(c, v, "filesystem.workdir", &c->p->workdir));
+		al_json_note(&bad, al_json_abs_path(c, v, "filesystem.workdir", &c->p->workdir));
 	if ((v = json_object_get(j, "scratch_exec")))
-		note(&bad, get_bool(c, v, "filesystem.scratch_exec", &c->p->scratch_exec));
+		al_json_note(&bad,
+			     al_json_bool(c, v, "filesystem.scratch_exec", &c->p->scratch_exec));
 	if ((v = json_object_get(j, "landlock")))
-		note(&bad, parse_landlock(c, v));
+		al_json_note(&bad, parse_landlock(c, v));
 	return bad;
 }
 
-static int parse_env(struct ctx *c, const json_t *j)
+static int parse_env(struct al_json_ctx *c, const json_t *j)
 {
 	const char *key;
 	json_t *v;
 	int r, bad = 0;
 
-	if ((r = want(c, j, JSON_OBJECT, "env", "an object of NAME: \"value\"")) < 0)
+	if ((r = al_json_want(c, j, JSON_OBJECT, "env", "an object of NAME: \"value\"")) < 0)
 		return r;
 	json_object_foreach((json_t *)j, key, v)
 	{
 		char sub[320];
 		snprintf(sub, sizeof(sub), "env.%s", key);
 		if (!al_env_name_is_valid(key)) {
-			note(&bad,
-			     fail(c, sub, "not a valid variable name (letters, digits, '_')"));
+			al_json_note(
+			    &bad, al_json_fail(c, sub,
+					       "not a valid variable name (letters, digits, '_')"));
 			continue;
 		}
-		if (note(&bad, want(c, v, JSON_STRING, sub, "a string")) < 0)
+		if (al_json_note(&bad, al_json_want(c, v, JSON_STRING, sub, "a string")) < 0)
 			continue;
 		if (strlen(json_string_value(v)) != json_string_length(v))
-			note(&bad, fail(c, sub, "value contains a NUL byte"));
+			al_json_note(&bad, al_json_fail(c, sub, "value contains a NUL byte"));
 		else
 			al_policy_set_env(c->p, key, json_string_value(v));
 	}
 	return bad;
 }
 
-static int get_count(struct ctx *c, const json_t *j, const char *path, uint64_t max, uint64_t *out)
-{
-	if (!json_is_integer(j) || json_integer_value(j) <= 0 ||
-	    (uint64_t)json_integer_value(j) > max)
-		return fail(c, path, "expected a whole number from 1 to %llu, got %s",
-			    (unsigned long long)max,
-			    json_is_integer(j) ? "a value out of range" : type_name(j));
-	*out = (uint64_t)json_integer_value(j);
-	return 0;
-}
-
-static int get_cpus(struct ctx *c, const json_t *j, const char *path, uint64_t *out)
-{
-	double v = json_is_number(j) ? json_number_value(j) : -1;
-	if (!(v >= 0.01 && v <= 1024))
-		return fail(c, path, "expected a number of CPUs from 0.01 to 1024 (e.g. 0.5)");
-	*out = (uint64_t)(v * 1000 + 0.5);
-	return 0;
-}
-
-static int parse_kmem(struct ctx *c, const json_t *v)
+static int parse_kmem(struct al_json_ctx *c, const json_t *v)
 {
 	_cleanup_free_ char *kmem = NULL;
 	int r;
 
-	if ((r = get_string(c, v, "limits.kernel_memory", &kmem)) < 0)
+	if ((r = al_json_string(c, v, "limits.kernel_memory", &kmem)) < 0)
 		return r;
 	if (strcmp(kmem, "enforced") == 0)
 		c->p->kernel_memory = AL_KMEM_ENFORCED;
 	else if (strcmp(kmem, "best-effort") == 0)
 		c->p->kernel_memory = AL_KMEM_BEST_EFFORT;
 	else
-		return fail(c, "limits.kernel_memory",
-			    "expected \"enforced\" or \"best-effort\", got \"%s\"", kmem);
+		return al_json_fail(c, "limits.kernel_memory",
+				    "expected \"enforced\" or \"best-effort\", got \"%s\"", kmem);
 	return 0;
 }
 
-static int parse_limits(struct ctx *c, const json_t *j)
+static int parse_limits(struct al_json_ctx *c, const json_t *j)
 {
 	static const char *const keys[] = {
 	    "timeout",	     "scratch",	       "memory",     "pids",	  "cpus",
@@ -435,37 +230,39 @@ static int parse_limits(struct ctx *c, const json_t *j)
 	json_t *v;
 	int r, bad = 0;
 
-	if ((r = want(c, j, JSON_OBJECT, "limits", "an object")) < 0)
+	if ((r = al_json_want(c, j, JSON_OBJECT, "limits", "an object")) < 0)
 		return r;
-	note(&bad, check_keys(c, j, "limits", keys));
+	al_json_note(&bad, al_json_check_keys(c, j, "limits", keys));
 	if ((v = json_object_get(j, "timeout")))
-		note(&bad, get_duration(c, v, "limits.timeout", &p->timeout_ms));
+		al_json_note(&bad, al_json_duration(c, v, "limits.timeout", &p->timeout_ms));
 	if ((v = json_object_get(j, "scratch")))
-		note(&bad, get_size(c, v, "limits.scratch", &p->scratch_bytes));
+		al_json_note(&bad, al_json_size(c, v, "limits.scratch", &p->scratch_bytes));
 	if ((v = json_object_get(j, "memory")))
-		note(&bad, get_size(c, v, "limits.memory", &p->memory_bytes));
+		al_json_note(&bad, al_json_size(c, v, "limits.memory", &p->memory_bytes));
 	if ((v = json_object_get(j, "pids")))
-		note(&bad, get_count(c, v, "limits.pids", 4194304, &p->pids));
+		al_json_note(&bad, al_json_count(c, v, "limits.pids", 4194304, &p->pids));
 	if ((v = json_object_get(j, "cpus")))
-		note(&bad, get_cpus(c, v, "limits.cpus", &p->cpus_milli));
+		al_json_note(&bad, al_json_cpus(c, v, "limits.cpus", &p->cpus_milli));
 	if ((v = json_object_get(j, "cpu_time")))
-		note(&bad, get_duration(c, v, "limits.cpu_time", &p->cpu_time_ms));
+		al_json_note(&bad, al_json_duration(c, v, "limits.cpu_time", &p->cpu_time_ms));
 	if ((v = json_object_get(j, "output")))
-		note(&bad, get_size(c, v, "limits.output", &p->output_bytes));
+		al_json_note(&bad, al_json_size(c, v, "limits.output", &p->output_bytes));
 	if ((v = json_object_get(j, "open_files")))
-		note(&bad, get_count(c, v, "limits.open_files", 1048576, &p->open_files));
+		al_json_note(&bad,
+			     al_json_count(c, v, "limits.open_files", 1048576, &p->open_files));
 	if ((v = json_object_get(j, "file_size")))
-		note(&bad, get_size(c, v, "limits.file_size", &p->file_size));
+		al_json_note(&bad, al_json_size(c, v, "limits.file_size", &p->file_size));
 	if ((v = json_object_get(j, "copy_out_size")))
-		note(&bad, get_size(c, v, "limits.copy_out_size", &p->copy_out_bytes));
+		al_json_note(&bad, al_json_size(c, v, "limits.copy_out_size", &p->copy_out_bytes));
 	if ((v = json_object_get(j, "copy_out_files")))
-		note(&bad, get_count(c, v, "limits.copy_out_files", 1000000, &p->copy_out_files));
+		al_json_note(&bad, al_json_count(c, v, "limits.copy_out_files", 1000000,
+						 &p->copy_out_files));
 	if ((v = json_object_get(j, "kernel_memory")))
-		note(&bad, parse_kmem(c, v));
+		al_json_note(&bad, parse_kmem(c, v));
 	return bad;
 }
 
-static int parse_net_limits(struct ctx *c, const json_t *j, const char *path,
+static int parse_net_limits(struct al_json_ctx *c, const json_t *j, const char *path,
 			    struct al_net_limits *ret)
 {
 	static const char *const keys[] = {"connections", "requests", "bytes_out", NULL};
@@ -473,68 +270,70 @@ static int parse_net_limits(struct ctx *c, const json_t *j, const char *path,
 	json_t *v;
 	int r, bad = 0;
 
-	if ((r = want(c, j, JSON_OBJECT, path, "an object")) < 0)
+	if ((r = al_json_want(c, j, JSON_OBJECT, path, "an object")) < 0)
 		return r;
-	note(&bad, check_keys(c, j, path, keys));
+	al_json_note(&bad, al_json_check_keys(c, j, path, keys));
 	snprintf(sub, sizeof(sub), "%s.connections", path);
 	if ((v = json_object_get(j, "connections")))
-		note(&bad, get_count(c, v, sub, 65536, &ret->connections));
+		al_json_note(&bad, al_json_count(c, v, sub, 65536, &ret->connections));
 	snprintf(sub, sizeof(sub), "%s.requests", path);
 	if ((v = json_object_get(j, "requests")))
-		note(&bad, get_count(c, v, sub, 1ull << 40, &ret->requests));
+		al_json_note(&bad, al_json_count(c, v, sub, 1ull << 40, &ret->requests));
 	snprintf(sub, sizeof(sub), "%s.bytes_out", path);
 	if ((v = json_object_get(j, "bytes_out")))
-		note(&bad, get_size(c, v, sub, &ret->bytes_out));
+		al_json_note(&bad, al_json_size(c, v, sub, &ret->bytes_out));
 	return bad;
 }
 
 /* network.allow: each rule checked as --allow checks it. */
-static int parse_allow(struct ctx *c, const json_t *v)
+static int parse_allow(struct al_json_ctx *c, const json_t *v)
 {
 	struct al_error why = {0};
 	size_t i;
 	json_t *e;
 	int r, bad = 0;
 
-	if ((r = get_string_array(c, v, "network.allow", false, false, &c->p->net_allow)) < 0 &&
+	if ((r = al_json_strings(c, v, "network.allow", false, false, &c->p->net_allow)) < 0 &&
 	    !json_is_array(v))
 		return r;
-	note(&bad, r);
+	al_json_note(&bad, r);
 	json_array_foreach(v, i, e)
 	{
 		char sub[64];
 		snprintf(sub, sizeof(sub), "network.allow[%zu]", i);
 		if (json_is_string(e) && strlen(json_string_value(e)) == json_string_length(e) &&
 		    al_policy_check_allow_rule(json_string_value(e), &why) < 0)
-			note(&bad, fail(c, sub, "%s", why.msg));
+			al_json_note(&bad, al_json_fail(c, sub, "%s", why.msg));
 	}
 	return bad;
 }
 
-static int parse_hosts(struct ctx *c, const json_t *v)
+static int parse_hosts(struct al_json_ctx *c, const json_t *v)
 {
 	struct al_error why = {0};
 	const char *key;
 	json_t *e;
 	int r, bad = 0;
 
-	if ((r = want(c, v, JSON_OBJECT, "network.hosts", "an object of name: \"address\"")) < 0)
+	if ((r = al_json_want(c, v, JSON_OBJECT, "network.hosts",
+			      "an object of name: \"address\"")) < 0)
 		return r;
 	json_object_foreach((json_t *)v, key, e)
 	{
 		char sub[320];
 		snprintf(sub, sizeof(sub), "network.hosts.%s", key);
-		if (note(&bad, want(c, e, JSON_STRING, sub, "an IP address string")) < 0)
+		if (al_json_note(&bad,
+				 al_json_want(c, e, JSON_STRING, sub, "an IP address string")) < 0)
 			continue;
 		if (al_policy_check_host_map(key, json_string_value(e), &why) < 0)
-			note(&bad, fail(c, sub, "%s", why.msg));
+			al_json_note(&bad, al_json_fail(c, sub, "%s", why.msg));
 		else
 			al_policy_set_host(c->p, key, json_string_value(e));
 	}
 	return bad;
 }
 
-static int parse_network(struct ctx *c, const json_t *j)
+static int parse_network(struct al_json_ctx *c, const json_t *j)
 {
 	static const char *const keys[] = {"mode",     "allow",	   "hosts", "limits",
 					   "per_host", "resolver", NULL};
@@ -542,101 +341,111 @@ static int parse_network(struct ctx *c, const json_t *j)
 	json_t *v;
 	int r, bad = 0;
 
-	if ((r = want(c, j, JSON_OBJECT, "network", "an object")) < 0)
+	if ((r = al_json_want(c, j, JSON_OBJECT, "network", "an object")) < 0)
 		return r;
-	note(&bad, check_keys(c, j, "network", keys));
+	al_json_note(&bad, al_json_check_keys(c, j, "network", keys));
 	if ((v = json_object_get(j, "mode")) &&
-	    note(&bad, get_string(c, v, "network.mode", &c->p->network_mode)) == 0 &&
+	    al_json_note(&bad, al_json_string(c, v, "network.mode", &c->p->network_mode)) == 0 &&
 	    strcmp(c->p->network_mode, "none") != 0 && strcmp(c->p->network_mode, "gateway") != 0)
-		note(&bad, fail(c, "network.mode",
-				"expected \"none\" (loopback only) or \"gateway\", got \"%s\"",
-				c->p->network_mode));
+		al_json_note(
+		    &bad,
+		    al_json_fail(c, "network.mode",
+				 "expected \"none\" (loopback only) or \"gateway\", got \"%s\"",
+				 c->p->network_mode));
 	if ((v = json_object_get(j, "allow")))
-		note(&bad, parse_allow(c, v));
+		al_json_note(&bad, parse_allow(c, v));
 	if ((v = json_object_get(j, "resolver")) &&
-	    note(&bad, get_string(c, v, "network.resolver", &c->p->net_resolver)) == 0 &&
+	    al_json_note(&bad, al_json_string(c, v, "network.resolver", &c->p->net_resolver)) ==
+		0 &&
 	    al_policy_check_resolver(c->p->net_resolver, &why) < 0)
-		note(&bad, fail(c, "network.resolver", "%s", why.msg));
+		al_json_note(&bad, al_json_fail(c, "network.resolver", "%s", why.msg));
 	if ((v = json_object_get(j, "limits")))
-		note(&bad, parse_net_limits(c, v, "network.limits", &c->p->net_run));
+		al_json_note(&bad, parse_net_limits(c, v, "network.limits", &c->p->net_run));
 	if ((v = json_object_get(j, "per_host")))
-		note(&bad, parse_net_limits(c, v, "network.per_host", &c->p->net_host));
+		al_json_note(&bad, parse_net_limits(c, v, "network.per_host", &c->p->net_host));
 	if ((v = json_object_get(j, "hosts")))
-		note(&bad, parse_hosts(c, v));
+		al_json_note(&bad, parse_hosts(c, v));
 	return bad;
 }
 
-static int parse_backend(struct ctx *c, const json_t *j)
+static int parse_backend(struct al_json_ctx *c, const json_t *j)
 {
 	static const char *const keys[] = {"name", NULL};
 	json_t *v;
 	int r, bad = 0;
 
-	if ((r = want(c, j, JSON_OBJECT, "backend", "an object")) < 0)
+	if ((r = al_json_want(c, j, JSON_OBJECT, "backend", "an object")) < 0)
 		return r;
-	note(&bad, check_keys(c, j, "backend", keys));
+	al_json_note(&bad, al_json_check_keys(c, j, "backend", keys));
 	if ((v = json_object_get(j, "name")))
-		note(&bad, get_string(c, v, "backend.name", &c->p->backend));
+		al_json_note(&bad, al_json_string(c, v, "backend.name", &c->p->backend));
 	return bad;
 }
 
 /* A version this build does not read stops the parse (its keys may mean
  * something else); a missing or mistyped one is reported and the rest is
  * read as version 1. */
-static int parse_version(struct ctx *c, const json_t *v, bool *ret_stop)
+static int parse_version(struct al_json_ctx *c, const json_t *v, bool *ret_stop)
 {
 	*ret_stop = false;
 	if (!v)
-		return fail(c, "version", "missing (this build reads \"version\": %d)",
-			    AL_POLICY_VERSION);
+		return al_json_fail(c, "version", "missing (this build reads \"version\": %d)",
+				    AL_POLICY_VERSION);
 	if (json_is_string(v))
-		return fail(c, "version",
-			    "the version is an integer: \"version\": %d, not a string",
-			    AL_POLICY_VERSION);
+		return al_json_fail(c, "version",
+				    "the version is an integer: \"version\": %d, not a string",
+				    AL_POLICY_VERSION);
 	if (!json_is_integer(v))
-		return fail(c, "version",
-			    "the version is an integer (this build reads \"version\": %d)",
-			    AL_POLICY_VERSION);
+		return al_json_fail(c, "version",
+				    "the version is an integer (this build reads \"version\": %d)",
+				    AL_POLICY_VERSION);
 	if (json_integer_value(v) != AL_POLICY_VERSION) {
 		*ret_stop = true;
-		return fail(c, "version", "unsupported version (this build reads %d)",
-			    AL_POLICY_VERSION);
+		return al_json_fail(c, "version", "unsupported version (this build reads %d)",
+				    AL_POLICY_VERSION);
 	}
 	return 0;
 }
 
-static int parse_root(struct ctx *c, const json_t *root)
+static int parse_root(struct al_json_ctx *c, const json_t *root)
 {
-	static const char *const keys[] = {"version",	 "command", "hostname", "tty",
-					   "filesystem", "env",	    "limits",	"network",
-					   "backend",	 NULL};
+	static const char *const keys[] = {"version", "command",    "hostname", "tty",
+					   "profile", "filesystem", "env",	"limits",
+					   "network", "backend",    NULL};
 	json_t *v;
 	bool stop;
 	int bad = 0;
 
 	if (!json_is_object(root))
-		return fail(c, "(top level)", "expected an object, got %s", type_name(root));
-	note(&bad, check_keys(c, root, "", keys));
-	if (note(&bad, parse_version(c, json_object_get(root, "version"), &stop)) < 0 && stop)
+		return al_json_fail(c, "(top level)", "expected an object, got %s",
+				    al_json_type_name(root));
+	al_json_note(&bad, al_json_check_keys(c, root, "", keys));
+	if (al_json_note(&bad, parse_version(c, json_object_get(root, "version"), &stop)) < 0 &&
+	    stop)
 		return bad;
 	if ((v = json_object_get(root, "command")))
-		note(&bad, get_string_array(c, v, "command", false, true, &c->p->command));
+		al_json_note(&bad, al_json_strings(c, v, "command", false, true, &c->p->command));
 	if ((v = json_object_get(root, "hostname")) &&
-	    note(&bad, get_string(c, v, "hostname", &c->p->hostname)) == 0 &&
+	    al_json_note(&bad, al_json_string(c, v, "hostname", &c->p->hostname)) == 0 &&
 	    !al_hostname_is_valid(c->p->hostname))
-		note(&bad, fail(c, "hostname", "not a valid hostname: \"%s\"", c->p->hostname));
+		al_json_note(&bad, al_json_fail(c, "hostname", "not a valid hostname: \"%s\"",
+						c->p->hostname));
+	if ((v = json_object_get(root, "profile")) &&
+	    al_json_note(&bad, al_json_string(c, v, "profile", &c->p->profile)) == 0 &&
+	    !c->p->profile[0])
+		al_json_note(&bad, al_json_fail(c, "profile", "empty profile name"));
 	if ((v = json_object_get(root, "tty")))
-		note(&bad, get_bool(c, v, "tty", &c->p->tty));
+		al_json_note(&bad, al_json_bool(c, v, "tty", &c->p->tty));
 	if ((v = json_object_get(root, "filesystem")))
-		note(&bad, parse_filesystem(c, v));
+		al_json_note(&bad, parse_filesystem(c, v));
 	if ((v = json_object_get(root, "env")))
-		note(&bad, parse_env(c, v));
+		al_json_note(&bad, parse_env(c, v));
 	if ((v = json_object_get(root, "limits")))
-		note(&bad, parse_limits(c, v));
+		al_json_note(&bad, parse_limits(c, v));
 	if ((v = json_object_get(root, "network")))
-		note(&bad, parse_network(c, v));
+		al_json_note(&bad, parse_network(c, v));
 	if ((v = json_object_get(root, "backend")))
-		note(&bad, parse_backend(c, v));
+		al_json_note(&bad, parse_backend(c, v));
 	return bad;
 }
 
@@ -644,7 +453,7 @@ int al_policy_load_string_all(const char *name, const char *text, size_t len,
 			      struct al_policy **ret, struct al_errors *errs)
 {
 	_cleanup_(al_policy_freep) struct al_policy *p = al_policy_new(name);
-	struct ctx c = {.file = name, .p = p, .errs = errs};
+	struct al_json_ctx c = {.file = name, .p = p, .errs = errs};
 	json_error_t jerr;
 	json_t *root;
 	int r;

@@ -16,7 +16,7 @@
 #include "core/sys.h"
 #include "core/util.h"
 
-static const char *const default_system[] = {"/usr", "/bin", "/lib", "/lib64", "/sbin", NULL};
+const char *const al_plan_default_system[] = {"/usr", "/bin", "/lib", "/lib64", "/sbin", NULL};
 /* Host /etc entries shown read-only when present; everything else in /etc
  * is synthesized. */
 static const char *const etc_binds[] = {"/etc/ld.so.cache", "/etc/ssl/certs", "/etc/alternatives",
@@ -394,7 +394,8 @@ static int copy_out(struct builder *b, const struct al_policy_copy *c, struct al
 
 	if ((r = copy_part(b, c->origin, c->path, &face, &part, err)) < 0)
 		return r;
-	if (stat(c->host, &st) == 0) {
+	bool exists = stat(c->host, &st) == 0;
+	if (exists) {
 		if (!S_ISDIR(st.st_mode))
 			return al_error_set(err, ENOTDIR, "%s: %s exists and is not a directory",
 					    c->origin, c->host);
@@ -425,10 +426,13 @@ static int copy_out(struct builder *b, const struct al_policy_copy *c, struct al
 			    "change during the run; copy out elsewhere",
 			    c->origin, c->host, p->fs[i].source);
 	p->copy_out = xrealloc(p->copy_out, (p->n_copy_out + 1) * sizeof(*p->copy_out));
+	const char *base = strrchr(c->host, '/') + 1;
 	p->copy_out[p->n_copy_out++] = (struct al_copy_out){
 	    .path = xstrdup(c->path),
 	    .part = TAKE_PTR(part),
 	    .hostdir = xstrdup(c->host),
+	    .hostreal = exists ? xstrdup(real)
+			       : xasprintf("%s%s%s", real, strcmp(real, "/") ? "/" : "", base),
 	    .origin = xstrdup(c->origin),
 	};
 	return 0;
@@ -669,7 +673,7 @@ int al_plan_build_all(const struct al_policy *pol, unsigned flags, struct al_pla
 {
 	_cleanup_(al_plan_freep) struct al_plan *p = xcalloc(1, sizeof(*p));
 	struct builder b = {.plan = p, .errs = errs};
-	char *const *system = pol->system ? pol->system : (char *const *)default_system;
+	char *const *system = pol->system ? pol->system : (char *const *)al_plan_default_system;
 	size_t before = al_errors_count(errs);
 	_cleanup_free_ bool *bad_path = xcalloc(pol->n_mounts + 1, sizeof(bool));
 	bool workdir_is_mount = false;
@@ -722,6 +726,7 @@ void al_plan_free(struct al_plan *p)
 	al_strv_free(p->never_text);
 	free(p->profile);
 	free(p->operator_sha256);
+	free(p->operator_file);
 	al_decider_conf_free(p->decider);
 	al_strv_free(p->allow_text);
 	free(p->resolver);
@@ -745,6 +750,7 @@ void al_plan_free(struct al_plan *p)
 		free(p->copy_out[i].path);
 		free(p->copy_out[i].part);
 		free(p->copy_out[i].hostdir);
+		free(p->copy_out[i].hostreal);
 		free(p->copy_out[i].origin);
 	}
 	free(p->copy_out);

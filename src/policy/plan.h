@@ -117,9 +117,10 @@ struct al_copy_in {
 };
 
 struct al_copy_out {
-	char *path;    /* in the sandbox, inside a scratch face (or one) */
-	char *part;    /* relative to the scratch's root */
-	char *hostdir; /* absolute; made at the end when missing (its parent exists) */
+	char *path;	/* in the sandbox, inside a scratch face (or one) */
+	char *part;	/* relative to the scratch's root */
+	char *hostdir;	/* absolute; made at the end when missing (its parent exists) */
+	char *hostreal; /* the same with no link in it (resolved when the plan was built) */
 	char *origin;
 };
 
@@ -186,10 +187,11 @@ struct al_plan {
 	struct al_allowlist *never; /* owned */
 	char **never_text;
 
-	/* The operator policy this run is held to (engine.h); NULL, "" and
-	 * NULL when there is none. decider: asked per egress request when
+	/* The operator policy this run is held to (engine.h): its profile,
+	 * file and sha256, all NULL when there is none. decider: asked per egress request when
 	 * its egress_path is set (owned copy). */
 	char *profile;
+	char *operator_file;
 	char *operator_sha256;
 	struct al_decider_conf *decider;
 
@@ -209,6 +211,9 @@ struct al_plan {
 	 * best-effort. */
 	bool landlock_required;
 };
+
+/* The host system directories shown when the policy names none. */
+extern const char *const al_plan_default_system[];
 
 /* al_plan_build() flags */
 #define AL_PLAN_COMMAND_OPTIONAL (1u << 0) /* for `airlock check`: argv may be empty */

@@ -53,6 +53,8 @@ void al_policy_free(struct al_policy *p)
 	copies_free(p->copy_in, p->n_copy_in);
 	copies_free(p->copy_out, p->n_copy_out);
 	free(p->source);
+	free(p->profile);
+	al_strv_free(p->env_passed);
 	al_strv_free(p->command);
 	free(p->hostname);
 	al_strv_free(p->system);
@@ -119,6 +121,7 @@ static void replace_strv(char ***dst, char *const *src)
 void al_policy_merge(struct al_policy *base, const struct al_policy *over)
 {
 	replace_strv(&base->command, over->command);
+	replace_str(&base->profile, over->profile);
 	replace_str(&base->hostname, over->hostname);
 	if (over->tty != AL_UNSET)
 		base->tty = over->tty;
@@ -204,8 +207,11 @@ void al_policy_merge(struct al_policy *base, const struct al_policy *over)
 	for (size_t i = 0; over->env && over->env[i]; i++) {
 		const char *eq = strchr(over->env[i], '=');
 		char *name = strndup(over->env[i], (size_t)(eq - over->env[i]));
-		al_policy_set_env_hidden(base, name, eq + 1,
-					 al_policy_env_is_hidden(over->env_hidden, name));
+		if (al_policy_env_is_hidden(over->env_passed, name))
+			al_policy_set_env_passed(base, name, eq + 1);
+		else
+			al_policy_set_env_hidden(base, name, eq + 1,
+						 al_policy_env_is_hidden(over->env_hidden, name));
 		free(name);
 	}
 }
@@ -218,22 +224,35 @@ bool al_policy_env_is_hidden(char *const *hidden, const char *name)
 	return false;
 }
 
-void al_policy_set_env_hidden(struct al_policy *p, const char *name, const char *value, bool hide)
+/* Make name a member of *v (once) or not. */
+static void strv_set_member(char ***v, const char *name, bool member)
 {
-	al_policy_set_env(p, name, value);
-	if (hide && !al_policy_env_is_hidden(p->env_hidden, name)) {
-		al_strv_push(&p->env_hidden, name);
-	} else if (!hide) {
-		for (size_t i = 0; p->env_hidden && p->env_hidden[i]; i++) {
-			if (strcmp(p->env_hidden[i], name) == 0) {
-				free(p->env_hidden[i]);
+	if (member && !al_policy_env_is_hidden(*v, name)) {
+		al_strv_push(v, name);
+	} else if (!member) {
+		for (size_t i = 0; *v && (*v)[i]; i++) {
+			if (strcmp((*v)[i], name) == 0) {
+				free((*v)[i]);
 				do
-					p->env_hidden[i] = p->env_hidden[i + 1];
-				while (p->env_hidden[++i]);
+					(*v)[i] = (*v)[i + 1];
+				while ((*v)[++i]);
 				break;
 			}
 		}
 	}
+}
+
+void al_policy_set_env_hidden(struct al_policy *p, const char *name, const char *value, bool hide)
+{
+	al_policy_set_env(p, name, value);
+	strv_set_member(&p->env_hidden, name, hide);
+	strv_set_member(&p->env_passed, name, false);
+}
+
+void al_policy_set_env_passed(struct al_policy *p, const char *name, const char *value)
+{
+	al_policy_set_env_hidden(p, name, value, true);
+	strv_set_member(&p->env_passed, name, true);
 }
 
 void al_policy_set_host(struct al_policy *p, const char *name, const char *addr)
@@ -355,4 +374,17 @@ int al_policy_check_resolver(const char *s, struct al_error *err)
 			return al_error_set(err, EINVAL, "\"%s\": bad port", s);
 	}
 	return 0;
+}
+
+bool al_policy_is_empty(const struct al_policy *p)
+{
+	struct al_policy e = {.scratch_exec = AL_UNSET, .tty = AL_UNSET};
+
+	return !p->profile && !p->command && !p->hostname && p->tty == e.tty && !p->system &&
+	       !p->n_mounts && !p->workdir && p->scratch_exec == e.scratch_exec && !p->landlock &&
+	       !p->n_copy_in && !p->n_copy_out && !p->env && !p->timeout_ms && !p->scratch_bytes &&
+	       !p->memory_bytes && !p->pids && !p->cpus_milli && !p->cpu_time_ms &&
+	       !p->output_bytes && !p->open_files && !p->file_size && !p->copy_out_bytes &&
+	       !p->copy_out_files && !p->kernel_memory && !p->network_mode && !p->net_allow &&
+	       !p->net_hosts && !p->net_resolver && !p->backend;
 }

@@ -52,7 +52,8 @@ enum al_kmem_mode {
 };
 
 struct al_policy {
-	char *source; /* file it came from, or "command line" */
+	char *source;  /* file it came from, or "command line" */
+	char *profile; /* the operator policy's profile asked for ("profile", --profile) */
 
 	char **command; /* argv; NULL when not given */
 	char *hostname;
@@ -73,6 +74,9 @@ struct al_policy {
 	/* Names whose values came from airlock's environment (--env NAME) or
 	 * an --env-file: dumps show them hidden. */
 	char **env_hidden;
+	/* Names whose values came from airlock's own environment (--env
+	 * NAME): an operator policy bounds them apart (engine.h). */
+	char **env_passed;
 
 	/* limits (0 = not set here; al_plan_build applies the defaults) */
 	uint64_t timeout_ms;
@@ -139,13 +143,19 @@ void al_policy_set_host(struct al_policy *p, const char *name, const char *addr)
 void al_policy_set_env(struct al_policy *p, const char *name, const char *value);
 /* The same, for a value dumps must not show (hide) or may show again. */
 void al_policy_set_env_hidden(struct al_policy *p, const char *name, const char *value, bool hide);
-/* name is one of p->env_hidden. */
+/* The same for a value from airlock's own environment (--env NAME):
+ * hidden, and listed in env_passed. */
+void al_policy_set_env_passed(struct al_policy *p, const char *name, const char *value);
+/* name is one of hidden (p->env_hidden, p->env_passed). */
 bool al_policy_env_is_hidden(char *const *hidden, const char *name);
 
 /* Overlay `over` onto `base`: every set field of `over` replaces base's;
  * over's mounts replace base mounts at the same sandbox path and are added
  * otherwise; over's env entries replace same-named ones. Borrows over. */
 void al_policy_merge(struct al_policy *base, const struct al_policy *over);
+
+/* Nothing is set (a new policy): the flags asked for nothing. */
+bool al_policy_is_empty(const struct al_policy *p);
 
 /* Parse a policy file (JSON, strict, version 1) into a new policy.
  * Errors name the file and either line:column (syntax) or the JSON path

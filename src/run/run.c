@@ -49,6 +49,17 @@ static json_t *start_fields(const struct al_plan *p, const char *policy_file)
 			 al_landlock_abi(), "rootless", p->rootless, "tty", p->tty);
 }
 
+/* run.start's operator policy: the profile and the file's sha256. */
+static void start_operator(json_t *o, const struct al_plan *p)
+{
+	json_object_set_new(o, "profile", p->profile ? json_string(p->profile) : json_null());
+	json_object_set_new(o, "operator_policy",
+			    p->profile
+				? json_pack("{s:o, s:s}", "file", al_json_text(p->operator_file),
+					    "sha256", p->operator_sha256)
+				: json_null());
+}
+
 /* The run is over: release the sandbox, then audit run.end and write the
  * record. */
 static void end(struct al_run *run)
@@ -122,7 +133,9 @@ int al_run_start(const struct al_run_request *req, const struct al_supervisor_io
 	else
 		al_random_id(run->run_id, sizeof(run->run_id));
 	*ret = run;
-	al_audit_emit(req->audit, "run.start", start_fields(req->plan, req->policy_file));
+	json_t *start = start_fields(req->plan, req->policy_file);
+	start_operator(start, req->plan);
+	al_audit_emit(req->audit, "run.start", start);
 	ops = req->backend ? req->backend : al_backend_lookup(req->plan->backend);
 	if (!ops) {
 		r = al_error_set(err, EINVAL, "unknown backend \"%s\"", req->plan->backend);

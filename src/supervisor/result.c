@@ -80,6 +80,11 @@ json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *r
 	else
 		json_object_set_new(o, "network", json_null());
 	json_object_set_new(o, "limits", limits_json(plan, res));
+	json_object_set_new(
+	    o, "operator_policy",
+	    plan->profile ? json_pack("{s:o, s:s, s:s}", "file", al_json_text(plan->operator_file),
+				      "sha256", plan->operator_sha256, "profile", plan->profile)
+			  : json_null());
 	json_object_set_new(o, "copy_out",
 			    res->copy_out ? json_incref(res->copy_out) : json_array());
 	if (res->reason == AL_END_SETUP_ERROR || res->reason == AL_END_EXEC_FAILED) {
@@ -117,14 +122,11 @@ int al_result_check_target(int dirfd, const char *name, const char *path, struct
 			    path, kind_of(st.st_mode));
 }
 
-int al_result_write_fd(int fd, const char *what, const struct al_plan *plan,
-		       const struct al_run_result *res, const char *run_id, struct al_error *err)
+int al_result_write_json_fd(int fd, const char *what, const json_t *o, struct al_error *err)
 {
-	json_t *o = al_result_json(plan, res, run_id);
 	char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	int r = 0;
 
-	json_decref(o);
 	if (!s || al_write_all(fd, s, strlen(s)) < 0 || al_write_all(fd, "\n", 1) < 0)
 		r = al_error_setsys(err, s ? errno : ENOMEM, "writing the result record to %s",
 				    what);
@@ -132,20 +134,41 @@ int al_result_write_fd(int fd, const char *what, const struct al_plan *plan,
 	return r;
 }
 
+int al_result_write_fd(int fd, const char *what, const struct al_plan *plan,
+		       const struct al_run_result *res, const char *run_id, struct al_error *err)
+{
+	json_t *o = al_result_json(plan, res, run_id);
+	int r = al_result_write_json_fd(fd, what, o, err);
+
+	json_decref(o);
+	return r;
+}
+
 int al_result_write(int dirfd, const char *name, const char *path, const struct al_plan *plan,
 		    const struct al_run_result *res, const char *run_id, struct al_error *err)
+{
+	json_t *o = al_result_json(plan, res, run_id);
+	int r = al_result_write_json(dirfd, name, path, o, err);
+
+	json_decref(o);
+	return r;
+}
+
+int al_result_write_json(int dirfd, const char *name, const char *path, const json_t *o,
+			 struct al_error *err)
 {
 	char rnd[24];
 	al_random_id(rnd, sizeof(rnd));
 	/* A name nobody can guess, created here and now (O_EXCL) and never
 	 * through a link: the directory may be one the sandbox could write. */
 	_cleanup_free_ char *tmp = xasprintf(".%s.%s.tmp", name, rnd);
-	json_t *o = al_result_json(plan, res, run_id);
 	char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	struct stat st;
 	int fd, r = 0;
 
-	json_decref(o);
+	if (!s)
+		return al_error_set(err, ENOMEM, "writing the result record %s: out of memory",
+				    path);
 	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
 		    0644);
 	if (fd < 0) {

@@ -105,6 +105,12 @@ json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *r
  * al_open_output_dir()), replaced atomically through a temporary file
  * that is created exclusively and never through a link; path is for
  * messages. */
+/* The same for any record (a refused request's, al_cli): o written as
+ * the two above write theirs. */
+int al_result_write_json(int dirfd, const char *name, const char *path, const json_t *o,
+			 struct al_error *err);
+int al_result_write_json_fd(int fd, const char *what, const json_t *o, struct al_error *err);
+
 int al_result_write(int dirfd, const char *name, const char *path, const struct al_plan *plan,
 		    const struct al_run_result *res, const char *run_id, struct al_error *err);
 

@@ -1,0 +1,191 @@
+/* The policy engine's host-path checks (engine.h): every host path the
+ * plan shows or copies, by the path it resolved to (no link left in it)
+ * and its device and inode, against the profile's filesystem bounds. */
+#include "policy/engine.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "policy/engine-internal.h"
+
+/* The never path that real (with identity dev/ino when have_id) shows or
+ * lies inside, or NULL. */
+static const struct al_op_path *never_hit(const struct al_op_profile *pr, const char *real,
+					  bool have_id, dev_t dev, ino_t ino, bool *inside)
+{
+	for (size_t i = 0; i < pr->n_never; i++) {
+		const struct al_op_path *n = &pr->never[i];
+		if (al_path_is_under(real, n->real) ||
+		    (have_id && n->exists && n->dev == dev && n->ino == ino)) {
+			*inside = true;
+			return n;
+		}
+		if (al_path_is_under(n->real, real)) {
+			*inside = false;
+			return n;
+		}
+	}
+	return NULL;
+}
+
+/* The first prefix of v[0..n) that real lies under, or NULL. */
+static const struct al_op_path *prefix_hit(const struct al_op_path *v, size_t n, const char *real)
+{
+	for (size_t i = 0; i < n; i++)
+		if (al_path_is_under(real, v[i].real))
+			return &v[i];
+	return NULL;
+}
+
+static char *prefixes_text(const struct al_op_path *v, size_t n, const struct al_op_path *w,
+			   size_t m)
+{
+	char **list = NULL, *s;
+
+	for (size_t i = 0; i < n; i++)
+		al_strv_push(&list, v[i].path);
+	for (size_t i = 0; i < m; i++)
+		al_strv_push(&list, w[i].path);
+	s = al_strv_join(list, ", ");
+	al_strv_free(list);
+	return s;
+}
+
+/* One host path: read (ro prefixes or rw) or write (rw only), not a never
+ * path. what is the decision's name ("mount /data"), ref the task's. */
+static void check_path(struct al_decision *d, const char *ref, const char *what, const char *real,
+		       bool have_id, dev_t dev, ino_t ino, bool write, bool system_ok)
+{
+	const struct al_op_profile *pr = d->profile;
+	const struct al_op_path *n, *by;
+	bool inside = false;
+
+	if ((n = never_hit(pr, real, have_id, dev, ino, &inside))) {
+		engine_refuse(d, ref, real, n->path, xstrdup(n->where),
+			      inside ? "%s: %s is (inside) %s, which the operator never allows"
+				     : "%s: %s would show %s, which the operator never allows",
+			      ref, real, n->path);
+		return;
+	}
+	if (system_ok) {
+		engine_explain(d, what, real, AL_FROM_TASK, ref,
+			       engine_bound(d, "%s.filesystem.system", pr->where));
+		return;
+	}
+	by = prefix_hit(pr->rw, pr->n_rw, real);
+	if (!by && !write)
+		by = prefix_hit(pr->ro, pr->n_ro, real);
+	if (!by) {
+		_cleanup_free_ char *list = write
+						? prefixes_text(pr->rw, pr->n_rw, NULL, 0)
+						: prefixes_text(pr->ro, pr->n_ro, pr->rw, pr->n_rw);
+		engine_refuse(d, ref, real, list,
+			      engine_path(pr, write ? "filesystem.rw" : "filesystem.ro"),
+			      "%s: %s is not under a path the operator lets a task %s (%s)", ref,
+			      real, write ? "write" : "read", list[0] ? list : "none");
+		return;
+	}
+	engine_explain(d, what, real, AL_FROM_TASK, ref,
+		       engine_bound(d, "%s (%s)", by->where, by->path));
+}
+
+static const struct al_policy_mount *task_mount(const struct al_policy *task, const char *path)
+{
+	for (size_t i = 0; i < task->n_mounts; i++)
+		if (strcmp(task->mounts[i].path, path) == 0)
+			return &task->mounts[i];
+	return NULL;
+}
+
+/* A system directory the task named (or airlock's default list): in the
+ * profile's system list, else a read-only path like any other. */
+static bool system_listed(const struct al_op_profile *pr, const char *path, char *const *defaults)
+{
+	char *const *list = pr->system ? pr->system : defaults;
+	for (size_t i = 0; list && list[i]; i++)
+		if (strcmp(list[i], path) == 0)
+			return true;
+	return false;
+}
+
+int al_engine_plan(struct al_decision *d, const struct al_policy *task, struct al_plan *plan)
+{
+	const struct al_op_profile *pr = d->profile;
+	size_t before = d->n_refused + d->omitted;
+
+	if (!pr)
+		return -EPERM;
+	/* Asked again for a plan built again (after the decider narrowed
+	 * the task): the earlier plan's decisions go. */
+	if (d->planned) {
+		for (size_t i = d->plan_mark; i < d->n_explain; i++)
+			engine_explain_clear(&d->explain[i]);
+		d->n_explain = d->plan_mark;
+	}
+	d->planned = true;
+	d->plan_mark = d->n_explain;
+	for (size_t i = 0; i < plan->n_fs; i++) {
+		const struct al_fs_entry *e = &plan->fs[i];
+		const struct al_policy_mount *m;
+		if (e->kind != AL_FS_HOST)
+			continue;
+		if (strncmp(e->what, "system ", 7) == 0) {
+			_cleanup_free_ char *ref = NULL, *what = xasprintf("system %s", e->path);
+			size_t k = 0;
+			while (task->system && task->system[k] && strcmp(task->system[k], e->path))
+				k++;
+			ref = task->system
+				  ? xasprintf("%s: filesystem.system[%zu]", task->source, k)
+				  : xstrdup("filesystem.system (airlock's default)");
+			check_path(
+			    d, ref, what, e->source, true, e->dev, e->ino, false,
+			    system_listed(pr, e->path, (char *const *)al_plan_default_system));
+			continue;
+		}
+		if (!(m = task_mount(task, e->path)))
+			continue; /* airlock's own (/etc/ld.so.cache, ...) */
+		_cleanup_free_ char *what = xasprintf("mount %s", e->path);
+		check_path(d, m->origin, what, e->source, true, e->dev, e->ino,
+			   (e->access & AL_FS_WRITE) != 0, false);
+	}
+	for (size_t i = 0; i < plan->n_copy_in; i++) {
+		const struct al_copy_in *c = &plan->copy_in[i];
+		_cleanup_free_ char *what = xasprintf("copy-in %s", c->path);
+		check_path(d, c->origin, what, c->host, true, c->dev, c->ino, false, false);
+	}
+	for (size_t i = 0; i < plan->n_copy_out; i++) {
+		const struct al_copy_out *c = &plan->copy_out[i];
+		_cleanup_free_ char *what = xasprintf("copy-out %s", c->path);
+		check_path(d, c->origin, what, c->hostreal ? c->hostreal : c->hostdir, false, 0, 0,
+			   true, false);
+	}
+	if (d->n_refused + d->omitted > before)
+		return -EPERM;
+	/* What the plan carries of the decision: the gateway's never rules,
+	 * and what run.start and the decider name. */
+	al_allow_free(plan->never);
+	al_strv_free(plan->never_text);
+	plan->never = al_allow_new();
+	plan->never_text = al_strv_dup(pr->never_text);
+	for (size_t i = 0; pr->never_text && pr->never_text[i]; i++)
+		al_allow_add(plan->never, pr->never_text[i], NULL);
+	for (size_t i = 0; pr->never_text && pr->never_text[i]; i++) {
+		_cleanup_free_ char *what = xasprintf("network.never %s", pr->never_text[i]);
+		if (plan->gateway)
+			engine_explain(d, what, pr->never_text[i], AL_FROM_OPERATOR, NULL,
+				       engine_bound(d, "%s.network.never", pr->where));
+	}
+	free(plan->profile);
+	plan->profile = xstrdup(pr->name);
+	free(plan->operator_file);
+	plan->operator_file = xstrdup(d->op->file);
+	free(plan->operator_sha256);
+	plan->operator_sha256 = xstrdup(d->op->sha256);
+	al_decider_conf_free(plan->decider);
+	plan->decider = al_decider_conf_dup(d->op->decider);
+	return 0;
+}

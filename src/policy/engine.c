@@ -1,0 +1,434 @@
+/* The policy engine's request checks (engine.h): the profile, limits,
+ * backend, protections, environment and egress. The host paths are
+ * engine-paths.c's, the decider's answer and the output engine-out.c's. */
+#include "policy/engine.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "policy/engine-internal.h"
+
+#define LIMIT(sec, key, flag, kind, cmax, min, field, builtin)                                     \
+	{                                                                                          \
+		sec, key, flag, kind, cmax, min, offsetof(struct al_policy, field), builtin        \
+	}
+
+const struct al_limit_def al_limit_defs[AL_OPL_COUNT] = {
+    [AL_OPL_TIMEOUT] = LIMIT("limits", "timeout", "--timeout", AL_LIMIT_DURATION, 0, 0, timeout_ms,
+			     AL_DEFAULT_TIMEOUT_MS),
+    [AL_OPL_SCRATCH] = LIMIT("limits", "scratch", "--scratch", AL_LIMIT_SIZE, 0, 0, scratch_bytes,
+			     AL_DEFAULT_SCRATCH_BYTES),
+    [AL_OPL_MEMORY] = LIMIT("limits", "memory", "--memory", AL_LIMIT_SIZE, 0, 4ull << 20,
+			    memory_bytes, AL_DEFAULT_MEMORY_BYTES),
+    [AL_OPL_PIDS] =
+	LIMIT("limits", "pids", "--pids", AL_LIMIT_COUNT, 4194304, 2, pids, AL_DEFAULT_PIDS),
+    [AL_OPL_CPUS] = LIMIT("limits", "cpus", "--cpus", AL_LIMIT_CPUS, 0, 0, cpus_milli, 0),
+    [AL_OPL_CPU_TIME] =
+	LIMIT("limits", "cpu_time", "--cpu-time", AL_LIMIT_DURATION, 0, 0, cpu_time_ms, 0),
+    [AL_OPL_OUTPUT] = LIMIT("limits", "output", "--output-limit", AL_LIMIT_SIZE, 0, 0, output_bytes,
+			    AL_DEFAULT_OUTPUT_BYTES),
+    [AL_OPL_OPEN_FILES] = LIMIT("limits", "open_files", "--open-files", AL_LIMIT_COUNT, 1048576, 0,
+				open_files, AL_DEFAULT_OPEN_FILES),
+    [AL_OPL_FILE_SIZE] =
+	LIMIT("limits", "file_size", "--file-size", AL_LIMIT_SIZE, 0, 0, file_size, 0),
+    /* Its own default is the scratch's size: engine.c fills that in. */
+    [AL_OPL_COPY_OUT_SIZE] =
+	LIMIT("limits", "copy_out_size", "--copy-out-size", AL_LIMIT_SIZE, 0, 0, copy_out_bytes, 0),
+    [AL_OPL_COPY_OUT_FILES] = LIMIT("limits", "copy_out_files", "--copy-out-files", AL_LIMIT_COUNT,
+				    1000000, 0, copy_out_files, AL_DEFAULT_COPY_OUT_FILES),
+    [AL_OPL_NET_CONNECTIONS] = LIMIT("network.limits", "connections", NULL, AL_LIMIT_COUNT, 65536,
+				     0, net_run.connections, AL_DEFAULT_NET_CONNECTIONS),
+    [AL_OPL_NET_REQUESTS] = LIMIT("network.limits", "requests", NULL, AL_LIMIT_COUNT, 1ull << 40, 0,
+				  net_run.requests, 0),
+    [AL_OPL_NET_BYTES_OUT] =
+	LIMIT("network.limits", "bytes_out", NULL, AL_LIMIT_SIZE, 0, 0, net_run.bytes_out, 0),
+    [AL_OPL_HOST_CONNECTIONS] = LIMIT("network.per_host", "connections", NULL, AL_LIMIT_COUNT,
+				      65536, 0, net_host.connections, 0),
+    [AL_OPL_HOST_REQUESTS] = LIMIT("network.per_host", "requests", NULL, AL_LIMIT_COUNT, 1ull << 40,
+				   0, net_host.requests, 0),
+    [AL_OPL_HOST_BYTES_OUT] =
+	LIMIT("network.per_host", "bytes_out", NULL, AL_LIMIT_SIZE, 0, 0, net_host.bytes_out, 0),
+};
+
+void al_limit_format(const struct al_limit_def *d, uint64_t v, char *buf, size_t len)
+{
+	switch (d->kind) {
+	case AL_LIMIT_SIZE:
+		al_format_size(v, buf, len);
+		break;
+	case AL_LIMIT_DURATION:
+		if (v % 1000 == 0)
+			snprintf(buf, len, "%llus", (unsigned long long)(v / 1000));
+		else
+			snprintf(buf, len, "%llums", (unsigned long long)v);
+		break;
+	case AL_LIMIT_CPUS:
+		snprintf(buf, len, "%g", (double)v / 1000.0);
+		break;
+	case AL_LIMIT_COUNT:
+		snprintf(buf, len, "%llu", (unsigned long long)v);
+		break;
+	}
+}
+
+static uint64_t *limit_field(struct al_policy *p, const struct al_limit_def *d)
+{
+	return (uint64_t *)((char *)p + d->offset);
+}
+
+/* "--memory" when the flags set it, else "FILE: limits.memory". */
+static char *limit_ref(const struct al_policy *task, const struct al_policy *flags,
+		       const struct al_limit_def *d)
+{
+	if (flags && d->flag && *limit_field((struct al_policy *)flags, d))
+		return xstrdup(d->flag);
+	return xasprintf("%s: %s.%s", task->source, d->section, d->key);
+}
+
+static void check_limits(struct al_decision *d, struct al_policy *task,
+			 const struct al_policy *flags)
+{
+	const struct al_op_profile *pr = d->profile;
+
+	for (size_t i = 0; i < AL_OPL_COUNT; i++) {
+		const struct al_limit_def *ld = &al_limit_defs[i];
+		const struct al_op_bound *b = &pr->limits[i];
+		uint64_t *v = limit_field(task, ld), builtin = ld->builtin;
+		char what[64], val[48], mx[48], bpath[192];
+		bool net = strncmp(ld->section, "network", 7) == 0;
+
+		snprintf(what, sizeof(what), "%s.%s", ld->section, ld->key);
+		if (i == AL_OPL_COPY_OUT_SIZE)
+			builtin =
+			    task->scratch_bytes ? task->scratch_bytes : AL_DEFAULT_SCRATCH_BYTES;
+		if (b->max)
+			al_limit_format(ld, b->max, mx, sizeof(mx));
+		if (*v) {
+			_cleanup_free_ char *ref = limit_ref(task, flags, ld);
+			al_limit_format(ld, *v, val, sizeof(val));
+			if (b->max && *v > b->max) {
+				snprintf(bpath, sizeof(bpath), "%s.%s.max", pr->where, what);
+				engine_refuse(d, ref, val, mx, bpath,
+					      "%s %s is over the ceiling %s", ref, val, mx);
+				continue;
+			}
+			if (!net || d->gateway)
+				engine_explain(
+				    d, what, val, AL_FROM_TASK, ref,
+				    b->max ? engine_bound(d, "%s.%s.max", pr->where, what) : NULL);
+			continue;
+		}
+		if (b->def) {
+			*v = b->def;
+			al_limit_format(ld, *v, val, sizeof(val));
+			if (!net || d->gateway)
+				engine_explain(d, what, val, AL_FROM_DEFAULT, NULL,
+					       engine_bound(d, "%s.%s.default", pr->where, what));
+		} else if (b->max && (!builtin || builtin > b->max)) {
+			*v = b->max;
+			if (!net || d->gateway)
+				engine_explain(d, what, mx, AL_FROM_CEILING, NULL,
+					       engine_bound(d, "%s.%s.max", pr->where, what));
+		} else if (!net || d->gateway) {
+			if (builtin)
+				al_limit_format(ld, builtin, val, sizeof(val));
+			engine_explain(d, what, builtin ? val : "none", AL_FROM_BUILTIN, NULL,
+				       b->max ? engine_bound(d, "%s.%s.max", pr->where, what)
+					      : NULL);
+		}
+	}
+}
+
+static void check_backend(struct al_decision *d, struct al_policy *task,
+			  const struct al_policy *flags)
+{
+	const struct al_op_profile *pr = d->profile;
+	const char *name = task->backend;
+	_cleanup_free_ char *ref = NULL;
+	bool listed = !pr->backends;
+
+	if (flags && flags->backend)
+		ref = xstrdup("--backend");
+	else if (name)
+		ref = xasprintf("%s: backend.name", task->source);
+	if (!name) {
+		name = pr->backend_default ? pr->backend_default : "native";
+		free(task->backend);
+		task->backend = xstrdup(name);
+	}
+	for (size_t i = 0; pr->backends && pr->backends[i]; i++)
+		listed |= strcmp(pr->backends[i], name) == 0;
+	if (!listed) {
+		_cleanup_free_ char *list = al_strv_join(pr->backends, ", ");
+		engine_refuse(d, ref ? ref : "backend (default)", name, list,
+			      engine_path(pr, "backend.allowed"),
+			      "%s%s: backend \"%s\" is not one the operator allows (%s)",
+			      ref ? ref : "the default backend", "", name, list);
+		return;
+	}
+	if (pr->backend_min && al_backend_strength(name) < al_backend_strength(pr->backend_min)) {
+		engine_refuse(d, ref ? ref : "backend (default)", name, pr->backend_min,
+			      engine_path(pr, "backend.minimum"),
+			      "%s: backend \"%s\" is weaker than the operator's minimum \"%s\"",
+			      ref ? ref : "the default backend", name, pr->backend_min);
+		return;
+	}
+	engine_explain(
+	    d, "backend", name, ref ? AL_FROM_TASK : AL_FROM_DEFAULT, ref,
+	    pr->backend_default && !ref ? engine_bound(d, "%s.backend.default", pr->where) : NULL);
+}
+
+static void check_best_effort(struct al_decision *d, const struct al_policy *task)
+{
+	const struct al_op_profile *pr = d->profile;
+
+	if (task->landlock == AL_LANDLOCK_BEST_EFFORT &&
+	    !(pr->best_effort & AL_OP_WEAKEN_LANDLOCK)) {
+		_cleanup_free_ char *ref = xasprintf("%s: filesystem.landlock", task->source);
+		engine_refuse(d, ref, "best-effort", "required", engine_path(pr, "best_effort"),
+			      "%s: \"best-effort\" weakens the file-access layer, which the "
+			      "operator does not allow (add \"landlock\" to best_effort)",
+			      ref);
+	}
+	if (task->kernel_memory == AL_KMEM_BEST_EFFORT &&
+	    !(pr->best_effort & AL_OP_WEAKEN_KERNEL_MEMORY)) {
+		_cleanup_free_ char *ref = xasprintf("%s: limits.kernel_memory", task->source);
+		engine_refuse(d, ref, "best-effort", "enforced", engine_path(pr, "best_effort"),
+			      "%s: \"best-effort\" lets socket buffers escape the memory limit, "
+			      "which the operator does not allow (add \"kernel_memory\" to "
+			      "best_effort)",
+			      ref);
+	}
+}
+
+/* The first pattern of v that name matches, or -1. */
+static ssize_t env_match(char *const *v, const char *name)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		if (fnmatch(v[i], name, 0) == 0)
+			return (ssize_t)i;
+	return -1;
+}
+
+static void check_env(struct al_decision *d, const struct al_policy *task,
+		      const struct al_policy *flags)
+{
+	const struct al_op_profile *pr = d->profile;
+
+	for (size_t i = 0; task->env && task->env[i]; i++) {
+		const char *eq = strchr(task->env[i], '=');
+		_cleanup_free_ char *name = strndup(task->env[i], (size_t)(eq - task->env[i]));
+		_cleanup_free_ char *ref = NULL, *what = xasprintf("env.%s", name);
+		bool passed = al_policy_env_is_hidden(task->env_passed, name);
+		bool by_flag = false;
+		ssize_t k;
+
+		for (size_t j = 0; flags && flags->env && flags->env[j]; j++)
+			by_flag |= strncmp(flags->env[j], name, strlen(name)) == 0 &&
+				   flags->env[j][strlen(name)] == '=';
+		ref = by_flag ? xasprintf("--env %s", name)
+			      : xasprintf("%s: env.%s", task->source, name);
+		if ((k = env_match(pr->env_never, name)) >= 0) {
+			_cleanup_free_ char *p = xasprintf("env.never[%zd]", k);
+			engine_refuse(d, ref, name, pr->env_never[k], engine_path(pr, p),
+				      "%s: the operator never lets a task set %s (pattern \"%s\")",
+				      ref, name, pr->env_never[k]);
+			continue;
+		}
+		if ((k = env_match(pr->env_allow, name)) < 0) {
+			_cleanup_free_ char *list = al_strv_join(pr->env_allow, " ");
+			engine_refuse(d, ref, name, list, engine_path(pr, "env.allow"),
+				      "%s: %s matches none of the names the operator allows "
+				      "(%s)",
+				      ref, name, list[0] ? list : "none");
+			continue;
+		}
+		if (passed && (k = env_match(pr->env_pass, name)) < 0) {
+			engine_refuse(d, ref, name, "env.pass", engine_path(pr, "env.pass"),
+				      "%s: passes airlock's own value of %s, which the operator "
+				      "does not allow (env.pass)",
+				      ref, name);
+			continue;
+		}
+		engine_explain(
+		    d, what, passed ? "(airlock's own value)" : "(set)", AL_FROM_TASK, ref,
+		    engine_bound(d, "%s.env.%s[%zd] \"%s\"", pr->where, passed ? "pass" : "allow",
+				 k, passed ? pr->env_pass[k] : pr->env_allow[k]));
+	}
+}
+
+/* network.allow[i] of the task: "--allow R" when the flags added it, else
+ * its place in the file (the file's rules come first). */
+static char *rule_ref(const struct al_policy *task, const struct al_policy *flags, size_t i)
+{
+	size_t n_all = al_strv_len(task->net_allow),
+	       n_flags = flags ? al_strv_len(flags->net_allow) : 0;
+
+	if (i >= n_all - n_flags)
+		return xasprintf("--allow %s", task->net_allow[i]);
+	return xasprintf("%s: network.allow[%zu]", task->source, i);
+}
+
+static void check_rules(struct al_decision *d, struct al_policy *task,
+			const struct al_policy *flags)
+{
+	const struct al_op_profile *pr = d->profile;
+
+	for (size_t i = 0; task->net_allow && task->net_allow[i]; i++) {
+		_cleanup_(al_allow_freep) struct al_allowlist *one = al_allow_new();
+		_cleanup_free_ char *ref = rule_ref(task, flags, i);
+		const struct al_allow_rule *r, *by, *never;
+
+		if (al_allow_add(one, task->net_allow[i], NULL) < 0)
+			continue; /* the plan says what is wrong with it */
+		r = al_allow_rule_at(one, 0);
+		if ((never = al_allow_find_within(pr->never_net, r))) {
+			engine_refuse(d, ref, task->net_allow[i], al_allow_rule_text(never),
+				      engine_path(pr, "network.never"),
+				      "%s: %s lies within %s, which the operator never allows", ref,
+				      task->net_allow[i], al_allow_rule_text(never));
+			continue;
+		}
+		if (!(by = al_allow_find_within(pr->allow, r))) {
+			_cleanup_free_ char *list = engine_rules_text(pr->allow);
+			engine_refuse(d, ref, task->net_allow[i], list,
+				      engine_path(pr, "network.allow"),
+				      "%s: %s is not within a rule the operator allows (%s)", ref,
+				      task->net_allow[i], list[0] ? list : "none");
+			continue;
+		}
+		_cleanup_free_ char *what = xasprintf("network.allow %s", task->net_allow[i]);
+		engine_explain(
+		    d, what, task->net_allow[i], AL_FROM_TASK, ref,
+		    engine_bound(d, "%s.network.allow (%s)", pr->where, al_allow_rule_text(by)));
+	}
+}
+
+static void check_hosts(struct al_decision *d, const struct al_policy *task,
+			const struct al_policy *flags)
+{
+	const struct al_op_profile *pr = d->profile;
+
+	for (size_t i = 0; task->net_hosts && task->net_hosts[i]; i++) {
+		const char *entry = task->net_hosts[i], *eq = strchr(entry, '=');
+		_cleanup_free_ char *name = strndup(entry, (size_t)(eq - entry)), *ref = NULL;
+		const struct al_allow_rule *by = NULL, *never = NULL;
+		struct al_host addr;
+		bool by_flag = false;
+
+		for (size_t j = 0; flags && flags->net_hosts && flags->net_hosts[j]; j++)
+			by_flag |= strcmp(flags->net_hosts[j], entry) == 0;
+		ref = by_flag ? xasprintf("--map-host %s", entry)
+			      : xasprintf("%s: network.hosts.%s", task->source, name);
+		if (al_host_parse(eq + 1, strlen(eq + 1), &addr, NULL) < 0 ||
+		    addr.kind == AL_HOST_NAME)
+			continue; /* the plan says what is wrong with it */
+		if (al_allow_match_addr_any_port(pr->never_net, &addr.addr, &never)) {
+			engine_refuse(d, ref, eq + 1, al_allow_rule_text(never),
+				      engine_path(pr, "network.never"),
+				      "%s: %s lies within %s, which the operator never allows", ref,
+				      eq + 1, al_allow_rule_text(never));
+			continue;
+		}
+		if (!al_allow_match_addr_any_port(pr->hosts_to, &addr.addr, &by)) {
+			_cleanup_free_ char *list = engine_rules_text(pr->hosts_to);
+			engine_refuse(d, ref, eq + 1, list, engine_path(pr, "network.hosts"),
+				      "%s: the operator does not let a task map a name to %s "
+				      "(network.hosts allows: %s)",
+				      ref, eq + 1, list[0] ? list : "none");
+			continue;
+		}
+		_cleanup_free_ char *what = xasprintf("network.hosts.%s", name);
+		engine_explain(
+		    d, what, eq + 1, AL_FROM_TASK, ref,
+		    engine_bound(d, "%s.network.hosts (%s)", pr->where, al_allow_rule_text(by)));
+	}
+	if (task->net_resolver) {
+		const char *ref = flags && flags->net_resolver ? "--resolver" : "network.resolver";
+		bool ok = false;
+		for (size_t i = 0; pr->resolvers && pr->resolvers[i]; i++)
+			ok |= strcmp(pr->resolvers[i], task->net_resolver) == 0;
+		if (!ok) {
+			_cleanup_free_ char *list = al_strv_join(pr->resolvers, ", ");
+			engine_refuse(d, ref, task->net_resolver, list,
+				      engine_path(pr, "network.resolvers"),
+				      "%s %s: not a resolver the operator allows (%s)", ref,
+				      task->net_resolver, list[0] ? list : "none");
+		} else {
+			engine_explain(d, "network.resolver", task->net_resolver, AL_FROM_TASK, ref,
+				       engine_bound(d, "%s.network.resolvers", pr->where));
+		}
+	}
+}
+
+/* The rules every run gets, unless the task said it wants no network. */
+static void add_always(struct al_decision *d, struct al_policy *task)
+{
+	const struct al_op_profile *pr = d->profile;
+	bool none = task->network_mode && strcmp(task->network_mode, "none") == 0;
+
+	for (size_t i = 0; pr->always_text && pr->always_text[i]; i++) {
+		_cleanup_free_ char *what = xasprintf("network.allow %s", pr->always_text[i]);
+		if (none) {
+			engine_explain(d, what, "(not added: the task asked for network \"none\")",
+				       AL_FROM_FORCED, NULL,
+				       engine_bound(d, "%s.network.always[%zu]", pr->where, i));
+			continue;
+		}
+		bool have = false;
+		for (size_t j = 0; task->net_allow && task->net_allow[j]; j++)
+			have |= strcmp(task->net_allow[j], pr->always_text[i]) == 0;
+		if (!have)
+			al_strv_push(&task->net_allow, pr->always_text[i]);
+		engine_explain(d, what, pr->always_text[i], AL_FROM_FORCED, NULL,
+			       engine_bound(d, "%s.network.always[%zu]", pr->where, i));
+	}
+}
+
+int al_engine_request(const struct al_operator *op, struct al_policy *task,
+		      const struct al_policy *flags, struct al_decision *d)
+{
+	const char *name = task->profile ? task->profile : AL_OPERATOR_PROFILE;
+
+	*d = (struct al_decision){.op = op};
+	d->profile_name = xstrdup(name);
+	d->profile = al_operator_profile(op, name);
+	if (!d->profile) {
+		_cleanup_free_ char *list = NULL;
+		char **names = NULL;
+		const char *ref = flags && flags->profile ? "--profile" : "profile";
+		for (size_t i = 0; i < op->n_profiles; i++)
+			al_strv_push(&names, op->profiles[i].name);
+		list = al_strv_join(names, ", ");
+		al_strv_free(names);
+		engine_refuse(d, task->profile ? ref : "(no profile named)", name, list, "profiles",
+			      task->profile
+				  ? "%s %s: the operator policy has no such profile "
+				    "(it has: %s)"
+				  : "%s%s: the operator policy has no \"default\" profile, "
+				    "so a task must name one (--profile: %s)",
+			      task->profile ? ref : "", task->profile ? name : "", list);
+		return -EPERM;
+	}
+	engine_explain(d, "profile", name, task->profile ? AL_FROM_TASK : AL_FROM_DEFAULT,
+		       task->profile ? (flags && flags->profile ? "--profile" : "profile") : NULL,
+		       engine_bound(d, "%s", d->profile->where));
+	bool none = task->network_mode && strcmp(task->network_mode, "none") == 0;
+	d->gateway = task->net_allow ||
+		     (task->network_mode && strcmp(task->network_mode, "gateway") == 0) ||
+		     (!none && d->profile->always_text && d->profile->always_text[0]);
+	check_backend(d, task, flags);
+	check_best_effort(d, task);
+	check_env(d, task, flags);
+	check_rules(d, task, flags);
+	check_hosts(d, task, flags);
+	add_always(d, task);
+	check_limits(d, task, flags);
+	return d->n_refused || d->omitted ? -EPERM : 0;
+}

@@ -1,0 +1,690 @@
+/* Operator policy file → model (operator.h). Strict like the task policy's
+ * parser (parse.c, with the same helpers: json.c): unknown keys, wrong
+ * types, bad sizes, rules and paths are errors naming the file and the
+ * JSON path, every one of them. Nothing on the host is looked at here. */
+#include "policy/operator.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "policy/engine.h"
+#include "policy/json.h"
+#include "policy/policy.h"
+
+#define PROFILE_NAME_MAX	   64
+#define DECIDER_TIMEOUT_DEFAULT_MS 1000u
+#define DECIDER_TIMEOUT_MAX_MS	   60000u
+#define DECIDER_CACHE_DEFAULT	   256u
+#define DECIDER_TTL_DEFAULT_MS	   60000u
+
+const char *const al_operator_env_never_default[] = {"LD_*",
+						     "GCONV_PATH",
+						     "HOSTALIASES",
+						     "LOCALDOMAIN",
+						     "RES_OPTIONS",
+						     "BASH_ENV",
+						     "ENV",
+						     "SHELLOPTS",
+						     "BASHOPTS",
+						     "PS4",
+						     "PYTHONPATH",
+						     "PYTHONHOME",
+						     "PYTHONSTARTUP",
+						     "PYTHONUSERBASE",
+						     "PERL5LIB",
+						     "PERL5OPT",
+						     "PERLLIB",
+						     "RUBYLIB",
+						     "RUBYOPT",
+						     "NODE_OPTIONS",
+						     "NODE_PATH",
+						     "JAVA_TOOL_OPTIONS",
+						     "_JAVA_OPTIONS",
+						     "JDK_JAVA_OPTIONS",
+						     "MALLOC_*",
+						     "GLIBC_TUNABLES",
+						     NULL};
+
+/* Rules no run gets unless a profile says otherwise: link-local space,
+ * where cloud metadata services answer. */
+static const char *const net_never_default[] = {"169.254.0.0/16:*", "[fe80::/10]:*",
+						"[fd00:ec2::254]:*", NULL};
+
+static const char *const backends[] = {"native", "gvisor", "microvm", NULL};
+
+int al_backend_strength(const char *name)
+{
+	for (int i = 0; backends[i]; i++)
+		if (strcmp(backends[i], name) == 0)
+			return i;
+	return -1;
+}
+
+static int fail(struct al_json_ctx *c, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(struct al_json_ctx *c, const char *path, const char *fmt, ...)
+{
+	char what[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return al_json_fail(c, path, "%s", what);
+}
+
+static struct al_op_path *add_path(struct al_op_path **v, size_t *n, const char *path,
+				   const char *where)
+{
+	struct al_op_path *p;
+	size_t l = strlen(path);
+
+	*v = xrealloc(*v, (*n + 1) * sizeof(**v));
+	p = &(*v)[(*n)++];
+	*p = (struct al_op_path){0};
+	p->path = xstrdup(path);
+	if (l > 1 && p->path[l - 1] == '/')
+		p->path[l - 1] = '\0';
+	p->real = xstrdup(p->path);
+	p->where = xstrdup(where);
+	return p;
+}
+
+/* An array of host paths: absolute, clean but for one trailing '/'. */
+static int parse_paths(struct al_json_ctx *c, const json_t *j, const char *path,
+		       struct al_op_path **v, size_t *n)
+{
+	size_t i;
+	json_t *e;
+	int r, bad = 0;
+
+	if ((r = al_json_want(c, j, JSON_ARRAY, path, "an array of absolute paths")) < 0)
+		return r;
+	json_array_foreach(j, i, e)
+	{
+		char sub[256];
+		_cleanup_free_ char *s = NULL;
+		snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
+		if (al_json_note(&bad, al_json_string(c, e, sub, &s)) < 0)
+			continue;
+		size_t l = strlen(s);
+		if (l > 1 && s[l - 1] == '/')
+			s[l - 1] = '\0';
+		if (!al_path_is_clean_absolute(s)) {
+			al_json_note(&bad, fail(c, sub,
+						"expected a clean absolute path (no '.', '..' or "
+						"'//'), got \"%s\"",
+						json_string_value(e)));
+			continue;
+		}
+		add_path(v, n, s, sub);
+	}
+	return bad;
+}
+
+static int parse_filesystem(struct al_json_ctx *c, const json_t *j, const char *path,
+			    struct al_op_profile *pr)
+{
+	static const char *const keys[] = {"ro", "rw", "never", "system", NULL};
+	char sub[160];
+	json_t *v;
+	int r, bad = 0;
+
+	if ((r = al_json_want(c, j, JSON_OBJECT, path, "an object")) < 0)
+		return r;
+	al_json_note(&bad, al_json_check_keys(c, j, path, keys));
+	snprintf(sub, sizeof(sub), "%s.ro", path);
+	if ((v = json_object_get(j, "ro")))
+		al_json_note(&bad, parse_paths(c, v, sub, &pr->ro, &pr->n_ro));
+	snprintf(sub, sizeof(sub), "%s.rw", path);
+	if ((v = json_object_get(j, "rw")))
+		al_json_note(&bad, parse_paths(c, v, sub, &pr->rw, &pr->n_rw));
+	snprintf(sub, sizeof(sub), "%s.never", path);
+	if ((v = json_object_get(j, "never")))
+		al_json_note(&bad, parse_paths(c, v, sub, &pr->never, &pr->n_never));
+	snprintf(sub, sizeof(sub), "%s.system", path);
+	if ((v = json_object_get(j, "system")))
+		al_json_note(&bad, al_json_strings(c, v, sub, true, false, &pr->system));
+	return bad;
+}
+
+/* A never rule without ports means every port: "10.0.0.0/8" is
+ * "10.0.0.0/8:*", a bare IPv6 CIDR gets brackets. */
+static char *never_rule_text(const char *rule)
+{
+	size_t n = strlen(rule);
+	bool bracketed = rule[0] == '[';
+	const char *colon = strrchr(rule, ':');
+
+	if (bracketed) {
+		if (rule[n - 1] == ']')
+			return xasprintf("%s:*", rule);
+		return xstrdup(rule);
+	}
+	if (strchr(rule, ':') != colon) /* a bare IPv6 literal or CIDR */
+		return xasprintf("[%s]:*", rule);
+	return colon ? xstrdup(rule) : xasprintf("%s:*", rule);
+}
+
+/* network.allow / always (rules a task could write) or never (any rule,
+ * every port by default). */
+static int parse_rules(struct al_json_ctx *c, const json_t *j, const char *path, bool never,
+		       struct al_allowlist **list, char ***text)
+{
+	size_t i;
+	json_t *e;
+	int r, bad = 0;
+
+	if ((r = al_json_want(c, j, JSON_ARRAY, path, "an array of rules")) < 0)
+		return r;
+	al_allow_free(*list);
+	*list = al_allow_new();
+	al_strv_free(*text);
+	*text = xcalloc(1, sizeof(char *));
+	json_array_foreach(j, i, e)
+	{
+		char sub[256];
+		_cleanup_free_ char *s = NULL, *rule = NULL;
+		struct al_error why = {0};
+		snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
+		if (al_json_note(&bad, al_json_string(c, e, sub, &s)) < 0)
+			continue;
+		rule = never ? never_rule_text(s) : xstrdup(s);
+		if ((!never && al_policy_check_allow_rule(rule, &why) < 0) ||
+		    al_allow_add(*list, rule, &why) < 0) {
+			al_json_note(&bad, fail(c, sub, "%s", why.msg));
+			continue;
+		}
+		al_strv_push(text, rule);
+	}
+	return bad;
+}
+
+static int parse_network(struct al_json_ctx *c, const json_t *j, const char *path,
+			 struct al_op_profile *pr)
+{
+	static const char *const keys[] = {"allow",	"always", "never",    "hosts",
+					   "resolvers", "limits", "per_host", NULL};
+	_cleanup_(al_strv_freep) char **allow_text = NULL;
+	char sub[160];
+	json_t *v;
+	int r, bad = 0;
+
+	if ((r = al_json_want(c, j, JSON_OBJECT, path, "an object")) < 0)
+		return r;
+	al_json_note(&bad, al_json_check_keys(c, j, path, keys));
+	snprintf(sub, sizeof(sub), "%s.allow", path);
+	if ((v = json_object_get(j, "allow")))
+		al_json_note(&bad, parse_rules(c, v, sub, false, &pr->allow, &allow_text));
+	snprintf(sub, sizeof(sub), "%s.always", path);
+	if ((v = json_object_get(j, "always")))
+		al_json_note(&bad, parse_rules(c, v, sub, false, &pr->always, &pr->always_text));
+	snprintf(sub, sizeof(sub), "%s.never", path);
+	if ((v = json_object_get(j, "never")))
+		al_json_note(&bad, parse_rules(c, v, sub, true, &pr->never_net, &pr->never_text));
+	snprintf(sub, sizeof(sub), "%s.hosts", path);
+	if ((v = json_object_get(j, "hosts")))
+		al_json_note(&bad, parse_rules(c, v, sub, true, &pr->hosts_to, &pr->hosts_text));
+	snprintf(sub, sizeof(sub), "%s.resolvers", path);
+	if ((v = json_object_get(j, "resolvers")) &&
+	    al_json_note(&bad, al_json_strings(c, v, sub, false, false, &pr->resolvers)) == 0)
+		for (size_t i = 0; pr->resolvers[i]; i++) {
+			struct al_error why = {0};
+			if (al_policy_check_resolver(pr->resolvers[i], &why) < 0) {
+				char el[192];
+				snprintf(el, sizeof(el), "%s[%zu]", sub, i);
+				al_json_note(&bad, fail(c, el, "%s", why.msg));
+			}
+		}
+	return bad;
+}
+
+/* One limit's {"max": ..., "default": ...}. */
+static int parse_bound(struct al_json_ctx *c, const json_t *j, const char *path,
+		       const struct al_limit_def *d, struct al_op_bound *b)
+{
+	static const char *const keys[] = {"max", "default", NULL};
+	const char *names[2] = {"max", "default"};
+	uint64_t *out[2] = {&b->max, &b->def};
+	int r, bad = 0;
+
+	if ((r = al_json_want(c, j, JSON_OBJECT, path,
+			      "an object with \"max\" (the ceiling) and/or \"default\"")) < 0)
+		return r;
+	al_json_note(&bad, al_json_check_keys(c, j, path, keys));
+	for (size_t i = 0; i < 2; i++) {
+		json_t *v = json_object_get(j, names[i]);
+		char sub[192];
+		if (!v)
+			continue;
+		snprintf(sub, sizeof(sub), "%s.%s", path, names[i]);
+		switch (d->kind) {
+		case AL_LIMIT_SIZE:
+			r = al_json_size(c, v, sub, out[i]);
+			break;
+		case AL_LIMIT_DURATION:
+			r = al_json_duration(c, v, sub, out[i]);
+			break;
+		case AL_LIMIT_COUNT:
+			r = al_json_count(c, v, sub, d->count_max, out[i]);
+			break;
+		case AL_LIMIT_CPUS:
+			r = al_json_cpus(c, v, sub, out[i]);
+			break;
+		}
+		al_json_note(&bad, r);
+	}
+	if (bad == 0 && b->max && b->def > b->max) {
+		char mx[48], df[48];
+		al_limit_format(d, b->max, mx, sizeof(mx));
+		al_limit_format(d, b->def, df, sizeof(df));
+		al_json_note(&bad, fail(c, path, "default %s is over the ceiling %s", df, mx));
+	}
+	if (bad == 0 && d->min && ((b->max && b->max < d->min) || (b->def && b->def < d->min))) {
+		char mn[48];
+		al_limit_format(d, d->min, mn, sizeof(mn));
+		al_json_note(&bad, fail(c, path, "below the least a run can have (%s)", mn));
+	}
+	return bad;
+}
+
+/* The limits of one section ("limits", "network.limits",
+ * "network.per_host") under path. */
+static int parse_limits(struct al_json_ctx *c, const json_t *j, const char *path,
+			const char *section, struct al_op_profile *pr)
+{
+	const char *keys[AL_OPL_COUNT + 1];
+	size_t nk = 0;
+	int r, bad = 0;
+
+	if ((r = al_json_want(c, j, JSON_OBJECT, path, "an object")) < 0)
+		return r;
+	for (size_t i = 0; i < AL_OPL_COUNT; i++)
+		if (strcmp(al_limit_defs[i].section, section) == 0)
+			keys[nk++] = al_limit_defs[i].key;
+	keys[nk] = NULL;
+	al_json_note(&bad, al_json_check_keys(c, j, path, keys));
+	for (size_t i = 0; i < AL_OPL_COUNT; i++) {
+		const struct al_limit_def *d = &al_limit_defs[i];
+		json_t *v;
+		char sub[192];
+		if (strcmp(d->section, section) != 0 || !(v = json_object_get(j, d->key)))
+			continue;
+		snprintf(sub, sizeof(sub), "%s.%s", path, d->key);
+		al_json_note(&bad, parse_bound(c, v, sub, d, &pr->limits[i]));
+	}
+	return bad;
+}
+
+static int parse_backend(struct al_json_ctx *c, const json_t *j, const char *path,
+			 struct al_op_profile *pr)
+{
+	static const char *const keys[] = {"allowed", "minimum", "default", NULL};
+	char sub[160];
+	json_t *v;
+	int r, bad = 0;
+
+	if ((r = al_json_want(c, j, JSON_OBJECT, path, "an object")) < 0)
+		return r;
+	al_json_note(&bad, al_json_check_keys(c, j, path, keys));
+	snprintf(sub, sizeof(sub), "%s.allowed", path);
+	if ((v = json_object_get(j, "allowed")) &&
+	    al_json_note(&bad, al_json_strings(c, v, sub, false, true, &pr->backends)) == 0)
+		for (size_t i = 0; pr->backends[i]; i++)
+			if (al_backend_strength(pr->backends[i]) < 0) {
+				char el[192];
+				snprintf(el, sizeof(el), "%s[%zu]", sub, i);
+				al_json_note(&bad, fail(c, el,
+							"unknown backend \"%s\" (known: native, "
+							"gvisor, microvm)",
+							pr->backends[i]));
+			}
+	const char *names[2] = {"minimum", "default"};
+	char **out[2] = {&pr->backend_min, &pr->backend_default};
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(sub, sizeof(sub), "%s.%s", path, names[i]);
+		if ((v = json_object_get(j, names[i])) &&
+		    al_json_note(&bad, al_json_string(c, v, sub, out[i])) == 0 &&
+		    al_backend_strength(*out[i]) < 0)
+			al_json_note(&bad, fail(c, sub,
+						"unknown backend \"%s\" (known: native, gvisor, "
+						"microvm)",
+						*out[i]));
+	}
+	if (bad == 0 && pr->backend_default) {
+		snprintf(sub, sizeof(sub), "%s.default", path);
+		bool listed = !pr->backends;
+		for (size_t i = 0; pr->backends && pr->backends[i]; i++)
+			listed |= strcmp(pr->backends[i], pr->backend_default) == 0;
+		if (!listed)
+			al_json_note(&bad, fail(c, sub, "\"%s\" is not in %s.allowed",
+						pr->backend_default, path));
+		else if (pr->backend_min && al_backend_strength(pr->backend_default) <
+						al_backend_strength(pr->backend_min))
+			al_json_note(&bad, fail(c, sub, "\"%s\" is below the minimum \"%s\"",
+						pr->backend_default, pr->backend_min));
+	}
+	return bad;
+}
+
+/* An environment name pattern: a name, with * ? and [...] of fnmatch(3). */
+static bool env_pattern_ok(const char *s)
+{
+	if (!s[0] || strlen(s) > 256)
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+		      (*p >= '0' && *p <= '9') || strchr("_*?[]!-", *p)))
+			return false;
+	return true;
+}
+
+static int parse_env(struct al_json_ctx *c, const json_t *j, const char *path,
+		     struct al_op_profile *pr)
+{
+	static const char *const keys[] = {"allow", "never", "pass", NULL};
+	char ***out[3] = {&pr->env_allow, &pr->env_never, &pr->env_pass};
+	char sub[160];
+	int r, bad = 0;
+
+	if ((r = al_json_want(c, j, JSON_OBJECT, path, "an object")) < 0)
+		return r;
+	al_json_note(&bad, al_json_check_keys(c, j, path, keys));
+	for (size_t k = 0; k < 3; k++) {
+		json_t *v = json_object_get(j, keys[k]);
+		snprintf(sub, sizeof(sub), "%s.%s", path, keys[k]);
+		if (!v || al_json_note(&bad, al_json_strings(c, v, sub, false, false, out[k])) < 0)
+			continue;
+		for (size_t i = 0; (*out[k])[i]; i++)
+			if (!env_pattern_ok((*out[k])[i])) {
+				char el[192];
+				snprintf(el, sizeof(el), "%s[%zu]", sub, i);
+				al_json_note(&bad, fail(c, el,
+							"\"%s\" is not a name pattern (letters, "
+							"digits, _, and * ? [...])",
+							(*out[k])[i]));
+			}
+	}
+	return bad;
+}
+
+static int parse_best_effort(struct al_json_ctx *c, const json_t *j, const char *path,
+			     struct al_op_profile *pr)
+{
+	_cleanup_(al_strv_freep) char **v = NULL;
+	int r;
+
+	if ((r = al_json_strings(c, j, path, false, false, &v)) < 0)
+		return r;
+	for (size_t i = 0; v[i]; i++) {
+		char el[192];
+		snprintf(el, sizeof(el), "%s[%zu]", path, i);
+		if (strcmp(v[i], "landlock") == 0)
+			pr->best_effort |= AL_OP_WEAKEN_LANDLOCK;
+		else if (strcmp(v[i], "kernel_memory") == 0)
+			pr->best_effort |= AL_OP_WEAKEN_KERNEL_MEMORY;
+		else
+			r = fail(c, el, "expected \"landlock\" or \"kernel_memory\", got \"%s\"",
+				 v[i]);
+	}
+	return r;
+}
+
+static bool profile_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > PROFILE_NAME_MAX)
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || strchr("-_.", *p)))
+			return false;
+	return true;
+}
+
+static int parse_profile(struct al_json_ctx *c, const char *name, const json_t *j,
+			 struct al_op_profile *pr)
+{
+	static const char *const keys[] = {"filesystem", "network",	"limits",      "backend",
+					   "env",	 "best_effort", "description", NULL};
+	char path[128], sub[192];
+	json_t *v, *nl;
+	int r, bad = 0;
+
+	snprintf(path, sizeof(path), "profiles.%s", name);
+	pr->name = xstrdup(name);
+	pr->where = xstrdup(path);
+	pr->never_net = al_allow_new();
+	pr->never_text = xcalloc(1, sizeof(char *));
+	for (size_t i = 0; net_never_default[i]; i++) {
+		al_allow_add(pr->never_net, net_never_default[i], NULL);
+		al_strv_push(&pr->never_text, net_never_default[i]);
+	}
+	pr->env_allow = xcalloc(2, sizeof(char *));
+	pr->env_allow[0] = xstrdup("*");
+	pr->env_never = al_strv_dup((char *const *)al_operator_env_never_default);
+	pr->env_pass = xcalloc(1, sizeof(char *));
+	if ((r = al_json_want(c, j, JSON_OBJECT, path, "an object (a profile)")) < 0)
+		return r;
+	al_json_note(&bad, al_json_check_keys(c, j, path, keys));
+	snprintf(sub, sizeof(sub), "%s.description", path);
+	_cleanup_free_ char *desc = NULL;
+	if ((v = json_object_get(j, "description")))
+		al_json_note(&bad, al_json_string(c, v, sub, &desc));
+	snprintf(sub, sizeof(sub), "%s.filesystem", path);
+	if ((v = json_object_get(j, "filesystem")))
+		al_json_note(&bad, parse_filesystem(c, v, sub, pr));
+	snprintf(sub, sizeof(sub), "%s.network", path);
+	if ((v = json_object_get(j, "network")) &&
+	    al_json_note(&bad, parse_network(c, v, sub, pr)) == 0) {
+		snprintf(sub, sizeof(sub), "%s.network.limits", path);
+		if ((nl = json_object_get(v, "limits")))
+			al_json_note(&bad, parse_limits(c, nl, sub, "network.limits", pr));
+		snprintf(sub, sizeof(sub), "%s.network.per_host", path);
+		if ((nl = json_object_get(v, "per_host")))
+			al_json_note(&bad, parse_limits(c, nl, sub, "network.per_host", pr));
+	}
+	snprintf(sub, sizeof(sub), "%s.limits", path);
+	if ((v = json_object_get(j, "limits")))
+		al_json_note(&bad, parse_limits(c, v, sub, "limits", pr));
+	snprintf(sub, sizeof(sub), "%s.backend", path);
+	if ((v = json_object_get(j, "backend")))
+		al_json_note(&bad, parse_backend(c, v, sub, pr));
+	snprintf(sub, sizeof(sub), "%s.env", path);
+	if ((v = json_object_get(j, "env")))
+		al_json_note(&bad, parse_env(c, v, sub, pr));
+	snprintf(sub, sizeof(sub), "%s.best_effort", path);
+	if ((v = json_object_get(j, "best_effort")))
+		al_json_note(&bad, parse_best_effort(c, v, sub, pr));
+	return bad;
+}
+
+/* The decider's address: "socket" (a Unix socket's path) or "url"
+ * ("http://127.0.0.1:PORT", "http://[::1]:PORT"); nothing else. */
+static int parse_decider_url(struct al_json_ctx *c, const char *url, struct al_decider_conf *d)
+{
+	const char *rest, *port;
+	char *end;
+
+	if (strncmp(url, "http://", 7) != 0)
+		return fail(c, "decider.url",
+			    "expected http://127.0.0.1:PORT or http://[::1]:PORT");
+	rest = url + 7;
+	if (strncmp(rest, "127.0.0.1:", 10) == 0) {
+		d->host = xstrdup("127.0.0.1");
+		port = rest + 10;
+	} else if (strncmp(rest, "[::1]:", 6) == 0) {
+		d->host = xstrdup("::1");
+		port = rest + 6;
+	} else {
+		return fail(c, "decider.url",
+			    "\"%s\": the decider must be on this machine's loopback "
+			    "(http://127.0.0.1:PORT or http://[::1]:PORT) or a Unix socket",
+			    url);
+	}
+	errno = 0;
+	unsigned long p = strtoul(port, &end, 10);
+	if (errno || end == port || (*end && strcmp(end, "/") != 0) || p == 0 || p > 65535 ||
+	    port[0] == '+' || port[0] == '-')
+		return fail(c, "decider.url", "\"%s\": bad port", url);
+	d->port = (uint16_t)p;
+	return 0;
+}
+
+static int parse_decider_path(struct al_json_ctx *c, const json_t *v, const char *key, char **out)
+{
+	char sub[64];
+	int r;
+
+	snprintf(sub, sizeof(sub), "decider.%s", key);
+	if ((r = al_json_string(c, v, sub, out)) < 0)
+		return r;
+	bool ok = (*out)[0] == '/' && strlen(*out) <= 256;
+	for (const char *p = *out; ok && *p; p++)
+		ok = *p > 0x20 && *p < 0x7f && *p != '?' && *p != '#' && *p != '%';
+	if (!ok || strstr(*out, "//") || strstr(*out, "/../") || strstr(*out, "/./")) {
+		r = fail(c, sub, "expected a path such as \"/v1/data/airlock/%s\", got \"%s\"", key,
+			 *out);
+		free(*out);
+		*out = NULL;
+	}
+	return r;
+}
+
+static int parse_decider(struct al_json_ctx *c, const json_t *j)
+{
+	static const char *const keys[] = {"socket",  "url",   "run",	    "egress",
+					   "timeout", "cache", "cache_ttl", NULL};
+	_cleanup_(al_decider_conf_freep) struct al_decider_conf *d = xcalloc(1, sizeof(*d));
+	_cleanup_free_ char *url = NULL;
+	json_t *v;
+	int r, bad = 0;
+	uint64_t n;
+
+	if ((r = al_json_want(c, j, JSON_OBJECT, "decider", "an object")) < 0)
+		return r;
+	al_json_note(&bad, al_json_check_keys(c, j, "decider", keys));
+	d->where = xstrdup("decider");
+	d->timeout_ms = DECIDER_TIMEOUT_DEFAULT_MS;
+	d->cache_size = DECIDER_CACHE_DEFAULT;
+	d->cache_ttl_ms = DECIDER_TTL_DEFAULT_MS;
+	if ((v = json_object_get(j, "socket")) &&
+	    al_json_note(&bad, al_json_abs_path(c, v, "decider.socket", &d->socket)) == 0 &&
+	    strlen(d->socket) >= 108)
+		al_json_note(&bad, fail(c, "decider.socket",
+					"longer than a Unix socket's path may be (107 bytes)"));
+	if ((v = json_object_get(j, "url")) &&
+	    al_json_note(&bad, al_json_string(c, v, "decider.url", &url)) == 0)
+		al_json_note(&bad, parse_decider_url(c, url, d));
+	if (!json_object_get(j, "socket") == !json_object_get(j, "url"))
+		al_json_note(&bad, fail(c, "decider",
+					"give one of \"socket\" (a Unix socket's path) and \"url\" "
+					"(http://127.0.0.1:PORT)"));
+	if ((v = json_object_get(j, "run")))
+		al_json_note(&bad, parse_decider_path(c, v, "run", &d->run_path));
+	if ((v = json_object_get(j, "egress")))
+		al_json_note(&bad, parse_decider_path(c, v, "egress", &d->egress_path));
+	if (!json_object_get(j, "run") && !json_object_get(j, "egress"))
+		al_json_note(&bad, fail(c, "decider",
+					"nothing to ask: give \"run\" (asked once per run) and/or "
+					"\"egress\" (asked per egress request)"));
+	if ((v = json_object_get(j, "timeout")) &&
+	    al_json_note(&bad, al_json_duration(c, v, "decider.timeout", &d->timeout_ms)) == 0 &&
+	    d->timeout_ms > DECIDER_TIMEOUT_MAX_MS)
+		al_json_note(&bad, fail(c, "decider.timeout", "at most 60 seconds"));
+	if ((v = json_object_get(j, "cache"))) {
+		if (json_is_integer(v) && json_integer_value(v) == 0)
+			d->cache_size = 0;
+		else if (al_json_note(&bad, al_json_count(c, v, "decider.cache", 65536, &n)) == 0)
+			d->cache_size = (unsigned)n;
+	}
+	if ((v = json_object_get(j, "cache_ttl")))
+		al_json_note(&bad, al_json_duration(c, v, "decider.cache_ttl", &d->cache_ttl_ms));
+	if (bad < 0)
+		return bad;
+	c->op->decider = TAKE_PTR(d);
+	return 0;
+}
+
+static int parse_root(struct al_json_ctx *c, const json_t *root)
+{
+	static const char *const keys[] = {"version", "profiles", "decider", "description", NULL};
+	const json_t *v, *profiles;
+	const char *name;
+	json_t *e;
+	int bad = 0;
+
+	if (!json_is_object(root))
+		return fail(c, "(top level)", "expected an object, got %s",
+			    al_json_type_name(root));
+	al_json_note(&bad, al_json_check_keys(c, root, "", keys));
+	v = json_object_get(root, "version");
+	if (!v)
+		al_json_note(&bad, fail(c, "version", "missing (this build reads \"version\": %d)",
+					AL_OPERATOR_VERSION));
+	else if (!json_is_integer(v))
+		al_json_note(&bad, fail(c, "version",
+					"the version is an integer (this build reads "
+					"\"version\": %d)",
+					AL_OPERATOR_VERSION));
+	else if (json_integer_value(v) != AL_OPERATOR_VERSION)
+		return fail(c, "version", "unsupported version (this build reads %d)",
+			    AL_OPERATOR_VERSION);
+	if ((v = json_object_get(root, "description")) && !json_is_string(v))
+		al_json_note(&bad, fail(c, "description", "expected a string"));
+	if ((v = json_object_get(root, "decider")))
+		al_json_note(&bad, parse_decider(c, v));
+	profiles = json_object_get(root, "profiles");
+	if (!profiles)
+		return fail(c, "profiles",
+			    "missing (at least \"default\", the profile a task that names none "
+			    "gets, or the profiles tasks may name)");
+	if (al_json_note(&bad, al_json_want(c, profiles, JSON_OBJECT, "profiles",
+					    "an object of name: profile")) < 0)
+		return bad;
+	if (json_object_size(profiles) == 0)
+		al_json_note(&bad, fail(c, "profiles", "no profile: every run would be refused"));
+	c->op->profiles = xcalloc(json_object_size(profiles) + 1, sizeof(*c->op->profiles));
+	json_object_foreach((json_t *)profiles, name, e)
+	{
+		if (!profile_name_ok(name)) {
+			char sub[96];
+			snprintf(sub, sizeof(sub), "profiles.%.64s", name);
+			al_json_note(&bad, fail(c, sub,
+						"a profile's name is 1 to 64 letters, digits, '-', "
+						"'_' or '.'"));
+			continue;
+		}
+		al_json_note(&bad,
+			     parse_profile(c, name, e, &c->op->profiles[c->op->n_profiles++]));
+	}
+	return bad;
+}
+
+int al_operator_parse(const char *name, const char *text, size_t len, struct al_operator **ret,
+		      struct al_errors *errs)
+{
+	_cleanup_(al_operator_freep) struct al_operator *op = xcalloc(1, sizeof(*op));
+	struct al_json_ctx c = {.file = name, .errs = errs, .op = op};
+	json_error_t jerr;
+	json_t *root;
+	int r;
+
+	op->file = xstrdup(name);
+	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		return al_errors_add_syntax(errs, name, jerr.line, jerr.column, jerr.text);
+	r = parse_root(&c, root);
+	json_decref(root);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(op);
+	return 0;
+}
