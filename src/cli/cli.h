@@ -18,12 +18,14 @@ enum al_cli_cmd {
 struct al_cli {
 	enum al_cli_cmd cmd;
 	char *policy_file;
+	char *operator_file;	 /* --operator-policy */
 	char *result_file;	 /* --result */
 	char *audit_file;	 /* --audit */
 	int result_fd;		 /* --result-fd, --result -; -1: none */
 	int audit_fd;		 /* --audit-fd, --audit -; -1: none */
 	struct al_policy *flags; /* what the flags asked for; merged over the file */
 	bool json;
+	bool explain; /* check --explain */
 	bool help;
 	bool version;
 };
@@ -54,6 +56,30 @@ void al_cli_print_options(FILE *f, enum al_cli_cmd cmd);
  * and nothing in the file was wrong), else the negative errno of errs'
  * first error. */
 int al_cli_policy(const struct al_cli *cli, struct al_policy **ret, struct al_errors *errs);
+
+struct al_operator;
+struct al_plan;
+#include "policy/engine.h"
+
+/* What an operator policy made of the task (bounds.c). */
+struct al_cli_bounds {
+	char *file;	 /* the operator policy, or NULL: the run is unbounded */
+	const char *how; /* how it was found ("--operator-policy", ...) */
+	struct al_operator *op;
+	struct al_decision dec;
+	bool refused; /* dec says why */
+};
+
+/* Build the plan for policy, held to the operator policy when there is
+ * one (al_operator_find): the engine's request checks, the plan, its path
+ * checks, and the external decider (asked with run_id; NULL, for check:
+ * not asked). Errors in the flags, the files or the plan go to errs; a
+ * refusal sets b->refused, with every reason in b->dec (errs may hold
+ * the plan's errors beside them). Returns 0 with *ret set, or < 0. */
+int al_cli_bound_plan(const struct al_cli *cli, struct al_policy *policy, unsigned flags,
+		      const char *run_id, struct al_plan **ret, struct al_cli_bounds *b,
+		      struct al_errors *errs);
+void al_cli_bounds_clear(struct al_cli_bounds *b);
 
 /* Print each error as one line on stderr ("airlock: TEXT"), then how many
  * more there were past the cap. */

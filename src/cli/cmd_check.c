@@ -11,7 +11,9 @@
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "policy/engine.h"
 #include "policy/kmem.h"
+#include "policy/operator.h"
 #include "policy/plan.h"
 
 static void usage(FILE *f)
@@ -20,7 +22,11 @@ static void usage(FILE *f)
 		   "Validate a policy (and any flags over it) and print the resolved plan:\n"
 		   "mounts in setup order, environment, limits, landlock rules and the\n"
 		   "seccomp table. Exits 0 if the policy is valid, 125 if not, after\n"
-		   "printing every error found (one line each; with --json, as JSON).\n\n"
+		   "printing every error found (one line each; with --json, as JSON).\n"
+		   "Under an operator policy it says which profile holds the request and\n"
+		   "every reason it is refused; --explain says where each decision came\n"
+		   "from. --operator-policy FILE alone validates that file and lists its\n"
+		   "profiles.\n\n"
 		   "Options:\n");
 	al_cli_print_options(f, AL_CMD_CHECK);
 }
@@ -72,12 +78,98 @@ static void print_errors_json(const struct al_errors *errs)
 	printf("%s\n", t);
 }
 
-static void report(const struct al_cli *cli, const struct al_errors *errs)
+/* errs, then the operator policy's refusals (b may be NULL). */
+static void report(const struct al_cli *cli, struct al_errors *errs,
+		   const struct al_cli_bounds *b)
 {
+	if (b && b->refused)
+		al_decision_errors(&b->dec, errs);
 	if (cli->json)
 		print_errors_json(errs);
 	else
 		al_cli_print_errors(errs);
+}
+
+/* The operator policy in force, in one line. */
+static void print_operator(const struct al_cli_bounds *b)
+{
+	if (!b->file)
+		printf("operator policy: none (the run is unbounded: no --operator-policy, $%s "
+		       "or %s)\n",
+		       AL_OPERATOR_ENV, AL_OPERATOR_DEFAULT_FILE);
+	else
+		printf("operator policy %s (%s, sha256 %s): profile %s\n", b->file, b->how,
+		       b->op->sha256, b->dec.profile_name);
+}
+
+static void print_bounds(const struct al_op_profile *pr)
+{
+	char mx[48], df[48];
+
+	printf("profile %s\n", pr->name);
+	for (size_t i = 0; i < pr->n_ro; i++)
+		printf("  read      %s\n", pr->ro[i].path);
+	for (size_t i = 0; i < pr->n_rw; i++)
+		printf("  write     %s\n", pr->rw[i].path);
+	for (size_t i = 0; i < pr->n_never; i++)
+		printf("  never     %s\n", pr->never[i].path);
+	for (size_t i = 0; i < al_allow_count(pr->allow); i++)
+		printf("  egress    %s\n", al_allow_rule_text(al_allow_rule_at(pr->allow, i)));
+	for (size_t i = 0; pr->always_text && pr->always_text[i]; i++)
+		printf("  always    %s\n", pr->always_text[i]);
+	for (size_t i = 0; pr->never_text && pr->never_text[i]; i++)
+		printf("  no egress %s\n", pr->never_text[i]);
+	for (size_t i = 0; i < AL_OPL_COUNT; i++) {
+		const struct al_limit_def *d = &al_limit_defs[i];
+		const struct al_op_bound *b = &pr->limits[i];
+		if (!b->max && !b->def)
+			continue;
+		al_limit_format(d, b->max, mx, sizeof(mx));
+		al_limit_format(d, b->def, df, sizeof(df));
+		printf("  limit     %s.%s: max %s, default %s\n", d->section, d->key,
+		       b->max ? mx : "none", b->def ? df : "(airlock's)");
+	}
+	_cleanup_free_ char *backends =
+	    pr->backends ? al_strv_join(pr->backends, ", ") : xstrdup("any");
+	printf("  backend   %s (minimum %s)\n", backends,
+	       pr->backend_min ? pr->backend_min : "native");
+}
+
+/* check --operator-policy FILE alone: the file, checked, and its profiles. */
+static int check_operator(const struct al_cli *cli)
+{
+	_cleanup_(al_errors_clear) struct al_errors errs = {0};
+	_cleanup_(al_operator_freep) struct al_operator *op = NULL;
+
+	if (al_operator_load_file(cli->operator_file, &op, &errs) < 0) {
+		report(cli, &errs, NULL);
+		return 125;
+	}
+	if (cli->json) {
+		json_t *names = json_array();
+		for (size_t i = 0; i < op->n_profiles; i++)
+			json_array_append_new(names, json_string(op->profiles[i].name));
+		json_t *doc = json_pack("{s:b, s:s, s:s, s:o, s:b}", "ok", 1, "operator_policy",
+					op->file, "sha256", op->sha256, "profiles", names,
+					"decider", op->decider != NULL);
+		_cleanup_free_ char *t = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		json_decref(doc);
+		printf("%s\n", t);
+		return 0;
+	}
+	printf("operator policy %s: OK (sha256 %s)\n", op->file, op->sha256);
+	if (!al_operator_profile(op, AL_OPERATOR_PROFILE))
+		printf("no \"default\" profile: a task must name one (--profile)\n");
+	for (size_t i = 0; i < op->n_profiles; i++)
+		print_bounds(&op->profiles[i]);
+	if (op->decider)
+		printf("decider %s%s%s: run %s, egress %s, timeout %llu ms\n",
+		       op->decider->socket ? op->decider->socket : "http://",
+		       op->decider->host ? op->decider->host : "", op->decider->host ? ":port" : "",
+		       op->decider->run_path ? op->decider->run_path : "(not asked)",
+		       op->decider->egress_path ? op->decider->egress_path : "(not asked)",
+		       (unsigned long long)op->decider->timeout_ms);
+	return 0;
 }
 
 /* The plan as JSON, "ok": true first, with the backend's description and
@@ -109,20 +201,26 @@ int al_cmd_check(int argc, char **argv)
 	_cleanup_(al_policy_freep) struct al_policy *policy = NULL;
 	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
 	_cleanup_(al_errors_clear) struct al_errors errs = {0};
+	_cleanup_(al_cli_bounds_clear) struct al_cli_bounds bounds = {0};
 	struct al_error err = {0};
 	int code = 125;
 
 	if (al_cli_start(&cli, AL_CMD_CHECK, argc, argv, usage, &errs, &code))
 		goto out;
+	if (cli.operator_file && !cli.policy_file && al_policy_is_empty(cli.flags)) {
+		code = check_operator(&cli);
+		goto out;
+	}
 	if (al_cli_policy(&cli, &policy, &errs) < 0 ||
-	    al_plan_build_all(policy, AL_PLAN_COMMAND_OPTIONAL, &plan, &errs) < 0) {
-		report(&cli, &errs);
+	    al_cli_bound_plan(&cli, policy, AL_PLAN_COMMAND_OPTIONAL, NULL, &plan, &bounds, &errs) <
+		0) {
+		report(&cli, &errs, &bounds);
 		goto out;
 	}
 	const struct al_backend_ops *backend = al_backend_lookup(plan->backend);
 	if (!backend) {
 		al_errors_add(&errs, EINVAL, NULL, NULL, "unknown backend \"%s\"", plan->backend);
-		report(&cli, &errs);
+		report(&cli, &errs, NULL);
 		goto out;
 	}
 	/* The kernel-memory bound depends on this host's cgroup, which the
@@ -132,9 +230,11 @@ int al_cmd_check(int argc, char **argv)
 		json_t *doc = plan_json(plan, backend, sockmem, &err);
 		if (!doc) {
 			al_errors_add_error(&errs, &err);
-			report(&cli, &errs);
+			report(&cli, &errs, NULL);
 			goto out;
 		}
+		json_object_set_new(doc, "operator_policy",
+				    bounds.file ? al_decision_json(&bounds.dec) : json_null());
 		_cleanup_free_ char *t = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		json_decref(doc);
 		printf("%s\n", t);
@@ -150,6 +250,11 @@ int al_cmd_check(int argc, char **argv)
 			goto out;
 		}
 		printf("policy %s: OK\n", cli.policy_file ? cli.policy_file : "(flags only)");
+		print_operator(&bounds);
+		if (cli.explain && bounds.file)
+			al_decision_print(&bounds.dec, stdout);
+		else if (cli.explain)
+			printf("every value is the task's or airlock's own default\n");
 		al_plan_dump_text(plan, stdout);
 		fputs(how, stdout);
 		al_kmem_describe(plan, sockmem, kmem, sizeof(kmem));

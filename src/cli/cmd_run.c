@@ -102,28 +102,113 @@ const struct al_run_result *al_cli_run(const struct al_run_request *req, struct 
 	return res;
 }
 
+/* Where the record and the audit go, opened before anything runs: the
+ * record's directory must exist now (the supervisor confines itself to
+ * it before the command starts); it is opened once, without following
+ * links, and the record is written relative to it, replacing a regular
+ * file or making one. A descriptor must be open for writing now. */
+struct outputs {
+	int result_dirfd;
+	char *result_name;
+	char result_what[32];
+	char audit_what[32];
+	struct al_audit *audit;
+};
+
+static int open_outputs(const struct al_cli *cli, const char *run_id, struct outputs *o,
+			struct al_error *err)
+{
+	if (cli->result_file &&
+	    ((o->result_dirfd =
+		  al_open_output_dir(cli->result_file, "--result", &o->result_name, err)) < 0 ||
+	     al_result_check_target(o->result_dirfd, o->result_name, cli->result_file, err) < 0))
+		return -EINVAL;
+	if (cli->result_fd >= 0) {
+		snprintf(o->result_what, sizeof(o->result_what),
+			 cli->result_fd == 1 ? "--result - (stdout)" : "--result-fd %d",
+			 cli->result_fd);
+		if (al_fd_check_writable(cli->result_fd, o->result_what, err) < 0)
+			return -EINVAL;
+	}
+	if (cli->audit_fd >= 0) /* never 0-2: the options refuse those */
+		snprintf(o->audit_what, sizeof(o->audit_what), "--audit-fd %d", cli->audit_fd);
+	if ((cli->audit_file && al_audit_open(cli->audit_file, run_id, &o->audit, err) < 0) ||
+	    (cli->audit_fd >= 0 &&
+	     al_audit_open_fd(cli->audit_fd, o->audit_what, run_id, &o->audit, err) < 0))
+		return -EINVAL;
+	return 0;
+}
+
+static void close_outputs(struct outputs *o)
+{
+	al_audit_close(o->audit);
+	if (o->result_dirfd >= 0)
+		close(o->result_dirfd);
+	free(o->result_name);
+}
+
+/* The operator policy refused the request: every reason on stderr, one
+ * policy.refused audit event, and a record saying so (exit 125). */
+static void refused(const struct al_cli *cli, const struct al_cli_bounds *b, const char *run_id)
+{
+	_cleanup_(al_errors_clear) struct al_errors lines = {0};
+	struct outputs o = {.result_dirfd = -1};
+	struct al_error err = {0};
+	char started[40];
+
+	al_decision_errors(&b->dec, &lines);
+	al_cli_print_errors(&lines);
+	if (open_outputs(cli, run_id, &o, &err) < 0) {
+		al_err("%s", err.msg);
+		close_outputs(&o);
+		return;
+	}
+	json_t *dec = al_decision_json(&b->dec), *reasons = json_array();
+	for (size_t i = 0; i < b->dec.n_refused; i++)
+		json_array_append_new(reasons, al_json_text(b->dec.refused[i].message));
+	al_audit_emit(o.audit, "policy.refused",
+		      json_pack("{s:O, s:O, s:o, s:O}", "profile", json_object_get(dec, "profile"),
+				"operator_policy", json_object_get(dec, "operator_policy"),
+				"reasons", reasons, "refused", json_object_get(dec, "refused")));
+	al_audit_timestamp(started, sizeof(started));
+	json_t *rec =
+	    json_pack("{s:i, s:s, s:s, s:s, s:i, s:o}", "version", 1, "run", run_id, "started",
+		      started, "reason", "refused", "exit_code", EXIT_SETUP, "policy", dec);
+	if (cli->result_fd >= 0)
+		al_result_write_json_fd(cli->result_fd, o.result_what, rec, &err);
+	else if (o.result_dirfd >= 0)
+		al_result_write_json(o.result_dirfd, o.result_name, cli->result_file, rec, &err);
+	if (err.msg[0])
+		al_err("%s", err.msg);
+	json_decref(rec);
+	close_outputs(&o);
+}
+
 int al_cmd_run(int argc, char **argv)
 {
 	struct al_cli cli;
 	_cleanup_(al_policy_freep) struct al_policy *policy = NULL;
 	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
+	_cleanup_(al_cli_bounds_clear) struct al_cli_bounds bounds = {0};
 	const struct al_backend_ops *backend;
-	_cleanup_close_ int result_dirfd = -1;
+	struct outputs out = {.result_dirfd = -1};
 	struct al_run *run = NULL;
-	struct al_audit *audit = NULL;
 	struct al_error err = {0}, record_err = {0};
 	_cleanup_(al_errors_clear) struct al_errors errs = {0};
-	char line[512], run_id[24], result_what[32] = "", audit_what[32] = "";
-	_cleanup_free_ char *result_name = NULL;
+	char line[512], run_id[24];
 	int code = EXIT_SETUP;
 
+	al_random_id(run_id, sizeof(run_id));
 	if (al_cli_start(&cli, AL_CMD_RUN, argc, argv, usage, &errs, &code))
 		goto out;
 	al_log_phase("options parsed");
-	/* Every error in the flags, the file and the plan, one line each. */
+	/* Every error in the flags, the file and the plan, one line each;
+	 * every reason the operator policy refuses it. */
 	if (al_cli_policy(&cli, &policy, &errs) < 0 ||
-	    al_plan_build_all(policy, 0, &plan, &errs) < 0) {
+	    al_cli_bound_plan(&cli, policy, 0, run_id, &plan, &bounds, &errs) < 0) {
 		al_cli_print_errors(&errs);
+		if (bounds.refused)
+			refused(&cli, &bounds, run_id);
 		goto out;
 	}
 	/* What this machine cannot enforce is refused before anything is
@@ -133,26 +218,9 @@ int al_cmd_run(int argc, char **argv)
 		al_err("%s", err.msg);
 		goto out;
 	}
-	/* The result record's directory must exist now: the supervisor
-	 * confines itself to it before the command starts. It is opened
-	 * once, without following links, and the record is written relative
-	 * to it, replacing a regular file or making one. A descriptor must be
-	 * open for writing now. */
-	if (cli.result_file &&
-	    ((result_dirfd = al_open_output_dir(cli.result_file, "--result", &result_name, &err)) <
-		 0 ||
-	     al_result_check_target(result_dirfd, result_name, cli.result_file, &err) < 0)) {
+	if (open_outputs(&cli, run_id, &out, &err) < 0) {
 		al_err("%s", err.msg);
 		goto out;
-	}
-	if (cli.result_fd >= 0) {
-		snprintf(result_what, sizeof(result_what),
-			 cli.result_fd == 1 ? "--result - (stdout)" : "--result-fd %d",
-			 cli.result_fd);
-		if (al_fd_check_writable(cli.result_fd, result_what, &err) < 0) {
-			al_err("%s", err.msg);
-			goto out;
-		}
 	}
 	al_log_phase("plan built");
 	if (al_log_get_level() >= AL_LOG_DEBUG) {
@@ -160,22 +228,14 @@ int al_cmd_run(int argc, char **argv)
 		if (backend && backend->describe(plan, stderr, NULL, &err) < 0)
 			al_error_clear(&err); /* the run says it again */
 	}
-	al_random_id(run_id, sizeof(run_id));
-	if (cli.audit_fd >= 0) /* never 0-2: the options refuse those */
-		snprintf(audit_what, sizeof(audit_what), "--audit-fd %d", cli.audit_fd);
-	if ((cli.audit_file && al_audit_open(cli.audit_file, run_id, &audit, &err) < 0) ||
-	    (cli.audit_fd >= 0 &&
-	     al_audit_open_fd(cli.audit_fd, audit_what, run_id, &audit, &err) < 0)) {
-		al_err("%s", err.msg);
-		goto out;
-	}
 	struct al_run_request req = {.plan = plan,
-				     .audit = audit,
+				     .audit = out.audit,
 				     .run_id = run_id,
 				     .policy_file = cli.policy_file,
-				     .result_dirfd = result_dirfd,
-				     .result_name = result_name,
-				     .result_path = cli.result_file ? cli.result_file : result_what,
+				     .result_dirfd = out.result_dirfd,
+				     .result_name = out.result_name,
+				     .result_path =
+					 cli.result_file ? cli.result_file : out.result_what,
 				     .result_to_fd = cli.result_fd >= 0,
 				     .result_fd = cli.result_fd,
 				     .confine_self = true};
@@ -201,7 +261,7 @@ int al_cmd_run(int argc, char **argv)
 	}
 	al_run_free(run);
 out:
-	al_audit_close(audit);
+	close_outputs(&out);
 	al_cli_clear(&cli);
 	return code;
 }

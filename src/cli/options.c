@@ -151,7 +151,7 @@ static int opt_env(struct al_cli *cli, const struct option_def *o, const char *a
 				    "--env %s: %s is not set in airlock's environment (give "
 				    "NAME=VALUE to set it)",
 				    arg, name);
-	al_policy_set_env_hidden(cli->flags, name, value, true);
+	al_policy_set_env_passed(cli->flags, name, value);
 	return 0;
 }
 
@@ -388,6 +388,33 @@ static int opt_backend(struct al_cli *cli, const struct option_def *o, const cha
 	return 0;
 }
 
+static int opt_operator(struct al_cli *cli, const struct option_def *o, const char *arg,
+			struct al_error *err)
+{
+	if (!arg[0])
+		return al_error_set(err, EINVAL, "--operator-policy: empty file name");
+	free(cli->operator_file);
+	cli->operator_file = xstrdup(arg);
+	return 0;
+}
+
+static int opt_profile(struct al_cli *cli, const struct option_def *o, const char *arg,
+		       struct al_error *err)
+{
+	if (!arg[0])
+		return al_error_set(err, EINVAL, "--profile: empty profile name");
+	free(cli->flags->profile);
+	cli->flags->profile = xstrdup(arg);
+	return 0;
+}
+
+static int opt_explain(struct al_cli *cli, const struct option_def *o, const char *arg,
+		       struct al_error *err)
+{
+	cli->explain = true;
+	return 0;
+}
+
 static int opt_hostname(struct al_cli *cli, const struct option_def *o, const char *arg,
 			struct al_error *err)
 {
@@ -474,6 +501,9 @@ static const struct option_def options[] = {
 	{"backend",  0,  "NAME",            BOTH, "isolation backend (only: native)", opt_backend},
 	{"hostname", 0,  "NAME",            BOTH, "host name inside (default airlock)", opt_hostname},
 	{"tty",      't', NULL,             BOTH, "give the command a terminal of the sandbox's own (a pty relayed to ours; raw mode when stdin is a terminal)", opt_tty},
+	{"operator-policy", 0, "FILE",      BOTH, "hold the run to the operator policy FILE (default: $AIRLOCK_OPERATOR_POLICY, then /etc/airlock/operator.json)", opt_operator},
+	{"profile",  0,  "NAME",            BOTH, "the operator policy's profile to run under (default: default)", opt_profile},
+	{"explain",  0,  NULL,     AL_CMD_CHECK, "say where each decision came from: task, profile default, operator forced", opt_explain},
 	{"json",     0,  NULL,     AL_CMD_CHECK, "print the plan, or every error, as JSON", opt_json},
 	{"quiet",    'q', NULL,             BOTH, "print only errors", opt_quiet},
 	{"verbose",  'v', NULL,             BOTH, "print the plan summary and setup details", opt_verbose},
@@ -603,6 +633,7 @@ int al_cli_parse(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
 void al_cli_clear(struct al_cli *cli)
 {
 	free(cli->policy_file);
+	free(cli->operator_file);
 	free(cli->result_file);
 	free(cli->audit_file);
 	al_policy_free(cli->flags);
@@ -635,15 +666,6 @@ int al_cli_policy(const struct al_cli *cli, struct al_policy **ret, struct al_er
 	if (al_errors_count(errs) > 0)
 		return al_errors_first(errs, 0, NULL);
 	al_policy_merge(p, cli->flags);
-	/* A terminal is of little use to full-screen programs without its
-	 * type: airlock's own TERM (a name, nothing secret) goes in unless
-	 * the policy or a flag sets one. */
-	const char *term = getenv("TERM");
-	bool have_term = false;
-	for (size_t i = 0; p->env && p->env[i]; i++)
-		have_term |= strncmp(p->env[i], "TERM=", 5) == 0;
-	if (p->tty > 0 && !have_term && term && term[0])
-		al_policy_set_env(p, "TERM", term);
 	*ret = TAKE_PTR(p);
 	return 0;
 }

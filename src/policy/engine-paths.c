@@ -56,7 +56,8 @@ static char *prefixes_text(const struct al_op_path *v, size_t n, const struct al
 }
 
 /* One host path: read (ro prefixes or rw) or write (rw only), not a never
- * path. what is the decision's name ("mount /data"), ref the task's. */
+ * path. what is the decision's name ("mount /data"), ref the task's (NULL:
+ * airlock's own default system directories). */
 static void check_path(struct al_decision *d, const char *ref, const char *what, const char *real,
 		       bool have_id, dev_t dev, ino_t ino, bool write, bool system_ok)
 {
@@ -64,6 +65,10 @@ static void check_path(struct al_decision *d, const char *ref, const char *what,
 	const struct al_op_path *n, *by;
 	bool inside = false;
 
+	bool builtin = !ref;
+
+	if (builtin)
+		ref = "filesystem.system (airlock's default)";
 	if ((n = never_hit(pr, real, have_id, dev, ino, &inside))) {
 		engine_refuse(d, ref, real, n->path, xstrdup(n->where),
 			      inside ? "%s: %s is (inside) %s, which the operator never allows"
@@ -72,7 +77,7 @@ static void check_path(struct al_decision *d, const char *ref, const char *what,
 		return;
 	}
 	if (system_ok) {
-		engine_explain(d, what, real, AL_FROM_TASK, ref,
+		engine_explain(d, what, real, builtin ? AL_FROM_BUILTIN : AL_FROM_TASK, ref,
 			       engine_bound(d, "%s.filesystem.system", pr->where));
 		return;
 	}

@@ -114,7 +114,7 @@ static void check_limits(struct al_decision *d, struct al_policy *task,
 			al_limit_format(ld, *v, val, sizeof(val));
 			if (b->max && *v > b->max) {
 				snprintf(bpath, sizeof(bpath), "%s.%s.max", pr->where, what);
-				engine_refuse(d, ref, val, mx, bpath,
+				engine_refuse(d, ref, val, mx, xstrdup(bpath),
 					      "%s %s is over the ceiling %s", ref, val, mx);
 				continue;
 			}
@@ -407,13 +407,13 @@ int al_engine_request(const struct al_operator *op, struct al_policy *task,
 			al_strv_push(&names, op->profiles[i].name);
 		list = al_strv_join(names, ", ");
 		al_strv_free(names);
-		engine_refuse(d, task->profile ? ref : "(no profile named)", name, list, "profiles",
-			      task->profile
-				  ? "%s %s: the operator policy has no such profile "
+		engine_refuse(
+		    d, task->profile ? ref : "(no profile named)", name, list, xstrdup("profiles"),
+		    task->profile ? "%s %s: the operator policy has no such profile "
 				    "(it has: %s)"
 				  : "%s%s: the operator policy has no \"default\" profile, "
 				    "so a task must name one (--profile: %s)",
-			      task->profile ? ref : "", task->profile ? name : "", list);
+		    task->profile ? ref : "", task->profile ? name : "", list);
 		return -EPERM;
 	}
 	engine_explain(d, "profile", name, task->profile ? AL_FROM_TASK : AL_FROM_DEFAULT,

@@ -141,6 +141,14 @@ int al_operator_find(const char *flag, char **ret, const char **ret_how, struct 
 	} else if (errno != ENOENT) {
 		return al_error_setsys(err, errno, "operator policy %s", AL_OPERATOR_DEFAULT_FILE);
 	}
+	if (*ret && (*ret)[0] != '/') { /* every directory on the way is checked */
+		char cwd[PATH_MAX];
+		if (!getcwd(cwd, sizeof(cwd)))
+			return al_error_setsys(err, errno, "operator policy %s: getcwd", *ret);
+		char *abs = xasprintf("%s/%s", cwd, *ret);
+		free(*ret);
+		*ret = abs;
+	}
 	return 0;
 }
 
