@@ -79,8 +79,7 @@ static void print_errors_json(const struct al_errors *errs)
 }
 
 /* errs, then the operator policy's refusals (b may be NULL). */
-static void report(const struct al_cli *cli, struct al_errors *errs,
-		   const struct al_cli_bounds *b)
+static void report(const struct al_cli *cli, struct al_errors *errs, const struct al_cli_bounds *b)
 {
 	if (b && b->refused)
 		al_decision_errors(&b->dec, errs);
