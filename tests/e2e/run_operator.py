@@ -1,0 +1,331 @@
+#!/usr/bin/python3
+"""End-to-end tests of the operator policy (TAP): bounds every run is held to.
+
+usage: run_operator.py AIRLOCK PROBE [CASE-SUBSTRING...]
+
+Each case writes an operator policy into a temp dir of its own (root-owned,
+not writable by others, as airlock requires when it runs as root), runs the
+real binary against it with --operator-policy or $AIRLOCK_OPERATOR_POLICY,
+and judges from outside: the exit code, stderr's lines, the result record
+and the audit stream. No network is used: egress rules are only checked,
+never connected to.
+"""
+
+import hashlib
+import json
+import os
+
+from harness import (PROBE_IN, Skip, Suite, TempDir, expect, expect_rc, main, run_host,
+                     write_file)
+
+suite = Suite()
+case = suite.case
+
+
+def operator_doc(jobs, probe_dir, **profile):
+    """A default profile reading jobs and the probe's directory, writing
+    jobs/out, never jobs/keys; egress *.example.com:443 and one forced
+    rule; memory at most 1G (default 256M), pids at most 64, timeout at
+    most 120s."""
+    base = {
+        "filesystem": {"ro": [jobs, probe_dir], "rw": [os.path.join(jobs, "out")],
+                       "never": [os.path.join(jobs, "keys")]},
+        "network": {"allow": ["*.example.com:443"], "always": ["telemetry.example.com:443"]},
+        "limits": {"memory": {"max": "1G", "default": "256M"}, "pids": {"max": 64},
+                   "timeout": {"max": "120s"}},
+    }
+    base.update(profile)
+    return {"version": 1, "profiles": {"default": base,
+                                       "wide": {"filesystem": {"ro": [jobs, probe_dir]},
+                                                "limits": {"memory": {"max": "2G"}}}}}
+
+
+class Setup:
+    """A temp dir with jobs/ (a.csv, keys/k, out/) and an operator policy."""
+
+    def __init__(self, env, doc=None, **profile):
+        self.env = env
+        self.tmp = TempDir()
+        self.doc = doc
+        self.profile = profile
+
+    def __enter__(self):
+        d = self.tmp.__enter__()
+        self.dir = d
+        self.jobs = os.path.join(d, "jobs")
+        os.makedirs(os.path.join(self.jobs, "keys"))
+        os.makedirs(os.path.join(self.jobs, "out"))
+        os.makedirs(os.path.join(self.jobs, "data"))
+        write_file(os.path.join(self.jobs, "a.csv"), "region,sales\nnorth,1\n")
+        write_file(os.path.join(self.jobs, "keys", "k"), "not-for-tasks\n")
+        doc = self.doc or operator_doc(self.jobs, os.path.dirname(self.env.probe),
+                                       **self.profile)
+        self.op = write_file(os.path.join(d, "operator.json"), json.dumps(doc, indent=1))
+        return self
+
+    def __exit__(self, *exc):
+        self.tmp.__exit__(*exc)
+
+    def sha256(self):
+        with open(self.op, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+
+
+def no_operator_env():
+    env = dict(os.environ)
+    env.pop("AIRLOCK_OPERATOR_POLICY", None)
+    return env
+
+
+def refusals(res):
+    return [l for l in res.errtext.splitlines() if l.startswith("airlock: refused: ")]
+
+
+@case
+def three_bounds_refused(e):
+    """A run whose flags break three bounds (memory over the ceiling, a
+    host path outside every allowed prefix, an egress rule outside the
+    operator's) exits 125 with exactly those three reasons, each naming
+    the flag, the value asked and the operator file with the bound's JSON
+    path; nothing runs: the record says "refused" and lists them, and the
+    audit has one policy.refused event and no run.start."""
+    with Setup(e) as s:
+        rec, audit = os.path.join(s.dir, "r.json"), os.path.join(s.dir, "a.jsonl")
+        res = e.probe_run("id", opts=["--operator-policy", s.op, "--memory", "2G",
+                                      "--ro", "/etc/hostname:/input/h",
+                                      "--allow", "files.evil.test:443",
+                                      "--result", rec, "--audit", audit])
+        expect_rc(res, 125)
+        lines = refusals(res)
+        expect(len(lines) == 3, "expected three refusals, got %d" % len(lines), res)
+        want = [("--memory 2G", "over the ceiling 1G", "profiles.default.limits.memory.max"),
+                ("--ro /etc/hostname:/input/h", "/etc/hostname", "profiles.default.filesystem.ro"),
+                ("--allow files.evil.test:443", "*.example.com:443",
+                 "profiles.default.network.allow")]
+        for flag, bound, path in want:
+            hit = [l for l in lines if flag in l and bound in l and s.op in l and path in l]
+            expect(hit, "no refusal names %r, %r and %s" % (flag, bound, path), res)
+        expect("uid=" not in res.text, "the probe ran", res)
+        with open(rec) as f:
+            r = json.load(f)
+        expect(r["reason"] == "refused" and r["exit_code"] == 125
+               and len(r["policy"]["refused"]) == 3
+               and r["policy"]["operator_policy"]["sha256"] == s.sha256(),
+               "record: %r" % r, res)
+        events = [json.loads(l) for l in open(audit)]
+        kinds = [ev["event"] for ev in events]
+        expect(kinds == ["policy.refused"], "audit events: %r" % kinds, res)
+        expect(len(events[0]["reasons"]) == 3 and events[0]["profile"] == "default",
+               "policy.refused: %r" % events[0], res)
+
+
+@case
+def within_bounds_runs(e):
+    """The same operator policy and a request within it runs exactly as
+    asked: the mount is there, the limit the task left out is the
+    profile's default (memory 256M in the record), and run.start and the
+    record name the profile and the operator file's sha256."""
+    with Setup(e) as s:
+        rec, audit = os.path.join(s.dir, "r.json"), os.path.join(s.dir, "a.jsonl")
+        res = e.run(["/bin/cat", "/input/a.csv"],
+                    opts=["--operator-policy", s.op, "--timeout", "30",
+                          "--ro", os.path.join(s.jobs, "a.csv") + ":/input/a.csv",
+                          "--allow", "api.example.com:443", "--result", rec, "--audit", audit])
+        expect_rc(res, 0)
+        expect(res.text == "region,sales\nnorth,1\n", "the mount was not shown", res)
+        with open(rec) as f:
+            r = json.load(f)
+        expect(r["limits"]["memory_bytes"] == 256 << 20, "memory: %r" % r["limits"], res)
+        expect(r["limits"]["timeout_ms"] == 30000, "timeout: %r" % r["limits"], res)
+        expect(r["operator_policy"] == {"file": s.op, "sha256": s.sha256(),
+                                        "profile": "default"}, "record: %r" % r, res)
+        start = [json.loads(l) for l in open(audit)][0]
+        expect(start["event"] == "run.start" and start["profile"] == "default"
+               and start["operator_policy"]["sha256"] == s.sha256()
+               and "telemetry.example.com:443" in start["allow"]
+               and "api.example.com:443" in start["allow"], "run.start: %r" % start, res)
+
+
+@case
+def check_explain_origins(e):
+    """check --explain says where each value came from: a limit the task
+    set (task), one it left out (profile default), one whose built-in
+    default is over the ceiling (operator ceiling), the operator's forced
+    rule (operator forced), the task's rule with the operator rule it lies
+    within; --json gives the same as data."""
+    with Setup(e) as s:
+        opts = ["check", "--operator-policy", s.op, "--explain", "--timeout", "30",
+                "--allow", "api.example.com:443"]
+        res = run_host([e.airlock] + opts, env=no_operator_env())
+        expect_rc(res, 0)
+        lines = res.text.splitlines()
+
+        def line(what):
+            hit = [l for l in lines if l.strip().startswith(what + " ")]
+            expect(hit, "no decision line for %s" % what, res)
+            return hit[0]
+        expect("task (--timeout)" in line("limits.timeout"), "timeout origin", res)
+        expect("profile default" in line("limits.memory") and "256M" in line("limits.memory")
+               and "profiles.default.limits.memory.default" in line("limits.memory"),
+               "memory origin", res)
+        expect("operator ceiling" in line("limits.pids") and " 64 " in line("limits.pids"),
+               "pids origin", res)
+        expect("operator forced" in line("network.allow telemetry.example.com:443"),
+               "forced rule", res)
+        expect("*.example.com:443" in line("network.allow api.example.com:443"),
+               "the rule it lies within", res)
+        res = run_host([e.airlock] + opts + ["--json"], env=no_operator_env())
+        expect_rc(res, 0)
+        doc = json.loads(res.text)
+        dec = {d["what"]: d for d in doc["operator_policy"]["decisions"]}
+        expect(dec["limits.memory"]["from"] == "profile default"
+               and dec["limits.timeout"]["from"] == "task"
+               and dec["limits.timeout"]["task"] == "--timeout"
+               and dec["limits.pids"]["from"] == "operator ceiling"
+               and dec["network.allow telemetry.example.com:443"]["from"] == "operator forced",
+               "decisions: %r" % dec, res)
+        expect(doc["operator_policy"]["profile"] == "default"
+               and doc["operator_policy"]["operator_policy"]["sha256"] == s.sha256(),
+               "operator_policy: %r" % doc["operator_policy"], res)
+
+
+@case
+def unsafe_operator_file_refused(e):
+    """As root the operator file must be root's and writable by no one
+    else, reached without a link: mode 0666, a group-writable directory
+    above it, a file owned by another user and a symbolic link are each
+    refused with one line naming the file and what is wrong."""
+    if os.geteuid() != 0:
+        raise Skip("needs root (the ownership check applies to root's runs)")
+    with Setup(e) as s:
+        argv = [e.airlock, "check", "--operator-policy", s.op]
+        os.chmod(s.op, 0o666)
+        res = run_host(argv)
+        expect_rc(res, 125)
+        expect(s.op in res.errtext and "0666" in res.errtext, "mode not named", res)
+        os.chmod(s.op, 0o644)
+        os.chmod(s.dir, 0o775)
+        res = run_host(argv)
+        expect_rc(res, 125)
+        expect(s.dir in res.errtext and "0775" in res.errtext, "directory not named", res)
+        os.chmod(s.dir, 0o755)
+        os.chown(s.op, 65534, 65534)
+        res = run_host(argv)
+        expect_rc(res, 125)
+        expect("uid 65534" in res.errtext, "owner not named", res)
+        os.chown(s.op, 0, 0)
+        link = os.path.join(s.dir, "link.json")
+        os.symlink(s.op, link)
+        res = run_host([e.airlock, "check", "--operator-policy", link])
+        expect_rc(res, 125)
+        expect("symbolic link" in res.errtext, "link not refused", res)
+        res = run_host(argv)
+        expect_rc(res, 0)
+
+
+@case
+def lookup_order_and_profiles(e):
+    """$AIRLOCK_OPERATOR_POLICY is used when no flag names a file, and the
+    flag wins over it; --profile picks a profile (wide allows 2G), an
+    unknown one is refused naming the profiles there are, and --profile
+    with no operator policy at all is an error."""
+    with Setup(e) as s:
+        env = no_operator_env()
+        env["AIRLOCK_OPERATOR_POLICY"] = s.op
+        res = run_host([e.airlock, "check", "--memory", "2G"], env=env)
+        expect_rc(res, 125)
+        expect(len(refusals(res)) == 1 and "--memory 2G" in res.errtext, "env file not used",
+               res)
+        res = run_host([e.airlock, "check", "--memory", "2G", "--profile", "wide"], env=env)
+        expect_rc(res, 0)
+        expect("profile wide" in res.text, "profile not named", res)
+        res = run_host([e.airlock, "check", "--profile", "nope"], env=env)
+        expect_rc(res, 125)
+        expect("nope" in res.errtext and "default, wide" in res.errtext,
+               "unknown profile", res)
+        other = write_file(os.path.join(s.dir, "other.json"),
+                           json.dumps({"version": 1, "profiles": {"default": {}}}))
+        res = run_host([e.airlock, "check", "--operator-policy", other, "--memory", "2G"],
+                       env=env)
+        expect_rc(res, 0)
+        env.pop("AIRLOCK_OPERATOR_POLICY")
+        if os.path.exists("/etc/airlock/operator.json"):
+            raise Skip("this machine has /etc/airlock/operator.json")
+        res = run_host([e.airlock, "check", "--profile", "wide"], env=env)
+        expect_rc(res, 125)
+        expect("no operator policy" in res.errtext, "profile without a policy", res)
+        res = run_host([e.airlock, "check"], env=env)
+        expect_rc(res, 0)
+        expect("operator policy: none (the run is unbounded" in res.text, "unbounded line", res)
+
+
+@case
+def operator_file_validated(e):
+    """check --operator-policy FILE alone validates the file and lists its
+    profiles; a malformed one gives every error, each naming the file and
+    the JSON path, and exits 125."""
+    with Setup(e) as s:
+        res = run_host([e.airlock, "check", "--operator-policy", s.op])
+        expect_rc(res, 0)
+        expect("OK" in res.text and "profile default" in res.text
+               and "profile wide" in res.text, "profiles not listed", res)
+        bad = write_file(os.path.join(s.dir, "bad.json"), json.dumps({
+            "version": 1, "profiles": {"default": {
+                "limits": {"memory": {"max": "1G", "default": "2G"}, "pids": {"max": "x"}},
+                "filesystem": {"ro": ["relative/path"]},
+                "network": {"allow": ["bad rule!"]}, "colour": "red"}}}))
+        res = run_host([e.airlock, "check", "--operator-policy", bad])
+        expect_rc(res, 125)
+        for path in ["profiles.default.limits.memory", "profiles.default.limits.pids.max",
+                     "profiles.default.filesystem.ro[0]", "profiles.default.network.allow[0]",
+                     "profiles.default: unknown key \"colour\""]:
+            expect(path in res.errtext and bad in res.errtext, "no error at %s" % path, res)
+
+
+@case
+def symlink_and_dotdot_tricks(e):
+    """A link inside an allowed prefix that points outside it, and a path
+    whose '..' climbs out of it, are judged by where they resolve to and
+    refused; a link to the never path is refused as that path."""
+    with Setup(e) as s:
+        os.symlink("/etc", os.path.join(s.jobs, "etc-link"))
+        os.symlink(os.path.join(s.jobs, "keys"), os.path.join(s.jobs, "keys-link"))
+        res = run_host([e.airlock, "check", "--operator-policy", s.op,
+                        "--ro", os.path.join(s.jobs, "etc-link") + ":/input/etc",
+                        "--ro", s.jobs + "/../../../etc/hostname:/input/h",
+                        "--ro", os.path.join(s.jobs, "keys-link") + ":/input/k"])
+        expect_rc(res, 125)
+        lines = refusals(res)
+        expect(len(lines) == 3, "expected three refusals", res)
+        expect(any("/etc is not under" in l for l in lines), "link out not resolved", res)
+        expect(any("/etc/hostname is not under" in l for l in lines), "'..' not resolved", res)
+        expect(any("which the operator never allows" in l and "keys-link" in l for l in lines),
+               "link to the never path", res)
+
+
+@case
+def env_and_rw_bounds(e):
+    """LD_PRELOAD (the default never list) and passing airlock's own value
+    of a variable (--env NAME, not in env.pass) are refused; a --rw mount
+    outside the rw prefixes is refused though it is readable; the same
+    under rw is allowed."""
+    with Setup(e) as s:
+        env = no_operator_env()
+        env["AL_E2E_SECRET"] = "host-value"
+        res = run_host([e.airlock, "check", "--operator-policy", s.op,
+                        "--env", "LD_PRELOAD=/tmp/x.so", "--env", "AL_E2E_SECRET",
+                        "--rw", os.path.join(s.jobs, "data") + ":/data"], env=env)
+        expect_rc(res, 125)
+        lines = refusals(res)
+        expect(len(lines) == 3, "expected three refusals", res)
+        expect(any("LD_PRELOAD" in l and "env.never" in l for l in lines), "LD_PRELOAD", res)
+        expect(any("AL_E2E_SECRET" in l and "env.pass" in l for l in lines), "passed env", res)
+        expect(any("--rw" in l and "write" in l for l in lines), "rw outside rw prefixes", res)
+        expect("host-value" not in res.errtext, "the value leaked into a message", res)
+        res = run_host([e.airlock, "check", "--operator-policy", s.op,
+                        "--rw", os.path.join(s.jobs, "out") + ":/data"], env=env)
+        expect_rc(res, 0)
+
+
+if __name__ == "__main__":
+    main(suite)
