@@ -17,6 +17,8 @@ void al_cli_usage(FILE *f)
 		"Commands:\n"
 		"  run [OPTIONS] [--] CMD [ARG...]   run CMD in a sandbox\n"
 		"  check [--policy FILE] [--json]    validate a policy and print the plan\n"
+		"        [--operator-policy FILE]    (held to an operator policy; alone:\n"
+		"        [--explain]                 validate it), and why each value\n"
 		"  verify [--policy FILE] [OPTIONS]  build the sandbox and show, from outside and\n"
 		"                                    inside, which layers are in force\n"
 		"  gc                                remove cgroups left by a killed airlock\n"
