@@ -5,7 +5,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <openssl/evp.h>
+/* SHA256() rather than EVP: EVP pulls most of libcrypto into the static
+ * binary (docs/benchmarks.md, issue 10). */
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,8 +214,7 @@ int al_operator_load_file(const char *path, struct al_operator **ret, struct al_
 {
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_close_ int fd = -1;
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
+	unsigned char md[SHA256_DIGEST_LENGTH];
 	size_t len = 0;
 	struct stat st;
 	ssize_t n;
@@ -245,11 +247,13 @@ int al_operator_load_file(const char *path, struct al_operator **ret, struct al_
 				     OPERATOR_FILE_MAX);
 	if ((r = al_operator_parse(path, buf, len, ret, errs)) < 0)
 		return r;
-	if (EVP_Digest(buf, len, md, &mdlen, EVP_sha256(), NULL) != 1) {
+	SHA256_CTX ctx; /* SHA256() itself goes through EVP in OpenSSL 3 */
+	if (SHA256_Init(&ctx) != 1 || SHA256_Update(&ctx, buf, len) != 1 ||
+	    SHA256_Final(md, &ctx) != 1) {
 		al_operator_free(TAKE_PTR(*ret));
 		return al_errors_add(errs, EIO, path, NULL, "sha256 failed");
 	}
-	for (unsigned i = 0; i < mdlen && i < 32; i++)
+	for (unsigned i = 0; i < SHA256_DIGEST_LENGTH; i++)
 		snprintf((*ret)->sha256 + 2 * i, 3, "%02x", md[i]);
 	al_operator_resolve(*ret);
 	return 0;
