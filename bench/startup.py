@@ -65,6 +65,20 @@ def main():
     inputs = tempfile.mkdtemp(prefix="airlock-bench-")
     os.chmod(inputs, 0o755)
     ro = ["--ro", f"{inputs}:/input"]
+    # An operator policy like a platform's (docs/operator-policy.md): the
+    # file is read, checked, hashed and its paths resolved on every run.
+    opdir = tempfile.mkdtemp(prefix="airlock-bench-op-")
+    opfile = os.path.join(opdir, "operator.json")
+    with open(opfile, "w") as f:
+        json.dump({"version": 1, "profiles": {"default": {
+            "filesystem": {"ro": [inputs, "/srv/jobs"], "rw": ["/srv/out"],
+                           "never": ["/srv/jobs/keys", "/root", "/home"]},
+            "network": {"allow": ["*.example.test:443", "10.20.0.0/16:*"]},
+            "limits": {"memory": {"max": "1G", "default": "512M"},
+                       "timeout": {"max": "120s", "default": "60s"}, "pids": {"max": 256}},
+            "env": {"allow": ["*"]}}}}, f)
+    os.chmod(opfile, 0o644)
+    op = ["--operator-policy", opfile]
     cases = [
         ("bare /bin/true", [true]),
         ("bwrap", [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
@@ -73,6 +87,9 @@ def main():
         # The gateway on: its process, its listeners and the capture rules.
         ("airlock --allow", [args.airlock, "run", "--allow", ALLOW, "--", true]),
         ("airlock --ro DIR", [args.airlock, "run"] + ro + ["--", true]),
+        ("airlock --operator-policy", [args.airlock, "run"] + op + ["--", true]),
+        ("airlock --operator-policy --ro DIR --allow",
+         [args.airlock, "run"] + op + ro + ["--allow", ALLOW, "--", true]),
     ]
     if args.baseline:
         cases.append(("airlock baseline", [args.baseline, "run", "--", true]))
@@ -83,6 +100,8 @@ def main():
         res = measure(cases, args.rounds, args.warmup)
     finally:
         os.rmdir(inputs)
+        os.unlink(opfile)
+        os.rmdir(opdir)
     py = "/usr/bin/python3"
     pcases = [("bare python3 -c 'import pandas'", [py, "-c", "import pandas"]),
               ("airlock python3 -c 'import pandas'",
@@ -97,6 +116,8 @@ def main():
     print(f"airlock / bwrap = {ratio:.2f}   (target <= 0.75; > 1.0 is a bug)")
     gratio = res["airlock --allow"]["median_ms"] / res["bwrap"]["median_ms"]
     print(f"airlock --allow / bwrap = {gratio:.2f}   (target <= 1.0)")
+    orr = res["airlock --operator-policy"]["median_ms"] / res["airlock"]["median_ms"]
+    print(f"airlock --operator-policy / airlock = {orr:.3f}")
     if args.baseline:
         br = res["airlock"]["median_ms"] / res["airlock baseline"]["median_ms"]
         print(f"airlock / baseline = {br:.3f}")

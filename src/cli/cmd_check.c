@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "audit/audit.h"
 #include "backend/backend.h"
 #include "config.h"
 #include "core/cleanup.h"
@@ -139,8 +140,16 @@ static int check_operator(const struct al_cli *cli)
 {
 	_cleanup_(al_errors_clear) struct al_errors errs = {0};
 	_cleanup_(al_operator_freep) struct al_operator *op = NULL;
+	_cleanup_free_ char *file = NULL;
+	struct al_error err = {0};
+	const char *how;
 
-	if (al_operator_load_file(cli->operator_file, &op, &errs) < 0) {
+	if (al_operator_find(cli->operator_file, &file, &how, &err) < 0) {
+		al_errors_add_error(&errs, &err);
+		report(cli, &errs, NULL);
+		return 125;
+	}
+	if (al_operator_load_file(file, &op, &errs) < 0) {
 		report(cli, &errs, NULL);
 		return 125;
 	}
@@ -148,15 +157,21 @@ static int check_operator(const struct al_cli *cli)
 		json_t *names = json_array();
 		for (size_t i = 0; i < op->n_profiles; i++)
 			json_array_append_new(names, json_string(op->profiles[i].name));
-		json_t *doc = json_pack("{s:b, s:s, s:s, s:o, s:b}", "ok", 1, "operator_policy",
-					op->file, "sha256", op->sha256, "profiles", names,
-					"decider", op->decider != NULL);
+		json_t *doc = json_pack("{s:b, s:o, s:s, s:o, s:b}", "ok", 1, "operator_policy",
+					al_json_text(op->file), "sha256", op->sha256, "profiles",
+					names, "decider", op->decider != NULL);
 		_cleanup_free_ char *t = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		json_decref(doc);
+		if (!t) {
+			al_err("internal error: the JSON document could not be written");
+			return 125;
+		}
 		printf("%s\n", t);
 		return 0;
 	}
 	printf("operator policy %s: OK (sha256 %s)\n", op->file, op->sha256);
+	if (op->decider && op->decider->run_path)
+		printf("decider: asked once per run by airlock run (check does not ask it)\n");
 	if (!al_operator_profile(op, AL_OPERATOR_PROFILE))
 		printf("no \"default\" profile: a task must name one (--profile)\n");
 	for (size_t i = 0; i < op->n_profiles; i++)
@@ -236,6 +251,10 @@ int al_cmd_check(int argc, char **argv)
 				    bounds.file ? al_decision_json(&bounds.dec) : json_null());
 		_cleanup_free_ char *t = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		json_decref(doc);
+		if (!t) {
+			al_err("internal error: the plan's JSON document could not be written");
+			goto out;
+		}
 		printf("%s\n", t);
 	} else {
 		char kmem[512];

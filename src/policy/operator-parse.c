@@ -679,8 +679,14 @@ int al_operator_parse(const char *name, const char *text, size_t len, struct al_
 
 	op->file = xstrdup(name);
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root)
+	if (!root) {
+		/* Not jansson's "near 'TOKEN'": a file named by a flag is read
+		 * as root, and its bytes are not the caller's to see. */
+		char *near = strstr(jerr.text, " near ");
+		if (near)
+			*near = '\0';
 		return al_errors_add_syntax(errs, name, jerr.line, jerr.column, jerr.text);
+	}
 	r = parse_root(&c, root);
 	json_decref(root);
 	if (r < 0)

@@ -100,13 +100,41 @@ const struct al_op_profile *al_operator_profile(const struct al_operator *op, co
 	return NULL;
 }
 
+/* realpath() of path, or of its longest existing ancestor with the rest
+ * appended: a never path that does not exist yet, under a link, must
+ * still match where a mount would put it. NULL when nothing resolves. */
+static char *resolve_ancestor(const char *path)
+{
+	_cleanup_free_ char *head = xstrdup(path);
+	char real[PATH_MAX];
+
+	for (;;) {
+		if (realpath(head, real)) {
+			const char *rest = path + strlen(head);
+			if (!*rest)
+				return xstrdup(real);
+			return xasprintf("%s%s", strcmp(real, "/") ? real : "", rest);
+		}
+		char *slash = strrchr(head, '/');
+		if (!slash || slash == head)
+			return NULL;
+		*slash = '\0';
+	}
+}
+
 static void resolve_paths(struct al_op_path *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		char real[PATH_MAX];
 		struct stat st;
-		if (!realpath(v[i].path, real) || stat(real, &st) < 0)
-			continue; /* kept as written: it still matches that path */
+		if (!realpath(v[i].path, real) || stat(real, &st) < 0) {
+			char *r = resolve_ancestor(v[i].path);
+			if (r) {
+				free(v[i].real);
+				v[i].real = r;
+			}
+			continue; /* does not exist: matched by path only */
+		}
 		free(v[i].real);
 		v[i].real = xstrdup(real);
 		v[i].exists = true;
@@ -144,6 +172,21 @@ int al_operator_find(const char *flag, char **ret, const char **ret_how, struct 
 	} else if (errno != ENOENT) {
 		return al_error_setsys(err, errno, "operator policy %s", AL_OPERATOR_DEFAULT_FILE);
 	}
+	/* The machine's operator policy is the operator's, not the caller's:
+	 * where it exists, a flag or the environment may only name it again
+	 * (flags are task input, and must not pick their own bounds). */
+	if (*ret && strcmp(*ret_how, "default") != 0 && lstat(AL_OPERATOR_DEFAULT_FILE, &st) == 0) {
+		char a[PATH_MAX], b[PATH_MAX];
+		if (!realpath(*ret, a) || !realpath(AL_OPERATOR_DEFAULT_FILE, b) || strcmp(a, b)) {
+			int r =
+			    al_error_set(err, EPERM,
+					 "%s %s: this machine's operator policy %s is in force, "
+					 "and no other may replace it",
+					 *ret_how, *ret, AL_OPERATOR_DEFAULT_FILE);
+			free(TAKE_PTR(*ret));
+			return r;
+		}
+	}
 	if (*ret && (*ret)[0] != '/') { /* every directory on the way is checked */
 		char cwd[PATH_MAX];
 		if (!getcwd(cwd, sizeof(cwd)))
@@ -174,6 +217,10 @@ static int check_trusted(const char *path, struct al_errors *errs)
 	if (path[0] != '/')
 		return al_errors_add(errs, EINVAL, path, NULL,
 				     "the operator policy must be named by an absolute path");
+	if (lstat("/", &st) < 0 || st.st_uid != 0 || (st.st_mode & 022))
+		return al_errors_add(errs, EPERM, path, NULL,
+				     "/ is not owned by root or is writable by others: no file "
+				     "under it can be trusted");
 	for (char *p = copy + 1;; p++) {
 		bool last = *p == '\0';
 		if (*p != '/' && !last)
