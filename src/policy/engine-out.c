@@ -165,27 +165,34 @@ void al_decision_print(const struct al_decision *d, FILE *f)
 		fprintf(f, "  and %zu more refusals\n", d->omitted);
 }
 
+/* Every string from a task, a flag or a host path through al_json_text():
+ * jansson refuses what is not UTF-8, and json_pack() would then leave the
+ * entry (or the whole decision) out. */
 json_t *al_decision_json(const struct al_decision *d)
 {
 	json_t *decisions = json_array(), *refused = json_array();
 
 	for (size_t i = 0; i < d->n_explain; i++) {
 		const struct al_explain *e = &d->explain[i];
-		json_array_append_new(decisions,
-				      json_pack("{s:s, s:s, s:s, s:s?, s:s?}", "what", e->what,
-						"value", e->value, "from", al_origin_name(e->from),
-						"task", e->task, "bound", e->bound));
+		json_array_append_new(
+		    decisions,
+		    json_pack("{s:o, s:o, s:s, s:o, s:o}", "what", al_json_text(e->what), "value",
+			      al_json_text(e->value), "from", al_origin_name(e->from), "task",
+			      al_json_text(e->task), "bound", al_json_text(e->bound)));
 	}
 	for (size_t i = 0; i < d->n_refused; i++) {
 		const struct al_refusal *r = &d->refused[i];
-		json_array_append_new(refused, json_pack("{s:s, s:s, s:s, s:s?, s:s}", "task",
-							 r->task, "asked", r->asked, "bound",
-							 r->bound, "operator_path",
-							 r->operator_path, "message", r->message));
+		json_array_append_new(refused, json_pack("{s:o, s:o, s:o, s:o, s:o}", "task",
+							 al_json_text(r->task), "asked",
+							 al_json_text(r->asked), "bound",
+							 al_json_text(r->bound), "operator_path",
+							 al_json_text(r->operator_path), "message",
+							 al_json_text(r->message)));
 	}
-	return json_pack("{s:{s:s?, s:s?}, s:s?, s:o, s:o, s:I}", "operator_policy", "file",
-			 d->op ? d->op->file : NULL, "sha256", d->op ? d->op->sha256 : NULL,
-			 "profile", d->profile_name, "decisions", decisions, "refused", refused,
+	return json_pack("{s:{s:o, s:o}, s:o, s:o, s:o, s:I}", "operator_policy", "file",
+			 al_json_text(d->op ? d->op->file : NULL), "sha256",
+			 al_json_text(d->op ? d->op->sha256 : NULL), "profile",
+			 al_json_text(d->profile_name), "decisions", decisions, "refused", refused,
 			 "omitted", (json_int_t)d->omitted);
 }
 
