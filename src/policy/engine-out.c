@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,7 +322,12 @@ static int narrow_limits(struct al_decision *d, struct al_policy *task, const js
 			return -EPERM;
 		}
 		uint64_t *f = (uint64_t *)((char *)task + ld->offset), nv = json_integer_value(v);
-		if (*f && nv >= *f)
+		/* Unset is airlock's own default (the engine left it only
+		 * where that is within the ceiling): never raised past it. */
+		uint64_t cur = *f ? *f : ld->builtin;
+		if (!*f && ld->offset == offsetof(struct al_policy, copy_out_bytes))
+			cur = task->scratch_bytes ? task->scratch_bytes : AL_DEFAULT_SCRATCH_BYTES;
+		if (cur && nv >= cur)
 			continue; /* never raised */
 		if (ld->min && nv < ld->min)
 			nv = ld->min;

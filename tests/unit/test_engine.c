@@ -854,14 +854,21 @@ static void test_decider_limits(void **state)
  * default that would have applied, and never past the ceiling. */
 static void test_decider_limits_unset(void **state)
 {
-	_cleanup_(al_policy_freep) struct al_policy *task = NULL;
+	_cleanup_(al_policy_freep) struct al_policy *kept = NULL, *lowered = NULL;
 	static const char no_memory[] =
 	    "{\"version\": 1, \"network\": {\"allow\": [\"a.example.com:443\"]}}";
 
 	decider_case(no_memory,
 		     &(struct answer){"{\"allow\": true, \"limits\": {\"memory\": 4294967296}}", 0},
-		     &task);
-	assert_true(task->memory_bytes == 0 || task->memory_bytes <= AL_DEFAULT_MEMORY_BYTES);
+		     &kept);
+	assert_int_equal(kept->memory_bytes, 0);
+	decider_case(no_memory,
+		     &(struct answer){"{\"allow\": true, \"limits\": {\"memory\": 268435456, "
+				      "\"cpus\": 500}}",
+				      1},
+		     &lowered);
+	assert_int_equal(lowered->memory_bytes, 256ull << 20);
+	assert_int_equal(lowered->cpus_milli, 500); /* from none */
 }
 
 /* The run's order (cli/bounds.c): request, plan, decider, and the plan
