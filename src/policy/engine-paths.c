@@ -146,9 +146,9 @@ int al_engine_plan(struct al_decision *d, const struct al_policy *task, struct a
 			size_t k = 0;
 			while (task->system && task->system[k] && strcmp(task->system[k], e->path))
 				k++;
-			ref = task->system
-				  ? xasprintf("%s: filesystem.system[%zu]", task->source, k)
-				  : xstrdup("filesystem.system (airlock's default)");
+			/* NULL: airlock's own list (check_path names it so). */
+			if (task->system)
+				ref = xasprintf("%s: filesystem.system[%zu]", task->source, k);
 			check_path(
 			    d, ref, what, e->source, true, e->dev, e->ino, false,
 			    system_listed(pr, e->path, (char *const *)al_plan_default_system));
