@@ -4,7 +4,8 @@
  * policy, a task policy, and the external decider's answer. Each accepted
  * operator policy is held against a fixed task built in code (every kind
  * of request, some out of any bound) and against the input's task, when
- * it parses; the decision goes to JSON; the answer narrows the task.
+ * it parses; the decision goes to JSON; the answer (without one, an
+ * answer that tries to raise every limit and add rules) narrows the task.
  *
  * Beyond what the sanitizers catch, it checks what a task can never do:
  * a request the engine lets through is within every ceiling the profile
@@ -179,6 +180,22 @@ static void hold(const struct al_operator *op, struct al_policy *task, const jso
 	al_policy_free(task);
 }
 
+/* When the input has no answer: a decider that tries to widen the task
+ * (every limit raised, rules added). What it leaves must be within the
+ * profile all the same. */
+static json_t *greedy_answer(void)
+{
+	json_t *limits = json_object();
+
+	for (size_t i = 0; i < AL_OPL_COUNT; i++)
+		if (strcmp(al_limit_defs[i].section, "limits") == 0)
+			json_object_set_new(limits, al_limit_defs[i].key,
+					    json_integer((json_int_t)1 << 62));
+	return json_pack("{s:b, s:{s:[s, s, s]}, s:o}", "allow", 1, "network", "allow",
+			 "api.example.org:443", "evil.example.net:443", "0.0.0.0/0:*", "limits",
+			 limits);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *text = (const char *)data, *task_text = NULL, *answer_text = NULL;
@@ -207,6 +224,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	al_operator_resolve(op);
 	if (answer_text)
 		answer = json_loadb(answer_text, answer_len, JSON_DECODE_ANY, NULL);
+	else
+		answer = greedy_answer();
 
 	hold(op, fixed_task(NULL, false), answer);
 	hold(op, fixed_task(NULL, true), answer);
