@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,27 +166,34 @@ void al_decision_print(const struct al_decision *d, FILE *f)
 		fprintf(f, "  and %zu more refusals\n", d->omitted);
 }
 
+/* Every string from a task, a flag or a host path through al_json_text():
+ * jansson refuses what is not UTF-8, and json_pack() would then leave the
+ * entry (or the whole decision) out. */
 json_t *al_decision_json(const struct al_decision *d)
 {
 	json_t *decisions = json_array(), *refused = json_array();
 
 	for (size_t i = 0; i < d->n_explain; i++) {
 		const struct al_explain *e = &d->explain[i];
-		json_array_append_new(decisions,
-				      json_pack("{s:s, s:s, s:s, s:s?, s:s?}", "what", e->what,
-						"value", e->value, "from", al_origin_name(e->from),
-						"task", e->task, "bound", e->bound));
+		json_array_append_new(
+		    decisions,
+		    json_pack("{s:o, s:o, s:s, s:o, s:o}", "what", al_json_text(e->what), "value",
+			      al_json_text(e->value), "from", al_origin_name(e->from), "task",
+			      al_json_text(e->task), "bound", al_json_text(e->bound)));
 	}
 	for (size_t i = 0; i < d->n_refused; i++) {
 		const struct al_refusal *r = &d->refused[i];
-		json_array_append_new(refused, json_pack("{s:s, s:s, s:s, s:s?, s:s}", "task",
-							 r->task, "asked", r->asked, "bound",
-							 r->bound, "operator_path",
-							 r->operator_path, "message", r->message));
+		json_array_append_new(refused, json_pack("{s:o, s:o, s:o, s:o, s:o}", "task",
+							 al_json_text(r->task), "asked",
+							 al_json_text(r->asked), "bound",
+							 al_json_text(r->bound), "operator_path",
+							 al_json_text(r->operator_path), "message",
+							 al_json_text(r->message)));
 	}
-	return json_pack("{s:{s:s?, s:s?}, s:s?, s:o, s:o, s:I}", "operator_policy", "file",
-			 d->op ? d->op->file : NULL, "sha256", d->op ? d->op->sha256 : NULL,
-			 "profile", d->profile_name, "decisions", decisions, "refused", refused,
+	return json_pack("{s:{s:o, s:o}, s:o, s:o, s:o, s:I}", "operator_policy", "file",
+			 al_json_text(d->op ? d->op->file : NULL), "sha256",
+			 al_json_text(d->op ? d->op->sha256 : NULL), "profile",
+			 al_json_text(d->profile_name), "decisions", decisions, "refused", refused,
 			 "omitted", (json_int_t)d->omitted);
 }
 
@@ -314,7 +322,12 @@ static int narrow_limits(struct al_decision *d, struct al_policy *task, const js
 			return -EPERM;
 		}
 		uint64_t *f = (uint64_t *)((char *)task + ld->offset), nv = json_integer_value(v);
-		if (*f && nv >= *f)
+		/* Unset is airlock's own default (the engine left it only
+		 * where that is within the ceiling): never raised past it. */
+		uint64_t cur = *f ? *f : ld->builtin;
+		if (!*f && ld->offset == offsetof(struct al_policy, copy_out_bytes))
+			cur = task->scratch_bytes ? task->scratch_bytes : AL_DEFAULT_SCRATCH_BYTES;
+		if (cur && nv >= cur)
 			continue; /* never raised */
 		if (ld->min && nv < ld->min)
 			nv = ld->min;

@@ -125,11 +125,14 @@ int al_engine_plan(struct al_decision *d, const struct al_policy *task, struct a
 	if (!pr)
 		return -EPERM;
 	/* Asked again for a plan built again (after the decider narrowed
-	 * the task): the earlier plan's decisions go. */
+	 * the task): the earlier plan's decisions go, the decider's (made
+	 * after them) stay. */
 	if (d->planned) {
-		for (size_t i = d->plan_mark; i < d->n_explain; i++)
+		for (size_t i = d->plan_mark; i < d->plan_end; i++)
 			engine_explain_clear(&d->explain[i]);
-		d->n_explain = d->plan_mark;
+		memmove(&d->explain[d->plan_mark], &d->explain[d->plan_end],
+			(d->n_explain - d->plan_end) * sizeof(*d->explain));
+		d->n_explain -= d->plan_end - d->plan_mark;
 	}
 	d->planned = true;
 	d->plan_mark = d->n_explain;
@@ -143,9 +146,9 @@ int al_engine_plan(struct al_decision *d, const struct al_policy *task, struct a
 			size_t k = 0;
 			while (task->system && task->system[k] && strcmp(task->system[k], e->path))
 				k++;
-			ref = task->system
-				  ? xasprintf("%s: filesystem.system[%zu]", task->source, k)
-				  : xstrdup("filesystem.system (airlock's default)");
+			/* NULL: airlock's own list (check_path names it so). */
+			if (task->system)
+				ref = xasprintf("%s: filesystem.system[%zu]", task->source, k);
 			check_path(
 			    d, ref, what, e->source, true, e->dev, e->ino, false,
 			    system_listed(pr, e->path, (char *const *)al_plan_default_system));
@@ -168,6 +171,7 @@ int al_engine_plan(struct al_decision *d, const struct al_policy *task, struct a
 		check_path(d, c->origin, what, c->hostreal ? c->hostreal : c->hostdir, false, 0, 0,
 			   true, false);
 	}
+	d->plan_end = d->n_explain;
 	if (d->n_refused + d->omitted > before)
 		return -EPERM;
 	/* What the plan carries of the decision: the gateway's never rules,
@@ -184,6 +188,7 @@ int al_engine_plan(struct al_decision *d, const struct al_policy *task, struct a
 			engine_explain(d, what, pr->never_text[i], AL_FROM_OPERATOR, NULL,
 				       engine_bound(d, "%s.network.never", pr->where));
 	}
+	d->plan_end = d->n_explain;
 	free(plan->profile);
 	plan->profile = xstrdup(pr->name);
 	free(plan->operator_file);

@@ -90,8 +90,8 @@ struct al_decision {
 	size_t n_refused;
 	size_t omitted; /* refusals past AL_REFUSALS_MAX: counted, not kept */
 	bool gateway;	/* the run has egress */
-	bool planned;	/* al_engine_plan() was called: its decisions start at plan_mark */
-	size_t plan_mark;
+	bool planned;	/* al_engine_plan() was called: its decisions are [plan_mark, plan_end) */
+	size_t plan_mark, plan_end;
 };
 
 /* Hold task to op: select the profile (task->profile, else "default"),
