@@ -163,7 +163,9 @@ int al_parse_size(const char *s, uint64_t *ret)
 		p++;
 	if (*p != '\0')
 		return -EINVAL;
-	if (value > UINT64_MAX / mult)
+	/* At most 2^62: every size fits a JSON integer (the record, the
+	 * audit, the decider's question) and any sum of a few of them. */
+	if (value > AL_SIZE_MAX / mult)
 		return -ERANGE;
 	*ret = value * mult;
 	return 0;

@@ -38,6 +38,7 @@ static inline void al_strv_freep(char ***v)
  * trailing "B"/"iB"). Returns 0 or -EINVAL/-ERANGE; writes *ret only on
  * success. */
 int al_parse_size(const char *s, uint64_t *ret);
+#define AL_SIZE_MAX (1ull << 62) /* the largest size al_parse_size() takes */
 
 /* Parse "60", "1.5", "250ms", "90s", "2m", "1h" into milliseconds (> 0). */
 int al_parse_duration_ms(const char *s, uint64_t *ret);

@@ -662,3 +662,47 @@ bool al_allow_match_addr_any_port(const struct al_allowlist *l, const struct in6
 	}
 	return false;
 }
+
+/* The IPv4 address a NAT64 address (64:ff9b::/96, RFC 6052) reaches, as
+ * IPv4-mapped; false for any other. */
+static bool nat64_target(const struct in6_addr *addr, struct in6_addr *ret)
+{
+	static const uint8_t nat64[12] = {0x00, 0x64, 0xff, 0x9b};
+
+	if (memcmp(addr->s6_addr, nat64, sizeof(nat64)) != 0)
+		return false;
+	memset(ret, 0, sizeof(*ret));
+	ret->s6_addr[10] = ret->s6_addr[11] = 0xff;
+	memcpy(ret->s6_addr + 12, addr->s6_addr + 12, 4);
+	return true;
+}
+
+bool al_allow_match_never(const struct al_allowlist *l, const struct in6_addr *addr, uint16_t port,
+			  const struct al_allow_rule **ret_rule)
+{
+	struct in6_addr v4;
+	bool any = port == 0;
+
+	if (any ? al_allow_match_addr_any_port(l, addr, ret_rule)
+		: al_allow_match_addr(l, addr, port, ret_rule))
+		return true;
+	if (!nat64_target(addr, &v4))
+		return false;
+	return any ? al_allow_match_addr_any_port(l, &v4, ret_rule)
+		   : al_allow_match_addr(l, &v4, port, ret_rule);
+}
+
+const struct al_allow_rule *al_allow_find_never(const struct al_allowlist *l,
+						const struct al_allow_rule *inner)
+{
+	const struct al_allow_rule *r = al_allow_find_within(l, inner);
+	struct al_allow_rule v4;
+
+	if (r || inner->kind != RULE_ADDR || inner->v4 || inner->prefix < 96 ||
+	    !nat64_target(&inner->addr, &v4.addr))
+		return r;
+	v4 = *inner;
+	nat64_target(&inner->addr, &v4.addr);
+	v4.v4 = true;
+	return al_allow_find_within(l, &v4);
+}

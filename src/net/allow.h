@@ -154,3 +154,14 @@ const struct al_allow_rule *al_allow_find_within(const struct al_allowlist *l,
 /* True if an address or CIDR rule of l holds addr, whatever its ports. */
 bool al_allow_match_addr_any_port(const struct al_allowlist *l, const struct in6_addr *addr,
 				  const struct al_allow_rule **ret_rule);
+
+/* For the operator's never rules: true if an address or CIDR rule of l
+ * holds addr on port (0: on any port), or holds the IPv4 address a NAT64
+ * address (64:ff9b::/96) reaches. */
+bool al_allow_match_never(const struct al_allowlist *l, const struct in6_addr *addr, uint16_t port,
+			  const struct al_allow_rule **ret_rule);
+
+/* al_allow_find_within() for never rules: a NAT64 rule (64:ff9b::/96 or
+ * inside it) is also judged as the IPv4 network it reaches. */
+const struct al_allow_rule *al_allow_find_never(const struct al_allowlist *l,
+						const struct al_allow_rule *inner);

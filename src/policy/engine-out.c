@@ -40,15 +40,52 @@ const char *al_origin_name(enum al_origin o)
 	return "?";
 }
 
-/* Text from a task or a decider, made one printable line. */
+/* Text from a task or a decider, made one printable line of at most max
+ * bytes: control characters (C0, DEL, C1), bidirectional overrides and
+ * isolates, and bytes that are not UTF-8 become '?'; a character is never
+ * cut in two. */
 static char *clean(const char *s, size_t max)
 {
-	size_t n = strnlen(s, max);
-	char *out = xmalloc(n + 1);
+	size_t n = strlen(s), o = 0;
+	char *out = xmalloc((n < max ? n : max) + 1);
 
-	for (size_t i = 0; i < n; i++)
-		out[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
-	out[n] = '\0';
+	for (size_t i = 0; i < n && o < max;) {
+		const unsigned char *u = (const unsigned char *)s + i;
+		size_t len = u[0] < 0x80	     ? 1
+			     : (u[0] & 0xe0) == 0xc0 ? 2
+			     : (u[0] & 0xf0) == 0xe0 ? 3
+			     : (u[0] & 0xf8) == 0xf0 ? 4
+						     : 0;
+		uint32_t cp = 0;
+		bool ok = len > 0 && i + len <= n;
+		for (size_t k = 1; ok && k < len; k++)
+			ok = (u[k] & 0xc0) == 0x80;
+		if (ok) {
+			cp = len == 1	? u[0]
+			     : len == 2 ? u[0] & 0x1fu
+			     : len == 3 ? u[0] & 0x0fu
+					: u[0] & 0x07u;
+			for (size_t k = 1; k < len; k++)
+				cp = (cp << 6) | (u[k] & 0x3fu);
+			ok = !(len == 2 && cp < 0x80) && !(len == 3 && cp < 0x800) &&
+			     !(len == 4 && (cp < 0x10000 || cp > 0x10ffff)) &&
+			     !(cp >= 0xd800 && cp <= 0xdfff);
+		}
+		bool shown =
+		    ok && !(cp < 0x20 || (cp >= 0x7f && cp < 0xa0) ||
+			    (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069));
+		if (!shown) {
+			out[o++] = '?';
+			i += ok ? len : 1; /* a malformed sequence: its first byte */
+			continue;
+		}
+		if (o + len > max)
+			break;
+		memcpy(out + o, s + i, len);
+		o += len;
+		i += len;
+	}
+	out[o] = '\0';
 	return out;
 }
 
@@ -143,8 +180,7 @@ void al_decision_errors(const struct al_decision *d, struct al_errors *errs)
 {
 	for (size_t i = 0; i < d->n_refused; i++)
 		al_errors_add(errs, EPERM, NULL, NULL, "refused: %s", d->refused[i].message);
-	for (size_t i = 0; i < d->omitted; i++)
-		al_errors_add(errs, EPERM, NULL, NULL, "refused: (omitted)");
+	errs->omitted += d->omitted;
 }
 
 void al_decision_print(const struct al_decision *d, FILE *f)
@@ -220,18 +256,32 @@ json_t *al_engine_decider_input(const struct al_decision *d, const struct al_pla
 {
 	json_t *argv = json_array(), *mounts = json_array(), *env = json_array();
 	json_t *allow = json_array(), *hosts = json_object(), *limits;
+	json_t *copy_in = json_array(), *copy_out = json_array();
 
+	for (size_t i = 0; i < p->n_copy_in; i++)
+		json_array_append_new(copy_in, json_pack("{s:o, s:o}", "host",
+							 al_json_text(p->copy_in[i].host), "path",
+							 al_json_text(p->copy_in[i].path)));
+	for (size_t i = 0; i < p->n_copy_out; i++)
+		json_array_append_new(
+		    copy_out,
+		    json_pack("{s:o, s:o}", "path", al_json_text(p->copy_out[i].path), "host",
+			      al_json_text(p->copy_out[i].hostreal ? p->copy_out[i].hostreal
+								   : p->copy_out[i].hostdir)));
 	for (size_t i = 0; p->argv && p->argv[i]; i++)
 		json_array_append_new(argv, al_json_text(p->argv[i]));
 	for (size_t i = 0; i < p->n_fs; i++) {
 		const struct al_fs_entry *e = &p->fs[i];
+		bool sys = strncmp(e->what, "system ", 7) == 0;
 		if (e->kind != AL_FS_HOST ||
-		    !(strncmp(e->what, "ro ", 3) == 0 || strncmp(e->what, "rw ", 3) == 0))
+		    !(sys || strncmp(e->what, "ro ", 3) == 0 || strncmp(e->what, "rw ", 3) == 0))
 			continue;
 		json_array_append_new(mounts,
 				      json_pack("{s:o, s:o, s:s}", "host", al_json_text(e->source),
 						"path", al_json_text(e->path), "mode",
-						e->access & AL_FS_WRITE ? "rw" : "ro"));
+						sys			  ? "system"
+						: e->access & AL_FS_WRITE ? "rw"
+									  : "ro"));
 	}
 	for (size_t i = 0; p->envp && p->envp[i]; i++) {
 		_cleanup_free_ char *name = strndup(p->envp[i], strcspn(p->envp[i], "="));
@@ -252,11 +302,11 @@ json_t *al_engine_decider_input(const struct al_decision *d, const struct al_pla
 			   (json_int_t)p->output_bytes, "scratch_bytes",
 			   (json_int_t)p->scratch_bytes, "open_files", (json_int_t)p->open_files,
 			   "file_size_bytes", (json_int_t)p->file_size);
-	return json_pack("{s:s?, s:s, s:o, s:o, s:o, s:o, s:o, s:{s:o, s:o, s:b}, s:b}", "run",
-			 run_id, "profile", d->profile_name, "command", argv, "backend",
-			 al_json_text(p->backend), "mounts", mounts, "env", env, "limits", limits,
-			 "network", "allow", allow, "hosts", hosts, "gateway", p->gateway, "tty",
-			 p->tty);
+	return json_pack("{s:s?, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:{s:o, s:o, s:b}, s:b}",
+			 "run", run_id, "profile", al_json_text(d->profile_name), "command", argv,
+			 "backend", al_json_text(p->backend), "mounts", mounts, "copy_in", copy_in,
+			 "copy_out", copy_out, "env", env, "limits", limits, "network", "allow",
+			 allow, "hosts", hosts, "gateway", p->gateway, "tty", p->tty);
 }
 
 /* The answer's "network": {"allow": [...]}: the task's rules it does not

@@ -71,7 +71,8 @@ static void check_path(struct al_decision *d, const char *ref, const char *what,
 		ref = "filesystem.system (airlock's default)";
 	if ((n = never_hit(pr, real, have_id, dev, ino, &inside))) {
 		engine_refuse(d, ref, real, n->path, xstrdup(n->where),
-			      inside ? "%s: %s is (inside) %s, which the operator never allows"
+			      inside ? "%s: %s is, or lies inside, %s, which the operator never "
+				       "allows"
 				     : "%s: %s would show %s, which the operator never allows",
 			      ref, real, n->path);
 		return;
@@ -139,6 +140,20 @@ int al_engine_plan(struct al_decision *d, const struct al_policy *task, struct a
 	for (size_t i = 0; i < plan->n_fs; i++) {
 		const struct al_fs_entry *e = &plan->fs[i];
 		const struct al_policy_mount *m;
+		const struct al_op_path *n;
+		bool inside;
+		if (e->kind == AL_FS_DEVICE ||
+		    (e->kind == AL_FS_HOST && strncmp(e->what, "system ", 7) != 0 &&
+		     !task_mount(task, e->path))) {
+			/* airlock's own (/etc/ld.so.cache, /dev/null): no prefix
+			 * bounds them, but a never path still does. */
+			if ((n = never_hit(pr, e->source, true, e->dev, e->ino, &inside)))
+				engine_refuse(d, e->what, e->source, n->path, xstrdup(n->where),
+					      "airlock shows %s at %s in every run, but the "
+					      "operator never allows %s",
+					      e->source, e->path, n->path);
+			continue;
+		}
 		if (e->kind != AL_FS_HOST)
 			continue;
 		if (strncmp(e->what, "system ", 7) == 0) {
@@ -154,8 +169,7 @@ int al_engine_plan(struct al_decision *d, const struct al_policy *task, struct a
 			    system_listed(pr, e->path, (char *const *)al_plan_default_system));
 			continue;
 		}
-		if (!(m = task_mount(task, e->path)))
-			continue; /* airlock's own (/etc/ld.so.cache, ...) */
+		m = task_mount(task, e->path);
 		_cleanup_free_ char *what = xasprintf("mount %s", e->path);
 		check_path(d, m->origin, what, e->source, true, e->dev, e->ino,
 			   (e->access & AL_FS_WRITE) != 0, false);

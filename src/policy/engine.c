@@ -135,7 +135,15 @@ static void check_limits(struct al_decision *d, struct al_policy *task,
 			if (!net || d->gateway)
 				engine_explain(d, what, mx, AL_FROM_CEILING, NULL,
 					       engine_bound(d, "%s.%s.max", pr->where, what));
-		} else if (!net || d->gateway) {
+		} else {
+			/* Within the ceiling: airlock's own default, made explicit
+			 * so that a bounded limit is enforced or the run refused
+			 * (a cgroup is then required), and the decider lowers it
+			 * from what is in force. */
+			if (b->max)
+				*v = builtin;
+			if (net && !d->gateway)
+				continue;
 			if (builtin)
 				al_limit_format(ld, builtin, val, sizeof(val));
 			engine_explain(d, what, builtin ? val : "none", AL_FROM_BUILTIN, NULL,
@@ -235,7 +243,11 @@ static void check_env(struct al_decision *d, const struct al_policy *task,
 		ref = by_flag ? xasprintf("--env %s", name)
 			      : xasprintf("%s: env.%s", task->source, name);
 		if ((k = env_match(pr->env_never, name)) >= 0) {
-			_cleanup_free_ char *p = xasprintf("env.never[%zd]", k);
+			_cleanup_free_ char *p =
+			    (size_t)k < pr->n_env_never_default
+				? xasprintf("env.never (airlock's default list: %s)",
+					    pr->env_never[k])
+				: xasprintf("env.never[%zu]", (size_t)k - pr->n_env_never_default);
 			engine_refuse(d, ref, name, pr->env_never[k], engine_path(pr, p),
 				      "%s: the operator never lets a task set %s (pattern \"%s\")",
 				      ref, name, pr->env_never[k]);
@@ -288,7 +300,7 @@ static void check_rules(struct al_decision *d, struct al_policy *task,
 		if (al_allow_add(one, task->net_allow[i], NULL) < 0)
 			continue; /* the plan says what is wrong with it */
 		r = al_allow_rule_at(one, 0);
-		if ((never = al_allow_find_within(pr->never_net, r))) {
+		if ((never = al_allow_find_never(pr->never_net, r))) {
 			engine_refuse(d, ref, task->net_allow[i], al_allow_rule_text(never),
 				      engine_path(pr, "network.never"),
 				      "%s: %s lies within %s, which the operator never allows", ref,
@@ -329,7 +341,7 @@ static void check_hosts(struct al_decision *d, const struct al_policy *task,
 		if (al_host_parse(eq + 1, strlen(eq + 1), &addr, NULL) < 0 ||
 		    addr.kind == AL_HOST_NAME)
 			continue; /* the plan says what is wrong with it */
-		if (al_allow_match_addr_any_port(pr->never_net, &addr.addr, &never)) {
+		if (al_allow_match_never(pr->never_net, &addr.addr, 0, &never)) {
 			engine_refuse(d, ref, eq + 1, al_allow_rule_text(never),
 				      engine_path(pr, "network.never"),
 				      "%s: %s lies within %s, which the operator never allows", ref,
@@ -350,7 +362,9 @@ static void check_hosts(struct al_decision *d, const struct al_policy *task,
 		    engine_bound(d, "%s.network.hosts (%s)", pr->where, al_allow_rule_text(by)));
 	}
 	if (task->net_resolver) {
-		const char *ref = flags && flags->net_resolver ? "--resolver" : "network.resolver";
+		_cleanup_free_ char *ref = flags && flags->net_resolver
+					       ? xstrdup("--resolver")
+					       : xasprintf("%s: network.resolver", task->source);
 		bool ok = false;
 		for (size_t i = 0; pr->resolvers && pr->resolvers[i]; i++)
 			ok |= strcmp(pr->resolvers[i], task->net_resolver) == 0;
@@ -402,7 +416,9 @@ int al_engine_request(const struct al_operator *op, struct al_policy *task,
 	if (!d->profile) {
 		_cleanup_free_ char *list = NULL;
 		char **names = NULL;
-		const char *ref = flags && flags->profile ? "--profile" : "profile";
+		_cleanup_free_ char *ref = flags && flags->profile
+					       ? xstrdup("--profile")
+					       : xasprintf("%s: profile", task->source);
 		for (size_t i = 0; i < op->n_profiles; i++)
 			al_strv_push(&names, op->profiles[i].name);
 		list = al_strv_join(names, ", ");

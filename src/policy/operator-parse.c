@@ -173,21 +173,29 @@ static char *never_rule_text(const char *rule)
 	return colon ? xstrdup(rule) : xasprintf("%s:*", rule);
 }
 
-/* network.allow / always (rules a task could write) or never (any rule,
- * every port by default). */
-static int parse_rules(struct al_json_ctx *c, const json_t *j, const char *path, bool never,
-		       struct al_allowlist **list, char ***text)
+enum rules_kind {
+	RULES_TASK,  /* allow, always: rules a task could write */
+	RULES_NEVER, /* any rule, every port by default; added to the list */
+	RULES_ADDR,  /* hosts: addresses and CIDRs only, every port */
+};
+
+/* network.allow / always / never / hosts. */
+static int parse_rules(struct al_json_ctx *c, const json_t *j, const char *path,
+		       enum rules_kind kind, struct al_allowlist **list, char ***text)
 {
+	bool never = kind != RULES_TASK;
 	size_t i;
 	json_t *e;
 	int r, bad = 0;
 
 	if ((r = al_json_want(c, j, JSON_ARRAY, path, "an array of rules")) < 0)
 		return r;
-	al_allow_free(*list);
-	*list = al_allow_new();
-	al_strv_free(*text);
-	*text = xcalloc(1, sizeof(char *));
+	if (kind != RULES_NEVER || !*list) {
+		al_allow_free(*list);
+		*list = al_allow_new();
+		al_strv_free(*text);
+		*text = xcalloc(1, sizeof(char *));
+	}
 	json_array_foreach(j, i, e)
 	{
 		char sub[256];
@@ -197,9 +205,28 @@ static int parse_rules(struct al_json_ctx *c, const json_t *j, const char *path,
 		if (al_json_note(&bad, al_json_string(c, e, sub, &s)) < 0)
 			continue;
 		rule = never ? never_rule_text(s) : xstrdup(s);
+		struct in6_addr net;
+		unsigned prefix;
+		if (kind == RULES_ADDR && (strchr(s, '*') || strstr(s, "]:") ||
+					   (strchr(s, ':') == strrchr(s, ':') && strchr(s, ':')))) {
+			al_json_note(&bad, fail(c, sub,
+						"\"%s\": an address or CIDR without a port (a task "
+						"maps names to it; the ports are the allow rules')",
+						s));
+			continue;
+		}
 		if ((!never && al_policy_check_allow_rule(rule, &why) < 0) ||
 		    al_allow_add(*list, rule, &why) < 0) {
 			al_json_note(&bad, fail(c, sub, "%s", why.msg));
+			continue;
+		}
+		if (kind == RULES_ADDR &&
+		    !al_allow_rule_network(al_allow_rule_at(*list, al_allow_count(*list) - 1), &net,
+					   &prefix)) {
+			al_json_note(&bad, fail(c, sub,
+						"\"%s\" is a name: network.hosts lists addresses "
+						"and CIDRs a task may map a name to",
+						s));
 			continue;
 		}
 		al_strv_push(text, rule);
@@ -210,8 +237,9 @@ static int parse_rules(struct al_json_ctx *c, const json_t *j, const char *path,
 static int parse_network(struct al_json_ctx *c, const json_t *j, const char *path,
 			 struct al_op_profile *pr)
 {
-	static const char *const keys[] = {"allow",	"always", "never",    "hosts",
-					   "resolvers", "limits", "per_host", NULL};
+	static const char *const keys[] = {"allow",	     "always",	 "never",
+					   "never_defaults", "hosts",	 "resolvers",
+					   "limits",	     "per_host", NULL};
 	_cleanup_(al_strv_freep) char **allow_text = NULL;
 	char sub[160];
 	json_t *v;
@@ -222,16 +250,32 @@ static int parse_network(struct al_json_ctx *c, const json_t *j, const char *pat
 	al_json_note(&bad, al_json_check_keys(c, j, path, keys));
 	snprintf(sub, sizeof(sub), "%s.allow", path);
 	if ((v = json_object_get(j, "allow")))
-		al_json_note(&bad, parse_rules(c, v, sub, false, &pr->allow, &allow_text));
+		al_json_note(&bad, parse_rules(c, v, sub, RULES_TASK, &pr->allow, &allow_text));
 	snprintf(sub, sizeof(sub), "%s.always", path);
 	if ((v = json_object_get(j, "always")))
-		al_json_note(&bad, parse_rules(c, v, sub, false, &pr->always, &pr->always_text));
+		al_json_note(&bad,
+			     parse_rules(c, v, sub, RULES_TASK, &pr->always, &pr->always_text));
+	/* never adds to airlock's defaults unless never_defaults is false. */
+	snprintf(sub, sizeof(sub), "%s.never_defaults", path);
+	int keep = 1;
+	if ((v = json_object_get(j, "never_defaults")) &&
+	    al_json_note(&bad, al_json_bool(c, v, sub, &keep)) == 0 && !keep) {
+		al_allow_free(TAKE_PTR(pr->never_net));
+		al_strv_free(TAKE_PTR(pr->never_text));
+		pr->n_never_net_default = 0;
+	}
 	snprintf(sub, sizeof(sub), "%s.never", path);
 	if ((v = json_object_get(j, "never")))
-		al_json_note(&bad, parse_rules(c, v, sub, true, &pr->never_net, &pr->never_text));
+		al_json_note(&bad,
+			     parse_rules(c, v, sub, RULES_NEVER, &pr->never_net, &pr->never_text));
+	if (!pr->never_net) {
+		pr->never_net = al_allow_new();
+		pr->never_text = xcalloc(1, sizeof(char *));
+	}
 	snprintf(sub, sizeof(sub), "%s.hosts", path);
 	if ((v = json_object_get(j, "hosts")))
-		al_json_note(&bad, parse_rules(c, v, sub, true, &pr->hosts_to, &pr->hosts_text));
+		al_json_note(&bad,
+			     parse_rules(c, v, sub, RULES_ADDR, &pr->hosts_to, &pr->hosts_text));
 	snprintf(sub, sizeof(sub), "%s.resolvers", path);
 	if ((v = json_object_get(j, "resolvers")) &&
 	    al_json_note(&bad, al_json_strings(c, v, sub, false, false, &pr->resolvers)) == 0)
@@ -358,6 +402,30 @@ static int parse_backend(struct al_json_ctx *c, const json_t *j, const char *pat
 						"microvm)",
 						*out[i]));
 	}
+	/* Every name in allowed is known now: the bounds must leave some
+	 * backend, and one for a task that names none. */
+	if (bad == 0) {
+		int top = -1;
+		bool native_ok = !pr->backends;
+		for (size_t i = 0; pr->backends && pr->backends[i]; i++) {
+			int st = al_backend_strength(pr->backends[i]);
+			top = st > top ? st : top;
+			native_ok |= strcmp(pr->backends[i], "native") == 0;
+		}
+		if (!pr->backends)
+			top = al_backend_strength("microvm");
+		if (pr->backend_min && al_backend_strength(pr->backend_min) > top)
+			al_json_note(&bad,
+				     fail(c, path, "minimum \"%s\" is above every allowed backend",
+					  pr->backend_min));
+		else if (!pr->backend_default &&
+			 (!native_ok ||
+			  (pr->backend_min && al_backend_strength(pr->backend_min) > 0)))
+			al_json_note(&bad,
+				     fail(c, path,
+					  "a task that names no backend gets \"native\", which "
+					  "these bounds refuse: give \"default\""));
+	}
 	if (bad == 0 && pr->backend_default) {
 		snprintf(sub, sizeof(sub), "%s.default", path);
 		bool listed = !pr->backends;
@@ -377,7 +445,16 @@ static int parse_backend(struct al_json_ctx *c, const json_t *j, const char *pat
 /* An environment name pattern: a name, with * ? and [...] of fnmatch(3). */
 static bool env_pattern_ok(const char *s)
 {
+	int depth = 0;
+
 	if (!s[0] || strlen(s) > 256)
+		return false;
+	for (const char *p = s; *p; p++) {
+		depth += *p == '[' ? 1 : *p == ']' ? -1 : 0;
+		if (depth < 0 || depth > 1)
+			return false;
+	}
+	if (depth)
 		return false;
 	for (const char *p = s; *p; p++)
 		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
@@ -389,19 +466,32 @@ static bool env_pattern_ok(const char *s)
 static int parse_env(struct al_json_ctx *c, const json_t *j, const char *path,
 		     struct al_op_profile *pr)
 {
-	static const char *const keys[] = {"allow", "never", "pass", NULL};
-	char ***out[3] = {&pr->env_allow, &pr->env_never, &pr->env_pass};
+	static const char *const keys[] = {"allow", "never", "pass", "never_defaults", NULL};
+	_cleanup_(al_strv_freep) char **never = NULL;
+	char ***out[3] = {&pr->env_allow, &never, &pr->env_pass};
 	char sub[160];
-	int r, bad = 0;
+	int r, bad = 0, keep = 1;
+	json_t *v;
 
 	if ((r = al_json_want(c, j, JSON_OBJECT, path, "an object")) < 0)
 		return r;
 	al_json_note(&bad, al_json_check_keys(c, j, path, keys));
+	/* never adds to airlock's default list unless never_defaults is false. */
+	snprintf(sub, sizeof(sub), "%s.never_defaults", path);
+	if ((v = json_object_get(j, "never_defaults")) &&
+	    al_json_note(&bad, al_json_bool(c, v, sub, &keep)) == 0 && !keep) {
+		al_strv_free(pr->env_never);
+		pr->env_never = xcalloc(1, sizeof(char *));
+		pr->n_env_never_default = 0;
+	}
 	for (size_t k = 0; k < 3; k++) {
-		json_t *v = json_object_get(j, keys[k]);
+		v = json_object_get(j, keys[k]);
 		snprintf(sub, sizeof(sub), "%s.%s", path, keys[k]);
 		if (!v || al_json_note(&bad, al_json_strings(c, v, sub, false, false, out[k])) < 0)
 			continue;
+		if (k == 1)
+			for (size_t i = 0; never[i]; i++)
+				al_strv_push(&pr->env_never, never[i]);
 		for (size_t i = 0; (*out[k])[i]; i++)
 			if (!env_pattern_ok((*out[k])[i])) {
 				char el[192];
@@ -470,6 +560,8 @@ static int parse_profile(struct al_json_ctx *c, const char *name, const json_t *
 	pr->env_allow = xcalloc(2, sizeof(char *));
 	pr->env_allow[0] = xstrdup("*");
 	pr->env_never = al_strv_dup((char *const *)al_operator_env_never_default);
+	pr->n_env_never_default = al_strv_len(pr->env_never);
+	pr->n_never_net_default = al_strv_len(pr->never_text);
 	pr->env_pass = xcalloc(1, sizeof(char *));
 	if ((r = al_json_want(c, j, JSON_OBJECT, path, "an object (a profile)")) < 0)
 		return r;
@@ -483,7 +575,7 @@ static int parse_profile(struct al_json_ctx *c, const char *name, const json_t *
 		al_json_note(&bad, parse_filesystem(c, v, sub, pr));
 	snprintf(sub, sizeof(sub), "%s.network", path);
 	if ((v = json_object_get(j, "network")) &&
-	    al_json_note(&bad, parse_network(c, v, sub, pr)) == 0) {
+	    (al_json_note(&bad, parse_network(c, v, sub, pr)) == 0 || json_is_object(v))) {
 		snprintf(sub, sizeof(sub), "%s.network.limits", path);
 		if ((nl = json_object_get(v, "limits")))
 			al_json_note(&bad, parse_limits(c, nl, sub, "network.limits", pr));

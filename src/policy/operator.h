@@ -85,6 +85,7 @@ struct al_op_profile {
 	 * address), and resolvers a task may name. */
 	struct al_allowlist *allow, *always, *never_net;
 	char **always_text, **never_text;
+	size_t n_never_net_default; /* never_text[0..n) are airlock's defaults */
 	/* Addresses a task may map a name to (network.hosts, --map-host):
 	 * addresses and CIDRs, every port. NULL: none. */
 	struct al_allowlist *hosts_to;
@@ -103,6 +104,7 @@ struct al_op_profile {
 	 * never set (win over allow), names it may pass from airlock's own
 	 * environment (--env NAME). */
 	char **env_allow, **env_never, **env_pass;
+	size_t n_env_never_default; /* env_never[0..n) are airlock's defaults */
 
 	unsigned best_effort; /* AL_OP_WEAKEN_* a task may ask for */
 };

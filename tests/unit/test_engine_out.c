@@ -203,7 +203,7 @@ static void test_decider_limits_unset(void **state)
 	decider_case(no_memory,
 		     &(struct answer){"{\"allow\": true, \"limits\": {\"memory\": 4294967296}}", 0},
 		     &kept);
-	assert_int_equal(kept->memory_bytes, 0);
+	assert_int_equal(kept->memory_bytes, 512ull << 20);
 	decider_case(no_memory,
 		     &(struct answer){"{\"allow\": true, \"limits\": {\"memory\": 268435456, "
 				      "\"cpus\": 500}}",

@@ -136,6 +136,64 @@ static void test_parse_defaults(void **state)
 	assert_int_equal(pr->best_effort, 0);
 }
 
+/* A profile's own never lists add to airlock's defaults (an operator who
+ * names one more must not lose LD_PRELOAD or 169.254.0.0/16); only
+ * never_defaults: false drops them. */
+static void test_never_adds_to_defaults(void **state)
+{
+	struct in6_addr md, ten, nat64;
+	assert_int_equal(inet_pton(AF_INET6, "::ffff:169.254.169.254", &md), 1);
+	assert_int_equal(inet_pton(AF_INET6, "::ffff:10.1.2.3", &ten), 1);
+	assert_int_equal(inet_pton(AF_INET6, "64:ff9b::a9fe:a9fe", &nat64), 1);
+
+	_cleanup_(al_operator_freep) struct al_operator *op =
+	    op_parse(PROFILE("\"env\": {\"never\": [\"APP_SECRET\"]}, \"network\": {\"never\": "
+			     "[\"10.0.0.0/8\"]}"));
+	const struct al_op_profile *pr = al_operator_profile(op, "default");
+	assert_string_equal(pr->env_never[0], "LD_*");
+	assert_string_equal(pr->env_never[pr->n_env_never_default], "APP_SECRET");
+	assert_true(al_allow_match_addr_any_port(pr->never_net, &md, NULL));
+	assert_true(al_allow_match_addr_any_port(pr->never_net, &ten, NULL));
+	/* NAT64's way to 169.254.169.254 is the same address. */
+	assert_false(al_allow_match_addr_any_port(pr->never_net, &nat64, NULL));
+	assert_true(al_allow_match_never(pr->never_net, &nat64, 80, NULL));
+
+	_cleanup_(al_operator_freep) struct al_operator *bare =
+	    op_parse(PROFILE("\"env\": {\"never\": [\"APP_SECRET\"], \"never_defaults\": false}, "
+			     "\"network\": {\"never_defaults\": false}"));
+	pr = al_operator_profile(bare, "default");
+	assert_string_equal(pr->env_never[0], "APP_SECRET");
+	assert_null(pr->env_never[1]);
+	assert_false(al_allow_match_addr_any_port(pr->never_net, &md, NULL));
+}
+
+/* Bounds that make no sense are errors, never a bound that does
+ * something else: a name or a port in network.hosts, a minimum above
+ * every allowed backend, bounds that refuse the backend an unnamed task
+ * gets, an unbalanced pattern. */
+static void test_parse_inconsistent(void **state)
+{
+	OP_BAD(PROFILE("\"network\": {\"hosts\": [\"db.internal\"]}"), 1,
+	       "profiles.default.network.hosts[0]", "is a name");
+	OP_BAD(PROFILE("\"network\": {\"hosts\": [\"10.0.0.1:5432\"]}"), 1,
+	       "profiles.default.network.hosts[0]", "without a port");
+	OP_BAD(PROFILE("\"backend\": {\"allowed\": [\"native\"], \"minimum\": \"gvisor\"}"), 1,
+	       "profiles.default.backend", "above every allowed backend");
+	OP_BAD(PROFILE("\"backend\": {\"allowed\": [\"gvisor\"]}"), 1, "profiles.default.backend",
+	       "give \"default\"");
+	OP_BAD(PROFILE("\"env\": {\"allow\": [\"APP_[\"]}"), 1, "profiles.default.env.allow[0]",
+	       "not a name pattern");
+	/* An error in network does not hide one in its limits. */
+	OP_BAD(PROFILE("\"network\": {\"allow\": [\"bad rule!\"], \"limits\": {\"connections\": "
+		       "{\"max\": 0}}}"),
+	       2, "profiles.default.network.allow[0]", "",
+	       "profiles.default.network.limits.connections.max", "");
+	_cleanup_(al_operator_freep) struct al_operator *op =
+	    op_parse(PROFILE("\"network\": {\"hosts\": [\"127.0.0.1\", \"10.1.0.0/16\", \"::1\"]}, "
+			     "\"backend\": {\"allowed\": [\"gvisor\"], \"default\": \"gvisor\"}"));
+	assert_non_null(op);
+}
+
 int main(void)
 {
 	/* clang-format off */
@@ -144,6 +202,8 @@ int main(void)
 		cmocka_unit_test(test_parse_every_error),
 		cmocka_unit_test(test_parse_syntax),
 		cmocka_unit_test(test_parse_defaults),
+		cmocka_unit_test(test_never_adds_to_defaults),
+		cmocka_unit_test(test_parse_inconsistent),
 	};
 	/* clang-format on */
 
