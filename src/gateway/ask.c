@@ -105,6 +105,7 @@ void gw_ask_free(struct conn *c)
 	c->ask = NULL;
 }
 
+/* reason is borrowed from the cache or the caller, never from the question. */
 static enum gw_step verdict(struct conn *c, bool allow, const char *reason, bool cached)
 {
 	gw_ask_free(c);
@@ -116,11 +117,15 @@ static enum gw_step verdict(struct conn *c, bool allow, const char *reason, bool
 		       cached ? " (a cached answer)" : "");
 }
 
+/* why may be the question's own (its error): copied before it goes. */
 static enum gw_step no_answer(struct conn *c, const char *why)
 {
+	char text[AL_ERROR_MAX];
+
+	snprintf(text, sizeof(text), "%s", why);
 	gw_ask_free(c);
 	return gw_deny(c, GW_ANSWER_DEFAULT, 403, AL_SOCKS_REP_NOT_ALLOWED,
-		       "the decider did not answer, so the request is refused: %s", why);
+		       "the decider did not answer, so the request is refused: %s", text);
 }
 
 /* What the decider is told, and the cache key: method, host, port, path. */
