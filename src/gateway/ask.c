@@ -148,7 +148,7 @@ static void question(struct conn *c, struct gw_ask *a)
 	a->input =
 	    json_pack("{s:s, s:s, s:i, s:o, s:o, s:o}", "method", method, "host", c->name, "port",
 		      (int)c->port, "path", path ? al_json_text(path) : json_null(), "run",
-		      gw->run_id[0] ? json_string(gw->run_id) : json_null(), "profile",
+		      gw->run_id[0] ? al_json_text(gw->run_id) : json_null(), "profile",
 		      gw->plan->profile ? al_json_text(gw->plan->profile) : json_null());
 	int n = snprintf(a->key, sizeof(a->key), "%s\n%s\n%u\n%s", method, c->name, c->port,
 			 path ? path : "");
@@ -224,7 +224,8 @@ static enum gw_step start(struct conn *c)
 		return no_answer(c, "the question cannot be written");
 	if (a->cacheable && al_decider_cache_get(gw->cache, a->key, al_now_ms(), &allow, &reason))
 		return verdict(c, allow, reason, true);
-	a->deadline = al_now_ms() + (d->timeout_ms ? d->timeout_ms : AL_DECIDER_TIMEOUT_MS);
+	a->deadline =
+	    al_add_sat(al_now_ms(), d->timeout_ms ? d->timeout_ms : AL_DECIDER_TIMEOUT_MS);
 	if (!(a->timer = al_loop_timer(gw->loop, on_timer, c)))
 		return no_answer(c, "no timer for its deadline");
 	/* The client waits: nothing of it is read while the decider thinks. */
