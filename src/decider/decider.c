@@ -1,6 +1,6 @@
 /* The external decider's client (decider.h): one HTTP/1.1 question per
- * connection, its answer read and checked within one deadline, and the
- * cache of recent answers. The decider is a local service the operator
+ * connection, its answer read and checked within one deadline (the cache
+ * of answers is cache.c). The decider is a local service the operator
  * runs, but its answer is still read as untrusted bytes: bounded, framed
  * strictly, and any doubt is an error (callers then refuse). */
 #include "decider/decider.h"
@@ -372,7 +372,7 @@ static int prepare(const struct al_decider_conf *conf, const char *path, json_t 
 	al_decider_describe(conf, c->who, sizeof(c->who));
 	printable(path ? path : "", path ? strlen(path) : 0, c->path, sizeof(c->path));
 	c->timeout_ms = conf->timeout_ms ? conf->timeout_ms : AL_DECIDER_TIMEOUT_MS;
-	c->deadline = deadline ? deadline : al_now_ms() + c->timeout_ms;
+	c->deadline = deadline ? deadline : al_add_sat(al_now_ms(), c->timeout_ms);
 	*ret = c;
 	if (!path || !clean_path(path))
 		return fail(c, err, EINVAL,
@@ -683,161 +683,4 @@ int al_decider_ask(const struct al_decider_conf *conf, const char *path, json_t 
 		return r;
 	*ret_result = res;
 	return 0;
-}
-
-/* ---- the cache --------------------------------------------------------- */
-
-struct entry {
-	struct entry *hnext;	   /* in its bucket */
-	struct entry *prev, *next; /* most recently used first */
-	uint64_t at;
-	bool allow;
-	char reason[AL_DECIDER_REASON_MAX + 1];
-	bool has_reason;
-	char key[]; /* NUL-terminated */
-};
-
-struct al_decider_cache {
-	unsigned size, n;
-	uint64_t ttl_ms;
-	struct entry **buckets;
-	size_t n_buckets; /* a power of two, at least twice size */
-	struct entry *head, *tail;
-};
-
-static uint64_t hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
-struct al_decider_cache *al_decider_cache_new(unsigned size, uint64_t ttl_ms)
-{
-	struct al_decider_cache *c;
-
-	if (size == 0 || ttl_ms == 0)
-		return NULL;
-	c = xcalloc(1, sizeof(*c));
-	c->size = size < AL_DECIDER_CACHE_MAX ? size : AL_DECIDER_CACHE_MAX;
-	c->ttl_ms = ttl_ms;
-	c->n_buckets = 16;
-	while (c->n_buckets < 2 * (size_t)c->size)
-		c->n_buckets *= 2;
-	c->buckets = xcalloc(c->n_buckets, sizeof(*c->buckets));
-	return c;
-}
-
-unsigned al_decider_cache_count(const struct al_decider_cache *c)
-{
-	return c ? c->n : 0;
-}
-
-static void unlink_lru(struct al_decider_cache *c, struct entry *e)
-{
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		c->head = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
-	else
-		c->tail = e->prev;
-	e->prev = e->next = NULL;
-}
-
-static void push_front(struct al_decider_cache *c, struct entry *e)
-{
-	e->next = c->head;
-	if (c->head)
-		c->head->prev = e;
-	c->head = e;
-	if (!c->tail)
-		c->tail = e;
-}
-
-static struct entry **slot(struct al_decider_cache *c, const char *key)
-{
-	struct entry **pp = &c->buckets[hash(key) & (c->n_buckets - 1)];
-
-	while (*pp && strcmp((*pp)->key, key) != 0)
-		pp = &(*pp)->hnext;
-	return pp;
-}
-
-static void drop(struct al_decider_cache *c, struct entry **pp)
-{
-	struct entry *e = *pp;
-
-	*pp = e->hnext;
-	unlink_lru(c, e);
-	c->n--;
-	free(e);
-}
-
-bool al_decider_cache_get(struct al_decider_cache *c, const char *key, uint64_t now_ms,
-			  bool *ret_allow, const char **ret_reason)
-{
-	struct entry **pp, *e;
-
-	if (!c || strlen(key) > AL_DECIDER_KEY_MAX)
-		return false;
-	pp = slot(c, key);
-	if (!(e = *pp))
-		return false;
-	if (now_ms < e->at || now_ms - e->at >= c->ttl_ms) {
-		drop(c, pp);
-		return false;
-	}
-	unlink_lru(c, e);
-	push_front(c, e);
-	*ret_allow = e->allow;
-	if (ret_reason)
-		*ret_reason = e->has_reason ? e->reason : NULL;
-	return true;
-}
-
-void al_decider_cache_put(struct al_decider_cache *c, const char *key, uint64_t now_ms, bool allow,
-			  const char *reason)
-{
-	size_t len;
-	struct entry **pp, *e;
-
-	if (!c || (len = strlen(key)) > AL_DECIDER_KEY_MAX)
-		return;
-	pp = slot(c, key);
-	if ((e = *pp)) {
-		unlink_lru(c, e);
-	} else {
-		if (c->n == c->size) {
-			struct entry **old = slot(c, c->tail->key);
-			drop(c, old);
-			pp = slot(c, key); /* the chain may have changed */
-		}
-		e = xcalloc(1, sizeof(*e) + len + 1);
-		memcpy(e->key, key, len + 1);
-		e->hnext = *pp;
-		*pp = e;
-		c->n++;
-	}
-	e->at = now_ms;
-	e->allow = allow;
-	e->has_reason = reason != NULL;
-	snprintf(e->reason, sizeof(e->reason), "%s", reason ? reason : "");
-	push_front(c, e);
-}
-
-void al_decider_cache_free(struct al_decider_cache *c)
-{
-	if (!c)
-		return;
-	while (c->head) {
-		struct entry *e = c->head;
-		c->head = e->next;
-		free(e);
-	}
-	free(c->buckets);
-	free(c);
 }

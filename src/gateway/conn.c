@@ -155,6 +155,7 @@ void gw_conn_close(struct conn *c, const char *end_reason)
 			gw->usage(gw->usage_data, &u);
 		}
 	}
+	gw_ask_free(c);
 	close_side(&c->client);
 	close_side(&c->upstream);
 	gw_flows_close(c);
@@ -209,6 +210,9 @@ static enum gw_step head_http(struct conn *c)
 		return gw_deny(c, GW_ANSWER_DEFAULT, al_http_status_for_error(r), 0, "%s", err.msg);
 	c->is_connect = req.is_connect;
 	c->check_first = req.is_connect && req.host.kind == AL_HOST_NAME;
+	c->have_request = !req.is_connect;
+	c->method = req.method;
+	c->req_path = req.path;
 	if (req.is_connect) {
 		gw_buf_put(&c->up.b, c->head + req.head_len, c->head_len - req.head_len);
 	} else {
@@ -353,6 +357,8 @@ static enum gw_step stage(struct conn *c, struct side *s, uint32_t events)
 		break;
 	case GW_DECIDE:
 		return gw_stage_decide(c);
+	case GW_ASK:
+		return gw_stage_ask(c);
 	case GW_RESOLVE:
 		return gw_stage_resolve(c);
 	case GW_CONNECT:

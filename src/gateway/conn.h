@@ -5,8 +5,10 @@
  *
  *   head     read the first bytes and learn where the client is going
  *            (HTTP request, SOCKS request, transparent capture, DNS over TCP)
- *   decide   the allowlist, the private-address guard and the limits
- *            (decide.c)
+ *   decide   the operator's never rules, the allowlist, the
+ *            private-address guard and the limits (decide.c)
+ *   ask      the operator's external decider, when it has one, with a
+ *            cache of its answers (ask.c)
  *   resolve  the gateway's own lookup of an allowed name (resolve.c)
  *   connect  from the host side, and the client's "connected" answer
  *            (relay.c)
@@ -24,6 +26,7 @@
 #include <stdint.h>
 
 #include "core/loop.h"
+#include "decider/decider.h"
 #include "gateway/gateway.h"
 #include "gateway/http.h"
 
@@ -39,6 +42,7 @@ enum gw_step {
 enum gw_stage {
 	GW_HEAD,
 	GW_DECIDE,
+	GW_ASK,
 	GW_RESOLVE,
 	GW_CONNECT,
 	GW_INSPECT,
@@ -145,6 +149,14 @@ struct conn {
 	bool up_limited;      /* absolute-URI request: only its body may follow the head */
 	uint64_t up_left;     /* body bytes still allowed upstream */
 	struct in6_addr orig; /* transparent: where the client was going */
+	/* An HTTP proxy request other than CONNECT: its method and path, in
+	 * head (what the decider is told). */
+	bool have_request;
+	struct al_http_slice method, req_path;
+	struct gw_ask *ask; /* ask.c: the decider's question while it is asked */
+	/* resolve.c: the first resolved address a never rule refused. */
+	const struct al_allow_rule *never_rule;
+	struct in6_addr never_addr;
 };
 
 /* A socket of the resolver's, in the loop. */
@@ -179,6 +191,15 @@ struct al_gateway {
 	struct conn *conns;
 	size_t n_conns;
 	struct al_gateway_stats st;
+	/* ask.c: the run's id (what the decider is told), the answers kept,
+	 * and the connector (connector.c) that makes Unix-socket connections
+	 * to the decider for a confined gateway. */
+	char run_id[64];
+	struct al_decider_cache *cache;
+	bool use_connector;
+	int connector_fd; /* -1 when there is none, or it is gone */
+	struct al_watch *connector_w;
+	uint64_t next_token;
 };
 
 /* gateway.c: out of fds: stop accepting for a while (a listener left
@@ -204,12 +225,45 @@ void gw_buf_put(struct buf *b, const void *data, size_t n);
 
 /* decide.c */
 enum gw_step gw_stage_decide(struct conn *c);
+/* The never rule (plan->never) that matches addr on port, or NULL. */
+const struct al_allow_rule *gw_never_addr(const struct al_gateway *gw, const struct in6_addr *addr,
+					  uint16_t port);
+/* Refuse: "the operator policy never allows WHAT (rule RULE)". */
+enum gw_step gw_deny_never(struct conn *c, const char *what, const struct al_allow_rule *rule);
 enum gw_step gw_stage_inspect(struct conn *c, struct side *s, uint32_t events);
 /* The name the first bytes of a stream give (TLS SNI, HTTP Host): 0;
  * -EAGAIN: too few bytes yet; -ENOENT: no name to check; -EPROTO: TLS or
  * HTTP that cannot be checked. */
 int gw_name_in_stream(const char *buf, size_t len, struct al_host *ret);
 void gw_audit_limit(struct conn *c, const char *limit);
+
+/* ask.c */
+enum gw_step gw_stage_ask(struct conn *c);
+/* Forget c's question (c is closing). */
+void gw_ask_free(struct conn *c);
+void gw_asker_free(struct al_gateway *gw);
+/* The decider's answer to an egress question (its "result"): 1 allows, 0
+ * denies (its reason, cleaned and cut to fit, in reason; "" when it gave
+ * none), -1 is neither (reason says what it was). */
+int gw_egress_verdict(const json_t *result, char *reason, size_t len);
+
+/* connector.c: fork the connector (before the gateway confines itself):
+ * a process that makes each connection to the decider's Unix socket
+ * (path) the gateway asks for, and nothing else, and passes it back over
+ * *ret_fd (SOCK_SEQPACKET; nonblocking; one struct gw_connector_reply per
+ * struct gw_connector_ask, with the socket when it connected). It
+ * confines itself first; 0 once it reported that, or -errno with msg. */
+struct gw_connector_ask {
+	uint64_t token;
+};
+struct gw_connector_reply {
+	uint64_t token;
+	int32_t error; /* 0: connected (the fd comes with it), else an errno */
+};
+int gw_connector_start(const char *path, int *ret_fd, char *msg, size_t len);
+/* Drop every capability, the bounding and ambient sets too (the gateway
+ * and its connector). 0 or -errno. */
+int gw_drop_caps(void);
 
 /* resolve.c */
 int gw_resolver_start(struct al_gateway *gw, struct al_error *err);

@@ -1,6 +1,7 @@
-/* The decision stages: the allowlist, the private-address guard and the
- * limits for where the client asked to go (decide), and the check that the
- * stream's first bytes name the same host (inspect). */
+/* The decision stages: the operator's never rules, the allowlist, the
+ * private-address guard and the limits for where the client asked to go
+ * (decide), and the check that the stream's first bytes name the same host
+ * (inspect). */
 #include "gateway/conn.h"
 
 #include <errno.h>
@@ -62,14 +63,39 @@ void gw_audit_limit(struct conn *c, const char *limit)
 	    json_pack("{s:s, s:s, s:i}", "limit", limit, "name", c->name, "port", c->port));
 }
 
+const struct al_allow_rule *gw_never_addr(const struct al_gateway *gw, const struct in6_addr *addr,
+					  uint16_t port)
+{
+	const struct al_allow_rule *r = NULL;
+
+	if (!gw->plan->never || !al_allow_match_addr(gw->plan->never, addr, port, &r))
+		return NULL;
+	return r;
+}
+
+enum gw_step gw_deny_never(struct conn *c, const char *what, const struct al_allow_rule *rule)
+{
+	return gw_deny(c, GW_ANSWER_DEFAULT, 403, AL_SOCKS_REP_NOT_ALLOWED,
+		       "the operator policy never allows %s (rule %s)", what,
+		       al_allow_rule_text(rule));
+}
+
 enum gw_step gw_stage_decide(struct conn *c)
 {
 	const struct al_plan *p = c->gw->plan;
 	const struct al_host *host = &c->target;
 	const struct al_allow_rule *rule = NULL;
+	const struct in6_addr *mapped = NULL;
 	bool ok;
 
 	snprintf(c->name, sizeof(c->name), "%s", host->text);
+	/* The operator's rules win over the task's: checked first, so the
+	 * refusal names them. */
+	if (host->kind == AL_HOST_NAME && p->never &&
+	    al_allow_match_name(p->never, host->text, c->port, &rule))
+		return gw_deny_never(c, host->text, rule);
+	if (host->kind != AL_HOST_NAME && (rule = gw_never_addr(c->gw, &host->addr, c->port)))
+		return gw_deny_never(c, host->text, rule);
 	if (host->kind == AL_HOST_NAME)
 		ok = al_allow_match_name(p->allow, host->text, c->port, &rule);
 	else
@@ -89,6 +115,16 @@ enum gw_step gw_stage_decide(struct conn *c)
 				   ? "map a name to it (--map-host)"
 				   : "name it in a rule");
 	c->rule = al_allow_rule_text(rule);
+	/* network.hosts is trusted as given, but not past the operator. */
+	if (host->kind == AL_HOST_NAME && (mapped = mapped_addr(p, c->name))) {
+		const struct al_allow_rule *never = gw_never_addr(c->gw, mapped, c->port);
+		if (never) {
+			char text[INET6_ADDRSTRLEN];
+			al_addr_format(mapped, text, sizeof(text));
+			al_addr_format(mapped, c->addr, sizeof(c->addr));
+			return gw_deny_never(c, text, never);
+		}
+	}
 	struct host_use *u = host_use(c->gw, c->name);
 	const char *limit = limit_for_new(c->gw, u);
 	if (limit) {
@@ -104,12 +140,9 @@ enum gw_step gw_stage_decide(struct conn *c)
 	if (host->kind != AL_HOST_NAME) {
 		c->dest = host->addr;
 		c->have_dest = true;
-	} else {
-		const struct in6_addr *m = mapped_addr(p, c->name);
-		if (m) {
-			c->dest = *m; /* network.hosts is trusted as given */
-			c->have_dest = true;
-		}
+	} else if (mapped) {
+		c->dest = *mapped;
+		c->have_dest = true;
 	}
 	return GW_NEXT;
 }

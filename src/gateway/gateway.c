@@ -1,7 +1,8 @@
 /* The gateway object: its listeners, the resolver's start, its counters,
  * and the end of every connection when the run ends. A connection's stages
- * are in conn.c (head, dispatcher), decide.c, resolve.c and relay.c; the
- * DNS stub in dnsstub.c, the fake-address map in fakeip.c. The parsers
+ * are in conn.c (head, dispatcher), decide.c, ask.c, resolve.c and
+ * relay.c; the DNS stub in dnsstub.c, the fake-address map in fakeip.c,
+ * the decider's connector in connector.c. The parsers
  * (http.c, socks.c, dns.c, tls.c) and the allowlist (net/allow.c) are pure
  * and fuzzed. */
 #include "gateway/gateway.h"
@@ -25,6 +26,7 @@ struct al_gateway *al_gateway_new(const struct al_plan *plan, struct al_audit *a
 	gw->loop = loop;
 	for (size_t i = 0; i < AL_GATEWAY_N_LISTENERS; i++)
 		gw->listen_fd[i] = -1;
+	gw->connector_fd = -1;
 	return gw;
 }
 
@@ -127,6 +129,7 @@ void al_gateway_free(struct al_gateway *gw)
 	if (!gw)
 		return;
 	al_gateway_close_all(gw);
+	gw_asker_free(gw);
 	gw_resolver_free(gw);
 	al_timer_freep(&gw->accept_resume);
 	for (size_t i = 0; i < AL_GATEWAY_N_LISTENERS; i++) {

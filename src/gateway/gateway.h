@@ -58,6 +58,15 @@ struct al_gateway *al_gateway_new(const struct al_plan *plan, struct al_audit *a
  * failure is warned about and lookups are refused. */
 int al_gateway_prepare(struct al_gateway *gw, struct al_error *err);
 
+/* The run's id, told to the operator's decider with each egress question
+ * (none: null). */
+void al_gateway_set_run(struct al_gateway *gw, const char *run_id);
+
+/* A confined gateway reaches a Unix-socket decider only through its
+ * connector (gw_connector_start): its end, fd, is watched in the loop and
+ * closed with the gateway. Without one, the gateway connects itself. */
+void al_gateway_use_connector(struct al_gateway *gw, int fd);
+
 /* Report each allowed connection's use to fn(data, use) when it closes. */
 void al_gateway_on_usage(struct al_gateway *gw,
 			 void (*fn)(void *data, const struct al_gateway_usage *use), void *data);

@@ -22,6 +22,7 @@
 #include "core/log.h"
 #include "core/sys.h"
 #include "core/util.h"
+#include "gateway/conn.h"
 #include "gateway/proto.h"
 #include "policy/seccomp.h"
 
@@ -192,19 +193,6 @@ static void child_message(struct al_watch *w, uint32_t events, void *data)
 	al_closep(&fd);
 }
 
-static int drop_all_caps(void)
-{
-	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-	struct __user_cap_data_struct data[2] = {{0}};
-
-	for (int cap = 0; cap < 64; cap++)
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno == EINVAL)
-			break; /* past the last one (EPERM: rootless, none to drop) */
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-		return -errno;
-	return syscall(SYS_capset, &hdr, data) < 0 ? -errno : 0;
-}
-
 /* No file access but reading /etc/hosts; no TCP bind; no abstract unix
  * sockets or signals out of the domain. Returns the ABI in force. */
 static int landlock_self(int abi, char *msg, size_t len)
@@ -245,7 +233,7 @@ static int confine(int *ret_abi, char *msg, size_t len)
 				  .filter = (struct sock_filter *)al_gateway_seccomp_program};
 	int r;
 
-	if ((r = drop_all_caps()) < 0) {
+	if ((r = gw_drop_caps()) < 0) {
 		snprintf(msg, len, "dropping capabilities: %s", strerror(-r));
 		return -r;
 	}
@@ -262,7 +250,27 @@ static int confine(int *ret_abi, char *msg, size_t len)
 	return 0;
 }
 
-static _Noreturn void child_main(const struct al_plan *plan, int sock, bool audit)
+/* For a decider on a Unix socket, the connector that makes the gateway's
+ * connections to it (connector.c), started before the gateway confines
+ * itself. 0, or an errno with msg. */
+static int start_connector(const struct al_plan *plan, struct al_gateway *gw, char *msg, size_t len)
+{
+	const struct al_decider_conf *d = plan->decider;
+	int fd = -1, r;
+
+	if (!d || !d->socket || !d->egress_path)
+		return 0;
+	/* The kernel reaps it when it ends: the gateway's allowlist has no
+	 * wait, and nothing here forks another child. */
+	signal(SIGCHLD, SIG_IGN);
+	if ((r = gw_connector_start(d->socket, &fd, msg, len)) < 0)
+		return -r;
+	al_gateway_use_connector(gw, fd);
+	return 0;
+}
+
+static _Noreturn void child_main(const struct al_plan *plan, const char *run_id, int sock,
+				 bool audit)
 {
 	struct child c = {.sock = 3, .audit = audit};
 	struct al_loop *loop = NULL;
@@ -298,6 +306,7 @@ static _Noreturn void child_main(const struct al_plan *plan, int sock, bool audi
 		_exit(2);
 	sink = al_audit_sink(child_audit, &c);
 	c.gw = al_gateway_new(plan, sink, loop);
+	al_gateway_set_run(c.gw, run_id);
 	if (!(c.flush = al_loop_timer(loop, on_flush, &c)))
 		_exit(2);
 	al_gateway_on_usage(c.gw, child_usage, &c);
@@ -306,6 +315,8 @@ static _Noreturn void child_main(const struct al_plan *plan, int sock, bool audi
 		e = EINVAL;
 		snprintf(msg, sizeof(msg), "%s", err.msg);
 	}
+	if (!e)
+		e = start_connector(plan, c.gw, msg, sizeof(msg));
 	if (!e)
 		e = confine(&abi, msg, sizeof(msg));
 	/* Its own check that it reads no files: the root directory always
@@ -503,9 +514,9 @@ static void on_start_timeout(struct al_timer *t, uint64_t expirations, void *dat
 		     START_TIMEOUT_MS / 1000);
 }
 
-int al_gateway_proc_start(const struct al_plan *plan, struct al_loop *loop, struct al_audit *audit,
-			  const struct al_gateway_proc_events *ev, struct al_gateway_proc **ret,
-			  struct al_error *err)
+int al_gateway_proc_start(const struct al_plan *plan, const char *run_id, struct al_loop *loop,
+			  struct al_audit *audit, const struct al_gateway_proc_events *ev,
+			  struct al_gateway_proc **ret, struct al_error *err)
 {
 	int sv[2];
 	pid_t pid;
@@ -521,7 +532,7 @@ int al_gateway_proc_start(const struct al_plan *plan, struct al_loop *loop, stru
 	}
 	if (pid == 0) {
 		close(sv[0]);
-		child_main(plan, sv[1], audit != NULL);
+		child_main(plan, run_id, sv[1], audit != NULL);
 	}
 	close(sv[1]);
 	return al_gateway_proc_adopt(plan, loop, audit, ev, pid, sv[0], ret, err);

@@ -5,7 +5,9 @@
  * capabilities, no_new_privs, a landlock domain that reads one file (the
  * host's /etc/hosts, which its resolver reads per lookup) and binds no TCP
  * port, and its own seccomp allowlist (gateway/seccomp.c), which kills it
- * for any other call. It talks to the supervisor over a socketpair in the
+ * for any other call. When the operator's decider listens on a Unix
+ * socket, it forks a connector first (gateway/connector.c), confined
+ * further still, that makes its connections to that one socket. It talks to the supervisor over a socketpair in the
  * messages of gateway/proto.h: its start, its audit events, what the
  * connections that closed used of each host (the meter's input) and its
  * counters. */
@@ -44,10 +46,11 @@ struct al_gateway_proc_events {
 
 /* Fork the gateway for plan (borrowed, with plan->gateway) and watch it in
  * loop, reporting to ev (borrowed). Audit events it sends go to audit (may
- * be NULL). */
-int al_gateway_proc_start(const struct al_plan *plan, struct al_loop *loop, struct al_audit *audit,
-			  const struct al_gateway_proc_events *ev, struct al_gateway_proc **ret,
-			  struct al_error *err);
+ * be NULL). run_id (may be NULL) is what the operator's decider is told
+ * the run is. */
+int al_gateway_proc_start(const struct al_plan *plan, const char *run_id, struct al_loop *loop,
+			  struct al_audit *audit, const struct al_gateway_proc_events *ev,
+			  struct al_gateway_proc **ret, struct al_error *err);
 
 /* Watch a gateway process already forked (pid, our child) that talks on
  * sock (a SOCK_SEQPACKET end; consumed): the second half of

@@ -116,6 +116,11 @@ enum gw_step gw_stage_connect(struct conn *c, struct side *s, uint32_t events)
 	if (c->connecting)
 		return s == &c->upstream ? connected(c) : GW_WAIT; /* the client waits */
 	al_addr_format(&c->dest, c->addr, sizeof(c->addr));
+	/* Each stage before checked where its address came from; this is
+	 * the one place every address passes on its way to connect(). */
+	const struct al_allow_rule *never = gw_never_addr(c->gw, &c->dest, c->port);
+	if (never)
+		return gw_deny_never(c, c->addr, never);
 	c->verdict = GW_ALLOWED;
 	int r = start_connect(c);
 	if (r < 0)

@@ -1,6 +1,7 @@
 /* The resolve stage: the gateway's own lookup of an allowed name, through
- * c-ares in the gateway's loop, and the private-address guard on what it
- * finds (no rebinding to loopback, private or metadata space). */
+ * c-ares in the gateway's loop, and the operator's never rules and the
+ * private-address guard on what it finds (no rebinding to loopback,
+ * private or metadata space). */
 #include "gateway/conn.h"
 
 #include <errno.h>
@@ -131,10 +132,10 @@ void gw_resolver_free(struct al_gateway *gw)
 	al_timer_freep(&gw->ares_timer);
 }
 
-/* Of the addresses a name resolved to, the first that is public or that
- * the allowlist names literally. */
-static bool pick_address(const struct conn *c, const struct ares_addrinfo_node *n,
-			 struct in6_addr *ret)
+/* Of the addresses a name resolved to, the first that no never rule
+ * refuses and that is public or that the allowlist names literally. The
+ * first a never rule refused is kept for the verdict. */
+static bool pick_address(struct conn *c, const struct ares_addrinfo_node *n, struct in6_addr *ret)
 {
 	for (; n; n = n->ai_next) {
 		struct in6_addr addr = IN6ADDR_ANY_INIT;
@@ -146,7 +147,14 @@ static bool pick_address(const struct conn *c, const struct ares_addrinfo_node *
 		} else {
 			continue;
 		}
-		const struct al_allow_rule *rule = NULL;
+		const struct al_allow_rule *rule = gw_never_addr(c->gw, &addr, c->port);
+		if (rule) {
+			if (!c->never_rule) {
+				c->never_rule = rule;
+				c->never_addr = addr;
+			}
+			continue;
+		}
 		if (al_addr_class(&addr) == AL_ADDR_PUBLIC ||
 		    (al_allow_match_addr(c->gw->plan->allow, &addr, c->port, &rule) &&
 		     al_allow_rule_covers_class(rule, &addr))) {
@@ -198,6 +206,12 @@ enum gw_step gw_stage_resolve(struct conn *c)
 	}
 	if (c->have_dest)
 		return GW_NEXT;
+	if (c->never_rule) {
+		char text[INET6_ADDRSTRLEN];
+		al_addr_format(&c->never_addr, text, sizeof(text));
+		al_addr_format(&c->never_addr, c->addr, sizeof(c->addr));
+		return gw_deny_never(c, text, c->never_rule);
+	}
 	return gw_deny(c, GW_ANSWER_DEFAULT, 403, AL_SOCKS_REP_NOT_ALLOWED,
 		       c->resolve_ok ? "the name resolves only to loopback, private, "
 				       "link-local or other non-public addresses"

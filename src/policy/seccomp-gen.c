@@ -1,5 +1,5 @@
 /* Build-time generator: compiles the seccomp tables (seccomp.c, and the
- * gateway process's in gateway/seccomp.c) with
+ * gateway process's and its connector's in gateway/seccomp.c) with
  * libseccomp and prints it as a C array, so a run installs a ready program
  * instead of paying for libseccomp at every start. Usage: seccomp-gen OUT.c */
 #include <errno.h>
@@ -13,6 +13,30 @@
 
 /* Above every x86_64 and arm64 syscall number (both end in the 400s). */
 #define MAX_NR 1024
+
+/* A table compiled with AL_SECCOMP_DEFAULT_KILL, printed as
+ * al_NAME_seccomp_program. */
+static int kill_program(FILE *f, const char *name,
+			const struct al_seccomp_rule_info *(*table)(size_t *ret_n))
+{
+	struct sock_fprog prog;
+	struct al_error err = {0};
+	size_t n;
+	const struct al_seccomp_rule_info *t = table(&n);
+
+	if (al_seccomp_compile_table(t, n, AL_SECCOMP_DEFAULT_KILL, &prog, &err) < 0) {
+		fprintf(stderr, "seccomp-gen: %s table: %s\n", name, err.msg);
+		return -1;
+	}
+	fprintf(f, "\nconst struct sock_filter al_%s_seccomp_program[] = {\n", name);
+	for (unsigned i = 0; i < prog.len; i++) {
+		const struct sock_filter *p = &prog.filter[i];
+		fprintf(f, "\t{0x%04x, %u, %u, 0x%08x},\n", p->code, p->jt, p->jf, p->k);
+	}
+	fprintf(f, "};\n\nconst unsigned short al_%s_seccomp_program_len = %u;\n", name, prog.len);
+	free(prog.filter);
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -68,20 +92,13 @@ int main(int argc, char **argv)
 				"it will answer ENOSYS\n",
 				rules[i].syscall);
 	free(prog.filter);
-	/* The gateway process's allowlist: whatever it does not allow kills. */
-	const struct al_seccomp_rule_info *gw = al_gateway_seccomp_table(&n);
-	if (al_seccomp_compile_table(gw, n, AL_SECCOMP_DEFAULT_KILL, &prog, &err) < 0) {
-		fprintf(stderr, "seccomp-gen: gateway table: %s\n", err.msg);
+	/* The gateway process's allowlist, and its connector's: whatever they
+	 * do not allow kills. */
+	if (kill_program(f, "gateway", al_gateway_seccomp_table) < 0 ||
+	    kill_program(f, "connector", al_connector_seccomp_table) < 0) {
 		fclose(f);
 		return 1;
 	}
-	fprintf(f, "\nconst struct sock_filter al_gateway_seccomp_program[] = {\n");
-	for (unsigned i = 0; i < prog.len; i++) {
-		const struct sock_filter *p = &prog.filter[i];
-		fprintf(f, "\t{0x%04x, %u, %u, 0x%08x},\n", p->code, p->jt, p->jf, p->k);
-	}
-	fprintf(f, "};\n\nconst unsigned short al_gateway_seccomp_program_len = %u;\n", prog.len);
-	free(prog.filter);
 	if (fclose(f) != 0) {
 		perror(argv[1]);
 		return 1;

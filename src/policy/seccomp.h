@@ -120,3 +120,9 @@ int al_seccomp_compile_table(const struct al_seccomp_rule_info *table, size_t n,
 const struct al_seccomp_rule_info *al_gateway_seccomp_table(size_t *ret_n);
 extern const struct sock_filter al_gateway_seccomp_program[];
 extern const unsigned short al_gateway_seccomp_program_len;
+
+/* The gateway's connector to a Unix-socket decider (gateway/seccomp.c,
+ * gateway/connector.c), compiled the same way. */
+const struct al_seccomp_rule_info *al_connector_seccomp_table(size_t *ret_n);
+extern const struct sock_filter al_connector_seccomp_program[];
+extern const unsigned short al_connector_seccomp_program_len;

@@ -524,6 +524,71 @@ static void test_call_on_fd(void **state)
 	close(sv[1]);
 }
 
+/* Answers cut, flipped and spliced at random, fed whole through a socket
+ * the call is given (then EOF): each is an answer or an error, never a
+ * crash, a hang or a read past what came (the sanitizer builds check). */
+static void test_random_answers(void **state)
+{
+	static const char *const seeds[] = {
+	    OK_HEAD "Content-Length: 16\r\n\r\n{\"result\": true}",
+	    "HTTP/1.0 200 OK\r\n\r\n{\"result\": {\"allow\": false, \"reason\": \"x\"}}",
+	    OK_HEAD "Transfer-Encoding: chunked\r\n\r\n5\r\n{\"res\r\n"
+		    "b;e=1\r\nult\": [1, 2\r\n2\r\n]}\r\n0\r\nT: y\r\n\r\n",
+	    "HTTP/1.1 500 Oops\r\nContent-Length: 20\r\n\r\n{\"message\": \"boom\"}",
+	};
+	struct al_decider_conf conf = {.socket = "/unused.sock", .timeout_ms = 2000};
+	unsigned seed = 12345, answered = 0, failed = 0;
+	char buf[512], sink[4096];
+
+	(void)state;
+	for (int i = 0; i < 3000; i++) {
+		const char *s = seeds[(unsigned)i % AL_ARRAY_SIZE(seeds)];
+		size_t n = strlen(s);
+		memcpy(buf, s, n);
+		for (int k = rand_r(&seed) % 4; k >= 0 && n > 0; k--) {
+			size_t at = (size_t)rand_r(&seed) % n;
+			switch (rand_r(&seed) % 4) {
+			case 0: /* cut */
+				n = at;
+				break;
+			case 1: /* flip a byte */
+				buf[at] = (char)rand_r(&seed);
+				break;
+			case 2: /* a CRLF, a digit or a colon in */
+				buf[at] = "\r\n0:f;"[rand_r(&seed) % 6];
+				break;
+			default: /* repeat a piece */
+				if (n + 16 < sizeof(buf)) {
+					memmove(buf + at + 16, buf + at, n - at);
+					n += 16;
+				}
+			}
+		}
+		struct al_decider_call *call = NULL;
+		struct al_error err = {0};
+		json_t *res = NULL;
+		int sv[2], r;
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+		assert_int_equal(write(sv[1], buf, n), (ssize_t)n);
+		shutdown(sv[1], SHUT_WR);
+		assert_int_equal(
+		    al_decider_call_start_fd(&conf, EGRESS, NULL, sv[0], 0, &call, &err), 0);
+		while ((r = al_decider_call_step(call, &res, &err)) == 0)
+			assert_true(read(sv[1], sink, sizeof(sink)) >= 0);
+		if (r > 0) {
+			answered++;
+			json_decref(res);
+		} else {
+			failed++;
+			assert_contains(err.msg, "decider /unused.sock: POST " EGRESS ": ");
+		}
+		al_decider_call_free(call);
+		close(sv[1]);
+	}
+	print_message("random answers: %u answered, %u refused\n", answered, failed);
+	assert_true(answered > 100 && failed > 100);
+}
+
 static void test_cache(void **state)
 {
 	struct al_decider_cache *c = al_decider_cache_new(2, 1000);
@@ -594,19 +659,13 @@ static void test_cache(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_good_answer_unix),
-	    cmocka_unit_test(test_boolean_answer_tcp),
-	    cmocka_unit_test(test_framings),
-	    cmocka_unit_test(test_status_not_200),
-	    cmocka_unit_test(test_garbage),
-	    cmocka_unit_test(test_undefined),
-	    cmocka_unit_test(test_too_big),
-	    cmocka_unit_test(test_hang_times_out),
-	    cmocka_unit_test(test_refused),
-	    cmocka_unit_test(test_not_loopback),
-	    cmocka_unit_test(test_bad_path),
-	    cmocka_unit_test(test_call_on_fd),
-	    cmocka_unit_test(test_cache),
+	    cmocka_unit_test(test_good_answer_unix), cmocka_unit_test(test_boolean_answer_tcp),
+	    cmocka_unit_test(test_framings),	     cmocka_unit_test(test_status_not_200),
+	    cmocka_unit_test(test_garbage),	     cmocka_unit_test(test_undefined),
+	    cmocka_unit_test(test_too_big),	     cmocka_unit_test(test_hang_times_out),
+	    cmocka_unit_test(test_refused),	     cmocka_unit_test(test_not_loopback),
+	    cmocka_unit_test(test_bad_path),	     cmocka_unit_test(test_call_on_fd),
+	    cmocka_unit_test(test_random_answers),   cmocka_unit_test(test_cache),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

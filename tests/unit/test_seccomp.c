@@ -978,15 +978,18 @@ static void test_interpreter_self_check(void **state)
 	assert_int_equal(run_bpf(&ph, &d), 0x12345678);
 }
 
-/* The gateway process's allowlist (gateway/seccomp.c), through the same
- * interpreter: the generated program is the table's, every number and the
- * vectors of every conditional row get what the table says, anything else
- * kills; and the calls an attacker in the gateway would want first. */
-static void test_gateway_allowlist(void **state)
+/* A kill-by-default allowlist (gateway/seccomp.c), through the same
+ * interpreter: the generated program (built, built_len) is the table's,
+ * every number and the vectors of every conditional row get what the
+ * table says, anything else kills; then checks() asks about single calls.
+ * Returns how many numbers it allows with zero arguments. */
+static size_t check_kill_table(const struct al_seccomp_rule_info *t, size_t n,
+			       const struct sock_filter *built, unsigned short built_len,
+			       void (*checks)(void))
 {
 	struct sock_fprog saved_prog = prog, gw;
 	const struct al_seccomp_rule_info *saved_rules = rules;
-	size_t saved_n = n_rules, n;
+	size_t saved_n = n_rules;
 	int *saved_nr = rule_nr;
 	static size_t saved_first[MAX_NR], saved_end[MAX_NR];
 	struct al_error err = {0};
@@ -994,11 +997,9 @@ static void test_gateway_allowlist(void **state)
 	static const uint64_t zeros[6] = {0};
 	size_t allowed = 0;
 
-	(void)state;
-	const struct al_seccomp_rule_info *t = al_gateway_seccomp_table(&n);
 	assert_int_equal(al_seccomp_compile_table(t, n, AL_SECCOMP_DEFAULT_KILL, &gw, &err), 0);
-	assert_int_equal(al_gateway_seccomp_program_len, gw.len);
-	assert_memory_equal(al_gateway_seccomp_program, gw.filter, gw.len * sizeof(*gw.filter));
+	assert_int_equal(built_len, gw.len);
+	assert_memory_equal(built, gw.filter, gw.len * sizeof(*gw.filter));
 	memcpy(saved_first, row_first, sizeof(row_first));
 	memcpy(saved_end, row_end, sizeof(row_end));
 	memset(row_first, 0, sizeof(row_first));
@@ -1028,8 +1029,22 @@ static void test_gateway_allowlist(void **state)
 	/* Another ABI never gets in. */
 	assert_int_equal(run_call(AUDIT_ARCH_I386, 11, zeros) & SECCOMP_RET_ACTION_FULL,
 			 SECCOMP_RET_KILL_PROCESS);
-	print_message("gateway: %zu calls allowed, %zu rows\n", allowed, n);
-	assert_true(allowed > 30 && allowed < 80);
+	checks();
+	free(rule_nr);
+	free(gw.filter);
+	prog = saved_prog;
+	rules = saved_rules;
+	n_rules = saved_n;
+	rule_nr = saved_nr;
+	memcpy(row_first, saved_first, sizeof(row_first));
+	memcpy(row_end, saved_end, sizeof(row_end));
+	default_action = SECCOMP_RET_USER_NOTIF;
+	return allowed;
+}
+
+/* The calls an attacker in the gateway would want first. */
+static void gateway_checks(void)
+{
 	const uint32_t kill = SECCOMP_RET_KILL_PROCESS;
 	expect_verdict("execve", 0, 0, 0, kill);
 	expect_verdict("execveat", 0, 0, 0, kill);
@@ -1069,15 +1084,61 @@ static void test_gateway_allowlist(void **state)
 	expect_verdict("setsockopt", 3, IPPROTO_TCP, 31 /* TCP_ULP */, kill);
 	expect_verdict("setsockopt", 3, SOL_SOCKET, SO_ATTACH_FILTER, kill);
 	expect_verdict("setsockopt", 3, SOL_SOCKET, SO_LINGER, ALLOW);
-	free(rule_nr);
-	free(gw.filter);
-	prog = saved_prog;
-	rules = saved_rules;
-	n_rules = saved_n;
-	rule_nr = saved_nr;
-	memcpy(row_first, saved_first, sizeof(row_first));
-	memcpy(row_end, saved_end, sizeof(row_end));
-	default_action = SECCOMP_RET_USER_NOTIF;
+}
+
+static void test_gateway_allowlist(void **state)
+{
+	size_t n;
+	const struct al_seccomp_rule_info *t = al_gateway_seccomp_table(&n);
+
+	(void)state;
+	size_t allowed = check_kill_table(t, n, al_gateway_seccomp_program,
+					  al_gateway_seccomp_program_len, gateway_checks);
+	print_message("gateway: %zu calls allowed, %zu rows\n", allowed, n);
+	assert_true(allowed > 30 && allowed < 80);
+}
+
+/* The decider's connector: one Unix stream socket at a time, connect,
+ * pass it on; nothing else, not even a file or another kind of socket. */
+static void connector_checks(void)
+{
+	const uint32_t kill = SECCOMP_RET_KILL_PROCESS;
+	expect_verdict("socket", AF_UNIX, SOCK_STREAM, 0, ALLOW);
+	expect_verdict("socket", AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, ALLOW);
+	expect_verdict("socket", AF_UNIX, SOCK_DGRAM, 0, kill);
+	expect_verdict("socket", AF_UNIX, SOCK_SEQPACKET, 0, kill);
+	expect_verdict("socket", AF_INET, SOCK_STREAM, 0, kill);
+	expect_verdict("socket", AF_INET6, SOCK_STREAM, 0, kill);
+	expect_verdict("socket", AF_NETLINK, SOCK_RAW, 0, kill);
+	expect_verdict("connect", 3, 0, 0, ALLOW);
+	expect_verdict("sendmsg", 3, 0, 0, ALLOW);
+	expect_verdict("recvfrom", 3, 0, 0, ALLOW);
+	expect_verdict("close", 4, 0, 0, ALLOW);
+	expect_verdict("openat", (uint64_t)AT_FDCWD, 0, O_RDONLY, kill);
+	expect_verdict("read", 0, 0, 0, kill);
+	expect_verdict("write", 1, 0, 0, kill);
+	expect_verdict("sendto", 3, 0, 0, kill);
+	expect_verdict("recvmsg", 3, 0, 0, kill);
+	expect_verdict("accept4", 3, 0, 0, kill);
+	expect_verdict("bind", 3, 0, 0, kill);
+	expect_verdict("mmap", 0, 4096, PROT_READ | PROT_WRITE, kill);
+	expect_verdict("execve", 0, 0, 0, kill);
+	expect_verdict("clone", 0, 0, 0, kill);
+	expect_verdict("kill", 1, SIGKILL, 0, kill);
+	expect_verdict("ptrace", 0, 0, 0, kill);
+	expect_verdict("prctl", 0, 0, 0, kill);
+}
+
+static void test_connector_allowlist(void **state)
+{
+	size_t n;
+	const struct al_seccomp_rule_info *t = al_connector_seccomp_table(&n);
+
+	(void)state;
+	size_t allowed = check_kill_table(t, n, al_connector_seccomp_program,
+					  al_connector_seccomp_program_len, connector_checks);
+	print_message("connector: %zu calls allowed, %zu rows\n", allowed, n);
+	assert_true(allowed >= 8 && allowed <= 12);
 }
 
 int main(void)
@@ -1100,6 +1161,7 @@ int main(void)
 		cmocka_unit_test(test_supervisor_answer),
 		cmocka_unit_test(test_every_syscall_matches_table),
 		cmocka_unit_test(test_gateway_allowlist),
+		cmocka_unit_test(test_connector_allowlist),
 	};
 
 	/* clang-format on */
