@@ -68,7 +68,7 @@ const struct al_allow_rule *gw_never_addr(const struct al_gateway *gw, const str
 {
 	const struct al_allow_rule *r = NULL;
 
-	if (!gw->plan->never || !al_allow_match_addr(gw->plan->never, addr, port, &r))
+	if (!gw->plan->never || !al_allow_match_never(gw->plan->never, addr, port, &r))
 		return NULL;
 	return r;
 }
