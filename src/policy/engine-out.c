@@ -430,6 +430,12 @@ int al_engine_apply_decider(struct al_decision *d, struct al_policy *task, const
 				al_engine_refuse(d, "(decider)", "allow", NULL, "%s said no: %s",
 						 decider, s);
 			}
+		const json_t *one = json_object_get(result, "reason");
+		if (json_is_string(one) && n++ < DECIDER_REASONS_MAX) {
+			_cleanup_free_ char *t = clean(json_string_value(one), DECIDER_REASON_MAX);
+			al_engine_refuse(d, "(decider)", "allow", NULL, "%s said no: %s", decider,
+					 t);
+		}
 		if (n == 0)
 			al_engine_refuse(d, "(decider)", "allow", NULL,
 					 "%s said no (no reason given)", decider);

@@ -117,7 +117,8 @@ json_t *al_engine_decider_input(const struct al_decision *d, const struct al_pla
 				const char *run_id);
 
 /* Narrow task with the decider's answer (result: true; false; or
- * {"allow": BOOL, "reasons": [TEXT...], "network": {"allow": [RULE...]},
+ * {"allow": BOOL, "reasons": [TEXT...] or "reason": TEXT, "network":
+ * {"allow": [RULE...]},
  * "limits": {KEY: VALUE...}}): a false or a malformed answer is a refusal
  * with its reason; kept rules are the task's rules the answer lists
  * (others are dropped; a rule it adds is ignored); a limit is lowered,

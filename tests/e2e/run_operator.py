@@ -14,9 +14,16 @@ never connected to.
 import hashlib
 import json
 import os
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from harness import (PROBE_IN, Skip, Suite, TempDir, expect, expect_rc, main, run_host,
-                     write_file)
+from harness import (PROBE_IN, Skip, Suite, TempDir, expect, expect_rc, kill_pid, main,
+                     run_host, wait_for, write_file)
+
+STANDIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "decider_standin.py")
 
 suite = Suite()
 case = suite.case
@@ -325,6 +332,168 @@ def env_and_rw_bounds(e):
         res = run_host([e.airlock, "check", "--operator-policy", s.op,
                         "--rw", os.path.join(s.jobs, "out") + ":/data"], env=env)
         expect_rc(res, 0)
+
+
+class Decider:
+    """decider_standin.py MODE [ARG] on a Unix socket in dir, logging each
+    question; stopped (by pid) on exit."""
+
+    def __init__(self, d, mode, arg=None):
+        self.sock = os.path.join(d, "decider.sock")
+        self.log = os.path.join(d, "decider.log")
+        argv = [sys.executable, STANDIN, mode] + ([arg] if arg else []) + [
+            "--socket", self.sock, "--log", self.log]
+        self.p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        if not wait_for(lambda: os.path.exists(self.sock), 10):
+            self.stop()
+            raise AssertionError("the stand-in decider did not start")
+
+    def questions(self):
+        if not os.path.exists(self.log):
+            return []
+        return [json.loads(l) for l in open(self.log)]
+
+    def stop(self):
+        kill_pid(self.p.pid, 15)
+        try:
+            self.p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            kill_pid(self.p.pid)
+            self.p.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def decider_doc(s, sock, **extra):
+    doc = operator_doc(s.jobs, os.path.dirname(s.env.probe))
+    doc["decider"] = dict({"socket": sock, "run": "/v1/data/airlock/run",
+                           "timeout": "400ms"}, **extra)
+    return doc
+
+
+def write_op(s, doc):
+    return write_file(os.path.join(s.dir, "operator.json"), json.dumps(doc))
+
+
+@case
+def decider_narrows_and_refuses_runs(e):
+    """The decider, asked once per run with the whole request: an answer
+    that drops one allow rule runs without it (run.start's allow lacks it,
+    and --explain says the decider dropped it); "no" with a reason is a
+    refusal (exit 125) naming the decider and the reason; one that hangs
+    fails closed within its timeout; one that answers garbage or an
+    undefined decision is a refusal saying so."""
+    with Setup(e) as s:
+        with Decider(s.dir, "narrow", "b.example.com:443") as dec:
+            op = write_op(s, decider_doc(s, dec.sock))
+            audit = os.path.join(s.dir, "a.jsonl")
+            res = e.run(["/bin/true"], opts=["--operator-policy", op,
+                                             "--allow", "a.example.com:443",
+                                             "--allow", "b.example.com:443", "--audit", audit])
+            expect_rc(res, 0)
+            start = [json.loads(l) for l in open(audit)][0]
+            expect("a.example.com:443" in start["allow"]
+                   and "b.example.com:443" not in start["allow"], "run.start: %r" % start, res)
+            qs = dec.questions()
+            expect(len(qs) == 1 and qs[0]["path"] == "/v1/data/airlock/run"
+                   and "b.example.com:443" in qs[0]["input"]["network"]["allow"]
+                   and qs[0]["input"]["run"] == start["run"]
+                   and qs[0]["input"]["profile"] == "default", "questions: %r" % qs, res)
+        for mode, arg, words in [("deny-run", "no jobs on sundays", ["said no: no jobs on sundays"]),
+                                 ("garbage", None, ["not JSON"]),
+                                 ("undefined", None, ["undefined"]),
+                                 ("hang", None, ["400 ms"])]:
+            with Decider(s.dir, mode, arg) as dec:
+                op = write_op(s, decider_doc(s, dec.sock))
+                rec = os.path.join(s.dir, "r.json")
+                t0 = time.monotonic()
+                res = e.probe_run("id", opts=["--operator-policy", op, "--result", rec])
+                took = time.monotonic() - t0
+                expect_rc(res, 125)
+                lines = refusals(res)
+                expect(len(lines) == 1 and all(w in lines[0] for w in words)
+                       and dec.sock in lines[0], "%s: refusal %r" % (mode, lines), res)
+                expect("uid=" not in res.text, "%s: the probe ran" % mode, res)
+                expect(took < 5, "%s: took %.1fs" % (mode, took), res)
+                with open(rec) as f:
+                    expect(json.load(f)["reason"] == "refused", "%s: record" % mode, res)
+
+
+class Upstream:
+    """A loopback HTTP server answering 200 "up" and counting requests."""
+
+    def __init__(self):
+        outer = self
+        self.hits = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                outer.hits += 1
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"up")
+
+        self.srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.srv.server_address[1]
+        self.t = threading.Thread(target=self.srv.serve_forever, daemon=True)
+        self.t.start()
+
+    def close(self):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+@case
+def egress_decider_and_never_rules(e):
+    """Per egress request: the decider denies one host (403, its reason in
+    the net.connect audit event) and allows another; a second request to
+    the denied host is answered from the cache (one question, not two);
+    a name that the operator's never rules hold is refused by the gateway
+    although the task's wildcard allows it, and the server sees nothing
+    from either refused host."""
+    up = Upstream()
+    try:
+        with Setup(e) as s, Decider(s.dir, "deny-egress", "denied.test") as dec:
+            doc = decider_doc(s, dec.sock, egress="/v1/data/airlock/egress")
+            del doc["decider"]["run"]
+            prof = doc["profiles"]["default"]
+            prof["network"] = {"allow": ["*.test:1024-65535"], "hosts": ["127.0.0.1"],
+                               "never": ["secret.test:*"]}
+            op = write_op(s, doc)
+            audit = os.path.join(s.dir, "a.jsonl")
+            opts = ["--operator-policy", op, "--allow", "*.test:%d" % up.port, "--audit", audit]
+            for n in ("ok.test", "denied.test", "secret.test"):
+                opts += ["--map-host", "%s=127.0.0.1" % n]
+            curl = " ".join("/usr/bin/curl -s -o /dev/null -w '%s %%{http_code}\\n' "
+                            "http://%s:%d/;" % (n, n, up.port)
+                            for n in ("ok.test", "denied.test", "denied.test", "secret.test"))
+            res = e.run(["/bin/sh", "-c", curl], opts=opts, timeout=60)
+            expect_rc(res, 0)
+            expect(res.text.splitlines() == ["ok.test 200", "denied.test 403", "denied.test 403",
+                                             "secret.test 403"], "codes: %r" % res.text, res)
+            expect(up.hits == 1, "the server saw %d requests, expected 1" % up.hits, res)
+            qs = [q for q in dec.questions() if "method" in q["input"]]
+            hosts = sorted(q["input"]["host"] for q in qs)
+            expect(hosts == ["denied.test", "ok.test"], "egress questions: %r" % qs, res)
+            expect(all(q["input"]["method"] == "GET" and q["input"]["port"] == up.port
+                       and q["input"]["profile"] == "default" for q in qs), "inputs: %r" % qs, res)
+            ev = [json.loads(l) for l in open(audit)]
+            deny = [x for x in ev if x["event"] == "net.connect" and x["decision"] == "deny"]
+            expect(any(x["name"] == "denied.test" and "not on the list" in x["reason"]
+                       for x in deny), "no decider denial: %r" % deny, res)
+            expect(any(x["name"] == "secret.test" and "never allows" in x["reason"]
+                       for x in deny), "no never denial: %r" % deny, res)
+    finally:
+        up.close()
 
 
 if __name__ == "__main__":
