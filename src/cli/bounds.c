@@ -90,7 +90,10 @@ int al_cli_bound_plan(const struct al_cli *cli, struct al_policy *policy, unsign
 	 * that cannot be built reports its own errors beside them). */
 	al_engine_request(b->op, policy, cli->flags, &b->dec);
 	add_term(policy, b->dec.profile);
-	if (al_plan_build_all(policy, flags, &plan, errs) == 0 && b->dec.profile)
+	/* A plan with errors is still held to the paths that resolved, so
+	 * that every refusal is said at once; it is never run. */
+	al_plan_build_all(policy, flags | AL_PLAN_PARTIAL, &plan, errs);
+	if (plan && b->dec.profile)
 		al_engine_plan(&b->dec, policy, plan);
 	if (al_errors_count(errs) > before) {
 		b->refused = b->dec.n_refused || b->dec.omitted;
@@ -101,9 +104,18 @@ int al_cli_bound_plan(const struct al_cli *cli, struct al_policy *policy, unsign
 		r = ask_decider(b, policy, plan, run_id);
 		if (r == 1) { /* narrowed: the plan again */
 			al_plan_free(TAKE_PTR(plan));
-			if (al_plan_build_all(policy, flags, &plan, errs) < 0) {
-				b->refused = b->dec.n_refused || b->dec.omitted;
-				return al_errors_first(errs, before, NULL);
+			/* What the narrowed task cannot be (hosts with no rule
+			 * left) is the decider's refusal, not the task's error. */
+			struct al_errors narrowed = {0};
+			if (al_plan_build_all(policy, flags, &plan, &narrowed) < 0) {
+				for (size_t i = 0; i < narrowed.n; i++)
+					al_engine_refuse(&b->dec, "(decider)", "", "decider",
+							 "after the decider narrowed it, the run "
+							 "cannot be built: %s",
+							 narrowed.v[i].text);
+				al_errors_clear(&narrowed);
+				b->refused = true;
+				return -EPERM;
 			}
 			al_engine_plan(&b->dec, policy, plan);
 		}

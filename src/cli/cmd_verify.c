@@ -15,6 +15,7 @@
 #include "config.h"
 #include "core/cleanup.h"
 #include "core/log.h"
+#include "core/sys.h"
 #include "core/util.h"
 #include "policy/plan.h"
 #include "run/run.h"
@@ -41,7 +42,8 @@ int al_cmd_verify(int argc, char **argv)
 	struct al_run *run = NULL;
 	struct al_error err = {0};
 	_cleanup_(al_errors_clear) struct al_errors errs = {0};
-	char exe[PATH_MAX];
+	_cleanup_(al_cli_bounds_clear) struct al_cli_bounds bounds = {0};
+	char exe[PATH_MAX], run_id[24];
 	int code = 125, bad = 0;
 
 	if (al_cli_start(&cli, AL_CMD_VERIFY, argc, argv, usage, &errs, &code))
@@ -60,12 +62,18 @@ int al_cmd_verify(int argc, char **argv)
 	al_strv_push(&policy->command, PROBE_PATH);
 	al_strv_push(&policy->command, "__probe");
 	al_policy_add_mount(policy, exe, PROBE_PATH, AL_MOUNT_RO, 1, "verify probe");
+	policy->mounts[policy->n_mounts - 1].own = true; /* airlock's, not the task's */
 #ifdef __SANITIZE_ADDRESS__
 	/* A sanitizer build of the probe: LeakSanitizer needs ptrace, which
 	 * the sandbox denies (as it should). */
 	al_policy_set_env(policy, "ASAN_OPTIONS", "detect_leaks=0");
 #endif
-	if (al_plan_build_all(policy, 0, &plan, &errs) < 0) {
+	/* Held to the operator policy like a run: the probe is airlock's
+	 * own, but the mounts, copies and limits are the request's. */
+	al_random_id(run_id, sizeof(run_id));
+	if (al_cli_bound_plan(&cli, policy, 0, run_id, &plan, &bounds, &errs) < 0) {
+		if (bounds.refused)
+			al_decision_errors(&bounds.dec, &errs);
 		al_cli_print_errors(&errs);
 		goto out;
 	}
@@ -75,7 +83,8 @@ int al_cmd_verify(int argc, char **argv)
 	printf("%-16s %-15s %s\n", "LAYER", "STATUS", "DETAIL");
 	printf("-- inside, attacked by the probe --\n");
 	fflush(stdout);
-	struct al_run_request req = {.plan = plan, .result_dirfd = -1, .confine_self = true};
+	struct al_run_request req = {
+	    .plan = plan, .run_id = run_id, .result_dirfd = -1, .confine_self = true};
 	struct al_error record_err = {0};
 	const struct al_run_result *r = al_cli_run(&req, &run, &err, &record_err);
 	if (err.msg[0])

@@ -142,9 +142,10 @@ int al_engine_plan(struct al_decision *d, const struct al_policy *task, struct a
 		const struct al_policy_mount *m;
 		const struct al_op_path *n;
 		bool inside;
+		m = e->kind == AL_FS_HOST ? task_mount(task, e->path) : NULL;
 		if (e->kind == AL_FS_DEVICE ||
 		    (e->kind == AL_FS_HOST && strncmp(e->what, "system ", 7) != 0 &&
-		     !task_mount(task, e->path))) {
+		     (!m || m->own))) {
 			/* airlock's own (/etc/ld.so.cache, /dev/null): no prefix
 			 * bounds them, but a never path still does. */
 			if ((n = never_hit(pr, e->source, true, e->dev, e->ino, &inside)))
@@ -169,7 +170,6 @@ int al_engine_plan(struct al_decision *d, const struct al_policy *task, struct a
 			    system_listed(pr, e->path, (char *const *)al_plan_default_system));
 			continue;
 		}
-		m = task_mount(task, e->path);
 		_cleanup_free_ char *what = xasprintf("mount %s", e->path);
 		check_path(d, m->origin, what, e->source, true, e->dev, e->ino,
 			   (e->access & AL_FS_WRITE) != 0, false);

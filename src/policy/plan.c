@@ -693,8 +693,11 @@ int al_plan_build_all(const struct al_policy *pol, unsigned flags, struct al_pla
 	build_mounts(&b, pol, system, bad_path);
 	build_copies(&b, pol);
 
-	if (al_errors_count(errs) > before)
+	if (al_errors_count(errs) > before) {
+		if (flags & AL_PLAN_PARTIAL)
+			*ret = TAKE_PTR(p);
 		return al_errors_first(errs, before, NULL);
+	}
 	*ret = TAKE_PTR(p);
 	return 0;
 }

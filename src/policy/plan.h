@@ -217,6 +217,9 @@ extern const char *const al_plan_default_system[];
 
 /* al_plan_build() flags */
 #define AL_PLAN_COMMAND_OPTIONAL (1u << 0) /* for `airlock check`: argv may be empty */
+/* On errors, still return what could be built in *ret (never to be run:
+ * for the operator policy's checks of the paths that did resolve). */
+#define AL_PLAN_PARTIAL (1u << 1)
 
 /* Build a plan from a merged policy: apply defaults, resolve and check host
  * paths, synthesize /etc and order the file tree. Errors name the offending

@@ -84,6 +84,7 @@ void al_policy_add_mount(struct al_policy *p, const char *host, const char *path
 	m->mode = mode;
 	m->exec = exec;
 	m->copy = false;
+	m->own = false;
 	m->origin = xstrdup(origin);
 }
 
@@ -197,11 +198,13 @@ void al_policy_merge(struct al_policy *base, const struct al_policy *over)
 			base->mounts[j].mode = om->mode;
 			base->mounts[j].exec = om->exec;
 			base->mounts[j].copy = om->copy;
+			base->mounts[j].own = om->own;
 			base->mounts[j].origin = xstrdup(om->origin);
 		} else {
 			al_policy_add_mount(base, om->host, om->path, om->mode, om->exec,
 					    om->origin);
 			base->mounts[base->n_mounts - 1].copy = om->copy;
+			base->mounts[base->n_mounts - 1].own = om->own;
 		}
 	}
 	for (size_t i = 0; over->env && over->env[i]; i++) {

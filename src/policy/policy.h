@@ -26,8 +26,9 @@ struct al_policy_mount {
 	char *host; /* host path as given (made absolute against the cwd) */
 	char *path; /* path inside the sandbox; clean absolute */
 	enum al_mount_mode mode;
-	int exec;     /* tri-state: AL_UNSET means "exec allowed" */
-	bool copy;    /* ro: copy into the scratch where it cannot be shown as is */
+	int exec;  /* tri-state: AL_UNSET means "exec allowed" */
+	bool copy; /* ro: copy into the scratch where it cannot be shown as is */
+	bool own; /* airlock's own (verify's probe), not the task's: no operator prefix bounds it */
 	char *origin; /* where it came from, for messages: "--ro" or "filesystem.mounts[1]" */
 };
 
