@@ -118,7 +118,7 @@ static bool system_listed(const struct al_op_profile *pr, const char *path, char
 	return false;
 }
 
-int al_engine_plan(struct al_decision *d, const struct al_policy *task, struct al_plan *plan)
+int al_engine_plan(struct al_decision *d, const struct al_policy *task, const struct al_plan *plan)
 {
 	const struct al_op_profile *pr = d->profile;
 	size_t before = d->n_refused + d->omitted;
@@ -188,28 +188,5 @@ int al_engine_plan(struct al_decision *d, const struct al_policy *task, struct a
 	d->plan_end = d->n_explain;
 	if (d->n_refused + d->omitted > before)
 		return -EPERM;
-	/* What the plan carries of the decision: the gateway's never rules,
-	 * and what run.start and the decider name. */
-	al_allow_free(plan->never);
-	al_strv_free(plan->never_text);
-	plan->never = al_allow_new();
-	plan->never_text = al_strv_dup(pr->never_text);
-	for (size_t i = 0; pr->never_text && pr->never_text[i]; i++)
-		al_allow_add(plan->never, pr->never_text[i], NULL);
-	for (size_t i = 0; pr->never_text && pr->never_text[i]; i++) {
-		_cleanup_free_ char *what = xasprintf("network.never %s", pr->never_text[i]);
-		if (plan->gateway)
-			engine_explain(d, what, pr->never_text[i], AL_FROM_OPERATOR, NULL,
-				       engine_bound(d, "%s.network.never", pr->where));
-	}
-	d->plan_end = d->n_explain;
-	free(plan->profile);
-	plan->profile = xstrdup(pr->name);
-	free(plan->operator_file);
-	plan->operator_file = xstrdup(d->op->file);
-	free(plan->operator_sha256);
-	plan->operator_sha256 = xstrdup(d->op->sha256);
-	al_decider_conf_free(plan->decider);
-	plan->decider = al_decider_conf_dup(d->op->decider);
 	return 0;
 }

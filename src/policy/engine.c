@@ -405,6 +405,30 @@ static void add_always(struct al_decision *d, struct al_policy *task)
 	}
 }
 
+/* What the plan carries of the operator policy (plan.c build_operator). */
+static void set_operator(struct al_decision *d, struct al_policy *task)
+{
+	const struct al_op_profile *pr = d->profile;
+	struct al_policy_operator *o = xcalloc(1, sizeof(*o));
+
+	o->profile = xstrdup(pr->name);
+	o->file = xstrdup(d->op->file);
+	o->sha256 = xstrdup(d->op->sha256);
+	o->never = al_strv_dup(pr->never_text);
+	o->decider = al_decider_conf_dup(d->op->decider);
+	for (size_t i = 0; d->gateway && pr->never_text && pr->never_text[i]; i++) {
+		_cleanup_free_ char *what = xasprintf("network.never %s", pr->never_text[i]);
+		engine_explain(
+		    d, what, pr->never_text[i], AL_FROM_OPERATOR, NULL,
+		    i < pr->n_never_net_default
+			? engine_bound(d, "%s.network.never (airlock's default list)", pr->where)
+			: engine_bound(d, "%s.network.never[%zu]", pr->where,
+				       i - pr->n_never_net_default));
+	}
+	al_policy_operator_free(task->op);
+	task->op = o;
+}
+
 int al_engine_request(const struct al_operator *op, struct al_policy *task,
 		      const struct al_policy *flags, struct al_decision *d)
 {
@@ -446,5 +470,6 @@ int al_engine_request(const struct al_operator *op, struct al_policy *task,
 	check_hosts(d, task, flags);
 	add_always(d, task);
 	check_limits(d, task, flags);
+	set_operator(d, task);
 	return d->n_refused || d->omitted ? -EPERM : 0;
 }

@@ -98,18 +98,19 @@ struct al_decision {
  * check every limit, the backend, the protections asked best-effort, the
  * environment and the egress rules, hosts and resolver; fill the limits
  * the task left out from the profile; add the rules the operator always
- * adds. flags (may be NULL) is what the command line asked, to name flags
+ * adds; and give the task (task->op) what its plan carries of the
+ * operator policy: the profile, the file and its sha256, the never rules
+ * and the decider. flags (may be NULL) is what the command line asked, to name flags
  * in messages. Returns 0, or -EPERM when anything was refused (d says
  * what). Call al_engine_plan() on the plan built from task afterwards. */
 int al_engine_request(const struct al_operator *op, struct al_policy *task,
 		      const struct al_policy *flags, struct al_decision *d);
 
 /* Hold the plan built from the task to the profile: every host path it
- * shows (mounts and system directories, by their resolved paths and
- * identities), copies in and out of; then give the plan the profile's
- * never rules, its name, the operator file's sha256 and the decider.
- * Returns 0 or -EPERM. */
-int al_engine_plan(struct al_decision *d, const struct al_policy *task, struct al_plan *plan);
+ * shows (mounts, system directories and airlock's own binds, by their
+ * resolved paths and identities), copies in and out of. Returns 0 or
+ * -EPERM. */
+int al_engine_plan(struct al_decision *d, const struct al_policy *task, const struct al_plan *plan);
 
 /* What the external decider is asked once per run: the request as the
  * plan holds it (env names, never values). A new reference. */

@@ -573,6 +573,22 @@ static void build_env(struct al_plan *p, const struct al_policy *pol)
 		al_strv_push(&p->env_hidden, pol->env_hidden[i]);
 }
 
+/* The operator policy the engine held the request to: what run.start and
+ * the record name, the never rules and the decider for the gateway. */
+static void build_operator(struct al_plan *p, const struct al_policy *pol)
+{
+	if (!pol->op)
+		return;
+	p->profile = xstrdup(pol->op->profile);
+	p->operator_file = xstrdup(pol->op->file);
+	p->operator_sha256 = xstrdup(pol->op->sha256);
+	p->decider = al_decider_conf_dup(pol->op->decider);
+	p->never = al_allow_new();
+	p->never_text = al_strv_dup(pol->op->never);
+	for (size_t i = 0; p->never_text[i]; i++)
+		al_allow_add(p->never, p->never_text[i], NULL); /* parsed when loaded */
+}
+
 /* The command, identity, workdir and limits; each check alone. Returns
  * false when the workdir is wrong (what is checked against it would mean
  * nothing). */
@@ -683,6 +699,7 @@ int al_plan_build_all(const struct al_policy *pol, unsigned flags, struct al_pla
 	build_ids(p);
 	build_network(p, pol, errs);
 	build_env(p, pol);
+	build_operator(p, pol);
 	p->landlock_required = pol->landlock != AL_LANDLOCK_BEST_EFFORT;
 
 	/* Order matters: parents before children. */

@@ -9,6 +9,7 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "net/allow.h"
+#include "policy/operator.h"
 
 struct al_policy *al_policy_new(const char *source)
 {
@@ -69,7 +70,20 @@ void al_policy_free(struct al_policy *p)
 	al_strv_free(p->net_hosts);
 	free(p->net_resolver);
 	free(p->backend);
+	al_policy_operator_free(p->op);
 	free(p);
+}
+
+void al_policy_operator_free(struct al_policy_operator *o)
+{
+	if (!o)
+		return;
+	free(o->profile);
+	free(o->file);
+	free(o->sha256);
+	al_strv_free(o->never);
+	al_decider_conf_free(o->decider);
+	free(o);
 }
 
 void al_policy_add_mount(struct al_policy *p, const char *host, const char *path,

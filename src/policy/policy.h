@@ -107,7 +107,24 @@ struct al_policy {
 
 	/* backend */
 	char *backend;
+
+	/* The operator policy the request is held to: set by the engine
+	 * (al_engine_request, engine.h), never by a file or a flag, and
+	 * carried into the plan. NULL: none. */
+	struct al_policy_operator *op;
 };
+
+struct al_decider_conf;
+
+struct al_policy_operator {
+	char *profile;
+	char *file;
+	char *sha256;
+	char **never; /* the profile's never rules, as text: the gateway applies them */
+	struct al_decider_conf *decider;
+};
+
+void al_policy_operator_free(struct al_policy_operator *o);
 
 /* A new empty (all unset) policy. Free with al_policy_free(). */
 struct al_policy *al_policy_new(const char *source);
