@@ -119,6 +119,22 @@ static void print_bounds(const struct al_op_profile *pr)
 		printf("  always    %s\n", pr->always_text[i]);
 	for (size_t i = 0; pr->never_text && pr->never_text[i]; i++)
 		printf("  no egress %s\n", pr->never_text[i]);
+	for (size_t i = 0; pr->hosts_text && pr->hosts_text[i]; i++)
+		printf("  map to    %s\n", pr->hosts_text[i]);
+	for (size_t i = 0; pr->resolvers && pr->resolvers[i]; i++)
+		printf("  resolver  %s\n", pr->resolvers[i]);
+	_cleanup_free_ char *sys =
+	    pr->system ? al_strv_join(pr->system, " ") : xstrdup("(airlock's default list)");
+	_cleanup_free_ char *ea = al_strv_join(pr->env_allow, " ");
+	_cleanup_free_ char *ep = al_strv_join(pr->env_pass, " ");
+	printf("  system    %s\n", sys);
+	printf("  env       allow %s; never %zu names%s; pass %s\n", ea[0] ? ea : "none",
+	       al_strv_len(pr->env_never),
+	       pr->n_env_never_default ? " (airlock's default list and the profile's)" : "",
+	       ep[0] ? ep : "none");
+	printf("  weaken    %s%s%s\n", pr->best_effort & AL_OP_WEAKEN_LANDLOCK ? "landlock " : "",
+	       pr->best_effort & AL_OP_WEAKEN_KERNEL_MEMORY ? "kernel_memory" : "",
+	       pr->best_effort ? "" : "nothing (no protection may be best-effort)");
 	for (size_t i = 0; i < AL_OPL_COUNT; i++) {
 		const struct al_limit_def *d = &al_limit_defs[i];
 		const struct al_op_bound *b = &pr->limits[i];

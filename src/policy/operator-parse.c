@@ -205,6 +205,11 @@ static int parse_rules(struct al_json_ctx *c, const json_t *j, const char *path,
 		if (al_json_note(&bad, al_json_string(c, e, sub, &s)) < 0)
 			continue;
 		rule = never ? never_rule_text(s) : xstrdup(s);
+		bool dup = false;
+		for (size_t k = 0; kind == RULES_NEVER && (*text)[k]; k++)
+			dup |= strcmp((*text)[k], rule) == 0;
+		if (dup) /* a default named again */
+			continue;
 		struct in6_addr net;
 		unsigned prefix;
 		if (kind == RULES_ADDR && (strchr(s, '*') || strstr(s, "]:") ||

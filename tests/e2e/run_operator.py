@@ -290,6 +290,26 @@ def operator_file_validated(e):
 
 
 @case
+def docs_and_example_validate(e):
+    """The complete example in docs/operator-policy.md and the demo's
+    examples/operator-demo.json are valid operator policies."""
+    import re
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "docs", "operator-policy.md")) as f:
+        m = re.search(r"## A complete example\n\n```json\n(.*?)```", f.read(), re.S)
+    expect(m, "no example in docs/operator-policy.md")
+    with TempDir() as d:
+        for name, text in [("docs.json", m.group(1)),
+                           ("demo.json", open(os.path.join(root, "examples",
+                                                           "operator-demo.json")).read())]:
+            path = write_file(os.path.join(d, name), text)
+            res = run_host([e.airlock, "check", "--operator-policy", path],
+                           env=no_operator_env())
+            expect_rc(res, 0)
+            expect("profile default" in res.text, "%s: no default profile listed" % name, res)
+
+
+@case
 def symlink_and_dotdot_tricks(e):
     """A link inside an allowed prefix that points outside it, and a path
     whose '..' climbs out of it, are judged by where they resolve to and
