@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
+#include "core/sys.h"
 #include "core/util.h"
 
 struct entry {
@@ -20,20 +22,31 @@ struct entry {
 	char key[]; /* NUL-terminated */
 };
 
+/* Longest chain a bucket may grow to: past it a new key is not cached
+ * (asked again next time), so no key costs more than this many compares. */
+#define CHAIN_MAX 8
+
 struct al_decider_cache {
 	unsigned size, n;
+	uint64_t seed;
 	uint64_t ttl_ms;
 	struct entry **buckets;
 	size_t n_buckets; /* a power of two, at least twice size */
 	struct entry *head, *tail;
 };
 
-static uint64_t hash(const char *s)
+/* FNV-1a from a random start, then mixed: the sandbox chooses the keys
+ * (the paths it asks for), and must not be able to put them all in one
+ * bucket. */
+static uint64_t hash(uint64_t seed, const char *s)
 {
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	uint64_t h = 1469598103934665603ull ^ seed;
 
 	for (; *s; s++)
 		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	h ^= seed >> 17;
+	h *= 0xbf58476d1ce4e5b9ull; /* a final mix, so the seed reaches every bit */
+	h ^= h >> 31;
 	return h;
 }
 
@@ -50,6 +63,8 @@ struct al_decider_cache *al_decider_cache_new(unsigned size, uint64_t ttl_ms)
 	while (c->n_buckets < 2 * (size_t)c->size)
 		c->n_buckets *= 2;
 	c->buckets = xcalloc(c->n_buckets, sizeof(*c->buckets));
+	if (getrandom(&c->seed, sizeof(c->seed), 0) != sizeof(c->seed))
+		c->seed = al_now_ms() ^ (uint64_t)(uintptr_t)c;
 	return c;
 }
 
@@ -81,12 +96,19 @@ static void push_front(struct al_decider_cache *c, struct entry *e)
 		c->tail = e;
 }
 
-static struct entry **slot(struct al_decider_cache *c, const char *key)
+/* key's place in its chain (the end when absent); *ret_len: the entries
+ * passed on the way. */
+static struct entry **slot(struct al_decider_cache *c, const char *key, size_t *ret_len)
 {
-	struct entry **pp = &c->buckets[hash(key) & (c->n_buckets - 1)];
+	struct entry **pp = &c->buckets[hash(c->seed, key) & (c->n_buckets - 1)];
+	size_t n = 0;
 
-	while (*pp && strcmp((*pp)->key, key) != 0)
+	while (*pp && strcmp((*pp)->key, key) != 0) {
 		pp = &(*pp)->hnext;
+		n++;
+	}
+	if (ret_len)
+		*ret_len = n;
 	return pp;
 }
 
@@ -107,7 +129,7 @@ bool al_decider_cache_get(struct al_decider_cache *c, const char *key, uint64_t 
 
 	if (!c || strlen(key) > AL_DECIDER_KEY_MAX)
 		return false;
-	pp = slot(c, key);
+	pp = slot(c, key, NULL);
 	if (!(e = *pp))
 		return false;
 	if (now_ms < e->at || now_ms - e->at >= c->ttl_ms) {
@@ -130,14 +152,17 @@ void al_decider_cache_put(struct al_decider_cache *c, const char *key, uint64_t 
 
 	if (!c || (len = strlen(key)) > AL_DECIDER_KEY_MAX)
 		return;
-	pp = slot(c, key);
+	size_t chain;
+	pp = slot(c, key, &chain);
 	if ((e = *pp)) {
 		unlink_lru(c, e);
 	} else {
+		if (chain >= CHAIN_MAX)
+			return;
 		if (c->n == c->size) {
-			struct entry **old = slot(c, c->tail->key);
+			struct entry **old = slot(c, c->tail->key, NULL);
 			drop(c, old);
-			pp = slot(c, key); /* the chain may have changed */
+			pp = slot(c, key, NULL); /* the chain may have changed */
 		}
 		e = xcalloc(1, sizeof(*e) + len + 1);
 		memcpy(e->key, key, len + 1);

@@ -487,6 +487,15 @@ int al_decider_call_start(const struct al_decider_conf *conf, const char *path, 
 	return 0;
 }
 
+char *al_decider_body(json_t *input)
+{
+	json_t *body = json_pack("{s:O?}", "input", input);
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+
+	json_decref(body);
+	return text;
+}
+
 int al_decider_call_start_fd(const struct al_decider_conf *conf, const char *path, json_t *input,
 			     int fd, uint64_t deadline_ms, struct al_decider_call **ret,
 			     struct al_error *err)
@@ -494,6 +503,14 @@ int al_decider_call_start_fd(const struct al_decider_conf *conf, const char *pat
 	struct al_decider_call *c = NULL;
 	int flags, r = prepare(conf, path, input, deadline_ms, &c, err);
 
+	/* No input: the question was sent on fd already (the connector
+	 * writes it): only the answer is read. */
+	if (r == 0 && !input) {
+		free(c->out);
+		c->out = NULL;
+		c->out_len = 0;
+		c->state = READING;
+	}
 	c->fd = fd;
 	if (r == 0 &&
 	    ((flags = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0))

@@ -61,9 +61,14 @@ int al_decider_call_start(const struct al_decider_conf *conf, const char *path, 
  * (a confined gateway gets it from a helper that may connect where it may
  * not: gateway/connector.c); takes ownership of fd, also on failure. The
  * deadline is deadline_ms (al_now_ms() time), so the wait for fd counts. */
+/* With input NULL, the question was already written on fd (and its write
+ * side shut): only the answer is read. */
 int al_decider_call_start_fd(const struct al_decider_conf *conf, const char *path, json_t *input,
 			     int fd, uint64_t deadline_ms, struct al_decider_call **ret,
 			     struct al_error *err);
+/* {"input": INPUT} as the question's body: a new string (free()), or
+ * NULL when it cannot be written. */
+char *al_decider_body(json_t *input);
 /* The socket to watch and the events it waits for now (EPOLLIN/EPOLLOUT). */
 int al_decider_call_fd(const struct al_decider_call *call);
 uint32_t al_decider_call_events(const struct al_decider_call *call);

@@ -132,11 +132,17 @@ static enum gw_step no_answer(struct conn *c, const char *why)
 static void question(struct conn *c, struct gw_ask *a)
 {
 	const struct al_gateway *gw = c->gw;
-	char method[32] = "CONNECT";
+	char method[AL_HTTP_METHOD_MAX + 1] = "CONNECT";
 	_cleanup_free_ char *path = NULL;
 
 	if (c->have_request) {
-		size_t n = c->method.len < sizeof(method) - 1 ? c->method.len : sizeof(method) - 1;
+		/* The parser took at most AL_HTTP_METHOD_MAX: never cut, so the
+		 * decider and the cache see the method sent upstream. */
+		size_t n = c->method.len;
+		if (n >= sizeof(method)) {
+			a->input = NULL;
+			return;
+		}
 		memcpy(method, c->head + c->method.off, n);
 		method[n] = '\0';
 		/* What the upstream's request line says: "" is "/", and a query
@@ -200,10 +206,16 @@ static enum gw_step ask_connector(struct conn *c)
 	struct al_gateway *gw = c->gw;
 	struct gw_ask *a = c->ask;
 	struct gw_connector_ask q = {.token = ++gw->next_token};
+	_cleanup_free_ char *body = al_decider_body(a->input);
 
 	if (gw->connector_fd < 0)
 		return no_answer(c, "the gateway's connector to its socket is gone");
-	if (send(gw->connector_fd, &q, sizeof(q), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(q))
+	if (!body || strlen(body) > GW_CONNECTOR_BODY_MAX)
+		return no_answer(c, "the question is too large for the connector");
+	struct iovec iov[2] = {{&q.token, sizeof(q.token)}, {body, strlen(body)}};
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+	if (sendmsg(gw->connector_fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) !=
+	    (ssize_t)(sizeof(q.token) + strlen(body)))
 		return no_answer(c, "the gateway's connector to its socket is busy");
 	a->token = q.token;
 	a->waiting_fd = true;
@@ -338,12 +350,29 @@ static void on_connector(struct al_watch *w, uint32_t events, void *data)
 		ssize_t n = recvmsg(gw->connector_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
-		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-			if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-			    cm->cmsg_len == CMSG_LEN(sizeof(int)))
-				memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-		if (n != sizeof(m) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-		    (m.error == 0) != (fd >= 0)) {
+		/* Every fd that came is taken or closed; one is expected. */
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+				continue;
+			size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			for (size_t j = 0; j < k; j++) {
+				int got;
+				memcpy(&got, CMSG_DATA(cm) + j * sizeof(int), sizeof(int));
+				if (fd < 0 && j == 0)
+					fd = got;
+				else
+					close(got);
+			}
+		}
+		if (n != sizeof(m) || (mh.msg_flags & MSG_TRUNC)) {
+			connector_gone(gw);
+			return;
+		}
+		/* The socket did not come (no fd left for it here: EMFILE):
+		 * that question fails, the connector goes on. */
+		if (m.error == 0 && fd < 0 && (mh.msg_flags & MSG_CTRUNC))
+			m.error = EMFILE;
+		if ((m.error == 0) != (fd >= 0)) {
 			connector_gone(gw);
 			return;
 		}
@@ -357,7 +386,7 @@ static void on_connector(struct al_watch *w, uint32_t events, void *data)
 			a->failed = true;
 			al_error_set(&a->err, m.error, "decider %s: POST %s: connect: %s", who,
 				     d->egress_path, strerror(m.error));
-		} else if (al_decider_call_start_fd(d, d->egress_path, a->input, TAKE_FD(fd),
+		} else if (al_decider_call_start_fd(d, d->egress_path, NULL, TAKE_FD(fd),
 						    a->deadline, &a->call, &a->err) < 0) {
 			a->failed = true;
 		}

@@ -253,6 +253,12 @@ int gw_egress_verdict(const json_t *result, char *reason, size_t len);
  * *ret_fd (SOCK_SEQPACKET; nonblocking; one struct gw_connector_reply per
  * struct gw_connector_ask, with the socket when it connected). It
  * confines itself first; 0 once it reported that, or -errno with msg. */
+/* The question's body follows the token in the same message, at most
+ * GW_CONNECTOR_BODY_MAX bytes: the connector writes the request line and
+ * headers itself (POST to the one egress path it was given), then the
+ * body, and shuts its write side, so a gateway taken over can neither
+ * send the decider another request nor write more on the socket. */
+#define GW_CONNECTOR_BODY_MAX (32u << 10)
 struct gw_connector_ask {
 	uint64_t token;
 };
@@ -260,7 +266,8 @@ struct gw_connector_reply {
 	uint64_t token;
 	int32_t error; /* 0: connected (the fd comes with it), else an errno */
 };
-int gw_connector_start(const char *path, int *ret_fd, char *msg, size_t len);
+int gw_connector_start(const char *path, const char *egress_path, int *ret_fd, char *msg,
+		       size_t len);
 /* Drop every capability, the bounding and ambient sets too (the gateway
  * and its connector). 0 or -errno. */
 int gw_drop_caps(void);

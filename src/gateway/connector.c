@@ -5,9 +5,11 @@
  * kernels we support does not check connect() to a named socket) could
  * hold such a socket to one path. So this process, which is given the path
  * before it confines itself and reads nothing from the gateway but a
- * token, makes each connection and passes it back: a gateway taken over
- * by what it parses can reach the decider, and no other socket on the
- * host. Its own confinement: no capabilities, no_new_privs, a landlock
+ * token and a question's body, makes each connection, writes the request
+ * itself (POST to the one egress path, the body, then its write side
+ * shut) and passes the socket back for the answer: a gateway taken over
+ * by what it parses can ask the decider egress questions and read the
+ * answers, and nothing else, of no other socket on the host. Its own confinement: no capabilities, no_new_privs, a landlock
  * domain with no file access and no TCP, and a seccomp allowlist of a
  * dozen calls (gateway/seccomp.c) that kills it for anything else. */
 #include "gateway/conn.h"
@@ -29,6 +31,7 @@
 
 #include "core/cleanup.h"
 #include "core/sys.h"
+#include "decider/decider.h"
 #include "policy/seccomp.h"
 
 /* How long its start may take before the gateway gives up on it. */
@@ -107,8 +110,35 @@ static void reply(int sock, const void *buf, size_t len, int fd)
 		_exit(0); /* the gateway is gone */
 }
 
-static _Noreturn void connector_main(const struct sockaddr_un *sun, socklen_t sl, int sock)
+/* POST path with body on fd: the head is the connector's own, then the
+ * body, then the write side shut. 0 or an errno. */
+static int ask(int fd, const char *path, const char *body, size_t n)
 {
+	char head[AL_DECIDER_PATH_MAX + 256];
+	int hl =
+	    snprintf(head, sizeof(head),
+		     "POST %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+		     "Accept: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+		     path, n);
+	struct iovec iov[2] = {{head, (size_t)hl}, {(void *)body, n}};
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+
+	if (hl < 0 || (size_t)hl >= sizeof(head))
+		return ENAMETOOLONG;
+	/* A fresh Unix stream socket has far more room than one question:
+	 * all of it goes at once, or the question fails. */
+	ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (w < 0)
+		return errno;
+	if ((size_t)w != (size_t)hl + n)
+		return EMSGSIZE;
+	return shutdown(fd, SHUT_WR) < 0 ? errno : 0;
+}
+
+static _Noreturn void connector_main(const struct sockaddr_un *sun, socklen_t sl, const char *path,
+				     int sock)
+{
+	static char buf[sizeof(uint64_t) + GW_CONNECTOR_BODY_MAX + 1];
 	struct started st = {0};
 
 	/* Nothing of the gateway's but this socket, as fd 3. */
@@ -120,25 +150,29 @@ static _Noreturn void connector_main(const struct sockaddr_un *sun, socklen_t sl
 	if (st.error)
 		_exit(1);
 	for (;;) {
-		struct gw_connector_ask q;
-		ssize_t n = recv(3, &q, sizeof(q), 0);
+		ssize_t n = recv(3, buf, sizeof(buf), 0);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			_exit(0);
-		if (n != sizeof(q))
-			continue;
-		struct gw_connector_reply m = {.token = q.token};
+		if ((size_t)n < sizeof(uint64_t) || (size_t)n == sizeof(buf))
+			continue; /* no token, or a body over the cap (cut by recv) */
+		struct gw_connector_reply m = {0};
+		memcpy(&m.token, buf, sizeof(m.token));
 		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0 || connect(fd, (const struct sockaddr *)sun, sl) < 0)
 			m.error = errno ? errno : EIO;
+		else
+			m.error =
+			    ask(fd, path, buf + sizeof(uint64_t), (size_t)n - sizeof(uint64_t));
 		reply(3, &m, sizeof(m), m.error ? -1 : fd);
 		if (fd >= 0)
 			close(fd);
 	}
 }
 
-int gw_connector_start(const char *path, int *ret_fd, char *msg, size_t len)
+int gw_connector_start(const char *path, const char *egress_path, int *ret_fd, char *msg,
+		       size_t len)
 {
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	size_t n = strlen(path);
@@ -166,7 +200,7 @@ int gw_connector_start(const char *path, int *ret_fd, char *msg, size_t len)
 	}
 	if (pid == 0) {
 		close(sv[0]);
-		connector_main(&sun, sl, sv[1]);
+		connector_main(&sun, sl, egress_path, sv[1]);
 	}
 	close(sv[1]);
 	struct pollfd p = {.fd = sv[0], .events = POLLIN};

@@ -88,6 +88,13 @@ enum gw_step gw_stage_decide(struct conn *c)
 	const struct in6_addr *mapped = NULL;
 	bool ok;
 
+	/* An IPv4 address written as [::ffff:a.b.c.d] is that address, and
+	 * is named so to the decider, its cache and the audit (the rules
+	 * compare addresses, and the connection goes to the IPv4 one). */
+	if (c->target.kind == AL_HOST_IPV6 && al_addr_is_ipv4(&c->target.addr)) {
+		c->target.kind = AL_HOST_IPV4;
+		al_addr_format(&c->target.addr, c->target.text, sizeof(c->target.text));
+	}
 	snprintf(c->name, sizeof(c->name), "%s", host->text);
 	/* The operator's rules win over the task's: checked first, so the
 	 * refusal names them. */

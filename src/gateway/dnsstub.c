@@ -39,6 +39,13 @@ static int dns_answer(struct al_gateway *gw, const uint8_t *msg, size_t len, uns
 	}
 	/* network.hosts only says where a name is; the allowlist says whether
 	 * it may be reached, and only then does it resolve in here. */
+	/* A name the operator never allows (on some port) gets no answer
+	 * either: its connections would be refused anyway. */
+	if (gw->plan->never && al_allow_match_name_any_port(gw->plan->never, q.name, NULL)) {
+		gw->st.dns_refused++;
+		audit_dns(gw, &q, "deny", NULL, "the operator policy never allows this name");
+		return al_dns_format_error(&q, AL_DNS_RCODE_NXDOMAIN, out, size);
+	}
 	if (!al_allow_match_name_any_port(gw->plan->allow, q.name, NULL)) {
 		gw->st.dns_refused++;
 		audit_dns(gw, &q, "deny", NULL, "no rule allows this name");

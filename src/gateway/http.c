@@ -196,7 +196,7 @@ static int parse_request_line(struct parser *p, size_t end)
 		i++;
 	if (i == 0 || i >= end || b[i] != ' ')
 		return al_error_set(p->err, EPROTO, "malformed request line");
-	if (i > 32)
+	if (i > AL_HTTP_METHOD_MAX)
 		return al_error_set(p->err, EPROTO, "method longer than 32 characters");
 	p->req->method = (struct al_http_slice){0, i};
 	t = ++i;

@@ -33,6 +33,7 @@
 #include "net/allow.h"
 
 #define AL_HTTP_HEAD_MAX    16384
+#define AL_HTTP_METHOD_MAX  32 /* the longest method a request line may have */
 #define AL_HTTP_HEADERS_MAX 64
 
 enum al_http_form {

@@ -263,7 +263,7 @@ static int start_connector(const struct al_plan *plan, struct al_gateway *gw, ch
 	/* The kernel reaps it when it ends: the gateway's allowlist has no
 	 * wait, and nothing here forks another child. */
 	signal(SIGCHLD, SIG_IGN);
-	if ((r = gw_connector_start(d->socket, &fd, msg, len)) < 0)
+	if ((r = gw_connector_start(d->socket, d->egress_path, &fd, msg, len)) < 0)
 		return -r;
 	al_gateway_use_connector(gw, fd);
 	return 0;

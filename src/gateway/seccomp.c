@@ -76,9 +76,10 @@ const struct al_seccomp_rule_info *al_gateway_seccomp_table(size_t *ret_n)
 	return table;
 }
 
-/* The decider's connector (gateway/connector.c): it reads a token, makes
- * one Unix stream socket, connects it to the one path it was given before
- * it confined itself, and passes it back. Nothing else: no files (landlock
+/* The decider's connector (gateway/connector.c): it reads a token and a
+ * body, makes one Unix stream socket, connects it to the one path it was
+ * given before it confined itself, writes the question (sendmsg), shuts
+ * its write side and passes it back. Nothing else: no files (landlock
  * allows none), no other sockets, not even a read of anything but its own
  * socketpair (connect() cannot be filtered by address here, which is why
  * the connector exists apart from the gateway). */
@@ -86,7 +87,7 @@ const struct al_seccomp_rule_info *al_gateway_seccomp_table(size_t *ret_n)
 static const struct al_seccomp_rule_info connector_table[] = {
 	ALLOW("recvfrom"), ALLOW("sendmsg"), ALLOW("close"),
 	SOCKET(AF_UNIX, SOCK_STREAM, 0),
-	ALLOW("connect"),
+	ALLOW("connect"), ALLOW("shutdown"),
 	ALLOW("exit"), ALLOW("exit_group"), ALLOW("rt_sigreturn"), ALLOW("restart_syscall"),
 	/* what libc or a sanitizer build may need on the way out */
 	ALLOW("munmap"), ALLOW("futex"), ALLOW("sigaltstack"),

@@ -493,7 +493,10 @@ static void test_call_on_fd(void **state)
 
 	(void)state;
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	assert_int_equal(al_decider_call_start_fd(&conf, EGRESS, NULL, sv[0], 0, &call, &err), 0);
+	json_t *null_input = json_null();
+	assert_int_equal(al_decider_call_start_fd(&conf, EGRESS, null_input, sv[0], 0, &call, &err),
+			 0);
+	json_decref(null_input);
 	assert_int_equal(al_decider_call_fd(call), sv[0]);
 	assert_int_equal(al_decider_call_events(call), EPOLLOUT);
 	assert_true(al_decider_call_deadline(call) > al_now_ms() + 4000);
@@ -516,6 +519,9 @@ static void test_call_on_fd(void **state)
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	assert_int_equal(
 	    al_decider_call_start_fd(&conf, EGRESS, NULL, sv[0], al_now_ms() + 50, &call, &err), 0);
+	/* No input: the question was written already (the connector's
+	 * way); the call only reads. */
+	assert_int_equal(al_decider_call_events(call), EPOLLIN);
 	assert_int_equal(al_decider_call_step(call, &res, &err), 0);
 	usleep(80 * 1000);
 	assert_int_equal(al_decider_call_step(call, &res, &err), -ETIMEDOUT);

@@ -539,6 +539,11 @@ static void test_never_literal(void **state)
 	assert_int_equal(get(&f, "127.0.0.1", f.up.port, "/"), 403);
 	snprintf(want, sizeof(want), "the operator policy never allows 127.0.0.1 (rule %s)", rule);
 	assert_string_equal(last_reason(&f), want);
+	/* The same address written as IPv4-mapped IPv6 is that address, and
+	 * named so (to the audit, and to a decider). */
+	assert_int_equal(get(&f, "[::ffff:127.0.0.1]", f.up.port, "/"), 403);
+	assert_string_equal(last_reason(&f), want);
+	assert_string_equal(last_field(&f, "name"), "127.0.0.1");
 	assert_int_equal(upstream_count(&f.up), 2);
 	fx_stop(&f);
 }
@@ -951,6 +956,79 @@ static void test_confined_tcp(void **state)
 	confined(true);
 }
 
+/* The connector writes the question itself (POST to its one egress
+ * path, the gateway's body, its own Content-Length) and shuts the write
+ * side before it passes the socket: a gateway taken over cannot send the
+ * decider anything else on it (a PUT of a new policy, say). */
+static void test_connector_writes_the_request(void **state)
+{
+	static const char body[] = "{\"input\": {\"host\": \"a.test\"}}";
+	char dir[] = "/tmp/al-conn-XXXXXX", path[64], buf[4096], cbuf[CMSG_SPACE(sizeof(int))];
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	struct gw_connector_reply m;
+	char msg[256] = "";
+	int cfd = -1, fd = -1;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/d.sock", dir);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(ls >= 0);
+	assert_int_equal(bind(ls, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	assert_int_equal(listen(ls, 4), 0);
+	pid_t before = getpid();
+	assert_int_equal(
+	    gw_connector_start(path, "/v1/data/airlock/egress", &cfd, msg, sizeof(msg)), 0);
+	assert_int_equal(getpid(), before);
+
+	char q[sizeof(uint64_t) + sizeof(body) - 1];
+	uint64_t token = 42;
+	memcpy(q, &token, sizeof(token));
+	memcpy(q + sizeof(token), body, sizeof(body) - 1);
+	assert_int_equal(send(cfd, q, sizeof(q), 0), (ssize_t)sizeof(q));
+	struct pollfd p = {.fd = cfd, .events = POLLIN};
+	assert_int_equal(poll(&p, 1, 5000), 1);
+	struct iovec iov = {&m, sizeof(m)};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+	assert_int_equal(recvmsg(cfd, &mh, MSG_CMSG_CLOEXEC), (ssize_t)sizeof(m));
+	assert_int_equal(m.token, 42);
+	assert_int_equal(m.error, 0);
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	assert_non_null(cm);
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+
+	/* The gateway's end cannot write: the connector shut it. */
+	errno = 0;
+	assert_int_equal(send(fd, "PUT /v1/policies/x HTTP/1.1\r\n\r\n", 32, MSG_NOSIGNAL), -1);
+	assert_int_equal(errno, EPIPE);
+
+	int as = accept(ls, NULL, NULL);
+	assert_true(as >= 0);
+	size_t n = 0;
+	ssize_t r;
+	while ((r = read(as, buf + n, sizeof(buf) - 1 - n)) > 0)
+		n += (size_t)r;
+	buf[n] = '\0';
+	static const char line[] = "POST /v1/data/airlock/egress HTTP/1.1\r\n";
+	assert_true(strncmp(buf, line, sizeof(line) - 1) == 0);
+	char cl[48];
+	snprintf(cl, sizeof(cl), "Content-Length: %zu\r\n", sizeof(body) - 1);
+	assert_non_null(strstr(buf, cl));
+	assert_non_null(strstr(buf, "Connection: close\r\n"));
+	assert_non_null(strstr(buf, "\r\n\r\n{\"input\": {\"host\": \"a.test\"}}"));
+	assert_null(strstr(buf, "PUT"));
+	close(as);
+	close(fd);
+	close(cfd); /* the connector ends when its socket does */
+	close(ls);
+	unlink(path);
+	rmdir(dir);
+	while (waitpid(-1, NULL, 0) > 0)
+		;
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -962,6 +1040,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_decider_answers),
 	    cmocka_unit_test(test_decider_fails_closed),
 	    cmocka_unit_test(test_decider_tcp),
+	    cmocka_unit_test(test_connector_writes_the_request),
 	    cmocka_unit_test_teardown(test_confined_unix, py_teardown),
 	    cmocka_unit_test_teardown(test_confined_tcp, py_teardown),
 	};
