@@ -371,7 +371,7 @@ static int narrow_limits(struct al_decision *d, struct al_policy *task, const js
 					 decider, k);
 			return -EPERM;
 		}
-		uint64_t *f = (uint64_t *)((char *)task + ld->offset), nv = json_integer_value(v);
+		uint64_t *f = al_limit_field(task, ld), nv = json_integer_value(v);
 		/* Unset is airlock's own default (the engine left it only
 		 * where that is within the ceiling): never raised past it. */
 		uint64_t cur = *f ? *f : ld->builtin;

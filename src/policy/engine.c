@@ -14,79 +14,11 @@
 #include "core/util.h"
 #include "policy/engine-internal.h"
 
-#define LIMIT(sec, key, flag, kind, cmax, min, field, builtin)                                     \
-	{                                                                                          \
-		sec, key, flag, kind, cmax, min, offsetof(struct al_policy, field), builtin        \
-	}
-
-const struct al_limit_def al_limit_defs[AL_OPL_COUNT] = {
-    [AL_OPL_TIMEOUT] = LIMIT("limits", "timeout", "--timeout", AL_LIMIT_DURATION, 0, 0, timeout_ms,
-			     AL_DEFAULT_TIMEOUT_MS),
-    [AL_OPL_SCRATCH] = LIMIT("limits", "scratch", "--scratch", AL_LIMIT_SIZE, 0, 0, scratch_bytes,
-			     AL_DEFAULT_SCRATCH_BYTES),
-    [AL_OPL_MEMORY] = LIMIT("limits", "memory", "--memory", AL_LIMIT_SIZE, 0, 4ull << 20,
-			    memory_bytes, AL_DEFAULT_MEMORY_BYTES),
-    [AL_OPL_PIDS] =
-	LIMIT("limits", "pids", "--pids", AL_LIMIT_COUNT, 4194304, 2, pids, AL_DEFAULT_PIDS),
-    [AL_OPL_CPUS] = LIMIT("limits", "cpus", "--cpus", AL_LIMIT_CPUS, 0, 0, cpus_milli, 0),
-    [AL_OPL_CPU_TIME] =
-	LIMIT("limits", "cpu_time", "--cpu-time", AL_LIMIT_DURATION, 0, 0, cpu_time_ms, 0),
-    [AL_OPL_OUTPUT] = LIMIT("limits", "output", "--output-limit", AL_LIMIT_SIZE, 0, 0, output_bytes,
-			    AL_DEFAULT_OUTPUT_BYTES),
-    [AL_OPL_OPEN_FILES] = LIMIT("limits", "open_files", "--open-files", AL_LIMIT_COUNT, 1048576, 0,
-				open_files, AL_DEFAULT_OPEN_FILES),
-    [AL_OPL_FILE_SIZE] =
-	LIMIT("limits", "file_size", "--file-size", AL_LIMIT_SIZE, 0, 0, file_size, 0),
-    /* Its own default is the scratch's size: engine.c fills that in. */
-    [AL_OPL_COPY_OUT_SIZE] =
-	LIMIT("limits", "copy_out_size", "--copy-out-size", AL_LIMIT_SIZE, 0, 0, copy_out_bytes, 0),
-    [AL_OPL_COPY_OUT_FILES] = LIMIT("limits", "copy_out_files", "--copy-out-files", AL_LIMIT_COUNT,
-				    1000000, 0, copy_out_files, AL_DEFAULT_COPY_OUT_FILES),
-    [AL_OPL_NET_CONNECTIONS] = LIMIT("network.limits", "connections", NULL, AL_LIMIT_COUNT, 65536,
-				     0, net_run.connections, AL_DEFAULT_NET_CONNECTIONS),
-    [AL_OPL_NET_REQUESTS] = LIMIT("network.limits", "requests", NULL, AL_LIMIT_COUNT, 1ull << 40, 0,
-				  net_run.requests, 0),
-    [AL_OPL_NET_BYTES_OUT] =
-	LIMIT("network.limits", "bytes_out", NULL, AL_LIMIT_SIZE, 0, 0, net_run.bytes_out, 0),
-    [AL_OPL_HOST_CONNECTIONS] = LIMIT("network.per_host", "connections", NULL, AL_LIMIT_COUNT,
-				      65536, 0, net_host.connections, 0),
-    [AL_OPL_HOST_REQUESTS] = LIMIT("network.per_host", "requests", NULL, AL_LIMIT_COUNT, 1ull << 40,
-				   0, net_host.requests, 0),
-    [AL_OPL_HOST_BYTES_OUT] =
-	LIMIT("network.per_host", "bytes_out", NULL, AL_LIMIT_SIZE, 0, 0, net_host.bytes_out, 0),
-};
-
-void al_limit_format(const struct al_limit_def *d, uint64_t v, char *buf, size_t len)
-{
-	switch (d->kind) {
-	case AL_LIMIT_SIZE:
-		al_format_size(v, buf, len);
-		break;
-	case AL_LIMIT_DURATION:
-		if (v % 1000 == 0)
-			snprintf(buf, len, "%llus", (unsigned long long)(v / 1000));
-		else
-			snprintf(buf, len, "%llums", (unsigned long long)v);
-		break;
-	case AL_LIMIT_CPUS:
-		snprintf(buf, len, "%g", (double)v / 1000.0);
-		break;
-	case AL_LIMIT_COUNT:
-		snprintf(buf, len, "%llu", (unsigned long long)v);
-		break;
-	}
-}
-
-static uint64_t *limit_field(struct al_policy *p, const struct al_limit_def *d)
-{
-	return (uint64_t *)((char *)p + d->offset);
-}
-
 /* "--memory" when the flags set it, else "FILE: limits.memory". */
 static char *limit_ref(const struct al_policy *task, const struct al_policy *flags,
 		       const struct al_limit_def *d)
 {
-	if (flags && d->flag && *limit_field((struct al_policy *)flags, d))
+	if (flags && d->flag && *al_limit_field((struct al_policy *)flags, d))
 		return xstrdup(d->flag);
 	return xasprintf("%s: %s.%s", task->source, d->section, d->key);
 }
@@ -99,7 +31,7 @@ static void check_limits(struct al_decision *d, struct al_policy *task,
 	for (size_t i = 0; i < AL_OPL_COUNT; i++) {
 		const struct al_limit_def *ld = &al_limit_defs[i];
 		const struct al_op_bound *b = &pr->limits[i];
-		uint64_t *v = limit_field(task, ld), builtin = ld->builtin;
+		uint64_t *v = al_limit_field(task, ld), builtin = ld->builtin;
 		char what[64], val[48], mx[48], bpath[192];
 		bool net = strncmp(ld->section, "network", 7) == 0;
 

@@ -20,33 +20,10 @@
 #include <stdio.h>
 
 #include "core/error.h"
+#include "policy/limits.h"
 #include "policy/operator.h"
 #include "policy/plan.h"
 #include "policy/policy.h"
-
-enum al_limit_kind {
-	AL_LIMIT_SIZE,	   /* bytes: "64M" */
-	AL_LIMIT_DURATION, /* milliseconds: "90s" */
-	AL_LIMIT_COUNT,
-	AL_LIMIT_CPUS, /* thousandths of a CPU: 0.5 */
-};
-
-/* One limit a profile bounds: where it is in the task policy. */
-struct al_limit_def {
-	const char *section; /* "limits", "network.limits", "network.per_host" */
-	const char *key;     /* "memory" */
-	const char *flag;    /* "--memory", or NULL when only the file sets it */
-	enum al_limit_kind kind;
-	uint64_t count_max; /* COUNT: the most a task may write */
-	uint64_t min;	    /* the least a run can have (memory 4M, pids 2); 0: none */
-	size_t offset;	    /* of its uint64_t in struct al_policy */
-	uint64_t builtin;   /* airlock's own default when none is asked; 0: no limit */
-};
-
-extern const struct al_limit_def al_limit_defs[AL_OPL_COUNT];
-
-/* v as a task would write it ("64M", "90s", "0.5", "128"). */
-void al_limit_format(const struct al_limit_def *d, uint64_t v, char *buf, size_t len);
 
 /* Where a decision's value came from. */
 enum al_origin {

@@ -314,20 +314,7 @@ static int parse_bound(struct al_json_ctx *c, const json_t *j, const char *path,
 		if (!v)
 			continue;
 		snprintf(sub, sizeof(sub), "%s.%s", path, names[i]);
-		switch (d->kind) {
-		case AL_LIMIT_SIZE:
-			r = al_json_size(c, v, sub, out[i]);
-			break;
-		case AL_LIMIT_DURATION:
-			r = al_json_duration(c, v, sub, out[i]);
-			break;
-		case AL_LIMIT_COUNT:
-			r = al_json_count(c, v, sub, d->count_max, out[i]);
-			break;
-		case AL_LIMIT_CPUS:
-			r = al_json_cpus(c, v, sub, out[i]);
-			break;
-		}
+		r = al_json_limit(c, v, sub, d, out[i]);
 		al_json_note(&bad, r);
 	}
 	if (bad == 0 && b->max && b->def > b->max) {

@@ -17,34 +17,12 @@
 
 #include "core/error.h"
 #include "net/allow.h"
+#include "policy/limits.h"
 
 #define AL_OPERATOR_VERSION	 1
 #define AL_OPERATOR_DEFAULT_FILE "/etc/airlock/operator.json"
 #define AL_OPERATOR_ENV		 "AIRLOCK_OPERATOR_POLICY"
 #define AL_OPERATOR_PROFILE	 "default"
-
-/* The limits a profile bounds, in the task policy's terms (engine.c's
- * table says which field and flag each is). */
-enum al_op_limit {
-	AL_OPL_TIMEOUT,
-	AL_OPL_SCRATCH,
-	AL_OPL_MEMORY,
-	AL_OPL_PIDS,
-	AL_OPL_CPUS,
-	AL_OPL_CPU_TIME,
-	AL_OPL_OUTPUT,
-	AL_OPL_OPEN_FILES,
-	AL_OPL_FILE_SIZE,
-	AL_OPL_COPY_OUT_SIZE,
-	AL_OPL_COPY_OUT_FILES,
-	AL_OPL_NET_CONNECTIONS,
-	AL_OPL_NET_REQUESTS,
-	AL_OPL_NET_BYTES_OUT,
-	AL_OPL_HOST_CONNECTIONS,
-	AL_OPL_HOST_REQUESTS,
-	AL_OPL_HOST_BYTES_OUT,
-	AL_OPL_COUNT,
-};
 
 /* A ceiling and a default for one limit, in the task policy's units
  * (bytes, milliseconds, thousandths of a CPU, counts); 0 = not given. */

@@ -17,6 +17,7 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "policy/json.h"
+#include "policy/limits.h"
 
 static int parse_mount(struct al_json_ctx *c, const json_t *j, const char *path)
 {
@@ -220,68 +221,44 @@ static int parse_kmem(struct al_json_ctx *c, const json_t *v)
 	return 0;
 }
 
-static int parse_limits(struct al_json_ctx *c, const json_t *j)
+/* The limits of one section ("limits", "network.limits",
+ * "network.per_host") at path, from the table (limits.h); extra is one
+ * more key the section takes (limits.kernel_memory), parsed by the caller. */
+static int parse_limit_section(struct al_json_ctx *c, const json_t *j, const char *path,
+			       const char *section, const char *extra)
 {
-	static const char *const keys[] = {
-	    "timeout",	     "scratch",	       "memory",     "pids",	  "cpus",
-	    "cpu_time",	     "output",	       "open_files", "file_size", "kernel_memory",
-	    "copy_out_size", "copy_out_files", NULL};
-	struct al_policy *p = c->p;
-	json_t *v;
-	int r, bad = 0;
-
-	if ((r = al_json_want(c, j, JSON_OBJECT, "limits", "an object")) < 0)
-		return r;
-	al_json_note(&bad, al_json_check_keys(c, j, "limits", keys));
-	if ((v = json_object_get(j, "timeout")))
-		al_json_note(&bad, al_json_duration(c, v, "limits.timeout", &p->timeout_ms));
-	if ((v = json_object_get(j, "scratch")))
-		al_json_note(&bad, al_json_size(c, v, "limits.scratch", &p->scratch_bytes));
-	if ((v = json_object_get(j, "memory")))
-		al_json_note(&bad, al_json_size(c, v, "limits.memory", &p->memory_bytes));
-	if ((v = json_object_get(j, "pids")))
-		al_json_note(&bad, al_json_count(c, v, "limits.pids", 4194304, &p->pids));
-	if ((v = json_object_get(j, "cpus")))
-		al_json_note(&bad, al_json_cpus(c, v, "limits.cpus", &p->cpus_milli));
-	if ((v = json_object_get(j, "cpu_time")))
-		al_json_note(&bad, al_json_duration(c, v, "limits.cpu_time", &p->cpu_time_ms));
-	if ((v = json_object_get(j, "output")))
-		al_json_note(&bad, al_json_size(c, v, "limits.output", &p->output_bytes));
-	if ((v = json_object_get(j, "open_files")))
-		al_json_note(&bad,
-			     al_json_count(c, v, "limits.open_files", 1048576, &p->open_files));
-	if ((v = json_object_get(j, "file_size")))
-		al_json_note(&bad, al_json_size(c, v, "limits.file_size", &p->file_size));
-	if ((v = json_object_get(j, "copy_out_size")))
-		al_json_note(&bad, al_json_size(c, v, "limits.copy_out_size", &p->copy_out_bytes));
-	if ((v = json_object_get(j, "copy_out_files")))
-		al_json_note(&bad, al_json_count(c, v, "limits.copy_out_files", 1000000,
-						 &p->copy_out_files));
-	if ((v = json_object_get(j, "kernel_memory")))
-		al_json_note(&bad, parse_kmem(c, v));
-	return bad;
-}
-
-static int parse_net_limits(struct al_json_ctx *c, const json_t *j, const char *path,
-			    struct al_net_limits *ret)
-{
-	static const char *const keys[] = {"connections", "requests", "bytes_out", NULL};
-	char sub[96];
-	json_t *v;
+	const char *keys[AL_OPL_COUNT + 2];
+	size_t nk = 0;
 	int r, bad = 0;
 
 	if ((r = al_json_want(c, j, JSON_OBJECT, path, "an object")) < 0)
 		return r;
+	for (size_t i = 0; i < AL_OPL_COUNT; i++)
+		if (strcmp(al_limit_defs[i].section, section) == 0)
+			keys[nk++] = al_limit_defs[i].key;
+	if (extra)
+		keys[nk++] = extra;
+	keys[nk] = NULL;
 	al_json_note(&bad, al_json_check_keys(c, j, path, keys));
-	snprintf(sub, sizeof(sub), "%s.connections", path);
-	if ((v = json_object_get(j, "connections")))
-		al_json_note(&bad, al_json_count(c, v, sub, 65536, &ret->connections));
-	snprintf(sub, sizeof(sub), "%s.requests", path);
-	if ((v = json_object_get(j, "requests")))
-		al_json_note(&bad, al_json_count(c, v, sub, 1ull << 40, &ret->requests));
-	snprintf(sub, sizeof(sub), "%s.bytes_out", path);
-	if ((v = json_object_get(j, "bytes_out")))
-		al_json_note(&bad, al_json_size(c, v, sub, &ret->bytes_out));
+	for (size_t i = 0; i < AL_OPL_COUNT; i++) {
+		const struct al_limit_def *d = &al_limit_defs[i];
+		json_t *v;
+		char sub[96];
+		if (strcmp(d->section, section) != 0 || !(v = json_object_get(j, d->key)))
+			continue;
+		snprintf(sub, sizeof(sub), "%s.%s", path, d->key);
+		al_json_note(&bad, al_json_limit(c, v, sub, d, al_limit_field(c->p, d)));
+	}
+	return bad;
+}
+
+static int parse_limits(struct al_json_ctx *c, const json_t *j)
+{
+	json_t *v;
+	int bad = parse_limit_section(c, j, "limits", "limits", "kernel_memory");
+
+	if (json_is_object(j) && (v = json_object_get(j, "kernel_memory")))
+		al_json_note(&bad, parse_kmem(c, v));
 	return bad;
 }
 
@@ -360,9 +337,11 @@ static int parse_network(struct al_json_ctx *c, const json_t *j)
 	    al_policy_check_resolver(c->p->net_resolver, &why) < 0)
 		al_json_note(&bad, al_json_fail(c, "network.resolver", "%s", why.msg));
 	if ((v = json_object_get(j, "limits")))
-		al_json_note(&bad, parse_net_limits(c, v, "network.limits", &c->p->net_run));
+		al_json_note(&bad,
+			     parse_limit_section(c, v, "network.limits", "network.limits", NULL));
 	if ((v = json_object_get(j, "per_host")))
-		al_json_note(&bad, parse_net_limits(c, v, "network.per_host", &c->p->net_host));
+		al_json_note(
+		    &bad, parse_limit_section(c, v, "network.per_host", "network.per_host", NULL));
 	if ((v = json_object_get(j, "hosts")))
 		al_json_note(&bad, parse_hosts(c, v));
 	return bad;

@@ -275,6 +275,9 @@ static void on_event(void *data, const char *event, json_t *fields)
 }
 
 static void add_rule(struct al_allowlist *l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void add_rule(struct al_allowlist *l, const char *fmt, ...)
 {
 	struct al_error err = {0};
 	char rule[128];
