@@ -963,10 +963,26 @@ static void test_confined_tcp(void **state)
  * path, the gateway's body, its own Content-Length) and shuts the write
  * side before it passes the socket: a gateway taken over cannot send the
  * decider anything else on it (a PUT of a new policy, say). */
+static char conn_dir[] = "/tmp/al-conn-XXXXXX";
+
+/* Whatever the case did, its socket and directory go. */
+static int conn_teardown(void **state)
+{
+	char path[64];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/d.sock", conn_dir);
+	unlink(path);
+	rmdir(conn_dir);
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	return 0;
+}
+
 static void test_connector_writes_the_request(void **state)
 {
 	static const char body[] = "{\"input\": {\"host\": \"a.test\"}}";
-	char dir[] = "/tmp/al-conn-XXXXXX", path[64], buf[4096], cbuf[CMSG_SPACE(sizeof(int))];
+	char *dir = conn_dir, path[64], buf[4096], cbuf[CMSG_SPACE(sizeof(int))];
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	struct gw_connector_reply m;
 	char msg[256] = "";
@@ -1026,8 +1042,6 @@ static void test_connector_writes_the_request(void **state)
 	close(fd);
 	close(cfd); /* the connector ends when its socket does */
 	close(ls);
-	unlink(path);
-	rmdir(dir);
 	while (waitpid(-1, NULL, 0) > 0)
 		;
 }
@@ -1043,7 +1057,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_decider_answers),
 	    cmocka_unit_test(test_decider_fails_closed),
 	    cmocka_unit_test(test_decider_tcp),
-	    cmocka_unit_test(test_connector_writes_the_request),
+	    cmocka_unit_test_teardown(test_connector_writes_the_request, conn_teardown),
 	    cmocka_unit_test_teardown(test_confined_unix, py_teardown),
 	    cmocka_unit_test_teardown(test_confined_tcp, py_teardown),
 	};
