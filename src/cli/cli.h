@@ -25,7 +25,8 @@ struct al_cli {
 	int audit_fd;		 /* --audit-fd, --audit -; -1: none */
 	struct al_policy *flags; /* what the flags asked for; merged over the file */
 	bool json;
-	bool explain; /* check --explain */
+	bool explain;	     /* check --explain */
+	unsigned task_flags; /* options that set something in flags (not --policy, --json, ...) */
 	bool help;
 	bool version;
 };

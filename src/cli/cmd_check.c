@@ -237,7 +237,7 @@ int al_cmd_check(int argc, char **argv)
 
 	if (al_cli_start(&cli, AL_CMD_CHECK, argc, argv, usage, &errs, &code))
 		goto out;
-	if (cli.operator_file && !cli.policy_file && al_policy_is_empty(cli.flags)) {
+	if (cli.operator_file && !cli.policy_file && cli.task_flags == 0) {
 		code = check_operator(&cli);
 		goto out;
 	}

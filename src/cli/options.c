@@ -558,6 +558,15 @@ static void add_flag_error(struct al_errors *errs, const struct option_def *o, c
 	al_errors_add(errs, e->code, where, NULL, "%s", colon + 2);
 }
 
+/* An option that says how airlock reports or where it reads its files,
+ * not what the task asks for. */
+static bool is_cli_only(const struct option_def *o)
+{
+	return o->apply == opt_policy || o->apply == opt_operator || o->apply == opt_file ||
+	       o->apply == opt_json || o->apply == opt_explain || o->apply == opt_quiet ||
+	       o->apply == opt_verbose || o->apply == opt_help || o->apply == opt_version;
+}
+
 int al_cli_parse(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
 		 struct al_errors *errs)
 {
@@ -618,6 +627,8 @@ int al_cli_parse(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
 		}
 		if (o->apply(cli, o, value, &e) < 0)
 			add_flag_error(errs, o, value, &e);
+		else if (!is_cli_only(o))
+			cli->task_flags++;
 	}
 	if (i < argc) {
 		if (cmd != AL_CMD_RUN)

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "core/util.h"
 #include "policy/json.h"
@@ -91,4 +92,15 @@ int al_json_limit(struct al_json_ctx *c, const json_t *v, const char *path,
 uint64_t *al_limit_field(struct al_policy *p, const struct al_limit_def *d)
 {
 	return (uint64_t *)((char *)p + d->offset);
+}
+
+size_t al_limit_keys(const char *section, const char **keys)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < AL_OPL_COUNT; i++)
+		if (strcmp(al_limit_defs[i].section, section) == 0)
+			keys[n++] = al_limit_defs[i].key;
+	keys[n] = NULL;
+	return n;
 }

@@ -66,3 +66,7 @@ int al_json_limit(struct al_json_ctx *c, const json_t *v, const char *path,
 struct al_policy;
 /* d's field in p. */
 uint64_t *al_limit_field(struct al_policy *p, const struct al_limit_def *d);
+
+/* The keys of section's limits into keys[] (room for AL_OPL_COUNT + 1),
+ * NULL-terminated; returns how many. */
+size_t al_limit_keys(const char *section, const char **keys);

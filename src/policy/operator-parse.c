@@ -337,15 +337,11 @@ static int parse_limits(struct al_json_ctx *c, const json_t *j, const char *path
 			const char *section, struct al_op_profile *pr)
 {
 	const char *keys[AL_OPL_COUNT + 1];
-	size_t nk = 0;
 	int r, bad = 0;
 
 	if ((r = al_json_want(c, j, JSON_OBJECT, path, "an object")) < 0)
 		return r;
-	for (size_t i = 0; i < AL_OPL_COUNT; i++)
-		if (strcmp(al_limit_defs[i].section, section) == 0)
-			keys[nk++] = al_limit_defs[i].key;
-	keys[nk] = NULL;
+	al_limit_keys(section, keys);
 	al_json_note(&bad, al_json_check_keys(c, j, path, keys));
 	for (size_t i = 0; i < AL_OPL_COUNT; i++) {
 		const struct al_limit_def *d = &al_limit_defs[i];

@@ -228,17 +228,15 @@ static int parse_limit_section(struct al_json_ctx *c, const json_t *j, const cha
 			       const char *section, const char *extra)
 {
 	const char *keys[AL_OPL_COUNT + 2];
-	size_t nk = 0;
 	int r, bad = 0;
 
 	if ((r = al_json_want(c, j, JSON_OBJECT, path, "an object")) < 0)
 		return r;
-	for (size_t i = 0; i < AL_OPL_COUNT; i++)
-		if (strcmp(al_limit_defs[i].section, section) == 0)
-			keys[nk++] = al_limit_defs[i].key;
-	if (extra)
+	size_t nk = al_limit_keys(section, keys);
+	if (extra) {
 		keys[nk++] = extra;
-	keys[nk] = NULL;
+		keys[nk] = NULL;
+	}
 	al_json_note(&bad, al_json_check_keys(c, j, path, keys));
 	for (size_t i = 0; i < AL_OPL_COUNT; i++) {
 		const struct al_limit_def *d = &al_limit_defs[i];

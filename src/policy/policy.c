@@ -392,16 +392,3 @@ int al_policy_check_resolver(const char *s, struct al_error *err)
 	}
 	return 0;
 }
-
-bool al_policy_is_empty(const struct al_policy *p)
-{
-	struct al_policy e = {.scratch_exec = AL_UNSET, .tty = AL_UNSET};
-
-	return !p->profile && !p->command && !p->hostname && p->tty == e.tty && !p->system &&
-	       !p->n_mounts && !p->workdir && p->scratch_exec == e.scratch_exec && !p->landlock &&
-	       !p->n_copy_in && !p->n_copy_out && !p->env && !p->timeout_ms && !p->scratch_bytes &&
-	       !p->memory_bytes && !p->pids && !p->cpus_milli && !p->cpu_time_ms &&
-	       !p->output_bytes && !p->open_files && !p->file_size && !p->copy_out_bytes &&
-	       !p->copy_out_files && !p->kernel_memory && !p->network_mode && !p->net_allow &&
-	       !p->net_hosts && !p->net_resolver && !p->backend;
-}

@@ -172,9 +172,6 @@ bool al_policy_env_is_hidden(char *const *hidden, const char *name);
  * otherwise; over's env entries replace same-named ones. Borrows over. */
 void al_policy_merge(struct al_policy *base, const struct al_policy *over);
 
-/* Nothing is set (a new policy): the flags asked for nothing. */
-bool al_policy_is_empty(const struct al_policy *p);
-
 /* Parse a policy file (JSON, strict, version 1) into a new policy.
  * Errors name the file and either line:column (syntax) or the JSON path
  * (schema), e.g. "p.json: limits.timeout: expected ...". Returns 0 or a
