@@ -223,18 +223,19 @@ static int parse_kmem(struct al_json_ctx *c, const json_t *v)
 
 /* The limits of one section ("limits", "network.limits",
  * "network.per_host") at path, from the table (limits.h); extra is one
- * more key the section takes (limits.kernel_memory), parsed by the caller. */
+ * more keys the section takes (limits.kernel_memory and limits.budget),
+ * parsed by the caller. */
 static int parse_limit_section(struct al_json_ctx *c, const json_t *j, const char *path,
-			       const char *section, const char *extra)
+			       const char *section, const char *const *extra)
 {
-	const char *keys[AL_OPL_COUNT + 2];
+	const char *keys[AL_OPL_COUNT + 4];
 	int r, bad = 0;
 
 	if ((r = al_json_want(c, j, JSON_OBJECT, path, "an object")) < 0)
 		return r;
 	size_t nk = al_limit_keys(section, keys);
-	if (extra) {
-		keys[nk++] = extra;
+	for (size_t i = 0; extra && extra[i] && nk < AL_OPL_COUNT + 3; i++) {
+		keys[nk++] = extra[i];
 		keys[nk] = NULL;
 	}
 	al_json_note(&bad, al_json_check_keys(c, j, path, keys));
@@ -252,15 +253,19 @@ static int parse_limit_section(struct al_json_ctx *c, const json_t *j, const cha
 
 static int parse_limits(struct al_json_ctx *c, const json_t *j)
 {
+	static const char *const extra[] = {"kernel_memory", "budget", NULL};
 	json_t *v;
-	int bad = parse_limit_section(c, j, "limits", "limits", "kernel_memory");
+	int bad = parse_limit_section(c, j, "limits", "limits", extra);
 
 	if (json_is_object(j) && (v = json_object_get(j, "kernel_memory")))
 		al_json_note(&bad, parse_kmem(c, v));
+	if (json_is_object(j) && (v = json_object_get(j, "budget")))
+		al_json_note(&bad, al_json_budget(c, v, "limits.budget", true, &c->p->budget));
 	return bad;
 }
 
-/* network.allow: each rule checked as --allow checks it. */
+/* network.allow: each rule checked as --allow checks it; a rule written
+ * as an object carries options (cred.h). */
 static int parse_allow(struct al_json_ctx *c, const json_t *v)
 {
 	struct al_error why = {0};
@@ -268,18 +273,31 @@ static int parse_allow(struct al_json_ctx *c, const json_t *v)
 	json_t *e;
 	int r, bad = 0;
 
-	if ((r = al_json_strings(c, v, "network.allow", false, false, &c->p->net_allow)) < 0 &&
-	    !json_is_array(v))
+	if ((r = al_json_want(c, v, JSON_ARRAY, "network.allow",
+			      "an array of rules (strings or objects)")) < 0)
 		return r;
-	al_json_note(&bad, r);
 	json_array_foreach(v, i, e)
 	{
 		char sub[64];
 		snprintf(sub, sizeof(sub), "network.allow[%zu]", i);
-		if (json_is_string(e) && strlen(json_string_value(e)) == json_string_length(e) &&
-		    al_policy_check_allow_rule(json_string_value(e), &why) < 0)
+		if (json_is_object(e)) {
+			struct al_rule_opts *o = NULL;
+			if (al_json_note(&bad, al_json_rule_opts(c, e, sub, &o)) < 0)
+				continue;
+			al_strv_push(&c->p->net_allow, o->rule);
+			al_policy_add_rule_opts(c->p, o);
+			continue;
+		}
+		_cleanup_free_ char *rule = NULL;
+		if (al_json_note(&bad, al_json_string(c, e, sub, &rule)) < 0)
+			continue;
+		if (al_policy_check_allow_rule(rule, &why) < 0)
 			al_json_note(&bad, al_json_fail(c, sub, "%s", why.msg));
+		else
+			al_strv_push(&c->p->net_allow, rule);
 	}
+	if (!c->p->net_allow && bad == 0)
+		c->p->net_allow = xcalloc(1, sizeof(char *));
 	return bad;
 }
 
@@ -359,6 +377,34 @@ static int parse_backend(struct al_json_ctx *c, const json_t *j)
 	return bad;
 }
 
+/* "secrets" / "tokens": definitions (an object), or the names of an
+ * operator policy's ones (an array); the engine says which is allowed. */
+static int parse_secrets(struct al_json_ctx *c, const json_t *v, const char *path, bool token)
+{
+	_cleanup_(al_strv_freep) char **names = NULL;
+	struct al_secret_def **defs = NULL;
+	size_t n = 0;
+	int r;
+
+	if (json_is_array(v)) {
+		if ((r = al_json_strings(c, v, path, false, false, &names)) < 0)
+			return r;
+		for (size_t i = 0; names[i]; i++)
+			al_policy_add_secret_name(c->p, names[i]);
+		return 0;
+	}
+	if (!json_is_object(v))
+		return al_json_fail(c, path,
+				    "expected an object of definitions, or an array of the "
+				    "names an operator policy defines, got %s",
+				    al_json_type_name(v));
+	r = al_json_secret_defs(c, v, path, token, &defs, &n);
+	for (size_t i = 0; i < n; i++)
+		al_policy_add_secret_def(c->p, defs[i]);
+	free(defs);
+	return r;
+}
+
 /* A version this build does not read stops the parse (its keys may mean
  * something else); a missing or mistyped one is reported and the rest is
  * read as version 1. */
@@ -388,7 +434,8 @@ static int parse_root(struct al_json_ctx *c, const json_t *root)
 {
 	static const char *const keys[] = {"version", "command",    "hostname", "tty",
 					   "profile", "filesystem", "env",	"limits",
-					   "network", "backend",    NULL};
+					   "network", "backend",    "secrets",	"tokens",
+					   NULL};
 	json_t *v;
 	bool stop;
 	int bad = 0;
@@ -423,6 +470,10 @@ static int parse_root(struct al_json_ctx *c, const json_t *root)
 		al_json_note(&bad, parse_network(c, v));
 	if ((v = json_object_get(root, "backend")))
 		al_json_note(&bad, parse_backend(c, v));
+	if ((v = json_object_get(root, "secrets")))
+		al_json_note(&bad, parse_secrets(c, v, "secrets", false));
+	if ((v = json_object_get(root, "tokens")))
+		al_json_note(&bad, parse_secrets(c, v, "tokens", true));
 	return bad;
 }
 

@@ -70,6 +70,14 @@ void al_policy_free(struct al_policy *p)
 	al_strv_free(p->net_hosts);
 	free(p->net_resolver);
 	free(p->backend);
+	for (size_t i = 0; i < p->n_secret_defs; i++)
+		al_secret_def_free(p->secret_defs[i]);
+	free(p->secret_defs);
+	al_strv_free(p->secret_names);
+	for (size_t i = 0; i < p->n_rule_opts; i++)
+		al_rule_opts_free(p->rule_opts[i]);
+	free(p->rule_opts);
+	al_budget_clear(&p->budget);
 	al_policy_operator_free(p->op);
 	free(p);
 }
@@ -198,6 +206,24 @@ void al_policy_merge(struct al_policy *base, const struct al_policy *over)
 		al_policy_set_host(base, name, eq + 1);
 	}
 	replace_str(&base->backend, over->backend);
+	for (size_t i = 0; i < over->n_rule_opts; i++)
+		al_policy_add_rule_opts(base, al_rule_opts_dup(over->rule_opts[i]));
+	for (size_t i = 0; i < over->n_secret_defs; i++)
+		al_policy_add_secret_def(base, al_secret_def_dup(over->secret_defs[i]));
+	for (size_t i = 0; over->secret_names && over->secret_names[i]; i++)
+		al_policy_add_secret_name(base, over->secret_names[i]);
+	if (over->budget.set) {
+		/* A flag's max keeps the file's prices. */
+		struct al_budget b = {0};
+		al_budget_copy(&b, &over->budget);
+		if (!b.has_prices && base->budget.has_prices) {
+			uint64_t max = b.max;
+			al_budget_copy(&b, &base->budget);
+			b.max = max;
+		}
+		al_budget_clear(&base->budget);
+		base->budget = b;
+	}
 
 	for (size_t i = 0; i < over->n_mounts; i++) {
 		const struct al_policy_mount *om = &over->mounts[i];
@@ -391,4 +417,28 @@ int al_policy_check_resolver(const char *s, struct al_error *err)
 			return al_error_set(err, EINVAL, "\"%s\": bad port", s);
 	}
 	return 0;
+}
+
+void al_policy_add_rule_opts(struct al_policy *p, struct al_rule_opts *o)
+{
+	p->rule_opts = xrealloc(p->rule_opts, (p->n_rule_opts + 1) * sizeof(*p->rule_opts));
+	p->rule_opts[p->n_rule_opts++] = o;
+}
+
+void al_policy_add_secret_def(struct al_policy *p, struct al_secret_def *d)
+{
+	for (size_t i = 0; i < p->n_secret_defs; i++)
+		if (strcmp(p->secret_defs[i]->name, d->name) == 0) {
+			al_secret_def_free(p->secret_defs[i]);
+			p->secret_defs[i] = d;
+			return;
+		}
+	p->secret_defs = xrealloc(p->secret_defs, (p->n_secret_defs + 1) * sizeof(*p->secret_defs));
+	p->secret_defs[p->n_secret_defs++] = d;
+}
+
+void al_policy_add_secret_name(struct al_policy *p, const char *name)
+{
+	if (!al_policy_env_is_hidden(p->secret_names, name)) /* a list lookup */
+		al_strv_push(&p->secret_names, name);
 }

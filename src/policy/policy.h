@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "policy/cred.h"
 
 #define AL_POLICY_VERSION 1
 #define AL_UNSET	  (-1)
@@ -108,6 +109,17 @@ struct al_policy {
 	/* backend */
 	char *backend;
 
+	/* credentials (cred.h): secrets and tokens this task defines (only
+	 * without an operator policy), the ones it asks for by name (from an
+	 * operator policy's profile: --secret, "secrets": [NAMES]), the
+	 * options of allow rules written as objects, and the budget. */
+	struct al_secret_def **secret_defs;
+	size_t n_secret_defs;
+	char **secret_names;
+	struct al_rule_opts **rule_opts;
+	size_t n_rule_opts;
+	struct al_budget budget;
+
 	/* The operator policy the request is held to: set by the engine
 	 * (al_engine_request, engine.h), never by a file or a flag, and
 	 * carried into the plan. NULL: none. */
@@ -166,6 +178,13 @@ void al_policy_set_env_hidden(struct al_policy *p, const char *name, const char 
 void al_policy_set_env_passed(struct al_policy *p, const char *name, const char *value);
 /* name is one of hidden (p->env_hidden, p->env_passed). */
 bool al_policy_env_is_hidden(char *const *hidden, const char *name);
+
+/* Append allow-rule options (taken). */
+void al_policy_add_rule_opts(struct al_policy *p, struct al_rule_opts *o);
+/* Add a secret or token definition (taken), replacing one of that name. */
+void al_policy_add_secret_def(struct al_policy *p, struct al_secret_def *d);
+/* Ask for a secret or token by name (once). */
+void al_policy_add_secret_name(struct al_policy *p, const char *name);
 
 /* Overlay `over` onto `base`: every set field of `over` replaces base's;
  * over's mounts replace base mounts at the same sandbox path and are added
