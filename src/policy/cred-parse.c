@@ -93,8 +93,8 @@ static int parse_source(struct al_json_ctx *c, const json_t *j, const char *path
 		src->kind = AL_SOURCE_ENV;
 		if (al_json_note(&bad, al_json_string(c, v, sub, &src->env)) == 0 &&
 		    !al_env_name_is_valid(src->env))
-			al_json_note(&bad, al_json_fail(c, sub, "not a variable name: \"%s\"",
-							src->env));
+			al_json_note(&bad,
+				     al_json_fail(c, sub, "not a variable name: \"%s\"", src->env));
 	}
 	if ((v = json_object_get(j, "file"))) {
 		kinds++;
@@ -108,9 +108,10 @@ static int parse_source(struct al_json_ctx *c, const json_t *j, const char *path
 		src->kind = AL_SOURCE_FD;
 		if (!json_is_integer(v) || json_integer_value(v) < 3 ||
 		    json_integer_value(v) > 65535)
-			al_json_note(&bad, al_json_fail(c, sub,
-							"expected a descriptor number from 3 to "
-							"65535 (0, 1 and 2 are the command's stdio)"));
+			al_json_note(&bad,
+				     al_json_fail(c, sub,
+						  "expected a descriptor number from 3 to "
+						  "65535 (0, 1 and 2 are the command's stdio)"));
 		else
 			src->fd = (int)json_integer_value(v);
 	}
@@ -164,11 +165,12 @@ static int parse_hosts(struct al_json_ctx *c, const json_t *v, const char *path,
 		size_t len = colon && !strchr((*out)[i], ']') && strchr((*out)[i], ':') == colon
 				 ? (size_t)(colon - (*out)[i])
 				 : strlen((*out)[i]);
-		if (token && (al_host_parse((*out)[i], len, &h, NULL) < 0 || h.kind != AL_HOST_NAME))
-			al_json_note(&bad,
-				     al_json_fail(c, sub,
-						  "a token's hosts are its audience: each must be "
-						  "one host name (no wildcard, address or network)"));
+		if (token &&
+		    (al_host_parse((*out)[i], len, &h, NULL) < 0 || h.kind != AL_HOST_NAME))
+			al_json_note(
+			    &bad, al_json_fail(c, sub,
+					       "a token's hosts are its audience: each must be "
+					       "one host name (no wildcard, address or network)"));
 	}
 	return bad;
 }
@@ -203,8 +205,7 @@ static int parse_how(struct al_json_ctx *c, const json_t *j, const char *path,
 				al_json_note(&bad, al_json_fail(c, sub, "missing"));
 			else if (al_json_note(&bad, al_json_string(c, u, sub, &d->user)) == 0 &&
 				 (strchr(d->user, ':') || !d->user[0]))
-				al_json_note(&bad,
-					     al_json_fail(c, sub, "a user name without ':'"));
+				al_json_note(&bad, al_json_fail(c, sub, "a user name without ':'"));
 			else
 				d->how = AL_HOW_BASIC;
 		}
@@ -223,15 +224,16 @@ static int parse_how(struct al_json_ctx *c, const json_t *j, const char *path,
 			d->how = AL_HOW_QUERY;
 	}
 	snprintf(sub, sizeof(sub), "%s.sigv4", path);
-	if ((v = json_object_get(j, "sigv4")) && al_json_note(&bad, al_json_bool(c, v, sub, &b)) == 0 &&
-	    b) {
+	if ((v = json_object_get(j, "sigv4")) &&
+	    al_json_note(&bad, al_json_bool(c, v, sub, &b)) == 0 && b) {
 		if (d->token)
 			al_json_note(&bad, al_json_fail(c, sub, "a token is not an AWS key"));
 		else
 			d->how = AL_HOW_SIGV4;
 	}
 	snprintf(sub, sizeof(sub), "%s.body", path);
-	if ((v = json_object_get(j, "body")) && al_json_note(&bad, al_json_bool(c, v, sub, &b)) == 0)
+	if ((v = json_object_get(j, "body")) &&
+	    al_json_note(&bad, al_json_bool(c, v, sub, &b)) == 0)
 		d->body = b;
 	if (d->how == AL_HOW_SIGV4 && d->body)
 		al_json_note(&bad, al_json_fail(c, sub, "a signed request's body cannot change"));
@@ -288,12 +290,11 @@ static int parse_token_keys(struct al_json_ctx *c, const json_t *j, const char *
 static int parse_def(struct al_json_ctx *c, const char *name, const json_t *j, const char *path,
 		     bool token, struct al_secret_def **ret)
 {
-	static const char *const skeys[] = {"source", "hosts", "header", "basic", "query", "sigv4",
-					    "body",   "env",   "file",   NULL};
-	static const char *const tkeys[] = {"key",	   "iss",  "scope",  "hosts",
-					    "per_request", "ttl",  "expose", "header",
-					    "basic",	   "query", "body",  "env",
-					    "file",	   NULL};
+	static const char *const skeys[] = {"source", "hosts", "header", "basic", "query",
+					    "sigv4",  "body",  "env",	 "file",  NULL};
+	static const char *const tkeys[] = {"key",  "iss",    "scope",	"hosts", "per_request",
+					    "ttl",  "expose", "header", "basic", "query",
+					    "body", "env",    "file",	NULL};
 	struct al_secret_def *d = xcalloc(1, sizeof(*d));
 	char sub[384];
 	int r, bad = 0, b = 0;
@@ -317,8 +318,9 @@ static int parse_def(struct al_json_ctx *c, const char *name, const json_t *j, c
 	} else {
 		snprintf(sub, sizeof(sub), "%s.source", path);
 		if (!(v = json_object_get(j, "source")))
-			al_json_note(&bad, al_json_fail(c, sub, "missing (where the value is "
-								"read from on the host)"));
+			al_json_note(&bad, al_json_fail(c, sub,
+							"missing (where the value is "
+							"read from on the host)"));
 		else
 			al_json_note(&bad, parse_source(c, v, sub, &d->src));
 	}
@@ -331,16 +333,17 @@ static int parse_def(struct al_json_ctx *c, const char *name, const json_t *j, c
 	if (token)
 		al_json_note(&bad, parse_token_keys(c, j, path, d));
 	else if (d->how == AL_HOW_NONE && !d->body)
-		al_json_note(&bad,
-			     al_json_fail(c, path,
-					  "say how it is sent: header, basic, query, sigv4 or body"));
+		al_json_note(
+		    &bad, al_json_fail(c, path,
+				       "say how it is sent: header, basic, query, sigv4 or body"));
 	snprintf(sub, sizeof(sub), "%s.env", path);
 	if ((v = json_object_get(j, "env")) &&
 	    al_json_note(&bad, al_json_string(c, v, sub, &d->env)) == 0) {
 		if (d->how == AL_HOW_SIGV4)
-			al_json_note(&bad, al_json_fail(c, sub,
-							"an AWS key is always in AWS_ACCESS_KEY_ID, "
-							"AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN)"));
+			al_json_note(&bad,
+				     al_json_fail(c, sub,
+						  "an AWS key is always in AWS_ACCESS_KEY_ID, "
+						  "AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN)"));
 		else if (!al_env_name_is_valid(d->env))
 			al_json_note(&bad,
 				     al_json_fail(c, sub, "not a variable name: \"%s\"", d->env));
@@ -348,7 +351,8 @@ static int parse_def(struct al_json_ctx *c, const char *name, const json_t *j, c
 	if (!d->env && d->how != AL_HOW_SIGV4)
 		d->env = xstrdup(name);
 	snprintf(sub, sizeof(sub), "%s.file", path);
-	if ((v = json_object_get(j, "file")) && al_json_note(&bad, al_json_bool(c, v, sub, &b)) == 0)
+	if ((v = json_object_get(j, "file")) &&
+	    al_json_note(&bad, al_json_bool(c, v, sub, &b)) == 0)
 		d->file = b;
 	if (bad < 0) {
 		al_secret_def_free(d);
@@ -390,8 +394,8 @@ static int parse_methods(struct al_json_ctx *c, const json_t *v, const char *pat
 		if (!is_token((*out)[i]) || strcmp((*out)[i], "CONNECT") == 0) {
 			char sub[384];
 			snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
-			al_json_note(&bad,
-				     al_json_fail(c, sub, "not a request method: \"%s\"", (*out)[i]));
+			al_json_note(
+			    &bad, al_json_fail(c, sub, "not a request method: \"%s\"", (*out)[i]));
 		}
 	return bad;
 }
@@ -429,7 +433,8 @@ static int parse_paths(struct al_json_ctx *c, const json_t *v, const char *path,
 int al_json_rule_opts(struct al_json_ctx *c, const json_t *j, const char *path,
 		      struct al_rule_opts **ret)
 {
-	static const char *const keys[] = {"host", "tls", "ca", "methods", "paths", "max_body", NULL};
+	static const char *const keys[] = {"host",  "tls",	"ca", "methods",
+					   "paths", "max_body", NULL};
 	_cleanup_free_ char *tls = NULL;
 	struct al_rule_opts *o = xcalloc(1, sizeof(*o));
 	struct al_error why = {0};
@@ -508,8 +513,8 @@ static int parse_request_prices(struct al_json_ctx *c, const json_t *j, const ch
 		snprintf(sub, sizeof(sub), "%s.%s", path, key);
 		const char *name = strncmp(key, "*.", 2) == 0 ? key + 2 : key;
 		if (al_host_parse(name, strlen(name), &h, NULL) < 0 || h.kind != AL_HOST_NAME) {
-			al_json_note(&bad, al_json_fail(c, sub,
-							"expected a host name or *.name (no port)"));
+			al_json_note(
+			    &bad, al_json_fail(c, sub, "expected a host name or *.name (no port)"));
 			continue;
 		}
 		if (al_json_note(&bad, parse_amount(c, v, sub, false, &nano)) < 0)
@@ -569,9 +574,10 @@ int al_json_budget(struct al_json_ctx *c, const json_t *j, const char *path, boo
 	snprintf(sub, sizeof(sub), "%s.prices", path);
 	if ((v = json_object_get(j, "prices"))) {
 		if (!prices_allowed)
-			al_json_note(&bad, al_json_fail(c, sub,
-							"the operator policy sets the prices; a task "
-							"only sets its max"));
+			al_json_note(&bad,
+				     al_json_fail(c, sub,
+						  "the operator policy sets the prices; a task "
+						  "only sets its max"));
 		else
 			al_json_note(&bad, parse_prices(c, v, sub, &b));
 	}

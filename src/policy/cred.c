@@ -107,8 +107,8 @@ void al_budget_copy(struct al_budget *dst, const struct al_budget *src)
 	*dst = *src;
 	dst->requests = src->n_requests ? xcalloc(src->n_requests, sizeof(*dst->requests)) : NULL;
 	for (size_t i = 0; i < src->n_requests; i++)
-		dst->requests[i] = (struct al_budget_price){xstrdup(src->requests[i].host),
-							    src->requests[i].nano};
+		dst->requests[i] =
+		    (struct al_budget_price){xstrdup(src->requests[i].host), src->requests[i].nano};
 }
 
 /* "*.example.com" matches names below example.com, as allow rules do. */

@@ -62,13 +62,13 @@ struct al_secret_def {
 	char *env;
 	bool file;
 	/* tokens */
-	char *key_file;	     /* the signing key (cred/jwt.h formats) */
-	char *iss;	     /* default "airlock" */
-	char *scope;	     /* the "scope" claim, or NULL */
-	bool per_request;    /* minted afresh per request, for that host only */
-	uint64_t ttl_ms;     /* per_request: each one's life (default 60 s) */
-	bool expose;	     /* the sandbox gets the token itself, not a placeholder */
-	char *where;	     /* "FILE: secrets.NAME" for messages */
+	char *key_file;	  /* the signing key (cred/jwt.h formats) */
+	char *iss;	  /* default "airlock" */
+	char *scope;	  /* the "scope" claim, or NULL */
+	bool per_request; /* minted afresh per request, for that host only */
+	uint64_t ttl_ms;  /* per_request: each one's life (default 60 s) */
+	bool expose;	  /* the sandbox gets the token itself, not a placeholder */
+	char *where;	  /* "FILE: secrets.NAME" for messages */
 };
 
 void al_secret_def_free(struct al_secret_def *d);
@@ -77,11 +77,11 @@ struct al_secret_def *al_secret_def_dup(const struct al_secret_def *d);
 
 /* An allow rule written as an object: its options. */
 struct al_rule_opts {
-	char *rule;	 /* the rule's text, as in net_allow */
-	bool intercept;	 /* "tls": "intercept" */
-	char *ca_file;	 /* the upstream's CA file (intercept), or NULL: the host's store */
-	char **methods;	 /* NULL: any */
-	char **paths;	 /* NULL: any (net/reqrule.h patterns) */
+	char *rule;	   /* the rule's text, as in net_allow */
+	bool intercept;	   /* "tls": "intercept" */
+	char *ca_file;	   /* the upstream's CA file (intercept), or NULL: the host's store */
+	char **methods;	   /* NULL: any */
+	char **paths;	   /* NULL: any (net/reqrule.h patterns) */
 	uint64_t max_body; /* 0: no limit */
 };
 
@@ -101,10 +101,10 @@ struct al_budget_price {
 
 struct al_budget {
 	bool set;
-	uint64_t max;		  /* nano */
-	uint64_t cpu_second;	  /* nano per CPU second */
+	uint64_t max;		   /* nano */
+	uint64_t cpu_second;	   /* nano per CPU second */
 	uint64_t memory_gb_second; /* nano per GB (2^30 bytes) of memory held for a second */
-	uint64_t egress_mb;	  /* nano per MB (10^6 bytes) sent out */
+	uint64_t egress_mb;	   /* nano per MB (10^6 bytes) sent out */
 	bool has_prices;
 	struct al_budget_price *requests; /* per request, by host */
 	size_t n_requests;

@@ -432,10 +432,9 @@ static int parse_version(struct al_json_ctx *c, const json_t *v, bool *ret_stop)
 
 static int parse_root(struct al_json_ctx *c, const json_t *root)
 {
-	static const char *const keys[] = {"version", "command",    "hostname", "tty",
-					   "profile", "filesystem", "env",	"limits",
-					   "network", "backend",    "secrets",	"tokens",
-					   NULL};
+	static const char *const keys[] = {
+	    "version", "command", "hostname", "tty",	 "profile", "filesystem", "env",
+	    "limits",  "network", "backend",  "secrets", "tokens",  NULL};
 	json_t *v;
 	bool stop;
 	int bad = 0;

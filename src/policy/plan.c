@@ -15,6 +15,7 @@
 #include "core/cleanup.h"
 #include "core/sys.h"
 #include "core/util.h"
+#include "policy/plan-internal.h"
 
 const char *const al_plan_default_system[] = {"/usr", "/bin", "/lib", "/lib64", "/sbin", NULL};
 /* Host /etc entries shown read-only when present; everything else in /etc
@@ -55,6 +56,19 @@ static void add_file(struct builder *b, const char *path, char *content)
 	struct al_fs_entry *e = add_fs(b, AL_FS_FILE, path, content, AL_FS_READ, path);
 	e->len = strlen(content);
 	e->mode = 0644;
+}
+
+void al_plan_add_file(struct al_plan *p, const char *path, char *content, mode_t mode)
+{
+	struct builder b = {.plan = p};
+	add_file(&b, path, content);
+	p->fs[p->n_fs - 1].mode = mode;
+}
+
+void al_plan_add_dir(struct al_plan *p, const char *path, mode_t mode)
+{
+	struct builder b = {.plan = p};
+	add_fs(&b, AL_FS_DIR, path, NULL, AL_FS_READ, path)->mode = mode;
 }
 
 /* A host path (already resolved, no symlinks) at a sandbox path. */
@@ -700,12 +714,14 @@ int al_plan_build_all(const struct al_policy *pol, unsigned flags, struct al_pla
 	build_network(p, pol, errs);
 	build_env(p, pol);
 	build_operator(p, pol);
+	al_plan_build_cred(p, pol, errs);
 	p->landlock_required = pol->landlock != AL_LANDLOCK_BEST_EFFORT;
 
 	/* Order matters: parents before children. */
 	build_scratch(&b, workdir_is_mount);
 	build_system(&b, system, pol->system != NULL);
 	build_etc(&b);
+	al_plan_build_cred_files(p);
 	build_proc_dev(&b);
 	build_mounts(&b, pol, system, bad_path);
 	build_copies(&b, pol);
@@ -749,6 +765,7 @@ void al_plan_free(struct al_plan *p)
 	free(p->operator_file);
 	al_decider_conf_free(p->decider);
 	al_strv_free(p->allow_text);
+	al_plan_free_cred(p);
 	free(p->resolver);
 	for (size_t i = 0; i < p->n_hosts; i++)
 		free(p->hosts[i].name);

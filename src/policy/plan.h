@@ -104,6 +104,19 @@ struct al_fs_entry {
 	char *what; /* for messages and dumps: "system /usr", "ro /input/data.csv" */
 };
 
+/* A secret or token of the run. */
+#define AL_PLACEHOLDER_MAX 48
+struct al_plan_secret {
+	struct al_secret_def *def;  /* owned copy */
+	struct al_allowlist *scope; /* def->hosts */
+	/* What the sandbox holds instead of the value: "airlock-ph-" and 32
+	 * random hex digits. SigV4: the fake key id and secret the sandbox
+	 * signs with (AKIA and 16 characters; 40 characters). */
+	char placeholder[AL_PLACEHOLDER_MAX];
+	char fake_key_id[24];
+	char fake_secret[AL_PLACEHOLDER_MAX];
+};
+
 /* Where in the scratch a sandbox path is: the face's part ("work") and
  * the rest ("work/out/a.txt"), relative to the scratch's root. */
 struct al_copy_in {
@@ -186,6 +199,18 @@ struct al_plan {
 	 * address they match, whatever the allow rules say. NULL: none. */
 	struct al_allowlist *never; /* owned */
 	char **never_text;
+
+	/* Credentials (plan-cred.c, docs/credentials.md): the secrets and
+	 * tokens the gateway presents for the sandbox, each with the
+	 * placeholder the sandbox holds instead; the options of allow rules
+	 * written as objects (interception, request rules); the budget. No
+	 * value is here: cred/source.c reads them when the run starts. */
+	struct al_plan_secret *secrets;
+	size_t n_secrets;
+	struct al_rule_opts **rule_opts;
+	size_t n_rule_opts;
+	bool intercept; /* some rule says "tls": "intercept" */
+	struct al_budget budget;
 
 	/* The operator policy this run is held to (engine.h): its profile,
 	 * file and sha256, all NULL when there is none. decider: asked per egress request when

@@ -511,8 +511,8 @@ static void test_all_errors_in_one_file(void **state)
 	expect_entry(&errs, 8, "limits", "unknown key \"tiemout\"");
 	expect_entry(&errs, 9, "limits.memory", "bad size \"lots\"");
 	expect_entry(&errs, 10, "limits.pids", "expected a whole number");
-	expect_entry(&errs, 11, "network.allow[2]", "expected a string");
-	expect_entry(&errs, 12, "network.allow[1]", "'*' alone would allow every host");
+	expect_entry(&errs, 11, "network.allow[1]", "'*' alone would allow every host");
+	expect_entry(&errs, 12, "network.allow[2]", "expected a string");
 	expect_entry(&errs, 13, "network.allow[3]", "whole first label");
 	expect_entry(&errs, 14, "network.hosts.x.test", "\"nope\" is not an IPv4 or IPv6 address");
 	assert_int_equal(errs.n, 15);

@@ -1,0 +1,212 @@
+/* Secret sources (source.h). */
+#include "cred/source.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/sys.h"
+#include "core/util.h"
+
+void al_secret_value_clear(struct al_secret_value *v)
+{
+	if (v->data) {
+		explicit_bzero(v->data, v->len + 1);
+		free(v->data);
+	}
+	*v = (struct al_secret_value){0};
+}
+
+/* Read fd to its end into a wiped-on-failure buffer, at most the cap;
+ * deadline_ms (0: none) bounds the wait. */
+static int read_all(int fd, uint64_t deadline_ms, const char *what, const char *from,
+		    struct al_secret_value *ret, struct al_error *err)
+{
+	char *buf = xmalloc(AL_SECRET_VALUE_MAX + 1);
+	size_t len = 0;
+	int r = 0;
+
+	for (;;) {
+		if (deadline_ms) {
+			uint64_t now = al_now_ms();
+			struct pollfd p = {.fd = fd, .events = POLLIN};
+			if (now >= deadline_ms) {
+				r = al_error_set(err, ETIMEDOUT, "%s: %s did not finish in time",
+						 what, from);
+				break;
+			}
+			int n = poll(&p, 1, (int)(deadline_ms - now));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n == 0)
+				continue; /* the deadline is checked above */
+		}
+		ssize_t n = read(fd, buf + len, AL_SECRET_VALUE_MAX + 1 - len);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0) {
+			r = al_error_setsys(err, errno, "%s: cannot read %s", what, from);
+			break;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > AL_SECRET_VALUE_MAX) {
+			r = al_error_set(err, EFBIG, "%s: %s gave more than %u KiB", what, from,
+					 AL_SECRET_VALUE_MAX >> 10);
+			break;
+		}
+	}
+	if (r == 0 && len && buf[len - 1] == '\n')
+		len--;
+	if (r == 0 && len && buf[len - 1] == '\r')
+		len--;
+	if (r == 0 && len == 0)
+		r = al_error_set(err, ENODATA, "%s: %s is empty", what, from);
+	if (r == 0 && memchr(buf, '\0', len))
+		r = al_error_set(err, EINVAL, "%s: %s holds a NUL byte", what, from);
+	if (r < 0) {
+		explicit_bzero(buf, AL_SECRET_VALUE_MAX + 1);
+		free(buf);
+		return r;
+	}
+	buf[len] = '\0';
+	ret->data = buf;
+	ret->len = len;
+	return 0;
+}
+
+static int from_env(const struct al_secret_source *src, const char *what,
+		    struct al_secret_value *ret, struct al_error *err)
+{
+	const char *v = getenv(src->env);
+
+	if (!v)
+		return al_error_set(err, ENOENT, "%s: airlock's environment has no %s", what,
+				    src->env);
+	size_t len = strlen(v);
+	if (len == 0)
+		return al_error_set(err, ENODATA, "%s: %s is empty", what, src->env);
+	if (len > AL_SECRET_VALUE_MAX)
+		return al_error_set(err, EFBIG, "%s: %s is longer than %u KiB", what, src->env,
+				    AL_SECRET_VALUE_MAX >> 10);
+	ret->data = xmalloc(len + 1);
+	memcpy(ret->data, v, len + 1);
+	ret->len = len;
+	return 0;
+}
+
+static int from_file(const struct al_secret_source *src, const char *what,
+		     struct al_secret_value *ret, struct al_error *err)
+{
+	_cleanup_close_ int fd = open(src->file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	_cleanup_free_ char *from = xasprintf("file %s", src->file);
+
+	if (fd < 0)
+		return al_error_setsys(err, errno, "%s: cannot open %s", what, src->file);
+	/* O_NONBLOCK only so that opening a FIFO cannot hang; reads block. */
+	if (fcntl(fd, F_SETFL, 0) < 0)
+		return al_error_setsys(err, errno, "%s: %s", what, src->file);
+	return read_all(fd, 0, what, from, ret, err);
+}
+
+static int from_fd(const struct al_secret_source *src, const char *what,
+		   struct al_secret_value *ret, struct al_error *err)
+{
+	_cleanup_free_ char *from = xasprintf("descriptor %d", src->fd);
+	int r;
+
+	if (fcntl(src->fd, F_GETFD) < 0)
+		return al_error_setsys(err, errno, "%s: descriptor %d is not open", what, src->fd);
+	r = read_all(src->fd, 0, what, from, ret, err);
+	close(src->fd); /* read once; the sandbox never inherits it either way */
+	return r;
+}
+
+/* The child: stdin from /dev/null, stdout into the pipe, stderr to
+ * /dev/null (what a failing issuer says may hold what it was asked for),
+ * its own process group so a timeout ends all of it. */
+static void exec_source(char *const *argv, int out)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(null, 2) < 0)
+		_exit(126);
+	setpgid(0, 0);
+	signal(SIGPIPE, SIG_DFL);
+	execv(argv[0], argv);
+	_exit(errno == ENOENT ? 127 : 126);
+}
+
+static int from_command(const struct al_secret_source *src, const char *what,
+			struct al_secret_value *ret, struct al_error *err)
+{
+	_cleanup_free_ char *from = xasprintf("command %s", src->argv[0]);
+	int pipefd[2], status = 0, r;
+	pid_t pid;
+
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return al_error_setsys(err, errno, "%s: pipe", what);
+	pid = fork();
+	if (pid < 0) {
+		r = -errno;
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return al_error_setsys(err, -r, "%s: fork", what);
+	}
+	if (pid == 0)
+		exec_source(src->argv, pipefd[1]);
+	setpgid(pid, pid); /* as the child does: whichever runs first */
+	close(pipefd[1]);
+	r = read_all(pipefd[0], al_now_ms() + src->timeout_ms, what, from, ret, err);
+	close(pipefd[0]);
+	if (r == -ETIMEDOUT || r == -EFBIG) {
+		kill(-pid, SIGKILL); /* its process group, set up by the child */
+		kill(pid, SIGKILL);  /* in case it had not got that far */
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (r < 0 && r != -ENODATA)
+		return r;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && r == 0)
+		return 0;
+	al_secret_value_clear(ret);
+	if (WIFSIGNALED(status))
+		return al_error_set(err, EIO, "%s: %s was killed by signal %d", what, src->argv[0],
+				    WTERMSIG(status));
+	if (WEXITSTATUS(status) == 127)
+		return al_error_set(err, ENOENT, "%s: %s could not be run (not found)", what,
+				    src->argv[0]);
+	if (WEXITSTATUS(status) != 0)
+		return al_error_set(err, EIO,
+				    "%s: %s failed with exit status %d (its output is not shown: "
+				    "it may hold what it was asked for)",
+				    what, src->argv[0], WEXITSTATUS(status));
+	return al_error_set(err, ENODATA, "%s: %s wrote nothing", what, src->argv[0]);
+}
+
+int al_secret_source_read(const struct al_secret_source *src, const char *what,
+			  struct al_secret_value *ret, struct al_error *err)
+{
+	*ret = (struct al_secret_value){0};
+	switch (src->kind) {
+	case AL_SOURCE_ENV:
+		return from_env(src, what, ret, err);
+	case AL_SOURCE_FILE:
+		return from_file(src, what, ret, err);
+	case AL_SOURCE_FD:
+		return from_fd(src, what, ret, err);
+	case AL_SOURCE_COMMAND:
+		return from_command(src, what, ret, err);
+	case AL_SOURCE_MINT:
+		break;
+	}
+	return al_error_set(err, EINVAL, "%s: no source to read", what);
+}

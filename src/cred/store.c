@@ -1,0 +1,234 @@
+/* The run's credentials (store.h). */
+#include "cred/store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "cred/jwt.h"
+
+/* The names a token's audience is made of: its hosts without ports. */
+static char **audience(const struct al_secret_def *d)
+{
+	char **aud = NULL;
+
+	for (size_t i = 0; d->hosts && d->hosts[i]; i++) {
+		const char *h = d->hosts[i], *colon = strrchr(h, ':');
+		_cleanup_free_ char *name = colon ? strndup(h, (size_t)(colon - h)) : xstrdup(h);
+		bool seen = false;
+		for (size_t j = 0; aud && aud[j]; j++)
+			seen |= strcmp(aud[j], name) == 0;
+		if (!seen)
+			al_strv_push(&aud, name);
+	}
+	return aud;
+}
+
+static int mint(const struct al_jwt_key *key, const struct al_secret_def *d, const char *run_id,
+		char *const *aud, int64_t now, int64_t exp, char jti[33], char **ret,
+		struct al_error *err)
+{
+	struct al_jwt_claims claims = {.iss = d->iss,
+				       .sub = run_id,
+				       .scope = d->scope,
+				       .jti = jti,
+				       .aud = (const char *const *)aud,
+				       .n_aud = al_strv_len(aud),
+				       .iat = now,
+				       .nbf = now,
+				       .exp = exp};
+
+	if (al_jwt_new_jti(jti, err) < 0)
+		return -EIO;
+	return al_jwt_mint(key, &claims, ret, err);
+}
+
+/* Put value in place of the placeholder in the sandbox's environment. */
+static void expose(struct al_plan *plan, const struct al_plan_secret *ps, const char *value)
+{
+	size_t n = strlen(ps->def->env);
+
+	for (size_t i = 0; plan->envp && plan->envp[i]; i++)
+		if (strncmp(plan->envp[i], ps->def->env, n) == 0 && plan->envp[i][n] == '=') {
+			free(plan->envp[i]);
+			plan->envp[i] = xasprintf("%s=%s", ps->def->env, value);
+		}
+}
+
+static int open_token(struct al_plan *plan, struct al_cred *c, struct al_cred_secret *s,
+		      const char *what, struct al_error *err)
+{
+	const struct al_secret_def *d = s->ps->def;
+	_cleanup_(al_strv_freep) char **aud = audience(d);
+	char *tok = NULL;
+	int r;
+
+	if ((r = al_jwt_key_load(d->key_file, &s->key, err)) < 0)
+		return al_error_wrap(err, "%s", what);
+	if (!al_jwt_key_can_sign(s->key))
+		return al_error_set(err, EINVAL, "%s: %s holds a public key: it cannot sign", what,
+				    d->key_file);
+	if (d->per_request)
+		return 0; /* minted on the way out, per request */
+	if ((r = mint(s->key, d, c->run_id, aud, time(NULL), c->deadline, s->jti, &tok, err)) < 0)
+		return al_error_wrap(err, "%s", what);
+	s->value.data = tok;
+	s->value.len = strlen(tok);
+	al_jwt_key_free(s->key); /* a run's token is minted once */
+	s->key = NULL;
+	if (d->expose)
+		expose(plan, s->ps, tok);
+	return 0;
+}
+
+/* A JSON string member of an AWS credential_process document. */
+static int aws_part(json_t *doc, const char *key, bool required, const char *what,
+		    struct al_secret_value *out, struct al_error *err)
+{
+	json_t *v = json_object_get(doc, key);
+
+	if (!v && !required)
+		return 0;
+	if (!json_is_string(v) || json_string_length(v) == 0 ||
+	    strlen(json_string_value(v)) != json_string_length(v))
+		return al_error_set(err, EINVAL, "%s: the AWS credentials have no %s string", what,
+				    key);
+	out->len = json_string_length(v);
+	out->data = xmalloc(out->len + 1);
+	memcpy(out->data, json_string_value(v), out->len + 1);
+	return 0;
+}
+
+/* SigV4: the source gives AWS's credential_process document
+ * ({"AccessKeyId", "SecretAccessKey", "SessionToken"}), e.g. from `aws
+ * configure export-credentials`. */
+static int open_aws(struct al_plan *plan, struct al_cred_secret *s, const char *what,
+		    struct al_error *err)
+{
+	struct al_secret_value raw = s->value;
+	json_error_t jerr;
+	json_t *doc = json_loadb(raw.data, raw.len, 0, &jerr);
+	int r;
+
+	s->value = (struct al_secret_value){0};
+	al_secret_value_clear(&raw);
+	if (!doc || !json_is_object(doc)) {
+		json_decref(doc);
+		/* jansson's message may quote the text: not shown. */
+		return al_error_set(err, EINVAL,
+				    "%s: an AWS key's source must give AWS's credential_process "
+				    "JSON ({\"AccessKeyId\": ..., \"SecretAccessKey\": ...})",
+				    what);
+	}
+	r = aws_part(doc, "AccessKeyId", true, what, &s->value, err);
+	if (r == 0)
+		r = aws_part(doc, "SecretAccessKey", true, what, &s->aws_secret, err);
+	if (r == 0)
+		r = aws_part(doc, "SessionToken", false, what, &s->aws_token, err);
+	/* jansson's copies of the strings: overwritten before they go. */
+	const char *k;
+	json_t *v;
+	json_object_foreach(doc, k, v) if (json_is_string(v))
+	    explicit_bzero((char *)json_string_value(v), json_string_length(v));
+	json_decref(doc);
+	if (r < 0)
+		return r;
+	if (s->aws_token.len) {
+		unsigned char rb[16];
+		if (getrandom(rb, sizeof(rb), 0) != sizeof(rb))
+			return al_error_set(err, EIO, "%s: no random bytes", what);
+		snprintf(s->fake_token, sizeof(s->fake_token), "airlock-ph-");
+		for (size_t i = 0; i < sizeof(rb); i++)
+			snprintf(s->fake_token + 11 + 2 * i, 3, "%02x", rb[i]);
+		al_strv_push_take(&plan->envp, xasprintf("AWS_SESSION_TOKEN=%s", s->fake_token));
+	}
+	return 0;
+}
+
+int al_cred_open(struct al_plan *plan, const char *run_id, struct al_cred **ret,
+		 struct al_error *err)
+{
+	_cleanup_(al_cred_freep) struct al_cred *c = xcalloc(1, sizeof(*c));
+	int r;
+
+	snprintf(c->run_id, sizeof(c->run_id), "%s", run_id);
+	c->deadline = (int64_t)time(NULL) + (int64_t)(plan->timeout_ms / 1000);
+	c->v = xcalloc(plan->n_secrets + 1, sizeof(*c->v));
+	for (size_t i = 0; i < plan->n_secrets; i++) {
+		struct al_cred_secret *s = &c->v[c->n++];
+		const struct al_secret_def *d = plan->secrets[i].def;
+		_cleanup_free_ char *what =
+		    xasprintf("%s %s (%s)", d->token ? "token" : "secret", d->name, d->where);
+		s->ps = &plan->secrets[i];
+		if (d->token)
+			r = open_token(plan, c, s, what, err);
+		else if ((r = al_secret_source_read(&d->src, what, &s->value, err)) == 0 &&
+			 d->how == AL_HOW_SIGV4)
+			r = open_aws(plan, s, what, err);
+		if (r < 0)
+			return r;
+	}
+	*ret = TAKE_PTR(c);
+	return 0;
+}
+
+int al_cred_mint_request(const struct al_cred *c, const struct al_cred_secret *s, const char *host,
+			 int64_t now, char **ret_token, char jti[33], struct al_error *err)
+{
+	char *aud[2] = {(char *)host, NULL};
+	int64_t exp = now + (int64_t)(s->ps->def->ttl_ms / 1000);
+
+	if (!s->key)
+		return al_error_set(err, EINVAL, "token %s: no key to mint with", s->ps->def->name);
+	if (exp > c->deadline)
+		exp = c->deadline;
+	if (exp <= now)
+		return al_error_set(err, ETIMEDOUT, "token %s: the run's deadline has passed",
+				    s->ps->def->name);
+	return mint(s->key, s->ps->def, c->run_id, aud, now, exp, jti, ret_token, err);
+}
+
+json_t *al_cred_json(const struct al_cred *c)
+{
+	json_t *a;
+
+	if (!c || c->n == 0)
+		return NULL;
+	a = json_array();
+	for (size_t i = 0; i < c->n; i++) {
+		const struct al_cred_secret *s = &c->v[i];
+		const struct al_secret_def *d = s->ps->def;
+		json_t *hosts = json_array(), *o;
+		for (size_t j = 0; d->hosts && d->hosts[j]; j++)
+			json_array_append_new(hosts, json_string(d->hosts[j]));
+		o = json_pack("{s:s, s:s, s:o}", "name", d->name, "kind",
+			      d->token ? "token" : "secret", "hosts", hosts);
+		if (s->jti[0])
+			json_object_set_new(o, "jti", json_string(s->jti));
+		if (d->token && d->per_request)
+			json_object_set_new(o, "per_request", json_true());
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+void al_cred_free(struct al_cred *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n; i++) {
+		struct al_cred_secret *s = &c->v[i];
+		al_secret_value_clear(&s->value);
+		al_secret_value_clear(&s->aws_secret);
+		al_secret_value_clear(&s->aws_token);
+		al_jwt_key_free(s->key);
+	}
+	free(c->v);
+	explicit_bzero(c, sizeof(*c));
+	free(c);
+}

@@ -1,0 +1,57 @@
+/* The run's credentials in memory: each secret's value read from its
+ * source, each token minted (or its key, for tokens minted per request),
+ * AWS keys split into their parts. Opened once the plan is built and
+ * before the run starts (a source that fails stops the run there, exit
+ * 125); the supervisor holds it, and the gateway's process inherits it
+ * when it is forked. Freeing wipes every value.
+ *
+ * Opening may add to the plan what is only known then: the placeholder
+ * of an AWS session token when the real key has one, and an exposed
+ * token's value in the environment. */
+#pragma once
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "cred/source.h"
+#include "policy/plan.h"
+
+struct al_jwt_key;
+
+struct al_cred_secret {
+	const struct al_plan_secret *ps; /* borrowed from the plan */
+	/* The value; for a run's token the token; for SigV4 the real access
+	 * key id, with the secret key and session token (may be empty). */
+	struct al_secret_value value, aws_secret, aws_token;
+	char fake_token[AL_PLACEHOLDER_MAX]; /* SigV4 with a session token */
+	struct al_jwt_key *key;		     /* a per-request token's signing key */
+	char jti[33];			     /* a run token's id */
+};
+
+struct al_cred {
+	struct al_cred_secret *v;
+	size_t n;
+	int64_t deadline; /* seconds since the epoch: no token lives past it */
+	char run_id[64];
+	uint64_t minted; /* per-request tokens minted (the gateway's count) */
+};
+
+int al_cred_open(struct al_plan *plan, const char *run_id, struct al_cred **ret,
+		 struct al_error *err);
+void al_cred_free(struct al_cred *c);
+static inline void al_cred_freep(struct al_cred **c)
+{
+	al_cred_free(*c);
+}
+
+/* A token for one request to host (s->ps->def->per_request): that host
+ * the only audience, living the token's ttl but never past the deadline.
+ * *ret_token is the caller's to free; jti gets its id. */
+int al_cred_mint_request(const struct al_cred *c, const struct al_cred_secret *s, const char *host,
+			 int64_t now, char **ret_token, char jti[33], struct al_error *err);
+
+/* For run.start and the result record: [{"name", "kind": "secret" |
+ * "token", "hosts", "jti" (a run token's)}]; never a value. NULL when the
+ * run has none. */
+json_t *al_cred_json(const struct al_cred *c);

@@ -1,0 +1,190 @@
+/* The plan's credentials: each secret and token the run presents, with
+ * the placeholder the sandbox holds instead of it, checked against the
+ * run's allow rules; the options of allow rules; the budget. The values
+ * are not read here (cred/source.c does that when the run starts). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "policy/plan-internal.h"
+
+#define SECRETS_DIR "/etc/airlock/secrets"
+
+static int random_chars(char *out, size_t n, const char *alphabet)
+{
+	unsigned char r[64];
+	size_t k = strlen(alphabet);
+
+	if (n > sizeof(r) || getrandom(r, n, 0) != (ssize_t)n)
+		return -EIO;
+	for (size_t i = 0; i < n; i++)
+		out[i] = alphabet[r[i] % k]; /* k divides 256 for every alphabet here */
+	out[n] = '\0';
+	return 0;
+}
+
+static int make_placeholder(char *out)
+{
+	memcpy(out, "airlock-ph-", 11);
+	return random_chars(out + 11, 32, "0123456789abcdef");
+}
+
+/* A key id and secret that look like AWS's (some SDKs check the shape). */
+static int make_fake_aws(struct al_plan_secret *s)
+{
+	memcpy(s->fake_key_id, "AKIA", 4);
+	if (random_chars(s->fake_key_id + 4, 16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") < 0)
+		return -EIO;
+	return random_chars(s->fake_secret, 40,
+			    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
+}
+
+static bool env_has(char *const *envp, const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; envp && envp[i]; i++)
+		if (strncmp(envp[i], name, n) == 0 && envp[i][n] == '=')
+			return true;
+	return false;
+}
+
+static void set_env(struct al_plan *p, const struct al_secret_def *d, const char *name,
+		    const char *value, struct al_errors *errs)
+{
+	if (env_has(p->envp, name)) {
+		al_errors_add(errs, EINVAL, d->where, NULL,
+			      "the sandbox's variable %s would hold its placeholder, but the task "
+			      "sets %s itself",
+			      name, name);
+		return;
+	}
+	al_strv_push_take(&p->envp, xasprintf("%s=%s", name, value));
+}
+
+/* Every host a secret goes to must be one the run may reach. */
+static void check_scope(struct al_plan *p, struct al_plan_secret *s, struct al_errors *errs)
+{
+	struct al_error err = {0};
+
+	s->scope = al_allow_new();
+	for (size_t i = 0; s->def->hosts && s->def->hosts[i]; i++) {
+		const char *h = s->def->hosts[i];
+		_cleanup_(al_allow_freep) struct al_allowlist *one = al_allow_new();
+		if (al_allow_add(s->scope, h, &err) < 0 || al_allow_add(one, h, &err) < 0) {
+			al_errors_add(errs, EINVAL, s->def->where, NULL, "hosts[%zu]: %s", i,
+				      err.msg);
+			continue;
+		}
+		if (!p->allow || !al_allow_find_within(p->allow, al_allow_rule_at(one, 0)))
+			al_errors_add(errs, EINVAL, s->def->where, NULL,
+				      "hosts[%zu]: %s is not allowed by the run's network rules "
+				      "(add it to network.allow)",
+				      i, h);
+	}
+}
+
+static void build_one(struct al_plan *p, const struct al_secret_def *def, struct al_errors *errs)
+{
+	struct al_plan_secret *s;
+
+	for (size_t i = 0; i < p->n_secrets; i++)
+		if (strcmp(p->secrets[i].def->name, def->name) == 0) {
+			al_errors_add(errs, EINVAL, def->where, NULL,
+				      "the name %s is both a secret and a token", def->name);
+			return;
+		}
+	p->secrets = xrealloc(p->secrets, (p->n_secrets + 1) * sizeof(*p->secrets));
+	s = &p->secrets[p->n_secrets++];
+	*s = (struct al_plan_secret){.def = al_secret_def_dup(def)};
+	if (make_placeholder(s->placeholder) < 0 ||
+	    (def->how == AL_HOW_SIGV4 && make_fake_aws(s) < 0)) {
+		al_errors_add(errs, EIO, def->where, NULL, "no random bytes for its placeholder");
+		return;
+	}
+	if (!p->gateway) {
+		al_errors_add(errs, EINVAL, def->where, NULL,
+			      "a %s is sent by the gateway, and this run has none (allow its hosts "
+			      "in network.allow)",
+			      def->token ? "token" : "secret");
+		return;
+	}
+	check_scope(p, s, errs);
+	if (def->token && !p->timeout_ms)
+		al_errors_add(errs, EINVAL, def->where, NULL,
+			      "a token expires at the run's deadline, and this run has none: set "
+			      "limits.timeout");
+	if (def->how == AL_HOW_SIGV4) {
+		if (def->file)
+			al_errors_add(errs, EINVAL, def->where, NULL,
+				      "an AWS key is given in the environment only, not as a file");
+		set_env(p, def, "AWS_ACCESS_KEY_ID", s->fake_key_id, errs);
+		set_env(p, def, "AWS_SECRET_ACCESS_KEY", s->fake_secret, errs);
+		return;
+	}
+	set_env(p, def, def->env, s->placeholder, errs);
+	al_strv_push(&p->env_hidden, def->env);
+}
+
+void al_plan_build_cred(struct al_plan *p, const struct al_policy *pol, struct al_errors *errs)
+{
+	if (pol->secret_names && pol->secret_names[0]) {
+		_cleanup_free_ char *names = al_strv_join(pol->secret_names, ", ");
+		al_errors_add(errs, EINVAL, NULL, NULL,
+			      "secrets or tokens named (%s), but no operator policy defines any: "
+			      "define them in the policy file's \"secrets\" or \"tokens\"",
+			      names);
+	}
+	for (size_t i = 0; i < pol->n_secret_defs; i++)
+		build_one(p, pol->secret_defs[i], errs);
+	for (size_t i = 0; i < pol->n_rule_opts; i++) {
+		const struct al_rule_opts *o = pol->rule_opts[i];
+		p->rule_opts = xrealloc(p->rule_opts, (p->n_rule_opts + 1) * sizeof(*p->rule_opts));
+		p->rule_opts[p->n_rule_opts++] = al_rule_opts_dup(o);
+		p->intercept |= o->intercept;
+	}
+	al_budget_copy(&p->budget, &pol->budget);
+	if (p->budget.set && !p->budget.cpu_second && !p->budget.memory_gb_second &&
+	    !p->budget.egress_mb && !p->budget.n_requests)
+		al_errors_add(errs, EINVAL, NULL, NULL,
+			      "limits.budget: no prices, so nothing would be charged against it "
+			      "(set limits.budget.prices)");
+	if (p->budget.set && (p->budget.egress_mb || p->budget.n_requests) && !p->gateway)
+		al_errors_add(errs, EINVAL, NULL, NULL,
+			      "limits.budget prices egress, and this run has no gateway");
+}
+
+void al_plan_build_cred_files(struct al_plan *p)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < p->n_secrets; i++)
+		any |= p->secrets[i].def->file;
+	if (!any)
+		return;
+	al_plan_add_dir(p, "/etc/airlock", 0755);
+	al_plan_add_dir(p, SECRETS_DIR, 0755);
+	for (size_t i = 0; i < p->n_secrets; i++) {
+		const struct al_plan_secret *s = &p->secrets[i];
+		if (!s->def->file)
+			continue;
+		_cleanup_free_ char *path = xasprintf(SECRETS_DIR "/%s", s->def->name);
+		al_plan_add_file(p, path, xstrdup(s->placeholder), 0444);
+	}
+}
+
+void al_plan_free_cred(struct al_plan *p)
+{
+	for (size_t i = 0; i < p->n_secrets; i++) {
+		al_secret_def_free(p->secrets[i].def);
+		al_allow_free(p->secrets[i].scope);
+	}
+	free(p->secrets);
+	for (size_t i = 0; i < p->n_rule_opts; i++)
+		al_rule_opts_free(p->rule_opts[i]);
+	free(p->rule_opts);
+	al_budget_clear(&p->budget);
+}

@@ -1,0 +1,16 @@
+/* Plan building's parts in other files (internal to src/policy). */
+#pragma once
+
+#include "policy/plan.h"
+
+/* Entries in p->fs: a file airlock writes (content taken) and a
+ * directory airlock makes, both read-only. Parents first. */
+void al_plan_add_file(struct al_plan *p, const char *path, char *content, mode_t mode);
+void al_plan_add_dir(struct al_plan *p, const char *path, mode_t mode);
+
+/* plan-cred.c: the secrets, tokens, rule options and budget (after the
+ * network and the environment are built); the files they add under /etc
+ * (after /etc). */
+void al_plan_build_cred(struct al_plan *p, const struct al_policy *pol, struct al_errors *errs);
+void al_plan_build_cred_files(struct al_plan *p);
+void al_plan_free_cred(struct al_plan *p);
