@@ -573,6 +573,7 @@ void al_cgroup_stats(const struct al_cgroup *cg, struct al_cgroup_stats *st)
 		read_key(d, "cpu.stat", "user_usec", &st->cpu_user_us);
 		read_key(d, "cpu.stat", "system_usec", &st->cpu_system_us);
 		read_u64(d, "memory.peak", &st->memory_peak);
+		read_u64(d, "memory.current", &st->memory_current);
 		read_key(d, "memory.events", "oom_kill", &st->oom_kills);
 		read_key(d, "pids.events", "max", &st->pids_max_hits);
 		read_key(d, "memory.stat", "sock", &st->socket_bytes);
@@ -591,6 +592,7 @@ void al_cgroup_stats(const struct al_cgroup *cg, struct al_cgroup_stats *st)
 		st->cpu_system_us = ticks * 1000000ULL / (uint64_t)hz;
 	if (mem) {
 		read_u64(mem, "memory.max_usage_in_bytes", &st->memory_peak);
+		read_u64(mem, "memory.usage_in_bytes", &st->memory_current);
 		read_key(mem, "memory.oom_control", "oom_kill", &st->oom_kills);
 		if (cg->sockmem == AL_SOCKMEM_LIMITED) {
 			read_u64(mem, "memory.kmem.tcp.usage_in_bytes", &st->socket_bytes);

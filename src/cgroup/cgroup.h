@@ -43,7 +43,8 @@ struct al_cgroup_stats {
 	uint64_t cpu_usage_us; /* user + system, all processes */
 	uint64_t cpu_user_us;
 	uint64_t cpu_system_us;
-	uint64_t memory_peak; /* bytes */
+	uint64_t memory_peak;	 /* bytes */
+	uint64_t memory_current; /* bytes now */
 	uint64_t oom_kills;
 	uint64_t pids_max_hits; /* forks refused at the pids limit */
 	uint64_t socket_bytes;	/* socket buffers now (v1 kmem.tcp, v2 memory.stat sock) */

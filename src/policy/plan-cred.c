@@ -152,6 +152,10 @@ void al_plan_build_cred(struct al_plan *p, const struct al_policy *pol, struct a
 		al_errors_add(errs, EINVAL, NULL, NULL,
 			      "limits.budget: no prices, so nothing would be charged against it "
 			      "(set limits.budget.prices)");
+	/* CPU and memory are priced from the run's cgroup: without one the
+	 * budget could not be held, so the run refuses to start. */
+	if (p->budget.set && (p->budget.cpu_second || p->budget.memory_gb_second))
+		p->cgroup_required = true;
 	if (p->budget.set && (p->budget.egress_mb || p->budget.n_requests) && !p->gateway)
 		al_errors_add(errs, EINVAL, NULL, NULL,
 			      "limits.budget prices egress, and this run has no gateway");

@@ -239,5 +239,6 @@ void al_run_free(struct al_run *run)
 	}
 	al_loop_free(run->loop);
 	json_decref(run->res.copy_out);
+	json_decref(run->res.credentials);
 	free(run);
 }

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/sys.h"
 #include "core/util.h"
+
+static void budget_cost(struct al_meter *m, const struct al_cgroup_stats *st);
 
 void al_meter_stop(struct al_meter *m, enum al_end_reason why, const char *limit,
 		   uint64_t limit_value, uint64_t observed)
@@ -73,9 +76,69 @@ void al_meter_record(struct al_meter *m, const struct al_cgroup_stats *st)
 
 	m->res->have_cgroup = true;
 	m->res->cgroup = *st;
+	budget_cost(m, st);
 	/* v2 has no peak for socket buffers: keep the largest value read. */
 	if (peak > m->res->cgroup.socket_peak)
 		m->res->cgroup.socket_peak = peak;
+}
+
+/* a * b / div without overflow, saturating. */
+static uint64_t mul_div(uint64_t a, uint64_t b, uint64_t div)
+{
+	unsigned __int128 v = (unsigned __int128)a * b / div;
+	return v > UINT64_MAX ? UINT64_MAX : (uint64_t)v;
+}
+
+static void budget_check(struct al_meter *m)
+{
+	uint64_t total = al_cost_total(&m->res->cost);
+
+	if (total >= m->plan->budget.max)
+		al_meter_stop(m, AL_END_BUDGET, "budget", m->plan->budget.max, total);
+}
+
+/* CPU seconds and memory held, priced. Memory is integrated between
+ * samples at what the cgroup holds now. */
+static void budget_cost(struct al_meter *m, const struct al_cgroup_stats *st)
+{
+	const struct al_budget *b = &m->plan->budget;
+	struct al_cost *c = &m->res->cost;
+	uint64_t now = al_now_ms();
+
+	if (!b->set)
+		return;
+	if (m->budget_ms && now > m->budget_ms)
+		c->memory_byte_ms = al_add_sat(c->memory_byte_ms,
+					       mul_div(st->memory_current, now - m->budget_ms, 1));
+	m->budget_ms = now;
+	c->cpu = mul_div(st->cpu_usage_us, b->cpu_second, 1000000);
+	c->memory = mul_div(c->memory_byte_ms, b->memory_gb_second, (1000ull << 30));
+}
+
+void al_meter_charge(struct al_meter *m, const char *host, uint64_t requests, uint64_t bytes_up)
+{
+	const struct al_budget *b = &m->plan->budget;
+	struct al_cost *c = &m->res->cost;
+	uint64_t price = al_budget_request_price(b, host);
+	uint64_t req = mul_div(requests, price, 1), out = mul_div(bytes_up, b->egress_mb, 1000000);
+	size_t i;
+
+	if (!b->set)
+		return;
+	c->requests = al_add_sat(c->requests, req);
+	c->egress = al_add_sat(c->egress, out);
+	for (i = 0; i < c->n_hosts; i++)
+		if (strcmp(c->hosts[i].name, host) == 0)
+			break;
+	if (i == c->n_hosts && i < AL_COST_HOSTS) {
+		snprintf(c->hosts[i].name, sizeof(c->hosts[i].name), "%s", host);
+		c->n_hosts++;
+	}
+	if (i < c->n_hosts) {
+		c->hosts[i].requests = al_add_sat(c->hosts[i].requests, requests);
+		c->hosts[i].nano = al_add_sat(c->hosts[i].nano, al_add_sat(req, out));
+	}
+	budget_check(m);
 }
 
 void al_meter_cgroup(struct al_meter *m, const struct al_cgroup_stats *st)
@@ -83,6 +146,8 @@ void al_meter_cgroup(struct al_meter *m, const struct al_cgroup_stats *st)
 	const struct al_plan *p = m->plan;
 
 	al_meter_record(m, st);
+	if (p->budget.set)
+		budget_check(m);
 	if (st->oom_kills > 0)
 		al_meter_stop(m, AL_END_MEMORY, "memory", p->memory_bytes, st->memory_peak);
 	else if (st->pids_max_hits > 0)

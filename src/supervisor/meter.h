@@ -40,6 +40,7 @@ struct al_meter {
 	struct al_meter_net net; /* the run's, over every host */
 	struct al_meter_host *hosts;
 	size_t n_hosts, cap_hosts;
+	uint64_t budget_ms; /* when memory was last sampled for the budget (0: never) */
 };
 
 /* Free what the meter allocated (its host table). */
@@ -83,6 +84,12 @@ const char *al_meter_net(struct al_meter *m, const struct al_gateway_usage *use)
 /* What the gateway reported for host so far (zeros if nothing, or if it
  * came past AL_METER_MAX_HOSTS hosts). */
 struct al_meter_net al_meter_host_use(const struct al_meter *m, const char *host);
+
+/* The budget (plan->budget): what the gateway charged for requests to
+ * host and bytes sent there, priced and added to the run's cost (res->cost);
+ * the run ends with reason budget once the cost reaches the max. Also
+ * fed from al_meter_cgroup() with CPU time and memory held. */
+void al_meter_charge(struct al_meter *m, const char *host, uint64_t requests, uint64_t bytes_up);
 
 /* stdout + stderr so far; true when past the output cap. */
 bool al_meter_output(struct al_meter *m, uint64_t bytes);

@@ -34,6 +34,32 @@ static json_t *limits_json(const struct al_plan *p, const struct al_run_result *
 	return o;
 }
 
+uint64_t al_cost_total(const struct al_cost *c)
+{
+	return al_add_sat(al_add_sat(c->cpu, c->memory), al_add_sat(c->egress, c->requests));
+}
+
+static json_t *amount(uint64_t nano)
+{
+	return json_real((double)nano / (double)AL_BUDGET_UNIT);
+}
+
+/* {"max", "total", "items": {...}, "hosts": {NAME: {"requests", "cost"}}} */
+static json_t *cost_json(const struct al_plan *p, const struct al_cost *c)
+{
+	json_t *hosts = json_object();
+
+	for (size_t i = 0; i < c->n_hosts; i++)
+		json_object_set_new(hosts, c->hosts[i].name,
+				    json_pack("{s:I, s:o}", "requests",
+					      (json_int_t)c->hosts[i].requests, "cost",
+					      amount(c->hosts[i].nano)));
+	return json_pack("{s:o, s:o, s:{s:o, s:o, s:o, s:o}, s:o}", "max", amount(p->budget.max),
+			 "total", amount(al_cost_total(c)), "items", "cpu", amount(c->cpu),
+			 "memory", amount(c->memory), "egress", amount(c->egress), "requests",
+			 amount(c->requests), "hosts", hosts);
+}
+
 json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *res,
 		       const char *run_id)
 {
@@ -87,6 +113,10 @@ json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *r
 			  : json_null());
 	json_object_set_new(o, "copy_out",
 			    res->copy_out ? json_incref(res->copy_out) : json_array());
+	json_object_set_new(o, "cost",
+			    plan->budget.set ? cost_json(plan, &res->cost) : json_null());
+	json_object_set_new(o, "credentials",
+			    res->credentials ? json_incref(res->credentials) : json_array());
 	if (res->reason == AL_END_SETUP_ERROR || res->reason == AL_END_EXEC_FAILED) {
 		json_object_set_new(o, "error",
 				    json_pack("{s:o, s:s?, s:o}", "step", al_json_text(res->step),
@@ -220,6 +250,8 @@ const char *al_reason_name(enum al_end_reason r)
 		return "setup-error";
 	case AL_END_EXEC_FAILED:
 		return "exec-failed";
+	case AL_END_BUDGET:
+		return "budget";
 	}
 	return "?";
 }
@@ -271,6 +303,13 @@ const char *al_result_describe(const struct al_run_result *res, char *buf, size_
 	case AL_END_KILLED:
 		snprintf(buf, len, "stopped by %s: the sandbox was killed", strsignal(res->signal));
 		return buf;
+	case AL_END_BUDGET: {
+		char spent[32];
+		al_budget_format(al_cost_total(&res->cost), spent, sizeof(spent));
+		snprintf(buf, len, "limit: budget; the sandbox was stopped after spending %s",
+			 spent);
+		return buf;
+	}
 	default:
 		return NULL;
 	}

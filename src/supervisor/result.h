@@ -23,6 +23,20 @@ enum al_end_reason {
 	AL_END_KILLED,	    /* airlock was told to stop and killed the sandbox */
 	AL_END_SETUP_ERROR, /* a setup step or a pre-exec check failed; nothing ran */
 	AL_END_EXEC_FAILED, /* the command could not be executed */
+	AL_END_BUDGET,	    /* the spend budget (limits.budget) */
+};
+
+/* What the run spent against limits.budget (meter.c), in billionths. */
+struct al_cost_host {
+	char name[AL_HOST_MAX + 1];
+	uint64_t requests, nano;
+};
+#define AL_COST_HOSTS 64
+struct al_cost {
+	uint64_t cpu, memory, egress, requests;	  /* nano, by item */
+	uint64_t memory_byte_ms;		  /* memory held, integrated */
+	struct al_cost_host hosts[AL_COST_HOSTS]; /* requests by host (the first ones) */
+	size_t n_hosts;
 };
 
 /* One pre-exec check of a layer (see verify.c). */
@@ -72,12 +86,17 @@ struct al_run_result {
 	struct al_gateway_stats network;
 	struct al_layer_check checks[AL_MAX_CHECKS];
 	size_t n_checks;
-	json_t *copy_out; /* --copy-out reports (supervisor/copy.h), owned; NULL: none */
+	json_t *copy_out;    /* --copy-out reports (supervisor/copy.h), owned; NULL: none */
+	struct al_cost cost; /* with plan->budget.set */
+	json_t *credentials; /* the run's secrets and tokens (cred/store.h), owned; NULL: none */
 	/* SETUP_ERROR and EXEC_FAILED */
 	char step[32];
 	int err;
 	char msg[256];
 };
+
+/* What c adds up to. */
+uint64_t al_cost_total(const struct al_cost *c);
 
 /* The reason as the result record spells it ("exited", "cpu-time", ...). */
 const char *al_reason_name(enum al_end_reason r);

@@ -463,6 +463,7 @@ void al_supervisor_finish(struct al_supervisor *l, struct al_run_result *out)
 	case AL_END_PIDS:
 	case AL_END_CPU_TIME:
 	case AL_END_OUTPUT:
+	case AL_END_BUDGET:
 		res->exit_code = limit_exit_code();
 		break;
 	case AL_END_KILLED:
