@@ -408,6 +408,15 @@ static int opt_profile(struct al_cli *cli, const struct option_def *o, const cha
 	return 0;
 }
 
+static int opt_secret(struct al_cli *cli, const struct option_def *o, const char *arg,
+		      struct al_error *err)
+{
+	if (!al_env_name_is_valid(arg))
+		return al_error_set(err, EINVAL, "--secret: \"%s\" is not a secret's name", arg);
+	al_policy_add_secret_name(cli->flags, arg);
+	return 0;
+}
+
 static int opt_explain(struct al_cli *cli, const struct option_def *o, const char *arg,
 		       struct al_error *err)
 {
@@ -503,6 +512,7 @@ static const struct option_def options[] = {
 	{"tty",      't', NULL,             BOTH, "give the command a terminal of the sandbox's own (a pty relayed to ours; raw mode when stdin is a terminal)", opt_tty},
 	{"operator-policy", 0, "FILE",      BOTH, "hold the run to the operator policy FILE (default: $AIRLOCK_OPERATOR_POLICY, then /etc/airlock/operator.json)", opt_operator},
 	{"profile",  0,  "NAME",            BOTH, "the operator policy's profile to run under (default: default)", opt_profile},
+	{"secret",   0,  "NAME",            BOTH, "the operator's secret or token NAME, presented by the gateway on its hosts (the sandbox sees a placeholder)", opt_secret},
 	{"explain",  0,  NULL,     AL_CMD_CHECK, "say where each decision came from: task, profile default, operator forced", opt_explain},
 	{"json",     0,  NULL,     AL_CMD_CHECK, "print the plan, or every error, as JSON", opt_json},
 	{"quiet",    'q', NULL,             BOTH, "print only errors", opt_quiet},

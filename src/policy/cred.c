@@ -64,6 +64,7 @@ void al_rule_opts_free(struct al_rule_opts *o)
 	free(o->ca_file);
 	al_strv_free(o->methods);
 	al_strv_free(o->paths);
+	al_strv_free(o->paths_also);
 	free(o);
 }
 
@@ -76,12 +77,13 @@ struct al_rule_opts *al_rule_opts_dup(const struct al_rule_opts *o)
 	n->ca_file = dup_or_null(o->ca_file);
 	n->methods = o->methods ? al_strv_dup(o->methods) : NULL;
 	n->paths = o->paths ? al_strv_dup(o->paths) : NULL;
+	n->paths_also = o->paths_also ? al_strv_dup(o->paths_also) : NULL;
 	return n;
 }
 
 bool al_rule_opts_has_requests(const struct al_rule_opts *o)
 {
-	return o && (o->methods || o->paths || o->max_body);
+	return o && (o->methods || o->paths || o->paths_also || o->max_body);
 }
 
 const struct al_rule_opts *al_rule_opts_find(struct al_rule_opts *const *opts, size_t n,

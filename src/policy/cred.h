@@ -82,6 +82,7 @@ struct al_rule_opts {
 	char *ca_file;	   /* the upstream's CA file (intercept), or NULL: the host's store */
 	char **methods;	   /* NULL: any */
 	char **paths;	   /* NULL: any (net/reqrule.h patterns) */
+	char **paths_also; /* the operator's rule's paths: a path must match both lists */
 	uint64_t max_body; /* 0: no limit */
 };
 

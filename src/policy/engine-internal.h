@@ -23,3 +23,8 @@ char *engine_path(const struct al_op_profile *pr, const char *suffix);
 char *engine_rules_text(const struct al_allowlist *l);
 
 void engine_explain_clear(struct al_explain *e);
+
+/* engine-cred.c: secrets and tokens by grant, the operator's rule
+ * options on the task's rules, the budget. After the always rules. */
+void engine_check_cred(struct al_decision *d, struct al_policy *task,
+		       const struct al_policy *flags);

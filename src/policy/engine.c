@@ -402,6 +402,7 @@ int al_engine_request(const struct al_operator *op, struct al_policy *task,
 	check_hosts(d, task, flags);
 	add_always(d, task);
 	check_limits(d, task, flags);
+	engine_check_cred(d, task, flags);
 	set_operator(d, task);
 	return d->n_refused || d->omitted ? -EPERM : 0;
 }

@@ -15,6 +15,7 @@
 #include "core/util.h"
 #include "policy/engine.h"
 #include "policy/json.h"
+#include "policy/operator-cred.h"
 #include "policy/policy.h"
 
 #define PROFILE_NAME_MAX	   64
@@ -181,7 +182,8 @@ enum rules_kind {
 
 /* network.allow / always / never / hosts. */
 static int parse_rules(struct al_json_ctx *c, const json_t *j, const char *path,
-		       enum rules_kind kind, struct al_allowlist **list, char ***text)
+		       enum rules_kind kind, struct al_allowlist **list, char ***text,
+		       struct al_op_profile *pr)
 {
 	bool never = kind != RULES_TASK;
 	size_t i;
@@ -202,8 +204,17 @@ static int parse_rules(struct al_json_ctx *c, const json_t *j, const char *path,
 		_cleanup_free_ char *s = NULL, *rule = NULL;
 		struct al_error why = {0};
 		snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
-		if (al_json_note(&bad, al_json_string(c, e, sub, &s)) < 0)
+		if (kind == RULES_TASK && json_is_object(e)) {
+			/* A rule with options (cred.h): they hold for every task
+			 * rule within it. */
+			struct al_rule_opts *o = NULL;
+			if (al_json_note(&bad, al_json_rule_opts(c, e, sub, &o)) < 0)
+				continue;
+			s = xstrdup(o->rule);
+			al_op_add_rule_opts(pr, o);
+		} else if (al_json_note(&bad, al_json_string(c, e, sub, &s)) < 0) {
 			continue;
+		}
 		rule = never ? never_rule_text(s) : xstrdup(s);
 		bool dup = false;
 		for (size_t k = 0; kind == RULES_NEVER && (*text)[k]; k++)
@@ -255,11 +266,11 @@ static int parse_network(struct al_json_ctx *c, const json_t *j, const char *pat
 	al_json_note(&bad, al_json_check_keys(c, j, path, keys));
 	snprintf(sub, sizeof(sub), "%s.allow", path);
 	if ((v = json_object_get(j, "allow")))
-		al_json_note(&bad, parse_rules(c, v, sub, RULES_TASK, &pr->allow, &allow_text));
+		al_json_note(&bad, parse_rules(c, v, sub, RULES_TASK, &pr->allow, &allow_text, pr));
 	snprintf(sub, sizeof(sub), "%s.always", path);
 	if ((v = json_object_get(j, "always")))
 		al_json_note(&bad,
-			     parse_rules(c, v, sub, RULES_TASK, &pr->always, &pr->always_text));
+			     parse_rules(c, v, sub, RULES_TASK, &pr->always, &pr->always_text, pr));
 	/* never adds to airlock's defaults unless never_defaults is false. */
 	snprintf(sub, sizeof(sub), "%s.never_defaults", path);
 	int keep = 1;
@@ -271,16 +282,16 @@ static int parse_network(struct al_json_ctx *c, const json_t *j, const char *pat
 	}
 	snprintf(sub, sizeof(sub), "%s.never", path);
 	if ((v = json_object_get(j, "never")))
-		al_json_note(&bad,
-			     parse_rules(c, v, sub, RULES_NEVER, &pr->never_net, &pr->never_text));
+		al_json_note(
+		    &bad, parse_rules(c, v, sub, RULES_NEVER, &pr->never_net, &pr->never_text, pr));
 	if (!pr->never_net) {
 		pr->never_net = al_allow_new();
 		pr->never_text = xcalloc(1, sizeof(char *));
 	}
 	snprintf(sub, sizeof(sub), "%s.hosts", path);
 	if ((v = json_object_get(j, "hosts")))
-		al_json_note(&bad,
-			     parse_rules(c, v, sub, RULES_ADDR, &pr->hosts_to, &pr->hosts_text));
+		al_json_note(
+		    &bad, parse_rules(c, v, sub, RULES_ADDR, &pr->hosts_to, &pr->hosts_text, pr));
 	snprintf(sub, sizeof(sub), "%s.resolvers", path);
 	if ((v = json_object_get(j, "resolvers")) &&
 	    al_json_note(&bad, al_json_strings(c, v, sub, false, false, &pr->resolvers)) == 0)
@@ -336,12 +347,21 @@ static int parse_bound(struct al_json_ctx *c, const json_t *j, const char *path,
 static int parse_limits(struct al_json_ctx *c, const json_t *j, const char *path,
 			const char *section, struct al_op_profile *pr)
 {
-	const char *keys[AL_OPL_COUNT + 1];
+	const char *keys[AL_OPL_COUNT + 2];
 	int r, bad = 0;
 
 	if ((r = al_json_want(c, j, JSON_OBJECT, path, "an object")) < 0)
 		return r;
-	al_limit_keys(section, keys);
+	size_t nk = al_limit_keys(section, keys);
+	if (strcmp(section, "limits") == 0) {
+		keys[nk++] = "budget";
+		keys[nk] = NULL;
+		json_t *b = json_object_get(j, "budget");
+		char sub[192];
+		snprintf(sub, sizeof(sub), "%s.budget", path);
+		if (b)
+			al_json_note(&bad, al_op_parse_budget(c, b, sub, pr));
+	}
 	al_json_note(&bad, al_json_check_keys(c, j, path, keys));
 	for (size_t i = 0; i < AL_OPL_COUNT; i++) {
 		const struct al_limit_def *d = &al_limit_defs[i];
@@ -531,7 +551,8 @@ static int parse_profile(struct al_json_ctx *c, const char *name, const json_t *
 			 struct al_op_profile *pr)
 {
 	static const char *const keys[] = {"filesystem", "network",	"limits",      "backend",
-					   "env",	 "best_effort", "description", NULL};
+					   "env",	 "best_effort", "description", "secrets",
+					   "tokens",	 NULL};
 	char path[128], sub[192];
 	json_t *v, *nl;
 	int r, bad = 0;
@@ -583,6 +604,7 @@ static int parse_profile(struct al_json_ctx *c, const char *name, const json_t *
 	snprintf(sub, sizeof(sub), "%s.best_effort", path);
 	if ((v = json_object_get(j, "best_effort")))
 		al_json_note(&bad, parse_best_effort(c, v, sub, pr));
+	al_json_note(&bad, al_op_parse_grants(c, j, path, pr));
 	return bad;
 }
 
@@ -695,7 +717,8 @@ static int parse_decider(struct al_json_ctx *c, const json_t *j)
 
 static int parse_root(struct al_json_ctx *c, const json_t *root)
 {
-	static const char *const keys[] = {"version", "profiles", "decider", "description", NULL};
+	static const char *const keys[] = {"version", "profiles", "decider", "description",
+					   "secrets", "tokens",	  NULL};
 	const json_t *v, *profiles;
 	const char *name;
 	json_t *e;
@@ -721,6 +744,7 @@ static int parse_root(struct al_json_ctx *c, const json_t *root)
 		al_json_note(&bad, fail(c, "description", "expected a string"));
 	if ((v = json_object_get(root, "decider")))
 		al_json_note(&bad, parse_decider(c, v));
+	al_json_note(&bad, al_op_parse_secrets(c, root));
 	profiles = json_object_get(root, "profiles");
 	if (!profiles)
 		return fail(c, "profiles",

@@ -78,6 +78,11 @@ static void profile_clear(struct al_op_profile *pr)
 	al_strv_free(pr->env_allow);
 	al_strv_free(pr->env_never);
 	al_strv_free(pr->env_pass);
+	al_strv_free(pr->grants);
+	for (size_t i = 0; i < pr->n_rule_opts; i++)
+		al_rule_opts_free(pr->rule_opts[i]);
+	free(pr->rule_opts);
+	al_budget_clear(&pr->budget);
 }
 
 void al_operator_free(struct al_operator *op)
@@ -88,6 +93,9 @@ void al_operator_free(struct al_operator *op)
 		profile_clear(&op->profiles[i]);
 	free(op->profiles);
 	al_decider_conf_free(op->decider);
+	for (size_t i = 0; i < op->n_secrets; i++)
+		al_secret_def_free(op->secrets[i]);
+	free(op->secrets);
 	free(op->file);
 	free(op);
 }

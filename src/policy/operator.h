@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "net/allow.h"
+#include "policy/cred.h"
 #include "policy/limits.h"
 
 #define AL_OPERATOR_VERSION	 1
@@ -85,6 +86,17 @@ struct al_op_profile {
 	size_t n_env_never_default; /* env_never[0..n) are airlock's defaults */
 
 	unsigned best_effort; /* AL_OP_WEAKEN_* a task may ask for */
+
+	/* credentials (operator-cred.c): the secrets and tokens of the
+	 * operator's a task may name; the options of allow and always rules
+	 * written as objects (interception, request rules), which hold for
+	 * every task rule within them; the budget's ceiling, default and
+	 * prices (budget.set: the profile has one). */
+	char **grants;
+	struct al_rule_opts **rule_opts;
+	size_t n_rule_opts;
+	struct al_budget budget; /* its max is the ceiling (0: none) */
+	uint64_t budget_default;
 };
 
 /* The optional external decider: a local service speaking Open Policy
@@ -115,6 +127,9 @@ struct al_operator {
 	struct al_op_profile *profiles;
 	size_t n_profiles;
 	struct al_decider_conf *decider; /* NULL: none */
+	/* Secrets and tokens (cred.h) the profiles grant by name. */
+	struct al_secret_def **secrets;
+	size_t n_secrets;
 };
 
 /* Parse an operator policy (JSON, strict, version 1) held in memory; name

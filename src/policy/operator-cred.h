@@ -1,0 +1,19 @@
+/* The operator policy's credentials, rule options and budget
+ * (operator-cred.c), for its parser (internal to src/policy). */
+#pragma once
+
+#include <jansson.h>
+
+#include "policy/json.h"
+#include "policy/operator.h"
+
+/* The top level's "secrets" and "tokens": the definitions profiles grant. */
+int al_op_parse_secrets(struct al_json_ctx *c, const json_t *root);
+/* A profile's "secrets" and "tokens": the names it grants (each defined). */
+int al_op_parse_grants(struct al_json_ctx *c, const json_t *profile, const char *path,
+		       struct al_op_profile *pr);
+/* A profile's limits.budget: {"max", "default", "prices"}. */
+int al_op_parse_budget(struct al_json_ctx *c, const json_t *j, const char *path,
+		       struct al_op_profile *pr);
+/* Keep an allow or always rule's options (taken). */
+void al_op_add_rule_opts(struct al_op_profile *pr, struct al_rule_opts *o);
