@@ -200,6 +200,7 @@ struct al_gateway {
 	int connector_fd; /* -1 when there is none, or it is gone */
 	struct al_watch *connector_w;
 	uint64_t next_token;
+	const struct al_cred *cred; /* the run's secrets and tokens, or NULL */
 };
 
 /* gateway.c: out of fds: stop accepting for a while (a listener left

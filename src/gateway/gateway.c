@@ -144,3 +144,8 @@ void al_gateway_free(struct al_gateway *gw)
 	}
 	free(gw);
 }
+
+void al_gateway_set_cred(struct al_gateway *gw, const struct al_cred *cred)
+{
+	gw->cred = cred;
+}

@@ -67,6 +67,11 @@ void al_gateway_set_run(struct al_gateway *gw, const char *run_id);
  * closed with the gateway. Without one, the gateway connects itself. */
 void al_gateway_use_connector(struct al_gateway *gw, int fd);
 
+/* The run's credentials (borrowed; NULL: none), which the gateway
+ * presents on requests to their hosts (docs/credentials.md). */
+struct al_cred;
+void al_gateway_set_cred(struct al_gateway *gw, const struct al_cred *cred);
+
 /* Report each allowed connection's use to fn(data, use) when it closes. */
 void al_gateway_on_usage(struct al_gateway *gw,
 			 void (*fn)(void *data, const struct al_gateway_usage *use), void *data);

@@ -269,7 +269,8 @@ static int start_connector(const struct al_plan *plan, struct al_gateway *gw, ch
 	return 0;
 }
 
-static _Noreturn void child_main(const struct al_plan *plan, const char *run_id, int sock,
+static _Noreturn void child_main(const struct al_plan *plan, const struct al_cred *cred,
+				const char *run_id, int sock,
 				 bool audit)
 {
 	struct child c = {.sock = 3, .audit = audit};
@@ -307,6 +308,7 @@ static _Noreturn void child_main(const struct al_plan *plan, const char *run_id,
 	sink = al_audit_sink(child_audit, &c);
 	c.gw = al_gateway_new(plan, sink, loop);
 	al_gateway_set_run(c.gw, run_id);
+	al_gateway_set_cred(c.gw, cred);
 	if (!(c.flush = al_loop_timer(loop, on_flush, &c)))
 		_exit(2);
 	al_gateway_on_usage(c.gw, child_usage, &c);
@@ -514,9 +516,10 @@ static void on_start_timeout(struct al_timer *t, uint64_t expirations, void *dat
 		     START_TIMEOUT_MS / 1000);
 }
 
-int al_gateway_proc_start(const struct al_plan *plan, const char *run_id, struct al_loop *loop,
-			  struct al_audit *audit, const struct al_gateway_proc_events *ev,
-			  struct al_gateway_proc **ret, struct al_error *err)
+int al_gateway_proc_start(const struct al_plan *plan, const struct al_cred *cred,
+			  const char *run_id, struct al_loop *loop, struct al_audit *audit,
+			  const struct al_gateway_proc_events *ev, struct al_gateway_proc **ret,
+			  struct al_error *err)
 {
 	int sv[2];
 	pid_t pid;
@@ -532,7 +535,7 @@ int al_gateway_proc_start(const struct al_plan *plan, const char *run_id, struct
 	}
 	if (pid == 0) {
 		close(sv[0]);
-		child_main(plan, run_id, sv[1], audit != NULL);
+		child_main(plan, cred, run_id, sv[1], audit != NULL);
 	}
 	close(sv[1]);
 	return al_gateway_proc_adopt(plan, loop, audit, ev, pid, sv[0], ret, err);

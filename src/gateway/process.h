@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/loop.h"
 #include "gateway/gateway.h"
+#include "cred/store.h"
 #include "policy/plan.h"
 
 struct al_gateway_proc;
@@ -44,13 +45,16 @@ struct al_gateway_proc_events {
 	void *data;
 };
 
-/* Fork the gateway for plan (borrowed, with plan->gateway) and watch it in
+/* Fork the gateway for plan (borrowed, with plan->gateway) and the run's
+ * credentials (cred, borrowed, may be NULL: the forked gateway has its own
+ * copy of the memory; the supervisor's stays the supervisor's) and watch it in
  * loop, reporting to ev (borrowed). Audit events it sends go to audit (may
  * be NULL). run_id (may be NULL) is what the operator's decider is told
  * the run is. */
-int al_gateway_proc_start(const struct al_plan *plan, const char *run_id, struct al_loop *loop,
-			  struct al_audit *audit, const struct al_gateway_proc_events *ev,
-			  struct al_gateway_proc **ret, struct al_error *err);
+int al_gateway_proc_start(const struct al_plan *plan, const struct al_cred *cred,
+			  const char *run_id, struct al_loop *loop, struct al_audit *audit,
+			  const struct al_gateway_proc_events *ev, struct al_gateway_proc **ret,
+			  struct al_error *err);
 
 /* Watch a gateway process already forked (pid, our child) that talks on
  * sock (a SOCK_SEQPACKET end; consumed): the second half of

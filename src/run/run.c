@@ -150,6 +150,7 @@ int al_run_start(const struct al_run_request *req, const struct al_supervisor_io
 	struct al_supervisor_config cfg = {.plan = req->plan,
 					   .audit = req->audit,
 					   .run_id = run->run_id,
+					   .cred = req->cred,
 					   .loop = run->loop,
 					   .io = io,
 					   .confine_self = req->confine_self,

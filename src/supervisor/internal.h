@@ -37,6 +37,7 @@ struct al_supervisor {
 	const struct al_plan *plan;
 	struct al_audit *audit;
 	char run_id[64]; /* told to the gateway (for the operator's decider) */
+	const struct al_cred *cred; /* the run's credentials (borrowed), or NULL */
 	struct al_supervisor_io io;
 	bool confine_self;
 	int confine_dirfd;

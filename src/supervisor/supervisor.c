@@ -176,7 +176,7 @@ static void ev_listener(void *data, enum al_gateway_listener kind, int fd)
 	}
 	/* The first listener: fork the gateway while the child sets up, not
 	 * on the way to exec. */
-	if (!l->gw && al_gateway_proc_start(l->plan, l->run_id, l->ev, l->audit, &l->gateway_events,
+	if (!l->gw && al_gateway_proc_start(l->plan, l->cred, l->run_id, l->ev, l->audit, &l->gateway_events,
 					    &l->gw, &gerr) < 0) {
 		close(fd);
 		setup_failed(l, "gateway", 0, gerr.msg);
@@ -302,6 +302,7 @@ struct al_supervisor *al_supervisor_new(const struct al_supervisor_config *cfg)
 	l->ev = cfg->loop;
 	l->plan = cfg->plan;
 	l->audit = cfg->audit;
+	l->cred = cfg->cred;
 	snprintf(l->run_id, sizeof(l->run_id), "%s", cfg->run_id ? cfg->run_id : "");
 	l->io = *cfg->io;
 	l->confine_self = cfg->confine_self;

@@ -91,6 +91,7 @@ struct al_supervisor_config {
 	const struct al_plan *plan;
 	struct al_audit *audit; /* may be NULL */
 	const char *run_id;	/* may be NULL; the gateway tells the operator's decider */
+	const struct al_cred *cred; /* the run's credentials (cred/store.h), or NULL */
 	struct al_loop *loop;	/* where the run's fds are watched */
 	const struct al_supervisor_io *io;
 	/* The process holds only this sandbox (the CLI): confine it before

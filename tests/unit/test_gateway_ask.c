@@ -894,7 +894,7 @@ static void confined(bool tcp)
 	f.ev = (struct al_gateway_proc_events){
 	    .changed = on_changed, .usage = on_usage, .denied = on_denied, .data = &f};
 	assert_int_equal(
-	    al_gateway_proc_start(&f.plan, "run-2", f.loop, f.audit, &f.ev, &f.gp, &err), 0);
+	    al_gateway_proc_start(&f.plan, NULL, "run-2", f.loop, f.audit, &f.ev, &f.gp, &err), 0);
 	for (int i = 0; i < 500 && al_gateway_proc_state(f.gp) == AL_GATEWAY_STARTING; i++)
 		al_loop_dispatch(f.loop, 20);
 	if (al_gateway_proc_state(f.gp) != AL_GATEWAY_RUNNING)
