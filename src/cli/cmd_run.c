@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/sys.h"
 #include "core/util.h"
+#include "cred/store.h"
 #include "policy/plan.h"
 #include "run/run.h"
 #include "supervisor/copy.h"
@@ -193,6 +194,7 @@ int al_cmd_run(int argc, char **argv)
 	const struct al_backend_ops *backend;
 	struct outputs out = {.result_dirfd = -1};
 	struct al_run *run = NULL;
+	_cleanup_(al_cred_freep) struct al_cred *cred = NULL;
 	struct al_error err = {0}, record_err = {0};
 	_cleanup_(al_errors_clear) struct al_errors errs = {0};
 	char line[512], run_id[24];
@@ -218,6 +220,12 @@ int al_cmd_run(int argc, char **argv)
 		al_err("%s", err.msg);
 		goto out;
 	}
+	/* The secrets' values and the run's tokens, read and minted on the
+	 * host now: a source that fails stops the run here. */
+	if (al_cred_open(plan, run_id, &cred, &err) < 0) {
+		al_err("%s", err.msg);
+		goto out;
+	}
 	if (open_outputs(&cli, run_id, &out, &err) < 0) {
 		al_err("%s", err.msg);
 		goto out;
@@ -231,6 +239,7 @@ int al_cmd_run(int argc, char **argv)
 	struct al_run_request req = {.plan = plan,
 				     .audit = out.audit,
 				     .run_id = run_id,
+				     .cred = cred,
 				     .policy_file = cli.policy_file,
 				     .result_dirfd = out.result_dirfd,
 				     .result_name = out.result_name,

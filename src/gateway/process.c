@@ -270,8 +270,7 @@ static int start_connector(const struct al_plan *plan, struct al_gateway *gw, ch
 }
 
 static _Noreturn void child_main(const struct al_plan *plan, const struct al_cred *cred,
-				const char *run_id, int sock,
-				 bool audit)
+				 const char *run_id, int sock, bool audit)
 {
 	struct child c = {.sock = 3, .audit = audit};
 	struct al_loop *loop = NULL;

@@ -11,12 +11,14 @@
 #include "core/log.h"
 #include "core/sys.h"
 #include "core/util.h"
+#include "cred/store.h"
 
 #define EXIT_SETUP 125
 
 struct al_run {
 	struct al_run_request req;
 	char run_id[64];
+	json_t *creds;	  /* the run's credentials (al_cred_json), for the record */
 	char started[40]; /* RFC 3339, UTC */
 	struct al_loop *loop;
 	struct al_sandbox sb;
@@ -135,6 +137,11 @@ int al_run_start(const struct al_run_request *req, const struct al_supervisor_io
 	*ret = run;
 	json_t *start = start_fields(req->plan, req->policy_file);
 	start_operator(start, req->plan);
+	json_t *creds = al_cred_json(req->cred);
+	if (creds) {
+		json_object_set(start, "credentials", creds);
+		run->creds = creds;
+	}
 	al_audit_emit(req->audit, "run.start", start);
 	ops = req->backend ? req->backend : al_backend_lookup(req->plan->backend);
 	if (!ops) {
@@ -197,6 +204,7 @@ bool al_run_step(struct al_run *run, int timeout_ms)
 	if (n >= 0 && !al_supervisor_done(run->sup))
 		return false;
 	al_supervisor_finish(run->sup, &run->res);
+	run->res.credentials = json_incref(run->creds);
 	end(run);
 	return true;
 }
@@ -241,5 +249,6 @@ void al_run_free(struct al_run *run)
 	al_loop_free(run->loop);
 	json_decref(run->res.copy_out);
 	json_decref(run->res.credentials);
+	json_decref(run->creds);
 	free(run);
 }

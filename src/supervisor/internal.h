@@ -36,7 +36,7 @@ struct al_supervisor {
 	struct al_loop *ev; /* borrowed */
 	const struct al_plan *plan;
 	struct al_audit *audit;
-	char run_id[64]; /* told to the gateway (for the operator's decider) */
+	char run_id[64];	    /* told to the gateway (for the operator's decider) */
 	const struct al_cred *cred; /* the run's credentials (borrowed), or NULL */
 	struct al_supervisor_io io;
 	bool confine_self;

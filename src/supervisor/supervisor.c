@@ -176,8 +176,8 @@ static void ev_listener(void *data, enum al_gateway_listener kind, int fd)
 	}
 	/* The first listener: fork the gateway while the child sets up, not
 	 * on the way to exec. */
-	if (!l->gw && al_gateway_proc_start(l->plan, l->cred, l->run_id, l->ev, l->audit, &l->gateway_events,
-					    &l->gw, &gerr) < 0) {
+	if (!l->gw && al_gateway_proc_start(l->plan, l->cred, l->run_id, l->ev, l->audit,
+					    &l->gateway_events, &l->gw, &gerr) < 0) {
 		close(fd);
 		setup_failed(l, "gateway", 0, gerr.msg);
 		al_sup_stop(l);
