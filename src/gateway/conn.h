@@ -201,6 +201,11 @@ struct al_gateway {
 	struct al_watch *connector_w;
 	uint64_t next_token;
 	const struct al_cred *cred; /* the run's secrets and tokens, or NULL */
+	/* budget.c: what was charged here and what the supervisor said CPU
+	 * and memory cost (billionths). */
+	void (*charge)(void *data, const struct al_gwp_charge *ch);
+	void *charge_data;
+	uint64_t spent_here, spent_there;
 };
 
 /* gateway.c: out of fds: stop accepting for a while (a listener left
@@ -290,6 +295,13 @@ void gw_flows_close(struct conn *c);
 enum gw_step gw_relay_move(struct conn *c, uint32_t ce, uint32_t ue, bool hold);
 bool gw_flow_waiting(const struct flow *f);
 bool gw_flow_has_room(const struct flow *f);
+
+/* budget.c: charge the budget for requests to host and bytes sent
+ * there. False (nothing charged, the supervisor told) when that would
+ * pass the budget: the request must be refused (402). True without a
+ * budget. */
+bool gw_budget_charge(struct al_gateway *gw, const char *host, uint64_t requests,
+		      uint64_t bytes_up);
 
 /* dnsstub.c */
 void gw_dns_udp(struct al_gateway *gw, int fd);

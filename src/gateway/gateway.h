@@ -76,6 +76,14 @@ void al_gateway_set_cred(struct al_gateway *gw, const struct al_cred *cred);
 void al_gateway_on_usage(struct al_gateway *gw,
 			 void (*fn)(void *data, const struct al_gateway_usage *use), void *data);
 
+/* The budget (plan->budget): fn(data, ch) for each charge the gateway
+ * makes, before the request it prices goes out; set_spent tells it what
+ * the run's CPU and memory cost so far. */
+struct al_gwp_charge;
+void al_gateway_on_charge(struct al_gateway *gw,
+			  void (*fn)(void *data, const struct al_gwp_charge *ch), void *data);
+void al_gateway_set_spent(struct al_gateway *gw, uint64_t nano);
+
 /* Serve a listening socket (takes ownership of fd). */
 int al_gateway_listen(struct al_gateway *gw, enum al_gateway_listener kind, int fd,
 		      struct al_error *err);

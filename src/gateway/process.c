@@ -121,6 +121,15 @@ static void child_usage(void *data, const struct al_gateway_usage *use)
 		flush_usage(c); /* no timer: report at once rather than late */
 }
 
+/* The budget's charges go at once: the supervisor ends the run on them. */
+static void child_charge(void *data, const struct al_gwp_charge *ch)
+{
+	struct child *c = data;
+	uint8_t buf[512];
+
+	child_send(c->sock, buf, al_gwp_encode_charge(ch, buf, sizeof(buf)));
+}
+
 /* The audit stream's sink: each event becomes a message. */
 static void child_audit(void *data, const char *event, json_t *fields)
 {
@@ -133,7 +142,7 @@ static void child_audit(void *data, const char *event, json_t *fields)
 	 * end of the run cut while undecided. */
 	const char *decision = json_string_value(json_object_get(o, "decision"));
 	const char *why = json_string_value(json_object_get(o, "reason"));
-	if (!c->audit &&
+	if (!c->audit && strcmp(event, "token.minted") != 0 &&
 	    !(strcmp(event, "net.connect") == 0 && decision && strcmp(decision, "deny") == 0 &&
 	      !(why && strcmp(why, AL_GATEWAY_RUN_ENDED) == 0))) {
 		json_decref(o);
@@ -180,6 +189,8 @@ static void child_message(struct al_watch *w, uint32_t events, void *data)
 		if (al_gateway_listen(c->gw, (enum al_gateway_listener)m.kind, TAKE_FD(fd), &err) <
 		    0)
 			al_warn("%s", err.msg);
+	} else if (m.type == AL_GWP_SPENT) {
+		al_gateway_set_spent(c->gw, m.spent);
 	} else if (m.type == AL_GWP_END) {
 		uint8_t out[128];
 		struct al_gateway_stats st;
@@ -311,6 +322,7 @@ static _Noreturn void child_main(const struct al_plan *plan, const struct al_cre
 	if (!(c.flush = al_loop_timer(loop, on_flush, &c)))
 		_exit(2);
 	al_gateway_on_usage(c.gw, child_usage, &c);
+	al_gateway_on_charge(c.gw, child_charge, &c);
 	/* The resolver reads the host's configuration before the walls go up. */
 	if (al_gateway_prepare(c.gw, &err) < 0) {
 		e = EINVAL;
@@ -438,6 +450,15 @@ static int read_one(struct al_gateway_proc *gp)
 		}
 		break;
 	}
+	case AL_GWP_CHARGE:
+		if (gp->state != AL_GATEWAY_RUNNING || !gp->plan->budget.set) {
+			fail(gp, "the gateway process charged a budget %s",
+			     gp->plan->budget.set ? "before its start" : "the run does not have");
+			return -1;
+		}
+		if (gp->ev->charge)
+			gp->ev->charge(gp->ev->data, &m.charge);
+		break;
 	default:
 		fail(gp, "the gateway process sent a message only the supervisor sends");
 		return -1;
@@ -605,6 +626,15 @@ int al_gateway_proc_listen(struct al_gateway_proc *gp, enum al_gateway_listener 
 		r = al_error_setsys(err, errno, "gateway: handing over a listener");
 	close(fd);
 	return r;
+}
+
+void al_gateway_proc_spent(struct al_gateway_proc *gp, uint64_t nano)
+{
+	uint8_t buf[32];
+	int n = al_gwp_encode_spent(nano, buf, sizeof(buf));
+
+	if (gp->state == AL_GATEWAY_RUNNING && n > 0)
+		(void)send(gp->sock, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 int al_gateway_proc_end(struct al_gateway_proc *gp, struct al_gateway_stats *st)

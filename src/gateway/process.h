@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/loop.h"
 #include "gateway/gateway.h"
+#include "gateway/proto.h"
 #include "cred/store.h"
 #include "policy/plan.h"
 
@@ -39,6 +40,9 @@ struct al_gateway_proc_events {
 	 * that use is past: the gateway let through more than the plan
 	 * allows, and counts as failed. */
 	const char *(*usage)(void *data, const struct al_gateway_usage *use);
+	/* The budget: requests and bytes charged, or a request refused for
+	 * it (ch->flags). May be NULL. */
+	void (*charge)(void *data, const struct al_gwp_charge *ch);
 	/* A refused connection (its name or address, port and reason; any
 	 * may be NULL or 0: they come from the gateway). */
 	void (*denied)(void *data, const char *host, int port, const char *reason);
@@ -69,6 +73,9 @@ const char *al_gateway_proc_error(const struct al_gateway_proc *gp);
 /* Once running: {"pid", "landlock_abi", "file_open": the errno its own
  * test open of / got, "seccomp"} for the gateway.start event. */
 json_t *al_gateway_proc_json(const struct al_gateway_proc *gp);
+
+/* Tell it what the run's CPU and memory cost so far (the budget). */
+void al_gateway_proc_spent(struct al_gateway_proc *gp, uint64_t nano);
 
 /* Hand it a listening socket from the sandbox (fd is consumed). */
 int al_gateway_proc_listen(struct al_gateway_proc *gp, enum al_gateway_listener kind, int fd,

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const audit_events[] = {"net.connect", "net.dns", "limit.hit"};
+static const char *const audit_events[] = {"net.connect", "net.dns",	"net.request",
+					   "limit.hit",	  "secret.use", "secret.misuse",
+					   "token.minted"};
 
 static int encode(enum al_gwp_type type, const void *a, size_t alen, const void *b, size_t blen,
 		  uint8_t *out, size_t size)
@@ -67,6 +69,21 @@ int al_gwp_encode_usage(const struct al_gateway_usage *use, uint8_t *out, size_t
 	uint64_t v[3] = {use->requests, use->bytes_up, use->bytes_down};
 	return encode(AL_GWP_USAGE, v, sizeof(v), use->host, strnlen(use->host, AL_HOST_MAX), out,
 		      size);
+}
+
+int al_gwp_encode_charge(const struct al_gwp_charge *ch, uint8_t *out, size_t size)
+{
+	uint8_t v[20];
+	memcpy(v, &ch->requests, 8);
+	memcpy(v + 8, &ch->bytes_up, 8);
+	memcpy(v + 16, &ch->flags, 4);
+	return encode(AL_GWP_CHARGE, v, sizeof(v), ch->host, strnlen(ch->host, AL_HOST_MAX), out,
+		      size);
+}
+
+int al_gwp_encode_spent(uint64_t spent, uint8_t *out, size_t size)
+{
+	return encode(AL_GWP_SPENT, &spent, sizeof(spent), NULL, 0, out, size);
 }
 
 static int bad(struct al_error *err, const char *what)
@@ -165,6 +182,29 @@ int al_gwp_decode(const uint8_t *buf, size_t n, struct al_gwp_msg *ret, struct a
 		ret->usage.bytes_down = v[2];
 		memcpy(ret->usage.host, p + sizeof(v), hl);
 		ret->usage.host[hl] = '\0';
+		return 0;
+	}
+	case AL_GWP_SPENT:
+		if (h.len != sizeof(uint64_t))
+			return bad(err, "spent of the wrong size");
+		memcpy(&ret->spent, p, sizeof(ret->spent));
+		return 0;
+	case AL_GWP_CHARGE: {
+		const size_t fixed = 20;
+		if (h.len <= fixed || h.len - fixed > AL_HOST_MAX)
+			return bad(err, "charge of the wrong size");
+		memcpy(&ret->charge.requests, p, 8);
+		memcpy(&ret->charge.bytes_up, p + 8, 8);
+		memcpy(&ret->charge.flags, p + 16, 4);
+		size_t hl = h.len - fixed;
+		for (size_t i = 0; i < hl; i++)
+			if (p[fixed + i] <= 0x20 || p[fixed + i] > 0x7e)
+				return bad(err, "charge with a host that is not printable");
+		if (ret->charge.requests > AL_GWP_MAX_USE_REQUESTS ||
+		    (ret->charge.flags & ~(uint32_t)AL_GWP_CHARGE_EXHAUSTED))
+			return bad(err, "charge with values out of range");
+		memcpy(ret->charge.host, p + fixed, hl);
+		ret->charge.host[hl] = '\0';
 		return 0;
 	}
 	default:

@@ -22,6 +22,7 @@ enum al_gwp_type {
 	/* supervisor → gateway */
 	AL_GWP_LISTENER = 1, /* u32 enum al_gateway_listener; the socket attached (SCM_RIGHTS) */
 	AL_GWP_END,	     /* close every connection, report, exit */
+	AL_GWP_SPENT,	     /* u64: what the run's CPU and memory cost so far (billionths) */
 	/* gateway → supervisor */
 	AL_GWP_STARTED, /* i32 error (0, or a positive errno), i32 landlock ABI in force,
 			 * i32 errno of its own test open of /etc/passwd; text */
@@ -30,6 +31,16 @@ enum al_gwp_type {
 	AL_GWP_USAGE,	/* struct al_gateway_usage: 3 u64 (requests: 1 to
 			 * AL_GWP_MAX_USE_REQUESTS, bytes up, down), the host (1 to
 			 * AL_HOST_MAX printable characters, no NUL) */
+	AL_GWP_CHARGE,	/* the budget: u64 requests (0 to AL_GWP_MAX_USE_REQUESTS), u64
+			 * bytes up, u32 flags (AL_GWP_CHARGE_*), the host as in USAGE */
+};
+
+#define AL_GWP_CHARGE_EXHAUSTED 0x1 /* the next request would pass the budget: refused */
+
+struct al_gwp_charge {
+	uint64_t requests, bytes_up;
+	uint32_t flags;
+	char host[AL_HOST_MAX + 1];
 };
 
 struct al_gwp_hdr {
@@ -46,6 +57,8 @@ struct al_gwp_msg {
 	json_t *fields;		       /* AUDIT: a new reference the caller owns */
 	struct al_gateway_stats stats; /* STATS */
 	struct al_gateway_usage usage; /* USAGE */
+	struct al_gwp_charge charge;   /* CHARGE */
+	uint64_t spent;		       /* SPENT */
 };
 
 /* Encode one message into out; returns its length, or -ENOSPC. */
@@ -57,9 +70,12 @@ int al_gwp_encode_started(int error, int landlock_abi, int file_errno, const cha
 int al_gwp_encode_audit(const char *event, const json_t *fields, uint8_t *out, size_t size);
 int al_gwp_encode_stats(const struct al_gateway_stats *st, uint8_t *out, size_t size);
 int al_gwp_encode_usage(const struct al_gateway_usage *use, uint8_t *out, size_t size);
+int al_gwp_encode_charge(const struct al_gwp_charge *ch, uint8_t *out, size_t size);
+int al_gwp_encode_spent(uint64_t spent, uint8_t *out, size_t size);
 
 /* Decode the n bytes of one message. 0 and *ret filled; -EINVAL with err
  * saying what is wrong. AUDIT is accepted only for the gateway's own
- * events (net.connect, net.dns, limit.hit) and a JSON object that does not
+ * events (net.connect, net.dns, net.request, limit.hit, secret.use,
+ * secret.misuse, token.minted) and a JSON object that does not
  * set ts, run or event. */
 int al_gwp_decode(const uint8_t *buf, size_t n, struct al_gwp_msg *ret, struct al_error *err);

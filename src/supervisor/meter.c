@@ -113,6 +113,8 @@ static void budget_cost(struct al_meter *m, const struct al_cgroup_stats *st)
 	m->budget_ms = now;
 	c->cpu = mul_div(st->cpu_usage_us, b->cpu_second, 1000000);
 	c->memory = mul_div(c->memory_byte_ms, b->memory_gb_second, (1000ull << 30));
+	if (m->spent)
+		m->spent(m->data, al_add_sat(c->cpu, c->memory));
 }
 
 void al_meter_charge(struct al_meter *m, const char *host, uint64_t requests, uint64_t bytes_up)

@@ -41,6 +41,9 @@ struct al_meter {
 	struct al_meter_host *hosts;
 	size_t n_hosts, cap_hosts;
 	uint64_t budget_ms; /* when memory was last sampled for the budget (0: never) */
+	/* The budget: what CPU and memory cost so far, for the gateway (it
+	 * refuses a request that would pass the budget); may be NULL. */
+	void (*spent)(void *data, uint64_t nano);
 };
 
 /* Free what the meter allocated (its host table). */

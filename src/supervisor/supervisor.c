@@ -159,6 +159,28 @@ static const char *on_gateway_usage(void *data, const struct al_gateway_usage *u
 	return al_meter_net(&l->meter, use);
 }
 
+/* The gateway charged the budget for requests to a host (or refused one
+ * that would have passed it: then the run ends for its budget). */
+static void on_gateway_charge(void *data, const struct al_gwp_charge *ch)
+{
+	struct al_supervisor *l = data;
+
+	al_meter_charge(&l->meter, ch->host, ch->requests, ch->bytes_up);
+	if (ch->flags & AL_GWP_CHARGE_EXHAUSTED)
+		al_meter_stop(&l->meter, AL_END_BUDGET, "budget", l->plan->budget.max,
+			      al_cost_total(&l->result.cost));
+}
+
+static void on_meter_spent(void *data, uint64_t nano)
+{
+	struct al_supervisor *l = data;
+
+	if (l->gw && nano != l->spent_told) {
+		l->spent_told = nano;
+		al_gateway_proc_spent(l->gw, nano);
+	}
+}
+
 static void on_gateway_denied(void *data, const char *host, int port, const char *reason)
 {
 	struct al_supervisor *l = data;
@@ -318,9 +340,11 @@ struct al_supervisor *al_supervisor_new(const struct al_supervisor_config *cfg)
 				     .audit = l->audit,
 				     .res = &l->result,
 				     .stop = on_meter_stop,
+				     .spent = on_meter_spent,
 				     .data = l};
 	l->gateway_events = (struct al_gateway_proc_events){.changed = on_gateway,
 							    .usage = on_gateway_usage,
+							    .charge = on_gateway_charge,
 							    .denied = on_gateway_denied,
 							    .data = l};
 	l->events = (struct al_sandbox_events){.data = l,
