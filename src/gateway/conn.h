@@ -30,8 +30,9 @@
 #include "gateway/gateway.h"
 #include "gateway/http.h"
 
-#define AL_GW_BUF_SIZE	65536
-#define AL_GW_MAX_CONNS 256
+#define AL_GW_BUF_SIZE	  65536
+#define AL_GW_MAX_CONNS	  256
+#define AL_GW_MAX_NEEDLES 256 /* placeholders and fake keys the gateway looks for */
 
 enum gw_step {
 	GW_WAIT,  /* waiting for an event; the stage set what it waits for */
@@ -138,7 +139,8 @@ struct conn {
 	char addr[INET6_ADDRSTRLEN];
 	uint16_t port;
 	const char *rule;
-	struct in6_addr dest; /* where to connect, once known */
+	const struct al_rule_opts *opts; /* the rule's options, or NULL */
+	struct in6_addr dest;		 /* where to connect, once known */
 	bool have_dest;
 	bool resolving, resolved, resolve_ok; /* resolve.c */
 	bool connecting;
@@ -206,6 +208,11 @@ struct al_gateway {
 	void (*charge)(void *data, const struct al_gwp_charge *ch);
 	void *charge_data;
 	uint64_t spent_here, spent_there;
+	/* present.c: every placeholder and fake key of the run, and whose
+	 * (an index into cred->v). */
+	const char *needles[AL_GW_MAX_NEEDLES];
+	size_t needle_owner[AL_GW_MAX_NEEDLES];
+	size_t n_needles;
 };
 
 /* gateway.c: out of fds: stop accepting for a while (a listener left
@@ -302,6 +309,19 @@ bool gw_flow_has_room(const struct flow *f);
  * budget. */
 bool gw_budget_charge(struct al_gateway *gw, const char *host, uint64_t requests,
 		      uint64_t bytes_up);
+
+/* present.c */
+struct al_cred_secret;
+void gw_needles_build(struct al_gateway *gw);
+const struct al_rule_opts *gw_rule_opts(const struct al_gateway *gw, const char *rule);
+/* s is scoped to where c goes (its name, or its address, and port). */
+bool gw_secret_scoped(const struct al_cred_secret *s, const struct conn *c);
+/* The needle in name (any case), or -1. */
+ssize_t gw_needle_in_name(const struct al_gateway *gw, const char *name);
+void gw_audit_misuse(struct al_gateway *gw, size_t needle, const char *where, const char *host,
+		     int port);
+/* Refuse c for a placeholder found in where ("host name", "body", ...). */
+enum gw_step gw_deny_misuse(struct conn *c, size_t needle, const char *where);
 
 /* dnsstub.c */
 void gw_dns_udp(struct al_gateway *gw, int fd);

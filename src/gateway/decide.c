@@ -96,6 +96,9 @@ enum gw_step gw_stage_decide(struct conn *c)
 		al_addr_format(&c->target.addr, c->target.text, sizeof(c->target.text));
 	}
 	snprintf(c->name, sizeof(c->name), "%s", host->text);
+	ssize_t needle = gw_needle_in_name(c->gw, c->name);
+	if (needle >= 0)
+		return gw_deny_misuse(c, (size_t)needle, "host name");
 	/* The operator's rules win over the task's: checked first, so the
 	 * refusal names them. */
 	if (host->kind == AL_HOST_NAME && p->never &&
@@ -122,6 +125,7 @@ enum gw_step gw_stage_decide(struct conn *c)
 				   ? "map a name to it (--map-host)"
 				   : "name it in a rule");
 	c->rule = al_allow_rule_text(rule);
+	c->opts = gw_rule_opts(c->gw, c->rule);
 	/* network.hosts is trusted as given, but not past the operator. */
 	if (host->kind == AL_HOST_NAME && (mapped = mapped_addr(p, c->name))) {
 		const struct al_allow_rule *never = gw_never_addr(c->gw, mapped, c->port);

@@ -39,6 +39,13 @@ static int dns_answer(struct al_gateway *gw, const uint8_t *msg, size_t len, uns
 	}
 	/* network.hosts only says where a name is; the allowlist says whether
 	 * it may be reached, and only then does it resolve in here. */
+	ssize_t needle = gw_needle_in_name(gw, q.name);
+	if (needle >= 0) {
+		gw->st.dns_refused++;
+		gw_audit_misuse(gw, (size_t)needle, "DNS name", q.name, 53);
+		audit_dns(gw, &q, "deny", NULL, "the name carries a secret's placeholder");
+		return al_dns_format_error(&q, AL_DNS_RCODE_NXDOMAIN, out, size);
+	}
 	/* A name the operator never allows (on some port) gets no answer
 	 * either: its connections would be refused anyway. */
 	if (gw->plan->never && al_allow_match_name_any_port(gw->plan->never, q.name, NULL)) {

@@ -148,4 +148,5 @@ void al_gateway_free(struct al_gateway *gw)
 void al_gateway_set_cred(struct al_gateway *gw, const struct al_cred *cred)
 {
 	gw->cred = cred;
+	gw_needles_build(gw);
 }

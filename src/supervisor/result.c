@@ -322,6 +322,8 @@ static const char *short_reason(const char *r)
 		return "refused";
 	if (strncmp(r, "no rule", 7) == 0)
 		return "no rule";
+	if (strstr(r, "placeholder of secret"))
+		return "a secret's placeholder";
 	if (strncmp(r, "limit", 5) == 0)
 		return "a network limit";
 	if (strstr(r, "space, which the rule") || strstr(r, "non-public"))
