@@ -30,7 +30,7 @@ static int payload_value(const struct al_sigv4_request *r, const char *v, size_t
 	} else if (n > 10 && memcmp(v, "STREAMING-", 10) == 0 &&
 		   (sv4_slice_is(v, n, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD") ||
 		    sv4_slice_is(v, n, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER") ||
-		    (n > 30 && memcmp(v, "STREAMING-AWS4-ECDSA-P256-SHA256", 32) == 0))) {
+		    (n >= 32 && memcmp(v, "STREAMING-AWS4-ECDSA-P256-SHA256", 32) == 0))) {
 		return al_error_set(err, ENOTSUP,
 				    "x-amz-content-sha256 %s: a body whose chunks are signed "
 				    "is not re-signed",
