@@ -659,7 +659,7 @@ static void expect_garbage(const void *bytes, size_t len, const char *want)
 static void test_garbage(void **state)
 {
 	static const char http[] = "GET / HTTP/1.1\r\nHost: api.test\r\n\r\n";
-	/* A handshake record as long as TLS allows, holding a ServerHello. */
+	/* A handshake record holding a ServerHello, not a ClientHello. */
 	static const unsigned char not_hello[] = {0x16, 0x03, 0x01, 0x00, 0x06, 0x02,
 						  0x00, 0x00, 0x02, 0x03, 0x03};
 	/* A record header claiming 64 KiB. */
