@@ -68,10 +68,11 @@ static void *t_malloc(size_t n, const char *file, int line)
 
 static void t_free(void *p, const char *file, int line)
 {
-	struct block *b = (struct block *)p - 1;
+	struct block *b;
 
 	if (!p)
 		return;
+	b = (struct block *)p - 1;
 	if (watch && memmem(p, b->n, watch, watch_len))
 		freed_with_secret++;
 	b->prev->next = b->next;
