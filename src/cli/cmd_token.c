@@ -182,6 +182,11 @@ static int read_token(const char *arg, char *buf, size_t size, const char **ret,
 		}
 		len += (size_t)n;
 	}
+	if (len == size) {
+		al_err("token: the token on stdin is longer than %d bytes, the most a token may be",
+		       AL_JWT_TOKEN_MAX);
+		return EXIT_REFUSED;
+	}
 	if (len > 0 && buf[len - 1] == '\n')
 		len--;
 	if (len > 0 && buf[len - 1] == '\r')

@@ -139,9 +139,10 @@ def keygen_both(env):
 
 @case
 def verify_deadline_audience_signature(env):
-    """A token minted at NOW for 60 s verifies until NOW+59 and prints its
-    claims; at NOW+60, for another audience or with a changed signature it
-    is refused with exit 1 and one line naming the check."""
+    """A token minted at NOW for 60 s verifies until NOW+59 (also read from
+    stdin) and prints its claims; at NOW+60, for another audience, with a
+    changed signature or longer than 8192 bytes it is refused with exit 1
+    and one line naming the check."""
     with Keys(env) as k:
         tok = k.mint(k.ed, "--ttl", "60", "--now", NOW, "--scope", "read")
         res = token(env, "verify", "--key", k.ed, "--aud", "api.example.com",
@@ -152,8 +153,11 @@ def verify_deadline_audience_signature(env):
                and claims["aud"] == "api.example.com" and claims["iat"] == NOW
                and claims["exp"] == NOW + 60 and claims["scope"] == "read"
                and re.fullmatch("[0-9a-f]{32}", claims["jti"]), "claims: %r" % claims, res)
-        res = token(env, "verify", "--key", k.ed, "--now", NOW + 59, "-", input=tok.encode() + b"\n")
+        res = token(env, "verify", "--key", k.ed, "--now", NOW + 59, "-",
+                    input=tok.encode() + b"\n")
         expect_rc(res, 0)
+        res = token(env, "verify", "--key", k.ed, "-", input=b"A" * 20000)
+        expect_one_error_line(res, 1, "longer than 8192 bytes")
         res = token(env, "verify", "--key", k.ed, "--now", NOW + 60, tok)
         expect_one_error_line(res, 1, "token: expired at 2026-12-01T20:11:00Z")
         res = token(env, "verify", "--key", k.ed, "--aud", "other.example.com",
