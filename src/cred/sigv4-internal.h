@@ -81,6 +81,20 @@ const char *sv4_clip(const char *s, size_t n, char *buf, size_t size);
 /* Case-insensitive comparison of a field name with a lowercase literal. */
 bool sv4_name_is(const char *name, size_t len, const char *lower);
 
+/* What the body is, as x-amz-content-sha256 says. */
+enum sv4_body {
+	SV4_BODY_PLAIN,		  /* hashed, unsigned, or unsigned chunks */
+	SV4_BODY_CHUNKED,	  /* signed chunks */
+	SV4_BODY_CHUNKED_TRAILER, /* signed chunks and a signed trailer */
+};
+
+/* al_sigv4_resign(), and also for a body of signed chunks when chunked_ok;
+ * fills *a, sig (the new seed signature) and *ret_body. */
+int sv4_resign_head(const struct al_sigv4_request *r, const struct al_sigv4_creds *fake,
+		    const struct al_sigv4_creds *real, bool chunked_ok, char *out, size_t size,
+		    struct sv4_auth *a, char sig[65], enum sv4_body *ret_body,
+		    struct al_error *err);
+
 /* ---- sigv4-parse.c: the checks --------------------------------------- */
 
 bool sv4_is_digit(char c);
