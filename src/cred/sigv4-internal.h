@@ -1,6 +1,7 @@
 /* What the SigV4 files share: the parsed authorization, the canonical
- * request and the signing key (sigv4-canon.c), text helpers. Not for other
- * modules. */
+ * request and the signing key (sigv4-canon.c), the checks
+ * (sigv4-parse.c), the head's re-signing for sigv4-chunked.c (sigv4.c),
+ * text helpers. Not for other modules. */
 #pragma once
 
 #include <stdbool.h>
@@ -128,7 +129,8 @@ int sv4_parse_credential(const char *s, size_t n, const char *fake_akid, struct 
 			 struct al_error *err);
 
 /* Lowercase, sorted, no duplicates, each a field of r, host among them
- * (and x-amz-date when need_date). */
+ * (and x-amz-date when need_date: AWS requires it signed with header
+ * auth). */
 int sv4_check_signed_headers(const struct al_sigv4_request *r, const char *s, size_t n,
 			     bool need_date, struct al_error *err);
 int sv4_copy_signed_headers(const char *s, size_t n, struct sv4_auth *a, struct al_error *err);

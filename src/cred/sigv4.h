@@ -1,5 +1,5 @@
-/* AWS Signature Version 4 re-signing (pure: no syscalls, OpenSSL's HMAC and
- * SHA-256 only).
+/* AWS Signature Version 4 re-signing (pure: no syscalls beyond malloc for
+ * the chunk being re-signed; OpenSSL's HMAC and SHA-256 only).
  *
  * The sandbox is given a placeholder AWS key pair (and a placeholder session
  * token when the real credentials have one) and signs its requests as usual.
@@ -47,7 +47,6 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 
 #include "core/error.h"
 
