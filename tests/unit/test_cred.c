@@ -1,0 +1,472 @@
+/* Credentials outside the gateway: the policies' secrets, tokens, rule
+ * options and budgets (policy/cred-parse.c), the plan's placeholders
+ * (policy/plan-cred.c), the engine's grants and bounds (engine-cred.c),
+ * the sources of values (cred/source.c) and the meter's budget
+ * (supervisor/meter.c). */
+#include "unit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/sys.h"
+#include "core/util.h"
+#include "cred/source.h"
+#include "engine_util.h"
+#include "policy/plan.h"
+#include "supervisor/meter.h"
+
+#define NET                                                                                        \
+	"\"network\": {\"allow\": [\"api.test:8080\"], \"hosts\": {\"api.test\": \"127.0.0.1\"}}"
+
+/* Every error of json as one string, for assert_contains. */
+static char *errors_of(const char *json)
+{
+	_cleanup_(al_errors_clear) struct al_errors errs = {0};
+	struct al_policy *p = NULL;
+	char *all = xstrdup("");
+
+	if (al_policy_load_string_all("p.json", json, strlen(json), &p, &errs) == 0) {
+		al_policy_free(p);
+		fail_msg("%s: loaded, expected errors", json);
+	}
+	for (size_t i = 0; i < errs.n; i++) {
+		char *n = xasprintf("%s%s\n", all, errs.v[i].text);
+		free(all);
+		all = n;
+	}
+	return all;
+}
+
+static void test_parse_secret(void **state)
+{
+	(void)state;
+	_cleanup_(al_policy_freep) struct al_policy *p = task_parse(
+	    "{\"version\": 1, " NET ", \"secrets\": {\"TOK\": {\"source\": {\"command\": "
+	    "[\"/bin/echo\", \"x\"], \"timeout\": \"2s\"}, \"hosts\": [\"api.test:8080\"], "
+	    "\"header\": \"X-Api-Key: k={}\", \"body\": true, \"env\": \"API_KEY\", \"file\": "
+	    "true}}}");
+	assert_int_equal(p->n_secret_defs, 1);
+	const struct al_secret_def *d = p->secret_defs[0];
+	assert_string_equal(d->name, "TOK");
+	assert_int_equal(d->src.kind, AL_SOURCE_COMMAND);
+	assert_string_equal(d->src.argv[0], "/bin/echo");
+	assert_int_equal(d->src.timeout_ms, 2000);
+	assert_int_equal(d->how, AL_HOW_HEADER);
+	assert_string_equal(d->header, "X-Api-Key");
+	assert_string_equal(d->tmpl, "k={}");
+	assert_true(d->body);
+	assert_true(d->file);
+	assert_string_equal(d->env, "API_KEY");
+	assert_string_equal(d->where, "task.json: secrets.TOK");
+}
+
+static void test_parse_secret_errors(void **state)
+{
+	(void)state;
+	_cleanup_free_ char *e = errors_of(
+	    "{\"version\": 1, \"secrets\": {"
+	    "\"1BAD\": {\"source\": {\"env\": \"A\", \"file\": \"/x\"}, \"hosts\": [\"a.test\"], "
+	    "\"header\": \"Host: {}\"},"
+	    "\"REL\": {\"source\": {\"command\": [\"gh\", \"auth\"]}, \"hosts\": [\"a.test\"], "
+	    "\"query\": \"k\"},"
+	    "\"TPL\": {\"source\": {\"env\": \"A\"}, \"hosts\": [\"a.test\"], \"header\": "
+	    "\"Authorization: Bearer\"},"
+	    "\"AWS\": {\"source\": {\"env\": \"A\"}, \"hosts\": [\"s3.test\"], \"sigv4\": true, "
+	    "\"body\": true},"
+	    "\"NONE\": {\"source\": {\"fd\": 1}, \"hosts\": [\"a.test\"]}},"
+	    "\"tokens\": {\"T\": {\"hosts\": [\"*.a.test\"], \"per_request\": true, \"expose\": "
+	    "true}, \"U\": {\"key\": \"/k\", \"hosts\": [\"a.test\"], \"ttl\": \"5s\"}}}");
+	assert_contains(e, "secrets.1BAD: a name of letters");
+	assert_contains(e, "secrets.1BAD.source: give one source, not 2");
+	assert_contains(e, "secrets.1BAD.header: the Host field cannot carry a secret");
+	assert_contains(e, "secrets.REL.source.command: the command is run without a search path");
+	assert_contains(e, "secrets.TPL.header: the template needs exactly one \"{}\"");
+	assert_contains(e, "secrets.AWS.body: a signed request's body cannot change");
+	assert_contains(e, "secrets.NONE.source.fd: expected a descriptor number from 3");
+	assert_contains(e, "secrets.NONE: say how it is sent");
+	assert_contains(e, "tokens.T.hosts[0]: a token's hosts are its audience");
+	assert_contains(e, "tokens.T.key: missing");
+	assert_contains(e, "tokens.T.expose: a per_request token is minted on the way out");
+	assert_contains(e, "tokens.U.ttl: only a per_request token has its own ttl");
+}
+
+static void test_parse_rule_opts(void **state)
+{
+	(void)state;
+	_cleanup_(al_policy_freep) struct al_policy *p = task_parse(
+	    "{\"version\": 1, \"network\": {\"allow\": [\"b.test\", {\"host\": \"a.test:443\", "
+	    "\"tls\": \"intercept\", \"ca\": \"/etc/a.pem\", \"methods\": [\"GET\", \"POST\"], "
+	    "\"paths\": [\"/v1/*\", \"/x/**\"], \"max_body\": \"1K\"}]}}");
+	assert_int_equal(al_strv_len(p->net_allow), 2);
+	assert_string_equal(p->net_allow[1], "a.test:443");
+	const struct al_rule_opts *o =
+	    al_rule_opts_find(p->rule_opts, p->n_rule_opts, "a.test:443");
+	assert_non_null(o);
+	assert_true(o->intercept);
+	assert_string_equal(o->ca_file, "/etc/a.pem");
+	assert_string_equal(o->methods[1], "POST");
+	assert_string_equal(o->paths[1], "/x/**");
+	assert_int_equal(o->max_body, 1024);
+	assert_null(al_rule_opts_find(p->rule_opts, p->n_rule_opts, "b.test"));
+
+	_cleanup_free_ char *e = errors_of(
+	    "{\"version\": 1, \"network\": {\"allow\": [{\"host\": \"x.test:80\", \"ca\": "
+	    "\"/c.pem\", \"tls\": \"maybe\", \"paths\": [\"nope\"], \"methods\": "
+	    "[\"GE T\", \"CONNECT\"], \"extra\": 1}, {\"tls\": \"pass\"}]}}");
+	assert_contains(e, "network.allow[0]: unknown key \"extra\"");
+	assert_contains(e, "network.allow[0].tls: expected \"intercept\" or \"pass\"");
+	assert_contains(e, "network.allow[0].ca: the upstream's CA is only used when the gateway");
+	assert_contains(e, "network.allow[0].paths[0]: path pattern \"nope\"");
+	assert_contains(e, "network.allow[0].methods[0]: not a request method");
+	assert_contains(e, "network.allow[0].methods[1]: not a request method: \"CONNECT\"");
+	assert_contains(e, "network.allow[1].host: missing");
+}
+
+static void test_parse_budget(void **state)
+{
+	(void)state;
+	_cleanup_(al_policy_freep) struct al_policy *p =
+	    task_parse("{\"version\": 1, \"limits\": {\"budget\": {\"max\": 1.25, \"prices\": "
+		       "{\"cpu_second\": 0.000000001, \"egress_mb\": 2, \"requests\": "
+		       "{\"llm.test\": 0.01, \"*.x.test\": 0.5}}}}}");
+	const struct al_budget *b = &p->budget;
+	assert_true(b->set);
+	assert_int_equal(b->max, 1250000000);
+	assert_int_equal(b->cpu_second, 1);
+	assert_int_equal(b->egress_mb, 2000000000);
+	assert_int_equal(al_budget_request_price(b, "llm.test"), 10000000);
+	assert_int_equal(al_budget_request_price(b, "LLM.TEST"), 10000000);
+	assert_int_equal(al_budget_request_price(b, "a.b.x.test"), 500000000);
+	assert_int_equal(al_budget_request_price(b, "x.test"), 0);
+	char buf[32];
+	al_budget_format(1250000000, buf, sizeof(buf));
+	assert_string_equal(buf, "1.25");
+	al_budget_format(3000000000, buf, sizeof(buf));
+	assert_string_equal(buf, "3");
+
+	_cleanup_free_ char *e =
+	    errors_of("{\"version\": 1, \"limits\": {\"budget\": {\"max\": -1, \"prices\": "
+		      "{\"bogus\": 1, \"requests\": {\"a.test:80\": 1, \"b.test\": -2}}}}}");
+	assert_contains(e, "limits.budget.max: expected a positive number");
+	assert_contains(e, "limits.budget.prices: unknown key \"bogus\"");
+	assert_contains(e, "limits.budget.prices.requests.a.test:80: expected a host name");
+	assert_contains(e, "limits.budget.prices.requests.b.test: expected a non-negative number");
+}
+
+static struct al_plan *plan_of(const char *json, struct al_errors *errs)
+{
+	_cleanup_(al_policy_freep) struct al_policy *p = task_parse(json);
+	struct al_plan *plan = NULL;
+
+	al_plan_build_all(p, AL_PLAN_PARTIAL, &plan, errs);
+	return plan;
+}
+
+static const char *env_of(const struct al_plan *p, const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; p->envp[i]; i++)
+		if (strncmp(p->envp[i], name, n) == 0 && p->envp[i][n] == '=')
+			return p->envp[i] + n + 1;
+	return NULL;
+}
+
+static void test_plan_placeholders(void **state)
+{
+	(void)state;
+	_cleanup_(al_errors_clear) struct al_errors errs = {0};
+	_cleanup_(al_plan_freep) struct al_plan *p =
+	    plan_of("{\"version\": 1, \"command\": [\"/bin/true\"], " NET ", \"secrets\": {"
+		    "\"TOK\": {\"source\": {\"env\": \"HOME\"}, \"hosts\": [\"api.test:8080\"], "
+		    "\"header\": \"Authorization: Bearer {}\", \"file\": true},"
+		    "\"AWS\": {\"source\": {\"env\": \"HOME\"}, \"hosts\": [\"api.test:8080\"], "
+		    "\"sigv4\": true}}}",
+		    &errs);
+	assert_int_equal(errs.n, 0);
+	assert_int_equal(p->n_secrets, 2);
+	const char *ph = env_of(p, "TOK");
+	assert_non_null(ph);
+	assert_int_equal(strlen(ph), 43);
+	assert_int_equal(strncmp(ph, "airlock-ph-", 11), 0);
+	assert_int_equal(strspn(ph + 11, "0123456789abcdef"), 32);
+	assert_true(al_policy_env_is_hidden(p->env_hidden, "TOK"));
+	assert_string_equal(env_of(p, "AWS_ACCESS_KEY_ID"), p->secrets[1].fake_key_id);
+	assert_int_equal(strncmp(p->secrets[1].fake_key_id, "AKIA", 4), 0);
+	assert_int_equal(strlen(p->secrets[1].fake_key_id), 20);
+	assert_int_equal(strlen(env_of(p, "AWS_SECRET_ACCESS_KEY")), 40);
+	bool file = false;
+	for (size_t i = 0; i < p->n_fs; i++)
+		if (strcmp(p->fs[i].path, "/etc/airlock/secrets/TOK") == 0) {
+			file = true;
+			assert_string_equal(p->fs[i].source, ph);
+		}
+	assert_true(file);
+
+	/* Another plan: other placeholders. */
+	_cleanup_(al_errors_clear) struct al_errors errs2 = {0};
+	_cleanup_(al_plan_freep) struct al_plan *q = plan_of(
+	    "{\"version\": 1, \"command\": [\"/bin/true\"], " NET ", \"secrets\": {\"TOK\": "
+	    "{\"source\": {\"env\": \"HOME\"}, \"hosts\": [\"api.test:8080\"], \"query\": \"k\"}}}",
+	    &errs2);
+	assert_string_not_equal(env_of(q, "TOK"), ph);
+}
+
+static void test_plan_refusals(void **state)
+{
+	(void)state;
+	_cleanup_(al_errors_clear) struct al_errors errs = {0};
+	_cleanup_(al_plan_freep) struct al_plan *p = plan_of(
+	    "{\"version\": 1, \"command\": [\"/bin/true\"], " NET ", \"env\": {\"TOK\": \"x\"}, "
+	    "\"limits\": {\"budget\": {\"max\": 1}}, \"secrets\": {"
+	    "\"TOK\": {\"source\": {\"env\": \"HOME\"}, \"hosts\": [\"other.test:443\"], "
+	    "\"header\": \"X-K: {}\"}}, \"tokens\": {\"JWT\": {\"key\": \"/k\", \"hosts\": "
+	    "[\"api.test:8080\"]}}}",
+	    &errs);
+	char all[4096] = "";
+	for (size_t i = 0; i < errs.n; i++)
+		strncat(all, errs.v[i].text, sizeof(all) - strlen(all) - 2), strcat(all, "\n");
+	assert_contains(all, "hosts[0]: other.test:443 is not allowed by the run's network rules");
+	assert_contains(all, "the sandbox's variable TOK would hold its placeholder, but the task");
+	assert_contains(all, "limits.budget: no prices");
+	(void)p;
+
+	_cleanup_(al_errors_clear) struct al_errors e2 = {0};
+	_cleanup_(al_plan_freep) struct al_plan *q =
+	    plan_of("{\"version\": 1, \"command\": [\"/bin/true\"], \"secrets\": [\"X\"]}", &e2);
+	assert_true(e2.n >= 1);
+	assert_contains(e2.v[0].text, "no operator policy defines any");
+	(void)q;
+}
+
+#define OPERATOR                                                                                   \
+	"{\"version\": 1, \"secrets\": {\"TOK\": {\"source\": {\"env\": \"HOME\"}, \"hosts\": "    \
+	"[\"api.test:8080\"], \"header\": \"X-K: {}\"}, \"OTHER\": {\"source\": {\"env\": "        \
+	"\"HOME\"}, \"hosts\": [\"api.test:8080\"], \"header\": \"X-O: {}\"}}, \"profiles\": "     \
+	"{\"default\": {\"network\": {\"allow\": [{\"host\": \"api.test:8080\", \"methods\": "     \
+	"[\"GET\", \"POST\"], \"paths\": [\"/v1/**\"], \"max_body\": 100}], \"hosts\": "           \
+	"[\"127.0.0.1\"]}, \"limits\": {\"budget\": {\"max\": 2, \"default\": 1, \"prices\": "     \
+	"{\"cpu_second\": 0.5}}}, \"secrets\": [\"TOK\"]}}}"
+
+static void test_engine_grants(void **state)
+{
+	(void)state;
+	_cleanup_(al_operator_freep) struct al_operator *op = op_parse(OPERATOR);
+	_cleanup_(al_policy_freep) struct al_policy *t =
+	    task_parse("{\"version\": 1, \"secrets\": [\"TOK\"], \"network\": {\"allow\": "
+		       "[{\"host\": \"api.test:8080\", \"methods\": [\"POST\", \"PUT\"], "
+		       "\"max_body\": 1000}], "
+		       "\"hosts\": {\"api.test\": \"127.0.0.1\"}}}");
+	struct al_decision d;
+	assert_int_equal(al_engine_request(op, t, NULL, &d), 0);
+	assert_int_equal(t->n_secret_defs, 1);
+	assert_string_equal(t->secret_defs[0]->name, "TOK");
+	assert_null(t->secret_names);
+	const struct al_rule_opts *o =
+	    al_rule_opts_find(t->rule_opts, t->n_rule_opts, "api.test:8080");
+	assert_non_null(o);
+	assert_int_equal(al_strv_len(o->methods), 1); /* POST: in both lists */
+	assert_string_equal(o->methods[0], "POST");
+	assert_string_equal(o->paths_also[0], "/v1/**");
+	assert_int_equal(o->max_body, 100);
+	assert_true(t->budget.set);
+	assert_int_equal(t->budget.max, AL_BUDGET_UNIT); /* the profile's default */
+	assert_int_equal(t->budget.cpu_second, AL_BUDGET_UNIT / 2);
+	al_decision_clear(&d);
+}
+
+static void test_engine_refusals(void **state)
+{
+	(void)state;
+	_cleanup_(al_operator_freep) struct al_operator *op = op_parse(OPERATOR);
+	_cleanup_(al_policy_freep) struct al_policy *t = task_parse(
+	    "{\"version\": 1, " NET ", \"secrets\": [\"OTHER\"], \"tokens\": {\"MINE\": {\"key\": "
+	    "\"/k\", \"hosts\": [\"api.test:8080\"]}}, \"limits\": {\"budget\": {\"max\": 3}}}");
+	struct al_decision d;
+	assert_int_equal(al_engine_request(op, t, NULL, &d), -EPERM);
+	bool granted = false, own = false, ceiling = false;
+	for (size_t i = 0; i < d.n_refused; i++) {
+		const char *m = d.refused[i].message;
+		granted |=
+		    strstr(m, "secret OTHER: the profile default does not grant it (it grants: "
+			      "TOK)") != NULL;
+		own |=
+		    strstr(m, "tokens.MINE: under an operator policy, secrets and tokens are the "
+			      "operator's to define") != NULL;
+		ceiling |=
+		    strstr(m, "limits.budget.max 3 is over the operator's ceiling 2") != NULL;
+	}
+	assert_true(granted);
+	assert_true(own);
+	assert_true(ceiling);
+	assert_int_equal(t->n_secret_defs, 0); /* nothing of the task's own kept */
+	al_decision_clear(&d);
+
+	_cleanup_(al_policy_freep) struct al_policy *t2 = task_parse(
+	    "{\"version\": 1, " NET ", \"limits\": {\"budget\": {\"max\": 1, \"prices\": "
+	    "{\"cpu_second\": 0}}}}");
+	assert_int_equal(al_engine_request(op, t2, NULL, &d), -EPERM);
+	assert_contains(d.refused[0].message, "the operator policy sets the prices");
+	al_decision_clear(&d);
+}
+
+static void read_ok(const struct al_secret_source *src, const char *want)
+{
+	struct al_secret_value v;
+	struct al_error err = {0};
+
+	if (al_secret_source_read(src, "secret T", &v, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_string_equal(v.data, want);
+	assert_int_equal(v.len, strlen(want));
+	al_secret_value_clear(&v);
+	assert_null(v.data);
+}
+
+static int read_bad(const struct al_secret_source *src, struct al_error *err)
+{
+	struct al_secret_value v;
+	int r = al_secret_source_read(src, "secret T", &v, err);
+
+	assert_true(r < 0);
+	assert_null(v.data);
+	return r;
+}
+
+static void test_sources(void **state)
+{
+	(void)state;
+	struct al_error err = {0};
+	char path[] = "/tmp/test-cred-XXXXXX";
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "file-value\n", 11), 11);
+	close(fd);
+	setenv("TEST_CRED_VALUE", "env-value", 1);
+	read_ok(&(struct al_secret_source){.kind = AL_SOURCE_ENV, .env = "TEST_CRED_VALUE"},
+		"env-value");
+	read_ok(&(struct al_secret_source){.kind = AL_SOURCE_FILE, .file = path}, "file-value");
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(write(p[1], "fd-value\r\n", 10), 10);
+	close(p[1]);
+	read_ok(&(struct al_secret_source){.kind = AL_SOURCE_FD, .fd = p[0]}, "fd-value");
+	assert_int_equal(fcntl(p[0], F_GETFD), -1); /* read once, then closed */
+	char *echo[] = {"/bin/echo", "cmd-value", NULL};
+	read_ok(
+	    &(struct al_secret_source){.kind = AL_SOURCE_COMMAND, .argv = echo, .timeout_ms = 5000},
+	    "cmd-value");
+
+	read_bad(&(struct al_secret_source){.kind = AL_SOURCE_ENV, .env = "TEST_CRED_NOT_SET"},
+		 &err);
+	assert_contains(err.msg, "secret T: airlock's environment has no TEST_CRED_NOT_SET");
+	truncate(path, 0);
+	read_bad(&(struct al_secret_source){.kind = AL_SOURCE_FILE, .file = path}, &err);
+	assert_contains(err.msg, "is empty");
+	unlink(path);
+
+	/* A failing command: its status, never its output. */
+	char *fails[] = {"/bin/sh", "-c", "echo leaked-output; echo leaked-err >&2; exit 3", NULL};
+	read_bad(&(struct al_secret_source){.kind = AL_SOURCE_COMMAND,
+					    .argv = fails,
+					    .timeout_ms = 5000},
+		 &err);
+	assert_contains(err.msg, "/bin/sh failed with exit status 3");
+	assert_not_contains(err.msg, "leaked");
+	char *missing[] = {"/nonexistent/issuer", NULL};
+	read_bad(&(struct al_secret_source){.kind = AL_SOURCE_COMMAND,
+					    .argv = missing,
+					    .timeout_ms = 5000},
+		 &err);
+	assert_contains(err.msg, "could not be run");
+
+	/* One that hangs: killed at its timeout, with what it forked. */
+	char pidfile[] = "/tmp/test-cred-pid-XXXXXX";
+	close(mkstemp(pidfile));
+	_cleanup_free_ char *script = xasprintf("sleep 30 & echo $! > %s; wait", pidfile);
+	char *hangs[] = {"/bin/sh", "-c", script, NULL};
+	uint64_t t0 = al_now_ms();
+	assert_int_equal(read_bad(&(struct al_secret_source){.kind = AL_SOURCE_COMMAND,
+							     .argv = hangs,
+							     .timeout_ms = 300},
+				  &err),
+			 -ETIMEDOUT);
+	assert_true(al_now_ms() - t0 < 5000);
+	assert_contains(err.msg, "did not finish in time");
+	FILE *f = fopen(pidfile, "r");
+	int child = 0;
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%d", &child), 1);
+	fclose(f);
+	unlink(pidfile);
+	/* Its process group was killed: gone, or a zombie its new parent has
+	 * not reaped yet. */
+	bool alive = true;
+	for (int i = 0; i < 50 && alive; i++) {
+		_cleanup_free_ char *stat = xasprintf("/proc/%d/stat", child);
+		char buf[256] = "";
+		ssize_t n = al_read_file(stat, buf, sizeof(buf) - 1);
+		const char *paren = n > 0 ? strrchr(buf, ')') : NULL;
+		alive = paren && paren[1] == ' ' && paren[2] != 'Z';
+		if (alive)
+			usleep(20000);
+	}
+	assert_false(alive);
+}
+
+static void stop_noted(void *data)
+{
+	(*(int *)data)++;
+}
+
+static void test_meter_budget(void **state)
+{
+	(void)state;
+	struct al_plan plan = {0};
+	struct al_run_result res = {0};
+	int stopped = 0;
+	struct al_meter m = {.plan = &plan, .res = &res, .stop = stop_noted, .data = &stopped};
+
+	plan.budget = (struct al_budget){.set = true,
+					 .max = AL_BUDGET_UNIT / 20, /* 0.05 */
+					 .egress_mb = 1000,	     /* a nano a KB */
+					 .n_requests = 1};
+	struct al_budget_price price = {"api.test", AL_BUDGET_UNIT / 100};
+	plan.budget.requests = &price;
+	for (int i = 0; i < 4; i++)
+		al_meter_charge(&m, "api.test", 1, 0);
+	assert_int_equal(stopped, 0);
+	/* 999 one-byte sends cost nothing each, yet are counted. */
+	for (int i = 0; i < 999; i++)
+		al_meter_charge(&m, "api.test", 0, 1);
+	assert_int_equal(res.cost.egress, 0);
+	al_meter_charge(&m, "api.test", 0, 1);
+	assert_int_equal(res.cost.egress, 1);
+	al_meter_charge(&m, "api.test", 1, 0);
+	assert_int_equal(stopped, 1);
+	assert_int_equal(res.reason, AL_END_BUDGET);
+	assert_int_equal(res.cost.n_hosts, 1);
+	assert_int_equal(res.cost.hosts[0].requests, 5);
+	assert_int_equal(al_cost_total(&res.cost), AL_BUDGET_UNIT / 20 + 1);
+	al_meter_clear(&m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_parse_secret),      cmocka_unit_test(test_parse_secret_errors),
+	    cmocka_unit_test(test_parse_rule_opts),   cmocka_unit_test(test_parse_budget),
+	    cmocka_unit_test(test_plan_placeholders), cmocka_unit_test(test_plan_refusals),
+	    cmocka_unit_test(test_engine_grants),     cmocka_unit_test(test_engine_refusals),
+	    cmocka_unit_test(test_sources),	      cmocka_unit_test(test_meter_budget),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
