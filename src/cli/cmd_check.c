@@ -149,6 +149,34 @@ static void print_bounds(const struct al_op_profile *pr)
 	    pr->backends ? al_strv_join(pr->backends, ", ") : xstrdup("any");
 	printf("  backend   %s (minimum %s)\n", backends,
 	       pr->backend_min ? pr->backend_min : "native");
+	for (size_t i = 0; pr->grants && pr->grants[i]; i++)
+		printf("  grants    %s\n", pr->grants[i]);
+	for (size_t i = 0; i < pr->n_rule_opts; i++) {
+		const struct al_rule_opts *o = pr->rule_opts[i];
+		_cleanup_free_ char *m = o->methods ? al_strv_join(o->methods, ",") : NULL;
+		_cleanup_free_ char *ps = o->paths ? al_strv_join(o->paths, ",") : NULL;
+		printf("  requests  %s%s%s%s%s%s%s%s\n", o->rule,
+		       o->intercept ? " tls=intercept" : "", o->ca_file ? " ca=" : "",
+		       o->ca_file ? o->ca_file : "", m ? " methods=" : "", m ? m : "",
+		       ps ? " paths=" : "", ps ? ps : "");
+	}
+	if (pr->budget.set) {
+		char mx2[32], df2[32];
+		al_budget_format(pr->budget.max, mx2, sizeof(mx2));
+		al_budget_format(pr->budget_default, df2, sizeof(df2));
+		printf("  budget    max %s, default %s (priced by the operator)\n", mx2,
+		       pr->budget_default ? df2 : "the max");
+	}
+}
+
+/* The secrets and tokens the operator defines (never a value). */
+static void print_secrets(const struct al_operator *op)
+{
+	for (size_t i = 0; i < op->n_secrets; i++) {
+		const struct al_secret_def *d = op->secrets[i];
+		_cleanup_free_ char *hosts = al_strv_join(d->hosts, ", ");
+		printf("%s %s: to %s\n", d->token ? "token " : "secret", d->name, hosts);
+	}
 }
 
 /* check --operator-policy FILE alone: the file, checked, and its profiles. */
@@ -190,6 +218,7 @@ static int check_operator(const struct al_cli *cli)
 		printf("decider: asked once per run by airlock run (check does not ask it)\n");
 	if (!al_operator_profile(op, AL_OPERATOR_PROFILE))
 		printf("no \"default\" profile: a task must name one (--profile)\n");
+	print_secrets(op);
 	for (size_t i = 0; i < op->n_profiles; i++)
 		print_bounds(&op->profiles[i]);
 	if (op->decider)
