@@ -36,7 +36,7 @@ struct al_secret_source {
 };
 
 /* How the value goes out on a request to a scoped host. */
-enum al_secret_how {
+enum al_present {
 	AL_HOW_NONE,   /* only in the body ("body": true and nothing else) */
 	AL_HOW_HEADER, /* a header set from a template */
 	AL_HOW_BASIC,  /* Authorization: Basic, the value as the password */
@@ -49,7 +49,7 @@ struct al_secret_def {
 	bool token; /* defined under "tokens": minted per run */
 	struct al_secret_source src;
 	char **hosts; /* its scope, as allow rules ("api.example.com:443") */
-	enum al_secret_how how;
+	enum al_present how;
 	char *header; /* HEADER: the field's name */
 	char *tmpl;   /* HEADER: its value, with "{}" where the value goes */
 	char *user;   /* BASIC */
