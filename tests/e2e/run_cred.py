@@ -1263,7 +1263,10 @@ def interception(e):
     says why). Without interception (a plain rule) HTTPS passes through:
     the client verifies the server's own certificate (the test CA), the
     server receives the sandbox's own Authorization with the placeholder
-    as it was, and nothing from airlock when the sandbox sends none."""
+    as it was, and nothing from airlock when the sandbox sends none. HTTPS
+    to a rule with request rules but no interception (which could not check
+    them) is refused: the client, trusting the server's own CA, fails, and
+    the server receives no request."""
     ck = Checks()
     real = real_value()
     with TempDir() as d:
@@ -1272,10 +1275,11 @@ def interception(e):
         wrong_ca = other_ca.leaf("bad", "bad.internal")
         wrong_name = pki.leaf("mm", "someone-else.internal")
         passthru = pki.leaf("pass", "passthru.internal")
+        filtered = pki.leaf("filtered", "filtered.internal")
         srvs = servers(("good", good), ("bad-chain", wrong_ca), ("bad-name", wrong_name),
-                       ("passthru", passthru))
+                       ("passthru", passthru), ("filtered", filtered))
         try:
-            api, bad, mm, pas = srvs
+            api, bad, mm, pas, flt = srvs
             hp = "analysis.internal:%d" % api.port
             pp = "passthru.internal:%d" % pas.port
 
@@ -1283,8 +1287,10 @@ def interception(e):
                 return {"host": "%s:%d" % (host, port), "tls": "intercept", "ca": pki.cert}
             pol = net_policy(
                 [icpt("analysis.internal", api.port), icpt("bad.internal", bad.port),
-                 icpt("mismatch.internal", mm.port), pp],
-                ["analysis.internal", "bad.internal", "mismatch.internal", "passthru.internal"],
+                 icpt("mismatch.internal", mm.port), pp,
+                 {"host": "filtered.internal:%d" % flt.port, "methods": ["GET"]}],
+                ["analysis.internal", "bad.internal", "mismatch.internal", "passthru.internal",
+                 "filtered.internal"],
                 secrets={"TOK": {"source": {"env": "TOK"}, "hosts": [hp, pp],
                                  "header": "Authorization: Bearer {}"}})
             h, p = "analysis.internal", api.port
@@ -1304,6 +1310,8 @@ def interception(e):
                           rq("/pass-own", headers={"Authorization": "Bearer {{env:TOK}}"}),
                           tls=True, ca="/opt/t/test-ca.pem"),
                 http_step("pass-none", "passthru.internal", pas.port, rq("/pass-none"),
+                          tls=True, ca="/opt/t/test-ca.pem"),
+                http_step("filtered", "filtered.internal", flt.port, rq("/filtered"),
                           tls=True, ca="/opt/t/test-ca.pem"),
             ]
             r = ck.add(cred_run(e, pol, steps, files={"test-ca.pem": open(pki.cert).read()},
@@ -1383,6 +1391,11 @@ def interception(e):
     ck.that(q is not None and not header(q, "Authorization"),
             "pass-through: the server got Authorization %r from a request that sent none"
             % (q and header(q, "Authorization")))
+    resp = r.response("filtered")
+    ck.that("error" in resp or resp.get("status") == 403,
+            "HTTPS to a rule with request rules and no interception was not refused: %r" % resp)
+    ck.that(not flt.lines, "filtered.internal received a request it could not have checked: %s"
+            % flt.describe())
     no_real_value(ck, real, {"stdout": r.res.out, "the audit": r.raw["audit"],
                              "the record": r.raw["record"]})
     ck.done()
