@@ -11,6 +11,21 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "cred/jwt.h"
+#include "policy/plan-internal.h"
+#include "tls/ca.h"
+#include "tls/tls.h"
+
+/* The host's trust store, which the sandbox's bundle starts with. */
+#define HOST_BUNDLE	"/etc/ssl/certs/ca-certificates.crt"
+#define HOST_BUNDLE_MAX (4u << 20)
+
+const char *const al_ca_env[] = {"SSL_CERT_FILE",
+				 "REQUESTS_CA_BUNDLE",
+				 "CURL_CA_BUNDLE",
+				 "NODE_EXTRA_CA_CERTS",
+				 "GIT_SSL_CAINFO",
+				 "PIP_CERT",
+				 NULL};
 
 /* The names a token's audience is made of: its hosts without ports. */
 static char **audience(const struct al_secret_def *d)
@@ -150,6 +165,77 @@ static int open_aws(struct al_plan *plan, struct al_cred_secret *s, const char *
 	return 0;
 }
 
+static bool plan_has(const struct al_plan *p, const char *path)
+{
+	for (size_t i = 0; i < p->n_fs; i++)
+		if (strcmp(p->fs[i].path, path) == 0)
+			return true;
+	return false;
+}
+
+static bool env_set(char *const *envp, const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; envp && envp[i]; i++)
+		if (strncmp(envp[i], name, n) == 0 && envp[i][n] == '=')
+			return true;
+	return false;
+}
+
+/* The host's bundle and the run's CA, one PEM file. */
+static char *bundle(const char *ca_pem)
+{
+	_cleanup_fclose_ FILE *f = fopen(HOST_BUNDLE, "re");
+	char *buf = xmalloc(HOST_BUNDLE_MAX + strlen(ca_pem) + 2);
+	size_t n = f ? fread(buf, 1, HOST_BUNDLE_MAX, f) : 0;
+
+	if (n && buf[n - 1] != '\n')
+		buf[n++] = '\n';
+	strcpy(buf + n, ca_pem);
+	return buf;
+}
+
+/* The names intercepted rules name: what the CA may issue for. */
+static char **intercepted(const struct al_plan *p)
+{
+	char **v = xcalloc(1, sizeof(char *));
+
+	for (size_t i = 0; i < p->n_rule_opts; i++) {
+		const char *r = p->rule_opts[i]->rule;
+		if (!p->rule_opts[i]->intercept)
+			continue;
+		const char *end = r[0] == '[' ? strchr(r, ']') : strrchr(r, ':');
+		size_t len = end ? (size_t)(end - r) : strlen(r);
+		_cleanup_free_ char *host = r[0] == '[' ? strndup(r + 1, len - 1) : strndup(r, len);
+		al_strv_push(&v, host);
+	}
+	return v;
+}
+
+static int open_ca(struct al_plan *plan, struct al_cred *c, struct al_error *err)
+{
+	_cleanup_(al_strv_freep) char **names = intercepted(plan);
+	int64_t not_after = plan->timeout_ms ? c->deadline + 60 : (int64_t)time(NULL) + 7 * 86400;
+	int r;
+
+	if ((r = al_tls_init(err)) < 0 ||
+	    (r = al_tls_ca_new(c->run_id, not_after, (const char *const *)names, al_strv_len(names),
+			       &c->ca, err)) < 0)
+		return al_error_wrap(err, "the run's CA for interception");
+	if (!plan_has(plan, "/etc/airlock"))
+		al_plan_add_dir(plan, "/etc/airlock", 0755);
+	al_plan_add_file(plan, AL_CA_FILE, xstrdup(al_tls_ca_pem(c->ca)), 0444);
+	al_plan_add_file(plan, AL_CA_BUNDLE, bundle(al_tls_ca_pem(c->ca)), 0444);
+	for (size_t i = 0; al_ca_env[i]; i++)
+		if (!env_set(plan->envp, al_ca_env[i]))
+			al_strv_push_take(&plan->envp,
+					  xasprintf("%s=%s", al_ca_env[i],
+						    strcmp(al_ca_env[i], "NODE_EXTRA_CA_CERTS") == 0
+							? AL_CA_FILE
+							: AL_CA_BUNDLE));
+	return 0;
+}
+
 int al_cred_open(struct al_plan *plan, const char *run_id, struct al_cred **ret,
 		 struct al_error *err)
 {
@@ -173,6 +259,8 @@ int al_cred_open(struct al_plan *plan, const char *run_id, struct al_cred **ret,
 		if (r < 0)
 			return r;
 	}
+	if (plan->intercept && (r = open_ca(plan, c, err)) < 0)
+		return r;
 	*ret = TAKE_PTR(c);
 	return 0;
 }
@@ -229,6 +317,7 @@ void al_cred_free(struct al_cred *c)
 		al_jwt_key_free(s->key);
 	}
 	free(c->v);
+	al_tls_ca_free(c->ca);
 	explicit_bzero(c, sizeof(*c));
 	free(c);
 }

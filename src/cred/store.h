@@ -6,8 +6,14 @@
  * when it is forked. Freeing wipes every value.
  *
  * Opening may add to the plan what is only known then: the placeholder
- * of an AWS session token when the real key has one, and an exposed
- * token's value in the environment. */
+ * of an AWS session token when the real key has one, an exposed token's
+ * value in the environment, and with interception the run's CA: made
+ * here, its certificate in /etc/airlock/ca.pem and with the host's bundle
+ * in /etc/airlock/ca-bundle.pem, announced in SSL_CERT_FILE and the
+ * variables other tools read (AL_CA_ENV). */
+#define AL_CA_FILE   "/etc/airlock/ca.pem"
+#define AL_CA_BUNDLE "/etc/airlock/ca-bundle.pem"
+extern const char *const al_ca_env[];
 #pragma once
 
 #include <jansson.h>
@@ -18,6 +24,7 @@
 #include "policy/plan.h"
 
 struct al_jwt_key;
+struct al_tls_ca;
 
 struct al_cred_secret {
 	const struct al_plan_secret *ps; /* borrowed from the plan */
@@ -35,6 +42,9 @@ struct al_cred {
 	int64_t deadline; /* seconds since the epoch: no token lives past it */
 	char run_id[64];
 	uint64_t minted; /* per-request tokens minted (the gateway's count) */
+	/* With an intercepting rule: the run's CA (tls/ca.h), its key only
+	 * in this memory; the sandbox trusts its certificate. */
+	struct al_tls_ca *ca;
 };
 
 int al_cred_open(struct al_plan *plan, const char *run_id, struct al_cred **ret,
