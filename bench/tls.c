@@ -49,6 +49,7 @@ static double median(double *v, size_t n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+static void die(const char *what, const struct al_error *err) __attribute__((noreturn));
 static void die(const char *what, const struct al_error *err)
 {
 	fprintf(stderr, "bench-tls: %s: %s\n", what, err ? err->msg : al_tls_reason("?"));
@@ -216,7 +217,10 @@ static void plain_handshake(struct setup *s)
 	SSL_set1_host(c.ssl, "api.bench");
 	SSL_set_tlsext_host_name(c.ssl, "api.bench");
 	peer_init(&u, s->upstream, true);
-	for (int i = 0; i < 100 && !(peer_done(&c) & peer_done(&u)); i++) {
+	for (int i = 0; i < 100; i++) {
+		bool a = peer_done(&c), b = peer_done(&u);
+		if (a && b)
+			break;
 		while ((n = BIO_read(c.out, buf, sizeof(buf))) > 0)
 			BIO_write(u.in, buf, n);
 		while ((n = BIO_read(u.out, buf, sizeof(buf))) > 0)

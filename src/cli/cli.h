@@ -114,6 +114,8 @@ int al_cmd_run(int argc, char **argv);
 int al_cmd_check(int argc, char **argv);
 int al_cmd_verify(int argc, char **argv);
 int al_cmd_gc(int argc, char **argv);
+/* airlock token verify|jwks|keygen|mint: the per-run JWTs (cmd_token.c). */
+int al_cmd_token(int argc, char **argv);
 /* The probe `airlock verify` runs inside the sandbox (hidden "__probe"). */
 int al_cmd_probe(int argc, char **argv);
 void al_cli_usage(FILE *f);

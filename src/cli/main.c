@@ -22,6 +22,8 @@ void al_cli_usage(FILE *f)
 		"  verify [--policy FILE] [OPTIONS]  build the sandbox and show, from outside and\n"
 		"                                    inside, which layers are in force\n"
 		"  gc                                remove cgroups left by a killed airlock\n"
+		"  token verify|jwks|keygen|mint     the per-run JWTs: verify one, print the\n"
+		"                                    JWKS, make a key, mint one by hand\n"
 		"  help                              show this help\n"
 		"  version                           show the version\n\n"
 		"Run \"airlock COMMAND --help\" for the options of a command; see airlock(1).\n");
@@ -61,6 +63,8 @@ int main(int argc, char **argv)
 		return al_cmd_verify(argc - 2, argv + 2);
 	if (strcmp(cmd, "gc") == 0)
 		return al_cmd_gc(argc - 2, argv + 2);
+	if (strcmp(cmd, "token") == 0)
+		return al_cmd_token(argc - 2, argv + 2);
 	if (strcmp(cmd, "__probe") == 0)
 		return al_cmd_probe(argc - 2, argv + 2);
 	if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {

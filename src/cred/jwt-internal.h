@@ -29,3 +29,13 @@ const char *al_jwt_alg_name(enum al_jwt_alg alg);
 /* Fill err with what failed and OpenSSL's reason, and empty OpenSSL's
  * error queue. Returns -code. */
 int al_jwt_ossl_error(struct al_error *err, int code, const char *what);
+
+/* Sign n bytes at in with k (which can sign) into sig (room for
+ * JWT_ED25519_SIG bytes); *ret_len gets the signature's length. */
+int al_jwt_sign(const struct al_jwt_key *k, const char *in, size_t n, unsigned char *sig,
+		size_t *ret_len, struct al_error *err);
+
+/* 0 when sig is k's signature of n bytes at in (compared in constant
+ * time); -EBADMSG when not. */
+int al_jwt_check_signature(const struct al_jwt_key *k, const char *in, size_t n,
+			   const unsigned char *sig, size_t sig_len, struct al_error *err);

@@ -300,16 +300,52 @@ static int load_pem(const char *buf, size_t len, struct al_jwt_key **ret, struct
 	return 0;
 }
 
+/* A signature made and checked (with a public key: a zero one checked,
+ * which must fail): the key is known to work, and OpenSSL has read its
+ * configuration and fetched the algorithms now, before a process that
+ * holds the key (the gateway) confines itself. */
+static int self_test(const struct al_jwt_key *k, struct al_error *err)
+{
+	static const char msg[] = "airlock: a JWT key's self-test";
+	unsigned char sig[JWT_ED25519_SIG] = {0};
+	size_t len = JWT_ED25519_SIG;
+	int r;
+
+	if (k->can_sign && (r = al_jwt_sign(k, msg, sizeof(msg) - 1, sig, &len, err)) < 0)
+		return r;
+	r = al_jwt_check_signature(k, msg, sizeof(msg) - 1, sig, len, err);
+	if (k->can_sign && r < 0)
+		return al_error_set(err, EIO,
+				    "the key failed its self-test: its own signature "
+				    "did not verify");
+	if (!k->can_sign && r == 0)
+		return al_error_set(err, EIO,
+				    "the key failed its self-test: a zero signature "
+				    "verified");
+	if (r < 0 && r != -EBADMSG)
+		return r;
+	al_error_clear(err); /* the public key's expected "bad signature" */
+	return 0;
+}
+
 int al_jwt_key_from_mem(const void *buf, size_t len, struct al_jwt_key **ret, struct al_error *err)
 {
+	_cleanup_(al_jwt_key_freep) struct al_jwt_key *k = NULL;
+	int r;
+
 	if (len > AL_JWT_KEY_FILE_MAX)
 		return al_error_set(err, EFBIG, "%zu bytes: a JWT key is at most %d bytes", len,
 				    AL_JWT_KEY_FILE_MAX);
 	/* Any PEM is a key or refused, never an HS256 secret: HMAC keyed with
 	 * a published RSA or EC public key is a well-known forgery. */
 	if (len > 0 && memmem(buf, len, "-----BEGIN", 10))
-		return load_pem(buf, len, ret, err);
-	return load_hs256(buf, len, ret, err);
+		r = load_pem(buf, len, &k, err);
+	else
+		r = load_hs256(buf, len, &k, err);
+	if (r < 0 || (r = self_test(k, err)) < 0)
+		return r;
+	*ret = TAKE_PTR(k);
+	return 0;
 }
 
 /* The mode and owner a key file must have for what it holds. */

@@ -45,7 +45,7 @@ static int hmac(const struct al_jwt_key *k, const char *in, size_t n,
 	return ok ? 0 : al_jwt_ossl_error(err, EIO, "HMAC-SHA-256 failed");
 }
 
-static int sign(const struct al_jwt_key *k, const char *in, size_t n, unsigned char *sig,
+int al_jwt_sign(const struct al_jwt_key *k, const char *in, size_t n, unsigned char *sig,
 		size_t *ret_len, struct al_error *err)
 {
 	if (k->alg == AL_JWT_HS256) {
@@ -168,7 +168,7 @@ int al_jwt_mint(const struct al_jwt_key *k, const struct al_jwt_claims *c, char 
 	n = k->header_len;
 	tok[n++] = '.';
 	n += al_b64url_encode(payload, plen, tok + n);
-	if ((r = sign(k, tok, n, sig, &sig_len, err)) < 0)
+	if ((r = al_jwt_sign(k, tok, n, sig, &sig_len, err)) < 0)
 		return r;
 	tok[n++] = '.';
 	al_b64url_encode(sig, sig_len, tok + n);
@@ -296,7 +296,7 @@ static int check_header(const struct al_jwt_key *k, const json_t *h, struct al_e
 	return 0;
 }
 
-static int check_signature(const struct al_jwt_key *k, const char *in, size_t n,
+int al_jwt_check_signature(const struct al_jwt_key *k, const char *in, size_t n,
 			   const unsigned char *sig, size_t sig_len, struct al_error *err)
 {
 	size_t want = k->alg == AL_JWT_HS256 ? JWT_HS256_SIG : JWT_ED25519_SIG;
@@ -433,8 +433,8 @@ static int verify(const struct al_jwt_key *k, const char *token, size_t len, con
 	if ((sig_len = al_b64url_decode(p.sig, p.sig_len, sig, "signature", err)) < 0)
 		return (int)sig_len;
 	/* Nothing in the payload is read before the signature holds. */
-	if ((r = check_signature(k, token, p.header_len + 1 + p.payload_len, sig, (size_t)sig_len,
-				 err)) < 0)
+	if ((r = al_jwt_check_signature(k, token, p.header_len + 1 + p.payload_len, sig,
+					(size_t)sig_len, err)) < 0)
 		return r;
 	if ((r = part_json(p.payload, p.payload_len, "payload", &claims, err)) < 0 ||
 	    (r = check_times_at(claims, now, err)) < 0 ||

@@ -62,6 +62,9 @@ struct al_jwt_key;
  * others (whoever can read it can mint tokens; this holds for root too, as
  * ssh does for its keys); a public key file must not be writable by group
  * or others (whoever can replace it decides which tokens verify).
+ * The key is tried once (a signature made and checked): it is known to
+ * work, and OpenSSL has read its configuration and fetched the algorithms
+ * before the process that holds the key confines itself.
  * Returns 0 with *ret set (free with al_jwt_key_free()), or -errno with err
  * naming the file and what was wrong (-EPERM for a mode or owner, -EINVAL
  * for content, -EFBIG for size). Buffers that held the file are wiped. */

@@ -72,7 +72,7 @@ int64_t al_tls_ca_not_after(const struct al_tls_ca *ca);
 
 /* The leaf for name (a host name, or an IPv4 or IPv6 literal; normalised as
  * al_host_parse() does, so "API.test." is "api.test"): the cached one, or a
- * new one with its own ECDSA P-256 key, signed by the CA, a random 127-bit
+ * new one with its own ECDSA P-256 key, signed by the CA, a random 126-bit
  * serial, subjectAltName DNS (or IP) name, keyUsage digitalSignature,
  * extendedKeyUsage serverAuth, subject and authority key identifiers. A
  * name the CA's nameConstraints exclude is minted all the same (and no

@@ -68,10 +68,11 @@ static void *t_malloc(size_t n, const char *file, int line)
 
 static void t_free(void *p, const char *file, int line)
 {
-	struct block *b = (struct block *)p - 1;
+	struct block *b;
 
 	if (!p)
 		return;
+	b = (struct block *)p - 1;
 	if (watch && memmem(p, b->n, watch, watch_len))
 		freed_with_secret++;
 	b->prev->next = b->next;
@@ -187,7 +188,10 @@ static json_t *expect_valid(const struct al_jwt_key *k, const char *tok, const c
 	return claims;
 }
 
-static char *mint(const struct al_jwt_key *k, const struct al_jwt_claims *c)
+/* noinline: inlined, gcc 12 at -O3 takes the returned token for a pointer
+ * to the local that held it (-Wdangling-pointer). */
+__attribute__((noinline)) static char *mint(const struct al_jwt_key *k,
+					    const struct al_jwt_claims *c)
 {
 	struct al_error err = {0};
 	char *tok = NULL;

@@ -36,7 +36,7 @@
 struct pki {
 	EVP_PKEY *ca_key, *other_key, *leaf_key;
 	X509 *ca, *other;
-	X509 *api, *ip, *wrong_name, *expired, *untrusted;
+	X509 *api, *ip, *wrong_name, *expired, *untrusted, *cn_only, *wildcard, *partial;
 	char ca_file[64];
 };
 
@@ -55,8 +55,8 @@ static void add_ext(X509 *x, X509 *issuer, int nid, const char *value)
 }
 
 /* A certificate for key: a CA (self-signed) when issuer is NULL, else a
- * server leaf with subjectAltName san; valid from `from` to `to` seconds
- * from now. */
+ * server leaf with subjectAltName san (NULL: none, only the CN); valid
+ * from `from` to `to` seconds from now. */
 static X509 *make_cert(EVP_PKEY *key, const char *cn, X509 *issuer, EVP_PKEY *issuer_key,
 		       const char *san, long from, long to)
 {
@@ -81,7 +81,8 @@ static X509 *make_cert(EVP_PKEY *key, const char *cn, X509 *issuer, EVP_PKEY *is
 	add_ext(x, ca ? x : issuer, NID_authority_key_identifier, "keyid:always");
 	if (!ca) {
 		add_ext(x, issuer, NID_ext_key_usage, "serverAuth");
-		add_ext(x, issuer, NID_subject_alt_name, san);
+		if (san)
+			add_ext(x, issuer, NID_subject_alt_name, san);
 	}
 	assert_true(X509_sign(x, ca ? key : issuer_key, EVP_sha256()) > 0);
 	return x;
@@ -115,6 +116,11 @@ static int setup_pki(void **state)
 	    make_cert(pki.leaf_key, "api.test", pki.ca, pki.ca_key, "DNS:api.test", -7200, -3600);
 	pki.untrusted = make_cert(pki.leaf_key, "api.test", pki.other, pki.other_key,
 				  "DNS:api.test", -60, 3600);
+	pki.cn_only = make_cert(pki.leaf_key, "api.test", pki.ca, pki.ca_key, NULL, -60, 3600);
+	pki.wildcard =
+	    make_cert(pki.leaf_key, "wild", pki.ca, pki.ca_key, "DNS:*.example.test", -60, 3600);
+	pki.partial = make_cert(pki.leaf_key, "partial", pki.ca, pki.ca_key, "DNS:a*.example.test",
+				-60, 3600);
 	snprintf(pki.ca_file, sizeof(pki.ca_file), "/tmp/airlock-test-tls-XXXXXX");
 	fd = mkstemp(pki.ca_file);
 	assert_true(fd >= 0);
@@ -429,6 +435,7 @@ struct run {
 	X509 *ca_cert;
 	SSL_CTX *client, *client_h2, *client_other;
 	SSL_CTX *up_api, *up_ip, *up_wrong, *up_expired, *up_untrusted;
+	SSL_CTX *up_cn_only, *up_wildcard, *up_partial;
 };
 
 static struct run run;
@@ -450,6 +457,9 @@ static int setup_run(void **state)
 	run.up_wrong = upstream_ctx(pki.wrong_name);
 	run.up_expired = upstream_ctx(pki.expired);
 	run.up_untrusted = upstream_ctx(pki.untrusted);
+	run.up_cn_only = upstream_ctx(pki.cn_only);
+	run.up_wildcard = upstream_ctx(pki.wildcard);
+	run.up_partial = upstream_ctx(pki.partial);
 	return 0;
 }
 
@@ -460,6 +470,9 @@ static int teardown_run(void **state)
 
 	for (size_t i = 0; i < AL_ARRAY_SIZE(ctxs); i++)
 		SSL_CTX_free(ctxs[i]);
+	SSL_CTX_free(run.up_cn_only);
+	SSL_CTX_free(run.up_wildcard);
+	SSL_CTX_free(run.up_partial);
 	X509_free(run.ca_cert);
 	al_tls_client_ctx_free(run.cctx);
 	al_tls_server_ctx_free(run.sctx);
@@ -580,12 +593,35 @@ static void test_upstream_failures(void **state)
 	expect_upstream_error(
 	    "api.test", run.up_expired,
 	    "upstream certificate verify failed: certificate has expired (api.test)");
+	/* The name only in the subject's CN is not enough (as in browsers), nor
+	 * a partial wildcard. */
+	expect_upstream_error("api.test", run.up_cn_only,
+			      "upstream certificate verify failed: hostname mismatch (api.test)");
+	expect_upstream_error(
+	    "api.example.test", run.up_partial,
+	    "upstream certificate verify failed: hostname mismatch (api.example.test)");
 	/* A wildcard in the name asked for is no name at all. */
 	struct al_error err = {0};
 	struct al_tls_end *e = NULL;
 	assert_int_equal(al_tls_end_client(run.cctx, "*.test", &e, &err), -EINVAL);
 	assert_contains(err.msg, "\"*.test\"");
 	assert_null(e);
+}
+
+/* A whole-label wildcard is fine. */
+static void test_upstream_wildcard(void **state)
+{
+	struct al_error err = {0};
+	struct mitm m = {0};
+
+	peer_init(&m.upstream, run.up_wildcard, true);
+	assert_int_equal(al_tls_end_client(run.cctx, "api.example.test", &m.client_end, &err), 0);
+	mitm_run(&m);
+	if (al_tls_end_error(m.client_end))
+		fail_msg("%s", al_tls_end_error(m.client_end));
+	assert_true(al_tls_end_handshake_done(m.client_end));
+	assert_string_equal(al_tls_end_alpn(m.client_end), "http/1.1");
+	mitm_free(&m);
 }
 
 /* Only the sandbox half: client (on ctx, sending sni) to a server end for
@@ -659,7 +695,7 @@ static void expect_garbage(const void *bytes, size_t len, const char *want)
 static void test_garbage(void **state)
 {
 	static const char http[] = "GET / HTTP/1.1\r\nHost: api.test\r\n\r\n";
-	/* A handshake record as long as TLS allows, holding a ServerHello. */
+	/* A handshake record holding a ServerHello, not a ClientHello. */
 	static const unsigned char not_hello[] = {0x16, 0x03, 0x01, 0x00, 0x06, 0x02,
 						  0x00, 0x00, 0x02, 0x03, 0x03};
 	/* A record header claiming 64 KiB. */
@@ -1203,6 +1239,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_mitm_transfer, setup_run, teardown_run),
 	    cmocka_unit_test_setup_teardown(test_mitm_address, setup_run, teardown_run),
 	    cmocka_unit_test_setup_teardown(test_upstream_failures, setup_run, teardown_run),
+	    cmocka_unit_test_setup_teardown(test_upstream_wildcard, setup_run, teardown_run),
 	    cmocka_unit_test_setup_teardown(test_client_failures, setup_run, teardown_run),
 	    cmocka_unit_test_setup_teardown(test_sni_normalised, setup_run, teardown_run),
 	    cmocka_unit_test_setup_teardown(test_garbage, setup_run, teardown_run),
