@@ -243,6 +243,11 @@ int al_cred_open(struct al_plan *plan, const char *run_id, struct al_cred **ret,
 	int r;
 
 	snprintf(c->run_id, sizeof(c->run_id), "%s", run_id);
+	/* OpenSSL starts here, without the host's openssl.cnf: a key's first
+	 * use would read it otherwise (and the static binary would take the
+	 * host's settings). */
+	if ((plan->n_secrets || plan->intercept) && (r = al_tls_init(err)) < 0)
+		return r;
 	c->deadline = (int64_t)time(NULL) + (int64_t)(plan->timeout_ms / 1000);
 	c->v = xcalloc(plan->n_secrets + 1, sizeof(*c->v));
 	for (size_t i = 0; i < plan->n_secrets; i++) {

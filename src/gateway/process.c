@@ -429,6 +429,8 @@ static int read_one(struct al_gateway_proc *gp)
 					       json_string_value(json_object_get(m.fields, "name")),
 					       port > 0 && port <= 65535 ? (int)port : 0, why);
 		}
+		if (strcmp(m.event, "token.minted") == 0 && gp->ev->minted)
+			gp->ev->minted(gp->ev->data, m.fields);
 		al_audit_emit(gp->audit, m.event, m.fields);
 		break;
 	case AL_GWP_STATS:

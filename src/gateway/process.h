@@ -43,6 +43,9 @@ struct al_gateway_proc_events {
 	/* The budget: requests and bytes charged, or a request refused for
 	 * it (ch->flags). May be NULL. */
 	void (*charge)(void *data, const struct al_gwp_charge *ch);
+	/* A per-request token minted: the token.minted event's fields
+	 * (borrowed). May be NULL. */
+	void (*minted)(void *data, const json_t *fields);
 	/* A refused connection (its name or address, port and reason; any
 	 * may be NULL or 0: they come from the gateway). */
 	void (*denied)(void *data, const char *host, int port, const char *reason);

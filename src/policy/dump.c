@@ -10,6 +10,7 @@
 #include "audit/audit.h"
 #include "core/cleanup.h"
 #include "core/util.h"
+#include "policy/plan-internal.h"
 #include "net/addr.h"
 #include "net/layout.h"
 
@@ -79,6 +80,7 @@ void al_plan_dump_text(const struct al_plan *p, FILE *f)
 		fprintf(f, ", file size %s", size);
 	}
 	fprintf(f, "%s\n", p->cgroup_required ? " (cgroup required)" : "");
+	al_plan_dump_cred_text(p, f);
 	fprintf(f, "environment:\n");
 	for (size_t i = 0; p->envp[i]; i++) {
 		_cleanup_free_ char *e = env_shown(p, p->envp[i]);
@@ -145,6 +147,7 @@ char *al_plan_dump_json(const struct al_plan *p)
 		json_array_append_new(a, al_json_text(e));
 	}
 	json_object_set_new(root, "env", a);
+	json_object_set_new(root, "credentials", al_plan_dump_cred_json(p));
 	s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(root);
 	return s;

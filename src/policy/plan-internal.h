@@ -1,6 +1,9 @@
 /* Plan building's parts in other files (internal to src/policy). */
 #pragma once
 
+#include <jansson.h>
+#include <stdio.h>
+
 #include "policy/plan.h"
 
 /* Entries in p->fs: a file airlock writes (content taken) and a
@@ -14,3 +17,7 @@ void al_plan_add_dir(struct al_plan *p, const char *path, mode_t mode);
 void al_plan_build_cred(struct al_plan *p, const struct al_policy *pol, struct al_errors *errs);
 void al_plan_build_cred_files(struct al_plan *p);
 void al_plan_free_cred(struct al_plan *p);
+
+/* dump-cred.c: for check's dumps. */
+void al_plan_dump_cred_text(const struct al_plan *p, FILE *f);
+json_t *al_plan_dump_cred_json(const struct al_plan *p);

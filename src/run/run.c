@@ -249,6 +249,7 @@ void al_run_free(struct al_run *run)
 	al_loop_free(run->loop);
 	json_decref(run->res.copy_out);
 	json_decref(run->res.credentials);
+	json_decref(run->res.minted);
 	json_decref(run->creds);
 	free(run);
 }

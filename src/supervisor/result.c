@@ -34,6 +34,40 @@ static json_t *limits_json(const struct al_plan *p, const struct al_run_result *
 	return o;
 }
 
+/* The run's secrets and tokens; a per-request token with the ones
+ * minted for it. */
+static json_t *credentials_json(const struct al_run_result *res)
+{
+	json_t *a = res->credentials ? json_deep_copy(res->credentials) : json_array();
+	size_t i, k;
+	json_t *e, *m;
+
+	json_array_foreach(a, i, e)
+	{
+		if (!json_is_true(json_object_get(e, "per_request")))
+			continue;
+		const char *name = json_string_value(json_object_get(e, "name"));
+		json_t *mine = json_array();
+		uint64_t n = 0;
+		json_array_foreach(res->minted, k, m)
+		{
+			const char *mn = json_string_value(json_object_get(m, "name"));
+			if (name && mn && strcmp(name, mn) == 0) {
+				json_array_append_new(mine,
+						      json_pack("{s:O, s:O, s:O}", "jti",
+								json_object_get(m, "jti"), "aud",
+								json_object_get(m, "aud"), "exp",
+								json_object_get(m, "exp")));
+				n++;
+			}
+		}
+		json_object_set_new(e, "minted", mine);
+		json_object_set_new(e, "minted_truncated",
+				    json_boolean(res->n_minted > json_array_size(res->minted)));
+	}
+	return a;
+}
+
 uint64_t al_cost_total(const struct al_cost *c)
 {
 	return al_add_sat(al_add_sat(c->cpu, c->memory), al_add_sat(c->egress, c->requests));
@@ -115,8 +149,7 @@ json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *r
 			    res->copy_out ? json_incref(res->copy_out) : json_array());
 	json_object_set_new(o, "cost",
 			    plan->budget.set ? cost_json(plan, &res->cost) : json_null());
-	json_object_set_new(o, "credentials",
-			    res->credentials ? json_incref(res->credentials) : json_array());
+	json_object_set_new(o, "credentials", credentials_json(res));
 	if (res->reason == AL_END_SETUP_ERROR || res->reason == AL_END_EXEC_FAILED) {
 		json_object_set_new(o, "error",
 				    json_pack("{s:o, s:s?, s:o}", "step", al_json_text(res->step),

@@ -89,11 +89,15 @@ struct al_run_result {
 	json_t *copy_out;    /* --copy-out reports (supervisor/copy.h), owned; NULL: none */
 	struct al_cost cost; /* with plan->budget.set */
 	json_t *credentials; /* the run's secrets and tokens (cred/store.h), owned; NULL: none */
+	json_t *minted;	     /* per-request tokens the gateway minted: [{name, jti, aud, exp}] */
+	uint64_t n_minted;   /* all of them (minted keeps the first AL_MINTED_KEPT) */
 	/* SETUP_ERROR and EXEC_FAILED */
 	char step[32];
 	int err;
 	char msg[256];
 };
+
+#define AL_MINTED_KEPT 10000
 
 /* What c adds up to. */
 uint64_t al_cost_total(const struct al_cost *c);

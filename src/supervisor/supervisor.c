@@ -171,6 +171,25 @@ static void on_gateway_charge(void *data, const struct al_gwp_charge *ch)
 			      al_cost_total(&l->result.cost));
 }
 
+static void on_gateway_minted(void *data, const json_t *fields)
+{
+	struct al_supervisor *l = data;
+	const char *name = json_string_value(json_object_get(fields, "name"));
+	const char *jti = json_string_value(json_object_get(fields, "jti"));
+	const char *aud = json_string_value(json_object_get(fields, "aud"));
+	json_t *exp = json_object_get(fields, "exp");
+
+	if (!name || !jti || !aud || !json_is_integer(exp))
+		return;
+	l->result.n_minted++;
+	if (!l->result.minted)
+		l->result.minted = json_array();
+	if (json_array_size(l->result.minted) < AL_MINTED_KEPT)
+		json_array_append_new(l->result.minted,
+				      json_pack("{s:s, s:s, s:s, s:O}", "name", name, "jti", jti,
+						"aud", aud, "exp", exp));
+}
+
 static void on_meter_spent(void *data, uint64_t nano)
 {
 	struct al_supervisor *l = data;
@@ -345,6 +364,7 @@ struct al_supervisor *al_supervisor_new(const struct al_supervisor_config *cfg)
 	l->gateway_events = (struct al_gateway_proc_events){.changed = on_gateway,
 							    .usage = on_gateway_usage,
 							    .charge = on_gateway_charge,
+							    .minted = on_gateway_minted,
 							    .denied = on_gateway_denied,
 							    .data = l};
 	l->events = (struct al_sandbox_events){.data = l,
