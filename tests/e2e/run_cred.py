@@ -698,7 +698,9 @@ def seed_injection_finds_only_placeholders(e):
 def command_source(e):
     """A secret whose source is a command (a script given arguments) reaches
     the scoped server as the script printed it, the trailing newline
-    dropped; the script got its arguments. A command that prints a
+    dropped; the script got its arguments; `airlock check` (text and
+    JSON) names the secret, shows its placeholder as <hidden: 43 bytes>,
+    never runs the command nor shows the value. A command that prints a
     recognisable string to stdout and stderr and exits 3 makes the run exit
     125 with one line naming the secret and not containing that string,
     and nothing runs. A command that outlives its "timeout" (1 s; it
@@ -730,6 +732,17 @@ def command_source(e):
                     "CMD_TOKEN": {"source": src, "hosts": [hp],
                                   "header": "Authorization: Bearer {}"}})
 
+            polfile = write_file(os.path.join(d, "check.json"),
+                                 json.dumps(pol({"command": [good, "--field", "token"]})))
+            for extra in ([], ["--json"]):
+                c = run_host([e.airlock, "check", "--policy", polfile] + extra)
+                ck.that(c.rc == 0 and "CMD_TOKEN" in c.text and value not in c.text + c.errtext,
+                        "check %s: exit %s, names CMD_TOKEN %s, shows the value %s"
+                        % (extra, c.rc, "CMD_TOKEN" in c.text, value in c.text + c.errtext))
+            ck.that("<hidden: 43 bytes>" in c.text or "<hidden: 43 bytes>" in run_host(
+                [e.airlock, "check", "--policy", polfile]).text,
+                "check does not show the placeholder as <hidden: 43 bytes>")
+            ck.that(not os.path.exists(argv_file), "airlock check ran the source command")
             r = ck.add(cred_run(e, pol({"command": [good, "--field", "token"]}),
                                 [{"op": "env", "label": "env"},
                                  http_step("get", "analysis.internal", api.port, rq("/cmd"))],
