@@ -1,6 +1,7 @@
 /* What the SigV4 files share: the parsed authorization, the canonical
- * request and the signing key (sigv4-canon.c), text helpers. Not for other
- * modules. */
+ * request and the signing key (sigv4-canon.c), the checks
+ * (sigv4-parse.c), the head's re-signing for sigv4-chunked.c (sigv4.c),
+ * text helpers. Not for other modules. */
 #pragma once
 
 #include <stdbool.h>
@@ -81,6 +82,20 @@ const char *sv4_clip(const char *s, size_t n, char *buf, size_t size);
 /* Case-insensitive comparison of a field name with a lowercase literal. */
 bool sv4_name_is(const char *name, size_t len, const char *lower);
 
+/* What the body is, as x-amz-content-sha256 says. */
+enum sv4_body {
+	SV4_BODY_PLAIN,		  /* hashed, unsigned, or unsigned chunks */
+	SV4_BODY_CHUNKED,	  /* signed chunks */
+	SV4_BODY_CHUNKED_TRAILER, /* signed chunks and a signed trailer */
+};
+
+/* al_sigv4_resign(), and also for a body of signed chunks when chunked_ok;
+ * fills *a, sig (the new seed signature) and *ret_body. */
+int sv4_resign_head(const struct al_sigv4_request *r, const struct al_sigv4_creds *fake,
+		    const struct al_sigv4_creds *real, bool chunked_ok, char *out, size_t size,
+		    struct sv4_auth *a, char sig[65], enum sv4_body *ret_body,
+		    struct al_error *err);
+
 /* ---- sigv4-parse.c: the checks --------------------------------------- */
 
 bool sv4_is_digit(char c);
@@ -114,7 +129,8 @@ int sv4_parse_credential(const char *s, size_t n, const char *fake_akid, struct 
 			 struct al_error *err);
 
 /* Lowercase, sorted, no duplicates, each a field of r, host among them
- * (and x-amz-date when need_date). */
+ * (and x-amz-date when need_date: AWS requires it signed with header
+ * auth). */
 int sv4_check_signed_headers(const struct al_sigv4_request *r, const char *s, size_t n,
 			     bool need_date, struct al_error *err);
 int sv4_copy_signed_headers(const char *s, size_t n, struct sv4_auth *a, struct al_error *err);

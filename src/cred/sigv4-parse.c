@@ -131,8 +131,6 @@ int sv4_check_all(const struct al_sigv4_request *r, const struct al_sigv4_creds 
 	return ret;
 }
 
-/* The only field called lname: 1 and *ret, 0 when there is none, -EINVAL
- * when there are several. */
 int sv4_find_field(const struct al_sigv4_request *r, const char *lname,
 		   const struct al_sigv4_header **ret, struct al_error *err)
 {
@@ -289,8 +287,6 @@ static int signed_name(const struct al_sigv4_request *r, const char *s, size_t n
 	return 0;
 }
 
-/* Lowercase, sorted, no duplicates, each a field of r; host among them
- * (and x-amz-date with header auth, as AWS requires). */
 int sv4_check_signed_headers(const struct al_sigv4_request *r, const char *s, size_t n,
 			     bool need_date, struct al_error *err)
 {
@@ -365,7 +361,6 @@ static int one_part(const char *s, size_t n, struct sv4_parts *p, bool *seen, st
 			    sv4_clip(s, (size_t)(eq - s), c, sizeof(c)));
 }
 
-/* SV4_ALGORITHM SP part *("," *SP part) */
 int sv4_split_parts(const char *v, size_t len, struct sv4_parts *p, struct al_error *err)
 {
 	static const char *const names[P_N] = {"Credential", "SignedHeaders", "Signature"};
@@ -410,7 +405,6 @@ const char *const sv4_qnames[Q_N] = {
     "X-Amz-SignedHeaders", "X-Amz-Signature",  "X-Amz-Security-Token",
 };
 
-/* The query after '?' in r's target (empty when there is none). */
 const char *sv4_query_of(const struct al_sigv4_request *r, size_t *ret_len)
 {
 	const char *qm = memchr(r->target, '?', r->target_len);
@@ -423,8 +417,6 @@ const char *sv4_query_of(const struct al_sigv4_request *r, size_t *ret_len)
 	return qm + 1;
 }
 
-/* The authentication parameters among the query's (names as AWS spells
- * them), each at most once. */
 int sv4_scan_query(const char *q, size_t n, struct sv4_qparams *p, struct al_error *err)
 {
 	size_t start = 0;
@@ -461,7 +453,6 @@ int sv4_hex_value(char c)
 	return -1;
 }
 
-/* Percent-decode s into out (NUL-terminated, at most size - 1 bytes). */
 int sv4_pct_decode(const char *s, size_t n, const char *what, char *out, size_t size,
 		   size_t *ret_len, struct al_error *err)
 {

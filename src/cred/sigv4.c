@@ -16,30 +16,53 @@
 
 #define PAYLOAD_MAX (SV4_HEX_LEN + 1) /* an x-amz-content-sha256 value taken, with NUL */
 
-static int payload_value(const struct al_sigv4_request *r, const char *v, size_t n, bool presigned,
-			 char *out, struct al_error *err)
+static const char *const literal_payloads[] = {"UNSIGNED-PAYLOAD",
+					       "STREAMING-UNSIGNED-PAYLOAD-TRAILER"};
+#define CHUNKED		"STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
+#define CHUNKED_TRAILER CHUNKED "-TRAILER"
+#define CHUNKED_SIGV4A	"STREAMING-AWS4-ECDSA-P256-SHA256"
+
+/* What an x-amz-content-sha256 value says about the body: *ret_body is
+ * SV4_BODY_CHUNKED* when its chunks are signed (refused unless
+ * chunked_ok). */
+static int payload_kind(const char *v, size_t n, bool chunked_ok, enum sv4_body *ret_body,
+			struct al_error *err)
 {
-	static const char *const literal[] = {"UNSIGNED-PAYLOAD",
-					      "STREAMING-UNSIGNED-PAYLOAD-TRAILER"};
 	char c[SV4_CLIP_MAX];
 
-	if (sv4_is_hex64(v, n)) {
-		if (r->payload_hash && memcmp(v, r->payload_hash, n) != 0)
-			return al_error_set(err, EINVAL,
-					    "x-amz-content-sha256 is not the body's SHA-256");
-	} else if (n > 10 && memcmp(v, "STREAMING-", 10) == 0 &&
-		   (sv4_slice_is(v, n, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD") ||
-		    sv4_slice_is(v, n, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER") ||
-		    (n >= 32 && memcmp(v, "STREAMING-AWS4-ECDSA-P256-SHA256", 32) == 0))) {
+	*ret_body = SV4_BODY_PLAIN;
+	if (sv4_slice_is(v, n, CHUNKED))
+		*ret_body = SV4_BODY_CHUNKED;
+	else if (sv4_slice_is(v, n, CHUNKED_TRAILER))
+		*ret_body = SV4_BODY_CHUNKED_TRAILER;
+	else if (n >= strlen(CHUNKED_SIGV4A) &&
+		 memcmp(v, CHUNKED_SIGV4A, strlen(CHUNKED_SIGV4A)) == 0)
 		return al_error_set(err, ENOTSUP,
-				    "x-amz-content-sha256 %s: a body whose chunks are signed "
-				    "is not re-signed",
+				    "x-amz-content-sha256 %s: SigV4a chunks are not re-signed",
 				    sv4_clip(v, n, c, sizeof(c)));
-	} else if (!sv4_slice_is(v, n, literal[0]) && !sv4_slice_is(v, n, literal[1])) {
+	else if (!sv4_is_hex64(v, n) && !sv4_slice_is(v, n, literal_payloads[0]) &&
+		 !sv4_slice_is(v, n, literal_payloads[1]))
 		return al_error_set(err, EINVAL, "x-amz-content-sha256: unknown value \"%s\"",
 				    sv4_clip(v, n, c, sizeof(c)));
-	}
-	if (presigned && !sv4_is_hex64(v, n) && !sv4_slice_is(v, n, literal[0]))
+	if (*ret_body != SV4_BODY_PLAIN && !chunked_ok)
+		return al_error_set(err, ENOTSUP,
+				    "x-amz-content-sha256 %s: the chunks are signed too, so the "
+				    "body must be re-signed as it streams",
+				    sv4_clip(v, n, c, sizeof(c)));
+	return 0;
+}
+
+static int payload_value(const struct al_sigv4_request *r, const char *v, size_t n, bool presigned,
+			 bool chunked_ok, char *out, enum sv4_body *ret_body, struct al_error *err)
+{
+	char c[SV4_CLIP_MAX];
+	int ret = payload_kind(v, n, chunked_ok, ret_body, err);
+
+	if (ret < 0)
+		return ret;
+	if (sv4_is_hex64(v, n) && r->payload_hash && memcmp(v, r->payload_hash, n) != 0)
+		return al_error_set(err, EINVAL, "x-amz-content-sha256 is not the body's SHA-256");
+	if (presigned && !sv4_is_hex64(v, n) && !sv4_slice_is(v, n, literal_payloads[0]))
 		return al_error_set(err, EINVAL, "x-amz-content-sha256 %s in a presigned request",
 				    sv4_clip(v, n, c, sizeof(c)));
 	memcpy(out, v, n);
@@ -50,18 +73,20 @@ static int payload_value(const struct al_sigv4_request *r, const char *v, size_t
 /* The canonical request's last line: what x-amz-content-sha256 says, else
  * UNSIGNED-PAYLOAD for a presigned S3 request (botocore's
  * S3SigV4QueryAuth), else the body's hash. */
-static int payload_line(const struct al_sigv4_request *r, bool presigned, bool s3,
-			char out[PAYLOAD_MAX], struct al_error *err)
+static int payload_line(const struct al_sigv4_request *r, bool presigned, bool s3, bool chunked_ok,
+			char out[PAYLOAD_MAX], enum sv4_body *ret_body, struct al_error *err)
 {
 	const struct al_sigv4_header *f;
 	int n = sv4_find_field(r, "x-amz-content-sha256", &f, err);
 
+	*ret_body = SV4_BODY_PLAIN;
 	if (n < 0)
 		return n;
 	if (n == 1)
-		return payload_value(r, f->value, f->value_len, presigned, out, err);
+		return payload_value(r, f->value, f->value_len, presigned, chunked_ok, out,
+				     ret_body, err);
 	if (presigned && s3) {
-		strcpy(out, "UNSIGNED-PAYLOAD");
+		strcpy(out, literal_payloads[0]);
 		return 0;
 	}
 	if (!r->payload_hash)
@@ -207,20 +232,21 @@ static int format_authorization(const struct sv4_auth *a, const char *akid, cons
 	return n;
 }
 
-int al_sigv4_resign(const struct al_sigv4_request *r, const struct al_sigv4_creds *fake,
-		    const struct al_sigv4_creds *real, char *out, size_t size, struct al_error *err)
+int sv4_resign_head(const struct al_sigv4_request *r, const struct al_sigv4_creds *fake,
+		    const struct al_sigv4_creds *real, bool chunked_ok, char *out, size_t size,
+		    struct sv4_auth *a, char sig[65], enum sv4_body *ret_body, struct al_error *err)
 {
-	char payload[PAYLOAD_MAX], sig[SV4_HEX_LEN + 1];
-	struct sv4_auth a;
-	struct sv4_canon c = {.r = r, .a = &a, .payload = payload};
+	char payload[PAYLOAD_MAX];
+	struct sv4_canon c = {.r = r, .a = a, .payload = payload};
 	int ret = sv4_check_all(r, fake, real, err);
 
 	if (ret == 0)
-		ret = read_header_auth(r, fake, &a, err);
+		ret = read_header_auth(r, fake, a, err);
 	if (ret == 0)
 		ret = check_token_field(r, fake, real, err);
 	if (ret == 0)
-		ret = payload_line(r, false, sv4_is_service_s3(a.scope.service), payload, err);
+		ret = payload_line(r, false, sv4_is_service_s3(a->scope.service), chunked_ok,
+				   payload, ret_body, err);
 	if (ret < 0)
 		return ret;
 	c.query = sv4_query_of(r, &c.query_len);
@@ -231,7 +257,17 @@ int al_sigv4_resign(const struct al_sigv4_request *r, const struct al_sigv4_cred
 		ret = signature_with(&c, real->secret_access_key, sig, err);
 	if (ret < 0)
 		return ret;
-	return format_authorization(&a, real->access_key_id, sig, out, size, err);
+	return format_authorization(a, real->access_key_id, sig, out, size, err);
+}
+
+int al_sigv4_resign(const struct al_sigv4_request *r, const struct al_sigv4_creds *fake,
+		    const struct al_sigv4_creds *real, char *out, size_t size, struct al_error *err)
+{
+	char sig[SV4_HEX_LEN + 1];
+	struct sv4_auth a;
+	enum sv4_body body;
+
+	return sv4_resign_head(r, fake, real, false, out, size, &a, sig, &body, err);
 }
 
 /* ---- presigned query ------------------------------------------------------ */
@@ -447,6 +483,7 @@ int al_sigv4_resign_query(const struct al_sigv4_request *r, const struct al_sigv
 	char payload[PAYLOAD_MAX];
 	struct sv4_auth a;
 	struct sv4_qparams q;
+	enum sv4_body body;
 	struct sv4_canon c = {.r = r, .a = &a, .payload = payload, .query_auth = true};
 	int ret = sv4_check_all(r, fake, real, err);
 
@@ -457,7 +494,8 @@ int al_sigv4_resign_query(const struct al_sigv4_request *r, const struct al_sigv
 	if (ret == 0)
 		ret = read_query_auth(r, &q, fake, &a, err);
 	if (ret == 0)
-		ret = payload_line(r, true, sv4_is_service_s3(a.scope.service), payload, err);
+		ret = payload_line(r, true, sv4_is_service_s3(a.scope.service), false, payload,
+				   &body, err);
 	if (ret == 0)
 		ret = verify(&c, fake, err);
 	if (ret < 0)

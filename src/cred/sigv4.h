@@ -1,5 +1,5 @@
-/* AWS Signature Version 4 re-signing (pure: no syscalls, OpenSSL's HMAC and
- * SHA-256 only).
+/* AWS Signature Version 4 re-signing (pure: no syscalls beyond malloc for
+ * the chunk being re-signed; OpenSSL's HMAC and SHA-256 only).
  *
  * The sandbox is given a placeholder AWS key pair (and a placeholder session
  * token when the real credentials have one) and signs its requests as usual.
@@ -26,13 +26,16 @@
  * the way, a client that canonicalizes differently) is refused here with a
  * clear message rather than sent to AWS to fail there.
  *
- * Not re-signed, refused with ENOTSUP: SigV4a (AWS4-ECDSA-P256-SHA256), a
- * request dated by a Date header without X-Amz-Date, and bodies whose
- * chunks are signed (x-amz-content-sha256: STREAMING-AWS4-HMAC-SHA256-*):
- * their signatures chain from the seed signature, so al_sigv4_resign_chunked()
- * re-signs the head and hands back the state that re-signs each chunk.
- * UNSIGNED-PAYLOAD and STREAMING-UNSIGNED-PAYLOAD-TRAILER need only the
- * head re-signed.
+ * Bodies: a hash, UNSIGNED-PAYLOAD and STREAMING-UNSIGNED-PAYLOAD-TRAILER
+ * need only the head re-signed. A body whose chunks are signed
+ * (x-amz-content-sha256: STREAMING-AWS4-HMAC-SHA256-PAYLOAD[-TRAILER])
+ * chains each chunk's signature from the one before, starting at the
+ * head's: al_sigv4_resign_chunked() re-signs the head and returns a filter
+ * that re-signs the body as it streams; al_sigv4_resign() refuses it.
+ *
+ * Not re-signed, refused with ENOTSUP: SigV4a (AWS4-ECDSA-P256-SHA256, in
+ * the head or the chunks) and a request dated by a Date header without
+ * X-Amz-Date.
  *
  * Errors: -EINVAL for malformed input (the request, or credentials that are
  * not well-formed), -EACCES when the request is not signed with the
@@ -44,7 +47,6 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 
 #include "core/error.h"
 
@@ -55,7 +57,8 @@
 #define AL_SIGV4_KEY_ID_MAX  128	/* an access key id */
 #define AL_SIGV4_SECRET_MAX  256	/* a secret access key */
 #define AL_SIGV4_TOKEN_MAX   8192	/* a session token */
-#define AL_SIGV4_CHUNK_MAX   (1u << 24) /* one aws-chunked chunk's data */
+#define AL_SIGV4_CHUNK_MAX   (1u << 20) /* one signed chunk's data (SDKs send 8 to 128 KiB) */
+#define AL_SIGV4_TRAILER_MAX 4096	/* a signed body's trailer fields */
 
 /* A header field as it is sent upstream: name and value (trimmed) are
  * borrowed slices, not NUL-terminated. */
@@ -148,3 +151,50 @@ int al_sigv4_resign_query(const struct al_sigv4_request *r, const struct al_sigv
  * al_sigv4_resign_query(), which check everything else; one that is not
  * re-signable (SigV4a, for one) is refused there with the reason. */
 bool al_sigv4_uses_key(const struct al_sigv4_request *r, const char *access_key_id);
+
+/* A body of signed chunks as it streams: the sandbox's bytes in, the same
+ * bytes with every chunk's (and the trailer's) signature re-signed out.
+ * The signatures have the same length, so Content-Length and
+ * x-amz-decoded-content-length stay true. A chunk is held until it is
+ * whole (its signature covers its data and comes first), so the filter
+ * holds at most one chunk: AL_SIGV4_CHUNK_MAX bytes of data, more is
+ * refused. Each chunk's signature is verified with the placeholder key
+ * when al_sigv4_resign_chunked() had its secret. */
+struct al_sigv4_chunked;
+
+/* As al_sigv4_resign(), for any body. When its chunks are signed, *ret is
+ * a new filter for the body (free with al_sigv4_chunked_free()); for any
+ * other body *ret is NULL and the body goes through as it is. *ret is
+ * written only on success. */
+int al_sigv4_resign_chunked(const struct al_sigv4_request *r, const struct al_sigv4_creds *fake,
+			    const struct al_sigv4_creds *real, char *out, size_t size,
+			    struct al_sigv4_chunked **ret, struct al_error *err);
+
+/* Take body bytes from in (len of them): *ret_taken says how many were
+ * taken, fewer than len when a whole chunk is ready (send it first, with
+ * al_sigv4_chunked_pending()) or the body has ended (bytes after it are
+ * not the body's). Returns 0, or a negative errno when the body is
+ * malformed (-EINVAL: framing; -E2BIG: a chunk or trailer past its limit;
+ * -EACCES: a signature that does not verify; -EIO), after which every
+ * call fails the same way. */
+int al_sigv4_chunked_feed(struct al_sigv4_chunked *c, const char *in, size_t len, size_t *ret_taken,
+			  struct al_error *err);
+
+/* The re-signed bytes ready to send upstream, NULL (and 0) when none:
+ * borrowed, valid until the next call on c. */
+const char *al_sigv4_chunked_pending(const struct al_sigv4_chunked *c, size_t *ret_len);
+
+/* n of the pending bytes were sent. */
+void al_sigv4_chunked_sent(struct al_sigv4_chunked *c, size_t n);
+
+/* True once the last chunk (and the trailer) went out: a body that ends
+ * before that is truncated. */
+bool al_sigv4_chunked_done(const struct al_sigv4_chunked *c);
+
+/* Wipe the keys and free c (NULL is fine). */
+void al_sigv4_chunked_free(struct al_sigv4_chunked *c);
+
+static inline void al_sigv4_chunked_freep(struct al_sigv4_chunked **c)
+{
+	al_sigv4_chunked_free(*c);
+}

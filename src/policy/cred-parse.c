@@ -9,6 +9,7 @@
 
 #include "core/cleanup.h"
 #include "core/util.h"
+#include "net/reqrule.h"
 #include "policy/cred.h"
 #include "policy/json.h"
 #include "policy/policy.h"
@@ -391,27 +392,13 @@ static int parse_methods(struct al_json_ctx *c, const json_t *v, const char *pat
 	if ((r = al_json_strings(c, v, path, false, true, out)) < 0)
 		return r;
 	for (size_t i = 0; (*out)[i]; i++)
-		if (!is_token((*out)[i]) || strcmp((*out)[i], "CONNECT") == 0) {
+		if (al_reqrule_method_check((*out)[i], NULL) < 0 || strcmp((*out)[i], "CONNECT") == 0) {
 			char sub[384];
 			snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
 			al_json_note(
 			    &bad, al_json_fail(c, sub, "not a request method: \"%s\"", (*out)[i]));
 		}
 	return bad;
-}
-
-/* A path pattern's syntax (the matcher's own check replaces this once the
- * gateway's matcher lands). */
-static int al_reqrule_pattern_check(const char *p, struct al_error *err)
-{
-	if (p[0] != '/')
-		return al_error_set(err, EINVAL, "a path pattern starts with '/': \"%s\"", p);
-	for (const char *q = p; *q; q++)
-		if ((unsigned char)*q <= 0x20 || *q == 0x7f || *q == '?' || *q == '#')
-			return al_error_set(err, EINVAL,
-					    "a path pattern has no space, control character, '?' "
-					    "or '#'");
-	return 0;
 }
 
 static int parse_paths(struct al_json_ctx *c, const json_t *v, const char *path, char ***out)

@@ -17,6 +17,7 @@ botocore only signs AWSRequest objects.
 
 import datetime
 import hashlib
+import hmac
 import json
 import secrets
 import string
@@ -109,6 +110,12 @@ class Case:
     def mode(self):
         return "query" if self.signer.endswith("query") else "header"
 
+    def build(self):
+        return tool_request(self)
+
+    def check(self, fields, res):
+        judge(self, fields, res)
+
 
 def wire(req):
     """The request line's target and the fields as an HTTP client sends
@@ -186,6 +193,13 @@ def set_field(name, value):
     def f(req):
         req["headers"] = [[k, value if k.lower() == name else v] for k, v in req["headers"]]
     return f
+
+
+def drop_token_unsigned(req):
+    """No token field, and none in SignedHeaders either."""
+    drop_field("x-amz-security-token")(req)
+    req["headers"] = [[k, v.replace(";x-amz-security-token", "")
+                       if k.lower() == "authorization" else v] for k, v in req["headers"]]
 
 
 def set_key(name, value):
@@ -312,12 +326,11 @@ CASES = [
          want_error="does not verify"),
     Case("a presigned token that is not the placeholder's is refused", "GET", S3 + "/a.pdf",
          service="s3", signer="s3query", token=True,
-         tamper=lambda req: req.update(target=req["target"].replace(FAKE_TOKEN, "x" + FAKE_TOKEN[1:])),
+         tamper=edit_target(FAKE_TOKEN, "x" + FAKE_TOKEN[1:]),
          want_errno=13, want_error="not the placeholder's"),
     Case("a presigned URL with the real key id is refused", "GET", S3 + "/a.pdf",
          service="s3", signer="s3query",
-         tamper=lambda req: req.update(target=req["target"].replace(FAKE["access_key_id"],
-                                                                    REAL["access_key_id"])),
+         tamper=edit_target(FAKE["access_key_id"], REAL["access_key_id"]),
          want_errno=13, want_error="is not the placeholder's"),
     Case("the placeholder token left in the field is refused", "GET", S3 + "/k", service="s3",
          signer="s3", token=True, tamper=set_field("x-amz-security-token", FAKE_TOKEN),
@@ -327,20 +340,133 @@ CASES = [
          want_error='"x-amz-security-token" is not a field'),
     Case("an unsigned token field that is missing is refused", "GET", S3 + "/k", service="s3",
          signer="s3", token=True,
-         tamper=lambda req: (drop_field("x-amz-security-token")(req), req["headers"].append(
-             ["Authorization", req["headers"].pop([k.lower() for k, _ in req["headers"]].index(
-                 "authorization"))[1].replace(";x-amz-security-token", "")])),
-         want_errno=22, want_error="no X-Amz-Security-Token field"),
+         tamper=drop_token_unsigned, want_errno=22, want_error="no X-Amz-Security-Token field"),
     Case("a signed field that is not sent is refused", "GET", "https://example.amazonaws.com/",
          headers=[("X-Amz-Meta-A", "1")], tamper=drop_field("x-amz-meta-a"), want_errno=22,
          want_error='"x-amz-meta-a" is not a field'),
 ]
 
 
+EMPTY_HEX = hashlib.sha256(b"").hexdigest()
+
+
+def hmac_sha256(key, text):
+    return hmac.new(key, text.encode(), hashlib.sha256)
+
+
+def signing_key(secret, scope):
+    date, region, service, _ = scope.split("/")
+    k = hmac_sha256(("AWS4" + secret).encode(), date).digest()
+    for part in (region, service, "aws4_request"):
+        k = hmac_sha256(k, part).digest()
+    return k
+
+
+def chunked_body(chunks, trailer, secret, seed):
+    """The aws-chunked body, each chunk signed after the one before from
+    the head's signature (AWS's "Signature Calculations for the
+    Authorization Header: Transferring Payload in Multiple Chunks"); this
+    file's own implementation, independent of the C one."""
+    ts = NOW.strftime("%Y%m%dT%H%M%SZ")
+    scope = "%s/us-east-1/s3/aws4_request" % ts[:8]
+    key, prev, out = signing_key(secret, scope), seed, b""
+    for data in list(chunks) + [b""]:
+        sts = "\n".join(["AWS4-HMAC-SHA256-PAYLOAD", ts, scope, prev, EMPTY_HEX,
+                         hashlib.sha256(data).hexdigest()])
+        prev = hmac_sha256(key, sts).hexdigest()
+        out += b"%x;chunk-signature=%s\r\n" % (len(data), prev.encode()) + data
+        out += b"\r\n" if data else b""
+    if trailer:
+        fields = "".join("%s:%s\n" % f for f in trailer)
+        sts = "\n".join(["AWS4-HMAC-SHA256-TRAILER", ts, scope, prev,
+                         hashlib.sha256(fields.encode()).hexdigest()])
+        out += fields.replace("\n", "\r\n").encode()
+        out += b"x-amz-trailer-signature:%s\r\n" % hmac_sha256(key, sts).hexdigest().encode()
+    return out + b"\r\n"
+
+
+class ChunkedCase:
+    """An S3 PUT whose chunks are signed: botocore's SigV4Auth signs the
+    head (it keeps the x-amz-content-sha256 it is given), chunked_body()
+    the chunks."""
+
+    def __init__(self, name, chunks, trailer=None, token=False, tamper=None, want_errno=None,
+                 want_error=None):
+        self.__dict__.update(locals())
+        del self.__dict__["self"]
+
+    def head(self, c, body_len):
+        mode = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD" + ("-TRAILER" if self.trailer else "")
+        headers = [("Content-Encoding", "aws-chunked"), ("X-Amz-Content-SHA256", mode),
+                   ("X-Amz-Decoded-Content-Length", str(sum(map(len, self.chunks)))),
+                   ("Content-Length", str(body_len))]
+        if self.trailer:
+            headers.append(("X-Amz-Trailer", ",".join(k for k, _ in self.trailer)))
+        case = Case(self.name, "PUT", S3 + "/uploads/chunked.bin", headers=headers,
+                    service="s3", signer="v4", token=self.token, real=REAL)
+        req = case.sign(c)
+        seed = req.headers["Authorization"].rsplit("Signature=", 1)[1]
+        return req, seed
+
+    def body(self, c, seed):
+        return chunked_body(self.chunks, self.trailer, c["secret_access_key"], seed)
+
+    def build(self):
+        length = len(self.body(FAKE, "0" * 64))
+        req, seed = self.head(FAKE, length)
+        target, fields = wire(req)
+        if self.token:
+            fields = [(k, REAL_TOKEN if k.lower() == "x-amz-security-token" else v)
+                      for k, v in fields]
+        body = self.body(FAKE, seed)
+        if self.tamper:
+            body = self.tamper(body)
+        return {"mode": "chunked", "method": "PUT", "target": target,
+                "headers": [list(f) for f in fields], "payload_hash": None,
+                "body_hex": body.hex(),
+                "fake": creds_json(FAKE, FAKE_TOKEN if self.token else None),
+                "real": creds_json(REAL, REAL_TOKEN if self.token else None)}, length
+
+    def check(self, length, res):
+        if self.want_errno is not None:
+            judge(self, None, res)
+            return
+        assert res["ok"], "refused: errno %d: %s" % (res["errno"], res["error"])
+        req, seed = self.head(REAL, length)
+        want = req.headers["Authorization"]
+        assert res["value"] == want, "Authorization\n got  %s\n want %s" % (res["value"], want)
+        body = self.body(REAL, seed)
+        got = bytes.fromhex(res["body_hex"])
+        assert got == body, "body (%d bytes, %d expected) differs at %d" % (
+            len(got), len(body), next((i for i, (a, b) in enumerate(zip(got, body)) if a != b),
+                                      min(len(got), len(body))))
+
+
+def flip(at):
+    return lambda body: body[:at] + bytes([body[at] ^ 1]) + body[at + 1:]
+
+
+CHUNKED = [
+    ChunkedCase("signed chunks of several sizes", [b"x" * 8192, bytes(range(256)) * 20, b"tail"]),
+    ChunkedCase("signed chunks: an empty body", []),
+    ChunkedCase("signed chunks and a signed trailer", [b"a" * 5000, b"b"],
+                trailer=[("x-amz-checksum-crc32", "AAAAAA=="), ("x-amz-meta-late", "v")]),
+    ChunkedCase("signed chunks with a session token", [b"data" * 100], token=True),
+    ChunkedCase("a chunk changed after signing is refused", [b"x" * 100, b"y" * 100],
+                tamper=flip(300), want_errno=13,
+                want_error="chunk 2: the chunk signature does not verify"),
+    ChunkedCase("a trailer changed after signing is refused", [b"x"],
+                trailer=[("x-amz-checksum-crc32", "AAAAAA==")], tamper=flip(-100),
+                want_errno=13, want_error="the trailer signature does not verify"),
+    ChunkedCase("a body cut short is refused", [b"x" * 100], tamper=lambda b: b[:-40],
+                want_errno=22, want_error="ended before its last chunk"),
+]
+
+
 def uses_key_cases(out):
     """al_sigv4_uses_key() on requests signed by botocore."""
-    for c in [c for c in CASES if c.want_errno is None][::4]:
-        req, _ = tool_request(c)
+    for c in [c for c in CASES if c.want_errno is None][::4] + CHUNKED[:1]:
+        req, _ = c.build()
         other = dict(req, mode="uses_key", fake=dict(req["fake"], access_key_id="AKIAOTHER"))
         out.append(("uses_key: %s" % c.name, dict(req, mode="uses_key"), True))
         out.append(("uses_key (another key): %s" % c.name, other, False))
@@ -349,16 +475,16 @@ def uses_key_cases(out):
 def main():
     tool = sys.argv[1]
     only = sys.argv[2:]
-    cases = [c for c in CASES if not only or any(o in c.name for o in only)]
-    reqs, failures, fields = [], {}, []
+    cases = [c for c in CASES + CHUNKED if not only or any(o in c.name for o in only)]
+    reqs, ctxs, failures = [], [], {}
     for c in cases:
         try:
-            r, f = tool_request(c)
+            r, ctx = c.build()
         except Exception:
-            r, f = None, None
+            r, ctx = None, None
             failures[c.name] = traceback.format_exc()
         reqs.append(r)
-        fields.append(f)
+        ctxs.append(ctx)
     keyed = []
     uses_key_cases(keyed)
     batch = [r for r in reqs if r] + [k[1] for k in keyed]
@@ -370,11 +496,11 @@ def main():
     results = iter(json.loads(p.stdout))
     print("1..%d" % (len(cases) + len(keyed)), flush=True)
     failed = 0
-    for i, (c, r, f) in enumerate(zip(cases, reqs, fields), 1):
+    for i, (c, r, ctx) in enumerate(zip(cases, reqs, ctxs), 1):
         try:
             if r is None:
                 raise AssertionError(failures[c.name])
-            judge(c, f, next(results))
+            c.check(ctx, next(results))
             print("ok %d - %s" % (i, c.name))
         except AssertionError as e:
             failed += 1

@@ -11,7 +11,10 @@
  *    "real": {...}}
  * stdout is a JSON array with one result per request:
  *   {"ok": true, "value": "<Authorization value or target>"},
- *   {"ok": true, "value": true|false} for uses_key, or
+ *   {"ok": true, "value": true|false} for uses_key,
+ *   {"ok": true, "value": "<Authorization value>", "body_hex": "..."} for
+ *   chunked (the request's "body_hex" through al_sigv4_resign_chunked()'s
+ *   filter, fed in 1000-byte pieces), or
  *   {"ok": false, "errno": N, "error": "message"}.
  * Exits 0 when every request was read (whatever the results), 2 on input
  * that is not such an array. */
@@ -59,6 +62,70 @@ static int read_headers(json_t *list, struct al_sigv4_header *h, size_t *ret_n)
 	return 0;
 }
 
+static int hexval(char c)
+{
+	return c >= 'a' ? c - 'a' + 10 : c - '0';
+}
+
+/* The body (hex) through the filter, into a hex string; NULL when the
+ * filter refused it (err says why) or the body ended early. */
+static char *filter_body(struct al_sigv4_chunked *c, const char *hex, struct al_error *err)
+{
+	size_t n = strlen(hex) / 2, off = 0, o = 0, taken, plen;
+	char *in = malloc(n + 1), *res = malloc(2 * n + 1);
+	const char *p;
+
+	for (size_t i = 0; i < n; i++)
+		in[i] = (char)(hexval(hex[2 * i]) * 16 + hexval(hex[2 * i + 1]));
+	while (off < n) {
+		if (al_sigv4_chunked_feed(c, in + off, n - off < 1000 ? n - off : 1000, &taken,
+					  err) < 0)
+			break;
+		off += taken;
+		while ((p = al_sigv4_chunked_pending(c, &plen))) {
+			for (size_t i = 0; i < plen && o < n; i++, o++)
+				sprintf(res + 2 * o, "%02x", (unsigned char)p[i]);
+			al_sigv4_chunked_sent(c, plen);
+		}
+		if (taken == 0)
+			break;
+	}
+	free(in);
+	res[2 * o] = '\0';
+	if (!al_sigv4_chunked_done(c)) {
+		if (!err->msg[0])
+			al_error_set(err, EINVAL, "the body ended before its last chunk");
+		free(res);
+		return NULL;
+	}
+	return res;
+}
+
+static json_t *run_chunked(const struct al_sigv4_request *r, const struct al_sigv4_creds *fake,
+			   const struct al_sigv4_creds *real, const char *hex, char *out,
+			   size_t size)
+{
+	struct al_sigv4_chunked *c = NULL;
+	struct al_error err = {0};
+	int ret = al_sigv4_resign_chunked(r, fake, real, out, size, &c, &err);
+	char *body;
+	json_t *res;
+
+	if (ret < 0 || !c || !hex) {
+		al_sigv4_chunked_free(c);
+		if (ret >= 0)
+			ret = al_error_set(&err, EINVAL, "not a body of signed chunks");
+		return json_pack("{s:b, s:i, s:s}", "ok", 0, "errno", -ret, "error", err.msg);
+	}
+	body = filter_body(c, hex, &err);
+	al_sigv4_chunked_free(c);
+	if (!body)
+		return json_pack("{s:b, s:i, s:s}", "ok", 0, "errno", err.code, "error", err.msg);
+	res = json_pack("{s:b, s:s, s:s}", "ok", 1, "value", out, "body_hex", body);
+	free(body);
+	return res;
+}
+
 static json_t *result(int r, const char *value, const struct al_error *err)
 {
 	if (r < 0)
@@ -91,6 +158,8 @@ static json_t *run_one(json_t *q)
 	if (strcmp(mode, "uses_key") == 0)
 		return json_pack("{s:b, s:b}", "ok", 1, "value",
 				 al_sigv4_uses_key(&r, fake.access_key_id));
+	if (strcmp(mode, "chunked") == 0)
+		return run_chunked(&r, &fake, &real, opt_str(q, "body_hex"), out, sizeof(out));
 	if (strcmp(mode, "header") == 0)
 		ret = al_sigv4_resign(&r, &fake, &real, out, sizeof(out), &err);
 	else if (strcmp(mode, "query") == 0)

@@ -58,6 +58,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				__builtin_trap();
 		n = al_gwp_encode_usage(&m.usage, out, sizeof(out));
 		break;
+	case AL_GWP_SPENT:
+		n = al_gwp_encode_spent(m.spent, out, sizeof(out));
+		break;
+	case AL_GWP_CHARGE:
+		if (!m.charge.host[0] || m.charge.requests > AL_GWP_MAX_USE_REQUESTS ||
+		    (m.charge.flags & ~(uint32_t)AL_GWP_CHARGE_EXHAUSTED))
+			__builtin_trap();
+		for (const char *h = m.charge.host; *h; h++)
+			if (*h <= ' ' || *h > '~')
+				__builtin_trap();
+		n = al_gwp_encode_charge(&m.charge, out, sizeof(out));
+		break;
 	}
 	if (n <= 0 || al_gwp_decode(out, (size_t)n, &again, NULL) < 0 || again.type != m.type)
 		__builtin_trap();
@@ -67,6 +79,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    (strcmp(m.usage.host, again.usage.host) != 0 ||
 	     m.usage.requests != again.usage.requests || m.usage.bytes_up != again.usage.bytes_up ||
 	     m.usage.bytes_down != again.usage.bytes_down))
+		__builtin_trap();
+	if (m.type == AL_GWP_SPENT && m.spent != again.spent)
+		__builtin_trap();
+	if (m.type == AL_GWP_CHARGE &&
+	    (strcmp(m.charge.host, again.charge.host) != 0 ||
+	     m.charge.requests != again.charge.requests ||
+	     m.charge.bytes_up != again.charge.bytes_up || m.charge.flags != again.charge.flags))
 		__builtin_trap();
 	if (m.type == AL_GWP_AUDIT &&
 	    (strcmp(m.event, again.event) != 0 || !json_equal(m.fields, again.fields)))
