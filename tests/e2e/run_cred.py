@@ -683,8 +683,9 @@ def seed_injection_finds_only_placeholders(e):
         c = creds_rec.get(name) or {}
         ck.that(c.get("kind") == "secret" and sorted(c.get("hosts") or []) == sorted(scoped),
                 "the record's credentials entry for %s: %r" % (name, c))
-        used = sorted((ev.get("method"), ev.get("path")) for ev in r.evs("secret.use", secret=name)
-                      if str(ev.get("host", "")).startswith("analysis.internal"))
+        used = sorted((ev.get("method"), ev.get("path")) for ev in r.evs("secret.use")
+                      if name in (ev.get("secrets") or [])
+                      and ev.get("host") == "analysis.internal")
         want = sorted([("POST", "/v1/analysis/summary"), ("POST", "/v1/analysis/upload")] * 2)
         ck.that(used == want, "secret.use events of %s (method, path): %s, expected %s"
                 % (name, used, want))
@@ -873,7 +874,8 @@ def tokens(e):
     receives a different fresh JWT on each of two requests, which verify
     and PyJWT accept for analysis.internal, whose aud is that one host and
     whose exp - iat <= 30; each one's jti is in a token.minted event (name,
-    aud, exp matching the token) and in the result record."""
+    aud, exp matching the token) and in the result record's REQ_TOKEN
+    "minted" list (with its aud and exp)."""
     import jwt  # python3-jwt
     ck = Checks()
     with TempDir() as d:
@@ -981,8 +983,12 @@ def tokens(e):
                     and minted[0].get("aud") in ("analysis.internal", ["analysis.internal"])
                     and minted[0].get("exp") == tc.get("exp"),
                     "%s: token.minted for jti %s: %r" % (path, tc.get("jti"), minted))
-            ck.that(tc.get("jti") and tc["jti"] in r.raw["record"].decode(),
-                    "%s: the token's jti %s is not in the result record" % (path, tc.get("jti")))
+            listed = [m for m in (creds.get("REQ_TOKEN") or {}).get("minted") or []
+                      if m.get("jti") == tc.get("jti")]
+            ck.that(len(listed) == 1 and listed[0].get("exp") == tc.get("exp")
+                    and listed[0].get("aud") in ("analysis.internal", ["analysis.internal"]),
+                    "%s: the record's REQ_TOKEN.minted does not list jti %s with its aud and "
+                    "exp: %r" % (path, tc.get("jti"), creds.get("REQ_TOKEN")))
             ck.that(t.encode() not in r.res.out, "%s: the minted token reached the sandbox"
                     % path)
         ck.that(len(set(got)) == len(got) == 2, "the two requests did not get two tokens")
@@ -999,9 +1005,11 @@ def request_rules(e):
     keep-alive connection (http.client reused inside a CONNECT tunnel, the
     same local port) the first request is allowed and reaches the server
     and the second (a GET) gets 403 and never reaches it; the same through
-    the HTTP proxy itself; a body over max_body gets 413; paths with
-    /../ and /%2e%2e/ get 400; an allowed POST passes. The server sees only
-    the allowed requests; each refusal is one net.request audit event."""
+    the HTTP proxy itself, which keeps such a connection alive; a body over
+    max_body gets 413; paths with /../ and /%2e%2e/ get 400; an allowed
+    POST passes. The server sees only the allowed requests; each refusal
+    is one net.request audit event (deny, host, port, method, path,
+    status, the rule for a 403, a reason)."""
     ck = Checks()
     srvs = servers(("api", None))
     try:
@@ -1048,8 +1056,13 @@ def request_rules(e):
             and first.get("local_port") == second.get("local_port"),
             "tunnel: the two requests were not sent on one connection (%r, %r)"
             % (first.get("local_port"), second.get("local_port")))
-    ck.that(r.response("proxy", 0).get("status") == 200, "proxy: the first request was refused")
-    refused("proxy", 1, 403)
+    first = r.response("proxy", 0)
+    ck.that(first.get("status") == 200, "proxy: the first request was refused")
+    second = refused("proxy", 1, 403)
+    ck.that(first.get("kept_open") and first.get("local_port")
+            and first.get("local_port") == second.get("local_port"),
+            "proxy: the two requests were not sent on one kept-alive connection (%r, %r)"
+            % (first.get("local_port"), second.get("local_port")))
     refused("big", 0, 413)
     refused("dotdot", 0, 400)
     refused("encoded", 0, 400)
@@ -1064,8 +1077,17 @@ def request_rules(e):
     nr = r.evs("net.request")
     ck.that(len(nr) == 7, "expected 7 net.request events (one per refusal), got %d: %s"
             % (len(nr), nr))
-    ck.that(all("analysis.internal" in json.dumps(ev) for ev in nr),
-            "a net.request event does not name the host")
+    ck.that(all(ev.get("decision") == "deny" and ev.get("host") == "analysis.internal"
+                and ev.get("port") == api.port and ev.get("reason") for ev in nr),
+            "a net.request event lacks decision deny, the host, the port or a reason: %s" % nr)
+    got = sorted((ev.get("status"), ev.get("method"), ev.get("path")) for ev in nr)
+    want = sorted([(403, "GET", "/v1/analysis/get"), (403, "POST", "/v1/admin"),
+                   (403, "GET", "/v1/analysis/second"), (403, "GET", "/v1/analysis/kp2"),
+                   (413, "POST", "/v1/analysis/big")])
+    ck.that([g for g in got if g[0] != 400] == want,
+            "net.request (status, method, path) %s, expected %s and two 400s" % (got, want))
+    ck.that(all(ev.get("rule") == hp for ev in nr if ev.get("status") == 403),
+            "a 403's net.request does not name the rule: %s" % nr)
     ck.done()
 
 
@@ -1085,7 +1107,10 @@ def misuse(e):
     and audited; in the host name of a proxy request it is refused and
     audited; sent in a body to the scoped host (body not enabled), the
     server receives the placeholder unchanged (and the real value only in
-    Authorization), with no misuse event for it."""
+    Authorization), with no misuse event for it. On a tunnel to the scoped
+    host, a request gets the real value and a second one whose Host names
+    another host gets 421 and never reaches the server (the fourth
+    gate)."""
     ck = Checks()
     real = real_value()
     srvs = servers(("api", None), ("other", None), ("tunnel", None))
@@ -1108,6 +1133,8 @@ def misuse(e):
             http_step("query", "other.internal", other.port, rq("/q?k=" + PH)),
             http_step("tunnel", "tunnel.internal", tun.port,
                       rq("/t", headers={"X-Leak": PH}), via="tunnel"),
+            http_step("wrong-host", "analysis.internal", api.port, rq("/ok-host"),
+                      rq("/wrong-host", headers={"Host": op}), via="tunnel"),
             http_step("scoped-body", "analysis.internal", api.port,
                       rq("/sb", "POST", body="{\"echo\": \"%s\"}" % PH,
                          headers={"Content-Type": "application/json"})),
@@ -1162,7 +1189,15 @@ def misuse(e):
     ck.that(sb is not None and header(sb, "Authorization") == ["Bearer " + real],
             "the scoped host did not get the real value in Authorization: %r"
             % (sb and header(sb, "Authorization")))
-    ck.that(api.paths() == ["/sb"], "the scoped server received %s" % api.paths())
+    ok = api.request("/ok-host")
+    ck.that(ok is not None and header(ok, "Authorization") == ["Bearer " + real],
+            "a tunnel's request to the scoped host did not get the real value: %r"
+            % (ok and header(ok, "Authorization")))
+    ck.that(r.response("wrong-host", 1).get("status") == 421,
+            "a request naming another Host on the scoped host's tunnel got %r, expected 421"
+            % r.response("wrong-host", 1))
+    ck.that(sorted(api.paths()) == ["/ok-host", "/sb"],
+            "the scoped server received %s" % api.paths())
     ck.that(not r.evs("secret.misuse", host="analysis.internal"),
             "a secret.misuse event for the scoped host: %s"
             % r.evs("secret.misuse", host="analysis.internal"))
