@@ -567,6 +567,26 @@ int al_http_format_upstream(const char *buf, const struct al_http_request *req, 
 	return finish(&o);
 }
 
+int al_http_format_head(const char *method, size_t method_len, const char *target,
+			size_t target_len, const struct al_http_header_view *headers, size_t n,
+			char *out, size_t size)
+{
+	struct out o = {out, size, 0};
+
+	put(&o, method, method_len);
+	puts_(&o, " ");
+	put(&o, target, target_len);
+	puts_(&o, " HTTP/1.1\r\n");
+	for (size_t i = 0; i < n; i++) {
+		put(&o, headers[i].name, headers[i].name_len);
+		puts_(&o, ": ");
+		put(&o, headers[i].value, headers[i].value_len);
+		puts_(&o, "\r\n");
+	}
+	puts_(&o, "\r\n");
+	return finish(&o);
+}
+
 static const char *reason_phrase(int status)
 {
 	static const struct {

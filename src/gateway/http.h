@@ -123,6 +123,24 @@ bool al_http_host_matches(const struct al_host *host, uint16_t port, const char 
 int al_http_format_upstream(const char *buf, const struct al_http_request *req, unsigned flags,
 			    char *out, size_t size);
 
+/* One header field to write: name and value (name_len and value_len bytes,
+ * not NUL-terminated), borrowed. */
+struct al_http_header_view {
+	const char *name;
+	size_t name_len;
+	const char *value;
+	size_t value_len;
+};
+
+/* Write a request head: "METHOD TARGET HTTP/1.1", each of the n fields as
+ * "name: value" in order, then the blank line. Nothing is checked or
+ * added: the caller built a valid head (al_http_format_upstream() is the
+ * usual way for a parsed request). Writes a NUL after the head when it
+ * fits. Returns the length (NUL not counted) or -ENOSPC. */
+int al_http_format_head(const char *method, size_t method_len, const char *target,
+			size_t target_len, const struct al_http_header_view *headers, size_t n,
+			char *out, size_t size);
+
 /* Write a complete response with a short text/plain body and "Connection:
  * close": status is one of 400, 403, 404, 405, 407, 408, 413, 414, 421,
  * 431, 500, 501, 502, 503, 504, 505. detail (may be NULL) goes into the body

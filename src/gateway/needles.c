@@ -112,12 +112,22 @@ size_t al_needles_max_len(const struct al_needles *set)
 	return set ? set->max_len : 0;
 }
 
+const char *al_needles_get(const struct al_needles *set, int i)
+{
+	return set && i >= 0 && (size_t)i < set->n ? set->v[i] : NULL;
+}
+
+size_t al_needles_len(const struct al_needles *set, int i)
+{
+	return set && i >= 0 && (size_t)i < set->n ? set->len[i] : 0;
+}
+
 /* The needle ending first among those that end after byte `after` (a
  * match must end at an offset > after, counting ends as one past the last
  * byte), or -1. Windows are visited by where they start; once a match is
  * found, only windows that could still end earlier are looked at. */
-static int find_after(const struct al_needles *set, const char *buf, size_t len, size_t after,
-		      size_t *ret_off)
+static int find_after(const struct al_needles *set, al_needle_mask skip, const char *buf,
+		      size_t len, size_t after, size_t *ret_off)
 {
 	size_t m = set->min_len, best_end = SIZE_MAX, best_off = 0;
 	int best = -1;
@@ -133,8 +143,8 @@ static int find_after(const struct al_needles *set, const char *buf, size_t len,
 		for (unsigned k = set->first[b]; k; k = set->next[k - 1]) {
 			size_t nl = set->len[k - 1], end = start + nl;
 
-			if (end > len || end <= after || end > best_end ||
-			    (end == best_end && (int)k - 1 > best) ||
+			if (((skip >> (k - 1)) & 1) || end > len || end <= after ||
+			    end > best_end || (end == best_end && (int)k - 1 > best) ||
 			    memcmp(buf + start, set->v[k - 1], nl) != 0)
 				continue;
 			best = (int)k - 1;
@@ -148,16 +158,19 @@ static int find_after(const struct al_needles *set, const char *buf, size_t len,
 	return best;
 }
 
-int al_needles_find(const struct al_needles *set, const char *buf, size_t len, size_t *ret_off)
+int al_needles_find(const struct al_needles *set, al_needle_mask skip, const char *buf, size_t len,
+		    size_t *ret_off)
 {
 	if (!set || set->n == 0 || !buf)
 		return -1;
-	return find_after(set, buf, len, 0, ret_off);
+	return find_after(set, skip, buf, len, 0, ret_off);
 }
 
-void al_needle_scan_init(struct al_needle_scan *s, const struct al_needles *set)
+void al_needle_scan_init(struct al_needle_scan *s, const struct al_needles *set,
+			 al_needle_mask skip)
 {
 	s->set = set;
+	s->skip = skip;
 	s->carry_len = 0;
 }
 
@@ -201,10 +214,10 @@ int al_needle_scan_feed(struct al_needle_scan *s, const char *buf, size_t len)
 
 		memcpy(joint, s->carry, s->carry_len);
 		memcpy(joint + s->carry_len, buf, head);
-		found = find_after(s->set, joint, s->carry_len + head, s->carry_len, NULL);
+		found = find_after(s->set, s->skip, joint, s->carry_len + head, s->carry_len, NULL);
 	}
 	if (found < 0)
-		found = find_after(s->set, buf, len, 0, NULL);
+		found = find_after(s->set, s->skip, buf, len, 0, NULL);
 	keep_tail(s, buf, len);
 	return found;
 }

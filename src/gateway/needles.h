@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/error.h"
 
@@ -40,21 +41,33 @@ static inline void al_needles_freep(struct al_needles **set)
 size_t al_needles_count(const struct al_needles *set);
 /* The longest needle's length (0 for an empty set). */
 size_t al_needles_max_len(const struct al_needles *set);
+/* Needle i and its length (NULL and 0 when there is no needle i). */
+const char *al_needles_get(const struct al_needles *set, int i);
+size_t al_needles_len(const struct al_needles *set, int i);
 
-/* The needle that ends first in the len bytes at buf: its index, with its
- * offset in buf in *ret_off (may be NULL); -1 when there is none. */
-int al_needles_find(const struct al_needles *set, const char *buf, size_t len, size_t *ret_off);
+/* A mask of needles not to look for: bit i for needle i (e.g. those of the
+ * secrets scoped to a connection's host). 0 looks for all. */
+typedef uint64_t al_needle_mask;
+
+/* The needle not in skip that ends first in the len bytes at buf: its
+ * index, with its offset in buf in *ret_off (may be NULL); -1 when there is
+ * none (or set is NULL). */
+int al_needles_find(const struct al_needles *set, al_needle_mask skip, const char *buf, size_t len,
+		    size_t *ret_off);
 
 /* One stream's scan. Public so that callers can embed it; use it only
  * through the functions below. */
 struct al_needle_scan {
-	const struct al_needles *set; /* borrowed */
+	const struct al_needles *set; /* borrowed; NULL finds nothing */
+	al_needle_mask skip;
 	size_t carry_len;
 	char carry[AL_NEEDLE_MAX - 1]; /* the stream's last bytes, at most max_len - 1 */
 };
 
-/* Start a stream over set (borrowed: it must outlive s). */
-void al_needle_scan_init(struct al_needle_scan *s, const struct al_needles *set);
+/* Start a stream over set (borrowed: it must outlive s), not looking for
+ * the needles in skip. */
+void al_needle_scan_init(struct al_needle_scan *s, const struct al_needles *set,
+			 al_needle_mask skip);
 
 /* Forget the bytes fed so far (a new stream, e.g. the next request's
  * body). */

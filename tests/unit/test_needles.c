@@ -17,23 +17,39 @@ static void test_needles(void **state)
 	struct al_needle_scan scan;
 	struct al_error err = {0};
 	size_t off = 99;
+
+	/* No set finds nothing. */
+	assert_int_equal(al_needles_find(NULL, 0, text, strlen(text), &off), -1);
+	al_needle_scan_init(&scan, NULL, 0);
+	assert_int_equal(al_needle_scan_feed(&scan, text, strlen(text)), -1);
 	const char *many[AL_NEEDLES_MAX + 1];
 
 	assert_int_equal(al_needles_new(set3, 3, &set, &err), 0);
 	assert_int_equal(al_needles_count(set), 3);
 	assert_int_equal(al_needles_max_len(set), 12);
 	/* The first to end wins; of two ending together, the lower index. */
-	assert_int_equal(al_needles_find(set, text, strlen(text), &off), 2);
+	assert_int_equal(al_needles_find(set, 0, text, strlen(text), &off), 2);
 	assert_int_equal(off, 5);
-	assert_int_equal(al_needles_find(set, "x0123456789ABx", 14, &off), 2);
-	assert_int_equal(al_needles_find(set, "0123456789AB", 12, &off), 2);
-	assert_int_equal(al_needles_find(set, "456789AB", 8, &off), 1);
-	assert_int_equal(al_needles_find(set, "x56789ABx", 9, NULL), -1);
+	assert_int_equal(al_needles_find(set, 0, "x0123456789ABx", 14, &off), 2);
+	assert_int_equal(al_needles_find(set, 0, "0123456789AB", 12, &off), 2);
+	assert_int_equal(al_needles_find(set, 0, "456789AB", 8, &off), 1);
+	assert_int_equal(al_needles_find(set, 0, "x56789ABx", 9, NULL), -1);
+	/* Masked needles are not looked for. */
+	assert_int_equal(al_needles_find(set, 1u << 2, text, strlen(text), &off), 0);
+	assert_int_equal(al_needles_find(set, 1u << 2 | 1u, text, strlen(text), &off), 1);
+	assert_int_equal(al_needles_find(set, 7, text, strlen(text), &off), -1);
+	al_needle_scan_init(&scan, set, 1u << 2);
+	assert_int_equal(al_needle_scan_feed(&scan, "x0123456789A", 12), -1);
+	assert_int_equal(al_needle_scan_feed(&scan, "B", 1), 0);
+	assert_string_equal(al_needles_get(set, 1), "456789AB");
+	assert_int_equal(al_needles_len(set, 1), 8);
+	assert_null(al_needles_get(set, 3));
+	assert_int_equal(al_needles_len(set, -1), 0);
 	al_needles_free(set);
 	/* The lower index wins a tie also when it starts later. */
 	assert_int_equal(
 	    al_needles_new((const char *const[]){"456789AB", "0123456789AB"}, 2, &set, &err), 0);
-	assert_int_equal(al_needles_find(set, "x0123456789ABx", 14, &off), 0);
+	assert_int_equal(al_needles_find(set, 0, "x0123456789ABx", 14, &off), 0);
 	assert_int_equal(off, 5);
 	al_needles_free(set);
 	assert_int_equal(al_needles_new(set3, 3, &set, &err), 0);
@@ -42,7 +58,7 @@ static void test_needles(void **state)
 	for (size_t cut = 0; cut <= strlen(text); cut++) {
 		int a, b;
 
-		al_needle_scan_init(&scan, set);
+		al_needle_scan_init(&scan, set, 0);
 		a = al_needle_scan_feed(&scan, text, cut);
 		b = al_needle_scan_feed(&scan, text + cut, strlen(text) - cut);
 		assert_int_equal(a >= 0 ? a : b, 2);
@@ -51,7 +67,7 @@ static void test_needles(void **state)
 		if (a >= 0)
 			assert_int_equal(b, cut >= 14 ? -1 : 0);
 	}
-	al_needle_scan_init(&scan, set);
+	al_needle_scan_init(&scan, set, 0);
 	for (size_t i = 0; i < 5; i++)
 		assert_int_equal(al_needle_scan_feed(&scan, "456789", 6), -1);
 	assert_int_equal(al_needle_scan_feed(&scan, "3", 1), -1);
@@ -66,9 +82,9 @@ static void test_needles(void **state)
 
 	/* Empty sets find nothing; bad needles are named by index only. */
 	assert_int_equal(al_needles_new(NULL, 0, &set, &err), 0);
-	al_needle_scan_init(&scan, set);
+	al_needle_scan_init(&scan, set, 0);
 	assert_int_equal(al_needle_scan_feed(&scan, "anything", 8), -1);
-	assert_int_equal(al_needles_find(set, "anything", 8, NULL), -1);
+	assert_int_equal(al_needles_find(set, 0, "anything", 8, NULL), -1);
 	al_needles_free(set);
 	set = NULL;
 	assert_int_equal(al_needles_new((const char *const[]){"1234567"}, 1, &set, &err), -EINVAL);
@@ -148,11 +164,11 @@ static void test_needles_random(void **state)
 			text[j] = "abcx"[((x = x * 1103515245u + 12345u) >> 16) % 4];
 		assert_int_equal(al_needles_new(v, n, &set, &err), 0);
 		want = naive_find(v, n, text, len, &off);
-		got = al_needles_find(set, text, len, &off2);
+		got = al_needles_find(set, 0, text, len, &off2);
 		if (got != want || (want >= 0 && off != off2))
 			fail_msg("round %d: found %d at %zu, expected %d at %zu", round, got, off2,
 				 want, off);
-		al_needle_scan_init(&scan, set);
+		al_needle_scan_init(&scan, set, 0);
 		for (size_t p = 0; p < len && fed < 0;) {
 			size_t piece = 1 + ((x = x * 1103515245u + 12345u) >> 16) % 30;
 
