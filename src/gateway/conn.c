@@ -2,6 +2,7 @@
  * path), the dispatcher that moves it from stage to stage, and the close
  * that audits and counts its verdict. */
 #include "gateway/conn.h"
+#include "gateway/filter.h"
 
 #include <errno.h>
 #include <linux/netfilter_ipv4.h>
@@ -156,6 +157,7 @@ void gw_conn_close(struct conn *c, const char *end_reason)
 		}
 	}
 	gw_ask_free(c);
+	gw_filter_free(c);
 	close_side(&c->client);
 	close_side(&c->upstream);
 	gw_flows_close(c);
@@ -213,36 +215,40 @@ static enum gw_step head_http(struct conn *c)
 	c->have_request = !req.is_connect;
 	c->method = req.method;
 	c->req_path = req.path;
-	if (req.is_connect) {
+	if (req.is_connect)
 		gw_buf_put(&c->up.b, c->head + req.head_len, c->head_len - req.head_len);
-	} else {
-		/* One request per connection upstream: a second request on
-		 * the same connection could name another host behind the
-		 * same server. */
-		char out[AL_HTTP_HEAD_MAX + 512];
-		if (req.chunked) {
-			/* Its end can only be found by parsing the body; refuse it
-			 * rather than relay bytes past it unchecked. */
-			return gw_deny(c, GW_ANSWER_DEFAULT, 501, 0,
-				       "chunked request bodies are not relayed by the proxy");
-		}
-		int n = al_http_format_upstream(c->head, &req, AL_HTTP_UPSTREAM_CLOSE, out,
-						sizeof(out));
-		if (n < 0)
-			return gw_deny(c, GW_ANSWER_DEFAULT, 400, 0, "cannot forward this request");
-		gw_buf_put(&c->up.b, out, (size_t)n);
-		/* Exactly this request's body follows, nothing after it: a
-		 * pipelined second request could name another host. */
-		c->up_limited = true;
-		c->up_left = req.content_length > 0 ? (uint64_t)req.content_length : 0;
-		size_t body = c->head_len - req.head_len;
-		if (body > c->up_left)
-			body = (size_t)c->up_left;
-		gw_buf_put(&c->up.b, c->head + req.head_len, body);
-		c->up_left -= body;
-	}
 	c->target = req.host;
 	c->port = req.port;
+	return GW_NEXT;
+}
+
+enum gw_step gw_http_forward(struct conn *c)
+{
+	struct al_http_request req;
+	char out[AL_HTTP_HEAD_MAX + 512];
+
+	if (al_http_parse_request(c->head, c->head_len, &req, NULL) <= 0)
+		return gw_deny(c, GW_ANSWER_DEFAULT, 400, 0, "cannot forward this request");
+	/* One request per connection upstream: a second request on the same
+	 * connection could name another host behind the same server. */
+	if (req.chunked)
+		/* Its end can only be found by parsing the body; refuse it
+		 * rather than relay bytes past it unchecked. */
+		return gw_deny(c, GW_ANSWER_DEFAULT, 501, 0,
+			       "chunked request bodies are not relayed by the proxy");
+	int n = al_http_format_upstream(c->head, &req, AL_HTTP_UPSTREAM_CLOSE, out, sizeof(out));
+	if (n < 0)
+		return gw_deny(c, GW_ANSWER_DEFAULT, 400, 0, "cannot forward this request");
+	gw_buf_put(&c->up.b, out, (size_t)n);
+	/* Exactly this request's body follows, nothing after it: a
+	 * pipelined second request could name another host. */
+	c->up_limited = true;
+	c->up_left = req.content_length > 0 ? (uint64_t)req.content_length : 0;
+	size_t body = c->head_len - req.head_len;
+	if (body > c->up_left)
+		body = (size_t)c->up_left;
+	gw_buf_put(&c->up.b, c->head + req.head_len, body);
+	c->up_left -= body;
 	return GW_NEXT;
 }
 
@@ -365,6 +371,8 @@ static enum gw_step stage(struct conn *c, struct side *s, uint32_t events)
 		return gw_stage_connect(c, s, events);
 	case GW_INSPECT:
 		return gw_stage_inspect(c, s, events);
+	case GW_CHOOSE:
+		return gw_stage_choose(c, s, events);
 	case GW_STREAM:
 		return c->stream->pump(c, s, events);
 	}

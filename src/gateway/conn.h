@@ -14,6 +14,8 @@
  *            (relay.c)
  *   inspect  the stream's first bytes must name the host decided on
  *            (decide.c)
+ *   choose   which stream: relayed as it is, or read request by request
+ *            (plain HTTP, or TLS the gateway terminates) (choose.c)
  *   stream   bytes both ways, through c->stream (relay.c)
  *
  * No stage calls the next. What the audit and the counters read is
@@ -29,10 +31,11 @@
 #include "decider/decider.h"
 #include "gateway/gateway.h"
 #include "gateway/http.h"
+#include "gateway/needles.h"
 
 #define AL_GW_BUF_SIZE	  65536
 #define AL_GW_MAX_CONNS	  256
-#define AL_GW_MAX_NEEDLES 256 /* placeholders and fake keys the gateway looks for */
+#define AL_GW_MAX_NEEDLES 64 /* placeholders and fake keys the gateway looks for */
 
 enum gw_step {
 	GW_WAIT,  /* waiting for an event; the stage set what it waits for */
@@ -47,6 +50,7 @@ enum gw_stage {
 	GW_RESOLVE,
 	GW_CONNECT,
 	GW_INSPECT,
+	GW_CHOOSE,
 	GW_STREAM,
 };
 
@@ -155,7 +159,13 @@ struct conn {
 	 * head (what the decider is told). */
 	bool have_request;
 	struct al_http_slice method, req_path;
-	struct gw_ask *ask; /* ask.c: the decider's question while it is asked */
+	struct gw_ask *ask;	  /* ask.c: the decider's question while it is asked */
+	struct gw_filter *filter; /* filter.c: the filtered stream's state, or NULL */
+	/* A plaintext stream relayed as it is in a run with secrets: its
+	 * client bytes are searched for placeholders (relay.c). */
+	bool scanning;
+	struct al_needle_scan scan;
+	int scan_hit; /* the needle found, or -1 */
 	/* resolve.c: the first resolved address a never rule refused. */
 	const struct al_allow_rule *never_rule;
 	struct in6_addr never_addr;
@@ -213,6 +223,8 @@ struct al_gateway {
 	const char *needles[AL_GW_MAX_NEEDLES];
 	size_t needle_owner[AL_GW_MAX_NEEDLES];
 	size_t n_needles;
+	struct al_needles *needle_set; /* the same, compiled */
+	struct gw_tls *tls;	       /* choose.c: interception's TLS contexts, or NULL */
 };
 
 /* gateway.c: out of fds: stop accepting for a while (a listener left
@@ -289,6 +301,19 @@ int gw_drop_caps(void);
 int gw_resolver_start(struct al_gateway *gw, struct al_error *err);
 enum gw_step gw_stage_resolve(struct conn *c);
 void gw_resolver_free(struct al_gateway *gw);
+
+/* choose.c */
+enum gw_step gw_stage_choose(struct conn *c, struct side *s, uint32_t events);
+/* Before confinement: the TLS contexts interception needs. */
+int gw_tls_prepare(struct al_gateway *gw, struct al_error *err);
+void gw_tls_free(struct al_gateway *gw);
+struct al_tls_end;
+int gw_tls_ends(struct conn *c, struct al_tls_end **srv, struct al_tls_end **cli,
+		struct al_error *err);
+
+/* conn.c: an HTTP proxy request relayed as it is: its cleaned head and
+ * exactly its body upstream, one request per connection. */
+enum gw_step gw_http_forward(struct conn *c);
 
 /* relay.c */
 enum gw_step gw_stage_connect(struct conn *c, struct side *s, uint32_t events);

@@ -46,6 +46,9 @@ int al_gateway_prepare(struct al_gateway *gw, struct al_error *err)
 		return al_error_set(err, -r, "%s", e.msg);
 	if (r < 0) /* the host's own configuration: its names then fail */
 		al_warn("%s; names that need resolving will be refused", e.msg);
+	/* Interception's trust stores are read now, before the walls. */
+	if ((r = gw_tls_prepare(gw, err)) < 0)
+		return r;
 	return 0;
 }
 
@@ -131,6 +134,8 @@ void al_gateway_free(struct al_gateway *gw)
 	al_gateway_close_all(gw);
 	gw_asker_free(gw);
 	gw_resolver_free(gw);
+	gw_tls_free(gw);
+	al_needles_free(gw->needle_set);
 	al_timer_freep(&gw->accept_resume);
 	for (size_t i = 0; i < AL_GATEWAY_N_LISTENERS; i++) {
 		al_watch_remove(gw->listen_w[i]);

@@ -594,6 +594,7 @@ static const char *reason_phrase(int status)
 		const char *reason;
 	} table[] = {
 	    {400, "Bad Request"},
+	    {402, "Payment Required"},
 	    {403, "Forbidden"},
 	    {404, "Not Found"},
 	    {408, "Request Timeout"},

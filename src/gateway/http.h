@@ -142,7 +142,7 @@ int al_http_format_head(const char *method, size_t method_len, const char *targe
 			char *out, size_t size);
 
 /* Write a complete response with a short text/plain body and "Connection:
- * close": status is one of 400, 403, 404, 405, 407, 408, 413, 414, 421,
+ * close": status is one of 400, 402, 403, 404, 405, 407, 408, 413, 414, 421,
  * 431, 500, 501, 502, 503, 504, 505. detail (may be NULL) goes into the body
  * after the reason phrase; control and non-ASCII characters are replaced
  * and it is cut at 256 characters. Returns the length written (a NUL

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "core/cleanup.h"
+#include "core/log.h"
 #include "core/util.h"
 #include "cred/store.h"
 #include "gateway/socks.h"
@@ -33,6 +34,9 @@ void gw_needles_build(struct al_gateway *gw)
 			gw->n_needles++;
 		}
 	}
+	struct al_error err = {0};
+	if (gw->n_needles && al_needles_new(gw->needles, gw->n_needles, &gw->needle_set, &err) < 0)
+		al_warn("gateway: %s", err.msg); /* then nothing is scanned: found in names only */
 }
 
 const struct al_rule_opts *gw_rule_opts(const struct al_gateway *gw, const char *rule)

@@ -219,6 +219,10 @@ static bool pump(struct conn *c, struct flow *f, struct side *from, struct side 
 			n = splice(from->fd, NULL, f->pipe[1], NULL, room, flags);
 		else
 			n = recv(from->fd, b->data + b->off + b->len, room, MSG_DONTWAIT);
+		if (n > 0 && f == &c->up && c->scanning && !flow_spliced(f) &&
+		    (c->scan_hit =
+			 al_needle_scan_feed(&c->scan, b->data + b->off + b->len, (size_t)n)) >= 0)
+			return false; /* stream_pump refuses it */
 		if (n > 0) {
 			if (flow_spliced(f))
 				f->in_pipe += (size_t)n;
@@ -328,7 +332,11 @@ static enum gw_step stream_pump(struct conn *c, struct side *s, uint32_t events)
 	uint32_t ce = s == &c->client ? events : 0;
 	uint32_t ue = s == &c->upstream ? events : s ? 0 : EPOLLOUT;
 
-	return gw_relay_move(c, ce, ue, false);
+	c->scan_hit = -1;
+	enum gw_step r = gw_relay_move(c, ce, ue, false);
+	if (r == GW_CLOSE && c->scan_hit >= 0)
+		return gw_deny_misuse(c, (size_t)c->scan_hit, "stream");
+	return r;
 }
 
 const struct gw_stream_ops gw_stream_splice = {"splice", true, stream_pump};

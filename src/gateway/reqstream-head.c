@@ -628,8 +628,19 @@ static int resign(struct al_reqstream *rs)
 	const struct al_http_request *q = &rs->req;
 	int auth = rs_find_field(rs, "Authorization"), r;
 
+	/* The signer checks the sandbox's own signature before it signs
+	 * anew: it gets that Authorization too, as the last field (then it
+	 * goes: the new one takes its place below). */
+	size_t n = rs->n_views;
+	view(rs, rs->head + q->headers[auth].name.off, q->headers[auth].name.len,
+	     rs->head + q->headers[auth].value.off, q->headers[auth].value.len);
+	if (rs->n_views == n) {
+		rs_refuse(rs, 500, NULL, "the request could not be re-signed (SigV4)");
+		return -1;
+	}
+	rs->n_views = n;
 	r = rs->conf->sigv4(rs->conf->sigv4_data, s, rs->head + q->method.off, q->method.len,
-			    rs->target, rs->target_len, rs->views, rs->n_views,
+			    rs->target, rs->target_len, rs->views, n + 1,
 			    rs->hashed && rs->amz_sha < 0 ? rs->sha_hex : NULL, rs->auth,
 			    sizeof(rs->auth));
 	if (r < 0 || r >= (int)sizeof(rs->auth)) {

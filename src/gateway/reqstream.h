@@ -79,7 +79,8 @@ struct al_secret_use {
  * re-signed (e.g. its Authorization has no credential scope: answered 400),
  * anything else is the signer's failure (500). method and target (the
  * origin-form target as it will be sent) are not NUL-terminated; headers
- * are the fields as they will be sent, Authorization left out;
+ * are the fields as they will be sent, and last the sandbox's own
+ * Authorization (which the signer checks before it signs anew);
  * body_sha256 is the lower-case hex SHA-256 of the body as it will be sent,
  * or NULL when the request carries x-amz-content-sha256 (the signer uses
  * that). */

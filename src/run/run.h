@@ -21,12 +21,12 @@ struct al_run_request {
 	const struct al_plan *plan; /* borrowed; must outlive the run */
 	/* NULL: the backend the plan names. Tests pass &al_backend_fake. */
 	const struct al_backend_ops *backend;
-	struct al_audit *audit;	 /* borrowed; may be NULL */
-	const char *run_id;	 /* NULL: a new random one */
+	struct al_audit *audit; /* borrowed; may be NULL */
+	const char *run_id;	/* NULL: a new random one */
 	/* The run's credentials (cred/store.h, borrowed; NULL: none): their
 	 * list goes into run.start and the record, the gateway presents
 	 * them. */
-	const struct al_cred *cred;
+	struct al_cred *cred;
 	const char *policy_file; /* for run.start; may be NULL */
 	/* The result record: written as result_name in result_dirfd (from
 	 * al_open_output_dir(); borrowed) when the run ends; result_path is

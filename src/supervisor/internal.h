@@ -36,9 +36,9 @@ struct al_supervisor {
 	struct al_loop *ev; /* borrowed */
 	const struct al_plan *plan;
 	struct al_audit *audit;
-	char run_id[64];	    /* told to the gateway (for the operator's decider) */
-	const struct al_cred *cred; /* the run's credentials (borrowed), or NULL */
-	uint64_t spent_told;	    /* the budget: the last CPU and memory cost told the gateway */
+	char run_id[64];      /* told to the gateway (for the operator's decider) */
+	struct al_cred *cred; /* the run's credentials (borrowed), or NULL */
+	uint64_t spent_told;  /* the budget: the last CPU and memory cost told the gateway */
 	struct al_supervisor_io io;
 	bool confine_self;
 	int confine_dirfd;

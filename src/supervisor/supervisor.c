@@ -16,8 +16,10 @@
 #include "core/log.h"
 #include "core/sys.h"
 #include "core/util.h"
+#include "cred/store.h"
 #include "supervisor/confine.h"
 #include "supervisor/copy.h"
+#include "tls/ca.h"
 
 /* Stop everything in the sandbox (once asked; the backend kills it hard if
  * asking is not enough). */
@@ -224,6 +226,10 @@ static void ev_listener(void *data, enum al_gateway_listener kind, int fd)
 		al_sup_stop(l);
 		return;
 	}
+	/* The run's CA signs in the gateway's process only: our copy of its
+	 * key goes now. */
+	if (l->cred && l->cred->ca)
+		al_tls_ca_drop_key(l->cred->ca);
 	if (al_gateway_proc_listen(l->gw, kind, fd, &gerr) < 0) {
 		setup_failed(l, "gateway", 0, gerr.msg);
 		al_sup_stop(l);

@@ -89,10 +89,10 @@ struct al_supervisor_io {
 
 struct al_supervisor_config {
 	const struct al_plan *plan;
-	struct al_audit *audit;	    /* may be NULL */
-	const char *run_id;	    /* may be NULL; the gateway tells the operator's decider */
-	const struct al_cred *cred; /* the run's credentials (cred/store.h), or NULL */
-	struct al_loop *loop;	    /* where the run's fds are watched */
+	struct al_audit *audit; /* may be NULL */
+	const char *run_id;	/* may be NULL; the gateway tells the operator's decider */
+	struct al_cred *cred;	/* the run's credentials (cred/store.h), or NULL */
+	struct al_loop *loop;	/* where the run's fds are watched */
 	const struct al_supervisor_io *io;
 	/* The process holds only this sandbox (the CLI): confine it before
 	 * the command starts, keeping confine_dirfd (or -1) writable. A

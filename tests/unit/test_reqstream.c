@@ -1032,9 +1032,14 @@ static void test_sigv4(void **state)
 		   "Content-Length: 5\r\nAuthorization: " NEW_AUTH "\r\n\r\nhello");
 	assert_string_equal(signer.method, "PUT");
 	assert_string_equal(signer.target, "/bucket/key?x=1");
-	assert_string_equal(signer.headers, "Host: api.example.com\nX-Amz-Date: 20240101T000000Z\n"
-					    "X-Amz-Security-Token: " MARK "-real-token\n"
-					    "Content-Length: 5\n");
+	/* The fields as they go, then the sandbox's own Authorization. */
+	assert_string_equal(signer.headers,
+			    "Host: api.example.com\nX-Amz-Date: 20240101T000000Z\n"
+			    "X-Amz-Security-Token: " MARK "-real-token\n"
+			    "Content-Length: 5\n"
+			    "Authorization: AWS4-HMAC-SHA256 Credential=" FAKE_KEY
+			    "/20240101/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-date, "
+			    "Signature=00\n");
 	assert_string_equal(signer.sha,
 			    "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
 	assert_ptr_equal(signer.secret, &s_aws);
