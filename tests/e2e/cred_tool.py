@@ -33,6 +33,10 @@ ops:
                            protocols: the handshake's outcome, the protocol
                            chosen, and (if it completed) what an HTTP/2
                            preface gets
+  stream host port path body
+                           a POST through the HTTP proxy written in pieces:
+                           the head, then the body in two halves 0.3 s
+                           apart; the answer's status and headers
   curl   args              /usr/bin/curl -sS ARGS: rc, code, body, stderr
   getent name              getent hosts NAME: rc and output
   tcp    host port         a direct connect (resolved inside): ok or errno
@@ -244,6 +248,43 @@ def op_alpn(step):
         s.close()
 
 
+def op_stream(step):
+    body = step["body"].encode()
+    target = "%s:%d" % (step["host"], step["port"])
+    head = ("POST http://%s%s HTTP/1.1\r\nHost: %s\r\nContent-Type: text/plain\r\n"
+            "Content-Length: %d\r\n\r\n" % (target, step["path"], target, len(body)))
+    r = {}
+    try:
+        s = socket.create_connection(PROXY, timeout=TIMEOUT)
+    except OSError as e:
+        return {"error": errname(e)}
+    with s:
+        try:
+            s.sendall(head.encode())
+            time.sleep(0.3)
+            half = len(body) // 2
+            s.sendall(body[:half])
+            time.sleep(0.3)
+            s.sendall(body[half:])
+        except OSError as e:
+            r["send_error"] = errname(e)
+        data = b""
+        try:
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                data += b
+                if b"\r\n\r\n" in data:
+                    break
+        except OSError as e:
+            r["read_error"] = errname(e)
+    line = data.split(b"\r\n", 1)[0].split()
+    r["status"] = int(line[1]) if len(line) > 1 and line[1].isdigit() else None
+    r["head"] = text(data.split(b"\r\n\r\n", 1)[0], 2000)
+    return r
+
+
 def op_curl(step):
     out = "/tmp/curl.body"
     argv = ["/usr/bin/curl", "-sS", "--max-time", str(TIMEOUT), "-o", out,
@@ -284,7 +325,8 @@ def op_spin(step):
     return {"spun": n}
 
 
-OPS = {"env": op_env, "http": op_http, "loop": op_loop, "alpn": op_alpn, "curl": op_curl,
+OPS = {"env": op_env, "http": op_http, "loop": op_loop, "alpn": op_alpn, "stream": op_stream,
+       "curl": op_curl,
        "getent": op_getent, "tcp": op_tcp, "spin": op_spin}
 
 
