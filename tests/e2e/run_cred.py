@@ -42,6 +42,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from harness import (IS_ROOT, STARTED, MarkedSuite, Skip, TempDir, finish, kill_pid, main,
@@ -1111,12 +1112,17 @@ def misuse(e):
     and audited; in the host name of a proxy request it is refused and
     audited; sent in a body to the scoped host (body not enabled), the
     server receives the placeholder unchanged (and the real value only in
-    Authorization), with no misuse event for it. On a tunnel to the scoped
+    Authorization), with no misuse event for it. A secret with "body": true
+    (and a header; its value has '"', '&', '+' and a space) is put into
+    JSON, form and raw
+    bodies encoded for each (JSON-escaped, percent-encoded, as it is), with
+    Content-Length recomputed. On a tunnel to the scoped
     host, a request gets the real value and a second one whose Host names
     another host gets 421 and never reaches the server (the fourth
     gate)."""
     ck = Checks()
     real = real_value()
+    body_real = 'b"o&d+y %s' % secrets.token_hex(12)
     srvs = servers(("api", None), ("other", None), ("tunnel", None))
     try:
         api, other, tun = srvs
@@ -1125,7 +1131,10 @@ def misuse(e):
         tp = "tunnel.internal:%d" % tun.port
         pol = net_policy([hp, op, tp], ["analysis.internal", "other.internal", "tunnel.internal"],
                          secrets={"TOK": {"source": {"env": "TOK"}, "hosts": [hp],
-                                          "header": "Authorization: Bearer {}"}})
+                                          "header": "Authorization: Bearer {}"},
+                                  "BODY_TOK": {"source": {"env": "BODY_TOK"}, "hosts": [hp],
+                                               "header": "X-Body-Tok: {}", "body": True}})
+        BPH = "{{env:BODY_TOK}}"
         PH = "{{env:TOK}}"
         steps = [
             {"op": "env", "label": "env"},
@@ -1144,11 +1153,21 @@ def misuse(e):
             http_step("scoped-body", "analysis.internal", api.port,
                       rq("/sb", "POST", body="{\"echo\": \"%s\"}" % PH,
                          headers={"Content-Type": "application/json"})),
+            http_step("body-json", "analysis.internal", api.port,
+                      rq("/body-json", "POST", body="{\"k\": \"%s\"}" % BPH,
+                         headers={"Content-Type": "application/json"})),
+            http_step("body-form", "analysis.internal", api.port,
+                      rq("/body-form", "POST", body="a=1&token=%s" % BPH,
+                         headers={"Content-Type": "application/x-www-form-urlencoded"})),
+            http_step("body-raw", "analysis.internal", api.port,
+                      rq("/body-raw", "POST", body="<%s>" % BPH,
+                         headers={"Content-Type": "text/plain"})),
             {"op": "getent", "label": "dns", "name": PH + ".analysis.internal"},
             {"op": "curl", "label": "hostname",
              "args": ["http://%s.analysis.internal:%d/n" % (PH, api.port)]},
         ]
-        r = ck.add(cred_run(e, pol, steps, env={"TOK": real}, srvs=srvs))
+        r = ck.add(cred_run(e, pol, steps, env={"TOK": real, "BODY_TOK": body_real},
+                            srvs=srvs))
     finally:
         close_all(srvs)
     ck.that(r.res.rc == 0, "the run exited %s" % r.res.rc)
@@ -1218,13 +1237,68 @@ def misuse(e):
     ck.that(r.response("wrong-host", 1).get("status") == 421,
             "a request naming another Host on the scoped host's tunnel got %r, expected 421"
             % r.response("wrong-host", 1))
-    ck.that(sorted(api.paths()) == ["/ok-host", "/sb"],
+    ck.that(sorted(api.paths()) == ["/body-form", "/body-json", "/body-raw", "/ok-host", "/sb"],
             "the scoped server received %s" % api.paths())
+    bph = check_placeholder(ck, r, "BODY_TOK")
+    for path, decode in (("/body-json", lambda b: json.loads(b)["k"]),
+                         ("/body-form", lambda b: urllib.parse.parse_qs(b.decode())["token"][0]),
+                         ("/body-raw", lambda b: b.decode()[1:-1])):
+        q = api.request(path)
+        try:
+            got = decode(q["body"]) if q else None
+        except (ValueError, KeyError, IndexError) as ex:
+            got = "undecodable (%s): %r" % (ex, q["body"])
+        ck.that(got == body_real and int(header(q, "Content-Length")[0]) == len(q["body"]),
+                "%s: the body secret arrived as %r, expected the value encoded for the "
+                "body's type, with its Content-Length" % (path, got))
+        ck.that(q is None or bph.encode() not in q["body"],
+                "%s: the body still holds the placeholder" % path)
+        ck.that(q is None or header(q, "X-Body-Tok") == [body_real],
+                "%s: X-Body-Tok %r" % (path, q and header(q, "X-Body-Tok")))
     ck.that(not r.evs("secret.misuse", host="analysis.internal"),
             "a secret.misuse event for the scoped host: %s"
             % r.evs("secret.misuse", host="analysis.internal"))
     no_real_value(ck, real, {"stdout": r.res.out, "the audit": r.raw["audit"],
                              "the record": r.raw["record"]})
+    ck.done()
+
+
+@case
+def body_only_secret(e):
+    """A secret presented only in bodies ("body": true, no header) is
+    either refused when the policy is checked (exit 125 naming it) or
+    works: a JSON body with its placeholder reaches the scoped host with
+    the value in it, and other requests to the host pass."""
+    ck = Checks()
+    real = real_value()
+    srvs = servers(("api", None))
+    try:
+        api, = srvs
+        hp = "analysis.internal:%d" % api.port
+        pol = net_policy([hp], ["analysis.internal"], secrets={
+            "BODY_ONLY": {"source": {"env": "BODY_ONLY"}, "hosts": [hp], "body": True}})
+        with TempDir() as d:
+            c = run_host([e.airlock, "check", "--policy",
+                          write_file(os.path.join(d, "p.json"), json.dumps(pol))])
+        if c.rc == 125:
+            ck.that("BODY_ONLY" in c.errtext, "check refused it without naming it: %r"
+                    % c.errtext)
+            ck.done()
+            return
+        ck.that(c.rc == 0, "check exited %s" % c.rc)
+        r = ck.add(cred_run(e, pol, [
+            http_step("json", "analysis.internal", api.port,
+                      rq("/json", "POST", body="{\"k\": \"{{env:BODY_ONLY}}\"}",
+                         headers={"Content-Type": "application/json"})),
+            http_step("get", "analysis.internal", api.port, rq("/get"))],
+            env={"BODY_ONLY": real}, srvs=srvs))
+    finally:
+        close_all(srvs)
+    ck.that(r.res.rc == 0, "the run exited %s" % r.res.rc)
+    q = api.request("/json")
+    ck.that(q is not None and json.loads(q["body"]).get("k") == real,
+            "the body secret did not arrive in the body: %r" % (q and q["body"]))
+    ck.that(api.request("/get") is not None, "a plain GET to the host did not pass")
     ck.done()
 
 
