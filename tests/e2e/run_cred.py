@@ -1264,6 +1264,78 @@ def misuse(e):
 
 
 @case
+def injection_every_path(e):
+    """The same secret, scoped to analysis.internal:P, reaches the server
+    as its real value in Authorization whichever way the sandbox connects:
+    an absolute-URI request to the HTTP proxy, a CONNECT tunnel, SOCKS5
+    (curl socks5h) and the transparent capture (curl with no proxy at
+    all); the sandbox's own Authorization with the placeholder is replaced,
+    never passed on. Its placeholder sent to other.internal (allowed, not
+    in its scope) the same four ways is refused and audited as misuse, and
+    other.internal receives no request."""
+    ck = Checks()
+    real = real_value()
+    srvs = servers(("api", None), ("other", None))
+    try:
+        api, other = srvs
+        hp = "analysis.internal:%d" % api.port
+        op = "other.internal:%d" % other.port
+        pol = net_policy([hp, op], ["analysis.internal", "other.internal"], secrets={
+            "TOK": {"source": {"env": "TOK"}, "hosts": [hp],
+                    "header": "Authorization: Bearer {}"}})
+        own = ["-H", "Authorization: Bearer {{env:TOK}}"]
+        leak = ["-H", "X-Leak: {{env:TOK}}"]
+        socks = ["--proxy", "socks5h://127.0.0.1:1080"]
+        direct = ["--noproxy", "*"]
+        steps = [
+            {"op": "env", "label": "env"},
+            http_step("proxy", "analysis.internal", api.port,
+                      rq("/proxy", headers={"Authorization": "Bearer {{env:TOK}}"})),
+            http_step("tunnel", "analysis.internal", api.port,
+                      rq("/tunnel", headers={"Authorization": "Bearer {{env:TOK}}"}),
+                      via="tunnel"),
+            {"op": "curl", "label": "socks", "args": socks + own + ["http://%s/socks" % hp]},
+            {"op": "curl", "label": "direct", "args": direct + own + ["http://%s/direct" % hp]},
+            http_step("o-proxy", "other.internal", other.port,
+                      rq("/o-proxy", headers={"X-Leak": "{{env:TOK}}"})),
+            http_step("o-tunnel", "other.internal", other.port,
+                      rq("/o-tunnel", headers={"X-Leak": "{{env:TOK}}"}), via="tunnel"),
+            {"op": "curl", "label": "o-socks", "args": socks + leak + ["http://%s/o-socks" % op]},
+            {"op": "curl", "label": "o-direct",
+             "args": direct + leak + ["http://%s/o-direct" % op]},
+        ]
+        r = ck.add(cred_run(e, pol, steps, env={"TOK": real}, srvs=srvs))
+    finally:
+        close_all(srvs)
+    ck.that(r.res.rc == 0, "the run exited %s" % r.res.rc)
+    check_placeholder(ck, r, "TOK")
+    capture = r.step("direct").get("rc") not in (5, 6, 7)
+    paths = ["proxy", "tunnel", "socks"] + (["direct"] if capture else [])
+    for p in paths:
+        st = r.step(p)
+        code = st.get("code") if "code" in st else r.response(p).get("status")
+        ck.that(code == 200, "%s: the request to the scoped host got %r" % (p, st))
+        q = api.request("/" + p)
+        ck.that(q is not None and header(q, "Authorization") == ["Bearer " + real],
+                "%s: the server got Authorization %r, not the real value"
+                % (p, q and header(q, "Authorization")))
+        ost = r.step("o-" + p)
+        ocode = ost.get("code") if "code" in ost else r.response("o-" + p).get("status")
+        ck.that(ocode == 403 or ocode in (0, None),
+                "o-%s: the placeholder to other.internal got %r" % (p, ost))
+    ck.that(not other.lines, "other.internal received a request: %s" % other.describe())
+    mis = r.evs("secret.misuse", secret="TOK", host="other.internal")
+    ck.that(len(mis) == len(paths), "expected %d secret.misuse events for other.internal, got %s"
+            % (len(paths), mis))
+    no_real_value(ck, real, {"stdout": r.res.out, "the audit": r.raw["audit"],
+                             "the record": r.raw["record"]})
+    ck.done()
+    if not capture:
+        raise Skip("no transparent capture here (curl rc %s); the other paths passed"
+                   % r.step("direct").get("rc"))
+
+
+@case
 def body_only_secret(e):
     """A secret presented only in bodies ("body": true, no header) is
     either refused when the policy is checked (exit 125 naming it) or
