@@ -792,9 +792,11 @@ def command_source(e):
                     continue
                 alive = wait_for(lambda: not pid_alive(pid, slow, sleep_arg), 0.5)
                 ck.that(alive, "%s (pid %d) is still running after the run" % (what, pid))
-                cleanup_pid(pid, slow, sleep_arg)
         finally:
             close_all(srvs)
+            for f in (pidf, kidf):  # whatever the case's outcome
+                if os.path.exists(f):
+                    cleanup_pid(int(open(f).read() or 0), slow, sleep_arg)
     ck.done()
 
 
