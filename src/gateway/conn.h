@@ -218,6 +218,7 @@ struct al_gateway {
 	void (*charge)(void *data, const struct al_gwp_charge *ch);
 	void *charge_data;
 	uint64_t spent_here, spent_there;
+	uint64_t egress_bytes; /* charged so far */
 	/* present.c: every placeholder and fake key of the run, and whose
 	 * (an index into cred->v). */
 	const char *needles[AL_GW_MAX_NEEDLES];
@@ -334,6 +335,8 @@ bool gw_flow_has_room(const struct flow *f);
  * budget. */
 bool gw_budget_charge(struct al_gateway *gw, const char *host, uint64_t requests,
 		      uint64_t bytes_up);
+/* How many more bytes priced egress may send (UINT64_MAX: not priced). */
+uint64_t gw_budget_egress_allowance(const struct al_gateway *gw);
 
 /* present.c */
 struct al_cred_secret;

@@ -283,6 +283,9 @@ enum gw_step gw_relay_move(struct conn *c, uint32_t ce, uint32_t ue, bool hold)
 		    host->bytes_out > c->use->bytes_out ? host->bytes_out - c->use->bytes_out : 0;
 		budget = h < budget ? h : budget;
 	}
+	/* Priced egress: no more goes out than the spend budget pays for. */
+	uint64_t paid = gw_budget_egress_allowance(gw);
+	budget = paid < budget ? paid : budget;
 	uint64_t up0 = c->up.bytes, down0 = c->down.bytes;
 	/* While held, nothing goes upstream and nothing more is taken from
 	 * the client. */
@@ -293,8 +296,15 @@ enum gw_step gw_relay_move(struct conn *c, uint32_t ce, uint32_t ue, bool hold)
 	gw->st.bytes_down += c->down.bytes - down0;
 	if (c->use)
 		c->use->bytes_out += c->up.bytes - up0;
+	if (c->up.bytes > up0)
+		gw_budget_charge(gw, c->name, 0, c->up.bytes - up0); /* within the allowance */
 	if (!ok)
 		return GW_CLOSE;
+	if (!paid && gw_flow_waiting(&c->up)) {
+		gw_budget_charge(gw, c->name, 0, 1); /* says the budget is spent */
+		gw_audit_limit(c, "limits.budget");
+		return GW_CLOSE;
+	}
 	/* Out of budget with bytes still waiting: the limit is hit. */
 	const char *limit = !gw_flow_waiting(&c->up) ? NULL
 			    : run->bytes_out && gw->st.bytes_up >= run->bytes_out

@@ -79,7 +79,15 @@ static void check_scope(struct al_plan *p, struct al_plan_secret *s, struct al_e
 				      err.msg);
 			continue;
 		}
-		if (!p->allow || !al_allow_find_within(p->allow, al_allow_rule_at(one, 0)))
+		/* Reachable when it lies within a rule of the run's or holds one
+		 * (an operator's secret for a port range, a task allowing one
+		 * port of it): the gateway injects only on connections the run
+		 * allows anyway. */
+		const struct al_allow_rule *r = al_allow_rule_at(one, 0);
+		bool reach = p->allow && al_allow_find_within(p->allow, r);
+		for (size_t k = 0; !reach && p->allow && k < al_allow_count(p->allow); k++)
+			reach = al_allow_rule_within(al_allow_rule_at(p->allow, k), r);
+		if (!reach)
 			al_errors_add(errs, EINVAL, s->def->where, NULL,
 				      "hosts[%zu]: %s is not allowed by the run's network rules "
 				      "(add it to network.allow)",

@@ -122,13 +122,17 @@ void al_meter_charge(struct al_meter *m, const char *host, uint64_t requests, ui
 	const struct al_budget *b = &m->plan->budget;
 	struct al_cost *c = &m->res->cost;
 	uint64_t price = al_budget_request_price(b, host);
-	uint64_t req = mul_div(requests, price, 1), out = mul_div(bytes_up, b->egress_mb, 1000000);
+	uint64_t req = mul_div(requests, price, 1);
 	size_t i;
 
 	if (!b->set)
 		return;
+	/* Egress priced on the run's total, as the gateway prices it. */
+	uint64_t before = c->egress;
+	c->egress_bytes = al_add_sat(c->egress_bytes, bytes_up);
+	c->egress = mul_div(c->egress_bytes, b->egress_mb, 1000000);
+	uint64_t out = c->egress - before;
 	c->requests = al_add_sat(c->requests, req);
-	c->egress = al_add_sat(c->egress, out);
 	for (i = 0; i < c->n_hosts; i++)
 		if (strcmp(c->hosts[i].name, host) == 0)
 			break;

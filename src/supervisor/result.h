@@ -35,6 +35,7 @@ struct al_cost_host {
 struct al_cost {
 	uint64_t cpu, memory, egress, requests;	  /* nano, by item */
 	uint64_t memory_byte_ms;		  /* memory held, integrated */
+	uint64_t egress_bytes;			  /* egress charged */
 	struct al_cost_host hosts[AL_COST_HOSTS]; /* requests by host (the first ones) */
 	size_t n_hosts;
 };
