@@ -49,7 +49,7 @@ static enum al_secret_how how_of(enum al_present p)
 	case AL_HOW_NONE:
 		break;
 	}
-	return 0;
+	return AL_SECRET_BODY;
 }
 
 static int sigv4_sign(void *data, const struct al_secret_use *s, const char *method,
@@ -287,7 +287,8 @@ static void refuse(struct conn *c, struct gw_filter *f, const struct al_reqstrea
 		gw_audit_misuse(c->gw, (size_t)ev->needle, ev->where, c->name, c->port);
 		set_answer(f, 403, NULL, "a secret's placeholder is not sent there");
 	} else {
-		audit_request(c, NULL, "deny", ev->status, ev->rule, ev->reason);
+		audit_request(c, ev->req.method ? &ev->req : NULL, "deny", ev->status, ev->rule,
+			      ev->reason);
 		set_answer(f, ev->status, ev->rule, ev->reason);
 	}
 	/* Nothing more goes up; what went out of this request is cut. */

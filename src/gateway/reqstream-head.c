@@ -218,6 +218,12 @@ static int check_kind(const struct al_reqstream *rs, const struct al_secret_use 
 					    "secret %s: a SigV4 secret key never goes in a body",
 					    s->name);
 		return 0;
+	case AL_SECRET_BODY:
+		if (!s->body)
+			return al_error_set(err, EINVAL,
+					    "secret %s: presented in bodies, but body is off",
+					    s->name);
+		return 0;
 	}
 	return al_error_set(err, EINVAL, "secret %s: unknown presentation %d", s->name, s->how);
 }

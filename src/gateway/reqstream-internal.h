@@ -132,6 +132,11 @@ struct al_reqstream {
 	struct al_reqstream_event fin;
 	char reason[256];
 	char where[96];
+	/* The request a final event is about, when its head was parsed: its
+	 * method and its path (placeholders shown as "{secret}") for the
+	 * caller's audit. */
+	bool req_known;
+	char fin_path[256];
 };
 
 /* reqstream.c: end the stream with a refusal (status, the rule's text or

@@ -28,6 +28,29 @@ bool rs_same_ci(const char *a, size_t alen, const char *b)
 	return true;
 }
 
+static size_t redact(const struct al_needles *set, const char *s, size_t len, char *out);
+
+/* The request of a final event, when its head was parsed. */
+static void fin_request(struct al_reqstream *rs)
+{
+	const struct al_http_request *q = &rs->req;
+	size_t n = q->path.len;
+
+	if (!rs->req_known)
+		return;
+	/* redact() writes at most as many bytes as it reads. */
+	if (n > sizeof(rs->fin_path) - 1)
+		n = sizeof(rs->fin_path) - 1;
+	n = redact(rs->needles, rs->head + q->path.off, n, rs->fin_path);
+	rs->fin_path[n] = '\0';
+	rs->fin.req.method = rs->head + q->method.off;
+	rs->fin.req.method_len = q->method.len;
+	rs->fin.req.path = rs->fin_path;
+	rs->fin.req.path_len = n;
+	rs->fin.req.host = rs->host.text;
+	rs->fin.req.port = rs->conf->port;
+}
+
 void rs_refuse(struct al_reqstream *rs, int status, const char *rule, const char *fmt, ...)
 {
 	va_list ap;
@@ -45,6 +68,7 @@ void rs_refuse(struct al_reqstream *rs, int status, const char *rule, const char
 	    .cut = rs->sent_any,
 	    .needle = -1,
 	};
+	fin_request(rs);
 	rs->st = RS_FINAL;
 }
 
@@ -65,6 +89,7 @@ void rs_misuse(struct al_reqstream *rs, int index, const char *where)
 	    .needle = index,
 	    .where = rs->where,
 	};
+	fin_request(rs);
 	rs->st = RS_FINAL;
 }
 
@@ -369,6 +394,7 @@ static void take_head(struct al_reqstream *rs, size_t head_len)
 {
 	request_reset(rs);
 	memcpy(rs->head, rs->in + rs->in_off, head_len);
+	rs->req_known = true;
 	rs->in_off += head_len;
 	rs->in_pos = rs->in_off;
 	rs->head_tried = 0;
@@ -401,6 +427,7 @@ static void step_head(struct al_reqstream *rs)
 	if (rs->head_tried > 0 && avail < RS_IN_SIZE && !rs->eof &&
 	    !memchr(rs->in + rs->in_off + rs->head_tried, '\n', avail - rs->head_tried))
 		return;
+	rs->req_known = false; /* a new head: not the last one's */
 	r = al_http_parse_request(rs->in + rs->in_off, avail, &rs->req, &err);
 	if (r == -EAGAIN) {
 		rs->head_tried = avail;

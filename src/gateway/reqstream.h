@@ -47,6 +47,7 @@ enum al_secret_how {
 	AL_SECRET_BASIC,      /* Authorization: Basic base64(user ":" value) */
 	AL_SECRET_QUERY,      /* the query parameter param = the value, percent-encoded */
 	AL_SECRET_SIGV4,      /* AWS Signature Version 4: the request re-signed (conf->sigv4) */
+	AL_SECRET_BODY,	      /* only in bodies (body must be set) */
 };
 
 /* One secret scoped to this connection's host: the caller checked its gates

@@ -89,11 +89,17 @@ static uint64_t mul_div(uint64_t a, uint64_t b, uint64_t div)
 	return v > UINT64_MAX ? UINT64_MAX : (uint64_t)v;
 }
 
-static void budget_check(struct al_meter *m)
+/* The run ends once its cost reaches the budget (CPU and memory keep
+ * costing), or passes it. What the gateway charges never passes it: it
+ * refuses the request that would (and says so), so at exactly the budget
+ * the run goes on to that request's 402. */
+static void budget_check(struct al_meter *m, bool gateway)
 {
 	uint64_t total = al_cost_total(&m->res->cost);
 
-	if (total >= m->plan->budget.max)
+	const struct al_budget *b = &m->plan->budget;
+	bool costing = b->cpu_second || b->memory_gb_second;
+	if (total > b->max || (!gateway && costing && total >= b->max))
 		al_meter_stop(m, AL_END_BUDGET, "budget", m->plan->budget.max, total);
 }
 
@@ -144,7 +150,7 @@ void al_meter_charge(struct al_meter *m, const char *host, uint64_t requests, ui
 		c->hosts[i].requests = al_add_sat(c->hosts[i].requests, requests);
 		c->hosts[i].nano = al_add_sat(c->hosts[i].nano, al_add_sat(req, out));
 	}
-	budget_check(m);
+	budget_check(m, true);
 }
 
 void al_meter_cgroup(struct al_meter *m, const struct al_cgroup_stats *st)
@@ -153,7 +159,7 @@ void al_meter_cgroup(struct al_meter *m, const struct al_cgroup_stats *st)
 
 	al_meter_record(m, st);
 	if (p->budget.set)
-		budget_check(m);
+		budget_check(m, false);
 	if (st->oom_kills > 0)
 		al_meter_stop(m, AL_END_MEMORY, "memory", p->memory_bytes, st->memory_peak);
 	else if (st->pids_max_hits > 0)

