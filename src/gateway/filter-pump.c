@@ -122,9 +122,15 @@ static enum gw_step tls_failed(struct conn *c, struct al_tls_end *e, const char 
 	struct gw_filter *f = c->filter;
 	const char *why = al_tls_end_error(e);
 
-	/* The alert that says so goes out first. */
-	if (e == f->srv)
-		cipher_out(f->srv, &f->c_out, c->client.fd);
+	/* The alert that says so goes out first; an upstream that failed
+	 * its check is a 502 to a client whose own TLS is up. */
+	if (e == f->cli && al_tls_end_handshake_done(f->srv) && !f->forwarded) {
+		char out[512];
+		int n = al_http_format_response(502, "the upstream's TLS failed", out, sizeof(out));
+		if (n > 0 && al_tls_end_write(f->srv, out, (size_t)n) == n)
+			al_tls_end_shutdown(f->srv);
+	}
+	cipher_out(f->srv, &f->c_out, c->client.fd);
 	return gw_deny(c, GW_ANSWER_NONE, 0, 0, "TLS with the %s failed: %s", side,
 		       why ? why : "(no reason given)");
 }
