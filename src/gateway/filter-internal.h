@@ -13,7 +13,7 @@
 #include "net/reqrule.h"
 
 #define FBUF	   (32u << 10)
-#define BODY_MAX   (1u << 20) /* a body buffered to be rewritten or hashed */
+#define BODY_MAX   (256u << 10) /* a body buffered to be rewritten or hashed */
 #define INJECT_MAX 16
 #define RECORD_MAX (16u << 10) /* plaintext moved per TLS write */
 

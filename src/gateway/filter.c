@@ -101,10 +101,18 @@ static int fresh_token(struct conn *c, struct gw_filter *f, size_t i)
 
 	if (f->token[i] && !f->token_used[i] && f->token_exp[i] > now + 1)
 		return 0;
-	if (al_cred_mint_request(c->gw->cred, s, c->name, now, &tok, f->jti[i], &err) < 0) {
+	char jti[33];
+	if (al_cred_mint_request(c->gw->cred, s, c->name, now, &tok, jti, &err) < 0) {
 		al_debug("gateway: %s", err.msg);
 		return -EIO;
 	}
+	/* The heads to come carry it (the first one is given at new()). */
+	if (f->rs && al_reqstream_set_value(f->rs, i, tok, strlen(tok)) < 0) {
+		explicit_bzero(tok, strlen(tok));
+		free(tok);
+		return -EIO;
+	}
+	memcpy(f->jti[i], jti, sizeof(jti));
 	if (f->token[i]) {
 		explicit_bzero(f->token[i], strlen(f->token[i]));
 		free(f->token[i]);
@@ -291,22 +299,19 @@ static void refuse(struct conn *c, struct gw_filter *f, const struct al_reqstrea
 			      ev->reason);
 		set_answer(f, ev->status, ev->rule, ev->reason);
 	}
-	/* Nothing more goes up; what went out of this request is cut. */
+	/* Nothing more goes up. A request cut half-way: the upstream is
+	 * closed, no answer waited for. With no request before it, the same.
+	 * Otherwise the requests before it go out in full, then the upstream
+	 * gets a half-close (filter-pump.c), and their answers come back
+	 * before ours. */
 	if (ev->cut || f->forwarded == 0) {
-		if (f->cli)
-			f->u_out.len = 0;
-		if (!c->upstream.shut && c->upstream.fd >= 0)
-			shutdown(c->upstream.fd, ev->cut ? SHUT_RDWR : SHUT_WR);
-		c->upstream.shut = true;
-		if (ev->cut || f->forwarded == 0)
-			c->upstream.eof = true; /* no answer to wait for */
-	} else if (!f->cli && !c->upstream.shut) {
 		f->up.len = 0;
-		shutdown(c->upstream.fd, SHUT_WR);
+		f->u_out.len = 0;
+		if (!c->upstream.shut && c->upstream.fd >= 0)
+			shutdown(c->upstream.fd, SHUT_RDWR);
 		c->upstream.shut = true;
+		c->upstream.eof = true;
 	}
-	if (f->cli)
-		al_tls_end_shutdown(f->cli);
 }
 
 /* A request about to go out: the operator's paths, the budget, the
@@ -335,6 +340,9 @@ static void on_request(struct conn *c, struct gw_filter *f, const struct al_reqs
 				      json_pack("{s:s, s:s, s:s, s:I}", "name", f->inject[k].name,
 						"jti", f->jti[k], "aud", c->name, "exp",
 						(json_int_t)f->token_exp[k]));
+			/* The next request's, before its head is built. */
+			if (fresh_token(c, f, k) < 0)
+				al_reqstream_refuse(f->rs, 500, "a token could not be minted");
 		}
 	if (q->n_injected) {
 		json_t *names = json_array();
