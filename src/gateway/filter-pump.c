@@ -341,8 +341,8 @@ static enum gw_step filter_pump(struct conn *c, struct side *s, uint32_t events)
 	bool client_in = !c->client.eof && (!f->refused || f->srv) && !c->up.b.len &&
 			 (f->srv ? al_tls_end_cipher_room(f->srv) > 0 : f->in.len < FBUF);
 	bool client_out = f->c_out.len || (!f->srv && f->down.len);
-	bool up_in = !c->upstream.eof &&
-		     (f->cli ? al_tls_end_cipher_room(f->cli) > 0 : f->down.len < FBUF);
+	bool up_in =
+	    !c->upstream.eof && (f->cli ? al_tls_end_cipher_room(f->cli) > 0 : f->down.len < FBUF);
 	bool up_out = f->u_out.len || (!f->cli && f->up.len);
 	gw_side_set(&c->client, (client_in ? EPOLLIN : 0) | (client_out ? EPOLLOUT : 0));
 	gw_side_set(&c->upstream, (up_in ? EPOLLIN : 0) | (up_out ? EPOLLOUT : 0));

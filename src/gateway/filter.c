@@ -170,8 +170,10 @@ static void rule_from_opts(struct gw_filter *f, const struct conn *c)
 
 	if (!al_rule_opts_has_requests(o))
 		return;
-	f->rule.methods = o->methods;
-	f->rule.n_methods = al_strv_len(o->methods);
+	/* A list that ended up empty allows no method (not any). */
+	static char *none[] = {"(none)"};
+	f->rule.methods = o->methods && !o->methods[0] ? none : o->methods;
+	f->rule.n_methods = o->methods && !o->methods[0] ? 1 : al_strv_len(o->methods);
 	f->rule.paths = o->paths;
 	f->rule.n_paths = al_strv_len(o->paths);
 	f->rule.max_body = o->max_body;
@@ -319,10 +321,22 @@ static void refuse(struct conn *c, struct gw_filter *f, const struct al_reqstrea
 static void on_request(struct conn *c, struct gw_filter *f, const struct al_reqstream_event *ev)
 {
 	const struct al_reqstream_request *q = &ev->req;
-	bool ok = !f->paths_also;
+	bool ok = true, group = false, any = false;
 
-	for (size_t i = 0; f->paths_also && f->paths_also[i]; i++)
-		ok |= al_reqrule_path_match(f->paths_also[i], q->path, q->path_len);
+	/* Every operator list (one after the other, "" between) must match. */
+	for (size_t i = 0; f->paths_also; i++) {
+		const char *pat = f->paths_also[i];
+		if (!pat || !pat[0]) {
+			if (any)
+				ok &= group;
+			group = any = false;
+			if (!pat)
+				break;
+			continue;
+		}
+		any = true;
+		group |= al_reqrule_path_match(pat, q->path, q->path_len);
+	}
 	if (!ok) {
 		al_reqstream_refuse(f->rs, 403, "the operator's rule does not allow this path");
 		return;

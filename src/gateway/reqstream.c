@@ -293,7 +293,8 @@ static int check_form(struct al_reqstream *rs)
 	/* A method override would turn an allowed method into another. */
 	if (rs->conf->rules && rs->conf->rules->n_methods &&
 	    (rs_find_field(rs, "X-HTTP-Method-Override") >= 0 ||
-	     rs_find_field(rs, "X-HTTP-Method") >= 0 || rs_find_field(rs, "X-Method-Override") >= 0)) {
+	     rs_find_field(rs, "X-HTTP-Method") >= 0 ||
+	     rs_find_field(rs, "X-Method-Override") >= 0)) {
 		rs_refuse(rs, 403, rs->conf->rules->text,
 			  "a method override header where methods are restricted");
 		return -1;

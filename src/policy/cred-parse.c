@@ -392,7 +392,8 @@ static int parse_methods(struct al_json_ctx *c, const json_t *v, const char *pat
 	if ((r = al_json_strings(c, v, path, false, true, out)) < 0)
 		return r;
 	for (size_t i = 0; (*out)[i]; i++)
-		if (al_reqrule_method_check((*out)[i], NULL) < 0 || strcmp((*out)[i], "CONNECT") == 0) {
+		if (al_reqrule_method_check((*out)[i], NULL) < 0 ||
+		    strcmp((*out)[i], "CONNECT") == 0) {
 			char sub[384];
 			snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
 			al_json_note(
