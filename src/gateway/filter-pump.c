@@ -233,6 +233,7 @@ static enum gw_step move(struct conn *c, struct gw_filter *f, bool *progress)
 	if (f->cli && !cipher_out(f->cli, &f->u_out, c->upstream.fd))
 		return GW_CLOSE;
 	/* The upstream's answers. */
+	size_t down_before = f->down.len;
 	if (!c->upstream.eof) {
 		if (f->cli) {
 			if ((r = cipher_in(f->cli, c->upstream.fd)) < 0)
@@ -250,13 +251,36 @@ static enum gw_step move(struct conn *c, struct gw_filter *f, bool *progress)
 			*progress |= r != 0;
 		}
 	}
+	if (f->down.len > down_before)
+		f->hold_expired = false; /* new bytes: what was held is judged again */
+	/* No value put into a request comes back in an answer: the bytes
+	 * that could be its start wait for the next ones. */
+	if (f->down.len && f->n_inject) {
+		int k = gw_filter_reflected(f);
+		if (k >= 0) {
+			f->down.len = 0;
+			al_audit_emit(c->gw->audit, "secret.misuse",
+				      json_pack("{s:s, s:s, s:s, s:i}", "secret", f->inject[k].name,
+						"where", "answer", "host", c->name, "port",
+						c->port));
+			return gw_deny(c, GW_ANSWER_NONE, 0, 0,
+				       "the answer from %s holds the value of secret %s", c->name,
+				       f->inject[k].name);
+		}
+	}
+	uint64_t deliver = f->down.len;
+	if (f->n_inject && !c->upstream.eof && f->hold && !f->hold_expired) {
+		deliver = f->down.len - f->hold;
+		if (!f->hold_armed && f->hold_timer && al_timer_arm(f->hold_timer, 50, false) == 0)
+			f->hold_armed = true;
+	}
 	if (f->srv) {
-		if ((r = plain_out(f->srv, &f->down, &c->down.bytes)) == -2)
+		if ((r = plain_out_max(f->srv, &f->down, &c->down.bytes, deliver)) == -2)
 			return tls_failed(c, f->srv, "sandbox");
 		*progress |= r > 0;
 		if (!cipher_out(f->srv, &f->c_out, c->client.fd))
 			return GW_CLOSE;
-	} else if (!fb_flush(&f->down, c->client.fd, &c->down.bytes)) {
+	} else if (!fb_flush_max(&f->down, c->client.fd, &c->down.bytes, deliver)) {
 		return GW_CLOSE;
 	}
 	c->gw->st.bytes_up += c->up.bytes - up0;
