@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -71,6 +72,24 @@ static int sigv4_sign(void *data, const struct al_secret_use *s, const char *met
 			cs = f->inject_src[i];
 	if (!cs || n > AL_SIGV4_HEADERS_MAX)
 		return -EINVAL;
+	/* Signed with the real key, a request dated far from now would
+	 * outlive the run: within 15 minutes, as AWS itself allows. */
+	for (size_t i = 0; i < n; i++) {
+		struct tm tm = {0};
+		char date[17];
+		if (headers[i].name_len != 10 ||
+		    strncasecmp(headers[i].name, "X-Amz-Date", 10) != 0)
+			continue;
+		if (headers[i].value_len != 16)
+			return -EINVAL;
+		memcpy(date, headers[i].value, 16);
+		date[16] = '\0';
+		if (!strptime(date, "%Y%m%dT%H%M%SZ", &tm))
+			return -EINVAL;
+		time_t t = timegm(&tm), now = time(NULL);
+		if (t < now - 900 || t > now + 900)
+			return -EINVAL;
+	}
 	/* The fields as they go, and last the Authorization the sandbox
 	 * signed (what the signer checks before it signs anew). */
 	for (size_t i = 0; i < n; i++)

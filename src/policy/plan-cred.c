@@ -132,6 +132,13 @@ static void build_one(struct al_plan *p, const struct al_secret_def *def, struct
 				      "an AWS key is given in the environment only, not as a file");
 		set_env(p, def, "AWS_ACCESS_KEY_ID", s->fake_key_id, errs);
 		set_env(p, def, "AWS_SECRET_ACCESS_KEY", s->fake_secret, errs);
+		al_strv_push(&p->env_hidden, "AWS_ACCESS_KEY_ID");
+		al_strv_push(&p->env_hidden, "AWS_SECRET_ACCESS_KEY");
+		if (env_has(p->envp, "AWS_SESSION_TOKEN"))
+			al_errors_add(
+			    errs, EINVAL, def->where, NULL,
+			    "the sandbox's AWS_SESSION_TOKEN would hold a placeholder, but "
+			    "the task sets it itself");
 		return;
 	}
 	set_env(p, def, def->env, s->placeholder, errs);
@@ -204,7 +211,13 @@ void al_plan_build_cred(struct al_plan *p, const struct al_policy *pol, struct a
 			      "define them in the policy file's \"secrets\" or \"tokens\"",
 			      names);
 	}
-	for (size_t i = 0; i < pol->n_secret_defs; i++)
+	/* Each has up to four strings the gateway looks for (placeholder,
+	 * fake key id and secret, fake session token), and it looks for 64. */
+	if (pol->n_secret_defs > AL_PLAN_SECRETS_MAX)
+		al_errors_add(errs, E2BIG, NULL, NULL,
+			      "%zu secrets and tokens: a run has at most %d", pol->n_secret_defs,
+			      AL_PLAN_SECRETS_MAX);
+	for (size_t i = 0; i < pol->n_secret_defs && i < AL_PLAN_SECRETS_MAX; i++)
 		build_one(p, pol->secret_defs[i], errs);
 	for (size_t i = 0; i < pol->n_rule_opts; i++) {
 		const struct al_rule_opts *o = pol->rule_opts[i];
