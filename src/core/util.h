@@ -61,3 +61,8 @@ bool al_env_name_is_valid(const char *name);
 /* Hostnames as sethostname() accepts and resolvers expect: 1-63 chars of
  * [A-Za-z0-9-], not starting or ending with '-'. */
 bool al_hostname_is_valid(const char *name);
+
+/* The value of a hex digit (either case), or -1. */
+int al_hex_digit(char c);
+/* An HTTP token character (RFC 9110 tchar). */
+bool al_is_tchar(char c);

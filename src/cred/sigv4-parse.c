@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/util.h"
+
 bool sv4_is_digit(char c)
 {
 	return c >= '0' && c <= '9';
@@ -23,12 +25,6 @@ bool sv4_is_hex64(const char *s, size_t n)
 }
 
 /* RFC 9110 token characters. */
-static bool is_tchar(char c)
-{
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || sv4_is_digit(c))
-		return true;
-	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
 
 static bool is_key_id(const char *s, size_t n)
 {
@@ -69,7 +65,7 @@ static int check_request(const struct al_sigv4_request *r, struct al_error *err)
 	if (r->method_len == 0 || r->method_len > 32)
 		return al_error_set(err, EINVAL, "method: expected 1 to 32 characters");
 	for (size_t i = 0; i < r->method_len; i++)
-		if (!is_tchar(r->method[i]))
+		if (!al_is_tchar(r->method[i]))
 			return al_error_set(err, EINVAL, "method: not a token");
 	if (r->n_headers > AL_SIGV4_HEADERS_MAX)
 		return al_error_set(err, E2BIG, "more than %d header fields", AL_SIGV4_HEADERS_MAX);
@@ -79,7 +75,7 @@ static int check_request(const struct al_sigv4_request *r, struct al_error *err)
 		if (h->name_len == 0 || h->name_len > AL_SIGV4_AUTH_MAX)
 			return al_error_set(err, EINVAL, "header field %zu: bad name length", i);
 		for (size_t j = 0; j < h->name_len; j++)
-			if (!is_tchar(h->name[j]))
+			if (!al_is_tchar(h->name[j]))
 				return al_error_set(err, EINVAL,
 						    "header field %zu: name is not a token", i);
 	}
@@ -262,7 +258,7 @@ static int signed_name(const struct al_sigv4_request *r, const char *s, size_t n
 	if (n == 0)
 		return al_error_set(err, EINVAL, "SignedHeaders: empty name");
 	for (size_t i = 0; i < n; i++)
-		if (!is_tchar(s[i]) || (s[i] >= 'A' && s[i] <= 'Z'))
+		if (!al_is_tchar(s[i]) || (s[i] >= 'A' && s[i] <= 'Z'))
 			return al_error_set(err, EINVAL,
 					    "SignedHeaders: \"%s\" is not a lowercase field name",
 					    sv4_clip(s, n, c, sizeof(c)));

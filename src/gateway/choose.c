@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include "core/log.h"
@@ -159,6 +161,11 @@ static enum gw_step start_filter(struct conn *c, bool tls, bool proxy_form, cons
 	if (gw_filter_new(c, tls, proxy_form, &err) < 0)
 		return gw_deny(c, GW_ANSWER_DEFAULT, 500, AL_SOCKS_REP_GENERAL_FAILURE, "%s",
 			       err.msg);
+	/* Requests and answers go as they are made (a head written in two
+	 * pieces would otherwise wait for a delayed ACK). */
+	int one = 1;
+	setsockopt(c->client.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(c->upstream.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	/* The proxy's head is in c->head: move it where the early bytes go. */
 	if (first == c->head) {
 		c->up.b.off = 0;

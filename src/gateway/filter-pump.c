@@ -66,8 +66,9 @@ static int fb_fill(struct fbuf *b, int fd, size_t max)
 	return -1;
 }
 
-/* Ciphertext an end has to send into out, and out to the socket. */
-static bool cipher_out(struct al_tls_end *e, struct fbuf *out, int fd)
+/* Ciphertext an end has to send into out, and out to the socket;
+ * *moved (may be NULL) is set when some was taken from the end. */
+static bool cipher_out_moved(struct al_tls_end *e, struct fbuf *out, int fd, bool *moved)
 {
 	for (;;) {
 		if (fb_room(out) < FBUF / 2)
@@ -76,10 +77,17 @@ static bool cipher_out(struct al_tls_end *e, struct fbuf *out, int fd)
 		if (n <= 0)
 			break;
 		out->len += (size_t)n;
+		if (moved)
+			*moved = true;
 		if (!fb_flush(out, fd, NULL))
 			return false;
 	}
 	return fb_flush(out, fd, NULL);
+}
+
+static bool cipher_out(struct al_tls_end *e, struct fbuf *out, int fd)
+{
+	return cipher_out_moved(e, out, fd, NULL);
 }
 
 /* Ciphertext from the socket into an end: 1 took some, 0 none, -1 end. */
@@ -230,7 +238,7 @@ static enum gw_step move(struct conn *c, struct gw_filter *f, bool *progress)
 			return GW_CLOSE;
 		}
 	}
-	if (f->cli && !cipher_out(f->cli, &f->u_out, c->upstream.fd))
+	if (f->cli && !cipher_out_moved(f->cli, &f->u_out, c->upstream.fd, progress))
 		return GW_CLOSE;
 	/* The upstream's answers. */
 	size_t down_before = f->down.len;
@@ -245,6 +253,10 @@ static enum gw_step move(struct conn *c, struct gw_filter *f, bool *progress)
 				return tls_failed(c, f->cli, "upstream");
 			if (r == -1)
 				c->upstream.eof = true;
+			/* What reading made the end say (its handshake's next
+			 * flight) goes now, not when the sandbox next speaks. */
+			if (!cipher_out_moved(f->cli, &f->u_out, c->upstream.fd, progress))
+				return GW_CLOSE;
 		} else {
 			if ((r = fb_fill(&f->down, c->upstream.fd, SIZE_MAX)) < 0)
 				c->upstream.eof = true;
@@ -278,7 +290,7 @@ static enum gw_step move(struct conn *c, struct gw_filter *f, bool *progress)
 		if ((r = plain_out_max(f->srv, &f->down, &c->down.bytes, deliver)) == -2)
 			return tls_failed(c, f->srv, "sandbox");
 		*progress |= r > 0;
-		if (!cipher_out(f->srv, &f->c_out, c->client.fd))
+		if (!cipher_out_moved(f->srv, &f->c_out, c->client.fd, progress))
 			return GW_CLOSE;
 	} else if (!fb_flush_max(&f->down, c->client.fd, &c->down.bytes, deliver)) {
 		return GW_CLOSE;
@@ -364,7 +376,9 @@ static enum gw_step filter_pump(struct conn *c, struct side *s, uint32_t events)
 	 * is level-triggered. */
 	bool client_in = !c->client.eof && (!f->refused || f->srv) && !c->up.b.len &&
 			 (f->srv ? al_tls_end_cipher_room(f->srv) > 0 : f->in.len < FBUF);
-	bool client_out = f->c_out.len || (!f->srv && f->down.len);
+	/* Answer bytes waiting (not only those held back): the client's room
+	 * lets them on, through the server end too. */
+	bool client_out = f->c_out.len || f->down.len > (f->hold_expired ? 0 : f->hold);
 	bool up_in =
 	    !c->upstream.eof && (f->cli ? al_tls_end_cipher_room(f->cli) > 0 : f->down.len < FBUF);
 	bool up_out = f->u_out.len || (!f->cli && f->up.len);

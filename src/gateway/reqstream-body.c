@@ -14,23 +14,6 @@
 
 #define RS_CHUNK_SIZE_MAX (1ull << 62) /* beyond it a size reads differently elsewhere */
 
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-static bool is_tchar(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       (c != '\0' && strchr("!#$%&'*+-.^_`|~", c));
-}
-
 static size_t skip_ws(const char *s, size_t i, size_t len)
 {
 	while (i < len && (s[i] == ' ' || s[i] == '\t'))
@@ -40,7 +23,7 @@ static size_t skip_ws(const char *s, size_t i, size_t len)
 
 static size_t skip_token(const char *s, size_t i, size_t len)
 {
-	while (i < len && is_tchar(s[i]))
+	while (i < len && al_is_tchar(s[i]))
 		i++;
 	return i;
 }
@@ -70,8 +53,8 @@ static int parse_size_line(const char *s, size_t len, uint64_t *ret, const char 
 	uint64_t v = 0;
 	size_t i = 0;
 
-	for (; i < len && hex_digit(s[i]) >= 0; i++) {
-		v = v * 16 + (uint64_t)hex_digit(s[i]);
+	for (; i < len && al_hex_digit(s[i]) >= 0; i++) {
+		v = v * 16 + (uint64_t)al_hex_digit(s[i]);
 		if (v > RS_CHUNK_SIZE_MAX) {
 			*why = "chunk size too large";
 			return -1;

@@ -512,17 +512,6 @@ static void put(struct out *o, const char *s, size_t n)
 	o->len += n;
 }
 
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Is the query pair p (len bytes) the parameter param, once its name is
  * decoded as a server decodes it (%XX, '+' for space)? */
 static bool pair_is(const char *p, size_t len, const char *param)
@@ -532,8 +521,8 @@ static bool pair_is(const char *p, size_t len, const char *param)
 
 	for (size_t i = 0; i < n; j++) {
 		char c = p[i];
-		int hi = p[i] == '%' && i + 2 < n ? hex_digit(p[i + 1]) : -1;
-		int lo = hi >= 0 ? hex_digit(p[i + 2]) : -1;
+		int hi = p[i] == '%' && i + 2 < n ? al_hex_digit(p[i + 1]) : -1;
+		int lo = hi >= 0 ? al_hex_digit(p[i + 2]) : -1;
 
 		if (lo >= 0) {
 			c = (char)(hi * 16 + lo);
@@ -650,7 +639,7 @@ static bool is_hex64(const char *s, size_t len)
 	if (len != 64)
 		return false;
 	for (size_t i = 0; i < len; i++)
-		if (hex_digit(s[i]) < 0)
+		if (al_hex_digit(s[i]) < 0)
 			return false;
 	return true;
 }

@@ -24,22 +24,6 @@ static bool is_unreserved(char c)
 	return is_alpha(c) || is_digit(c) || c == '-' || c == '.' || c == '_' || c == '~';
 }
 
-static int hex_value(char c)
-{
-	if (is_digit(c))
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-static bool is_tchar(char c)
-{
-	return is_alpha(c) || is_digit(c) || (c != '\0' && strchr("!#$%&'*+-.^_`|~", c));
-}
-
 /* A segment (len bytes) that a server could resolve as "." or "..": the
  * part before a path parameter (';', also encoded) is what counts, since
  * some servers strip parameters before resolving dot segments. */
@@ -76,8 +60,8 @@ static int pattern_char(const char *p, size_t *i, struct al_error *err)
 		(*i)++;
 		return 0;
 	}
-	hi = hex_value(p[*i + 1]);
-	lo = hi < 0 ? -1 : hex_value(p[*i + 2]);
+	hi = al_hex_digit(p[*i + 1]);
+	lo = hi < 0 ? -1 : al_hex_digit(p[*i + 2]);
 	if (lo < 0)
 		return al_error_set(err, EINVAL,
 				    "'%%' not followed by two hex digits at character %zu", *i + 1);
@@ -170,7 +154,7 @@ int al_reqrule_method_check(const char *method, struct al_error *err)
 	if (n > 32)
 		return al_error_set(err, EINVAL, "method longer than 32 characters");
 	for (size_t i = 0; i < n; i++)
-		if (!is_tchar(method[i]))
+		if (!al_is_tchar(method[i]))
 			return al_error_set(err, EINVAL,
 					    "method has a character that is not allowed in a "
 					    "token (at %zu)",
@@ -268,8 +252,8 @@ static int norm_segment_end(struct norm *n, bool last)
 static int norm_percent(struct norm *n, const char *t, size_t end, size_t i)
 {
 	static const char hex[] = "0123456789ABCDEF";
-	int hi = i + 1 < end ? hex_value(t[i + 1]) : -1;
-	int lo = hi >= 0 && i + 2 < end ? hex_value(t[i + 2]) : -1;
+	int hi = i + 1 < end ? al_hex_digit(t[i + 1]) : -1;
+	int lo = hi >= 0 && i + 2 < end ? al_hex_digit(t[i + 2]) : -1;
 	char v, enc[3];
 
 	if (lo < 0)

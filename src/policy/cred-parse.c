@@ -19,17 +19,12 @@
 #define COMMAND_TIMEOUT_MAX_MS 300000
 #define TOKEN_TTL_MS	       60000
 
-static bool is_tchar(char ch)
-{
-	return isalnum((unsigned char)ch) || strchr("!#$%&'*+-.^_`|~", ch);
-}
-
 static bool is_token(const char *s)
 {
 	if (!*s)
 		return false;
 	for (; *s; s++)
-		if (!is_tchar(*s))
+		if (!al_is_tchar(*s))
 			return false;
 	return true;
 }

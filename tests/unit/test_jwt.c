@@ -774,9 +774,10 @@ static void test_keygen(void **state)
 	}
 	snprintf(path, sizeof(path), "%s/new-%d", tmpdir, AL_JWT_HS256);
 	int fd = open(path, O_RDONLY);
-	ssize_t n = read(fd, buf, sizeof(buf));
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	assert_int_equal(n, 64);
+	buf[n] = '\0';
 	assert_int_equal(strspn(buf, "0123456789abcdef"), 64);
 
 	/* A link planted at the path is not followed. */
