@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,7 +222,18 @@ int al_cmd_run(int argc, char **argv)
 		goto out;
 	}
 	/* The secrets' values and the run's tokens, read and minted on the
-	 * host now: a source that fails stops the run here. */
+	 * host now: a source that fails stops the run here. Before they are
+	 * in this process's memory: no core dump of it (as root, not
+	 * dumpable either, so no pipe handler gets one). */
+	if (plan->n_secrets || plan->intercept) {
+		struct rlimit no_core = {0, 0};
+		if (setrlimit(RLIMIT_CORE, &no_core) < 0 ||
+		    (geteuid() == 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)) {
+			al_err("cannot turn off core dumps before reading secrets: %s",
+			       strerror(errno));
+			goto out;
+		}
+	}
 	if (al_cred_open(plan, run_id, &cred, &err) < 0) {
 		al_err("%s", err.msg);
 		goto out;

@@ -137,10 +137,17 @@ static void exec_source(char *const *argv, int out)
 {
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
+	sigset_t none;
+
 	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(null, 2) < 0)
+		_exit(126);
+	/* Nothing else of airlock's: not another secret's descriptor. */
+	if (al_sys_close_range(3, ~0U, 0) < 0)
 		_exit(126);
 	setpgid(0, 0);
 	signal(SIGPIPE, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	execv(argv[0], argv);
 	_exit(errno == ENOENT ? 127 : 126);
 }
@@ -150,29 +157,59 @@ static int from_command(const struct al_secret_source *src, const char *what,
 {
 	_cleanup_free_ char *from = xasprintf("command %s", src->argv[0]);
 	int pipefd[2], status = 0, r;
+	uint64_t deadline = al_now_ms() + src->timeout_ms;
+	struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
 	pid_t pid;
 
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		return al_error_setsys(err, errno, "%s: pipe", what);
+	/* An ignored SIGCHLD (inherited from whoever started airlock) would
+	 * let the kernel reap the command and hide its status. */
+	sigaction(SIGCHLD, &dfl, &old);
 	pid = fork();
 	if (pid < 0) {
 		r = -errno;
 		close(pipefd[0]);
 		close(pipefd[1]);
+		sigaction(SIGCHLD, &old, NULL);
 		return al_error_setsys(err, -r, "%s: fork", what);
 	}
 	if (pid == 0)
 		exec_source(src->argv, pipefd[1]);
 	setpgid(pid, pid); /* as the child does: whichever runs first */
 	close(pipefd[1]);
-	r = read_all(pipefd[0], al_now_ms() + src->timeout_ms, what, from, ret, err);
+	r = read_all(pipefd[0], deadline, what, from, ret, err);
 	close(pipefd[0]);
-	if (r == -ETIMEDOUT || r == -EFBIG) {
-		kill(-pid, SIGKILL); /* its process group, set up by the child */
-		kill(pid, SIGKILL);  /* in case it had not got that far */
+	/* It had until the deadline to exit too. Then whatever it left in its
+	 * process group (set up by the child) is killed, while it is not
+	 * reaped yet (so that group cannot be anyone else's), and it is. */
+	siginfo_t info = {0};
+	bool exited = false;
+	while (al_now_ms() < deadline) {
+		info.si_pid = 0;
+		if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) < 0 &&
+		    errno != EINTR)
+			break;
+		if ((exited = info.si_pid == pid))
+			break;
+		usleep(2000);
 	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL); /* in case it had not got to setpgid */
+	pid_t w;
+	while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
 		;
+	if (!exited && r == 0) {
+		al_secret_value_clear(ret);
+		r = al_error_set(err, ETIMEDOUT, "%s: %s did not exit in time", what, src->argv[0]);
+	}
+	sigaction(SIGCHLD, &old, NULL);
+	if (w < 0) {
+		al_secret_value_clear(ret);
+		return r < 0
+			   ? r
+			   : al_error_setsys(err, errno, "%s: waiting for %s", what, src->argv[0]);
+	}
 	if (r < 0 && r != -ENODATA)
 		return r;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && r == 0)

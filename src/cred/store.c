@@ -236,6 +236,39 @@ static int open_ca(struct al_plan *plan, struct al_cred *c, struct al_error *err
 	return 0;
 }
 
+/* The credentials open in this process (a run's each): what a copy of the
+ * process wipes (al_cred_wipe_copies). */
+#define LIVE_MAX 64
+static struct al_cred *live[LIVE_MAX];
+
+static void wipe_values(struct al_cred *c)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		struct al_cred_secret *s = &c->v[i];
+		const struct al_secret_def *d = s->ps->def;
+		if (s->value.data)
+			explicit_bzero(s->value.data, s->value.len);
+		if (s->aws_secret.data)
+			explicit_bzero(s->aws_secret.data, s->aws_secret.len);
+		if (s->aws_token.data)
+			explicit_bzero(s->aws_token.data, s->aws_token.len);
+		al_jwt_key_free(s->key);
+		s->key = NULL;
+		const char *v = d->src.kind == AL_SOURCE_ENV ? getenv(d->src.env) : NULL;
+		if (v)
+			explicit_bzero((char *)v, strlen(v));
+	}
+	if (c->ca)
+		al_tls_ca_drop_key(c->ca);
+}
+
+void al_cred_wipe_copies(void)
+{
+	for (size_t i = 0; i < LIVE_MAX; i++)
+		if (live[i])
+			wipe_values(live[i]);
+}
+
 int al_cred_open(struct al_plan *plan, const char *run_id, struct al_cred **ret,
 		 struct al_error *err)
 {
@@ -266,6 +299,11 @@ int al_cred_open(struct al_plan *plan, const char *run_id, struct al_cred **ret,
 	}
 	if (plan->intercept && (r = open_ca(plan, c, err)) < 0)
 		return r;
+	for (size_t i = 0; i < LIVE_MAX; i++)
+		if (!live[i]) {
+			live[i] = c;
+			break;
+		}
 	*ret = TAKE_PTR(c);
 	return 0;
 }
@@ -314,6 +352,9 @@ void al_cred_free(struct al_cred *c)
 {
 	if (!c)
 		return;
+	for (size_t i = 0; i < LIVE_MAX; i++)
+		if (live[i] == c)
+			live[i] = NULL;
 	for (size_t i = 0; i < c->n; i++) {
 		struct al_cred_secret *s = &c->v[i];
 		al_secret_value_clear(&s->value);

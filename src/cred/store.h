@@ -61,6 +61,12 @@ static inline void al_cred_freep(struct al_cred **c)
 int al_cred_mint_request(const struct al_cred *c, const struct al_cred_secret *s, const char *host,
 			 int64_t now, char **ret_token, char jti[33], struct al_error *err);
 
+/* In a process forked or cloned from the one that opened them (the
+ * sandbox's init): wipe every value, key and the CA's key of the live
+ * credentials in this copy of the memory, and the values of airlock's
+ * variables that sources read. Never in the process that opened them. */
+void al_cred_wipe_copies(void);
+
 /* For run.start and the result record: [{"name", "kind": "secret" |
  * "token", "hosts", "jti" (a run token's)}]; never a value. NULL when the
  * run has none. */

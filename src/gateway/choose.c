@@ -123,6 +123,10 @@ static bool wants_filter(const struct conn *c)
 static bool looks_like_request(const char *buf, size_t len)
 {
 	struct al_http_request req;
+	/* Servers skip empty lines before a request (RFC 9112 2.2): so does
+	 * this look, and the filter refuses them (400). */
+	if (len && (buf[0] == '\r' || buf[0] == '\n'))
+		return true;
 	int r = al_http_parse_request(buf, len, &req, NULL);
 	/* A method, a space and a target: enough to be read as HTTP. */
 	return r > 0 || (r == -EAGAIN && len > 0 && memchr(buf, ' ', len));
@@ -190,6 +194,12 @@ enum gw_step gw_stage_choose(struct conn *c, struct side *s, uint32_t events)
 
 	if (c->path == GW_PATH_DNS_TCP)
 		return GW_NEXT;
+	bool checked = al_rule_opts_has_requests(c->opts) || (c->opts && c->opts->intercept);
+	/* An intercepting rule promises TLS verified upstream: plain HTTP to
+	 * its host would carry its secrets in the clear, unverified. */
+	if (c->opts && c->opts->intercept && c->path == GW_PATH_HTTP && c->have_request)
+		return gw_deny(c, GW_ANSWER_DEFAULT, 403, 0,
+			       "the rule %s intercepts TLS: plain HTTP to it is refused", c->rule);
 	if (c->path == GW_PATH_HTTP && c->have_request) {
 		if (wants_filter(c))
 			return start_filter(c, false, true, c->head, c->head_len);
@@ -197,9 +207,14 @@ enum gw_step gw_stage_choose(struct conn *c, struct side *s, uint32_t events)
 	}
 	if (!wants_filter(c))
 		return opaque(c);
-	/* A server that speaks first: not TLS or HTTP from the client. */
+	/* A server that speaks first: not TLS or HTTP from the client. A rule
+	 * that checks requests does not let it pass unread. */
 	if (s == &c->upstream && (events & EPOLLIN) && !b->len)
-		return opaque(c);
+		return checked ? gw_deny(c, GW_ANSWER_NONE, 0, 0,
+					 "the rule %s checks requests, and the server spoke "
+					 "first",
+					 c->rule)
+			       : opaque(c);
 	int r = first_bytes(c);
 	if (r < 0)
 		return GW_CLOSE;
@@ -219,9 +234,12 @@ enum gw_step gw_stage_choose(struct conn *c, struct side *s, uint32_t events)
 				       c->rule);
 		return opaque(c);
 	}
+	if (c->opts && c->opts->intercept)
+		return gw_deny(c, GW_ANSWER_NONE, 0, 0,
+			       "the rule %s intercepts TLS, and this stream is not TLS", c->rule);
 	if (b->len && looks_like_request(p, b->len))
 		return start_filter(c, false, false, p, b->len);
-	if (al_rule_opts_has_requests(c->opts) || (c->opts && c->opts->intercept))
+	if (checked)
 		return gw_deny(c, GW_ANSWER_NONE, 0, 0,
 			       "the rule %s checks requests, and this stream is not HTTP", c->rule);
 	return opaque(c);

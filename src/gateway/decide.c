@@ -180,6 +180,10 @@ int gw_name_in_stream(const char *buf, size_t len, struct al_host *ret)
 	}
 	if (len >= sizeof(h2_preface) - 1 && memcmp(buf, h2_preface, sizeof(h2_preface) - 1) == 0)
 		return -ENOENT;
+	/* Empty lines first, which servers skip (RFC 9112 2.2): HTTP whose
+	 * host this cannot read. */
+	if (buf[0] == '\r' || buf[0] == '\n')
+		return -EPROTO;
 	r = al_http_parse_request(buf, len, &req, NULL);
 	if (r == -EAGAIN)
 		return len < AL_HTTP_HEAD_MAX ? -EAGAIN : -EPROTO;

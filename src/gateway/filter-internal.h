@@ -13,7 +13,7 @@
 #include "net/reqrule.h"
 
 #define FBUF	   (32u << 10)
-#define BODY_MAX   (1u << 20) /* a body buffered to be rewritten or hashed */
+#define BODY_MAX   (256u << 10) /* a body buffered to be rewritten or hashed */
 #define INJECT_MAX 16
 #define RECORD_MAX (16u << 10) /* plaintext moved per TLS write */
 
@@ -48,6 +48,15 @@ struct gw_filter {
 	bool refused, answered, client_done;
 	char answer[1024];
 	size_t answer_len;
+	/* The answers are searched for the values put into the requests (an
+	 * echo, a redirect carrying the query): the longest form, less one,
+	 * is held back until the next bytes come (reflect.c). */
+	size_t hold;
+	/* Held bytes go after a short while without more (the answer may
+	 * simply end there). */
+	struct al_timer *hold_timer;
+	bool hold_armed, hold_expired;
+	struct conn *c;
 };
 
 /* filter.c: the client's plaintext in f->in through the filter into
@@ -56,6 +65,11 @@ void gw_filter_feed(struct conn *c, struct gw_filter *f);
 /* The client's bytes the stages before the stream read (c->up.b), into
  * the filter as they fit. */
 void gw_filter_early(struct conn *c);
+
+/* filter.c: the index into inject of a value (in any form it went out
+ * in) found in the undelivered answer bytes, or -1; and how many of
+ * those bytes must wait (f->hold) for the next ones. */
+int gw_filter_reflected(struct gw_filter *f);
 
 static inline size_t fb_room(const struct fbuf *b)
 {

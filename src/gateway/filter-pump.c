@@ -12,6 +12,23 @@
 #include "gateway/filter-internal.h"
 #include "tls/end.h"
 
+/* Send what b holds to fd, at most max bytes: false when the peer is
+ * gone. */
+static bool fb_flush_max(struct fbuf *b, int fd, uint64_t *count, uint64_t max)
+{
+	while (b->len && max) {
+		size_t want = b->len < max ? b->len : (size_t)max;
+		ssize_t n = send(fd, b->d + b->off, want, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR;
+		fb_take(b, (size_t)n);
+		max -= (uint64_t)n;
+		if (count)
+			*count += (uint64_t)n;
+	}
+	return true;
+}
+
 /* Send what b holds to fd: false when the peer is gone. */
 static bool fb_flush(struct fbuf *b, int fd, uint64_t *count)
 {
@@ -98,23 +115,56 @@ static int plain_in(struct al_tls_end *e, struct fbuf *b)
 	return n == 0 ? -1 : n == -EAGAIN ? 0 : -2;
 }
 
-/* Plaintext of b written into an end: 1 some, 0 none now, -2 failed. */
-static int plain_out(struct al_tls_end *e, struct fbuf *b, uint64_t *count)
+/* Plaintext of b written into an end, at most max bytes: 1 some, 0 none
+ * now, -2 failed. */
+static int plain_out_max(struct al_tls_end *e, struct fbuf *b, uint64_t *count, uint64_t max)
 {
 	int moved = 0;
 
-	while (b->len) {
-		ssize_t n =
-		    al_tls_end_write(e, b->d + b->off, b->len < RECORD_MAX ? b->len : RECORD_MAX);
+	while (b->len && max) {
+		size_t want = b->len < RECORD_MAX ? b->len : RECORD_MAX;
+		if (want > max)
+			want = (size_t)max;
+		ssize_t n = al_tls_end_write(e, b->d + b->off, want);
 		if (n == -EAGAIN || n == 0)
 			break;
 		if (n < 0)
 			return -2;
 		fb_take(b, (size_t)n);
 		*count += (uint64_t)n;
+		max -= (uint64_t)n;
 		moved = 1;
 	}
 	return moved;
+}
+
+static int plain_out(struct al_tls_end *e, struct fbuf *b, uint64_t *count)
+{
+	return plain_out_max(e, b, count, UINT64_MAX);
+}
+
+/* What network.limits.bytes_out and network.per_host.bytes_out still let
+ * go up (as relay.c holds them); limit names the one that binds. */
+static uint64_t up_allowance(const struct conn *c, const char **limit)
+{
+	const struct al_gateway *gw = c->gw;
+	const struct al_net_limits *run = &gw->plan->net_run, *host = &gw->plan->net_host;
+	uint64_t a = UINT64_MAX;
+
+	*limit = NULL;
+	if (run->bytes_out) {
+		a = run->bytes_out > gw->st.bytes_up ? run->bytes_out - gw->st.bytes_up : 0;
+		*limit = "network.limits.bytes_out";
+	}
+	if (c->use && host->bytes_out) {
+		uint64_t h =
+		    host->bytes_out > c->use->bytes_out ? host->bytes_out - c->use->bytes_out : 0;
+		if (h < a) {
+			a = h;
+			*limit = "network.per_host.bytes_out";
+		}
+	}
+	return a;
 }
 
 static enum gw_step tls_failed(struct conn *c, struct al_tls_end *e, const char *side)
@@ -164,19 +214,26 @@ static enum gw_step move(struct conn *c, struct gw_filter *f, bool *progress)
 		f->in.len = 0; /* nothing more is read for the upstream */
 	else
 		gw_filter_feed(c, f);
-	/* The filter's output to the upstream. */
+	/* The filter's output to the upstream, within the network limits. */
 	if (!c->upstream.shut && f->up.len) {
+		const char *limit;
+		uint64_t allow = up_allowance(c, &limit);
+		if (!allow) {
+			gw_audit_limit(c, limit);
+			return GW_CLOSE;
+		}
 		if (f->cli) {
-			if ((r = plain_out(f->cli, &f->up, &c->up.bytes)) == -2)
+			if ((r = plain_out_max(f->cli, &f->up, &c->up.bytes, allow)) == -2)
 				return tls_failed(c, f->cli, "upstream");
 			*progress |= r > 0;
-		} else if (!fb_flush(&f->up, c->upstream.fd, &c->up.bytes)) {
+		} else if (!fb_flush_max(&f->up, c->upstream.fd, &c->up.bytes, allow)) {
 			return GW_CLOSE;
 		}
 	}
 	if (f->cli && !cipher_out(f->cli, &f->u_out, c->upstream.fd))
 		return GW_CLOSE;
 	/* The upstream's answers. */
+	size_t down_before = f->down.len;
 	if (!c->upstream.eof) {
 		if (f->cli) {
 			if ((r = cipher_in(f->cli, c->upstream.fd)) < 0)
@@ -194,13 +251,36 @@ static enum gw_step move(struct conn *c, struct gw_filter *f, bool *progress)
 			*progress |= r != 0;
 		}
 	}
+	if (f->down.len > down_before)
+		f->hold_expired = false; /* new bytes: what was held is judged again */
+	/* No value put into a request comes back in an answer: the bytes
+	 * that could be its start wait for the next ones. */
+	if (f->down.len && f->n_inject) {
+		int k = gw_filter_reflected(f);
+		if (k >= 0) {
+			f->down.len = 0;
+			al_audit_emit(c->gw->audit, "secret.misuse",
+				      json_pack("{s:s, s:s, s:s, s:i}", "secret", f->inject[k].name,
+						"where", "answer", "host", c->name, "port",
+						c->port));
+			return gw_deny(c, GW_ANSWER_NONE, 0, 0,
+				       "the answer from %s holds the value of secret %s", c->name,
+				       f->inject[k].name);
+		}
+	}
+	uint64_t deliver = f->down.len;
+	if (f->n_inject && !c->upstream.eof && f->hold && !f->hold_expired) {
+		deliver = f->down.len - f->hold;
+		if (!f->hold_armed && f->hold_timer && al_timer_arm(f->hold_timer, 50, false) == 0)
+			f->hold_armed = true;
+	}
 	if (f->srv) {
-		if ((r = plain_out(f->srv, &f->down, &c->down.bytes)) == -2)
+		if ((r = plain_out_max(f->srv, &f->down, &c->down.bytes, deliver)) == -2)
 			return tls_failed(c, f->srv, "sandbox");
 		*progress |= r > 0;
 		if (!cipher_out(f->srv, &f->c_out, c->client.fd))
 			return GW_CLOSE;
-	} else if (!fb_flush(&f->down, c->client.fd, &c->down.bytes)) {
+	} else if (!fb_flush_max(&f->down, c->client.fd, &c->down.bytes, deliver)) {
 		return GW_CLOSE;
 	}
 	c->gw->st.bytes_up += c->up.bytes - up0;
@@ -229,8 +309,11 @@ static enum gw_step answer(struct conn *c, struct gw_filter *f)
 	}
 	if (!fb_flush(&f->c_out, c->client.fd, NULL))
 		return GW_CLOSE;
-	if (f->c_out.len || f->down.len)
+	if (f->c_out.len || f->down.len) {
+		gw_side_set(&c->client, EPOLLOUT);
+		gw_side_set(&c->upstream, 0);
 		return GW_WAIT;
+	}
 	shutdown(c->client.fd, SHUT_WR);
 	return GW_CLOSE;
 }
@@ -265,7 +348,7 @@ static enum gw_step filter_pump(struct conn *c, struct side *s, uint32_t events)
 	bool down_done = c->upstream.eof && !f->down.len && !f->c_out.len;
 	if (f->refused && down_done)
 		return answer(c, f);
-	if ((f->client_done || c->client.eof) && !f->refused)
+	if (f->client_done || c->client.eof || f->refused)
 		half_close_upstream(c, f);
 	if (down_done) {
 		/* The server closed: the client learns it (its next request
@@ -277,9 +360,13 @@ static enum gw_step filter_pump(struct conn *c, struct side *s, uint32_t events)
 		shutdown(c->client.fd, SHUT_WR);
 		return GW_CLOSE;
 	}
-	bool client_in = !c->client.eof && (!f->refused || f->srv);
+	/* Read a side only when there is room for what it sends: the loop
+	 * is level-triggered. */
+	bool client_in = !c->client.eof && (!f->refused || f->srv) && !c->up.b.len &&
+			 (f->srv ? al_tls_end_cipher_room(f->srv) > 0 : f->in.len < FBUF);
 	bool client_out = f->c_out.len || (!f->srv && f->down.len);
-	bool up_in = !c->upstream.eof;
+	bool up_in =
+	    !c->upstream.eof && (f->cli ? al_tls_end_cipher_room(f->cli) > 0 : f->down.len < FBUF);
 	bool up_out = f->u_out.len || (!f->cli && f->up.len);
 	gw_side_set(&c->client, (client_in ? EPOLLIN : 0) | (client_out ? EPOLLOUT : 0));
 	gw_side_set(&c->upstream, (up_in ? EPOLLIN : 0) | (up_out ? EPOLLOUT : 0));

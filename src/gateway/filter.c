@@ -22,9 +22,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <openssl/evp.h>
 
 #include "core/cleanup.h"
 #include "core/log.h"
@@ -69,6 +72,24 @@ static int sigv4_sign(void *data, const struct al_secret_use *s, const char *met
 			cs = f->inject_src[i];
 	if (!cs || n > AL_SIGV4_HEADERS_MAX)
 		return -EINVAL;
+	/* Signed with the real key, a request dated far from now would
+	 * outlive the run: within 15 minutes, as AWS itself allows. */
+	for (size_t i = 0; i < n; i++) {
+		struct tm tm = {0};
+		char date[17];
+		if (headers[i].name_len != 10 ||
+		    strncasecmp(headers[i].name, "X-Amz-Date", 10) != 0)
+			continue;
+		if (headers[i].value_len != 16)
+			return -EINVAL;
+		memcpy(date, headers[i].value, 16);
+		date[16] = '\0';
+		if (!strptime(date, "%Y%m%dT%H%M%SZ", &tm))
+			return -EINVAL;
+		time_t t = timegm(&tm), now = time(NULL);
+		if (t < now - 900 || t > now + 900)
+			return -EINVAL;
+	}
 	/* The fields as they go, and last the Authorization the sandbox
 	 * signed (what the signer checks before it signs anew). */
 	for (size_t i = 0; i < n; i++)
@@ -101,10 +122,18 @@ static int fresh_token(struct conn *c, struct gw_filter *f, size_t i)
 
 	if (f->token[i] && !f->token_used[i] && f->token_exp[i] > now + 1)
 		return 0;
-	if (al_cred_mint_request(c->gw->cred, s, c->name, now, &tok, f->jti[i], &err) < 0) {
+	char jti[33];
+	if (al_cred_mint_request(c->gw->cred, s, c->name, now, &tok, jti, &err) < 0) {
 		al_debug("gateway: %s", err.msg);
 		return -EIO;
 	}
+	/* The heads to come carry it (the first one is given at new()). */
+	if (f->rs && al_reqstream_set_value(f->rs, i, tok, strlen(tok)) < 0) {
+		explicit_bzero(tok, strlen(tok));
+		free(tok);
+		return -EIO;
+	}
+	memcpy(f->jti[i], jti, sizeof(jti));
 	if (f->token[i]) {
 		explicit_bzero(f->token[i], strlen(f->token[i]));
 		free(f->token[i]);
@@ -162,14 +191,27 @@ static void rule_from_opts(struct gw_filter *f, const struct conn *c)
 
 	if (!al_rule_opts_has_requests(o))
 		return;
-	f->rule.methods = o->methods;
-	f->rule.n_methods = al_strv_len(o->methods);
+	/* A list that ended up empty allows no method (not any). */
+	static char *none[] = {"(none)"};
+	f->rule.methods = o->methods && !o->methods[0] ? none : o->methods;
+	f->rule.n_methods = o->methods && !o->methods[0] ? 1 : al_strv_len(o->methods);
 	f->rule.paths = o->paths;
 	f->rule.n_paths = al_strv_len(o->paths);
 	f->rule.max_body = o->max_body;
 	f->rule.text = al_reqrule_text(&f->rule, o->rule);
 	f->paths_also = o->paths_also;
 	f->conf.rules = &f->rule;
+}
+
+static void on_hold(struct al_timer *t, uint64_t expirations, void *data)
+{
+	struct gw_filter *f = data;
+
+	(void)t;
+	(void)expirations;
+	f->hold_armed = false;
+	f->hold_expired = true;
+	gw_conn_run(f->c, NULL, 0);
 }
 
 int gw_filter_new(struct conn *c, bool tls, bool proxy_form, struct al_error *err)
@@ -191,12 +233,85 @@ int gw_filter_new(struct conn *c, bool tls, bool proxy_form, struct al_error *er
 			add_inject(c, f, &cr->v[i]);
 	f->conf.inject = f->inject;
 	f->conf.n_inject = f->n_inject;
+	f->c = c;
+	if (f->n_inject && !(f->hold_timer = al_loop_timer(c->gw->loop, on_hold, f))) {
+		free(f);
+		return al_error_setsys(err, errno, "a timer for the filtered stream");
+	}
 	c->filter = f;
 	if ((r = al_reqstream_new(&f->conf, &f->rs, err)) < 0)
 		return r;
 	if (tls && (r = gw_tls_ends(c, &f->srv, &f->cli, err)) < 0)
 		return r;
 	return 0;
+}
+
+/* The forms a value of inject[i] goes out in: itself (a header, a query
+ * parameter of URL-safe characters, a token), and for basic auth the
+ * base64 of "user:value". */
+static size_t forms(const struct al_secret_use *u, const char **v, size_t *len, char *b64,
+		    size_t b64_size)
+{
+	size_t n = 0;
+
+	if (u->how == AL_SECRET_SIGV4) {
+		if (u->token) /* the secret key itself is never sent */
+			v[n] = u->token, len[n++] = u->token_len;
+		return n;
+	}
+	if (u->value && u->value_len)
+		v[n] = u->value, len[n++] = u->value_len;
+	if (u->how == AL_SECRET_BASIC && u->user) {
+		size_t ul = strlen(u->user), pl = ul + 1 + u->value_len;
+		if (pl < 2048 && 4 * ((pl + 2) / 3) + 1 <= b64_size) {
+			char plain[2048];
+			memcpy(plain, u->user, ul);
+			plain[ul] = ':';
+			memcpy(plain + ul + 1, u->value, u->value_len);
+			int k =
+			    EVP_EncodeBlock((unsigned char *)b64, (unsigned char *)plain, (int)pl);
+			explicit_bzero(plain, pl);
+			if (k > 0)
+				v[n] = b64, len[n++] = (size_t)k;
+		}
+	}
+	return n;
+}
+
+/* How many of the last bytes of d could be the start of v. */
+static size_t tail_is_start(const char *d, size_t dlen, const char *v, size_t vlen)
+{
+	size_t from = dlen > vlen - 1 ? dlen - (vlen - 1) : 0;
+
+	for (size_t p = from; p < dlen; p++)
+		if (d[p] == v[0] && memcmp(d + p, v, dlen - p) == 0)
+			return dlen - p;
+	return 0;
+}
+
+int gw_filter_reflected(struct gw_filter *f)
+{
+	const char *d = f->down.d + f->down.off;
+	char b64[4096];
+
+	f->hold = 0;
+	for (size_t i = 0; i < f->n_inject; i++) {
+		const char *v[2];
+		size_t len[2], n = forms(&f->inject[i], v, len, b64, sizeof(b64));
+		for (size_t k = 0; k < n; k++) {
+			if (len[k] <= f->down.len && memmem(d, f->down.len, v[k], len[k])) {
+				explicit_bzero(b64, sizeof(b64));
+				return (int)i;
+			}
+			/* A value's start at the end waits for what follows
+			 * (values over 1 KiB are found only whole). */
+			size_t t = len[k] <= 1024 ? tail_is_start(d, f->down.len, v[k], len[k]) : 0;
+			if (t > f->hold)
+				f->hold = t;
+		}
+	}
+	explicit_bzero(b64, sizeof(b64));
+	return -1;
 }
 
 int gw_filter_take(struct conn *c, const char *buf, size_t len)
@@ -241,6 +356,7 @@ void gw_filter_free(struct conn *c)
 	if (!f)
 		return;
 	al_reqstream_free(f->rs);
+	al_timer_free(f->hold_timer);
 	al_tls_end_free(f->srv);
 	al_tls_end_free(f->cli);
 	free(f->rule.text);
@@ -291,22 +407,19 @@ static void refuse(struct conn *c, struct gw_filter *f, const struct al_reqstrea
 			      ev->reason);
 		set_answer(f, ev->status, ev->rule, ev->reason);
 	}
-	/* Nothing more goes up; what went out of this request is cut. */
+	/* Nothing more goes up. A request cut half-way: the upstream is
+	 * closed, no answer waited for. With no request before it, the same.
+	 * Otherwise the requests before it go out in full, then the upstream
+	 * gets a half-close (filter-pump.c), and their answers come back
+	 * before ours. */
 	if (ev->cut || f->forwarded == 0) {
-		if (f->cli)
-			f->u_out.len = 0;
-		if (!c->upstream.shut && c->upstream.fd >= 0)
-			shutdown(c->upstream.fd, ev->cut ? SHUT_RDWR : SHUT_WR);
-		c->upstream.shut = true;
-		if (ev->cut || f->forwarded == 0)
-			c->upstream.eof = true; /* no answer to wait for */
-	} else if (!f->cli && !c->upstream.shut) {
 		f->up.len = 0;
-		shutdown(c->upstream.fd, SHUT_WR);
+		f->u_out.len = 0;
+		if (!c->upstream.shut && c->upstream.fd >= 0)
+			shutdown(c->upstream.fd, SHUT_RDWR);
 		c->upstream.shut = true;
+		c->upstream.eof = true;
 	}
-	if (f->cli)
-		al_tls_end_shutdown(f->cli);
 }
 
 /* A request about to go out: the operator's paths, the budget, the
@@ -314,10 +427,22 @@ static void refuse(struct conn *c, struct gw_filter *f, const struct al_reqstrea
 static void on_request(struct conn *c, struct gw_filter *f, const struct al_reqstream_event *ev)
 {
 	const struct al_reqstream_request *q = &ev->req;
-	bool ok = !f->paths_also;
+	bool ok = true, group = false, any = false;
 
-	for (size_t i = 0; f->paths_also && f->paths_also[i]; i++)
-		ok |= al_reqrule_path_match(f->paths_also[i], q->path, q->path_len);
+	/* Every operator list (one after the other, "" between) must match. */
+	for (size_t i = 0; f->paths_also; i++) {
+		const char *pat = f->paths_also[i];
+		if (!pat || !pat[0]) {
+			if (any)
+				ok &= group;
+			group = any = false;
+			if (!pat)
+				break;
+			continue;
+		}
+		any = true;
+		group |= al_reqrule_path_match(pat, q->path, q->path_len);
+	}
 	if (!ok) {
 		al_reqstream_refuse(f->rs, 403, "the operator's rule does not allow this path");
 		return;
@@ -335,6 +460,9 @@ static void on_request(struct conn *c, struct gw_filter *f, const struct al_reqs
 				      json_pack("{s:s, s:s, s:s, s:I}", "name", f->inject[k].name,
 						"jti", f->jti[k], "aud", c->name, "exp",
 						(json_int_t)f->token_exp[k]));
+			/* The next request's, before its head is built. */
+			if (fresh_token(c, f, k) < 0)
+				al_reqstream_refuse(f->rs, 500, "a token could not be minted");
 		}
 	if (q->n_injected) {
 		json_t *names = json_array();

@@ -324,6 +324,61 @@ static void encode_secret(struct al_reqstream *rs, size_t i, size_t *extra_head,
 	}
 }
 
+static void wipe_free(char **p, size_t len)
+{
+	if (*p) {
+		explicit_bzero(*p, len);
+		free(*p);
+		*p = NULL;
+	}
+}
+
+int al_reqstream_set_value(struct al_reqstream *rs, size_t i, const char *value, size_t len)
+{
+	const struct al_secret_use *s = &rs->conf->inject[i];
+	struct rs_secret *e = &rs->sec[i];
+	struct al_secret_use now = *s;
+	size_t fl = 0, ql = 0;
+	char *field = NULL, *query = NULL;
+
+	if (i >= rs->conf->n_inject || s->body || s->how == AL_SECRET_SIGV4 ||
+	    !is_printable(value, len, true))
+		return -EINVAL;
+	now.value = value;
+	now.value_len = len;
+	if (s->how == AL_SECRET_HEADER)
+		field = header_field(&now, &fl);
+	else if (s->how == AL_SECRET_BASIC)
+		field = basic_field(&now, &fl);
+	if (s->how == AL_SECRET_QUERY) {
+		size_t pl, vl;
+		char *p = percent_encode(s->param, strlen(s->param), &pl);
+		char *v = percent_encode(value, len, &vl);
+		query = xasprintf("%s=%s", p, v);
+		ql = pl + 1 + vl;
+		explicit_bzero(v, vl);
+		free(p);
+		free(v);
+	}
+	/* The head's room was sized for the first value. */
+	if ((field && fl > e->field_len) || (query && ql > e->query_len)) {
+		wipe_free(&field, fl);
+		wipe_free(&query, ql);
+		return -ENOSPC;
+	}
+	if (field) {
+		wipe_free(&e->field, e->field_len);
+		e->field = field;
+		e->field_len = fl;
+	}
+	if (query) {
+		wipe_free(&e->query, e->query_len);
+		e->query = query;
+		e->query_len = ql;
+	}
+	return 0;
+}
+
 int rs_secrets_prepare(struct al_reqstream *rs, struct al_error *err)
 {
 	const struct al_reqstream_conf *conf = rs->conf;

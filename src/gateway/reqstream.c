@@ -284,6 +284,21 @@ static int check_form(struct al_reqstream *rs)
 			  "protocol upgrade (Upgrade): the bytes after it could not be checked");
 		return -1;
 	}
+	/* TRACE echoes the request, secrets put into it included. */
+	if (rs_same_ci(rs->head + q->method.off, q->method.len, "TRACE") ||
+	    rs_same_ci(rs->head + q->method.off, q->method.len, "TRACK")) {
+		rs_refuse(rs, 501, NULL, "TRACE would echo what the gateway puts into requests");
+		return -1;
+	}
+	/* A method override would turn an allowed method into another. */
+	if (rs->conf->rules && rs->conf->rules->n_methods &&
+	    (rs_find_field(rs, "X-HTTP-Method-Override") >= 0 ||
+	     rs_find_field(rs, "X-HTTP-Method") >= 0 ||
+	     rs_find_field(rs, "X-Method-Override") >= 0)) {
+		rs_refuse(rs, 403, rs->conf->rules->text,
+			  "a method override header where methods are restricted");
+		return -1;
+	}
 	if (rs->conf->proxy_form && q->form != AL_HTTP_FORM_ABSOLUTE) {
 		rs_refuse(rs, 400, NULL, "a proxy request must have an absolute-form target");
 		return -1;

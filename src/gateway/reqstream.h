@@ -216,3 +216,9 @@ enum al_reqstream_kind al_reqstream_next(struct al_reqstream *rs, size_t room,
  * and nothing more is output. A REQUEST's own bytes have not gone out
  * when it is announced, so refusing right after it is not a cut. */
 void al_reqstream_refuse(struct al_reqstream *rs, int status, const char *reason);
+
+/* A new value for inject[i] (a token minted per request: header, basic
+ * or query, not a body or SigV4 secret), for the requests whose heads
+ * come next. 0; -ENOSPC when it is longer than the first value (the
+ * head's room was sized for that); -EINVAL otherwise. */
+int al_reqstream_set_value(struct al_reqstream *rs, size_t i, const char *value, size_t len);

@@ -268,10 +268,17 @@ static int parse_token_keys(struct al_json_ctx *c, const json_t *j, const char *
 	snprintf(sub, sizeof(sub), "%s.ttl", path);
 	d->ttl_ms = TOKEN_TTL_MS;
 	if ((v = json_object_get(j, "ttl")) &&
-	    al_json_note(&bad, al_json_duration(c, v, sub, &d->ttl_ms)) == 0 && !d->per_request)
-		al_json_note(&bad, al_json_fail(c, sub,
-						"only a per_request token has its own ttl (a run's "
-						"token lives until the run's deadline)"));
+	    al_json_note(&bad, al_json_duration(c, v, sub, &d->ttl_ms)) == 0) {
+		if (!d->per_request)
+			al_json_note(
+			    &bad, al_json_fail(c, sub,
+					       "only a per_request token has its own ttl (a run's "
+					       "token lives until the run's deadline)"));
+		else if (d->ttl_ms < 1000 || d->ttl_ms % 1000)
+			al_json_note(&bad, al_json_fail(c, sub,
+							"a token's life is whole seconds, at "
+							"least 1s"));
+	}
 	snprintf(sub, sizeof(sub), "%s.expose", path);
 	if ((v = json_object_get(j, "expose")) &&
 	    al_json_note(&bad, al_json_bool(c, v, sub, &b)) == 0)
@@ -392,7 +399,8 @@ static int parse_methods(struct al_json_ctx *c, const json_t *v, const char *pat
 	if ((r = al_json_strings(c, v, path, false, true, out)) < 0)
 		return r;
 	for (size_t i = 0; (*out)[i]; i++)
-		if (al_reqrule_method_check((*out)[i], NULL) < 0 || strcmp((*out)[i], "CONNECT") == 0) {
+		if (al_reqrule_method_check((*out)[i], NULL) < 0 ||
+		    strcmp((*out)[i], "CONNECT") == 0) {
 			char sub[384];
 			snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
 			al_json_note(
@@ -476,10 +484,12 @@ static int parse_amount(struct al_json_ctx *c, const json_t *v, const char *path
 {
 	double x = json_is_number(v) ? json_number_value(v) : -1;
 
-	if (!(x >= 0) || x > 4e9 || (positive && x == 0))
-		return al_json_fail(c, path, "expected a %s number up to 4000000000",
+	uint64_t nano = x >= 0 && x <= 4e9 ? (uint64_t)(x * (double)AL_BUDGET_UNIT + 0.5) : 0;
+	if (!(x >= 0) || x > 4e9 || (positive && nano == 0))
+		return al_json_fail(c, path,
+				    "expected a %s number up to 4000000000 (to nine decimals)",
 				    positive ? "positive" : "non-negative");
-	*out = (uint64_t)(x * (double)AL_BUDGET_UNIT + 0.5);
+	*out = nano;
 	return 0;
 }
 

@@ -81,7 +81,9 @@ static char **intersect(char *const *a, char *const *b)
 	return v;
 }
 
-static void merge(struct al_rule_opts *t, const struct al_rule_opts *o)
+/* o's options onto t: false when nothing would be left (no method both
+ * allow). */
+static bool merge(struct al_rule_opts *t, const struct al_rule_opts *o)
 {
 	t->intercept |= o->intercept;
 	if (o->ca_file) {
@@ -92,13 +94,18 @@ static void merge(struct al_rule_opts *t, const struct al_rule_opts *o)
 		char **m = t->methods ? intersect(t->methods, o->methods) : al_strv_dup(o->methods);
 		al_strv_free(t->methods);
 		t->methods = m;
+		if (!m[0])
+			return false;
 	}
-	if (o->paths) {
-		al_strv_free(t->paths_also);
-		t->paths_also = al_strv_dup(o->paths);
-	}
+	/* Each operator rule's paths must hold: the lists one after the
+	 * other, "" between them (filter.c reads them so). */
+	if (o->paths && t->paths_also)
+		al_strv_push(&t->paths_also, "");
+	for (size_t i = 0; o->paths && o->paths[i]; i++)
+		al_strv_push(&t->paths_also, o->paths[i]);
 	if (o->max_body && (!t->max_body || o->max_body < t->max_body))
 		t->max_body = o->max_body;
+	return true;
 }
 
 static void check_rule_opts(struct al_decision *d, struct al_policy *task)
@@ -127,12 +134,71 @@ static void check_rule_opts(struct al_decision *d, struct al_policy *task)
 			    !al_allow_rule_within(al_allow_rule_at(one, 0),
 						  al_allow_rule_at(op, 0)))
 				continue;
-			merge(task_opts(task, task->net_allow[i]), oo);
+			if (!merge(task_opts(task, task->net_allow[i]), oo)) {
+				_cleanup_free_ char *ref = xasprintf(
+				    "%s: network.allow %s", task->source, task->net_allow[i]);
+				engine_refuse(
+				    d, ref, task->net_allow[i], oo->rule,
+				    engine_path(pr, "network.allow"),
+				    "%s: no method is allowed both by the task and by the "
+				    "operator's rule %s",
+				    ref, oo->rule);
+				continue;
+			}
 			_cleanup_free_ char *what =
 			    xasprintf("rule options %s", task->net_allow[i]);
 			engine_explain(d, what, oo->rule, AL_FROM_OPERATOR, NULL,
 				       engine_bound(d, "%s.network (%s)", pr->where, oo->rule));
 		}
+	}
+}
+
+/* An operator rule with options that lies within a task's wider rule
+ * (a task allowing *.internal, the operator checking api.internal's
+ * requests) is added to the task's rules, so that connections to it take
+ * its options; then rules with options go first, since the gateway takes
+ * the first rule that matches. */
+static void narrower_first(struct al_decision *d, struct al_policy *task)
+{
+	const struct al_op_profile *pr = d->profile;
+	char **ordered = NULL, **rest = NULL;
+
+	for (size_t k = 0; k < pr->n_rule_opts; k++) {
+		const struct al_rule_opts *oo = pr->rule_opts[k];
+		_cleanup_(al_allow_freep) struct al_allowlist *op = al_allow_new();
+		bool have = false, within = false;
+		if (al_allow_add(op, oo->rule, NULL) < 0)
+			continue;
+		for (size_t i = 0; task->net_allow && task->net_allow[i]; i++) {
+			_cleanup_(al_allow_freep) struct al_allowlist *one = al_allow_new();
+			have |= strcmp(task->net_allow[i], oo->rule) == 0;
+			if (al_allow_add(one, task->net_allow[i], NULL) == 0 &&
+			    al_allow_rule_within(al_allow_rule_at(op, 0), al_allow_rule_at(one, 0)))
+				within = true;
+		}
+		if (have || !within)
+			continue;
+		al_strv_push(&task->net_allow, oo->rule);
+		struct al_rule_opts *t = task_opts(task, oo->rule);
+		if (!merge(t, oo))
+			engine_refuse(
+			    d, oo->rule, oo->rule, oo->rule, engine_path(pr, "network.allow"),
+			    "network.allow %s: no method is allowed by the operator's rule",
+			    oo->rule);
+	}
+	for (size_t i = 0; task->net_allow && task->net_allow[i]; i++) {
+		const char *r = task->net_allow[i];
+		if (al_rule_opts_find(task->rule_opts, task->n_rule_opts, r))
+			al_strv_push(&ordered, r);
+		else
+			al_strv_push(&rest, r);
+	}
+	for (size_t i = 0; rest && rest[i]; i++)
+		al_strv_push(&ordered, rest[i]);
+	al_strv_free(rest);
+	if (ordered) {
+		al_strv_free(task->net_allow);
+		task->net_allow = ordered;
 	}
 }
 
@@ -174,5 +240,6 @@ void engine_check_cred(struct al_decision *d, struct al_policy *task, const stru
 {
 	check_secrets(d, task);
 	check_rule_opts(d, task);
+	narrower_first(d, task);
 	check_budget(d, task, flags);
 }

@@ -348,6 +348,15 @@ static void set_operator(struct al_decision *d, struct al_policy *task)
 	o->sha256 = xstrdup(d->op->sha256);
 	o->never = al_strv_dup(pr->never_text);
 	o->decider = al_decider_conf_dup(d->op->decider);
+	for (size_t i = 0; i < d->op->n_secrets; i++) {
+		const struct al_secret_def *s = d->op->secrets[i];
+		if (s->src.kind == AL_SOURCE_FILE)
+			al_strv_push(&o->secret_files, s->src.file);
+		if (s->key_file)
+			al_strv_push(&o->secret_files, s->key_file);
+		if (s->src.kind == AL_SOURCE_ENV)
+			al_strv_push(&o->secret_envs, s->src.env);
+	}
 	for (size_t i = 0; d->gateway && pr->never_text && pr->never_text[i]; i++) {
 		_cleanup_free_ char *what = xasprintf("network.never %s", pr->never_text[i]);
 		engine_explain(

@@ -101,9 +101,11 @@ int al_op_parse_budget(struct al_json_ctx *c, const json_t *j, const char *path,
 		double x = json_is_number(v) ? json_number_value(v) : -1;
 		char sub[192];
 		snprintf(sub, sizeof(sub), "%s.default", path);
-		if (!(x > 0) || x > 4e9)
-			return al_json_fail(c, sub, "expected a positive number");
-		pr->budget_default = (uint64_t)(x * (double)AL_BUDGET_UNIT + 0.5);
+		pr->budget_default =
+		    x > 0 && x <= 4e9 ? (uint64_t)(x * (double)AL_BUDGET_UNIT + 0.5) : 0;
+		if (!pr->budget_default)
+			return al_json_fail(c, sub,
+					    "expected a positive number (to nine decimals)");
 		if (pr->budget_default > pr->budget.max)
 			return al_json_fail(c, sub, "over the ceiling");
 	}

@@ -3,6 +3,7 @@
  * run's allow rules; the options of allow rules; the budget. The values
  * are not read here (cred/source.c does that when the run starts). */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,10 +132,74 @@ static void build_one(struct al_plan *p, const struct al_secret_def *def, struct
 				      "an AWS key is given in the environment only, not as a file");
 		set_env(p, def, "AWS_ACCESS_KEY_ID", s->fake_key_id, errs);
 		set_env(p, def, "AWS_SECRET_ACCESS_KEY", s->fake_secret, errs);
+		al_strv_push(&p->env_hidden, "AWS_ACCESS_KEY_ID");
+		al_strv_push(&p->env_hidden, "AWS_SECRET_ACCESS_KEY");
+		if (env_has(p->envp, "AWS_SESSION_TOKEN"))
+			al_errors_add(
+			    errs, EINVAL, def->where, NULL,
+			    "the sandbox's AWS_SESSION_TOKEN would hold a placeholder, but "
+			    "the task sets it itself");
 		return;
 	}
 	set_env(p, def, def->env, s->placeholder, errs);
 	al_strv_push(&p->env_hidden, def->env);
+}
+
+/* path and other name the same file, or one lies inside the other. */
+static bool overlaps(const char *a, const char *b)
+{
+	return al_path_is_under(a, b) || al_path_is_under(b, a);
+}
+
+/* No mount or copy-in may show where a secret comes from, and no --env
+ * may pass the variable it is read from: the sandbox would hold the value
+ * itself. Under an operator policy, every one of the operator's counts,
+ * granted or not. */
+void al_plan_check_cred_sources(struct al_plan *p, const struct al_policy *pol,
+				struct al_errors *errs)
+{
+	char **files = NULL, **envs = NULL;
+
+	if (pol->op) {
+		files =
+		    al_strv_dup(pol->op->secret_files ? pol->op->secret_files : (char *[]){NULL});
+		envs = al_strv_dup(pol->op->secret_envs ? pol->op->secret_envs : (char *[]){NULL});
+	}
+	for (size_t i = 0; i < pol->n_secret_defs; i++) {
+		const struct al_secret_def *d = pol->secret_defs[i];
+		if (d->src.kind == AL_SOURCE_FILE)
+			al_strv_push(&files, d->src.file);
+		if (d->key_file)
+			al_strv_push(&files, d->key_file);
+		if (d->src.kind == AL_SOURCE_ENV)
+			al_strv_push(&envs, d->src.env);
+	}
+	for (size_t i = 0; files && files[i]; i++) {
+		char real[PATH_MAX];
+		const char *f = realpath(files[i], real) ? real : files[i];
+		for (size_t k = 0; k < p->n_fs; k++) {
+			const struct al_fs_entry *e = &p->fs[k];
+			if (e->kind == AL_FS_HOST && e->source && overlaps(e->source, f))
+				al_errors_add(errs, EPERM, NULL, NULL,
+					      "%s: it shows %s, where a secret or token is read "
+					      "from",
+					      e->what, files[i]);
+		}
+		for (size_t k = 0; k < p->n_copy_in; k++)
+			if (overlaps(p->copy_in[k].host, f))
+				al_errors_add(errs, EPERM, NULL, NULL,
+					      "%s: it copies %s, where a secret or token is read "
+					      "from",
+					      p->copy_in[k].origin, files[i]);
+	}
+	for (size_t i = 0; envs && envs[i]; i++)
+		if (al_policy_env_is_hidden(pol->env_passed, envs[i]))
+			al_errors_add(errs, EPERM, NULL, NULL,
+				      "--env %s: a secret is read from it, so it cannot be passed "
+				      "to the sandbox",
+				      envs[i]);
+	al_strv_free(files);
+	al_strv_free(envs);
 }
 
 void al_plan_build_cred(struct al_plan *p, const struct al_policy *pol, struct al_errors *errs)
@@ -146,7 +211,13 @@ void al_plan_build_cred(struct al_plan *p, const struct al_policy *pol, struct a
 			      "define them in the policy file's \"secrets\" or \"tokens\"",
 			      names);
 	}
-	for (size_t i = 0; i < pol->n_secret_defs; i++)
+	/* Each has up to four strings the gateway looks for (placeholder,
+	 * fake key id and secret, fake session token), and it looks for 64. */
+	if (pol->n_secret_defs > AL_PLAN_SECRETS_MAX)
+		al_errors_add(errs, E2BIG, NULL, NULL,
+			      "%zu secrets and tokens: a run has at most %d", pol->n_secret_defs,
+			      AL_PLAN_SECRETS_MAX);
+	for (size_t i = 0; i < pol->n_secret_defs && i < AL_PLAN_SECRETS_MAX; i++)
 		build_one(p, pol->secret_defs[i], errs);
 	for (size_t i = 0; i < pol->n_rule_opts; i++) {
 		const struct al_rule_opts *o = pol->rule_opts[i];

@@ -17,6 +17,10 @@ void al_plan_add_dir(struct al_plan *p, const char *path, mode_t mode);
 void al_plan_build_cred(struct al_plan *p, const struct al_policy *pol, struct al_errors *errs);
 void al_plan_build_cred_files(struct al_plan *p);
 void al_plan_free_cred(struct al_plan *p);
+/* After the file tree: no mount or copy-in shows where a secret comes
+ * from, no --env passes its variable. */
+void al_plan_check_cred_sources(struct al_plan *p, const struct al_policy *pol,
+				struct al_errors *errs);
 
 /* dump-cred.c: for check's dumps. */
 void al_plan_dump_cred_text(const struct al_plan *p, FILE *f);

@@ -725,6 +725,7 @@ int al_plan_build_all(const struct al_policy *pol, unsigned flags, struct al_pla
 	build_proc_dev(&b);
 	build_mounts(&b, pol, system, bad_path);
 	build_copies(&b, pol);
+	al_plan_check_cred_sources(p, pol, errs);
 
 	if (al_errors_count(errs) > before) {
 		if (flags & AL_PLAN_PARTIAL)

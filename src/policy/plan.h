@@ -105,7 +105,8 @@ struct al_fs_entry {
 };
 
 /* A secret or token of the run. */
-#define AL_PLACEHOLDER_MAX 48
+#define AL_PLACEHOLDER_MAX  48
+#define AL_PLAN_SECRETS_MAX 16 /* secrets and tokens of one run */
 struct al_plan_secret {
 	struct al_secret_def *def;  /* owned copy */
 	struct al_allowlist *scope; /* def->hosts */

@@ -91,6 +91,8 @@ void al_policy_operator_free(struct al_policy_operator *o)
 	free(o->sha256);
 	al_strv_free(o->never);
 	al_decider_conf_free(o->decider);
+	al_strv_free(o->secret_files);
+	al_strv_free(o->secret_envs);
 	free(o);
 }
 

@@ -134,6 +134,11 @@ struct al_policy_operator {
 	char *sha256;
 	char **never; /* the profile's never rules, as text: the gateway applies them */
 	struct al_decider_conf *decider;
+	/* Where every secret and token of the operator's comes from (granted
+	 * or not): files and keys no mount may show, variables no --env may
+	 * pass. */
+	char **secret_files;
+	char **secret_envs;
 };
 
 void al_policy_operator_free(struct al_policy_operator *o);

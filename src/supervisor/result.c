@@ -357,6 +357,8 @@ static const char *short_reason(const char *r)
 		return "no rule";
 	if (strstr(r, "placeholder of secret"))
 		return "a secret's placeholder";
+	if (strstr(r, "holds the value of secret"))
+		return "a secret's value in the answer";
 	if (strncmp(r, "limit", 5) == 0)
 		return "a network limit";
 	if (strstr(r, "space, which the rule") || strstr(r, "non-public"))

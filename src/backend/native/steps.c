@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "core/sys.h"
+#include "cred/store.h"
 #include "net/layout.h"
 
 #define SYNC_FD 3
@@ -65,6 +66,9 @@ int step_die_with_parent(struct al_child *c)
 	 * as EOF on the sync socket, where every blocking step waits. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		return fail(c, errno, "prctl(PR_SET_PDEATHSIG)");
+	/* This process is a copy of the supervisor's memory, the run's
+	 * secrets included: it needs none of them. */
+	al_cred_wipe_copies();
 	return 0;
 }
 
