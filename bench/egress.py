@@ -752,7 +752,8 @@ def main():
                     help="HTTPS requests per round, the first one reported apart (20)")
     ap.add_argument("--tls-tickets", type=int, default=2,
                     help="TLS 1.3 session tickets the HTTPS server sends after each handshake "
-                         "(2, OpenSSL's default)")
+                         "(2, OpenSSL's default; 0 shows the gateway's missing TCP_NODELAY, "
+                         "docs/benchmarks.md)")
     only = ap.add_mutually_exclusive_group()
     only.add_argument("--no-https", action="store_true", help="leave out the HTTPS measurements")
     only.add_argument("--only-https", action="store_true",
