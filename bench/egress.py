@@ -26,19 +26,45 @@ ratios the issue sets targets on:
   start-up   `airlock run --allow x.test -- /bin/true` vs `airlock run --
              /bin/true` vs bwrap (as bench/startup.py runs it).
              Target: <= 1.0x bwrap.
+  https      a second loopback server speaks TLS (Python's ssl; a test CA
+             and an ECDSA P-256 leaf for bench.internal, made with the
+             openssl command in the temporary directory) and serves the
+             same /big (written in 1 MiB chunks: sendfile cannot encrypt)
+             and /tiny. Three cases, interleaved: curl on the host
+             (--cacert TESTCA --resolve); curl inside `airlock run --policy
+             P` whose rule is {"host": "bench.internal:PORT", "tls":
+             "intercept", "ca": TESTCA} (through HTTPS_PROXY, trusting the
+             run's CA through the CURL_CA_BUNDLE airlock sets); and, as a
+             reference, the same through the gateway with a plain rule (TLS
+             passed through; curl gets TESTCA with --ro). Throughput:
+             curl's speed_download, and the body alone (size over
+             time_total minus time_pretransfer: curl loads its CA file for
+             every connection, and the sandbox's is the host's bundle plus
+             the run's CA). Target: intercepted >= 0.4x direct.
+             Latency: one python3 process per case makes N sequential
+             requests for /tiny, a new TCP and TLS connection each (its
+             SSLContext made once, before the clock; through the proxy
+             with CONNECT), each timed, the first one apart from the rest:
+             inside, the first has the gateway mint the run's leaf for
+             bench.internal, later ones find it cached. Target: <= 2 ms
+             added to the first request (intercepted minus direct).
 
 With --baseline PATH every airlock case also runs with that (earlier)
 binary, next to it in each round, named "baseline, ...". Every other round
 runs the cases in reverse order.
+
+A baseline from before HTTPS interception needs --no-https.
 
 Safety: every server listens on 127.0.0.1 only; the sandbox's names are
 mapped to 127.0.0.1 with --map-host; no measured traffic leaves the host
 (installing srt with npm reaches the npm registry once; --no-srt or --srt
 PATH avoids that). Every child runs with a timeout and is killed by
 subprocess (by its pid) if it hangs.
-Run as root, like bench/startup.py. Takes 1 to 2 minutes with the defaults.
+Run as root, like bench/startup.py. Takes 2 to 3 minutes with the defaults.
 Usage: bench/egress.py [--rounds N] [--request-rounds N] [--requests N]
                        [--start-rounds N] [--size-mb N] [--no-srt] [--srt PATH]
+                       [--https-rounds N] [--tls-request-rounds N] [--tls-requests N]
+                       [--tls-tickets N] [--no-https | --only-https]
                        [--airlock PATH] [--json FILE]
 """
 import argparse
@@ -48,6 +74,7 @@ import os
 import shlex
 import shutil
 import socketserver
+import ssl
 import statistics
 import subprocess
 import sys
@@ -89,12 +116,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.flush()
-            off, sock = 0, self.connection.fileno()
-            while off < size:
-                n = os.sendfile(sock, self.body.fd, off, size - off)
-                if n <= 0:
-                    break
-                off += n
+            if isinstance(self.connection, ssl.SSLSocket):
+                self.send_tls(size)
+            else:
+                off, sock = 0, self.connection.fileno()
+                while off < size:
+                    n = os.sendfile(sock, self.body.fd, off, size - off)
+                    if n <= 0:
+                        break
+                    off += n
             self.close_connection = True
         elif self.path == "/tiny":
             # One write for head and body: a second small write would wait
@@ -104,6 +134,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
                              b"Content-Length: 3\r\n\r\nok\n")
         else:
             self.send_error(404)
+
+    def send_tls(self, size):
+        """The body through TLS: read from the memfd (a hole reads as zeros
+        and allocates nothing) into one buffer, written a chunk at a time."""
+        view = memoryview(bytearray(TLS_CHUNK))
+        off = 0
+        while off < size:
+            n = os.preadv(self.body.fd, [view[:min(TLS_CHUNK, size - off)]], off)
+            if n <= 0:
+                break
+            self.connection.sendall(view[:n])
+            off += n
 
     def log_message(self, *args):
         pass
@@ -118,6 +160,64 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 def start_server(size):
     Handler.body = Body(size)
     srv = Server(("127.0.0.1", 0), Handler)
+    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+    t.start()
+    return srv
+
+
+TLS_CHUNK = 1 << 20
+
+
+class TLSHandler(Handler):
+    timeout = 30  # a client that stops halfway through its handshake
+
+    def setup(self):
+        # The handshake here, in the connection's thread, not in accept().
+        self.request.settimeout(self.timeout)
+        self.request.do_handshake()
+        super().setup()
+
+
+class TLSServer(Server):
+    def __init__(self, addr, handler, ctx):
+        super().__init__(addr, handler)
+        self.ctx = ctx
+
+    def get_request(self):
+        sock, addr = self.socket.accept()
+        return self.ctx.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
+
+
+def make_test_ca(d):
+    """A test CA and a leaf for NAME signed by it, ECDSA P-256, made with
+    the openssl command: (CA file, leaf file, leaf key file)."""
+    ca, ca_key = os.path.join(d, "ca.pem"), os.path.join(d, "ca.key")
+    leaf, key = os.path.join(d, "leaf.pem"), os.path.join(d, "leaf.key")
+    csr, ext = os.path.join(d, "leaf.csr"), os.path.join(d, "leaf.ext")
+    with open(ext, "w") as f:
+        f.write(f"subjectAltName=DNS:{NAME}\nbasicConstraints=critical,CA:FALSE\n"
+                "keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    run(["openssl", "req", "-x509"] + ec + ["-keyout", ca_key, "-out", ca, "-days", "2",
+         "-subj", "/CN=airlock egress bench test CA",
+         "-addext", "basicConstraints=critical,CA:TRUE",
+         "-addext", "keyUsage=critical,keyCertSign,cRLSign"], 30, "test CA")
+    run(["openssl", "req"] + ec + ["-keyout", key, "-out", csr, "-subj", f"/CN={NAME}"], 30,
+        "test leaf request")
+    run(["openssl", "x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial",
+         "-days", "2", "-extfile", ext, "-out", leaf], 30, "test leaf")
+    return ca, leaf, key
+
+
+def start_tls_server(leaf, key, tickets):
+    """The HTTPS server, on another port (the body is the one start_server
+    made)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(leaf, key)
+    # TLS 1.3 session tickets after each handshake (nobody here resumes a
+    # session): OpenSSL's default is 2, as most servers send.
+    ctx.num_tickets = tickets
+    srv = TLSServer(("127.0.0.1", 0), TLSHandler, ctx)
     t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
     t.start()
     return srv
@@ -397,6 +497,185 @@ def measure_startup(args, rounds, warmup):
     return {name: stats(v) for name, v in times.items()}, bool(bwrap)
 
 
+# ---------------------------------------------------------------- https
+
+# curl's timings, for the HTTPS downloads: the body alone is what arrives
+# after time_pretransfer (TCP, CONNECT, the handshake and curl's loading of
+# its CA file are before it).
+CURL_FMT_TLS = CURL_FMT + " %{time_appconnect} %{time_pretransfer} %{time_total}"
+IN_CA = "/input/egress-bench-ca.pem"  # the test CA inside, for the passed-through case
+
+
+def tls_policies(tmp, tport, ca):
+    """(intercepting policy, passing-through policy) files."""
+    hosts = {NAME: "127.0.0.1"}
+    out = []
+    for what, rule in (("intercept", {"host": f"{NAME}:{tport}", "tls": "intercept", "ca": ca}),
+                       ("pass", f"{NAME}:{tport}")):
+        path = os.path.join(tmp, f"policy-{what}.json")
+        with open(path, "w") as f:
+            json.dump({"version": 1, "network": {"allow": [rule], "hosts": hosts}}, f)
+        out.append(path)
+    return out
+
+
+def tls_cases(args, ca, pols, direct_cmd, inside_cmd):
+    """(name, argv) for direct, intercepted, passed through; inside_cmd(cafile)
+    is the command inside, cafile None when the run's CA is to be trusted."""
+    icp, pas = pols
+    cases = [
+        ("direct (host)", direct_cmd),
+        ("airlock, intercepted", [args.airlock, "run", "--policy", icp, "--"] + inside_cmd(None)),
+        ("airlock, passed through", [args.airlock, "run", "--policy", pas, "--ro",
+                                     f"{ca}:{IN_CA}", "--"] + inside_cmd(IN_CA)),
+    ]
+    return with_baseline(args, cases)
+
+
+def https_download_cases(args, tport, ca, pols):
+    curl = ["curl", "-s", "-o", "/dev/null", "-w", CURL_FMT_TLS]
+    url = f"https://{NAME}:{tport}/big"
+    direct = curl + ["--cacert", ca, "--resolve", f"{NAME}:{tport}:127.0.0.1", url]
+    return tls_cases(args, ca, pols, direct,
+                     lambda cafile: curl + (["--cacert", cafile] if cafile else []) + [url])
+
+
+def measure_https_downloads(cases, rounds, size):
+    """Per case: speed_download (MB/s), the body's own rate (MB/s) and curl's
+    time to the end of the handshake (ms)."""
+    got = {name: {"speed": [], "body": [], "appconnect": []} for name, _ in cases}
+    nf = len(CURL_FMT_TLS.split())
+    for i in range(rounds + 1):  # round 0 warms up
+        for name, argv in in_turn(cases, i):
+            try:
+                r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                   timeout=120)
+            except subprocess.TimeoutExpired:
+                sys.exit(f"egress: https download ({name}): {shlex.join(argv)}: no answer in 120 s")
+            out = r.stdout.split()
+            if r.returncode != 0 or len(out) != nf or out[1] != str(size) or out[2] != "200":
+                sys.exit(f"egress: https download ({name}): {shlex.join(argv)}: exit "
+                         f"{r.returncode}, curl wrote {r.stdout.strip()!r}, "
+                         f"stderr {r.stderr.strip()[-300:]!r}")
+            if i == 0:
+                continue
+            speed, appconnect, pretransfer, total = (float(out[0]), float(out[3]),
+                                                     float(out[4]), float(out[5]))
+            got[name]["speed"].append(speed / 1e6)
+            got[name]["body"].append(size / (total - pretransfer) / 1e6)
+            got[name]["appconnect"].append(appconnect * 1000.0)
+    return {name: {k: stats(v) for k, v in g.items()} for name, g in got.items()}
+
+
+# N sequential requests for /tiny, a new TCP and TLS connection each, each
+# timed from connect to the last byte of the answer. Through the proxy
+# (HTTPS_PROXY inside) with CONNECT, as curl does.
+TLS_CLIENT = r"""
+import json, socket, ssl, sys, time
+mode, name, port, n, cafile = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+# Made once, before the clock: with no cafile, OpenSSL's default paths, i.e.
+# inside the SSL_CERT_FILE airlock sets (the host's bundle and the run's CA).
+ctx = ssl.create_default_context(cafile=cafile or None)
+req = ("GET /tiny HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n\r\n" % (name, port)).encode()
+connect = ("CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (name, port, name, port)).encode()
+times = []
+for _ in range(n):
+    t = time.perf_counter()
+    if mode == "direct":
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    else:
+        s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+        s.sendall(connect)
+        h = b""
+        while b"\r\n\r\n" not in h:
+            d = s.recv(4096)
+            if not d:
+                sys.exit("the proxy closed: %r" % h[:200])
+            h += d
+        if not h.startswith((b"HTTP/1.1 200", b"HTTP/1.0 200")) or not h.endswith(b"\r\n\r\n"):
+            sys.exit("CONNECT answered %r" % h[:200])
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    c = ctx.wrap_socket(s, server_hostname=name)
+    c.sendall(req)
+    b = b""
+    while not b.endswith(b"\r\n\r\nok\n"):  # the answer is complete: no wait for the close
+        d = c.recv(4096)
+        if not d:
+            break
+        b += d
+    times.append((time.perf_counter() - t) * 1000.0)
+    c.close()
+    if not b.startswith(b"HTTP/1.1 200") or not b.endswith(b"\r\n\r\nok\n"):
+        sys.exit("bad answer %r" % b[:200])
+print(json.dumps(times))
+"""
+
+
+def https_request_cases(args, tport, ca, pols, n):
+    def cmd(mode, cafile):
+        return [PY, "-c", TLS_CLIENT, mode, NAME, str(tport), str(n), cafile or ""]
+    return tls_cases(args, ca, pols, cmd("direct", ca), lambda cafile: cmd("proxy", cafile))
+
+
+def measure_https_requests(cases, rounds):
+    """Per case: the first request's ms (one a round) and the later ones'
+    (each round's median of them)."""
+    got = {name: {"first": [], "later": []} for name, _ in cases}
+    for i in range(rounds + 1):  # round 0 warms up
+        for name, argv in in_turn(cases, i):
+            times = json.loads(run(argv, 120, f"https requests ({name})"))
+            if i > 0:
+                got[name]["first"].append(times[0])
+                got[name]["later"].append(statistics.median(times[1:]))
+    return {name: {k: stats(v) for k, v in g.items()} for name, g in got.items()}
+
+
+def measure_https(args, size, tmp, out):
+    d = os.path.join(tmp, "tls")
+    os.mkdir(d, 0o700)
+    ca, leaf, key = make_test_ca(d)
+    tsrv = start_tls_server(leaf, key, args.tls_tickets)
+    tport = tsrv.server_address[1]
+    try:
+        pols = tls_policies(tmp, tport, ca)
+        dl = measure_https_downloads(https_download_cases(args, tport, ca, pols),
+                                     args.https_rounds, size)
+        rq = measure_https_requests(https_request_cases(args, tport, ca, pols, args.tls_requests),
+                                    args.tls_request_rounds)
+    finally:
+        tsrv.shutdown()
+        tsrv.server_close()
+
+    direct = dl["direct (host)"]
+    print(f"\nHTTPS download of {args.size_mb} MB, {args.https_rounds} interleaved rounds (MB/s "
+          f"from speed_download; body: after curl's time_pretransfer; handshake: its "
+          f"time_appconnect, CA file loading included):")
+    for name, r in dl.items():
+        r["ratio"] = r["speed"]["median"] / direct["speed"]["median"]
+        r["body_ratio"] = r["body"]["median"] / direct["body"]["median"]
+        print(f"  {name:24s} median {r['speed']['median']:7.1f} MB/s  (p10 "
+              f"{r['speed']['p10']:.1f}, p90 {r['speed']['p90']:.1f})  {r['ratio']:.2f}x direct;"
+              f"  body {r['body']['median']:7.1f} MB/s  {r['body_ratio']:.2f}x;"
+              f"  handshake {r['appconnect']['median']:6.1f} ms")
+    print("  target: intercepted >= 0.40x direct")
+    out["https_download_mb_s"] = dl
+
+    direct = rq["direct (host)"]
+    print(f"\nHTTPS requests for /tiny, a new TLS connection each, one python3 process of "
+          f"{args.tls_requests}, {args.tls_request_rounds} interleaved rounds (ms each; later: "
+          f"each round's median of requests 2..{args.tls_requests}; added: minus direct):")
+    for name, r in rq.items():
+        for k in ("first", "later"):
+            r[f"added_ms_{k}"] = r[k]["median"] - direct[k]["median"]
+        print(f"  {name:24s} first {r['first']['median']:6.2f} ms (p10 {r['first']['p10']:.2f}, "
+              f"p90 {r['first']['p90']:.2f}) {r['added_ms_first']:+.2f};  later "
+              f"{r['later']['median']:6.2f} ms (p10 {r['later']['p10']:.2f}, "
+              f"p90 {r['later']['p90']:.2f}) {r['added_ms_later']:+.2f}")
+    print("  target: intercepted adds <= 2 ms to the first request")
+    out["https_requests_ms"] = rq
+    out["tls_requests"] = args.tls_requests
+
+
 # ---------------------------------------------------------------- main
 
 def machine_note():
@@ -410,6 +689,54 @@ def machine_note():
             f"curl {curl[1] if len(curl) > 1 else '?'}, uid {os.getuid()}")
 
 
+def measure_http(args, size, port, tmp, out):
+    """srt, the plain HTTP downloads and the short requests."""
+    srt_prefix, srt_info = setup_srt(args, port, tmp)
+    if srt_prefix:
+        print(f"srt: {SRT_PKG} {srt_info}, through its HTTP proxy")
+        out["srt"] = {"version": srt_info}
+    else:
+        print(f"srt: not measured: {srt_info}")
+        out["srt"] = {"skipped": srt_info}
+
+    relay, relay_port = start_relay(port)
+    try:
+        dl, dropped = measure_downloads(download_cases(args, port, srt_prefix, relay_port),
+                                        args.rounds, size, peers={"srt, HTTP proxy"})
+    finally:
+        relay.kill()
+        relay.wait()
+    for name, why in dropped.items():
+        print(f"{name}: dropped: {why}")
+        out["srt"] = {"version": srt_info, "dropped": why}
+    direct = dl["direct (host)"]["median"]
+    print(f"\ndownload of {args.size_mb} MB, {args.rounds} interleaved rounds "
+          f"(MB/s, 1 MB = 10^6 bytes):")
+    for name, r in dl.items():
+        r["ratio"] = r["median"] / direct
+        print(f"  {name:24s} median {r['median']:8.1f} MB/s  (p10 {r['p10']:.1f}, "
+              f"p90 {r['p90']:.1f})  {r['ratio']:.2f}x direct")
+    print("  target: each airlock path >= 0.90x direct; the bare relay is the most any\n"
+          "  relay on the data path reaches on this machine")
+    out["download_mb_s"] = dl
+
+    rq = measure_requests(request_cases(args, port, args.requests,
+                                        not args.no_transparent_requests),
+                          args.request_rounds)
+    direct = rq["direct (host)"]["median"]
+    print(f"\n{args.requests} sequential requests, a new connection each, one python3 "
+          f"process, {args.request_rounds} interleaved rounds (ms for all):")
+    for name, r in rq.items():
+        r["ratio"] = r["median"] / direct
+        r["added_us_per_request"] = (r["median"] - direct) * 1000.0 / args.requests
+        print(f"  {name:24s} median {r['median']:8.1f} ms  (p10 {r['p10']:.1f}, "
+              f"p90 {r['p90']:.1f})  {r['ratio']:.2f}x direct, "
+              f"{r['added_us_per_request']:+.0f} us/request")
+    print("  target: HTTP proxy <= 1.20x direct")
+    out["requests_ms"] = rq
+    out["requests"] = args.requests
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=15, help="download rounds (default 15)")
@@ -418,6 +745,19 @@ def main():
     ap.add_argument("--start-rounds", type=int, default=300, help="start-up rounds (300)")
     ap.add_argument("--warmup", type=int, default=10, help="start-up warm-up rounds (10)")
     ap.add_argument("--size-mb", type=int, default=200, help="download size, 10^6 bytes (200)")
+    ap.add_argument("--https-rounds", type=int, default=15, help="HTTPS download rounds (15)")
+    ap.add_argument("--tls-request-rounds", type=int, default=21,
+                    help="rounds of N HTTPS requests (21)")
+    ap.add_argument("--tls-requests", type=int, default=20,
+                    help="HTTPS requests per round, the first one reported apart (20)")
+    ap.add_argument("--tls-tickets", type=int, default=2,
+                    help="TLS 1.3 session tickets the HTTPS server sends after each handshake "
+                         "(2, OpenSSL's default; 0 shows the gateway's missing TCP_NODELAY, "
+                         "docs/benchmarks.md)")
+    only = ap.add_mutually_exclusive_group()
+    only.add_argument("--no-https", action="store_true", help="leave out the HTTPS measurements")
+    only.add_argument("--only-https", action="store_true",
+                      help="only the HTTPS measurements (no srt, plain HTTP or start-up)")
     ap.add_argument("--no-transparent-requests", action="store_true",
                     help="leave the transparent path out of the request test")
     ap.add_argument("--no-srt", action="store_true", help="do not try sandbox-runtime (srt)")
@@ -429,9 +769,13 @@ def main():
     if args.baseline:
         args.baseline = os.path.abspath(args.baseline)
     args.airlock = os.path.abspath(args.airlock)
+    if args.tls_requests < 2:
+        sys.exit("egress: --tls-requests must be 2 or more (the first is reported apart)")
 
     if not shutil.which("curl"):
         sys.exit("egress: curl (Debian package curl) is required")
+    if not args.no_https and not shutil.which("openssl"):
+        sys.exit("egress: openssl (Debian package openssl) is required, or --no-https")
     size = args.size_mb * 1000 * 1000
     t0 = time.perf_counter()
     note = machine_note()
@@ -441,69 +785,30 @@ def main():
     tmp = tempfile.mkdtemp(prefix="egress-bench-")
     out = {"machine": note, "size_bytes": size}
     try:
-        srt_prefix, srt_info = setup_srt(args, port, tmp)
-        if srt_prefix:
-            print(f"srt: {SRT_PKG} {srt_info}, through its HTTP proxy")
-            out["srt"] = {"version": srt_info}
-        else:
-            print(f"srt: not measured: {srt_info}")
-            out["srt"] = {"skipped": srt_info}
-
-        relay, relay_port = start_relay(port)
-        try:
-            dl, dropped = measure_downloads(download_cases(args, port, srt_prefix, relay_port),
-                                            args.rounds, size, peers={"srt, HTTP proxy"})
-        finally:
-            relay.kill()
-            relay.wait()
-        for name, why in dropped.items():
-            print(f"{name}: dropped: {why}")
-            out["srt"] = {"version": srt_info, "dropped": why}
-        direct = dl["direct (host)"]["median"]
-        print(f"\ndownload of {args.size_mb} MB, {args.rounds} interleaved rounds "
-              f"(MB/s, 1 MB = 10^6 bytes):")
-        for name, r in dl.items():
-            r["ratio"] = r["median"] / direct
-            print(f"  {name:24s} median {r['median']:8.1f} MB/s  (p10 {r['p10']:.1f}, "
-                  f"p90 {r['p90']:.1f})  {r['ratio']:.2f}x direct")
-        print("  target: each airlock path >= 0.90x direct; the bare relay is the most any\n"
-              "  relay on the data path reaches on this machine")
-        out["download_mb_s"] = dl
-
-        rq = measure_requests(request_cases(args, port, args.requests,
-                                            not args.no_transparent_requests),
-                              args.request_rounds)
-        direct = rq["direct (host)"]["median"]
-        print(f"\n{args.requests} sequential requests, a new connection each, one python3 "
-              f"process, {args.request_rounds} interleaved rounds (ms for all):")
-        for name, r in rq.items():
-            r["ratio"] = r["median"] / direct
-            r["added_us_per_request"] = (r["median"] - direct) * 1000.0 / args.requests
-            print(f"  {name:24s} median {r['median']:8.1f} ms  (p10 {r['p10']:.1f}, "
-                  f"p90 {r['p90']:.1f})  {r['ratio']:.2f}x direct, "
-                  f"{r['added_us_per_request']:+.0f} us/request")
-        print("  target: HTTP proxy <= 1.20x direct")
-        out["requests_ms"] = rq
-        out["requests"] = args.requests
+        if not args.only_https:
+            measure_http(args, size, port, tmp, out)
+        if not args.no_https:
+            measure_https(args, size, tmp, out)
     finally:
         srv.shutdown()
         srv.server_close()
         Handler.body.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
-    st, have_bwrap = measure_startup(args, args.start_rounds, args.warmup)
-    print(f"\nstart-up, {args.start_rounds} interleaved rounds ({args.warmup} warm-up):")
-    for name, r in st.items():
+    if not args.only_https:
+        st, have_bwrap = measure_startup(args, args.start_rounds, args.warmup)
+        print(f"\nstart-up, {args.start_rounds} interleaved rounds ({args.warmup} warm-up):")
+        for name, r in st.items():
+            if have_bwrap:
+                r["ratio_to_bwrap"] = r["median"] / st["bwrap"]["median"]
+            print(f"  {name:40s} median {r['median']:6.2f} ms  (p10 {r['p10']:.2f}, "
+                  f"p90 {r['p90']:.2f})" +
+                  (f"  {r['ratio_to_bwrap']:.2f}x bwrap" if have_bwrap else ""))
         if have_bwrap:
-            r["ratio_to_bwrap"] = r["median"] / st["bwrap"]["median"]
-        print(f"  {name:40s} median {r['median']:6.2f} ms  (p10 {r['p10']:.2f}, "
-              f"p90 {r['p90']:.2f})" +
-              (f"  {r['ratio_to_bwrap']:.2f}x bwrap" if have_bwrap else ""))
-    if have_bwrap:
-        print("  target: airlock with the gateway <= 1.00x bwrap")
-    else:
-        print("  bwrap (Debian package bubblewrap) not found: no ratio")
-    out["startup_ms"] = st
+            print("  target: airlock with the gateway <= 1.00x bwrap")
+        else:
+            print("  bwrap (Debian package bubblewrap) not found: no ratio")
+        out["startup_ms"] = st
     out["total_s"] = time.perf_counter() - t0
     print(f"\ntotal {out['total_s']:.0f} s")
     if args.json:
