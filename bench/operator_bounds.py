@@ -7,7 +7,7 @@ socket) is asked once per run. Egress: one sandbox making N HTTP requests
 through the gateway to a loopback server, without a decider, with the
 decider asked per request (cache off), and with its cache on (one question
 per host). The report gives medians and ratios against the bare case.
-Usage: bench/operator.py [--rounds N] [--requests N] [--airlock PATH]
+Usage: bench/operator_bounds.py [--rounds N] [--requests N] [--airlock PATH]
 """
 import argparse
 import json
