@@ -86,9 +86,9 @@ struct al_reqstream {
 	struct al_http_request req;
 	char path[AL_HTTP_HEAD_MAX + 1];
 	size_t path_len;
-	/* The method and path as the REQUEST event shows them. */
+	/* The method as the REQUEST event shows it (its path is shown in
+	 * target, which is free again once the head is built). */
 	char shown_method[AL_HTTP_METHOD_MAX];
-	char shown_path[AL_HTTP_HEAD_MAX + 1];
 	const char *query; /* in head: from the '?', or NULL */
 	size_t query_len;
 	bool sent_any; /* bytes of it went out: a refusal now is a cut */

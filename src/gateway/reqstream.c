@@ -483,14 +483,14 @@ static void announce(struct al_reqstream *rs, struct al_reqstream_event *ev)
 	const struct al_http_request *q = &rs->req;
 	size_t mlen =
 	    redact(rs->needles, rs->head + q->method.off, q->method.len, rs->shown_method);
-	size_t plen = redact(rs->needles, rs->path, rs->path_len, rs->shown_path);
+	size_t plen = redact(rs->needles, rs->path, rs->path_len, rs->target);
 
 	ev->kind = AL_REQSTREAM_REQUEST;
 	ev->req = (struct al_reqstream_request){
 	    .index = rs->n_requests++,
 	    .method = rs->shown_method,
 	    .method_len = mlen,
-	    .path = rs->shown_path,
+	    .path = rs->target,
 	    .path_len = plen,
 	    .host = rs->host.text,
 	    .port = rs->conf->port,

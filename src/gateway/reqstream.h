@@ -212,7 +212,7 @@ enum al_reqstream_kind al_reqstream_next(struct al_reqstream *rs, size_t room,
 
 /* The caller refuses the stream from here on, e.g. with 402 after a
  * REQUEST event when the spend budget is spent: the next event is REFUSED
- * with status and reason (borrowed: a string that outlives the filter),
+ * with status and reason (copied; at most 255 bytes are kept),
  * and nothing more is output. A REQUEST's own bytes have not gone out
  * when it is announced, so refusing right after it is not a cut. */
 void al_reqstream_refuse(struct al_reqstream *rs, int status, const char *reason);
