@@ -173,15 +173,6 @@ static bool plan_has(const struct al_plan *p, const char *path)
 	return false;
 }
 
-static bool env_set(char *const *envp, const char *name)
-{
-	size_t n = strlen(name);
-	for (size_t i = 0; envp && envp[i]; i++)
-		if (strncmp(envp[i], name, n) == 0 && envp[i][n] == '=')
-			return true;
-	return false;
-}
-
 /* The host's bundle and the run's CA, one PEM file. */
 static char *bundle(const char *ca_pem)
 {
@@ -227,7 +218,7 @@ static int open_ca(struct al_plan *plan, struct al_cred *c, struct al_error *err
 	al_plan_add_file(plan, AL_CA_FILE, xstrdup(al_tls_ca_pem(c->ca)), 0444);
 	al_plan_add_file(plan, AL_CA_BUNDLE, bundle(al_tls_ca_pem(c->ca)), 0444);
 	for (size_t i = 0; al_ca_env[i]; i++)
-		if (!env_set(plan->envp, al_ca_env[i]))
+		if (!al_plan_env_has(plan->envp, al_ca_env[i]))
 			al_strv_push_take(&plan->envp,
 					  xasprintf("%s=%s", al_ca_env[i],
 						    strcmp(al_ca_env[i], "NODE_EXTRA_CA_CERTS") == 0

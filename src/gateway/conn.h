@@ -225,6 +225,7 @@ struct al_gateway {
 	size_t needle_owner[AL_GW_MAX_NEEDLES];
 	size_t n_needles;
 	struct al_needles *needle_set; /* the same, compiled */
+	bool needles_failed;	       /* they could not be: the gateway does not start */
 	struct gw_tls *tls;	       /* choose.c: interception's TLS contexts, or NULL */
 };
 

@@ -46,6 +46,10 @@ int al_gateway_prepare(struct al_gateway *gw, struct al_error *err)
 		return al_error_set(err, -r, "%s", e.msg);
 	if (r < 0) /* the host's own configuration: its names then fail */
 		al_warn("%s; names that need resolving will be refused", e.msg);
+	/* Without the placeholders to look for, misuse would pass unseen. */
+	if (gw->needles_failed)
+		return al_error_set(
+		    err, EINVAL, "the secrets' placeholders could not be compiled for the gateway");
 	/* Interception's trust stores are read now, before the walls. */
 	if ((r = gw_tls_prepare(gw, err)) < 0)
 		return r;

@@ -36,7 +36,7 @@ void gw_needles_build(struct al_gateway *gw)
 	}
 	struct al_error err = {0};
 	if (gw->n_needles && al_needles_new(gw->needles, gw->n_needles, &gw->needle_set, &err) < 0)
-		al_warn("gateway: %s", err.msg); /* then nothing is scanned: found in names only */
+		gw->needles_failed = true; /* al_gateway_prepare refuses to start */
 }
 
 const struct al_rule_opts *gw_rule_opts(const struct al_gateway *gw, const char *rule)

@@ -44,7 +44,7 @@ static int make_fake_aws(struct al_plan_secret *s)
 			    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
 }
 
-static bool env_has(char *const *envp, const char *name)
+bool al_plan_env_has(char *const *envp, const char *name)
 {
 	size_t n = strlen(name);
 	for (size_t i = 0; envp && envp[i]; i++)
@@ -56,7 +56,7 @@ static bool env_has(char *const *envp, const char *name)
 static void set_env(struct al_plan *p, const struct al_secret_def *d, const char *name,
 		    const char *value, struct al_errors *errs)
 {
-	if (env_has(p->envp, name)) {
+	if (al_plan_env_has(p->envp, name)) {
 		al_errors_add(errs, EINVAL, d->where, NULL,
 			      "the sandbox's variable %s would hold its placeholder, but the task "
 			      "sets %s itself",
@@ -134,7 +134,7 @@ static void build_one(struct al_plan *p, const struct al_secret_def *def, struct
 		set_env(p, def, "AWS_SECRET_ACCESS_KEY", s->fake_secret, errs);
 		al_strv_push(&p->env_hidden, "AWS_ACCESS_KEY_ID");
 		al_strv_push(&p->env_hidden, "AWS_SECRET_ACCESS_KEY");
-		if (env_has(p->envp, "AWS_SESSION_TOKEN"))
+		if (al_plan_env_has(p->envp, "AWS_SESSION_TOKEN"))
 			al_errors_add(
 			    errs, EINVAL, def->where, NULL,
 			    "the sandbox's AWS_SESSION_TOKEN would hold a placeholder, but "

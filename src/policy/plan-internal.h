@@ -17,6 +17,8 @@ void al_plan_add_dir(struct al_plan *p, const char *path, mode_t mode);
 void al_plan_build_cred(struct al_plan *p, const struct al_policy *pol, struct al_errors *errs);
 void al_plan_build_cred_files(struct al_plan *p);
 void al_plan_free_cred(struct al_plan *p);
+/* envp sets name. */
+bool al_plan_env_has(char *const *envp, const char *name);
 /* After the file tree: no mount or copy-in shows where a secret comes
  * from, no --env passes its variable. */
 void al_plan_check_cred_sources(struct al_plan *p, const struct al_policy *pol,
