@@ -20,6 +20,7 @@
 #include "cgroup/cgroup.h"
 #include "core/error.h"
 #include "core/loop.h"
+#include "ids/slots.h"
 #include "net/layout.h"
 #include "policy/plan.h"
 #include "supervisor/meter.h"
@@ -33,6 +34,7 @@ struct al_sandbox {
 	const struct al_backend_ops *ops;
 	const struct al_plan *plan; /* borrowed */
 	struct al_audit *audit;	    /* borrowed; may be NULL */
+	const char *run_id;	    /* borrowed; may be NULL */
 	struct al_loop *loop;	    /* borrowed: the run's */
 	const struct al_sandbox_events *events;
 	struct al_cgroup *cg; /* owned; NULL when the run has no cgroup */
@@ -43,10 +45,17 @@ struct al_sandbox {
 	pid_t pid;
 	int pidfd;
 	int sync;
+	int userns;   /* native: init's user namespace, opened right after its maps */
 	bool exiting; /* init reported the end, emptied the namespace and left the cgroup */
+	bool reaped;  /* init was waited for: nothing of the sandbox runs */
 	struct al_monitor *mon;
 	struct al_native_plan *lowered; /* native: the plan in its terms (owned) */
 	int *inputs; /* native, as root: the task's inputs as detached mounts, until clone */
+	/* Who the sandbox's ids are on the host (set by prepare; for the
+	 * record), and the pool's slot they come from (native, as root). */
+	struct al_host_ids ids;
+	bool have_ids;
+	struct al_id_slot slot;
 };
 
 struct al_backend_ops {

@@ -278,29 +278,11 @@ const char *al_cgroup_path(const struct al_cgroup *cg, const char *controller)
 }
 
 /* "<pid>-<starttime>": the supervisor's identity, stable for its life. */
-int al_cg_self_starttime(pid_t pid, unsigned long long *ret)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (al_read_file(path, buf, sizeof(buf)) <= 0)
-		return -ENOENT;
-	char *p = strrchr(buf, ')');
-	if (!p)
-		return -EINVAL;
-	/* Field 22 (starttime); p points at the end of field 2. */
-	for (int field = 2; field < 22 && p; field++)
-		p = strchr(p + 1, ' ');
-	if (!p)
-		return -EINVAL;
-	*ret = strtoull(p + 1, NULL, 10);
-	return 0;
-}
-
 static void make_id(char *buf, size_t len)
 {
 	static unsigned counter;
 	unsigned long long st = 0;
-	al_cg_self_starttime(getpid(), &st);
+	al_proc_starttime(getpid(), &st);
 	snprintf(buf, len, "%d-%llu-%u", (int)getpid(), st, counter++);
 }
 

@@ -36,4 +36,3 @@ char *al_cg_own_path(const char *controller);
 char *al_cg_join(const char *mount, const char *path);
 bool al_cg_v2_usable(const char **ret_mount, char **ret_own);
 int al_cg_write_str(const char *dir, const char *file, const char *value, struct al_error *err);
-int al_cg_self_starttime(pid_t pid, unsigned long long *ret);

@@ -137,7 +137,7 @@ static bool run_is_stale(const char *name)
 
 	if (sscanf(name, "%d-%llu-", &pid, &st) != 2)
 		return false; /* not ours */
-	if (al_cg_self_starttime(pid, &now) < 0)
+	if (al_proc_starttime(pid, &now) < 0)
 		return true; /* the supervisor is gone */
 	return now != st;    /* the pid was reused */
 }

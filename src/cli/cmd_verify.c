@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/sys.h"
 #include "core/util.h"
+#include "ids/slots.h"
 #include "policy/plan.h"
 #include "run/run.h"
 
@@ -138,7 +139,9 @@ int al_cmd_gc(int argc, char **argv)
 
 	if (argc > 0 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
 		printf("Usage: airlock gc\n\nRemove the cgroups of runs whose airlock was killed "
-		       "(every run also does this first).\n");
+		       "(every run also does this first),\nand give their host id slots back to "
+		       "the pool once no process has ids of them\n(a run that finds every slot "
+		       "taken does this too).\n");
 		return 0;
 	}
 	if (argc > 0) {
@@ -151,5 +154,13 @@ int al_cmd_gc(int argc, char **argv)
 		return 125;
 	}
 	printf("removed %d stale cgroup%s\n", n, n == 1 ? "" : "s");
+	if (geteuid() != 0)
+		return 0; /* only runs as root take host id slots */
+	n = al_ids_gc(NULL, &err);
+	if (n < 0) {
+		al_err("%s", err.msg);
+		return 125;
+	}
+	printf("reclaimed %d host id slot%s\n", n, n == 1 ? "" : "s");
 	return 0;
 }

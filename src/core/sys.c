@@ -225,3 +225,21 @@ void al_random_id(char *buf, size_t len)
 	snprintf(buf, len, "%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5],
 		 r[6], r[7]);
 }
+
+int al_proc_starttime(pid_t pid, unsigned long long *ret)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (al_read_file(path, buf, sizeof(buf)) <= 0)
+		return -ENOENT;
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return -EINVAL;
+	/* Field 22 (starttime); p points at the end of field 2. */
+	for (int field = 2; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	if (!p)
+		return -EINVAL;
+	*ret = strtoull(p + 1, NULL, 10);
+	return 0;
+}

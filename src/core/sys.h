@@ -88,3 +88,8 @@ ssize_t al_read_file(const char *path, char *buf, size_t len);
 
 /* A random run id: 16 lowercase hex digits (buf needs 17 bytes). */
 void al_random_id(char *buf, size_t len);
+
+/* Field 22 of /proc/PID/stat, the process's start time in clock ticks
+ * since boot: with the pid, an identity that survives pid reuse. 0 or
+ * -errno. */
+int al_proc_starttime(pid_t pid, unsigned long long *ret);

@@ -10,6 +10,7 @@
 #include "audit/audit.h"
 #include "core/cleanup.h"
 #include "core/util.h"
+#include "ids/slots.h"
 #include "policy/plan-internal.h"
 #include "net/addr.h"
 #include "net/layout.h"
@@ -40,8 +41,28 @@ void al_plan_dump_text(const struct al_plan *p, FILE *f)
 	fprintf(f, "terminal:   %s\n",
 		p->tty ? "a pty of the sandbox's own (/dev/pts), relayed to airlock's stdio"
 		       : "none (stdio are pipes relayed by airlock)");
-	fprintf(f, "identity:   uid %d gid %d inside = host uid %u gid %u%s\n", AL_SANDBOX_UID,
-		AL_SANDBOX_GID, p->host_uid, p->host_gid, p->rootless ? " (rootless)" : "");
+	if (p->rootless)
+		fprintf(f,
+			"identity:   uid %d gid %d inside = host uid %u gid %u (rootless: you)\n",
+			AL_SANDBOX_UID, AL_SANDBOX_GID, p->host_uid, p->host_gid);
+	else if (p->ids_per_run)
+		fprintf(
+		    f,
+		    "identity:   uid %d gid %d inside = host uid/gid B+%d, sandbox 0 = B, where "
+		    "B = %u + slot x %u is the first id of a slot the run holds alone "
+		    "(%u slots); its user namespace is created by B\n",
+		    AL_SANDBOX_UID, AL_SANDBOX_GID, AL_SANDBOX_UID, AL_IDS_POOL_BASE,
+		    AL_IDS_SLOT_SIZE, AL_IDS_POOL_SLOTS);
+	else
+		fprintf(f,
+			"identity:   uid %d gid %d inside = host uid %u gid %u, sandbox 0 = %u: a "
+			"fixed range (identity.host_ids), shared by every run that pins it\n",
+			AL_SANDBOX_UID, AL_SANDBOX_GID, p->host_uid, p->host_gid, p->host_base);
+	fprintf(f,
+		"userns:     inotify %" PRIu64 " instances, %" PRIu64
+		" watches; no user, mount, pid, net, ipc, uts, cgroup or time namespace, no "
+		"fanotify group (/proc/sys/user inside)\n",
+		p->inotify_instances, p->inotify_watches);
 	if (!p->gateway) {
 		fprintf(f, "network:    none (loopback only)\n");
 	} else {
@@ -101,10 +122,29 @@ char *al_plan_dump_json(const struct al_plan *p)
 	json_object_set_new(root, "workdir", json_string(p->workdir));
 	json_object_set_new(root, "hostname", json_string(p->hostname));
 	json_object_set_new(root, "tty", json_boolean(p->tty));
-	o = json_pack("{s:i, s:i, s:I, s:I, s:b}", "uid", AL_SANDBOX_UID, "gid", AL_SANDBOX_GID,
-		      "host_uid", (json_int_t)p->host_uid, "host_gid", (json_int_t)p->host_gid,
-		      "rootless", p->rootless);
+	json_t *pool =
+	    p->ids_per_run
+		? json_pack("{s:I, s:I, s:I}", "first", (json_int_t)AL_IDS_POOL_BASE, "slot_size",
+			    (json_int_t)AL_IDS_SLOT_SIZE, "slots", (json_int_t)AL_IDS_POOL_SLOTS)
+		: json_null();
+	o = json_pack(
+	    "{s:i, s:i, s:s, s:o, s:o, s:o, s:o, s:b}", "uid", AL_SANDBOX_UID, "gid",
+	    AL_SANDBOX_GID, "host_ids",
+	    p->rootless	     ? "caller"
+	    : p->ids_per_run ? "per-run"
+			     : "fixed",
+	    "host_uid", p->ids_per_run ? json_null() : json_integer((json_int_t)p->host_uid),
+	    "host_gid", p->ids_per_run ? json_null() : json_integer((json_int_t)p->host_gid),
+	    "host_base",
+	    p->rootless || p->ids_per_run ? json_null() : json_integer((json_int_t)p->host_base),
+	    "pool", pool, "rootless", p->rootless);
 	json_object_set_new(root, "identity", o);
+	struct al_ns_limit lim[AL_NS_LIMITS_MAX];
+	size_t n_lim = al_plan_ns_limits(p, lim);
+	o = json_object();
+	for (size_t i = 0; i < n_lim; i++)
+		json_object_set_new(o, lim[i].name, json_integer((json_int_t)lim[i].value));
+	json_object_set_new(root, "userns_limits", o);
 	o = json_pack("{s:s}", "mode", p->gateway ? "gateway" : "none");
 	if (p->gateway) {
 		a = json_array();

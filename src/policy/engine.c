@@ -124,6 +124,34 @@ static void check_backend(struct al_decision *d, struct al_policy *task,
 	    pr->backend_default && !ref ? engine_bound(d, "%s.backend.default", pr->where) : NULL);
 }
 
+/* identity.host_ids: the profile's, and a task may pin only that range
+ * (a range of its own choosing would choose which host user its
+ * processes are). */
+static void check_identity(struct al_decision *d, struct al_policy *task)
+{
+	const struct al_op_profile *pr = d->profile;
+	char asked[32], bound[32];
+
+	if (task->host_ids == AL_HOST_IDS_FIXED &&
+	    (pr->host_ids != AL_HOST_IDS_FIXED || pr->host_ids_base != task->host_ids_base)) {
+		snprintf(asked, sizeof(asked), "%u", task->host_ids_base);
+		if (pr->host_ids == AL_HOST_IDS_FIXED)
+			snprintf(bound, sizeof(bound), "%u", pr->host_ids_base);
+		else
+			snprintf(bound, sizeof(bound), "per-run");
+		_cleanup_free_ char *ref = xasprintf("%s: identity.host_ids", task->source);
+		engine_refuse(d, ref, asked, bound, engine_path(pr, "identity.host_ids"),
+			      "%s: a fixed range of host ids (%u) is the operator's to pin; this "
+			      "profile's is %s",
+			      ref, task->host_ids_base, bound);
+		return;
+	}
+	if (pr->host_ids != AL_HOST_IDS_UNSET) {
+		task->host_ids = (enum al_host_ids_mode)pr->host_ids;
+		task->host_ids_base = pr->host_ids_base;
+	}
+}
+
 static void check_best_effort(struct al_decision *d, const struct al_policy *task)
 {
 	const struct al_op_profile *pr = d->profile;
@@ -405,6 +433,7 @@ int al_engine_request(const struct al_operator *op, struct al_policy *task,
 		     (task->network_mode && strcmp(task->network_mode, "gateway") == 0) ||
 		     (!none && d->profile->always_text && d->profile->always_text[0]);
 	check_backend(d, task, flags);
+	check_identity(d, task);
 	check_best_effort(d, task);
 	check_env(d, task, flags);
 	check_rules(d, task, flags);

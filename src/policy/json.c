@@ -10,6 +10,8 @@
 
 #include "core/cleanup.h"
 #include "core/util.h"
+#include "ids/slots.h"
+#include "policy/policy.h"
 
 int al_json_fail(struct al_json_ctx *c, const char *path, const char *fmt, ...)
 {
@@ -222,5 +224,46 @@ int al_json_cpus(struct al_json_ctx *c, const json_t *j, const char *path, uint6
 		return al_json_fail(c, path,
 				    "expected a number of CPUs from 0.01 to 1024 (e.g. 0.5)");
 	*out = (uint64_t)(v * 1000 + 0.5);
+	return 0;
+}
+
+int al_json_identity(struct al_json_ctx *c, const json_t *j, const char *path, int *mode,
+		     uint32_t *base)
+{
+	static const char *const keys[] = {"host_ids", NULL};
+	char sub[160];
+	const json_t *v;
+	int r;
+
+	if ((r = al_json_want(c, j, JSON_OBJECT, path, "an object")) < 0)
+		return r;
+	if ((r = al_json_check_keys(c, j, path, keys)) < 0)
+		return r;
+	snprintf(sub, sizeof(sub), "%s.host_ids", path);
+	if (!(v = json_object_get(j, "host_ids")))
+		return 0;
+	if (json_is_string(v) && strcmp(json_string_value(v), "per-run") == 0) {
+		*mode = AL_HOST_IDS_PER_RUN;
+		return 0;
+	}
+	if (!json_is_integer(v))
+		return al_json_fail(c, sub,
+				    "expected \"per-run\" or the first host id of a fixed range, "
+				    "got %s",
+				    al_json_type_name(v));
+	json_int_t b = json_integer_value(v);
+	if (b < 65536 || b > 4294967294ll - (AL_IDS_SLOT_SIZE - 1))
+		return al_json_fail(c, sub,
+				    "a fixed range is %u host ids from its first, which must be "
+				    "from 65536 to %llu (never root or the ids below 65536)",
+				    AL_IDS_SLOT_SIZE, 4294967294ull - (AL_IDS_SLOT_SIZE - 1));
+	if (al_ids_in_pool((unsigned long long)b))
+		return al_json_fail(
+		    c, sub, "%lld..%lld overlaps the pool of per-run ranges (%u..%llu)",
+		    (long long)b, (long long)b + AL_IDS_SLOT_SIZE - 1, AL_IDS_POOL_BASE,
+		    (unsigned long long)AL_IDS_POOL_BASE +
+			(unsigned long long)AL_IDS_POOL_SLOTS * AL_IDS_SLOT_SIZE - 1);
+	*mode = AL_HOST_IDS_FIXED;
+	*base = (uint32_t)b;
 	return 0;
 }

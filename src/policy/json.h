@@ -44,3 +44,10 @@ int al_json_count(struct al_json_ctx *c, const json_t *j, const char *path, uint
 int al_json_cpus(struct al_json_ctx *c, const json_t *j, const char *path, uint64_t *out);
 /* Remember that a key failed (*bad = r) and go on; returns r. */
 int al_json_note(int *bad, int r);
+
+/* "identity": {"host_ids": "per-run" | FIRST_HOST_ID}. A fixed range is
+ * AL_IDS_SLOT_SIZE ids from FIRST_HOST_ID, above 65535, below 2^32 - 1
+ * and outside the per-run pool (ids/slots.h). *mode is an enum
+ * al_host_ids_mode (policy.h). */
+int al_json_identity(struct al_json_ctx *c, const json_t *j, const char *path, int *mode,
+		     uint32_t *base);

@@ -38,6 +38,12 @@ const struct al_limit_def al_limit_defs[AL_OPL_COUNT] = {
 	LIMIT("limits", "copy_out_size", "--copy-out-size", AL_LIMIT_SIZE, 0, 0, copy_out_bytes, 0),
     [AL_OPL_COPY_OUT_FILES] = LIMIT("limits", "copy_out_files", "--copy-out-files", AL_LIMIT_COUNT,
 				    1000000, 0, copy_out_files, AL_DEFAULT_COPY_OUT_FILES),
+    /* The sandbox user namespace's own (/proc/sys/user), set before the
+     * command starts: what one run may hold of its creator's. */
+    [AL_OPL_INOTIFY_INSTANCES] = LIMIT("limits", "inotify_instances", NULL, AL_LIMIT_COUNT, 65536,
+				       1, inotify_instances, AL_DEFAULT_INOTIFY_INSTANCES),
+    [AL_OPL_INOTIFY_WATCHES] = LIMIT("limits", "inotify_watches", NULL, AL_LIMIT_COUNT, 4194304, 1,
+				     inotify_watches, AL_DEFAULT_INOTIFY_WATCHES),
     [AL_OPL_NET_CONNECTIONS] = LIMIT("network.limits", "connections", NULL, AL_LIMIT_COUNT, 65536,
 				     0, net_run.connections, AL_DEFAULT_NET_CONNECTIONS),
     [AL_OPL_NET_REQUESTS] = LIMIT("network.limits", "requests", NULL, AL_LIMIT_COUNT, 1ull << 40, 0,

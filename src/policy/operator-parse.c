@@ -552,7 +552,7 @@ static int parse_profile(struct al_json_ctx *c, const char *name, const json_t *
 {
 	static const char *const keys[] = {"filesystem", "network",	"limits",      "backend",
 					   "env",	 "best_effort", "description", "secrets",
-					   "tokens",	 NULL};
+					   "tokens",	 "identity",	NULL};
 	char path[128], sub[192];
 	json_t *v, *nl;
 	int r, bad = 0;
@@ -604,6 +604,9 @@ static int parse_profile(struct al_json_ctx *c, const char *name, const json_t *
 	snprintf(sub, sizeof(sub), "%s.best_effort", path);
 	if ((v = json_object_get(j, "best_effort")))
 		al_json_note(&bad, parse_best_effort(c, v, sub, pr));
+	snprintf(sub, sizeof(sub), "%s.identity", path);
+	if ((v = json_object_get(j, "identity")))
+		al_json_note(&bad, al_json_identity(c, v, sub, &pr->host_ids, &pr->host_ids_base));
 	al_json_note(&bad, al_op_parse_grants(c, j, path, pr));
 	return bad;
 }

@@ -87,6 +87,11 @@ struct al_op_profile {
 
 	unsigned best_effort; /* AL_OP_WEAKEN_* a task may ask for */
 
+	/* identity.host_ids: what every run of the profile gets (an enum
+	 * al_host_ids_mode; UNSET: per run, and no task may pin a range) */
+	int host_ids;
+	uint32_t host_ids_base;
+
 	/* credentials (operator-cred.c): the secrets and tokens of the
 	 * operator's a task may name; the options of allow and always rules
 	 * written as objects (interception, request rules), which hold for

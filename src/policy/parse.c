@@ -434,7 +434,7 @@ static int parse_root(struct al_json_ctx *c, const json_t *root)
 {
 	static const char *const keys[] = {
 	    "version", "command", "hostname", "tty",	 "profile", "filesystem", "env",
-	    "limits",  "network", "backend",  "secrets", "tokens",  NULL};
+	    "limits",  "network", "backend",  "secrets", "tokens",  "identity",	  NULL};
 	json_t *v;
 	bool stop;
 	int bad = 0;
@@ -469,6 +469,11 @@ static int parse_root(struct al_json_ctx *c, const json_t *root)
 		al_json_note(&bad, parse_network(c, v));
 	if ((v = json_object_get(root, "backend")))
 		al_json_note(&bad, parse_backend(c, v));
+	if ((v = json_object_get(root, "identity"))) {
+		int mode = AL_HOST_IDS_UNSET;
+		al_json_note(&bad, al_json_identity(c, v, "identity", &mode, &c->p->host_ids_base));
+		c->p->host_ids = (enum al_host_ids_mode)mode;
+	}
 	if ((v = json_object_get(root, "secrets")))
 		al_json_note(&bad, parse_secrets(c, v, "secrets", false));
 	if ((v = json_object_get(root, "tokens")))

@@ -22,9 +22,13 @@
 
 #define AL_SANDBOX_UID 1000
 #define AL_SANDBOX_GID 1000
-/* As root on the host, sandbox ids 0 and 1000 map to these host ids: never
- * host root, and far above any ordinary account or subuid range. */
-#define AL_HOST_ID_BASE 1000000000u
+/* The host id that files the sandbox creates in a root-owned "rw"
+ * directory belong to, in every run as root (the directory is idmapped
+ * from it to the run's own ids, so a per-run id never reaches a disk). */
+#define AL_HOST_DISK_ID 1000001000u
+/* Per-run limits of the sandbox's user namespace (/proc/sys/user). */
+#define AL_DEFAULT_INOTIFY_INSTANCES 64u
+#define AL_DEFAULT_INOTIFY_WATCHES   16384u
 
 #define AL_DEFAULT_TIMEOUT_MS	  (60u * 1000u)
 #define AL_DEFAULT_SCRATCH_BYTES  (64ull << 20)
@@ -181,10 +185,15 @@ struct al_plan {
 	 * without a usable cgroup goes ahead with a warning instead. */
 	bool cgroup_required;
 
-	/* identities */
-	bool rootless;	/* airlock itself is not root: map only our own ids */
-	uid_t host_uid; /* what sandbox uid 1000 is on the host */
+	/* identities: who the sandbox's ids are on the host (al_plan_host_ids) */
+	bool rootless;	  /* airlock itself is not root: map only our own ids */
+	bool ids_per_run; /* as root: a slot of the pool (ids/slots.h), taken at the start */
+	uid_t host_base;  /* as root with a fixed range (identity.host_ids): sandbox id 0 */
+	uid_t host_uid;	  /* rootless: the caller; fixed: host_base + 1000; per run: 0 */
 	gid_t host_gid;
+	/* the sandbox user namespace's own limits (/proc/sys/user) */
+	uint64_t inotify_instances;
+	uint64_t inotify_watches;
 
 	/* network: the egress gateway (src/gateway), when enabled */
 	bool gateway;
@@ -246,6 +255,33 @@ extern const char *const al_plan_default_system[];
 /* On errors, still return what could be built in *ret (never to be run:
  * for the operator policy's checks of the paths that did resolve). */
 #define AL_PLAN_PARTIAL (1u << 1)
+
+/* Who the sandbox's ids are on the host in one run. */
+struct al_host_ids {
+	bool rootless;	/* only sandbox 1000 is mapped, to the caller */
+	uid_t root_uid; /* sandbox uid/gid 0 (not mapped rootless) */
+	gid_t root_gid;
+	uid_t uid; /* sandbox uid/gid 1000: the command's */
+	gid_t gid;
+	uid_t owner; /* who creates the sandbox's user namespace */
+	int slot;    /* the pool's slot (ids/slots.h); -1: fixed or rootless */
+};
+
+/* The ids of a run of p: slot is the one the run holds when
+ * p->ids_per_run (ignored otherwise). */
+void al_plan_host_ids(const struct al_plan *p, int slot, struct al_host_ids *ids);
+
+/* The sandbox user namespace's own limits, as /proc/sys/user names them:
+ * set inside before the command starts, checked from outside. */
+#define AL_NS_LIMITS_MAX 12
+struct al_ns_limit {
+	const char *name; /* under /proc/sys/user */
+	uint64_t value;
+	bool optional; /* kernels before 5.6 (time) and 5.13 (fanotify) lack it */
+};
+
+/* p's limits into out[AL_NS_LIMITS_MAX]; returns how many. */
+size_t al_plan_ns_limits(const struct al_plan *p, struct al_ns_limit *out);
 
 /* Build a plan from a merged policy: apply defaults, resolve and check host
  * paths, synthesize /etc and order the file tree. Errors name the offending

@@ -178,6 +178,14 @@ void al_policy_merge(struct al_policy *base, const struct al_policy *over)
 		base->copy_out_bytes = over->copy_out_bytes;
 	if (over->copy_out_files)
 		base->copy_out_files = over->copy_out_files;
+	if (over->inotify_instances)
+		base->inotify_instances = over->inotify_instances;
+	if (over->inotify_watches)
+		base->inotify_watches = over->inotify_watches;
+	if (over->host_ids != AL_HOST_IDS_UNSET) {
+		base->host_ids = over->host_ids;
+		base->host_ids_base = over->host_ids_base;
+	}
 	for (size_t i = 0; i < over->n_copy_in; i++)
 		al_policy_add_copy(base, true, over->copy_in[i].host, over->copy_in[i].path,
 				   over->copy_in[i].origin);

@@ -92,7 +92,18 @@ struct al_policy {
 	uint64_t file_size;
 	uint64_t copy_out_bytes; /* caps of what copy-out brings back */
 	uint64_t copy_out_files;
+	uint64_t inotify_instances; /* the sandbox user namespace's limits */
+	uint64_t inotify_watches;
 	enum al_kmem_mode kernel_memory;
+
+	/* identity.host_ids: as root, a slot of the pool per run (the
+	 * default), or a fixed range whose first id is host_ids_base */
+	enum al_host_ids_mode {
+		AL_HOST_IDS_UNSET,
+		AL_HOST_IDS_PER_RUN,
+		AL_HOST_IDS_FIXED
+	} host_ids;
+	uint32_t host_ids_base;
 
 	/* network: "none" (loopback only) or "gateway"; allow non-empty implies
 	 * the gateway */

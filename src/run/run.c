@@ -69,6 +69,8 @@ static void end(struct al_run *run)
 	const struct al_run_request *req = &run->req;
 
 	al_supervisor_free(TAKE_PTR(run->sup));
+	run->res.have_ids = run->sb.have_ids;
+	run->res.ids = run->sb.ids;
 	if (run->sb.ops) {
 		run->sb.ops->destroy(&run->sb);
 		run->sb.ops = NULL;
@@ -165,13 +167,15 @@ int al_run_start(const struct al_run_request *req, const struct al_supervisor_io
 	run->sup = al_supervisor_new(&cfg);
 	al_sandbox_init_handle(&run->sb, ops, req->plan, req->audit, run->loop,
 			       al_supervisor_events(run->sup));
+	run->sb.run_id = run->run_id;
 	if ((r = ops->prepare(&run->sb, err)) < 0 || (r = ops->start(&run->sb, err)) < 0)
 		goto fail;
 	const struct al_sandbox_ctl ctl = {.data = &run->sb,
 					   .release = ctl_release,
 					   .stop = ctl_stop,
 					   .signal = ctl_signal,
-					   .finish = ctl_finish};
+					   .finish = ctl_finish,
+					   .remove_dirfd = run->sb.slot.dirfd};
 	/* The supervisor takes our ends of the command's stdio. */
 	r = al_supervisor_attach(run->sup, &ctl, TAKE_FD(run->sb.stdin_wr),
 				 TAKE_FD(run->sb.stdout_rd), TAKE_FD(run->sb.stderr_rd), run->sb.cg,

@@ -28,6 +28,9 @@ struct al_confine {
 	/* Where the result record is written (a temporary file, then a
 	 * rename): an O_PATH fd of the directory, or -1. */
 	int out_dirfd;
+	/* A directory (fd) it removes files from, or -1 (the run's host id
+	 * slot). */
+	int remove_dirfd;
 	int landlock_abi; /* 0: no landlock on this machine (the plan allowed that) */
 };
 

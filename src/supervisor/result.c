@@ -141,6 +141,13 @@ json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *r
 		json_object_set_new(o, "network", json_null());
 	json_object_set_new(o, "limits", limits_json(plan, res));
 	json_object_set_new(
+	    o, "identity",
+	    res->have_ids
+		? json_pack("{s:I, s:I, s:o}", "host_uid", (json_int_t)res->ids.uid, "host_gid",
+			    (json_int_t)res->ids.gid, "slot",
+			    res->ids.slot >= 0 ? json_integer(res->ids.slot) : json_null())
+		: json_null());
+	json_object_set_new(
 	    o, "operator_policy",
 	    plan->profile ? json_pack("{s:o, s:s, s:s}", "file", al_json_text(plan->operator_file),
 				      "sha256", plan->operator_sha256, "profile", plan->profile)

@@ -47,7 +47,7 @@ struct al_layer_check {
 	char detail[320];
 };
 
-#define AL_MAX_CHECKS 12
+#define AL_MAX_CHECKS 16
 
 /* What was refused, for the one-line summary after a run (the counts are
  * the record's: network.denied, network.dns_refused, denials.syscalls). */
@@ -87,6 +87,8 @@ struct al_run_result {
 	struct al_gateway_stats network;
 	struct al_layer_check checks[AL_MAX_CHECKS];
 	size_t n_checks;
+	bool have_ids; /* the sandbox got as far as having host ids */
+	struct al_host_ids ids;
 	json_t *copy_out;    /* --copy-out reports (supervisor/copy.h), owned; NULL: none */
 	struct al_cost cost; /* with plan->budget.set */
 	json_t *credentials; /* the run's secrets and tokens (cred/store.h), owned; NULL: none */

@@ -69,6 +69,10 @@ struct al_sandbox_ctl {
 	/* The command is gone or the run is being torn down: wait for the
 	 * sandbox's end; its final counters go to the meter. */
 	void (*finish)(void *data, struct al_sandbox_end *end);
+	/* A directory the backend removes a file of its own from at the end
+	 * (the host id slot's, ids/slots.h), which a confined supervisor must
+	 * keep; -1: none. */
+	int remove_dirfd;
 };
 
 /* Where the sandbox's stdio goes. */

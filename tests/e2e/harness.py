@@ -25,13 +25,47 @@ import traceback
 
 PROBE_IN = "/opt/probe/probe"  # where the probe is bound inside the sandbox
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
-HOST_ID_BASE = 1000000000
 SANDBOX_UID = 1000
 DEFAULT_TIMEOUT = 30
+# As root each run's ids come from a slot of this pool (src/ids/slots.h):
+# sandbox 0 is POOL_BASE + slot * SLOT_SIZE, sandbox 1000 that plus 1000.
+POOL_BASE = 0x70000000
+SLOT_SIZE = 65536
+POOL_SLOTS = 4094
+IDS_DIR = "/run/airlock/ids"
+# What files the sandbox creates in a root-owned --rw directory belong to.
+HOST_DISK_ID = 1000001000
+# A fixed range a test may pin (identity.host_ids) when it needs to know the
+# sandbox's host ids before the run: see pinned_opts().
+PIN_BASE = 0x60000000
 
 IS_ROOT = os.geteuid() == 0
-# What sandbox uid 1000 is on the host.
-HOST_SANDBOX_UID = HOST_ID_BASE + SANDBOX_UID if IS_ROOT else os.geteuid()
+# What sandbox uid 1000 is on the host when the run is pinned to PIN_BASE
+# (as root), or rootless (always the caller).
+HOST_SANDBOX_UID = PIN_BASE + SANDBOX_UID if IS_ROOT else os.geteuid()
+
+
+def in_pool_user(uid):
+    """uid is what sandbox uid 1000 is on the host in a run holding a slot."""
+    off = uid - POOL_BASE
+    return 0 <= off < POOL_SLOTS * SLOT_SIZE and off % SLOT_SIZE == SANDBOX_UID
+
+
+_pinned_policy = None
+
+
+def pinned_opts():
+    """Options that pin the run's host ids to PIN_BASE (as root; rootless
+    nothing is needed: the sandbox user is the caller)."""
+    global _pinned_policy
+    if not IS_ROOT:
+        return []
+    if _pinned_policy is None:
+        fd, _pinned_policy = tempfile.mkstemp(prefix="airlock-pinned-", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump({"version": 1, "identity": {"host_ids": PIN_BASE}}, f)
+        os.chmod(_pinned_policy, 0o644)
+    return ["--policy", _pinned_policy]
 
 
 class Skip(Exception):
@@ -601,6 +635,42 @@ class Suite:
         after = host_mount_count()
         expect(after == self.mounts_before, "host mount count changed during the suite: %d -> %d"
                % (self.mounts_before, after))
+        check_slots_reclaimed(env)
+
+
+def dead_slots():
+    """Host id slot files (IDS_DIR/SLOT) whose airlock is gone: left by a
+    killed airlock for `airlock gc`."""
+    dead = []
+    try:
+        names = os.listdir(IDS_DIR)
+    except OSError:
+        return dead
+    for n in names:
+        if not n.isdigit():
+            continue
+        try:
+            with open(os.path.join(IDS_DIR, n)) as f:
+                pid, start = f.read().split()[:2]
+        except (OSError, ValueError):
+            continue
+        st = proc_read(int(pid), "stat")
+        alive = st and st.rsplit(b")", 1)[1].split()[19].decode() == start
+        if not alive:
+            dead.append(n)
+    return dead
+
+
+def check_slots_reclaimed(env):
+    """Slots of killed airlocks are taken back by `airlock gc`; none is left
+    after it (slots of live runs, ours or another airlock's, are not judged)."""
+    if not IS_ROOT or not dead_slots():
+        return
+    r = subprocess.run([env.airlock, "gc"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=30)
+    expect(r.returncode == 0, "airlock gc exited %d: %s" % (r.returncode, r.stderr))
+    left = dead_slots()
+    expect(not left, "host id slots of dead airlocks remain after gc: %s" % left)
 
 
 class MarkedSuite(Suite):
@@ -622,6 +692,7 @@ class MarkedSuite(Suite):
         after = host_mount_count()
         expect(after == self.mounts_before, "host mount count changed during the suite: %d -> %d"
                % (self.mounts_before, after))
+        check_slots_reclaimed(env)
 
 
 def diag(text):

@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import (HOST_SANDBOX_UID, multi, IS_ROOT, PROBE_IN, SANDBOX_PATH, Skip, Suite, TempDir,
+from harness import (HOST_DISK_ID, HOST_SANDBOX_UID, in_pool_user, multi, pinned_opts, IS_ROOT, PROBE_IN, SANDBOX_PATH, Skip, Suite, TempDir,
                      children_of, expect, expect_ok, expect_one_error_line, expect_out, expect_rc,
                      finish, host_mount_count, kill_pid, kv, main, probe_listing,
                      procs_matching, read_line_with_timeout, run_host, sha256_file, shquote,
@@ -130,7 +130,8 @@ def ids_inside(e):
 def host_uid_of_sandbox_processes(e):
     """From the host, every process of a running sandbox (found by its unique
     argv, and everything in its pid namespace) has a non-root host uid: as
-    root, sandbox uid 1000 is host uid 1000001000; rootless, it is ours."""
+    root, sandbox uid 1000 is a host uid of the run's own slot of the pool
+    (base + 1000); rootless, it is ours."""
     t = tag("hostuid-")
     p = subprocess.Popen(e.argv([PROBE_IN, "sleep", "3", t]), stdin=subprocess.DEVNULL,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -140,10 +141,11 @@ def host_uid_of_sandbox_processes(e):
         expect(pids, "no host process with argv containing %s appeared" % t)
         pid = pids[0]
         uids, gids = status_ids(pid)
-        expect(uids == [HOST_SANDBOX_UID] * 4, "probe's host uids are %s, expected %s"
-               % (uids, HOST_SANDBOX_UID))
+        want = uids[0] if IS_ROOT else HOST_SANDBOX_UID
+        expect(uids == [want] * 4, "probe's host uids are %s, expected %s" % (uids, want))
         if IS_ROOT:
-            expect(gids == [HOST_SANDBOX_UID] * 4, "probe's host gids are %s" % gids)
+            expect(in_pool_user(want), "probe's host uid %d is not a slot's user" % want)
+            expect(gids == [want] * 4, "probe's host gids are %s" % gids)
         ns = os.readlink("/proc/%d/ns/pid" % pid)
         expect(ns != os.readlink("/proc/self/ns/pid"), "the probe is in the host pid namespace")
         members = []
@@ -429,7 +431,7 @@ def rw_dir_visible_on_host(e):
         st = os.stat(path)
         expect((st.st_uid, st.st_gid) == owner, "host file owned by %d:%d, expected %d:%d"
                % (st.st_uid, st.st_gid, owner[0], owner[1]), res)
-        expect(st.st_uid != HOST_SANDBOX_UID or not IS_ROOT,
+        expect(not in_pool_user(st.st_uid) or not IS_ROOT,
                "the sandbox's own host id shows on disk", res)
 
 
@@ -620,7 +622,8 @@ def root_owned_rw_is_not_root(e):
     """As root, the sandbox never writes as host root: a root-owned --rw dir
     is not idmapped (a shared mapping could rewrite a set-uid file there
     keeping its bit); at 0700 it is refused naming chown, at 0777 files come
-    back as the sandbox's own host id."""
+    back owned by host id 1000001000 (the same in every run: the run's own
+    ids never reach the disk), and with a pinned range by its user."""
     if not IS_ROOT:
         raise Skip("as root only")
     with TempDir(mode=0o700) as d:
@@ -630,7 +633,14 @@ def root_owned_rw_is_not_root(e):
         res = e.probe_run("write", "/output/r.txt", "r\n", opts=["--rw", "%s:/output" % d])
         expect_ok(res)
         st = os.stat(os.path.join(d, "r.txt"))
-        expect(st.st_uid == HOST_SANDBOX_UID, "root-owned --rw wrote as %d" % st.st_uid, res)
+        expect((st.st_uid, st.st_gid) == (HOST_DISK_ID, HOST_DISK_ID),
+               "root-owned --rw wrote as %d:%d" % (st.st_uid, st.st_gid), res)
+        res = e.probe_run("write", "/output/p.txt", "p\n",
+                          opts=pinned_opts() + ["--rw", "%s:/output" % d])
+        expect_ok(res)
+        st = os.stat(os.path.join(d, "p.txt"))
+        expect(st.st_uid == HOST_SANDBOX_UID, "pinned, root-owned --rw wrote as %d"
+               % st.st_uid, res)
 
 
 @case

@@ -30,7 +30,7 @@ import tty
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 
-from harness import (HOST_ID_BASE, multi, expect_one_error_line, HOST_SANDBOX_UID, IS_ROOT, PROBE_IN, Skip, Suite,  # noqa: E402
+from harness import (PIN_BASE, pinned_opts, multi, expect_one_error_line, HOST_SANDBOX_UID, IS_ROOT, PROBE_IN, Skip, Suite,  # noqa: E402
                      TempDir, expect, expect_errno, expect_ok, expect_rc, finish, host_mount_count,
                      kill_pid, kv, main, read_outputs, sha256_file, shquote, start, tag,
                      write_file)
@@ -112,13 +112,14 @@ def ptrace_sibling_denied(e):
 @case
 def host_processes_invisible(e):
     """A host process (a sleep with a unique argument, running as the
-    sandbox's own host uid) is invisible in the sandbox's /proc, and kill()
-    of its host pid finds nothing."""
+    sandbox's own host uid: the run pins its range to know it) is invisible
+    in the sandbox's /proc, and kill() of its host pid finds nothing."""
     arg = "59.%09d" % random.randrange(10 ** 9)
     canary = start_canary(arg)
     try:
         res = e.run(["/bin/sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '; echo; "
-                     "ls -d /proc/[0-9]* | wc -l; %s kill %d 0" % (PROBE_IN, canary.pid)])
+                     "ls -d /proc/[0-9]* | wc -l; %s kill %d 0" % (PROBE_IN, canary.pid)],
+                    opts=pinned_opts())
         expect_rc(res, 0)
         lines = res.text.splitlines()
         expect(arg not in res.text, "the host canary is visible inside", res)
@@ -152,10 +153,10 @@ def kill_all_spares_host(e):
     canary (same host uid as the sandbox when root) alive."""
     canary = start_canary("59.%09d" % random.randrange(10 ** 9))
     try:
-        res = e.probe_run("kill", "-1", "9")
+        res = e.probe_run("kill", "-1", "9", opts=pinned_opts())
         expect_rc(res, 0)
         expect(res.text in ("ret=0\n", "errno=ESRCH\n"), "kill -1 said %r" % res.text, res)
-        res = e.probe_run("kill", canary.pid, "9")
+        res = e.probe_run("kill", canary.pid, "9", opts=pinned_opts())
         expect_errno(res, "ESRCH")
         expect(canary.poll() is None, "kill -9 -1 inside killed the host canary", res)
     finally:
@@ -357,7 +358,7 @@ def setuid_does_not_grant_root(e):
     # the input from inside the user namespace); it is not listable, and the
     # probe refuses everything but `id` when its ids differ.
     with TempDir(mode=0o711, prefix="airlock-sec-suid-") as d:
-        owners = {"hostroot": (0, 0), "sbroot": (HOST_ID_BASE, HOST_ID_BASE)}
+        owners = {"hostroot": (0, 0), "sbroot": (PIN_BASE, PIN_BASE)}
         opts = []
         for name, (uid, gid) in owners.items():
             path = os.path.join(d, name)
@@ -366,7 +367,7 @@ def setuid_does_not_grant_root(e):
             os.chmod(path, 0o6755)
             opts += ["--ro", "%s:/opt/suid/%s" % (path, name)]
         res = e.run(["/bin/sh", "-c", "/opt/suid/hostroot id; echo ==; /opt/suid/sbroot id"],
-                    opts=opts)
+                    opts=pinned_opts() + opts)
         expect_rc(res, 0)
         for part, name in zip(res.text.split("==\n"), owners):
             ids = kv(part)

@@ -86,6 +86,7 @@ static void child(const struct tree *t, int out)
 			       .n_parent_dirs = 1,
 			       .n_read_files = 1,
 			       .out_dirfd = open(t->out, O_PATH | O_DIRECTORY | O_CLOEXEC),
+			       .remove_dirfd = -1,
 			       .landlock_abi = al_landlock_abi()};
 	struct al_error err = {0};
 	char res[16] = "", f[256], g[256];
@@ -193,8 +194,10 @@ static void test_missing_dir_is_an_error(void **state)
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		struct al_confine c = {
-		    .n_run_dirs = 1, .out_dirfd = -1, .landlock_abi = al_landlock_abi()};
+		struct al_confine c = {.n_run_dirs = 1,
+				       .out_dirfd = -1,
+				       .remove_dirfd = -1,
+				       .landlock_abi = al_landlock_abi()};
 		c.run_dirs[0] = "/nonexistent/airlock-out";
 		struct al_error err = {0};
 		int ruleset;

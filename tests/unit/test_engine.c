@@ -199,6 +199,46 @@ static void test_backend(void **state)
 		 "{\"version\": 1, \"backend\": {\"name\": \"microvm\"}}", 0, backend_asked);
 }
 
+/* identity.host_ids: only the operator pins a range */
+
+static void pin_refused(const struct al_decision *d, const struct al_policy *task)
+{
+	assert_int_equal(d->n_refused, 1);
+	assert_refused(d, "task.json: identity.host_ids", "1610612736",
+		       "profiles.default.identity.host_ids");
+}
+
+static void pin_other_refused(const struct al_decision *d, const struct al_policy *task)
+{
+	pin_refused(d, task);
+	assert_string_equal(d->refused[0].bound, "1342177280");
+}
+
+static void pin_from_profile(const struct al_decision *d, const struct al_policy *task)
+{
+	assert_int_equal(task->host_ids, AL_HOST_IDS_FIXED);
+	assert_int_equal(task->host_ids_base, 1342177280u);
+}
+
+static void per_run(const struct al_decision *d, const struct al_policy *task)
+{
+	assert_int_not_equal(task->host_ids, AL_HOST_IDS_FIXED);
+}
+
+static void test_identity(void **state)
+{
+	static const char pinned[] = PROFILE("\"identity\": {\"host_ids\": 1342177280}");
+	static const char task_pin[] = "{\"version\": 1, \"identity\": {\"host_ids\": 1610612736}}";
+
+	run_case(PROFILE("\"description\": \"x\""), task_pin, -EPERM, pin_refused);
+	run_case(pinned, task_pin, -EPERM, pin_other_refused);
+	run_case(pinned, "{\"version\": 1}", 0, pin_from_profile);
+	run_case(pinned, "{\"version\": 1, \"identity\": {\"host_ids\": 1342177280}}", 0,
+		 pin_from_profile);
+	run_case(PROFILE("\"description\": \"x\""),
+		 "{\"version\": 1, \"identity\": {\"host_ids\": \"per-run\"}}", 0, per_run);
+}
+
 /* best-effort protections */
 
 static const char task_weak[] = "{\"version\": 1, \"filesystem\": {\"landlock\": \"best-effort\"}, "
@@ -596,6 +636,7 @@ int main(void)
 		cmocka_unit_test(test_limit_unlimited_gets_ceiling),
 		cmocka_unit_test(test_limit_copy_out_size),
 		cmocka_unit_test(test_backend),
+		cmocka_unit_test(test_identity),
 		cmocka_unit_test(test_best_effort),
 		cmocka_unit_test(test_env),
 		cmocka_unit_test(test_env_passed),

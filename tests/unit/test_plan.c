@@ -1,8 +1,8 @@
 /* policy/plan.h: lowering a policy (built in code) to a plan. Checks the
  * defaults, the refusals, the order of the mount ops, the environment and
  * the landlock rules. al_plan_build() only looks at the host (stat,
- * realpath), so this runs without root; as root it expects the
- * AL_HOST_ID_BASE mapping instead of the rootless one. */
+ * realpath), so this runs without root; as root it expects host ids of a
+ * slot of the pool (or a pinned range) instead of the rootless mapping. */
 #include "unit.h"
 
 #include <errno.h>
@@ -22,6 +22,7 @@
 #include "core/sys.h"
 #include "core/util.h"
 #include "backend/native/lower.h"
+#include "ids/slots.h"
 #include "policy/plan.h"
 #include "policy/policy.h"
 
@@ -526,16 +527,37 @@ static void test_ids(void **state)
 {
 	_cleanup_(al_policy_freep) struct al_policy *p = new_policy();
 	_cleanup_(free_planp) struct al_plan *plan = build_ok(p);
+	struct al_host_ids ids;
 	char want[96];
 
 	if (geteuid() == 0) {
-		/* Never host root: both sandbox ids map far above real accounts. */
+		/* Per run by default: the maps wait for the run's slot. */
 		assert_false(plan->rootless);
-		assert_int_equal(plan->host_uid, AL_HOST_ID_BASE + AL_SANDBOX_UID);
-		assert_int_equal(plan->host_gid, AL_HOST_ID_BASE + AL_SANDBOX_GID);
-		snprintf(want, sizeof(want), "0 %u 1\n%u %u 1\n", AL_HOST_ID_BASE, AL_SANDBOX_UID,
-			 AL_HOST_ID_BASE + AL_SANDBOX_UID);
+		assert_true(plan->ids_per_run);
+		assert_string_equal(L(plan)->uid_map, "");
+		al_plan_host_ids(plan, 5, &ids);
+		assert_int_equal(ids.root_uid, AL_IDS_POOL_BASE + 5 * AL_IDS_SLOT_SIZE);
+		assert_int_equal(ids.root_gid, ids.root_uid);
+		assert_int_equal(ids.uid, ids.root_uid + AL_SANDBOX_UID);
+		assert_int_equal(ids.gid, ids.root_uid + AL_SANDBOX_GID);
+		assert_int_equal(ids.owner, ids.root_uid);
+		assert_int_equal(ids.slot, 5);
+		/* The last slot ends below systemd's foreign range and 2^31. */
+		al_plan_host_ids(plan, AL_IDS_POOL_SLOTS - 1, &ids);
+		assert_true(ids.root_uid + AL_IDS_SLOT_SIZE - 1 < 0x7FFE0000u);
+		/* A pinned range: the maps are known at once. */
+		p->host_ids = AL_HOST_IDS_FIXED;
+		p->host_ids_base = 3u << 28;
+		free_plan(TAKE_PTR(plan));
+		plan = build_ok(p);
+		assert_false(plan->ids_per_run);
+		assert_int_equal(plan->host_uid, (3u << 28) + AL_SANDBOX_UID);
+		snprintf(want, sizeof(want), "0 %u 1\n%u %u 1\n", 3u << 28, AL_SANDBOX_UID,
+			 (3u << 28) + AL_SANDBOX_UID);
 		assert_string_equal(L(plan)->uid_map, want);
+		al_plan_host_ids(plan, 7, &ids);
+		assert_int_equal(ids.slot, -1);
+		assert_int_equal(ids.owner, 3u << 28);
 	} else {
 		assert_true(plan->rootless);
 		assert_int_equal(plan->host_uid, geteuid());
@@ -544,9 +566,46 @@ static void test_ids(void **state)
 		assert_string_equal(L(plan)->uid_map, want);
 		snprintf(want, sizeof(want), "%u %u 1\n", AL_SANDBOX_GID, (unsigned)getegid());
 		assert_string_equal(L(plan)->gid_map, want);
+		al_plan_host_ids(plan, 3, &ids);
+		assert_int_equal(ids.owner, geteuid());
+		assert_int_equal(ids.slot, -1);
+		/* A pinned range cannot be had rootless: refused. */
+		p->host_ids = AL_HOST_IDS_FIXED;
+		p->host_ids_base = 3u << 28;
+		struct al_plan *bad = NULL;
+		struct al_error err = {0};
+		assert_int_equal(al_plan_build(p, 0, &bad, &err), -EPERM);
+		assert_non_null(strstr(err.msg, "identity.host_ids"));
 	}
-	assert_int_not_equal(plan->host_uid, 0);
-	assert_int_not_equal(plan->host_gid, 0);
+}
+
+/* The user namespace's own limits: inotify as planned (defaults or the
+ * policy's), every kind of namespace and fanotify at 0. */
+static void test_ns_limits(void **state)
+{
+	_cleanup_(al_policy_freep) struct al_policy *p = new_policy();
+	_cleanup_(free_planp) struct al_plan *plan = build_ok(p);
+	struct al_ns_limit lim[AL_NS_LIMITS_MAX];
+	size_t n = al_plan_ns_limits(plan, lim);
+	bool user = false;
+
+	assert_int_equal(n, 12);
+	assert_string_equal(lim[0].name, "max_inotify_instances");
+	assert_int_equal(lim[0].value, AL_DEFAULT_INOTIFY_INSTANCES);
+	assert_string_equal(lim[1].name, "max_inotify_watches");
+	assert_int_equal(lim[1].value, AL_DEFAULT_INOTIFY_WATCHES);
+	for (size_t i = 2; i < n; i++) {
+		assert_int_equal(lim[i].value, 0);
+		user |= strcmp(lim[i].name, "max_user_namespaces") == 0 && !lim[i].optional;
+	}
+	assert_true(user);
+	p->inotify_instances = 3;
+	p->inotify_watches = 99;
+	free_plan(TAKE_PTR(plan));
+	plan = build_ok(p);
+	n = al_plan_ns_limits(plan, lim);
+	assert_int_equal(lim[0].value, 3);
+	assert_int_equal(lim[1].value, 99);
 }
 
 static void test_limits_carried(void **state)
@@ -1341,6 +1400,7 @@ int main(void)
 		cmocka_unit_test(test_etc_synthesized),
 		cmocka_unit_test(test_env),
 		cmocka_unit_test(test_ids),
+		cmocka_unit_test(test_ns_limits),
 		cmocka_unit_test(test_limits_carried),
 		cmocka_unit_test(test_op_order),
 		cmocka_unit_test(test_workdir_inside_mount),

@@ -20,6 +20,11 @@
  * - terminal comes right after pivot-root: the pty must come from the
  *   sandbox's own /dev/pts in the final view, and it replaces the /dev/null
  *   that stdio left on 0-2 (with tty there are no pipes).
+ * - ns-limits right after build-root: the user namespace's own limits
+ *   (/proc/sys/user) need our capabilities in it and the host's /proc
+ *   (at /oldroot until pivot-root), and allow no namespace after them, so they
+ *   follow the last one we make (open_tree makes an anonymous mount
+ *   namespace for each bind of build-root).
  * - cgroup is the first step once the parent has released us: from there
  *   on everything the child allocates is charged to the run (v2 clones us
  *   into it; on v1 the child moves itself in, see al_cgroup_task_fds).
@@ -63,6 +68,7 @@ static const struct step steps[] = {
 	{"private-mounts",   step_private_mounts},
 	{"staging-root",     step_staging_root},
 	{"build-root",       step_build_root},
+	{"ns-limits",        step_ns_limits},
 	{"pivot-root",       step_pivot_root},
 	{"terminal",         step_terminal},
 	{"hostname",         step_hostname},

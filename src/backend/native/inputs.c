@@ -32,6 +32,7 @@
 #include "core/log.h"
 #include "core/sys.h"
 #include "core/util.h"
+#include "ids/slots.h"
 #include "supervisor/copy.h"
 
 /* One user namespace per distinct owner, only to describe the mapping
@@ -39,6 +40,7 @@
 struct idmap {
 	uid_t uid;
 	gid_t gid;
+	bool disk_id;
 	int fd;
 };
 
@@ -55,11 +57,10 @@ static int hold_namespace(void *arg)
 	return 0;
 }
 
-static int make_idmap(uid_t owner_uid, gid_t owner_gid, uid_t to_uid, gid_t to_gid,
-		      struct al_error *err)
+static int make_idmap(const char *uid_map, const char *gid_map, struct al_error *err)
 {
 	static char stack[16384] __attribute__((aligned(16)));
-	char path[64], map[64];
+	char path[64];
 	int hold[2], r = 0, fd = -1;
 	long pid;
 
@@ -74,14 +75,12 @@ static int make_idmap(uid_t owner_uid, gid_t owner_gid, uid_t to_uid, gid_t to_g
 		return r;
 	}
 	snprintf(path, sizeof(path), "/proc/%ld/uid_map", pid);
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)owner_uid, (unsigned)to_uid);
-	if ((r = al_write_file_at(AT_FDCWD, path, map, strlen(map))) < 0) {
+	if ((r = al_write_file_at(AT_FDCWD, path, uid_map, strlen(uid_map))) < 0) {
 		r = al_error_setsys(err, -r, "writing %s", path);
 		goto out;
 	}
 	snprintf(path, sizeof(path), "/proc/%ld/gid_map", pid);
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)owner_gid, (unsigned)to_gid);
-	if ((r = al_write_file_at(AT_FDCWD, path, map, strlen(map))) < 0) {
+	if ((r = al_write_file_at(AT_FDCWD, path, gid_map, strlen(gid_map))) < 0) {
 		r = al_error_setsys(err, -r, "writing %s", path);
 		goto out;
 	}
@@ -97,17 +96,44 @@ out:
 	return r < 0 ? r : fd;
 }
 
-static int idmap_fd(struct idmap **maps, size_t *n, const struct al_mount_op *op,
-		    const struct al_plan *plan, struct al_error *err)
+/* The map of a root-owned "rw" input for a run holding a slot: every host
+ * id as it is, except AL_HOST_DISK_ID, which is the run's user (what it
+ * creates belongs to AL_HOST_DISK_ID on disk, as in every run), root,
+ * shown as the slot's unused last-but-one id (never the sandbox's: it
+ * acts there through the others' bits), and the run's and that id
+ * themselves, unmapped. The sandbox thus has the rights it had as
+ * AL_HOST_DISK_ID, and a per-run id never reaches the disk. */
+static void disk_map(char *buf, size_t len, unsigned run, unsigned nobody)
 {
+	snprintf(buf, len, "0 %u 1\n1 1 %u\n%u %u 1\n%u %u %u\n%u %u %u\n%u %u %u\n", nobody,
+		 AL_HOST_DISK_ID - 1, AL_HOST_DISK_ID, run, AL_HOST_DISK_ID + 1,
+		 AL_HOST_DISK_ID + 1, run - (AL_HOST_DISK_ID + 1), run + 1, run + 1,
+		 nobody - (run + 1), nobody + 1, nobody + 1, 4294967295u - (nobody + 1));
+}
+
+/* The user namespace of an input's idmapping: its owner (disk_id false)
+ * or the root-owned "rw" map (true) as the sandbox user's host ids. */
+static int idmap_fd(struct idmap **maps, size_t *n, uid_t uid, gid_t gid, bool disk_id,
+		    const struct al_host_ids *ids, struct al_error *err)
+{
+	char um[256], gm[256];
+	int fd;
+
 	for (size_t i = 0; i < *n; i++)
-		if ((*maps)[i].uid == op->owner_uid && (*maps)[i].gid == op->owner_gid)
+		if ((*maps)[i].uid == uid && (*maps)[i].gid == gid && (*maps)[i].disk_id == disk_id)
 			return (*maps)[i].fd;
-	int fd = make_idmap(op->owner_uid, op->owner_gid, plan->host_uid, plan->host_gid, err);
-	if (fd < 0)
+	if (disk_id) {
+		unsigned nobody = ids->root_uid + AL_IDS_SLOT_SIZE - 2;
+		disk_map(um, sizeof(um), ids->uid, nobody);
+		disk_map(gm, sizeof(gm), ids->gid, nobody);
+	} else {
+		snprintf(um, sizeof(um), "%u %u 1\n", (unsigned)uid, (unsigned)ids->uid);
+		snprintf(gm, sizeof(gm), "%u %u 1\n", (unsigned)gid, (unsigned)ids->gid);
+	}
+	if ((fd = make_idmap(um, gm, err)) < 0)
 		return fd;
 	*maps = xrealloc(*maps, (*n + 1) * sizeof(**maps));
-	(*maps)[(*n)++] = (struct idmap){op->owner_uid, op->owner_gid, fd};
+	(*maps)[(*n)++] = (struct idmap){uid, gid, disk_id, fd};
 	return fd;
 }
 
@@ -129,13 +155,14 @@ static const char *host_path(const struct al_mount_op *op)
 /* Open one input as a detached tree with its flags and, where the
  * filesystem allows, the owner's idmapping. *copy is set when it must be
  * copied instead (the tree is then not needed: returns -1 with no error). */
-static int open_input(const struct al_mount_op *op, const struct al_plan *plan, struct idmap **maps,
-		      size_t *n_maps, bool *copy, struct al_error *err)
+static int open_input(const struct al_mount_op *op, const struct al_host_ids *ids,
+		      struct idmap **maps, size_t *n_maps, bool *copy, struct al_error *err)
 {
 	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
 			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
 	struct mount_attr attr = {.attr_set = op->attr};
-	bool write = !(op->attr & MOUNT_ATTR_RDONLY), idmapped = false;
+	bool write = !(op->attr & MOUNT_ATTR_RDONLY), idmapped = false, as_owner = false;
+	bool unmappable = false;
 	_cleanup_close_ int src = -1, tree = -1;
 	struct stat st;
 
@@ -158,11 +185,16 @@ static int open_input(const struct al_mount_op *op, const struct al_plan *plan, 
 	 * The sandbox never writes as host root: a root-owned tree may hold
 	 * set-id or capable files, which a shared mapping rewrites without
 	 * the kernel dropping their bits. A writable input of uid or gid 0 is
-	 * shown with its own ids, written through the other bits. */
+	 * written through the other bits: with ids of a slot, through
+	 * disk_map() (what it creates belongs to AL_HOST_DISK_ID, as in every
+	 * run), with a fixed range as it is. */
 	bool root_owned = op->owner_uid == 0 || op->owner_gid == 0;
-	if ((write && !root_owned) ||
-	    (!write && (S_ISDIR(st.st_mode) || !(st.st_mode & S_IROTH)))) {
-		int userns = idmap_fd(maps, n_maps, op, plan, err);
+	bool disk_id = write && root_owned && ids->slot >= 0;
+	as_owner =
+	    (write && !root_owned) || (!write && (S_ISDIR(st.st_mode) || !(st.st_mode & S_IROTH)));
+	if (as_owner || disk_id) {
+		int userns =
+		    idmap_fd(maps, n_maps, op->owner_uid, op->owner_gid, disk_id, ids, err);
 		if (userns < 0)
 			return userns;
 		attr.attr_set |= MOUNT_ATTR_IDMAP;
@@ -180,20 +212,22 @@ static int open_input(const struct al_mount_op *op, const struct al_plan *plan, 
 			return al_error_set(
 			    err, EOPNOTSUPP,
 			    "%s: %s is on a filesystem that cannot be idmapped (%s), so the "
-			    "sandbox could write there only as host id %u, not as its owner %u; "
-			    "--rw refused (use --copy-out, or a directory on another filesystem)",
-			    op->what, host_path(op), strerror(e), (unsigned)plan->host_uid,
-			    (unsigned)op->owner_uid);
+			    "sandbox could write there only as its run's own host id %u, not as "
+			    "%u; --rw refused (use --copy-out, or a directory on another "
+			    "filesystem)",
+			    op->what, host_path(op), strerror(e), (unsigned)ids->uid,
+			    disk_id ? AL_HOST_DISK_ID : (unsigned)op->owner_uid);
 		al_debug("%s: no idmapping (%s); shown with its own ids", op->what, strerror(e));
 		attr.attr_set = op->attr;
 		attr.userns_fd = 0;
-		idmapped = false;
+		idmapped = as_owner = false;
+		unmappable = true;
 		if (al_sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
 					 sizeof(attr)) < 0)
 			return al_error_setsys(err, errno, "%s: setting flags on %s", op->what,
 					       host_path(op));
 	}
-	if (!may(&st, idmapped, write)) {
+	if (!may(&st, as_owner, write)) {
 		if (op->copy && !write) {
 			*copy = true;
 			return -1;
@@ -208,13 +242,14 @@ static int open_input(const struct al_mount_op *op, const struct al_plan *plan, 
 			    "unprivileged user (what the sandbox writes then belongs to that "
 			    "user) or add o+%s",
 			    op->what, host_path(op), (unsigned)op->owner_uid,
-			    (unsigned)op->owner_gid, st.st_mode & 07777, (unsigned)plan->host_uid,
+			    (unsigned)op->owner_gid, st.st_mode & 07777,
+			    disk_id ? AL_HOST_DISK_ID : (unsigned)ids->uid,
 			    S_ISDIR(st.st_mode) ? "rwx" : "rw");
 		return al_error_set(
 		    err, EACCES, "%s: %s (mode %04o) is not %s by %s%s; %s", op->what,
 		    host_path(op), st.st_mode & 07777, write ? "readable and writable" : "readable",
-		    idmapped ? "its owner, whom the sandbox user acts as" : "others",
-		    idmapped ? "" : " (its filesystem cannot be idmapped)",
+		    as_owner ? "its owner, whom the sandbox user acts as" : "others",
+		    unmappable ? " (its filesystem cannot be idmapped)" : "",
 		    write ? "change its mode"
 			  : "change its mode, or set \"copy\": true on the mount to copy it "
 			    "into the scratch");
@@ -264,7 +299,7 @@ int al_native_open_inputs(struct al_native_plan *np, const struct al_plan *plan,
 		bool copy;
 		if (op->input < 0)
 			continue;
-		int fd = open_input(op, plan, &maps, &n_maps, &copy, err);
+		int fd = open_input(op, &np->ids, &maps, &n_maps, &copy, err);
 		if (fd < 0 && !copy) {
 			r = fd;
 			break;
@@ -328,8 +363,8 @@ int al_native_fill_scratch(const struct al_native_plan *np, const struct al_plan
 	 * bits), then the task's copies, made as the sandbox user: they are
 	 * its own to change. */
 	uid_t self = (uid_t)-1;
-	const struct al_copy_owner rw = {plan->rootless ? self : plan->host_uid,
-					 plan->rootless ? self : plan->host_gid,
+	const struct al_copy_owner rw = {plan->rootless ? self : np->ids.uid,
+					 plan->rootless ? self : np->ids.gid,
 					 self,
 					 self,
 					 false,
@@ -345,8 +380,8 @@ int al_native_fill_scratch(const struct al_native_plan *np, const struct al_plan
 		/* Read as the tree's owner, whom the sandbox user would have
 		 * acted as through an idmapped mount: what the owner may not
 		 * read stays out. */
-		const struct al_copy_owner ro = {plan->rootless ? self : AL_HOST_ID_BASE,
-						 plan->rootless ? self : AL_HOST_ID_BASE,
+		const struct al_copy_owner ro = {plan->rootless ? self : np->ids.root_uid,
+						 plan->rootless ? self : np->ids.root_gid,
 						 plan->rootless ? self : c->owner_uid,
 						 plan->rootless ? self : c->owner_gid,
 						 true,

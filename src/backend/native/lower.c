@@ -273,18 +273,17 @@ static void lower_entry(struct lowering *l, const struct al_fs_entry *e)
 	}
 }
 
-static void lower_ids(struct al_native_plan *np, const struct al_plan *p)
+void al_native_set_ids(struct al_native_plan *np, const struct al_host_ids *ids)
 {
-	if (!p->rootless) {
-		snprintf(np->uid_map, sizeof(np->uid_map), "0 %u 1\n%u %u 1\n", AL_HOST_ID_BASE,
-			 AL_SANDBOX_UID, p->host_uid);
-		snprintf(np->gid_map, sizeof(np->gid_map), "0 %u 1\n%u %u 1\n", AL_HOST_ID_BASE,
-			 AL_SANDBOX_GID, p->host_gid);
+	np->ids = *ids;
+	if (!ids->rootless) {
+		snprintf(np->uid_map, sizeof(np->uid_map), "0 %u 1\n%u %u 1\n", ids->root_uid,
+			 AL_SANDBOX_UID, ids->uid);
+		snprintf(np->gid_map, sizeof(np->gid_map), "0 %u 1\n%u %u 1\n", ids->root_gid,
+			 AL_SANDBOX_GID, ids->gid);
 	} else {
-		snprintf(np->uid_map, sizeof(np->uid_map), "%u %u 1\n", AL_SANDBOX_UID,
-			 p->host_uid);
-		snprintf(np->gid_map, sizeof(np->gid_map), "%u %u 1\n", AL_SANDBOX_GID,
-			 p->host_gid);
+		snprintf(np->uid_map, sizeof(np->uid_map), "%u %u 1\n", AL_SANDBOX_UID, ids->uid);
+		snprintf(np->gid_map, sizeof(np->gid_map), "%u %u 1\n", AL_SANDBOX_GID, ids->gid);
 	}
 }
 
@@ -313,7 +312,11 @@ int al_native_lower(const struct al_plan *p, struct al_native_plan **ret, struct
 			np->landlock_scoped =
 			    LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
 	}
-	lower_ids(np, p);
+	if (!p->ids_per_run) {
+		struct al_host_ids ids;
+		al_plan_host_ids(p, -1, &ids);
+		al_native_set_ids(np, &ids);
+	}
 	np->want_scratch = p->n_copy_in > 0 || p->n_copy_out > 0;
 	add_ll(&l, "/", LANDLOCK_ACCESS_FS_READ_DIR);
 	lower_scratch(&l, p);

@@ -70,7 +70,10 @@ struct al_landlock_rule {
 };
 
 struct al_native_plan {
-	/* the id maps written for the child's user namespace */
+	/* Who the sandbox's ids are on the host, and the id maps written for
+	 * the child's user namespace: set by al_native_set_ids() once the
+	 * run holds its ids (empty maps before, as for check). */
+	struct al_host_ids ids;
 	char uid_map[96];
 	char gid_map[96];
 
@@ -112,11 +115,15 @@ struct al_native_plan {
  * landlock and the kernel has none. */
 int al_native_check(const struct al_plan *plan, struct al_error *err);
 
-/* Lower plan for this machine: the staging ops, the id maps, the landlock
- * rules at the kernel's ABI and the seccomp program (compiled at build
- * time). Refuses, with err, when the plan needs landlock and the kernel has
- * none. Returns 0 or a negative errno; *ret only on success. */
+/* Lower plan for this machine: the staging ops, the id maps (unless the
+ * plan's ids are per run), the landlock rules at the kernel's ABI and the
+ * seccomp program (compiled at build time). Refuses, with err, when the
+ * plan needs landlock and the kernel has none. Returns 0 or a negative
+ * errno; *ret only on success. */
 int al_native_lower(const struct al_plan *plan, struct al_native_plan **ret, struct al_error *err);
+
+/* The run's host ids, and the id maps from them. */
+void al_native_set_ids(struct al_native_plan *np, const struct al_host_ids *ids);
 
 void al_native_plan_free(struct al_native_plan *np);
 static inline void al_native_plan_freep(struct al_native_plan **np)

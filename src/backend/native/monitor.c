@@ -380,7 +380,8 @@ static void on_ready(struct al_monitor *m, int landlock_abi)
 		al_monitor_stop(sb);
 		return;
 	}
-	if (al_verify_child(m->plan, sb->lowered, sb->pid, landlock_abi, sb->cg, m->res) > 0) {
+	if (al_verify_child(m->plan, sb->lowered, sb->pid, sb->userns, landlock_abi, sb->cg,
+			    m->res) > 0) {
 		for (size_t i = 0; i < m->res->n_checks; i++) {
 			const struct al_layer_check *c = &m->res->checks[i];
 			if (c->in_force)
@@ -592,6 +593,7 @@ void al_monitor_finish(struct al_sandbox *sb, struct al_sandbox_end *end)
 		    (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec;
 	}
 	sb->exiting = true; /* reaped */
+	sb->reaped = w == 0;
 	end->empty = w == 0;
 	if (sb->cg && m) {
 		/* Read the final counters (on a normal end on_exit_status
@@ -609,6 +611,16 @@ void al_monitor_finish(struct al_sandbox *sb, struct al_sandbox_end *end)
 			al_meter_record(m->meter, &st);
 		}
 	}
+}
+
+static bool wait_init(int pidfd)
+{
+	siginfo_t si;
+	int r;
+
+	while ((r = waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED)) < 0 && errno == EINTR)
+		;
+	return r == 0;
 }
 
 void al_monitor_release_all(struct al_sandbox *sb)
@@ -632,14 +644,21 @@ void al_monitor_release_all(struct al_sandbox *sb)
 	/* An init that reported the end holds no other process and is already
 	 * in exit(): reap it if done, else leave the zombie to our own exit
 	 * (the CLI) or a later waitid on the pidfd. Anything else is killed
-	 * and waited for, which waits for the whole pid namespace. */
-	if (sb->pidfd >= 0 && sb->exiting) {
-		waitid(P_PIDFD, (id_t)sb->pidfd, &si, WEXITED | WNOHANG);
-	} else if (sb->pidfd >= 0 && al_sys_pidfd_send_signal(sb->pidfd, SIGKILL) == 0) {
-		while (waitid(P_PIDFD, (id_t)sb->pidfd, &si, WEXITED) < 0 && errno == EINTR)
-			;
+	 * and waited for, which waits for the whole pid namespace.
+	 * A run holding a slot of host ids waits for that exit too: its slot
+	 * goes back to the pool only once no process has the slot's ids. */
+	if (sb->pidfd >= 0 && sb->exiting && !sb->reaped) {
+		si.si_pid = 0;
+		if (waitid(P_PIDFD, (id_t)sb->pidfd, &si, WEXITED | WNOHANG) == 0 && si.si_pid)
+			sb->reaped = true;
+		else if (sb->slot.fd >= 0)
+			sb->reaped = wait_init(sb->pidfd);
+	} else if (sb->pidfd >= 0 && !sb->reaped &&
+		   al_sys_pidfd_send_signal(sb->pidfd, SIGKILL) == 0) {
+		sb->reaped = wait_init(sb->pidfd);
 	}
 	al_closep(&sb->pidfd);
+	al_closep(&sb->userns);
 	al_closep(&sb->sync);
 	al_closep(&sb->stdin_wr);
 	al_closep(&sb->stdout_rd);

@@ -11,7 +11,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,6 +72,26 @@ static int check_socket_memory(struct al_sandbox *sb, struct al_error *err)
 	return 0;
 }
 
+/* As root, host ids of the run's own: a slot of the pool (released in
+ * destroy), unless the plan pins a fixed range. */
+static int take_ids(struct al_sandbox *sb, struct al_error *err)
+{
+	const struct al_plan *p = sb->plan;
+	struct al_host_ids ids;
+	int r;
+
+	if (p->ids_per_run) {
+		if ((r = al_ids_take(NULL, sb->run_id, &sb->slot, err)) < 0)
+			return al_error_wrap(err, "refusing to run");
+		al_plan_host_ids(p, sb->slot.slot, &ids);
+		al_native_set_ids(sb->lowered, &ids);
+		al_log_phase("host id slot taken");
+	}
+	sb->ids = sb->lowered->ids;
+	sb->have_ids = true;
+	return 0;
+}
+
 static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 {
 	const struct al_plan *p = sb->plan;
@@ -85,6 +107,8 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 	int r;
 
 	if ((r = al_native_lower(p, &sb->lowered, err)) < 0)
+		return r;
+	if ((r = take_ids(sb, err)) < 0)
 		return r;
 	if ((r = al_native_open_inputs(sb->lowered, p, &sb->inputs, err)) < 0)
 		return r;
@@ -128,6 +152,43 @@ static int write_maps(const struct al_native_plan *np, bool rootless, pid_t pid,
 	if ((r = al_write_file_at(dir, "gid_map", np->gid_map, strlen(np->gid_map))) < 0)
 		return al_error_setsys(err, -r, "writing gid_map \"%.*s\"",
 				       (int)strcspn(np->gid_map, "\n"), np->gid_map);
+	return 0;
+}
+
+/* As root, the sandbox's user namespace is created by the run's own host
+ * id (its owner), not by root: the kernel charges what the sandbox holds
+ * of the per-creator counters (inotify instances and watches, namespaces,
+ * message queue bytes, queued signals) to the owner in the parent
+ * namespace, so no run can use up root's or another run's. Only this
+ * thread's effective uid changes, for the clone (the raw system call:
+ * glibc's would change every thread's); the filesystem uid stays root's,
+ * which CLONE_INTO_CGROUP's permission check uses. The child starts with
+ * these credentials and becomes the namespace's root. */
+static int become_owner(const struct al_native_plan *np, bool on, int *dumpable,
+			struct al_error *err)
+{
+	if (np->ids.rootless)
+		return 0;
+	if (on) {
+		/* The credential change makes us not dumpable: put it back. */
+		*dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+		if (syscall(SYS_setresuid, -1, np->ids.owner, -1) < 0)
+			return al_error_setsys(err, errno,
+					       "taking host uid %u to create the sandbox's user "
+					       "namespace",
+					       (unsigned)np->ids.owner);
+		/* Returns the previous id; with a real uid of 0 it never fails. */
+		(void)syscall(SYS_setfsuid, 0);
+		return 0;
+	}
+	if (syscall(SYS_setresuid, -1, 0, -1) < 0) {
+		/* The real and saved uids are 0: this cannot fail. Never go on
+		 * as another user. */
+		al_err("returning to uid 0 after creating the sandbox: %s", strerror(errno));
+		_exit(125);
+	}
+	if (*dumpable == 1)
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	return 0;
 }
 
@@ -190,6 +251,7 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 	int enter[AL_CGROUP_MAX_FDS], leave[AL_CGROUP_MAX_FDS];
 	int n_cg = 0;
 	struct al_sync_msg go = {.type = AL_SYNC_GO};
+	int dumpable = -1;
 	long pid;
 
 	if ((r = fdset_open(&f, !sb->plan->tty, err)) < 0) {
@@ -218,7 +280,13 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 		 * namespace (step "cgroup"). */
 		args.flags &= ~(uint64_t)CLONE_NEWCGROUP;
 	}
+	if ((r = become_owner(sb->lowered, true, &dumpable, err)) < 0) {
+		fdset_close(&f);
+		return r;
+	}
 	pid = al_sys_clone3(&args, sizeof(args));
+	if (pid != 0)
+		become_owner(sb->lowered, false, &dumpable, NULL);
 	if (pid > 0)
 		al_log_phase("cloned into new namespaces");
 	if (pid != 0) {
@@ -258,6 +326,13 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 
 	if ((r = write_maps(sb->lowered, sb->plan->rootless, (pid_t)pid, err)) < 0)
 		return r;
+	/* For the checks before exec (verify.c): rootless, /proc/PID/ns of
+	 * an init that made itself not dumpable is closed to us. */
+	char ns[64];
+	snprintf(ns, sizeof(ns), "/proc/%ld/ns/user", pid);
+	sb->userns = open(ns, O_RDONLY | O_CLOEXEC);
+	if (sb->userns < 0)
+		return al_error_setsys(err, errno, "open %s", ns);
 	if (send(sb->sync, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go))
 		return al_error_setsys(err, errno, "releasing the sandbox child");
 	al_log_phase("id maps written, child released");
@@ -274,6 +349,9 @@ static void native_destroy(struct al_sandbox *sb)
 	if (al_cgroup_destroy(TAKE_PTR(sb->cg), &err) < 0)
 		al_warn("%s", err.msg);
 	al_native_plan_free(TAKE_PTR(sb->lowered));
+	/* Init was reaped, which leaves its pid namespace empty: nothing of
+	 * the run holds an id of the slot. Otherwise gc decides later. */
+	al_ids_release(&sb->slot, sb->pid < 0 || sb->reaped);
 }
 
 const struct al_backend_ops al_backend_native = {

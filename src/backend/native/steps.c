@@ -107,6 +107,36 @@ int step_become_ns_root(struct al_child *c)
 	return step_die_with_parent(c);
 }
 
+int step_ns_limits(struct al_child *c)
+{
+	/* This user namespace's own limits (ours to set: we hold
+	 * CAP_SYS_RESOURCE in it, the command will not), through the host's
+	 * /proc, at /oldroot/proc until pivot-root: a sysctl under
+	 * /proc/sys/user is the writer's namespace's. After this no namespace
+	 * can be made here, so it comes after the last one we make (each
+	 * open_tree of build-root makes an anonymous mount namespace). */
+	struct al_ns_limit lim[AL_NS_LIMITS_MAX];
+	size_t n = al_plan_ns_limits(c->plan, lim);
+
+	for (size_t i = 0; i < n; i++) {
+		char path[96], val[32];
+		snprintf(path, sizeof(path), "/oldroot/proc/sys/user/%s", lim[i].name);
+		int len = snprintf(val, sizeof(val), "%llu", (unsigned long long)lim[i].value);
+		int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0 && errno == ENOENT && lim[i].optional)
+			continue;
+		if (fd < 0)
+			return fail(c, errno, "opening %s to bound the sandbox's user namespace",
+				    path);
+		ssize_t w = write(fd, val, (size_t)len);
+		int e = errno;
+		close(fd);
+		if (w != len)
+			return fail(c, w < 0 ? e : EIO, "setting %s to %s", path, val);
+	}
+	return 0;
+}
+
 int step_stdio(struct al_child *c)
 {
 	const struct al_child_fds *f = c->fds;

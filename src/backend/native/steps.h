@@ -21,6 +21,7 @@ int step_wait_parent(struct al_child *c);
 int step_die_with_parent(struct al_child *c);
 int step_cgroup_namespace(struct al_child *c);
 int step_become_ns_root(struct al_child *c);
+int step_ns_limits(struct al_child *c);
 int step_stdio(struct al_child *c);
 int step_private_mounts(struct al_child *c);
 int step_staging_root(struct al_child *c);

@@ -7,11 +7,18 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <fcntl.h>
 #include <linux/mount.h>
+#include <linux/nsfs.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/cleanup.h"
 #include "core/sys.h"
@@ -186,7 +193,7 @@ static bool status_field(const char *status, const char *key, char *out, size_t 
 	return false;
 }
 
-static void check_status(const struct al_plan *p, const struct al_native_plan *np, pid_t pid,
+static void check_status(const struct al_native_plan *np, pid_t pid, int userns,
 			 struct al_run_result *res)
 {
 	char path[64], status[8192], v[128], want[128];
@@ -199,14 +206,31 @@ static void check_status(const struct al_plan *p, const struct al_native_plan *n
 		add(res, "identity", false, "cannot read %s", path);
 		return;
 	}
-	snprintf(want, sizeof(want), "%u\t%u\t%u\t%u", p->host_uid, p->host_uid, p->host_uid,
-		 p->host_uid);
+	const struct al_host_ids *ids = &np->ids;
+	snprintf(want, sizeof(want), "%u\t%u\t%u\t%u", ids->uid, ids->uid, ids->uid, ids->uid);
 	bool uid_ok = status_field(status, "Uid", v, sizeof(v)) && strcmp(v, want) == 0;
-	snprintf(want, sizeof(want), "%u\t%u\t%u\t%u", p->host_gid, p->host_gid, p->host_gid,
-		 p->host_gid);
+	snprintf(want, sizeof(want), "%u\t%u\t%u\t%u", ids->gid, ids->gid, ids->gid, ids->gid);
 	bool gid_ok = status_field(status, "Gid", v, sizeof(v)) && strcmp(v, want) == 0;
-	add(res, "identity", uid_ok && gid_ok, "uid/gid %d inside = host %u/%u%s", AL_SANDBOX_UID,
-	    p->host_uid, p->host_gid, p->rootless ? " (rootless)" : ", never host root");
+	uid_t owner = (uid_t)-1;
+	bool owner_ok =
+	    userns >= 0 && ioctl(userns, NS_GET_OWNER_UID, &owner) == 0 && owner == ids->owner;
+	char slot[48] = "";
+	if (ids->slot >= 0)
+		snprintf(slot, sizeof(slot), " (slot %d of the pool)", ids->slot);
+	else if (!ids->rootless)
+		snprintf(slot, sizeof(slot), " (a fixed range)");
+	if (!uid_ok || !gid_ok)
+		add(res, "identity", false, "the sandbox's host uid/gid are not %u/%u", ids->uid,
+		    ids->gid);
+	else if (!owner_ok)
+		add(res, "identity", false,
+		    "its user namespace is owned by host uid %d, not the run's %u", (int)owner,
+		    ids->owner);
+	else
+		add(res, "identity", true,
+		    "uid/gid %d inside = host %u/%u%s; user namespace owned by %u%s",
+		    AL_SANDBOX_UID, ids->uid, ids->gid, slot, ids->owner,
+		    ids->rootless ? " (rootless: you)" : ", never host root");
 
 	for (size_t i = 0; i < AL_ARRAY_SIZE(caps); i++) {
 		if (!status_field(status, caps[i], v, sizeof(v)) || strtoull(v, NULL, 16) != 0) {
@@ -226,6 +250,81 @@ static void check_status(const struct al_plan *p, const struct al_native_plan *n
 		    np->seccomp.len, np->seccomp_summary.allowed);
 	else
 		add(res, "seccomp", false, "Seccomp: %s (expected 2, filter mode)", v);
+}
+
+/* A process that enters the sandbox's user namespace reads its limits
+ * there (a /proc/sys/user value is the reader's namespace's). It shares
+ * our memory (CLONE_VM, suspended until it exits) and only makes system
+ * calls. */
+struct ns_read {
+	int userns;
+	size_t n;
+	char path[AL_NS_LIMITS_MAX][64];
+	char text[AL_NS_LIMITS_MAX][24]; /* "" when the file is missing */
+	int err;
+};
+
+static int read_ns_limits(void *arg)
+{
+	struct ns_read *r = arg;
+
+	if (setns(r->userns, CLONE_NEWUSER) < 0) {
+		r->err = errno;
+		return 1;
+	}
+	for (size_t i = 0; i < r->n; i++) {
+		int fd = open(r->path[i], O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t k = read(fd, r->text[i], sizeof(r->text[i]) - 1);
+		r->text[i][k > 0 ? k : 0] = '\0';
+		close(fd);
+	}
+	return 0;
+}
+
+static void check_ns_limits(const struct al_plan *p, int userns, struct al_run_result *res)
+{
+	static char stack[16384] __attribute__((aligned(16)));
+	struct al_ns_limit lim[AL_NS_LIMITS_MAX];
+	struct ns_read r = {.userns = userns};
+	const char *bad = NULL;
+	long pid;
+
+	r.n = al_plan_ns_limits(p, lim);
+	for (size_t i = 0; i < r.n; i++)
+		snprintf(r.path[i], sizeof(r.path[i]), "/proc/sys/user/%s", lim[i].name);
+	pid = userns < 0 ? -1
+			 : clone(read_ns_limits, stack + sizeof(stack),
+				 CLONE_VM | CLONE_VFORK | SIGCHLD, &r);
+	if (pid < 0) {
+		add(res, "userns limits", false, "cannot read them: %s",
+		    strerror(userns < 0 ? EBADF : errno));
+		return;
+	}
+	while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	if (r.err) {
+		add(res, "userns limits", false, "cannot enter the sandbox's user namespace: %s",
+		    strerror(r.err));
+		return;
+	}
+	for (size_t i = 0; i < r.n && !bad; i++) {
+		char *end;
+		if (!r.text[i][0] && lim[i].optional)
+			continue;
+		unsigned long long v = strtoull(r.text[i], &end, 10);
+		if (!r.text[i][0] || (*end && *end != '\n') || v != lim[i].value)
+			bad = lim[i].name;
+	}
+	if (bad)
+		add(res, "userns limits", false, "%s is not as planned", bad);
+	else
+		add(res, "userns limits", true,
+		    "inotify %llu instances, %llu watches; no namespace or fanotify group can "
+		    "be made",
+		    (unsigned long long)p->inotify_instances,
+		    (unsigned long long)p->inotify_watches);
 }
 
 static void check_network(pid_t pid, struct al_run_result *res)
@@ -346,13 +445,15 @@ static void check_kernel_memory(const struct al_plan *p, const struct al_cgroup 
 }
 
 int al_verify_child(const struct al_plan *plan, const struct al_native_plan *np, pid_t pid,
-		    int landlock_abi, const struct al_cgroup *cg, struct al_run_result *res)
+		    int userns, int landlock_abi, const struct al_cgroup *cg,
+		    struct al_run_result *res)
 {
 	int bad = 0;
 
 	res->n_checks = 0;
 	check_mounts(np, pid, res);
-	check_status(plan, np, pid, res);
+	check_status(np, pid, userns, res);
+	check_ns_limits(plan, userns, res);
 	if (np->landlock_abi == 0 && !plan->landlock_required)
 		add(res, "landlock", true, "%s",
 		    "not available; best-effort was asked for in words");

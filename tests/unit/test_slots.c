@@ -1,0 +1,173 @@
+/* ids/slots.h: the host id pool, in a temporary directory of the test's
+ * own. A slot is never handed to two holders, is removed when released
+ * with its run gone, is kept (for gc) otherwise, and gc takes back only
+ * files whose lock is free; a directory others may write is refused. */
+#include "unit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "ids/slots.h"
+
+static char dir[64];
+
+static int setup(void **state)
+{
+	snprintf(dir, sizeof(dir), "/tmp/airlock-slots-XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static bool slot_file(int slot)
+{
+	char p[128];
+	snprintf(p, sizeof(p), "%s/%d", dir, slot);
+	return access(p, F_OK) == 0;
+}
+
+static size_t n_entries(void)
+{
+	char cmd[160];
+	snprintf(cmd, sizeof(cmd), "ls -A %s | wc -l", dir);
+	FILE *f = popen(cmd, "r");
+	unsigned n = 0;
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%u", &n), 1);
+	pclose(f);
+	return n;
+}
+
+static void test_bounds(void **state)
+{
+	assert_int_equal(al_ids_slot_base(0), 0x70000000u);
+	assert_int_equal(al_ids_slot_base(1), 0x70010000u);
+	assert_true(al_ids_in_pool(0x70000000u));
+	assert_true(al_ids_in_pool(0x70000000u - 1)); /* overlaps its first id */
+	assert_false(al_ids_in_pool(0x70000000u - AL_IDS_SLOT_SIZE));
+	assert_true(al_ids_in_pool(al_ids_slot_base(AL_IDS_POOL_SLOTS - 1)));
+	assert_false(al_ids_in_pool(al_ids_slot_base(AL_IDS_POOL_SLOTS)));
+	assert_false(al_ids_in_pool(1000000000u));
+}
+
+static void test_take_release(void **state)
+{
+	struct al_id_slot a, b;
+	struct al_error err = {0};
+	char buf[128] = "";
+
+	assert_int_equal(al_ids_take(dir, "run-a", &a, &err), 0);
+	assert_int_equal(al_ids_take(dir, "run-b", &b, &err), 0);
+	assert_true(a.slot >= 0 && a.slot < (int)AL_IDS_POOL_SLOTS);
+	assert_int_not_equal(a.slot, b.slot);
+	assert_true(slot_file(a.slot) && slot_file(b.slot));
+	/* Only the two slot files: no temporary file left. */
+	assert_int_equal(n_entries(), 2);
+	/* Its owner is recorded. */
+	assert_true(pread(a.fd, buf, sizeof(buf) - 1, 0) > 0);
+	assert_contains(buf, " run-a\n");
+	/* Live (locked): gc leaves both. */
+	assert_int_equal(al_ids_gc(dir, &err), 0);
+	assert_true(slot_file(a.slot) && slot_file(b.slot));
+	int sa = a.slot, sb = b.slot;
+	al_ids_release(&a, true);
+	assert_false(slot_file(sa));
+	assert_int_equal(a.fd, -1);
+	/* Released with its run not known to be gone: left for gc, which
+	 * takes it (no process here has ids of the pool). */
+	al_ids_release(&b, false);
+	assert_true(slot_file(sb));
+	assert_int_equal(al_ids_gc(dir, &err), 1);
+	assert_false(slot_file(sb));
+	assert_int_equal(n_entries(), 0);
+	al_ids_release(&a, true); /* safe on an empty one */
+}
+
+static void test_stale_temp_removed(void **state)
+{
+	char p[128];
+	struct al_error err = {0};
+
+	snprintf(p, sizeof(p), "%s/.new-1-dead", dir);
+	int fd = open(p, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(al_ids_gc(dir, &err), 0); /* not a slot: not counted */
+	assert_int_equal(access(p, F_OK), -1);
+}
+
+static void test_dir_checked(void **state)
+{
+	struct al_id_slot s;
+	struct al_error err = {0};
+	char link[128];
+
+	assert_int_equal(chmod(dir, 0777), 0);
+	assert_int_equal(al_ids_take(dir, "x", &s, &err), -EPERM);
+	assert_contains(err.msg, "writable by no one else");
+	assert_int_equal(s.fd, -1);
+	assert_int_equal(chmod(dir, 0700), 0);
+	snprintf(link, sizeof(link), "%s-link", dir);
+	assert_int_equal(symlink(dir, link), 0);
+	assert_true(al_ids_take(link, "x", &s, &err) < 0);
+	assert_contains(err.msg, "opening");
+	unlink(link);
+	assert_int_equal(n_entries(), 0);
+}
+
+/* Every slot held: the next run is refused (and dead holders' slots are
+ * taken back first). */
+static void test_pool_full(void **state)
+{
+	struct rlimit rl = {AL_IDS_POOL_SLOTS + 64, AL_IDS_POOL_SLOTS + 64};
+	struct al_error err = {0};
+	struct al_id_slot *s = calloc(AL_IDS_POOL_SLOTS, sizeof(*s));
+	struct al_id_slot extra;
+	bool seen[AL_IDS_POOL_SLOTS] = {false};
+
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		skip(); /* needs 4094 descriptors at once */
+	for (unsigned i = 0; i < AL_IDS_POOL_SLOTS; i++) {
+		assert_int_equal(al_ids_take(dir, "fill", &s[i], &err), 0);
+		assert_false(seen[s[i].slot]);
+		seen[s[i].slot] = true;
+		/* One directory fd is enough for the test's descriptors. */
+		al_closep(&s[i].dirfd);
+	}
+	assert_int_equal(al_ids_take(dir, "one-more", &extra, &err), -EUSERS);
+	assert_contains(err.msg, "all 4094 slots");
+	/* A holder dies without removing its file: the next take reclaims it. */
+	int dead = s[17].slot;
+	al_closep(&s[17].fd);
+	assert_int_equal(al_ids_take(dir, "after", &extra, &err), 0);
+	assert_int_equal(extra.slot, dead);
+	al_ids_release(&extra, true);
+	for (unsigned i = 0; i < AL_IDS_POOL_SLOTS; i++)
+		al_closep(&s[i].fd);
+	free(s);
+	assert_int_equal(al_ids_gc(dir, &err), (int)AL_IDS_POOL_SLOTS - 1);
+	assert_int_equal(n_entries(), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_bounds),
+	    cmocka_unit_test_setup_teardown(test_take_release, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stale_temp_removed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dir_checked, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pool_full, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
