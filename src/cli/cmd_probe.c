@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -23,6 +24,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "core/sys.h"
 #include "policy/plan.h"
 
 static int failures;
@@ -117,6 +119,40 @@ static void probe_privileges(void)
 	    core.rlim_max == 0 ? "off" : "possible");
 }
 
+/* The user namespace's own limits, from inside: readable, not raisable,
+ * and in force (an inotify instance past the limit is refused). */
+static void probe_userns(void)
+{
+	char v[32] = "";
+	long max_ns = -1, max_in = -1;
+	int w, we = 0, n = 0, past = 0;
+	int fds[1024];
+
+	if (al_read_file("/proc/sys/user/max_user_namespaces", v, sizeof(v)) > 0)
+		max_ns = strtol(v, NULL, 10);
+	if (al_read_file("/proc/sys/user/max_inotify_instances", v, sizeof(v)) > 0)
+		max_in = strtol(v, NULL, 10);
+	w = open("/proc/sys/user/max_user_namespaces", O_WRONLY | O_CLOEXEC);
+	we = w < 0 ? errno : 0;
+	if (w >= 0)
+		close(w);
+	/* Only a limit below the open-files limit can be reached here. */
+	while (max_in >= 0 && max_in < 1000 && n < (int)max_in + 1 && n < 1024) {
+		int fd = inotify_init1(IN_CLOEXEC);
+		if (fd < 0) {
+			past = errno;
+			break;
+		}
+		fds[n++] = fd;
+	}
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	bool ok = max_ns == 0 && we != 0 && max_in > 0 && (max_in >= 1000 || past == EMFILE);
+	row("userns limits", ok,
+	    "max_user_namespaces %ld (opening it to write -> %s), inotify instance %d of %ld -> %s",
+	    max_ns, ename(we), n + 1, max_in, ename(past));
+}
+
 static void probe_network(void)
 {
 	/* /proc/net/dev rather than if_nameindex(): that asks netlink, which
@@ -183,6 +219,7 @@ int al_cmd_probe(int argc, char **argv)
 	probe_filesystem();
 	probe_kernel();
 	probe_privileges();
+	probe_userns();
 	probe_network();
 	probe_gateway();
 	fflush(stdout);

@@ -717,7 +717,9 @@ def limit_hit_events(e, m):
 
 @limits_case
 def verify_all_in_force(e, m):
-    """`airlock verify` exits 0 and every layer row says "in force"."""
+    """`airlock verify` exits 0 and every layer row says "in force"; it shows
+    the run's host id range (as root, its slot's) and the user namespace's
+    limits, attacked inside and read back from outside."""
     argv = [e.airlock, "verify"]
     res = finish(start(argv), argv, time.monotonic(), 60)
     expect_rc(res, 0)
@@ -727,6 +729,22 @@ def verify_all_in_force(e, m):
     bad = [l for l in rows if "in force" not in l or "not in force" in l]
     expect(not bad, "rows not in force: %s" % bad, res)
     expect(any(l.startswith("cgroup") for l in rows), "no cgroup row", res)
+    userns = [l for l in rows if l.startswith("userns limits")]
+    expect(len(userns) == 2, "expected a userns limits row inside and outside: %s" % userns,
+           res)
+    expect("max_user_namespaces 0" in userns[0] and "-> EMFILE" in userns[0],
+           "inside row: %s" % userns[0], res)
+    expect("inotify 64 instances, 16384 watches" in userns[1], "outside row: %s" % userns[1],
+           res)
+    ident = [l for l in rows if l.startswith("identity") and "host" in l]
+    expect(len(ident) == 1, "no outside identity row: %s" % ident, res)
+    if IS_ROOT:
+        m2 = re.search(r"slot (\d+) of the pool: host ids (\d+)-(\d+)\); user namespace owned "
+                       r"by (\d+)", ident[0])
+        expect(m2, "identity row names no slot: %s" % ident[0], res)
+        slot, lo, hi, owner = (int(x) for x in m2.groups())
+        expect(lo == 0x70000000 + slot * 65536 and hi == lo + 65535 and owner == lo,
+               "identity row: %s" % ident[0], res)
     expect("RESULT: every layer is in force" in res.text, "no RESULT line", res)
 
 

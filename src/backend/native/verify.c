@@ -23,6 +23,7 @@
 #include "core/cleanup.h"
 #include "core/sys.h"
 #include "core/util.h"
+#include "ids/slots.h"
 #include "policy/kmem.h"
 
 static struct al_layer_check *add(struct al_run_result *res, const char *layer, bool ok,
@@ -214,11 +215,13 @@ static void check_status(const struct al_native_plan *np, pid_t pid, int userns,
 	uid_t owner = (uid_t)-1;
 	bool owner_ok =
 	    userns >= 0 && ioctl(userns, NS_GET_OWNER_UID, &owner) == 0 && owner == ids->owner;
-	char slot[48] = "";
+	char slot[96] = "";
 	if (ids->slot >= 0)
-		snprintf(slot, sizeof(slot), " (slot %d of the pool)", ids->slot);
+		snprintf(slot, sizeof(slot), " (slot %d of the pool: host ids %u-%u)", ids->slot,
+			 ids->root_uid, ids->root_uid + AL_IDS_SLOT_SIZE - 1);
 	else if (!ids->rootless)
-		snprintf(slot, sizeof(slot), " (a fixed range)");
+		snprintf(slot, sizeof(slot), " (the fixed range %u-%u)", ids->root_uid,
+			 ids->root_uid + AL_IDS_SLOT_SIZE - 1);
 	if (!uid_ok || !gid_ok)
 		add(res, "identity", false, "the sandbox's host uid/gid are not %u/%u", ids->uid,
 		    ids->gid);
