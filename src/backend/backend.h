@@ -35,6 +35,7 @@ struct al_sandbox {
 	const struct al_plan *plan; /* borrowed */
 	struct al_audit *audit;	    /* borrowed; may be NULL */
 	const char *run_id;	    /* borrowed; may be NULL */
+	bool verify_all;	    /* the checks before exec read what costs time too */
 	struct al_loop *loop;	    /* borrowed: the run's */
 	const struct al_sandbox_events *events;
 	struct al_cgroup *cg; /* owned; NULL when the run has no cgroup */
@@ -48,6 +49,7 @@ struct al_sandbox {
 	int userns;   /* native: init's user namespace, opened right after its maps */
 	bool exiting; /* init reported the end, emptied the namespace and left the cgroup */
 	bool reaped;  /* init was waited for: nothing of the sandbox runs */
+	bool emptied; /* init reported the end: no process of the sandbox but it, exiting */
 	struct al_monitor *mon;
 	struct al_native_plan *lowered; /* native: the plan in its terms (owned) */
 	int *inputs; /* native, as root: the task's inputs as detached mounts, until clone */

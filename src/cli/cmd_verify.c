@@ -84,8 +84,11 @@ int al_cmd_verify(int argc, char **argv)
 	printf("%-16s %-15s %s\n", "LAYER", "STATUS", "DETAIL");
 	printf("-- inside, attacked by the probe --\n");
 	fflush(stdout);
-	struct al_run_request req = {
-	    .plan = plan, .run_id = run_id, .result_dirfd = -1, .confine_self = true};
+	struct al_run_request req = {.plan = plan,
+				     .run_id = run_id,
+				     .result_dirfd = -1,
+				     .confine_self = true,
+				     .verify_all = true};
 	struct al_error record_err = {0};
 	const struct al_run_result *r = al_cli_run(&req, &run, &err, &record_err);
 	if (err.msg[0])

@@ -60,8 +60,8 @@ void al_plan_dump_text(const struct al_plan *p, FILE *f)
 			AL_SANDBOX_UID, AL_SANDBOX_GID, p->host_uid, p->host_gid, p->host_base);
 	fprintf(f,
 		"userns:     inotify %" PRIu64 " instances, %" PRIu64
-		" watches; no user, mount, pid, net, ipc, uts, cgroup or time namespace, no "
-		"fanotify group (/proc/sys/user inside)\n",
+		" watches; no user namespace (so no other kind either), no fanotify group "
+		"(/proc/sys/user inside)\n",
 		p->inotify_instances, p->inotify_watches);
 	if (!p->gateway) {
 		fprintf(f, "network:    none (loopback only)\n");

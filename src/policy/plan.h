@@ -273,11 +273,11 @@ void al_plan_host_ids(const struct al_plan *p, int slot, struct al_host_ids *ids
 
 /* The sandbox user namespace's own limits, as /proc/sys/user names them:
  * set inside before the command starts, checked from outside. */
-#define AL_NS_LIMITS_MAX 12
+#define AL_NS_LIMITS_MAX 4
 struct al_ns_limit {
 	const char *name; /* under /proc/sys/user */
 	uint64_t value;
-	bool optional; /* kernels before 5.6 (time) and 5.13 (fanotify) lack it */
+	bool optional; /* kernels before 5.13 lack it (fanotify) */
 };
 
 /* p's limits into out[AL_NS_LIMITS_MAX]; returns how many. */

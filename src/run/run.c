@@ -168,6 +168,7 @@ int al_run_start(const struct al_run_request *req, const struct al_supervisor_io
 	al_sandbox_init_handle(&run->sb, ops, req->plan, req->audit, run->loop,
 			       al_supervisor_events(run->sup));
 	run->sb.run_id = run->run_id;
+	run->sb.verify_all = req->verify_all;
 	if ((r = ops->prepare(&run->sb, err)) < 0 || (r = ops->start(&run->sb, err)) < 0)
 		goto fail;
 	const struct al_sandbox_ctl ctl = {.data = &run->sb,

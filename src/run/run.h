@@ -41,6 +41,10 @@ struct al_run_request {
 	/* The process holds only this run (the CLI): the supervisor confines
 	 * the process before the command starts. */
 	bool confine_self;
+	/* `airlock verify`'s run: the checks before exec also read the user
+	 * namespace's limits back from inside it (every run sets them and
+	 * fails if the kernel refuses one; the read-back costs a process). */
+	bool verify_all;
 };
 
 struct al_run;

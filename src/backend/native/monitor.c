@@ -380,8 +380,8 @@ static void on_ready(struct al_monitor *m, int landlock_abi)
 		al_monitor_stop(sb);
 		return;
 	}
-	if (al_verify_child(m->plan, sb->lowered, sb->pid, sb->userns, landlock_abi, sb->cg,
-			    m->res) > 0) {
+	if (al_verify_child(m->plan, sb->lowered, sb->pid, sb->verify_all ? sb->userns : -1,
+			    sb->userns, landlock_abi, sb->cg, m->res) > 0) {
 		for (size_t i = 0; i < m->res->n_checks; i++) {
 			const struct al_layer_check *c = &m->res->checks[i];
 			if (c->in_force)
@@ -423,6 +423,7 @@ static void on_exit_status(struct al_monitor *m, const struct al_sync_msg *msg)
 	m->cpu_system_us = (uint64_t)msg->stime_us;
 	check_limits(m); /* also keeps the final counters in res->cgroup */
 	m->sb->exiting = !m->sb->cg || al_cgroup_clone_fd(m->sb->cg) < 0;
+	m->sb->emptied = true;
 	m->ev->exited(m->ev->data, msg->status);
 }
 
@@ -644,15 +645,11 @@ void al_monitor_release_all(struct al_sandbox *sb)
 	/* An init that reported the end holds no other process and is already
 	 * in exit(): reap it if done, else leave the zombie to our own exit
 	 * (the CLI) or a later waitid on the pidfd. Anything else is killed
-	 * and waited for, which waits for the whole pid namespace.
-	 * A run holding a slot of host ids waits for that exit too: its slot
-	 * goes back to the pool only once no process has the slot's ids. */
+	 * and waited for, which waits for the whole pid namespace. */
 	if (sb->pidfd >= 0 && sb->exiting && !sb->reaped) {
 		si.si_pid = 0;
 		if (waitid(P_PIDFD, (id_t)sb->pidfd, &si, WEXITED | WNOHANG) == 0 && si.si_pid)
 			sb->reaped = true;
-		else if (sb->slot.fd >= 0)
-			sb->reaped = wait_init(sb->pidfd);
 	} else if (sb->pidfd >= 0 && !sb->reaped &&
 		   al_sys_pidfd_send_signal(sb->pidfd, SIGKILL) == 0) {
 		sb->reaped = wait_init(sb->pidfd);

@@ -349,9 +349,14 @@ static void native_destroy(struct al_sandbox *sb)
 	if (al_cgroup_destroy(TAKE_PTR(sb->cg), &err) < 0)
 		al_warn("%s", err.msg);
 	al_native_plan_free(TAKE_PTR(sb->lowered));
-	/* Init was reaped, which leaves its pid namespace empty: nothing of
-	 * the run holds an id of the slot. Otherwise gc decides later. */
-	al_ids_release(&sb->slot, sb->pid < 0 || sb->reaped);
+	/* The slot goes back once nothing of the run can hold what its ids
+	 * count: init was reaped (its pid namespace with it), or it reported
+	 * the end, having killed and reaped every other process, and is in
+	 * _exit, where it holds no pipe, inotify instance or descriptor in
+	 * flight (not waiting for that exit keeps it off every run's end).
+	 * Otherwise the file stays for gc, which first looks for processes
+	 * with the slot's ids. */
+	al_ids_release(&sb->slot, sb->pid < 0 || sb->reaped || sb->emptied);
 }
 
 const struct al_backend_ops al_backend_native = {

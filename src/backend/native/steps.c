@@ -117,23 +117,35 @@ int step_ns_limits(struct al_child *c)
 	 * open_tree of build-root makes an anonymous mount namespace). */
 	struct al_ns_limit lim[AL_NS_LIMITS_MAX];
 	size_t n = al_plan_ns_limits(c->plan, lim);
+	int dir = open("/oldroot/proc/sys/user", O_PATH | O_DIRECTORY | O_CLOEXEC);
 
+	if (dir < 0)
+		return fail(c, errno,
+			    "opening /proc/sys/user to bound the sandbox's user namespace");
 	for (size_t i = 0; i < n; i++) {
-		char path[96], val[32];
-		snprintf(path, sizeof(path), "/oldroot/proc/sys/user/%s", lim[i].name);
+		char val[32];
 		int len = snprintf(val, sizeof(val), "%llu", (unsigned long long)lim[i].value);
-		int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+		int fd = openat(dir, lim[i].name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0 && errno == ENOENT && lim[i].optional)
 			continue;
-		if (fd < 0)
-			return fail(c, errno, "opening %s to bound the sandbox's user namespace",
-				    path);
+		if (fd < 0) {
+			int e = errno;
+			close(dir);
+			return fail(c, e,
+				    "opening /proc/sys/user/%s to bound the sandbox's user "
+				    "namespace",
+				    lim[i].name);
+		}
 		ssize_t w = write(fd, val, (size_t)len);
 		int e = errno;
 		close(fd);
-		if (w != len)
-			return fail(c, w < 0 ? e : EIO, "setting %s to %s", path, val);
+		if (w != len) {
+			close(dir);
+			return fail(c, w < 0 ? e : EIO, "setting /proc/sys/user/%s to %s",
+				    lim[i].name, val);
+		}
 	}
+	close(dir);
 	return 0;
 }
 

@@ -262,7 +262,7 @@ static void check_status(const struct al_native_plan *np, pid_t pid, int userns,
 struct ns_read {
 	int userns;
 	size_t n;
-	char path[AL_NS_LIMITS_MAX][64];
+	const char *name[AL_NS_LIMITS_MAX];
 	char text[AL_NS_LIMITS_MAX][24]; /* "" when the file is missing */
 	int err;
 };
@@ -275,14 +275,17 @@ static int read_ns_limits(void *arg)
 		r->err = errno;
 		return 1;
 	}
-	for (size_t i = 0; i < r->n; i++) {
-		int fd = open(r->path[i], O_RDONLY | O_CLOEXEC);
+	int dir = open("/proc/sys/user", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	for (size_t i = 0; i < r->n && dir >= 0; i++) {
+		int fd = openat(dir, r->name[i], O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
 		ssize_t k = read(fd, r->text[i], sizeof(r->text[i]) - 1);
 		r->text[i][k > 0 ? k : 0] = '\0';
 		close(fd);
 	}
+	if (dir >= 0)
+		close(dir);
 	return 0;
 }
 
@@ -296,7 +299,7 @@ static void check_ns_limits(const struct al_plan *p, int userns, struct al_run_r
 
 	r.n = al_plan_ns_limits(p, lim);
 	for (size_t i = 0; i < r.n; i++)
-		snprintf(r.path[i], sizeof(r.path[i]), "/proc/sys/user/%s", lim[i].name);
+		r.name[i] = lim[i].name;
 	pid = userns < 0 ? -1
 			 : clone(read_ns_limits, stack + sizeof(stack),
 				 CLONE_VM | CLONE_VFORK | SIGCHLD, &r);
@@ -324,8 +327,8 @@ static void check_ns_limits(const struct al_plan *p, int userns, struct al_run_r
 		add(res, "userns limits", false, "%s is not as planned", bad);
 	else
 		add(res, "userns limits", true,
-		    "inotify %llu instances, %llu watches; no namespace or fanotify group can "
-		    "be made",
+		    "inotify %llu instances, %llu watches; no user namespace or fanotify group "
+		    "can be made",
 		    (unsigned long long)p->inotify_instances,
 		    (unsigned long long)p->inotify_watches);
 }
@@ -448,7 +451,7 @@ static void check_kernel_memory(const struct al_plan *p, const struct al_cgroup 
 }
 
 int al_verify_child(const struct al_plan *plan, const struct al_native_plan *np, pid_t pid,
-		    int userns, int landlock_abi, const struct al_cgroup *cg,
+		    int limits_userns, int userns, int landlock_abi, const struct al_cgroup *cg,
 		    struct al_run_result *res)
 {
 	int bad = 0;
@@ -456,7 +459,8 @@ int al_verify_child(const struct al_plan *plan, const struct al_native_plan *np,
 	res->n_checks = 0;
 	check_mounts(np, pid, res);
 	check_status(np, pid, userns, res);
-	check_ns_limits(plan, userns, res);
+	if (limits_userns >= 0)
+		check_ns_limits(plan, limits_userns, res);
 	if (np->landlock_abi == 0 && !plan->landlock_required)
 		add(res, "landlock", true, "%s",
 		    "not available; best-effort was asked for in words");

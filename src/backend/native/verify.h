@@ -10,9 +10,10 @@
 
 /* Check, from outside, that the child's layers are what the plan asked
  * for: mounts and their flags, ids (and the owner of userns, the child's
- * user namespace), that namespace's limits, capabilities, no_new_privs,
- * seccomp, landlock (as the child reported it), network interfaces, cgroup
- * membership, rlimits. Fills res->checks; returns the number not in force. */
+ * user namespace), capabilities, no_new_privs, seccomp, landlock (as the
+ * child reported it), network interfaces, cgroup membership, rlimits; with
+ * limits_userns >= 0 (airlock verify) also that namespace's limits, read
+ * from inside it. Fills res->checks; returns the number not in force. */
 int al_verify_child(const struct al_plan *plan, const struct al_native_plan *np, pid_t pid,
-		    int userns, int landlock_abi, const struct al_cgroup *cg,
+		    int limits_userns, int userns, int landlock_abi, const struct al_cgroup *cg,
 		    struct al_run_result *res);
