@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,6 +207,14 @@ static int reclaim(int dirfd, const char *name, struct gc *g, bool slot_file, un
 	return slot_file ? 1 : 0;
 }
 
+/* A temporary file's taker (".new-PID-RUN") is still there: it may be
+ * between creating the file and locking it, so it is not gc's to take. */
+static bool taker_alive(const char *name)
+{
+	int pid = atoi(name + strlen(TMP_PREFIX));
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
 static int gc_at(int dirfd, struct al_error *err)
 {
 	int dup = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
@@ -227,7 +236,8 @@ static int gc_at(int dirfd, struct al_error *err)
 		unsigned slot;
 		if (parse_slot(e->d_name, &slot))
 			n += reclaim(dirfd, e->d_name, g, true, slot);
-		else if (strncmp(e->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0)
+		else if (strncmp(e->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0 &&
+			 !taker_alive(e->d_name))
 			reclaim(dirfd, e->d_name, g, false, 0);
 	}
 	closedir(d);
@@ -331,9 +341,15 @@ void al_ids_release(struct al_id_slot *s, bool gone)
 {
 	if (s->fd >= 0 && gone) {
 		char name[16];
+		struct stat a, b;
 		snprintf(name, sizeof(name), "%d", s->slot);
-		/* Ours: only a holder of the lock unlinks a slot's name. */
-		if (unlinkat(s->dirfd, name, 0) < 0)
+		/* Only a holder of the lock unlinks a slot's name, and only while
+		 * the name is still its own file (not one that replaced it after
+		 * someone else removed it). */
+		if (fstat(s->fd, &a) < 0 || fstatat(s->dirfd, name, &b, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+			al_warn("host id slot %d: its file is no longer ours; left alone", s->slot);
+		else if (unlinkat(s->dirfd, name, 0) < 0)
 			al_warn("host id slot %d: removing it: %s", s->slot, strerror(errno));
 	}
 	al_closep(&s->fd);

@@ -11,6 +11,7 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "ids/slots.h"
+#include "policy/plan.h"
 #include "policy/policy.h"
 
 int al_json_fail(struct al_json_ctx *c, const char *path, const char *fmt, ...)
@@ -257,6 +258,12 @@ int al_json_identity(struct al_json_ctx *c, const json_t *j, const char *path, i
 				    "a fixed range is %u host ids from its first, which must be "
 				    "from 65536 to %llu (never root or the ids below 65536)",
 				    AL_IDS_SLOT_SIZE, 4294967294ull - (AL_IDS_SLOT_SIZE - 1));
+	if (b <= (json_int_t)AL_HOST_DISK_ID && (json_int_t)AL_HOST_DISK_ID - b < AL_IDS_SLOT_SIZE)
+		return al_json_fail(c, sub,
+				    "%lld..%lld holds host id %u, which files the sandbox creates "
+				    "in a root-owned --rw directory belong to in every run",
+				    (long long)b, (long long)b + AL_IDS_SLOT_SIZE - 1,
+				    AL_HOST_DISK_ID);
 	if (al_ids_in_pool((unsigned long long)b))
 		return al_json_fail(
 		    c, sub, "%lld..%lld overlaps the pool of per-run ranges (%u..%llu)",

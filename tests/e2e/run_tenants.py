@@ -637,5 +637,45 @@ def rootless_namespace_limits_and_identity(e):
             user.__exit__(None, None, None)
 
 
+@case
+def parent_death_signal_kept(e):
+    """As root, creating the sandbox's user namespace as the run's own uid
+    (an euid change) does not lose a parent-death signal airlock's caller
+    set: airlock still dies with its parent, and its sandbox with it."""
+    if not IS_ROOT:
+        raise Skip("as root only (rootless makes no euid change)")
+    m = new_marker()
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    r, w = os.pipe()
+    middle = os.fork()
+    if middle == 0:
+        try:
+            os.close(r)
+            child = os.fork()
+            if child == 0:
+                libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+                argv = e.argv(["/bin/sleep", "8"], ["--env", "AIRLOCK_MARK=" + m,
+                                                    "--timeout", "20"])
+                os.execv(argv[0], argv)
+            os.write(w, b"%d" % child)
+            time.sleep(1.5)  # airlock is past its clone by then
+        finally:
+            os._exit(0)
+    os.close(w)
+    airlock = int(os.read(r, 32) or b"0")
+    os.close(r)
+    os.waitpid(middle, 0)
+    try:
+        gone = wait_for(lambda: not os.path.exists("/proc/%d" % airlock)
+                        or (proc_read(airlock, "stat") or b") Z").rsplit(b")", 1)[1].split()[0]
+                        == b"Z", 5)
+        expect(gone, "airlock %d outlived its parent by 5 s" % airlock)
+        left = wait_for(lambda: not procs_with_marker(m), 5)
+        expect(left, "the sandbox outlived airlock: %s" % procs_with_marker(m))
+    finally:
+        if os.path.exists("/proc/%d" % airlock):
+            kill_pid(airlock)
+
+
 if __name__ == "__main__":
     main(suite)

@@ -332,6 +332,29 @@ static void test_command(void **state)
 	BAD("{\"version\":1,\"command\":null}", "p.json: command:");
 }
 
+/* identity.host_ids: "per-run" or the first id of a fixed range that is
+ * never root or the low ids, fits below 2^32 - 1, holds no id of the pool
+ * and not the id of the sandbox's files in root-owned --rw dirs. */
+static void test_identity(void **state)
+{
+	_cleanup_(al_policy_freep) struct al_policy *p =
+	    load_ok("{\"version\":1,\"identity\":{\"host_ids\":\"per-run\"}}");
+	assert_int_equal(p->host_ids, AL_HOST_IDS_PER_RUN);
+	_cleanup_(al_policy_freep) struct al_policy *q =
+	    load_ok("{\"version\":1,\"identity\":{\"host_ids\":1610612736}}");
+	assert_int_equal(q->host_ids, AL_HOST_IDS_FIXED);
+	assert_int_equal(q->host_ids_base, 1610612736u);
+	BAD("{\"version\":1,\"identity\":{\"host_ids\":0}}", "identity.host_ids", "65536");
+	BAD("{\"version\":1,\"identity\":{\"host_ids\":65535}}", "identity.host_ids");
+	BAD("{\"version\":1,\"identity\":{\"host_ids\":4294901760}}", "identity.host_ids");
+	BAD("{\"version\":1,\"identity\":{\"host_ids\":1879048192}}", "overlaps the pool");
+	BAD("{\"version\":1,\"identity\":{\"host_ids\":1879000000}}", "overlaps the pool");
+	BAD("{\"version\":1,\"identity\":{\"host_ids\":1000000000}}", "holds host id 1000001000");
+	BAD("{\"version\":1,\"identity\":{\"host_ids\":\"auto\"}}", "expected \"per-run\"");
+	BAD("{\"version\":1,\"identity\":{\"host_uid\":5}}", "unknown key");
+	BAD("{\"version\":1,\"identity\":5}", "identity", "an object");
+}
+
 static void test_env_hostname_network(void **state)
 {
 	BAD("{\"version\":1,\"env\":{\"1BAD\":\"x\"}}", "p.json: env.1BAD:", "variable name");
@@ -799,6 +822,7 @@ int main(void)
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test(test_copies),
 		cmocka_unit_test(test_command),
+		cmocka_unit_test(test_identity),
 		cmocka_unit_test(test_env_hostname_network),
 		cmocka_unit_test(test_allow_rule_loopback),
 		cmocka_unit_test(test_syntax_errors),

@@ -99,12 +99,22 @@ static void test_stale_temp_removed(void **state)
 	char p[128];
 	struct al_error err = {0};
 
-	snprintf(p, sizeof(p), "%s/.new-1-dead", dir);
+	char live[128];
+
+	/* A taker that is gone (no such pid) left it: removed. */
+	snprintf(p, sizeof(p), "%s/.new-999999999-dead", dir);
 	int fd = open(p, O_CREAT | O_WRONLY, 0600);
 	assert_true(fd >= 0);
 	close(fd);
-	assert_int_equal(al_ids_gc(dir, &err), 0); /* not a slot: not counted */
+	/* A live taker's may be between its create and its lock: kept. */
+	snprintf(live, sizeof(live), "%s/.new-%d-live", dir, (int)getpid());
+	fd = open(live, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(al_ids_gc(dir, &err), 0); /* not slots: not counted */
 	assert_int_equal(access(p, F_OK), -1);
+	assert_int_equal(access(live, F_OK), 0);
+	unlink(live);
 }
 
 static void test_dir_checked(void **state)

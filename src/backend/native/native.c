@@ -164,14 +164,25 @@ static int write_maps(const struct al_native_plan *np, bool rootless, pid_t pid,
  * glibc's would change every thread's); the filesystem uid stays root's,
  * which CLONE_INTO_CGROUP's permission check uses. The child starts with
  * these credentials and becomes the namespace's root. */
-static int become_owner(const struct al_native_plan *np, bool on, int *dumpable,
+/* What the credential change resets in this process, put back after. */
+struct owner_saved {
+	int dumpable;
+	int pdeath; /* a parent-death signal our caller set, or 0 */
+	pid_t ppid;
+};
+
+static int become_owner(const struct al_native_plan *np, bool on, struct owner_saved *sv,
 			struct al_error *err)
 {
 	if (np->ids.rootless)
 		return 0;
 	if (on) {
-		/* The credential change makes us not dumpable: put it back. */
-		*dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+		/* Any euid change makes us not dumpable and clears our
+		 * parent-death signal: both are put back. */
+		sv->dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+		if (prctl(PR_GET_PDEATHSIG, &sv->pdeath, 0, 0, 0) < 0)
+			sv->pdeath = 0;
+		sv->ppid = getppid();
 		if (syscall(SYS_setresuid, -1, np->ids.owner, -1) < 0)
 			return al_error_setsys(err, errno,
 					       "taking host uid %u to create the sandbox's user "
@@ -187,8 +198,14 @@ static int become_owner(const struct al_native_plan *np, bool on, int *dumpable,
 		al_err("returning to uid 0 after creating the sandbox: %s", strerror(errno));
 		_exit(125);
 	}
-	if (*dumpable == 1)
+	if (sv->dumpable == 1)
 		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	if (sv->pdeath > 0) {
+		prctl(PR_SET_PDEATHSIG, sv->pdeath, 0, 0, 0);
+		/* The parent died while the signal was off: as it would have. */
+		if (getppid() != sv->ppid)
+			raise(sv->pdeath);
+	}
 	return 0;
 }
 
@@ -251,7 +268,7 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 	int enter[AL_CGROUP_MAX_FDS], leave[AL_CGROUP_MAX_FDS];
 	int n_cg = 0;
 	struct al_sync_msg go = {.type = AL_SYNC_GO};
-	int dumpable = -1;
+	struct owner_saved saved = {.dumpable = -1};
 	long pid;
 
 	if ((r = fdset_open(&f, !sb->plan->tty, err)) < 0) {
@@ -280,13 +297,13 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 		 * namespace (step "cgroup"). */
 		args.flags &= ~(uint64_t)CLONE_NEWCGROUP;
 	}
-	if ((r = become_owner(sb->lowered, true, &dumpable, err)) < 0) {
+	if ((r = become_owner(sb->lowered, true, &saved, err)) < 0) {
 		fdset_close(&f);
 		return r;
 	}
 	pid = al_sys_clone3(&args, sizeof(args));
 	if (pid != 0)
-		become_owner(sb->lowered, false, &dumpable, NULL);
+		become_owner(sb->lowered, false, &saved, NULL);
 	if (pid > 0)
 		al_log_phase("cloned into new namespaces");
 	if (pid != 0) {
