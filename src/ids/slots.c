@@ -2,8 +2,9 @@
  *
  * Why a lock file and a link: a run must never be seen holding a slot it
  * has not locked, or gc could take the slot from under it. So the file is
- * made under a temporary name, locked and filled there, and only then
- * linked to its slot's name (link fails with EEXIST when the slot is
+ * made without a name (O_TMPFILE; where the filesystem cannot, under a
+ * temporary one), locked and filled there, and only then linked to its
+ * slot's name (link fails with EEXIST when the slot is
  * taken, which makes the choice atomic). Only a holder of the lock
  * unlinks a slot's name: the run itself at its end, or gc after taking
  * the lock of a dead run's file and checking that the name still refers
@@ -267,17 +268,22 @@ static unsigned random_slot(void)
 	return r % AL_IDS_POOL_SLOTS;
 }
 
-/* Link the locked file tmp to the first free slot's name from a random
- * start. The slot, or -1 when all are taken, or -errno. */
-static int link_free_slot(int dirfd, const char *tmp)
+/* Link the locked file (fd, named tmp, or without a name when tmp is
+ * NULL) to the first free slot's name from a random start. The slot, or
+ * -1 when all are taken, or -errno. */
+static int link_free_slot(int dirfd, int fd, const char *tmp)
 {
 	unsigned start = random_slot();
+	char self[32];
 
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
 	for (unsigned i = 0; i < AL_IDS_POOL_SLOTS; i++) {
 		unsigned slot = (start + i) % AL_IDS_POOL_SLOTS;
 		char name[16];
 		snprintf(name, sizeof(name), "%u", slot);
-		if (linkat(dirfd, tmp, dirfd, name, 0) == 0)
+		int r = tmp ? linkat(dirfd, tmp, dirfd, name, 0)
+			    : linkat(AT_FDCWD, self, dirfd, name, AT_SYMLINK_FOLLOW);
+		if (r == 0)
 			return (int)slot;
 		if (errno != EEXIST)
 			return -errno;
@@ -285,11 +291,30 @@ static int link_free_slot(int dirfd, const char *tmp)
 	return -1;
 }
 
+/* The slot's file, not yet linked: an unnamed one (O_TMPFILE) where the
+ * filesystem makes them, else one named tmp (*named set), created
+ * exclusively (a dead taker's of the same name is reclaimed first). */
+static int new_file(int dirfd, const char *tmp, bool *named)
+{
+	int fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+	*named = false;
+	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+		return fd;
+	*named = true;
+	fd = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST && reclaim(dirfd, tmp, NULL, false, 0) == 0 &&
+	    faccessat(dirfd, tmp, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+		fd = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	return fd;
+}
+
 int al_ids_take(const char *dir, const char *run_id, struct al_id_slot *s, struct al_error *err)
 {
 	_cleanup_close_ int dirfd = -1, fd = -1;
 	unsigned long long start = 0;
 	char tmp[96], owner[128];
+	bool named;
 	int slot, r, len;
 
 	*s = (struct al_id_slot)AL_ID_SLOT_NONE;
@@ -297,14 +322,13 @@ int al_ids_take(const char *dir, const char *run_id, struct al_id_slot *s, struc
 	if (dirfd < 0)
 		return dirfd;
 	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%d-%s", (int)getpid(), run_id ? run_id : "run");
-	fd = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 && errno == EEXIST && reclaim(dirfd, tmp, NULL, false, 0) == 0 &&
-	    faccessat(dirfd, tmp, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
-		fd = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = new_file(dirfd, tmp, &named);
 	if (fd < 0)
-		return al_error_setsys(err, errno, "host id slots: creating %s", tmp);
+		return al_error_setsys(err, errno,
+				       "host id slots: creating a slot's file in the pool");
 	if ((r = try_lock(fd)) != 1) {
-		unlinkat(dirfd, tmp, 0);
+		if (named)
+			unlinkat(dirfd, tmp, 0);
 		return al_error_setsys(err, r < 0 ? -r : EAGAIN, "host id slots: locking %s", tmp);
 	}
 	al_proc_starttime(getpid(), &start);
@@ -312,18 +336,20 @@ int al_ids_take(const char *dir, const char *run_id, struct al_id_slot *s, struc
 		       run_id ? run_id : "-");
 	if (al_write_all(fd, owner, (size_t)len) < 0) {
 		r = al_error_setsys(err, errno, "host id slots: writing %s", tmp);
-		unlinkat(dirfd, tmp, 0);
+		if (named)
+			unlinkat(dirfd, tmp, 0);
 		return r;
 	}
-	slot = link_free_slot(dirfd, tmp);
+	slot = link_free_slot(dirfd, fd, named ? tmp : NULL);
 	if (slot == -1) {
 		/* Every slot taken: some may be dead runs' (a crashed
 		 * supervisor's, left for gc). */
 		struct al_error gc_err = {0};
 		if (gc_at(dirfd, &gc_err) > 0)
-			slot = link_free_slot(dirfd, tmp);
+			slot = link_free_slot(dirfd, fd, named ? tmp : NULL);
 	}
-	unlinkat(dirfd, tmp, 0);
+	if (named)
+		unlinkat(dirfd, tmp, 0);
 	if (slot == -1)
 		return al_error_set(err, EUSERS,
 				    "host id slots: all %u slots of the pool are held by live runs "

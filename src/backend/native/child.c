@@ -20,11 +20,11 @@
  * - terminal comes right after pivot-root: the pty must come from the
  *   sandbox's own /dev/pts in the final view, and it replaces the /dev/null
  *   that stdio left on 0-2 (with tty there are no pipes).
- * - ns-limits right after build-root: the user namespace's own limits
- *   (/proc/sys/user) need our capabilities in it and the host's /proc
- *   (at /oldroot until pivot-root), and allow no namespace after them, so they
- *   follow the last one we make (open_tree makes an anonymous mount
- *   namespace for each bind of build-root).
+ * - ns-limits comes before wait-for-parent: the user namespace's own limits
+ *   (/proc/sys/user) need only the capabilities a new user namespace
+ *   starts with, not the id maps, so they are written while the
+ *   supervisor writes the maps. They forbid no namespace we make later
+ *   (only user namespaces and fanotify groups).
  * - cgroup is the first step once the parent has released us: from there
  *   on everything the child allocates is charged to the run (v2 clones us
  *   into it; on v1 the child moves itself in, see al_cgroup_task_fds).
@@ -59,6 +59,7 @@ struct step {
 /* clang-format off */
 static const struct step steps[] = {
 	{"die-with-parent",  step_die_with_parent},
+	{"ns-limits",        step_ns_limits},
 	{"wait-for-parent",  step_wait_parent},
 	{"cgroup",           step_cgroup_namespace},
 	{"become-ns-root",   step_become_ns_root},
@@ -68,7 +69,6 @@ static const struct step steps[] = {
 	{"private-mounts",   step_private_mounts},
 	{"staging-root",     step_staging_root},
 	{"build-root",       step_build_root},
-	{"ns-limits",        step_ns_limits},
 	{"pivot-root",       step_pivot_root},
 	{"terminal",         step_terminal},
 	{"hostname",         step_hostname},

@@ -350,8 +350,19 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 	sb->userns = open(ns, O_RDONLY | O_CLOEXEC);
 	if (sb->userns < 0)
 		return al_error_setsys(err, errno, "open %s", ns);
-	if (send(sb->sync, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go))
-		return al_error_setsys(err, errno, "releasing the sandbox child");
+	if (send(sb->sync, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go)) {
+		/* A step before wait-for-parent failed: say which. */
+		struct al_sync_msg m;
+		int e = errno;
+		if (recv(sb->sync, &m, sizeof(m), MSG_DONTWAIT) == (ssize_t)sizeof(m) &&
+		    m.type == AL_SYNC_ERROR) {
+			m.step[sizeof(m.step) - 1] = m.msg[sizeof(m.msg) - 1] = '\0';
+			return al_error_set(err, m.err ? m.err : EIO,
+					    "sandbox setup failed at step \"%s\": %s%s%s", m.step,
+					    m.msg, m.err ? ": " : "", m.err ? strerror(m.err) : "");
+		}
+		return al_error_setsys(err, e, "releasing the sandbox child");
+	}
 	al_log_phase("id maps written, child released");
 	return al_monitor_start(sb, err);
 }

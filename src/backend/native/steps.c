@@ -110,14 +110,12 @@ int step_become_ns_root(struct al_child *c)
 int step_ns_limits(struct al_child *c)
 {
 	/* This user namespace's own limits (ours to set: we hold
-	 * CAP_SYS_RESOURCE in it, the command will not), through the host's
-	 * /proc, at /oldroot/proc until pivot-root: a sysctl under
-	 * /proc/sys/user is the writer's namespace's. After this no namespace
-	 * can be made here, so it comes after the last one we make (each
-	 * open_tree of build-root makes an anonymous mount namespace). */
+	 * CAP_SYS_RESOURCE in it from its creation, the command will not),
+	 * through the host's /proc, still our own: a sysctl under
+	 * /proc/sys/user is the writer's namespace's. */
 	struct al_ns_limit lim[AL_NS_LIMITS_MAX];
 	size_t n = al_plan_ns_limits(c->plan, lim);
-	int dir = open("/oldroot/proc/sys/user", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int dir = open("/proc/sys/user", O_PATH | O_DIRECTORY | O_CLOEXEC);
 
 	if (dir < 0)
 		return fail(c, errno,
