@@ -46,15 +46,18 @@ static int open_dir(const char *dir, struct al_error *err)
 	struct stat st;
 	int fd;
 
-	if (!dir) {
-		dir = AL_IDS_DIR;
+	fd = al_sys_openat2(AT_FDCWD, dir ? dir : AL_IDS_DIR, &how, sizeof(how));
+	if (fd < 0 && errno == ENOENT && !dir) {
+		/* The first run as root here: make the pool's directory. */
 		if (mkdir("/run/airlock", 0755) < 0 && errno != EEXIST)
 			return al_error_setsys(err, errno,
 					       "host id slots: cannot create /run/airlock");
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-			return al_error_setsys(err, errno, "host id slots: cannot create %s", dir);
+		if (mkdir(AL_IDS_DIR, 0700) < 0 && errno != EEXIST)
+			return al_error_setsys(err, errno, "host id slots: cannot create %s",
+					       AL_IDS_DIR);
+		fd = al_sys_openat2(AT_FDCWD, AL_IDS_DIR, &how, sizeof(how));
 	}
-	fd = al_sys_openat2(AT_FDCWD, dir, &how, sizeof(how));
+	dir = dir ? dir : AL_IDS_DIR;
 	if (fd < 0)
 		return al_error_setsys(err, errno, "host id slots: opening %s", dir);
 	if (fstat(fd, &st) < 0) {
