@@ -271,18 +271,53 @@ static unsigned random_slot(void)
 	return r % AL_IDS_POOL_SLOTS;
 }
 
+/* Slots that overlap a range /etc/subuid or /etc/subgid hands out
+ * ("NAME:FIRST:COUNT"): another container manager's ids, never a run's. */
+static void mark_subids(bool *skip)
+{
+	static const char *const files[] = {"/etc/subuid", "/etc/subgid"};
+	const unsigned long long lo = AL_IDS_POOL_BASE,
+				 hi = lo + (unsigned long long)AL_IDS_POOL_SLOTS * AL_IDS_SLOT_SIZE;
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		_cleanup_fclose_ FILE *f = fopen(files[i], "re");
+		char line[512];
+		while (f && fgets(line, sizeof(line), f)) {
+			unsigned long long first, count;
+			const char *c = strchr(line, ':');
+			if (!c || sscanf(c + 1, "%llu:%llu", &first, &count) != 2 || count == 0 ||
+			    first >= hi || first + count <= lo)
+				continue;
+			unsigned long long a = first < lo ? 0 : (first - lo) / AL_IDS_SLOT_SIZE;
+			unsigned long long b = first + count >= hi
+						   ? AL_IDS_POOL_SLOTS - 1
+						   : (first + count - 1 - lo) / AL_IDS_SLOT_SIZE;
+			for (unsigned long long k = a; k <= b; k++)
+				skip[k] = true;
+		}
+	}
+}
+
 /* Link the locked file (fd, named tmp, or without a name when tmp is
- * NULL) to the first free slot's name from a random start. The slot, or
- * -1 when all are taken, or -errno. */
-static int link_free_slot(int dirfd, int fd, const char *tmp)
+ * NULL) to the first free slot's name from a random start, passing slots
+ * /etc/subuid or /etc/subgid hand out. The slot, or -1 when all are
+ * taken, or -errno. */
+static int link_free_slot(int dirfd, int fd, const char *tmp, unsigned *n_skipped)
 {
 	unsigned start = random_slot();
+	bool skip[AL_IDS_POOL_SLOTS] = {false};
 	char self[32];
 
+	mark_subids(skip);
+	*n_skipped = 0;
+	for (unsigned i = 0; i < AL_IDS_POOL_SLOTS; i++)
+		*n_skipped += skip[i];
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
 	for (unsigned i = 0; i < AL_IDS_POOL_SLOTS; i++) {
 		unsigned slot = (start + i) % AL_IDS_POOL_SLOTS;
 		char name[16];
+		if (skip[slot])
+			continue;
 		snprintf(name, sizeof(name), "%u", slot);
 		int r = tmp ? linkat(dirfd, tmp, dirfd, name, 0)
 			    : linkat(AT_FDCWD, self, dirfd, name, AT_SYMLINK_FOLLOW);
@@ -318,6 +353,7 @@ int al_ids_take(const char *dir, const char *run_id, struct al_id_slot *s, struc
 	unsigned long long start = 0;
 	char tmp[96], owner[128];
 	bool named;
+	unsigned skipped = 0;
 	int slot, r, len;
 
 	*s = (struct al_id_slot)AL_ID_SLOT_NONE;
@@ -343,21 +379,23 @@ int al_ids_take(const char *dir, const char *run_id, struct al_id_slot *s, struc
 			unlinkat(dirfd, tmp, 0);
 		return r;
 	}
-	slot = link_free_slot(dirfd, fd, named ? tmp : NULL);
+	slot = link_free_slot(dirfd, fd, named ? tmp : NULL, &skipped);
 	if (slot == -1) {
 		/* Every slot taken: some may be dead runs' (a crashed
 		 * supervisor's, left for gc). */
 		struct al_error gc_err = {0};
 		if (gc_at(dirfd, &gc_err) > 0)
-			slot = link_free_slot(dirfd, fd, named ? tmp : NULL);
+			slot = link_free_slot(dirfd, fd, named ? tmp : NULL, &skipped);
 	}
 	if (named)
 		unlinkat(dirfd, tmp, 0);
 	if (slot == -1)
-		return al_error_set(err, EUSERS,
-				    "host id slots: all %u slots of the pool are held by live runs "
-				    "(each run as root gets host ids of its own)",
-				    AL_IDS_POOL_SLOTS);
+		return al_error_set(
+		    err, EUSERS,
+		    "host id slots: none of the pool's %u slots is free: %u are held "
+		    "by live runs (each run as root gets host ids of its own), %u "
+		    "overlap ranges /etc/subuid or /etc/subgid hands out",
+		    AL_IDS_POOL_SLOTS, AL_IDS_POOL_SLOTS - skipped, skipped);
 	if (slot < 0)
 		return al_error_setsys(err, -slot, "host id slots: linking a slot");
 	s->fd = TAKE_FD(fd);

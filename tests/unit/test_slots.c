@@ -156,7 +156,7 @@ static void test_pool_full(void **state)
 		al_closep(&s[i].dirfd);
 	}
 	assert_int_equal(al_ids_take(dir, "one-more", &extra, &err), -EUSERS);
-	assert_contains(err.msg, "all 4094 slots");
+	assert_contains(err.msg, "none of the pool's 4094 slots is free: 4094 are held");
 	/* A holder dies without removing its file: the next take reclaims it. */
 	int dead = s[17].slot;
 	al_closep(&s[17].fd);
