@@ -139,22 +139,6 @@ static bool each_process_id(bool (*f)(unsigned long id, void *arg), void *arg)
 	return stop;
 }
 
-struct range {
-	unsigned long base, n;
-};
-
-static bool in_range(unsigned long id, void *arg)
-{
-	const struct range *r = arg;
-	return id >= r->base && id - r->base < r->n;
-}
-
-bool al_ids_range_in_use(uid_t base, unsigned n)
-{
-	struct range r = {base, n};
-	return each_process_id(in_range, &r);
-}
-
 /* used[slot] for every slot whose ids a process has: one pass over /proc
  * for all the dead runs' files gc finds. */
 static bool mark_slot(unsigned long id, void *arg)

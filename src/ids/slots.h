@@ -57,6 +57,3 @@ void al_ids_release(struct al_id_slot *s, bool gone);
 /* Remove the slots in dir (NULL: AL_IDS_DIR) whose run died and whose
  * range no process uses any more. Returns how many, or -errno. */
 int al_ids_gc(const char *dir, struct al_error *err);
-
-/* Whether a process on the host has a uid or gid in [base, base + n). */
-bool al_ids_range_in_use(uid_t base, unsigned n);

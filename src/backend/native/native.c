@@ -155,6 +155,13 @@ static int write_maps(const struct al_native_plan *np, bool rootless, pid_t pid,
 	return 0;
 }
 
+/* What the credential change resets in this process, put back after. */
+struct owner_saved {
+	int dumpable;
+	int pdeath; /* a parent-death signal our caller set, or 0 */
+	pid_t ppid;
+};
+
 /* As root, the sandbox's user namespace is created by the run's own host
  * id (its owner), not by root: the kernel charges what the sandbox holds
  * of the per-creator counters (inotify instances and watches, namespaces,
@@ -164,12 +171,6 @@ static int write_maps(const struct al_native_plan *np, bool rootless, pid_t pid,
  * glibc's would change every thread's); the filesystem uid stays root's,
  * which CLONE_INTO_CGROUP's permission check uses. The child starts with
  * these credentials and becomes the namespace's root. */
-/* What the credential change resets in this process, put back after. */
-struct owner_saved {
-	int dumpable;
-	int pdeath; /* a parent-death signal our caller set, or 0 */
-	pid_t ppid;
-};
 
 static int become_owner(const struct al_native_plan *np, bool on, struct owner_saved *sv,
 			struct al_error *err)
