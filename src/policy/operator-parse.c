@@ -24,39 +24,6 @@
 #define DECIDER_CACHE_DEFAULT	   256u
 #define DECIDER_TTL_DEFAULT_MS	   60000u
 
-const char *const al_operator_env_never_default[] = {"LD_*",
-						     "GCONV_PATH",
-						     "HOSTALIASES",
-						     "LOCALDOMAIN",
-						     "RES_OPTIONS",
-						     "BASH_ENV",
-						     "ENV",
-						     "SHELLOPTS",
-						     "BASHOPTS",
-						     "PS4",
-						     "PYTHONPATH",
-						     "PYTHONHOME",
-						     "PYTHONSTARTUP",
-						     "PYTHONUSERBASE",
-						     "PERL5LIB",
-						     "PERL5OPT",
-						     "PERLLIB",
-						     "RUBYLIB",
-						     "RUBYOPT",
-						     "NODE_OPTIONS",
-						     "NODE_PATH",
-						     "JAVA_TOOL_OPTIONS",
-						     "_JAVA_OPTIONS",
-						     "JDK_JAVA_OPTIONS",
-						     "MALLOC_*",
-						     "GLIBC_TUNABLES",
-						     NULL};
-
-/* Rules no run gets unless a profile says otherwise: link-local space,
- * where cloud metadata services answer. */
-static const char *const net_never_default[] = {"169.254.0.0/16:*", "[fe80::/10]:*",
-						"[fd00:ec2::254]:*", NULL};
-
 static const char *const backends[] = {"native", "gvisor", "microvm", NULL};
 
 int al_backend_strength(const char *name)
@@ -558,20 +525,7 @@ static int parse_profile(struct al_json_ctx *c, const char *name, const json_t *
 	int r, bad = 0;
 
 	snprintf(path, sizeof(path), "profiles.%s", name);
-	pr->name = xstrdup(name);
-	pr->where = xstrdup(path);
-	pr->never_net = al_allow_new();
-	pr->never_text = xcalloc(1, sizeof(char *));
-	for (size_t i = 0; net_never_default[i]; i++) {
-		al_allow_add(pr->never_net, net_never_default[i], NULL);
-		al_strv_push(&pr->never_text, net_never_default[i]);
-	}
-	pr->env_allow = xcalloc(2, sizeof(char *));
-	pr->env_allow[0] = xstrdup("*");
-	pr->env_never = al_strv_dup((char *const *)al_operator_env_never_default);
-	pr->n_env_never_default = al_strv_len(pr->env_never);
-	pr->n_never_net_default = al_strv_len(pr->never_text);
-	pr->env_pass = xcalloc(1, sizeof(char *));
+	al_op_profile_defaults(pr, name, path);
 	if ((r = al_json_want(c, j, JSON_OBJECT, path, "an object (a profile)")) < 0)
 		return r;
 	al_json_note(&bad, al_json_check_keys(c, j, path, keys));

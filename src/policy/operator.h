@@ -176,5 +176,10 @@ const struct al_op_profile *al_operator_profile(const struct al_operator *op, co
 /* The default list of environment names no task may set. */
 extern const char *const al_operator_env_never_default[];
 
+/* pr (zeroed) as airlock's defaults before its profile's keys are read:
+ * its name and where ("profiles.NAME"), the default never rules (link-
+ * local space) and environment lists. */
+void al_op_profile_defaults(struct al_op_profile *pr, const char *name, const char *where);
+
 /* Backends in order of strength; -1 for a name this list does not have. */
 int al_backend_strength(const char *name);

@@ -11,6 +11,10 @@
 void al_plan_add_file(struct al_plan *p, const char *path, char *content, mode_t mode);
 void al_plan_add_dir(struct al_plan *p, const char *path, mode_t mode);
 
+/* plan-ids.c: the host ids (identity.host_ids, rootless) and the user
+ * namespace's limits. */
+void al_plan_build_ids(struct al_plan *p, const struct al_policy *pol, struct al_errors *errs);
+
 /* plan-cred.c: the secrets, tokens, rule options and budget (after the
  * network and the environment are built); the files they add under /etc
  * (after /etc). */
