@@ -176,6 +176,29 @@ int al_jwt_mint(const struct al_jwt_key *k, const struct al_jwt_claims *c, char 
 	return 0;
 }
 
+int al_jwt_prefix(const struct al_jwt_key *k, const char *iss, const char *sub, char **ret,
+		  struct al_error *err)
+{
+	_cleanup_(json_decrefp) json_t *o = json_object();
+	_cleanup_free_ char *text = NULL;
+	int r;
+
+	/* payload_text writes iss and sub first, then the audience. */
+	if ((r = add_string(o, "iss", iss, err)) < 0 || (r = add_string(o, "sub", sub, err)) < 0)
+		return r;
+	if (!(text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER)))
+		return al_error_set(err, ENOMEM, "cannot encode the claims");
+	size_t plen = strlen(text) - 1; /* the closing brace is a comma there */
+	plen -= plen % 3;
+	char *out = xmalloc(k->header_len + 1 + al_b64url_encoded_len(plen) + 1);
+	memcpy(out, k->header, k->header_len);
+	out[k->header_len] = '.';
+	size_t n = k->header_len + 1 + al_b64url_encode(text, plen, out + k->header_len + 1);
+	out[n] = '\0';
+	*ret = out;
+	return 0;
+}
+
 /* ---- verification ---- */
 
 /* The three parts of a token, as offsets into it. */

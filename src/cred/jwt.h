@@ -126,6 +126,13 @@ int al_jwt_new_jti(char out[AL_JWT_JTI_LEN + 1], struct al_error *err);
 int al_jwt_mint(const struct al_jwt_key *k, const struct al_jwt_claims *c, char **ret_token,
 		struct al_error *err);
 
+/* The start that every token k mints with these iss and sub shares, when
+ * an audience follows them (as a per-request token's does): the header,
+ * '.', and the base64url of the payload's text up to the sub, whole
+ * groups of three bytes only. *ret is a string to free(). */
+int al_jwt_prefix(const struct al_jwt_key *k, const char *iss, const char *sub, char **ret,
+		  struct al_error *err);
+
 /* Verify len bytes of token (hostile; need not be NUL-terminated) with k at
  * time now (seconds since the epoch), wanting audience want_aud (NULL: any
  * audience, or none). On success returns 0 and, when ret_claims is not

@@ -315,6 +315,14 @@ int al_cred_mint_request(const struct al_cred *c, const struct al_cred_secret *s
 	return mint(s->key, s->ps->def, c->run_id, aud, now, exp, jti, ret_token, err);
 }
 
+int al_cred_token_prefix(const struct al_cred *c, const struct al_cred_secret *s, char **ret,
+			 struct al_error *err)
+{
+	if (!s->key)
+		return al_error_set(err, EINVAL, "token %s: no key", s->ps->def->name);
+	return al_jwt_prefix(s->key, s->ps->def->iss, c->run_id, ret, err);
+}
+
 json_t *al_cred_json(const struct al_cred *c)
 {
 	json_t *a;

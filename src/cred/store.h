@@ -61,6 +61,12 @@ static inline void al_cred_freep(struct al_cred **c)
 int al_cred_mint_request(const struct al_cred *c, const struct al_cred_secret *s, const char *host,
 			 int64_t now, char **ret_token, char jti[33], struct al_error *err);
 
+/* What every per-request token of s this run mints starts with (cred/jwt.h
+ * al_jwt_prefix): the gateway looks for it in answers, so that no token it
+ * minted, whichever request carried it, comes back to the sandbox. */
+int al_cred_token_prefix(const struct al_cred *c, const struct al_cred_secret *s, char **ret,
+			 struct al_error *err);
+
 /* In a process forked or cloned from the one that opened them (the
  * sandbox's init): wipe every value, key and the CA's key of the live
  * credentials in this copy of the memory, and the values of airlock's

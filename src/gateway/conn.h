@@ -32,6 +32,7 @@
 #include "gateway/gateway.h"
 #include "gateway/http.h"
 #include "gateway/needles.h"
+#include "gateway/valscan.h"
 
 #define AL_GW_BUF_SIZE	  65536
 #define AL_GW_MAX_CONNS	  256
@@ -226,7 +227,12 @@ struct al_gateway {
 	size_t n_needles;
 	struct al_needles *needle_set; /* the same, compiled */
 	bool needles_failed;	       /* they could not be: the gateway does not start */
-	struct gw_tls *tls;	       /* choose.c: interception's TLS contexts, or NULL */
+	/* present.c: every value that goes out in a request (and the start
+	 * of every per-request token), in the forms answers are searched for
+	 * (gateway/answer.h); NULL with none. */
+	struct al_valscan_set *answer_set;
+	char answer_failed[200]; /* why they could not be compiled: no start */
+	struct gw_tls *tls;	 /* choose.c: interception's TLS contexts, or NULL */
 };
 
 /* gateway.c: out of fds: stop accepting for a while (a listener left
@@ -342,6 +348,7 @@ uint64_t gw_budget_egress_allowance(const struct al_gateway *gw);
 /* present.c */
 struct al_cred_secret;
 void gw_needles_build(struct al_gateway *gw);
+void gw_answer_set_build(struct al_gateway *gw);
 const struct al_rule_opts *gw_rule_opts(const struct al_gateway *gw, const char *rule);
 /* s is scoped to where c goes (its name, or its address, and port). */
 bool gw_secret_scoped(const struct al_cred_secret *s, const struct conn *c);

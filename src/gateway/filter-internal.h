@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gateway/answer.h"
 #include "gateway/conn.h"
 #include "gateway/reqstream.h"
 #include "net/reqrule.h"
@@ -48,14 +49,16 @@ struct gw_filter {
 	bool refused, answered, client_done;
 	char answer[1024];
 	size_t answer_len;
-	/* The answers are searched for the values put into the requests (an
-	 * echo, a redirect carrying the query): the longest form, less one,
-	 * is held back until the next bytes come (reflect.c). */
-	size_t hold;
-	/* Held bytes go after a short while without more (the answer may
-	 * simply end there). */
-	struct al_timer *hold_timer;
-	bool hold_armed, hold_expired;
+	/* The answers are searched for the values put into the requests
+	 * (gateway/answer.h) when any can be: NULL otherwise. down_out
+	 * counts the answer bytes that left f->down. */
+	struct al_answer *ans;
+	uint64_t down_out;
+	/* A possible start of a value held back waits for the bytes that
+	 * settle it: at most GW_ANSWER_STALL_MS with none, then the
+	 * connection is closed. */
+	struct al_timer *stall_timer;
+	bool stall_armed, stalled;
 	struct conn *c;
 };
 
@@ -66,10 +69,7 @@ void gw_filter_feed(struct conn *c, struct gw_filter *f);
  * the filter as they fit. */
 void gw_filter_early(struct conn *c);
 
-/* filter.c: the index into inject of a value (in any form it went out
- * in) found in the undelivered answer bytes, or -1; and how many of
- * those bytes must wait (f->hold) for the next ones. */
-int gw_filter_reflected(struct gw_filter *f);
+#define GW_ANSWER_STALL_MS 30000
 
 static inline size_t fb_room(const struct fbuf *b)
 {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "cred/store.h"
 #include "gateway/filter-internal.h"
 #include "tls/end.h"
 
@@ -193,6 +194,61 @@ static enum gw_step tls_failed(struct conn *c, struct al_tls_end *e, const char 
 		       why ? why : "(no reason given)");
 }
 
+/* The answer bytes not searched yet, searched (gateway/answer.h): a
+ * value found, or an answer that cannot be searched, closes the
+ * connection with nothing of it sent on. A possible start of a value
+ * held back waits for the bytes that settle it, as long as they come
+ * within GW_ANSWER_STALL_MS of each other. */
+static enum gw_step search(struct conn *c, struct gw_filter *f, bool fresh)
+{
+	struct al_answer_out out;
+
+	if (!f->ans || f->answered)
+		return GW_WAIT; /* after a refusal, f->down holds the gateway's own answer */
+	uint64_t fed = al_answer_fed(f->ans) - f->down_out;
+	if (f->down.len > fed) {
+		switch (al_answer_feed(f->ans, f->down.d + f->down.off + fed, f->down.len - fed,
+				       &out)) {
+		case AL_ANSWER_OK:
+			break;
+		case AL_ANSWER_FOUND:
+			f->down.len = 0;
+			al_audit_emit(c->gw->audit, "secret.misuse",
+				      json_pack("{s:s, s:s, s:s, s:i}", "secret",
+						c->gw->cred->v[out.id].ps->def->name, "where",
+						"answer", "host", c->name, "port", c->port));
+			return gw_deny(c, GW_ANSWER_NONE, 0, 0,
+				       "the answer from %s holds the value of secret %s", c->name,
+				       c->gw->cred->v[out.id].ps->def->name);
+		case AL_ANSWER_BAD:
+			f->down.len = 0;
+			return gw_deny(c, GW_ANSWER_NONE, 0, 0,
+				       "the answer from %s cannot be searched for the secrets that "
+				       "went there: %s",
+				       c->name, out.why);
+		}
+	}
+	if (c->upstream.eof)
+		al_answer_end(f->ans);
+	bool holding = al_answer_release(f->ans) < al_answer_fed(f->ans);
+	if (!holding || fresh) {
+		if (f->stall_armed)
+			al_timer_disarm(f->stall_timer);
+		f->stall_armed = f->stalled = false;
+	}
+	if (holding && f->stalled) {
+		f->down.len = 0;
+		return gw_deny(c, GW_ANSWER_NONE, 0, 0,
+			       "the answer from %s stopped for %d s on what could be the start of "
+			       "a secret's value",
+			       c->name, GW_ANSWER_STALL_MS / 1000);
+	}
+	if (holding && !f->stall_armed &&
+	    al_timer_arm(f->stall_timer, GW_ANSWER_STALL_MS, false) == 0)
+		f->stall_armed = true;
+	return GW_WAIT;
+}
+
 /* Move every byte that can move now; GW_CLOSE when a side broke. */
 static enum gw_step move(struct conn *c, struct gw_filter *f, bool *progress)
 {
@@ -242,6 +298,7 @@ static enum gw_step move(struct conn *c, struct gw_filter *f, bool *progress)
 		return GW_CLOSE;
 	/* The upstream's answers. */
 	size_t down_before = f->down.len;
+	enum gw_step st;
 	if (!c->upstream.eof) {
 		if (f->cli) {
 			if ((r = cipher_in(f->cli, c->upstream.fd)) < 0)
@@ -263,29 +320,10 @@ static enum gw_step move(struct conn *c, struct gw_filter *f, bool *progress)
 			*progress |= r != 0;
 		}
 	}
-	if (f->down.len > down_before)
-		f->hold_expired = false; /* new bytes: what was held is judged again */
-	/* No value put into a request comes back in an answer: the bytes
-	 * that could be its start wait for the next ones. */
-	if (f->down.len && f->n_inject) {
-		int k = gw_filter_reflected(f);
-		if (k >= 0) {
-			f->down.len = 0;
-			al_audit_emit(c->gw->audit, "secret.misuse",
-				      json_pack("{s:s, s:s, s:s, s:i}", "secret", f->inject[k].name,
-						"where", "answer", "host", c->name, "port",
-						c->port));
-			return gw_deny(c, GW_ANSWER_NONE, 0, 0,
-				       "the answer from %s holds the value of secret %s", c->name,
-				       f->inject[k].name);
-		}
-	}
-	uint64_t deliver = f->down.len;
-	if (f->n_inject && !c->upstream.eof && f->hold && !f->hold_expired) {
-		deliver = f->down.len - f->hold;
-		if (!f->hold_armed && f->hold_timer && al_timer_arm(f->hold_timer, 50, false) == 0)
-			f->hold_armed = true;
-	}
+	if ((st = search(c, f, f->down.len > down_before)) != GW_WAIT)
+		return st;
+	uint64_t deliver = f->ans ? al_answer_release(f->ans) - f->down_out : f->down.len;
+	size_t down_len0 = f->down.len;
 	if (f->srv) {
 		if ((r = plain_out_max(f->srv, &f->down, &c->down.bytes, deliver)) == -2)
 			return tls_failed(c, f->srv, "sandbox");
@@ -295,6 +333,7 @@ static enum gw_step move(struct conn *c, struct gw_filter *f, bool *progress)
 	} else if (!fb_flush_max(&f->down, c->client.fd, &c->down.bytes, deliver)) {
 		return GW_CLOSE;
 	}
+	f->down_out += down_len0 - f->down.len;
 	c->gw->st.bytes_up += c->up.bytes - up0;
 	c->gw->st.bytes_down += c->down.bytes - down0;
 	if (c->use)
@@ -378,7 +417,8 @@ static enum gw_step filter_pump(struct conn *c, struct side *s, uint32_t events)
 			 (f->srv ? al_tls_end_cipher_room(f->srv) > 0 : f->in.len < FBUF);
 	/* Answer bytes waiting (not only those held back): the client's room
 	 * lets them on, through the server end too. */
-	bool client_out = f->c_out.len || f->down.len > (f->hold_expired ? 0 : f->hold);
+	bool client_out =
+	    f->c_out.len || (f->ans ? al_answer_release(f->ans) > f->down_out : f->down.len > 0);
 	bool up_in =
 	    !c->upstream.eof && (f->cli ? al_tls_end_cipher_room(f->cli) > 0 : f->down.len < FBUF);
 	bool up_out = f->u_out.len || (!f->cli && f->up.len);

@@ -27,8 +27,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -203,14 +201,14 @@ static void rule_from_opts(struct gw_filter *f, const struct conn *c)
 	f->conf.rules = &f->rule;
 }
 
-static void on_hold(struct al_timer *t, uint64_t expirations, void *data)
+static void on_stall(struct al_timer *t, uint64_t expirations, void *data)
 {
 	struct gw_filter *f = data;
 
 	(void)t;
 	(void)expirations;
-	f->hold_armed = false;
-	f->hold_expired = true;
+	f->stall_armed = false;
+	f->stalled = true;
 	gw_conn_run(f->c, NULL, 0);
 }
 
@@ -234,9 +232,13 @@ int gw_filter_new(struct conn *c, bool tls, bool proxy_form, struct al_error *er
 	f->conf.inject = f->inject;
 	f->conf.n_inject = f->n_inject;
 	f->c = c;
-	if (f->n_inject && !(f->hold_timer = al_loop_timer(c->gw->loop, on_hold, f))) {
-		free(f);
-		return al_error_setsys(err, errno, "a timer for the filtered stream");
+	/* Where a value can go, its answers are searched for every value. */
+	if (f->n_inject && c->gw->answer_set) {
+		if (!(f->stall_timer = al_loop_timer(c->gw->loop, on_stall, f))) {
+			free(f);
+			return al_error_setsys(err, errno, "a timer for the filtered stream");
+		}
+		f->ans = al_answer_new(c->gw->answer_set);
 	}
 	c->filter = f;
 	if ((r = al_reqstream_new(&f->conf, &f->rs, err)) < 0)
@@ -244,74 +246,6 @@ int gw_filter_new(struct conn *c, bool tls, bool proxy_form, struct al_error *er
 	if (tls && (r = gw_tls_ends(c, &f->srv, &f->cli, err)) < 0)
 		return r;
 	return 0;
-}
-
-/* The forms a value of inject[i] goes out in: itself (a header, a query
- * parameter of URL-safe characters, a token), and for basic auth the
- * base64 of "user:value". */
-static size_t forms(const struct al_secret_use *u, const char **v, size_t *len, char *b64,
-		    size_t b64_size)
-{
-	size_t n = 0;
-
-	if (u->how == AL_SECRET_SIGV4) {
-		if (u->token) /* the secret key itself is never sent */
-			v[n] = u->token, len[n++] = u->token_len;
-		return n;
-	}
-	if (u->value && u->value_len)
-		v[n] = u->value, len[n++] = u->value_len;
-	if (u->how == AL_SECRET_BASIC && u->user) {
-		size_t ul = strlen(u->user), pl = ul + 1 + u->value_len;
-		if (pl < 2048 && 4 * ((pl + 2) / 3) + 1 <= b64_size) {
-			char plain[2048];
-			memcpy(plain, u->user, ul);
-			plain[ul] = ':';
-			memcpy(plain + ul + 1, u->value, u->value_len);
-			int k =
-			    EVP_EncodeBlock((unsigned char *)b64, (unsigned char *)plain, (int)pl);
-			explicit_bzero(plain, pl);
-			if (k > 0)
-				v[n] = b64, len[n++] = (size_t)k;
-		}
-	}
-	return n;
-}
-
-/* How many of the last bytes of d could be the start of v. */
-static size_t tail_is_start(const char *d, size_t dlen, const char *v, size_t vlen)
-{
-	size_t from = dlen > vlen - 1 ? dlen - (vlen - 1) : 0;
-
-	for (size_t p = from; p < dlen; p++)
-		if (d[p] == v[0] && memcmp(d + p, v, dlen - p) == 0)
-			return dlen - p;
-	return 0;
-}
-
-int gw_filter_reflected(struct gw_filter *f)
-{
-	const char *d = f->down.d + f->down.off;
-	char b64[4096];
-
-	f->hold = 0;
-	for (size_t i = 0; i < f->n_inject; i++) {
-		const char *v[2];
-		size_t len[2], n = forms(&f->inject[i], v, len, b64, sizeof(b64));
-		for (size_t k = 0; k < n; k++) {
-			if (len[k] <= f->down.len && memmem(d, f->down.len, v[k], len[k])) {
-				explicit_bzero(b64, sizeof(b64));
-				return (int)i;
-			}
-			/* A value's start at the end waits for what follows
-			 * (values over 1 KiB are found only whole). */
-			size_t t = len[k] <= 1024 ? tail_is_start(d, f->down.len, v[k], len[k]) : 0;
-			if (t > f->hold)
-				f->hold = t;
-		}
-	}
-	explicit_bzero(b64, sizeof(b64));
-	return -1;
 }
 
 int gw_filter_take(struct conn *c, const char *buf, size_t len)
@@ -356,7 +290,8 @@ void gw_filter_free(struct conn *c)
 	if (!f)
 		return;
 	al_reqstream_free(f->rs);
-	al_timer_free(f->hold_timer);
+	al_timer_free(f->stall_timer);
+	al_answer_free(f->ans);
 	al_tls_end_free(f->srv);
 	al_tls_end_free(f->cli);
 	free(f->rule.text);
@@ -472,6 +407,11 @@ static void on_request(struct conn *c, struct gw_filter *f, const struct al_reqs
 			      json_pack("{s:o, s:s, s:i, s:s%, s:s%}", "secrets", names, "host",
 					c->name, "port", c->port, "method", q->method,
 					q->method_len, "path", q->path, q->path_len));
+	}
+	if (f->ans &&
+	    al_answer_expect(f->ans, q->method_len == 4 && memcmp(q->method, "HEAD", 4) == 0) < 0) {
+		al_reqstream_refuse(f->rs, 503, "too many requests wait for their answers");
+		return;
 	}
 	f->forwarded++;
 }

@@ -50,6 +50,9 @@ int al_gateway_prepare(struct al_gateway *gw, struct al_error *err)
 	if (gw->needles_failed)
 		return al_error_set(
 		    err, EINVAL, "the secrets' placeholders could not be compiled for the gateway");
+	/* Without the values to search answers for, one could come back. */
+	if (gw->answer_failed[0])
+		return al_error_set(err, EINVAL, "%s", gw->answer_failed);
 	/* Interception's trust stores are read now, before the walls. */
 	if ((r = gw_tls_prepare(gw, err)) < 0)
 		return r;
@@ -140,6 +143,7 @@ void al_gateway_free(struct al_gateway *gw)
 	gw_resolver_free(gw);
 	gw_tls_free(gw);
 	al_needles_free(gw->needle_set);
+	al_valscan_free(gw->answer_set);
 	al_timer_freep(&gw->accept_resume);
 	for (size_t i = 0; i < AL_GATEWAY_N_LISTENERS; i++) {
 		al_watch_remove(gw->listen_w[i]);
@@ -158,4 +162,5 @@ void al_gateway_set_cred(struct al_gateway *gw, const struct al_cred *cred)
 {
 	gw->cred = cred;
 	gw_needles_build(gw);
+	gw_answer_set_build(gw);
 }

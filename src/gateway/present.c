@@ -11,6 +11,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <openssl/evp.h>
+
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -37,6 +39,88 @@ void gw_needles_build(struct al_gateway *gw)
 	struct al_error err = {0};
 	if (gw->n_needles && al_needles_new(gw->needles, gw->n_needles, &gw->needle_set, &err) < 0)
 		gw->needles_failed = true; /* al_gateway_prepare refuses to start */
+}
+
+/* Basic auth's base64 of "user:value", into out (NUL-terminated). */
+static size_t basic_b64(const char *user, const struct al_secret_value *v, char *out, size_t size)
+{
+	size_t ul = strlen(user), pl = ul + 1 + v->len;
+	char plain[4096];
+
+	out[0] = '\0';
+	if (pl > sizeof(plain) || 4 * ((pl + 2) / 3) + 1 > size)
+		return 0;
+	memcpy(plain, user, ul);
+	plain[ul] = ':';
+	memcpy(plain + ul + 1, v->data, v->len);
+	int k = EVP_EncodeBlock((unsigned char *)out, (unsigned char *)plain, (int)pl);
+	explicit_bzero(plain, pl);
+	if (k <= 0)
+		out[0] = '\0';
+	return k > 0 ? (size_t)k : 0;
+}
+
+void gw_answer_set_build(struct al_gateway *gw)
+{
+	const struct al_cred *cr = gw->cred;
+	struct al_valscan_value v[3 * AL_GW_MAX_NEEDLES];
+	char *prefix[AL_GW_MAX_NEEDLES] = {0};
+	char *b64[AL_GW_MAX_NEEDLES] = {0};
+	size_t n = 0, np = 0;
+	struct al_error err = {0};
+
+	for (size_t i = 0; cr && i < cr->n && n + 3 <= AL_ARRAY_SIZE(v); i++) {
+		const struct al_cred_secret *s = &cr->v[i];
+		const struct al_secret_def *d = s->ps->def;
+		if (d->token && d->expose)
+			continue; /* the sandbox's own */
+		if (d->token && d->per_request) {
+			if (np == AL_ARRAY_SIZE(prefix) ||
+			    al_cred_token_prefix(cr, s, &prefix[np], &err) < 0) {
+				snprintf(
+				    gw->answer_failed, sizeof(gw->answer_failed),
+				    "token %s: its start cannot be searched for in answers: %s",
+				    d->name, err.msg[0] ? err.msg : "too many");
+				goto out;
+			}
+			v[n++] =
+			    (struct al_valscan_value){prefix[np], strlen(prefix[np]), (int)i, true};
+			np++;
+			continue;
+		}
+		/* SigV4's secret key is never sent; its session token is. */
+		const struct al_secret_value *val =
+		    d->how == AL_HOW_SIGV4 ? &s->aws_token : &s->value;
+		if (!val->len)
+			continue;
+		if (val->len < AL_VALSCAN_MIN) {
+			snprintf(
+			    gw->answer_failed, sizeof(gw->answer_failed),
+			    "secret %s: its value is shorter than %d bytes, too short to search "
+			    "answers for it",
+			    d->name, AL_VALSCAN_MIN);
+			goto out;
+		}
+		v[n++] = (struct al_valscan_value){val->data, val->len, (int)i, false};
+		size_t k = 0, size = 4 * ((strlen(d->user ? d->user : "") + val->len + 3) / 3) + 1;
+		if (d->how == AL_HOW_BASIC && d->user && i < AL_ARRAY_SIZE(b64)) {
+			b64[i] = xmalloc(size);
+			k = basic_b64(d->user, val, b64[i], size);
+		}
+		if (k)
+			v[n++] = (struct al_valscan_value){b64[i], k, (int)i, false};
+	}
+	if (n && al_valscan_new(v, n, &gw->answer_set, &err) < 0)
+		snprintf(gw->answer_failed, sizeof(gw->answer_failed),
+			 "the secrets' values cannot be searched for in answers: %s", err.msg);
+out:
+	for (size_t i = 0; i < np; i++)
+		free(prefix[i]);
+	for (size_t i = 0; i < AL_ARRAY_SIZE(b64); i++)
+		if (b64[i]) {
+			explicit_bzero(b64[i], strlen(b64[i]));
+			free(b64[i]);
+		}
 }
 
 const struct al_rule_opts *gw_rule_opts(const struct al_gateway *gw, const char *rule)

@@ -644,8 +644,44 @@ static bool is_hex64(const char *s, size_t len)
 	return true;
 }
 
+/* Accept-Encoding where answers are searched: the codings of the
+ * sandbox's list the search can undo (gateway/answer.h), or identity. */
+static void accept_encoding(struct al_reqstream *rs, const char *v, size_t vl)
+{
+	static const char *const ok[] = {"gzip", "x-gzip", "deflate", "br", "identity"};
+	const char *p = v, *end = v + vl;
+	size_t o = 0;
+
+	while (p < end) {
+		while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+			p++;
+		const char *e = p;
+		while (e < end && *e != ',')
+			e++;
+		size_t name = 0;
+		while (p + name < e && al_is_tchar(p[name]))
+			name++;
+		size_t len = (size_t)(e - p);
+		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		for (size_t i = 0; name && i < AL_ARRAY_SIZE(ok); i++)
+			if (rs_same_ci(p, name, ok[i]) && o + len + 2 < sizeof(rs->accept_enc)) {
+				if (o)
+					o += (size_t)snprintf(rs->accept_enc + o, 3, ", ");
+				memcpy(rs->accept_enc + o, p, len);
+				o += len;
+				break;
+			}
+		p = e;
+	}
+	if (!o)
+		o = (size_t)snprintf(rs->accept_enc, sizeof(rs->accept_enc), "identity");
+	rs->accept_enc[o] = '\0';
+}
+
 /* The sandbox's fields as they go: the fake session token becomes the real
- * one, a body hash follows a rewritten body. */
+ * one, a body hash follows a rewritten body, Accept-Encoding names only
+ * what the answers' search can decode. */
 static void copy_fields(struct al_reqstream *rs)
 {
 	const struct al_secret_use *sv = rs->sigv4 >= 0 ? &rs->conf->inject[rs->sigv4] : NULL;
@@ -667,6 +703,10 @@ static void copy_fields(struct al_reqstream *rs)
 			v = sv->token;
 			vl = sv->token_len;
 			injected(rs, sv->name);
+		} else if (rs->conf->n_inject && rs_same_ci(name, h->name.len, "Accept-Encoding")) {
+			accept_encoding(rs, v, vl);
+			v = rs->accept_enc;
+			vl = strlen(v);
 		}
 		view(rs, name, h->name.len, v, vl);
 	}

@@ -117,6 +117,7 @@ struct al_reqstream {
 	char auth[AL_REQSTREAM_SIGV4_MAX];
 	char sha_hex[65];
 	char clen[24];
+	char accept_enc[128]; /* Accept-Encoding as it goes (answers are decoded) */
 
 	/* A buffered body (allocated at the first one), its type, how often
 	 * each secret's placeholder is in it, and the walk that sends it. */

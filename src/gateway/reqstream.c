@@ -284,6 +284,15 @@ static int check_form(struct al_reqstream *rs)
 			  "protocol upgrade (Upgrade): the bytes after it could not be checked");
 		return -1;
 	}
+	/* Answers on a connection that carries a secret are searched whole
+	 * for its value (gateway/answer.h): a part of one cannot be. */
+	if (rs->conf->n_inject &&
+	    (rs_find_field(rs, "Range") >= 0 || rs_find_field(rs, "If-Range") >= 0)) {
+		rs_refuse(rs, 403, NULL,
+			  "a Range request to a host a secret goes to: its answer must be "
+			  "searched whole for the secret's value");
+		return -1;
+	}
 	/* TRACE echoes the request, secrets put into it included. */
 	if (rs_same_ci(rs->head + q->method.off, q->method.len, "TRACE") ||
 	    rs_same_ci(rs->head + q->method.off, q->method.len, "TRACK")) {

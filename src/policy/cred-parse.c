@@ -17,7 +17,7 @@
 #define SECRET_NAME_MAX	       64
 #define COMMAND_TIMEOUT_MS     10000 /* a source command's default */
 #define COMMAND_TIMEOUT_MAX_MS 300000
-#define TOKEN_TTL_MS	       60000
+#define TOKEN_TTL_MS	       15000
 
 static bool is_token(const char *s)
 {

@@ -1,0 +1,417 @@
+/* gateway/valscan.h and gateway/answer.h: a secret's value found in the
+ * forms servers echo it in, and in answers as the client reads them
+ * (chunked, gzip, deflate, br), however the bytes are split; what may go
+ * on never holds the start of a value; answers that cannot be searched
+ * are refused. The encodings here are made independently of valscan.c
+ * (zlib, brotli's encoder, OpenSSL's base64, the test's own loops). */
+#include "unit.h"
+
+#include <brotli/encode.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include <openssl/evp.h>
+
+#include "core/cleanup.h"
+#include "gateway/answer.h"
+#include "gateway/valscan.h"
+
+static const char VALUE[] = "s3cr/t v+l=\"x\"&<y>'z'-9";
+
+static struct al_valscan_set *set_of(const char *v)
+{
+	struct al_valscan_value val = {v, strlen(v), 7, false};
+	struct al_valscan_set *set = NULL;
+	struct al_error err = {0};
+
+	assert_int_equal(al_valscan_new(&val, 1, &set, &err), 0);
+	return set;
+}
+
+/* Percent-encoding: every byte but letters and digits, hex in case. */
+static void pct_all(const char *v, bool upper, char *out)
+{
+	for (; *v; v++)
+		out += isalnum((unsigned char)*v)
+			   ? sprintf(out, "%c", *v)
+			   : sprintf(out, upper ? "%%%02X" : "%%%02x", (unsigned char)*v);
+}
+
+static void test_forms_found(void **state)
+{
+	struct al_valscan_set *set = set_of(VALUE);
+	char buf[1024];
+
+	(void)state;
+	assert_int_equal(al_valscan_find(set, VALUE, strlen(VALUE)), 7);
+	/* As RFC 3986 encoders write it (unreserved kept), both cases. */
+	assert_int_equal(
+	    al_valscan_find(set, "a=s3cr%2Ft%20v%2Bl%3D%22x%22%26%3Cy%3E%27z%27-9&b", 48), 7);
+	assert_int_equal(al_valscan_find(set, "?s3cr%2ft%20v%2bl%3d%22x%22%26%3cy%3e%27z%27-9", 46),
+			 7);
+	/* A form's '+' for a space; Python's quote keeping '/'. */
+	assert_int_equal(al_valscan_find(set, "s3cr%2Ft+v%2Bl%3D%22x%22%26%3Cy%3E%27z%27-9", 43),
+			 7);
+	assert_int_equal(al_valscan_find(set, "s3cr/t%20v%2Bl%3D%22x%22%26%3Cy%3E%27z%27-9", 43),
+			 7);
+	/* A JSON string, with "\/" and without. */
+	assert_int_equal(al_valscan_find(set, "{\"h\":\"s3cr\\/t v+l=\\\"x\\\"&<y>'z'-9\"}", 35),
+			 7);
+	assert_int_equal(al_valscan_find(set, "\"s3cr/t v+l=\\\"x\\\"&<y>'z'-9\"", 28), 7);
+	/* Go's HTML-safe JSON. */
+	const char *go = "s3cr/t v+l=\\\"x\\\"\\u0026\\u003cy\\u003e'z'-9";
+	assert_int_equal(al_valscan_find(set, go, strlen(go)), 7);
+	/* HTML entities, two spellings of the quotes. */
+	const char *h1 = "<p>s3cr/t v+l=&quot;x&quot;&amp;&lt;y&gt;&#x27;z&#x27;-9</p>";
+	const char *h2 = "s3cr/t v+l=&#34;x&#34;&amp;&lt;y&gt;&#39;z&#39;-9";
+	assert_int_equal(al_valscan_find(set, h1, strlen(h1)), 7);
+	assert_int_equal(al_valscan_find(set, h2, strlen(h2)), 7);
+	/* Base64 and base64url at each alignment, padding around. */
+	for (int url = 0; url < 2; url++)
+		for (int a = 0; a < 3; a++) {
+			char plain[128], enc[256];
+			int n = snprintf(plain, sizeof(plain), "%.*s%s..", a, "AB", VALUE);
+			EVP_EncodeBlock((unsigned char *)enc, (unsigned char *)plain, n);
+			for (char *p = enc; url && *p; p++)
+				*p = *p == '+' ? '-' : *p == '/' ? '_' : *p;
+			assert_int_equal(al_valscan_find(set, enc, strlen(enc)), 7);
+		}
+	/* Nothing like it. */
+	pct_all("s3cr/t v+l", true, buf);
+	assert_int_equal(al_valscan_find(set, buf, strlen(buf)), -1);
+	assert_int_equal(al_valscan_find(set, "s3cr/t v+l=\"x\"&<y>'z'-8", 23), -1);
+	al_valscan_free(set);
+
+	/* Non-ASCII as JSON's \u escapes (Python's ensure_ascii). */
+	set = set_of("caf\xc3\xa9-t\xf0\x9f\x94\x91k");
+	const char *j = "\"caf\\u00e9-t\\ud83d\\udd11k\"";
+	assert_int_equal(al_valscan_find(set, j, strlen(j)), 7);
+	al_valscan_free(set);
+}
+
+static void test_forms_limits(void **state)
+{
+	struct al_valscan_value v = {"short", 5, 1, false};
+	struct al_valscan_set *set = NULL;
+	struct al_error err = {0};
+
+	(void)state;
+	assert_int_equal(al_valscan_new(&v, 1, &set, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "value 0"));
+	/* An empty set finds nothing and holds nothing. */
+	assert_int_equal(al_valscan_new(NULL, 0, &set, &err), 0);
+	struct al_valscan sc;
+	al_valscan_init(&sc, set);
+	assert_int_equal(al_valscan_feed(&sc, "abc", 3), -1);
+	assert_int_equal(al_valscan_pending(&sc), 0);
+	al_valscan_fini(&sc);
+	al_valscan_free(set);
+}
+
+/* Split anywhere, the value is found, and until its last byte the bytes
+ * that could start it are pending. */
+static void test_scan_split(void **state)
+{
+	struct al_valscan_set *set = set_of(VALUE);
+	size_t vl = strlen(VALUE);
+	char text[256];
+
+	(void)state;
+	int n = snprintf(text, sizeof(text), "xx s3cr yy %s zz", VALUE);
+	size_t at = (size_t)(strstr(text, VALUE) - text);
+	for (size_t cut = 0; cut <= (size_t)n; cut++) {
+		struct al_valscan sc;
+		al_valscan_init(&sc, set);
+		int a = al_valscan_feed(&sc, text, cut);
+		if (cut >= at && cut < at + vl) {
+			assert_int_equal(a, -1);
+			assert_int_equal(al_valscan_pending(&sc), cut - at);
+		}
+		int b = al_valscan_feed(&sc, text + cut, (size_t)n - cut);
+		assert_int_equal(a >= 0 ? a : b, 7);
+		al_valscan_fini(&sc);
+	}
+	/* Byte by byte. */
+	struct al_valscan sc;
+	int hit = -1;
+	al_valscan_init(&sc, set);
+	for (int i = 0; i < n && hit < 0; i++)
+		hit = al_valscan_feed(&sc, text + i, 1);
+	assert_int_equal(hit, 7);
+	al_valscan_fini(&sc);
+	al_valscan_free(set);
+}
+
+/* Feed an answer in pieces of `piece` bytes: the verdict, and never a
+ * release that takes in byte `guard` (or later) before FOUND. */
+static enum al_answer_verdict feed(struct al_answer *a, const char *buf, size_t len, size_t piece,
+				   size_t guard, struct al_answer_out *out)
+{
+	enum al_answer_verdict v = AL_ANSWER_OK;
+
+	for (size_t off = 0; off < len && v == AL_ANSWER_OK; off += piece) {
+		size_t k = len - off < piece ? len - off : piece;
+		v = al_answer_feed(a, buf + off, k, out);
+		if (v == AL_ANSWER_OK)
+			assert_true(al_answer_release(a) <= guard);
+	}
+	return v;
+}
+
+static size_t chunked(const char *body, size_t len, size_t cut, char *out)
+{
+	int n = sprintf(out, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+	n += sprintf(out + n, "%zx\r\n%.*s\r\n", cut, (int)cut, body);
+	n += sprintf(out + n, "%zx;ext=1\r\n%.*s\r\n0\r\nX-T: 1\r\n\r\n", len - cut,
+		     (int)(len - cut), body + cut);
+	return (size_t)n;
+}
+
+static void test_answer_chunked(void **state)
+{
+	struct al_valscan_set *set = set_of(VALUE);
+	char body[256], ans[1024];
+	struct al_answer_out out;
+
+	(void)state;
+	int bl = snprintf(body, sizeof(body), "echo: GET /?k=%s HTTP/1.1", VALUE);
+	size_t at = (size_t)(strstr(body, VALUE) - body);
+	for (size_t cut = 1; cut < (size_t)bl; cut++) {
+		size_t n = chunked(body, (size_t)bl, cut, ans);
+		for (size_t piece = 1; piece <= n; piece = piece * 3 + 1) {
+			struct al_answer *a = al_answer_new(set);
+			assert_int_equal(al_answer_expect(a, false), 0);
+			/* The guard: where the value starts in the raw bytes. */
+			char l1[32], l2[32];
+			size_t h = (size_t)(strstr(ans, "\r\n\r\n") - ans) + 4;
+			size_t n1 = (size_t)sprintf(l1, "%zx\r\n", cut);
+			size_t n2 = (size_t)sprintf(l2, "%zx;ext=1\r\n", (size_t)bl - cut);
+			size_t guard = at < cut ? h + n1 + at : h + n1 + cut + 2 + n2 + (at - cut);
+			assert_int_equal(feed(a, ans, n, piece, guard, &out), AL_ANSWER_FOUND);
+			assert_int_equal(out.id, 7);
+			al_answer_free(a);
+		}
+	}
+	/* An innocent chunked answer: all of it goes, framing and trailer. */
+	size_t n = chunked("hello world, nothing here", 25, 5, ans);
+	struct al_answer *a = al_answer_new(set);
+	assert_int_equal(al_answer_expect(a, false), 0);
+	assert_int_equal(feed(a, ans, n, 7, n, &out), AL_ANSWER_OK);
+	assert_int_equal(al_answer_release(a), n);
+	al_answer_free(a);
+	al_valscan_free(set);
+}
+
+static size_t zip(const char *in, size_t len, int window, char *out, size_t size)
+{
+	z_stream z = {0};
+
+	assert_int_equal(deflateInit2(&z, 9, Z_DEFLATED, window, 8, Z_DEFAULT_STRATEGY), Z_OK);
+	z.next_in = (Bytef *)in;
+	z.avail_in = (uInt)len;
+	z.next_out = (Bytef *)out;
+	z.avail_out = (uInt)size;
+	assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
+	size_t n = z.total_out;
+	deflateEnd(&z);
+	return n;
+}
+
+static size_t coded(const char *coding, const char *body, size_t bl, char *out)
+{
+	char enc[4096];
+	size_t el;
+
+	if (strcmp(coding, "br") == 0) {
+		el = sizeof(enc);
+		assert_true(BrotliEncoderCompress(5, 22, BROTLI_MODE_TEXT, bl,
+						  (const uint8_t *)body, &el, (uint8_t *)enc));
+	} else {
+		int w = strcmp(coding, "gzip") == 0	 ? 31
+			: strcmp(coding, "deflate") == 0 ? 15
+							 : -15;
+		el = zip(body, bl, w, enc, sizeof(enc));
+	}
+	int n =
+	    sprintf(out, "HTTP/1.1 200 OK\r\nContent-Encoding: %s\r\nContent-Length: %zu\r\n\r\n",
+		    strcmp(coding, "raw") == 0 ? "deflate" : coding, el);
+	memcpy(out + n, enc, el);
+	return (size_t)n + el;
+}
+
+static void test_answer_coded(void **state)
+{
+	static const char *const codings[] = {"gzip", "deflate", "raw", "br"};
+	struct al_valscan_set *set = set_of(VALUE);
+	char body[4096], ans[8192];
+	struct al_answer_out out;
+
+	(void)state;
+	/* The value deep in a compressible body. */
+	int bl = 0;
+	for (int i = 0; i < 60; i++)
+		bl += sprintf(body + bl, "line %d of the echo\n", i);
+	bl += sprintf(body + bl, "{\"q\":\"%s\"}\n", VALUE);
+	for (size_t c = 0; c < AL_ARRAY_SIZE(codings); c++) {
+		size_t n = coded(codings[c], body, (size_t)bl, ans);
+		for (size_t piece = 1; piece <= n; piece *= 5) {
+			struct al_answer *a = al_answer_new(set);
+			assert_int_equal(al_answer_expect(a, false), 0);
+			assert_int_equal(feed(a, ans, n, piece, n, &out), AL_ANSWER_FOUND);
+			al_answer_free(a);
+		}
+		/* Without the value it all goes. */
+		size_t m = coded(codings[c], body, (size_t)bl - 30, ans);
+		struct al_answer *a = al_answer_new(set);
+		assert_int_equal(al_answer_expect(a, false), 0);
+		assert_int_equal(feed(a, ans, m, 100, m, &out), AL_ANSWER_OK);
+		assert_int_equal(al_answer_release(a), m);
+		al_answer_free(a);
+	}
+	al_valscan_free(set);
+}
+
+/* A Content-Length body fed byte by byte: nothing from the value's first
+ * byte on goes before the verdict. */
+static void test_answer_hold(void **state)
+{
+	struct al_valscan_set *set = set_of(VALUE);
+	char ans[512];
+	struct al_answer_out out;
+
+	(void)state;
+	int n = sprintf(ans, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\nab %s cd",
+			strlen(VALUE) + 6, VALUE);
+	size_t at = (size_t)(strstr(ans, VALUE) - ans);
+	struct al_answer *a = al_answer_new(set);
+	assert_int_equal(al_answer_expect(a, false), 0);
+	assert_int_equal(feed(a, ans, (size_t)n, 1, at, &out), AL_ANSWER_FOUND);
+	al_answer_free(a);
+	/* A start that is disproven goes at once; one left at the end goes
+	 * when the server closes. */
+	a = al_answer_new(set);
+	assert_int_equal(al_answer_expect(a, false), 0);
+	const char *h = "HTTP/1.1 200 OK\r\n\r\nxx s3cr/t v+l=\"x\"& yy s3cr/t";
+	assert_int_equal(al_answer_feed(a, h, strlen(h), &out), AL_ANSWER_OK);
+	assert_int_equal(al_answer_release(a), strlen(h) - strlen("s3cr/t"));
+	al_answer_end(a);
+	assert_int_equal(al_answer_release(a), strlen(h));
+	al_answer_free(a);
+	al_valscan_free(set);
+}
+
+static void expect_bad(const struct al_valscan_set *set, const char *ans, size_t n, bool head,
+		       const char *why)
+{
+	struct al_answer *a = al_answer_new(set);
+	struct al_answer_out out;
+
+	assert_int_equal(al_answer_expect(a, head), 0);
+	assert_int_equal(al_answer_feed(a, ans, n, &out), AL_ANSWER_BAD);
+	if (!strstr(out.why, why))
+		fail_msg("\"%s\" does not say \"%s\"", out.why, why);
+	al_answer_free(a);
+}
+
+static void test_answer_refused(void **state)
+{
+	struct al_valscan_set *set = set_of(VALUE);
+#define S(x) x, sizeof(x) - 1
+	(void)state;
+	expect_bad(set, S("HTTP/1.1 200 OK\r\nContent-Encoding: zstd\r\n\r\nxx"), false,
+		   "zstd cannot be decoded");
+	expect_bad(set, S("HTTP/1.1 200 OK\r\nContent-Encoding: gzip, br\r\n\r\nxx"), false,
+		   "more than one Content-Encoding");
+	expect_bad(set,
+		   S("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n"
+		     "Content-Encoding: gzip\r\n\r\nxx"),
+		   false, "more than one");
+	expect_bad(set, S("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n"), false, "101");
+	expect_bad(set, S("HTTP/1.1 206 Partial\r\nContent-Length: 2\r\n\r\nxx"), false, "206");
+	expect_bad(set,
+		   S("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n"),
+		   false, "Transfer-Encoding");
+	expect_bad(set, S("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"), false,
+		   "Transfer-Encoding");
+	expect_bad(set, S("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n"),
+		   false, "Content-Length");
+	expect_bad(set, S("HTTP/1.1 200 OK\nContent-Length: 2\r\n\r\nxx"), false, "not valid");
+	expect_bad(set, S("HTTP/1.1 200 OK\r\nX: a\r\n b\r\n\r\n"), false, "not valid");
+	expect_bad(set, S("\r\nHTTP/1.1 200 OK\r\n\r\n"), false, "not valid");
+	expect_bad(set, S("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"), false,
+		   "size line");
+	expect_bad(set, S("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabX"), false,
+		   "CRLF");
+	expect_bad(set, S("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\nnot gzip at all"),
+		   false, "not valid");
+	/* An answer to no request. */
+	struct al_answer *a = al_answer_new(set);
+	struct al_answer_out out;
+	assert_int_equal(al_answer_feed(a, S("HTTP/1.1 200 OK\r\n\r\n"), &out), AL_ANSWER_BAD);
+	assert_non_null(strstr(out.why, "no request"));
+	al_answer_free(a);
+	/* Bytes after a gzip body's end. */
+	char ans[512], gz[256];
+	for (int w = 0; w < 2; w++) {
+		size_t gl = zip("hello", 5, w ? 31 : 15, gz, sizeof(gz));
+		int n = sprintf(
+		    ans, "HTTP/1.1 200 OK\r\nContent-Encoding: %s\r\nContent-Length: %zu\r\n\r\n",
+		    w ? "gzip" : "deflate", gl + 4);
+		memcpy(ans + n, gz, gl);
+		memcpy(ans + n + gl, "junk", 4);
+		/* gzip: the next member's header is wrong. */
+		expect_bad(set, ans, (size_t)n + gl + 4, false, w ? "not valid" : "after the end");
+	}
+	al_valscan_free(set);
+#undef S
+}
+
+/* HEAD, 1xx, 204 and 304 have no body; the next answer's head follows. */
+static void test_answer_framing(void **state)
+{
+	struct al_valscan_set *set = set_of(VALUE);
+	struct al_answer *a = al_answer_new(set);
+	struct al_answer_out out;
+	char ans[1024];
+
+	(void)state;
+	int n = sprintf(ans,
+			"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n"
+			"HTTP/1.1 100 Continue\r\n\r\n"
+			"HTTP/1.1 204 No Content\r\n\r\n"
+			"HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n%s",
+			strlen(VALUE), VALUE);
+	assert_int_equal(al_answer_expect(a, true), 0);
+	assert_int_equal(al_answer_expect(a, false), 0);
+	assert_int_equal(al_answer_expect(a, false), 0);
+	assert_int_equal(al_answer_feed(a, ans, (size_t)n, &out), AL_ANSWER_FOUND);
+	al_answer_free(a);
+	/* Read to the close: found there too. */
+	a = al_answer_new(set);
+	assert_int_equal(al_answer_expect(a, false), 0);
+	n = sprintf(ans, "HTTP/1.0 200 OK\r\n\r\nx%s", VALUE);
+	assert_int_equal(feed(a, ans, (size_t)n, 2, (size_t)n, &out), AL_ANSWER_FOUND);
+	al_answer_free(a);
+	/* Too many waiting. */
+	a = al_answer_new(set);
+	for (int i = 0; i < AL_ANSWER_WAITING_MAX; i++)
+		assert_int_equal(al_answer_expect(a, false), 0);
+	assert_int_equal(al_answer_expect(a, false), -ENOSPC);
+	al_answer_free(a);
+	al_valscan_free(set);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_forms_found),	   cmocka_unit_test(test_forms_limits),
+	    cmocka_unit_test(test_scan_split),	   cmocka_unit_test(test_answer_chunked),
+	    cmocka_unit_test(test_answer_coded),   cmocka_unit_test(test_answer_hold),
+	    cmocka_unit_test(test_answer_refused), cmocka_unit_test(test_answer_framing),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
