@@ -99,6 +99,28 @@ static void check_path(struct al_decision *d, const char *ref, const char *what,
 		       engine_bound(d, "%s (%s)", by->where, by->path));
 }
 
+/* A single file with other hard links: its other names cannot be checked
+ * (the kernel gives no way from an inode to its names), and one may lie
+ * inside a never path (a link to a file below a never directory has an
+ * identity no never path has). Refused where the profile has never paths,
+ * unless the operator allows linked files. Directories are not judged
+ * here: a link to a never file inside a shown directory is the documented
+ * caveat. */
+static void check_links(struct al_decision *d, const char *ref, const char *real, bool dir,
+			nlink_t nlink)
+{
+	const struct al_op_profile *pr = d->profile;
+
+	if (dir || nlink <= 1 || pr->n_never == 0 || pr->linked_files)
+		return;
+	engine_refuse(d, ref, real, "one link", engine_path(pr, "filesystem.linked_files"),
+		      "%s: %s has %lu hard links, and their other names cannot be checked "
+		      "against the paths the operator never allows (copy the file instead, "
+		      "or the operator may set \"linked_files\": true in the profile's "
+		      "filesystem)",
+		      ref, real, (unsigned long)nlink);
+}
+
 static const struct al_policy_mount *task_mount(const struct al_policy *task, const char *path)
 {
 	for (size_t i = 0; i < task->n_mounts; i++)
@@ -173,11 +195,13 @@ int al_engine_plan(struct al_decision *d, const struct al_policy *task, const st
 		_cleanup_free_ char *what = xasprintf("mount %s", e->path);
 		check_path(d, m->origin, what, e->source, true, e->dev, e->ino,
 			   (e->access & AL_FS_WRITE) != 0, false);
+		check_links(d, m->origin, e->source, e->dir, e->nlink);
 	}
 	for (size_t i = 0; i < plan->n_copy_in; i++) {
 		const struct al_copy_in *c = &plan->copy_in[i];
 		_cleanup_free_ char *what = xasprintf("copy-in %s", c->path);
 		check_path(d, c->origin, what, c->host, true, c->dev, c->ino, false, false);
+		check_links(d, c->origin, c->host, c->dir, c->nlink);
 	}
 	for (size_t i = 0; i < plan->n_copy_out; i++) {
 		const struct al_copy_out *c = &plan->copy_out[i];
