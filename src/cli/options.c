@@ -510,7 +510,7 @@ static const struct option_def options[] = {
 	{"backend",  0,  "NAME",            BOTH, "isolation backend (only: native)", opt_backend},
 	{"hostname", 0,  "NAME",            BOTH, "host name inside (default airlock)", opt_hostname},
 	{"tty",      't', NULL,             BOTH, "give the command a terminal of the sandbox's own (a pty relayed to ours; raw mode when stdin is a terminal)", opt_tty},
-	{"operator-policy", 0, "FILE",      BOTH, "hold the run to the operator policy FILE (default: $AIRLOCK_OPERATOR_POLICY, then /etc/airlock/operator.json)", opt_operator},
+	{"operator-policy", 0, "FILE",      BOTH, "hold the run to the operator policy FILE (default: /etc/airlock/operator.json, else $AIRLOCK_OPERATOR_POLICY; once either is set, only that same file)", opt_operator},
 	{"profile",  0,  "NAME",            BOTH, "the operator policy's profile to run under (default: default)", opt_profile},
 	{"secret",   0,  "NAME",            BOTH, "the operator's secret or token NAME, presented by the gateway on its hosts (the sandbox sees a placeholder)", opt_secret},
 	{"explain",  0,  NULL,     AL_CMD_CHECK, "say where each decision came from: task, profile default, operator forced", opt_explain},

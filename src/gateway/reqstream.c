@@ -323,6 +323,66 @@ static int check_form(struct al_reqstream *rs)
 	return 0;
 }
 
+/* Does t (len bytes) hold text, in its raw bytes or once its %XX are
+ * decoded (a server reads "%41KIA" as "AKIA")? */
+static bool decoded_has(const char *t, size_t len, const char *text)
+{
+	size_t m = strlen(text);
+
+	for (size_t i = 0; m && i < len; i++) {
+		size_t j = i, k = 0;
+		while (k < m && j < len) {
+			int c = (unsigned char)t[j], hi, lo;
+			if (c == '%' && j + 2 < len && (hi = al_hex_digit(t[j + 1])) >= 0 &&
+			    (lo = al_hex_digit(t[j + 2])) >= 0) {
+				c = hi * 16 + lo;
+				j += 3;
+			} else {
+				j++;
+			}
+			if (c != (unsigned char)text[k])
+				break;
+			k++;
+		}
+		if (k == m)
+			return true;
+	}
+	return false;
+}
+
+/* A scoped SigV4 secret's fake key id is allowed only in the Authorization
+ * that is re-signed. In the request target it is a presigned URL
+ * (X-Amz-Credential) the sandbox made with the fake key: presigned URLs
+ * are not re-signed, so it is misuse, as docs/credentials.md says. */
+static int check_presigned(struct al_reqstream *rs, const char *target, size_t len)
+{
+	for (size_t j = 0; j < rs->conf->n_inject; j++) {
+		const struct al_secret_use *s = &rs->conf->inject[j];
+		int i = -1;
+
+		if (s->how != AL_SECRET_SIGV4 || !s->fake_key_id ||
+		    !decoded_has(target, len, s->fake_key_id))
+			continue;
+		for (size_t k = 0; k < al_needles_count(rs->needles); k++)
+			if (strcmp(al_needles_get(rs->needles, (int)k), s->fake_key_id) == 0)
+				i = (int)k;
+		if (i < 0) { /* no needle to audit it by: a plain refusal */
+			rs_refuse(rs, 403, NULL,
+				  "the fake key id of secret %s in the request line (a presigned "
+				  "URL is not re-signed)",
+				  s->name);
+			return -1;
+		}
+		rs_misuse(rs, i, "request line");
+		snprintf(rs->reason, sizeof(rs->reason),
+			 "the fake key id of a SigV4 secret in the request line (needle %d): a "
+			 "presigned URL is not re-signed",
+			 i);
+		return -1;
+	}
+	return 0;
+}
+
 static int check_path(struct al_reqstream *rs)
 {
 	const struct al_http_request *q = &rs->req;
@@ -346,6 +406,8 @@ static int check_path(struct al_reqstream *rs)
 		rs_misuse(rs, i, "request line");
 		return -1;
 	}
+	if (check_presigned(rs, src, q->path.len) < 0)
+		return -1;
 	if (!rules)
 		return 0;
 	r = al_reqrule_check(rules, rs->head + q->method.off, q->method.len, rs->path, rs->path_len,

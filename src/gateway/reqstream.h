@@ -19,7 +19,9 @@
  *   the request (request line, header, body, across any split of the
  *   bytes), refuses it as misuse (403). A scoped secret's own placeholder
  *   outside the place it is presented in passes unchanged: only the
- *   placeholder goes out, never the value.
+ *   placeholder goes out, never the value. A scoped SigV4 secret's fake
+ *   key id in the request target (a presigned URL, which is not re-signed)
+ *   is misuse too.
  *
  * The caller feeds the client's bytes with al_reqstream_feed() and pulls
  * events with al_reqstream_next() until it answers AL_REQSTREAM_MORE:

@@ -223,7 +223,8 @@ bool al_reqrule_path_match(const char *pattern, const char *path, size_t len)
 struct norm {
 	char *out;
 	size_t size, len;
-	size_t seg; /* where the current segment starts in out */
+	size_t seg;  /* where the current segment starts in out */
+	size_t step; /* how many bytes of the target the last character took */
 	struct al_error *err;
 };
 
@@ -249,16 +250,86 @@ static int norm_segment_end(struct norm *n, bool last)
 	return 0;
 }
 
+/* The byte that %XX at t[i] encodes, or -1 when t[i] does not start one. */
+static int percent_byte(const char *t, size_t end, size_t i)
+{
+	int hi = i + 1 < end && t[i] == '%' ? al_hex_digit(t[i + 1]) : -1;
+	int lo = hi >= 0 && i + 2 < end ? al_hex_digit(t[i + 2]) : -1;
+
+	return lo < 0 ? -1 : hi * 16 + lo;
+}
+
+/* A percent-encoded byte past ASCII at t[i] and the ones that continue
+ * it: they must be one well-formed UTF-8 character (RFC 3629: no overlong
+ * form, no UTF-16 surrogate, nothing past U+10FFFF, nothing cut short),
+ * or servers that decode the path could each read something else in it
+ * ("%C0%AE" is '.' to a lax decoder). Written out with upper-case hex. */
+static int norm_utf8(struct norm *n, const char *t, size_t end, size_t i)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	int b[4] = {percent_byte(t, end, i)}, len, lo = 0x80, hi = 0xbf;
+	const char *why = NULL;
+
+	if (b[0] >= 0xc2 && b[0] <= 0xdf)
+		len = 2;
+	else if (b[0] >= 0xe0 && b[0] <= 0xef)
+		len = 3;
+	else if (b[0] >= 0xf0 && b[0] <= 0xf4)
+		len = 4;
+	else
+		return al_error_set(n->err, EINVAL,
+				    "percent-encoded byte %%%02X at character %zu of the path "
+				    "does not start a UTF-8 character (%s)",
+				    (unsigned)b[0], i,
+				    b[0] < 0xc0	  ? "a continuation byte"
+				    : b[0] < 0xc2 ? "an overlong form"
+						  : "past U+10FFFF");
+	/* The second byte's range is what rules out the overlong forms, the
+	 * surrogates (U+D800-U+DFFF) and code points past U+10FFFF. */
+	if (b[0] == 0xe0)
+		lo = 0xa0, why = "an overlong form";
+	else if (b[0] == 0xed)
+		hi = 0x9f, why = "a UTF-16 surrogate";
+	else if (b[0] == 0xf0)
+		lo = 0x90, why = "an overlong form";
+	else if (b[0] == 0xf4)
+		hi = 0x8f, why = "past U+10FFFF";
+	for (int k = 1; k < len; k++) {
+		b[k] = percent_byte(t, end, i + 3 * (size_t)k);
+		if (b[k] < 0x80 || b[k] > 0xbf)
+			return al_error_set(n->err, EINVAL,
+					    "truncated UTF-8 character at character %zu of the "
+					    "path (its byte %d is not a percent-encoded "
+					    "continuation byte)",
+					    i, k + 1);
+		if (k == 1 && (b[1] < lo || b[1] > hi))
+			return al_error_set(n->err, EINVAL,
+					    "percent-encoded UTF-8 at character %zu of the path is "
+					    "not valid: %s",
+					    i, why);
+	}
+	for (int k = 0; k < len; k++) {
+		char enc[3] = {'%', hex[b[k] >> 4], hex[b[k] & 15]};
+		int r = norm_put(n, enc, 3);
+		if (r < 0)
+			return r;
+	}
+	n->step = 3 * (size_t)len;
+	return 0;
+}
+
 static int norm_percent(struct norm *n, const char *t, size_t end, size_t i)
 {
 	static const char hex[] = "0123456789ABCDEF";
-	int hi = i + 1 < end ? al_hex_digit(t[i + 1]) : -1;
-	int lo = hi >= 0 && i + 2 < end ? al_hex_digit(t[i + 2]) : -1;
+	int b = percent_byte(t, end, i);
 	char v, enc[3];
 
-	if (lo < 0)
+	if (b < 0)
 		return al_error_set(n->err, EINVAL, "malformed percent-encoding in the path");
-	v = (char)(hi * 16 + lo);
+	if (b >= 0x80)
+		return norm_utf8(n, t, end, i);
+	n->step = 3;
+	v = (char)b;
 	if (is_unreserved(v))
 		return norm_put(n, &v, 1);
 	if (v == '/')
@@ -268,8 +339,8 @@ static int norm_percent(struct norm *n, const char *t, size_t end, size_t i)
 	if ((unsigned char)v < 0x20 || v == 0x7f)
 		return al_error_set(n->err, EINVAL, "encoded control character in the path");
 	enc[0] = '%';
-	enc[1] = hex[hi];
-	enc[2] = hex[lo];
+	enc[1] = hex[b >> 4];
+	enc[2] = hex[b & 15];
 	return norm_put(n, enc, 3);
 }
 
@@ -278,6 +349,7 @@ static int norm_char(struct norm *n, const char *t, size_t end, size_t i)
 	unsigned char c = (unsigned char)t[i];
 	int r;
 
+	n->step = 1;
 	if (c == '/') {
 		r = norm_segment_end(n, false);
 		if (r < 0)
@@ -301,7 +373,7 @@ static int norm_char(struct norm *n, const char *t, size_t end, size_t i)
 int al_reqrule_path_normalize(const char *target, size_t len, char *out, size_t size,
 			      struct al_error *err)
 {
-	struct norm n = {out, size, 0, 1, err};
+	struct norm n = {out, size, 0, 1, 1, err};
 	const char *q = target ? memchr(target, '?', len) : NULL;
 	size_t end = q ? (size_t)(q - target) : (target ? len : 0);
 	int r;
@@ -312,7 +384,7 @@ int al_reqrule_path_normalize(const char *target, size_t len, char *out, size_t 
 	n.len = 1;
 	if (end > 0 && target[0] != '/')
 		return al_error_set(err, EINVAL, "the path does not start with '/'");
-	for (size_t i = 1; i < end; i += target[i] == '%' ? 3 : 1) {
+	for (size_t i = 1; i < end; i += n.step) {
 		r = norm_char(&n, target, end, i);
 		if (r < 0)
 			return r;

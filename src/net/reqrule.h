@@ -69,9 +69,11 @@ bool al_reqrule_path_match(const char *pattern, const char *path, size_t len);
  * -EINVAL and the reason in err (never the path itself, which is the
  * sandbox's): a path not starting with '/', a dot segment ("." or "..",
  * also written "%2e", or followed by a ";" parameter), an encoded '/' or
- * '\' (%2F, %5C), a literal '\', an empty segment ("//"), a space, control
- * or non-ASCII character (plain or percent-encoded), '#', and a '%' not
- * followed by two hex digits. -ENOSPC when out is too small. */
+ * '\' (%2F, %5C), a literal '\', an empty segment ("//"), a space or
+ * control character (plain or percent-encoded), a plain non-ASCII
+ * character, percent-encoded bytes past ASCII that are not well-formed
+ * UTF-8 (overlong forms, surrogates, past U+10FFFF, cut short), '#', and a
+ * '%' not followed by two hex digits. -ENOSPC when out is too small. */
 int al_reqrule_path_normalize(const char *target, size_t len, char *out, size_t size,
 			      struct al_error *err);
 

@@ -57,8 +57,8 @@ static char *prefixes_text(const struct al_op_path *v, size_t n, const struct al
 
 /* One host path: read (ro prefixes or rw) or write (rw only), not a never
  * path. what is the decision's name ("mount /data"), ref the task's (NULL:
- * airlock's own default system directories). */
-static void check_path(struct al_decision *d, const char *ref, const char *what, const char *real,
+ * airlock's own default system directories). Returns whether it refused. */
+static bool check_path(struct al_decision *d, const char *ref, const char *what, const char *real,
 		       bool have_id, dev_t dev, ino_t ino, bool write, bool system_ok)
 {
 	const struct al_op_profile *pr = d->profile;
@@ -75,12 +75,12 @@ static void check_path(struct al_decision *d, const char *ref, const char *what,
 				       "allows"
 				     : "%s: %s would show %s, which the operator never allows",
 			      ref, real, n->path);
-		return;
+		return true;
 	}
 	if (system_ok) {
 		engine_explain(d, what, real, builtin ? AL_FROM_BUILTIN : AL_FROM_TASK, ref,
 			       engine_bound(d, "%s.filesystem.system", pr->where));
-		return;
+		return false;
 	}
 	by = prefix_hit(pr->rw, pr->n_rw, real);
 	if (!by && !write)
@@ -93,10 +93,33 @@ static void check_path(struct al_decision *d, const char *ref, const char *what,
 			      engine_path(pr, write ? "filesystem.rw" : "filesystem.ro"),
 			      "%s: %s is not under a path the operator lets a task %s (%s)", ref,
 			      real, write ? "write" : "read", list[0] ? list : "none");
-		return;
+		return true;
 	}
 	engine_explain(d, what, real, AL_FROM_TASK, ref,
 		       engine_bound(d, "%s (%s)", by->where, by->path));
+	return false;
+}
+
+/* A single file with other hard links: its other names cannot be checked
+ * (the kernel gives no way from an inode to its names), and one may lie
+ * inside a never path (a link to a file below a never directory has an
+ * identity no never path has). Refused where the profile has never paths,
+ * unless the operator allows linked files. Directories are not judged
+ * here: a link to a never file inside a shown directory is the documented
+ * caveat. */
+static void check_links(struct al_decision *d, const char *ref, const char *real, bool dir,
+			nlink_t nlink)
+{
+	const struct al_op_profile *pr = d->profile;
+
+	if (dir || nlink <= 1 || pr->n_never == 0 || pr->linked_files)
+		return;
+	engine_refuse(d, ref, real, "one link", engine_path(pr, "filesystem.linked_files"),
+		      "%s: %s has %lu hard links, and their other names cannot be checked "
+		      "against the paths the operator never allows (copy the file instead, "
+		      "or the operator may set \"linked_files\": true in the profile's "
+		      "filesystem)",
+		      ref, real, (unsigned long)nlink);
 }
 
 static const struct al_policy_mount *task_mount(const struct al_policy *task, const char *path)
@@ -171,13 +194,16 @@ int al_engine_plan(struct al_decision *d, const struct al_policy *task, const st
 			continue;
 		}
 		_cleanup_free_ char *what = xasprintf("mount %s", e->path);
-		check_path(d, m->origin, what, e->source, true, e->dev, e->ino,
-			   (e->access & AL_FS_WRITE) != 0, false);
+		/* A link the never paths already refused is not judged twice. */
+		if (!check_path(d, m->origin, what, e->source, true, e->dev, e->ino,
+				(e->access & AL_FS_WRITE) != 0, false))
+			check_links(d, m->origin, e->source, e->dir, e->nlink);
 	}
 	for (size_t i = 0; i < plan->n_copy_in; i++) {
 		const struct al_copy_in *c = &plan->copy_in[i];
 		_cleanup_free_ char *what = xasprintf("copy-in %s", c->path);
-		check_path(d, c->origin, what, c->host, true, c->dev, c->ino, false, false);
+		if (!check_path(d, c->origin, what, c->host, true, c->dev, c->ino, false, false))
+			check_links(d, c->origin, c->host, c->dir, c->nlink);
 	}
 	for (size_t i = 0; i < plan->n_copy_out; i++) {
 		const struct al_copy_out *c = &plan->copy_out[i];

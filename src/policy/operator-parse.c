@@ -100,10 +100,10 @@ static int parse_paths(struct al_json_ctx *c, const json_t *j, const char *path,
 static int parse_filesystem(struct al_json_ctx *c, const json_t *j, const char *path,
 			    struct al_op_profile *pr)
 {
-	static const char *const keys[] = {"ro", "rw", "never", "system", NULL};
+	static const char *const keys[] = {"ro", "rw", "never", "system", "linked_files", NULL};
 	char sub[160];
 	json_t *v;
-	int r, bad = 0;
+	int r, bad = 0, linked = 0;
 
 	if ((r = al_json_want(c, j, JSON_OBJECT, path, "an object")) < 0)
 		return r;
@@ -120,6 +120,10 @@ static int parse_filesystem(struct al_json_ctx *c, const json_t *j, const char *
 	snprintf(sub, sizeof(sub), "%s.system", path);
 	if ((v = json_object_get(j, "system")))
 		al_json_note(&bad, al_json_strings(c, v, sub, true, false, &pr->system));
+	snprintf(sub, sizeof(sub), "%s.linked_files", path);
+	if ((v = json_object_get(j, "linked_files")) &&
+	    al_json_note(&bad, al_json_bool(c, v, sub, &linked)) == 0)
+		pr->linked_files = linked;
 	return bad;
 }
 

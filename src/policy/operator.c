@@ -212,39 +212,86 @@ void al_operator_resolve(struct al_operator *op)
 	}
 }
 
-int al_operator_find(const char *flag, char **ret, const char **ret_how, struct al_error *err)
+/* The name a source goes by in messages. */
+static const char *source_name(const char *how)
+{
+	if (strcmp(how, AL_OPERATOR_ENV) == 0)
+		return "$" AL_OPERATOR_ENV;
+	if (strcmp(how, "default") == 0)
+		return "the machine's file";
+	return how;
+}
+
+/* The operator's own source of bounds: the machine's file when it exists,
+ * else $AIRLOCK_OPERATOR_POLICY (how a platform without the file sets
+ * them). (A daemon's configuration will be one more, ahead of both.)
+ * *ret_how NULL: none; the run's caller then chooses with the flag. */
+static int operator_source(const char **ret, const char **ret_how, struct al_error *err)
 {
 	const char *env = getenv(AL_OPERATOR_ENV);
 	struct stat st;
 
 	*ret = NULL;
 	*ret_how = NULL;
+	if (lstat(AL_OPERATOR_DEFAULT_FILE, &st) == 0) {
+		*ret = AL_OPERATOR_DEFAULT_FILE;
+		*ret_how = "default";
+	} else if (errno != ENOENT) {
+		return al_error_setsys(err, errno, "operator policy %s", AL_OPERATOR_DEFAULT_FILE);
+	} else if (env && env[0]) {
+		*ret = env;
+		*ret_how = AL_OPERATOR_ENV;
+	}
+	return 0;
+}
+
+/* name (given by how) must be the operator's file src (given by src_how):
+ * the same file by device and inode, however it is spelled. */
+static int same_as_operator(const char *how, const char *name, const char *src_how, const char *src,
+			    struct al_error *err)
+{
+	struct stat a, b;
+
+	if (stat(src, &b) < 0)
+		return al_error_setsys(err, errno, "operator policy %s (%s)", src,
+				       source_name(src_how));
+	if (stat(name, &a) < 0)
+		return al_error_setsys(err, errno, "operator policy %s (%s)", name,
+				       source_name(how));
+	if (a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		return 0;
+	return al_error_set(err, EPERM,
+			    "%s %s: the operator's bounds come from %s (%s), and no other file "
+			    "may replace them (the run's flags and environment are task input)",
+			    source_name(how), name, src, source_name(src_how));
+}
+
+int al_operator_find(const char *flag, char **ret, const char **ret_how, struct al_error *err)
+{
+	const char *env = getenv(AL_OPERATOR_ENV), *src, *src_how;
+	int r;
+
+	*ret = NULL;
+	*ret_how = NULL;
+	if ((r = operator_source(&src, &src_how, err)) < 0)
+		return r;
+	/* Once the operator's bounds come from a source, a flag (task input)
+	 * or the environment beside the machine's file may only name that
+	 * same file again: flags must not pick their own bounds. */
+	if (src && flag && (r = same_as_operator("--operator-policy", flag, src_how, src, err)) < 0)
+		return r;
+	if (src && strcmp(src_how, "default") == 0 && env && env[0] &&
+	    (r = same_as_operator(AL_OPERATOR_ENV, env, src_how, src, err)) < 0)
+		return r;
 	if (flag) {
 		*ret_how = "--operator-policy";
 		*ret = xstrdup(flag);
 	} else if (env && env[0]) {
 		*ret_how = AL_OPERATOR_ENV;
 		*ret = xstrdup(env);
-	} else if (lstat(AL_OPERATOR_DEFAULT_FILE, &st) == 0) {
-		*ret_how = "default";
-		*ret = xstrdup(AL_OPERATOR_DEFAULT_FILE);
-	} else if (errno != ENOENT) {
-		return al_error_setsys(err, errno, "operator policy %s", AL_OPERATOR_DEFAULT_FILE);
-	}
-	/* The machine's operator policy is the operator's, not the caller's:
-	 * where it exists, a flag or the environment may only name it again
-	 * (flags are task input, and must not pick their own bounds). */
-	if (*ret && strcmp(*ret_how, "default") != 0 && lstat(AL_OPERATOR_DEFAULT_FILE, &st) == 0) {
-		char a[PATH_MAX], b[PATH_MAX];
-		if (!realpath(*ret, a) || !realpath(AL_OPERATOR_DEFAULT_FILE, b) || strcmp(a, b)) {
-			int r =
-			    al_error_set(err, EPERM,
-					 "%s %s: this machine's operator policy %s is in force, "
-					 "and no other may replace it",
-					 *ret_how, *ret, AL_OPERATOR_DEFAULT_FILE);
-			free(TAKE_PTR(*ret));
-			return r;
-		}
+	} else if (src) {
+		*ret_how = src_how;
+		*ret = xstrdup(src);
 	}
 	if (*ret && (*ret)[0] != '/') { /* every directory on the way is checked */
 		char cwd[PATH_MAX];

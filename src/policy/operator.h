@@ -58,6 +58,11 @@ struct al_op_profile {
 	/* System directories (sandbox path = host path) a task may name in
 	 * filesystem.system; NULL: airlock's default list. */
 	char **system;
+	/* A single file a task shows or copies in may have other hard links
+	 * (filesystem.linked_files): where the profile has never paths, such a
+	 * file is refused unless this is set, since its other names (one may
+	 * lie inside a never path) cannot be checked. */
+	bool linked_files;
 
 	/* network: rules a task may ask for, rules added to every run, rules
 	 * no run gets (also checked by the gateway against each resolved
@@ -154,7 +159,10 @@ void al_operator_resolve(struct al_operator *op);
  * new string, or NULL when none is named and the default does not exist
  * (the run is then unbounded); *ret_how says which ("--operator-policy",
  * "AIRLOCK_OPERATOR_POLICY", "default"). A named file that does not exist
- * is an error, not "none". */
+ * is an error, not "none". The operator's own source (the machine's file
+ * when it exists, else the environment) cannot be replaced: a flag, or the
+ * environment beside the machine's file, naming another file (compared by
+ * device and inode) fails with -EPERM, the message naming both. */
 int al_operator_find(const char *flag, char **ret, const char **ret_how, struct al_error *err);
 
 /* Read, check and parse path: when airlock runs as root the file (and

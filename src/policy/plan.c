@@ -80,6 +80,7 @@ static struct al_fs_entry *add_host(struct builder *b, enum al_fs_kind kind, con
 	e->dir = S_ISDIR(st->st_mode);
 	e->dev = st->st_dev;
 	e->ino = st->st_ino;
+	e->nlink = st->st_nlink;
 	return e;
 }
 
@@ -392,6 +393,7 @@ static int copy_in(struct builder *b, const struct al_policy_copy *c, struct al_
 	    .dir = S_ISDIR(st.st_mode),
 	    .dev = st.st_dev,
 	    .ino = st.st_ino,
+	    .nlink = st.st_nlink,
 	    .origin = xstrdup(c->origin),
 	};
 	return 0;

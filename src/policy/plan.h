@@ -94,6 +94,7 @@ struct al_fs_entry {
 	bool sandbox_owned; /* SCRATCH: owned by the sandbox user (the workdir) */
 	dev_t dev;	    /* HOST, DEVICE: identity, checked again where it is mounted */
 	ino_t ino;
+	nlink_t nlink; /* HOST, DEVICE: its hard links when the plan was built */
 	/* HOST, as root: a task's input. The privileged supervisor opens it
 	 * (so no directory on the way needs to be searchable by others) and
 	 * the sandbox user acts on it as its host owner (owner_uid/gid), so
@@ -131,6 +132,7 @@ struct al_copy_in {
 	bool dir;
 	dev_t dev; /* identity, checked again when it is copied */
 	ino_t ino;
+	nlink_t nlink; /* its hard links when the plan was built */
 	char *origin;
 };
 

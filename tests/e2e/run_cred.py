@@ -1095,6 +1095,73 @@ def request_rules(e):
     ck.done()
 
 
+@case
+def presigned_and_utf8_paths(e):
+    """A SigV4 secret scoped to analysis.internal:P: a presigned URL the
+    sandbox made with its placeholder key id (X-Amz-Credential in the
+    query), or that key id in the path, gets 403, never reaches the server, and
+    is one secret.misuse event each (secret AWS, where "request line", the
+    host); paths whose percent-decoding is not well-formed UTF-8 (an
+    overlong "%C0%AE%C0%AE", a surrogate, past U+10FFFF, cut short) get 400,
+    never reach the server, and are net.request deny events with the
+    reason; a path with well-formed UTF-8 ("caf%C3%A9") passes."""
+    ck = Checks()
+    creds = json.dumps({"AccessKeyId": "AKIA" + secrets.token_hex(8).upper(),
+                        "SecretAccessKey": secrets.token_urlsafe(30)})
+    srvs = servers(("api", None))
+    try:
+        api, = srvs
+        hp = "analysis.internal:%d" % api.port
+        pol = net_policy([hp], ["analysis.internal"],
+                         secrets={"AWS": {"source": {"env": "AWSCREDS"}, "hosts": [hp],
+                                          "sigv4": True}})
+        h, p = "analysis.internal", api.port
+        cred = "{{env:AWS_ACCESS_KEY_ID}}%2F20240101%2Fus-east-1%2Fs3%2Faws4_request"
+        presigned = ("/bucket/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=%s"
+                     "&X-Amz-Date=20240101T000000Z&X-Amz-Expires=60&X-Amz-SignedHeaders=host"
+                     "&X-Amz-Signature=" + "0" * 64)
+        bad = [("overlong", "/v1/%C0%AE%C0%AE/etc", "overlong"),
+               ("surrogate", "/v1/%ED%A0%80", "surrogate"),
+               ("past", "/v1/%F4%90%80%80", "U+10FFFF"),
+               ("truncated", "/v1/%E2%82/x", "truncated")]
+        steps = [{"op": "env", "label": "env"},
+                 http_step("presigned", h, p, rq(presigned % cred)),
+                 http_step("in-path", h, p, rq("/{{env:AWS_ACCESS_KEY_ID}}/k"))]
+        steps += [http_step(label, h, p, rq(path)) for label, path, _ in bad]
+        steps.append(http_step("utf8", h, p, rq("/v1/caf%C3%A9")))
+        r = ck.add(cred_run(e, pol, steps, env={"AWSCREDS": creds}, srvs=srvs))
+    finally:
+        close_all(srvs)
+    ck.that(r.res.rc == 0, "the run exited %s" % r.res.rc)
+    fake = r.env().get("AWS_ACCESS_KEY_ID", "")
+    ck.that(fake.startswith("AKIA") and fake not in creds,
+            "the sandbox's AWS_ACCESS_KEY_ID is not a placeholder key id: %r" % fake)
+    for label in ("presigned", "in-path"):
+        resp = r.response(label)
+        ck.that(resp.get("status") == 403, "%s: got %r, expected 403"
+                % (label, resp.get("status", resp.get("error"))))
+    mis = r.evs("secret.misuse", secret="AWS")
+    ck.that(len(mis) == 2 and all(ev.get("where") == "request line"
+                                  and ev.get("host") == "analysis.internal"
+                                  and ev.get("port") == api.port for ev in mis),
+            "expected two secret.misuse events (AWS, request line, the host): %s" % mis)
+    for label, _, reason in bad:
+        resp = r.response(label)
+        ck.that(resp.get("status") == 400, "%s: got %r, expected 400"
+                % (label, resp.get("status", resp.get("error"))))
+    nr = r.evs("net.request", decision="deny", status=400)
+    for label, _, reason in bad:
+        ck.that(any(reason in ev.get("reason", "") and ev.get("host") == "analysis.internal"
+                    for ev in nr),
+                "no net.request deny (400) event says %r: %s" % (reason, nr))
+    ck.that(r.response("utf8").get("status") == 200,
+            "a well-formed UTF-8 path got %r" % r.response("utf8"))
+    ck.that(api.paths() == ["/v1/caf%C3%A9"], "the server received %s" % api.paths())
+    ck.that(not any(fake.encode() in l or b"KIA" in l for l in api.lines),
+            "the placeholder key id reached the server: %r" % api.lines)
+    ck.done()
+
+
 # ---- 5. misuse ---------------------------------------------------------------
 
 @case

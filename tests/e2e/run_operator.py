@@ -254,7 +254,9 @@ def lookup_order_and_profiles(e):
                            json.dumps({"version": 1, "profiles": {"default": {}}}))
         res = run_host([e.airlock, "check", "--operator-policy", other, "--memory", "2G"],
                        env=env)
-        expect_rc(res, 0)
+        expect_rc(res, 125)
+        expect(other in res.errtext and s.op in res.errtext, "the flag replaced $AIRLOCK_"
+               "OPERATOR_POLICY", res)
         env.pop("AIRLOCK_OPERATOR_POLICY")
         if os.path.exists("/etc/airlock/operator.json"):
             raise Skip("this machine has /etc/airlock/operator.json")
@@ -264,6 +266,168 @@ def lookup_order_and_profiles(e):
         res = run_host([e.airlock, "check"], env=env)
         expect_rc(res, 0)
         expect("operator policy: none (the run is unbounded" in res.text, "unbounded line", res)
+
+
+def machine_file(argv, opdir):
+    """argv as it runs on a machine whose /etc/airlock is opdir (so
+    /etc/airlock/operator.json is opdir's operator.json): in a mount
+    namespace of its own, /etc is an overlay of the host's with an airlock/
+    directory added, and opdir is bound there. The host's /etc is never
+    changed, and the mounts go with the namespace."""
+    if os.path.exists("/etc/airlock/operator.json"):
+        raise Skip("this machine has /etc/airlock/operator.json")
+    if os.geteuid() != 0:
+        raise Skip("needs root (a mount namespace with an overlay over /etc)")
+    import tempfile
+    layer = tempfile.mkdtemp(dir=os.path.dirname(opdir), prefix="layer-")
+    os.makedirs(os.path.join(layer, "upper", "airlock"))
+    os.makedirs(os.path.join(layer, "work"))
+    script = ('mount -t overlay overlay -o lowerdir=/etc,upperdir="$1"/upper,'
+              'workdir="$1"/work /etc && mount --bind "$2" /etc/airlock && shift 2 && '
+              'exec "$@"')
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
+            layer, opdir] + list(argv)
+
+
+class Sources:
+    """Two directories, each with an operator policy: the operator's
+    (op/operator.json, a hard link to it, op/same.json, and memory at most
+    1G) and another, looser one (other/operator.json, memory 4G); both let
+    a task read the probe's directory."""
+
+    def __init__(self, e):
+        self.probe_dir = os.path.dirname(e.probe)
+
+    def __enter__(self):
+        self.tmp = TempDir()
+        d = self.tmp.__enter__()
+        self.opdir, self.otherdir = os.path.join(d, "op"), os.path.join(d, "other")
+        os.mkdir(self.opdir, 0o755)
+        os.mkdir(self.otherdir, 0o755)
+        fs = {"ro": [self.probe_dir]}
+        strict = {"version": 1, "profiles": {"default": {"filesystem": fs, "limits": {
+            "memory": {"max": "1G"}}}}}
+        loose = {"version": 1, "profiles": {"default": {"filesystem": fs, "limits": {
+            "memory": {"max": "4G"}}}}}
+        self.op = write_file(os.path.join(self.opdir, "operator.json"), json.dumps(strict))
+        self.same = os.path.join(self.opdir, "same.json")
+        os.link(self.op, self.same)
+        self.other = write_file(os.path.join(self.otherdir, "operator.json"),
+                                json.dumps(loose))
+        return self
+
+    def __exit__(self, *exc):
+        self.tmp.__exit__(*exc)
+
+
+def source_pair(e, run, operator_name, other_name, refused):
+    """run(name) runs a task with the operator's bounds and name given the
+    other way; refused: the run exits 125 with one line naming both files
+    and nothing ran; else it runs (exit 0) under the operator's bounds."""
+    res = run(other_name)
+    if refused:
+        expect_rc(res, 125)
+        lines = [l for l in res.errtext.splitlines() if l.startswith("airlock: ")]
+        expect(len(lines) == 1 and other_name in lines[0] and operator_name in lines[0],
+               "not one line naming %s and %s" % (other_name, operator_name), res)
+        expect("uid=" not in res.text, "the probe ran", res)
+    else:
+        expect_rc(res, 0)
+        expect("uid=" in res.text, "the probe did not run", res)
+
+
+@case
+def operator_source_not_replaced(e):
+    """With the operator's bounds in $AIRLOCK_OPERATOR_POLICY, a task's
+    --operator-policy naming another (looser) file is refused with one
+    line naming both; the same file again (a hard link: compared by device
+    and inode, not by name) runs."""
+    with Sources(e) as s:
+        env = no_operator_env()
+        env["AIRLOCK_OPERATOR_POLICY"] = s.op
+
+        def run(name):
+            return e.probe_run("id", opts=["--operator-policy", name, "--memory", "512M"],
+                               env=env)
+        source_pair(e, run, s.op, s.other, True)
+        source_pair(e, run, s.op, s.same, False)
+        source_pair(e, run, s.op, s.op, False)
+
+
+@case
+def machine_file_not_replaced(e):
+    """With /etc/airlock/operator.json (in a mount namespace of the test's
+    own), --operator-policy or $AIRLOCK_OPERATOR_POLICY naming another file
+    is refused with one line naming both; naming the same file by another
+    name (a hard link) runs."""
+    with Sources(e) as s:
+        machine = "/etc/airlock/operator.json"
+        same = "/etc/airlock/same.json"
+        for how in ("flag", "env"):
+            def run(name, how=how):
+                env = no_operator_env()
+                opts = ["--memory", "512M"]
+                if how == "env":
+                    env["AIRLOCK_OPERATOR_POLICY"] = name
+                else:
+                    opts = ["--operator-policy", name] + opts
+                argv = e.argv([PROBE_IN, "id"], opts)
+                return run_host(machine_file(argv, s.opdir), env=env)
+            source_pair(e, run, machine, s.other, True)
+            source_pair(e, run, machine, same, False)
+            res = run(s.same)  # the host's name of the same file
+            expect_rc(res, 0)
+
+
+@case
+def linked_file_under_never_refused(e):
+    """A profile reads jobs/ and never allows home/: a hard link in jobs/
+    to home/.netrc, shown with --ro or copied in with --copy-in, is refused
+    (its other names cannot be checked), the message saying why and how to
+    allow it, and its contents never reach the sandbox; a file with one
+    link runs; with "linked_files": true the linked file runs."""
+    with TempDir() as d:
+        jobs, home = os.path.join(d, "jobs"), os.path.join(d, "home")
+        os.mkdir(jobs, 0o755)
+        os.mkdir(home, 0o755)
+        netrc = write_file(os.path.join(home, ".netrc"), "machine x password hunter2-netrc\n")
+        link = os.path.join(jobs, "notes.txt")
+        os.link(netrc, link)
+        single = write_file(os.path.join(jobs, "a.csv"), "region,sales\n")
+        probe_dir = os.path.dirname(e.probe)
+
+        def op(linked):
+            fs = {"ro": [jobs, probe_dir], "never": [home]}
+            if linked is not None:
+                fs["linked_files"] = linked
+            return write_file(os.path.join(d, "op.json"), json.dumps(
+                {"version": 1, "profiles": {"default": {"filesystem": fs}}}))
+        for opts, cmd in ((["--ro", link + ":/input/n"], ["/bin/cat", "/input/n"]),
+                          (["--copy-in", link + ":/work/n"], ["/bin/cat", "/work/n"])):
+            for linked in (None, False):
+                res = e.run(cmd, opts=["--operator-policy", op(linked)] + opts,
+                            env=no_operator_env())
+                expect_rc(res, 125)
+                lines = refusals(res)
+                expect(len(lines) == 1 and link in lines[0] and "2 hard links" in lines[0]
+                       and "linked_files" in lines[0] and "cannot be checked" in lines[0],
+                       "linked file not refused as such: %r" % lines, res)
+                expect("hunter2" not in res.text, "the never file's contents were read", res)
+            res = e.run(cmd, opts=["--operator-policy", op(True)] + opts,
+                        env=no_operator_env())
+            expect_rc(res, 0)
+            expect("hunter2-netrc" in res.text, "linked_files: true did not allow it", res)
+        res = e.run(["/bin/cat", "/input/a"], opts=["--operator-policy", op(None), "--ro",
+                                                    single + ":/input/a"],
+                    env=no_operator_env())
+        expect_rc(res, 0)
+        expect("region,sales" in res.text, "a file with one link did not run", res)
+        bad = write_file(os.path.join(d, "bad.json"), json.dumps(
+            {"version": 1, "profiles": {"default": {"filesystem": {"linked_files": "yes"}}}}))
+        res = run_host([e.airlock, "check", "--operator-policy", bad], env=no_operator_env())
+        expect_rc(res, 125)
+        expect("profiles.default.filesystem.linked_files" in res.errtext,
+               "a non-boolean linked_files not refused at its path", res)
 
 
 @case

@@ -62,8 +62,10 @@ static int setup(void **state)
 		close(fd);
 	}
 	_cleanup_free_ char *out = T("srv/ro/to_outside"), *sec = T("srv/ro/to_secret"),
-			    *key = T("keys/id"), *hard = T("srv/ro/innocent");
-	if (symlink("../../outside", out) < 0 || symlink("secret", sec) < 0 || link(key, hard) < 0)
+			    *key = T("keys/id"), *hard = T("srv/ro/innocent"),
+			    *below = T("srv/ro/secret/k"), *linked = T("srv/ro/a/linked");
+	if (symlink("../../outside", out) < 0 || symlink("secret", sec) < 0 ||
+	    link(key, hard) < 0 || link(below, linked) < 0)
 		return -1;
 	return 0;
 }
@@ -71,7 +73,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	static const char *const links[] = {"srv/ro/to_outside", "srv/ro/to_secret",
-					    "srv/ro/innocent", "ro_link", NULL};
+					    "srv/ro/innocent",	 "srv/ro/a/linked",
+					    "ro_link",		 NULL};
 	_cleanup_free_ char *rofoo = T("srv/rofoo");
 
 	rmdir(rofoo); /* left by a failed test_mount_prefix_is_a_path */
@@ -324,6 +327,33 @@ static void test_profile_path_is_a_link(void **state)
 }
 
 /* copy-in is a read (ro or rw), copy-out a write (rw only). */
+/* A hard link in an allowed directory to a file below a never directory:
+ * its identity is no never path's, so only its link count gives it away. */
+static void test_linked_files(void **state)
+{
+	_cleanup_free_ char *o1 = origin("ro", "srv/ro/a/linked"),
+			    *o3 = origin("copy-in", "srv/ro/a/linked");
+	struct al_policy *t;
+
+	t = task_new();
+	mount_(t, "srv/ro/a/linked", "/input/n", AL_MOUNT_RO);
+	expect(t, "", o1, "srv/ro/a/linked", ".linked_files");
+	t = task_new();
+	copy_(t, true, "srv/ro/a/linked", "/work/n");
+	expect(t, ", \"linked_files\": false", o3, "srv/ro/a/linked", ".linked_files");
+	/* The operator allows it. */
+	t = task_new();
+	mount_(t, "srv/ro/a/linked", "/input/n", AL_MOUNT_RO);
+	copy_(t, true, "srv/ro/a/linked", "/work/n");
+	expect(t, ", \"linked_files\": true", NULL, NULL, NULL);
+	/* One link, and directories (the documented caveat), run. */
+	t = task_new();
+	mount_(t, "srv/ro/a/f.txt", "/input/f", AL_MOUNT_RO);
+	mount_(t, "srv/ro/a", "/input/a", AL_MOUNT_RO);
+	copy_(t, true, "srv/ro/a", "/work/a");
+	expect(t, "", NULL, NULL, NULL);
+}
+
 static void test_copies(void **state)
 {
 	_cleanup_free_ char *o1 = origin("copy-in", "outside/f"),
@@ -452,6 +482,7 @@ int main(void)
 		cmocka_unit_test(test_mount_never),
 		cmocka_unit_test(test_mount_tricks),
 		cmocka_unit_test(test_profile_path_is_a_link),
+		cmocka_unit_test(test_linked_files),
 		cmocka_unit_test(test_copies),
 		cmocka_unit_test(test_system),
 		cmocka_unit_test(test_system_default),

@@ -191,6 +191,34 @@ static void test_normalize(void **state)
 	expect_refused("/a%g0", "malformed percent");
 	expect_refused("/a%0g", "malformed percent");
 
+	/* Percent-encoded bytes past ASCII: well-formed UTF-8 only (RFC 3629,
+	 * Unicode table 3-7), each sequence's bounds at both ends. */
+	expect_norm("/%c2%80%df%bf", "/%C2%80%DF%BF");
+	expect_norm("/%e0%a0%80%ed%9f%bf%ee%80%80", "/%E0%A0%80%ED%9F%BF%EE%80%80");
+	expect_norm("/%f0%90%80%80%f4%8f%bf%bf", "/%F0%90%80%80%F4%8F%BF%BF");
+	expect_norm("/%e2%82%ac/x", "/%E2%82%AC/x");
+	expect_refused("/%C0%AE%C0%AE/etc", "overlong");
+	expect_refused("/%c1%bf", "overlong");
+	expect_refused("/%e0%80%ae", "overlong");
+	expect_refused("/%e0%9f%bf", "overlong");
+	expect_refused("/%f0%80%80%ae", "overlong");
+	expect_refused("/%f0%8f%bf%bf", "overlong");
+	expect_refused("/%ed%a0%80", "surrogate");
+	expect_refused("/%ed%bf%bf", "surrogate");
+	expect_refused("/%f4%90%80%80", "past U+10FFFF");
+	expect_refused("/%f5%80%80%80", "past U+10FFFF");
+	expect_refused("/%ff", "past U+10FFFF");
+	expect_refused("/%80", "continuation byte");
+	expect_refused("/a%bf", "continuation byte");
+	expect_refused("/%c3", "truncated");
+	expect_refused("/%c3/", "truncated");
+	expect_refused("/%c3a", "truncated");
+	expect_refused("/%e2%82", "truncated");
+	expect_refused("/%e2%82?%ac", "truncated");
+	expect_refused("/%f0%90%80x", "truncated");
+	expect_refused("/%c3%c3%a9", "truncated");
+	expect_refused("/%c3%", "truncated");
+
 	/* An embedded NUL is a control character, not an end. */
 	{
 		struct al_error err = {0};

@@ -772,6 +772,10 @@ static void test_misuse(void **state)
 		      "GET / HTTP/1.1\r\n" HOST
 		      "Authorization: AWS4-HMAC-SHA256 Credential=" FAKE_FOREIGN "/x\r\n\r\n",
 		      I_FAKEFOREIGN, "header Authorization", false);
+	/* Another secret's fake key id in a presigned URL. */
+	expect_misuse(&conf,
+		      "GET /b?X-Amz-Credential=" FAKE_FOREIGN "%2Fx HTTP/1.1\r\n" HOST "\r\n",
+		      I_FAKEFOREIGN, "request line", false);
 	/* A secret of another kind is still another host's. */
 	expect_misuse(&conf, "GET / HTTP/1.1\r\n" HOST "X-K: " PH_BASIC "\r\n\r\n", 1, "header X-K",
 		      false);
@@ -858,6 +862,10 @@ static void test_refusals(void **state)
 		       "GET / HTTP/1.1\r\n" HOST "Connection: Upgrade\r\nUpgrade: h2c\r\n\r\n", 501,
 		       "Upgrade");
 	expect_refusal(&conf, "GET /a//b HTTP/1.1\r\n" HOST "\r\n", 400, "empty segment");
+	expect_refusal(&conf, "GET /%C0%AE%C0%AE/x HTTP/1.1\r\n" HOST "\r\n", 400, "overlong");
+	expect_refusal(&conf, "GET /%ED%A0%80 HTTP/1.1\r\n" HOST "\r\n", 400, "surrogate");
+	expect_refusal(&conf, "GET /%F4%90%80%80 HTTP/1.1\r\n" HOST "\r\n", 400, "past U+10FFFF");
+	expect_refusal(&conf, "GET /%E2%82 HTTP/1.1\r\n" HOST "\r\n", 400, "truncated");
 	expect_refusal(&conf, "GET /a%2fb HTTP/1.1\r\n" HOST "\r\n", 400, "encoded '/'");
 	expect_refusal(&conf,
 		       "POST / HTTP/1.1\r\n" HOST
@@ -1079,6 +1087,30 @@ static void test_sigv4(void **state)
 	expect_out(&r, "GET /pub HTTP/1.1\r\n" HOST "X-Amz-Security-Token: " MARK
 		       "-real-token\r\n\r\n");
 	assert_contains(r.log, "inj=aws\n");
+	result_free(&r);
+
+	/* A presigned URL the sandbox made with the fake key id is not
+	 * re-signed: misuse, raw or percent-encoded, in the query or the
+	 * path, and nothing of it goes. */
+	signer.calls = 0;
+	expect_misuse(&conf,
+		      "GET /b?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=" FAKE_KEY
+		      "%2F20240101%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Signature=00 "
+		      "HTTP/1.1\r\n" HOST "\r\n",
+		      6, "request line", false);
+	expect_misuse(
+	    &conf,
+	    "GET /b?X-Amz-Credential=%41KIAAIRLOCK%46AKE00001%2F20240101 HTTP/1.1\r\n" HOST "\r\n",
+	    6, "request line", false);
+	expect_misuse(&conf, "GET /" FAKE_KEY "/b HTTP/1.1\r\n" HOST "\r\n", 6, "request line",
+		      false);
+	assert_int_equal(signer.calls, 0);
+	run(&conf, "GET /b?X-Amz-Credential=" FAKE_KEY " HTTP/1.1\r\n" HOST "\r\n", &r);
+	assert_contains(r.reason, "presigned URL");
+	result_free(&r);
+	/* Near misses are not it. */
+	run(&conf, "GET /b?X-Amz-Credential=AKIAAIRLOCKFAKE0000 HTTP/1.1\r\n" HOST "\r\n", &r);
+	assert_int_equal(r.kind, AL_REQSTREAM_END);
 	result_free(&r);
 
 	/* The signer leaves it, or cannot. */
