@@ -147,7 +147,7 @@ static void emit_osc(struct al_tty_filter *f, char *out, size_t *o)
 	f->n_seq = 0;
 }
 
-/* The fixed replies: a cursor at the top left, a terminal that is well
+/* The fixed replies: a cursor at the top left, a terminal in good order
  * (status 0), a VT220 with ANSI colour (DA1), a VT220 of firmware 10
  * (DA2). Nothing in them comes from the host. */
 #define REPLY_CPR "\033[1;1R"
@@ -261,12 +261,14 @@ static const char *csi_action(const char *seq, size_t n)
 		return !c.prefix && !c.odd && (c.p1 == 22 || c.p1 == 23) ? NULL : "";
 	case 'x':
 		return c.inter ? NULL : "";
+	/* (a prefix byte further in, which some parsers may take too, is
+	 * odd: dropped as well) */
 	case 'q':
-		return c.prefix == '>' && !c.inter ? "" : NULL;
+		return (c.prefix == '>' || c.odd) && !c.inter ? "" : NULL;
 	case 'u':
 	case 'm':
 	case 'S':
-		if (c.prefix == '?' && !c.inter)
+		if ((c.prefix == '?' || c.odd) && !c.inter)
 			return "";
 		break;
 	}

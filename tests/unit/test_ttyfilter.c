@@ -266,6 +266,8 @@ static void test_queries_are_dropped(void **state)
 	    "\033[?u",
 	    "\033[?4m",
 	    "\033[?1;1S",
+	    "\033[0>q",
+	    "\033[1?u",
 	    /* other reports: DECSR, DECRQPSR, DECRQKT, DECRQTSR, DECRQUPSS,
 	     * DECRQDE, DECRQLP, XTREPORTSGR, XTREPORTCOLORS, DECRQCRA; media
 	     * copy */
