@@ -219,6 +219,32 @@ static void cut_output(struct al_supervisor *l, int which)
 		      l->result.stdout_bytes + l->result.stderr_bytes);
 }
 
+/* tty: the filter's replies to the command's queries (ttyfilter.h),
+ * typed into the pty as a terminal would type them. Not while a chunk of
+ * our stdin waits for room (a reply would land inside it), and never in
+ * part: a reply that does not fit now is left out, as a terminal's answer
+ * to a program that does not read its input would be lost. */
+static void tty_reply(struct al_supervisor *l, struct al_tty_filter *f)
+{
+	size_t n = f->n_reply;
+
+	f->n_reply = 0;
+	if (!n || l->tty_fd < 0)
+		return;
+	if (l->in_off < l->in_len) {
+		al_debug("left out %zu bytes of replies to the command's terminal queries: "
+			 "its input is full",
+			 n);
+		return;
+	}
+	/* non-blocking: stdin_start() set O_NONBLOCK on the master's one
+	 * description */
+	ssize_t w = write(l->tty_fd, f->reply, n);
+	if (w != (ssize_t)n)
+		al_debug("replies to the command's terminal queries: %zd of %zu bytes written%s%s",
+			 w < 0 ? 0 : w, n, w < 0 ? ": " : "", w < 0 ? strerror(errno) : "");
+}
+
 /* Relay one chunk from a sandbox pipe to our stdout (which 0) or stderr
  * (1), counting against the output cap. At EOF, or when our side can no
  * longer be written, the pipe is closed. */
@@ -242,11 +268,16 @@ static void relay_out(struct al_supervisor *l, int which)
 	if (over)
 		keep = (size_t)(l->plan->output_bytes - used);
 	*count += keep;
-	if (keep && l->filtered[which]) {
+	if (keep && (l->filtered[which] || l->ttyf[which].answer)) {
 		char clean[sizeof(buf) + AL_TTY_HELD_MAX];
 		size_t m = al_tty_filter(&l->ttyf[which], buf, keep, clean);
-		if (m)
+		/* Under -t to a pipe or a file the bytes pass as they are: the
+		 * filter ran only to find the queries to answer. */
+		if (!l->filtered[which])
+			send_out(l, which, buf, keep);
+		else if (m)
 			send_out(l, which, clean, m);
+		tty_reply(l, &l->ttyf[which]);
 	} else if (keep) {
 		send_out(l, which, buf, keep);
 	}
@@ -502,6 +533,9 @@ void al_sup_stdio_resize(struct al_supervisor *l)
 int al_sup_stdio_terminal(struct al_supervisor *l, int fd, struct al_error *err)
 {
 	l->tty_fd = fd;
+	/* The queries the command waits for are answered by us, whatever our
+	 * stdout is (ttyfilter.h). */
+	l->ttyf[0].answer = true;
 	/* One description, read and written through two descriptors so the
 	 * output and the input each have their own watch. */
 	if ((l->stdout_rd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0 ||
@@ -524,9 +558,16 @@ int al_sup_stdio_terminal(struct al_supervisor *l, int fd, struct al_error *err)
 
 void al_sup_stdio_close(struct al_supervisor *l)
 {
-	if (l->ttyf[0].dropped + l->ttyf[1].dropped)
+	/* (under -t to a pipe the filter only looks: nothing was left out) */
+	unsigned long long dropped =
+	    (l->filtered[0] ? l->ttyf[0].dropped : 0) + (l->filtered[1] ? l->ttyf[1].dropped : 0);
+
+	if (dropped)
 		al_debug("left %llu bytes of the sandbox's output out on the way to the terminal",
-			 l->ttyf[0].dropped + l->ttyf[1].dropped);
+			 dropped);
+	if (l->ttyf[0].unanswered)
+		al_debug("left %llu of the command's terminal queries unanswered: too many at once",
+			 l->ttyf[0].unanswered);
 	out_close(&l->out[0]);
 	out_close(&l->out[1]);
 	al_watch_removep(&l->w_stdin);

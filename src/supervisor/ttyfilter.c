@@ -6,22 +6,31 @@
  * joined to what follows) can make it read something else:
  * - text: printable ASCII, and UTF-8 that is well formed and not a C1
  *   control (U+0080..U+009F); anything else becomes '?';
- * - C0 controls BEL, BS, HT, LF, VT, FF, CR;
+ * - C0 controls BEL, BS, HT, LF, VT, FF, CR (not ENQ, which many terminals
+ *   answer with an answerback string);
  * - CSI sequences (parameters, intermediates, a final byte), at most
- *   AL_TTY_SEQ_MAX bytes;
+ *   AL_TTY_SEQ_MAX bytes, but not the queries (csi_action() has the list);
  * - the plain ESC sequences full-screen programs use: ESC 7, ESC 8 (save
  *   and restore the cursor), ESC D, ESC E, ESC M, ESC H, ESC c, ESC =,
  *   ESC >, and ESC ( or ESC ) with 0, A or B (line drawing, ASCII). Not
  *   the ones that change how later bytes are read: ESC % (leaving UTF-8,
  *   after which UTF-8's continuation bytes would be C1 controls), ESC SP
- *   (8-bit controls), nor the ones that open a string (ESC ] P X ^ _);
- * - OSC 0, 1, 2 (titles), 4, 10-19, 104, 110-119 (colours), 7 (working
- *   directory), 8 (hyperlinks), 9 and 777 (notifications), 133 (prompt
- *   marks), written as "ESC ] N ; text BEL" with printable text only.
+ *   (8-bit controls), nor the ones that open a string (ESC ] P X ^ _),
+ *   nor ESC Z (DECID, answered as device attributes);
+ * - OSC 0, 1, 2 (titles), 4, 10-19, 104, 110-119 (colours, but no colour
+ *   query: none with a '?'), 7 (working directory), 8 (hyperlinks), 9 and
+ *   777 (notifications), 133 (prompt marks), written as
+ *   "ESC ] N ; text BEL" with printable text only.
  * Everything else is dropped whole: other OSCs (52, the clipboard; 1337,
  * 5113, 5522: files and clipboards), every DCS (tmux's passthrough,
- * kitty's remote control, sixel), APC (kitty graphics, which can read host
- * files), PM, SOS, C1 controls. */
+ * kitty's remote control, sixel, DECRQSS, XTGETTCAP), APC (kitty graphics,
+ * which can read host files), PM, SOS, C1 controls.
+ *
+ * A query left out leaves a program that waits for its answer waiting.
+ * So with f->answer (the caller's pty under -t) the few that programs
+ * wait for (prompt_toolkit, IPython, vim) get fixed, neutral replies, the
+ * same whatever the host's terminal is (REPLY_* below); the caller types
+ * them into the sandbox's pty. */
 #include "supervisor/ttyfilter.h"
 
 #include <stdbool.h>
@@ -74,6 +83,22 @@ static void drop_seq(struct al_tty_filter *f)
 	f->n_seq = 0;
 }
 
+/* Under -t, reply (if not empty) goes to the sandbox's pty: kept in
+ * f->reply for the caller, or counted as unanswered when it is full. */
+static void answer(struct al_tty_filter *f, const char *reply)
+{
+	size_t len = strlen(reply);
+
+	if (!f->answer || !len)
+		return;
+	if (f->n_reply + len > sizeof(f->reply)) {
+		f->unanswered++;
+		return;
+	}
+	memcpy(f->reply + f->n_reply, reply, len);
+	f->n_reply += len;
+}
+
 static bool seq_add(struct al_tty_filter *f, unsigned char c)
 {
 	if (f->n_seq >= AL_TTY_SEQ_MAX)
@@ -82,13 +107,27 @@ static bool seq_add(struct al_tty_filter *f, unsigned char c)
 	return true;
 }
 
-/* A kept OSC, whole, in the canonical form "ESC ] N ; text BEL". A
- * hyperlink (OSC 8 ; params ; URI) only to the web or mail: a file: link
- * one click opens could run what the sandbox wrote. */
+/* The colour OSCs: 4 (the palette), 10-19 (foreground, background,
+ * cursor, pointer, highlight ...), 104 and 110-119 (their resets). */
+static bool osc_colour(unsigned n)
+{
+	return n == 4 || (n >= 10 && n <= 19) || n == 104 || (n >= 110 && n <= 119);
+}
+
+/* A kept OSC, whole, in the canonical form "ESC ] N ; text BEL". A colour
+ * OSC with a '?' anywhere (a query, alone or among settings: the terminal
+ * would answer with its colours) is dropped; no colour is spelled with
+ * one. A hyperlink (OSC 8 ; params ; URI) only to the web or mail: a
+ * file: link one click opens could run what the sandbox wrote. */
 static void emit_osc(struct al_tty_filter *f, char *out, size_t *o)
 {
 	char head[16];
 	int len;
+
+	if (osc_colour(f->osc) && memchr(f->seq, '?', f->n_seq)) {
+		drop_seq(f);
+		return;
+	}
 
 	if (f->osc == 8) {
 		const char *uri = memchr(f->seq, ';', f->n_seq);
@@ -108,21 +147,149 @@ static void emit_osc(struct al_tty_filter *f, char *out, size_t *o)
 	f->n_seq = 0;
 }
 
-/* A whole CSI in seq: all of them but leaving ANSI mode for VT52
- * (CSI ? 2 l), after which no CSI, the end's resets included, would work. */
-static bool csi_kept(const char *seq, size_t n)
+/* The fixed replies: a cursor at the top left, a terminal in good order
+ * (status 0), a VT220 with ANSI colour (DA1), a VT220 of firmware 10
+ * (DA2). Nothing in them comes from the host. */
+#define REPLY_CPR "\033[1;1R"
+#define REPLY_DSR "\033[0n"
+#define REPLY_DA1 "\033[?62;22c"
+#define REPLY_DA2 "\033[>1;10;0c"
+
+/* A whole CSI in seq, as the decisions in csi_action() look at it. */
+struct csi {
+	char prefix;	  /* '<', '=', '>' or '?' right after "ESC [", or 0 */
+	char inter;	  /* the last intermediate byte (0x20-0x2f), or 0 */
+	char final;	  /* the final byte */
+	bool odd;	  /* a parameter byte other than digits, ';', ':' */
+	unsigned nparams; /* how many parameters (0: none at all) */
+	unsigned p1;	  /* the first one's value (capped), 0 when empty */
+};
+
+static struct csi csi_parse(const char *seq, size_t n)
+{
+	struct csi c = {.final = seq[n - 1]};
+	bool first = true;
+	size_t i = 2;
+
+	if (i < n - 1 && strchr("<=>?", seq[i]))
+		c.prefix = seq[i++];
+	for (; i < n - 1; i++) {
+		char b = seq[i];
+		if (b >= 0x20 && b <= 0x2f) {
+			c.inter = b;
+			continue;
+		}
+		if (c.nparams == 0)
+			c.nparams = 1;
+		if (b == ';') {
+			c.nparams++;
+			first = false;
+		} else if (b == ':') {
+			first = false;
+		} else if (b >= '0' && b <= '9') {
+			if (first && c.p1 < 100000)
+				c.p1 = c.p1 * 10 + (unsigned)(b - '0');
+		} else {
+			c.odd = true;
+		}
+	}
+	return c;
+}
+
+/* Leaving ANSI mode for VT52 (CSI ? 2 l, alone or in a list), after which
+ * no CSI, the end's resets included, would work. */
+static bool csi_vt52(const char *seq, size_t n)
 {
 	if (n < 4 || seq[2] != '?' || seq[n - 1] != 'l')
-		return true;
+		return false;
 	for (size_t i = 3; i + 1 < n;) {
 		size_t j = i;
 		while (j + 1 < n && seq[j] != ';')
 			j++;
 		if (j - i == 1 && seq[i] == '2')
-			return false;
+			return true;
 		i = j + 1;
 	}
-	return true;
+	return false;
+}
+
+/* What a whole CSI in seq gets: NULL to be written out; "" to be dropped;
+ * else dropped and, under -t, answered with that reply. Dropped are the
+ * queries a terminal answers into its input (and whatever else shares
+ * their final byte and intermediate: more is left out than need be
+ * rather than less), and a few that reach past the screen:
+ * - n: DSR in every form (5 status, 6 cursor position, ? 6 extended, ?
+ *   15/25/26/53/996 printer, keys, keyboard, locator, colour theme ...);
+ * - c: device attributes (DA1, > DA2, = DA3), and any other c;
+ * - t without intermediate: window operations (XTWINOPS): the reports
+ *   (11, 13, 14, 15, 16, 18, 19, 20, 21 the title) and the moves, resizes
+ *   and iconifying of the host's window; only 22 and 23 (the title stack)
+ *   are kept;
+ * - x: DECREQTPARM; > q: XTVERSION; ? u: the kitty keyboard query; ? m:
+ *   XTQMODKEYS; ? S: XTSMGRAPHICS; i: media copy (the host's printer);
+ * - $ p: DECRQM (both forms); + p: DECSR; $ w: DECRQPSR; , w: DECRQKT;
+ *   $ u: DECRQTSR; & u: DECRQUPSS; " v: DECRQDE; ' |: DECRQLP; # |:
+ *   XTREPORTSGR; # R: XTREPORTCOLORS; * y: DECRQCRA (a checksum of what
+ *   the screen shows, the host's lines before the run included). */
+static const char *csi_action(const char *seq, size_t n)
+{
+	struct csi c = csi_parse(seq, n);
+	bool plain = !c.inter && !c.odd;
+	static const struct {
+		char inter, final;
+	} queries[] = {{'$', 'p'}, {'+', 'p'},	{'$', 'w'}, {',', 'w'}, {'$', 'u'}, {'&', 'u'},
+		       {'"', 'v'}, {'\'', '|'}, {'#', '|'}, {'#', 'R'}, {'*', 'y'}};
+
+	if (csi_vt52(seq, n))
+		return "";
+	switch (c.final) {
+	case 'n':
+		if (plain && !c.prefix && c.nparams == 1 && c.p1 == 6)
+			return REPLY_CPR;
+		if (plain && !c.prefix && c.nparams == 1 && c.p1 == 5)
+			return REPLY_DSR;
+		return "";
+	case 'c':
+		if (plain && c.nparams <= 1 && c.p1 == 0 && (!c.prefix || c.prefix == '>'))
+			return c.prefix ? REPLY_DA2 : REPLY_DA1;
+		return "";
+	case 'i':
+		return "";
+	case 't':
+		if (c.inter)
+			break;
+		return !c.prefix && !c.odd && (c.p1 == 22 || c.p1 == 23) ? NULL : "";
+	case 'x':
+		return c.inter ? NULL : "";
+	/* (a prefix byte further in, which some parsers may take too, is
+	 * odd: dropped as well) */
+	case 'q':
+		return (c.prefix == '>' || c.odd) && !c.inter ? "" : NULL;
+	case 'u':
+	case 'm':
+	case 'S':
+		if ((c.prefix == '?' || c.odd) && !c.inter)
+			return "";
+		break;
+	}
+	for (size_t i = 0; i < sizeof(queries) / sizeof(queries[0]); i++)
+		if (c.inter == queries[i].inter && c.final == queries[i].final)
+			return "";
+	return NULL;
+}
+
+/* A whole CSI in seq: written out, or dropped (and maybe answered). */
+static void emit_csi(struct al_tty_filter *f, char *out, size_t *o)
+{
+	const char *reply = csi_action(f->seq, f->n_seq);
+
+	if (!reply) {
+		put(f, out, o, f->seq, f->n_seq);
+	} else {
+		drop(f, f->n_seq);
+		answer(f, reply);
+	}
+	f->n_seq = 0;
 }
 
 /* A whole plain ESC sequence (ESC, at most one intermediate, a final). */
@@ -248,11 +415,7 @@ size_t al_tty_filter(struct al_tty_filter *f, const char *in, size_t n, char *ou
 				}
 			} else if (c >= 0x40 && c <= 0x7e) {
 				seq_add(f, c);
-				if (csi_kept(f->seq, f->n_seq))
-					put(f, out, &o, f->seq, f->n_seq);
-				else
-					drop(f, f->n_seq);
-				f->n_seq = 0;
+				emit_csi(f, out, &o);
 				f->state = S_TEXT;
 			} else {
 				drop_seq(f);

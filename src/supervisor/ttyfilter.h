@@ -2,8 +2,13 @@
  * a terminal would and written out again with only the text, controls and
  * escape sequences that act on the screen, each in one canonical spelling.
  * What reaches past the screen (the clipboard, files, tmux's passthrough,
- * remote control, graphics from host paths) never gets there; ttyfilter.c
- * has the list. Pure: a state carried across chunks, no system call. */
+ * remote control, graphics from host paths) never gets there, nor does a
+ * query the terminal would answer into airlock's stdin (cursor position,
+ * device attributes, window and title reports, colours, modes, settings);
+ * ttyfilter.c has the lists. Under -t the caller sets `answer`, and the
+ * few queries programs wait for get fixed replies in `reply`, which the
+ * caller types into the sandbox's pty. Pure: a state carried across
+ * chunks, no system call. */
 #pragma once
 
 #include <stdbool.h>
@@ -15,6 +20,9 @@
 /* What one call may write beyond its input's length: a sequence held from
  * earlier chunks and its framing. */
 #define AL_TTY_HELD_MAX (AL_TTY_SEQ_MAX + 16)
+/* Room for the replies one call may collect; queries past it are dropped
+ * unanswered. */
+#define AL_TTY_REPLY_MAX 256
 
 struct al_tty_filter {
 	int state;
@@ -23,10 +31,15 @@ struct al_tty_filter {
 	char utf8[4];
 	unsigned n_utf8, utf8_need;
 	unsigned osc, osc_digits;
-	bool string_is_osc;	    /* a dropped string that BEL also ends */
-	unsigned long long dropped; /* bytes left out so far */
+	bool string_is_osc;	       /* a dropped string that BEL also ends */
+	unsigned long long dropped;    /* bytes left out so far */
+	bool answer;		       /* set by the caller: collect replies (under -t) */
+	char reply[AL_TTY_REPLY_MAX];  /* the replies collected, in order */
+	size_t n_reply;		       /* the caller empties it (n_reply = 0) */
+	unsigned long long unanswered; /* queries with a reply left out: no room */
 };
 
 /* Filter n bytes of in into out (room for n + AL_TTY_HELD_MAX bytes);
- * returns how many bytes out holds. */
+ * returns how many bytes out holds. With f->answer, the replies to the
+ * queries answered are appended to f->reply (see ttyfilter.c). */
 size_t al_tty_filter(struct al_tty_filter *f, const char *in, size_t n, char *out);

@@ -26,6 +26,7 @@ import struct
 import subprocess
 import termios
 import time
+import tty as ttymod
 
 from harness import (PROBE_IN, Suite, TempDir, ThrowawayUser, all_pids, expect, expect_rc,
                      kill_pid, main, proc_read, run_host, wait_for)
@@ -68,12 +69,12 @@ class Term:
     """airlock under an outer pty this script holds (see the module doc).
     TERM is dumb unless env says otherwise, so bash writes no escapes."""
 
-    def __init__(self, e, cmd, opts=(), rows=30, cols=100, env=None):
+    def __init__(self, e, cmd, opts=(), rows=30, cols=100, env=None, tty=True):
         self.master, self.slave = os.openpty()
         set_size(self.slave, rows, cols)
         self.before = termios.tcgetattr(self.slave)
         self.buf = b""
-        self.argv = e.argv(cmd, ["-t"] + list(opts))
+        self.argv = e.argv(cmd, (["-t"] if tty else []) + list(opts))
         slave = self.slave
 
         def ctty():
@@ -378,6 +379,138 @@ def clipboard_sequences_stay_out(e):
     finally:
         os.close(master)
         os.close(slave)
+
+
+# Queries a program may write to its terminal, each with what a host
+# terminal would answer (made up, but in each answer's form; the title and
+# the clipboard are what the sandbox must never learn). The first two are
+# written split across two writes.
+HOST_ANSWERS = [
+    (b"\x1b[6n", b"\x1b[42;17R"),
+    (b"\x1b]11;?", b"\x1b]11;rgb:1234/5678/9abc\x1b\\"),
+    (b"\x1b[5n", b"\x1b[0n"),
+    (b"\x1b[c", b"\x1b[?64;1;9;15c"),
+    (b"\x1b[>c", b"\x1b[>41;390;0c"),
+    (b"\x1b[=c", b"\x1bP!|00000000\x1b\\"),
+    (b"\x1b[?6n", b"\x1b[?42;17;1R"),
+    (b"\x1b[21t", b"\x1b]lHOST-SECRET-TITLE\x1b\\"),
+    (b"\x1b[18t", b"\x1b[8;30;100t"),
+    (b"\x1b[14t", b"\x1b[4;600;800t"),
+    (b"\x1b]10;?", b"\x1b]10;rgb:ffff/ffff/ffff\x1b\\"),
+    (b"\x1b]4;1;?", b"\x1b]4;1;rgb:cdcd/0000/0000\x1b\\"),
+    (b"\x1b]52;c;?", b"\x1b]52;c;SE9TVC1DTElQQk9BUkQ=\x07"),
+    (b"\x1b[?2026$p", b"\x1b[?2026;2$y"),
+    (b"\x1bP$qm", b"\x1bP1$r0m\x1b\\"),
+    (b"\x1b[>q", b"\x1bP>|HostTerm 1.0\x1b\\"),
+    (b"\x1bP+q544e", b"\x1bP1+r544e=78\x1b\\"),
+    (b"\x1b[x", b"\x1b[2;1;1;112;112;1;0x"),
+    (b"\x05", b"HOST-ANSWERBACK"),
+    (b"\x1b[?u", b"\x1b[?0u"),
+]
+# airlock's own replies under -t, in the order asked: CPR, DSR, DA1, DA2.
+AIRLOCK_REPLIES = b"\x1b[1;1R\x1b[0n\x1b[?62;22c\x1b[>1;10;0c"
+# The program inside: its terminal raw (as a REPL's), the queries written
+# (each string terminator spelled ST, ESC \\), then READY; it reads its
+# stdin until END_MARK (typed by this script once it saw READY) or, with
+# "want N", until N bytes came, and prints them as GOT=hex.
+QUERY_PROG = r"""
+import os, select, sys, time, tty
+if os.isatty(0):
+    tty.setraw(0)
+qs = %r
+os.write(1, b"\x1b[")
+time.sleep(0.1)
+os.write(1, b"6n\x1b]11")
+time.sleep(0.1)
+os.write(1, b";?\x1b\\")
+for q in qs[2:]:
+    os.write(1, q + (b"\x1b\\" if q[:2] in (b"\x1b]", b"\x1bP") else b""))
+os.write(1, b"READY\n")
+want = int(sys.argv[1]) if len(sys.argv) > 1 else None
+got, end = b"", time.monotonic() + 20
+while b"ZZEND" not in got and (want is None or len(got) < want):
+    left = end - time.monotonic()
+    if left <= 0 or not select.select([0], [], [], left)[0]:
+        break
+    d = os.read(0, 4096)
+    if not d:
+        break
+    got += d
+os.write(1, b"GOT=" + got.split(b"ZZEND")[0].hex().encode() + b"\n")
+""" % ([q for q, _ in HOST_ANSWERS],)
+
+
+def play_terminal(t):
+    """Read what airlock writes to the outer terminal as a terminal would,
+    answering every query in it (into airlock's stdin, as an emulator does)
+    until READY, then type ZZEND; returns (the queries seen, what the
+    program got)."""
+    seen, done, end_typed = [], {}, False
+    deadline = time.monotonic() + 30
+    while True:
+        for q, answer in HOST_ANSWERS:
+            while t.buf.count(q) > done.get(q, 0):
+                done[q] = done.get(q, 0) + 1
+                seen.append(q)
+                t.send(answer)
+        if not end_typed and b"READY" in t.buf:
+            t.send(b"ZZEND")
+            end_typed = True
+        m = re.search(rb"GOT=([0-9a-f]*)\n", t.buf)
+        if m:
+            return seen, bytes.fromhex(m.group(1).decode())
+        left = deadline - time.monotonic()
+        if left <= 0 or (not t.read_some(min(left, 1)) and t.p.poll() is not None):
+            raise AssertionError("no GOT= line; got %r" % t.buf[-2000:])
+
+
+@case
+def terminal_queries_stay_out(e):
+    """A program writes the queries a terminal answers (cursor position
+    and status, device attributes, window size and title reports, colour
+    and clipboard queries, DECRQM, DECRQSS, XTVERSION, XTGETTCAP,
+    DECREQTPARM, ENQ, the kitty keyboard query; two split across writes)
+    and reads its stdin. This script plays the host's terminal and answers
+    every query it sees: it must see none, with -t or without (airlock's
+    stdout a terminal). Under -t the program gets exactly airlock's fixed
+    replies to CPR, DSR, DA1 and DA2, in order; without -t nothing at all.
+    Under -t with stdout a pipe the replies come the same, and the bytes
+    pass to the pipe as they are."""
+    argv = ["python3", "-c", QUERY_PROG]
+    for tty, want in ((True, AIRLOCK_REPLIES), (False, b"")):
+        with Term(e, argv, ["--timeout", "40"], tty=tty) as t:
+            if not tty:
+                ttymod.setraw(t.slave)  # the host answers reach airlock's stdin at once
+            seen, got = play_terminal(t)
+            rc = t.wait()
+            expect(rc == 0, "-t %s: exit %s" % (tty, rc))
+            expect(not seen, "-t %s: queries reached the terminal: %r" % (tty, seen))
+            expect(got == want, "-t %s: the program got %r, expected %r" % (tty, got, want))
+    p = subprocess.Popen(e.argv(argv + [str(len(AIRLOCK_REPLIES))], ["-t", "--timeout", "40"]),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    out, deadline = b"", time.monotonic() + 40
+    try:
+        # stdin stays open (its end would type a ^D) until the GOT= line
+        while not re.search(rb"GOT=[0-9a-f]*\n", out) and time.monotonic() < deadline:
+            if select.select([p.stdout], [], [], 1)[0]:
+                chunk = os.read(p.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                out += chunk
+        p.stdin.close()
+        out += p.stdout.read()
+        p.wait(timeout=20)
+    finally:
+        if p.poll() is None:
+            kill_pid(p.pid)
+            p.wait()
+        p.stdout.close()
+    m = re.search(rb"GOT=([0-9a-f]*)\n", out)
+    expect(p.returncode == 0 and m, "-t to a pipe: exit %s, output %r" % (p.returncode, out))
+    got = bytes.fromhex(m.group(1).decode())
+    expect(got == AIRLOCK_REPLIES, "-t to a pipe: the program got %r" % got)
+    expect(b"\x1b[21t\x1b[18t" in out, "-t to a pipe: the bytes were changed: %r" % out)
 
 
 @case

@@ -4,18 +4,25 @@
  * that the output is a fixed point and never holds what must not pass. */
 #include "unit.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "supervisor/ttyfilter.h"
 
-static size_t filter_n(const char *in, size_t n, size_t step, char *out)
+/* With answer set (as under -t), the replies collected go to reply (when
+ * not NULL), *n_reply bytes of them. */
+static size_t filter_ans(const char *in, size_t n, size_t step, char *out, bool answer, char *reply,
+			 size_t *n_reply)
 {
 	static struct al_tty_filter f;
 	size_t len = 0;
 
 	memset(&f, 0, sizeof(f));
+	f.answer = answer;
+	if (n_reply)
+		*n_reply = 0;
 	for (size_t i = 0; i < n; i += step) {
 		size_t k = n - i < step ? n - i : step;
 		size_t got = al_tty_filter(&f, in + i, k, out + len);
@@ -23,8 +30,20 @@ static size_t filter_n(const char *in, size_t n, size_t step, char *out)
 		if (got > k + AL_TTY_HELD_MAX)
 			fail_msg("one call of %zu bytes wrote %zu", k, got);
 		len += got;
+		if (!answer && f.n_reply)
+			fail_msg("%zu bytes of replies without answer set", f.n_reply);
+		if (reply)
+			memcpy(reply + *n_reply, f.reply, f.n_reply);
+		if (n_reply)
+			*n_reply += f.n_reply;
+		f.n_reply = 0; /* as stdio.c empties it after each call */
 	}
 	return len;
+}
+
+static size_t filter_n(const char *in, size_t n, size_t step, char *out)
+{
+	return filter_ans(in, n, step, out, false, NULL, NULL);
 }
 
 /* A review's overflow: "0;" ESC "]" over and over wrote 5 bytes for 4. */
@@ -159,6 +178,194 @@ static void test_no_splice(void **state)
 	expect_filtered("\033]8;id=1;https://x.test/\007a", "\033]8;id=1;https://x.test/\007a");
 }
 
+/* Whole and in every chunk size, with answer set (-t): the output is
+ * want and the replies collected are want_reply; without answer the
+ * output is the same and there is no reply. */
+static void expect_answered(const char *in, const char *want, const char *want_reply)
+{
+	size_t n = strlen(in);
+	char *out = malloc(n + (n + 1) * AL_TTY_HELD_MAX + 1);
+	char reply[4096];
+	size_t n_reply;
+
+	assert_non_null(out);
+	for (size_t step = 1; step <= n + 1; step++) {
+		size_t len = filter_ans(in, n, step, out, true, reply, &n_reply);
+		out[len] = '\0';
+		reply[n_reply] = '\0';
+		if (len != strlen(want) || memcmp(out, want, len) != 0)
+			fail_msg("filtering %zu-byte chunks of \"%s\": got \"%s\", expected \"%s\"",
+				 step, in, out, want);
+		if (n_reply != strlen(want_reply) || memcmp(reply, want_reply, n_reply) != 0)
+			fail_msg("answering %zu-byte chunks of \"%s\": replied \"%s\", expected "
+				 "\"%s\"",
+				 step, in, reply, want_reply);
+	}
+	free(out);
+	expect_filtered(in, want);
+}
+
+/* Queries a terminal answers into its input (which is the sandbox's
+ * stdin): none reaches the terminal, and without -t none is answered. */
+static void test_queries_are_dropped(void **state)
+{
+	static const char *const queries[] = {
+	    /* DSR in its forms: status, cursor position, DECXCPR, printer,
+	     * keys, keyboard, locator, colour theme */
+	    "\033[5n",
+	    "\033[6n",
+	    "\033[?6n",
+	    "\033[?15n",
+	    "\033[?25n",
+	    "\033[?26n",
+	    "\033[?53n",
+	    "\033[?996n",
+	    "\033[06n",
+	    "\033[6;1n",
+	    "\033[>6n",
+	    /* device attributes: DA1 (and its odd spellings), DA2, DA3 */
+	    "\033[c",
+	    "\033[0c",
+	    "\033[00c",
+	    "\033[>c",
+	    "\033[>0c",
+	    "\033[=c",
+	    "\033[=0c",
+	    "\033[1c",
+	    "\033[;c",
+	    "\033[?c",
+	    /* window and title reports, and the host window's moves */
+	    "\033[11t",
+	    "\033[13t",
+	    "\033[13;2t",
+	    "\033[14t",
+	    "\033[14;2t",
+	    "\033[15t",
+	    "\033[16t",
+	    "\033[18t",
+	    "\033[19t",
+	    "\033[20t",
+	    "\033[21t",
+	    "\033[t",
+	    "\033[3;0;0t",
+	    "\033[8;1;1t",
+	    "\033[2t",
+	    "\033[9;1t",
+	    "\033[>0t",
+	    "\033[?21t",
+	    "\033[22?t",
+	    "\033[48t",
+	    /* DECRQM, ANSI and DEC; DECREQTPARM; XTVERSION; kitty keyboard;
+	     * XTQMODKEYS; XTSMGRAPHICS */
+	    "\033[?2026$p",
+	    "\033[4$p",
+	    "\033[x",
+	    "\033[1x",
+	    "\033[>q",
+	    "\033[>0q",
+	    "\033[?u",
+	    "\033[?4m",
+	    "\033[?1;1S",
+	    "\033[0>q",
+	    "\033[1?u",
+	    /* other reports: DECSR, DECRQPSR, DECRQKT, DECRQTSR, DECRQUPSS,
+	     * DECRQDE, DECRQLP, XTREPORTSGR, XTREPORTCOLORS, DECRQCRA; media
+	     * copy */
+	    "\033[1+p",
+	    "\033[1$w",
+	    "\033[1,w",
+	    "\033[1$u",
+	    "\033[&u",
+	    "\033[\"v",
+	    "\033[1'|",
+	    "\033[1;1;1;1#|",
+	    "\033[#R",
+	    "\033[1;1;1;1;1;1*y",
+	    "\033[5i",
+	    "\033[?15n",
+	    /* colour queries (OSC 4, 10-19), either terminator, and mixed with
+	     * a setting */
+	    "\033]10;?\007",
+	    "\033]11;?\033\\",
+	    "\033]12;?\007",
+	    "\033]17;?\007",
+	    "\033]19;?\007",
+	    "\033]4;1;?\007",
+	    "\033]4;1;#ff0000;2;?\007",
+	    "\033]10;red;?\007",
+	    "\033]104;?\007",
+	    "\033]110;?\007",
+	    /* the clipboard, queried and set; DECRQSS, XTGETTCAP; DECID; ENQ */
+	    "\033]52;c;?\007",
+	    "\033]52;c;eA==\007",
+	    "\033P$qm\033\\",
+	    "\033P$q\"p\033\\",
+	    "\033P+q544e\033\\",
+	    "\033Z",
+	    "\005",
+	};
+	char in[128];
+
+	(void)state;
+	/* answered under -t: test_queries_answered */
+	static const char *const answered[] = {"\033[5n",  "\033[6n", "\033[06n", "\033[c",
+					       "\033[00c", "\033[0c", "\033[>c",  "\033[>0c"};
+
+	for (size_t i = 0; i < sizeof(queries) / sizeof(queries[0]); i++) {
+		bool replied = false;
+		for (size_t j = 0; j < sizeof(answered) / sizeof(answered[0]); j++)
+			replied |= strcmp(queries[i], answered[j]) == 0;
+		snprintf(in, sizeof(in), "a%sb", queries[i]);
+		if (replied)
+			expect_filtered(in, "ab");
+		else
+			expect_answered(in, "ab", "");
+	}
+}
+
+/* Under -t the ones programs wait for get airlock's fixed replies, in
+ * order, however the query is split across writes; the rest none. */
+static void test_queries_answered(void **state)
+{
+	(void)state;
+	expect_answered("a\033[6nb", "ab", "\033[1;1R");
+	expect_answered("\033[5n", "", "\033[0n");
+	expect_answered("\033[c", "", "\033[?62;22c");
+	expect_answered("\033[0c", "", "\033[?62;22c");
+	expect_answered("\033[>c", "", "\033[>1;10;0c");
+	expect_answered("\033[>0c", "", "\033[>1;10;0c");
+	/* several, in the order asked, with screen output around them */
+	expect_answered("\033[1mx\033[6n\033[c\033]11;?\007\033[>c\033[5n\033[21t\033[0m",
+			"\033[1mx\033[0m", "\033[1;1R\033[?62;22c\033[>1;10;0c\033[0n");
+	/* what only looks like one: another final, a prefix, a parameter */
+	expect_answered("\033[?6n\033[6;1n\033[=c\033[1c\033[6 n", "", "");
+	/* a query interrupted by a control, or cancelled, is none */
+	expect_answered("\033[6\030n", "n", "");
+	/* more replies than fit in one call: the rest are left unanswered */
+	char in[4096] = "";
+	for (int i = 0; i < 100; i++)
+		strcat(in, "\033[6n");
+	char out[sizeof(in) + AL_TTY_HELD_MAX], reply[sizeof(in) * 2];
+	size_t n_reply;
+	filter_ans(in, strlen(in), strlen(in), out, true, reply, &n_reply);
+	assert_int_equal(n_reply, AL_TTY_REPLY_MAX / 6 * 6);
+}
+
+/* What looks like a query but acts on the screen still passes. */
+static void test_near_queries_pass(void **state)
+{
+	(void)state;
+	expect_answered("\033[22;0t\033[23;0t", "\033[22;0t\033[23;0t", "");
+	expect_answered("\033[2 q\033[>4;1m\033[>1u\033[<u\033[u\033[1$x",
+			"\033[2 q\033[>4;1m\033[>1u\033[<u\033[u\033[1$x", "");
+	expect_answered("\033]11;#000000\007\033]4;1;rgb:ff/00/00\007\033]104\007",
+			"\033]11;#000000\007\033]4;1;rgb:ff/00/00\007", "");
+	/* a '?' means nothing special outside the colours: a link's query */
+	expect_answered("\033]8;;https://x.test/?a=1\007l\033]8;;\007",
+			"\033]8;;https://x.test/?a=1\007l\033]8;;\007", "");
+	expect_answered("\033]0;what?\007", "\033]0;what?\007", "");
+}
+
 static unsigned long long rng_state = 0x9e3779b97f4a7c15ull;
 static unsigned rnd(unsigned n)
 {
@@ -213,6 +420,9 @@ int main(void)
 		cmocka_unit_test(test_screen_passes),
 		cmocka_unit_test(test_past_the_screen_is_dropped),
 		cmocka_unit_test(test_no_splice),
+		cmocka_unit_test(test_queries_are_dropped),
+		cmocka_unit_test(test_queries_answered),
+		cmocka_unit_test(test_near_queries_pass),
 		cmocka_unit_test(test_random_input),
 		cmocka_unit_test(test_output_bound),
 	};
