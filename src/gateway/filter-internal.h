@@ -32,10 +32,10 @@ struct gw_filter {
 	const struct al_cred_secret *inject_src[INJECT_MAX];
 	size_t n_inject;
 	/* Per-request tokens: the one the next request gets, when it was
-	 * minted and whether a request took it. */
+	 * minted, when it expires and whether a request took it. */
 	char *token[INJECT_MAX];
 	char jti[INJECT_MAX][33];
-	int64_t token_exp[INJECT_MAX];
+	int64_t token_iat[INJECT_MAX], token_exp[INJECT_MAX];
 	bool token_used[INJECT_MAX];
 	/* TLS: the ends, NULL for plain HTTP. */
 	struct al_tls_end *srv, *cli;

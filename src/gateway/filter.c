@@ -118,7 +118,10 @@ static int fresh_token(struct conn *c, struct gw_filter *f, size_t i)
 	struct al_error err = {0};
 	char *tok = NULL;
 
-	if (f->token[i] && !f->token_used[i] && f->token_exp[i] > now + 1)
+	/* A token goes with one request only, and lives its ttl from about
+	 * when that request starts (one minted a while before is minted
+	 * anew). */
+	if (f->token[i] && !f->token_used[i] && f->token_iat[i] >= now - 1)
 		return 0;
 	char jti[33];
 	if (al_cred_mint_request(c->gw->cred, s, c->name, now, &tok, jti, &err) < 0) {
@@ -138,6 +141,7 @@ static int fresh_token(struct conn *c, struct gw_filter *f, size_t i)
 	}
 	f->token[i] = tok;
 	f->token_used[i] = false;
+	f->token_iat[i] = now;
 	int64_t exp = now + (int64_t)(s->ps->def->ttl_ms / 1000);
 	f->token_exp[i] = exp < c->gw->cred->deadline ? exp : c->gw->cred->deadline;
 	f->inject[i].value = tok;

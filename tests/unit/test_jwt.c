@@ -417,6 +417,42 @@ static void test_mint_verify_hs256(void **state)
 	expect_refused(other, tok, NULL, NOW, -EINVAL, "is not this key's");
 }
 
+/* The prefix every token with these iss and sub starts with, whatever its
+ * audience, times and jti; another sub or key does not share it. */
+static void test_prefix(void **state)
+{
+	static const char *const other_aud[] = {"b.example", "c.example"};
+	_cleanup_(al_jwt_key_freep) struct al_jwt_key *k = key(ed_pem);
+	_cleanup_(al_jwt_key_freep) struct al_jwt_key *h = key(hs_secret);
+	struct al_jwt_claims c = basic;
+	_cleanup_free_ char *p = NULL, *ph = NULL, *none = NULL;
+	struct al_error err = {0};
+
+	assert_int_equal(al_jwt_prefix(k, "airlock", "run:1", &p, &err), 0);
+	assert_int_equal(al_jwt_prefix(h, "airlock", "run:1", &ph, &err), 0);
+	assert_int_equal(al_jwt_prefix(k, NULL, "run:1", &none, &err), 0);
+	assert_true(strlen(p) > 40);
+	for (int i = 0; i < 3; i++) {
+		c.aud = i == 1 ? other_aud : one_aud;
+		c.n_aud = i == 1 ? 2 : 1;
+		c.iat = NOW + i;
+		c.exp = NOW + 15 + i;
+		c.jti = i == 2 ? "j2" : NULL;
+		_cleanup_free_ char *tok = mint(k, &c), *toh = mint(h, &c);
+		assert_memory_equal(tok, p, strlen(p));
+		assert_memory_equal(toh, ph, strlen(ph));
+		assert_memory_not_equal(toh, p, strlen(p));
+	}
+	c = basic;
+	c.sub = "run:2";
+	_cleanup_free_ char *t2 = mint(k, &c);
+	assert_memory_not_equal(t2, p, strlen(p));
+	c.iss = NULL;
+	c.sub = "run:1";
+	_cleanup_free_ char *t3 = mint(k, &c);
+	assert_memory_equal(t3, none, strlen(none));
+}
+
 static void test_mint_refusals(void **state)
 {
 	_cleanup_(al_jwt_key_freep) struct al_jwt_key *k = key(hs_secret);
@@ -855,6 +891,7 @@ int main(void)
 	    cmocka_unit_test(test_mint_verify_eddsa),
 	    cmocka_unit_test(test_mint_verify_hs256),
 	    cmocka_unit_test(test_mint_refusals),
+	    cmocka_unit_test(test_prefix),
 	    cmocka_unit_test(test_jti),
 	    cmocka_unit_test(test_tampered),
 	    cmocka_unit_test(test_alg_none_and_confusion),
