@@ -53,7 +53,11 @@ struct al_answer {
 	char line[LINE_MAX_];
 	size_t line_len, crlf;
 	enum coding coding;
-	bool z_live, z_done, br_done;
+	bool z_live, z_done, z_member_end, br_done;
+	/* Where the section being read started (a head, a trailer section, a
+	 * chunk-size line): nothing from there on goes until it is whole and
+	 * valid. UINT64_MAX when none is open. */
+	uint64_t open_at;
 	char deflate_pre[2]; /* "deflate": the first bytes, to tell zlib from raw */
 	size_t n_pre;
 	z_stream z;
@@ -69,6 +73,7 @@ struct al_answer *al_answer_new(const struct al_valscan_set *set)
 	struct al_answer *a = xcalloc(1, sizeof(*a));
 
 	a->set = set;
+	a->open_at = UINT64_MAX;
 	al_valscan_init(&a->dec, set);
 	al_valscan_init(&a->raw, set);
 	a->head = xmalloc(AL_ANSWER_HEAD_MAX);
@@ -81,7 +86,7 @@ static void coding_end(struct al_answer *a)
 		inflateEnd(&a->z);
 	if (a->br)
 		BrotliDecoderDestroyInstance(a->br);
-	a->z_live = a->z_done = a->br_done = false;
+	a->z_live = a->z_done = a->z_member_end = a->br_done = false;
 	a->br = NULL;
 	a->coding = CODE_NONE;
 	a->n_pre = 0;
@@ -208,6 +213,11 @@ static enum al_answer_verdict inflate_piece(struct al_answer *a, const char *p, 
 
 	a->z.next_in = (Bytef *)p;
 	a->z.avail_in = (uInt)n;
+	if (a->z_member_end && n) {
+		/* gzip may hold several members, one after another. */
+		inflateReset(&a->z);
+		a->z_member_end = false;
+	}
 	while (a->z.avail_in) {
 		if (a->z_done)
 			return bad(a, out, "it has bytes after the end of its compressed body");
@@ -225,9 +235,10 @@ static enum al_answer_verdict inflate_piece(struct al_answer *a, const char *p, 
 		if (got && (v = decoded(a, got, made, out)) != AL_ANSWER_OK)
 			return v;
 		if (r == Z_STREAM_END) {
-			/* gzip may hold several members, one after another. */
 			if (a->coding == CODE_GZIP && a->z.avail_in)
 				inflateReset(&a->z);
+			else if (a->coding == CODE_GZIP)
+				a->z_member_end = true;
 			else
 				a->z_done = true;
 		} else if (!got && r == Z_BUF_ERROR) {
@@ -236,7 +247,7 @@ static enum al_answer_verdict inflate_piece(struct al_answer *a, const char *p, 
 	}
 	/* Output the last call could not hold. */
 	for (;;) {
-		if (a->z_done)
+		if (a->z_done || a->z_member_end)
 			break;
 		a->z.next_out = (Bytef *)a->obuf;
 		a->z.avail_out = sizeof(a->obuf);
@@ -244,7 +255,9 @@ static enum al_answer_verdict inflate_piece(struct al_answer *a, const char *p, 
 		size_t got = sizeof(a->obuf) - a->z.avail_out;
 		if (got && (v = decoded(a, got, made, out)) != AL_ANSWER_OK)
 			return v;
-		if (r == Z_STREAM_END)
+		if (r == Z_STREAM_END && a->coding == CODE_GZIP)
+			a->z_member_end = true;
+		else if (r == Z_STREAM_END)
 			a->z_done = true;
 		if (!got)
 			break;
@@ -352,11 +365,20 @@ static enum al_answer_verdict body(struct al_answer *a, const char *p, size_t n,
 	return AL_ANSWER_OK;
 }
 
+/* An answer is whole: the next one is another thing for the client (and
+ * starts with "HTTP/1."), so what could start a value at the end of this
+ * one starts none. */
+static void answer_end(struct al_answer *a)
+{
+	al_valscan_reset(&a->dec);
+	a->st = ST_HEAD;
+}
+
 static void body_end(struct al_answer *a)
 {
 	coding_end(a);
 	al_valscan_reset(&a->raw);
-	a->st = ST_HEAD;
+	answer_end(a);
 }
 
 /* ---- heads ---- */
@@ -513,8 +535,10 @@ static enum al_answer_verdict head_done(struct al_answer *a, struct al_answer_ou
 		return bad(a, out, "its head is not valid HTTP/1.1");
 	if (code == 101)
 		return bad(a, out, "it switches protocols (101)");
-	if (code < 200)
-		return AL_ANSWER_OK; /* an interim answer: the final one follows */
+	if (code < 200) {
+		answer_end(a); /* an interim answer: the final one follows */
+		return AL_ANSWER_OK;
+	}
 	if (!a->w_n)
 		return bad(a, out, "it answers no request");
 	bool head_req = a->waiting[a->w_first];
@@ -522,8 +546,10 @@ static enum al_answer_verdict head_done(struct al_answer *a, struct al_answer_ou
 	a->w_n--;
 	if (code == 206)
 		return bad(a, out, "it is a partial answer (206)");
-	if (head_req || code == 204 || code == 304)
+	if (head_req || code == 204 || code == 304) {
+		answer_end(a);
 		return AL_ANSWER_OK;
+	}
 	if (fr.te) {
 		if (!fr.chunked_ok || fr.te > 1 || fr.cl || memcmp(a->head, "HTTP/1.0", 8) == 0)
 			return bad(a, out, "its Transfer-Encoding is not one \"chunked\" alone");
@@ -600,6 +626,8 @@ static enum al_answer_verdict step(struct al_answer *a, const char *p, size_t n,
 	switch (a->st) {
 	case ST_HEAD:
 	case ST_TRAILER:
+		if (!a->head_len)
+			a->open_at = a->raw_pos;
 		k = section(a, p, n, &complete);
 		*used = k;
 		if ((id = emit_ident(a, p, k)) >= 0)
@@ -609,6 +637,7 @@ static enum al_answer_verdict step(struct al_answer *a, const char *p, size_t n,
 				   AL_ANSWER_HEAD_MAX >> 10);
 		if (!complete)
 			return AL_ANSWER_OK;
+		a->open_at = UINT64_MAX;
 		if (a->st == ST_TRAILER) {
 			struct framing fr = {0};
 			int code;
@@ -633,6 +662,8 @@ static enum al_answer_verdict step(struct al_answer *a, const char *p, size_t n,
 		*used = n;
 		return body(a, p, n, out);
 	case ST_CHUNK_SIZE:
+		if (!a->line_len)
+			a->open_at = a->raw_pos;
 		for (k = 0; k < n; k++) {
 			char c = p[k];
 			if (a->line_len && a->line[a->line_len - 1] == '\r') {
@@ -641,6 +672,7 @@ static enum al_answer_verdict step(struct al_answer *a, const char *p, size_t n,
 				a->line_len--;
 				emit_frame(a, k + 1);
 				*used = k + 1;
+				a->open_at = UINT64_MAX;
 				return chunk_size(a, out);
 			}
 			if (a->line_len == sizeof(a->line))
@@ -686,6 +718,9 @@ static void release(struct al_answer *a, bool all)
 	uint64_t x = a->dec_pos - (all ? 0 : al_valscan_pending(&a->dec));
 	uint64_t lim =
 	    a->raw_pos - (all || a->coding == CODE_NONE ? 0 : al_valscan_pending(&a->raw));
+
+	if (!all && a->open_at < lim)
+		lim = a->open_at;
 
 	while (a->seg_n) {
 		struct seg *s = &a->segs[a->seg_first];

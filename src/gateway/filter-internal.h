@@ -54,6 +54,7 @@ struct gw_filter {
 	 * counts the answer bytes that left f->down. */
 	struct al_answer *ans;
 	uint64_t down_out;
+	bool up_ended; /* the upstream's own end (not the gateway's cut) */
 	/* A possible start of a value held back waits for the bytes that
 	 * settle it: at most GW_ANSWER_STALL_MS with none, then the
 	 * connection is closed. */

@@ -228,6 +228,14 @@ static enum gw_step search(struct conn *c, struct gw_filter *f, bool fresh)
 				       c->name, out.why);
 		}
 	}
+	if (c->upstream.eof && !f->up_ended) {
+		/* The gateway cut the upstream (a refusal): what was held back
+		 * goes nowhere. */
+		uint64_t keep = al_answer_release(f->ans) - f->down_out;
+		if (f->down.len > keep)
+			f->down.len = (size_t)keep;
+		return GW_WAIT;
+	}
 	if (c->upstream.eof)
 		al_answer_end(f->ans);
 	bool holding = al_answer_release(f->ans) < al_answer_fed(f->ans);
@@ -302,27 +310,28 @@ static enum gw_step move(struct conn *c, struct gw_filter *f, bool *progress)
 	if (!c->upstream.eof) {
 		if (f->cli) {
 			if ((r = cipher_in(f->cli, c->upstream.fd)) < 0)
-				c->upstream.eof = true;
+				c->upstream.eof = f->up_ended = true;
 			*progress |= r != 0;
 			while ((r = plain_in(f->cli, &f->down)) > 0)
 				*progress = true;
 			if (r == -2)
 				return tls_failed(c, f->cli, "upstream");
 			if (r == -1)
-				c->upstream.eof = true;
+				c->upstream.eof = f->up_ended = true;
 			/* What reading made the end say (its handshake's next
 			 * flight) goes now, not when the sandbox next speaks. */
 			if (!cipher_out_moved(f->cli, &f->u_out, c->upstream.fd, progress))
 				return GW_CLOSE;
 		} else {
 			if ((r = fb_fill(&f->down, c->upstream.fd, SIZE_MAX)) < 0)
-				c->upstream.eof = true;
+				c->upstream.eof = f->up_ended = true;
 			*progress |= r != 0;
 		}
 	}
 	if ((st = search(c, f, f->down.len > down_before)) != GW_WAIT)
 		return st;
-	uint64_t deliver = f->ans ? al_answer_release(f->ans) - f->down_out : f->down.len;
+	uint64_t deliver =
+	    f->ans && !f->answered ? al_answer_release(f->ans) - f->down_out : f->down.len;
 	size_t down_len0 = f->down.len;
 	if (f->srv) {
 		if ((r = plain_out_max(f->srv, &f->down, &c->down.bytes, deliver)) == -2)
@@ -418,7 +427,8 @@ static enum gw_step filter_pump(struct conn *c, struct side *s, uint32_t events)
 	/* Answer bytes waiting (not only those held back): the client's room
 	 * lets them on, through the server end too. */
 	bool client_out =
-	    f->c_out.len || (f->ans ? al_answer_release(f->ans) > f->down_out : f->down.len > 0);
+	    f->c_out.len ||
+	    (f->ans && !f->answered ? al_answer_release(f->ans) > f->down_out : f->down.len > 0);
 	bool up_in =
 	    !c->upstream.eof && (f->cli ? al_tls_end_cipher_room(f->cli) > 0 : f->down.len < FBUF);
 	bool up_out = f->u_out.len || (!f->cli && f->up.len);

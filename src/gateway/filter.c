@@ -412,8 +412,8 @@ static void on_request(struct conn *c, struct gw_filter *f, const struct al_reqs
 					c->name, "port", c->port, "method", q->method,
 					q->method_len, "path", q->path, q->path_len));
 	}
-	if (f->ans &&
-	    al_answer_expect(f->ans, q->method_len == 4 && memcmp(q->method, "HEAD", 4) == 0) < 0) {
+	if (f->ans && al_answer_expect(f->ans, q->method_len == 4 &&
+						   strncasecmp(q->method, "HEAD", 4) == 0) < 0) {
 		al_reqstream_refuse(f->rs, 503, "too many requests wait for their answers");
 		return;
 	}

@@ -83,9 +83,22 @@ void gw_answer_set_build(struct al_gateway *gw)
 				    d->name, err.msg[0] ? err.msg : "too many");
 				goto out;
 			}
-			v[n++] =
-			    (struct al_valscan_value){prefix[np], strlen(prefix[np]), (int)i, true};
+			/* In its forms (an echo in base64), never by halves: the
+			 * first half is the key's header, which tokens of other
+			 * runs share. As basic auth, "user:" goes first. */
+			v[n++] = (struct al_valscan_value){.data = prefix[np],
+							   .len = strlen(prefix[np]),
+							   .id = (int)i,
+							   .whole = true};
 			np++;
+			if (d->how == AL_HOW_BASIC && d->user && np < AL_ARRAY_SIZE(prefix)) {
+				prefix[np] = xasprintf("%s:%s", d->user, prefix[np - 1]);
+				v[n++] = (struct al_valscan_value){.data = prefix[np],
+								   .len = strlen(prefix[np]),
+								   .id = (int)i,
+								   .whole = true};
+				np++;
+			}
 			continue;
 		}
 		/* SigV4's secret key is never sent; its session token is. */
@@ -101,14 +114,15 @@ void gw_answer_set_build(struct al_gateway *gw)
 			    d->name, AL_VALSCAN_MIN);
 			goto out;
 		}
-		v[n++] = (struct al_valscan_value){val->data, val->len, (int)i, false};
+		v[n++] =
+		    (struct al_valscan_value){.data = val->data, .len = val->len, .id = (int)i};
 		size_t k = 0, size = 4 * ((strlen(d->user ? d->user : "") + val->len + 3) / 3) + 1;
 		if (d->how == AL_HOW_BASIC && d->user && i < AL_ARRAY_SIZE(b64)) {
 			b64[i] = xmalloc(size);
 			k = basic_b64(d->user, val, b64[i], size);
 		}
 		if (k)
-			v[n++] = (struct al_valscan_value){b64[i], k, (int)i, false};
+			v[n++] = (struct al_valscan_value){.data = b64[i], .len = k, .id = (int)i};
 	}
 	if (n && al_valscan_new(v, n, &gw->answer_set, &err) < 0)
 		snprintf(gw->answer_failed, sizeof(gw->answer_failed),

@@ -299,13 +299,19 @@ static int check_form(struct al_reqstream *rs)
 		rs_refuse(rs, 501, NULL, "TRACE would echo what the gateway puts into requests");
 		return -1;
 	}
-	/* A method override would turn an allowed method into another. */
-	if (rs->conf->rules && rs->conf->rules->n_methods &&
+	/* A method override would turn an allowed method into another, and
+	 * where answers are searched, a GET into a HEAD whose answer has no
+	 * body (the search would read the next answer as one). */
+	if (((rs->conf->rules && rs->conf->rules->n_methods) || rs->conf->n_inject) &&
 	    (rs_find_field(rs, "X-HTTP-Method-Override") >= 0 ||
 	     rs_find_field(rs, "X-HTTP-Method") >= 0 ||
 	     rs_find_field(rs, "X-Method-Override") >= 0)) {
-		rs_refuse(rs, 403, rs->conf->rules->text,
-			  "a method override header where methods are restricted");
+		rs_refuse(rs, 403,
+			  rs->conf->rules && rs->conf->rules->n_methods ? rs->conf->rules->text
+									: NULL,
+			  rs->conf->rules && rs->conf->rules->n_methods
+			      ? "a method override header where methods are restricted"
+			      : "a method override header to a host a secret goes to");
 		return -1;
 	}
 	if (rs->conf->proxy_form && q->form != AL_HTTP_FORM_ABSOLUTE) {

@@ -102,18 +102,23 @@ static long utf8_at(const unsigned char *v, size_t n, size_t i, size_t *len)
 	return cp;
 }
 
-static void json_u(struct form *f, long cp)
+static void json_u(struct form *f, long cp, bool upper)
 {
 	char e[7];
 
-	snprintf(e, sizeof(e), "\\u%04lx", cp);
+	snprintf(e, sizeof(e), upper ? "\\u%04lX" : "\\u%04lx", cp);
 	put(f, e, 6);
 }
 
-/* A JSON string's escapes: '/' as "\/" with slash, non-ASCII as \u
- * escapes with ascii (false when the value is not UTF-8), < > & as \u
- * escapes with html_safe (as Go writes them). */
-static bool json(struct form *f, const char *v, size_t n, bool slash, bool ascii, bool html_safe)
+/* How a JSON encoder writes a string: '/' as "\/" (slash), non-ASCII as
+ * \u escapes (ascii: false when the value is not UTF-8), the characters
+ * of always as \u escapes too, hex in upper or lower case. */
+struct json_style {
+	bool slash, ascii, upper;
+	const char *always;
+};
+
+static bool json(struct form *f, const char *v, size_t n, const struct json_style *js)
 {
 	const unsigned char *u = (const unsigned char *)v;
 
@@ -127,13 +132,15 @@ static bool json(struct form *f, const char *v, size_t n, bool slash, bool ascii
 				  : c == '\r' ? "\\r"
 				  : c == '\t' ? "\\t"
 					      : NULL;
-		if (esc)
+		if (c && strchr(js->always, c))
+			json_u(f, c, js->upper);
+		else if (esc)
 			put(f, esc, strlen(esc));
-		else if (c == '/' && slash)
+		else if (c == '/' && js->slash)
 			put(f, "\\/", 2);
-		else if (c < 0x20 || c == 0x7f || (html_safe && (c == '<' || c == '>' || c == '&')))
-			json_u(f, c);
-		else if (c < 0x80 || !ascii)
+		else if (c < 0x20 || c == 0x7f)
+			json_u(f, c, js->upper);
+		else if (c < 0x80 || !js->ascii)
 			putc1(f, (char)c);
 		else {
 			size_t k;
@@ -141,10 +148,10 @@ static bool json(struct form *f, const char *v, size_t n, bool slash, bool ascii
 			if (cp < 0)
 				return false;
 			if (cp >= 0x10000) {
-				json_u(f, 0xd800 + ((cp - 0x10000) >> 10));
-				json_u(f, 0xdc00 + ((cp - 0x10000) & 0x3ff));
+				json_u(f, 0xd800 + ((cp - 0x10000) >> 10), js->upper);
+				json_u(f, 0xdc00 + ((cp - 0x10000) & 0x3ff), js->upper);
 			} else {
-				json_u(f, cp);
+				json_u(f, cp, js->upper);
 			}
 			i += k - 1;
 		}
@@ -152,17 +159,23 @@ static bool json(struct form *f, const char *v, size_t n, bool slash, bool ascii
 	return true;
 }
 
-/* HTML's escapes of & < > " ', the quote and apostrophe in one of the
- * spellings encoders use. */
-static void html(struct form *f, const char *v, size_t n, const char *quot, const char *apos)
+/* HTML's escapes: & < > always, and the characters of more (quote,
+ * apostrophe, backquote, equals sign) in the spelling an encoder uses. */
+struct html_style {
+	const char *quot, *apos, *grave, *equals;
+};
+
+static void html(struct form *f, const char *v, size_t n, const struct html_style *hs)
 {
 	for (size_t i = 0; i < n; i++) {
-		const char *e = v[i] == '&'    ? "&amp;"
-				: v[i] == '<'  ? "&lt;"
-				: v[i] == '>'  ? "&gt;"
-				: v[i] == '"'  ? quot
-				: v[i] == '\'' ? apos
-					       : NULL;
+		const char *e = v[i] == '&'		    ? "&amp;"
+				: v[i] == '<'		    ? "&lt;"
+				: v[i] == '>'		    ? "&gt;"
+				: v[i] == '"'		    ? hs->quot
+				: v[i] == '\''		    ? hs->apos
+				: v[i] == '`' && hs->grave  ? hs->grave
+				: v[i] == '=' && hs->equals ? hs->equals
+							    : NULL;
 		if (e)
 			put(f, e, strlen(e));
 		else
@@ -209,8 +222,17 @@ int al_valscan_forms(const char *v, size_t n, void (*fn)(const char *form, size_
 	    {"", true, false},	{"", false, false}, {"", true, true},	    {"", false, true},
 	    {"/", true, false}, {"/", true, true},  {"!'()*", true, false},
 	};
-	static const char *quots[] = {"&quot;", "&#34;"};
-	static const char *aposs[] = {"&#x27;", "&#39;", "&#039;", "&apos;"};
+	static const struct json_style jsons[] = {
+	    {false, false, false, ""},	     {true, false, false, ""}, {false, true, false, ""},
+	    {true, true, false, ""},	     {false, true, true, ""},  {false, false, false, "<>&"},
+	    {false, true, true, "\"&'+<>`"},
+	};
+	static const struct html_style htmls[] = {
+	    {"&quot;", "&#x27;", NULL, NULL},	      {"&quot;", "&#39;", NULL, NULL},
+	    {"&quot;", "&#039;", NULL, NULL},	      {"&quot;", "&apos;", NULL, NULL},
+	    {"&#34;", "&#39;", NULL, NULL},	      {"&#34;", "&#x27;", NULL, NULL},
+	    {"&quot;", "&#x27;", "&#x60;", "&#x3D;"},
+	};
 	struct forms fs = {.fn = fn, .data = data};
 	struct form f;
 
@@ -223,7 +245,7 @@ int al_valscan_forms(const char *v, size_t n, void (*fn)(const char *form, size_
 		/* A URL kept with its '/' in a JSON string comes back as "\/". */
 		if (strchr(pcts[i].keep, '/') && !f.over && memchr(f.d, '/', f.len)) {
 			struct form j = {0};
-			json(&j, f.d, f.len, true, false, false);
+			json(&j, f.d, f.len, &jsons[1]);
 			emit(&fs, &j);
 		}
 		emit(&fs, &f);
@@ -234,19 +256,18 @@ int al_valscan_forms(const char *v, size_t n, void (*fn)(const char *form, size_
 			b64(&f, v, n, a, url);
 			emit(&fs, &f);
 		}
-	for (unsigned k = 0; k < 8; k++) {
+	for (size_t k = 0; k < AL_ARRAY_SIZE(jsons); k++) {
 		f = (struct form){0};
-		if (json(&f, v, n, k & 1, k & 2, k & 4))
+		if (json(&f, v, n, &jsons[k]))
 			emit(&fs, &f);
 		else
 			free(f.d);
 	}
-	for (size_t q = 0; q < AL_ARRAY_SIZE(quots); q++)
-		for (size_t a = 0; a < AL_ARRAY_SIZE(aposs); a++) {
-			f = (struct form){0};
-			html(&f, v, n, quots[q], aposs[a]);
-			emit(&fs, &f);
-		}
+	for (size_t k = 0; k < AL_ARRAY_SIZE(htmls); k++) {
+		f = (struct form){0};
+		html(&f, v, n, &htmls[k]);
+		emit(&fs, &f);
+	}
 	for (size_t i = 0; i < fs.n; i++) {
 		explicit_bzero(fs.seen[i].d, fs.seen[i].len);
 		free(fs.seen[i].d);
@@ -282,12 +303,11 @@ static unsigned block(const char *p)
 struct adder {
 	struct al_valscan_set *set;
 	int id;
-	bool full;
+	bool whole, full;
 };
 
-static void add_form(const char *form, size_t len, void *data)
+static void add_needle(struct adder *a, const char *p, size_t len)
 {
-	struct adder *a = data;
 	struct al_valscan_set *s = a->set;
 
 	if (s->n == AL_VALSCAN_NEEDLES_MAX) {
@@ -295,10 +315,23 @@ static void add_form(const char *form, size_t len, void *data)
 		return;
 	}
 	s->v[s->n] = xmalloc(len);
-	memcpy(s->v[s->n], form, len);
+	memcpy(s->v[s->n], p, len);
 	s->len[s->n] = len;
 	s->id[s->n] = a->id;
 	s->n++;
+}
+
+/* A form, and unless the value is searched whole, its two halves. */
+static void add_form(const char *form, size_t len, void *data)
+{
+	struct adder *a = data;
+	size_t h = (len + 1) / 2 > AL_VALSCAN_MIN ? (len + 1) / 2 : AL_VALSCAN_MIN;
+
+	add_needle(a, form, len);
+	if (!a->whole && h < len) {
+		add_needle(a, form, h);
+		add_needle(a, form + len - h, h);
+	}
 }
 
 static const struct al_valscan_set *sort_set;
@@ -350,7 +383,7 @@ int al_valscan_new(const struct al_valscan_value *v, size_t n, struct al_valscan
 	s->id = xcalloc(cap, sizeof(*s->id));
 	s->min_len = SIZE_MAX;
 	for (size_t i = 0; i < n; i++) {
-		struct adder a = {s, v[i].id, false};
+		struct adder a = {s, v[i].id, v[i].whole || v[i].exact, false};
 		if (v[i].len < AL_VALSCAN_MIN || v[i].len > AL_VALSCAN_MAX) {
 			al_valscan_free(s);
 			return al_error_set(err, EINVAL, "value %zu is not %d to %u bytes long", i,

@@ -10,9 +10,11 @@
  * lower-case hex; '+' for a space or not); base64 and base64url at each of
  * the three alignments (the characters that depend on the value only);
  * JSON string escapes (with "\/" or "/", non-ASCII as \u escapes or as
- * it is); HTML's entities for & < > " ' (named and numeric). Forms
- * shorter than AL_VALSCAN_MIN bytes are not searched (they would be found
- * by chance); a value's raw form always is.
+ * it is, upper- or lower-case hex, < > & as Go and "&'+<>` as .NET write
+ * them); HTML's entities for & < > " ' (named and numeric; also ` and =
+ * as Handlebars writes them). Forms shorter than AL_VALSCAN_MIN bytes are
+ * not searched (they would be found by chance); a value's raw form always
+ * is.
  *
  * A set is compiled once per run; each stream has its own struct
  * al_valscan, which keeps the stream's last bytes so that a form split
@@ -29,18 +31,23 @@
 
 #define AL_VALSCAN_MIN	       8	   /* shortest form searched */
 #define AL_VALSCAN_MAX	       (32u << 10) /* longest form */
-#define AL_VALSCAN_NEEDLES_MAX 8192	   /* most forms in a set */
+#define AL_VALSCAN_NEEDLES_MAX 16384	   /* most forms in a set */
 
 struct al_valscan_set;
 
 /* A value to search for: id names it in what a scan returns (the caller's
- * index of the secret); with exact, only the bytes as given are searched
- * (a token's prefix: its forms are its own). */
+ * index of the secret). Each form is searched whole and, unless whole is
+ * set, also by its first and its last half (at least AL_VALSCAN_MIN bytes
+ * each): an echo cut short (an error message that quotes the first
+ * characters), or one character escaped in a way no form foresaw, still
+ * holds one half. whole is for what other strings share a half with (the
+ * start of a run's tokens: the first half is the key's header). With
+ * exact, only the bytes as given are searched. */
 struct al_valscan_value {
 	const char *data;
 	size_t len;
 	int id;
-	bool exact;
+	bool exact, whole;
 };
 
 /* Compile the forms of n values (copied: the values need not outlive the
