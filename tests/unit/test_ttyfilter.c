@@ -514,6 +514,49 @@ static void test_random_input(void **state)
 	}
 }
 
+/* Random mode sets without keep_reporting: none that gets out names a
+ * reporting mode (any number in it, as a terminal may read it), and the
+ * output is a fixed point. */
+static void test_random_modes(void **state)
+{
+	static const char alphabet[] = "\033\033[[[??;;;::1100006924hhhrrlz'$> 5";
+	char in[48], a[48 + AL_TTY_HELD_MAX * 49], b[sizeof(a) + AL_TTY_HELD_MAX * 49];
+
+	(void)state;
+	for (int round = 0; round < 20000; round++) {
+		size_t n = 1 + rnd(sizeof(in));
+		for (size_t i = 0; i < n; i++)
+			in[i] = alphabet[rnd(sizeof(alphabet) - 1)];
+		size_t la = filter_n(in, n, 1 + rnd(8), a);
+		size_t lb = filter_n(a, la, 1 + rnd(8), b);
+		if (la != lb || memcmp(a, b, la) != 0)
+			fail_msg("round %d: the output is not a fixed point", round);
+		for (size_t i = 0; i + 1 < la; i++) {
+			if (a[i] != 0x1b || a[i + 1] != '[')
+				continue;
+			size_t j = i + 2;
+			while (j < la && a[j] >= 0x20 && a[j] <= 0x3f)
+				j++;
+			/* h in any form; r (XTRESTORE) with a '?' (without, a
+			 * scroll region) */
+			if (j >= la || (a[j] != 'h' && !(a[j] == 'r' && memchr(a + i, '?', j - i))))
+				continue;
+			for (size_t k = i + 2; k < j; k++) {
+				unsigned v = 0;
+				if (a[k] < '0' || a[k] > '9' ||
+				    (k > i + 2 && a[k - 1] >= '0' && a[k - 1] <= '9'))
+					continue;
+				for (size_t d = k;
+				     d < j && a[d] >= '0' && a[d] <= '9' && v < 100000; d++)
+					v = v * 10 + (unsigned)(a[d] - '0');
+				if (al_tty_mode_reports(v) || v > 65535)
+					fail_msg("round %d: mode %u got out: %.*s", round, v,
+						 (int)(j - i + 1), a + i + 1);
+			}
+		}
+	}
+}
+
 int main(void)
 {
 	/* clang-format off */
@@ -527,6 +570,7 @@ int main(void)
 		cmocka_unit_test(test_reporting_modes),
 		cmocka_unit_test(test_reports_off_is_whole),
 		cmocka_unit_test(test_random_input),
+		cmocka_unit_test(test_random_modes),
 		cmocka_unit_test(test_output_bound),
 	};
 	/* clang-format on */
