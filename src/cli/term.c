@@ -13,20 +13,28 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "supervisor/ttyfilter.h"
+
 /* What the terminal was before; read by the atexit and crash paths. */
 static struct termios saved;
 static int saved_fd = -1, reset_fd = -1;
 static volatile sig_atomic_t raw_on;
 
+/* kitty's keyboard protocol: its stack popped whole (a pop past its
+ * depth empties it, and an empty stack has no flags), then the flags set
+ * to none, for a program that set them without a push. Each screen has
+ * its own stack: written before leaving the alternate screen and after. */
+#define KITTY_KEYS_OFF "\033[<99u\033[=0;1u"
+
 /* What a full-screen program killed mid-way leaves set in the terminal
- * emulator: mouse reporting, bracketed paste, focus events, a hidden
- * cursor, the alternate screen, another character set, colours, keyboard
- * modes. */
-static const char reset[] = "\033[?1000l\033[?1002l\033[?1003l\033[?1006l\033[?2004l"
-			    "\033[?1004l\033[?25h\033[?1049l\033(B\033[0m"
-			    /* keyboard modes: kitty's flags, modifyOtherKeys, the
-			     * keyboard lock, local echo off */
-			    "\033[<u\033[>4m\033[2l\033[12h";
+ * emulator: every report it could turn on (mouse, focus events, resize
+ * and colour-theme notifications, the locator: ttyfilter.h), bracketed
+ * paste, a hidden cursor, the alternate screen, another character set,
+ * colours, keyboard modes (kitty's flags, modifyOtherKeys, the keyboard
+ * lock, local echo off). */
+static const char reset[] =
+    AL_TTY_REPORTS_OFF "\033[?2004l\033[?25h" KITTY_KEYS_OFF
+		       "\033[?1049l\033(B\033[0m" KITTY_KEYS_OFF "\033[>4m\033[2l\033[12h";
 
 void al_cli_term_restore(void)
 {

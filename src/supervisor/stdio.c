@@ -536,6 +536,12 @@ int al_sup_stdio_terminal(struct al_supervisor *l, int fd, struct al_error *err)
 	/* The queries the command waits for are answered by us, whatever our
 	 * stdout is (ttyfilter.h). */
 	l->ttyf[0].answer = true;
+	/* The modes after which the terminal reports later (the mouse, focus)
+	 * only when our stdin is that terminal: its reports are then typed
+	 * into the pty, and the CLI turns them off at the end
+	 * (AL_TTY_REPORTS_OFF). With stdin a pipe nobody would read them
+	 * but the host's shell after the run. */
+	l->ttyf[0].keep_reporting = l->io.stdin_fd >= 0 && isatty(l->io.stdin_fd);
 	/* One description, read and written through two descriptors so the
 	 * output and the input each have their own watch. */
 	if ((l->stdout_rd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0 ||

@@ -9,7 +9,9 @@
  * - C0 controls BEL, BS, HT, LF, VT, FF, CR (not ENQ, which many terminals
  *   answer with an answerback string);
  * - CSI sequences (parameters, intermediates, a final byte), at most
- *   AL_TTY_SEQ_MAX bytes, but not the queries (csi_action() has the list);
+ *   AL_TTY_SEQ_MAX bytes, but not the queries (csi_action() has the list)
+ *   nor, unless f->keep_reporting, what makes the terminal report later:
+ *   mouse, focus, resize, colour theme, locator (strip_reports());
  * - the plain ESC sequences full-screen programs use: ESC 7, ESC 8 (save
  *   and restore the cursor), ESC D, ESC E, ESC M, ESC H, ESC c, ESC =,
  *   ESC >, and ESC ( or ESC ) with 0, A or B (line drawing, ASCII). Not
@@ -30,7 +32,10 @@
  * So with f->answer (the caller's pty under -t) the few that programs
  * wait for (prompt_toolkit, IPython, vim) get fixed, neutral replies, the
  * same whatever the host's terminal is (REPLY_* below); the caller types
- * them into the sandbox's pty. */
+ * them into the sandbox's pty. The caller sets f->keep_reporting when the
+ * terminal's input goes to the sandbox's own pty (-t with our stdin the
+ * terminal): there a program may use the mouse, and the end of the run
+ * turns it all off again (AL_TTY_REPORTS_OFF). */
 #include "supervisor/ttyfilter.h"
 
 #include <stdbool.h>
@@ -213,6 +218,96 @@ static bool csi_vt52(const char *seq, size_t n)
 	return false;
 }
 
+bool al_tty_mode_reports(unsigned m)
+{
+	/* mouse tracking (X10 9, normal 1000, highlight 1001, button 1002,
+	 * any motion 1003) and its encodings (UTF-8 1005, SGR 1006, urxvt
+	 * 1015, SGR in pixels 1016); focus in and out (1004); colour-theme
+	 * changes (2031); in-band resizes, with the window's size in pixels
+	 * (2048); kitty's paste events (5522: at each paste, the clipboard in
+	 * every type it holds) */
+	return m == 9 || (m >= 1000 && m <= 1006) || m == 1015 || m == 1016 || m == 2031 ||
+	       m == 2048 || m == 5522;
+}
+
+/* The numbers in seq[i..end), whatever separates them, one at a time: the
+ * next one's value in *v (capped), or false when none is left. A number
+ * past 65535 counts as a reporting mode, as a parser that wraps it might
+ * read one. */
+static bool next_number(const char *seq, size_t end, size_t *i, unsigned *v)
+{
+	while (*i < end && (seq[*i] < '0' || seq[*i] > '9'))
+		(*i)++;
+	if (*i >= end)
+		return false;
+	*v = 0;
+	for (; *i < end && seq[*i] >= '0' && seq[*i] <= '9'; (*i)++)
+		if (*v < 100000)
+			*v = *v * 10 + (unsigned)(seq[*i] - '0');
+	if (*v > 65535)
+		*v = 1000;
+	return true;
+}
+
+/* Without f->keep_reporting: a CSI in seq that turns on what the terminal
+ * reports later, of its own accord (its reports would reach the sandbox's
+ * stdin, or the host's shell after the run). Returns false when nothing
+ * is left of it (its bytes count as dropped).
+ * - a mode set (CSI ? Pm h), or XTRESTORE (CSI ? Pm r), naming a mode
+ *   al_tty_mode_reports() lists: in the plain form (digits and ';' only)
+ *   those leave its list and the rest is kept (none left: dropped); in any
+ *   other (another prefix, or none, with h; an intermediate; ':' or a
+ *   stray byte), however a terminal would read it, dropped whole;
+ * - the locator: DECELR (CSI Ps ; Pu ' z) but its off (Ps 0), DECSLE
+ *   (CSI Pm ' {), DECEFR (CSI Pt ; Pl ; Pb ; Pr ' w).
+ * Their resets pass. */
+static bool strip_reports(struct al_tty_filter *f)
+{
+	struct csi c = csi_parse(f->seq, f->n_seq);
+	char *seq = f->seq;
+	size_t n = f->n_seq, i = 2, o = 3;
+	bool named = false;
+	unsigned v;
+
+	if (c.inter == '\'' && (c.final == 'z' || c.final == '{' || c.final == 'w')) {
+		if (c.final == 'z' && !c.prefix && !c.odd && c.p1 == 0)
+			return true;
+		drop_seq(f);
+		return false;
+	}
+	if (c.final != 'h' && !(c.final == 'r' && (c.prefix == '?' || c.odd)))
+		return true;
+	while (next_number(seq, n - 1, &i, &v))
+		named |= al_tty_mode_reports(v);
+	if (!named)
+		return true;
+	if (c.prefix != '?' || c.inter || c.odd || memchr(seq, ':', n)) {
+		drop_seq(f);
+		return false;
+	}
+	/* in place, each kept parameter as it was: o never passes i */
+	for (i = 3; i < n - 1;) {
+		size_t start = i, at = i;
+		while (i < n - 1 && seq[i] != ';')
+			i++;
+		if (i > start && next_number(seq, i, &at, &v) && !al_tty_mode_reports(v)) {
+			if (o > 3)
+				seq[o++] = ';';
+			memmove(seq + o, seq + start, i - start);
+			o += i - start;
+		}
+		i++; /* past the ';' */
+	}
+	if (o == 3) {
+		drop_seq(f);
+		return false;
+	}
+	seq[o++] = seq[n - 1];
+	drop(f, n - o);
+	f->n_seq = o;
+	return true;
+}
+
 /* What a whole CSI in seq gets: NULL to be written out; "" to be dropped;
  * else dropped and, under -t, answered with that reply. Dropped are the
  * queries a terminal answers into its input (and whatever else shares
@@ -278,9 +373,13 @@ static const char *csi_action(const char *seq, size_t n)
 	return NULL;
 }
 
-/* A whole CSI in seq: written out, or dropped (and maybe answered). */
+/* A whole CSI in seq: written out (maybe without its modes that report),
+ * or dropped (and maybe answered). */
 static void emit_csi(struct al_tty_filter *f, char *out, size_t *o)
 {
+	if (!f->keep_reporting && !strip_reports(f))
+		return;
+
 	const char *reply = csi_action(f->seq, f->n_seq);
 
 	if (!reply) {

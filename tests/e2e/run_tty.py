@@ -513,6 +513,132 @@ def terminal_queries_stay_out(e):
     expect(b"\x1b[21t\x1b[18t" in out, "-t to a pipe: the bytes were changed: %r" % out)
 
 
+# The DEC private modes after which a terminal reports later, of its own
+# accord (mouse, focus, colour theme, resize, kitty's paste events).
+REPORTING_MODES = [9, 1000, 1001, 1002, 1003, 1004, 1005, 1006, 1015, 1016, 2031, 2048, 5522]
+# The program inside: it turns each of them on (one set split across two
+# writes, some in a list with the cursor's mode 25), the locator, and
+# kitty's keyboard protocol twice on the main screen and three times on
+# the alternate one, which it leaves on; then DONE. With "read" it reads
+# its stdin as QUERY_PROG does, until ZZEND, and prints it as GOT=hex.
+MODES_PROG = r"""
+import os, select, sys, time, tty
+if os.isatty(0):
+    tty.setraw(0)
+modes = %r
+os.write(1, b"A\x1b[?10")
+time.sleep(0.1)
+os.write(1, b"04hB\x1b[?25;1000;1006h")
+for m in modes:
+    os.write(1, b"\x1b[?%%dh" %% m)
+os.write(1, b"\x1b[1;1'z\x1b[>1u\x1b[>1u\x1b[?1049h\x1b[>3u\x1b[>3u\x1b[>3u")
+os.write(1, b"DONE\n")
+if sys.argv[1:] == ["read"]:
+    got, end = b"", time.monotonic() + 20
+    while b"ZZEND" not in got:
+        left = end - time.monotonic()
+        if left <= 0 or not select.select([0], [], [], left)[0]:
+            break
+        d = os.read(0, 4096)
+        if not d:
+            break
+        got += d
+    os.write(1, b"GOT=" + got.split(b"ZZEND")[0].hex().encode() + b"\n")
+""" % (REPORTING_MODES,)
+
+
+def modes_turned_on(data):
+    """The reporting modes data turns on (CSI ? Pm h, read as a terminal
+    reads it: leading zeros and all), and "locator" for DECELR on."""
+    on = set()
+    for m in re.finditer(rb"\x1b\[\?([0-9;]*)h", data):
+        on |= {int(p) for p in m.group(1).split(b";") if p} & set(REPORTING_MODES)
+    for m in re.finditer(rb"\x1b\[([0-9;]*)'z", data):
+        if int((m.group(1).split(b";")[0] or b"0")) != 0:
+            on.add("locator")
+    return on
+
+
+def kitty_pops(data):
+    """How many entries of kitty's keyboard stack data pops (CSI < n u)."""
+    return sum(int(m.group(1) or b"1") for m in re.finditer(rb"\x1b\[<([0-9]*)u", data))
+
+
+@case
+def reporting_modes_stay_out(e):
+    """A program turns on what makes a terminal report later into its
+    input: focus events (1004, split across two writes), mouse tracking and
+    its encodings (9, 1000-1003, 1005, 1006, 1015, 1016), colour-theme and
+    resize notifications (2031, 2048), kitty's paste events (5522), the
+    locator (DECELR). Without -t (airlock's stdout a terminal) none of
+    those reaches the terminal, which this script plays: it would answer a
+    focus set with a focus-in report, and the program reads nothing; the
+    cursor's mode in the same list (25) still does. Under -t with stdin a
+    pipe they are left out too (only the host's shell would read the
+    reports). Under -t with stdin the terminal they pass, and the bytes
+    airlock writes after the program's end turn every one off (each
+    CSI ? m l, the locator's CSI ' z) and pop kitty's keyboard stack at
+    least as deep as the program pushed it, on the alternate screen (3)
+    before leaving it and on the main one (2) after."""
+    argv = ["python3", "-c", MODES_PROG]
+    with Term(e, argv + ["read"], ["--timeout", "40"], tty=False) as t:
+        ttymod.setraw(t.slave)  # a report would reach airlock's stdin at once
+        answered = end_typed = False
+        deadline = time.monotonic() + 30
+        while not re.search(rb"GOT=([0-9a-f]*)\n", t.buf):
+            if not answered and modes_turned_on(t.buf):
+                t.send(b"\x1b[I")  # the focus-in report a terminal sends
+                answered = True
+            if b"DONE" in t.buf and not end_typed:
+                t.send(b"ZZEND")
+                end_typed = True
+            left = deadline - time.monotonic()
+            if left <= 0 or (not t.read_some(min(left, 1)) and t.p.poll() is not None):
+                raise AssertionError("no GOT= line; got %r" % t.buf[-2000:])
+        got = bytes.fromhex(re.search(rb"GOT=([0-9a-f]*)\n", t.buf).group(1).decode())
+        rc = t.wait()
+        out = t.buf
+        expect(rc == 0, "without -t: exit %s" % rc)
+        expect(not modes_turned_on(out), "without -t the terminal saw %r turned on: %r"
+               % (modes_turned_on(out), out[-600:]))
+        expect(b"AB\x1b[?25h" in out and b"DONE" in out,
+               "without -t the rest of the output changed: %r" % out[-600:])
+        expect(got == b"", "without -t the program read %r" % got)
+    master, slave = os.openpty()
+    try:
+        p = subprocess.run(e.argv(argv, ["-t", "--timeout", "30"]), stdin=subprocess.DEVNULL,
+                           stdout=slave, stderr=slave, timeout=40)
+        out = b""
+        while select.select([master], [], [], 0.2)[0]:
+            chunk = os.read(master, 65536)
+            if not chunk:
+                break
+            out += chunk
+        expect(p.returncode == 0 and b"DONE" in out, "-t, stdin a pipe: exit %s, output %r"
+               % (p.returncode, out[-600:]))
+        expect(not modes_turned_on(out), "-t with stdin a pipe: the terminal saw %r turned on"
+               % modes_turned_on(out))
+    finally:
+        os.close(master)
+        os.close(slave)
+    with Term(e, argv, ["--timeout", "30"]) as t:
+        rc = t.wait()
+        expect(rc == 0, "-t: exit %s; output %r" % (rc, t.buf[-600:]))
+        before, done, end = t.buf.partition(b"DONE")
+        expect(done, "-t: no DONE: %r" % t.buf[-600:])
+        want = set(REPORTING_MODES) | {"locator"}
+        expect(modes_turned_on(before) == want, "-t: the terminal saw only %r turned on"
+               % modes_turned_on(before))
+        off = [m for m in REPORTING_MODES if b"\x1b[?%dl" % m not in end]
+        expect(not off and b"\x1b['z" in end, "-t: the end leaves %r%s on: %r"
+               % (off, "" if b"\x1b['z" in end else " and the locator", end))
+        alt, leave, main_ = end.partition(b"\x1b[?1049l")
+        expect(leave and kitty_pops(alt) >= 3 and kitty_pops(main_) >= 2,
+               "-t: kitty's keyboard stack popped %d deep on the alternate screen and %d on "
+               "the main one: %r" % (kitty_pops(alt), kitty_pops(main_), end))
+        expect_restored(t)
+
+
 @case
 def eof_arrives_whatever_the_timing(e):
     """The end of a piped stdin reaches the REPL however its timing falls:

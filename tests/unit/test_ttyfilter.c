@@ -12,15 +12,16 @@
 #include "supervisor/ttyfilter.h"
 
 /* With answer set (as under -t), the replies collected go to reply (when
- * not NULL), *n_reply bytes of them. */
-static size_t filter_ans(const char *in, size_t n, size_t step, char *out, bool answer, char *reply,
-			 size_t *n_reply)
+ * not NULL), *n_reply bytes of them; keep is keep_reporting. */
+static size_t filter_keep(const char *in, size_t n, size_t step, char *out, bool answer, bool keep,
+			  char *reply, size_t *n_reply)
 {
 	static struct al_tty_filter f;
 	size_t len = 0;
 
 	memset(&f, 0, sizeof(f));
 	f.answer = answer;
+	f.keep_reporting = keep;
 	if (n_reply)
 		*n_reply = 0;
 	for (size_t i = 0; i < n; i += step) {
@@ -39,6 +40,12 @@ static size_t filter_ans(const char *in, size_t n, size_t step, char *out, bool 
 		f.n_reply = 0; /* as stdio.c empties it after each call */
 	}
 	return len;
+}
+
+static size_t filter_ans(const char *in, size_t n, size_t step, char *out, bool answer, char *reply,
+			 size_t *n_reply)
+{
+	return filter_keep(in, n, step, out, answer, false, reply, n_reply);
 }
 
 static size_t filter_n(const char *in, size_t n, size_t step, char *out)
@@ -366,6 +373,100 @@ static void test_near_queries_pass(void **state)
 	expect_answered("\033]0;what?\007", "\033]0;what?\007", "");
 }
 
+/* Whole and in every chunk size, with keep_reporting as keep: want. */
+static void expect_kept(const char *in, bool keep, const char *want)
+{
+	size_t n = strlen(in);
+	char *out = malloc(n + (n + 1) * AL_TTY_HELD_MAX + 1);
+
+	assert_non_null(out);
+	for (size_t step = 1; step <= n + 1; step++) {
+		size_t len = filter_keep(in, n, step, out, keep, keep, NULL, NULL);
+		out[len] = '\0';
+		if (len != strlen(want) || memcmp(out, want, len) != 0)
+			fail_msg(
+			    "filtering %zu-byte chunks of \"%s\" (keep_reporting %d): got \"%s\", "
+			    "expected \"%s\"",
+			    step, in, keep, out, want);
+	}
+	free(out);
+}
+
+/* What turns on a report the terminal sends later: without
+ * keep_reporting (no -t) it never reaches the terminal, and its reset
+ * does; with it (-t) both pass as they are. */
+static void expect_reporting(const char *in, const char *without)
+{
+	expect_kept(in, false, without);
+	expect_kept(in, true, in);
+}
+
+static const unsigned reporting[] = {9,	   1000, 1001, 1002, 1003, 1004, 1005,
+				     1006, 1015, 1016, 2031, 2048, 5522};
+
+static void test_reporting_modes(void **state)
+{
+	char in[64], off[32];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(reporting) / sizeof(reporting[0]); i++) {
+		assert_true(al_tty_mode_reports(reporting[i]));
+		snprintf(in, sizeof(in), "a\033[?%uhb", reporting[i]);
+		expect_reporting(in, "ab");
+		snprintf(off, sizeof(off), "a\033[?%ulb", reporting[i]);
+		expect_reporting(off, off);
+		/* XTRESTORE of the mode: as good as setting it */
+		snprintf(in, sizeof(in), "a\033[?%urb", reporting[i]);
+		expect_reporting(in, "ab");
+	}
+	/* in a list the others stay, in their order */
+	expect_reporting("\033[?25;1000;1049h", "\033[?25;1049h");
+	expect_reporting("\033[?1000;1049;1006;;2004h", "\033[?1049;2004h");
+	expect_reporting("\033[?1000;1002;1006h\033[?1004h", "");
+	expect_reporting("\033[?25;1004r", "\033[?25r");
+	/* other spellings a terminal may read as the mode: leading zeros, a
+	 * number that wraps, a sub-parameter, no prefix or another, an
+	 * intermediate, a stray '?' */
+	expect_reporting("\033[?01004h\033[?0009h", "");
+	expect_reporting("\033[?66540h\033[?25;4295000h", "\033[?25h");
+	expect_reporting("\033[?25;1000:1h", "");
+	expect_reporting("\033[1004h\033[>1004h\033[=25;1000h", "");
+	expect_reporting("\033[?1000$h\033[?1000 h", "");
+	expect_reporting("\033[?25;?1000h\033[25;1000?h\033[1;1004?r", "");
+	/* what only looks like one: other modes, a scroll region */
+	expect_reporting("\033[?1049h\033[?2004h\033[?1007h\033[?100h",
+			 "\033[?1049h\033[?2004h\033[?1007h\033[?100h");
+	expect_reporting("\033[1;1000r\033[4h\033[?25r", "\033[1;1000r\033[4h\033[?25r");
+	/* the locator: DECELR on (its off passes), DECSLE, DECEFR */
+	expect_reporting("a\033[1;1'zb\033[2'z\033[01'z", "ab");
+	expect_reporting("\033['z\033[0'z\033[0;1'z", "\033['z\033[0'z\033[0;1'z");
+	expect_reporting("\033[1;3'{\033['{\033[1;1;10;10'w", "");
+	expect_reporting("\033[?0'z\033[0?'z", "");
+	/* kitty's keyboard protocol is key encoding, not a report: passes */
+	expect_reporting("\033[>1u\033[=1;1u\033[<u", "\033[>1u\033[=1;1u\033[<u");
+	/* the pieces around it unchanged, a query still answered */
+	expect_answered("x\033[?1000h\033[6ny", "xy", "\033[1;1R");
+}
+
+/* AL_TTY_REPORTS_OFF, which the CLI writes at the end of a -t run, turns
+ * off every mode the filter keeps only under -t, and the locator; it
+ * passes the filter as it is. */
+static void test_reports_off_is_whole(void **state)
+{
+	char off[32];
+
+	(void)state;
+	for (unsigned m = 0; m < 70000; m++) {
+		if (!al_tty_mode_reports(m))
+			continue;
+		snprintf(off, sizeof(off), "\033[?%ul", m);
+		if (!strstr(AL_TTY_REPORTS_OFF, off))
+			fail_msg("AL_TTY_REPORTS_OFF does not turn off mode %u", m);
+	}
+	assert_non_null(strstr(AL_TTY_REPORTS_OFF, "\033['z"));
+	expect_reporting(AL_TTY_REPORTS_OFF, AL_TTY_REPORTS_OFF);
+}
+
 static unsigned long long rng_state = 0x9e3779b97f4a7c15ull;
 static unsigned rnd(unsigned n)
 {
@@ -413,6 +514,49 @@ static void test_random_input(void **state)
 	}
 }
 
+/* Random mode sets without keep_reporting: none that gets out names a
+ * reporting mode (any number in it, as a terminal may read it), and the
+ * output is a fixed point. */
+static void test_random_modes(void **state)
+{
+	static const char alphabet[] = "\033\033[[[??;;;::1100006924hhhrrlz'$> 5";
+	char in[48], a[48 + AL_TTY_HELD_MAX * 49], b[sizeof(a) + AL_TTY_HELD_MAX * 49];
+
+	(void)state;
+	for (int round = 0; round < 20000; round++) {
+		size_t n = 1 + rnd(sizeof(in));
+		for (size_t i = 0; i < n; i++)
+			in[i] = alphabet[rnd(sizeof(alphabet) - 1)];
+		size_t la = filter_n(in, n, 1 + rnd(8), a);
+		size_t lb = filter_n(a, la, 1 + rnd(8), b);
+		if (la != lb || memcmp(a, b, la) != 0)
+			fail_msg("round %d: the output is not a fixed point", round);
+		for (size_t i = 0; i + 1 < la; i++) {
+			if (a[i] != 0x1b || a[i + 1] != '[')
+				continue;
+			size_t j = i + 2;
+			while (j < la && a[j] >= 0x20 && a[j] <= 0x3f)
+				j++;
+			/* h in any form; r (XTRESTORE) with a '?' (without, a
+			 * scroll region) */
+			if (j >= la || (a[j] != 'h' && !(a[j] == 'r' && memchr(a + i, '?', j - i))))
+				continue;
+			for (size_t k = i + 2; k < j; k++) {
+				unsigned v = 0;
+				if (a[k] < '0' || a[k] > '9' ||
+				    (k > i + 2 && a[k - 1] >= '0' && a[k - 1] <= '9'))
+					continue;
+				for (size_t d = k;
+				     d < j && a[d] >= '0' && a[d] <= '9' && v < 100000; d++)
+					v = v * 10 + (unsigned)(a[d] - '0');
+				if (al_tty_mode_reports(v) || v > 65535)
+					fail_msg("round %d: mode %u got out: %.*s", round, v,
+						 (int)(j - i + 1), a + i + 1);
+			}
+		}
+	}
+}
+
 int main(void)
 {
 	/* clang-format off */
@@ -423,7 +567,10 @@ int main(void)
 		cmocka_unit_test(test_queries_are_dropped),
 		cmocka_unit_test(test_queries_answered),
 		cmocka_unit_test(test_near_queries_pass),
+		cmocka_unit_test(test_reporting_modes),
+		cmocka_unit_test(test_reports_off_is_whole),
 		cmocka_unit_test(test_random_input),
+		cmocka_unit_test(test_random_modes),
 		cmocka_unit_test(test_output_bound),
 	};
 	/* clang-format on */
