@@ -24,14 +24,53 @@
 #define DECIDER_CACHE_DEFAULT	   256u
 #define DECIDER_TTL_DEFAULT_MS	   60000u
 
+/* Every backend the design has, weakest first; those this airlock has
+ * (src/backend: native only until the other layers are built). */
 static const char *const backends[] = {"native", "gvisor", "microvm", NULL};
+static const char *const built_default[] = {"native", NULL};
+static const char *const *built = built_default;
+
+void al_backends_built(const char *const *names)
+{
+	built = names ? names : built_default;
+}
+
+static bool is_built(const char *name)
+{
+	for (size_t i = 0; built[i]; i++)
+		if (strcmp(built[i], name) == 0)
+			return true;
+	return false;
+}
 
 int al_backend_strength(const char *name)
 {
 	for (int i = 0; backends[i]; i++)
 		if (strcmp(backends[i], name) == 0)
-			return i;
+			return is_built(name) ? i : -1;
 	return -1;
+}
+
+/* "native" or "native, gvisor": what a message lists as valid. */
+static const char *built_names(void)
+{
+	static char text[64];
+	size_t o = 0;
+
+	for (size_t i = 0; built[i] && o < sizeof(text); i++)
+		o += (size_t)snprintf(text + o, sizeof(text) - o, "%s%s", i ? ", " : "", built[i]);
+	return text;
+}
+
+/* The strongest backend this airlock has. */
+static int strongest(void)
+{
+	int top = -1;
+
+	for (size_t i = 0; built[i]; i++)
+		if (al_backend_strength(built[i]) > top)
+			top = al_backend_strength(built[i]);
+	return top;
 }
 
 static int fail(struct al_json_ctx *c, const char *path, const char *fmt, ...)
@@ -365,9 +404,9 @@ static int parse_backend(struct al_json_ctx *c, const json_t *j, const char *pat
 				char el[192];
 				snprintf(el, sizeof(el), "%s[%zu]", sub, i);
 				al_json_note(&bad, fail(c, el,
-							"unknown backend \"%s\" (known: native, "
-							"gvisor, microvm)",
-							pr->backends[i]));
+							"backend \"%s\" is not one this airlock "
+							"has (valid: %s)",
+							pr->backends[i], built_names()));
 			}
 	const char *names[2] = {"minimum", "default"};
 	char **out[2] = {&pr->backend_min, &pr->backend_default};
@@ -377,9 +416,9 @@ static int parse_backend(struct al_json_ctx *c, const json_t *j, const char *pat
 		    al_json_note(&bad, al_json_string(c, v, sub, out[i])) == 0 &&
 		    al_backend_strength(*out[i]) < 0)
 			al_json_note(&bad, fail(c, sub,
-						"unknown backend \"%s\" (known: native, gvisor, "
-						"microvm)",
-						*out[i]));
+						"backend \"%s\" is not one this airlock has "
+						"(valid: %s)",
+						*out[i], built_names()));
 	}
 	/* Every name in allowed is known now: the bounds must leave some
 	 * backend, and one for a task that names none. */
@@ -392,7 +431,7 @@ static int parse_backend(struct al_json_ctx *c, const json_t *j, const char *pat
 			native_ok |= strcmp(pr->backends[i], "native") == 0;
 		}
 		if (!pr->backends)
-			top = al_backend_strength("microvm");
+			top = strongest();
 		if (pr->backend_min && al_backend_strength(pr->backend_min) > top)
 			al_json_note(&bad,
 				     fail(c, path, "minimum \"%s\" is above every allowed backend",

@@ -189,5 +189,10 @@ extern const char *const al_operator_env_never_default[];
  * local space) and environment lists. */
 void al_op_profile_defaults(struct al_op_profile *pr, const char *name, const char *where);
 
-/* Backends in order of strength; -1 for a name this list does not have. */
+/* Backends in order of strength; -1 for a name this airlock does not
+ * have (an operator policy naming one is refused, with the valid names). */
 int al_backend_strength(const char *name);
+/* The backends this airlock has, a NULL-terminated list that must outlive
+ * its use (NULL: the default, native only). The engine's tests set the
+ * layers the design has, to test choosing among them. */
+void al_backends_built(const char *const *names);

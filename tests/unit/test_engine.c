@@ -628,6 +628,10 @@ static void test_all_reasons(void **state)
 
 int main(void)
 {
+	/* The layers the design has, as a build with them would: choosing among
+	 * them is the engine's, whatever this build holds. */
+	static const char *const layers[] = {"native", "gvisor", "microvm", NULL};
+	al_backends_built(layers);
 	/* clang-format off */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_limit_memory),

@@ -63,7 +63,19 @@ static void test_parse_errors(void **state)
 	OP_BAD(PROFILE("\"limits\": {\"memory\": {\"max\": \"1M\"}}"), 1,
 	       "profiles.default.limits.memory", "below the least");
 	OP_BAD(PROFILE("\"backend\": {\"allowed\": [\"native\", \"docker\"]}"), 1,
-	       "profiles.default.backend.allowed[1]", "unknown backend \"docker\"");
+	       "profiles.default.backend.allowed[1]",
+	       "backend \"docker\" is not one this airlock has (valid: native, gvisor, microvm)");
+	/* A build with the native layer alone refuses the others by name. */
+	static const char *const native_only[] = {"native", NULL};
+	al_backends_built(native_only);
+	OP_BAD(PROFILE("\"backend\": {\"allowed\": [\"native\", \"gvisor\"]}"), 1,
+	       "profiles.default.backend.allowed[1]",
+	       "backend \"gvisor\" is not one this airlock has (valid: native)");
+	OP_BAD(PROFILE("\"backend\": {\"default\": \"microvm\"}"), 1,
+	       "profiles.default.backend.default",
+	       "backend \"microvm\" is not one this airlock has (valid: native)");
+	static const char *const layers[] = {"native", "gvisor", "microvm", NULL};
+	al_backends_built(layers);
 	OP_BAD(PROFILE("\"backend\": {\"allowed\": [\"gvisor\"], \"default\": \"native\"}"), 1,
 	       "profiles.default.backend.default", "not in");
 	OP_BAD(PROFILE("\"backend\": {\"minimum\": \"gvisor\", \"default\": \"native\"}"), 1,
@@ -102,7 +114,7 @@ static void test_parse_every_error(void **state)
 	       "[\"$X\"]}}}}",
 	       7, "(top level)", "unknown key \"extra\"", "profiles.default.limits.memory",
 	       "over the ceiling", "profiles.default.limits.pids.max", "",
-	       "profiles.default.backend.allowed[0]", "unknown backend",
+	       "profiles.default.backend.allowed[0]", "backend \"vm\" is not one",
 	       "profiles.default.network.allow[0]", "", "profiles.default.filesystem.rw[0]",
 	       "clean absolute", "profiles.ci.env.pass[0]", "not a name pattern");
 }
@@ -196,6 +208,10 @@ static void test_parse_inconsistent(void **state)
 
 int main(void)
 {
+	/* The layers the design has, as a build with them would: choosing among
+	 * them is the engine's, whatever this build holds. */
+	static const char *const layers[] = {"native", "gvisor", "microvm", NULL};
+	al_backends_built(layers);
 	/* clang-format off */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_errors),
