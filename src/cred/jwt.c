@@ -349,15 +349,22 @@ int al_jwt_check_signature(const struct al_jwt_key *k, const char *in, size_t n,
 	return r == 1 ? 0 : al_error_set(err, EBADMSG, "bad signature");
 }
 
-/* "2026-12-01T20:10:00Z", or the number where no date fits. */
+/* "2026-12-01T20:10:00Z", or the number where no date fits (before 1970 or
+ * after 9999: "-5", "1.79e+63"). A claim is any JSON number, so the range is
+ * checked on the double before it becomes a time_t: converting one out of
+ * time_t's range is undefined. */
 static const char *date(double t, char buf[32])
 {
 	struct tm tm;
-	time_t s = (time_t)t;
+	time_t s;
 
-	if (t < 0 || t > 253402300799.0 || !gmtime_r(&s, &tm) ||
-	    !strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm))
-		snprintf(buf, 32, "%.0f", t);
+	if (!(t >= 0 && t <= 253402300799.0)) {
+		snprintf(buf, 32, "%.15g", t);
+		return buf;
+	}
+	s = (time_t)t;
+	if (!gmtime_r(&s, &tm) || !strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(buf, 32, "%.15g", t);
 	return buf;
 }
 

@@ -9,7 +9,11 @@
  *   the answer from then on;
  * - no DATA event is larger than its room or empty;
  * - no text the filter produced holds a secret's value or any needle;
- * - every refusal's status is one the gateway can answer. */
+ * - every refusal's status is one the gateway can answer;
+ * - the SigV4 signer gets the fields as they will go, then the sandbox's
+ *   own Authorization, and no other Authorization among the fields. Its
+ *   stand-in signs, refuses (a 6-byte method) or leaves the request as
+ *   the sandbox signed it (POST). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -96,19 +100,33 @@ static char *paths[] = {"/v1/**", "/health", "/up/*.json"};
 static const struct al_reqrule rule = {methods, 3,    paths,
 				       3,	4096, "api.example.com:80 methods=GET,POST,PUT"};
 
+static bool is_authorization(const struct al_http_header_view *h)
+{
+	return h->name_len == 13 && !strncasecmp(h->name, "Authorization", 13);
+}
+
 static int sign(void *data, const struct al_secret_use *s, const char *method, size_t method_len,
 		const char *target, size_t target_len, const struct al_http_header_view *headers,
 		size_t n, const char *body_sha256, char *out, size_t size)
 {
 	static const char auth[] = "AWS4-HMAC-SHA256 Credential=AKIAREAL/x, Signature=1";
 
-	if (target_len == 0 || (body_sha256 && strlen(body_sha256) != 64))
+	if (target_len == 0 || (body_sha256 && strlen(body_sha256) != 64) || n == 0)
 		__builtin_trap();
-	for (size_t i = 0; i < n; i++)
-		if (headers[i].name_len == 13 && !strncasecmp(headers[i].name, "Authorization", 13))
+	/* The fields as they will go, then last the sandbox's own
+	 * Authorization (reqstream.h): only a SigV4 one is re-signed, and no
+	 * other Authorization is among the fields, so the head sent carries
+	 * exactly one, the signer's. */
+	if (!is_authorization(&headers[n - 1]) || headers[n - 1].value_len < 17 ||
+	    memcmp(headers[n - 1].value, "AWS4-HMAC-SHA256 ", 17) != 0)
+		__builtin_trap();
+	for (size_t i = 0; i + 1 < n; i++)
+		if (is_authorization(&headers[i]))
 			__builtin_trap();
 	if (method_len == 6)
 		return -EINVAL; /* exercises the refusal */
+	if (method_len == 4)
+		return 0; /* POST: left as the sandbox signed it */
 	memcpy(out, auth, sizeof(auth) - 1);
 	return size > sizeof(auth) ? (int)sizeof(auth) - 1 : -ENOSPC;
 }

@@ -675,6 +675,18 @@ static void test_claim_checks(void **state)
 	    {"{\"exp\":1796155800}", NULL, -EKEYEXPIRED, "expired at 2026-12-01T20:10:00Z"},
 	    {"{\"exp\":-5}", NULL, -EKEYEXPIRED, "expired at -5"},
 	    {"{\"exp\":1e300}", NULL, 0, ""},
+	    /* Numbers no date fits are shown as numbers, every claim alike
+	     * (fuzz_jwt found iat 179E61 converted to a time_t unchecked). */
+	    {"{\"exp\":-1e300}", NULL, -EKEYEXPIRED, "expired at -1e+300 (now"},
+	    {"{\"exp\":-0.5}", NULL, -EKEYEXPIRED, "expired at -0.5 (now"},
+	    {"{\"exp\":1999999999,\"nbf\":1e300}", NULL, -EKEYEXPIRED,
+	     "not valid before 1e+300 (now"},
+	    {"{\"exp\":1999999999,\"iat\":179E61}", NULL, -EKEYEXPIRED,
+	     "issued in the future, at 1.79e+63 (now"},
+	    {"{\"exp\":1999999999,\"iat\":253402300799}", NULL, -EKEYEXPIRED,
+	     "issued in the future, at 9999-12-31T23:59:59Z"},
+	    {"{\"exp\":1999999999,\"iat\":253402300800}", NULL, -EKEYEXPIRED,
+	     "issued in the future, at 253402300800 (now"},
 	    {"{\"exp\":1999999999,\"iat\":1796155801}", NULL, -EKEYEXPIRED,
 	     "issued in the future, at 2026-12-01T20:10:01Z"},
 	    {"{\"exp\":1999999999,\"nbf\":1796155800}", NULL, 0, ""},
