@@ -61,6 +61,46 @@ static int ask_decider(struct al_cli_bounds *b, struct al_policy *policy, struct
 	return r;
 }
 
+/* policy held to op's profile (policy->profile, else "default"): the
+ * engine's request checks, then the plan's paths. A plan with errors
+ * (they go to errs) is still held to the paths that resolved, so that
+ * every refusal is said at once; it is never run. */
+static void hold(const struct al_cli *cli, const struct al_operator *op, struct al_policy *policy,
+		 unsigned flags, struct al_plan **plan, struct al_decision *dec,
+		 struct al_errors *errs)
+{
+	al_engine_request(op, policy, cli->flags, dec);
+	add_term(policy, dec->profile);
+	al_plan_build_all(policy, flags | AL_PLAN_PARTIAL, plan, errs);
+	if (*plan && dec->profile)
+		al_engine_plan(dec, policy, *plan);
+}
+
+char **al_cli_profiles_allowing(const struct al_cli *cli, const struct al_operator *op,
+				unsigned flags)
+{
+	char **names = NULL;
+
+	for (size_t i = 0; i < op->n_profiles; i++) {
+		_cleanup_(al_policy_freep) struct al_policy *policy = NULL;
+		_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
+		_cleanup_(al_errors_clear) struct al_errors errs = {0};
+		struct al_decision dec = {0};
+
+		/* The request afresh each time: the engine fills in what
+		 * it left out from the profile it is held to. */
+		if (al_cli_policy(cli, &policy, &errs) < 0)
+			break;
+		free(policy->profile);
+		policy->profile = xstrdup(op->profiles[i].name);
+		hold(cli, op, policy, flags, &plan, &dec, &errs);
+		if (!dec.n_refused && !dec.omitted && al_errors_count(&errs) == 0)
+			al_strv_push(&names, op->profiles[i].name);
+		al_decision_clear(&dec);
+	}
+	return names;
+}
+
 int al_cli_bound_plan(const struct al_cli *cli, struct al_policy *policy, unsigned flags,
 		      const char *run_id, struct al_plan **ret, struct al_cli_bounds *b,
 		      struct al_errors *errs)
@@ -88,13 +128,7 @@ int al_cli_bound_plan(const struct al_cli *cli, struct al_policy *policy, unsign
 		return r;
 	/* Every reason at once: the request's, then the plan's paths (a plan
 	 * that cannot be built reports its own errors beside them). */
-	al_engine_request(b->op, policy, cli->flags, &b->dec);
-	add_term(policy, b->dec.profile);
-	/* A plan with errors is still held to the paths that resolved, so
-	 * that every refusal is said at once; it is never run. */
-	al_plan_build_all(policy, flags | AL_PLAN_PARTIAL, &plan, errs);
-	if (plan && b->dec.profile)
-		al_engine_plan(&b->dec, policy, plan);
+	hold(cli, b->op, policy, flags, &plan, &b->dec, errs);
 	if (al_errors_count(errs) > before) {
 		b->refused = b->dec.n_refused || b->dec.omitted;
 		return al_errors_first(errs, before, NULL);

@@ -31,8 +31,8 @@ struct al_cli {
 	bool version;
 };
 
-/* Parse argv (after the subcommand name). For run, the first non-option
- * argument (or whatever follows "--") starts the command. Every bad flag
+/* Parse argv (after the subcommand name). For run and check, the first
+ * non-option argument (or whatever follows "--") starts the command. Every bad flag
  * is added to errs, each naming the option; after an unknown option a next
  * word that is not an option is passed over (it may be that option's
  * value). Returns 0, or the negative errno of the first error added. Free
@@ -82,9 +82,33 @@ int al_cli_bound_plan(const struct al_cli *cli, struct al_policy *policy, unsign
 		      struct al_errors *errs);
 void al_cli_bounds_clear(struct al_cli_bounds *b);
 
+/* The names of op's profiles under which cli's request (its flags and
+ * --policy, read again for each) passes the file's bounds and builds a
+ * plan with flags; the external decider is not asked. A NULL-terminated
+ * list (al_strv_free), NULL when there is none. */
+char **al_cli_profiles_allowing(const struct al_cli *cli, const struct al_operator *op,
+				unsigned flags);
+
 /* Print each error as one line on stderr ("airlock: TEXT"), then how many
  * more there were past the cap. */
 void al_cli_print_errors(const struct al_errors *errs);
+
+/* Where run writes the record and the audit stream (cmd_run.c). */
+struct al_audit;
+struct al_cli_outputs {
+	int result_dirfd; /* -1: none */
+	char *result_name;
+	char result_what[32];
+	char audit_what[32];
+	struct al_audit *audit;
+};
+
+/* Check and open --result, --result-fd, --audit and --audit-fd (o starts
+ * with result_dirfd -1); with check_only nothing is created (check).
+ * 0, or < 0 with err naming the flag. Undo with al_cli_outputs_close(). */
+int al_cli_outputs_open(const struct al_cli *cli, const char *run_id, bool check_only,
+			struct al_cli_outputs *o, struct al_error *err);
+void al_cli_outputs_close(struct al_cli_outputs *o);
 
 struct al_run;
 struct al_run_request;

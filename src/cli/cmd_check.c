@@ -19,15 +19,17 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: airlock check [--policy FILE] [OPTIONS]\n\n"
-		   "Validate a policy (and any flags over it) and print the resolved plan:\n"
-		   "mounts in setup order, environment, limits, landlock rules and the\n"
-		   "seccomp table. Exits 0 if the policy is valid, 125 if not, after\n"
-		   "printing every error found (one line each; with --json, as JSON).\n"
-		   "Under an operator policy it says which profile holds the request and\n"
-		   "every reason it is refused; --explain says where each decision came\n"
-		   "from. --operator-policy FILE alone validates that file and lists its\n"
-		   "profiles.\n\n"
+	fprintf(f, "Usage: airlock check [OPTIONS] [[--] COMMAND [ARG...]]\n\n"
+		   "Run without running: take what airlock run would take (the same flags,\n"
+		   "the command after them) and print the resolved plan: mounts in setup\n"
+		   "order, environment, limits, landlock rules and the seccomp table.\n"
+		   "Nothing is created or written (--result and --audit are only checked).\n"
+		   "Exits 0 if run would start, 125 if not, after printing every error\n"
+		   "found (one line each; with --json, as JSON). Under an operator policy\n"
+		   "it says which profile holds the request and every reason it is\n"
+		   "refused; --explain says where each value came from and, on a refusal,\n"
+		   "which profiles would allow the request. --operator-policy FILE alone\n"
+		   "validates that file and lists its profiles.\n\n"
 		   "Options:\n");
 	al_cli_print_options(f, AL_CMD_CHECK);
 }
@@ -52,42 +54,97 @@ static json_t *opt_json(const char *s)
 	return s ? text_json(s) : json_null();
 }
 
-/* {"ok": false, "errors": [...], "omitted": N} on stdout: docs/policy.md
- * ("Errors") describes it. */
-static void print_errors_json(const struct al_errors *errs)
+/* One entry of "errors": what every entry has (the refusal's keys null
+ * when it is not a refusal). */
+static json_t *error_json(const char *text, const char *where, const char *path,
+			  const char *message, const struct al_refusal *r)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "text", text_json(text));
+	json_object_set_new(o, "where", opt_json(where));
+	json_object_set_new(o, "path", opt_json(path));
+	json_object_set_new(o, "message", text_json(message));
+	json_object_set_new(o, "refused", json_boolean(r != NULL));
+	json_t *rj = r ? al_refusal_json(r) : NULL;
+	for (const char *const *k =
+		 (const char *const[]){"task", "asked", "bound", "operator_path", NULL};
+	     *k; k++)
+		json_object_set(o, *k, rj ? json_object_get(rj, *k) : json_null());
+	json_decref(rj);
+	return o;
+}
+
+/* {"ok": false, "errors": [...], "omitted": N} on stdout, then with an
+ * operator policy its decision and, with --explain, "allowed_by":
+ * docs/policy.md ("Errors") describes it. The operator policy's refusals
+ * (b->refused) are entries of their own, with the keys of the record's
+ * "refused" (engine.h). */
+static void print_errors_json(const struct al_cli *cli, const struct al_errors *errs,
+			      const struct al_cli_bounds *b, char **allowed_by)
 {
 	json_t *doc = json_object(), *list = json_array();
+	size_t omitted = errs->omitted;
 
 	for (size_t i = 0; i < errs->n; i++) {
 		const struct al_error_entry *e = &errs->v[i];
-		json_t *o = json_object();
-		json_object_set_new(o, "text", text_json(e->text));
-		json_object_set_new(o, "where", opt_json(e->where));
-		json_object_set_new(o, "path", opt_json(e->path));
+		json_t *o = error_json(e->text, e->where, e->path, e->message, NULL);
 		if (e->line > 0) {
 			json_object_set_new(o, "line", json_integer(e->line));
 			json_object_set_new(o, "column", json_integer(e->column));
 		}
-		json_object_set_new(o, "message", text_json(e->message));
 		json_array_append_new(list, o);
 	}
+	for (size_t i = 0; b && b->refused && i < b->dec.n_refused; i++) {
+		const struct al_refusal *r = &b->dec.refused[i];
+		_cleanup_free_ char *text = xasprintf("refused: %s", r->message);
+		json_array_append_new(list, error_json(text, NULL, NULL, r->message, r));
+	}
+	if (b && b->refused)
+		omitted += b->dec.omitted;
 	json_object_set_new(doc, "ok", json_false());
 	json_object_set_new(doc, "errors", list);
-	json_object_set_new(doc, "omitted", json_integer((json_int_t)errs->omitted));
+	json_object_set_new(doc, "omitted", json_integer((json_int_t)omitted));
+	if (b && b->refused)
+		json_object_set_new(doc, "operator_policy", al_decision_json(&b->dec));
+	if (b && b->refused && cli->explain) {
+		json_t *names = json_array();
+		for (size_t i = 0; allowed_by && allowed_by[i]; i++)
+			json_array_append_new(names, al_json_text(allowed_by[i]));
+		json_object_set_new(doc, "allowed_by", names);
+	}
 	_cleanup_free_ char *t = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(doc);
 	printf("%s\n", t);
 }
 
-/* errs, then the operator policy's refusals (b may be NULL). */
+/* errs, then the operator policy's refusals (b may be NULL). Refused,
+ * --explain also prints the decision table on stdout and which of the
+ * operator policy's profiles would allow the request. */
 static void report(const struct al_cli *cli, struct al_errors *errs, const struct al_cli_bounds *b)
 {
-	if (b && b->refused)
+	_cleanup_(al_strv_freep) char **allowed_by = NULL;
+	bool refused = b && b->refused && b->op;
+
+	if (refused && cli->explain)
+		allowed_by = al_cli_profiles_allowing(cli, b->op, AL_PLAN_COMMAND_OPTIONAL);
+	if (cli->json) {
+		print_errors_json(cli, errs, refused ? b : NULL, allowed_by);
+		return;
+	}
+	if (refused)
 		al_decision_errors(&b->dec, errs);
-	if (cli->json)
-		print_errors_json(errs);
+	al_cli_print_errors(errs);
+	if (!refused || !cli->explain)
+		return;
+	al_decision_print(&b->dec, stdout);
+	_cleanup_free_ char *names = allowed_by ? al_strv_join(allowed_by, ", ") : NULL;
+	if (names)
+		printf("profiles of %s that would allow this request: %s\n", b->file, names);
 	else
-		al_cli_print_errors(errs);
+		printf("no profile of %s allows this request as it is\n", b->file);
+	if (b->op->decider && b->op->decider->run_path)
+		printf("(check does not ask the decider, which airlock run asks once per run)\n");
 }
 
 /* The operator policy in force, in one line. */
@@ -98,8 +155,8 @@ static void print_operator(const struct al_cli_bounds *b)
 		       "or %s)\n",
 		       AL_OPERATOR_ENV, AL_OPERATOR_DEFAULT_FILE);
 	else
-		printf("operator policy %s (%s, sha256 %s): profile %s\n", b->file, b->how,
-		       b->op->sha256, b->dec.profile_name);
+		printf("operator policy %s (%s, sha256 %s): the profile named \"%s\"\n", b->file,
+		       b->how, b->op->sha256, b->dec.profile_name);
 }
 
 static void print_bounds(const struct al_op_profile *pr)
@@ -231,6 +288,38 @@ static int check_operator(const struct al_cli *cli)
 	return 0;
 }
 
+/* Where run would write the record and the audit stream (check writes
+ * neither): {"result": FILE, "-" or "fd N", "audit": FILE or "fd N"},
+ * each null when not asked for. */
+static json_t *outputs_json(const struct al_cli *cli)
+{
+	_cleanup_free_ char *rfd = xasprintf("fd %d", cli->result_fd);
+	_cleanup_free_ char *afd = xasprintf("fd %d", cli->audit_fd);
+
+	return json_pack("{s:o, s:o}", "result",
+			 cli->result_file      ? al_json_text(cli->result_file)
+			 : cli->result_fd == 1 ? json_string("-")
+			 : cli->result_fd >= 0 ? json_string(rfd)
+					       : json_null(),
+			 "audit",
+			 cli->audit_file      ? al_json_text(cli->audit_file)
+			 : cli->audit_fd >= 0 ? json_string(afd)
+					      : json_null());
+}
+
+static void print_outputs(const struct al_cli *cli)
+{
+	json_t *o = outputs_json(cli);
+	const char *r = json_string_value(json_object_get(o, "result"));
+	const char *a = json_string_value(json_object_get(o, "audit"));
+
+	printf("record:     %s%s\n", r ? r : "none (no --result)",
+	       r ? " (run writes it there; check writes nothing)" : "");
+	printf("audit:      %s%s\n", a ? a : "none (no --audit)",
+	       a ? " (run appends to it; check writes nothing)" : "");
+	json_decref(o);
+}
+
 /* The plan as JSON, "ok": true first, with the backend's description and
  * the kernel-memory bound; NULL with err set when the backend refuses. */
 static json_t *plan_json(const struct al_plan *plan, const struct al_backend_ops *backend,
@@ -261,12 +350,16 @@ int al_cmd_check(int argc, char **argv)
 	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
 	_cleanup_(al_errors_clear) struct al_errors errs = {0};
 	_cleanup_(al_cli_bounds_clear) struct al_cli_bounds bounds = {0};
+	struct al_cli_outputs outputs = {.result_dirfd = -1};
 	struct al_error err = {0};
 	int code = 125;
 
 	if (al_cli_start(&cli, AL_CMD_CHECK, argc, argv, usage, &errs, &code))
 		goto out;
-	if (cli.operator_file && !cli.policy_file && cli.task_flags == 0) {
+	/* The operator policy alone: nothing of a task (no flag of one, no
+	 * command) and no error in the flags. */
+	if (cli.operator_file && !cli.policy_file && cli.task_flags == 0 && !cli.flags->command &&
+	    al_errors_count(&errs) == 0) {
 		code = check_operator(&cli);
 		goto out;
 	}
@@ -274,6 +367,13 @@ int al_cmd_check(int argc, char **argv)
 	    al_cli_bound_plan(&cli, policy, AL_PLAN_COMMAND_OPTIONAL, NULL, &plan, &bounds, &errs) <
 		0) {
 		report(&cli, &errs, &bounds);
+		goto out;
+	}
+	/* Where run would write the record and the audit: checked as run
+	 * checks them, nothing written. */
+	if (al_cli_outputs_open(&cli, NULL, true, &outputs, &err) < 0) {
+		al_errors_add_error(&errs, &err);
+		report(&cli, &errs, NULL);
 		goto out;
 	}
 	const struct al_backend_ops *backend = al_backend_lookup(plan->backend);
@@ -294,6 +394,7 @@ int al_cmd_check(int argc, char **argv)
 		}
 		json_object_set_new(doc, "operator_policy",
 				    bounds.file ? al_decision_json(&bounds.dec) : json_null());
+		json_object_set_new(doc, "outputs", outputs_json(&cli));
 		_cleanup_free_ char *t = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		json_decref(doc);
 		if (!t) {
@@ -319,12 +420,14 @@ int al_cmd_check(int argc, char **argv)
 		else if (cli.explain)
 			printf("every value is the task's or airlock's own default\n");
 		al_plan_dump_text(plan, stdout);
+		print_outputs(&cli);
 		fputs(how, stdout);
 		al_kmem_describe(plan, sockmem, kmem, sizeof(kmem));
 		printf("kernel memory: %s\n", kmem);
 	}
 	code = 0;
 out:
+	al_cli_outputs_close(&outputs);
 	al_cli_clear(&cli);
 	return code;
 }

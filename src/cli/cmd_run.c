@@ -108,17 +108,11 @@ const struct al_run_result *al_cli_run(const struct al_run_request *req, struct 
  * record's directory must exist now (the supervisor confines itself to
  * it before the command starts); it is opened once, without following
  * links, and the record is written relative to it, replacing a regular
- * file or making one. A descriptor must be open for writing now. */
-struct outputs {
-	int result_dirfd;
-	char *result_name;
-	char result_what[32];
-	char audit_what[32];
-	struct al_audit *audit;
-};
-
-static int open_outputs(const struct al_cli *cli, const char *run_id, struct outputs *o,
-			struct al_error *err)
+ * file or making one. A descriptor must be open for writing now. With
+ * check_only (airlock check), the same checks and nothing created: the
+ * audit file's directory is looked at, the file not opened. */
+int al_cli_outputs_open(const struct al_cli *cli, const char *run_id, bool check_only,
+			struct al_cli_outputs *o, struct al_error *err)
 {
 	if (cli->result_file &&
 	    ((o->result_dirfd =
@@ -134,6 +128,17 @@ static int open_outputs(const struct al_cli *cli, const char *run_id, struct out
 	}
 	if (cli->audit_fd >= 0) /* never 0-2: the options refuse those */
 		snprintf(o->audit_what, sizeof(o->audit_what), "--audit-fd %d", cli->audit_fd);
+	if (check_only) {
+		_cleanup_free_ char *name = NULL;
+		_cleanup_close_ int dirfd =
+		    cli->audit_file ? al_open_output_dir(cli->audit_file, "--audit", &name, err)
+				    : -1;
+		if ((cli->audit_file && dirfd < 0) ||
+		    (cli->audit_fd >= 0 &&
+		     al_fd_check_writable(cli->audit_fd, o->audit_what, err) < 0))
+			return -EINVAL;
+		return 0;
+	}
 	if ((cli->audit_file && al_audit_open(cli->audit_file, run_id, &o->audit, err) < 0) ||
 	    (cli->audit_fd >= 0 &&
 	     al_audit_open_fd(cli->audit_fd, o->audit_what, run_id, &o->audit, err) < 0))
@@ -141,12 +146,13 @@ static int open_outputs(const struct al_cli *cli, const char *run_id, struct out
 	return 0;
 }
 
-static void close_outputs(struct outputs *o)
+void al_cli_outputs_close(struct al_cli_outputs *o)
 {
 	al_audit_close(o->audit);
 	if (o->result_dirfd >= 0)
 		close(o->result_dirfd);
 	free(o->result_name);
+	*o = (struct al_cli_outputs){.result_dirfd = -1};
 }
 
 /* The operator policy refused the request: every reason on stderr, one
@@ -154,15 +160,15 @@ static void close_outputs(struct outputs *o)
 static void refused(const struct al_cli *cli, const struct al_cli_bounds *b, const char *run_id)
 {
 	_cleanup_(al_errors_clear) struct al_errors lines = {0};
-	struct outputs o = {.result_dirfd = -1};
+	struct al_cli_outputs o = {.result_dirfd = -1};
 	struct al_error err = {0};
 	char started[40];
 
 	al_decision_errors(&b->dec, &lines);
 	al_cli_print_errors(&lines);
-	if (open_outputs(cli, run_id, &o, &err) < 0) {
+	if (al_cli_outputs_open(cli, run_id, false, &o, &err) < 0) {
 		al_err("%s", err.msg);
-		close_outputs(&o);
+		al_cli_outputs_close(&o);
 		return;
 	}
 	json_t *dec = al_decision_json(&b->dec), *reasons = json_array();
@@ -183,7 +189,7 @@ static void refused(const struct al_cli *cli, const struct al_cli_bounds *b, con
 	if (err.msg[0])
 		al_err("%s", err.msg);
 	json_decref(rec);
-	close_outputs(&o);
+	al_cli_outputs_close(&o);
 }
 
 int al_cmd_run(int argc, char **argv)
@@ -193,7 +199,7 @@ int al_cmd_run(int argc, char **argv)
 	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
 	_cleanup_(al_cli_bounds_clear) struct al_cli_bounds bounds = {0};
 	const struct al_backend_ops *backend;
-	struct outputs out = {.result_dirfd = -1};
+	struct al_cli_outputs out = {.result_dirfd = -1};
 	struct al_run *run = NULL;
 	_cleanup_(al_cred_freep) struct al_cred *cred = NULL;
 	struct al_error err = {0}, record_err = {0};
@@ -238,7 +244,7 @@ int al_cmd_run(int argc, char **argv)
 		al_err("%s", err.msg);
 		goto out;
 	}
-	if (open_outputs(&cli, run_id, &out, &err) < 0) {
+	if (al_cli_outputs_open(&cli, run_id, false, &out, &err) < 0) {
 		al_err("%s", err.msg);
 		goto out;
 	}
@@ -282,7 +288,7 @@ int al_cmd_run(int argc, char **argv)
 	}
 	al_run_free(run);
 out:
-	close_outputs(&out);
+	al_cli_outputs_close(&out);
 	al_cli_clear(&cli);
 	return code;
 }

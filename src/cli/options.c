@@ -476,7 +476,10 @@ static int opt_version(struct al_cli *cli, const struct option_def *o, const cha
 	return 0;
 }
 
-#define RUN  AL_CMD_RUN
+/* check takes every flag of run (it is run without running) and says
+ * what run would do with it; verify runs its own probe, so it takes no
+ * command and no --result or --audit. */
+#define RUN  (AL_CMD_RUN | AL_CMD_CHECK)
 #define BOTH (AL_CMD_RUN | AL_CMD_CHECK | AL_CMD_VERIFY)
 
 /* clang-format off */
@@ -513,7 +516,7 @@ static const struct option_def options[] = {
 	{"operator-policy", 0, "FILE",      BOTH, "hold the run to the operator policy FILE (default: /etc/airlock/operator.json, else $AIRLOCK_OPERATOR_POLICY; once either is set, only that same file)", opt_operator},
 	{"profile",  0,  "NAME",            BOTH, "the operator policy's profile to run under (default: default)", opt_profile},
 	{"secret",   0,  "NAME",            BOTH, "the operator's secret or token NAME, presented by the gateway on its hosts (the sandbox sees a placeholder)", opt_secret},
-	{"explain",  0,  NULL,     AL_CMD_CHECK, "say where each decision came from: task, profile default, operator forced", opt_explain},
+	{"explain",  0,  NULL,     AL_CMD_CHECK, "say where each value came from (the task, the profile's default value, airlock's built-in value, the operator); refused, which profiles would allow it", opt_explain},
 	{"json",     0,  NULL,     AL_CMD_CHECK, "print the plan, or every error, as JSON", opt_json},
 	{"quiet",    'q', NULL,             BOTH, "print only errors", opt_quiet},
 	{"verbose",  'v', NULL,             BOTH, "print the plan summary and setup details", opt_verbose},
@@ -641,7 +644,7 @@ int al_cli_parse(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
 			cli->task_flags++;
 	}
 	if (i < argc) {
-		if (cmd != AL_CMD_RUN)
+		if (cmd == AL_CMD_VERIFY)
 			al_errors_add(errs, EINVAL, NULL, NULL, "%s: unexpected argument \"%s\"",
 				      cmd_name(cmd), argv[i]);
 		else

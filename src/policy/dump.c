@@ -109,14 +109,20 @@ void al_plan_dump_text(const struct al_plan *p, FILE *f)
 	}
 }
 
+/* A count or limit where 0 means none: null then, as in the record. */
+static json_t *opt_count(uint64_t v)
+{
+	return v ? json_integer((json_int_t)v) : json_null();
+}
+
 char *al_plan_dump_json(const struct al_plan *p)
 {
 	json_t *root = json_object(), *a, *o;
 	char *s;
 
-	a = json_array();
+	a = p->argv[0] ? json_array() : json_null(); /* none yet: check without one */
 	for (size_t i = 0; p->argv[i]; i++)
-		json_array_append_new(a, json_string(p->argv[i]));
+		json_array_append_new(a, al_json_text(p->argv[i]));
 	json_object_set_new(root, "command", a);
 	json_object_set_new(root, "backend", json_string(p->backend));
 	json_object_set_new(root, "workdir", json_string(p->workdir));
@@ -161,26 +167,27 @@ char *al_plan_dump_json(const struct al_plan *p)
 		json_object_set_new(o, "resolver",
 				    p->resolver ? json_string(p->resolver) : json_null());
 		json_object_set_new(o, "limits",
-				    json_pack("{s:I, s:I, s:I}", "connections",
-					      (json_int_t)p->net_run.connections, "requests",
-					      (json_int_t)p->net_run.requests, "bytes_out",
-					      (json_int_t)p->net_run.bytes_out));
+				    json_pack("{s:o, s:o, s:o}", "connections",
+					      opt_count(p->net_run.connections), "requests",
+					      opt_count(p->net_run.requests), "bytes_out",
+					      opt_count(p->net_run.bytes_out)));
 		json_object_set_new(o, "per_host",
-				    json_pack("{s:I, s:I, s:I}", "connections",
-					      (json_int_t)p->net_host.connections, "requests",
-					      (json_int_t)p->net_host.requests, "bytes_out",
-					      (json_int_t)p->net_host.bytes_out));
+				    json_pack("{s:o, s:o, s:o}", "connections",
+					      opt_count(p->net_host.connections), "requests",
+					      opt_count(p->net_host.requests), "bytes_out",
+					      opt_count(p->net_host.bytes_out)));
 	}
 	json_object_set_new(root, "network", o);
 	json_object_set_new(
 	    root, "limits",
-	    json_pack("{s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:b}", "timeout_ms",
+	    json_pack("{s:I, s:I, s:I, s:I, s:o, s:o, s:I, s:I, s:o, s:b}", "timeout_ms",
 		      (json_int_t)p->timeout_ms, "scratch_bytes", (json_int_t)p->scratch_bytes,
 		      "memory_bytes", (json_int_t)p->memory_bytes, "pids", (json_int_t)p->pids,
-		      "cpus", (double)p->cpus_milli / 1000.0, "cpu_time_ms",
-		      (json_int_t)p->cpu_time_ms, "output_bytes", (json_int_t)p->output_bytes,
-		      "open_files", (json_int_t)p->open_files, "file_size",
-		      (json_int_t)p->file_size, "cgroup_required", p->cgroup_required));
+		      "cpus",
+		      p->cpus_milli ? json_real((double)p->cpus_milli / 1000.0) : json_null(),
+		      "cpu_time_ms", opt_count(p->cpu_time_ms), "output_bytes",
+		      (json_int_t)p->output_bytes, "open_files", (json_int_t)p->open_files,
+		      "file_size", opt_count(p->file_size), "cgroup_required", p->cgroup_required));
 	a = json_array();
 	for (size_t i = 0; p->envp[i]; i++) {
 		_cleanup_free_ char *e = env_shown(p, p->envp[i]);

@@ -25,11 +25,13 @@ const char *al_origin_name(enum al_origin o)
 	case AL_FROM_TASK:
 		return "task";
 	case AL_FROM_DEFAULT:
-		return "profile default";
+		return "the profile's default value";
+	case AL_FROM_UNNAMED:
+		return "none asked: the profile named \"default\"";
 	case AL_FROM_CEILING:
 		return "operator ceiling";
 	case AL_FROM_BUILTIN:
-		return "airlock default";
+		return "airlock's built-in value";
 	case AL_FROM_FORCED:
 		return "operator forced";
 	case AL_FROM_DECIDER:
@@ -185,8 +187,8 @@ void al_decision_errors(const struct al_decision *d, struct al_errors *errs)
 
 void al_decision_print(const struct al_decision *d, FILE *f)
 {
-	fprintf(f, "operator policy %s (sha256 %.16s...), profile %s\n", d->op ? d->op->file : "?",
-		d->op ? d->op->sha256 : "", d->profile_name);
+	fprintf(f, "operator policy %s (sha256 %.16s...), the profile named \"%s\"\n",
+		d->op ? d->op->file : "?", d->op ? d->op->sha256 : "", d->profile_name);
 	for (size_t i = 0; i < d->n_explain; i++) {
 		const struct al_explain *e = &d->explain[i];
 		fprintf(f, "  %-34s %-24s %s", e->what, e->value, al_origin_name(e->from));
@@ -200,6 +202,13 @@ void al_decision_print(const struct al_decision *d, FILE *f)
 		fprintf(f, "  refused: %s\n", d->refused[i].message);
 	if (d->omitted)
 		fprintf(f, "  and %zu more refusals\n", d->omitted);
+}
+
+json_t *al_refusal_json(const struct al_refusal *r)
+{
+	return json_pack("{s:o, s:o, s:o, s:o, s:o}", "task", al_json_text(r->task), "asked",
+			 al_json_text(r->asked), "bound", al_json_text(r->bound), "operator_path",
+			 al_json_text(r->operator_path), "message", al_json_text(r->message));
 }
 
 /* Every string from a task, a flag or a host path through al_json_text():
@@ -217,15 +226,8 @@ json_t *al_decision_json(const struct al_decision *d)
 			      al_json_text(e->value), "from", al_origin_name(e->from), "task",
 			      al_json_text(e->task), "bound", al_json_text(e->bound)));
 	}
-	for (size_t i = 0; i < d->n_refused; i++) {
-		const struct al_refusal *r = &d->refused[i];
-		json_array_append_new(refused, json_pack("{s:o, s:o, s:o, s:o, s:o}", "task",
-							 al_json_text(r->task), "asked",
-							 al_json_text(r->asked), "bound",
-							 al_json_text(r->bound), "operator_path",
-							 al_json_text(r->operator_path), "message",
-							 al_json_text(r->message)));
-	}
+	for (size_t i = 0; i < d->n_refused; i++)
+		json_array_append_new(refused, al_refusal_json(&d->refused[i]));
 	return json_pack("{s:{s:o, s:o}, s:o, s:o, s:o, s:I}", "operator_policy", "file",
 			 al_json_text(d->op ? d->op->file : NULL), "sha256",
 			 al_json_text(d->op ? d->op->sha256 : NULL), "profile",

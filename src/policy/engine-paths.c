@@ -78,8 +78,11 @@ static bool check_path(struct al_decision *d, const char *ref, const char *what,
 		return true;
 	}
 	if (system_ok) {
-		engine_explain(d, what, real, builtin ? AL_FROM_BUILTIN : AL_FROM_TASK, ref,
-			       engine_bound(d, "%s.filesystem.system", pr->where));
+		/* The bound is the profile's filesystem.system only when it
+		 * has one; else airlock's own list (no path of the file). */
+		engine_explain(
+		    d, what, real, builtin ? AL_FROM_BUILTIN : AL_FROM_TASK, builtin ? NULL : ref,
+		    pr->system ? engine_bound(d, "%s.filesystem.system", pr->where) : NULL);
 		return false;
 	}
 	by = prefix_hit(pr->rw, pr->n_rw, real);

@@ -119,8 +119,15 @@ static void check_backend(struct al_decision *d, struct al_policy *task,
 			      ref ? ref : "the default backend", name, pr->backend_min);
 		return;
 	}
+	/* Left out: the profile's own default when it has one, else
+	 * airlock's (the profile is not named as the origin of a value it
+	 * does not set). */
 	engine_explain(
-	    d, "backend", name, ref ? AL_FROM_TASK : AL_FROM_DEFAULT, ref,
+	    d, "backend", name,
+	    ref			  ? AL_FROM_TASK
+	    : pr->backend_default ? AL_FROM_DEFAULT
+				  : AL_FROM_BUILTIN,
+	    ref,
 	    pr->backend_default && !ref ? engine_bound(d, "%s.backend.default", pr->where) : NULL);
 }
 
@@ -387,12 +394,14 @@ static void set_operator(struct al_decision *d, struct al_policy *task)
 	}
 	for (size_t i = 0; d->gateway && pr->never_text && pr->never_text[i]; i++) {
 		_cleanup_free_ char *what = xasprintf("network.never %s", pr->never_text[i]);
-		engine_explain(
-		    d, what, pr->never_text[i], AL_FROM_OPERATOR, NULL,
-		    i < pr->n_never_net_default
-			? engine_bound(d, "%s.network.never (airlock's default list)", pr->where)
-			: engine_bound(d, "%s.network.never[%zu]", pr->where,
-				       i - pr->n_never_net_default));
+		/* The first n_never_net_default are airlock's own list, in
+		 * force under every profile: not the profile's to be named. */
+		bool builtin = i < pr->n_never_net_default;
+		engine_explain(d, what, pr->never_text[i],
+			       builtin ? AL_FROM_BUILTIN : AL_FROM_OPERATOR, NULL,
+			       builtin ? NULL
+				       : engine_bound(d, "%s.network.never[%zu]", pr->where,
+						      i - pr->n_never_net_default));
 	}
 	al_policy_operator_free(task->op);
 	task->op = o;
@@ -425,7 +434,7 @@ int al_engine_request(const struct al_operator *op, struct al_policy *task,
 		    task->profile ? ref : "", task->profile ? name : "", list);
 		return -EPERM;
 	}
-	engine_explain(d, "profile", name, task->profile ? AL_FROM_TASK : AL_FROM_DEFAULT,
+	engine_explain(d, "profile", name, task->profile ? AL_FROM_TASK : AL_FROM_UNNAMED,
 		       task->profile ? (flags && flags->profile ? "--profile" : "profile") : NULL,
 		       engine_bound(d, "%s", d->profile->where));
 	bool none = task->network_mode && strcmp(task->network_mode, "none") == 0;

@@ -28,10 +28,11 @@
 /* Where a decision's value came from. */
 enum al_origin {
 	AL_FROM_TASK,	  /* asked for, and within bounds */
-	AL_FROM_DEFAULT,  /* the profile's default (the task asked for none) */
+	AL_FROM_DEFAULT,  /* the profile's own default value (the task asked for none) */
+	AL_FROM_UNNAMED,  /* the profile: the task named none, so the one named "default" */
 	AL_FROM_CEILING,  /* the task asked for none and airlock's own default is over
 			   * the ceiling (or is no limit): the ceiling */
-	AL_FROM_BUILTIN,  /* airlock's own default, within bounds */
+	AL_FROM_BUILTIN,  /* airlock's built-in value, within bounds (the profile sets none) */
 	AL_FROM_FORCED,	  /* the operator adds it to every run */
 	AL_FROM_DECIDER,  /* the external decider narrowed it */
 	AL_FROM_OPERATOR, /* an operator bound in force (never rules) */
@@ -110,6 +111,10 @@ int al_engine_apply_decider(struct al_decision *d, struct al_policy *task, const
 void al_engine_refuse(struct al_decision *d, const char *task, const char *bound,
 		      const char *operator_path, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+
+/* One refusal as data: {"task", "asked", "bound", "operator_path",
+ * "message"}, as the record's "refused" lists it. A new reference. */
+json_t *al_refusal_json(const struct al_refusal *r);
 
 /* The refusals as error lines (for the CLI's printer). */
 void al_decision_errors(const struct al_decision *d, struct al_errors *errs);

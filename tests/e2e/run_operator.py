@@ -156,7 +156,7 @@ def within_bounds_runs(e):
 @case
 def check_explain_origins(e):
     """check --explain says where each value came from: a limit the task
-    set (task), one it left out (profile default), one whose built-in
+    set (task), one it left out (the profile's default value), one whose built-in
     default is over the ceiling (operator ceiling), the operator's forced
     rule (operator forced), the task's rule with the operator rule it lies
     within; --json gives the same as data."""
@@ -172,7 +172,8 @@ def check_explain_origins(e):
             expect(hit, "no decision line for %s" % what, res)
             return hit[0]
         expect("task (--timeout)" in line("limits.timeout"), "timeout origin", res)
-        expect("profile default" in line("limits.memory") and "256M" in line("limits.memory")
+        expect("the profile's default value" in line("limits.memory")
+               and "256M" in line("limits.memory")
                and "profiles.default.limits.memory.default" in line("limits.memory"),
                "memory origin", res)
         expect("operator ceiling" in line("limits.pids") and " 64 " in line("limits.pids"),
@@ -185,7 +186,7 @@ def check_explain_origins(e):
         expect_rc(res, 0)
         doc = json.loads(res.text)
         dec = {d["what"]: d for d in doc["operator_policy"]["decisions"]}
-        expect(dec["limits.memory"]["from"] == "profile default"
+        expect(dec["limits.memory"]["from"] == "the profile's default value"
                and dec["limits.timeout"]["from"] == "task"
                and dec["limits.timeout"]["task"] == "--timeout"
                and dec["limits.pids"]["from"] == "operator ceiling"
@@ -245,7 +246,7 @@ def lookup_order_and_profiles(e):
                res)
         res = run_host([e.airlock, "check", "--memory", "2G", "--profile", "wide"], env=env)
         expect_rc(res, 0)
-        expect("profile wide" in res.text, "profile not named", res)
+        expect('the profile named "wide"' in res.text, "profile not named", res)
         res = run_host([e.airlock, "check", "--profile", "nope"], env=env)
         expect_rc(res, 125)
         expect("nope" in res.errtext and "default, wide" in res.errtext,
@@ -516,6 +517,183 @@ def env_and_rw_bounds(e):
         res = run_host([e.airlock, "check", "--operator-policy", s.op,
                         "--rw", os.path.join(s.jobs, "out") + ":/data"], env=env)
         expect_rc(res, 0)
+
+
+@case
+def check_takes_runs_command_line(e):
+    """check is run without running: the command line of a run, with
+    `run` replaced by `check`, is accepted as it is (the command after
+    `--` or after the flags, --result and --audit), and the plan shows the
+    command and where the record would go; nothing is written there. A
+    bad --result is the error run gives. The operator policy with a
+    command is not "the operator policy alone": the task is checked."""
+    with Setup(e) as s:
+        rec, audit = os.path.join(s.dir, "r.json"), os.path.join(s.dir, "a.jsonl")
+        flags = ["--operator-policy", s.op, "--timeout", "30", "--result", rec,
+                 "--audit", audit]
+        res = run_host([e.airlock, "check"] + flags + ["--", "/bin/echo", "hi there"],
+                       env=no_operator_env())
+        expect_rc(res, 0)
+        expect("command:    /bin/echo 'hi there'" in res.text
+               or "command:    /bin/echo hi there" in res.text, "command not shown", res)
+        expect(("record:     %s" % rec) in res.text and ("audit:      %s" % audit) in res.text,
+               "outputs not shown", res)
+        expect(not os.path.exists(rec) and not os.path.exists(audit),
+               "check wrote the record or the audit", res)
+        res = run_host([e.airlock, "check", "--json"] + flags + ["/bin/echo", "hi"],
+                       env=no_operator_env())
+        expect_rc(res, 0)
+        doc = json.loads(res.text)
+        expect(doc["command"] == ["/bin/echo", "hi"] and doc["outputs"] == {
+            "result": rec, "audit": audit}, "plan JSON: %r" % {
+                k: doc.get(k) for k in ("command", "outputs")}, res)
+        res = run_host([e.airlock, "check", "--result", "/nonexistent-dir/r.json", "--",
+                        "/bin/true"], env=no_operator_env())
+        expect_rc(res, 125)
+        expect("--result /nonexistent-dir/r.json" in res.errtext, "bad --result not named", res)
+        res = run_host([e.airlock, "check", "--operator-policy", s.op, "--", "/bin/true"],
+                       env=no_operator_env())
+        expect_rc(res, 0)
+        expect("command:    /bin/true" in res.text and "policy (flags only): OK" in res.text,
+               "the task with a command was not checked", res)
+        res = run_host([e.airlock, "check", "--operator-policy", s.op, "--bogus"],
+                       env=no_operator_env())
+        expect_rc(res, 125)
+        expect("unknown option --bogus" in res.errtext, "a bad flag passed", res)
+
+
+def explain_policy(s, probe_dir):
+    """The Setup's operator policy with a third profile, big (memory at
+    most 4G, reading jobs): default caps memory at 1G, wide at 2G."""
+    doc = operator_doc(s.jobs, probe_dir)
+    doc["profiles"]["big"] = {"filesystem": {"ro": [s.jobs]}, "limits": {"memory": {"max": "4G"}}}
+    return write_file(os.path.join(s.dir, "three.json"), json.dumps(doc))
+
+
+@case
+def check_explain_refused(e):
+    """Refused, check --explain still prints the decision table (the
+    values decided, then the refusal) and names the profiles that would
+    allow the request: 2G of memory is over default's 1G but within wide
+    and big; 3G only within big; a path no profile lets a task read, none.
+    With --json the same, as "operator_policy" and "allowed_by"."""
+    with Setup(e) as s:
+        op = explain_policy(s, os.path.dirname(e.probe))
+        base = [e.airlock, "check", "--operator-policy", op, "--explain"]
+        res = run_host(base + ["--memory", "2G"], env=no_operator_env())
+        expect_rc(res, 125)
+        expect(len(refusals(res)) == 1, "one refusal on stderr", res)
+        lines = res.text.splitlines()
+        expect(any(l.split()[:2] == ["limits.pids", "64"] and "operator ceiling" in l
+                   for l in lines), "no decision table on stdout", res)
+        expect(any(l.strip().startswith("refused: --memory 2G") for l in lines),
+               "the table does not show the refusal", res)
+        expect(("profiles of %s that would allow this request: wide, big" % op) in res.text,
+               "allowing profiles not named", res)
+        res = run_host(base + ["--memory", "3G"], env=no_operator_env())
+        expect_rc(res, 125)
+        expect(("would allow this request: big\n") in res.text, "3G: only big", res)
+        res = run_host(base + ["--ro", "/etc/hostname:/input/h"], env=no_operator_env())
+        expect_rc(res, 125)
+        expect(("no profile of %s allows this request" % op) in res.text, "none allows", res)
+        res = run_host(base + ["--memory", "2G", "--json"], env=no_operator_env())
+        expect_rc(res, 125)
+        doc = json.loads(res.text)
+        expect(doc["allowed_by"] == ["wide", "big"], "allowed_by: %r" % doc.get("allowed_by"),
+               res)
+        expect(doc["operator_policy"]["profile"] == "default"
+               and any(d["what"] == "limits.pids" for d in doc["operator_policy"]["decisions"])
+               and len(doc["operator_policy"]["refused"]) == 1,
+               "operator_policy: %r" % doc.get("operator_policy"), res)
+        res = run_host([e.airlock, "check", "--operator-policy", op, "--memory", "2G", "--json"],
+                       env=no_operator_env())
+        expect("allowed_by" not in json.loads(res.text), "allowed_by without --explain", res)
+
+
+@case
+def check_json_refusals_like_the_record(e):
+    """check --json's refusals carry the record's refused[] keys (task,
+    asked, bound, operator_path, message) with the same values as the
+    record of the same request run; every other error has those keys too,
+    null, and "refused": false."""
+    with Setup(e) as s:
+        rec = os.path.join(s.dir, "r.json")
+        flags = ["--operator-policy", s.op, "--memory", "2G", "--allow", "files.evil.test:443"]
+        res = run_host([e.airlock, "check", "--json"] + flags, env=no_operator_env())
+        expect_rc(res, 125)
+        doc = json.loads(res.text)
+        res2 = run_host([e.airlock, "run", "--result", rec] + flags + ["--", "/bin/true"],
+                        env=no_operator_env())
+        expect_rc(res2, 125)
+        with open(rec) as f:
+            want = json.load(f)["policy"]["refused"]
+        keys = ("task", "asked", "bound", "operator_path", "message")
+        got = [{k: x.get(k) for k in keys} for x in doc["errors"] if x.get("refused")]
+        expect(len(want) == 2 and got == want, "check: %r\nrecord: %r" % (got, want), res)
+        mem = [x for x in doc["errors"] if x.get("task") == "--memory"]
+        expect(mem and mem[0]["asked"] == "2G" and mem[0]["bound"] == "1G"
+               and mem[0]["operator_path"] == "profiles.default.limits.memory.max"
+               and mem[0]["text"] == "refused: " + mem[0]["message"], "memory: %r" % mem, res)
+        res = run_host([e.airlock, "check", "--json", "--timeout", "soon"], env=no_operator_env())
+        expect_rc(res, 125)
+        err = json.loads(res.text)["errors"][0]
+        expect(err["refused"] is False and all(err[k] is None for k in keys[:4]),
+               "a flag error: %r" % err, res)
+
+
+@case
+def check_plan_json_nulls(e):
+    """The plan JSON says null for "none", as the record does: no
+    command yet, no CPU cap, no CPU-time limit, no file-size limit, no
+    request or byte limit on the network, no record or audit asked for;
+    set, they are numbers and strings."""
+    res = run_host([e.airlock, "check", "--json", "--allow", "api.example.com:443"],
+                   env=no_operator_env())
+    expect_rc(res, 0)
+    doc = json.loads(res.text)
+    lim, net = doc["limits"], doc["network"]
+    expect(doc["command"] is None and lim["cpus"] is None and lim["cpu_time_ms"] is None
+           and lim["file_size"] is None and net["limits"]["requests"] is None
+           and net["limits"]["bytes_out"] is None and net["per_host"]["connections"] is None
+           and doc["outputs"] == {"result": None, "audit": None},
+           "nones: %r" % {k: doc.get(k) for k in ("command", "limits", "network", "outputs")},
+           res)
+    res = run_host([e.airlock, "check", "--json", "--cpus", "0.5", "--cpu-time", "10",
+                    "--file-size", "1M", "--", "/bin/true"], env=no_operator_env())
+    expect_rc(res, 0)
+    lim = json.loads(res.text)["limits"]
+    expect(lim["cpus"] == 0.5 and lim["cpu_time_ms"] == 10000 and lim["file_size"] == 1 << 20,
+           "set: %r" % lim, res)
+
+
+@case
+def explain_words_profile_and_default(e):
+    """--explain tells the profile named "default" from a profile's own
+    default value, and names no profile as the origin of what it does not
+    set: the profile line says none was asked; a limit from the profile's
+    default says "the profile's default value"; the backend, airlock's
+    system directories and never rules the profile does not set are
+    airlock's built-in values with no bound in the operator file."""
+    with Setup(e) as s:
+        res = run_host([e.airlock, "check", "--operator-policy", s.op, "--explain",
+                        "--allow", "api.example.com:443", "--json"], env=no_operator_env())
+        expect_rc(res, 0)
+        dec = json.loads(res.text)["operator_policy"]["decisions"]
+        by = {d["what"]: d for d in dec}
+        expect(by["profile"]["from"] == 'none asked: the profile named "default"',
+               "profile: %r" % by["profile"], res)
+        expect(by["limits.memory"]["from"] == "the profile's default value",
+               "memory: %r" % by["limits.memory"], res)
+        expect(by["backend"]["from"] == "airlock's built-in value"
+               and by["backend"]["bound"] is None, "backend: %r" % by["backend"], res)
+        builtin = [d for d in dec if d["what"].startswith("network.never ")
+                   or d["what"].startswith("system ")]
+        expect(builtin and all(d["from"] == "airlock's built-in value" and d["bound"] is None
+                               for d in builtin), "built-in: %r" % builtin, res)
+        res = run_host([e.airlock, "check", "--operator-policy", s.op, "--explain",
+                        "--timeout", "30"], env=no_operator_env())
+        expect_rc(res, 0)
+        expect("limits.timeout" in res.text and "profile default" not in res.text, "\"profile default\" is still said", res)
 
 
 class Decider:
