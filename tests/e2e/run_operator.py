@@ -455,6 +455,24 @@ def operator_file_validated(e):
 
 
 @case
+def backend_this_airlock_lacks_refused(e):
+    """An operator policy whose profile allows or defaults to a backend this
+    airlock does not have (gvisor, microvm: not built yet) is refused when
+    it is read (exit 125), naming the field and the valid names, not
+    accepted and failed at run time."""
+    with TempDir() as d:
+        for backend, path in [({"allowed": ["native", "gvisor"]}, "backend.allowed[1]"),
+                              ({"default": "microvm"}, "backend.default")]:
+            op = write_file(os.path.join(d, "op.json"), json.dumps({
+                "version": 1, "profiles": {"default": {"backend": backend}}}))
+            os.chmod(op, 0o644)
+            res = run_host([e.airlock, "check", "--operator-policy", op], env=no_operator_env())
+            expect_rc(res, 125)
+            expect("profiles.default." + path in res.errtext and "valid: native" in res.errtext,
+                   "no refusal naming %s and the valid names" % path, res)
+
+
+@case
 def docs_and_example_validate(e):
     """The complete example in docs/operator-policy.md and the demo's
     examples/operator-demo.json are valid operator policies."""
