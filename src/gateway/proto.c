@@ -162,7 +162,6 @@ static int decode_refusal(const uint8_t *p, size_t len, struct al_gateway_refusa
 	return 0;
 }
 
-
 static int decode_audit(const uint8_t *p, size_t len, struct al_gwp_msg *ret, struct al_error *err)
 {
 	const uint8_t *nul = memchr(p, '\0', len < sizeof(ret->event) ? len : sizeof(ret->event));
