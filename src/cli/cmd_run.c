@@ -204,7 +204,7 @@ int al_cmd_run(int argc, char **argv)
 	_cleanup_(al_cred_freep) struct al_cred *cred = NULL;
 	struct al_error err = {0}, record_err = {0};
 	_cleanup_(al_errors_clear) struct al_errors errs = {0};
-	char line[512], run_id[24];
+	char line[2048], run_id[24];
 	int code = EXIT_SETUP;
 
 	al_random_id(run_id, sizeof(run_id));
@@ -269,11 +269,17 @@ int al_cmd_run(int argc, char **argv)
 	const struct al_run_result *res = al_cli_run(&req, &run, &err, &record_err);
 	if (err.msg[0])
 		al_err("%s", err.msg);
-	else if (al_result_describe(res, line, sizeof(line)))
+	else if (al_result_describe(plan, res, line, sizeof(line)))
 		al_err("%s", line);
 	/* What was refused, for an agent reading stderr (not with -q). */
 	if (al_result_denied_summary(res, line, sizeof(line)))
 		al_warn("%s", line);
+	/* A command that failed with no network at all may have failed for
+	 * want of it: say so once, after the run (not with -q). */
+	if (!plan->gateway && res->exit_code != 0 &&
+	    (res->reason == AL_END_EXITED || res->reason == AL_END_SIGNALED))
+		al_warn("the sandbox had no network (the policy allows no host); --allow HOST:PORT "
+			"opens one");
 	for (size_t i = 0; i < json_array_size(res->copy_out); i++)
 		if (al_copy_out_summary(json_array_get(res->copy_out, i),
 					al_log_get_level() >= AL_LOG_DEBUG, line, sizeof(line)))

@@ -118,7 +118,7 @@ int al_cmd_verify(int argc, char **argv)
 	if (res.reason != AL_END_EXITED && bad == 0) {
 		char line[512];
 		al_err("the probe did not finish: %s",
-		       al_result_describe(&res, line, sizeof(line)) ?: "killed");
+		       al_result_describe(plan, &res, line, sizeof(line)) ?: "killed");
 		goto out;
 	}
 	if (res.exit_code != 0)

@@ -30,11 +30,14 @@ static const char *path_name(const struct conn *c)
 	}
 }
 
-static void audit_decision(struct conn *c, bool allowed, const char *reason)
+/* decision: "allow", "deny", or "cut" (allowed by c->rule, then cut for
+ * the reason: a secret's misuse). */
+static void audit_decision(struct conn *c, const char *decision, const char *reason)
 {
+	bool allowed = strcmp(decision, "deny") != 0;
 	json_t *o = json_pack("{s:s, s:s?, s:i, s:s, s:s, s:s?}", "name", c->name, "address",
 			      c->addr[0] ? c->addr : NULL, "port", c->port, "path", path_name(c),
-			      "decision", allowed ? "allow" : "deny", "rule", c->rule);
+			      "decision", decision, "rule", c->rule);
 	if (reason)
 		json_object_set_new(o, "reason", json_string(reason));
 	if (allowed) {
@@ -85,6 +88,26 @@ enum gw_step gw_deny(struct conn *c, enum gw_answer answer, int http_status, uin
 	return GW_CLOSE;
 }
 
+enum gw_step gw_cut(struct conn *c, enum gw_answer answer, int http_status, uint8_t socks_code,
+		    const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->reason, sizeof(c->reason), fmt, ap);
+	va_end(ap);
+	c->cut = true;
+	/* A SOCKS or CONNECT client was told it is connected, and bytes from
+	 * upstream may have reached an HTTP client: an answer of ours now
+	 * would read as the server's. */
+	if (c->path == GW_PATH_SOCKS || c->is_connect || (c->path == GW_PATH_HTTP && c->down.bytes))
+		answer = GW_ANSWER_NONE;
+	c->answer = answer;
+	c->http_status = http_status;
+	c->socks_code = socks_code;
+	return GW_CLOSE;
+}
+
 /* The answer to a refused or failed connection, on its own path. */
 static void answer(struct conn *c)
 {
@@ -105,7 +128,7 @@ static void answer(struct conn *c)
 						      out, sizeof(out));
 		if (n > 0)
 			gw_reply(c, out, (size_t)n);
-	} else if (c->verdict == GW_DENIED) {
+	} else if (c->verdict == GW_DENIED || c->cut) {
 		/* A transparent client spoke to what it thought was the server:
 		 * reset rather than close, so it sees "connection reset", not a
 		 * server that hung up after accepting. */
@@ -127,22 +150,23 @@ void gw_conn_close(struct conn *c, const char *end_reason)
 	switch (c->verdict) {
 	case GW_ALLOWED:
 		gw->st.allowed++;
-		audit_decision(c, true, NULL);
+		gw->st.cut += c->cut;
+		audit_decision(c, c->cut ? "cut" : "allow", c->cut ? c->reason : NULL);
 		break;
 	case GW_FAILED:
 		gw->st.allowed++;
 		gw->st.failed++;
-		audit_decision(c, true, c->reason);
+		audit_decision(c, "allow", c->reason);
 		break;
 	case GW_DENIED:
 		gw->st.denied++;
-		audit_decision(c, false, c->reason);
+		audit_decision(c, "deny", c->reason);
 		break;
 	case GW_UNDECIDED:
 		/* Gone before asking anything, a DNS query (audited as such),
 		 * or still asking when the run ended. */
 		if (end_reason)
-			audit_decision(c, false, end_reason);
+			audit_decision(c, "deny", end_reason);
 		break;
 	}
 	answer(c);

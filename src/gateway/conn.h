@@ -127,7 +127,10 @@ struct conn {
 	enum gw_path path;
 	enum gw_stage stage;
 	enum gw_verdict verdict;
-	enum gw_answer answer; /* for GW_DENIED and GW_FAILED */
+	/* GW_ALLOWED, then cut part-way for misuse (gw_cut): reason says
+	 * what was refused, and the close audits it as "cut". */
+	bool cut;
+	enum gw_answer answer; /* for GW_DENIED, GW_FAILED and a cut */
 	int http_status;       /* the answer on the HTTP path */
 	uint8_t socks_code;    /* and on the SOCKS path */
 	char reason[2 * AL_HOST_MAX + 96];
@@ -186,6 +189,12 @@ struct al_gateway {
 	struct al_audit *audit;
 	void (*usage)(void *data, const struct al_gateway_usage *use);
 	void *usage_data;
+	/* present.c: refusals reported (gw_refused), each distinct one once:
+	 * a hash of each sent, at most AL_GW_REFUSALS_SENT. */
+	void (*refusal)(void *data, const struct al_gateway_refusal *r);
+	void *refusal_data;
+	uint64_t refusal_sent[AL_GW_REFUSALS_SENT];
+	size_t n_refusal_sent;
 	ares_channel ares; /* created by al_gateway_prepare */
 	struct ares_sock *ares_socks;
 	bool ares_failed; /* the resolver could not start: lookups fail */
@@ -249,6 +258,11 @@ void gw_conn_close(struct conn *c, const char *end_reason);
 /* Refuse: set the verdict and the answer; returns GW_CLOSE. */
 enum gw_step gw_deny(struct conn *c, enum gw_answer answer, int http_status, uint8_t socks_code,
 		     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Cut an allowed connection for misuse: it stays counted as allowed, the
+ * close audits it as "cut" with the reason (and counts it in st.cut);
+ * the answer as for gw_deny. Returns GW_CLOSE. */
+enum gw_step gw_cut(struct conn *c, enum gw_answer answer, int http_status, uint8_t socks_code,
+		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* Send a short answer of ours to the client, best effort. */
 void gw_reply(struct conn *c, const void *buf, size_t len);
 int gw_side_set(struct side *s, uint32_t events);
@@ -354,10 +368,22 @@ const struct al_rule_opts *gw_rule_opts(const struct al_gateway *gw, const char 
 bool gw_secret_scoped(const struct al_cred_secret *s, const struct conn *c);
 /* The needle in name (any case), or -1. */
 ssize_t gw_needle_in_name(const struct al_gateway *gw, const char *name);
+/* A placeholder found where it does not go: counted in st.misuse,
+ * audited as secret.misuse and reported (gw_refused). */
 void gw_audit_misuse(struct al_gateway *gw, size_t needle, const char *where, const char *host,
 		     int port);
-/* Refuse c for a placeholder found in where ("host name", "body", ...). */
+/* The same for a secret's value (cred->v[secret]) found in an answer,
+ * or (secret < 0) an answer that could not be searched for them: counted
+ * and reported, with no audit event of its own for the latter. */
+void gw_answer_misuse(struct al_gateway *gw, ssize_t secret, const char *where, const char *host,
+		      int port);
+/* Refuse c for a placeholder found in where ("host name", "body", ...);
+ * an allowed connection is cut (gw_cut). */
 enum gw_step gw_deny_misuse(struct conn *c, size_t needle, const char *where);
+/* Tell the supervisor of a refusal (gateway.h), each distinct one once,
+ * the first AL_GW_REFUSALS_SENT of them. */
+void gw_refused(struct al_gateway *gw, enum al_gateway_refusal_kind kind, const char *host,
+		int port, const char *secret, const char *why);
 
 /* dnsstub.c */
 void gw_dns_udp(struct al_gateway *gw, int fd);

@@ -33,6 +33,7 @@ static int dns_answer(struct al_gateway *gw, const uint8_t *msg, size_t len, uns
 		gw->st.dns_refused++;
 		al_audit_emit(gw->audit, "net.dns",
 			      json_pack("{s:s, s:s}", "decision", "malformed", "reason", err.msg));
+		gw_refused(gw, AL_GW_REFUSED_DNS, NULL, 0, NULL, "malformed");
 		return al_dns_format_bare_error(
 		    msg, len, r == -EOPNOTSUPP ? AL_DNS_RCODE_NOTIMP : AL_DNS_RCODE_FORMERR, out,
 		    size);
@@ -44,6 +45,7 @@ static int dns_answer(struct al_gateway *gw, const uint8_t *msg, size_t len, uns
 		gw->st.dns_refused++;
 		gw_audit_misuse(gw, (size_t)needle, "DNS name", q.name, 53);
 		audit_dns(gw, &q, "deny", NULL, "the name carries a secret's placeholder");
+		gw_refused(gw, AL_GW_REFUSED_DNS, q.name, 0, NULL, "a secret's placeholder");
 		return al_dns_format_error(&q, AL_DNS_RCODE_NXDOMAIN, out, size);
 	}
 	/* A name the operator never allows (on some port) gets no answer
@@ -51,17 +53,20 @@ static int dns_answer(struct al_gateway *gw, const uint8_t *msg, size_t len, uns
 	if (gw->plan->never && al_allow_match_name_any_port(gw->plan->never, q.name, NULL)) {
 		gw->st.dns_refused++;
 		audit_dns(gw, &q, "deny", NULL, "the operator policy never allows this name");
+		gw_refused(gw, AL_GW_REFUSED_DNS, q.name, 0, NULL, "never allowed");
 		return al_dns_format_error(&q, AL_DNS_RCODE_NXDOMAIN, out, size);
 	}
 	if (!al_allow_match_name_any_port(gw->plan->allow, q.name, NULL)) {
 		gw->st.dns_refused++;
 		audit_dns(gw, &q, "deny", NULL, "no rule allows this name");
+		gw_refused(gw, AL_GW_REFUSED_DNS, q.name, 0, NULL, "no rule");
 		return al_dns_format_error(&q, AL_DNS_RCODE_NXDOMAIN, out, size);
 	}
 	if (q.qclass != AL_DNS_CLASS_IN ||
 	    (q.qtype != AL_DNS_TYPE_A && q.qtype != AL_DNS_TYPE_AAAA)) {
 		gw->st.dns_refused++;
 		audit_dns(gw, &q, "deny", NULL, "only A and AAAA queries are answered");
+		gw_refused(gw, AL_GW_REFUSED_DNS, q.name, 0, NULL, "not an A or AAAA query");
 		return al_dns_format_error(&q, AL_DNS_RCODE_REFUSED, out, size);
 	}
 	if (!gw_fake_addr(gw, q.name, &addr)) {

@@ -213,19 +213,18 @@ static enum gw_step search(struct conn *c, struct gw_filter *f, bool fresh)
 			break;
 		case AL_ANSWER_FOUND:
 			f->down.len = 0;
-			al_audit_emit(c->gw->audit, "secret.misuse",
-				      json_pack("{s:s, s:s, s:s, s:i}", "secret",
-						c->gw->cred->v[out.id].ps->def->name, "where",
-						"answer", "host", c->name, "port", c->port));
-			return gw_deny(c, GW_ANSWER_NONE, 0, 0,
-				       "the answer from %s holds the value of secret %s", c->name,
-				       c->gw->cred->v[out.id].ps->def->name);
+			gw_answer_misuse(c->gw, out.id, "answer", c->name, c->port);
+			return gw_cut(c, GW_ANSWER_NONE, 0, 0,
+				      "the answer from %s holds the value of secret %s", c->name,
+				      c->gw->cred->v[out.id].ps->def->name);
 		case AL_ANSWER_BAD:
 			f->down.len = 0;
-			return gw_deny(c, GW_ANSWER_NONE, 0, 0,
-				       "the answer from %s cannot be searched for the secrets that "
-				       "went there: %s",
-				       c->name, out.why);
+			gw_answer_misuse(c->gw, -1, "answer that could not be searched", c->name,
+					 c->port);
+			return gw_cut(c, GW_ANSWER_NONE, 0, 0,
+				      "the answer from %s cannot be searched for the secrets that "
+				      "went there: %s",
+				      c->name, out.why);
 		}
 	}
 	if (c->upstream.eof && !f->up_ended) {
@@ -246,10 +245,12 @@ static enum gw_step search(struct conn *c, struct gw_filter *f, bool fresh)
 	}
 	if (holding && f->stalled) {
 		f->down.len = 0;
-		return gw_deny(c, GW_ANSWER_NONE, 0, 0,
-			       "the answer from %s stopped for %d s on what could be the start of "
-			       "a secret's value",
-			       c->name, GW_ANSWER_STALL_MS / 1000);
+		gw_answer_misuse(c->gw, -1, "answer stalled on what could be a secret", c->name,
+				 c->port);
+		return gw_cut(c, GW_ANSWER_NONE, 0, 0,
+			      "the answer from %s stopped for %d s on what could be the start of "
+			      "a secret's value",
+			      c->name, GW_ANSWER_STALL_MS / 1000);
 	}
 	if (holding && !f->stall_armed &&
 	    al_timer_arm(f->stall_timer, GW_ANSWER_STALL_MS, false) == 0)

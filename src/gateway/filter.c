@@ -339,8 +339,15 @@ static void refuse(struct conn *c, struct gw_filter *f, const struct al_reqstrea
 {
 	f->refused = true;
 	if (ev->kind == AL_REQSTREAM_MISUSE && ev->needle >= 0) {
+		const struct al_cred_secret *s =
+		    &c->gw->cred->v[c->gw->needle_owner[(size_t)ev->needle]];
 		gw_audit_misuse(c->gw, (size_t)ev->needle, ev->where, c->name, c->port);
-		set_answer(f, 403, NULL, "a secret's placeholder is not sent there");
+		/* The connection was allowed; it carries no more requests. The
+		 * 403 names what was refused, as every refusal's does. */
+		gw_cut(c, GW_ANSWER_NONE, 0, 0,
+		       "the placeholder of secret %s is in the %s, which is not where it goes",
+		       s->ps->def->name, ev->where);
+		set_answer(f, 403, c->reason, c->reason);
 	} else {
 		audit_request(c, ev->req.method ? &ev->req : NULL, "deny", ev->status, ev->rule,
 			      ev->reason);

@@ -37,6 +37,13 @@ void al_gateway_on_usage(struct al_gateway *gw,
 	gw->usage_data = data;
 }
 
+void al_gateway_on_refusal(struct al_gateway *gw,
+			   void (*fn)(void *data, const struct al_gateway_refusal *r), void *data)
+{
+	gw->refusal = fn;
+	gw->refusal_data = data;
+}
+
 int al_gateway_prepare(struct al_gateway *gw, struct al_error *err)
 {
 	struct al_error e = {0};

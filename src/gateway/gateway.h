@@ -34,6 +34,28 @@ struct al_gateway_stats {
 	uint64_t bytes_down;   /* upstream → sandbox */
 	uint64_t dns_answered; /* A queries answered with an address, AAAA with no data */
 	uint64_t dns_refused;  /* queries refused (name not allowed, other types) */
+	uint64_t misuse;       /* a secret kept from where it does not go (each a
+				* refusal), or an answer that carries one that could
+				* not be searched */
+	uint64_t cut;	       /* allowed connections cut part-way for misuse (also
+				* in allowed) */
+};
+
+/* A refusal the run's stderr summary and record name, besides the audit
+ * stream: a DNS lookup refused, or a secret kept from where it does not
+ * go. Every text is printable ASCII (the gateway replaces other bytes by
+ * '?' before it sends them). */
+enum al_gateway_refusal_kind {
+	AL_GW_REFUSED_DNS = 1, /* host: the name asked; why: why it was refused */
+	AL_GW_REFUSED_MISUSE,  /* host:port, secret (may be ""), where it was */
+};
+#define AL_GW_REFUSAL_TEXT 96
+struct al_gateway_refusal {
+	uint32_t kind;
+	uint32_t port;			 /* MISUSE: 0 to 65535; DNS: 0 */
+	char secret[AL_GW_REFUSAL_TEXT]; /* the secret's name; "" when none */
+	char why[AL_GW_REFUSAL_TEXT];	 /* DNS: why; MISUSE: where ("header X-Leak") */
+	char host[AL_HOST_MAX + 1];	 /* the host or DNS name; "" when not known */
 };
 
 /* What allowed connections used of their host, reported when they close:
@@ -75,6 +97,12 @@ void al_gateway_set_cred(struct al_gateway *gw, const struct al_cred *cred);
 /* Report each allowed connection's use to fn(data, use) when it closes. */
 void al_gateway_on_usage(struct al_gateway *gw,
 			 void (*fn)(void *data, const struct al_gateway_usage *use), void *data);
+
+/* Report the first distinct refusals (at most AL_GW_REFUSALS_SENT) to
+ * fn(data, r) as they happen; the counts are in the stats. */
+#define AL_GW_REFUSALS_SENT 64
+void al_gateway_on_refusal(struct al_gateway *gw,
+			   void (*fn)(void *data, const struct al_gateway_refusal *r), void *data);
 
 /* The budget (plan->budget): fn(data, ch) for each charge the gateway
  * makes, before the request it prices goes out; set_spent tells it what

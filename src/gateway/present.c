@@ -3,7 +3,8 @@
  * host, and the placeholders that must not leave by any other way. A
  * placeholder seen where it does not belong — in a name, in a request to
  * another host, in a stream the gateway cannot inject into — is refused
- * and audited as secret.misuse. */
+ * and audited as secret.misuse, counted and reported to the supervisor for
+ * the run's summary and record (gw_refused). */
 #include "gateway/conn.h"
 
 #include <stdio.h>
@@ -160,14 +161,78 @@ ssize_t gw_needle_in_name(const struct al_gateway *gw, const char *name)
 	return -1;
 }
 
+/* Printable ASCII only: what goes to the supervisor ends on a terminal. */
+static void put_clean(char *out, size_t size, const char *in)
+{
+	size_t i = 0;
+
+	for (; in && in[i] && i + 1 < size; i++)
+		out[i] = (in[i] < 0x20 || in[i] > 0x7e) ? '?' : in[i];
+	out[i] = '\0';
+}
+
+/* FNV-1a over the refusal's fields, to send each distinct one once. */
+static uint64_t refusal_hash(const struct al_gateway_refusal *r)
+{
+	uint64_t h = 1469598103934665603ull;
+	const char *parts[] = {r->secret, r->why, r->host};
+
+	h = (h ^ r->kind) * 1099511628211ull;
+	h = (h ^ r->port) * 1099511628211ull;
+	for (size_t k = 0; k < AL_ARRAY_SIZE(parts); k++)
+		for (const char *p = parts[k];; p++) {
+			h = (h ^ (unsigned char)*p) * 1099511628211ull;
+			if (!*p)
+				break;
+		}
+	return h;
+}
+
+void gw_refused(struct al_gateway *gw, enum al_gateway_refusal_kind kind, const char *host,
+		int port, const char *secret, const char *why)
+{
+	struct al_gateway_refusal r = {.kind = kind,
+				       .port = port > 0 && port <= 65535 ? (uint32_t)port : 0};
+
+	if (!gw->refusal || gw->n_refusal_sent >= AL_GW_REFUSALS_SENT)
+		return;
+	put_clean(r.secret, sizeof(r.secret), secret);
+	put_clean(r.why, sizeof(r.why), why);
+	put_clean(r.host, sizeof(r.host),
+		  host && *host		      ? host
+		  : kind == AL_GW_REFUSED_DNS ? ""
+					      : "?");
+	uint64_t h = refusal_hash(&r);
+	for (size_t i = 0; i < gw->n_refusal_sent; i++)
+		if (gw->refusal_sent[i] == h)
+			return;
+	gw->refusal_sent[gw->n_refusal_sent++] = h;
+	gw->refusal(gw->refusal_data, &r);
+}
+
 void gw_audit_misuse(struct al_gateway *gw, size_t needle, const char *where, const char *host,
 		     int port)
 {
 	const struct al_cred_secret *s = &gw->cred->v[gw->needle_owner[needle]];
 
+	gw->st.misuse++;
 	al_audit_emit(gw->audit, "secret.misuse",
 		      json_pack("{s:s, s:s, s:s?, s:i}", "secret", s->ps->def->name, "where", where,
 				"host", host, "port", port));
+	gw_refused(gw, AL_GW_REFUSED_MISUSE, host, port, s->ps->def->name, where);
+}
+
+void gw_answer_misuse(struct al_gateway *gw, ssize_t secret, const char *where, const char *host,
+		      int port)
+{
+	const char *name = secret >= 0 ? gw->cred->v[secret].ps->def->name : NULL;
+
+	gw->st.misuse++;
+	if (name)
+		al_audit_emit(gw->audit, "secret.misuse",
+			      json_pack("{s:s, s:s, s:s, s:i}", "secret", name, "where", where,
+					"host", host, "port", port));
+	gw_refused(gw, AL_GW_REFUSED_MISUSE, host, port, name, where);
 }
 
 enum gw_step gw_deny_misuse(struct conn *c, size_t needle, const char *where)
@@ -175,6 +240,12 @@ enum gw_step gw_deny_misuse(struct conn *c, size_t needle, const char *where)
 	const struct al_cred_secret *s = &c->gw->cred->v[c->gw->needle_owner[needle]];
 
 	gw_audit_misuse(c->gw, needle, where, c->name[0] ? c->name : NULL, c->port);
+	/* Past the connect stage the connection was allowed: it is cut. */
+	if (c->verdict == GW_ALLOWED)
+		return gw_cut(
+		    c, GW_ANSWER_DEFAULT, 403, AL_SOCKS_REP_NOT_ALLOWED,
+		    "the placeholder of secret %s is in the %s, which is not where it goes",
+		    s->ps->def->name, where);
 	return gw_deny(c, GW_ANSWER_DEFAULT, 403, AL_SOCKS_REP_NOT_ALLOWED,
 		       "the placeholder of secret %s is in the %s, which is not where it goes",
 		       s->ps->def->name, where);

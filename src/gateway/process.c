@@ -130,6 +130,16 @@ static void child_charge(void *data, const struct al_gwp_charge *ch)
 	child_send(c->sock, buf, al_gwp_encode_charge(ch, buf, sizeof(buf)));
 }
 
+/* A refusal for the run's summary and record: at once, as the gateway
+ * sends each distinct one only once. */
+static void child_refusal(void *data, const struct al_gateway_refusal *r)
+{
+	struct child *c = data;
+	uint8_t buf[1024];
+
+	child_send(c->sock, buf, al_gwp_encode_refusal(r, buf, sizeof(buf)));
+}
+
 /* The audit stream's sink: each event becomes a message. */
 static void child_audit(void *data, const char *event, json_t *fields)
 {
@@ -323,6 +333,7 @@ static _Noreturn void child_main(const struct al_plan *plan, const struct al_cre
 		_exit(2);
 	al_gateway_on_usage(c.gw, child_usage, &c);
 	al_gateway_on_charge(c.gw, child_charge, &c);
+	al_gateway_on_refusal(c.gw, child_refusal, &c);
 	/* The resolver reads the host's configuration before the walls go up. */
 	if (al_gateway_prepare(c.gw, &err) < 0) {
 		e = EINVAL;
@@ -432,6 +443,10 @@ static int read_one(struct al_gateway_proc *gp)
 		if (strcmp(m.event, "token.minted") == 0 && gp->ev->minted)
 			gp->ev->minted(gp->ev->data, m.fields);
 		al_audit_emit(gp->audit, m.event, m.fields);
+		break;
+	case AL_GWP_REFUSAL:
+		if (gp->ev->refused)
+			gp->ev->refused(gp->ev->data, &m.refusal);
 		break;
 	case AL_GWP_STATS:
 		gp->stats = m.stats;

@@ -49,6 +49,9 @@ struct al_gateway_proc_events {
 	/* A refused connection (its name or address, port and reason; any
 	 * may be NULL or 0: they come from the gateway). */
 	void (*denied)(void *data, const char *host, int port, const char *reason);
+	/* A refused DNS lookup or a secret's misuse (checked by
+	 * al_gwp_decode). May be NULL. */
+	void (*refused)(void *data, const struct al_gateway_refusal *r);
 	void *data;
 };
 

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 static const char *const audit_events[] = {"net.connect", "net.dns",	"net.request",
 					   "limit.hit",	  "secret.use", "secret.misuse",
@@ -59,8 +60,9 @@ int al_gwp_encode_audit(const char *event, const json_t *fields, uint8_t *out, s
 
 int al_gwp_encode_stats(const struct al_gateway_stats *st, uint8_t *out, size_t size)
 {
-	uint64_t v[7] = {st->allowed,	 st->denied,	   st->failed,	   st->bytes_up,
-			 st->bytes_down, st->dns_answered, st->dns_refused};
+	uint64_t v[9] = {st->allowed,	  st->denied,	  st->failed,
+			 st->bytes_up,	  st->bytes_down, st->dns_answered,
+			 st->dns_refused, st->misuse,	  st->cut};
 	return encode(AL_GWP_STATS, v, sizeof(v), NULL, 0, out, size);
 }
 
@@ -86,9 +88,78 @@ int al_gwp_encode_spent(uint64_t spent, uint8_t *out, size_t size)
 	return encode(AL_GWP_SPENT, &spent, sizeof(spent), NULL, 0, out, size);
 }
 
+int al_gwp_encode_refusal(const struct al_gateway_refusal *r, uint8_t *out, size_t size)
+{
+	uint8_t v[8 + sizeof(r->secret) + sizeof(r->why) + sizeof(r->host)];
+	size_t n = 8;
+	const char *parts[] = {r->secret, r->why, r->host};
+	const size_t caps[] = {sizeof(r->secret), sizeof(r->why), sizeof(r->host)};
+
+	memcpy(v, &r->kind, 4);
+	memcpy(v + 4, &r->port, 4);
+	for (size_t k = 0; k < 3; k++) {
+		size_t l = strnlen(parts[k], caps[k] - 1);
+		memcpy(v + n, parts[k], l);
+		n += l;
+		if (k < 2)
+			v[n++] = '\0';
+	}
+	return encode(AL_GWP_REFUSAL, v, n, NULL, 0, out, size);
+}
+
 static int bad(struct al_error *err, const char *what)
 {
 	return al_error_set(err, EINVAL, "gateway message: %s", what);
+}
+
+/* One printable field of a refusal, up to a NUL or the end: its length,
+ * or -1 when it is too long for cap (with its NUL) or not printable. */
+static ssize_t refusal_text(const uint8_t *p, size_t len, char *out, size_t cap)
+{
+	size_t l = 0;
+
+	while (l < len && p[l])
+		l++;
+	if (l >= cap)
+		return -1;
+	for (size_t i = 0; i < l; i++)
+		if (p[i] < 0x20 || p[i] > 0x7e)
+			return -1;
+	memcpy(out, p, l);
+	out[l] = '\0';
+	return (ssize_t)l;
+}
+
+static int decode_refusal(const uint8_t *p, size_t len, struct al_gateway_refusal *r,
+			  struct al_error *err)
+{
+	char *fields[] = {r->secret, r->why, r->host};
+	const size_t caps[] = {sizeof(r->secret), sizeof(r->why), sizeof(r->host)};
+	size_t off = 8;
+
+	if (len < 8 + 2)
+		return bad(err, "refusal of the wrong size");
+	memcpy(&r->kind, p, 4);
+	memcpy(&r->port, p + 4, 4);
+	if ((r->kind != AL_GW_REFUSED_DNS && r->kind != AL_GW_REFUSED_MISUSE) || r->port > 65535 ||
+	    (r->kind == AL_GW_REFUSED_DNS && r->port))
+		return bad(err, "refusal with values out of range");
+	for (size_t k = 0; k < 3; k++) {
+		ssize_t l = refusal_text(p + off, len - off, fields[k], caps[k]);
+		if (l < 0)
+			return bad(err, "refusal with a field too long or not printable");
+		off += (size_t)l;
+		if (k < 2) {
+			if (off >= len)
+				return bad(err, "refusal with fields missing");
+			off++; /* its NUL */
+		}
+	}
+	if (off != len)
+		return bad(err, "refusal with bytes after its fields");
+	if (!r->why[0] || (r->kind == AL_GW_REFUSED_MISUSE && !r->host[0]))
+		return bad(err, "refusal without what it needs");
+	return 0;
 }
 
 static int decode_audit(const uint8_t *p, size_t len, struct al_gwp_msg *ret, struct al_error *err)
@@ -159,13 +230,16 @@ int al_gwp_decode(const uint8_t *buf, size_t n, struct al_gwp_msg *ret, struct a
 	case AL_GWP_AUDIT:
 		return decode_audit(p, h.len, ret, err);
 	case AL_GWP_STATS: {
-		uint64_t v[7];
+		uint64_t v[9];
 		if (h.len != sizeof(v))
 			return bad(err, "stats of the wrong size");
 		memcpy(v, p, sizeof(v));
-		ret->stats = (struct al_gateway_stats){v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
+		ret->stats =
+		    (struct al_gateway_stats){v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]};
 		return 0;
 	}
+	case AL_GWP_REFUSAL:
+		return decode_refusal(p, h.len, &ret->refusal, err);
 	case AL_GWP_USAGE: {
 		uint64_t v[3];
 		if (h.len <= sizeof(v) || h.len - sizeof(v) > AL_HOST_MAX)

@@ -27,12 +27,15 @@ enum al_gwp_type {
 	AL_GWP_STARTED, /* i32 error (0, or a positive errno), i32 landlock ABI in force,
 			 * i32 errno of its own test open of /etc/passwd; text */
 	AL_GWP_AUDIT,	/* event name, NUL, a JSON object */
-	AL_GWP_STATS,	/* struct al_gateway_stats as 7 u64 */
+	AL_GWP_STATS,	/* struct al_gateway_stats as 9 u64 */
 	AL_GWP_USAGE,	/* struct al_gateway_usage: 3 u64 (requests: 1 to
 			 * AL_GWP_MAX_USE_REQUESTS, bytes up, down), the host (1 to
 			 * AL_HOST_MAX printable characters, no NUL) */
 	AL_GWP_CHARGE,	/* the budget: u64 requests (0 to AL_GWP_MAX_USE_REQUESTS), u64
 			 * bytes up, u32 flags (AL_GWP_CHARGE_*), the host as in USAGE */
+	AL_GWP_REFUSAL, /* struct al_gateway_refusal: u32 kind, u32 port (0 to 65535; 0 for
+			 * DNS), then secret, NUL, why, NUL, host: printable ASCII, each
+			 * shorter than its field (the host may be empty only for DNS) */
 };
 
 #define AL_GWP_CHARGE_EXHAUSTED 0x1 /* the next request would pass the budget: refused */
@@ -52,13 +55,14 @@ struct al_gwp_msg {
 	enum al_gwp_type type;
 	uint32_t kind; /* LISTENER */
 	int32_t error, landlock_abi, file_errno;
-	char text[256];		       /* STARTED: what failed, or "" */
-	char event[32];		       /* AUDIT */
-	json_t *fields;		       /* AUDIT: a new reference the caller owns */
-	struct al_gateway_stats stats; /* STATS */
-	struct al_gateway_usage usage; /* USAGE */
-	struct al_gwp_charge charge;   /* CHARGE */
-	uint64_t spent;		       /* SPENT */
+	char text[256];			   /* STARTED: what failed, or "" */
+	char event[32];			   /* AUDIT */
+	json_t *fields;			   /* AUDIT: a new reference the caller owns */
+	struct al_gateway_stats stats;	   /* STATS */
+	struct al_gateway_usage usage;	   /* USAGE */
+	struct al_gwp_charge charge;	   /* CHARGE */
+	struct al_gateway_refusal refusal; /* REFUSAL */
+	uint64_t spent;			   /* SPENT */
 };
 
 /* Encode one message into out; returns its length, or -ENOSPC. */
@@ -72,6 +76,7 @@ int al_gwp_encode_stats(const struct al_gateway_stats *st, uint8_t *out, size_t 
 int al_gwp_encode_usage(const struct al_gateway_usage *use, uint8_t *out, size_t size);
 int al_gwp_encode_charge(const struct al_gwp_charge *ch, uint8_t *out, size_t size);
 int al_gwp_encode_spent(uint64_t spent, uint8_t *out, size_t size);
+int al_gwp_encode_refusal(const struct al_gateway_refusal *r, uint8_t *out, size_t size);
 
 /* Decode the n bytes of one message. 0 and *ret filled; -EINVAL with err
  * saying what is wrong. AUDIT is accepted only for the gateway's own

@@ -14,6 +14,7 @@
 #include "core/sys.h"
 #include "core/util.h"
 #include "policy/kmem.h"
+#include "policy/limits.h"
 
 static json_t *limits_json(const struct al_plan *p, const struct al_run_result *res)
 {
@@ -94,6 +95,28 @@ static json_t *cost_json(const struct al_plan *p, const struct al_cost *c)
 			 amount(c->requests), "hosts", hosts);
 }
 
+/* The gateway's counters, and where a secret was kept from (the first
+ * AL_MISUSE_KEPT distinct places). */
+static json_t *network_json(const struct al_run_result *res)
+{
+	const struct al_gateway_stats *n = &res->network;
+	json_t *hosts = json_array();
+
+	for (size_t i = 0; i < res->denied.n_misuse; i++) {
+		const struct al_gateway_refusal *r = &res->denied.misuse[i];
+		json_array_append_new(
+		    hosts, json_pack("{s:s, s:i, s:o, s:s}", "host", r->host, "port", (int)r->port,
+				     "secret", r->secret[0] ? json_string(r->secret) : json_null(),
+				     "where", r->why));
+	}
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "allowed",
+			 (json_int_t)n->allowed, "denied", (json_int_t)n->denied, "failed",
+			 (json_int_t)n->failed, "bytes_up", (json_int_t)n->bytes_up, "bytes_down",
+			 (json_int_t)n->bytes_down, "dns_answered", (json_int_t)n->dns_answered,
+			 "dns_refused", (json_int_t)n->dns_refused, "cut", (json_int_t)n->cut,
+			 "misuse", (json_int_t)n->misuse, "misuse_hosts", hosts);
+}
+
 json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *res,
 		       const char *run_id)
 {
@@ -128,15 +151,7 @@ json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *r
 	    json_pack("{s:I, s:I, s:I}", "syscalls", (json_int_t)res->syscalls_denied, "oom_kills",
 		      (json_int_t)cg->oom_kills, "forks_refused", (json_int_t)cg->pids_max_hits));
 	if (res->have_network)
-		json_object_set_new(o, "network",
-				    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "allowed",
-					      (json_int_t)res->network.allowed, "denied",
-					      (json_int_t)res->network.denied, "failed",
-					      (json_int_t)res->network.failed, "bytes_up",
-					      (json_int_t)res->network.bytes_up, "bytes_down",
-					      (json_int_t)res->network.bytes_down, "dns_answered",
-					      (json_int_t)res->network.dns_answered, "dns_refused",
-					      (json_int_t)res->network.dns_refused));
+		json_object_set_new(o, "network", network_json(res));
 	else
 		json_object_set_new(o, "network", json_null());
 	json_object_set_new(o, "limits", limits_json(plan, res));
@@ -296,10 +311,25 @@ const char *al_reason_name(enum al_end_reason r)
 	return "?";
 }
 
-const char *al_result_describe(const struct al_run_result *res, char *buf, size_t len)
+/* "--memory 64M": the flag that sets limit k, with the value v it had. */
+static const char *limit_flag(enum al_op_limit k, uint64_t v, char *buf, size_t len)
+{
+	const struct al_limit_def *d = &al_limit_defs[k];
+	char val[32];
+
+	al_limit_format(d, v, val, sizeof(val));
+	snprintf(buf, len, "%s %s", d->flag, val);
+	return buf;
+}
+
+const char *al_result_describe(const struct al_plan *plan, const struct al_run_result *res,
+			       char *buf, size_t len)
 {
 	unsigned long long s = res->wall_ms / 1000, ms = res->wall_ms % 1000;
+	char flag[64];
 
+	/* Each limit says the value that was reached and the flag that sets
+	 * it (plan is NULL only for callers that have none: no flag then). */
 	switch (res->reason) {
 	case AL_END_SETUP_ERROR:
 		snprintf(buf, len, "sandbox setup failed at step \"%s\": %s%s%s", res->step,
@@ -310,44 +340,69 @@ const char *al_result_describe(const struct al_run_result *res, char *buf, size_
 			 res->err == ENOENT ? " (command not found in the sandbox)" : "");
 		return buf;
 	case AL_END_TIMEOUT:
-		snprintf(buf, len, "limit: timeout; the sandbox was killed after %llu.%03llu s", s,
-			 ms);
+		snprintf(
+		    buf, len, "limit: timeout; the sandbox was killed after %llu.%03llu s%s%s%s", s,
+		    ms, plan ? ": " : "",
+		    plan ? limit_flag(AL_OPL_TIMEOUT, plan->timeout_ms, flag, sizeof(flag)) : "",
+		    plan ? " was reached" : "");
 		return buf;
 	case AL_END_MEMORY:
 		if (res->listeners_hit)
 			snprintf(buf, len,
 				 "limit: memory; the sandbox was killed (more than %u listening "
-				 "sockets, whose queues the supervisor must count)",
+				 "sockets, whose queues the supervisor must count; a fixed cap)",
 				 AL_MAX_LISTENERS);
 		else if (res->socket_memory)
-			snprintf(buf, len,
-				 "limit: memory; the sandbox was killed (its socket buffers held "
-				 "%llu K, past the %llu K they may)",
-				 (unsigned long long)(res->cgroup.socket_peak >> 10),
-				 (unsigned long long)(res->socket_stop >> 10));
+			snprintf(
+			    buf, len,
+			    "limit: memory; the sandbox was killed (its socket buffers held "
+			    "%llu K, past the %llu K they may)%s%s%s",
+			    (unsigned long long)(res->cgroup.socket_peak >> 10),
+			    (unsigned long long)(res->socket_stop >> 10),
+			    plan ? ": an eighth of " : "",
+			    plan ? limit_flag(AL_OPL_MEMORY, plan->memory_bytes, flag, sizeof(flag))
+				 : "",
+			    plan ? " was reached" : "");
 		else
-			snprintf(buf, len, "limit: memory; the sandbox was killed (out of memory)");
+			snprintf(
+			    buf, len, "limit: memory; the sandbox was killed (out of memory)%s%s%s",
+			    plan ? ": " : "",
+			    plan ? limit_flag(AL_OPL_MEMORY, plan->memory_bytes, flag, sizeof(flag))
+				 : "",
+			    plan ? " was reached" : "");
 		return buf;
 	case AL_END_PIDS:
-		snprintf(buf, len, "limit: pids; the sandbox was killed (a fork hit the limit)");
+		snprintf(buf, len,
+			 "limit: pids; the sandbox was killed (a fork hit the limit)%s%s%s",
+			 plan ? ": " : "",
+			 plan ? limit_flag(AL_OPL_PIDS, plan->pids, flag, sizeof(flag)) : "",
+			 plan ? " was reached" : "");
 		return buf;
 	case AL_END_CPU_TIME:
-		snprintf(buf, len, "limit: cpu-time; the sandbox was killed after %llu ms of CPU",
-			 (unsigned long long)(res->cgroup.cpu_usage_us / 1000));
+		snprintf(
+		    buf, len, "limit: cpu-time; the sandbox was killed after %llu ms of CPU%s%s%s",
+		    (unsigned long long)(res->cgroup.cpu_usage_us / 1000), plan ? ": " : "",
+		    plan ? limit_flag(AL_OPL_CPU_TIME, plan->cpu_time_ms, flag, sizeof(flag)) : "",
+		    plan ? " was reached" : "");
 		return buf;
 	case AL_END_OUTPUT:
-		snprintf(buf, len,
-			 "limit: output; the sandbox was killed after %llu bytes of output",
-			 (unsigned long long)(res->stdout_bytes + res->stderr_bytes));
+		snprintf(
+		    buf, len,
+		    "limit: output; the sandbox was killed after %llu bytes of output%s%s%s",
+		    (unsigned long long)(res->stdout_bytes + res->stderr_bytes), plan ? ": " : "",
+		    plan ? limit_flag(AL_OPL_OUTPUT, plan->output_bytes, flag, sizeof(flag)) : "",
+		    plan ? " was reached" : "");
 		return buf;
 	case AL_END_KILLED:
 		snprintf(buf, len, "stopped by %s: the sandbox was killed", strsignal(res->signal));
 		return buf;
 	case AL_END_BUDGET: {
-		char spent[32];
+		char spent[32], max[32];
 		al_budget_format(al_cost_total(&res->cost), spent, sizeof(spent));
-		snprintf(buf, len, "limit: budget; the sandbox was stopped after spending %s",
-			 spent);
+		al_budget_format(plan ? plan->budget.max : 0, max, sizeof(max));
+		snprintf(buf, len, "limit: budget; the sandbox was stopped after spending %s%s%s%s",
+			 spent, plan ? ": the policy's limits.budget.max " : "", plan ? max : "",
+			 plan ? " was reached" : "");
 		return buf;
 	}
 	default:
@@ -430,14 +485,34 @@ void al_result_note_denied_call(struct al_run_result *res, const char *name)
 		d->more_calls = true;
 }
 
+void al_result_note_refusal(struct al_run_result *res, const struct al_gateway_refusal *r)
+{
+	struct al_denied *d = &res->denied;
+	bool dns = r->kind == AL_GW_REFUSED_DNS;
+	struct al_gateway_refusal *v = dns ? d->names : d->misuse;
+	size_t *n = dns ? &d->n_names : &d->n_misuse;
+	size_t cap = dns ? AL_DENIED_NAMES : AL_MISUSE_KEPT;
+
+	for (size_t i = 0; i < *n; i++)
+		if (v[i].port == r->port && strcmp(v[i].host, r->host) == 0 &&
+		    strcmp(v[i].secret, r->secret) == 0 && strcmp(v[i].why, r->why) == 0)
+			return;
+	if (*n == cap) {
+		*(dns ? &d->more_names : &d->more_misuse) = true;
+		return;
+	}
+	v[(*n)++] = *r;
+}
+
 const char *al_result_denied_summary(const struct al_run_result *res, char *buf, size_t len)
 {
 	const struct al_denied *d = &res->denied;
 	uint64_t conns = res->have_network ? res->network.denied : 0;
 	uint64_t dns = res->have_network ? res->network.dns_refused : 0;
+	uint64_t misuse = res->have_network ? res->network.misuse : 0;
 	size_t n = 0;
 
-	if (!conns && !dns && !res->syscalls_denied)
+	if (!conns && !dns && !misuse && !res->syscalls_denied)
 		return NULL;
 #define PUT(...)                                                                                   \
 	do {                                                                                       \
@@ -452,11 +527,34 @@ const char *al_result_denied_summary(const struct al_run_result *res, char *buf,
 		if (d->more_hosts)
 			PUT(", ...");
 	}
-	if (dns)
-		PUT("%s %" PRIu64 " DNS lookup%s", conns ? ";" : "", dns, dns == 1 ? "" : "s");
+	/* Each shown once, with where it was kept from (host:port) and what
+	 * was there. */
+	if (misuse) {
+		PUT("%s %" PRIu64 " secret misuse%s", conns ? ";" : "", misuse,
+		    misuse == 1 ? "" : "s");
+		for (size_t i = 0; i < d->n_misuse && i < AL_DENIED_HOSTS; i++) {
+			const struct al_gateway_refusal *r = &d->misuse[i];
+			PUT("%s %s:%u (", i ? "," : ":", r->host, r->port);
+			if (r->secret[0])
+				PUT("secret %s in the %s)", r->secret, r->why);
+			else
+				PUT("the %s)", r->why);
+		}
+		if (d->n_misuse > AL_DENIED_HOSTS || d->more_misuse)
+			PUT(", ...");
+	}
+	if (dns) {
+		PUT("%s %" PRIu64 " DNS lookup%s", conns || misuse ? ";" : "", dns,
+		    dns == 1 ? "" : "s");
+		for (size_t i = 0; i < d->n_names; i++)
+			PUT("%s %s (%s)", i ? "," : ":",
+			    d->names[i].host[0] ? d->names[i].host : "?", d->names[i].why);
+		if (d->more_names)
+			PUT(", ...");
+	}
 	if (res->syscalls_denied) {
-		PUT("%s %" PRIu64 " system call%s", conns || dns ? ";" : "", res->syscalls_denied,
-		    res->syscalls_denied == 1 ? "" : "s");
+		PUT("%s %" PRIu64 " system call%s", conns || misuse || dns ? ";" : "",
+		    res->syscalls_denied, res->syscalls_denied == 1 ? "" : "s");
 		for (size_t i = 0; i < d->n_calls; i++)
 			PUT("%s %s", i ? "," : ":", d->calls[i]);
 		if (d->more_calls)

@@ -53,13 +53,26 @@ struct al_layer_check {
  * the record's: network.denied, network.dns_refused, denials.syscalls). */
 #define AL_DENIED_HOSTS 4
 #define AL_DENIED_CALLS 8
+#define AL_DENIED_NAMES 4
+/* The record's network.misuse_hosts keeps this many (the summary names
+ * the first AL_DENIED_HOSTS). */
+#define AL_MISUSE_KEPT 16
 struct al_denied {
 	struct {
 		char what[300];	  /* "host:port" */
 		char why[40];	  /* "no rule", "non-public address", ... */
 	} hosts[AL_DENIED_HOSTS]; /* the first distinct ones */
 	size_t n_hosts;
-	bool more_hosts;		 /* a distinct one past the cap */
+	bool more_hosts; /* a distinct one past the cap */
+	/* DNS lookups refused: the name and why, the first distinct ones */
+	struct al_gateway_refusal names[AL_DENIED_NAMES];
+	size_t n_names;
+	bool more_names;
+	/* a secret kept from where it does not go (gateway.h), first
+	 * distinct ones */
+	struct al_gateway_refusal misuse[AL_MISUSE_KEPT];
+	size_t n_misuse;
+	bool more_misuse;
 	char calls[AL_DENIED_CALLS][32]; /* system call names, first seen first */
 	size_t n_calls;
 	bool more_calls;
@@ -109,12 +122,17 @@ uint64_t al_cost_total(const struct al_cost *c);
 const char *al_reason_name(enum al_end_reason r);
 
 /* One line describing how the run ended, or NULL when the command simply
- * exited or died by a signal of its own. */
-const char *al_result_describe(const struct al_run_result *res, char *buf, size_t len);
+ * exited or died by a signal of its own. A limit's line names the value
+ * reached and the flag that sets it ("--memory 64M was reached"), taken
+ * from plan (NULL: the value alone). */
+const char *al_result_describe(const struct al_plan *plan, const struct al_run_result *res,
+			       char *buf, size_t len);
 
 /* One line of what the run's sandbox and gateway refused ("denied 3
- * connections: a.test:8099 (no rule), ...; 1 DNS lookup; 2 system calls:
- * mount, bpf"), at most len - 1 characters; NULL when nothing was. */
+ * connections: a.test:8099 (no rule), ...; 1 secret misuse: b.test:80
+ * (secret TOK in the header X-Leak); 1 DNS lookup: c.test (no rule); 2
+ * system calls: mount, bpf"), at most len - 1 characters; NULL when
+ * nothing was. */
 const char *al_result_denied_summary(const struct al_run_result *res, char *buf, size_t len);
 
 /* Note a refused connection (host, port, the gateway's reason) or system
@@ -122,6 +140,8 @@ const char *al_result_denied_summary(const struct al_run_result *res, char *buf,
 void al_result_note_denied_host(struct al_run_result *res, const char *host, int port,
 				const char *reason);
 void al_result_note_denied_call(struct al_run_result *res, const char *name);
+/* Note a refusal the gateway reported (a DNS lookup, a secret's misuse). */
+void al_result_note_refusal(struct al_run_result *res, const struct al_gateway_refusal *r);
 
 /* The result record (docs/result.md) as a new JSON object. */
 json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *res,

@@ -209,6 +209,12 @@ static void on_gateway_denied(void *data, const char *host, int port, const char
 	al_result_note_denied_host(&l->result, host, port, reason);
 }
 
+static void on_gateway_refused(void *data, const struct al_gateway_refusal *r)
+{
+	struct al_supervisor *l = data;
+	al_result_note_refusal(&l->result, r);
+}
+
 static void ev_listener(void *data, enum al_gateway_listener kind, int fd)
 {
 	struct al_supervisor *l = data;
@@ -373,6 +379,7 @@ struct al_supervisor *al_supervisor_new(const struct al_supervisor_config *cfg)
 							    .charge = on_gateway_charge,
 							    .minted = on_gateway_minted,
 							    .denied = on_gateway_denied,
+							    .refused = on_gateway_refused,
 							    .data = l};
 	l->events = (struct al_sandbox_events){.data = l,
 					       .meter = &l->meter,

@@ -141,8 +141,11 @@ class Server:
                                          "path": self.path,
                                          "headers": list(self.headers.items()),
                                          "body": body})
-                payload = json.dumps({"label": rec.label, "method": self.command,
-                                      "path": self.path, "len": len(body)}).encode()
+                reply = {"label": rec.label, "method": self.command,
+                         "path": self.path, "len": len(body)}
+                if self.path.startswith("/echo-auth"):  # a server that echoes the credential
+                    reply["auth"] = self.headers.get("Authorization")
+                payload = json.dumps(reply).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
@@ -1327,6 +1330,68 @@ def misuse(e):
     ck.that(not r.evs("secret.misuse", host="analysis.internal"),
             "a secret.misuse event for the scoped host: %s"
             % r.evs("secret.misuse", host="analysis.internal"))
+    no_real_value(ck, real, {"stdout": r.res.out, "the audit": r.raw["audit"],
+                             "the record": r.raw["record"]})
+    ck.done()
+
+
+@case
+def misuse_told(e):
+    """A secret TOK scoped to analysis.internal:P, other.internal:Q also
+    allowed. Its placeholder in a header to other.internal gets 403 with
+    an X-Airlock-Denied header naming the secret and where it was; an
+    answer from analysis.internal that echoes the real value is cut (the
+    client gets no answer). Both are counted in the record
+    (network.misuse 2, network.cut 2, misuse_hosts naming host, port,
+    secret and where), named in the stderr summary, and each connection's
+    net.connect event says "cut" (with the rule that allowed it and the
+    reason), never "allow"."""
+    ck = Checks()
+    real = real_value()
+    srvs = servers(("api", None), ("other", None))
+    try:
+        api, other = srvs
+        hp = "analysis.internal:%d" % api.port
+        op = "other.internal:%d" % other.port
+        pol = net_policy([hp, op], ["analysis.internal", "other.internal"],
+                         secrets={"TOK": {"source": {"env": "TOK"}, "hosts": [hp],
+                                          "header": "Authorization: Bearer {}"}})
+        steps = [http_step("leak", "other.internal", other.port,
+                           rq("/h", headers={"X-Leak": "{{env:TOK}}"})),
+                 http_step("echo", "analysis.internal", api.port, rq("/echo-auth"))]
+        r = ck.add(cred_run(e, pol, steps, env={"TOK": real}, srvs=srvs))
+    finally:
+        close_all(srvs)
+    ck.that(r.res.rc == 0, "the run exited %s" % r.res.rc)
+    leak = r.response("leak")
+    why = (leak.get("headers") or {}).get("x-airlock-denied") or ""
+    ck.that(leak.get("status") == 403 and "secret TOK" in why and "header X-Leak" in why,
+            "the placeholder to other.internal: %r, expected 403 with X-Airlock-Denied naming "
+            "secret TOK and the header X-Leak" % leak)
+    echo = r.response("echo")
+    ck.that(echo.get("status") is None and "error" in echo,
+            "the answer holding the value was not cut: %r" % echo)
+    ck.that(api.paths() == ["/echo-auth"], "analysis.internal got %s" % api.paths())
+    net = (r.record or {}).get("network") or {}
+    ck.that(net.get("misuse") == 2 and net.get("cut") == 2,
+            "network.misuse %r, network.cut %r, expected 2 and 2"
+            % (net.get("misuse"), net.get("cut")))
+    want = [{"host": "other.internal", "port": other.port, "secret": "TOK",
+             "where": "header X-Leak"},
+            {"host": "analysis.internal", "port": api.port, "secret": "TOK", "where": "answer"}]
+    ck.that(net.get("misuse_hosts") == want,
+            "network.misuse_hosts %r, expected %r" % (net.get("misuse_hosts"), want))
+    lines = [l for l in r.res.errtext.splitlines() if l.startswith("airlock: denied ")]
+    line = lines[0] if len(lines) == 1 else ""
+    ck.that(("2 secret misuses: %s (secret TOK in the header X-Leak), %s (secret TOK in the "
+             "answer)" % (op, hp)) in line,
+            "the stderr summary does not name both misuses: %s" % lines)
+    for host, port in (("other.internal", other.port), ("analysis.internal", api.port)):
+        evs = r.evs("net.connect", name=host, port=port)
+        ck.that(evs and all(ev.get("decision") == "cut" and ev.get("rule") and ev.get("reason")
+                            for ev in evs),
+                "net.connect for %s: %s, expected decision cut with its rule and reason"
+                % (host, evs))
     no_real_value(ck, real, {"stdout": r.res.out, "the audit": r.raw["audit"],
                              "the record": r.raw["record"]})
     ck.done()

@@ -27,6 +27,7 @@ this script started, by pid.
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import struct
@@ -1335,8 +1336,8 @@ def gateway_usage_reaches_meter(e):
 @case
 def denial_summary_on_stderr(e):
     """After the run, one stderr line says what was refused: the
-    connections with host:port and why, the DNS lookups, the system calls
-    by name; -q leaves it out, and a run with nothing refused prints none.
+    connections with host:port and why, the DNS lookups with the names
+    refused and why, the system calls by name; -q leaves it out, and a run with nothing refused prints none.
     The counts are the record's."""
     with Recorder("sink") as sink:
         sp = sink.port
@@ -1354,6 +1355,8 @@ def denial_summary_on_stderr(e):
                  "the connection in %r" % line)
         r.expect(("%d DNS lookup" % n.get("dns_refused", -1)) in line and n.get("dns_refused"),
                  "the DNS lookups in %r (record: %s)" % (line, n))
+        r.expect(re.search(r"DNS lookups?: (.*, )?evil\.test \(no rule\)", line),
+                 "the refused name evil.test (no rule) is not named in %r" % line)
         r.expect(line.endswith("system call: mount") or "system calls: mount" in line,
                  "the system call in %r" % line)
         r = gw_run(e, None, ["-q", "--allow", "api.internal:1"] + mapped("collector.test"),
@@ -1370,6 +1373,28 @@ def denial_summary_on_stderr(e):
         lines = [l for l in res.errtext.splitlines() if l.startswith("airlock: denied ")]
         expect(lines == ["airlock: denied 1 connection: collector.test:%d (no rule)" % sp],
                "the summary without --audit: %s" % lines, res)
+
+
+@case
+def no_network_said_on_failure(e):
+    """A run with no network (no rule, no gateway) whose command fails
+    gets one stderr line after the run saying the sandbox had no network
+    and which flag opens a host; not with -q, not when the command
+    succeeds, not when the run had a network."""
+    want = "airlock: the sandbox had no network (the policy allows no host); --allow HOST:PORT opens one"
+    res = run_host(e.argv(["/bin/sh", "-c", "exit 3"], []))
+    expect_rc(res, 3)
+    lines = [l for l in res.errtext.splitlines() if "no network" in l]
+    expect(lines == [want], "expected the one line %r, got %s" % (want, lines), res)
+    res = run_host(e.argv(["/bin/sh", "-c", "exit 3"], ["-q"]))
+    expect_rc(res, 3)
+    expect("no network" not in res.errtext, "-q printed the no-network line", res)
+    res = run_host(e.argv(["/bin/true"], []))
+    expect_rc(res, 0)
+    expect("no network" not in res.errtext, "a run that succeeded got the line", res)
+    res = run_host(e.argv(["/bin/sh", "-c", "exit 3"], ["--allow", "api.internal:1"]))
+    expect_rc(res, 3)
+    expect("no network" not in res.errtext, "a run with a network got the line", res)
 
 
 @case

@@ -227,7 +227,8 @@ print("allocated", len(chunks), "MiB")
 def memory_hog_killed(e, m):
     """A python memory hog (1 MiB chunks up to 2 GB, then exit 0) under
     --memory 128M: exit 137, reason "memory", peak memory between 100 MiB
-    and 128 MiB (+4 MiB slack), one OOM kill counted, a limit.hit event."""
+    and 128 MiB (+4 MiB slack), one OOM kill counted, a limit.hit event;
+    stderr names the value and the flag (--memory 128M was reached)."""
     r = run(e, py(MEMORY_HOG) + [m], ["--memory", "128M"], marker=m)
     expect_limit_run(r, 137, "memory")
     peak = r.rec("peak_memory_bytes")
@@ -240,6 +241,8 @@ def memory_hog_killed(e, m):
     hit = expect_limit_hit(r, "memory", 128 * MiB)
     r.expect(hit.get("observed", 0) >= 100 * MiB, "limit.hit observed %r" % hit.get("observed"))
     r.expect("limit: memory" in r.res.errtext, "stderr does not say limit: memory")
+    r.expect("--memory 128M was reached" in r.res.errtext,
+             "stderr does not give the value and the flag (--memory 128M was reached)")
     return [r]
 
 
@@ -274,6 +277,8 @@ def fork_bomb_killed(e, m):
     r.expect(r.rec("denials", "forks_refused") >= 1, "no refused fork counted")
     r.expect(b"forks 5000" not in r.res.out, "the bomb ran to its end: pids were not limited")
     expect_limit_hit(r, "pids", 64)
+    r.expect("--pids 64 was reached" in r.res.errtext,
+             "stderr does not give the value and the flag (--pids 64 was reached)")
     r.expect(r.res.elapsed < 10, "took %.1fs" % r.res.elapsed)
     host = subprocess.run(["/bin/true"])
     expect(host.returncode == 0, "the host cannot fork /bin/true after the bomb")
@@ -304,6 +309,8 @@ def cpu_spinner_killed(e, m):
     r.expect(r.rec("limits", "cpu_time_ms") == 1000, "limits.cpu_time_ms")
     hit = expect_limit_hit(r, "cpu-time", 1000)
     r.expect(hit.get("observed", 0) >= 1000, "limit.hit observed %r" % hit.get("observed"))
+    r.expect("--cpu-time 1s was reached" in r.res.errtext,
+             "stderr does not give the value and the flag (--cpu-time 1s was reached)")
     return [r]
 
 
@@ -318,6 +325,8 @@ def sleeper_timeout(e, m):
     r.expect(1000 <= r.rec("wall_ms") < 3000, "wall_ms %r" % r.rec("wall_ms"))
     expect_limit_hit(r, "timeout", 1000)
     r.expect("limit: timeout" in r.res.errtext, "stderr does not say limit: timeout")
+    r.expect("--timeout 1s was reached" in r.res.errtext,
+             "stderr does not give the value and the flag (--timeout 1s was reached)")
     return [r]
 
 
@@ -369,6 +378,8 @@ def stdout_flood_cut(e, m):
              "stdout is not 1 MiB of zeros followed by the cut marker (tail %r)"
              % r.res.out[-60:])
     r.expect(r.res.elapsed < 10, "took %.1fs" % r.res.elapsed)
+    r.expect("--output-limit 1M was reached" in r.res.errtext,
+             "stderr does not give the value and the flag (--output-limit 1M was reached)")
     hit = expect_limit_hit(r, "output", MiB)
     r.expect(hit.get("observed", 0) >= MiB, "limit.hit observed %r" % hit.get("observed"))
     return [r]

@@ -61,6 +61,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case AL_GWP_SPENT:
 		n = al_gwp_encode_spent(m.spent, out, sizeof(out));
 		break;
+	case AL_GWP_REFUSAL:
+		if (!m.refusal.why[0] || m.refusal.port > 65535 ||
+		    strlen(m.refusal.host) > AL_HOST_MAX)
+			__builtin_trap();
+		n = al_gwp_encode_refusal(&m.refusal, out, sizeof(out));
+		break;
 	case AL_GWP_CHARGE:
 		if (!m.charge.host[0] || m.charge.requests > AL_GWP_MAX_USE_REQUESTS ||
 		    (m.charge.flags & ~(uint32_t)AL_GWP_CHARGE_EXHAUSTED))
@@ -79,6 +85,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    (strcmp(m.usage.host, again.usage.host) != 0 ||
 	     m.usage.requests != again.usage.requests || m.usage.bytes_up != again.usage.bytes_up ||
 	     m.usage.bytes_down != again.usage.bytes_down))
+		__builtin_trap();
+	if (m.type == AL_GWP_REFUSAL &&
+	    (m.refusal.kind != again.refusal.kind || m.refusal.port != again.refusal.port ||
+	     strcmp(m.refusal.secret, again.refusal.secret) != 0 ||
+	     strcmp(m.refusal.why, again.refusal.why) != 0 ||
+	     strcmp(m.refusal.host, again.refusal.host) != 0))
 		__builtin_trap();
 	if (m.type == AL_GWP_SPENT && m.spent != again.spent)
 		__builtin_trap();

@@ -32,7 +32,7 @@ static void test_round_trips(void **state)
 {
 	struct al_gwp_msg m;
 	struct al_error err = {0};
-	struct al_gateway_stats st = {1, 2, 3, 4, 5, 6, 7};
+	struct al_gateway_stats st = {1, 2, 3, 4, 5, 6, 7, 8, 9};
 	int n;
 
 	(void)state;
@@ -72,6 +72,19 @@ static void test_round_trips(void **state)
 	n = al_gwp_encode_usage(&use, buf, sizeof(buf));
 	assert_int_equal(al_gwp_decode(buf, (size_t)n, &m, &err), 0);
 	assert_int_equal(strlen(m.usage.host), AL_HOST_MAX);
+
+	struct al_gateway_refusal rf = {AL_GW_REFUSED_MISUSE, 8080, "TOK", "header X-Leak",
+					"other.internal"};
+	n = al_gwp_encode_refusal(&rf, buf, sizeof(buf));
+	assert_int_equal(al_gwp_decode(buf, (size_t)n, &m, &err), 0);
+	assert_int_equal(m.type, AL_GWP_REFUSAL);
+	assert_memory_equal(&m.refusal, &rf, sizeof(rf));
+	struct al_gateway_refusal dns = {AL_GW_REFUSED_DNS, 0, "", "no rule", ""};
+	n = al_gwp_encode_refusal(&dns, buf, sizeof(buf));
+	assert_int_equal(al_gwp_decode(buf, (size_t)n, &m, &err), 0);
+	assert_int_equal(m.refusal.kind, AL_GW_REFUSED_DNS);
+	assert_string_equal(m.refusal.why, "no rule");
+	assert_string_equal(m.refusal.host, "");
 
 	json_t *o = json_pack("{s:s, s:i}", "name", "api.example.com", "port", 443);
 	n = al_gwp_encode_audit("net.connect", o, buf, sizeof(buf));
@@ -153,6 +166,52 @@ static void test_malformed(void **state)
 	assert_int_equal(m.usage.requests, AL_GWP_MAX_USE_REQUESTS);
 }
 
+/* A refusal: a known kind, a port for misuse only, three printable
+ * fields that fit, nothing after them. */
+static void test_refusal_malformed(void **state)
+{
+#define B(s)                                                                                       \
+	{                                                                                          \
+		s, sizeof(s) - 1                                                                   \
+	}
+	static const struct {
+		const char *s;
+		size_t len;
+	} bad[] = {
+	    B("\x03\0\0\0\0\0\0\0\0no rule\0a.test"),	 /* unknown kind */
+	    B("\x01\0\0\0\x35\0\0\0\0no rule\0a.test"),	 /* a port for DNS */
+	    B("\x02\0\0\0\0\0\x01\0T\0body\0a.test"),	 /* port past 65535 */
+	    B("\x02\0\0\0\x50\0\0\0T\0body"),		 /* a field missing */
+	    B("\x02\0\0\0\x50\0\0\0T\0\0a.test"),	 /* no where */
+	    B("\x02\0\0\0\x50\0\0\0T\0body\0"),		 /* misuse with no host */
+	    B("\x02\0\0\0\x50\0\0\0T\0bo\ndy\0a.test"),	 /* not printable */
+	    B("\x02\0\0\0\x50\0\0\0T\0body\0a.test\0x"), /* bytes after the host */
+	    B("\x02\0\0\0\x50\0"),			 /* too short */
+	};
+#undef B
+	struct al_gwp_msg m;
+	struct al_error err = {0};
+	uint8_t p[8 + AL_GW_REFUSAL_TEXT + 16];
+	size_t n;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		raw(AL_GWP_REFUSAL, bad[i].s, (uint32_t)bad[i].len, &n);
+		assert_int_equal(al_gwp_decode(buf, n, &m, NULL), -EINVAL);
+	}
+	/* a secret's name as long as its field allows, and one byte more */
+	memcpy(p, "\x02\0\0\0\x50\0\0\0", 8);
+	memset(p + 8, 'S', AL_GW_REFUSAL_TEXT - 1);
+	memcpy(p + 8 + AL_GW_REFUSAL_TEXT - 1, "\0body\0h", 7);
+	raw(AL_GWP_REFUSAL, p, 8 + AL_GW_REFUSAL_TEXT - 1 + 7, &n);
+	assert_int_equal(al_gwp_decode(buf, n, &m, &err), 0);
+	assert_int_equal(strlen(m.refusal.secret), AL_GW_REFUSAL_TEXT - 1);
+	memset(p + 8, 'S', AL_GW_REFUSAL_TEXT);
+	memcpy(p + 8 + AL_GW_REFUSAL_TEXT, "\0body\0h", 7);
+	raw(AL_GWP_REFUSAL, p, 8 + AL_GW_REFUSAL_TEXT + 7, &n);
+	expect_bad(n, "too long or not printable");
+}
+
 static void test_audit_refusals(void **state)
 {
 #define B(s)                                                                                       \
@@ -198,6 +257,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_round_trips),
 	    cmocka_unit_test(test_malformed),
+	    cmocka_unit_test(test_refusal_malformed),
 	    cmocka_unit_test(test_audit_refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

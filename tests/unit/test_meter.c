@@ -301,6 +301,28 @@ static void test_denied_summary(void **state)
 	assert_string_equal(al_result_denied_summary(&one, buf, sizeof(buf)),
 			    "denied 2 connections: [2001:db8::1]:443 (names another host), ? "
 			    "(refused); 9 system calls: a, b, c, d, e, f, g, h, ...");
+	/* secrets kept from where they do not go, the DNS names refused */
+	memset(&one, 0, sizeof(one));
+	one.have_network = true;
+	one.network.misuse = 3;
+	one.network.dns_refused = 2;
+	struct al_gateway_refusal m1 = {AL_GW_REFUSED_MISUSE, 8080, "TOK", "header X-Leak",
+					"o.test"};
+	struct al_gateway_refusal m2 = {AL_GW_REFUSED_MISUSE, 443, "",
+					"answer that could not be searched", "api.test"};
+	struct al_gateway_refusal d1 = {AL_GW_REFUSED_DNS, 0, "", "no rule", "evil.test"};
+	al_result_note_refusal(&one, &m1);
+	al_result_note_refusal(&one, &m1);
+	al_result_note_refusal(&one, &m2);
+	al_result_note_refusal(&one, &d1);
+	al_result_note_refusal(&one, &d1);
+	assert_int_equal(one.denied.n_misuse, 2);
+	assert_int_equal(one.denied.n_names, 1);
+	assert_string_equal(
+	    al_result_denied_summary(&one, buf, sizeof(buf)),
+	    "denied 3 secret misuses: o.test:8080 (secret TOK in the header X-Leak), "
+	    "api.test:443 (the answer that could not be searched); 2 DNS lookups: "
+	    "evil.test (no rule)");
 	/* cut to the buffer, marked */
 	assert_non_null(al_result_denied_summary(&res, buf, 32));
 	assert_int_equal(strlen(buf), 31);
