@@ -126,6 +126,9 @@ uint64_t al_answer_release(const struct al_answer *a)
 }
 
 static enum al_answer_verdict bad(struct al_answer *a, struct al_answer_out *out, const char *fmt,
+				  ...) __attribute__((format(printf, 3, 4)));
+
+static enum al_answer_verdict bad(struct al_answer *a, struct al_answer_out *out, const char *fmt,
 				  ...)
 {
 	va_list ap;
@@ -226,14 +229,16 @@ static enum al_answer_verdict inflate_piece(struct al_answer *a, const char *p, 
 		a->z.avail_out = sizeof(a->obuf);
 		int r = inflate(&a->z, Z_NO_FLUSH);
 		size_t got = sizeof(a->obuf) - a->z.avail_out;
+		/* What came out is searched first, also when the call failed
+		 * (a bad check value at the end): found is found. */
+		if (got && (v = decoded(a, got, made, out)) != AL_ANSWER_OK)
+			return v;
 		if (r == Z_OK && !got && a->z.avail_in == in0)
 			return bad(a, out, "its compressed body does not decode");
 		if (r != Z_OK && r != Z_STREAM_END && !(r == Z_BUF_ERROR && !got))
 			return bad(a, out, "its %s body is not valid (%s)",
 				   a->coding == CODE_GZIP ? "gzip" : "deflate",
 				   a->z.msg ? a->z.msg : "zlib error");
-		if (got && (v = decoded(a, got, made, out)) != AL_ANSWER_OK)
-			return v;
 		if (r == Z_STREAM_END) {
 			if (a->coding == CODE_GZIP && a->z.avail_in)
 				inflateReset(&a->z);
@@ -282,11 +287,11 @@ static enum al_answer_verdict brotli_piece(struct al_answer *a, const char *p, s
 		BrotliDecoderResult r =
 		    BrotliDecoderDecompressStream(a->br, &avail_in, &in, &avail_out, &o, NULL);
 		size_t got = sizeof(a->obuf) - avail_out;
+		if (got && (v = decoded(a, got, made, out)) != AL_ANSWER_OK)
+			return v;
 		if (r == BROTLI_DECODER_RESULT_ERROR)
 			return bad(a, out, "its br body is not valid (%s)",
 				   BrotliDecoderErrorString(BrotliDecoderGetErrorCode(a->br)));
-		if (got && (v = decoded(a, got, made, out)) != AL_ANSWER_OK)
-			return v;
 		if (r == BROTLI_DECODER_RESULT_SUCCESS)
 			a->br_done = true;
 		else if (r == BROTLI_DECODER_RESULT_NEEDS_MORE_INPUT)
