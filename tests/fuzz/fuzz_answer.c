@@ -17,10 +17,13 @@
  *           mode (one request, not HEAD):
  *             byte   bit 0: chunked (else Content-Length); bit 1: a 100
  *                    Continue first; bit 2: chunk extensions; bit 3: a
- *                    trailer
+ *                    trailer; bits 4-5: the body as it is, or compressed
+ *                    with zlib in gzip, deflate (zlib's format) or deflate
+ *                    (raw)
  *             byte   where the value goes in the filler (modulo its
  *                    length + 1)
- *             byte   the seed of the chunk sizes (1 to 16 bytes)
+ *             byte   the seed of the chunk sizes (1 to 16 bytes), and of
+ *                    the compression level
  *             rest   the filler: the body is the filler with the value
  *                    put in at that place
  *
@@ -32,8 +35,9 @@
  * 2. al_answer_release() decreases, passes al_answer_fed(), or is not
  *    al_answer_fed() after al_answer_end(); OK with bytes left unfed;
  *    BAD without a reason; bytes taken after FOUND or BAD;
- * 3. construct mode: the answer is not FOUND, or a release before it
- *    passes the first byte of the value;
+ * 3. construct mode: the answer is not FOUND, however fed, or a release
+ *    before it passes the first byte of the value (in a compressed body,
+ *    the first coded byte whose decoding makes the value's first byte);
  * 4. an answer with no Content-Encoding that holds a value whole in a
  *    head, trailers, a chunk-size line, a Content-Length body, a chunk's
  *    data or a body read to the close (as this file's own reading of the
@@ -45,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <zlib.h>
 
 #include "core/error.h"
 #include "gateway/answer.h"
@@ -330,28 +335,84 @@ static bool reference(const struct val *v, size_t n_v, const struct plan *pl)
 
 /* ---- construct mode ---- */
 
-/* An answer of one 200 whose identity body holds v at a known place;
- * *at: the raw offset of v's first byte. */
+/* The body compressed by zlib (window: 31 gzip, 15 zlib's format, -15
+ * raw); *first: the first coded byte after which a decoder fed byte by
+ * byte has made more than put bytes, the one that gives the value's first
+ * byte away. */
+static uint8_t *compress_body(const uint8_t *body, size_t bl, int window, int level, size_t put,
+			      size_t *len, size_t *first)
+{
+	z_stream z = {0}, d = {0};
+	uint8_t o[4096];
+	size_t made = 0;
+
+	CHECK(deflateInit2(&z, level, Z_DEFLATED, window, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+	size_t cap = deflateBound(&z, bl);
+	uint8_t *out = malloc(cap);
+	CHECK(out);
+	z.next_in = (Bytef *)body;
+	z.avail_in = (uInt)bl;
+	z.next_out = out;
+	z.avail_out = (uInt)cap;
+	CHECK(deflate(&z, Z_FINISH) == Z_STREAM_END);
+	*len = z.total_out;
+	deflateEnd(&z);
+	CHECK(inflateInit2(&d, window) == Z_OK);
+	*first = *len;
+	for (size_t i = 0; i < *len && *first == *len; i++) {
+		d.next_in = out + i;
+		d.avail_in = 1;
+		do {
+			d.next_out = o;
+			d.avail_out = sizeof(o);
+			int r = inflate(&d, Z_NO_FLUSH);
+			CHECK(r == Z_OK || r == Z_STREAM_END || r == Z_BUF_ERROR);
+			made += sizeof(o) - d.avail_out;
+		} while (d.avail_out == 0);
+		if (made > put)
+			*first = i;
+	}
+	inflateEnd(&d);
+	CHECK(*first < *len);
+	return out;
+}
+
+/* An answer of one 200 whose body holds v at a known place; *at: the raw
+ * offset of v's first byte (compressed: of the coded byte that gives it
+ * away). */
 static uint8_t *construct(const uint8_t *in, size_t n, const struct val *v, size_t *len,
 			  uint64_t *at)
 {
+	static const char *const names[] = {"", "gzip", "deflate", "deflate"};
+	static const int windows[] = {0, 31, 15, -15};
 	uint8_t mode = n > 0 ? in[0] : 0, where = n > 1 ? in[1] : 0, seed = n > 2 ? in[2] : 0;
+	unsigned coding = mode >> 4 & 3;
 	const uint8_t *fill = n > 3 ? in + 3 : in;
 	size_t fl = n > 3 ? n - 3 : 0, put = where % (fl + 1), bl = fl + v->len;
 	uint8_t *body = malloc(bl);
-	size_t cap = 256 + 32 * bl, o = 0;
-	uint8_t *out = malloc(cap);
-
-	CHECK(body && out);
+	CHECK(body);
 	memcpy(body, fill, put);
 	memcpy(body + put, v->data, v->len);
 	memcpy(body + put + v->len, fill + put, fl - put);
+	if (coding) {
+		uint8_t *c = compress_body(body, bl, windows[coding], 1 + seed % 9, put, &bl, &put);
+		free(body);
+		body = c;
+	}
+
+	size_t cap = 256 + 32 * bl, o = 0;
+	uint8_t *out = malloc(cap);
+	char ce[64] = "";
+	CHECK(out);
+	if (coding)
+		snprintf(ce, sizeof(ce), "Content-Encoding: %s\r\n", names[coding]);
 	if (mode & 2)
 		o += (size_t)snprintf((char *)out + o, cap - o, "HTTP/1.1 100 Continue\r\n\r\n");
 	if (mode & 1) {
 		struct sizer z = sizer(seed, 16);
-		o += (size_t)snprintf((char *)out + o, cap - o,
-				      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+		o +=
+		    (size_t)snprintf((char *)out + o, cap - o,
+				     "HTTP/1.1 200 OK\r\n%sTransfer-Encoding: chunked\r\n\r\n", ce);
 		for (size_t done = 0; done < bl;) {
 			size_t k = next_size(&z);
 			if (k > bl - done)
@@ -370,7 +431,7 @@ static uint8_t *construct(const uint8_t *in, size_t n, const struct val *v, size
 				      mode & 8 ? "X-Trailer: t\r\n" : "");
 	} else {
 		o += (size_t)snprintf((char *)out + o, cap - o,
-				      "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", bl);
+				      "HTTP/1.1 200 OK\r\n%sContent-Length: %zu\r\n\r\n", ce, bl);
 		*at = o + put;
 		memcpy(out + o, body, bl);
 		o += bl;
@@ -426,17 +487,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	enum al_answer_verdict whole = run(set, &pl, NULL, &id_whole);
 	enum al_answer_verdict split = run(set, &pl, &z, &id_split);
 	agree(whole, id_whole, split, id_split, coded, !second);
+	/* 3: the value put in the body is found (the guard was checked in
+	 * run). */
+	CHECK(!build || (whole == AL_ANSWER_FOUND && split == AL_ANSWER_FOUND));
 	if (max && pl.len <= BYTE_MAX_) {
 		struct sizer one = sizer(0, 1);
 		enum al_answer_verdict bytes = run(set, &pl, &one, &id_bytes);
 		agree(whole, id_whole, bytes, id_bytes, coded, !second);
+		CHECK(!build || bytes == AL_ANSWER_FOUND);
 	}
-	/* 3: the value put in the body is found (the guard was checked in
-	 * run). */
-	if (build)
-		CHECK(whole == AL_ANSWER_FOUND);
 	/* 4: what the reference sees in the raw bytes is found. */
-	else if (whole == AL_ANSWER_OK && !coded)
+	if (!build && whole == AL_ANSWER_OK && !coded)
 		CHECK(!reference(vals, second ? 2 : 1, &pl));
 	free(built);
 	al_valscan_free(own);
