@@ -26,33 +26,20 @@ step: {"label", "via": proxy|tunnel|socks|direct|tls, "host", "port",
 """
 
 import base64
-import errno
 import json
 import os
-import re
 import socket
 import ssl
 import struct
 import sys
 import time
 
+# cred_run (run_cred.py) puts cred_tool.py beside this file as tool.py.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tool import errname, expand  # noqa: E402
+
 PROXY = ("127.0.0.1", 3128)
 SOCKS = ("127.0.0.1", 1080)
-
-
-def errname(e):
-    if isinstance(e, socket.timeout):
-        return "TIMEOUT"
-    if isinstance(e, ssl.SSLError):
-        return "SSLError: %s" % (e.reason or e)
-    if isinstance(e, OSError) and e.errno:
-        return errno.errorcode.get(e.errno, str(e.errno))
-    return "%s: %s" % (type(e).__name__, e)
-
-
-def expand(v):
-    return re.sub(r"\{\{env:([A-Za-z_][A-Za-z0-9_]*)\}\}",
-                  lambda m: os.environ.get(m.group(1), ""), v)
 
 
 class Reader:

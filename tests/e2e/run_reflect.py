@@ -50,8 +50,7 @@ import urllib.parse
 import zlib
 
 from harness import MarkedSuite, Skip, TempDir, main, write_file
-from run_cred import (PY, Checks, Pki, check_placeholder, claims, cred_run, net_policy,
-                      no_real_value)
+from run_cred import PH_RE, PY, Checks, Pki, claims, cred_run, net_policy, no_real_value
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOL = os.path.join(HERE, "reflect_tool.py")
@@ -531,8 +530,9 @@ class Stage:
         src["HDR"]["header"] = "X-Api-Key: {}"
         src["QRY"]["query"] = "api_key"
         src["BAS"]["basic"] = {"user": "svc"}
-        self.policy = net_policy(allow, list(HOSTS), limits={"timeout": "90s"}, secrets=src, tokens={
-            "TOK": {"key": key, "hosts": scoped["TOK"], "per_request": True}})
+        tok = {"TOK": {"key": key, "hosts": scoped["TOK"], "per_request": True}}
+        self.policy = net_policy(allow, list(HOSTS), limits={"timeout": "90s"}, secrets=src,
+                                 tokens=tok)
 
     def close(self):
         for s in self.srv.values():
@@ -737,6 +737,9 @@ def proxy_innocent(e):
     heads = st.srv["echo.internal"].heads_of("/m/innocent")
     ck.that(heads and st.values["HDR"].encode() in heads[0],
             "the innocent request did not carry the value (nothing was tested): %r" % heads)
+    ph = re.search(rb"\r\nX-Echo: ([^\r]*)", heads[0] if heads else b"")
+    ck.that(ph and PH_RE.match(ph.group(1).decode()),
+            "the server did not get the sandbox's placeholder in X-Echo: %r" % heads)
     check_never_in_sandbox(ck, st, r)
     check_misuse(ck, r, {})
     ck.done()
