@@ -434,7 +434,8 @@ def unbase64(b):
         run = run.rstrip(b"=")
         for off in range(4):
             part = run[off:]
-            part = part[:len(part) - len(part) % 4]
+            part = part[:len(part) - (len(part) % 4 == 1)]  # a lone last character is no byte
+            part += b"=" * (-len(part) % 4)
             for alt in (b"+/", b"-_"):
                 try:
                     outs.append(base64.b64decode(part, altchars=alt, validate=False))
