@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "core/util.h"
+#include "gateway/unescape.h"
 
 #define LINE_MAX_ 1024 /* a chunk-size line */
 #define PIECE	  512  /* coded bytes decoded at a time: the finest hold */
@@ -42,7 +43,9 @@ struct seg {
 
 struct al_answer {
 	const struct al_valscan_set *set;
-	struct al_valscan dec, raw; /* the search's stream; a coded body's bytes */
+	struct al_valscan dec, raw;   /* the search's stream; a coded body's bytes */
+	struct al_unescape_view view; /* the search's stream unescaped, or none */
+	int late;		      /* a value found where no verdict could be given yet, or -1 */
 	enum state st;
 	uint64_t raw_pos, dec_pos, released;
 	bool waiting[AL_ANSWER_WAITING_MAX]; /* HEAD or not, oldest first */
@@ -74,6 +77,7 @@ struct al_answer *al_answer_new(const struct al_valscan_set *set)
 
 	a->set = set;
 	a->open_at = UINT64_MAX;
+	a->late = -1;
 	al_valscan_init(&a->dec, set);
 	al_valscan_init(&a->raw, set);
 	a->head = xmalloc(AL_ANSWER_HEAD_MAX);
@@ -100,11 +104,18 @@ void al_answer_free(struct al_answer *a)
 	coding_end(a);
 	al_valscan_fini(&a->dec);
 	al_valscan_fini(&a->raw);
+	al_unescape_view_fini(&a->view);
 	explicit_bzero(a->head, AL_ANSWER_HEAD_MAX);
 	free(a->head);
 	explicit_bzero(a->obuf, sizeof(a->obuf));
 	free(a->segs);
 	free(a);
+}
+
+void al_answer_unescaped(struct al_answer *a, const struct al_valscan_set *set)
+{
+	if (set && al_valscan_count(set))
+		al_unescape_view_init(&a->view, set);
 }
 
 int al_answer_expect(struct al_answer *a, bool head)
@@ -179,9 +190,17 @@ done:
 
 /* Bytes that are the search's as they are (heads, trailers, a body with
  * no coding). */
-static int emit_ident(struct al_answer *a, const char *p, size_t n)
+/* The search's next n bytes, through each view. */
+static int search(struct al_answer *a, const char *p, size_t n, uint64_t at)
 {
 	int id = al_valscan_feed(&a->dec, p, n);
+
+	return id >= 0 ? id : al_unescape_view_feed(&a->view, p, n, at);
+}
+
+static int emit_ident(struct al_answer *a, const char *p, size_t n)
+{
+	int id = search(a, p, n, a->dec_pos);
 
 	seg_add(a, n, n, true);
 	return id;
@@ -199,10 +218,10 @@ static enum al_answer_verdict decoded(struct al_answer *a, size_t n, uint64_t *m
 {
 	int id;
 
+	if ((id = search(a, a->obuf, n, a->dec_pos + *made)) >= 0)
+		return found(a, out, id);
 	*made += n;
 	a->body_decoded += n;
-	if ((id = al_valscan_feed(&a->dec, a->obuf, n)) >= 0)
-		return found(a, out, id);
 	if (a->body_decoded > AL_ANSWER_DECODED_MAX)
 		return bad(a, out, "its body decodes to more than %llu MiB",
 			   (unsigned long long)(AL_ANSWER_DECODED_MAX >> 20));
@@ -375,6 +394,10 @@ static enum al_answer_verdict body(struct al_answer *a, const char *p, size_t n,
  * one starts none. */
 static void answer_end(struct al_answer *a)
 {
+	int id = al_unescape_view_end(&a->view);
+
+	if (id >= 0 && a->late < 0)
+		a->late = id;
 	al_valscan_reset(&a->dec);
 	a->st = ST_HEAD;
 }
@@ -721,6 +744,9 @@ static enum al_answer_verdict step(struct al_answer *a, const char *p, size_t n,
 static void release(struct al_answer *a, bool all)
 {
 	uint64_t x = a->dec_pos - (all ? 0 : al_valscan_pending(&a->dec));
+	uint64_t vx = all ? UINT64_MAX : al_unescape_view_hold(&a->view);
+
+	x = vx < x ? vx : x;
 	uint64_t lim =
 	    a->raw_pos - (all || a->coding == CODE_NONE ? 0 : al_valscan_pending(&a->raw));
 
@@ -761,6 +787,8 @@ enum al_answer_verdict al_answer_feed(struct al_answer *a, const char *buf, size
 		enum al_answer_verdict v = step(a, buf, len, &used, out);
 		if (v != AL_ANSWER_OK)
 			return v;
+		if (a->late >= 0)
+			return found(a, out, a->late);
 		buf += used;
 		len -= used;
 	}

@@ -47,6 +47,10 @@ struct al_answer_out {
 struct al_answer *al_answer_new(const struct al_valscan_set *set);
 void al_answer_free(struct al_answer *a);
 
+/* Also search the answers with their escapes undone (gateway/unescape.h),
+ * for the values in set as that view writes them (borrowed). */
+void al_answer_unescaped(struct al_answer *a, const struct al_valscan_set *set);
+
 /* A request went out; its answer comes after those of the requests
  * before it. head: it was a HEAD (its answer has no body). -ENOSPC when
  * AL_ANSWER_WAITING_MAX requests already wait. */

@@ -240,8 +240,9 @@ struct al_gateway {
 	 * of every per-request token), in the forms answers are searched for
 	 * (gateway/answer.h); NULL with none. */
 	struct al_valscan_set *answer_set;
-	char answer_failed[200]; /* why they could not be compiled: no start */
-	struct gw_tls *tls;	 /* choose.c: interception's TLS contexts, or NULL */
+	struct al_valscan_set *answer_plain; /* the same as the unescaped view writes them */
+	char answer_failed[200];	     /* why they could not be compiled: no start */
+	struct gw_tls *tls;		     /* choose.c: interception's TLS contexts, or NULL */
 };
 
 /* gateway.c: out of fds: stop accepting for a while (a listener left

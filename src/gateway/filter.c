@@ -243,6 +243,7 @@ int gw_filter_new(struct conn *c, bool tls, bool proxy_form, struct al_error *er
 			return al_error_setsys(err, errno, "a timer for the filtered stream");
 		}
 		f->ans = al_answer_new(c->gw->answer_set);
+		al_answer_unescaped(f->ans, c->gw->answer_plain);
 	}
 	c->filter = f;
 	if ((r = al_reqstream_new(&f->conf, &f->rs, err)) < 0)

@@ -66,7 +66,8 @@ void gw_answer_set_build(struct al_gateway *gw)
 	const struct al_cred *cr = gw->cred;
 	struct al_valscan_value v[3 * AL_GW_MAX_NEEDLES];
 	char *prefix[AL_GW_MAX_NEEDLES] = {0};
-	char *b64[AL_GW_MAX_NEEDLES] = {0};
+	char *b64[AL_GW_MAX_NEEDLES] = {0}, *plain[3 * AL_GW_MAX_NEEDLES] = {0};
+	struct al_valscan_value pv[3 * AL_GW_MAX_NEEDLES];
 	size_t n = 0, np = 0;
 	struct al_error err = {0};
 
@@ -125,12 +126,35 @@ void gw_answer_set_build(struct al_gateway *gw)
 		if (k)
 			v[n++] = (struct al_valscan_value){.data = b64[i], .len = k, .id = (int)i};
 	}
-	if (n && al_valscan_new(v, n, &gw->answer_set, &err) < 0)
+	if (n && al_valscan_new(v, n, &gw->answer_set, &err) < 0) {
+		snprintf(gw->answer_failed, sizeof(gw->answer_failed),
+			 "the secrets' values cannot be searched for in answers: %s", err.msg);
+		goto out;
+	}
+	/* For the view with the escapes undone (gateway/unescape.h): each
+	 * value as it is, its spaces as '+', and its halves. */
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].whole)
+			continue; /* a token's start: no escapes in it */
+		plain[m] = xmalloc(v[i].len);
+		for (size_t k = 0; k < v[i].len; k++)
+			plain[m][k] = v[i].data[k] == ' ' ? '+' : v[i].data[k];
+		pv[m] = (struct al_valscan_value){
+		    .data = plain[m], .len = v[i].len, .id = v[i].id, .plain = true};
+		m++;
+	}
+	if (m && al_valscan_new(pv, m, &gw->answer_plain, &err) < 0)
 		snprintf(gw->answer_failed, sizeof(gw->answer_failed),
 			 "the secrets' values cannot be searched for in answers: %s", err.msg);
 out:
 	for (size_t i = 0; i < np; i++)
 		free(prefix[i]);
+	for (size_t i = 0; i < AL_ARRAY_SIZE(plain); i++)
+		if (plain[i]) {
+			explicit_bzero(plain[i], pv[i].len);
+			free(plain[i]);
+		}
 	for (size_t i = 0; i < AL_ARRAY_SIZE(b64); i++)
 		if (b64[i]) {
 			explicit_bzero(b64[i], strlen(b64[i]));

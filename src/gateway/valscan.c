@@ -389,7 +389,7 @@ int al_valscan_new(const struct al_valscan_value *v, size_t n, struct al_valscan
 			return al_error_set(err, EINVAL, "value %zu is not %d to %u bytes long", i,
 					    AL_VALSCAN_MIN, AL_VALSCAN_MAX);
 		}
-		if (v[i].exact)
+		if (v[i].exact || v[i].plain)
 			add_form(v[i].data, v[i].len, &a);
 		else if (al_valscan_forms(v[i].data, v[i].len, add_form, &a) < 0) {
 			al_valscan_free(s);

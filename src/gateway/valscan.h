@@ -42,12 +42,13 @@ struct al_valscan_set;
  * characters), or one character escaped in a way no form foresaw, still
  * holds one half. whole is for what other strings share a half with (the
  * start of a run's tokens: the first half is the key's header). With
- * exact, only the bytes as given are searched. */
+ * exact, only the bytes as given are searched; with plain, only they and
+ * their halves (for a view that undoes the encodings itself). */
 struct al_valscan_value {
 	const char *data;
 	size_t len;
 	int id;
-	bool exact, whole;
+	bool exact, whole, plain;
 };
 
 /* Compile the forms of n values (copied: the values need not outlive the

@@ -79,8 +79,27 @@ struct val {
 	size_t len;
 };
 
-/* The sets of the fixed values, made once: [value][exact][second]. */
-static struct al_valscan_set *fixed_sets[N_FIXED][2][2];
+/* The sets of the fixed values, made once: [value][exact][second]; and
+ * for the view with escapes undone, [value][second]. */
+static struct al_valscan_set *fixed_sets[N_FIXED][2][2], *fixed_plain[N_FIXED][2];
+
+/* The values as the unescaped view writes them: spaces as '+'. */
+static struct al_valscan_set *make_plain(const struct val *v, size_t n)
+{
+	struct al_valscan_value vv[2];
+	struct al_valscan_set *set = NULL;
+	struct al_error err = {0};
+	char buf[2][64];
+
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < v[i].len; k++)
+			buf[i][k] = v[i].data[k] == ' ' ? '+' : v[i].data[k];
+		vv[i] = (struct al_valscan_value){
+		    .data = buf[i], .len = v[i].len, .id = (int)i + 1, .plain = true};
+	}
+	CHECK(al_valscan_new(vv, n, &set, &err) == 0);
+	return set;
+}
 
 static struct al_valscan_set *make_set(const struct val *v, size_t n, bool exact)
 {
@@ -125,10 +144,14 @@ struct plan {
 /* Feed the answer in pieces of z's sizes (whole when z is NULL), with
  * invariant 2 and the guard checked after each; the verdict, and FOUND's
  * id in *id. */
+static const struct al_valscan_set *plain_set; /* the view's, for run() */
+
 static enum al_answer_verdict run(const struct al_valscan_set *set, const struct plan *p,
 				  struct sizer *z, int *id)
 {
 	struct al_answer *a = al_answer_new(set);
+
+	al_answer_unescaped(a, plain_set);
 	struct al_answer_out out;
 	enum al_answer_verdict v = AL_ANSWER_OK;
 	uint64_t last = 0, off = 0;
@@ -450,7 +473,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool second = flags & 0x40, build = flags & 0x80, exact = vb & 0x80;
 	size_t choice = vb & 0x7f, want = choice < N_FIXED ? 0 : 8 + (choice - N_FIXED) % 56;
 	struct val vals[2] = {{NULL, 0}, {SECOND, sizeof(SECOND) - 1}};
-	struct al_valscan_set *set, *own = NULL;
+	struct al_valscan_set *set, *own = NULL, *own_plain = NULL;
 
 	data += 4;
 	size -= 4;
@@ -459,6 +482,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		data += want;
 		size -= want;
 		set = own = make_set(vals, second ? 2 : 1, exact);
+		plain_set = own_plain = make_plain(vals, second ? 2 : 1);
 	} else {
 		choice %= N_FIXED;
 		vals[0] = (struct val){fixed[choice], strlen(fixed[choice])};
@@ -466,6 +490,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!*s)
 			*s = make_set(vals, second ? 2 : 1, exact);
 		set = *s;
+		if (!fixed_plain[choice][second])
+			fixed_plain[choice][second] = make_plain(vals, second ? 2 : 1);
+		plain_set = fixed_plain[choice][second];
 	}
 
 	struct plan pl = {.ans = data, .len = size, .guard = UINT64_MAX};
@@ -501,5 +528,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(!reference(vals, second ? 2 : 1, &pl));
 	free(built);
 	al_valscan_free(own);
+	al_valscan_free(own_plain);
 	return 0;
 }

@@ -412,6 +412,76 @@ static void test_answer_framing(void **state)
 	al_valscan_free(set);
 }
 
+/* ---- the view with escapes undone ---- */
+
+static struct al_valscan_set *plain_set(const char *v)
+{
+	char n[128];
+	size_t len = strlen(v);
+	for (size_t i = 0; i <= len; i++)
+		n[i] = v[i] == ' ' ? '+' : v[i];
+	struct al_valscan_value val = {.data = n, .len = len, .id = 7, .plain = true};
+	struct al_valscan_set *set = NULL;
+	struct al_error err = {0};
+
+	assert_int_equal(al_valscan_new(&val, 1, &set, &err), 0);
+	return set;
+}
+
+/* Escapes no list of forms has (every other character as \u00XX, or as
+ * &#NN;, or in a mix with %XX), split anywhere: found, and nothing from
+ * the escape that starts the value on goes before. */
+static void test_unescaped_view(void **state)
+{
+	static const char *const echoes[] = {
+	    "{\"e\": "
+	    "\"s3cr\\u002ft\\u0020v\\u002bl\\u003d\\u0022x\\u0022\\u0026\\u003cy\\u003e\\u0027z\\u0"
+	    "027\\u002d9"
+	    "\"}",
+	    "<p>s3cr&#47;t&#32;v&#43;l&#61;&#34;x&#34;&#38;&#60;y&#62;&#39;z&#39;-9</p>",
+	    "s3cr%2ft v\\u002Bl&#x3d;\"x\"%26&lt;y&gt;'z'-9",
+	    "s3cr/t+v%2Bl=\\\"x\\\"&<y>'z'-9",
+	};
+	struct al_valscan_set *set = set_of(VALUE), *plain = plain_set(VALUE);
+	struct al_answer_out out;
+	char ans[1024];
+
+	(void)state;
+	for (size_t e = 0; e < AL_ARRAY_SIZE(echoes); e++) {
+		int n = sprintf(ans, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n%s",
+				strlen(echoes[e]), echoes[e]);
+		size_t at = (size_t)(strstr(ans, "s3cr") - ans);
+		for (size_t piece = 1; piece <= (size_t)n; piece = piece * 2 + 1) {
+			struct al_answer *a = al_answer_new(set);
+			al_answer_unescaped(a, plain);
+			assert_int_equal(al_answer_expect(a, false), 0);
+			if (feed(a, ans, (size_t)n, piece, at, &out) != AL_ANSWER_FOUND)
+				fail_msg("echo %zu in pieces of %zu: not found", e, piece);
+			al_answer_free(a);
+		}
+		/* Without the view the first two pass. */
+		struct al_answer *a = al_answer_new(set);
+		assert_int_equal(al_answer_expect(a, false), 0);
+		enum al_answer_verdict v = al_answer_feed(a, ans, (size_t)n, &out);
+		if (e < 2)
+			assert_int_equal(v, AL_ANSWER_OK);
+		al_answer_free(a);
+	}
+	/* Escapes that are not the value go on whole, an unfinished one at
+	 * the end of the answer too. */
+	const char *body = "a%41b \\u0041 &amp; &#65; s3cr%2";
+	int n =
+	    sprintf(ans, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n%s", strlen(body), body);
+	struct al_answer *a = al_answer_new(set);
+	al_answer_unescaped(a, plain);
+	assert_int_equal(al_answer_expect(a, false), 0);
+	assert_int_equal(al_answer_feed(a, ans, (size_t)n, &out), AL_ANSWER_OK);
+	assert_int_equal(al_answer_release(a), (uint64_t)n);
+	al_answer_free(a);
+	al_valscan_free(plain);
+	al_valscan_free(set);
+}
+
 /* ---- from the review of the first version ---- */
 
 /* A value like an API key: letters, digits, '+', '/', '=' padding. */
@@ -654,6 +724,7 @@ int main(void)
 	    cmocka_unit_test(test_body_after_head_held),
 	    cmocka_unit_test(test_chunk_line_held),
 	    cmocka_unit_test(test_basic_token_found),
+	    cmocka_unit_test(test_unescaped_view),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
