@@ -204,12 +204,20 @@ void al_plan_check_cred_sources(struct al_plan *p, const struct al_policy *pol,
 
 void al_plan_build_cred(struct al_plan *p, const struct al_policy *pol, struct al_errors *errs)
 {
-	if (pol->secret_names && pol->secret_names[0]) {
-		_cleanup_free_ char *names = al_strv_join(pol->secret_names, ", ");
-		al_errors_add(errs, EINVAL, NULL, NULL,
-			      "secrets or tokens named (%s), but no operator policy defines any: "
-			      "define them in the policy file's \"secrets\" or \"tokens\"",
-			      names);
+	/* Without an operator policy a name is the task's own definition (in
+	 * its file or a --secret id=NAME,...), or nothing. */
+	for (size_t i = 0; pol->secret_names && pol->secret_names[i]; i++) {
+		const char *name = pol->secret_names[i];
+		bool defined = false;
+		for (size_t k = 0; k < pol->n_secret_defs; k++)
+			defined |= strcmp(pol->secret_defs[k]->name, name) == 0;
+		if (!defined)
+			al_errors_add(errs, EINVAL, pol->secret_name_where[i], NULL,
+				      "no secret or token named %s is defined (no operator policy "
+				      "is in force, so the task defines its own: --secret "
+				      "id=%s,env=VAR,host=HOST:PORT,header='Authorization: Bearer "
+				      "{}', or the policy file's \"secrets\" or \"tokens\")",
+				      name, name);
 	}
 	/* Each has up to four strings the gateway looks for (placeholder,
 	 * fake key id and secret, fake session token), and it looks for 64. */
