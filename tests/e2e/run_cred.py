@@ -1863,7 +1863,7 @@ def secret_flag_refusals(e):
     each message naming the flag and the key that is wrong: an unknown key,
     a key given twice, no host, a header without a field name (named as the
     header, not as a missing presentation; in a policy file too), a bad
-    variable name. --secret NAME that nothing defines says no definition of
+    variable name, a host the run does not allow. --secret NAME that nothing defines says no definition of
     that name exists, and a policy file's "secrets": ["NAME"] names the
     file and the JSON path. Under an operator policy a definition on the
     command line is refused (its flag named), and a name the operator does
@@ -1881,6 +1881,8 @@ def secret_flag_refusals(e):
         ("id=TOK,env=TOK_SRC,host=%s,header=Bearer {}" % hp,
          ["header: expected \"Field-Name: template with {}\""]),
         ("id=TOK,env=TOK SRC,host=%s,query=k" % hp, ["env: not a variable name"]),
+        ("id=TOK,env=TOK_SRC,host=other.test:9,query=k",
+         ["host: other.test:9 is not allowed by the run's network rules", "--allow"]),
         ("id=TOK,env=TOK_SRC,host=%s,header=\"X: a,b {}" % hp, ["header:", "never closed"]),
     ]
     with TempDir() as d:
