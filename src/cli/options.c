@@ -408,12 +408,37 @@ static int opt_profile(struct al_cli *cli, const struct option_def *o, const cha
 	return 0;
 }
 
+/* --secret NAME names a secret (the operator's, granted by the profile, or
+ * one the task defines); --secret id=NAME,KEY=VALUE,... defines one, as a
+ * policy file's "secrets" would (policy/cred-flag.c). Each error of a
+ * definition is added to the list with the key it is about. */
 static int opt_secret(struct al_cli *cli, const struct option_def *o, const char *arg,
 		      struct al_error *err)
 {
-	if (!al_env_name_is_valid(arg))
-		return al_error_set(err, EINVAL, "--secret: \"%s\" is not a secret's name", arg);
-	al_policy_add_secret_name(cli->flags, arg);
+	struct al_secret_def *d = NULL;
+
+	if (!strchr(arg, '=')) {
+		if (!al_env_name_is_valid(arg))
+			return al_error_set(
+			    err, EINVAL,
+			    "--secret %s: \"%s\" is not a secret's name (give NAME, "
+			    "or id=NAME,env=VAR,host=HOST,header=... to define one)",
+			    arg, arg);
+		_cleanup_free_ char *where = xasprintf("--secret %s", arg);
+		al_policy_add_secret_name(cli->flags, arg, where);
+		return 0;
+	}
+	if (al_secret_flag_parse(arg, &d, cli->errs) < 0)
+		return -EINVAL; /* the errors are in the list already */
+	for (size_t i = 0; i < cli->flags->n_secret_defs; i++)
+		if (strcmp(cli->flags->secret_defs[i]->name, d->name) == 0) {
+			al_errors_add(cli->errs, EINVAL, d->where, "id",
+				      "%s is defined twice (also by %s)", d->name,
+				      cli->flags->secret_defs[i]->where);
+			al_secret_def_free(d);
+			return -EINVAL;
+		}
+	al_policy_add_secret_def(cli->flags, d);
 	return 0;
 }
 
@@ -515,7 +540,7 @@ static const struct option_def options[] = {
 	{"tty",      't', NULL,             BOTH, "give the command a terminal of the sandbox's own (a pty relayed to ours; raw mode when stdin is a terminal)", opt_tty},
 	{"operator-policy", 0, "FILE",      BOTH, "hold the run to the operator policy FILE (default: /etc/airlock/operator.json, else $AIRLOCK_OPERATOR_POLICY; once either is set, only that same file)", opt_operator},
 	{"profile",  0,  "NAME",            BOTH, "the operator policy's profile to run under (default: default)", opt_profile},
-	{"secret",   0,  "NAME",            BOTH, "the operator's secret or token NAME, presented by the gateway on its hosts (the sandbox sees a placeholder)", opt_secret},
+	{"secret",   0,  "NAME|id=NAME,...", BOTH, "the secret or token NAME (the operator's, granted by the profile), presented by the gateway on its hosts (the sandbox sees a placeholder); without an operator policy, define one: id=NAME,env=VAR|file=PATH,host=HOST[:PORT] (repeatable),header='Field: ...{}'|basic=USER|query=PARAM (quote a value with a comma in \"...\")", opt_secret},
 	{"explain",  0,  NULL,     AL_CMD_CHECK, "say where each value came from (the task, the profile's default value, airlock's built-in value, the operator); refused, which profiles would allow it", opt_explain},
 	{"json",     0,  NULL,     AL_CMD_CHECK, "print the plan, or every error, as JSON", opt_json},
 	{"quiet",    'q', NULL,             BOTH, "print only errors", opt_quiet},
@@ -591,6 +616,7 @@ int al_cli_parse(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
 	cli->cmd = cmd;
 	cli->result_fd = cli->audit_fd = -1;
 	cli->flags = al_policy_new("command line");
+	cli->errs = errs;
 	for (i = 0; i < argc; i++) {
 		const char *a = argv[i], *value = NULL;
 		const struct option_def *o;
@@ -638,9 +664,10 @@ int al_cli_parse(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
 				      cmd_name(cmd), o->name);
 			continue;
 		}
-		if (o->apply(cli, o, value, &e) < 0)
-			add_flag_error(errs, o, value, &e);
-		else if (!is_cli_only(o))
+		if (o->apply(cli, o, value, &e) < 0) {
+			if (e.msg[0]) /* else the option added its own errors */
+				add_flag_error(errs, o, value, &e);
+		} else if (!is_cli_only(o))
 			cli->task_flags++;
 	}
 	if (i < argc) {
@@ -651,6 +678,7 @@ int al_cli_parse(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
 			for (; i < argc; i++)
 				al_strv_push(&cli->flags->command, argv[i]);
 	}
+	cli->errs = NULL;
 	return al_errors_count(errs) > before ? al_errors_first(errs, before, NULL) : 0;
 }
 

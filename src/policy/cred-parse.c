@@ -290,8 +290,8 @@ static int parse_token_keys(struct al_json_ctx *c, const json_t *j, const char *
 	return bad;
 }
 
-static int parse_def(struct al_json_ctx *c, const char *name, const json_t *j, const char *path,
-		     bool token, struct al_secret_def **ret)
+int al_json_secret_def(struct al_json_ctx *c, const char *name, const json_t *j, const char *path,
+		       bool token, struct al_secret_def **ret)
 {
 	static const char *const skeys[] = {"source", "hosts", "header", "basic", "query",
 					    "sigv4",  "body",  "env",	 "file",  NULL};
@@ -333,9 +333,16 @@ static int parse_def(struct al_json_ctx *c, const char *name, const json_t *j, c
 	else
 		al_json_note(&bad, parse_hosts(c, v, sub, token, &d->hosts));
 	al_json_note(&bad, parse_how(c, j, path, d));
+	/* No presentation: say which keys could give one. A presentation
+	 * given but wrong has its own error, at its key. */
+	bool how_given = false;
+	for (const char *const *k =
+		 (const char *const[]){"header", "basic", "query", "sigv4", "body", NULL};
+	     *k; k++)
+		how_given |= json_object_get(j, *k) != NULL;
 	if (token)
 		al_json_note(&bad, parse_token_keys(c, j, path, d));
-	else if (d->how == AL_HOW_NONE && !d->body)
+	else if (!how_given)
 		al_json_note(
 		    &bad, al_json_fail(c, path,
 				       "say how it is sent: header, basic, query, sigv4 or body"));
@@ -379,7 +386,7 @@ int al_json_secret_defs(struct al_json_ctx *c, const json_t *j, const char *path
 		char sub[384];
 		struct al_secret_def *d = NULL;
 		snprintf(sub, sizeof(sub), "%s.%s", path, key);
-		if (al_json_note(&bad, parse_def(c, key, v, sub, token, &d)) < 0)
+		if (al_json_note(&bad, al_json_secret_def(c, key, v, sub, token, &d)) < 0)
 			continue;
 		*defs = xrealloc(*defs, (*n + 1) * sizeof(**defs));
 		(*defs)[(*n)++] = d;

@@ -16,6 +16,7 @@
 #include "net/allow.h"
 
 struct al_json_ctx;
+struct al_errors;
 
 /* Where a secret's value comes from, on the host. */
 enum al_secret_source_kind {
@@ -123,6 +124,15 @@ void al_budget_format(uint64_t nano, char *buf, size_t len);
  * Appends to *defs / *n. */
 int al_json_secret_defs(struct al_json_ctx *c, const json_t *j, const char *path, bool token,
 			struct al_secret_def ***defs, size_t *n);
+/* One definition, name: j at path (a member of "secrets" or "tokens"). */
+int al_json_secret_def(struct al_json_ctx *c, const char *name, const json_t *j, const char *path,
+		       bool token, struct al_secret_def **ret);
+/* --secret's KEY=VALUE form (docs/credentials.md, "On the command line"):
+ * the definition it stands for, built as the JSON object it is equivalent
+ * to and read by al_json_secret_def(), so that both forms have one set of
+ * checks. Errors go to errs, each with "--secret ARG" as its where and the
+ * flag's key as its path. *ret's where is "--secret ARG". */
+int al_secret_flag_parse(const char *arg, struct al_secret_def **ret, struct al_errors *errs);
 /* One network.allow element that is an object: {"host": RULE, "tls", "ca",
  * "methods", "paths", "max_body"}; *ret gets the options (its rule is the
  * text to put in the allow list). */

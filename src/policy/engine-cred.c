@@ -33,10 +33,12 @@ static void check_secrets(struct al_decision *d, struct al_policy *task)
 
 	for (size_t i = 0; i < task->n_secret_defs; i++) {
 		const struct al_secret_def *def = task->secret_defs[i];
-		engine_refuse(d, def->where, def->name, list, engine_path(pr, "secrets"),
-			      "%s: under an operator policy, secrets and tokens are the operator's "
-			      "to define; name one the profile grants (%s)",
-			      def->where, list[0] ? list : "it grants none");
+		engine_refuse(
+		    d, def->where, def->name, list, engine_path(pr, "secrets"),
+		    "%s: under an operator policy, secrets and tokens are the operator's "
+		    "to define; name one the profile %s grants with --secret NAME (it grants: "
+		    "%s)",
+		    def->where, pr->name, list[0] ? list : "none");
 	}
 	for (size_t i = 0; i < task->n_secret_defs; i++)
 		al_secret_def_free(task->secret_defs[i]);
@@ -44,19 +46,31 @@ static void check_secrets(struct al_decision *d, struct al_policy *task)
 	task->n_secret_defs = 0;
 	for (size_t i = 0; task->secret_names && task->secret_names[i]; i++) {
 		const char *name = task->secret_names[i];
-		_cleanup_free_ char *ref = xasprintf("secret %s", name);
-		if (!granted(pr, name)) {
+		const char *asked = task->secret_name_where[i];
+		_cleanup_free_ char *ref = asked ? xstrdup(asked) : xasprintf("secret %s", name);
+		const struct al_secret_def *def = op_def(d->op, name);
+		if (!def) {
+			/* Not even defined: say so, rather than that it is not granted. */
 			engine_refuse(d, ref, name, list, engine_path(pr, "secrets"),
-				      "%s: the profile %s does not grant it (it grants: %s)", ref,
-				      pr->name, list[0] ? list : "none");
+				      "%s: the operator policy %s defines no secret or token named "
+				      "%s (the profile %s grants: %s)",
+				      ref, d->op->file, name, pr->name, list[0] ? list : "none");
 			continue;
 		}
-		al_policy_add_secret_def(task, al_secret_def_dup(op_def(d->op, name)));
+		if (!granted(pr, name)) {
+			engine_refuse(d, ref, name, list, engine_path(pr, "secrets"),
+				      "%s: the profile %s does not grant %s, defined at %s (it "
+				      "grants: %s)",
+				      ref, pr->name, name, def->where, list[0] ? list : "none");
+			continue;
+		}
+		al_policy_add_secret_def(task, al_secret_def_dup(def));
 		_cleanup_free_ char *what = xasprintf("secret %s", name);
 		engine_explain(d, what, name, AL_FROM_TASK, ref,
 			       engine_bound(d, "%s.secrets", pr->where));
 	}
 	al_strv_free(TAKE_PTR(task->secret_names));
+	al_strv_free(TAKE_PTR(task->secret_name_where));
 }
 
 static struct al_rule_opts *task_opts(struct al_policy *task, const char *rule)

@@ -389,8 +389,10 @@ static int parse_secrets(struct al_json_ctx *c, const json_t *v, const char *pat
 	if (json_is_array(v)) {
 		if ((r = al_json_strings(c, v, path, false, false, &names)) < 0)
 			return r;
-		for (size_t i = 0; names[i]; i++)
-			al_policy_add_secret_name(c->p, names[i]);
+		for (size_t i = 0; names[i]; i++) {
+			_cleanup_free_ char *where = xasprintf("%s: %s[%zu]", c->file, path, i);
+			al_policy_add_secret_name(c->p, names[i], where);
+		}
 		return 0;
 	}
 	if (!json_is_object(v))

@@ -66,18 +66,29 @@ static void set_env(struct al_plan *p, const struct al_secret_def *d, const char
 	al_strv_push_take(&p->envp, xasprintf("%s=%s", name, value));
 }
 
+/* The JSON path of a secret's i-th host; a definition from --secret
+ * id=NAME,... calls it by the flag's key. */
+static const char *host_path(const struct al_secret_def *d, size_t i, char *buf, size_t len)
+{
+	if (d->where && strncmp(d->where, "--secret ", 9) == 0)
+		return "host";
+	snprintf(buf, len, "hosts[%zu]", i);
+	return buf;
+}
+
 /* Every host a secret goes to must be one the run may reach. */
 static void check_scope(struct al_plan *p, struct al_plan_secret *s, struct al_errors *errs)
 {
 	struct al_error err = {0};
+	char path[32];
 
 	s->scope = al_allow_new();
 	for (size_t i = 0; s->def->hosts && s->def->hosts[i]; i++) {
 		const char *h = s->def->hosts[i];
 		_cleanup_(al_allow_freep) struct al_allowlist *one = al_allow_new();
 		if (al_allow_add(s->scope, h, &err) < 0 || al_allow_add(one, h, &err) < 0) {
-			al_errors_add(errs, EINVAL, s->def->where, NULL, "hosts[%zu]: %s", i,
-				      err.msg);
+			al_errors_add(errs, EINVAL, s->def->where,
+				      host_path(s->def, i, path, sizeof(path)), "%s", err.msg);
 			continue;
 		}
 		/* Reachable when it lies within a rule of the run's or holds one
@@ -89,10 +100,11 @@ static void check_scope(struct al_plan *p, struct al_plan_secret *s, struct al_e
 		for (size_t k = 0; !reach && p->allow && k < al_allow_count(p->allow); k++)
 			reach = al_allow_rule_within(al_allow_rule_at(p->allow, k), r);
 		if (!reach)
-			al_errors_add(errs, EINVAL, s->def->where, NULL,
-				      "hosts[%zu]: %s is not allowed by the run's network rules "
-				      "(add it to network.allow)",
-				      i, h);
+			al_errors_add(errs, EINVAL, s->def->where,
+				      host_path(s->def, i, path, sizeof(path)),
+				      "%s is not allowed by the run's network rules (allow it: "
+				      "--allow %s, or in network.allow)",
+				      h, h);
 	}
 }
 
@@ -115,10 +127,11 @@ static void build_one(struct al_plan *p, const struct al_secret_def *def, struct
 		return;
 	}
 	if (!p->gateway) {
-		al_errors_add(errs, EINVAL, def->where, NULL,
-			      "a %s is sent by the gateway, and this run has none (allow its hosts "
-			      "in network.allow)",
-			      def->token ? "token" : "secret");
+		al_errors_add(
+		    errs, EINVAL, def->where, NULL,
+		    "a %s is sent by the gateway, and this run has none (allow its hosts: "
+		    "--allow %s, or in network.allow)",
+		    def->token ? "token" : "secret", def->hosts ? def->hosts[0] : "HOST");
 		return;
 	}
 	check_scope(p, s, errs);
@@ -204,12 +217,20 @@ void al_plan_check_cred_sources(struct al_plan *p, const struct al_policy *pol,
 
 void al_plan_build_cred(struct al_plan *p, const struct al_policy *pol, struct al_errors *errs)
 {
-	if (pol->secret_names && pol->secret_names[0]) {
-		_cleanup_free_ char *names = al_strv_join(pol->secret_names, ", ");
-		al_errors_add(errs, EINVAL, NULL, NULL,
-			      "secrets or tokens named (%s), but no operator policy defines any: "
-			      "define them in the policy file's \"secrets\" or \"tokens\"",
-			      names);
+	/* Without an operator policy a name is the task's own definition (in
+	 * its file or a --secret id=NAME,...), or nothing. */
+	for (size_t i = 0; pol->secret_names && pol->secret_names[i]; i++) {
+		const char *name = pol->secret_names[i];
+		bool defined = false;
+		for (size_t k = 0; k < pol->n_secret_defs; k++)
+			defined |= strcmp(pol->secret_defs[k]->name, name) == 0;
+		if (!defined)
+			al_errors_add(errs, EINVAL, pol->secret_name_where[i], NULL,
+				      "no secret or token named %s is defined (no operator policy "
+				      "is in force, so the task defines its own: --secret "
+				      "id=%s,env=VAR,host=HOST:PORT,header='Authorization: Bearer "
+				      "{}', or the policy file's \"secrets\" or \"tokens\")",
+				      name, name);
 	}
 	/* Each has up to four strings the gateway looks for (placeholder,
 	 * fake key id and secret, fake session token), and it looks for 64. */

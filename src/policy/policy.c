@@ -74,6 +74,7 @@ void al_policy_free(struct al_policy *p)
 		al_secret_def_free(p->secret_defs[i]);
 	free(p->secret_defs);
 	al_strv_free(p->secret_names);
+	al_strv_free(p->secret_name_where);
 	for (size_t i = 0; i < p->n_rule_opts; i++)
 		al_rule_opts_free(p->rule_opts[i]);
 	free(p->rule_opts);
@@ -221,7 +222,7 @@ void al_policy_merge(struct al_policy *base, const struct al_policy *over)
 	for (size_t i = 0; i < over->n_secret_defs; i++)
 		al_policy_add_secret_def(base, al_secret_def_dup(over->secret_defs[i]));
 	for (size_t i = 0; over->secret_names && over->secret_names[i]; i++)
-		al_policy_add_secret_name(base, over->secret_names[i]);
+		al_policy_add_secret_name(base, over->secret_names[i], over->secret_name_where[i]);
 	if (over->budget.set) {
 		/* A flag's max keeps the file's prices. */
 		struct al_budget b = {0};
@@ -447,8 +448,18 @@ void al_policy_add_secret_def(struct al_policy *p, struct al_secret_def *d)
 	p->secret_defs[p->n_secret_defs++] = d;
 }
 
-void al_policy_add_secret_name(struct al_policy *p, const char *name)
+void al_policy_add_secret_name(struct al_policy *p, const char *name, const char *where)
 {
-	if (!al_policy_env_is_hidden(p->secret_names, name)) /* a list lookup */
+	if (!al_policy_env_is_hidden(p->secret_names, name)) { /* a list lookup */
 		al_strv_push(&p->secret_names, name);
+		al_strv_push(&p->secret_name_where, where);
+	}
+}
+
+const char *al_policy_secret_name_where(const struct al_policy *p, const char *name)
+{
+	for (size_t i = 0; p->secret_names && p->secret_names[i]; i++)
+		if (strcmp(p->secret_names[i], name) == 0)
+			return p->secret_name_where[i];
+	return NULL;
 }

@@ -127,6 +127,8 @@ struct al_policy {
 	struct al_secret_def **secret_defs;
 	size_t n_secret_defs;
 	char **secret_names;
+	char **
+	    secret_name_where; /* where each name was asked for: "--secret TOK", "FILE: secrets[0]" */
 	struct al_rule_opts **rule_opts;
 	size_t n_rule_opts;
 	struct al_budget budget;
@@ -199,8 +201,11 @@ bool al_policy_env_is_hidden(char *const *hidden, const char *name);
 void al_policy_add_rule_opts(struct al_policy *p, struct al_rule_opts *o);
 /* Add a secret or token definition (taken), replacing one of that name. */
 void al_policy_add_secret_def(struct al_policy *p, struct al_secret_def *d);
-/* Ask for a secret or token by name (once). */
-void al_policy_add_secret_name(struct al_policy *p, const char *name);
+/* Ask for a secret or token by name (once), where: "--secret NAME" or
+ * "FILE: secrets[I]", for messages. */
+void al_policy_add_secret_name(struct al_policy *p, const char *name, const char *where);
+/* Where name was asked for, or NULL. */
+const char *al_policy_secret_name_where(const struct al_policy *p, const char *name);
 
 /* Overlay `over` onto `base`: every set field of `over` replaces base's;
  * over's mounts replace base mounts at the same sandbox path and are added

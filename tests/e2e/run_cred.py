@@ -1840,5 +1840,177 @@ def operator_grants(e):
     ck.done()
 
 
+# ---- 9. secrets defined on the command line ---------------------------------
+
+def secret_lines(text):
+    """The lines of `airlock check` that describe secrets and their
+    placeholders' variables."""
+    return [l for l in text.splitlines() if l.startswith("secret") or "<hidden" in l]
+
+
+@case
+def secret_flag_injects_like_json(e):
+    """--secret id=NAME,KEY=VALUE,... with no policy file: a bearer token
+    from airlock's environment (header=) and a key from a file whose header
+    template holds a comma (a quoted field), both scoped to one loopback
+    API. The sandbox holds placeholders only; the server receives
+    `Bearer VALUE` and `a,b VALUE`; the record lists both; a request to an
+    allowed host they are not scoped to carries neither. `airlock check`
+    shows the flag's definitions exactly as the same JSON definitions, in
+    text and in --json."""
+    ck = Checks()
+    real, key = real_value(), real_value("key")
+    srvs = servers(("api", None), ("other", None))
+    try:
+        api, other = srvs
+        hp, op = "analysis.internal:%d" % api.port, "other.internal:%d" % other.port
+        with TempDir() as d:
+            kf = write_file(os.path.join(d, "key.txt"), key + "\n", mode=0o600)
+            flags = ["--secret", "id=TOK,env=TOK_SRC,host=%s,header=Authorization: Bearer {}"
+                     % hp,
+                     "--secret", 'id=KEY,file=%s,host=%s,"header=X-Key: a,b {}"' % (kf, hp)]
+            net = ["--allow", hp, "--allow", op, "--map-host", "analysis.internal=127.0.0.1",
+                   "--map-host", "other.internal=127.0.0.1"]
+            pol = {"version": 1, "secrets": {
+                "TOK": {"source": {"env": "TOK_SRC"}, "hosts": [hp],
+                        "header": "Authorization: Bearer {}"},
+                "KEY": {"source": {"file": kf}, "hosts": [hp], "header": "X-Key: a,b {}"}}}
+            pf = write_file(os.path.join(d, "p.json"), json.dumps(pol))
+            henv = dict(os.environ, TOK_SRC=real)
+            henv.pop("AIRLOCK_OPERATOR_POLICY", None)
+            cf = run_host([e.airlock, "check"] + net + flags, env=henv)
+            cj = run_host([e.airlock, "check", "--policy", pf] + net, env=henv)
+            ck.that(cf.rc == 0 and cj.rc == 0, "check exited %s (flags: %r) and %s (JSON: %r)"
+                    % (cf.rc, cf.errtext, cj.rc, cj.errtext))
+            ck.that(len(secret_lines(cf.text)) >= 4
+                    and secret_lines(cf.text) == secret_lines(cj.text),
+                    "check shows the flags' secrets %r, the JSON's %r"
+                    % (secret_lines(cf.text), secret_lines(cj.text)))
+            jf = run_host([e.airlock, "check", "--json"] + net + flags, env=henv)
+            jj = run_host([e.airlock, "check", "--json", "--policy", pf] + net, env=henv)
+            try:
+                cf_creds = json.loads(jf.text).get("credentials")
+                cj_creds = json.loads(jj.text).get("credentials")
+            except ValueError:
+                cf_creds = cj_creds = None
+            ck.that(cf_creds is not None and cf_creds == cj_creds,
+                    "check --json: the flags' credentials %s, the JSON's %s"
+                    % (json.dumps(cf_creds), json.dumps(cj_creds)))
+            steps = [{"op": "env", "label": "env"},
+                     http_step("api", "analysis.internal", api.port, rq("/api")),
+                     http_step("other", "other.internal", other.port, rq("/other"))]
+            r = ck.add(cred_run(e, None, steps, opts=net + flags, env={"TOK_SRC": real},
+                                srvs=srvs))
+    finally:
+        close_all(srvs)
+    ck.that(r.res.rc == 0, "the run exited %s" % r.res.rc)
+    check_placeholder(ck, r, "TOK")
+    check_placeholder(ck, r, "KEY")
+    q = api.request("/api")
+    ck.that(q is not None and header(q, "Authorization") == ["Bearer " + real],
+            "the API got Authorization %r" % (q and header(q, "Authorization")))
+    ck.that(q is not None and header(q, "X-Key") == ["a,b " + key],
+            "the API got X-Key %r" % (q and header(q, "X-Key")))
+    o = other.request("/other")
+    ck.that(o is not None and not header(o, "Authorization") and not header(o, "X-Key"),
+            "the unscoped host got %r" % (o and o["headers"]))
+    names = sorted(c.get("name") for c in (r.record or {}).get("credentials") or [])
+    ck.that(names == ["KEY", "TOK"], "the record's credentials: %s" % names)
+    for v in (real, key):
+        no_real_value(ck, v, {"stdout": r.res.out, "stderr": r.res.err,
+                              "the audit": r.raw["audit"], "the record": r.raw["record"]})
+    ck.done()
+
+
+@case
+def secret_flag_refusals(e):
+    """Bad --secret definitions are refused before anything runs (exit 125),
+    each message naming the flag and the key that is wrong: an unknown key,
+    a key given twice, no host, a header without a field name (named as the
+    header, not as a missing presentation; in a policy file too), a bad
+    variable name, a host the run does not allow. --secret NAME that nothing defines says no definition of
+    that name exists, and a policy file's "secrets": ["NAME"] names the
+    file and the JSON path. Under an operator policy a definition on the
+    command line is refused (its flag named), and a name the operator does
+    not define says so."""
+    ck = Checks()
+    hp = "api.internal:8080"
+    net = ["--allow", hp, "--map-host", "api.internal=127.0.0.1"]
+    henv = dict(os.environ, TOK_SRC="x" * 16)
+    henv.pop("AIRLOCK_OPERATOR_POLICY", None)
+    good = "id=TOK,env=TOK_SRC,host=%s,header=Authorization: Bearer {}" % hp
+    bad = [
+        (good + ",colour=red", ["colour: unknown key"]),
+        (good + ",env=OTHER", ["env: given twice"]),
+        ("id=TOK,env=TOK_SRC,header=X: {}", ["host: missing"]),
+        ("id=TOK,env=TOK_SRC,host=%s,header=Bearer {}" % hp,
+         ["header: expected \"Field-Name: template with {}\""]),
+        ("id=TOK,env=TOK SRC,host=%s,query=k" % hp, ["env: not a variable name"]),
+        ("id=TOK,env=TOK_SRC,host=other.test:9,query=k",
+         ["host: other.test:9 is not allowed by the run's network rules", "--allow"]),
+        ("id=TOK,env=TOK_SRC,host=%s,header=\"X: a,b {}" % hp, ["header:", "never closed"]),
+    ]
+    with TempDir() as d:
+        for arg, words in bad:
+            for cmd in ("check", "run"):
+                argv = [e.airlock, cmd] + net + ["--secret", arg]
+                if cmd == "run":
+                    argv += ["--", "/bin/sh", "-c", ": > /tmp/x; echo ran"]
+                res = run_host(argv, env=henv)
+                first = (res.errtext.splitlines() or [""])[0]
+                ck.that(res.rc == 125, "%s --secret %s: exit %s" % (cmd, arg, res.rc))
+                ck.that(first.startswith("airlock: --secret " + arg + ": ")
+                        and all(w in first for w in words),
+                        "%s --secret %s: %r does not name the flag and %s"
+                        % (cmd, arg, res.errtext, words))
+                ck.that("say how it is sent" not in res.errtext,
+                        "%s --secret %s: a presentation was given, yet: %r"
+                        % (cmd, arg, res.errtext))
+                ck.that(b"ran" not in res.out, "%s --secret %s ran the command" % (cmd, arg))
+        # The JSON form's malformed header names the header only.
+        pol = {"version": 1, "secrets": {"TOK": {"source": {"env": "TOK_SRC"}, "hosts": [hp],
+                                                 "header": "Bearer {}"}}}
+        pf = write_file(os.path.join(d, "p.json"), json.dumps(pol))
+        res = run_host([e.airlock, "check", "--policy", pf] + net, env=henv)
+        ck.that(res.rc == 125 and "secrets.TOK.header: expected" in res.errtext
+                and "say how it is sent" not in res.errtext,
+                "a JSON header without a field name: exit %s, %r" % (res.rc, res.errtext))
+        # Names nothing defines.
+        res = run_host([e.airlock, "check", "--secret", "NOPE"] + net, env=henv)
+        ck.that(res.rc == 125 and "--secret NOPE: no secret or token named NOPE is defined"
+                in res.errtext, "--secret NOPE: exit %s, %r" % (res.rc, res.errtext))
+        pf2 = write_file(os.path.join(d, "names.json"),
+                         json.dumps({"version": 1, "secrets": ["NOPE"]}))
+        res = run_host([e.airlock, "check", "--policy", pf2] + net, env=henv)
+        ck.that(res.rc == 125 and "%s: secrets[0]: no secret or token named NOPE" % pf2
+                in res.errtext, "secrets: [NOPE]: exit %s, %r" % (res.rc, res.errtext))
+        # A name the task defines itself is a name, not an error.
+        res = run_host([e.airlock, "check", "--secret", good, "--secret", "TOK"] + net,
+                       env=henv)
+        ck.that(res.rc == 0, "--secret TOK after its definition: exit %s, %r"
+                % (res.rc, res.errtext))
+        # Under an operator policy (root's file).
+        if IS_ROOT:
+            op = write_file(os.path.join(d, "operator.json"), json.dumps({
+                "version": 1,
+                "secrets": {"OP": {"source": {"env": "TOK_SRC"}, "hosts": [hp],
+                                   "header": "X-Op: {}"}},
+                "profiles": {"default": {"network": {"allow": [hp], "hosts": ["127.0.0.1"]},
+                                         "secrets": ["OP"]}}}), mode=0o644)
+            base = [e.airlock, "check", "--operator-policy", op] + net
+            res = run_host(base + ["--secret", good], env=henv)
+            ck.that(res.rc == 125 and ("--secret %s: under an operator policy" % good)
+                    in res.errtext and "--secret NAME" in res.errtext,
+                    "a definition under an operator: exit %s, %r" % (res.rc, res.errtext))
+            res = run_host(base + ["--secret", "NOPE"], env=henv)
+            ck.that(res.rc == 125 and "--secret NOPE: the operator policy %s defines no secret "
+                    "or token named NOPE" % op in res.errtext,
+                    "an undefined name under an operator: exit %s, %r"
+                    % (res.rc, res.errtext))
+            res = run_host(base + ["--secret", "OP"], env=henv)
+            ck.that(res.rc == 0, "--secret OP (granted): exit %s, %r" % (res.rc, res.errtext))
+    ck.done()
+
+
 if __name__ == "__main__":
     main(suite)

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,8 @@ static void test_parse_secret_errors(void **state)
 	    "\"Authorization: Bearer\"},"
 	    "\"AWS\": {\"source\": {\"env\": \"A\"}, \"hosts\": [\"s3.test\"], \"sigv4\": true, "
 	    "\"body\": true},"
+	    "\"BEARER\": {\"source\": {\"env\": \"A\"}, \"hosts\": [\"a.test\"], \"header\": "
+	    "\"Bearer {}\"},"
 	    "\"NONE\": {\"source\": {\"fd\": 1}, \"hosts\": [\"a.test\"]}},"
 	    "\"tokens\": {\"T\": {\"hosts\": [\"*.a.test\"], \"per_request\": true, \"expose\": "
 	    "true}, \"U\": {\"key\": \"/k\", \"hosts\": [\"a.test\"], \"ttl\": \"5s\"}}}");
@@ -92,10 +95,132 @@ static void test_parse_secret_errors(void **state)
 	assert_contains(e, "secrets.AWS.body: a signed request's body cannot change");
 	assert_contains(e, "secrets.NONE.source.fd: expected a descriptor number from 3");
 	assert_contains(e, "secrets.NONE: say how it is sent");
+	/* A presentation given but malformed: its field is named, not the list. */
+	assert_contains(e, "secrets.BEARER.header: expected \"Field-Name: template with {}\"");
+	assert_null(strstr(e, "secrets.BEARER: say how"));
 	assert_contains(e, "tokens.T.hosts[0]: a token's hosts are its audience");
 	assert_contains(e, "tokens.T.key: missing");
 	assert_contains(e, "tokens.T.expose: a per_request token is minted on the way out");
 	assert_contains(e, "tokens.U.ttl: only a per_request token has its own ttl");
+}
+
+/* --secret's KEY=VALUE form: the definition, or the errors (where, path). */
+static struct al_secret_def *flag_def(const char *arg)
+{
+	_cleanup_(al_errors_clear) struct al_errors errs = {0};
+	struct al_secret_def *d = NULL;
+
+	if (al_secret_flag_parse(arg, &d, &errs) < 0)
+		fail_msg("--secret %s: %s", arg, errs.n ? errs.v[0].text : "(no error)");
+	return d;
+}
+
+/* The first error of arg, which must be at key (NULL: at none) and hold
+ * text. */
+static void flag_fails(const char *arg, const char *key, const char *text)
+{
+	_cleanup_(al_errors_clear) struct al_errors errs = {0};
+	_cleanup_free_ char *where = xasprintf("--secret %s", arg);
+	struct al_secret_def *d = NULL;
+
+	if (al_secret_flag_parse(arg, &d, &errs) == 0)
+		fail_msg("--secret %s: parsed, expected \"%s\"", arg, text);
+	assert_null(d);
+	assert_true(errs.n >= 1);
+	for (size_t i = 0; i < errs.n; i++) {
+		const struct al_error_entry *e = &errs.v[i];
+		if (!strstr(e->message, text))
+			continue;
+		assert_string_equal(e->where, where);
+		if (key)
+			assert_string_equal(e->path, key);
+		else
+			assert_null(e->path);
+		return;
+	}
+	fail_msg("--secret %s: no error \"%s\" (first: %s)", arg, text, errs.v[0].text);
+}
+
+static void test_secret_flag(void **state)
+{
+	(void)state;
+	/* The flag and the JSON form give the same definition. */
+	_cleanup_(al_policy_freep) struct al_policy *p = task_parse(
+	    "{\"version\": 1, " NET ", \"secrets\": {\"TOK\": {\"source\": {\"env\": \"API\"}, "
+	    "\"hosts\": [\"api.test:8080\", \"b.test\"], \"header\": \"Authorization: Bearer "
+	    "{}\"}}}");
+	const struct al_secret_def *j = p->secret_defs[0];
+	struct al_secret_def *d = flag_def(
+	    "id=TOK,env=API,host=api.test:8080,host=b.test,header=Authorization: Bearer {}");
+	assert_string_equal(d->name, j->name);
+	assert_int_equal(d->src.kind, j->src.kind);
+	assert_string_equal(d->src.env, j->src.env);
+	assert_int_equal(al_strv_len(d->hosts), 2);
+	assert_string_equal(d->hosts[0], j->hosts[0]);
+	assert_string_equal(d->hosts[1], j->hosts[1]);
+	assert_int_equal(d->how, j->how);
+	assert_string_equal(d->header, j->header);
+	assert_string_equal(d->tmpl, j->tmpl);
+	assert_string_equal(d->env, j->env);
+	assert_int_equal(d->body, j->body);
+	assert_int_equal(d->file, j->file);
+	assert_string_equal(d->where, "--secret id=TOK,env=API,host=api.test:8080,host=b.test,"
+				      "header=Authorization: Bearer {}");
+	al_secret_def_free(d);
+
+	/* Commas inside double quotes: the value's, or the whole field's; ""
+	 * is one quote; a quote inside an unquoted value is a quote. */
+	d = flag_def("id=K,env=K,host=a.test,header=\"X-Key: a,b={}\"");
+	assert_string_equal(d->tmpl, "a,b={}");
+	al_secret_def_free(d);
+	d = flag_def("\"header=X-Key: \"\"q\"\",{}\",id=K,env=K,host=a.test");
+	assert_string_equal(d->header, "X-Key");
+	assert_string_equal(d->tmpl, "\"q\",{}");
+	al_secret_def_free(d);
+	d = flag_def("id=K,env=K,host=a.test,header=Authorization: Token t=\"{}\"");
+	assert_string_equal(d->tmpl, "Token t=\"{}\"");
+	al_secret_def_free(d);
+
+	/* file=, basic=, query=; a relative file is the current directory's. */
+	char cwd[PATH_MAX];
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	_cleanup_free_ char *abs = xasprintf("%s/tok.txt", cwd);
+	d = flag_def("id=K,file=tok.txt,host=a.test,basic=svc");
+	assert_int_equal(d->src.kind, AL_SOURCE_FILE);
+	assert_string_equal(d->src.file, abs);
+	assert_int_equal(d->how, AL_HOW_BASIC);
+	assert_string_equal(d->user, "svc");
+	al_secret_def_free(d);
+	d = flag_def("id=K,file=/run/k,host=a.test,query=api_key");
+	assert_string_equal(d->src.file, "/run/k");
+	assert_int_equal(d->how, AL_HOW_QUERY);
+	assert_string_equal(d->param, "api_key");
+	al_secret_def_free(d);
+
+	/* The flag's own checks. */
+	flag_fails("id=K,env=K,host=a.test,header=X: {},colour=red", "colour", "unknown key");
+	flag_fails("id=K,env=K,env=L,host=a.test,query=k", "env", "given twice");
+	flag_fails("env=K,host=a.test,query=k", "id", "missing: id=NAME");
+	flag_fails("id=K,host=a.test,query=k", NULL, "missing the value's source");
+	flag_fails("id=K,env=K,file=/k,host=a.test,query=k", "file", "not both");
+	flag_fails("id=K,env=K,query=k", "host", "missing: host=HOST");
+	flag_fails("id=K,env=K,host=a.test", NULL, "say how it is sent");
+	flag_fails("id=K,env=K,host=a.test,query=k,basic=u", NULL, "give one of header=");
+	flag_fails("id=K,,env=K", NULL, "field 2 is empty");
+	flag_fails("id=K,env=K,", NULL, "a comma at the end");
+	flag_fails("id=K,env", NULL, "field 2 (\"env\") is not KEY=VALUE");
+	flag_fails("id=K,header=\"X: {}", "header", "never closed");
+	flag_fails("\"id=K,env=K", NULL, "never closed");
+	flag_fails("id=K,header=\"X: {}\"x,env=K", "header", "text after the closing");
+	/* The policy file parser's checks, said at the flag's keys. */
+	flag_fails("id=1K,env=K,host=a.test,query=k", "id", "a name of letters");
+	flag_fails("id=K,env=A B,host=a.test,query=k", "env", "not a variable name");
+	flag_fails("id=K,file=/a/../b,host=a.test,query=k", "file", "clean absolute path");
+	flag_fails("id=K,env=K,host=a.test,host=b c,query=k", "host", "allow rule \"b c\"");
+	flag_fails("id=K,env=K,host=a.test,header=Bearer {}", "header", "Field-Name: template");
+	flag_fails("id=K,env=K,host=a.test,header=X: no brace", "header", "exactly one \"{}\"");
+	flag_fails("id=K,env=K,host=a.test,basic=a:b", "basic", "a user name without ':'");
+	flag_fails("id=K,env=K,host=a.test,query=a b", "query", "a parameter name");
 }
 
 static void test_parse_rule_opts(void **state)
@@ -242,7 +367,8 @@ static void test_plan_refusals(void **state)
 	_cleanup_(al_plan_freep) struct al_plan *q =
 	    plan_of("{\"version\": 1, \"command\": [\"/bin/true\"], \"secrets\": [\"X\"]}", &e2);
 	assert_true(e2.n >= 1);
-	assert_contains(e2.v[0].text, "no operator policy defines any");
+	assert_contains(e2.v[0].text,
+			"task.json: secrets[0]: no secret or token named X is defined");
 	(void)q;
 }
 
@@ -295,8 +421,8 @@ static void test_engine_refusals(void **state)
 	for (size_t i = 0; i < d.n_refused; i++) {
 		const char *m = d.refused[i].message;
 		granted |=
-		    strstr(m, "secret OTHER: the profile default does not grant it (it grants: "
-			      "TOK)") != NULL;
+		    strstr(m, "task.json: secrets[0]: the profile default does not grant OTHER, "
+			      "defined at op.json: secrets.OTHER (it grants: TOK)") != NULL;
 		own |=
 		    strstr(m, "tokens.MINE: under an operator policy, secrets and tokens are the "
 			      "operator's to define") != NULL;
@@ -462,11 +588,12 @@ static void test_meter_budget(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_parse_secret),      cmocka_unit_test(test_parse_secret_errors),
-	    cmocka_unit_test(test_parse_rule_opts),   cmocka_unit_test(test_parse_budget),
-	    cmocka_unit_test(test_plan_placeholders), cmocka_unit_test(test_plan_refusals),
-	    cmocka_unit_test(test_engine_grants),     cmocka_unit_test(test_engine_refusals),
-	    cmocka_unit_test(test_sources),	      cmocka_unit_test(test_meter_budget),
+	    cmocka_unit_test(test_parse_secret),    cmocka_unit_test(test_parse_secret_errors),
+	    cmocka_unit_test(test_secret_flag),	    cmocka_unit_test(test_parse_rule_opts),
+	    cmocka_unit_test(test_parse_budget),    cmocka_unit_test(test_plan_placeholders),
+	    cmocka_unit_test(test_plan_refusals),   cmocka_unit_test(test_engine_grants),
+	    cmocka_unit_test(test_engine_refusals), cmocka_unit_test(test_sources),
+	    cmocka_unit_test(test_meter_budget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
