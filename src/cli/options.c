@@ -157,6 +157,9 @@ static int opt_env(struct al_cli *cli, const struct option_def *o, const char *a
 
 #define ENV_FILE_MAX (1u << 20)
 
+static void add_flag_error(struct al_errors *errs, const struct option_def *o, const char *value,
+			   const struct al_error *e);
+
 /* --env-file FILE: KEY=VALUE lines, taken as they are (no quotes, no
  * expansion); blank lines and lines starting with '#' are skipped. The
  * values are hidden in dumps. */
@@ -167,6 +170,7 @@ static int opt_env_file(struct al_cli *cli, const struct option_def *o, const ch
 	/* Non-blocking: a FIFO nobody writes is refused, not waited on. */
 	_cleanup_close_ int fd = open(arg, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	size_t len = 0, lineno = 0;
+	bool bad = false;
 	struct stat st;
 	ssize_t n;
 
@@ -197,14 +201,22 @@ static int opt_env_file(struct al_cli *cli, const struct option_def *o, const ch
 			continue;
 		const char *eq = strchr(line, '=');
 		_cleanup_free_ char *name = strndup(line, eq ? (size_t)(eq - line) : strlen(line));
-		if (!eq || !al_env_name_is_valid(name))
-			return al_error_set(err, EINVAL,
-					    "--env-file %s:%zu: expected NAME=VALUE (a name of "
-					    "letters, digits and _, no spaces around '=')",
-					    arg, lineno);
-		al_policy_set_env_hidden(cli->flags, name, eq + 1, true);
+		if (eq && al_env_name_is_valid(name)) {
+			al_policy_set_env_hidden(cli->flags, name, eq + 1, true);
+			continue;
+		}
+		/* Every bad line is reported: the one before goes to the list
+		 * now, the last is this option's own error. */
+		if (bad)
+			add_flag_error(cli->errs, o, arg, err);
+		al_error_clear(err);
+		al_error_set(err, EINVAL,
+			     "--env-file %s:%zu: expected NAME=VALUE (a name of letters, digits "
+			     "and _, no spaces around '=')",
+			     arg, lineno);
+		bad = true;
 	}
-	return 0;
+	return bad ? -EINVAL : 0;
 }
 
 static int opt_workdir(struct al_cli *cli, const struct option_def *o, const char *arg,
@@ -588,6 +600,7 @@ int al_cli_parse(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
 	cli->cmd = cmd;
 	cli->result_fd = cli->audit_fd = -1;
 	cli->flags = al_policy_new("command line");
+	cli->errs = errs;
 	for (i = 0; i < argc; i++) {
 		const char *a = argv[i], *value = NULL;
 		const struct option_def *o;
@@ -648,6 +661,7 @@ int al_cli_parse(struct al_cli *cli, enum al_cli_cmd cmd, int argc, char **argv,
 			for (; i < argc; i++)
 				al_strv_push(&cli->flags->command, argv[i]);
 	}
+	cli->errs = NULL;
 	return al_errors_count(errs) > before ? al_errors_first(errs, before, NULL) : 0;
 }
 

@@ -278,6 +278,15 @@ static int build_mount(struct builder *b, const struct al_policy *pol,
 		return al_error_set(err, EINVAL, "%s: sandbox path %s would cover or sit inside %s",
 				    m->origin, m->path, why);
 	bad_path[m - pol->mounts] = false;
+	/* Two mounts at one path: refused, never one silently over the other. */
+	for (size_t j = 0; j < i; j++)
+		if (strcmp(sorted[j]->path, m->path) == 0) {
+			bool first = sorted[j] < m; /* named in the order they were given */
+			bad_path[m - pol->mounts] = true;
+			return al_error_set(err, EINVAL, "duplicate mount point %s: %s and %s",
+					    m->path, first ? sorted[j]->origin : m->origin,
+					    first ? m->origin : sorted[j]->origin);
+		}
 	for (size_t j = 0; j < i; j++)
 		if (!bad_path[sorted[j] - pol->mounts] &&
 		    al_path_is_under(m->path, sorted[j]->path))

