@@ -446,6 +446,13 @@ static int opt_hostname(struct al_cli *cli, const struct option_def *o, const ch
 	return 0;
 }
 
+static int opt_copy_out_replace(struct al_cli *cli, const struct option_def *o, const char *arg,
+				struct al_error *err)
+{
+	cli->flags->copy_out_replace = true;
+	return 0;
+}
+
 static int opt_tty(struct al_cli *cli, const struct option_def *o, const char *arg,
 		   struct al_error *err)
 {
@@ -500,6 +507,7 @@ static const struct option_def options[] = {
 	{"copy-out", 0,  "PATH:HOSTDIR",    BOTH, "after the run, whatever ended it, copy PATH's files and dirs out to HOSTDIR (links never followed)", opt_copy},
 	{"copy-out-size", 0, "SIZE",        BOTH, "cap on what --copy-out brings back (default: the scratch size)", opt_size},
 	{"copy-out-files", 0, "N",          BOTH, "cap on the files and dirs --copy-out brings back (default 10000)", opt_count},
+	{"copy-out-replace", 0, NULL,       BOTH, "let --copy-out replace your own regular files and merge into your own dirs on the host (else they are skipped and the run exits 122)", opt_copy_out_replace},
 	{"env",      0,  "NAME[=VALUE]",    BOTH, "set a variable inside, or pass airlock's own NAME (nothing else of the host's leaks in)", opt_env},
 	{"env-file", 0,  "FILE",            BOTH, "set the variables of FILE's NAME=VALUE lines (# comments; no quoting or expansion)", opt_env_file},
 	{"workdir",  0,  "PATH",            BOTH, "working directory inside, on the scratch (default /work)", opt_workdir},

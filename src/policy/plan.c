@@ -470,6 +470,7 @@ static void build_copies(struct builder *b, const struct al_policy *pol)
 
 	p->copy_out_bytes = pol->copy_out_bytes ? pol->copy_out_bytes : p->scratch_bytes;
 	p->copy_out_files = pol->copy_out_files ? pol->copy_out_files : AL_DEFAULT_COPY_OUT_FILES;
+	p->copy_out_replace = pol->copy_out_replace;
 	for (size_t i = 0; i < pol->n_copy_in + pol->n_copy_out; i++) {
 		struct al_error err = {0};
 		bool in = i < pol->n_copy_in;

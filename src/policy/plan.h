@@ -243,6 +243,10 @@ struct al_plan {
 	size_t n_copy_out;
 	uint64_t copy_out_bytes;
 	uint64_t copy_out_files;
+	/* --copy-out-replace: a regular file of the caller's on the host is
+	 * replaced, a directory of theirs merged into; otherwise both are
+	 * skipped and the run exits AL_COPY_OUT_EXISTS_EXIT. */
+	bool copy_out_replace;
 	/* The second, in-kernel layer of file access control (landlock on
 	 * native) is required; false only when the policy asked for
 	 * best-effort. */

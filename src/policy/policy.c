@@ -178,6 +178,8 @@ void al_policy_merge(struct al_policy *base, const struct al_policy *over)
 		base->copy_out_bytes = over->copy_out_bytes;
 	if (over->copy_out_files)
 		base->copy_out_files = over->copy_out_files;
+	if (over->copy_out_replace)
+		base->copy_out_replace = true;
 	if (over->inotify_instances)
 		base->inotify_instances = over->inotify_instances;
 	if (over->inotify_watches)

@@ -100,5 +100,90 @@ def duplicate_mount_point(e):
                               "--ro %s:/x" % a)
 
 
+# ---- copy-out onto existing host files ---------------------------------------
+
+COPY_OUT_EXISTS = 122
+MAKE_OUT = "mkdir -p o/sub && echo new > o/a.txt && echo newb > o/sub/b.txt && echo c > o/c.txt"
+
+
+@case
+def copy_out_existing_not_missed(e):
+    """--copy-out into a host directory that already holds a file and a
+    directory of those names: the command exits 0 but the run exits 122
+    (record: exit_code 122, reason exited, existing_count 2), stderr names
+    each left-behind name with its host path, the host files are
+    unchanged and the new file is copied."""
+    with TempDir() as d:
+        out = os.path.join(d, "out")
+        os.makedirs(os.path.join(out, "sub"))
+        write_file(os.path.join(out, "a.txt"), "old\n")
+        write_file(os.path.join(out, "sub", "b.txt"), "oldb\n")
+        rec = os.path.join(d, "r.json")
+        res = e.run(["/bin/sh", "-c", MAKE_OUT],
+                    ["--copy-out", "/work/o:" + out, "--result", rec])
+        expect_rc(res, COPY_OUT_EXISTS)
+        lines = [x for x in res.errtext.splitlines() if x.startswith("airlock: copy-out: ")]
+        expect(len(lines) == 2, "expected one line per name left behind", res)
+        expect("/work/o/a.txt not copied: %s/a.txt exists on the host" % out in lines[0]
+               or "/work/o/a.txt not copied: %s/a.txt exists on the host" % out in lines[1],
+               "a.txt not named", res)
+        expect(any("/work/o/sub not copied: %s/sub exists" % out in x for x in lines),
+               "sub not named", res)
+        expect(open(os.path.join(out, "a.txt")).read() == "old\n", "a.txt replaced", res)
+        expect(open(os.path.join(out, "sub", "b.txt")).read() == "oldb\n", "sub merged", res)
+        expect(open(os.path.join(out, "c.txt")).read() == "c\n", "c.txt not copied", res)
+        with open(rec) as f:
+            r = json.load(f)
+        expect(r["exit_code"] == COPY_OUT_EXISTS and r["reason"] == "exited",
+               "record: %s %s" % (r["exit_code"], r["reason"]), res)
+        expect(r["copy_out"][0]["existing_count"] == 2, "existing_count", res)
+        # A command that failed keeps its own status.
+        res = e.run(["/bin/sh", "-c", MAKE_OUT + "; exit 3"], ["--copy-out", "/work/o:" + out])
+        expect_rc(res, 3)
+
+
+@case
+def copy_out_replace(e):
+    """--copy-out-replace replaces the caller's own regular files and merges
+    into the caller's own directories (exit 0); a symbolic link (its target
+    untouched), another user's file and a directory where a file comes are
+    never replaced: skipped, named, exit 122."""
+    with TempDir() as d:
+        out = os.path.join(d, "out")
+        os.makedirs(os.path.join(out, "sub"))
+        write_file(os.path.join(out, "a.txt"), "old\n")
+        write_file(os.path.join(out, "sub", "b.txt"), "oldb\n")
+        res = e.run(["/bin/sh", "-c", MAKE_OUT],
+                    ["--copy-out-replace", "--copy-out", "/work/o:" + out])
+        expect_rc(res, 0)
+        expect(open(os.path.join(out, "a.txt")).read() == "new\n", "a.txt not replaced", res)
+        expect(open(os.path.join(out, "sub", "b.txt")).read() == "newb\n", "sub not merged",
+               res)
+        # Now a link, a directory and (as root) another user's file.
+        target = write_file(os.path.join(d, "target"), "keep\n")
+        os.unlink(os.path.join(out, "a.txt"))
+        os.symlink(target, os.path.join(out, "a.txt"))
+        os.unlink(os.path.join(out, "c.txt"))
+        os.mkdir(os.path.join(out, "c.txt"))
+        want = 2
+        if IS_ROOT:
+            os.chown(os.path.join(out, "sub", "b.txt"), 54321, 54321)
+            want = 3
+        res = e.run(["/bin/sh", "-c", MAKE_OUT],
+                    ["--copy-out-replace", "--copy-out", "/work/o:" + out])
+        expect_rc(res, COPY_OUT_EXISTS)
+        lines = [x for x in res.errtext.splitlines() if x.startswith("airlock: copy-out: ")]
+        expect(len(lines) == want, "expected %d lines naming what was kept" % want, res)
+        expect(all("not a regular file of yours" in x for x in lines), "why not said", res)
+        expect(os.path.islink(os.path.join(out, "a.txt")), "the link was replaced", res)
+        expect(open(target).read() == "keep\n", "the link's target was written", res)
+        expect(os.path.isdir(os.path.join(out, "c.txt")), "the directory was replaced", res)
+        if IS_ROOT:
+            expect(open(os.path.join(out, "sub", "b.txt")).read() == "newb\n",
+                   "another user's file was replaced", res)
+            expect(os.stat(os.path.join(out, "sub", "b.txt")).st_uid == 54321,
+                   "another user's file was replaced", res)
+
+
 if __name__ == "__main__":
     main(suite)
