@@ -642,7 +642,11 @@ static bool build_request(struct al_plan *p, const struct al_policy *pol, unsign
 	p->output_bytes = pol->output_bytes ? pol->output_bytes : AL_DEFAULT_OUTPUT_BYTES;
 	p->open_files = pol->open_files ? pol->open_files : AL_DEFAULT_OPEN_FILES;
 	p->file_size = pol->file_size;
-	p->cgroup_required = pol->memory_bytes || pol->pids || pol->cpus_milli || pol->cpu_time_ms;
+	p->cgroup_asked = (pol->memory_bytes ? AL_CGROUP_ASKED_MEMORY : 0) |
+			  (pol->pids ? AL_CGROUP_ASKED_PIDS : 0) |
+			  (pol->cpus_milli ? AL_CGROUP_ASKED_CPUS : 0) |
+			  (pol->cpu_time_ms ? AL_CGROUP_ASKED_CPU_TIME : 0);
+	p->cgroup_required = p->cgroup_asked != 0;
 	if (p->memory_bytes < (4ull << 20))
 		al_errors_add(errs, EINVAL, NULL, NULL,
 			      "memory limit %llu bytes is below the 4M minimum",

@@ -185,5 +185,39 @@ def copy_out_replace(e):
                    "another user's file was replaced", res)
 
 
+# ---- rootless ----------------------------------------------------------------
+
+def rootless_copy(e, d):
+    """airlock and the probe where a throwaway user can run them."""
+    os.chmod(d, 0o755)
+    airlock = shutil.copy(e.airlock, os.path.join(d, "airlock"))
+    probe = shutil.copy(e.probe, os.path.join(d, "probe"))
+    os.chmod(airlock, 0o755)
+    os.chmod(probe, 0o755)
+    return airlock, probe
+
+
+def run_as(e, user, d, airlock, probe, cmd, opts):
+    return e.run(cmd, opts, user=user, cwd=d, airlock=airlock, probe=probe,
+                 env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+
+
+@case
+def rootless_cgroup_limit_named(e):
+    """Rootless, where no cgroup can be made, an explicit --memory and
+    --pids refuse the run (125) with one line naming each limit with its
+    value and the ways to get it: systemd --user delegation, running as
+    root, or dropping the flag."""
+    with ThrowawayUser() as u, TempDir() as d:
+        airlock, probe = rootless_copy(e, d)
+        res = run_as(e, u.name, d, airlock, probe, ["/bin/true"],
+                     ["--memory", "64M", "--pids", "20"])
+        if res.rc == 0:
+            raise Skip("this host gives an ordinary user a cgroup")
+        expect_one_error_line(res, 125, "--memory 64M", "--pids 20",
+                              "systemd-run --user --scope -p Delegate=yes", "as root",
+                              "drop --memory, --pids")
+
+
 if __name__ == "__main__":
     main(suite)
