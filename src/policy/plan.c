@@ -300,6 +300,9 @@ static int build_mount(struct builder *b, const struct al_policy *pol,
 	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
 		return al_error_set(err, EINVAL, "%s: %s is neither a regular file nor a directory",
 				    m->origin, real);
+	if (p->rootless && m->mode == AL_MOUNT_RW && S_ISDIR(st.st_mode) &&
+	    al_plan_check_rw_owner(m->origin, real, err) < 0)
+		return -EPERM;
 	unsigned access = AL_FS_READ | (m->mode == AL_MOUNT_RW ? AL_FS_WRITE : 0) |
 			  (m->exec != 0 ? AL_FS_EXEC : 0); /* unset exec means allowed */
 	char what[PATH_MAX + 32];

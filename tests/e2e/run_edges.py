@@ -219,5 +219,30 @@ def rootless_cgroup_limit_named(e):
                               "drop --memory, --pids")
 
 
+@case
+def rootless_rw_foreign_subdir_refused(e):
+    """Rootless, a --rw directory of the caller's holding a subdirectory
+    root made is refused up front (125), naming the subdirectory and its
+    owner, instead of showing it as an unwritable nobody's; the same tree
+    with the subdirectory the caller's runs and writes there."""
+    with ThrowawayUser() as u, TempDir() as d:
+        airlock, probe = rootless_copy(e, d)
+        rw = os.path.join(d, "rw")
+        os.makedirs(os.path.join(rw, "mine", "build"))
+        for p in (rw, os.path.join(rw, "mine")):
+            os.chown(p, u.uid, -1)
+        os.chmod(os.path.join(rw, "mine", "build"), 0o755)  # root's
+        res = run_as(e, u.name, d, airlock, probe,
+                     [PROBE_IN, "write", "/out/mine/build/x", "x\n"], ["--rw", rw + ":/out"])
+        expect_one_error_line(res, 125, "%s/mine/build belongs to uid 0 (root)" % rw,
+                              "rootless", "chown")
+        expect(not os.path.exists(os.path.join(rw, "mine", "build", "x")), "written", res)
+        os.chown(os.path.join(rw, "mine", "build"), u.uid, -1)
+        res = run_as(e, u.name, d, airlock, probe,
+                     [PROBE_IN, "write", "/out/mine/build/x", "x\n"], ["--rw", rw + ":/out"])
+        expect_out(res, "ok\n")
+        expect(os.stat(os.path.join(rw, "mine", "build", "x")).st_uid == u.uid, "owner", res)
+
+
 if __name__ == "__main__":
     main(suite)
