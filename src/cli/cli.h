@@ -29,7 +29,8 @@ struct al_cli {
 	unsigned task_flags; /* options that set something in flags (not --policy, --json, ...) */
 	bool help;
 	bool version;
-	struct al_errors *errs; /* al_cli_parse's, while it runs: for flags with several errors */
+	struct al_errors *errs; /* al_cli_parse()'s, borrowed while it runs: an
+				 * option with several errors adds all but its last */
 };
 
 /* Parse argv (after the subcommand name). For run and check, the first

@@ -280,10 +280,15 @@ int al_cmd_run(int argc, char **argv)
 	    (res->reason == AL_END_EXITED || res->reason == AL_END_SIGNALED))
 		al_warn("the sandbox had no network (the policy allows no host); --allow HOST:PORT "
 			"opens one");
-	for (size_t i = 0; i < json_array_size(res->copy_out); i++)
-		if (al_copy_out_summary(json_array_get(res->copy_out, i),
-					al_log_get_level() >= AL_LOG_DEBUG, line, sizeof(line)))
+	for (size_t i = 0; i < json_array_size(res->copy_out); i++) {
+		const json_t *report = json_array_get(res->copy_out, i);
+		if (al_copy_out_summary(report, al_log_get_level() >= AL_LOG_DEBUG, line,
+					sizeof(line)))
 			al_warn("%s", line);
+		/* Each name the host had already, on a line of its own. */
+		for (size_t k = 0; al_copy_out_existing_line(report, k, line, sizeof(line)); k++)
+			al_warn("%s", line);
+	}
 	al_debug("exit %d after %llu ms; stdout %llu bytes, stderr %llu bytes", res->exit_code,
 		 (unsigned long long)res->wall_ms, (unsigned long long)res->stdout_bytes,
 		 (unsigned long long)res->stderr_bytes);

@@ -26,9 +26,44 @@ void al_cli_usage(FILE *f)
 		"killed airlock\n"
 		"  token verify|jwks|keygen|mint     the per-run JWTs: verify one, print the\n"
 		"                                    JWKS, make a key, mint one by hand\n"
-		"  help                              show this help\n"
+		"  help [COMMAND]                    show this help, or COMMAND's\n"
 		"  version                           show the version\n\n"
-		"Run \"airlock COMMAND --help\" for the options of a command; see airlock(1).\n");
+		"Run \"airlock help COMMAND\" (or \"airlock COMMAND --help\") for the options\n"
+		"of a command; see airlock(1).\n");
+}
+
+/* airlock help [COMMAND [SUBCOMMAND]]: the general help, or the command's
+ * own --help (token's subcommands too). */
+static int help(int argc, char **argv)
+{
+	char opt[] = "--help";
+	char *args[] = {argc > 1 ? argv[1] : opt, opt, NULL};
+	const char *cmd = argc > 0 ? argv[0] : "help";
+
+	if (argc > (strcmp(cmd, "token") == 0 ? 2 : 1)) {
+		al_err("help: unexpected argument \"%s\" (see airlock help)", argv[argc - 1]);
+		return 125;
+	}
+	if (strcmp(cmd, "run") == 0)
+		return al_cmd_run(1, args + 1);
+	if (strcmp(cmd, "check") == 0)
+		return al_cmd_check(1, args + 1);
+	if (strcmp(cmd, "verify") == 0)
+		return al_cmd_verify(1, args + 1);
+	if (strcmp(cmd, "gc") == 0)
+		return al_cmd_gc(1, args + 1);
+	if (strcmp(cmd, "token") == 0)
+		return argc > 1 ? al_cmd_token(2, args) : al_cmd_token(1, args + 1);
+	if (strcmp(cmd, "version") == 0) {
+		printf("Usage: airlock version\n\nShow airlock's version.\n");
+		return 0;
+	}
+	if (strcmp(cmd, "help") == 0) {
+		al_cli_usage(stdout);
+		return 0;
+	}
+	al_err("help: unknown command \"%s\" (see airlock help)", cmd);
+	return 125;
 }
 
 /* A closed fd 0, 1 or 2 would be handed out again by the next open or
@@ -69,7 +104,9 @@ int main(int argc, char **argv)
 		return al_cmd_token(argc - 2, argv + 2);
 	if (strcmp(cmd, "__probe") == 0)
 		return al_cmd_probe(argc - 2, argv + 2);
-	if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+	if (strcmp(cmd, "help") == 0)
+		return help(argc - 2, argv + 2);
+	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
 		al_cli_usage(stdout);
 		return 0;
 	}

@@ -157,6 +157,9 @@ static int opt_env(struct al_cli *cli, const struct option_def *o, const char *a
 
 #define ENV_FILE_MAX (1u << 20)
 
+static void add_flag_error(struct al_errors *errs, const struct option_def *o, const char *value,
+			   const struct al_error *e);
+
 /* --env-file FILE: KEY=VALUE lines, taken as they are (no quotes, no
  * expansion); blank lines and lines starting with '#' are skipped. The
  * values are hidden in dumps. */
@@ -167,6 +170,7 @@ static int opt_env_file(struct al_cli *cli, const struct option_def *o, const ch
 	/* Non-blocking: a FIFO nobody writes is refused, not waited on. */
 	_cleanup_close_ int fd = open(arg, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	size_t len = 0, lineno = 0;
+	bool bad = false;
 	struct stat st;
 	ssize_t n;
 
@@ -197,14 +201,22 @@ static int opt_env_file(struct al_cli *cli, const struct option_def *o, const ch
 			continue;
 		const char *eq = strchr(line, '=');
 		_cleanup_free_ char *name = strndup(line, eq ? (size_t)(eq - line) : strlen(line));
-		if (!eq || !al_env_name_is_valid(name))
-			return al_error_set(err, EINVAL,
-					    "--env-file %s:%zu: expected NAME=VALUE (a name of "
-					    "letters, digits and _, no spaces around '=')",
-					    arg, lineno);
-		al_policy_set_env_hidden(cli->flags, name, eq + 1, true);
+		if (eq && al_env_name_is_valid(name)) {
+			al_policy_set_env_hidden(cli->flags, name, eq + 1, true);
+			continue;
+		}
+		/* Every bad line is reported: the one before goes to the list
+		 * now, the last is this option's own error. */
+		if (bad)
+			add_flag_error(cli->errs, o, arg, err);
+		al_error_clear(err);
+		al_error_set(err, EINVAL,
+			     "--env-file %s:%zu: expected NAME=VALUE (a name of letters, digits "
+			     "and _, no spaces around '=')",
+			     arg, lineno);
+		bad = true;
 	}
-	return 0;
+	return bad ? -EINVAL : 0;
 }
 
 static int opt_workdir(struct al_cli *cli, const struct option_def *o, const char *arg,
@@ -459,6 +471,13 @@ static int opt_hostname(struct al_cli *cli, const struct option_def *o, const ch
 	return 0;
 }
 
+static int opt_copy_out_replace(struct al_cli *cli, const struct option_def *o, const char *arg,
+				struct al_error *err)
+{
+	cli->flags->copy_out_replace = true;
+	return 0;
+}
+
 static int opt_tty(struct al_cli *cli, const struct option_def *o, const char *arg,
 		   struct al_error *err)
 {
@@ -516,6 +535,7 @@ static const struct option_def options[] = {
 	{"copy-out", 0,  "PATH:HOSTDIR",    BOTH, "after the run, whatever ended it, copy PATH's files and dirs out to HOSTDIR (links never followed)", opt_copy},
 	{"copy-out-size", 0, "SIZE",        BOTH, "cap on what --copy-out brings back (default: the scratch size)", opt_size},
 	{"copy-out-files", 0, "N",          BOTH, "cap on the files and dirs --copy-out brings back (default 10000)", opt_count},
+	{"copy-out-replace", 0, NULL,       BOTH, "let --copy-out replace your own regular files and merge into your own dirs on the host (else they are skipped and the run exits 122)", opt_copy_out_replace},
 	{"env",      0,  "NAME[=VALUE]",    BOTH, "set a variable inside, or pass airlock's own NAME (nothing else of the host's leaks in)", opt_env},
 	{"env-file", 0,  "FILE",            BOTH, "set the variables of FILE's NAME=VALUE lines (# comments; no quoting or expansion)", opt_env_file},
 	{"workdir",  0,  "PATH",            BOTH, "working directory inside, on the scratch (default /work)", opt_workdir},

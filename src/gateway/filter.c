@@ -313,8 +313,10 @@ void gw_filter_free(struct conn *c)
 /* The gateway's answer to a refused request. */
 static void set_answer(struct gw_filter *f, int status, const char *rule, const char *detail)
 {
-	int n = status == 403 && rule
-		    ? al_http_format_denied(rule, f->answer, sizeof(f->answer))
+	/* Every 403 names what refused it in X-Airlock-Denied: the rule, or
+	 * the reason. */
+	int n = status == 403
+		    ? al_http_format_denied(rule ? rule : detail, f->answer, sizeof(f->answer))
 		    : al_http_format_response(status, detail, f->answer, sizeof(f->answer));
 	if (n < 0)
 		n = al_http_format_response(403, detail, f->answer, sizeof(f->answer));

@@ -254,8 +254,10 @@ void al_plan_build_cred(struct al_plan *p, const struct al_policy *pol, struct a
 			      "(set limits.budget.prices)");
 	/* CPU and memory are priced from the run's cgroup: without one the
 	 * budget could not be held, so the run refuses to start. */
-	if (p->budget.set && (p->budget.cpu_second || p->budget.memory_gb_second))
+	if (p->budget.set && (p->budget.cpu_second || p->budget.memory_gb_second)) {
 		p->cgroup_required = true;
+		p->cgroup_asked |= AL_CGROUP_ASKED_BUDGET;
+	}
 	if (p->budget.set && (p->budget.egress_mb || p->budget.n_requests) && !p->gateway)
 		al_errors_add(errs, EINVAL, NULL, NULL,
 			      "limits.budget prices egress, and this run has no gateway");

@@ -14,6 +14,11 @@ void al_plan_add_dir(struct al_plan *p, const char *path, mode_t mode);
 /* plan-ids.c: the host ids (identity.host_ids, rootless) and the user
  * namespace's limits. */
 void al_plan_build_ids(struct al_plan *p, const struct al_policy *pol, struct al_errors *errs);
+/* Rootless, a --rw directory (dir, resolved) whose subdirectories are all
+ * the caller's: 0, or -EPERM with err naming the first that belongs to
+ * someone else (inside it would be nobody's, unwritable). Looks at no more
+ * than 100,000 entries, 64 levels deep. */
+int al_plan_check_rw_owner(const char *origin, const char *dir, struct al_error *err);
 
 /* plan-cred.c: the secrets, tokens, rule options and budget (after the
  * network and the environment are built); the files they add under /etc

@@ -278,6 +278,15 @@ static int build_mount(struct builder *b, const struct al_policy *pol,
 		return al_error_set(err, EINVAL, "%s: sandbox path %s would cover or sit inside %s",
 				    m->origin, m->path, why);
 	bad_path[m - pol->mounts] = false;
+	/* Two mounts at one path: refused, never one silently over the other. */
+	for (size_t j = 0; j < i; j++)
+		if (strcmp(sorted[j]->path, m->path) == 0) {
+			bool first = sorted[j] < m; /* named in the order they were given */
+			bad_path[m - pol->mounts] = true;
+			return al_error_set(err, EINVAL, "duplicate mount point %s: %s and %s",
+					    m->path, first ? sorted[j]->origin : m->origin,
+					    first ? m->origin : sorted[j]->origin);
+		}
 	for (size_t j = 0; j < i; j++)
 		if (!bad_path[sorted[j] - pol->mounts] &&
 		    al_path_is_under(m->path, sorted[j]->path))
@@ -291,6 +300,9 @@ static int build_mount(struct builder *b, const struct al_policy *pol,
 	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
 		return al_error_set(err, EINVAL, "%s: %s is neither a regular file nor a directory",
 				    m->origin, real);
+	if (p->rootless && m->mode == AL_MOUNT_RW && S_ISDIR(st.st_mode) &&
+	    al_plan_check_rw_owner(m->origin, real, err) < 0)
+		return -EPERM;
 	unsigned access = AL_FS_READ | (m->mode == AL_MOUNT_RW ? AL_FS_WRITE : 0) |
 			  (m->exec != 0 ? AL_FS_EXEC : 0); /* unset exec means allowed */
 	char what[PATH_MAX + 32];
@@ -461,6 +473,7 @@ static void build_copies(struct builder *b, const struct al_policy *pol)
 
 	p->copy_out_bytes = pol->copy_out_bytes ? pol->copy_out_bytes : p->scratch_bytes;
 	p->copy_out_files = pol->copy_out_files ? pol->copy_out_files : AL_DEFAULT_COPY_OUT_FILES;
+	p->copy_out_replace = pol->copy_out_replace;
 	for (size_t i = 0; i < pol->n_copy_in + pol->n_copy_out; i++) {
 		struct al_error err = {0};
 		bool in = i < pol->n_copy_in;
@@ -632,7 +645,11 @@ static bool build_request(struct al_plan *p, const struct al_policy *pol, unsign
 	p->output_bytes = pol->output_bytes ? pol->output_bytes : AL_DEFAULT_OUTPUT_BYTES;
 	p->open_files = pol->open_files ? pol->open_files : AL_DEFAULT_OPEN_FILES;
 	p->file_size = pol->file_size;
-	p->cgroup_required = pol->memory_bytes || pol->pids || pol->cpus_milli || pol->cpu_time_ms;
+	p->cgroup_asked = (pol->memory_bytes ? AL_CGROUP_ASKED_MEMORY : 0) |
+			  (pol->pids ? AL_CGROUP_ASKED_PIDS : 0) |
+			  (pol->cpus_milli ? AL_CGROUP_ASKED_CPUS : 0) |
+			  (pol->cpu_time_ms ? AL_CGROUP_ASKED_CPU_TIME : 0);
+	p->cgroup_required = p->cgroup_asked != 0;
 	if (p->memory_bytes < (4ull << 20))
 		al_errors_add(errs, EINVAL, NULL, NULL,
 			      "memory limit %llu bytes is below the 4M minimum",

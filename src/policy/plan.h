@@ -54,6 +54,13 @@
 #define AL_DEFAULT_WORKDIR  "/work"
 #define AL_DEFAULT_HOSTNAME "airlock"
 #define AL_DEFAULT_PATH	    "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+/* The limits that make a cgroup required (plan->cgroup_asked). */
+#define AL_CGROUP_ASKED_MEMORY	 (1u << 0)
+#define AL_CGROUP_ASKED_PIDS	 (1u << 1)
+#define AL_CGROUP_ASKED_CPUS	 (1u << 2)
+#define AL_CGROUP_ASKED_CPU_TIME (1u << 3)
+#define AL_CGROUP_ASKED_BUDGET	 (1u << 4)
+
 /* Terminals the sandbox may hold at once with tty (the command's and what
  * it opens itself, tmux or script), and the size of the one it starts
  * with when airlock's stdin is not a terminal. */
@@ -186,6 +193,7 @@ struct al_plan {
 	 * refuses when no cgroup can be had. When only defaults apply, a run
 	 * without a usable cgroup goes ahead with a warning instead. */
 	bool cgroup_required;
+	unsigned cgroup_asked; /* which: AL_CGROUP_ASKED_*, for the refusal */
 
 	/* identities: who the sandbox's ids are on the host (al_plan_host_ids) */
 	bool rootless;	  /* airlock itself is not root: map only our own ids */
@@ -243,6 +251,10 @@ struct al_plan {
 	size_t n_copy_out;
 	uint64_t copy_out_bytes;
 	uint64_t copy_out_files;
+	/* --copy-out-replace: a regular file of the caller's on the host is
+	 * replaced, a directory of theirs merged into; otherwise both are
+	 * skipped and the run exits AL_COPY_OUT_EXISTS_EXIT. */
+	bool copy_out_replace;
 	/* The second, in-kernel layer of file access control (landlock on
 	 * native) is required; false only when the policy asked for
 	 * best-effort. */

@@ -179,6 +179,8 @@ void al_policy_merge(struct al_policy *base, const struct al_policy *over)
 		base->copy_out_bytes = over->copy_out_bytes;
 	if (over->copy_out_files)
 		base->copy_out_files = over->copy_out_files;
+	if (over->copy_out_replace)
+		base->copy_out_replace = true;
 	if (over->inotify_instances)
 		base->inotify_instances = over->inotify_instances;
 	if (over->inotify_watches)
@@ -239,10 +241,15 @@ void al_policy_merge(struct al_policy *base, const struct al_policy *over)
 	for (size_t i = 0; i < over->n_mounts; i++) {
 		const struct al_policy_mount *om = &over->mounts[i];
 		size_t j;
+		/* A flag replaces the file's mount at its path; two flags at one
+		 * path are both kept, for the plan to refuse as a duplicate. */
+		bool twice = false;
+		for (size_t k = 0; k < i; k++)
+			twice = twice || strcmp(over->mounts[k].path, om->path) == 0;
 		for (j = 0; j < base->n_mounts; j++)
 			if (strcmp(base->mounts[j].path, om->path) == 0)
 				break;
-		if (j < base->n_mounts) {
+		if (j < base->n_mounts && !twice) {
 			mount_clear(&base->mounts[j]);
 			base->mounts[j].host = xstrdup(om->host);
 			base->mounts[j].path = xstrdup(om->path);

@@ -92,6 +92,7 @@ struct al_policy {
 	uint64_t file_size;
 	uint64_t copy_out_bytes; /* caps of what copy-out brings back */
 	uint64_t copy_out_files;
+	bool copy_out_replace;	    /* --copy-out-replace: over the caller's own files */
 	uint64_t inotify_instances; /* the sandbox user namespace's limits */
 	uint64_t inotify_watches;
 	enum al_kmem_mode kernel_memory;

@@ -313,9 +313,11 @@ int al_copy_in(const char *host, dev_t dev, ino_t ino, int root, const char *par
 
 struct out_walk {
 	const struct al_plan *plan;
+	const struct al_copy_out *c;
 	struct al_copy_caps *caps;
 	json_t *files, *skipped;
 	size_t n_files, n_skipped, n_unlisted, listed_bytes;
+	size_t n_existing, n_replaced; /* names the host had already */
 	uint64_t bytes, visits_left;
 	mode_t umask;	  /* ours, applied to what lands on the host */
 	const char *stop; /* why the walk stopped early */
@@ -324,11 +326,43 @@ struct out_walk {
 	char path[PATH_MAX]; /* the current node's sandbox path */
 };
 
+/* Where the current node lands on the host: HOSTDIR/NAME for a file
+ * copied out alone, HOSTDIR plus its path below the copy's otherwise. */
+static char *host_path(const struct out_walk *w)
+{
+	size_t len = strlen(w->c->path);
+	const char *rest = strcmp(w->path, w->c->path) == 0 ? strrchr(w->path, '/') : w->path + len;
+	return xasprintf("%s%s", w->c->hostdir, rest);
+}
+
 static void skip(struct out_walk *w, const char *why)
 {
-	if (w->n_skipped++ < SKIPPED_LISTED)
-		json_array_append_new(
-		    w->skipped, json_pack("{s:o, s:s}", "path", al_json_text(w->path), "why", why));
+	if (w->n_skipped++ >= SKIPPED_LISTED)
+		return;
+	_cleanup_free_ char *host = host_path(w);
+	json_array_append_new(w->skipped,
+			      json_pack("{s:o, s:o, s:s}", "path", al_json_text(w->path), "host",
+					al_json_text(host), "why", why));
+}
+
+/* A name the host has already, not replaced: counted, for the exit status. */
+static void skip_existing(struct out_walk *w, const char *why)
+{
+	w->n_existing++;
+	skip(w, why);
+}
+
+/* With --copy-out-replace, whether name in hdir may be replaced (a regular
+ * file of ours) or merged into (a directory of ours, dir): never a link,
+ * never someone else's. Sets *none when nothing is there. */
+static bool ours(int hdir, const char *name, bool dir, bool *none)
+{
+	struct stat st;
+
+	*none = fstatat(hdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
+	if (*none)
+		return false;
+	return st.st_uid == geteuid() && (dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode));
 }
 
 static void host_error(struct out_walk *w, int e, const char *what)
@@ -411,7 +445,15 @@ static void out_file(struct out_walk *w, int in, const struct stat *st, int hdir
 		r = -errno;
 	if (close(out) < 0 && r == 0)
 		r = -errno;
-	if (r == 0 && renameat2(hdir, tmp, hdir, name, RENAME_NOREPLACE) < 0) {
+	bool none = true,
+	     replace = r == 0 && w->plan->copy_out_replace && ours(hdir, name, false, &none);
+	/* A regular file of ours, with --copy-out-replace: renamed over (the
+	 * name's entry is replaced, never followed). */
+	if (replace && renameat(hdir, tmp, hdir, name) < 0)
+		r = -errno;
+	else if (replace)
+		w->n_replaced++;
+	if (r == 0 && !replace && renameat2(hdir, tmp, hdir, name, RENAME_NOREPLACE) < 0) {
 		r = -errno;
 		/* Filesystems without rename flags (NFS, 9p, some FUSE): a
 		 * hard link is as atomic and as unwilling to replace. */
@@ -426,8 +468,11 @@ static void out_file(struct out_walk *w, int in, const struct stat *st, int hdir
 		w->caps->files++;
 		if (r == -EFBIG)
 			skip(w, "over the size cap");
+		else if (r == -EEXIST && w->plan->copy_out_replace)
+			skip_existing(w, "exists on the host and is not a regular file of yours "
+					 "(never replaced)");
 		else if (r == -EEXIST)
-			skip(w, "exists on the host (never replaced)");
+			skip_existing(w, "exists on the host (never replaced)");
 		else
 			host_error(w, -r, "copying it to the host");
 		return;
@@ -439,6 +484,38 @@ static void out_file(struct out_walk *w, int in, const struct stat *st, int hdir
 }
 
 static void out_dir(struct out_walk *w, int sfd, int hdir, int depth);
+
+/* A directory of the scratch (open as sub) to a new directory name in
+ * hdir; an existing one only with --copy-out-replace and when it is ours
+ * (its mode then stays as it is). */
+static void out_subdir(struct out_walk *w, int sub, const struct stat *st, int hdir,
+		       const char *name, int depth)
+{
+	bool made = mkdirat(hdir, name, 0700) == 0, none;
+
+	if (!made && errno != EEXIST) {
+		host_error(w, errno, "making it on the host");
+		return;
+	}
+	if (!made && !w->plan->copy_out_replace) {
+		skip_existing(w, "exists on the host (never merged into)");
+		return;
+	}
+	if (!made && !ours(hdir, name, true, &none)) {
+		skip_existing(w, "exists on the host and is not a directory of yours (never "
+				 "merged into)");
+		return;
+	}
+	int hsub = openat(hdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (hsub < 0) {
+		host_error(w, errno, "opening it on the host");
+		return;
+	}
+	out_dir(w, sub, hsub, depth + 1);
+	if (made)
+		fchmod(hsub, (st->st_mode & 0777 & ~(w->umask | S_IWOTH)) | S_IRWXU);
+	close(hsub);
+}
 
 static void out_entry(struct out_walk *w, int sdir, const char *name, int hdir, int depth)
 {
@@ -475,23 +552,8 @@ static void out_entry(struct out_walk *w, int sdir, const char *name, int hdir, 
 			    openat(sdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub < 0) {
 				skip(w, "cannot be read");
-			} else if (mkdirat(hdir, name, 0700) < 0) {
-				/* Existing host directories are not merged into. */
-				if (errno == EEXIST)
-					skip(w, "exists on the host (never merged into)");
-				else
-					host_error(w, errno, "making it on the host");
 			} else {
-				int hsub = openat(hdir, name,
-						  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-				if (hsub < 0) {
-					host_error(w, errno, "opening it on the host");
-				} else {
-					out_dir(w, sub, hsub, depth + 1);
-					fchmod(hsub, (st.st_mode & 0777 & ~(w->umask | S_IWOTH)) |
-							 S_IRWXU);
-					close(hsub);
-				}
+				out_subdir(w, sub, &st, hdir, name, depth);
 			}
 			if (sub >= 0)
 				close(sub);
@@ -579,7 +641,7 @@ json_t *al_copy_out(int root, const struct al_plan *plan, const struct al_copy_o
 			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 					  RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
 	_cleanup_free_ char *buf = xmalloc(COPY_BUF);
-	struct out_walk w = {.plan = plan, .caps = caps, .buf = buf};
+	struct out_walk w = {.plan = plan, .c = c, .caps = caps, .buf = buf};
 	_cleanup_close_ int src = -1;
 	bool missing = false;
 	struct stat st;
@@ -605,15 +667,65 @@ json_t *al_copy_out(int root, const struct al_plan *plan, const struct al_copy_o
 		out_file(&w, src, &st, hdir, strrchr(c->path, '/') + 1);
 	}
 	json_t *o =
-	    json_pack("{s:o, s:o, s:b, s:o, s:I, s:I, s:I, s:o, s:I, s:o, s:o}", "path",
+	    json_pack("{s:o, s:o, s:b, s:o, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:o, s:o}", "path",
 		      al_json_text(c->path), "host", al_json_text(c->hostdir), "missing", missing,
 		      "files", w.files, "files_count", (json_int_t)w.n_files, "files_unlisted",
 		      (json_int_t)w.n_unlisted, "bytes", (json_int_t)w.bytes, "skipped", w.skipped,
-		      "skipped_count", (json_int_t)w.n_skipped, "stopped",
-		      w.stop ? json_string(w.stop) : json_null(), "error",
+		      "skipped_count", (json_int_t)w.n_skipped, "existing_count",
+		      (json_int_t)w.n_existing, "replaced_count", (json_int_t)w.n_replaced,
+		      "stopped", w.stop ? json_string(w.stop) : json_null(), "error",
 		      w.error ? al_json_text(w.error) : json_null());
 	free(w.error);
 	return o;
+}
+
+/* Names the sandbox chose, for a terminal: printable ASCII only. */
+static const char *printable(char *buf)
+{
+	for (char *c = buf; *c; c++)
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
+			*c = '?';
+	return buf;
+}
+
+size_t al_copy_out_existing(const json_t *report)
+{
+	return (size_t)json_integer_value(json_object_get(report, "existing_count"));
+}
+
+static bool is_existing(const json_t *entry)
+{
+	const char *why = json_string_value(json_object_get(entry, "why"));
+	return why && strncmp(why, "exists on the host", 18) == 0;
+}
+
+const char *al_copy_out_existing_line(const json_t *report, size_t i, char *buf, size_t len)
+{
+	const json_t *skipped = json_object_get(report, "skipped"), *e;
+	size_t listed = 0, n = al_copy_out_existing(report), k;
+
+	json_array_foreach(skipped, k, e)
+	{
+		if (!is_existing(e))
+			continue;
+		if (listed++ == i) {
+			snprintf(buf, len, "copy-out: %s not copied: %s %s%s",
+				 json_string_value(json_object_get(e, "path")),
+				 json_string_value(json_object_get(e, "host")),
+				 json_string_value(json_object_get(e, "why")),
+				 strstr(json_string_value(json_object_get(e, "why")), "of yours")
+				     ? ""
+				     : "; --copy-out-replace replaces your own files and merges "
+				       "into your own directories");
+			return printable(buf);
+		}
+	}
+	if (i != listed || n <= listed)
+		return NULL;
+	snprintf(buf, len,
+		 "copy-out %s: %zu more not copied because the host has them (not listed)",
+		 json_string_value(json_object_get(report, "path")), n - listed);
+	return printable(buf);
 }
 
 const char *al_copy_out_summary(const json_t *report, bool verbose, char *buf, size_t len)
@@ -649,9 +761,5 @@ const char *al_copy_out_summary(const json_t *report, bool verbose, char *buf, s
 		if (used > 0 && (size_t)used < len && error)
 			snprintf(buf + used, len - (size_t)used, "; failed: %s", error);
 	}
-	/* Names the sandbox chose, for a terminal: printable ASCII only. */
-	for (char *c = buf; *c; c++)
-		if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
-			*c = '?';
-	return buf;
+	return printable(buf);
 }

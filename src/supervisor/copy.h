@@ -59,6 +59,20 @@ int al_copy_open_hostdir(const char *path, struct al_error *err);
 json_t *al_copy_out(int root, const struct al_plan *plan, const struct al_copy_out *c, int hdir,
 		    struct al_copy_caps *caps);
 
+/* What airlock run exits with when the command exited 0 but a copy-out
+ * left a file or directory behind because the host had one of that name
+ * already (without --copy-out-replace, or one that is not the caller's). */
+#define AL_COPY_OUT_EXISTS_EXIT 122
+
+/* The entries of a copy-out report skipped because the host had them. */
+size_t al_copy_out_existing(const json_t *report);
+
+/* The i-th line naming one of those ("copy-out: /work/out/a.csv not
+ * copied: /srv/res/a.csv exists on the host (never replaced) ..."), in
+ * printable ASCII; after the listed ones, one line counting the rest; NULL
+ * past the end. */
+const char *al_copy_out_existing_line(const json_t *report, size_t i, char *buf, size_t len);
+
 /* One line about a copy-out report when anything was skipped or failed
  * ("copy-out /work/out: 3 files, 12 bytes to /srv/res; skipped 2: ..."),
  * or always when verbose; NULL when there is nothing to say. */

@@ -543,6 +543,11 @@ void al_supervisor_finish(struct al_supervisor *l, struct al_run_result *out)
 		} else if (WIFEXITED(l->status)) {
 			res->reason = AL_END_EXITED;
 			res->exit_code = WEXITSTATUS(l->status);
+			/* A copy-out that left names behind is not a success. */
+			for (size_t i = 0;
+			     res->exit_code == 0 && i < json_array_size(res->copy_out); i++)
+				if (al_copy_out_existing(json_array_get(res->copy_out, i)))
+					res->exit_code = AL_COPY_OUT_EXISTS_EXIT;
 		} else {
 			res->reason = AL_END_SIGNALED;
 			res->signal = WTERMSIG(l->status);

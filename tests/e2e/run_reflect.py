@@ -349,7 +349,8 @@ class EchoServer:
             return te(chunked(*[z[i:i + 9] for i in range(0, len(z), 9)]),
                       b"Content-Encoding: gzip\r\n")
         if mode == "stall":
-            return [(whole(subj)[0][0][:-len(subj)] + subj[:(start + end) // 2], 45)]
+            # A third of the value: under the half that is refused at once.
+            return [(whole(subj)[0][0][:-len(subj)] + subj[:start + (end - start) // 3], 45)]
         raise ValueError("unknown mode %r" % mode)
 
     def innocent_text(self, head):
@@ -854,8 +855,9 @@ def proxy_token_ttl(e):
 
 @suite.case
 def proxy_stall_held_prefix(e):
-    """An echo that stops in the middle of the value (the server holds the
-    connection for 45 s): the sandbox never gets the value's first half,
+    """An echo that stops a third of the way into the value (the server
+    holds the connection for 45 s; half of the value would be refused at
+    once): the sandbox never gets those bytes,
     and the gateway closes the connection about 30 s after (at 25 to
     40 s), not when the server gives up."""
     ck = Checks()

@@ -749,7 +749,7 @@ static void test_mount_bad_kinds(void **state)
 	BUILD_BAD(r, "/data/x.csv", "inside another mount", "/data");
 	free(r->mounts[1].path);
 	r->mounts[1].path = xstrdup("/data");
-	BUILD_BAD(r, "/data", "inside another mount");
+	BUILD_BAD(r, "duplicate mount point /data");
 }
 
 /* "/data-x" sorts between "/data" and "/data/x" (strcmp: '-' < '/'). */

@@ -20,6 +20,7 @@
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/sys.h"
+#include "core/util.h"
 #include "policy/kmem.h"
 #include "backend/native/child.h"
 #include "backend/native/inputs.h"
@@ -92,6 +93,64 @@ static int take_ids(struct al_sandbox *sb, struct al_error *err)
 	return 0;
 }
 
+/* No cgroup, and a limit that needs one was asked for: name each such
+ * limit with its value and flag (or policy key), and the ways to get a
+ * cgroup (as an ordinary user: systemd's delegation on cgroup v2, root,
+ * or running without the limit). */
+static int cgroup_refused(const struct al_plan *p, struct al_error *err)
+{
+	static const struct {
+		unsigned bit;
+		const char *flag;
+	} names[] = {{AL_CGROUP_ASKED_MEMORY, "--memory"},
+		     {AL_CGROUP_ASKED_PIDS, "--pids"},
+		     {AL_CGROUP_ASKED_CPUS, "--cpus"},
+		     {AL_CGROUP_ASKED_CPU_TIME, "--cpu-time"},
+		     {AL_CGROUP_ASKED_BUDGET, "limits.budget's cpu_second/memory_gb_second"}};
+	char why[sizeof(err->msg)], asked[256] = "", drop[160] = "", size[32];
+	size_t n = 0, d = 0, count = 0;
+
+	snprintf(why, sizeof(why), "%s", err->msg);
+	for (size_t i = 0; i < AL_ARRAY_SIZE(names); i++) {
+		if (!(p->cgroup_asked & names[i].bit) || n >= sizeof(asked) || d >= sizeof(drop))
+			continue;
+		const char *sep = count++ ? ", " : "";
+		d += (size_t)snprintf(drop + d, sizeof(drop) - d, "%s%s", sep, names[i].flag);
+		if (names[i].bit == AL_CGROUP_ASKED_MEMORY) {
+			al_format_size(p->memory_bytes, size, sizeof(size));
+			n += (size_t)snprintf(asked + n, sizeof(asked) - n, "%s--memory %s", sep,
+					      size);
+		} else if (names[i].bit == AL_CGROUP_ASKED_PIDS) {
+			n += (size_t)snprintf(asked + n, sizeof(asked) - n, "%s--pids %llu", sep,
+					      (unsigned long long)p->pids);
+		} else if (names[i].bit == AL_CGROUP_ASKED_CPUS) {
+			n += (size_t)snprintf(asked + n, sizeof(asked) - n, "%s--cpus %g", sep,
+					      (double)p->cpus_milli / 1000);
+		} else if (names[i].bit == AL_CGROUP_ASKED_CPU_TIME) {
+			n += (size_t)snprintf(asked + n, sizeof(asked) - n, "%s--cpu-time %g", sep,
+					      (double)p->cpu_time_ms / 1000);
+		} else {
+			n += (size_t)snprintf(asked + n, sizeof(asked) - n, "%s%s", sep,
+					      names[i].flag);
+		}
+	}
+	const char *limit = count > 1 ? "limits" : "limit", *verb = count > 1 ? "need" : "needs",
+		   *them = count > 1 ? "them" : "it", *their = count > 1 ? "their" : "its";
+	if (!p->rootless)
+		return al_error_set(
+		    err, err->code ? err->code : EPERM,
+		    "refusing to run: the %s %s %s a cgroup, and none could be made "
+		    "(%s); drop %s (or %s policy key) to run without",
+		    limit, asked, verb, why, drop, their);
+	return al_error_set(err, err->code ? err->code : EPERM,
+			    "refusing to run: the %s %s %s a cgroup, and as an ordinary user "
+			    "airlock could make none (%s). To keep %s, run airlock in a cgroup v2 "
+			    "scope systemd delegates to you (systemd-run --user --scope -p "
+			    "Delegate=yes airlock run ...) or as root (on cgroup v1, the only "
+			    "way); or drop %s (or %s policy key) to run without",
+			    limit, asked, verb, why, them, drop, their);
+}
+
 static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 {
 	const struct al_plan *p = sb->plan;
@@ -121,7 +180,7 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 	if (r == 0)
 		return check_socket_memory(sb, err);
 	if (p->cgroup_required)
-		return al_error_wrap(err, "refusing to run: a cgroup limit was asked for");
+		return cgroup_refused(p, err);
 	/* Only defaults were in play: run, but say out loud that the memory,
 	 * pids and CPU limits are not enforced (and record it). */
 	al_warn("warning: running without a cgroup, so the default memory (512M) and pids (128) "
