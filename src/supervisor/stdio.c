@@ -530,6 +530,16 @@ void al_sup_stdio_resize(struct al_supervisor *l)
 		al_debug("ignoring: TIOCSWINSZ on the pty: %s", strerror(errno));
 }
 
+/* a and b are one terminal: both terminals, the same device. */
+static bool same_terminal(int a, int b)
+{
+	struct stat sa, sb;
+
+	return a >= 0 && b >= 0 && isatty(a) && isatty(b) && fstat(a, &sa) == 0 &&
+	       fstat(b, &sb) == 0 && S_ISCHR(sa.st_mode) && S_ISCHR(sb.st_mode) &&
+	       sa.st_rdev == sb.st_rdev;
+}
+
 int al_sup_stdio_terminal(struct al_supervisor *l, int fd, struct al_error *err)
 {
 	l->tty_fd = fd;
@@ -537,11 +547,12 @@ int al_sup_stdio_terminal(struct al_supervisor *l, int fd, struct al_error *err)
 	 * stdout is (ttyfilter.h). */
 	l->ttyf[0].answer = true;
 	/* The modes after which the terminal reports later (the mouse, focus)
-	 * only when our stdin is that terminal: its reports are then typed
-	 * into the pty, and the CLI turns them off at the end
-	 * (AL_TTY_REPORTS_OFF). With stdin a pipe nobody would read them
-	 * but the host's shell after the run. */
-	l->ttyf[0].keep_reporting = l->io.stdin_fd >= 0 && isatty(l->io.stdin_fd);
+	 * only when our stdin and stdout are that one terminal: its reports
+	 * are then typed into the pty, and the CLI turns them off at the end
+	 * (AL_TTY_REPORTS_OFF, written only there). With stdin a pipe, or
+	 * stdout another terminal, nobody would read them but a shell after
+	 * the run. */
+	l->ttyf[0].keep_reporting = same_terminal(l->io.stdin_fd, l->io.stdout_fd);
 	/* One description, read and written through two descriptors so the
 	 * output and the input each have their own watch. */
 	if ((l->stdout_rd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0 ||

@@ -639,6 +639,87 @@ def reporting_modes_stay_out(e):
         expect_restored(t)
 
 
+def read_all(fd, quiet=0.3):
+    """What is readable on fd until it has been quiet for `quiet` s."""
+    got = b""
+    while select.select([fd], [], [], quiet)[0]:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO: every slave is closed
+            break
+        if not chunk:
+            break
+        got += chunk
+    return got
+
+
+# What airlock writes at the end of a -t run to the terminal it set raw
+# (term.c): any of these in a captured output is airlock's, not the
+# program's (which writes none of them).
+AIRLOCK_RESETS = [b"\x1b[?1049l", b"\x1b[<99u", b"\x1b[?1000l", b"\x1b[12h", b"\x1b[>4m"]
+SCREEN_PROG = "printf 'A\\033[?1049hB\\033[?1000hC\\n'"
+
+
+@case
+def resets_only_to_the_terminal_set_raw(e):
+    """-t with stdin a terminal (set raw while the run holds it, restored
+    after) and stdout something else: a pipe, or another terminal (a
+    transcript being captured, as `script` or an agent's pty would). The
+    program switches to the alternate screen and turns on the mouse; its
+    bytes reach stdout (to the other terminal without the mouse mode,
+    which would make that terminal report into an input nobody reads),
+    and airlock adds none of its end-of-run resets there: they are only
+    for the terminal whose mode it changed. That terminal gets nothing
+    either (the program did not write to it) and its termios are as
+    before."""
+    def ctty():
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    for to_tty in (False, True):
+        master, slave = os.openpty()
+        omaster = oslave = p = None
+        before = termios.tcgetattr(slave)
+        try:
+            if to_tty:
+                omaster, oslave = os.openpty()
+                out = oslave
+            else:
+                out = subprocess.PIPE
+            p = subprocess.Popen(e.argv(["/bin/sh", "-c", SCREEN_PROG + "; sleep 0.5"],
+                                        ["-t", "--timeout", "30"]),
+                                 stdin=slave, stdout=out, stderr=subprocess.DEVNULL,
+                                 start_new_session=True, preexec_fn=ctty)
+            raw = wait_for(lambda: not termios.tcgetattr(slave)[3] & termios.ICANON, 10)
+            if to_tty:
+                rc = p.wait(timeout=30)
+                got = read_all(omaster)
+            else:
+                got = p.communicate(timeout=30)[0]
+                rc = p.returncode
+            where = "another terminal" if to_tty else "a pipe"
+            expect(rc == 0, "stdout %s: exit %s, output %r" % (where, rc, got))
+            expect(raw, "stdout %s: the terminal on stdin never went raw" % where)
+            expect(re.search(rb"A\x1b\[\?1049hB(\x1b\[\?1000h)?C", got),
+                   "stdout %s: the program's output is not there: %r" % (where, got))
+            added = [r for r in AIRLOCK_RESETS if r in got]
+            expect(not added, "stdout %s: airlock added its resets %r: %r"
+                   % (where, added, got))
+            if to_tty:
+                expect(b"\x1b[?1000h" not in got,
+                       "stdout another terminal: the mouse mode reached it: %r" % got)
+            expect(termios.tcgetattr(slave) == before,
+                   "stdout %s: the terminal set raw was not restored" % where)
+            stray = read_all(master, 0.1)
+            expect(not stray, "stdout %s: the terminal on stdin got %r" % (where, stray))
+        finally:
+            if p is not None and p.poll() is None:
+                kill_pid(p.pid)
+                p.wait()
+            for fd in (master, slave, omaster, oslave):
+                if fd is not None:
+                    os.close(fd)
+
+
 @case
 def eof_arrives_whatever_the_timing(e):
     """The end of a piped stdin reaches the REPL however its timing falls:
