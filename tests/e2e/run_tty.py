@@ -738,6 +738,53 @@ def eof_arrives_whatever_the_timing(e):
            % res.elapsed, res)
 
 
+# A REPL whose line editor reads ahead (Python 3.13's): raw at its prompt
+# for a while, it reads every line typed so far, runs them in line mode
+# (a one-second statement), then goes raw for the next prompt and reads a
+# key. A ^D is end of input there; a NUL is what a ^D typed while it ran
+# becomes, which such an editor shows as ^@ and keeps in its line.
+READAHEAD_PROG = r"""
+import os, select, termios, time
+fd = 0
+canon = termios.tcgetattr(fd)
+raw = termios.tcgetattr(fd)
+raw[3] &= ~(termios.ICANON | termios.ECHO)
+raw[6][termios.VMIN], raw[6][termios.VTIME] = 1, 0
+termios.tcsetattr(fd, termios.TCSADRAIN, raw)
+os.write(1, b"p1> ")
+time.sleep(0.5)
+lines = os.read(fd, 4096)
+termios.tcsetattr(fd, termios.TCSADRAIN, canon)
+os.write(1, b"ran %d bytes\n" % len(lines))
+time.sleep(1)
+termios.tcsetattr(fd, termios.TCSADRAIN, raw)
+os.write(1, b"p2> ")
+key = os.read(fd, 1) if select.select([fd], [], [], 10)[0] else b""
+termios.tcsetattr(fd, termios.TCSADRAIN, canon)
+os.write(1, b"KEY=" + key.hex().encode() + b"\n")
+"""
+
+
+@case
+def eof_never_arrives_as_a_nul(e):
+    """-t with stdin a pipe driving a REPL whose editor reads ahead and runs
+    what it read in line mode: the end of the pipe reaches it as the ^D key
+    at its next prompt, not as a NUL (the ^D typed in line mode while it
+    ran), and the output has no ^@ and no NUL. A plain reader in line mode
+    (`cat`) still sees the end, with nothing echoed for it."""
+    res = run_host(e.argv(["python3", "-c", READAHEAD_PROG], ["-t", "--timeout", "30"]),
+                   input=b"x = 1\nprint(x)\n", timeout=40)
+    expect_rc(res, 0)
+    expect(b"ran 15 bytes" in res.out, "the program did not read ahead", res)
+    expect(b"KEY=04\r\n" in res.out, "the end did not arrive as ^D at the prompt", res)
+    expect(b"\0" not in res.out and b"^@" not in res.out, "a NUL or ^@ in the output", res)
+    res = run_host(e.argv(["/bin/sh", "-c", "cat; echo cat-done"],
+                          ["-t", "--timeout", "30"]), input=b"one\n", timeout=40)
+    expect_rc(res, 0)
+    expect(b"one\r\none\r\ncat-done" in res.out, "cat did not end", res)
+    expect(b"\0" not in res.out and b"^D" not in res.out, "an EOF artefact in the output", res)
+
+
 @case
 def reader_gone_hangs_up_the_pty(e):
     """`airlock run -t ... | head -1`: when nobody reads airlock's output,
