@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -60,6 +61,15 @@ static void on_crash(int sig)
 	raise(sig); /* SA_RESETHAND: the default action now */
 }
 
+/* a and b are one terminal: both terminals, the same device. */
+static bool same_terminal(int a, int b)
+{
+	struct stat sa, sb;
+
+	return isatty(a) && isatty(b) && fstat(a, &sa) == 0 && fstat(b, &sb) == 0 &&
+	       S_ISCHR(sa.st_mode) && S_ISCHR(sb.st_mode) && sa.st_rdev == sb.st_rdev;
+}
+
 int al_cli_term_raw(int fd, struct al_error *err)
 {
 	/* Every signal whose default ends airlock and that the run's
@@ -82,7 +92,11 @@ int al_cli_term_raw(int fd, struct al_error *err)
 		sigaction(crashes[i], &sa, NULL);
 	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
 		sigaction(sig, &sa, NULL);
-	reset_fd = isatty(STDOUT_FILENO) ? STDOUT_FILENO : -1;
+	/* The resets go only to the terminal set raw here, when our stdout
+	 * is that terminal: what the sandbox wrote to it is what they undo.
+	 * A stdout that is a pipe, a file or another terminal (a transcript
+	 * being captured) gets nothing added: it was not changed. */
+	reset_fd = same_terminal(STDOUT_FILENO, fd) ? STDOUT_FILENO : -1;
 	raw = saved;
 	cfmakeraw(&raw);
 	raw_on = 1;

@@ -78,6 +78,11 @@ struct al_supervisor {
 	unsigned eof_typed;	    /* ^Ds typed so far */
 	unsigned eof_looks;	    /* looks so far (the timer slows down after a while) */
 	unsigned eof_typed_lflag;   /* the pty's c_lflag when the last ^D was typed */
+	bool eof_raw_seen;	    /* the pty was seen out of line mode (a line editor) */
+	bool eof_pending;	    /* a ^D typed in line mode, not yet seen read */
+	uint64_t eof_canon_ms;	    /* since when the pty has been seen in line mode */
+	uint64_t eof_next_ms;	    /* no ^D typed in line mode before this */
+	unsigned eof_backs;	    /* ^Ds taken back so far */
 	unsigned short rows, cols;  /* tty: the size it gets */
 	bool gone;		    /* the sandbox is gone */
 	bool running;		    /* the command was started */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -268,6 +269,14 @@ static void relay_out(struct al_supervisor *l, int which)
 	if (over)
 		keep = (size_t)(l->plan->output_bytes - used);
 	*count += keep;
+	/* Our stdin a pipe: a command seen out of line mode while it writes
+	 * is a line editor (a REPL at its prompt), which on_eof_check() types
+	 * no ^D for in line mode. */
+	if (which == 0 && l->tty_peer >= 0 && !l->eof_raw_seen) {
+		struct termios tio;
+		if (tcgetattr(l->tty_fd, &tio) == 0 && !(tio.c_lflag & ICANON))
+			l->eof_raw_seen = true;
+	}
 	if (keep && (l->filtered[which] || l->ttyf[which].answer)) {
 		char clean[sizeof(buf) + AL_TTY_HELD_MAX];
 		size_t m = al_tty_filter(&l->ttyf[which], buf, keep, clean);
@@ -310,6 +319,17 @@ static bool stdin_flush(struct al_supervisor *l);
 #define EOF_SLOW_MS    250
 /* At most this many ^Ds in all. */
 #define EOF_TYPES 4
+/* Once the command has been seen reading out of line mode: how long the
+ * pty must hold still in line mode before a ^D is typed there anyway (a
+ * shell's line editor ran `cat`, which reads in line mode). */
+#define EOF_CANON_WAIT_MS 2000
+/* Before that, how long it must hold still in line mode: a REPL starting
+ * up is in line mode until its editor first goes raw. */
+#define EOF_FIRST_WAIT_MS 300
+/* A ^D typed in line mode and not read by the next look is taken back;
+ * the next is typed after this, doubled at each, up to EOF_BACK_MAX_MS. */
+#define EOF_BACK_MS	250
+#define EOF_BACK_MAX_MS 2000
 
 static void peer_close(struct al_supervisor *l)
 {
@@ -329,6 +349,7 @@ static void type_eof_char(struct al_supervisor *l)
 		return;
 	}
 	l->eof_typed_lflag = t.c_lflag;
+	l->eof_pending = (t.c_lflag & ICANON) && l->tty_peer >= 0;
 	l->in_buf[0] = (char)t.c_cc[VEOF];
 	l->in_off = 0;
 	l->in_len = 1;
@@ -348,16 +369,52 @@ static void type_eof(struct al_supervisor *l)
 	type_eof_char(l);
 }
 
+/* The ^D typed in line mode (eof_pending) is still unread: in line mode
+ * the pty holds it as an end-of-file mark (POLLIN with nothing counted by
+ * FIONREAD); out of line mode it has become a NUL byte (FIONREAD counts
+ * it). Either way nobody read it, and it is taken back (the pty's unread
+ * input flushed: everything before it had been read) before a reader
+ * that switches modes gets the NUL. */
+static bool take_back_eof(struct al_supervisor *l, int unread, bool canon)
+{
+	struct pollfd pfd = {.fd = l->tty_peer, .events = POLLIN};
+
+	l->eof_pending = false;
+	if (canon ? unread != 0 || poll(&pfd, 1, 0) != 1 : unread != 1)
+		return false; /* read (as EOF in line mode; or as a NUL, too late) */
+	if (tcflush(l->tty_peer, TCIFLUSH) < 0)
+		return false;
+	l->eof_typed--;
+	l->eof_typed_lflag = ~0u; /* to be typed again, whatever the mode then */
+	l->eof_backs++;
+	uint64_t wait = (uint64_t)EOF_BACK_MS << (l->eof_backs < 4 ? l->eof_backs - 1 : 3);
+	l->eof_next_ms = al_now_ms() + (wait < EOF_BACK_MAX_MS ? wait : EOF_BACK_MAX_MS);
+	return true;
+}
+
 /* A ^D means end-of-file only to a reader at the start of a line and in
- * the mode it was typed in: one typed while the command still has input
- * to read, or before it switches modes (readline goes raw to read each
- * line and back to run it, a REPL starting up goes raw once), arrives as
- * a NUL. So the first waits until the command runs, has read everything
- * typed before it and the pty's mode has held still for two looks; and
- * when, after a ^D, the command has read everything and the mode has
- * changed, the ^D may have been that NUL: another is typed (stdin has
- * ended, so every later read seeing EOF is what a pipe would give), up to
- * EOF_TYPES in all. The command's end stops the looking. */
+ * the mode it was typed in. Typed in line mode it waits in the pty as an
+ * end-of-file mark; if the command leaves line mode before reading it (a
+ * REPL's line editor goes raw to read each line and back to run it, one
+ * starting up goes raw once, Python's reads ahead and runs the lines it
+ * has in line mode), it reads a NUL instead, which such an editor may put
+ * into its line and show (`^@`), and the end never comes. So:
+ * - the first waits until the command runs, has read everything typed
+ *   before it and the pty's mode has held still for two looks;
+ * - out of line mode it is a key a line editor waits for at its prompt,
+ *   and is typed then;
+ * - in line mode it is typed once the mode has held still there for
+ *   EOF_FIRST_WAIT_MS before the command was ever seen out of line mode
+ *   (a plain reader: a shell reading a script, `cat`; or a REPL still
+ *   starting up), and for EOF_CANON_WAIT_MS after (a line editor's shell
+ *   running `cat`); and one that is still unread at the
+ *   next look is taken back (nobody was reading), to be typed again
+ *   later, so that it never waits long enough to become a NUL;
+ * - when, after a ^D, the command has read everything and the mode has
+ *   changed, it may have been read as a NUL all the same: another is
+ *   typed (stdin has ended, so every later read seeing EOF is what a pipe
+ *   would give), up to EOF_TYPES in all.
+ * The command's end stops the looking. */
 static void on_eof_check(struct al_timer *t, uint64_t expirations, void *data)
 {
 	struct al_supervisor *l = data;
@@ -371,6 +428,14 @@ static void on_eof_check(struct al_timer *t, uint64_t expirations, void *data)
 	}
 	if (++l->eof_looks == EOF_FAST_LOOKS)
 		al_timer_arm(t, EOF_SLOW_MS, true);
+	bool canon = tio.c_lflag & ICANON;
+	uint64_t now = al_now_ms();
+	if (l->eof_pending && take_back_eof(l, unread, canon))
+		unread = 0;
+	if (!canon)
+		l->eof_raw_seen = true;
+	if (!canon || !l->eof_canon_ms || tio.c_lflag != l->eof_lflag)
+		l->eof_canon_ms = canon ? now : 0;
 	bool settled = unread == 0 && l->eof_quiet && tio.c_lflag == l->eof_lflag;
 	l->eof_quiet = unread == 0;
 	l->eof_lflag = tio.c_lflag;
@@ -382,6 +447,10 @@ static void on_eof_check(struct al_timer *t, uint64_t expirations, void *data)
 			stdin_done(l);
 		return;
 	}
+	if (canon &&
+	    (now < l->eof_next_ms ||
+	     now - l->eof_canon_ms < (l->eof_raw_seen ? EOF_CANON_WAIT_MS : EOF_FIRST_WAIT_MS)))
+		return;
 	if (l->eof_typed == 0 || tio.c_lflag != l->eof_typed_lflag)
 		type_eof_char(l);
 }
@@ -530,6 +599,16 @@ void al_sup_stdio_resize(struct al_supervisor *l)
 		al_debug("ignoring: TIOCSWINSZ on the pty: %s", strerror(errno));
 }
 
+/* a and b are one terminal: both terminals, the same device. */
+static bool same_terminal(int a, int b)
+{
+	struct stat sa, sb;
+
+	return a >= 0 && b >= 0 && isatty(a) && isatty(b) && fstat(a, &sa) == 0 &&
+	       fstat(b, &sb) == 0 && S_ISCHR(sa.st_mode) && S_ISCHR(sb.st_mode) &&
+	       sa.st_rdev == sb.st_rdev;
+}
+
 int al_sup_stdio_terminal(struct al_supervisor *l, int fd, struct al_error *err)
 {
 	l->tty_fd = fd;
@@ -537,11 +616,12 @@ int al_sup_stdio_terminal(struct al_supervisor *l, int fd, struct al_error *err)
 	 * stdout is (ttyfilter.h). */
 	l->ttyf[0].answer = true;
 	/* The modes after which the terminal reports later (the mouse, focus)
-	 * only when our stdin is that terminal: its reports are then typed
-	 * into the pty, and the CLI turns them off at the end
-	 * (AL_TTY_REPORTS_OFF). With stdin a pipe nobody would read them
-	 * but the host's shell after the run. */
-	l->ttyf[0].keep_reporting = l->io.stdin_fd >= 0 && isatty(l->io.stdin_fd);
+	 * only when our stdin and stdout are that one terminal: its reports
+	 * are then typed into the pty, and the CLI turns them off at the end
+	 * (AL_TTY_REPORTS_OFF, written only there). With stdin a pipe, or
+	 * stdout another terminal, nobody would read them but a shell after
+	 * the run. */
+	l->ttyf[0].keep_reporting = same_terminal(l->io.stdin_fd, l->io.stdout_fd);
 	/* One description, read and written through two descriptors so the
 	 * output and the input each have their own watch. */
 	if ((l->stdout_rd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0 ||

@@ -639,6 +639,87 @@ def reporting_modes_stay_out(e):
         expect_restored(t)
 
 
+def read_all(fd, quiet=0.3):
+    """What is readable on fd until it has been quiet for `quiet` s."""
+    got = b""
+    while select.select([fd], [], [], quiet)[0]:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO: every slave is closed
+            break
+        if not chunk:
+            break
+        got += chunk
+    return got
+
+
+# What airlock writes at the end of a -t run to the terminal it set raw
+# (term.c): any of these in a captured output is airlock's, not the
+# program's (which writes none of them).
+AIRLOCK_RESETS = [b"\x1b[?1049l", b"\x1b[<99u", b"\x1b[?1000l", b"\x1b[12h", b"\x1b[>4m"]
+SCREEN_PROG = "printf 'A\\033[?1049hB\\033[?1000hC\\n'"
+
+
+@case
+def resets_only_to_the_terminal_set_raw(e):
+    """-t with stdin a terminal (set raw while the run holds it, restored
+    after) and stdout something else: a pipe, or another terminal (a
+    transcript being captured, as `script` or an agent's pty would). The
+    program switches to the alternate screen and turns on the mouse; its
+    bytes reach stdout (to the other terminal without the mouse mode,
+    which would make that terminal report into an input nobody reads),
+    and airlock adds none of its end-of-run resets there: they are only
+    for the terminal whose mode it changed. That terminal gets nothing
+    either (the program did not write to it) and its termios are as
+    before."""
+    def ctty():
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    for to_tty in (False, True):
+        master, slave = os.openpty()
+        omaster = oslave = p = None
+        before = termios.tcgetattr(slave)
+        try:
+            if to_tty:
+                omaster, oslave = os.openpty()
+                out = oslave
+            else:
+                out = subprocess.PIPE
+            p = subprocess.Popen(e.argv(["/bin/sh", "-c", SCREEN_PROG + "; sleep 0.5"],
+                                        ["-t", "--timeout", "30"]),
+                                 stdin=slave, stdout=out, stderr=subprocess.DEVNULL,
+                                 start_new_session=True, preexec_fn=ctty)
+            raw = wait_for(lambda: not termios.tcgetattr(slave)[3] & termios.ICANON, 10)
+            if to_tty:
+                rc = p.wait(timeout=30)
+                got = read_all(omaster)
+            else:
+                got = p.communicate(timeout=30)[0]
+                rc = p.returncode
+            where = "another terminal" if to_tty else "a pipe"
+            expect(rc == 0, "stdout %s: exit %s, output %r" % (where, rc, got))
+            expect(raw, "stdout %s: the terminal on stdin never went raw" % where)
+            expect(re.search(rb"A\x1b\[\?1049hB(\x1b\[\?1000h)?C", got),
+                   "stdout %s: the program's output is not there: %r" % (where, got))
+            added = [r for r in AIRLOCK_RESETS if r in got]
+            expect(not added, "stdout %s: airlock added its resets %r: %r"
+                   % (where, added, got))
+            if to_tty:
+                expect(b"\x1b[?1000h" not in got,
+                       "stdout another terminal: the mouse mode reached it: %r" % got)
+            expect(termios.tcgetattr(slave) == before,
+                   "stdout %s: the terminal set raw was not restored" % where)
+            stray = read_all(master, 0.1)
+            expect(not stray, "stdout %s: the terminal on stdin got %r" % (where, stray))
+        finally:
+            if p is not None and p.poll() is None:
+                kill_pid(p.pid)
+                p.wait()
+            for fd in (master, slave, omaster, oslave):
+                if fd is not None:
+                    os.close(fd)
+
+
 @case
 def eof_arrives_whatever_the_timing(e):
     """The end of a piped stdin reaches the REPL however its timing falls:
@@ -655,6 +736,53 @@ def eof_arrives_whatever_the_timing(e):
     expect(re.search(rb"^42\r$", res.out, re.M), "no 42 line", res)
     expect(res.elapsed < 10, "the REPL after a slow statement ended after %.1f s"
            % res.elapsed, res)
+
+
+# A REPL whose line editor reads ahead (Python 3.13's): raw at its prompt
+# for a while, it reads every line typed so far, runs them in line mode
+# (a one-second statement), then goes raw for the next prompt and reads a
+# key. A ^D is end of input there; a NUL is what a ^D typed while it ran
+# becomes, which such an editor shows as ^@ and keeps in its line.
+READAHEAD_PROG = r"""
+import os, select, termios, time
+fd = 0
+canon = termios.tcgetattr(fd)
+raw = termios.tcgetattr(fd)
+raw[3] &= ~(termios.ICANON | termios.ECHO)
+raw[6][termios.VMIN], raw[6][termios.VTIME] = 1, 0
+termios.tcsetattr(fd, termios.TCSADRAIN, raw)
+os.write(1, b"p1> ")
+time.sleep(0.5)
+lines = os.read(fd, 4096)
+termios.tcsetattr(fd, termios.TCSADRAIN, canon)
+os.write(1, b"ran %d bytes\n" % len(lines))
+time.sleep(1)
+termios.tcsetattr(fd, termios.TCSADRAIN, raw)
+os.write(1, b"p2> ")
+key = os.read(fd, 1) if select.select([fd], [], [], 10)[0] else b""
+termios.tcsetattr(fd, termios.TCSADRAIN, canon)
+os.write(1, b"KEY=" + key.hex().encode() + b"\n")
+"""
+
+
+@case
+def eof_never_arrives_as_a_nul(e):
+    """-t with stdin a pipe driving a REPL whose editor reads ahead and runs
+    what it read in line mode: the end of the pipe reaches it as the ^D key
+    at its next prompt, not as a NUL (the ^D typed in line mode while it
+    ran), and the output has no ^@ and no NUL. A plain reader in line mode
+    (`cat`) still sees the end, with nothing echoed for it."""
+    res = run_host(e.argv(["python3", "-c", READAHEAD_PROG], ["-t", "--timeout", "30"]),
+                   input=b"x = 1\nprint(x)\n", timeout=40)
+    expect_rc(res, 0)
+    expect(b"ran 15 bytes" in res.out, "the program did not read ahead", res)
+    expect(b"KEY=04\r\n" in res.out, "the end did not arrive as ^D at the prompt", res)
+    expect(b"\0" not in res.out and b"^@" not in res.out, "a NUL or ^@ in the output", res)
+    res = run_host(e.argv(["/bin/sh", "-c", "cat; echo cat-done"],
+                          ["-t", "--timeout", "30"]), input=b"one\n", timeout=40)
+    expect_rc(res, 0)
+    expect(b"one\r\none\r\ncat-done" in res.out, "cat did not end", res)
+    expect(b"\0" not in res.out and b"^D" not in res.out, "an EOF artefact in the output", res)
 
 
 @case
