@@ -1,4 +1,5 @@
 #include "gateway/answer.h"
+#include "gateway/answer-internal.h"
 
 #include <brotli/decode.h>
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <strings.h>
 #include <zlib.h>
 
+#include "core/cleanup.h"
 #include "core/util.h"
 #include "gateway/unescape.h"
 
@@ -26,13 +28,6 @@ enum state {
 	ST_DEAD,       /* found or refused: nothing more */
 };
 
-enum coding {
-	CODE_NONE,
-	CODE_GZIP,
-	CODE_DEFLATE,
-	CODE_BR
-};
-
 /* Raw bytes [raw, raw + raw_len) made the search's bytes [dec, dec +
  * dec_len): one for one (ident), none (framing), or as a decoder made
  * them (neither). */
@@ -46,6 +41,7 @@ struct al_answer {
 	struct al_valscan dec, raw;   /* the search's stream; a coded body's bytes */
 	struct al_unescape_view view; /* the search's stream unescaped, or none */
 	int late;		      /* a value found where no verdict could be given yet, or -1 */
+	bool view_body;		      /* the body is searched through the view too */
 	enum state st;
 	uint64_t raw_pos, dec_pos, released;
 	bool waiting[AL_ANSWER_WAITING_MAX]; /* HEAD or not, oldest first */
@@ -194,8 +190,11 @@ done:
 static int search(struct al_answer *a, const char *p, size_t n, uint64_t at)
 {
 	int id = al_valscan_feed(&a->dec, p, n);
+	bool body = a->st == ST_LEN || a->st == ST_CHUNK_DATA || a->st == ST_CLOSE;
 
-	return id >= 0 ? id : al_unescape_view_feed(&a->view, p, n, at);
+	if (id >= 0 || (body && !a->view_body))
+		return id;
+	return al_unescape_view_feed(&a->view, p, n, at);
 }
 
 static int emit_ident(struct al_answer *a, const char *p, size_t n)
@@ -409,130 +408,7 @@ static void body_end(struct al_answer *a)
 	answer_end(a);
 }
 
-/* ---- heads ---- */
-
-/* The next element of a comma-separated list in [*p, end), without its
- * spaces: false at the end. */
-static bool list_next(const char **p, const char *end, const char **ret, size_t *ret_len)
-{
-	const char *s = *p;
-
-	while (s < end && (*s == ' ' || *s == '\t' || *s == ','))
-		s++;
-	if (s == end)
-		return false;
-	const char *e = s;
-	while (e < end && *e != ',')
-		e++;
-	*p = e;
-	while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-		e--;
-	*ret = s;
-	*ret_len = (size_t)(e - s);
-	return true;
-}
-
-static bool is(const char *s, size_t n, const char *word)
-{
-	return strlen(word) == n && strncasecmp(s, word, n) == 0;
-}
-
-struct framing {
-	int te;		  /* Transfer-Encoding fields seen */
-	bool chunked_ok;  /* they say exactly "chunked" */
-	int cl;		  /* Content-Length fields seen */
-	uint64_t length;  /* their value (all the same) */
-	bool cl_mismatch; /* not all the same, or not a number */
-	enum coding coding;
-	char bad_coding[48];
-	int n_codings;
-};
-
-/* One field line: its checks, and what it says of the framing. */
-static bool field(const char *l, size_t n, struct framing *fr)
-{
-	size_t k = 0;
-
-	while (k < n && al_is_tchar(l[k]))
-		k++;
-	if (k == 0 || k == n || l[k] != ':')
-		return false;
-	const char *v = l + k + 1, *end = l + n;
-	for (const char *q = v; q < end; q++)
-		if (((unsigned char)*q < 0x20 && *q != '\t') || *q == 0x7f)
-			return false;
-	const char *e;
-	size_t el;
-	if (is(l, k, "Transfer-Encoding")) {
-		size_t items = 0;
-		fr->te++;
-		fr->chunked_ok = true;
-		while (list_next(&v, end, &e, &el))
-			fr->chunked_ok &= items++ == 0 && is(e, el, "chunked");
-		fr->chunked_ok &= items == 1;
-	} else if (is(l, k, "Content-Length")) {
-		uint64_t x = 0;
-		size_t digits = 0;
-		while (v < end && (*v == ' ' || *v == '\t'))
-			v++;
-		for (; v < end && *v >= '0' && *v <= '9' && digits < 18; v++, digits++)
-			x = x * 10 + (uint64_t)(*v - '0');
-		while (v < end && (*v == ' ' || *v == '\t'))
-			v++;
-		if (!digits || v != end || (fr->cl && x != fr->length))
-			fr->cl_mismatch = true;
-		fr->length = x;
-		fr->cl++;
-	} else if (is(l, k, "Content-Encoding")) {
-		while (list_next(&v, end, &e, &el)) {
-			enum coding c = is(e, el, "gzip") || is(e, el, "x-gzip") ? CODE_GZIP
-					: is(e, el, "deflate")			 ? CODE_DEFLATE
-					: is(e, el, "br")			 ? CODE_BR
-										 : CODE_NONE;
-			if (is(e, el, "identity"))
-				continue;
-			if (c == CODE_NONE && !fr->bad_coding[0])
-				snprintf(fr->bad_coding, sizeof(fr->bad_coding), "%.*s",
-					 (int)(el < 40 ? el : 40), e);
-			fr->coding = c;
-			fr->n_codings++;
-		}
-	}
-	return true;
-}
-
-/* The lines of a head or trailer section of n bytes (ending in an empty
- * line): each a field but the first with status; CR only before LF. */
-static bool lines(const char *h, size_t n, bool status, struct framing *fr, int *code)
-{
-	const char *p = h, *end = h + n;
-	bool first = status;
-
-	for (size_t i = 0; i < n; i++)
-		if (h[i] == '\0' || (h[i] == '\n' && (i == 0 || h[i - 1] != '\r')) ||
-		    (h[i] == '\r' && (i + 1 == n || h[i + 1] != '\n')))
-			return false;
-	while (p < end) {
-		const char *eol = memchr(p, '\r', (size_t)(end - p));
-		size_t l = (size_t)(eol - p);
-		if (l == 0)
-			break; /* the empty line that ends it */
-		if (first) {
-			/* HTTP/1.x SP 3DIGIT [SP reason] */
-			if (l < 12 || memcmp(p, "HTTP/1.", 7) != 0 ||
-			    (p[7] != '0' && p[7] != '1') || p[8] != ' ' || p[9] < '1' ||
-			    p[9] > '5' || p[10] < '0' || p[10] > '9' || p[11] < '0' ||
-			    p[11] > '9' || (l > 12 && p[12] != ' '))
-				return false;
-			*code = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
-			first = false;
-		} else if (*p == ' ' || *p == '\t' || !field(p, l, fr)) {
-			return false; /* obs-fold too */
-		}
-		p = eol + 2;
-	}
-	return !first; /* a head starts with its status line */
-}
+/* ---- heads: answer-head.c ---- */
 
 static enum al_answer_verdict start_body(struct al_answer *a, const struct framing *fr,
 					 struct al_answer_out *out)
@@ -542,6 +418,14 @@ static enum al_answer_verdict start_body(struct al_answer *a, const struct frami
 	if (fr->bad_coding[0])
 		return bad(a, out, "its Content-Encoding %s cannot be decoded", fr->bad_coding);
 	a->coding = fr->coding;
+	a->view_body = !fr->binary;
+	if (!a->view_body) {
+		/* The head's last bytes are searched as they are; the body
+		 * goes without the view. */
+		int id = al_unescape_view_end(&a->view);
+		if (id >= 0)
+			return found(a, out, id);
+	}
 	if (a->coding == CODE_GZIP) {
 		if (inflateInit2(&a->z, 15 + 16) != Z_OK)
 			return bad(a, out, "no memory to decode its body");
@@ -559,7 +443,7 @@ static enum al_answer_verdict head_done(struct al_answer *a, struct al_answer_ou
 	struct framing fr = {0};
 	int code = 0;
 
-	if (!lines(a->head, a->head_len, true, &fr, &code))
+	if (!gw_answer_lines(a->head, a->head_len, true, &fr, &code))
 		return bad(a, out, "its head is not valid HTTP/1.1");
 	if (code == 101)
 		return bad(a, out, "it switches protocols (101)");
@@ -669,7 +553,7 @@ static enum al_answer_verdict step(struct al_answer *a, const char *p, size_t n,
 		if (a->st == ST_TRAILER) {
 			struct framing fr = {0};
 			int code;
-			if (!lines(a->head, a->head_len, false, &fr, &code))
+			if (!gw_answer_lines(a->head, a->head_len, false, &fr, &code))
 				return bad(a, out, "its trailer section is not valid");
 			a->head_len = 0;
 			body_end(a);

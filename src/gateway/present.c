@@ -66,8 +66,8 @@ void gw_answer_set_build(struct al_gateway *gw)
 	const struct al_cred *cr = gw->cred;
 	struct al_valscan_value v[3 * AL_GW_MAX_NEEDLES];
 	char *prefix[AL_GW_MAX_NEEDLES] = {0};
-	char *b64[AL_GW_MAX_NEEDLES] = {0}, *plain[3 * AL_GW_MAX_NEEDLES] = {0};
-	struct al_valscan_value pv[3 * AL_GW_MAX_NEEDLES];
+	char *b64[AL_GW_MAX_NEEDLES] = {0}, *plain[6 * AL_GW_MAX_NEEDLES] = {0};
+	struct al_valscan_value pv[6 * AL_GW_MAX_NEEDLES]; /* two for each of v */
 	size_t n = 0, np = 0;
 	struct al_error err = {0};
 
@@ -132,11 +132,15 @@ void gw_answer_set_build(struct al_gateway *gw)
 		goto out;
 	}
 	/* For the view with the escapes undone (gateway/unescape.h): each
-	 * value as it is, its spaces as '+', and its halves. */
+	 * value as it is and by halves, and with '+' for its spaces. */
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].whole)
 			continue; /* a token's start: no escapes in it */
+		pv[m++] = (struct al_valscan_value){
+		    .data = v[i].data, .len = v[i].len, .id = v[i].id, .plain = true};
+		if (!memchr(v[i].data, ' ', v[i].len))
+			continue;
 		plain[m] = xmalloc(v[i].len);
 		for (size_t k = 0; k < v[i].len; k++)
 			plain[m][k] = v[i].data[k] == ' ' ? '+' : v[i].data[k];

@@ -17,14 +17,13 @@ enum {
 
 struct sink {
 	char *out;
-	uint64_t *from;
 	size_t k;
 };
 
 static void put(struct sink *s, char c, uint64_t at)
 {
-	s->out[s->k] = c == ' ' ? '+' : c;
-	s->from[s->k++] = at;
+	(void)at;
+	s->out[s->k++] = c;
 }
 
 /* A code point as UTF-8, every byte from the escape at at. */
@@ -225,22 +224,32 @@ static bool step(struct al_unescape *u, struct sink *s, char c, uint64_t at)
 	return true;
 }
 
-size_t al_unescape_feed(struct al_unescape *u, const char *in, size_t n, uint64_t pos, char *out,
-			uint64_t *from)
+/* Where the next byte that may start an escape is in [p, p + n), or n. */
+static size_t plain_run(const char *p, size_t n)
 {
-	struct sink s = {out, from, 0};
+	static const char starts[] = {'\\', '%', '&'};
+	size_t end = n;
+
+	for (size_t i = 0; i < sizeof(starts); i++) {
+		const char *q = memchr(p, starts[i], end);
+		if (q)
+			end = (size_t)(q - p);
+	}
+	return end;
+}
+
+size_t al_unescape_feed(struct al_unescape *u, const char *in, size_t n, uint64_t pos, char *out)
+{
+	struct sink s = {out, 0};
 
 	for (size_t i = 0; i < n; i++) {
-		/* The common case: a run of plain bytes. */
+		/* The common case: a run of plain bytes, copied as it is. */
 		if (u->st == ST_NORMAL && u->high < 0) {
-			size_t j = i;
-			while (j < n && in[j] != '\\' && in[j] != '%' && in[j] != '&') {
-				put(&s, in[j], pos + j);
-				j++;
-			}
-			if (j == n)
+			size_t r = plain_run(in + i, n - i);
+			memcpy(out + s.k, in + i, r);
+			s.k += r;
+			if ((i += r) == n)
 				break;
-			i = j;
 		}
 		if (!step(u, &s, in[i], pos + i))
 			step(u, &s, in[i], pos + i);
@@ -255,9 +264,9 @@ uint64_t al_unescape_open(const struct al_unescape *u)
 	return u->st != ST_NORMAL ? u->seq_at : UINT64_MAX;
 }
 
-size_t al_unescape_end(struct al_unescape *u, char *out, uint64_t *from)
+size_t al_unescape_end(struct al_unescape *u, char *out)
 {
-	struct sink s = {out, from, 0};
+	struct sink s = {out, 0};
 
 	flush_seq(u, &s);
 	flush_high(u, &s);
@@ -274,10 +283,7 @@ void al_unescape_view_init(struct al_unescape_view *v, const struct al_valscan_s
 	*v = (struct al_unescape_view){0};
 	al_unescape_init(&v->u);
 	al_valscan_init(&v->scan, set);
-	v->ring = al_valscan_max_len(set) ? al_valscan_max_len(set) : 1;
-	v->at = xcalloc(v->ring, sizeof(*v->at));
 	v->buf = xmalloc(VIEW_CHUNK + 2 * AL_UNESCAPE_SEQ_MAX);
-	v->from = xcalloc(VIEW_CHUNK + 2 * AL_UNESCAPE_SEQ_MAX, sizeof(*v->from));
 }
 
 void al_unescape_view_fini(struct al_unescape_view *v)
@@ -286,18 +292,8 @@ void al_unescape_view_fini(struct al_unescape_view *v)
 		explicit_bzero(v->buf, VIEW_CHUNK + 2 * AL_UNESCAPE_SEQ_MAX);
 	explicit_bzero(&v->u, sizeof(v->u));
 	al_valscan_fini(&v->scan);
-	free(v->at);
 	free(v->buf);
-	free(v->from);
 	*v = (struct al_unescape_view){0};
-}
-
-static int view_scan(struct al_unescape_view *v, size_t k)
-{
-	for (size_t i = 0; i < k; i++)
-		v->at[(v->pos + i) % v->ring] = v->from[i];
-	v->pos += k;
-	return al_valscan_feed(&v->scan, v->buf, k);
 }
 
 int al_unescape_view_feed(struct al_unescape_view *v, const char *p, size_t n, uint64_t pos)
@@ -308,30 +304,33 @@ int al_unescape_view_feed(struct al_unescape_view *v, const char *p, size_t n, u
 		return -1;
 	for (size_t off = 0; off < n && id < 0; off += VIEW_CHUNK) {
 		size_t m = n - off < VIEW_CHUNK ? n - off : VIEW_CHUNK;
-		size_t k = al_unescape_feed(&v->u, p + off, m, pos + off, v->buf, v->from);
-		id = view_scan(v, k);
+		size_t k = al_unescape_feed(&v->u, p + off, m, pos + off, v->buf);
+		id = al_valscan_feed(&v->scan, v->buf, k);
 	}
+	v->end = pos + n;
 	return id;
 }
 
 uint64_t al_unescape_view_hold(const struct al_unescape_view *v)
 {
-	uint64_t hold = al_unescape_open(&v->u);
-
 	if (!v->buf)
 		return UINT64_MAX;
-	size_t p = al_valscan_pending(&v->scan);
-	if (p && v->at[(v->pos - p) % v->ring] < hold)
-		hold = v->at[(v->pos - p) % v->ring];
-	return hold;
+	uint64_t open = al_unescape_open(&v->u), base = open < v->end ? open : v->end;
+	uint64_t back = (uint64_t)al_valscan_pending(&v->scan) * AL_UNESCAPE_SEQ_MAX;
+	/* Where the view's last bytes came from is not kept: each came from
+	 * at most AL_UNESCAPE_SEQ_MAX bytes of the stream, so the start of a
+	 * possible value lies no further back than that many per byte. */
+	if (!back)
+		return open;
+	return base > back ? base - back : 0;
 }
 
 int al_unescape_view_end(struct al_unescape_view *v)
 {
 	if (!v->buf)
 		return -1;
-	size_t k = al_unescape_end(&v->u, v->buf, v->from);
-	int id = k ? view_scan(v, k) : -1;
+	size_t k = al_unescape_end(&v->u, v->buf);
+	int id = k ? al_valscan_feed(&v->scan, v->buf, k) : -1;
 	al_valscan_reset(&v->scan);
 	return id;
 }

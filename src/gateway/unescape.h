@@ -5,10 +5,9 @@
  * pass and in any mix, JSON's backslash escapes (\uXXXX with surrogate
  * pairs, \" \\ \/ \b \f \n \r \t), percent-encoding (%XX, either case),
  * and HTML's character references (&#NNN; &#xHHH; and &amp; &lt; &gt;
- * &quot; &apos;), and writes '+' for a space (form encoding's space, and
- * a value's own, then compare equal). What is not a complete escape goes
- * through as it is. The values are searched for in this view raw (and by
- * halves), with their spaces as '+'. */
+ * &quot; &apos;). What is not a complete escape goes through as it is.
+ * The values are searched for in this view raw and by halves, and those
+ * with spaces also with '+' for them (form encoding's space). */
 #pragma once
 
 #include <stddef.h>
@@ -28,11 +27,9 @@ struct al_unescape {
 void al_unescape_init(struct al_unescape *u);
 
 /* Undo the escapes of the n bytes at in, whose first byte is at position
- * pos of the stream: the bytes out (room for n + 2 * AL_UNESCAPE_SEQ_MAX),
- * and for each the stream position its escape (or itself) started at, in
- * from (the same room). Returns how many bytes were written. */
-size_t al_unescape_feed(struct al_unescape *u, const char *in, size_t n, uint64_t pos, char *out,
-			uint64_t *from);
+ * pos of the stream, into out (room for n + 2 * AL_UNESCAPE_SEQ_MAX).
+ * Returns how many bytes were written. */
+size_t al_unescape_feed(struct al_unescape *u, const char *in, size_t n, uint64_t pos, char *out);
 
 /* Where an escape still unfinished started (its bytes may yet decode to
  * the start of a value), or UINT64_MAX. */
@@ -40,21 +37,18 @@ uint64_t al_unescape_open(const struct al_unescape *u);
 
 /* The end of the stream: an unfinished escape goes as it is, written as
  * by al_unescape_feed; the state is as new. */
-size_t al_unescape_end(struct al_unescape *u, char *out, uint64_t *from);
+size_t al_unescape_end(struct al_unescape *u, char *out);
 
 #include "gateway/valscan.h"
 
 /* The view as the answers' search uses it: the stream unescaped and
  * searched with a set of the values as this view writes them (set
- * borrowed), and where each byte of the view came from. */
+ * borrowed). */
 struct al_unescape_view {
 	struct al_unescape u;
 	struct al_valscan scan;
-	size_t ring; /* positions kept: the set's longest form */
-	uint64_t *at;
-	uint64_t pos; /* bytes of the view so far */
+	uint64_t end; /* the stream position after the last byte fed */
 	char *buf;
-	uint64_t *from;
 };
 
 void al_unescape_view_init(struct al_unescape_view *v, const struct al_valscan_set *set);
@@ -63,7 +57,9 @@ void al_unescape_view_fini(struct al_unescape_view *v);
  * a value found, or -1. */
 int al_unescape_view_feed(struct al_unescape_view *v, const char *p, size_t n, uint64_t pos);
 /* The stream position from which bytes must wait (the start of a value
- * this view may be showing, or of an unfinished escape), or UINT64_MAX. */
+ * this view may be showing, or of an unfinished escape; the former
+ * reckoned at AL_UNESCAPE_SEQ_MAX stream bytes for each byte of the view),
+ * or UINT64_MAX. */
 uint64_t al_unescape_view_hold(const struct al_unescape_view *v);
 /* The stream ends here (an answer is whole): an unfinished escape is
  * searched as it is, then the view starts anew. The id of a value found,

@@ -420,11 +420,13 @@ static struct al_valscan_set *plain_set(const char *v)
 	size_t len = strlen(v);
 	for (size_t i = 0; i <= len; i++)
 		n[i] = v[i] == ' ' ? '+' : v[i];
-	struct al_valscan_value val = {.data = n, .len = len, .id = 7, .plain = true};
+	/* As present.c makes it: as it is, and with '+' for its spaces. */
+	struct al_valscan_value val[] = {{.data = v, .len = len, .id = 7, .plain = true},
+					 {.data = n, .len = len, .id = 7, .plain = true}};
 	struct al_valscan_set *set = NULL;
 	struct al_error err = {0};
 
-	assert_int_equal(al_valscan_new(&val, 1, &set, &err), 0);
+	assert_int_equal(al_valscan_new(val, 2, &set, &err), 0);
 	return set;
 }
 
