@@ -68,6 +68,22 @@ def pinned_opts():
     return ["--policy", _pinned_policy]
 
 
+# (pid, starttime) of every process this script started, through any
+# subprocess call: check_slots_reclaimed() judges only the host id slots of
+# airlocks among them (other airlocks may run on this host at the same
+# time: another clone's suite, a user's own runs).
+SPAWNED = set()
+
+
+class _TrackedPopen(subprocess.Popen):
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        SPAWNED.add((self.pid, pid_starttime(self.pid)))
+
+
+subprocess.Popen = _TrackedPopen  # subprocess.run() and friends use it too
+
+
 class Skip(Exception):
     """Raised by a case that cannot run here; the message is the reason."""
 
@@ -263,6 +279,26 @@ def proc_read(pid, name):
 
 def all_pids():
     return [int(d) for d in os.listdir("/proc") if d.isdigit()]
+
+
+def procs_running(path):
+    """Host pids (not zombies) whose executable is the file at path, by
+    device and inode: a probe bound into sandboxes shows its sandbox path
+    in argv, but /proc/PID/exe still leads to this build's own file, not to
+    another checkout's probe run by another suite on the same host."""
+    st = os.stat(path)
+    found = []
+    for pid in all_pids():
+        try:
+            ex = os.stat("/proc/%d/exe" % pid)
+        except OSError:
+            continue  # gone, a kernel thread, or not ours to read
+        if (ex.st_dev, ex.st_ino) != (st.st_dev, st.st_ino):
+            continue
+        stat = proc_read(pid, "stat") or b""
+        if stat.rsplit(b")", 1)[-1].split()[:1] != [b"Z"]:
+            found.append(pid)
+    return found
 
 
 def procs_matching(tag):
@@ -596,6 +632,14 @@ class Suite:
         self.cases.append((name, fn))
 
     def run(self, env, only=None):
+        undo = own_mount_ns()
+        try:
+            return self._run(env, only)
+        finally:
+            if undo:
+                undo()
+
+    def _run(self, env, only):
         cases = [c for c in self.cases if not only or any(o in c[0] for o in only)]
         cases.append(("nothing_left_behind", self.nothing_left_behind))
         print("1..%d" % len(cases), flush=True)
@@ -624,14 +668,15 @@ class Suite:
         return 1 if failed else 0
 
     def nothing_left_behind(self, env):
-        """After all cases: no child process of the test runner, no sandbox
-        process (argv[0] is the probe's sandbox path) anywhere on the host, and
-        the host mount table has as many entries as before the first case."""
+        """After all cases: no child process of the test runner, no process
+        anywhere on the host running this build's probe (the one our runs
+        bound in; another suite's probe on the same host is another file),
+        and the script's mount table (see own_mount_ns()) has as many
+        entries as before the first case."""
         kids = children_of(os.getpid())
         expect(not kids, "child processes of the test remain: %s" % kids)
-        stray = [p for p in all_pids()
-                 if (proc_read(p, "cmdline") or b"").split(b"\0", 1)[0] == PROBE_IN.encode()]
-        expect(not stray, "sandbox processes remain on the host: %s" % stray)
+        stray = procs_running(env.probe)
+        expect(not stray, "sandbox processes running our probe remain on the host: %s" % stray)
         after = host_mount_count()
         expect(after == self.mounts_before, "host mount count changed during the suite: %d -> %d"
                % (self.mounts_before, after))
@@ -639,8 +684,10 @@ class Suite:
 
 
 def dead_slots():
-    """Host id slot files (IDS_DIR/SLOT) whose airlock is gone: left by a
-    killed airlock for `airlock gc`."""
+    """Host id slot files (IDS_DIR/SLOT) whose airlock, one this script
+    started, is gone: left by a killed airlock for `airlock gc`. Other
+    airlocks' slots are not judged: a killed run of another suite keeps its
+    slot while its processes live, which is right and none of our doing."""
     dead = []
     try:
         names = os.listdir(IDS_DIR)
@@ -653,6 +700,8 @@ def dead_slots():
             with open(os.path.join(IDS_DIR, n)) as f:
                 pid, start = f.read().split()[:2]
         except (OSError, ValueError):
+            continue
+        if (int(pid), int(start)) not in SPAWNED:
             continue
         st = proc_read(int(pid), "stat")
         fields = st.rsplit(b")", 1)[1].split() if st else []
@@ -725,6 +774,39 @@ def preflight(env):
     if ids.rc != 0 or kv(ids.text).get("uid") != str(SANDBOX_UID):
         return "the probe does not run as uid %d:\n%s" % (SANDBOX_UID, ids.describe())
     return None
+
+
+def own_mount_ns():
+    """As root, go on in a mount namespace of our own (private: mounts made
+    elsewhere on the host after this point are not seen here) whose /tmp is
+    a new directory of the host's /tmp. The checks of the host mount table
+    and of /tmp then count only what this script and the airlocks it starts
+    did: an airlock's mount that leaked into the namespace it was started
+    from, or a file it left in /tmp, still shows here; another suite's
+    mounts and temporary files on the same host do not. Returns a function
+    that undoes the /tmp binding and removes the directory (its contents,
+    whatever a failed case left, with it), or None when nothing was done
+    (not root: the checks then see the whole host)."""
+    if not IS_ROOT:
+        return None
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    clone_newns, ms_bind, ms_rec, ms_private, mnt_detach = 0x20000, 4096, 16384, 1 << 18, 2
+    if libc.unshare(clone_newns) != 0:
+        diag("no mount namespace of our own (%s): checks see the host's mounts and /tmp"
+             % os.strerror(ctypes.get_errno()))
+        return None
+    if libc.mount(None, b"/", None, ms_rec | ms_private, None) != 0:
+        raise OSError(ctypes.get_errno(), "making our mount namespace private")
+    d = tempfile.mkdtemp(prefix="airlock-e2e-tmp-")
+    os.chmod(d, 0o1777)
+    if libc.mount(d.encode(), b"/tmp", None, ms_bind, None) != 0:
+        raise OSError(ctypes.get_errno(), "binding %s over /tmp" % d)
+
+    def undo():
+        libc.umount2(b"/tmp", mnt_detach)
+        shutil.rmtree(d, ignore_errors=True)
+    return undo
 
 
 def main(suite, require_confinement=False):
