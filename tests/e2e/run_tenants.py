@@ -441,8 +441,8 @@ def slot_of_killed_run_reclaimed_by_gc(e):
                % (IDS_DIR, slot))
         os.kill(p.pid, signal.SIGKILL)
         p.communicate(timeout=10)
-        gone = wait_for(lambda: not [q for q in members if alive(q)], 3)
-        expect(gone, "sandbox processes still alive 3 s after airlock's SIGKILL: %s"
+        gone = wait_for(lambda: not [q for q in members if alive(q)], 15)
+        expect(gone, "sandbox processes still alive 15 s after airlock's SIGKILL: %s"
                % [q for q in members if alive(q)])
         # The sandbox's init, orphaned, stays a zombie (with the slot's ids)
         # until host pid 1 reaps it; gc rightly leaves a slot in use till then.
