@@ -347,6 +347,17 @@ def status_ids(pid):
     return uids, gids
 
 
+def signal_pending(pid, sig):
+    """Whether sig is pending for pid (/proc/PID/status SigPnd or ShdPnd):
+    sent but not yet delivered or read from a signalfd. Two of one signal
+    sent while the first is still pending are one: wait for this to be
+    false before sending the second."""
+    for line in (proc_read(pid, "status") or b"").splitlines():
+        if line.startswith((b"SigPnd:", b"ShdPnd:")) and int(line.split()[1], 16) >> (sig - 1) & 1:
+            return True
+    return False
+
+
 def wait_for(pred, timeout, step=0.02):
     deadline = time.monotonic() + timeout
     while True:

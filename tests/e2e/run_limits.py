@@ -30,8 +30,8 @@ import time
 from harness import (IS_ROOT, PROBE_IN, MarkedSuite, Skip, TempDir, ThrowawayUser, cgroup_is_stale,
                      cgroup_supervisor, children_of, expect, expect_rc, finish, host_mount_count,
                      kill_pid, main, ours, proc_read, procs_matching, procs_with_marker,
-                     pid_starttime, read_outputs, run_cgroup_bases, run_cgroup_dirs, start,
-                     wait_for)
+                     pid_starttime, read_outputs, run_cgroup_bases, run_cgroup_dirs,
+                     signal_pending, start, wait_for)
 from harness import new_marker as new_marker_with
 
 
@@ -572,25 +572,31 @@ def supervisor_sigkill(e, m):
 
 # ---- 10. SIGTERM of the supervisor ---------------------------------------------
 
-def sigterm_round(e, m, cmd):
+def sigterm_round(e, m, cmd, ends):
+    """SIGTERM to airlock running cmd; ends: whether the first should end
+    the run (then it has 20 s to, a hang guard of the 30 s sleep), else it
+    must still run 1 s after airlock took the signal and a second SIGTERM
+    (sent once the first is no longer pending, so that the two are not
+    merged into one) ends it."""
     with TempDir(mode=0o755) as d:
         rp = os.path.join(d, "r.json")
         argv = e.argv(cmd, ["--env", "AIRLOCK_MARK=" + m, "--result", rp])
         t0 = time.monotonic()
         p = start(argv)
         try:
+            # sh has set its trap by the time the probe runs.
             expect(wait_for(lambda: procs_matching(m), 10), "the probe never appeared")
-            time.sleep(0.1)  # sh has set its trap by the time the probe runs
             os.kill(p.pid, signal.SIGTERM)
+            wait_for(lambda: not signal_pending(p.pid, signal.SIGTERM), 10)
             try:
-                p.wait(timeout=1)
+                p.wait(timeout=20 if ends else 1)
             except subprocess.TimeoutExpired:
                 pass
             first_survived = p.poll() is None
             if first_survived:
                 expect(procs_matching(m), "airlock runs on but the probe is gone")
                 os.kill(p.pid, signal.SIGTERM)
-            res = finish(p, argv, t0, 10)
+            res = finish(p, argv, t0, 20)
         finally:
             if p.poll() is None:
                 kill_pid(p.pid)
@@ -607,14 +613,15 @@ def supervisor_sigterm(e, m):
     SIGTERM (sh with trap "" TERM) survives the first; a second SIGTERM kills
     the sandbox (exit 143 = 128+15, reason "killed", signal 15). Nothing is
     left either way."""
-    res, rec, survived = sigterm_round(e, m, [PROBE_IN, "sleep", "30", m])
+    res, rec, survived = sigterm_round(e, m, [PROBE_IN, "sleep", "30", m], True)
     expect_rc(res, 143)
     expect(not survived, "the first SIGTERM did not end a plain probe sleep", res)
     expect(rec["reason"] == "signaled" and rec["signal"] == 15,
            "reason %r signal %r, expected signaled 15" % (rec["reason"], rec["signal"]), res)
     m2 = new_marker()
     res, rec, survived = sigterm_round(
-        e, m2, ["/bin/sh", "-c", "trap '' TERM; %s sleep 30 %s; echo after" % (PROBE_IN, m2)])
+        e, m2, ["/bin/sh", "-c", "trap '' TERM; %s sleep 30 %s; echo after" % (PROBE_IN, m2)],
+        False)
     expect_rc(res, 143)
     expect(survived, "the TERM-ignoring command did not survive the first SIGTERM", res)
     expect(rec["reason"] == "killed" and rec["signal"] == 15,
@@ -674,9 +681,10 @@ def denied_syscall_events_capped(e, m):
 def timeout_with_stuck_reader(e, m):
     """airlock's own stdout is a pipe nobody reads (a paused terminal, a
     caller that reads only at the end) while the command writes 3 MB and
-    then sleeps: --timeout 2 still ends the sandbox on time (no process of
-    the run but airlock itself is left after 4 s, judged from the host),
-    and once the reader drains the pipe airlock exits 124, reason timeout.
+    then sleeps 30 s: --timeout 2 still ends the sandbox (no process of the
+    run but airlock itself is left, judged from the host, well before the
+    sleep would end: 20 s, a hang guard), and once the reader drains the
+    pipe airlock exits 124, reason timeout.
     (A supervisor blocked in a write to its stdout would enforce nothing.)"""
     with TempDir(mode=0o777) as d:
         argv = e.argv(["/bin/sh", "-c", "head -c 3000000 /dev/zero; sleep 30", m],
@@ -685,13 +693,16 @@ def timeout_with_stuck_reader(e, m):
         t0 = time.monotonic()
         p = start(argv)
         try:
-            time.sleep(4.5)
-            left = [q for q in procs_with_marker(m) if q != p.pid]
+            def sandbox():
+                return [q for q in procs_with_marker(m) if q != p.pid]
+            started = wait_for(sandbox, 20)
+            gone = wait_for(lambda: not sandbox(), 20)
+            left = sandbox()
         finally:
             res = finish(p, argv, t0, 60)
         record, _ = read_outputs(d)
-    expect(not left, "sandbox processes still running 4.5 s into a 2 s timeout: %s" % left,
-           res)
+    expect(started, "the sandbox never appeared on the host", res)
+    expect(gone, "sandbox processes still running 20 s into a 2 s timeout: %s" % left, res)
     expect_rc(res, 124)
     expect((record or {}).get("reason") == "timeout", "record reason %r"
            % (record or {}).get("reason"), res)

@@ -658,7 +658,9 @@ def parent_death_signal_kept(e):
                                                     "--timeout", "20"])
                 os.execv(argv[0], argv)
             os.write(w, b"%d" % child)
-            time.sleep(1.5)  # airlock is past its clone by then
+            # airlock is past its clone once the sandbox's init (a clone
+            # of it, with the marker in its argv too) is there.
+            wait_for(lambda: [q for q in procs_with_marker(m) if q != child], 20)
         finally:
             os._exit(0)
     os.close(w)
