@@ -22,7 +22,7 @@ import tempfile
 import time
 
 from harness import (HOST_DISK_ID, HOST_SANDBOX_UID, in_pool_user, multi, pinned_opts, IS_ROOT, PROBE_IN, SANDBOX_PATH, Skip, Suite, TempDir,
-                     children_of, expect, expect_ok, expect_one_error_line, expect_out, expect_rc,
+                     airlock_tmp_entries, children_of, expect, expect_ok, expect_one_error_line, expect_out, expect_rc,
                      finish, host_mount_count, kill_pid, kv, main, probe_listing,
                      procs_matching, read_line_with_timeout, run_host, sha256_file, shquote,
                      start, status_ids, tag, wait_for, write_file)
@@ -49,14 +49,14 @@ def refusal(e, argv, rc, *words, cwd=None):
     """Run an airlock command line that must be refused; check the message
     and that nothing was left behind (host mounts, child processes, /tmp)."""
     mounts = host_mount_count()
-    tmp_before = {n for n in os.listdir("/tmp") if "airlock" in n}
+    tmp_before = airlock_tmp_entries()
     res = run_host(argv, cwd=cwd)
     expect_one_error_line(res, rc, *words)
     expect(host_mount_count() == mounts, "host mount count changed: %d -> %d"
            % (mounts, host_mount_count()), res)
     kids = children_of(os.getpid())
     expect(not kids, "child processes left behind: %s" % kids, res)
-    tmp_after = {n for n in os.listdir("/tmp") if "airlock" in n}
+    tmp_after = airlock_tmp_entries()
     expect(tmp_after <= tmp_before, "new /tmp entries left behind: %s"
            % sorted(tmp_after - tmp_before), res)
     return res
