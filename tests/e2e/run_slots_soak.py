@@ -30,10 +30,12 @@ It asserts:
     taken before the sandbox is set up and wall_ms counts from the
     command's start, so that interval is not one the slot is known to be
     held over;
-  - afterwards /run/airlock/ids holds no stale slot file (a decimal name;
+  - afterwards /run/airlock/ids holds no stale slot file of its runs (a
+    decimal name whose owner line names an airlock this script started;
     one starting with '.' may be a temporary file): one with no lock on it
     in /proc/locks and no live process in its range (another airlock on
-    this host may hold some, and it says so with its lock).
+    this host may hold the slot again, and it says so with its lock; a
+    killed run of another suite leaves its own file for gc).
 
 Prints the runtime. Rootless there is no pool: skipped. Signals go only
 to processes this script started, by pid. No network is used.
@@ -218,7 +220,7 @@ def slots_soak(e):
     that lived at the same time had the same slot, seen from the host
     (/proc) and from the records' identity.slot with the commands' own
     start and end times; every record has a slot; a run seen on the host
-    is in the slot its record names; afterwards no slot file is left in
+    is in the slot its record names; afterwards no slot file of ours is left in
     /run/airlock/ids."""
     if not IS_ROOT:
         raise Skip("not root: rootless there is no id pool")
