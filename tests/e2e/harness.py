@@ -68,6 +68,22 @@ def pinned_opts():
     return ["--policy", _pinned_policy]
 
 
+# (pid, starttime) of every process this script started, through any
+# subprocess call: check_slots_reclaimed() judges only the host id slots of
+# airlocks among them (other airlocks may run on this host at the same
+# time: another clone's suite, a user's own runs).
+SPAWNED = set()
+
+
+class _TrackedPopen(subprocess.Popen):
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        SPAWNED.add((self.pid, pid_starttime(self.pid)))
+
+
+subprocess.Popen = _TrackedPopen  # subprocess.run() and friends use it too
+
+
 class Skip(Exception):
     """Raised by a case that cannot run here; the message is the reason."""
 
@@ -265,6 +281,26 @@ def all_pids():
     return [int(d) for d in os.listdir("/proc") if d.isdigit()]
 
 
+def procs_running(path):
+    """Host pids (not zombies) whose executable is the file at path, by
+    device and inode: a probe bound into sandboxes shows its sandbox path
+    in argv, but /proc/PID/exe still leads to this build's own file, not to
+    another checkout's probe run by another suite on the same host."""
+    st = os.stat(path)
+    found = []
+    for pid in all_pids():
+        try:
+            ex = os.stat("/proc/%d/exe" % pid)
+        except OSError:
+            continue  # gone, a kernel thread, or not ours to read
+        if (ex.st_dev, ex.st_ino) != (st.st_dev, st.st_ino):
+            continue
+        stat = proc_read(pid, "stat") or b""
+        if stat.rsplit(b")", 1)[-1].split()[:1] != [b"Z"]:
+            found.append(pid)
+    return found
+
+
 def procs_matching(tag):
     """Host pids of sandbox processes carrying tag: the probe (argv[0] is its
     in-sandbox path) with tag in its argv, or any process whose comm is tag.
@@ -309,6 +345,17 @@ def status_ids(pid):
         if line.startswith("Gid:"):
             gids = [int(x) for x in line.split()[1:]]
     return uids, gids
+
+
+def signal_pending(pid, sig):
+    """Whether sig is pending for pid (/proc/PID/status SigPnd or ShdPnd):
+    sent but not yet delivered or read from a signalfd. Two of one signal
+    sent while the first is still pending are one: wait for this to be
+    false before sending the second."""
+    for line in (proc_read(pid, "status") or b"").splitlines():
+        if line.startswith((b"SigPnd:", b"ShdPnd:")) and int(line.split()[1], 16) >> (sig - 1) & 1:
+            return True
+    return False
 
 
 def wait_for(pred, timeout, step=0.02):
@@ -596,6 +643,7 @@ class Suite:
         self.cases.append((name, fn))
 
     def run(self, env, only=None):
+        own_mount_ns()
         cases = [c for c in self.cases if not only or any(o in c[0] for o in only)]
         cases.append(("nothing_left_behind", self.nothing_left_behind))
         print("1..%d" % len(cases), flush=True)
@@ -624,14 +672,15 @@ class Suite:
         return 1 if failed else 0
 
     def nothing_left_behind(self, env):
-        """After all cases: no child process of the test runner, no sandbox
-        process (argv[0] is the probe's sandbox path) anywhere on the host, and
-        the host mount table has as many entries as before the first case."""
+        """After all cases: no child process of the test runner, no process
+        anywhere on the host running this build's probe (the one our runs
+        bound in; another suite's probe on the same host is another file),
+        and the script's mount table (see own_mount_ns()) has as many
+        entries as before the first case."""
         kids = children_of(os.getpid())
         expect(not kids, "child processes of the test remain: %s" % kids)
-        stray = [p for p in all_pids()
-                 if (proc_read(p, "cmdline") or b"").split(b"\0", 1)[0] == PROBE_IN.encode()]
-        expect(not stray, "sandbox processes remain on the host: %s" % stray)
+        stray = procs_running(env.probe)
+        expect(not stray, "sandbox processes running our probe remain on the host: %s" % stray)
         after = host_mount_count()
         expect(after == self.mounts_before, "host mount count changed during the suite: %d -> %d"
                % (self.mounts_before, after))
@@ -639,8 +688,10 @@ class Suite:
 
 
 def dead_slots():
-    """Host id slot files (IDS_DIR/SLOT) whose airlock is gone: left by a
-    killed airlock for `airlock gc`."""
+    """Host id slot files (IDS_DIR/SLOT) whose airlock, one this script
+    started, is gone: left by a killed airlock for `airlock gc`. Other
+    airlocks' slots are not judged: a killed run of another suite keeps its
+    slot while its processes live, which is right and none of our doing."""
     dead = []
     try:
         names = os.listdir(IDS_DIR)
@@ -653,6 +704,8 @@ def dead_slots():
             with open(os.path.join(IDS_DIR, n)) as f:
                 pid, start = f.read().split()[:2]
         except (OSError, ValueError):
+            continue
+        if (int(pid), int(start)) not in SPAWNED:
             continue
         st = proc_read(int(pid), "stat")
         fields = st.rsplit(b")", 1)[1].split() if st else []
@@ -725,6 +778,44 @@ def preflight(env):
     if ids.rc != 0 or kv(ids.text).get("uid") != str(SANDBOX_UID):
         return "the probe does not run as uid %d:\n%s" % (SANDBOX_UID, ids.describe())
     return None
+
+
+def own_mount_ns():
+    """As root, go on in a mount namespace of our own, private: mounts and
+    unmounts made elsewhere on the host after this point (another suite's
+    ramfs, a user's own) are not seen here, while a mount that an airlock
+    we start leaked into the namespace it was started from still is. The
+    checks of the mount table then count only what this script and its
+    airlocks did. Not root (or where it cannot be made) nothing is done and
+    those checks see the host's table."""
+    if not IS_ROOT:
+        return
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    clone_newns, ms_rec, ms_private = 0x20000, 16384, 1 << 18
+    if libc.unshare(clone_newns) != 0:
+        diag("no mount namespace of our own (%s): mount checks see the host's"
+             % os.strerror(ctypes.get_errno()))
+        return
+    if libc.mount(None, b"/", None, ms_rec | ms_private, None) != 0:
+        raise OSError(ctypes.get_errno(), "making our mount namespace private")
+
+
+# Prefixes of the temporary files and directories this project's tests and
+# scripts make in /tmp (other suites on the same host make them at any
+# time); airlock itself makes nothing in the host's /tmp, so a new entry
+# there with "airlock" in its name and none of these prefixes is a run's.
+TEST_TMP_PREFIXES = ("airlock-e2e-", "airlock-pinned-", "airlock-compat-", "airlock-cred-",
+                     "airlock-limits-", "airlock-tenants-", "airlock-sec-", "airlock-tls-",
+                     "airlock-test-tls-", "airlock-slots-", "airlock-unit-",
+                     "airlock-confine-", "airlock-demo")
+
+
+def airlock_tmp_entries():
+    """Names in /tmp with "airlock" in them that no test made (see
+    TEST_TMP_PREFIXES)."""
+    return {n for n in os.listdir("/tmp")
+            if "airlock" in n and not n.startswith(TEST_TMP_PREFIXES)}
 
 
 def main(suite, require_confinement=False):

@@ -785,7 +785,9 @@ def command_source(e):
             elapsed = time.monotonic() - t0
             ck.that(r.res.rc == 125, "a command past its timeout: exit %s, expected 125"
                     % r.res.rc)
-            ck.that(elapsed <= 3.0, "a command past its 1 s timeout: the run took %.2f s"
+            # A hang guard only (its sleep would take 29 s): how long the
+            # setup takes depends on the machine's load.
+            ck.that(elapsed < 20, "a command past its 1 s timeout: the run took %.2f s"
                     % elapsed)
             ck.that("CMD_TOKEN" in r.res.errtext, "the timeout message does not name the secret")
             ck.that(not r.steps, "the sandbox ran although the command timed out")
@@ -1596,7 +1598,9 @@ def budget_cpu(e):
     cpu_cost = (cost.get("items") or {}).get("cpu")
     ck.that(isinstance(cpu_cost, (int, float)) and 0.3 - 1e-9 <= cpu_cost <= 0.5,
             "cost.items.cpu %r, expected about the max 0.3" % cpu_cost)
-    ck.that(elapsed < 8, "the run took %.1f s" % elapsed)
+    # The reason (budget, not timeout) says it ended before its 20 s
+    # timeout; the wall time it took depends on the machine's load.
+    ck.that(elapsed < 20, "the run took %.1f s" % elapsed)
     ck.that(r.res.rc == 137 and rec.get("exit_code") == 137,
             "exit %s (record %r), expected 137 as for other limits"
             % (r.res.rc, rec.get("exit_code")))

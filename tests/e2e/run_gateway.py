@@ -1543,7 +1543,8 @@ def run_ends_with_open_connection(e):
         t0 = time.monotonic()
         r = gw_run(e, steps, ["--allow", hp, "--timeout", "2"] + mapped("api.internal"),
                    servers=[api], rc=124)
-        r.expect(time.monotonic() - t0 < 10, "airlock took %.1fs" % (time.monotonic() - t0))
+        # A hang guard (the upstream answers after 20 s), not a speed test.
+        r.expect(time.monotonic() - t0 < 15, "airlock took %.1fs" % (time.monotonic() - t0))
         names = [ev["event"] for ev in r.events]
         r.expect(names[-1:] == ["run.end"], "the audit stream does not end with run.end")
         evs = r.net(name="api.internal", decision="allow")

@@ -799,7 +799,8 @@ def decider_narrows_and_refuses_runs(e):
                 expect(len(lines) == 1 and all(w in lines[0] for w in words)
                        and dec.sock in lines[0], "%s: refusal %r" % (mode, lines), res)
                 expect("uid=" not in res.text, "%s: the probe ran" % mode, res)
-                expect(took < 5, "%s: took %.1fs" % (mode, took), res)
+                # A hang guard: a hanging decider never answers.
+                expect(took < 20, "%s: took %.1fs" % (mode, took), res)
                 with open(rec) as f:
                     expect(json.load(f)["reason"] == "refused", "%s: record" % mode, res)
 

@@ -7,7 +7,10 @@ As root, every run takes a slot of the pool (host ids 0x70000000 + slot *
 65536 up, slot 0..4093) for as long as it lives, with a lock file in
 /run/airlock/ids/SLOT. This runs N (default 1000) short runs back to back,
 P (default 8) at a time, each `/bin/sh -c 'date +%s%N; sleep 0.05; date
-+%s%N'` with a result record, while a sampler thread scans /proc every few
++%s%N'` with a result record (the command waits, 10 s at most, before its
+last date until the sampler has seen its run, so that how many runs are
+seen does not depend on the CPU the machine leaves the sampler), while a
+sampler thread scans /proc every few
 milliseconds for processes whose uid lies in the pool, and for each one
 which run it belongs to (the airlock we started that it descends from; for
 another airlock's run on this host, its nearest ancestor outside the pool).
@@ -27,10 +30,12 @@ It asserts:
     taken before the sandbox is set up and wall_ms counts from the
     command's start, so that interval is not one the slot is known to be
     held over;
-  - afterwards /run/airlock/ids holds no stale slot file (a decimal name;
+  - afterwards /run/airlock/ids holds no stale slot file of its runs (a
+    decimal name whose owner line names an airlock this script started;
     one starting with '.' may be a temporary file): one with no lock on it
     in /proc/locks and no live process in its range (another airlock on
-    this host may hold some, and it says so with its lock).
+    this host may hold the slot again, and it says so with its lock; a
+    killed run of another suite leaves its own file for gc).
 
 Prints the runtime. Rootless there is no pool: skipped. Signals go only
 to processes this script started, by pid. No network is used.
@@ -49,7 +54,13 @@ from harness import (IS_ROOT, Env, MarkedSuite, Skip, TempDir, expect, finish, n
                      pid_starttime, proc_read, start)
 from run_tenants import IDS_DIR, POOL_SLOTS, lingering, slot_files, slot_of
 
-COMMAND = ["/bin/sh", "-c", "date +%s%N; /bin/sleep 0.05; date +%s%N"]
+# Each run's command lasts 50 ms and then until the sampler has seen the
+# run (a file named after it in /seen, bound from the host), 10 s at most:
+# how many runs the sampler sees must not depend on how much CPU the
+# machine leaves it for its scans.
+COMMAND = ["/bin/sh", "-c", "date +%s%N; /bin/sleep 0.05; i=0; "
+           "while [ ! -e /seen/$AIRLOCK_RUN ] && [ $i -lt 200 ]; do /bin/sleep 0.05; "
+           "i=$((i + 1)); done; date +%s%N"]
 SCAN_EVERY = 0.003  # seconds between two scans of /proc
 
 suite = MarkedSuite()
@@ -93,6 +104,8 @@ class Sampler(threading.Thread):
         self.unconfirmed = 0  # two runs in one scan, not both still there after it
         self.zombies = 0  # most zombies seen in the pool in one scan (not judged)
         self.error = None
+        self.seen_dir = None  # where to tell a run it was seen
+        self.index = {}  # airlock pid -> the run's index (its file in seen_dir)
 
     def run_key(self, pid):
         """Which run a pool process belongs to: ("airlock", P, starttime)
@@ -147,6 +160,9 @@ class Sampler(threading.Thread):
             live.update(runs)
             for key in runs:
                 self.seen.setdefault(key, set()).add(slot)
+                i = self.index.get(key[1]) if key[0] == "airlock" else None
+                if i is not None and self.seen_dir:
+                    open(os.path.join(self.seen_dir, str(i)), "w").close()
             if len(runs) < 2:
                 continue
             # The scan is not atomic: one run may have ended and another
@@ -204,7 +220,7 @@ def slots_soak(e):
     that lived at the same time had the same slot, seen from the host
     (/proc) and from the records' identity.slot with the commands' own
     start and end times; every record has a slot; a run seen on the host
-    is in the slot its record names; afterwards no slot file is left in
+    is in the slot its record names; afterwards no slot file of ours is left in
     /run/airlock/ids."""
     if not IS_ROOT:
         raise Skip("not root: rootless there is no id pool")
@@ -212,12 +228,17 @@ def slots_soak(e):
     m = new_marker("soak-")
     sampler = Sampler()
     with TempDir() as d:
+        sampler.seen_dir = os.path.join(d, "seen")
+        os.mkdir(sampler.seen_dir)
+
         def one(i):
             rp = os.path.join(d, "r%d.json" % i)
-            argv = e.argv(COMMAND, ["--env", "AIRLOCK_MARK=" + m, "--timeout", "20",
+            argv = e.argv(COMMAND, ["--env", "AIRLOCK_MARK=" + m, "--env", "AIRLOCK_RUN=%d" % i,
+                                    "--ro", sampler.seen_dir + ":/seen", "--timeout", "20",
                                     "--result", rp], bind_probe=False)
             t0 = time.monotonic()
             p = start(argv)
+            sampler.index[p.pid] = i
             key = ("airlock", p.pid, pid_starttime(p.pid))
             res = finish(p, argv, t0, 60)
             record = None

@@ -38,7 +38,7 @@ import struct
 import subprocess
 import time
 
-from harness import (IS_ROOT, PROBE_IN, SANDBOX_UID, STARTED, MarkedSuite, Skip, TempDir,
+from harness import (IS_ROOT, PROBE_IN, SANDBOX_UID, SPAWNED, STARTED, MarkedSuite, Skip, TempDir,
                      ThrowawayUser, expect, expect_rc, finish, kill_pid, main, pid_starttime,
                      proc_read, procs_matching, procs_with_marker, read_line_with_timeout, start,
                      status_ids, tag, wait_for, write_file)
@@ -140,14 +140,28 @@ def locked_files():
     return held
 
 
+def slot_owner(slot):
+    """(pid, starttime) of the airlock that wrote IDS_DIR/SLOT, or None."""
+    try:
+        with open("%s/%d" % (IDS_DIR, slot)) as f:
+            pid, start = f.read().split()[:2]
+        return int(pid), int(start)
+    except (OSError, ValueError):
+        return None
+
+
 def stale_slot_files():
-    """Slots whose lock file nobody holds (no lock on it in /proc/locks)
+    """Slots whose lock file was written by an airlock this script started
+    (another suite's killed run on this host rightly leaves its file for
+    gc: not ours to judge), nobody holds (no lock on it in /proc/locks),
     and whose range no live process is in: what no live run owns."""
     held, stale = locked_files(), set()
     for slot in slot_files():
         try:
             st = os.stat("%s/%d" % (IDS_DIR, slot))
         except FileNotFoundError:
+            continue
+        if slot_owner(slot) not in SPAWNED:
             continue
         if (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) not in held:
             stale.add(slot)
@@ -441,8 +455,8 @@ def slot_of_killed_run_reclaimed_by_gc(e):
                % (IDS_DIR, slot))
         os.kill(p.pid, signal.SIGKILL)
         p.communicate(timeout=10)
-        gone = wait_for(lambda: not [q for q in members if alive(q)], 3)
-        expect(gone, "sandbox processes still alive 3 s after airlock's SIGKILL: %s"
+        gone = wait_for(lambda: not [q for q in members if alive(q)], 15)
+        expect(gone, "sandbox processes still alive 15 s after airlock's SIGKILL: %s"
                % [q for q in members if alive(q)])
         # The sandbox's init, orphaned, stays a zombie (with the slot's ids)
         # until host pid 1 reaps it; gc rightly leaves a slot in use till then.
@@ -658,7 +672,9 @@ def parent_death_signal_kept(e):
                                                     "--timeout", "20"])
                 os.execv(argv[0], argv)
             os.write(w, b"%d" % child)
-            time.sleep(1.5)  # airlock is past its clone by then
+            # airlock is past its clone once the sandbox's init (a clone
+            # of it, with the marker in its argv too) is there.
+            wait_for(lambda: [q for q in procs_with_marker(m) if q != child], 20)
         finally:
             os._exit(0)
     os.close(w)

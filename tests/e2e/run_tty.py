@@ -29,7 +29,7 @@ import time
 import tty as ttymod
 
 from harness import (PROBE_IN, Suite, TempDir, ThrowawayUser, all_pids, expect, expect_rc,
-                     kill_pid, main, proc_read, run_host, wait_for)
+                     kill_pid, main, proc_read, run_host, signal_pending, wait_for)
 
 suite = Suite()
 case = suite.case
@@ -274,7 +274,8 @@ def signal_to_airlock_restores_terminal(e):
             t.expect(r"ready", what="the command's start")
             for s in sigs:
                 os.kill(t.p.pid, s)
-                time.sleep(0.3)
+                # Taken before the next is sent (two pending are one).
+                wait_for(lambda: not signal_pending(t.p.pid, s), 10)
             rc = t.wait(20)
             expect(rc == 128 + sigs[-1], "after %s airlock exited %s; output %r"
                    % ([signal.Signals(s).name for s in sigs], rc, t.buf))

@@ -393,7 +393,9 @@ static void test_hang_times_out(void **state)
 		assert_int_equal(ask(&s, 200, &res, &err), -ETIMEDOUT);
 		uint64_t took = al_now_ms() - t0;
 		server_stop(&s);
-		assert_true(took >= 150 && took <= 1500);
+		/* Not before its 200 ms; the upper bound is a hang guard (how
+		 * late a timer fires depends on the machine's load). */
+		assert_true(took >= 150 && took <= 5000);
 		assert_contains(err.msg, "no answer within 200 ms");
 		assert_null(res);
 	}

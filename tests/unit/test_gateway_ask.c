@@ -385,7 +385,8 @@ struct client {
 	int status;
 	char resp[4096];
 	uint64_t took_ms;
-	int done; /* __atomic */
+	uint64_t end_ms; /* when its answer had come, al_now_ms() */
+	int done;	 /* __atomic */
 };
 
 static void *client_main(void *data)
@@ -416,7 +417,8 @@ static void *client_main(void *data)
 	}
 	if (fd >= 0)
 		close(fd);
-	cl->took_ms = al_now_ms() - t0;
+	cl->end_ms = al_now_ms();
+	cl->took_ms = cl->end_ms - t0;
 	__atomic_store_n(&cl->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -708,9 +710,13 @@ static void test_decider_fails_closed(void **state)
 		     port);
 	drive(&f, both, 2, 2);
 	assert_int_equal(hang.status, 403);
-	assert_true(hang.took_ms >= 250 && hang.took_ms <= 1500);
+	/* Not before the decider's 300 ms; the upper bound is a hang guard
+	 * (how late a timer fires depends on the machine's load). */
+	assert_true(hang.took_ms >= 250 && hang.took_ms <= 5000);
 	assert_int_equal(quick.status, 200);
-	assert_true(quick.took_ms < 250); /* it did not wait for the hanging one */
+	/* It did not wait for the hanging one: answered before it, whatever
+	 * the load makes either take. */
+	assert_true(quick.end_ms < hang.end_ms);
 	char want[256];
 	snprintf(want, sizeof(want),
 		 "the decider did not answer, so the request is refused: decider %s: POST " EGRESS
