@@ -82,7 +82,7 @@ Usage: bench/egress.py [--rounds N] [--request-rounds N] [--requests N]
                        [--start-rounds N] [--size-mb N] [--no-srt] [--srt PATH]
                        [--https-rounds N] [--tls-request-rounds N] [--tls-requests N]
                        [--tls-tickets N] [--no-https | --only-https | --only-secret]
-                       [--no-secret] [--secret-rounds N]
+                       [--no-secret] [--secret-rounds N] [--serve]
                        [--airlock PATH] [--json FILE]
 """
 import argparse
@@ -864,6 +864,32 @@ def measure_secret(args, size, port, tmp, out):
     out["secret"] = {"echo": echo, "gzip_bytes": Handler.gz.size, "download_mb_s": res}
 
 
+def serve_secret(args, size, port, tmp):
+    """--serve: the secret cases' servers and policy, kept up until stdin
+    closes, with the commands that download through them, for profiling the
+    gateway (perf) by hand."""
+    d = os.path.join(tmp, "tls-secret")
+    os.mkdir(d, 0o700)
+    ca, leaf, key = make_test_ca(d)
+    Handler.gz = GzipBody(size)
+    tsrv = start_tls_server(leaf, key, args.tls_tickets)
+    tport = tsrv.server_address[1]
+    value = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(32))
+    pol = secret_policy(tmp, port, tport, ca)
+    curl = "curl -s -o /dev/null -w '%{speed_download}\\n'"
+    run = f"{SECRET_ENV}={value} {args.airlock} run --policy {pol} --"
+    print(f"serving until stdin closes; commands:\n"
+          f"  {run} {curl} http://{NAME}:{port}/big\n"
+          f"  {run} {curl} http://{NAME}:{port}/big.gz\n"
+          f"  {run} {curl} https://{NAME}:{tport}/big", flush=True)
+    try:
+        sys.stdin.read()
+    finally:
+        tsrv.shutdown()
+        tsrv.server_close()
+        Handler.gz.close()
+
+
 # ---------------------------------------------------------------- main
 
 def machine_note():
@@ -953,6 +979,9 @@ def main():
                     help="leave out the downloads with a secret")
     ap.add_argument("--secret-rounds", type=int, default=11,
                     help="rounds of the downloads with a secret (11)")
+    ap.add_argument("--serve", action="store_true",
+                    help="measure nothing: serve the secret cases, print the commands that "
+                         "download through them and wait for stdin to close (for perf)")
     ap.add_argument("--no-transparent-requests", action="store_true",
                     help="leave the transparent path out of the request test")
     ap.add_argument("--no-srt", action="store_true", help="do not try sandbox-runtime (srt)")
@@ -984,6 +1013,9 @@ def main():
     tmp = tempfile.mkdtemp(prefix="egress-bench-")
     out = {"machine": note, "size_bytes": size}
     try:
+        if args.serve:
+            serve_secret(args, size, port, tmp)
+            return
         if not args.only_https and not args.only_secret:
             measure_http(args, size, port, tmp, out)
         if not args.no_https and not args.only_secret:
