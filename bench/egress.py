@@ -64,7 +64,8 @@ ratios the issue sets targets on:
              decode it, the gateway does for its search; MB/s on the wire,
              and decoded); intercepted + secret; and as references without
              a secret, the HTTP proxy (the splice relay) and intercepted.
-             With --baseline, new/old for each secret case.
+             With --baseline, new/old for each secret case: of the
+             medians, and the median of each round's ratio.
 
 With --baseline PATH every airlock case also runs with that (earlier)
 binary, next to it in each round, named "baseline, ...". Every other round
@@ -845,6 +846,12 @@ def measure_secret(args, size, port, tmp, out):
         tsrv.server_close()
         Handler.gz.close()
     res = {name: stats(v) for name, v in speeds.items()}
+    for name, v in speeds.items():
+        # Each round's new/old (the two ran next to each other), less
+        # moved by the machine's load changing between rounds.
+        b = speeds.get("baseline" + name[len("airlock"):]) if name.startswith("airlock") else None
+        if b:
+            res[name]["round_ratio"] = stats([x / y for x, y in zip(v, b)])
     ratio = size / Handler.gz.size  # decoded bytes per byte on the wire
     print(f"answer search: {SECRET_ENV} in airlock's environment, a secret scoped to the "
           f"bench's host; /echo: {echo}")
@@ -854,7 +861,11 @@ def measure_secret(args, size, port, tmp, out):
         base = res.get("baseline" + name[len("airlock"):]) if name.startswith("airlock") else None
         if base:
             r["new_over_old"] = r["median"] / base["median"]
-        extra = f"  new/old {r['new_over_old']:.3f}" if base else ""
+        extra = ""
+        if base:
+            rr = r["round_ratio"]
+            extra = (f"  new/old {r['new_over_old']:.3f} (each round's: median "
+                     f"{rr['median']:.3f}, p10 {rr['p10']:.3f}, p90 {rr['p90']:.3f})")
         if "gzip" in name:
             extra += f"  (decoded {r['median'] * ratio:.1f} MB/s)"
         print(f"  {name:40s} median {r['median']:8.1f} MB/s  (p10 {r['p10']:.1f}, "
