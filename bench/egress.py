@@ -48,6 +48,24 @@ ratios the issue sets targets on:
              inside, the first has the gateway mint the run's leaf for
              bench.internal, later ones find it cached. Target: <= 2 ms
              added to the first request (intercepted minus direct).
+  secret     the answer search (docs/credentials.md): `airlock run --policy
+             P` whose policy scopes a secret (a random 32-character value
+             in airlock's environment, EGRESS_BENCH_SECRET, presented as
+             `Authorization: Bearer {}`) to the plain HTTP port and to the
+             intercepted HTTPS port, so every answer on those connections
+             is searched. First a check that the search runs: the server's
+             /echo sends back the Authorization it got, and the value must
+             not reach curl inside (/echo.gz, the same gzipped: cut by a
+             gateway that decodes; only reported for the baseline). Then
+             curl of /big, interleaved: on the host; filtered (plain HTTP
+             through the proxy); filtered, gzip (/big.gz: the size's worth
+             of hex text compressed ahead with gzip, sent with
+             Content-Encoding: gzip whatever curl asked for; curl does not
+             decode it, the gateway does for its search; MB/s on the wire,
+             and decoded); intercepted + secret; and as references without
+             a secret, the HTTP proxy (the splice relay) and intercepted.
+             With --baseline, new/old for each secret case: of the
+             medians, and the median of each round's ratio.
 
 With --baseline PATH every airlock case also runs with that (earlier)
 binary, next to it in each round, named "baseline, ...". Every other round
@@ -64,23 +82,28 @@ Run as root, like bench/startup.py. Takes 2 to 3 minutes with the defaults.
 Usage: bench/egress.py [--rounds N] [--request-rounds N] [--requests N]
                        [--start-rounds N] [--size-mb N] [--no-srt] [--srt PATH]
                        [--https-rounds N] [--tls-request-rounds N] [--tls-requests N]
-                       [--tls-tickets N] [--no-https | --only-https]
+                       [--tls-tickets N] [--no-https | --only-https | --only-secret]
+                       [--no-secret] [--secret-rounds N] [--serve]
                        [--airlock PATH] [--json FILE]
 """
 import argparse
+import gzip
 import http.server
 import json
 import os
 import shlex
+import secrets
 import shutil
 import socketserver
 import ssl
 import statistics
+import string
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -103,25 +126,52 @@ class Body:
         os.close(self.fd)
 
 
+class GzipBody(Body):
+    """The /big.gz body: SIZE bytes of hex text (random bytes' hex, about
+    2:1 in gzip, as text compresses) compressed ahead with gzip level 1, in
+    a memfd. SIZE is the decoded size."""
+
+    def __init__(self, size):
+        self.decoded = size
+        self.fd = os.memfd_create("egress-bench-gzip", os.MFD_CLOEXEC)
+        z = zlib.compressobj(1, zlib.DEFLATED, 31)  # 31: a gzip wrapper
+        left = size
+        while left:
+            n = min(left, 1 << 22)
+            os.write(self.fd, z.compress(os.urandom((n + 1) // 2).hex()[:n].encode()))
+            left -= n
+        os.write(self.fd, z.flush())
+        self.size = os.lseek(self.fd, 0, os.SEEK_CUR)
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     body = None  # set on the class before the server starts
+    gz = None  # the gzip body, when the secret cases run (gzip_body)
+    echoed = []  # what /echo and /echo.gz were sent, in order
 
     def do_GET(self):
-        if self.path == "/big":
-            size = self.body.size
+        if self.path in ("/big", "/big.gz"):
+            body = self.body if self.path == "/big" else self.gz
+            if body is None:
+                self.send_error(404)
+                return
             self.send_response(200)
             self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Length", str(size))
+            if body is self.gz:
+                # Compressed ahead (not negotiated): the gateway decodes it
+                # for its answer search whatever the client asked for.
+                self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(body.size))
             self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.flush()
             if isinstance(self.connection, ssl.SSLSocket):
-                self.send_tls(size)
+                self.send_tls(body)
             else:
                 off, sock = 0, self.connection.fileno()
-                while off < size:
-                    n = os.sendfile(sock, self.body.fd, off, size - off)
+                while off < body.size:
+                    n = os.sendfile(sock, body.fd, off, body.size - off)
                     if n <= 0:
                         break
                     off += n
@@ -132,16 +182,30 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.log_request(200)
             self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
                              b"Content-Length: 3\r\n\r\nok\n")
+        elif self.path in ("/echo", "/echo.gz"):
+            # The request's Authorization field sent back in the body (as
+            # a debug endpoint would): on a connection that carries a
+            # secret the gateway must cut it. Records what it was sent.
+            got = (self.headers.get("Authorization") or "").encode()
+            Handler.echoed.append(got)
+            body, enc = got, b""
+            if self.path == "/echo.gz":
+                body, enc = gzip.compress(got), b"Content-Encoding: gzip\r\n"
+            self.log_request(200)
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n" + enc +
+                             b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
+                             + body)
+            self.close_connection = True
         else:
             self.send_error(404)
 
-    def send_tls(self, size):
+    def send_tls(self, body):
         """The body through TLS: read from the memfd (a hole reads as zeros
         and allocates nothing) into one buffer, written a chunk at a time."""
         view = memoryview(bytearray(TLS_CHUNK))
         off = 0
-        while off < size:
-            n = os.preadv(self.body.fd, [view[:min(TLS_CHUNK, size - off)]], off)
+        while off < body.size:
+            n = os.preadv(body.fd, [view[:min(TLS_CHUNK, body.size - off)]], off)
             if n <= 0:
                 break
             self.connection.sendall(view[:n])
@@ -372,11 +436,11 @@ def download_cases(args, port, srt_prefix, relay_port):
     return cases
 
 
-def download_once(argv, size):
+def download_once(argv, size, env=None):
     """(MB/s, None) or (None, what went wrong)."""
     try:
         r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                           timeout=120)
+                           timeout=120, env=env)
     except subprocess.TimeoutExpired:
         return None, "no answer in 120 s"
     out = r.stdout.split()
@@ -676,6 +740,167 @@ def measure_https(args, size, tmp, out):
     out["tls_requests"] = args.tls_requests
 
 
+# ---------------------------------------------------------------- secret
+
+SECRET_ENV = "EGRESS_BENCH_SECRET"
+
+
+def secret_policy(tmp, port, tport, ca):
+    """One policy for the secret cases: plain HTTP to PORT and intercepted
+    HTTPS to TPORT, a secret scoped to both, presented as a header. Every
+    request to them gets it, so every answer on them is searched."""
+    hosts = [f"{NAME}:{port}", f"{NAME}:{tport}"]
+    pol = {"version": 1,
+           "network": {"allow": [hosts[0], {"host": hosts[1], "tls": "intercept", "ca": ca}],
+                       "hosts": {NAME: "127.0.0.1"}},
+           "secrets": {"BENCH_TOKEN": {"source": {"env": SECRET_ENV}, "hosts": hosts,
+                                       "header": "Authorization: Bearer {}"}}}
+    path = os.path.join(tmp, "policy-secret.json")
+    with open(path, "w") as f:
+        json.dump(pol, f)
+    return path
+
+
+def check_echo(args, pol, port, value, env):
+    """Before measuring, that the answer search runs on these connections:
+    the server echoes the Authorization it received (so the secret went in)
+    and the value must not reach curl inside. /echo.gz sends it gzipped:
+    the new binary must cut it too (it decodes); the baseline's result is
+    only reported. Returns {binary name: {path: "cut" or "passed"}}."""
+    out = {}
+    for who, binary in [("airlock", args.airlock)] + (
+            [("baseline", args.baseline)] if args.baseline else []):
+        out[who] = {}
+        for path in ("/echo", "/echo.gz"):
+            argv = [binary, "run", "--policy", pol, "--", "curl", "-s", "--compressed",
+                    f"http://{NAME}:{port}{path}"]
+            n = len(Handler.echoed)
+            r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                               timeout=60, env=env)
+            got = Handler.echoed[n:]
+            if got != [f"Bearer {value}".encode()]:
+                sys.exit(f"egress: {who}: {path}: the server was sent {len(got)} requests, "
+                         f"not one with the secret's value in Authorization")
+            cut = value.encode() not in r.stdout
+            out[who][path] = "cut" if cut else "passed"
+            if who == "airlock" and not cut:
+                sys.exit(f"egress: {shlex.join(argv)}: the secret's value came back through "
+                         f"the gateway: the answer search is not running")
+    return out
+
+
+def secret_cases(args, port, tport, pol, ca, icp):
+    """(name, argv, expected size_download) for the secret cases, each
+    with the baseline next to it, then references without a secret (the
+    new binary only): the splice relay and interception without a search."""
+    curl = ["curl", "-s", "-o", "/dev/null", "-w", CURL_FMT]
+    http = f"http://{NAME}:{port}"
+    big = f"https://{NAME}:{tport}/big"
+    size, gz = Handler.body.size, Handler.gz.size
+    run = [args.airlock, "run", "--policy", pol, "--"]
+    cases = [("airlock, filtered", run + curl + [f"{http}/big"], size),
+             ("airlock, filtered, gzip", run + curl + [f"{http}/big.gz"], gz),
+             ("airlock, intercepted + secret", run + curl + [big], size)]
+    out = [("direct (host)", curl + [f"http://127.0.0.1:{port}/big"], size)]
+    for name, argv, want in cases:
+        out.append((name, argv, want))
+        if args.baseline:
+            out.append(("baseline" + name[len("airlock"):], [args.baseline] + argv[1:], want))
+    out += [("airlock, HTTP proxy (no secret)",
+             airlock_gw(args, port, curl + [f"{http}/big"]), size),
+            ("airlock, intercepted (no secret)",
+             [args.airlock, "run", "--policy", icp, "--"] + curl + [big], size)]
+    return out
+
+
+def measure_secret(args, size, port, tmp, out):
+    """The answer search: download throughput with a secret scoped to the
+    bench's host, plain HTTP (filtered), gzip, intercepted HTTPS."""
+    d = os.path.join(tmp, "tls-secret")
+    os.mkdir(d, 0o700)
+    ca, leaf, key = make_test_ca(d)
+    t = time.perf_counter()
+    Handler.gz = GzipBody(size)
+    print(f"\nsecret cases: /big.gz made in {time.perf_counter() - t:.1f} s: "
+          f"{Handler.gz.size} bytes of gzip, {size} decoded")
+    tsrv = start_tls_server(leaf, key, args.tls_tickets)
+    tport = tsrv.server_address[1]
+    # A random 32-character value in airlock's environment: the secret's source.
+    value = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(32))
+    env = dict(os.environ, **{SECRET_ENV: value})
+    try:
+        pol = secret_policy(tmp, port, tport, ca)
+        icp = tls_policies(tmp, tport, ca)[0]
+        echo = check_echo(args, pol, port, value, env)
+        cases = secret_cases(args, port, tport, pol, ca, icp)
+        speeds = {name: [] for name, _, _ in cases}
+        for i in range(args.secret_rounds + 1):  # round 0 warms up
+            for name, argv, want in in_turn(cases, i):
+                mbs, why = download_once(argv, want, env)
+                if mbs is None:
+                    sys.exit(f"egress: secret download ({name}): {shlex.join(argv)}: {why}")
+                if i > 0:
+                    speeds[name].append(mbs)
+    finally:
+        tsrv.shutdown()
+        tsrv.server_close()
+        Handler.gz.close()
+    res = {name: stats(v) for name, v in speeds.items()}
+    for name, v in speeds.items():
+        # Each round's new/old (the two ran next to each other), less
+        # moved by the machine's load changing between rounds.
+        b = speeds.get("baseline" + name[len("airlock"):]) if name.startswith("airlock") else None
+        if b:
+            res[name]["round_ratio"] = stats([x / y for x, y in zip(v, b)])
+    ratio = size / Handler.gz.size  # decoded bytes per byte on the wire
+    print(f"answer search: {SECRET_ENV} in airlock's environment, a secret scoped to the "
+          f"bench's host; /echo: {echo}")
+    print(f"download of {args.size_mb} MB (gzip: {Handler.gz.size / 1e6:.1f} MB on the wire), "
+          f"{args.secret_rounds} interleaved rounds (MB/s from speed_download):")
+    for name, r in res.items():
+        base = res.get("baseline" + name[len("airlock"):]) if name.startswith("airlock") else None
+        if base:
+            r["new_over_old"] = r["median"] / base["median"]
+        extra = ""
+        if base:
+            rr = r["round_ratio"]
+            extra = (f"  new/old {r['new_over_old']:.3f} (each round's: median "
+                     f"{rr['median']:.3f}, p10 {rr['p10']:.3f}, p90 {rr['p90']:.3f})")
+        if "gzip" in name:
+            extra += f"  (decoded {r['median'] * ratio:.1f} MB/s)"
+        print(f"  {name:40s} median {r['median']:8.1f} MB/s  (p10 {r['p10']:.1f}, "
+              f"p90 {r['p90']:.1f}){extra}")
+    if args.baseline:
+        print("  target: new/old >= 0.90 for filtered and intercepted + secret")
+    out["secret"] = {"echo": echo, "gzip_bytes": Handler.gz.size, "download_mb_s": res}
+
+
+def serve_secret(args, size, port, tmp):
+    """--serve: the secret cases' servers and policy, kept up until stdin
+    closes, with the commands that download through them, for profiling the
+    gateway (perf) by hand."""
+    d = os.path.join(tmp, "tls-secret")
+    os.mkdir(d, 0o700)
+    ca, leaf, key = make_test_ca(d)
+    Handler.gz = GzipBody(size)
+    tsrv = start_tls_server(leaf, key, args.tls_tickets)
+    tport = tsrv.server_address[1]
+    value = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(32))
+    pol = secret_policy(tmp, port, tport, ca)
+    curl = "curl -s -o /dev/null -w '%{speed_download}\\n'"
+    run = f"{SECRET_ENV}={value} {args.airlock} run --policy {pol} --"
+    print(f"serving until stdin closes; commands:\n"
+          f"  {run} {curl} http://{NAME}:{port}/big\n"
+          f"  {run} {curl} http://{NAME}:{port}/big.gz\n"
+          f"  {run} {curl} https://{NAME}:{tport}/big", flush=True)
+    try:
+        sys.stdin.read()
+    finally:
+        tsrv.shutdown()
+        tsrv.server_close()
+        Handler.gz.close()
+
+
 # ---------------------------------------------------------------- main
 
 def machine_note():
@@ -757,7 +982,17 @@ def main():
     only = ap.add_mutually_exclusive_group()
     only.add_argument("--no-https", action="store_true", help="leave out the HTTPS measurements")
     only.add_argument("--only-https", action="store_true",
-                      help="only the HTTPS measurements (no srt, plain HTTP or start-up)")
+                      help="only the HTTPS measurements (no srt, plain HTTP, secret or start-up)")
+    only.add_argument("--only-secret", action="store_true",
+                      help="only the downloads with a secret (the answer search) and their "
+                           "references")
+    ap.add_argument("--no-secret", action="store_true",
+                    help="leave out the downloads with a secret")
+    ap.add_argument("--secret-rounds", type=int, default=11,
+                    help="rounds of the downloads with a secret (11)")
+    ap.add_argument("--serve", action="store_true",
+                    help="measure nothing: serve the secret cases, print the commands that "
+                         "download through them and wait for stdin to close (for perf)")
     ap.add_argument("--no-transparent-requests", action="store_true",
                     help="leave the transparent path out of the request test")
     ap.add_argument("--no-srt", action="store_true", help="do not try sandbox-runtime (srt)")
@@ -774,8 +1009,12 @@ def main():
 
     if not shutil.which("curl"):
         sys.exit("egress: curl (Debian package curl) is required")
-    if not args.no_https and not shutil.which("openssl"):
-        sys.exit("egress: openssl (Debian package openssl) is required, or --no-https")
+    if args.only_secret and args.no_secret:
+        sys.exit("egress: --only-secret and --no-secret leave nothing to measure")
+    secret = not args.no_secret and not args.only_https
+    if (secret or not args.no_https) and not shutil.which("openssl"):
+        sys.exit("egress: openssl (Debian package openssl) is required, or --no-https "
+                 "--no-secret")
     size = args.size_mb * 1000 * 1000
     t0 = time.perf_counter()
     note = machine_note()
@@ -785,17 +1024,22 @@ def main():
     tmp = tempfile.mkdtemp(prefix="egress-bench-")
     out = {"machine": note, "size_bytes": size}
     try:
-        if not args.only_https:
+        if args.serve:
+            serve_secret(args, size, port, tmp)
+            return
+        if not args.only_https and not args.only_secret:
             measure_http(args, size, port, tmp, out)
-        if not args.no_https:
+        if not args.no_https and not args.only_secret:
             measure_https(args, size, tmp, out)
+        if secret:
+            measure_secret(args, size, port, tmp, out)
     finally:
         srv.shutdown()
         srv.server_close()
         Handler.body.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
-    if not args.only_https:
+    if not args.only_https and not args.only_secret:
         st, have_bwrap = measure_startup(args, args.start_rounds, args.warmup)
         print(f"\nstart-up, {args.start_rounds} interleaved rounds ({args.warmup} warm-up):")
         for name, r in st.items():
