@@ -680,7 +680,23 @@ enum al_answer_verdict al_answer_feed(struct al_answer *a, const char *buf, size
 	return AL_ANSWER_OK;
 }
 
-void al_answer_end(struct al_answer *a)
+enum al_answer_verdict al_answer_end(struct al_answer *a, struct al_answer_out *out)
 {
+	uint64_t open = a->open_at;
+	int id;
+
+	out->id = -1;
+	out->why[0] = '\0';
+	if (a->st == ST_DEAD)
+		return AL_ANSWER_OK;
+	/* An escape left open at the end is searched as it is. */
+	if ((id = al_unescape_view_end(&a->view)) >= 0)
+		return found(a, out, id);
 	release(a, true);
+	/* A section the server left unfinished (a head, a chunk-size line,
+	 * trailers) was never searched whole: it stays. */
+	if (open < a->released)
+		a->released = open;
+	a->st = ST_DEAD;
+	return AL_ANSWER_OK;
 }

@@ -60,9 +60,11 @@ int al_answer_expect(struct al_answer *a, bool head);
  * takes nothing more. */
 enum al_answer_verdict al_answer_feed(struct al_answer *a, const char *buf, size_t len,
 				      struct al_answer_out *out);
-/* The server closed: a possible start at the end is no start, and every
- * byte fed may go. */
-void al_answer_end(struct al_answer *a);
+/* The server closed: an escape left open is searched as it is (FOUND,
+ * out->id), a possible start at the end is no start, and every byte fed
+ * may go but those of a head, trailer section or chunk-size line left
+ * unfinished. After it the answer takes nothing more. */
+enum al_answer_verdict al_answer_end(struct al_answer *a, struct al_answer_out *out);
 
 /* Bytes fed so far, and how many of them may go to the client. */
 uint64_t al_answer_fed(const struct al_answer *a);

@@ -199,34 +199,45 @@ static enum gw_step tls_failed(struct conn *c, struct al_tls_end *e, const char 
  * connection with nothing of it sent on. A possible start of a value
  * held back waits for the bytes that settle it, as long as they come
  * within GW_ANSWER_STALL_MS of each other. */
+/* A verdict on the answers: found or unsearchable, the connection is
+ * cut with nothing more of them sent on. */
+static enum gw_step judged(struct conn *c, struct gw_filter *f, enum al_answer_verdict v,
+			   const struct al_answer_out *out)
+{
+	switch (v) {
+	case AL_ANSWER_OK:
+		break;
+	case AL_ANSWER_FOUND:
+		f->down.len = 0;
+		gw_answer_misuse(c->gw, out->id, "answer", c->name, c->port);
+		return gw_cut(c, GW_ANSWER_NONE, 0, 0,
+			      "the answer from %s holds the value of secret %s", c->name,
+			      c->gw->cred->v[out->id].ps->def->name);
+	case AL_ANSWER_BAD:
+		f->down.len = 0;
+		gw_answer_misuse(c->gw, -1, "answer that could not be searched", c->name, c->port);
+		return gw_cut(c, GW_ANSWER_NONE, 0, 0,
+			      "the answer from %s cannot be searched for the secrets that went "
+			      "there: %s",
+			      c->name, out->why);
+	}
+	return GW_WAIT;
+}
+
 static enum gw_step search(struct conn *c, struct gw_filter *f, bool fresh)
 {
 	struct al_answer_out out;
+	enum gw_step st;
 
 	if (!f->ans || f->answered)
 		return GW_WAIT; /* after a refusal, f->down holds the gateway's own answer */
 	uint64_t fed = al_answer_fed(f->ans) - f->down_out;
-	if (f->down.len > fed) {
-		switch (al_answer_feed(f->ans, f->down.d + f->down.off + fed, f->down.len - fed,
-				       &out)) {
-		case AL_ANSWER_OK:
-			break;
-		case AL_ANSWER_FOUND:
-			f->down.len = 0;
-			gw_answer_misuse(c->gw, out.id, "answer", c->name, c->port);
-			return gw_cut(c, GW_ANSWER_NONE, 0, 0,
-				      "the answer from %s holds the value of secret %s", c->name,
-				      c->gw->cred->v[out.id].ps->def->name);
-		case AL_ANSWER_BAD:
-			f->down.len = 0;
-			gw_answer_misuse(c->gw, -1, "answer that could not be searched", c->name,
-					 c->port);
-			return gw_cut(c, GW_ANSWER_NONE, 0, 0,
-				      "the answer from %s cannot be searched for the secrets that "
-				      "went there: %s",
-				      c->name, out.why);
-		}
-	}
+	if (f->down.len > fed &&
+	    (st = judged(c, f,
+			 al_answer_feed(f->ans, f->down.d + f->down.off + fed, f->down.len - fed,
+					&out),
+			 &out)) != GW_WAIT)
+		return st;
 	if (c->upstream.eof && !f->up_ended) {
 		/* The gateway cut the upstream (a refusal): what was held back
 		 * goes nowhere. */
@@ -235,8 +246,8 @@ static enum gw_step search(struct conn *c, struct gw_filter *f, bool fresh)
 			f->down.len = (size_t)keep;
 		return GW_WAIT;
 	}
-	if (c->upstream.eof)
-		al_answer_end(f->ans);
+	if (c->upstream.eof && (st = judged(c, f, al_answer_end(f->ans, &out), &out)) != GW_WAIT)
+		return st;
 	bool holding = al_answer_release(f->ans) < al_answer_fed(f->ans);
 	if (!holding || fresh) {
 		if (f->stall_armed)

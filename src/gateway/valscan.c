@@ -334,6 +334,24 @@ static void add_form(const char *form, size_t len, void *data)
 	}
 }
 
+/* For a view that undoes the escapes itself: the value, and its base64
+ * and base64url at each alignment (an echo of those percent-encoded or
+ * JSON-escaped comes out of the view as they are). */
+static void plain_forms(const char *v, size_t n, struct adder *a)
+{
+	add_form(v, n, a);
+	for (unsigned url = 0; url < 2; url++)
+		for (unsigned al = 0; al < 3; al++) {
+			struct form f = {0};
+			b64(&f, v, n, al, url);
+			if (!f.over && f.len >= AL_VALSCAN_MIN)
+				add_form(f.d, f.len, a);
+			if (f.d)
+				explicit_bzero(f.d, f.len);
+			free(f.d);
+		}
+}
+
 static const struct al_valscan_set *sort_set;
 
 static int cmp_sorted(const void *a, const void *b)
@@ -389,8 +407,10 @@ int al_valscan_new(const struct al_valscan_value *v, size_t n, struct al_valscan
 			return al_error_set(err, EINVAL, "value %zu is not %d to %u bytes long", i,
 					    AL_VALSCAN_MIN, AL_VALSCAN_MAX);
 		}
-		if (v[i].exact || v[i].plain)
+		if (v[i].exact)
 			add_form(v[i].data, v[i].len, &a);
+		else if (v[i].plain)
+			plain_forms(v[i].data, v[i].len, &a);
 		else if (al_valscan_forms(v[i].data, v[i].len, add_form, &a) < 0) {
 			al_valscan_free(s);
 			return al_error_set(err, EINVAL,

@@ -185,7 +185,13 @@ static int read_fields(const char *arg, const char *where, char **one, char ***h
 		size_t k = 0;
 		while (flag_keys[k] && strcmp(flag_keys[k], key) != 0)
 			k++;
-		if (!flag_keys[k])
+		/* The definition is JSON, whose strings are UTF-8: a value that
+		 * is not would be dropped from it, not refused. */
+		json_t *text = json_string(value);
+		json_decref(text);
+		if (!text)
+			al_errors_add(errs, EINVAL, where, key, "the value is not valid UTF-8");
+		else if (!flag_keys[k])
 			al_errors_add(errs, EINVAL, where, key,
 				      "unknown key (expected " KEY_LIST
 				      "; fd and command sources, sigv4, body and the sandbox's "

@@ -283,15 +283,14 @@ int al_operator_find(const char *flag, char **ret, const char **ret_how, struct 
 	if (src && strcmp(src_how, "default") == 0 && env && env[0] &&
 	    (r = same_as_operator(AL_OPERATOR_ENV, env, src_how, src, err)) < 0)
 		return r;
-	if (flag) {
-		*ret_how = "--operator-policy";
-		*ret = xstrdup(flag);
-	} else if (env && env[0]) {
-		*ret_how = AL_OPERATOR_ENV;
-		*ret = xstrdup(env);
-	} else if (src) {
+	/* The file read is the source's own path, not the other name it was
+	 * given by (which could be made to point elsewhere once checked). */
+	if (src) {
 		*ret_how = src_how;
 		*ret = xstrdup(src);
+	} else if (flag) {
+		*ret_how = "--operator-policy";
+		*ret = xstrdup(flag);
 	}
 	if (*ret && (*ret)[0] != '/') { /* every directory on the way is checked */
 		char cwd[PATH_MAX];

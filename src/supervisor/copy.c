@@ -359,9 +359,11 @@ static bool ours(int hdir, const char *name, bool dir, bool *none)
 {
 	struct stat st;
 
-	*none = fstatat(hdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
-	if (*none)
-		return false;
+	if (fstatat(hdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		*none = errno == ENOENT;
+		return false; /* any other error: not known to be ours */
+	}
+	*none = false;
 	return st.st_uid == geteuid() && (dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode));
 }
 
@@ -509,6 +511,17 @@ static void out_subdir(struct out_walk *w, int sub, const struct stat *st, int h
 	int hsub = openat(hdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (hsub < 0) {
 		host_error(w, errno, "opening it on the host");
+		return;
+	}
+	/* Merged into, judged by what was opened: yours, not writable by
+	 * others (as the directory named to --copy-out must be), on the
+	 * same file system (no mount below it is crossed). */
+	struct stat hs, ps;
+	if (!made && (fstat(hsub, &hs) < 0 || fstat(hdir, &ps) < 0 || hs.st_uid != geteuid() ||
+		      (hs.st_mode & (S_IWGRP | S_IWOTH)) || hs.st_dev != ps.st_dev)) {
+		close(hsub);
+		skip_existing(w, "exists on the host and is not a directory only you may write, "
+				 "on the same file system (never merged into)");
 		return;
 	}
 	out_dir(w, sub, hsub, depth + 1);

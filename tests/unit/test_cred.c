@@ -200,6 +200,9 @@ static void test_secret_flag(void **state)
 	/* The flag's own checks. */
 	flag_fails("id=K,env=K,host=a.test,header=X: {},colour=red", "colour", "unknown key");
 	flag_fails("id=K,env=K,env=L,host=a.test,query=k", "env", "given twice");
+	/* Not UTF-8: refused at its key, never dropped from the definition. */
+	flag_fails("id=K,env=K,host=a.test,host=b\xff.test,query=k", "host", "not valid UTF-8");
+	flag_fails("id=K,env=K\xff,host=a.test,query=k", "env", "not valid UTF-8");
 	flag_fails("env=K,host=a.test,query=k", "id", "missing: id=NAME");
 	flag_fails("id=K,host=a.test,query=k", NULL, "missing the value's source");
 	flag_fails("id=K,env=K,file=/k,host=a.test,query=k", "file", "not both");
