@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/util.h"
 
@@ -118,7 +119,8 @@ static void u_escape(struct al_unescape *u, struct sink *s)
 	}
 }
 
-/* An HTML character reference between '&' and ';': its code point, or -1. */
+/* An HTML character reference between '&' and ';': its code point, or -1
+ * (the named ones in any case: HTML5 has &AMP; &LT; &GT; &QUOT; too). */
 static long entity(const char *p, size_t n)
 {
 	static const struct {
@@ -142,7 +144,7 @@ static long entity(const char *p, size_t n)
 		return v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff) ? -1 : v;
 	}
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strlen(names[i].name) == n && memcmp(names[i].name, p, n) == 0)
+		if (strlen(names[i].name) == n && strncasecmp(names[i].name, p, n) == 0)
 			return names[i].cp;
 	return -1;
 }
