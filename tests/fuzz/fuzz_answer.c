@@ -84,6 +84,20 @@ struct val {
  * for the view with escapes undone, [value][second]. */
 static struct al_valscan_set *fixed_sets[N_FIXED][2][2], *fixed_plain[N_FIXED][2];
 
+static struct al_valscan_set *make_set(const struct val *v, size_t n, bool exact)
+{
+	struct al_valscan_value vv[2];
+	struct al_valscan_set *set = NULL;
+	struct al_error err = {0};
+
+	for (size_t i = 0; i < n; i++)
+		vv[i] = (struct al_valscan_value){v[i].data, v[i].len, (int)i + 1, i == 0 && exact};
+	/* Values of 8 to 63 bytes have forms well under AL_VALSCAN_MAX. */
+	CHECK(al_valscan_new(vv, n, &set, &err) == 0);
+	CHECK(al_valscan_count(set) >= 1);
+	return set;
+}
+
 /* The values for the unescaped view, as present.c makes them: as they
  * are, and with '+' for their spaces. */
 static struct al_valscan_set *make_plain(const struct val *v, size_t n)
@@ -106,6 +120,35 @@ static struct al_valscan_set *make_plain(const struct val *v, size_t n)
 	return set;
 }
 
+struct sizer {
+	uint32_t s;
+	size_t max;
+};
+
+static struct sizer sizer(uint8_t seed, size_t max)
+{
+	return (struct sizer){(0x9e3779b9u ^ (uint32_t)seed * 0x01000193u) | 1, max};
+}
+
+static size_t next_size(struct sizer *z)
+{
+	z->s ^= z->s << 13;
+	z->s ^= z->s >> 17;
+	z->s ^= z->s << 5;
+	return 1 + z->s % z->max;
+}
+
+struct plan {
+	const uint8_t *ans;
+	size_t len;
+	bool heads[4];
+	size_t n_req;
+	uint64_t guard; /* no release may pass this before FOUND */
+};
+
+/* Feed the answer in pieces of z's sizes (whole when z is NULL), with
+ * invariant 2 and the guard checked after each; the verdict, and FOUND's
+ * id in *id. */
 static const struct al_valscan_set *plain_set; /* the view's, for run() */
 
 static enum al_answer_verdict run(const struct al_valscan_set *set, const struct plan *p,
