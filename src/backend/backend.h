@@ -1,4 +1,4 @@
-/* Backends: one small ops table per way of running a plan (STYLE.md 2).
+/* Backends: one small ops table per way of running a plan.
  * Every backend takes the same plan and keeps the same promises, or refuses
  * the plan in probe() with a reason. The native backend is the default;
  * fake runs the command without isolation (but in a pid namespace) through

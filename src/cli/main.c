@@ -1,5 +1,6 @@
 /* airlock: dispatch to a subcommand. exit() lives here and in the child
- * runner only (STYLE.md section 3). */
+ * runner only: everywhere else an error is returned with its message
+ * (core/error.h), so that the caller can clean up and say it once. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>

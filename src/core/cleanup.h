@@ -1,5 +1,5 @@
 /* Scope-bound cleanup on top of __attribute__((cleanup)), as in bubblewrap,
- * crun and systemd (STYLE.md section 4). Initialise every cleanup variable
+ * crun and systemd. Initialise every cleanup variable
  * where it is declared; move ownership out with TAKE_PTR()/TAKE_FD(). */
 #pragma once
 

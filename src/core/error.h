@@ -1,4 +1,5 @@
-/* Recoverable errors for parent, daemon and library code (STYLE.md section 3).
+/* Recoverable errors for parent, daemon and library code (the child after
+ * clone3 cannot recover: it reports its step's errno and exits instead).
  *
  * A function that can fail takes `struct al_error *err` last and returns 0 on
  * success or a negative errno on failure, after filling err. Each layer may

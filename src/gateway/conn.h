@@ -99,8 +99,9 @@ struct flow {
 	uint64_t bytes; /* delivered to the other side */
 };
 
-/* The stream stage's interface. A stage that rewrites the stream (secret
- * injection, TLS termination) is a third implementation. */
+/* The stream stage's interface: the splice and copy streams (relay.c),
+ * and the filtered stream that reads requests, injects secrets and ends
+ * intercepted TLS (gw_stream_filter, filter.h). */
 struct gw_stream_ops {
 	const char *name;
 	bool splice; /* a direction may move through a pipe once it is bulk */

@@ -3,8 +3,9 @@
  * (tls/end.h). The sandbox's bytes go through the filter, which checks the
  * rule's requests, puts in the secrets scoped to the host and refuses a
  * placeholder headed anywhere else; the server's answers come back as
- * they are. Each request is audited and charged to the budget before any
- * of it goes out.
+ * they are, searched for the values that went out (answer.h). Each
+ * request is audited and charged to the budget before any of it goes
+ * out.
  *
  * A refusal stops what goes upstream at the request's start: the upstream
  * gets a half-close (a close when part of the request went out), the

@@ -1,8 +1,9 @@
 /* The gateway object: its listeners, the resolver's start, its counters,
  * and the end of every connection when the run ends. A connection's stages
- * are in conn.c (head, dispatcher), decide.c, ask.c, resolve.c and
- * relay.c; the DNS stub in dnsstub.c, the fake-address map in fakeip.c,
- * the decider's connector in connector.c. The parsers
+ * are in conn.c (head, dispatcher), decide.c, ask.c, resolve.c, relay.c
+ * and choose.c, the filtered stream in filter.c; the DNS stub in
+ * dnsstub.c, the fake-address map in fakeip.c, the decider's connector in
+ * connector.c. The parsers
  * (http.c, socks.c, dns.c, tls.c) and the allowlist (net/allow.c) are pure
  * and fuzzed. */
 #include "gateway/gateway.h"

@@ -1,4 +1,4 @@
-/* The egress gateway (DESIGN.md "Egress gateway"): an HTTP proxy, a SOCKS5
+/* The egress gateway (docs/network.md): an HTTP proxy, a SOCKS5
  * proxy and a DNS stub whose sockets live inside the sandbox's network namespace
  * (the child creates them during setup and hands them over) and which the
  * gateway's own process (process.h) serves from outside. Every connection

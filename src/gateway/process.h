@@ -1,6 +1,7 @@
-/* The gateway in its own process (DESIGN.md, OpenSSH's privilege
- * separation as the model): forked by the supervisor when the sandbox hands
- * over its first listening socket, before the command starts. It keeps
+/* The gateway in its own process (docs/network.md, "The gateway's
+ * process"; OpenSSH's privilege separation as the model): forked by the
+ * supervisor when the sandbox hands over its first listening socket,
+ * before the command starts. It keeps
  * only the listeners, the rules and its resolver; it runs with no
  * capabilities, no_new_privs, a landlock domain that reads one file (the
  * host's /etc/hosts, which its resolver reads per lookup) and binds no TCP

@@ -2,8 +2,8 @@
  * HTTPS connections that did not go through the proxy (pure: no syscalls).
  *
  * The gateway peeks at the first bytes of a captured connection, learns the
- * name the client wants, applies the allowlist, and forwards the bytes
- * unchanged; it never terminates TLS. */
+ * name the client wants and applies the allowlist. This parser only reads;
+ * a rule that intercepts TLS has the gateway end it through src/tls. */
 #pragma once
 
 #include <stddef.h>

@@ -1,4 +1,5 @@
-/* Plan building's parts in other files (internal to src/policy). */
+/* Plan building's parts in other files (internal to src/policy, but for
+ * cred/store.c, which adds the files of the run's CA to a plan). */
 #pragma once
 
 #include <jansson.h>

@@ -1,5 +1,5 @@
 /* The plan: an immutable, fully resolved description of one run, built
- * from a policy (DESIGN.md "The shape"). It says what the sandbox is — the
+ * from a policy, and the one input of every backend. It says what the sandbox is — the
  * command, its environment and identity, the file tree as host path →
  * sandbox path with what may be done there, the limits, the network rules —
  * and nothing about how a backend makes it: each backend lowers it to its

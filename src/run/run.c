@@ -1,5 +1,5 @@
-/* One run: backend → supervisor → result record + audit (DESIGN.md "The
- * shape"), driven from the run's own loop. */
+/* One run: backend → supervisor → result record + audit (docs/architecture.md,
+ * "The path of a run"), driven from the run's own loop. */
 #include "run/run.h"
 
 #include <errno.h>

@@ -81,7 +81,7 @@ struct al_denied {
 struct al_run_result {
 	char started[40]; /* when the run started, RFC 3339 (set by the run layer) */
 	enum al_end_reason reason;
-	int exit_code; /* what airlock exits with (see DESIGN.md) */
+	int exit_code; /* what airlock exits with (docs/result.md, "Reasons and exit codes") */
 	int signal;    /* SIGNALED / KILLED: the signal */
 	uint64_t wall_ms;
 	uint64_t stdout_bytes;

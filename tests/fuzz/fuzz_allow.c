@@ -1,4 +1,4 @@
-/* libFuzzer target: allowlist rules and host names (gateway/allow.c). Rules
+/* libFuzzer target: allowlist rules and host names (net/allow.c). Rules
  * come from the policy, but names checked against them come from the
  * sandbox. Each input line is tried as a rule, as a host and as a name to
  * match; a parsed host must parse again to itself. */

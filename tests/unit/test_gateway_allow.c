@@ -1,4 +1,4 @@
-/* gateway/allow.h: host parsing, address classes, allowlist rules and
+/* net/allow.h: host parsing, address classes, allowlist rules and
  * matching. */
 #include "unit.h"
 

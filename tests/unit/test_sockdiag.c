@@ -1,4 +1,4 @@
-/* supervisor/sockdiag.h: adding up socket memory from NETLINK_SOCK_DIAG
+/* backend/native/sockdiag.h: adding up socket memory from NETLINK_SOCK_DIAG
  * dumps. The parser is fed hand-made messages; one test dumps this
  * process's own loopback listener, with connections it never accepts, from
  * the real kernel (no root needed: a dump of the caller's own namespace). */

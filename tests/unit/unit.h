@@ -1,4 +1,4 @@
-/* Shared bits of the cmocka unit tests (STYLE.md section 8). cmocka.h needs
+/* Shared bits of the cmocka unit tests. cmocka.h needs
  * these system headers first, in this order. */
 #pragma once
 

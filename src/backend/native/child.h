@@ -1,7 +1,7 @@
 /* The child side of the native backend: everything that runs after clone3.
  *
  * The child is pid 1 of the new pid namespace. It carries out the plan's
- * steps (pipeline.c), then stays as the sandbox's init: it forks the
+ * steps (the table in child.c; steps.c), then stays as the sandbox's init: it forks the
  * command, forwards signals to it, reaps orphans, and reports the command's
  * wait status to the supervisor. When it exits, the kernel kills every
  * other process in the namespace, which is how nothing outlives the run.

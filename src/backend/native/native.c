@@ -1,6 +1,6 @@
-/* The native backend: Linux namespaces, landlock and seccomp, with the
- * parent-side setup order of DESIGN.md: cgroup → clone3 into new
- * namespaces (into the cgroup on v2) → uid/gid maps → release the child
+/* The native backend: Linux namespaces, landlock and seccomp. The parent
+ * side sets up in this order: cgroup → clone3 into new namespaces (into
+ * the cgroup on v2) → uid/gid maps → release the child
  * (which hands over a socket for the gateway's capture rules early in its
  * setup). monitor.c watches it from there, and installs those rules. */
 #include "backend/backend.h"

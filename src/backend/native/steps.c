@@ -1,4 +1,4 @@
-/* The child's setup steps, in the order pipeline.c runs them. Paths in the
+/* The child's setup steps, in the order of child.c's step table. Paths in the
  * mount steps are staging paths (see policy/plan.h). */
 #include "backend/native/steps.h"
 
@@ -484,7 +484,7 @@ int step_loopback(struct al_child *c)
 	}
 	close(fd);
 	/* The supervisor adds up this namespace's socket memory through it
-	 * (supervisor/sockdiag.h); it refuses to start the command without. */
+	 * (backend/native/sockdiag.h); it refuses to start the command without. */
 	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	if (fd < 0) {
 		if (c->plan->kernel_memory_best_effort)
@@ -629,7 +629,7 @@ int step_rlimits(struct al_child *c)
 int step_new_session(struct al_child *c)
 {
 	/* No controlling terminal from here on; the command gets a session
-	 * of its own as well (pipeline.c), so TIOCSTI has nothing to aim at. */
+	 * of its own as well (child.c, before exec), so TIOCSTI has nothing to aim at. */
 	if (setsid() < 0)
 		return fail(c, errno, "setsid");
 	return 0;
