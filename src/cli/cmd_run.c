@@ -33,7 +33,8 @@ static void usage(FILE *f)
 		   "airlock was stopped by signal N and killed the sandbox; 124 on timeout;\n"
 		   "137 if the memory, pids, CPU-time or output limit stopped it; 125 if\n"
 		   "airlock failed or refused the request or the policy; 126 if the command\n"
-		   "is not executable; 127 if it was not found.\n");
+		   "is not executable; 127 if it was not found; 122 if the command exited 0\n"
+		   "but --copy-out skipped a name the host directory already had.\n");
 }
 
 /* The CLI is the one process that holds this run: SIGINT, SIGTERM, SIGHUP
