@@ -39,6 +39,8 @@ struct seg {
 struct al_answer {
 	const struct al_valscan_set *set;
 	struct al_valscan dec, raw;   /* the search's stream; a coded body's bytes */
+	struct al_valscan dec_whole;  /* a body that is not text: whole forms only */
+	bool bin;		      /* such a body is being read */
 	struct al_unescape_view view; /* the search's stream unescaped, or none */
 	int late;		      /* a value found where no verdict could be given yet, or -1 */
 	bool view_body;		      /* the body is searched through the view too */
@@ -99,6 +101,7 @@ void al_answer_free(struct al_answer *a)
 		return;
 	coding_end(a);
 	al_valscan_fini(&a->dec);
+	al_valscan_fini(&a->dec_whole);
 	al_valscan_fini(&a->raw);
 	al_unescape_view_fini(&a->view);
 	explicit_bzero(a->head, AL_ANSWER_HEAD_MAX);
@@ -106,6 +109,12 @@ void al_answer_free(struct al_answer *a)
 	explicit_bzero(a->obuf, sizeof(a->obuf));
 	free(a->segs);
 	free(a);
+}
+
+void al_answer_whole(struct al_answer *a, const struct al_valscan_set *set)
+{
+	if (set && al_valscan_count(set))
+		al_valscan_init(&a->dec_whole, set);
 }
 
 void al_answer_unescaped(struct al_answer *a, const struct al_valscan_set *set)
@@ -189,8 +198,8 @@ done:
 /* The search's next n bytes, through each view. */
 static int search(struct al_answer *a, const char *p, size_t n, uint64_t at)
 {
-	int id = al_valscan_feed(&a->dec, p, n);
 	bool body = a->st == ST_LEN || a->st == ST_CHUNK_DATA || a->st == ST_CLOSE;
+	int id = al_valscan_feed(body && a->bin ? &a->dec_whole : &a->dec, p, n);
 
 	if (id >= 0 || (body && !a->view_body))
 		return id;
@@ -397,6 +406,7 @@ static void answer_end(struct al_answer *a)
 
 	if (id >= 0 && a->late < 0)
 		a->late = id;
+	a->bin = false;
 	al_valscan_reset(&a->dec);
 	a->st = ST_HEAD;
 }
@@ -419,6 +429,11 @@ static enum al_answer_verdict start_body(struct al_answer *a, const struct frami
 		return bad(a, out, "its Content-Encoding %s cannot be decoded", fr->bad_coding);
 	a->coding = fr->coding;
 	a->view_body = !fr->binary;
+	/* Not text: searched for every whole form, not by halves (the scan
+	 * then jumps twice as far: bulk downloads). */
+	a->bin = fr->binary && a->dec_whole.set;
+	if (a->bin)
+		al_valscan_reset(&a->dec_whole);
 	if (!a->view_body) {
 		/* The head's last bytes are searched as they are; the body
 		 * goes without the view. */
@@ -627,7 +642,7 @@ static enum al_answer_verdict step(struct al_answer *a, const char *p, size_t n,
  * a pending start in a coded body's own bytes. */
 static void release(struct al_answer *a, bool all)
 {
-	uint64_t x = a->dec_pos - (all ? 0 : al_valscan_pending(&a->dec));
+	uint64_t x = a->dec_pos - (all ? 0 : al_valscan_pending(a->bin ? &a->dec_whole : &a->dec));
 	uint64_t vx = all ? UINT64_MAX : al_unescape_view_hold(&a->view);
 
 	x = vx < x ? vx : x;

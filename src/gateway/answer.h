@@ -47,6 +47,10 @@ struct al_answer_out {
 struct al_answer *al_answer_new(const struct al_valscan_set *set);
 void al_answer_free(struct al_answer *a);
 
+/* Search the bodies whose Content-Type is not text for the values in set
+ * (borrowed: their whole forms, no halves) instead. */
+void al_answer_whole(struct al_answer *a, const struct al_valscan_set *set);
+
 /* Also search the answers with their escapes undone (gateway/unescape.h),
  * for the values in set as that view writes them (borrowed). */
 void al_answer_unescaped(struct al_answer *a, const struct al_valscan_set *set);

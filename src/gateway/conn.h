@@ -242,6 +242,7 @@ struct al_gateway {
 	 * (gateway/answer.h); NULL with none. */
 	struct al_valscan_set *answer_set;
 	struct al_valscan_set *answer_plain; /* the same as the unescaped view writes them */
+	struct al_valscan_set *answer_whole; /* whole forms only, for bodies not text */
 	char answer_failed[200];	     /* why they could not be compiled: no start */
 	struct gw_tls *tls;		     /* choose.c: interception's TLS contexts, or NULL */
 };

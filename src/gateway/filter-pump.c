@@ -232,11 +232,10 @@ static enum gw_step search(struct conn *c, struct gw_filter *f, bool fresh)
 	if (!f->ans || f->answered)
 		return GW_WAIT; /* after a refusal, f->down holds the gateway's own answer */
 	uint64_t fed = al_answer_fed(f->ans) - f->down_out;
-	if (f->down.len > fed &&
-	    (st = judged(c, f,
-			 al_answer_feed(f->ans, f->down.d + f->down.off + fed, f->down.len - fed,
-					&out),
-			 &out)) != GW_WAIT)
+	if (f->down.len > fed && (st = judged(c, f,
+					      al_answer_feed(f->ans, f->down.d + f->down.off + fed,
+							     f->down.len - fed, &out),
+					      &out)) != GW_WAIT)
 		return st;
 	if (c->upstream.eof && !f->up_ended) {
 		/* The gateway cut the upstream (a refusal): what was held back

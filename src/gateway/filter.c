@@ -245,6 +245,7 @@ int gw_filter_new(struct conn *c, bool tls, bool proxy_form, struct al_error *er
 		}
 		f->ans = al_answer_new(c->gw->answer_set);
 		al_answer_unescaped(f->ans, c->gw->answer_plain);
+		al_answer_whole(f->ans, c->gw->answer_whole);
 	}
 	c->filter = f;
 	if ((r = al_reqstream_new(&f->conf, &f->rs, err)) < 0)

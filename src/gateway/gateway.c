@@ -153,6 +153,7 @@ void al_gateway_free(struct al_gateway *gw)
 	al_needles_free(gw->needle_set);
 	al_valscan_free(gw->answer_set);
 	al_valscan_free(gw->answer_plain);
+	al_valscan_free(gw->answer_whole);
 	al_timer_freep(&gw->accept_resume);
 	for (size_t i = 0; i < AL_GATEWAY_N_LISTENERS; i++) {
 		al_watch_remove(gw->listen_w[i]);

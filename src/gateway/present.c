@@ -132,7 +132,10 @@ void gw_answer_set_build(struct al_gateway *gw)
 		goto out;
 	}
 	/* For the view with the escapes undone (gateway/unescape.h): each
-	 * value as it is and by halves, and with '+' for its spaces. */
+	 * value and its base64 forms, and the value with '+' for its spaces,
+	 * each also by halves: all of them among the forms above too (see
+	 * unescape.c: a stretch the view leaves as it is is not searched
+	 * twice). */
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].whole)
@@ -145,10 +148,18 @@ void gw_answer_set_build(struct al_gateway *gw)
 		for (size_t k = 0; k < v[i].len; k++)
 			plain[m][k] = v[i].data[k] == ' ' ? '+' : v[i].data[k];
 		pv[m] = (struct al_valscan_value){
-		    .data = plain[m], .len = v[i].len, .id = v[i].id, .plain = true};
+		    .data = plain[m], .len = v[i].len, .id = v[i].id, .bare = true};
 		m++;
 	}
-	if (m && al_valscan_new(pv, m, &gw->answer_plain, &err) < 0)
+	if (m && al_valscan_new(pv, m, &gw->answer_plain, &err) < 0) {
+		snprintf(gw->answer_failed, sizeof(gw->answer_failed),
+			 "the secrets' values cannot be searched for in answers: %s", err.msg);
+		goto out;
+	}
+	/* For bodies that are not text: the same, whole forms only. */
+	for (size_t i = 0; i < n; i++)
+		v[i].whole = true;
+	if (n && al_valscan_new(v, n, &gw->answer_whole, &err) < 0)
 		snprintf(gw->answer_failed, sizeof(gw->answer_failed),
 			 "the secrets' values cannot be searched for in answers: %s", err.msg);
 out:

@@ -304,8 +304,22 @@ int al_unescape_view_feed(struct al_unescape_view *v, const char *p, size_t n, u
 
 	if (!v->buf)
 		return -1;
+	size_t edge = al_valscan_max_len(v->scan.set) ? al_valscan_max_len(v->scan.set) - 1 : 0;
+
 	for (size_t off = 0; off < n && id < 0; off += VIEW_CHUNK) {
 		size_t m = n - off < VIEW_CHUNK ? n - off : VIEW_CHUNK;
+		/* A stretch with no escape comes out as it is. What this view
+		 * searches for, the stream's own search does too (valscan.c's
+		 * forms hold it), so only the stretch's edges are searched here:
+		 * a value that began before it, or runs on past it. */
+		if (v->u.st == ST_NORMAL && v->u.high < 0 && m > 2 * edge &&
+		    plain_run(p + off, m) == m) {
+			id = al_valscan_feed(&v->scan, p + off, edge);
+			al_valscan_reset(&v->scan);
+			if (id < 0)
+				id = al_valscan_feed(&v->scan, p + off + m - edge, edge);
+			continue;
+		}
 		size_t k = al_unescape_feed(&v->u, p + off, m, pos + off, v->buf);
 		id = al_valscan_feed(&v->scan, v->buf, k);
 	}

@@ -239,6 +239,13 @@ int al_valscan_forms(const char *v, size_t n, void (*fn)(const char *form, size_
 	f = (struct form){0};
 	put(&f, v, n);
 	emit(&fs, &f);
+	/* Spaces as '+' and the rest as it is (a form's space; also what the
+	 * unescaped view searches for, so that a stretch of the stream it
+	 * leaves as it is need not be searched twice). */
+	f = (struct form){0};
+	for (size_t i = 0; i < n; i++)
+		putc1(&f, v[i] == ' ' ? '+' : v[i]);
+	emit(&fs, &f);
 	for (size_t i = 0; i < AL_ARRAY_SIZE(pcts); i++) {
 		f = (struct form){0};
 		pct(&f, v, n, pcts[i].keep, pcts[i].upper, pcts[i].plus);
@@ -407,7 +414,7 @@ int al_valscan_new(const struct al_valscan_value *v, size_t n, struct al_valscan
 			return al_error_set(err, EINVAL, "value %zu is not %d to %u bytes long", i,
 					    AL_VALSCAN_MIN, AL_VALSCAN_MAX);
 		}
-		if (v[i].exact)
+		if (v[i].exact || v[i].bare)
 			add_form(v[i].data, v[i].len, &a);
 		else if (v[i].plain)
 			plain_forms(v[i].data, v[i].len, &a);

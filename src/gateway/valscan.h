@@ -42,14 +42,15 @@ struct al_valscan_set;
  * characters), or one character escaped in a way no form foresaw, still
  * holds one half. whole is for what other strings share a half with (the
  * start of a run's tokens: the first half is the key's header). With
- * exact, only the bytes as given are searched; with plain, they and
- * their base64 and base64url at each alignment, and the halves of each
- * (for a view that undoes the other encodings itself). */
+ * exact, only the bytes as given are searched; with bare, they and their
+ * halves; with plain, they and their base64 and base64url at each
+ * alignment, and the halves of each (for a view that undoes the other
+ * encodings itself). */
 struct al_valscan_value {
 	const char *data;
 	size_t len;
 	int id;
-	bool exact, whole, plain;
+	bool exact, whole, plain, bare;
 };
 
 /* Compile the forms of n values (copied: the values need not outlive the

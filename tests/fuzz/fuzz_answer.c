@@ -81,8 +81,8 @@ struct val {
 };
 
 /* The sets of the fixed values, made once: [value][exact][second]; and
- * for the view with escapes undone, [value][second]. */
-static struct al_valscan_set *fixed_sets[N_FIXED][2][2], *fixed_plain[N_FIXED][2];
+ * for the view with escapes undone, [value][exact][second]. */
+static struct al_valscan_set *fixed_sets[N_FIXED][2][2], *fixed_plain[N_FIXED][2][2];
 
 static struct al_valscan_set *make_set(const struct val *v, size_t n, bool exact)
 {
@@ -99,8 +99,9 @@ static struct al_valscan_set *make_set(const struct val *v, size_t n, bool exact
 }
 
 /* The values for the unescaped view, as present.c makes them: as they
- * are, and with '+' for their spaces. */
-static struct al_valscan_set *make_plain(const struct val *v, size_t n)
+ * are, and with '+' for their spaces; not one searched exactly (as
+ * present.c leaves out a token's start). */
+static struct al_valscan_set *make_plain(const struct val *v, size_t n, bool exact)
 {
 	struct al_valscan_value vv[4];
 	struct al_valscan_set *set = NULL;
@@ -109,12 +110,14 @@ static struct al_valscan_set *make_plain(const struct val *v, size_t n)
 	size_t m = 0;
 
 	for (size_t i = 0; i < n; i++) {
+		if (i == 0 && exact)
+			continue;
 		vv[m++] = (struct al_valscan_value){
 		    .data = v[i].data, .len = v[i].len, .id = (int)i + 1, .plain = true};
 		for (size_t k = 0; k < v[i].len; k++)
 			buf[i][k] = v[i].data[k] == ' ' ? '+' : v[i].data[k];
 		vv[m++] = (struct al_valscan_value){
-		    .data = buf[i], .len = v[i].len, .id = (int)i + 1, .plain = true};
+		    .data = buf[i], .len = v[i].len, .id = (int)i + 1, .bare = true};
 	}
 	CHECK(al_valscan_new(vv, m, &set, &err) == 0);
 	return set;
@@ -489,7 +492,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		data += want;
 		size -= want;
 		set = own = make_set(vals, second ? 2 : 1, exact);
-		plain_set = own_plain = make_plain(vals, second ? 2 : 1);
+		plain_set = own_plain = make_plain(vals, second ? 2 : 1, exact);
 	} else {
 		choice %= N_FIXED;
 		vals[0] = (struct val){fixed[choice], strlen(fixed[choice])};
@@ -497,9 +500,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!*s)
 			*s = make_set(vals, second ? 2 : 1, exact);
 		set = *s;
-		if (!fixed_plain[choice][second])
-			fixed_plain[choice][second] = make_plain(vals, second ? 2 : 1);
-		plain_set = fixed_plain[choice][second];
+		struct al_valscan_set **ps = &fixed_plain[choice][exact][second];
+		if (!*ps)
+			*ps = make_plain(vals, second ? 2 : 1, exact);
+		plain_set = *ps;
 	}
 
 	struct plan pl = {.ans = data, .len = size, .guard = UINT64_MAX};

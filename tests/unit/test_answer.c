@@ -422,7 +422,7 @@ static struct al_valscan_set *plain_set(const char *v)
 		n[i] = v[i] == ' ' ? '+' : v[i];
 	/* As present.c makes it: as it is, and with '+' for its spaces. */
 	struct al_valscan_value val[] = {{.data = v, .len = len, .id = 7, .plain = true},
-					 {.data = n, .len = len, .id = 7, .plain = true}};
+					 {.data = n, .len = len, .id = 7, .bare = true}};
 	struct al_valscan_set *set = NULL;
 	struct al_error err = {0};
 
@@ -481,6 +481,39 @@ static void test_unescaped_view(void **state)
 	assert_int_equal(al_answer_release(a), (uint64_t)n);
 	al_answer_free(a);
 	al_valscan_free(plain);
+	al_valscan_free(set);
+}
+
+/* A body that is not text is searched for the whole forms only (the
+ * scan jumps twice as far); a text body and the head also by halves. */
+static void test_binary_body_whole_forms(void **state)
+{
+	struct al_valscan_value v = {.data = VALUE, .len = strlen(VALUE), .id = 7, .whole = true};
+	struct al_valscan_set *set = set_of(VALUE), *whole = NULL;
+	struct al_error err = {0};
+	struct al_answer_out out;
+	char ans[512], half[32];
+
+	(void)state;
+	assert_int_equal(al_valscan_new(&v, 1, &whole, &err), 0);
+	snprintf(half, sizeof(half), "%.*s", (int)(strlen(VALUE) + 1) / 2, VALUE);
+	for (int bin = 0; bin < 2; bin++)
+		for (int full = 0; full < 2; full++) {
+			const char *body = full ? VALUE : half;
+			int n =
+			    sprintf(ans,
+				    "HTTP/1.1 200 OK\r\nContent-Type: %s\r\n"
+				    "Content-Length: %zu\r\n\r\nx %s y",
+				    bin ? "application/octet-stream" : "text/plain; charset=utf-8",
+				    strlen(body) + 4, body);
+			struct al_answer *a = al_answer_new(set);
+			al_answer_whole(a, whole);
+			assert_int_equal(al_answer_expect(a, false), 0);
+			enum al_answer_verdict want = full || !bin ? AL_ANSWER_FOUND : AL_ANSWER_OK;
+			assert_int_equal(al_answer_feed(a, ans, (size_t)n, &out), want);
+			al_answer_free(a);
+		}
+	al_valscan_free(whole);
 	al_valscan_free(set);
 }
 
@@ -882,6 +915,7 @@ int main(void)
 	    cmocka_unit_test(test_chunk_line_held),
 	    cmocka_unit_test(test_basic_token_found),
 	    cmocka_unit_test(test_unescaped_view),
+	    cmocka_unit_test(test_binary_body_whole_forms),
 	    cmocka_unit_test(control_open_escape_at_end_of_length_body),
 	    cmocka_unit_test(open_escape_at_end_of_close_body),
 	    cmocka_unit_test(control_base64_found),
