@@ -21,29 +21,28 @@ struct sink {
 	size_t k;
 };
 
-static void put(struct sink *s, char c, uint64_t at)
+static void put(struct sink *s, char c)
 {
-	(void)at;
 	s->out[s->k++] = c;
 }
 
-/* A code point as UTF-8, every byte from the escape at at. */
-static void put_cp(struct sink *s, long cp, uint64_t at)
+/* A code point as UTF-8. */
+static void put_cp(struct sink *s, long cp)
 {
 	if (cp < 0x80) {
-		put(s, (char)cp, at);
+		put(s, (char)cp);
 	} else if (cp < 0x800) {
-		put(s, (char)(0xc0 | cp >> 6), at);
-		put(s, (char)(0x80 | (cp & 63)), at);
+		put(s, (char)(0xc0 | cp >> 6));
+		put(s, (char)(0x80 | (cp & 63)));
 	} else if (cp < 0x10000) {
-		put(s, (char)(0xe0 | cp >> 12), at);
-		put(s, (char)(0x80 | ((cp >> 6) & 63)), at);
-		put(s, (char)(0x80 | (cp & 63)), at);
+		put(s, (char)(0xe0 | cp >> 12));
+		put(s, (char)(0x80 | ((cp >> 6) & 63)));
+		put(s, (char)(0x80 | (cp & 63)));
 	} else {
-		put(s, (char)(0xf0 | cp >> 18), at);
-		put(s, (char)(0x80 | ((cp >> 12) & 63)), at);
-		put(s, (char)(0x80 | ((cp >> 6) & 63)), at);
-		put(s, (char)(0x80 | (cp & 63)), at);
+		put(s, (char)(0xf0 | cp >> 18));
+		put(s, (char)(0x80 | ((cp >> 12) & 63)));
+		put(s, (char)(0x80 | ((cp >> 6) & 63)));
+		put(s, (char)(0x80 | (cp & 63)));
 	}
 }
 
@@ -61,7 +60,7 @@ static void flush_high(struct al_unescape *u, struct sink *s)
 		return;
 	snprintf(t, sizeof(t), "\\u%04lx", u->high);
 	for (size_t i = 0; i < 6; i++)
-		put(s, t[i], u->high_at + i);
+		put(s, t[i]);
 	u->high = -1;
 }
 
@@ -70,7 +69,7 @@ static void flush_seq(struct al_unescape *u, struct sink *s)
 {
 	flush_high(u, s);
 	for (size_t i = 0; i < u->seq_len; i++)
-		put(s, u->seq[i], u->seq_at + i);
+		put(s, u->seq[i]);
 	u->seq_len = 0;
 	u->st = ST_NORMAL;
 }
@@ -101,7 +100,7 @@ static void u_escape(struct al_unescape *u, struct sink *s)
 	u->seq_len = 0;
 	u->st = ST_NORMAL;
 	if (cp >= 0xdc00 && cp <= 0xdfff && u->high >= 0) {
-		put_cp(s, 0x10000 + ((u->high - 0xd800) << 10) + (cp - 0xdc00), u->high_at);
+		put_cp(s, 0x10000 + ((u->high - 0xd800) << 10) + (cp - 0xdc00));
 		u->high = -1;
 		return;
 	}
@@ -113,9 +112,9 @@ static void u_escape(struct al_unescape *u, struct sink *s)
 		char t[8];
 		snprintf(t, sizeof(t), "\\u%04lx", cp);
 		for (size_t i = 0; i < 6; i++)
-			put(s, t[i], at + i);
+			put(s, t[i]);
 	} else {
-		put_cp(s, cp, at);
+		put_cp(s, cp);
 	}
 }
 
@@ -163,7 +162,7 @@ static bool step(struct al_unescape *u, struct sink *s, char c, uint64_t at)
 			return true;
 		}
 		flush_high(u, s);
-		put(s, c, at);
+		put(s, c);
 		return true;
 	case ST_BACKSLASH:
 		if (c == 'u') {
@@ -174,7 +173,7 @@ static bool step(struct al_unescape *u, struct sink *s, char c, uint64_t at)
 		for (size_t i = 0; c && simple[i]; i += 2)
 			if (simple[i] == c) {
 				flush_high(u, s);
-				put(s, simple[i + 1], u->seq_at);
+				put(s, simple[i + 1]);
 				u->seq_len = 0;
 				u->st = ST_NORMAL;
 				return true;
@@ -197,7 +196,7 @@ static bool step(struct al_unescape *u, struct sink *s, char c, uint64_t at)
 		}
 		u->seq[u->seq_len++] = c;
 		if (u->seq_len == 3) {
-			put(s, (char)hex_value(u->seq + 1, 2), u->seq_at);
+			put(s, (char)hex_value(u->seq + 1, 2));
 			u->seq_len = 0;
 			u->st = ST_NORMAL;
 		}
@@ -209,7 +208,7 @@ static bool step(struct al_unescape *u, struct sink *s, char c, uint64_t at)
 				flush_seq(u, s);
 				return false;
 			}
-			put_cp(s, cp, u->seq_at);
+			put_cp(s, cp);
 			u->seq_len = 0;
 			u->st = ST_NORMAL;
 			return true;
