@@ -20,15 +20,16 @@
 #include "cgroup/cgroup.h"
 #include "core/error.h"
 #include "core/loop.h"
-#include "ids/slots.h"
 #include "net/layout.h"
 #include "policy/plan.h"
 #include "supervisor/meter.h"
 #include "supervisor/result.h"
 #include "supervisor/supervisor.h"
 
-struct al_monitor;
-struct al_native_plan;
+/* Each backend's own state of one sandbox, defined by that backend alone
+ * (the native one's, which the fake backend shares, is in
+ * backend/native/state.h). The generic code never looks inside it. */
+struct al_backend_state;
 
 struct al_sandbox {
 	const struct al_backend_ops *ops;
@@ -42,22 +43,15 @@ struct al_sandbox {
 	/* Filled by start(): the supervisor's ends of the command's stdio
 	 * (it takes them over and closes them). */
 	int stdin_wr, stdout_rd, stderr_rd;
-	/* Native and fake: init and its sync socket. */
-	pid_t pid;
-	int pidfd;
-	int sync;
-	int userns;   /* native: init's user namespace, opened right after its maps */
-	bool exiting; /* init reported the end, emptied the namespace and left the cgroup */
-	bool reaped;  /* init was waited for: nothing of the sandbox runs */
-	bool emptied; /* init reported the end: no process of the sandbox but it, exiting */
-	struct al_monitor *mon;
-	struct al_native_plan *lowered; /* native: the plan in its terms (owned) */
-	int *inputs; /* native, as root: the task's inputs as detached mounts, until clone */
 	/* Who the sandbox's ids are on the host (set by prepare; for the
-	 * record), and the pool's slot they come from (native, as root). */
+	 * record). */
 	struct al_host_ids ids;
 	bool have_ids;
-	struct al_id_slot slot;
+	/* Set by prepare: a directory the backend removes a file of its own
+	 * from at the end, which a confined supervisor must keep; -1: none. */
+	int remove_dirfd;
+	/* The backend's own (made by prepare, freed by destroy; NULL before). */
+	struct al_backend_state *state;
 };
 
 struct al_backend_ops {
@@ -68,7 +62,8 @@ struct al_backend_ops {
 	 * as text to f, or (f NULL) as members added to json. Refuses, with
 	 * err, where a run would. */
 	int (*describe)(const struct al_plan *plan, FILE *f, json_t *json, struct al_error *err);
-	/* Create what must exist before the sandbox (the cgroup). */
+	/* Create the backend's state and what must exist before the sandbox
+	 * (the cgroup). */
 	int (*prepare)(struct al_sandbox *sb, struct al_error *err);
 	/* Create the sandbox and watch it in sb->loop; report through
 	 * sb->events from here on. */
