@@ -31,6 +31,27 @@
  * backend/native/state.h). The generic code never looks inside it. */
 struct al_backend_state;
 
+/* An exec in a session, as the run layer hands it to the backend. */
+struct al_sandbox_exec {
+	uint32_t id;			    /* the run's number for it, never 0 */
+	char *const *argv, *const *env;	    /* env: NAME=VALUE added to the plan's */
+	const char *cwd;		    /* NULL: the plan's workdir */
+	int stdin_rd, stdout_wr, stderr_wr; /* its stdio (borrowed: sent, not kept) */
+	uint64_t memory_bytes, pids;	    /* its own limits (0: none below the sandbox's) */
+};
+
+/* What happens to a session's execs, as the backend reports it. */
+struct al_exec_events {
+	void *data;
+	/* id runs as host process pid (in its own cgroup where there is one). */
+	void (*started)(void *data, uint32_t id, pid_t pid);
+	/* id ended with wait status (exec_err: the errno of an exec that
+	 * never ran, else 0); its CPU, memory peak, and whether its own
+	 * memory limit killed a process of it. Everything of it is gone. */
+	void (*ended)(void *data, uint32_t id, int status, int exec_err, uint64_t user_us,
+		      uint64_t system_us, uint64_t memory_peak, bool oom);
+};
+
 struct al_sandbox {
 	const struct al_backend_ops *ops;
 	const struct al_plan *plan; /* borrowed */
@@ -50,6 +71,10 @@ struct al_sandbox {
 	/* Set by prepare: a directory the backend removes a file of its own
 	 * from at the end, which a confined supervisor must keep; -1: none. */
 	int remove_dirfd;
+	/* A session (set before start): the sandbox starts no command and
+	 * serves execs; exec_events hears about them. */
+	bool session;
+	const struct al_exec_events *exec_events;
 	/* The backend's own (made by prepare, freed by destroy; NULL before). */
 	struct al_backend_state *state;
 };
@@ -80,6 +105,11 @@ struct al_backend_ops {
 	void (*finish)(struct al_sandbox *sb, struct al_sandbox_end *end);
 	/* Kill anything left and release every resource. Safe after any failure. */
 	void (*destroy)(struct al_sandbox *sb);
+	/* Sessions, once running(): start x (reported through exec_events),
+	 * or fail with err (nothing started); send sig to exec id (SIGKILL:
+	 * to everything of it). */
+	int (*exec)(struct al_sandbox *sb, const struct al_sandbox_exec *x, struct al_error *err);
+	int (*exec_signal)(struct al_sandbox *sb, uint32_t id, int sig);
 };
 
 extern const struct al_backend_ops al_backend_native;

@@ -81,6 +81,8 @@ static int fake_start(struct al_sandbox *sb, struct al_error *err)
 		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 			if (*all[i] > 2)
 				al_closep(all[i]);
+		if (sb->session)
+			al_session_init(sb->plan, sync[1], NULL, 0);
 		al_sandbox_init(sb->plan, sync[1], NULL, 0);
 	}
 	sb->state->pid = (pid_t)pid;
@@ -126,4 +128,6 @@ const struct al_backend_ops al_backend_fake = {
     .kill = al_monitor_kill,
     .finish = al_monitor_finish,
     .destroy = fake_destroy,
+    .exec = al_monitor_exec,
+    .exec_signal = al_monitor_exec_signal,
 };

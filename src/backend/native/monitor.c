@@ -197,6 +197,11 @@ static void check_limits(struct al_monitor *m)
 	if (!m->sb->cg)
 		return;
 	al_cgroup_stats(m->sb->cg, &st);
+	/* An exec's own memory limit ends that exec, not the run. */
+	if (m->sb->session) {
+		uint64_t own = al_monitor_exec_ooms(m->sb);
+		st.oom_kills -= own < st.oom_kills ? own : st.oom_kills;
+	}
 	al_meter_cgroup(m->meter, &st);
 	if (!m->meter->hit)
 		check_netns_sockets(m, m->res->sockmem == AL_SOCKMEM_LIMITED ? st.socket_bytes : 0);
@@ -509,7 +514,8 @@ static void on_sync(struct al_monitor *m)
 		on_exit_status(m, &msg);
 		break;
 	default:
-		al_debug("ignoring unknown sync message %u", msg.type);
+		if (!al_monitor_exec_msg(m->sb, &msg, &fd))
+			al_debug("ignoring unknown sync message %u", msg.type);
 	}
 	if (fd >= 0)
 		close(fd);
@@ -664,6 +670,7 @@ void al_monitor_release_all(struct al_sandbox *sb)
 		   al_sys_pidfd_send_signal(st->pidfd, SIGKILL) == 0) {
 		st->reaped = wait_init(st->pidfd);
 	}
+	al_monitor_exec_release_all(sb);
 	al_closep(&st->pidfd);
 	al_closep(&st->userns);
 	al_closep(&st->sync);

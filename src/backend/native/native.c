@@ -187,6 +187,8 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 	al_native_state_new(sb);
 	if ((r = al_native_lower(p, &sb->state->lowered, err)) < 0)
 		return r;
+	/* A session keeps the scratch's root for the file operations. */
+	sb->state->lowered->want_scratch |= sb->session;
 	if ((r = take_ids(sb, err)) < 0)
 		return r;
 	if ((r = al_native_open_inputs(sb->state->lowered, p, &sb->state->inputs, err)) < 0)
@@ -413,7 +415,8 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 					   .stdout_wr = f.out[1],
 					   .stderr_wr = f.errp[1],
 					   .n_cg = (size_t)n_cg,
-					   .inputs = st->inputs};
+					   .inputs = st->inputs,
+					   .session = sb->session};
 		memcpy(fds.cg_enter, enter, sizeof(int) * (size_t)n_cg);
 		memcpy(fds.cg_leave, leave, sizeof(int) * (size_t)n_cg);
 		al_sandbox_child(sb->plan, st->lowered, &fds);
@@ -487,4 +490,6 @@ const struct al_backend_ops al_backend_native = {
     .kill = al_monitor_kill,
     .finish = al_monitor_finish,
     .destroy = native_destroy,
+    .exec = al_monitor_exec,
+    .exec_signal = al_monitor_exec_signal,
 };

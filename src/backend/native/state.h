@@ -11,6 +11,7 @@
 #include "ids/slots.h"
 
 struct al_monitor;
+struct al_native_exec;
 struct al_native_plan;
 
 struct al_backend_state {
@@ -27,6 +28,10 @@ struct al_backend_state {
 	int *inputs; /* native, as root: the task's inputs as detached mounts, until clone */
 	/* native, as root: the pool's slot the sandbox's host ids come from. */
 	struct al_id_slot slot;
+	/* A session's execs (exec.c). */
+	struct al_native_exec *execs;
+	size_t n_execs;
+	uint64_t exec_ooms; /* OOM kills counted in ended execs' own cgroups */
 };
 
 /* Give sb a fresh state (every fd -1), the first thing prepare does. */
