@@ -45,6 +45,12 @@ struct al_run_request {
 	 * namespace's limits back from inside it (every run sets them and
 	 * fails if the kernel refuses one; the read-back costs a process). */
 	bool verify_all;
+	/* A session (run/session.h): the sandbox is built and checked as
+	 * for a command, then serves execs (al_run_exec) until it is killed
+	 * or its timeout (its lifetime) ends it; the plan's argv is not run
+	 * (it may be empty). max_execs: how many run at once (0: 16). */
+	bool session;
+	unsigned max_execs;
 };
 
 struct al_run;
