@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -152,26 +154,42 @@ static void exec_source(char *const *argv, int out)
 	_exit(errno == ENOENT ? 127 : 126);
 }
 
+/* Wait for the command through its pidfd until deadline_ms: true once it
+ * has exited (not reaped yet). */
+static bool wait_exit(int pidfd, uint64_t deadline_ms)
+{
+	for (;;) {
+		uint64_t now = al_now_ms(), left = deadline_ms > now ? deadline_ms - now : 0;
+		struct pollfd p = {.fd = pidfd, .events = POLLIN};
+		int n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		return n > 0;
+	}
+}
+
 static int from_command(const struct al_secret_source *src, const char *what,
 			struct al_secret_value *ret, struct al_error *err)
 {
 	_cleanup_free_ char *from = xasprintf("command %s", src->argv[0]);
-	int pipefd[2], status = 0, r;
+	_cleanup_close_ int pidfd = -1;
+	int pipefd[2], r;
 	uint64_t deadline = al_now_ms() + src->timeout_ms;
-	struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
+	/* No exit signal: the process's SIGCHLD (a handler of a daemon's
+	 * loop, or ignored by whoever started airlock, which would let the
+	 * kernel reap the command and hide its status) is neither used nor
+	 * changed. The command is watched and waited for through its pidfd
+	 * alone. */
+	struct clone_args args = {.flags = CLONE_PIDFD, .pidfd = (uint64_t)(uintptr_t)&pidfd};
 	pid_t pid;
 
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		return al_error_setsys(err, errno, "%s: pipe", what);
-	/* An ignored SIGCHLD (inherited from whoever started airlock) would
-	 * let the kernel reap the command and hide its status. */
-	sigaction(SIGCHLD, &dfl, &old);
-	pid = fork();
+	pid = (pid_t)al_sys_clone3(&args, sizeof(args));
 	if (pid < 0) {
 		r = -errno;
 		close(pipefd[0]);
 		close(pipefd[1]);
-		sigaction(SIGCHLD, &old, NULL);
 		return al_error_setsys(err, -r, "%s: fork", what);
 	}
 	if (pid == 0)
@@ -183,27 +201,17 @@ static int from_command(const struct al_secret_source *src, const char *what,
 	/* It had until the deadline to exit too. Then whatever it left in its
 	 * process group (set up by the child) is killed, while it is not
 	 * reaped yet (so that group cannot be anyone else's), and it is. */
-	siginfo_t info = {0};
-	bool exited = false;
-	while (al_now_ms() < deadline) {
-		info.si_pid = 0;
-		if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) < 0 &&
-		    errno != EINTR)
-			break;
-		if ((exited = info.si_pid == pid))
-			break;
-		usleep(2000);
-	}
+	bool exited = wait_exit(pidfd, deadline);
 	kill(-pid, SIGKILL);
-	kill(pid, SIGKILL); /* in case it had not got to setpgid */
-	pid_t w;
-	while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+	al_sys_pidfd_send_signal(pidfd, SIGKILL); /* in case it had not got to setpgid */
+	siginfo_t info = {0};
+	int w;
+	while ((w = waitid(P_PIDFD, (id_t)pidfd, &info, WEXITED | __WALL)) < 0 && errno == EINTR)
 		;
 	if (!exited && r == 0) {
 		al_secret_value_clear(ret);
 		r = al_error_set(err, ETIMEDOUT, "%s: %s did not exit in time", what, src->argv[0]);
 	}
-	sigaction(SIGCHLD, &old, NULL);
 	if (w < 0) {
 		al_secret_value_clear(ret);
 		return r < 0
@@ -212,20 +220,20 @@ static int from_command(const struct al_secret_source *src, const char *what,
 	}
 	if (r < 0 && r != -ENODATA)
 		return r;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && r == 0)
+	if (info.si_code == CLD_EXITED && info.si_status == 0 && r == 0)
 		return 0;
 	al_secret_value_clear(ret);
-	if (WIFSIGNALED(status))
+	if (info.si_code != CLD_EXITED)
 		return al_error_set(err, EIO, "%s: %s was killed by signal %d", what, src->argv[0],
-				    WTERMSIG(status));
-	if (WEXITSTATUS(status) == 127)
+				    info.si_status);
+	if (info.si_status == 127)
 		return al_error_set(err, ENOENT, "%s: %s could not be run (not found)", what,
 				    src->argv[0]);
-	if (WEXITSTATUS(status) != 0)
+	if (info.si_status != 0)
 		return al_error_set(err, EIO,
 				    "%s: %s failed with exit status %d (its output is not shown: "
 				    "it may hold what it was asked for)",
-				    what, src->argv[0], WEXITSTATUS(status));
+				    what, src->argv[0], info.si_status);
 	return al_error_set(err, ENODATA, "%s: %s wrote nothing", what, src->argv[0]);
 }
 
