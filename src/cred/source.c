@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -134,12 +135,22 @@ static int from_fd(const struct al_secret_source *src, const char *what,
 
 /* The child: stdin from /dev/null, stdout into the pipe, stderr to
  * /dev/null (what a failing issuer says may hold what it was asked for),
- * its own process group so a timeout ends all of it. */
+ * its own process group so a timeout ends all of it.
+ *
+ * This process has no exit signal, so airlock waits for it whatever the
+ * process's SIGCHLD is; exec would give it one back (and an ignored
+ * SIGCHLD would let the kernel reap it, its status lost). So the command
+ * runs in a child of its own, waited for here with SIGCHLD's default (in
+ * this process only), and its end becomes this process's own: its exit
+ * status, or the same signal. Raw clone3 for both, so nothing of libc's
+ * thread state is trusted in a process libc did not fork. */
 static void exec_source(char *const *argv, int out)
 {
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC), status;
+	struct clone_args args = {.exit_signal = SIGCHLD};
+	struct rlimit no_core = {0, 0};
 	sigset_t none;
+	pid_t pid;
 
 	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(null, 2) < 0)
 		_exit(126);
@@ -148,10 +159,28 @@ static void exec_source(char *const *argv, int out)
 		_exit(126);
 	setpgid(0, 0);
 	signal(SIGPIPE, SIG_DFL);
+	signal(SIGCHLD, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	execv(argv[0], argv);
-	_exit(errno == ENOENT ? 127 : 126);
+	pid = (pid_t)al_sys_clone3(&args, sizeof(args));
+	if (pid < 0)
+		_exit(126);
+	if (pid == 0) {
+		execv(argv[0], argv);
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	close(0);
+	close(1);
+	close(2);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			_exit(126);
+	if (WIFEXITED(status))
+		_exit(WEXITSTATUS(status));
+	setrlimit(RLIMIT_CORE, &no_core);
+	signal(WTERMSIG(status), SIG_DFL);
+	kill(getpid(), WTERMSIG(status));
+	_exit(126);
 }
 
 /* Wait for the command through its pidfd until deadline_ms: true once it
@@ -175,11 +204,11 @@ static int from_command(const struct al_secret_source *src, const char *what,
 	_cleanup_close_ int pidfd = -1;
 	int pipefd[2], r;
 	uint64_t deadline = al_now_ms() + src->timeout_ms;
-	/* No exit signal: the process's SIGCHLD (a handler of a daemon's
-	 * loop, or ignored by whoever started airlock, which would let the
-	 * kernel reap the command and hide its status) is neither used nor
-	 * changed. The command is watched and waited for through its pidfd
-	 * alone. */
+	/* No exit signal (exec_source()): the process's SIGCHLD (a handler
+	 * of a daemon's loop, or ignored by whoever started airlock, which
+	 * would let the kernel reap the command and hide its status) is
+	 * neither used nor changed. It is watched and waited for through its
+	 * pidfd alone. */
 	struct clone_args args = {.flags = CLONE_PIDFD, .pidfd = (uint64_t)(uintptr_t)&pidfd};
 	pid_t pid;
 
