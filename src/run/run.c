@@ -141,7 +141,7 @@ int al_run_start(const struct al_run_request *req, const struct al_supervisor_io
 	}
 	if ((r = al_loop_new(&run->loop, err)) < 0)
 		goto fail;
-	if ((r = ops->probe(req->plan, err)) < 0) {
+	if (!req->probed && (r = ops->probe(req->plan, err)) < 0) {
 		r = al_error_wrap(err, "backend %s", ops->name);
 		goto fail;
 	}

@@ -51,11 +51,14 @@ struct al_run_request {
 	 * (it may be empty). max_execs: how many run at once (0: 16). */
 	bool session;
 	unsigned max_execs;
+	/* The caller probed the backend for this plan (request/request.h
+	 * al_request_probe()): the run does not probe it again. */
+	bool probed;
 };
 
 struct al_run;
 
-/* Probe, prepare and start the sandbox and its supervisor, and audit
+/* Probe (unless req->probed), prepare and start the sandbox and its supervisor, and audit
  * run.start. Returns 0, or -errno with err set when airlock could not
  * start it; then nothing is left behind, run.end and the result record
  * (reason setup-error) are written as for any run, and *ret is still set,
