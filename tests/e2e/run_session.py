@@ -13,10 +13,14 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import own_mount_ns  # noqa: E402
+
 DRIVER = sys.argv[1]
 MARK = "777.25"  # sleep's argument: finds a leftover process by its cmdline
 n = 0
 failed = 0
+drivers = []  # the pids of the session drivers this script started
 
 
 def ok(cond, what):
@@ -28,16 +32,29 @@ def ok(cond, what):
 
 
 def drive(*scripts, opts=()):
-    p = subprocess.run([DRIVER, *opts, *scripts], capture_output=True, text=True, timeout=120)
+    with subprocess.Popen([DRIVER, *opts, *scripts], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as q:
+        drivers.append(q.pid)
+        try:
+            out, err = q.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            q.kill()
+            out, err = q.communicate()
+    p = subprocess.CompletedProcess(q.args, q.returncode, out, err)
     lines = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
     return p, [l for l in lines if "exec_id" in l], lines[-1] if lines else {}
 
 
 def cgroup_dirs():
+    """The cgroups of this script's runs: a run's cgroup is named
+    PID-STARTTIME-N after the airlock (here the driver) that made it, and
+    its execs' are exec-N below it. Other suites' runs on this host are not
+    ours to judge."""
     found = set()
+    mine = tuple("/%d-" % pid for pid in drivers)
     for root, dirs, _ in os.walk("/sys/fs/cgroup"):
         for d in dirs:
-            if d.startswith("exec-") or "airlock" in root:
+            if any(m in os.path.join(root, d) for m in mine):
                 found.add(os.path.join(root, d))
         if root.count("/") > 8:
             dirs[:] = []
@@ -57,6 +74,7 @@ def leftovers():
     return left
 
 
+own_mount_ns()  # mounts made elsewhere on the host meanwhile are not seen
 with open("/proc/self/mountinfo") as f:
     mounts_before = len(f.readlines())
 cg_before = cgroup_dirs()
