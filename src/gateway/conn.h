@@ -186,6 +186,11 @@ struct ares_sock {
 
 struct al_gateway {
 	const struct al_plan *plan;
+	/* A warm pool's sandbox not claimed yet: every connection and lookup
+	 * is refused (claim.c); claimed: the plan and credentials the claim
+	 * brought, which plan and cred then point into. */
+	bool held;
+	struct gw_claimed *claimed;
 	struct al_loop *loop;
 	struct al_audit *audit;
 	void (*usage)(void *data, const struct al_gateway_usage *use);
@@ -397,3 +402,5 @@ bool gw_fake_addr(struct al_gateway *gw, const char *name, struct in6_addr *ret)
 /* The name a fake address (host order) answers for, or NULL. */
 const char *gw_fake_name(const struct al_gateway *gw, uint32_t addr);
 void gw_fake_free(struct al_gateway *gw);
+/* claim.c: what a claim brought (may be NULL). */
+void gw_claimed_free(struct gw_claimed *k);

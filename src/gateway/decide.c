@@ -96,6 +96,10 @@ enum gw_step gw_stage_decide(struct conn *c)
 		al_addr_format(&c->target.addr, c->target.text, sizeof(c->target.text));
 	}
 	snprintf(c->name, sizeof(c->name), "%s", host->text);
+	/* A warm pool's sandbox not claimed yet has no egress at all. */
+	if (c->gw->held)
+		return gw_deny(c, GW_ANSWER_DEFAULT, 403, AL_SOCKS_REP_NOT_ALLOWED, "%s",
+			       AL_GATEWAY_HELD);
 	ssize_t needle = gw_needle_in_name(c->gw, c->name);
 	if (needle >= 0)
 		return gw_deny_misuse(c, (size_t)needle, "host name");

@@ -38,6 +38,12 @@ static int dns_answer(struct al_gateway *gw, const uint8_t *msg, size_t len, uns
 		    msg, len, r == -EOPNOTSUPP ? AL_DNS_RCODE_NOTIMP : AL_DNS_RCODE_FORMERR, out,
 		    size);
 	}
+	if (gw->held) {
+		gw->st.dns_refused++;
+		audit_dns(gw, &q, "deny", NULL, AL_GATEWAY_HELD);
+		gw_refused(gw, AL_GW_REFUSED_DNS, q.name, 0, NULL, "not claimed yet");
+		return al_dns_format_error(&q, AL_DNS_RCODE_REFUSED, out, size);
+	}
 	/* network.hosts only says where a name is; the allowlist says whether
 	 * it may be reached, and only then does it resolve in here. */
 	ssize_t needle = gw_needle_in_name(gw, q.name);

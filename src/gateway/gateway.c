@@ -160,6 +160,7 @@ void al_gateway_free(struct al_gateway *gw)
 		al_closep(&gw->listen_fd[i]);
 	}
 	gw_fake_free(gw);
+	gw_claimed_free(gw->claimed);
 	while (gw->hosts) {
 		struct host_use *u = gw->hosts;
 		gw->hosts = u->next;

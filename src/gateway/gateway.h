@@ -94,6 +94,21 @@ void al_gateway_use_connector(struct al_gateway *gw, int fd);
 struct al_cred;
 void al_gateway_set_cred(struct al_gateway *gw, const struct al_cred *cred);
 
+/* A warm pool's sandbox (docs/pool.md): refuse every connection and
+ * lookup, each audited with AL_GATEWAY_HELD as its reason, until
+ * al_gateway_claim(). */
+#define AL_GATEWAY_HELD "the sandbox is not claimed yet: no egress before its claim"
+void al_gateway_hold(struct al_gateway *gw);
+
+/* The claim (a checked AL_GWP_CLAIM message m, whose bytes are msg):
+ * its allowlist, rule options and secrets replace the plan's and the
+ * credentials', all at once, and the gateway serves again. Connections
+ * still open from before are closed. 0, or -errno with err set (nothing
+ * changed: the gateway stays held). Once only. */
+struct al_gwp_msg;
+int al_gateway_claim(struct al_gateway *gw, const struct al_gwp_msg *m, const uint8_t *msg,
+		     struct al_error *err);
+
 /* Report each allowed connection's use to fn(data, use) when it closes. */
 void al_gateway_on_usage(struct al_gateway *gw,
 			 void (*fn)(void *data, const struct al_gateway_usage *use), void *data);

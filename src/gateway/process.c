@@ -23,6 +23,7 @@
 #include "core/sys.h"
 #include "core/util.h"
 #include "gateway/conn.h"
+#include "gateway/process-internal.h"
 #include "gateway/proto.h"
 #include "policy/seccomp.h"
 
@@ -32,24 +33,6 @@
 #define START_TIMEOUT_MS 10000
 
 extern char **environ;
-
-struct al_gateway_proc {
-	const struct al_plan *plan;
-	struct al_loop *loop;
-	struct al_audit *audit;
-	const struct al_gateway_proc_events *ev;
-	pid_t pid;
-	int pidfd;
-	int sock;
-	struct al_watch *w_sock, *w_pidfd;
-	struct al_timer *start_timer;
-	bool have_stats;
-	enum al_gateway_proc_state state;
-	int landlock_abi, file_errno; /* as it reported them */
-	bool ending;
-	struct al_gateway_stats stats;
-	char error[256];
-};
 
 /* ---- the gateway process ---------------------------------------------- */
 
@@ -201,6 +184,14 @@ static void child_message(struct al_watch *w, uint32_t events, void *data)
 			al_warn("%s", err.msg);
 	} else if (m.type == AL_GWP_SPENT) {
 		al_gateway_set_spent(c->gw, m.spent);
+	} else if (m.type == AL_GWP_CLAIM) {
+		uint8_t out[512];
+		int e =
+		    al_gateway_claim(c->gw, &m, buf, &err) < 0 ? (err.code ? err.code : EINVAL) : 0;
+		/* The values are in the gateway's own store now: not here too. */
+		explicit_bzero(buf, (size_t)n);
+		child_send(c->sock, out,
+			   al_gwp_encode_claimed(e, e ? err.msg : "", out, sizeof(out)));
 	} else if (m.type == AL_GWP_END) {
 		uint8_t out[128];
 		struct al_gateway_stats st;
@@ -211,6 +202,7 @@ static void child_message(struct al_watch *w, uint32_t events, void *data)
 		_exit(0);
 	}
 	json_decref(m.fields);
+	json_decref(m.claim);
 	al_closep(&fd);
 }
 
@@ -291,7 +283,7 @@ static int start_connector(const struct al_plan *plan, struct al_gateway *gw, ch
 }
 
 static _Noreturn void child_main(const struct al_plan *plan, const struct al_cred *cred,
-				 const char *run_id, int sock, bool audit)
+				 const char *run_id, int sock, bool audit, bool held)
 {
 	struct child c = {.sock = 3, .audit = audit};
 	struct al_loop *loop = NULL;
@@ -329,6 +321,8 @@ static _Noreturn void child_main(const struct al_plan *plan, const struct al_cre
 	c.gw = al_gateway_new(plan, sink, loop);
 	al_gateway_set_run(c.gw, run_id);
 	al_gateway_set_cred(c.gw, cred);
+	if (held)
+		al_gateway_hold(c.gw);
 	if (!(c.flush = al_loop_timer(loop, on_flush, &c)))
 		_exit(2);
 	al_gateway_on_usage(c.gw, child_usage, &c);
@@ -363,9 +357,7 @@ static _Noreturn void child_main(const struct al_plan *plan, const struct al_cre
 
 /* ---- the supervisor's side -------------------------------------------- */
 
-static void fail(struct al_gateway_proc *gp, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void fail(struct al_gateway_proc *gp, const char *fmt, ...)
+void gw_proc_fail(struct al_gateway_proc *gp, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -380,8 +372,7 @@ static void fail(struct al_gateway_proc *gp, const char *fmt, ...)
 	gp->ev->changed(gp->ev->data);
 }
 
-/* One message from the gateway: 1 handled, 0 none waiting, -1 closed. */
-static int read_one(struct al_gateway_proc *gp)
+int gw_proc_read_one(struct al_gateway_proc *gp)
 {
 	uint8_t buf[AL_GWP_MAX];
 	struct al_gwp_msg m;
@@ -393,18 +384,18 @@ static int read_one(struct al_gateway_proc *gp)
 	if (n == 0)
 		return -1;
 	if ((size_t)n > sizeof(buf) || al_gwp_decode(buf, (size_t)n, &m, &err) < 0) {
-		fail(gp, "the gateway process sent a malformed message (%s)",
-		     (size_t)n > sizeof(buf) ? "too long" : err.msg);
+		gw_proc_fail(gp, "the gateway process sent a malformed message (%s)",
+			     (size_t)n > sizeof(buf) ? "too long" : err.msg);
 		return -1;
 	}
 	switch (m.type) {
 	case AL_GWP_STARTED:
 		if (gp->state != AL_GATEWAY_STARTING) {
-			fail(gp, "the gateway process started twice");
+			gw_proc_fail(gp, "the gateway process started twice");
 			return -1;
 		}
 		if (m.error) {
-			fail(gp, "%s", m.text[0] ? m.text : strerror(m.error));
+			gw_proc_fail(gp, "%s", m.text[0] ? m.text : strerror(m.error));
 			return -1;
 		}
 		/* With landlock, its domain must be the plan's and refuse the
@@ -412,11 +403,12 @@ static int read_one(struct al_gateway_proc *gp)
 		 * nothing to check. */
 		if (al_landlock_abi() > 0 &&
 		    (m.landlock_abi < al_landlock_abi() || m.file_errno != EACCES)) {
-			fail(gp,
-			     "the gateway process is not confined (landlock ABI %d of %d, its "
-			     "test open got %s)",
-			     m.landlock_abi, al_landlock_abi(),
-			     m.file_errno ? strerrorname_np(m.file_errno) : "success");
+			gw_proc_fail(
+			    gp,
+			    "the gateway process is not confined (landlock ABI %d of %d, its "
+			    "test open got %s)",
+			    m.landlock_abi, al_landlock_abi(),
+			    m.file_errno ? strerrorname_np(m.file_errno) : "success");
 			return -1;
 		}
 		al_timer_freep(&gp->start_timer);
@@ -455,29 +447,40 @@ static int read_one(struct al_gateway_proc *gp)
 	case AL_GWP_USAGE: {
 		const char *past;
 		if (gp->state != AL_GATEWAY_RUNNING) {
-			fail(gp, "the gateway process reported use before its start");
+			gw_proc_fail(gp, "the gateway process reported use before its start");
 			return -1;
 		}
 		if ((past = gp->ev->usage(gp->ev->data, &m.usage))) {
-			fail(gp,
-			     "the gateway process let more through than the policy allows: "
-			     "past %s after a connection to %s",
-			     past, m.usage.host);
+			gw_proc_fail(gp,
+				     "the gateway process let more through than the policy allows: "
+				     "past %s after a connection to %s",
+				     past, m.usage.host);
 			return -1;
 		}
 		break;
 	}
 	case AL_GWP_CHARGE:
 		if (gp->state != AL_GATEWAY_RUNNING || !gp->plan->budget.set) {
-			fail(gp, "the gateway process charged a budget %s",
-			     gp->plan->budget.set ? "before its start" : "the run does not have");
+			gw_proc_fail(gp, "the gateway process charged a budget %s",
+				     gp->plan->budget.set ? "before its start"
+							  : "the run does not have");
 			return -1;
 		}
 		if (gp->ev->charge)
 			gp->ev->charge(gp->ev->data, &m.charge);
 		break;
+	case AL_GWP_CLAIMED:
+		if (!gp->claiming) {
+			gw_proc_fail(gp, "the gateway process answered a claim not made");
+			return -1;
+		}
+		gp->claiming = false;
+		gp->claim_error = m.error;
+		snprintf(gp->claim_text, sizeof(gp->claim_text), "%s", m.text);
+		break;
 	default:
-		fail(gp, "the gateway process sent a message only the supervisor sends");
+		json_decref(m.claim);
+		gw_proc_fail(gp, "the gateway process sent a message only the supervisor sends");
 		return -1;
 	}
 	return 1;
@@ -491,7 +494,7 @@ static void on_sock(struct al_watch *w, uint32_t events, void *data)
 
 	(void)events;
 	for (int i = 0; i < 64; i++) {
-		int r = read_one(gp);
+		int r = gw_proc_read_one(gp);
 		if (r == 0)
 			return;
 		if (r < 0) {
@@ -505,7 +508,7 @@ static void on_sock(struct al_watch *w, uint32_t events, void *data)
 				return;
 			}
 			if (!gp->ending)
-				fail(gp, "the gateway process closed its socket");
+				gw_proc_fail(gp, "the gateway process closed its socket");
 			return;
 		}
 	}
@@ -532,13 +535,13 @@ static void on_pidfd(struct al_watch *w, uint32_t events, void *data)
 	(void)w;
 	(void)events;
 	al_watch_removep(&gp->w_pidfd);
-	while (read_one(gp) > 0) /* what it said before it died */
+	while (gw_proc_read_one(gp) > 0) /* what it said before it died */
 		;
 	if (waitid(P_PIDFD, (id_t)gp->pidfd, &si, WEXITED | WNOHANG) < 0)
 		si.si_code = CLD_KILLED;
 	if (!gp->ending)
-		fail(gp, "the gateway process died (%s)",
-		     death(si.si_code, si.si_status, why, sizeof(why)));
+		gw_proc_fail(gp, "the gateway process died (%s)",
+			     death(si.si_code, si.si_status, why, sizeof(why)));
 	al_closep(&gp->pidfd);
 }
 
@@ -549,14 +552,14 @@ static void on_start_timeout(struct al_timer *t, uint64_t expirations, void *dat
 	(void)t;
 	(void)expirations;
 	if (gp->state == AL_GATEWAY_STARTING)
-		fail(gp, "the gateway process did not report its start within %d s",
-		     START_TIMEOUT_MS / 1000);
+		gw_proc_fail(gp, "the gateway process did not report its start within %d s",
+			     START_TIMEOUT_MS / 1000);
 }
 
-int al_gateway_proc_start(const struct al_plan *plan, const struct al_cred *cred,
-			  const char *run_id, struct al_loop *loop, struct al_audit *audit,
-			  const struct al_gateway_proc_events *ev, struct al_gateway_proc **ret,
-			  struct al_error *err)
+static int start(const struct al_plan *plan, const struct al_cred *cred, const char *run_id,
+		 bool held, struct al_loop *loop, struct al_audit *audit,
+		 const struct al_gateway_proc_events *ev, struct al_gateway_proc **ret,
+		 struct al_error *err)
 {
 	int sv[2];
 	pid_t pid;
@@ -572,10 +575,25 @@ int al_gateway_proc_start(const struct al_plan *plan, const struct al_cred *cred
 	}
 	if (pid == 0) {
 		close(sv[0]);
-		child_main(plan, cred, run_id, sv[1], audit != NULL);
+		child_main(plan, cred, run_id, sv[1], audit != NULL, held);
 	}
 	close(sv[1]);
 	return al_gateway_proc_adopt(plan, loop, audit, ev, pid, sv[0], ret, err);
+}
+
+int al_gateway_proc_start(const struct al_plan *plan, const struct al_cred *cred,
+			  const char *run_id, struct al_loop *loop, struct al_audit *audit,
+			  const struct al_gateway_proc_events *ev, struct al_gateway_proc **ret,
+			  struct al_error *err)
+{
+	return start(plan, cred, run_id, false, loop, audit, ev, ret, err);
+}
+
+int al_gateway_proc_start_held(const struct al_plan *plan, const char *run_id, struct al_loop *loop,
+			       struct al_audit *audit, const struct al_gateway_proc_events *ev,
+			       struct al_gateway_proc **ret, struct al_error *err)
+{
+	return start(plan, NULL, run_id, true, loop, audit, ev, ret, err);
 }
 
 int al_gateway_proc_adopt(const struct al_plan *plan, struct al_loop *loop, struct al_audit *audit,
@@ -674,7 +692,7 @@ int al_gateway_proc_end(struct al_gateway_proc *gp, struct al_gateway_stats *st)
 			struct pollfd p = {.fd = gp->sock, .events = POLLIN};
 			if (poll(&p, 1, (int)(deadline - t)) <= 0)
 				break;
-			if (read_one(gp) < 0)
+			if (gw_proc_read_one(gp) < 0)
 				break;
 		}
 		uint64_t t = al_now_ms();

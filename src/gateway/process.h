@@ -67,6 +67,22 @@ int al_gateway_proc_start(const struct al_plan *plan, const struct al_cred *cred
 			  const struct al_gateway_proc_events *ev, struct al_gateway_proc **ret,
 			  struct al_error *err);
 
+/* The same for a warm pool's sandbox (docs/pool.md): no credentials, and
+ * every connection and lookup refused until al_gateway_proc_claim(). */
+int al_gateway_proc_start_held(const struct al_plan *plan, const char *run_id, struct al_loop *loop,
+			       struct al_audit *audit, const struct al_gateway_proc_events *ev,
+			       struct al_gateway_proc **ret, struct al_error *err);
+
+/* Claim it: plan's allowlist and rule options and cred's secrets (may be
+ * NULL) replace what it serves, at once, and it serves again. Waits for
+ * its answer (at most 3 s), so every connection it accepts after this
+ * returns 0 is under the claim. -errno with err set: not carried
+ * (-EOPNOTSUPP, -E2BIG), refused by the gateway, or it failed (then the
+ * run must stop, as for any failure of it). plan (borrowed) becomes the
+ * one the supervisor checks its reports against. */
+int al_gateway_proc_claim(struct al_gateway_proc *gp, const struct al_plan *plan,
+			  const struct al_cred *cred, struct al_error *err);
+
 /* Watch a gateway process already forked (pid, our child) that talks on
  * sock (a SOCK_SEQPACKET end; consumed): the second half of
  * al_gateway_proc_start(), and how tests watch a stand-in. */

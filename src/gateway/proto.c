@@ -281,6 +281,10 @@ int al_gwp_decode(const uint8_t *buf, size_t n, struct al_gwp_msg *ret, struct a
 		ret->charge.host[hl] = '\0';
 		return 0;
 	}
+	case AL_GWP_CLAIM:
+		return al_gwp_decode_claim(p, h.len, ret, err);
+	case AL_GWP_CLAIMED:
+		return al_gwp_decode_claimed(p, h.len, ret, err);
 	default:
 		return bad(err, "unknown type");
 	}

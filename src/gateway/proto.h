@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "gateway/gateway.h"
+#include "policy/plan.h"
 
 #define AL_GWP_MAX 16384
 /* The connections one use report may add up (it covers what closed since
@@ -36,6 +37,11 @@ enum al_gwp_type {
 	AL_GWP_REFUSAL, /* struct al_gateway_refusal: u32 kind, u32 port (0 to 65535; 0 for
 			 * DNS), then secret, NUL, why, NUL, host: printable ASCII, each
 			 * shorter than its field (the host may be empty only for DNS) */
+	/* A warm pool's sandbox claimed (proto-claim.c, docs/pool.md) */
+	AL_GWP_CLAIM,	/* supervisor → gateway: the allowlist, rule options and secrets,
+			 * as a JSON object, NUL, then each secret's value (u32 length,
+			 * bytes) in its order */
+	AL_GWP_CLAIMED, /* gateway → supervisor: i32 error (0, or a positive errno); text */
 };
 
 #define AL_GWP_CHARGE_EXHAUSTED 0x1 /* the next request would pass the budget: refused */
@@ -63,6 +69,13 @@ struct al_gwp_msg {
 	struct al_gwp_charge charge;	   /* CHARGE */
 	struct al_gateway_refusal refusal; /* REFUSAL */
 	uint64_t spent;			   /* SPENT */
+	/* CLAIM: its description, checked (a new reference the caller owns),
+	 * and where each secret's value is in the message's bytes. CLAIMED:
+	 * error and text. */
+	json_t *claim;
+	struct {
+		uint32_t off, len;
+	} claim_value[AL_PLAN_SECRETS_MAX];
 };
 
 /* Encode one message into out; returns its length, or -ENOSPC. */
@@ -77,6 +90,20 @@ int al_gwp_encode_usage(const struct al_gateway_usage *use, uint8_t *out, size_t
 int al_gwp_encode_charge(const struct al_gwp_charge *ch, uint8_t *out, size_t size);
 int al_gwp_encode_spent(uint64_t spent, uint8_t *out, size_t size);
 int al_gwp_encode_refusal(const struct al_gateway_refusal *r, uint8_t *out, size_t size);
+
+/* The claim of a warm pool's sandbox: p's allowlist and rule options and
+ * c's secrets (may be NULL) with their values. -EOPNOTSUPP for what a
+ * claim does not carry (interception, tokens, SigV4), -E2BIG when it does
+ * not fit in one message. The caller wipes out after sending it. */
+struct al_cred;
+int al_gwp_encode_claim(const struct al_plan *p, const struct al_cred *c, uint8_t *out,
+			size_t size);
+int al_gwp_encode_claimed(int error, const char *text, uint8_t *out, size_t size);
+/* proto-claim.c's halves of al_gwp_decode() (the payload after the
+ * header). */
+int al_gwp_decode_claim(const uint8_t *p, size_t len, struct al_gwp_msg *ret, struct al_error *err);
+int al_gwp_decode_claimed(const uint8_t *p, size_t len, struct al_gwp_msg *ret,
+			  struct al_error *err);
 
 /* Decode the n bytes of one message. 0 and *ret filled; -EINVAL with err
  * saying what is wrong. AUDIT is accepted only for the gateway's own

@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int n = -1;
 
 	if (al_gwp_decode(data, size, &m, NULL) < 0) {
-		if (m.fields)
+		if (m.fields || m.claim)
 			__builtin_trap(); /* nothing handed out on failure */
 		return 0;
 	}
@@ -45,6 +45,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			json_decref(m.fields);
 			return 0;
 		}
+		break;
+	case AL_GWP_CLAIM:
+		/* Its description is checked JSON; each value lies inside the
+		 * message, after it. */
+		if (!m.claim || !json_is_object(m.claim))
+			__builtin_trap();
+		for (size_t i = 0; i < json_array_size(json_object_get(m.claim, "secrets")); i++)
+			if (m.claim_value[i].len == 0 ||
+			    (size_t)m.claim_value[i].off + m.claim_value[i].len + 8 > size)
+				__builtin_trap();
+		json_decref(m.claim);
+		return 0;
+	case AL_GWP_CLAIMED:
+		n = al_gwp_encode_claimed(m.error, m.text, out, sizeof(out));
 		break;
 	case AL_GWP_STATS:
 		n = al_gwp_encode_stats(&m.stats, out, sizeof(out));

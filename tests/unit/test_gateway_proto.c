@@ -6,7 +6,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cred/store.h"
 #include "gateway/proto.h"
+#include "policy/cred.h"
 
 static uint8_t buf[AL_GWP_MAX + 64];
 
@@ -252,13 +254,200 @@ static void test_audit_refusals(void **state)
 	json_decref(o);
 }
 
+/* ---- the claim of a warm pool's sandbox (proto-claim.c) ---------------- */
+
+#define PH "airlock-ph-0123456789abcdef0123456789abcdef"
+
+/* A claim message by hand: json, NUL, then each value with its length. */
+static size_t claim_raw(const char *json, const char *const *values)
+{
+	size_t n = sizeof(struct al_gwp_hdr), l = strlen(json) + 1;
+
+	memcpy(buf + n, json, l);
+	n += l;
+	for (size_t i = 0; values && values[i]; i++) {
+		uint32_t vl = (uint32_t)strlen(values[i]);
+		memcpy(buf + n, &vl, 4);
+		memcpy(buf + n + 4, values[i], vl);
+		n += 4 + vl;
+	}
+	struct al_gwp_hdr h = {AL_GWP_CLAIM, (uint32_t)(n - sizeof(h))};
+	memcpy(buf, &h, sizeof(h));
+	return n;
+}
+
+static void test_claim_round_trip(void **state)
+{
+	(void)state;
+	struct al_plan p = {0};
+	char *hosts[] = {"a.test:443", NULL}, *methods[] = {"GET", NULL},
+	     *paths[] = {"/v1/*", NULL};
+	struct al_rule_opts ro = {
+	    .rule = "a.test:443", .methods = methods, .paths = paths, .max_body = 100};
+	struct al_rule_opts *rop = &ro;
+	struct al_secret_def d = {
+	    .name = "KEY", .hosts = hosts, .how = AL_HOW_HEADER, .header = "X-Key", .tmpl = "k={}"};
+	struct al_plan_secret ps = {.def = &d, .placeholder = PH};
+	struct al_cred_secret cs = {.ps = &ps, .value = {.data = "s3cr\0t", .len = 6}};
+	struct al_cred c = {.v = &cs, .n = 1};
+	struct al_gwp_msg m;
+	struct al_error err = {0};
+
+	p.allow = al_allow_new();
+	assert_int_equal(al_allow_add(p.allow, "a.test:443", &err), 0);
+	assert_int_equal(al_allow_add(p.allow, "*.b.test", &err), 0);
+	p.rule_opts = &rop;
+	p.n_rule_opts = 1;
+	int n = al_gwp_encode_claim(&p, &c, buf, sizeof(buf));
+	assert_true(n > 0);
+	assert_int_equal(al_gwp_decode(buf, (size_t)n, &m, &err), 0);
+	assert_int_equal(m.type, AL_GWP_CLAIM);
+	assert_non_null(m.claim);
+	const json_t *allow = json_object_get(m.claim, "allow");
+	assert_int_equal(json_array_size(allow), 2);
+	assert_string_equal(json_string_value(json_array_get(allow, 1)), "*.b.test");
+	const json_t *r = json_array_get(json_object_get(m.claim, "rules"), 0);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(r, "methods"), 0)),
+			    "GET");
+	assert_int_equal(json_integer_value(json_object_get(r, "max_body")), 100);
+	const json_t *s = json_array_get(json_object_get(m.claim, "secrets"), 0);
+	assert_string_equal(json_string_value(json_object_get(s, "placeholder")), PH);
+	assert_string_equal(json_string_value(json_object_get(s, "header")), "X-Key");
+	/* The value is not in the JSON, only after it, bytes as they are. */
+	assert_null(
+	    memmem(buf, (size_t)(sizeof(struct al_gwp_hdr) + m.claim_value[0].off - 4), "s3cr", 4));
+	assert_int_equal(m.claim_value[0].len, 6);
+	assert_memory_equal(buf + sizeof(struct al_gwp_hdr) + m.claim_value[0].off, "s3cr\0t", 6);
+	json_decref(m.claim);
+
+	/* What a claim does not carry. */
+	p.intercept = true;
+	assert_int_equal(al_gwp_encode_claim(&p, &c, buf, sizeof(buf)), -EOPNOTSUPP);
+	p.intercept = false;
+	d.token = true;
+	assert_int_equal(al_gwp_encode_claim(&p, &c, buf, sizeof(buf)), -EOPNOTSUPP);
+	d.token = false;
+	d.how = AL_HOW_SIGV4;
+	assert_int_equal(al_gwp_encode_claim(&p, &c, buf, sizeof(buf)), -EOPNOTSUPP);
+	d.how = AL_HOW_HEADER;
+	/* Too big for one message. */
+	static char big[AL_GWP_MAX];
+	memset(big, 'x', sizeof(big) - 1);
+	cs.value = (struct al_secret_value){.data = big, .len = sizeof(big) - 1};
+	assert_int_equal(al_gwp_encode_claim(&p, &c, buf, sizeof(buf)), -E2BIG);
+	al_allow_free(p.allow);
+
+	/* The gateway's answer. */
+	n = al_gwp_encode_claimed(EINVAL, "bad\nthing", buf, sizeof(buf));
+	assert_int_equal(al_gwp_decode(buf, (size_t)n, &m, &err), 0);
+	assert_int_equal(m.type, AL_GWP_CLAIMED);
+	assert_int_equal(m.error, EINVAL);
+	assert_string_equal(m.text, "bad?thing");
+}
+
+static void claim_bad(const char *json, const char *const *values, const char *why)
+{
+	struct al_gwp_msg m;
+	struct al_error err = {0};
+	size_t n = claim_raw(json, values);
+
+	if (al_gwp_decode(buf, n, &m, &err) != -EINVAL)
+		fail_msg("accepted: %s", json);
+	assert_contains(err.msg, why);
+	assert_null(m.claim);
+}
+
+#define SECRET(extra)                                                                              \
+	"{\"allow\": [\"a.test:443\"], \"rules\": [], \"secrets\": [{\"name\": \"KEY\", "          \
+	"\"hosts\": [\"a.test:443\"], \"how\": \"header\", \"header\": \"X-Key\", \"template\": "  \
+	"\"{}\", \"body\": false, \"placeholder\": \"" PH "\"" extra "}]}"
+
+static void test_claim_malformed(void **state)
+{
+	(void)state;
+	const char *const one[] = {"v", NULL}, *const two[] = {"v", "w", NULL};
+	struct al_gwp_msg m;
+	struct al_error err = {0};
+
+	/* The well-formed one these vary. */
+	size_t n = claim_raw(SECRET(""), one);
+	assert_int_equal(al_gwp_decode(buf, n, &m, &err), 0);
+	json_decref(m.claim);
+
+	claim_bad("{\"allow\": []", NULL, "not the object");
+	claim_bad("{\"allow\": [], \"rules\": [], \"secrets\": [], \"x\": 1}", NULL,
+		  "not the object");
+	claim_bad("{\"rules\": [], \"secrets\": []}", NULL, "allow: missing");
+	claim_bad("{\"allow\": [\"127.1\"], \"rules\": [], \"secrets\": []}", NULL, "allow");
+	claim_bad("{\"allow\": [\"a\\u0001\"], \"rules\": [], \"secrets\": []}", NULL,
+		  "not printable");
+	claim_bad("{\"allow\": [\"a.test\"], \"rules\": [{\"rule\": \"b.test\", \"max_body\": 0}], "
+		  "\"secrets\": []}",
+		  NULL, "not in the allowlist");
+	claim_bad(
+	    "{\"allow\": [\"a.test\"], \"rules\": [{\"rule\": \"a.test\", \"max_body\": -1}], "
+	    "\"secrets\": []}",
+	    NULL, "max_body");
+	claim_bad("{\"allow\": [\"a.test\"], \"rules\": [{\"rule\": \"a.test\", \"max_body\": 0, "
+		  "\"methods\": [\"G T\"]}], \"secrets\": []}",
+		  NULL, "rules.methods");
+	claim_bad("{\"allow\": [\"a.test\"], \"rules\": [{\"rule\": \"a.test\", \"max_body\": 0, "
+		  "\"paths\": [\"no-slash\"]}], \"secrets\": []}",
+		  NULL, "rules.paths");
+	/* Values: missing, one too many, empty, longer than the message. */
+	claim_bad(SECRET(""), NULL, "a value missing");
+	claim_bad(SECRET(""), two, "bytes after its values");
+	claim_bad(SECRET(""), (const char *const[]){"", NULL}, "wrong size");
+	n = claim_raw(SECRET(""), one);
+	uint32_t huge = 1000;
+	memcpy(buf + n - 5, &huge, 4);
+	assert_int_equal(al_gwp_decode(buf, n, &m, &err), -EINVAL);
+	assert_contains(err.msg, "wrong size");
+	/* Secrets. */
+	claim_bad(SECRET(", \"extra\": 1"), one, "unknown fields");
+	claim_bad("{\"allow\": [], \"rules\": [], \"secrets\": [{\"name\": \"bad name\"}]}", one,
+		  "not a variable's");
+	const struct {
+		const char *from, *to, *why;
+	} edits[] = {
+	    {PH, "airlock-ph-XYZ", "placeholder"},
+	    {"\"X-Key\"", "\"Host\"", "a header that is not"},
+	    {"\"X-Key\"", "\"X Key\"", "a header that is not"},
+	    {"\"template\": \"{}\"", "\"template\": \"no braces\"", "a header that is not"},
+	    {"\"template\": \"{}\"", "\"template\": \"{}{}\"", "a header that is not"},
+	    {"\"how\": \"header\"", "\"how\": \"sigv4\"", "unknown way"},
+	    {"\"how\": \"header\"", "\"how\": \"basic\"", "basic without a user"},
+	    {"\"body\": false", "\"body\": 1", "body is not a boolean"},
+	    {"\"hosts\": [\"a.test:443\"]", "\"hosts\": []", "secrets.hosts: empty"},
+	    {"\"hosts\": [\"a.test:443\"]", "\"hosts\": [\"0x7f.1\"]", "secrets.hosts"},
+	};
+	for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+		char text[2048];
+		const char *base = SECRET("");
+		const char *at = strstr(base, edits[i].from);
+		assert_non_null(at);
+		snprintf(text, sizeof(text), "%.*s%s%s", (int)(at - base), base, edits[i].to,
+			 at + strlen(edits[i].from));
+		claim_bad(text, one, edits[i].why);
+	}
+	/* More secrets than a plan has. */
+	char many[8192] = "{\"allow\": [], \"rules\": [], \"secrets\": [";
+	for (int i = 0; i <= AL_PLAN_SECRETS_MAX; i++)
+		strcat(many, i ? ", {}" : "{}");
+	strcat(many, "]}");
+	claim_bad(many, NULL, "secrets: not an array of its size");
+	/* The answer: an error out of range. */
+	int32_t e = -1;
+	raw(AL_GWP_CLAIMED, &e, sizeof(e), &n);
+	expect_bad(n, "out of range");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_round_trips),
-	    cmocka_unit_test(test_malformed),
-	    cmocka_unit_test(test_refusal_malformed),
-	    cmocka_unit_test(test_audit_refusals),
+	    cmocka_unit_test(test_round_trips),	      cmocka_unit_test(test_malformed),
+	    cmocka_unit_test(test_refusal_malformed), cmocka_unit_test(test_audit_refusals),
+	    cmocka_unit_test(test_claim_round_trip),  cmocka_unit_test(test_claim_malformed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
