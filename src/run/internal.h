@@ -22,9 +22,18 @@ struct al_run {
 	struct al_exec **execs;
 	size_t n_execs;
 	uint32_t next_exec;
+	/* A pool's sandbox once claimed (claim.c): the request's plan
+	 * (borrowed), whose environment and workdir each exec gets. */
+	const struct al_plan *claim;
 };
 
 /* session.c: bind the sandbox's exec events to the run (before start);
  * kill and end every exec still running (the run is ending). */
 void al_session_attach(struct al_run *run);
 void al_session_end(struct al_run *run);
+
+/* claim.c: the environment an exec gets over the sandbox's (a new list,
+ * al_strv_free; NULL when the run was not claimed: req_env as it is), and
+ * its directory when the request names none. */
+char **al_claim_exec_env(const struct al_run *run, char *const *req_env);
+const char *al_claim_exec_cwd(const struct al_run *run, const char *req_cwd);

@@ -153,7 +153,8 @@ int al_run_start(const struct al_run_request *req, const struct al_supervisor_io
 					   .io = io,
 					   .confine_self = req->confine_self,
 					   .confine_dirfd = req->result_dirfd,
-					   .session = req->session};
+					   .session = req->session,
+					   .held = req->pool};
 	run->sup = al_supervisor_new(&cfg);
 	al_sandbox_init_handle(&run->sb, ops, req->plan, req->audit, run->loop,
 			       al_supervisor_events(run->sup));

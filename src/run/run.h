@@ -51,6 +51,11 @@ struct al_run_request {
 	 * (it may be empty). max_execs: how many run at once (0: 16). */
 	bool session;
 	unsigned max_execs;
+	/* A warm pool's sandbox (docs/pool.md; with session): made with no
+	 * credentials, its gateway refusing every connection, its lifetime
+	 * counted from al_run_claim(), which a request must call before its
+	 * first exec. */
+	bool pool;
 	/* The caller probed the backend for this plan (request/request.h
 	 * al_request_probe()): the run does not probe it again. */
 	bool probed;

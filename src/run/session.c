@@ -312,6 +312,9 @@ int al_run_exec(struct al_run *run, const struct al_exec_request *req, const str
 	if (!run->sb.ops->exec)
 		return al_error_set(err, EOPNOTSUPP, "exec: backend %s has no sessions",
 				    run->sb.ops->name);
+	if (run->req.pool && !run->claim)
+		return al_error_set(err, EPERM,
+				    "exec: a pool's sandbox runs nothing before it is claimed");
 	if (run->n_execs >= max)
 		return al_error_set(err, EAGAIN, "exec: %u execs already run in this sandbox", max);
 	if (req->timeout_ms < 0)
@@ -342,18 +345,23 @@ int al_run_exec(struct al_run *run, const struct al_exec_request *req, const str
 		r = al_error_setsys(err, -r, "exec: its timer");
 		goto fail;
 	}
+	/* A claimed pool's sandbox: the claim's environment under the
+	 * request's (the backend copies it into its message at once). */
+	char **env = al_claim_exec_env(run, req->env);
 	const struct al_sandbox_exec sx = {
 	    .id = x->num,
 	    .argv = req->argv,
-	    .env = req->env,
-	    .cwd = req->cwd,
+	    .env = env ? env : req->env,
+	    .cwd = al_claim_exec_cwd(run, req->cwd),
 	    .stdin_rd = child[0],
 	    .stdout_wr = child[1],
 	    .stderr_wr = child[2],
 	    .memory_bytes = req->memory_bytes ? req->memory_bytes : p->memory_bytes,
 	    .pids = p->pids,
 	};
-	if ((r = run->sb.ops->exec(&run->sb, &sx, err)) < 0)
+	r = run->sb.ops->exec(&run->sb, &sx, err);
+	al_strv_free(env);
+	if (r < 0)
 		goto fail;
 	for (int i = 0; i < 3; i++)
 		al_closep(&child[i]);

@@ -87,6 +87,24 @@ const char *al_exec_reason_name(enum al_exec_reason r);
  * backend). */
 int al_run_scratch_fd(struct al_run *run);
 
+/* Claim a warm pool's sandbox (a run started with pool and session, ready,
+ * not claimed before) for the request whose final plan is wanted
+ * (borrowed; must outlive the run) with its credentials (borrowed, may be
+ * NULL: owned by the caller, the session process that holds only this
+ * sandbox's). Refused with -EINVAL and every reason in why (may be NULL)
+ * when wanted does not fit the sandbox (policy/plan-fit.h: make it cold
+ * instead); otherwise the gateway serves wanted's allowlist and cred's
+ * secrets before this returns, the lifetime counts from now
+ * (wanted->timeout_ms), each exec gets wanted's environment (the
+ * request's own over it) and workdir, and run.claim is audited. Other
+ * errors with err set: -EAGAIN not ready, -EALREADY claimed, -EPERM not a
+ * pool's; a gateway that failed ends the run. */
+struct al_plan;
+struct al_cred;
+struct al_errors;
+int al_run_claim(struct al_run *run, const struct al_plan *wanted, struct al_cred *cred,
+		 struct al_errors *why, struct al_error *err);
+
 /* Freeze and thaw the sandbox: not supported yet (-EOPNOTSUPP). */
 int al_run_pause(struct al_run *run);
 int al_run_resume(struct al_run *run);

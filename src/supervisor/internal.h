@@ -42,6 +42,7 @@ struct al_supervisor {
 	struct al_supervisor_io io;
 	bool confine_self;
 	bool session; /* a session: the scratch is kept for its file operations */
+	bool held;    /* a pool's: its gateway held until claimed */
 	int confine_dirfd;
 	int confine_ruleset; /* our own landlock ruleset, until applied */
 	uint64_t start_ms;

@@ -226,8 +226,10 @@ static void ev_listener(void *data, enum al_gateway_listener kind, int fd)
 	}
 	/* The first listener: fork the gateway while the child sets up, not
 	 * on the way to exec. */
-	if (!l->gw && al_gateway_proc_start(l->plan, l->cred, l->run_id, l->ev, l->audit,
-					    &l->gateway_events, &l->gw, &gerr) < 0) {
+	if (!l->gw && (l->held ? al_gateway_proc_start_held(l->plan, l->run_id, l->ev, l->audit,
+							    &l->gateway_events, &l->gw, &gerr)
+			       : al_gateway_proc_start(l->plan, l->cred, l->run_id, l->ev, l->audit,
+						       &l->gateway_events, &l->gw, &gerr)) < 0) {
 		close(fd);
 		setup_failed(l, "gateway", 0, gerr.msg);
 		al_sup_stop(l);
@@ -361,6 +363,7 @@ struct al_supervisor *al_supervisor_new(const struct al_supervisor_config *cfg)
 	l->io = *cfg->io;
 	l->confine_self = cfg->confine_self;
 	l->session = cfg->session;
+	l->held = cfg->held;
 	l->confine_dirfd = cfg->confine_dirfd;
 	l->confine_ruleset = -1;
 	l->scratch_fd = -1;
@@ -556,6 +559,21 @@ void al_supervisor_finish(struct al_supervisor *l, struct al_run_result *out)
 		}
 	}
 	*out = *res;
+}
+
+int al_supervisor_claim(struct al_supervisor *l, const struct al_plan *wanted,
+			const struct al_cred *cred, struct al_error *err)
+{
+	int r;
+
+	if (!l->held || !l->timer)
+		return al_error_set(err, EINVAL, "claim: not a pool's sandbox, or not started");
+	if (l->gw && (r = al_gateway_proc_claim(l->gw, wanted, cred, err)) < 0)
+		return r;
+	if ((r = al_timer_arm(l->timer, wanted->timeout_ms, false)) < 0)
+		return al_error_setsys(err, -r, "claim: the lifetime's timer");
+	l->held = false;
+	return 0;
 }
 
 void al_supervisor_free(struct al_supervisor *l)

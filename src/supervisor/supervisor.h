@@ -105,6 +105,9 @@ struct al_supervisor_config {
 	int confine_dirfd;
 	/* A session (run/session.h): the scratch's root is kept for it. */
 	bool session;
+	/* A warm pool's sandbox (docs/pool.md): its gateway starts held, with
+	 * no credentials, refusing everything until al_supervisor_claim(). */
+	bool held;
 };
 
 struct al_supervisor;
@@ -152,5 +155,11 @@ int al_supervisor_scratch_fd(const struct al_supervisor *s);
 
 /* True once the command was started (a session: once it takes execs). */
 bool al_supervisor_running(const struct al_supervisor *s);
+
+/* A held sandbox claimed: the gateway serves wanted's allowlist, rule
+ * options and cred's secrets (borrowed; may be NULL), and the lifetime
+ * (wanted->timeout_ms) counts from now. 0, or -errno with err set. */
+int al_supervisor_claim(struct al_supervisor *s, const struct al_plan *wanted,
+			const struct al_cred *cred, struct al_error *err);
 
 void al_supervisor_free(struct al_supervisor *s);

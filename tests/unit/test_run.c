@@ -389,6 +389,107 @@ static void test_session_timeout_kill_stdin(void **state)
 	al_plan_free(plan);
 }
 
+/* A warm pool's sandbox: nothing runs before its claim; a request that does
+ * not fit is refused with the field named; one that fits gives each exec
+ * its environment and workdir, starts its lifetime and is audited; a
+ * second claim is refused. */
+struct claim_audit {
+	int claims;
+	json_t *last;
+};
+
+static void claim_sink(void *data, const char *event, json_t *fields)
+{
+	struct claim_audit *a = data;
+
+	if (strcmp(event, "run.claim") == 0) {
+		a->claims++;
+		json_decref(a->last);
+		a->last = json_incref(fields);
+	}
+	json_decref(fields);
+}
+
+static void test_pool_claim(void **state)
+{
+	static const struct al_supervisor_io io = {
+	    .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1};
+	struct claim_audit seen = {0};
+	struct al_audit *audit = al_audit_sink(claim_sink, &seen);
+	struct al_plan *pooled = plan_for("exit 99", 60000);
+	struct al_run_request req = {.plan = pooled,
+				     .backend = &al_backend_fake,
+				     .audit = audit,
+				     .result_dirfd = -1,
+				     .session = true,
+				     .pool = true};
+	struct al_run *run = NULL;
+	struct al_error err = {0};
+	struct al_errors why = {0};
+	struct exec_done d;
+	struct al_exec *x;
+	char *argv[] = {"/bin/sh", "-c", "echo $A $B; pwd", NULL};
+	char *env[] = {"B=request", NULL};
+	struct al_exec_request xr = {.argv = argv, .env = env};
+	struct al_exec_io xio = {.data = &d, .output = exec_output_cb, .ended = exec_ended_cb};
+
+	(void)state;
+	assert_int_equal(al_run_start(&req, &io, &run, &err), 0);
+	for (int i = 0; i < 1000 && !al_run_session_ready(run); i++)
+		assert_false(al_run_step(run, 10));
+	assert_true(al_run_session_ready(run));
+	/* Nothing before the claim. */
+	assert_int_equal(al_run_exec(run, &xr, &xio, &x, &err), -EPERM);
+	assert_contains(err.msg, "before it is claimed");
+
+	/* Another memory limit: made cold, the field named. */
+	struct al_policy *p = al_policy_new("test");
+	al_strv_push(&p->command, "/bin/true");
+	if (al_landlock_abi() == 0)
+		p->landlock = AL_LANDLOCK_BEST_EFFORT;
+	p->memory_bytes = 100 << 20;
+	struct al_plan *big = NULL;
+	assert_int_equal(al_plan_build(p, 0, &big, &err), 0);
+	assert_int_equal(al_run_claim(run, big, NULL, &why, &err), -EINVAL);
+	assert_contains(err.msg, "limits.memory");
+	assert_true(why.n >= 1);
+	assert_string_equal(why.v[0].path, "limits.memory");
+	al_errors_clear(&why);
+	assert_int_equal(seen.claims, 0);
+
+	/* One that fits: its environment (the request's over it), its workdir
+	 * and a short lifetime. */
+	p->memory_bytes = 0;
+	p->timeout_ms = 1500;
+	al_strv_push(&p->env, "A=claimed");
+	al_strv_push(&p->env, "B=claimed");
+	struct al_plan *wanted = NULL;
+	assert_int_equal(al_plan_build(p, 0, &wanted, &err), 0);
+	free(wanted->workdir);
+	wanted->workdir = xstrdup("/tmp");
+	assert_int_equal(al_run_claim(run, wanted, NULL, NULL, &err), 0);
+	assert_int_equal(seen.claims, 1);
+	assert_int_equal(json_integer_value(json_object_get(seen.last, "timeout_ms")), 1500);
+	assert_int_equal(al_run_claim(run, wanted, NULL, NULL, &err), -EALREADY);
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(al_run_exec(run, &xr, &xio, &x, &err), 0);
+	exec_wait(run, &d);
+	assert_string_equal(d.cap.out, "claimed request\n/tmp\n");
+	/* The lifetime counts from the claim: the session ends by it. */
+	bool ended = false;
+	for (int i = 0; i < 500 && !ended; i++)
+		ended = al_run_step(run, 10);
+	assert_true(ended);
+	assert_int_equal(al_run_wait(run, NULL)->reason, AL_END_TIMEOUT);
+	al_run_free(run);
+	al_policy_free(p);
+	al_plan_free(big);
+	al_plan_free(wanted);
+	al_plan_free(pooled);
+	json_decref(seen.last);
+	al_audit_close(audit);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -399,6 +500,7 @@ int main(void)
 	    cmocka_unit_test(test_two_runs),
 	    cmocka_unit_test(test_session_execs),
 	    cmocka_unit_test(test_session_timeout_kill_stdin),
+	    cmocka_unit_test(test_pool_claim),
 	};
 	/* As a CLI would: the run layer leaves SIGPIPE to its caller. */
 	signal(SIGPIPE, SIG_IGN);
