@@ -110,6 +110,9 @@ struct al_backend_ops {
 	 * to everything of it). */
 	int (*exec)(struct al_sandbox *sb, const struct al_sandbox_exec *x, struct al_error *err);
 	int (*exec_signal)(struct al_sandbox *sb, uint32_t id, int sig);
+	/* Sessions: freeze (frozen) or thaw everything in the sandbox; NULL
+	 * or EOPNOTSUPP where the backend cannot. */
+	int (*pause)(struct al_sandbox *sb, bool frozen, struct al_error *err);
 };
 
 extern const struct al_backend_ops al_backend_native;

@@ -22,9 +22,13 @@ struct al_run {
 	struct al_exec **execs;
 	size_t n_execs;
 	uint32_t next_exec;
+	bool paused; /* frozen by al_run_pause: its clocks stopped */
 };
 
 /* session.c: bind the sandbox's exec events to the run (before start);
  * kill and end every exec still running (the run is ending). */
 void al_session_attach(struct al_run *run);
 void al_session_end(struct al_run *run);
+/* Thaw a paused sandbox before it is killed or signalled (a frozen v1 task
+ * takes no signal, not even SIGKILL, until thawed). */
+void al_session_thaw(struct al_run *run);

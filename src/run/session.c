@@ -15,6 +15,7 @@
 
 #include "core/cleanup.h"
 #include "core/log.h"
+#include "core/sys.h"
 #include "core/util.h"
 
 #define DEFAULT_MAX_EXECS 16
@@ -36,6 +37,10 @@ struct al_exec {
 	enum al_exec_reason forced_reason;
 	int status;
 	struct timespec t0;
+	uint64_t paused0; /* the run's time paused when it started */
+	/* its timeout: when it falls (al_now_ms; 0 none), and what was left
+	 * of it when the sandbox was paused */
+	uint64_t due, left;
 };
 
 static const char *const reasons[] = {"exited", "signaled", "timeout",	  "memory",
@@ -94,8 +99,10 @@ static void maybe_done(struct al_exec *x, bool force)
 		return;
 	x->done = true;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	x->res.duration_ms =
-	    (t1.tv_sec - x->t0.tv_sec) * 1000 + (t1.tv_nsec - x->t0.tv_nsec) / 1000000;
+	/* Its running time: time paused is not counted. */
+	x->res.duration_ms = (t1.tv_sec - x->t0.tv_sec) * 1000 +
+			     (t1.tv_nsec - x->t0.tv_nsec) / 1000000 -
+			     (int64_t)(al_supervisor_paused_ms(run->sup) - x->paused0);
 	for (size_t i = 0; i < run->n_execs; i++)
 		if (run->execs[i] == x)
 			run->execs[i] = run->execs[--run->n_execs];
@@ -309,6 +316,8 @@ int al_run_exec(struct al_run *run, const struct al_exec_request *req, const str
 				    "exec: a terminal per exec is not supported yet");
 	if (!al_run_session_ready(run))
 		return al_error_set(err, EAGAIN, "exec: the session is not ready (or has ended)");
+	if (run->paused)
+		return al_error_set(err, EAGAIN, "exec: the sandbox is paused (resume it first)");
 	if (!run->sb.ops->exec)
 		return al_error_set(err, EOPNOTSUPP, "exec: backend %s has no sessions",
 				    run->sb.ops->name);
@@ -342,6 +351,9 @@ int al_run_exec(struct al_run *run, const struct al_exec_request *req, const str
 		r = al_error_setsys(err, -r, "exec: its timer");
 		goto fail;
 	}
+	if (req->timeout_ms > 0)
+		x->due = al_now_ms() + (uint64_t)req->timeout_ms;
+	x->paused0 = al_supervisor_paused_ms(run->sup);
 	const struct al_sandbox_exec sx = {
 	    .id = x->num,
 	    .argv = req->argv,
@@ -424,14 +436,83 @@ int al_run_scratch_fd(struct al_run *run)
 	return al_supervisor_scratch_fd(run->sup);
 }
 
+/* Stop (paused) or restart each exec's timeout: what was left of it is
+ * what it has after the pause. */
+static void exec_clocks(struct al_run *run, bool paused)
+{
+	uint64_t now = al_now_ms();
+
+	for (size_t i = 0; i < run->n_execs; i++) {
+		struct al_exec *x = run->execs[i];
+		if (!x->due || x->ended_seen)
+			continue;
+		if (paused) {
+			x->left = x->due > now ? x->due - now : 0;
+			al_timer_disarm(x->timeout);
+		} else {
+			x->due = now + x->left;
+			al_timer_arm(x->timeout, x->left, false); /* 0: due at once */
+		}
+	}
+}
+
+static int set_paused(struct al_run *run, bool paused, const char *event)
+{
+	struct al_error err = {0};
+	int r;
+
+	if (!run->req.session)
+		return -EOPNOTSUPP;
+	if (run->ended || !al_supervisor_running(run->sup))
+		return -ESRCH;
+	if (run->paused == paused)
+		return 0;
+	if (!run->sb.ops->pause)
+		return -EOPNOTSUPP;
+	if ((r = run->sb.ops->pause(&run->sb, paused, &err)) < 0) {
+		al_warn("warning: %s: %s", event, err.msg);
+		return r;
+	}
+	run->paused = paused;
+	al_supervisor_pause_clock(run->sup, paused);
+	exec_clocks(run, paused);
+	al_audit_emit(run->req.audit, event,
+		      json_pack("{s:I, s:I}", "remaining_ms",
+				(json_int_t)al_supervisor_remaining_ms(run->sup), "paused_ms",
+				(json_int_t)al_supervisor_paused_ms(run->sup)));
+	return 0;
+}
+
 int al_run_pause(struct al_run *run)
 {
-	(void)run;
-	return -EOPNOTSUPP;
+	return set_paused(run, true, "run.pause");
 }
 
 int al_run_resume(struct al_run *run)
 {
-	(void)run;
-	return -EOPNOTSUPP;
+	return set_paused(run, false, "run.resume");
+}
+
+bool al_run_paused(const struct al_run *run)
+{
+	return run->paused;
+}
+
+uint64_t al_run_remaining_ms(const struct al_run *run)
+{
+	return run->sup ? al_supervisor_remaining_ms(run->sup) : 0;
+}
+
+void al_session_thaw(struct al_run *run)
+{
+	struct al_error err = {0};
+
+	if (!run->paused)
+		return;
+	if (run->sb.ops && run->sb.ops->pause && run->sb.ops->pause(&run->sb, false, &err) < 0)
+		al_warn("warning: thawing the sandbox to end it: %s", err.msg);
+	run->paused = false;
+	if (run->sup)
+		al_supervisor_pause_clock(run->sup, false);
+	exec_clocks(run, false);
 }

@@ -87,6 +87,17 @@ const char *al_exec_reason_name(enum al_exec_reason r);
  * backend). */
 int al_run_scratch_fd(struct al_run *run);
 
-/* Freeze and thaw the sandbox: not supported yet (-EOPNOTSUPP). */
+/* Freeze and thaw the sandbox (the cgroup freezer: v2 cgroup.freeze, v1 the
+ * run's own freezer cgroup). Paused, nothing in it runs or uses CPU, its
+ * memory is kept, and its clocks stop: the run's deadline and each exec's
+ * timeout move by the time spent paused, and an exec's duration_ms leaves
+ * it out. al_run_exec answers -EAGAIN while paused; killing or signalling
+ * the run thaws it first. Both return 0 (also when already so), -ESRCH
+ * (the session has ended), -EOPNOTSUPP (not a session, or no cgroup that
+ * can be frozen) or another -errno (warned on stderr); audited as
+ * run.pause / run.resume with the time left and the time paused. */
 int al_run_pause(struct al_run *run);
 int al_run_resume(struct al_run *run);
+bool al_run_paused(const struct al_run *run);
+/* The running time left before the run's deadline (ms; 0: none or due). */
+uint64_t al_run_remaining_ms(const struct al_run *run);

@@ -414,6 +414,7 @@ int al_supervisor_attach(struct al_supervisor *l, const struct al_sandbox_ctl *c
 	l->stdout_rd = stdout_rd;
 	l->stderr_rd = stderr_rd;
 	l->start_ms = al_now_ms();
+	l->deadline_ms = l->plan->timeout_ms ? l->start_ms + l->plan->timeout_ms : 0;
 	l->timer = al_loop_timer(l->ev, on_timer, l);
 	if (!l->timer)
 		r = al_error_setsys(err, errno, "timerfd_create");

@@ -5,8 +5,14 @@
  * record with its stdout and stderr), then kills the session and prints
  * {"run_end": REASON}. Exit 0 if every step could be taken, 1 if not.
  *
+ * With --pause 1 the first SCRIPT is paused 300 ms after it starts: the
+ * driver prints {"paused": ...} (the run's time left, and what an exec
+ * asked for meanwhile got), waits for a line on its stdin, resumes, prints
+ * {"resumed": ...}, and its record gets "wall_ms" (from its start to its
+ * end, pause included).
+ *
  * usage: session_driver [--memory BYTES] [--exec-memory BYTES]
- *                       [--exec-timeout MS] SCRIPT... */
+ *                       [--exec-timeout MS] [--pause 1] SCRIPT... */
 #include <errno.h>
 #include <jansson.h>
 #include <signal.h>
@@ -15,6 +21,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "core/sys.h"
 #include "core/util.h"
 #include "policy/plan.h"
 #include "policy/policy.h"
@@ -48,11 +55,39 @@ static void on_ended(void *data, const struct al_exec_result *res)
 	d->ended = 1;
 }
 
+/* Pause the run 300 ms into the exec, resume on a line from stdin. */
+static int pause_exec(struct al_run *run, struct done *d)
+{
+	uint64_t t = al_now_ms();
+	char *argv[] = {"/bin/true", NULL}, line[64];
+	struct al_exec_request xr = {.argv = argv};
+	struct al_exec_io xio = {.data = d, .ended = on_ended};
+	struct al_error err = {0};
+	struct al_exec *x;
+
+	while (al_now_ms() - t < 300 && !d->ended)
+		if (al_run_step(run, 10))
+			return -1;
+	int r = al_run_pause(run);
+	int busy = al_run_exec(run, &xr, &xio, &x, &err);
+	printf("{\"paused\": %d, \"remaining_ms\": %llu, \"exec_while_paused\": %d, "
+	       "\"ended_before\": %s}\n",
+	       r, (unsigned long long)al_run_remaining_ms(run), busy, d->ended ? "true" : "false");
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return -1;
+	r = al_run_resume(run);
+	printf("{\"resumed\": %d, \"remaining_ms\": %llu}\n", r,
+	       (unsigned long long)al_run_remaining_ms(run));
+	fflush(stdout);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t memory = 0, exec_memory = 0;
 	int64_t exec_timeout = 0;
-	int i = 1;
+	int i = 1, pause = 0;
 
 	signal(SIGPIPE, SIG_IGN);
 	for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
@@ -62,6 +97,8 @@ int main(int argc, char **argv)
 			exec_memory = strtoull(argv[i + 1], NULL, 10);
 		else if (strcmp(argv[i], "--exec-timeout") == 0)
 			exec_timeout = strtoll(argv[i + 1], NULL, 10);
+		else if (strcmp(argv[i], "--pause") == 0)
+			pause = atoi(argv[i + 1]);
 		else {
 			fprintf(stderr, "session_driver: unknown option %s\n", argv[i]);
 			return 2;
@@ -106,6 +143,9 @@ int main(int argc, char **argv)
 			fprintf(stderr, "session_driver: exec: %s\n", err.msg);
 			return 1;
 		}
+		uint64_t t0 = al_now_ms();
+		if (pause-- > 0 && pause_exec(run, &d) < 0)
+			return 1;
 		while (!d.ended)
 			if (al_run_step(run, -1))
 				break;
@@ -116,6 +156,7 @@ int main(int argc, char **argv)
 		json_t *o = al_exec_result_json(&d.res);
 		json_object_set_new(o, "stdout", json_stringn(d.out, d.n_out));
 		json_object_set_new(o, "stderr", json_stringn(d.err, d.n_err));
+		json_object_set_new(o, "wall_ms", json_integer((json_int_t)(al_now_ms() - t0)));
 		char *s = json_dumps(o, JSON_COMPACT);
 		printf("%s\n", s);
 		fflush(stdout);

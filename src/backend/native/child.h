@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cgroup/cgroup.h"
 #include "policy/plan.h"
 
 enum al_sync_type {
@@ -116,8 +117,8 @@ struct al_child_fds {
 	/* cgroup v1 (see al_cgroup_task_fds): "tasks" files of the run's
 	 * cgroups, to move ourselves in first thing, and of the supervisor's,
 	 * for init to move itself out before it reports the end. */
-	int cg_enter[4];
-	int cg_leave[4];
+	int cg_enter[AL_CGROUP_MAX_FDS];
+	int cg_leave[AL_CGROUP_MAX_FDS];
 	size_t n_cg;
 	/* As root: the task's inputs as detached mounts, by al_mount_op.input
 	 * (close-on-exec; each is closed once attached). */

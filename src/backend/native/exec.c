@@ -218,3 +218,20 @@ void al_monitor_exec_release_all(struct al_sandbox *sb)
 		st->execs = NULL;
 	}
 }
+
+int al_monitor_pause(struct al_sandbox *sb, bool frozen, struct al_error *err)
+{
+	if (!sb->state || sb->state->sync < 0)
+		return al_error_set(err, ESRCH, "pause: the sandbox is gone");
+	return al_cgroup_freeze(sb->cg, frozen, err);
+}
+
+int al_monitor_exec_stop_all(struct al_sandbox *sb, bool stopped)
+{
+	struct al_backend_state *st = sb->state;
+
+	for (size_t i = 0; st && i < st->n_execs; i++)
+		if (st->execs[i].pid > 0)
+			kill(-st->execs[i].pid, stopped ? SIGSTOP : SIGCONT);
+	return 0;
+}

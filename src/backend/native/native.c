@@ -180,6 +180,7 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 	    .cpu_period_us = AL_CPU_PERIOD_US,
 	    .want_cpu_time = p->cpu_time_ms != 0 || p->budget.cpu_second != 0,
 	    .socket_bytes = p->socket_bytes,
+	    .want_freezer = sb->session, /* its pause */
 	};
 	struct al_error gc_err = {0};
 	int r;
@@ -492,4 +493,5 @@ const struct al_backend_ops al_backend_native = {
     .destroy = native_destroy,
     .exec = al_monitor_exec,
     .exec_signal = al_monitor_exec_signal,
+    .pause = al_monitor_pause,
 };
