@@ -114,6 +114,10 @@ void al_cgroup_kill(const struct al_cgroup *cg)
 	/* v2's cgroup.kill takes the whole subtree, frozen or not. */
 	if (cg->v2 && al_cg_write_str(cg->h[0].dir, "cgroup.kill", "1", NULL) == 0)
 		return;
+	/* Thawed before any is killed: the freezer is a hierarchy of its own
+	 * on v1, and its tasks are the same as the others'. */
+	if (al_cg_freezer_dir(cg))
+		al_cg_thaw_dir(al_cg_freezer_dir(cg));
 	for (size_t i = 0; i < cg->n; i++)
 		kill_tree(cg->h[i].dir);
 }
@@ -214,11 +218,12 @@ static int gc_base(const char *base)
 		_cleanup_free_ char *kill_file = xasprintf("%s/cgroup.kill", dir);
 		if (al_write_file_at(AT_FDCWD, kill_file, "1", 1) < 0)
 			kill_tree(dir);
-		if (remove_dir(dir) == 0) {
+		int r = remove_dir(dir);
+		if (r == 0) {
 			al_debug("gc: removed stale cgroup %s", dir);
 			removed++;
 		} else {
-			al_warn("gc: cannot remove stale cgroup %s: %s", dir, strerror(errno));
+			al_warn("gc: cannot remove stale cgroup %s: %s", dir, strerror(-r));
 		}
 	}
 	closedir(d);
@@ -235,9 +240,12 @@ int al_cgroup_gc(struct al_error *err)
 		_cleanup_free_ char *base = xasprintf("%s/airlock", v2own);
 		return gc_base(base);
 	}
-	for (size_t i = 0; al_cg_v1_controllers[i]; i++) {
-		_cleanup_free_ char *own = al_cg_own_path(al_cg_v1_controllers[i]);
-		_cleanup_free_ char *mount = xasprintf(CG_ROOT "/%s", al_cg_v1_controllers[i]);
+	/* The freezer first: a frozen session's tasks die only once thawed,
+	 * and their other cgroups are removed only once they are gone. */
+	static const char *const order[] = {"freezer", "memory", "pids", "cpu", "cpuacct"};
+	for (size_t i = 0; i < AL_ARRAY_SIZE(order); i++) {
+		_cleanup_free_ char *own = al_cg_own_path(order[i]);
+		_cleanup_free_ char *mount = xasprintf(CG_ROOT "/%s", order[i]);
 		char real[4096];
 		if (!own || !realpath(mount, real))
 			continue;

@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import own_mount_ns  # noqa: E402
 
 DRIVER = sys.argv[1]
+AIRLOCK = sys.argv[2] if len(sys.argv) > 2 else None
 MARK = "777.25"  # sleep's argument: finds a leftover process by its cmdline
 n = 0
 failed = 0
@@ -203,6 +204,28 @@ ok(spin.get("reason") == "timeout" and 1900 <= spin.get("duration_ms", 0) < 3000
    % {k: spin.get(k) for k in ("reason", "duration_ms", "wall_ms")})
 ok(len(rest) >= 2 and rest[1].get("stdout") == "after\n", "the next exec runs")
 ok(rest and rest[-1].get("run_end") == "killed", "the session ended when killed")
+
+# A driver killed (SIGKILL) with its sandbox paused and an exec running:
+# its cgroups stay (the run's, the exec's below it, the frozen freezer
+# one) until `airlock gc`, which thaws, kills and removes them all.
+if AIRLOCK:
+    with subprocess.Popen([DRIVER, "--pause", "1", "exec sleep %s" % MARK],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as q:
+        drivers.append(q.pid)
+        q.stdout.readline()
+        paused = json.loads(q.stdout.readline() or "{}")
+        left = {os.path.basename(d) for d in cgroup_dirs()} - \
+            {os.path.basename(d) for d in cg_before}
+        q.kill()
+        q.communicate()
+    ok(paused.get("paused") == 0 and "exec-1" in left,
+       "a paused session with an exec in its own cgroup: %s" % sorted(left))
+    g = subprocess.run([AIRLOCK, "gc"], capture_output=True, text=True, timeout=60)
+    ok(g.returncode == 0, "airlock gc ran: %s" % g.stderr.strip())
+    ok(cgroup_dirs() == cg_before and leftovers() == [],
+       "gc removed the killed session's cgroups (%s) and its processes (%s)"
+       % (cgroup_dirs() - cg_before, leftovers()))
 
 # Nothing left.
 with open("/proc/self/mountinfo") as f:
