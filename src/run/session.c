@@ -9,14 +9,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/sys.h"
 #include "core/util.h"
+#include "supervisor/ttyfilter.h"
 
 #define DEFAULT_MAX_EXECS 16
 #define STDIN_QUEUE_MAX	  (1u << 20)
@@ -34,6 +37,11 @@ struct al_exec {
 	char *queue; /* stdin waiting */
 	size_t queued;
 	bool stdin_closing, ended_seen, forced, done;
+	/* A terminal exec: out is its pty's master (in a dup of it for
+	 * writing), from the backend's terminal event; err stays -1. */
+	bool tty, tty_wait; /* tty_wait: the master has not come yet */
+	bool filter;	    /* re-encode its output (ttyfilter.c) */
+	struct al_tty_filter ttyf;
 	enum al_exec_reason forced_reason;
 	int status;
 	struct timespec t0;
@@ -140,6 +148,7 @@ static void on_output(struct al_watch *w, uint32_t events, void *data)
 	(void)events;
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
+	/* EOF, or EIO from a pty's master once no slave is open. */
 	if (n <= 0) {
 		al_watch_removep(which ? &x->w_err : &x->w_out);
 		al_closep(fd);
@@ -154,8 +163,14 @@ static void on_output(struct al_watch *w, uint32_t events, void *data)
 		stop_exec(x, AL_EXEC_OUTPUT);
 	}
 	*count += pass;
-	if (pass && x->io.output)
+	if (pass && x->io.output && x->filter) {
+		char clean[sizeof(buf) + AL_TTY_HELD_MAX];
+		size_t m = al_tty_filter(&x->ttyf, buf, pass, clean);
+		if (m)
+			x->io.output(x->io.data, which, clean, m);
+	} else if (pass && x->io.output) {
 		x->io.output(x->io.data, which, buf, pass);
+	}
 }
 
 static void flush_stdin(struct al_exec *x)
@@ -200,6 +215,29 @@ static void on_drain(struct al_timer *t, uint64_t n, void *data)
 	(void)t;
 	(void)n;
 	maybe_done(data, true);
+}
+
+/* Its pty's master: the output read from it, stdin written to a dup. */
+static void ev_terminal(void *data, uint32_t id, int master)
+{
+	struct al_exec *x = by_num(data, id);
+
+	if (!x || !x->tty_wait) {
+		close(master);
+		return;
+	}
+	x->tty_wait = false;
+	fcntl(master, F_SETFL, O_NONBLOCK);
+	x->out = master;
+	x->in = fcntl(master, F_DUPFD_CLOEXEC, 3);
+	if (!(x->w_out = al_loop_add(x->run->loop, x->out, EPOLLIN, on_output, x)) ||
+	    (x->in >= 0 && !(x->w_in = al_loop_add(x->run->loop, x->in, 0, on_stdin, x)))) {
+		al_warn("warning: exec %s: watching its terminal: %s", x->res.id, strerror(errno));
+		al_closep(&x->in);
+		stop_exec(x, AL_EXEC_KILLED);
+		return;
+	}
+	flush_stdin(x);
 }
 
 static void ev_started(void *data, uint32_t id, pid_t pid)
@@ -248,8 +286,8 @@ static void ev_ended(void *data, uint32_t id, int status, int exec_err, uint64_t
 
 void al_session_attach(struct al_run *run)
 {
-	run->exec_ev =
-	    (struct al_exec_events){.data = run, .started = ev_started, .ended = ev_ended};
+	run->exec_ev = (struct al_exec_events){
+	    .data = run, .started = ev_started, .terminal = ev_terminal, .ended = ev_ended};
 	run->sb.session = true;
 	run->sb.exec_events = &run->exec_ev;
 }
@@ -311,9 +349,6 @@ int al_run_exec(struct al_run *run, const struct al_exec_request *req, const str
 	*ret = NULL;
 	if (!run->req.session)
 		return al_error_set(err, EOPNOTSUPP, "exec: the run is not a session");
-	if (req->tty)
-		return al_error_set(err, EOPNOTSUPP,
-				    "exec: a terminal per exec is not supported yet");
 	if (!al_run_session_ready(run))
 		return al_error_set(err, EAGAIN, "exec: the session is not ready (or has ended)");
 	if (run->paused)
@@ -336,11 +371,13 @@ int al_run_exec(struct al_run *run, const struct al_exec_request *req, const str
 		x->output_max = UINT64_MAX;
 	snprintf(x->res.id, sizeof(x->res.id), "e%u", (unsigned)x->num);
 	clock_gettime(CLOCK_MONOTONIC, &x->t0);
-	if ((r = make_pipes(x, child, err)) < 0)
+	x->tty = x->tty_wait = req->tty;
+	x->filter = req->tty && req->ttyfilter;
+	if (!req->tty && (r = make_pipes(x, child, err)) < 0)
 		goto fail;
-	if (!(x->w_out = al_loop_add(run->loop, x->out, EPOLLIN, on_output, x)) ||
-	    !(x->w_err = al_loop_add(run->loop, x->err, EPOLLIN, on_output, x)) ||
-	    !(x->w_in = al_loop_add(run->loop, x->in, 0, on_stdin, x)) ||
+	if ((!req->tty && (!(x->w_out = al_loop_add(run->loop, x->out, EPOLLIN, on_output, x)) ||
+			   !(x->w_err = al_loop_add(run->loop, x->err, EPOLLIN, on_output, x)) ||
+			   !(x->w_in = al_loop_add(run->loop, x->in, 0, on_stdin, x)))) ||
 	    !(x->timeout = al_loop_timer(run->loop, on_timeout, x)) ||
 	    !(x->drain = al_loop_timer(run->loop, on_drain, x))) {
 		r = al_error_setsys(err, errno, "exec: watching its pipes");
@@ -362,6 +399,9 @@ int al_run_exec(struct al_run *run, const struct al_exec_request *req, const str
 	    .stdin_rd = child[0],
 	    .stdout_wr = child[1],
 	    .stderr_wr = child[2],
+	    .tty = req->tty,
+	    .rows = req->rows,
+	    .cols = req->cols,
 	    .memory_bytes = req->memory_bytes ? req->memory_bytes : p->memory_bytes,
 	    .pids = p->pids,
 	};
@@ -390,7 +430,8 @@ fail:
 
 int al_exec_stdin(struct al_exec *x, const void *buf, size_t len)
 {
-	if (x->stdin_closing || x->in < 0)
+	/* A terminal exec's input is queued until its master comes. */
+	if (x->stdin_closing || (x->in < 0 && !x->tty_wait))
 		return -EPIPE;
 	if (x->queued + len > STDIN_QUEUE_MAX)
 		return -ENOBUFS;
@@ -406,6 +447,10 @@ int al_exec_stdin(struct al_exec *x, const void *buf, size_t len)
 
 void al_exec_close_stdin(struct al_exec *x)
 {
+	/* A terminal has no end of input but the one typed: ^D (at the start
+	 * of a line in canonical mode, as a user would). */
+	if (x->tty && !x->stdin_closing && (x->in >= 0 || x->tty_wait))
+		al_exec_stdin(x, "\004", 1);
 	x->stdin_closing = true;
 	flush_stdin(x);
 }
@@ -421,9 +466,11 @@ int al_exec_signal(struct al_exec *x, int sig)
 
 void al_exec_resize(struct al_exec *x, unsigned short rows, unsigned short cols)
 {
-	(void)x;
-	(void)rows;
-	(void)cols;
+	struct winsize ws = {.ws_row = rows, .ws_col = cols};
+
+	/* The kernel sends its process group SIGWINCH. */
+	if (x->tty && x->out >= 0 && rows && cols && ioctl(x->out, TIOCSWINSZ, &ws) < 0)
+		al_debug("exec %s: resize: %s", x->res.id, strerror(errno));
 }
 
 const char *al_exec_id(const struct al_exec *x)

@@ -20,8 +20,15 @@ struct al_exec_request {
 	char *const *argv; /* argv[0] searched in the plan's PATH */
 	char *const *env;  /* NAME=VALUE, added to the plan's (NULL: none) */
 	const char *cwd;   /* NULL: the plan's workdir */
-	bool tty;	   /* a terminal: not supported yet (EOPNOTSUPP) */
+	/* A terminal of its own (a pty from the sandbox's devpts, its
+	 * controlling terminal) instead of pipes: stdin goes to it, its output
+	 * comes as stdout (which 0), al_exec_close_stdin types ^D. rows x cols
+	 * (0: 24 x 80), changed by al_exec_resize. */
+	bool tty;
 	unsigned short rows, cols;
+	/* tty: re-encode its output as ttyfilter.c does for `airlock run -t`
+	 * to a terminal (no query the client's terminal would answer, no mode
+	 * that reports). Front ends should default it to true. */
 	bool ttyfilter;
 	int64_t timeout_ms;    /* 0: none beyond the sandbox's lifetime */
 	uint64_t memory_bytes; /* 0: the sandbox's */

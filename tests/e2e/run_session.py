@@ -6,7 +6,9 @@ files kept between three execs; every try on init from inside (kill(1, sig)
 for every signal incl. SIGRTMIN+2, ptrace, /proc/1/fd, /proc/1/environ,
 /proc/1/mem) fails or has no effect and the next exec runs; a memory bomb
 (a 64 MiB limit, allocating at most 256 MiB) ends its exec with reason
-memory and the next exec succeeds; a spinning exec paused uses no CPU for a
+memory and the next exec succeeds; execs with a terminal of their own
+(bash -i, python3 -i answer typed lines, a resize seen by stty size, the
+output filter on request); a spinning exec paused uses no CPU for a
 second (its ticks in /proc from the host, its freezer cgroup FROZEN), is not
 ended by its timeout meanwhile, and resumed it runs out its timeout with the
 pause left out of its duration and of the run's deadline; nothing of the run
@@ -127,6 +129,29 @@ ok(len(ex) == 2 and ex[0]["reason"] == "memory", "the bomb's exec ends with reas
 ok(len(ex) == 2 and ex[1]["stdout"] == "next\n" and ex[1]["reason"] == "exited",
    "the next exec succeeds")
 ok(end.get("run_end") == "killed", "the memory hit did not end the session")
+
+# A terminal per exec: a shell and a REPL answer typed lines, a resize is
+# seen by stty, the output re-encoded only when asked.
+p, ex, end = drive("bash -i", opts=("--tty", "1", "--exec-timeout", "30000",
+                                     "--input", "echo $((6*7))\nexit 5\n"))
+ok(ex and ex[0]["reason"] == "exited" and ex[0]["exit_code"] == 5 and
+   "\r\n42\r\n" in ex[0]["stdout"],
+   "bash -i in a terminal answers a typed line: %r" % (ex[0]["stdout"] if ex else p.stderr))
+p, ex, end = drive("python3 -i -q", opts=("--tty", "1", "--exec-timeout", "30000", "--input",
+                                          "print(6*7)\nraise SystemExit(3)\n"))
+ok(ex and ex[0]["exit_code"] == 3 and "\r\n42\r\n" in ex[0]["stdout"],
+   "python3 -i in a terminal answers a typed line: %r" % (ex[0]["stdout"] if ex else p.stderr))
+p, ex, end = drive("stty size; echo ready; read x; stty size; tty",
+                   opts=("--tty", "1", "--resize", "40x120", "--input", "go\n"))
+ok(ex and ex[0]["stdout"].startswith("24 80\r\n") and "40 120\r\n/dev/pts/" in
+   ex[0]["stdout"], "its terminal is 24x80, then 40x120 once resized, from the sandbox's "
+   "devpts: %r" % (ex[0]["stdout"] if ex else p.stderr))
+QUERY = "printf 'a\\033[6nb\\n'"
+p, ex, end = drive(QUERY, opts=("--tty", "1", "--ttyfilter", "1"))
+p2, ex2, _ = drive(QUERY, opts=("--tty", "1"))
+ok(ex and ex2 and "ab" in ex[0]["stdout"] and "\x1b[6n" not in ex[0]["stdout"] and
+   "\x1b[6n" in ex2[0]["stdout"], "a terminal query is left out with ttyfilter, kept "
+   "without: %r %r" % (ex and ex[0]["stdout"], ex2 and ex2[0]["stdout"]))
 
 # Pause and resume: a spinner with a 2 s timeout, paused 300 ms in.
 SPIN = "777.26"

@@ -11,8 +11,13 @@
  * {"resumed": ...}, and its record gets "wall_ms" (from its start to its
  * end, pause included).
  *
+ * With --tty 1 each exec has a terminal (24 x 80, output unfiltered unless
+ * --ttyfilter 1); --input TEXT is typed into it (then ^D), right away, or
+ * with --resize ROWSxCOLS once its first output came, after resizing it.
+ *
  * usage: session_driver [--memory BYTES] [--exec-memory BYTES]
- *                       [--exec-timeout MS] [--pause 1] SCRIPT... */
+ *                       [--exec-timeout MS] [--pause 1] [--tty 1]
+ *                       [--ttyfilter 1] [--input TEXT] [--resize RxC] SCRIPT... */
 #include <errno.h>
 #include <jansson.h>
 #include <signal.h>
@@ -87,7 +92,9 @@ int main(int argc, char **argv)
 {
 	uint64_t memory = 0, exec_memory = 0;
 	int64_t exec_timeout = 0;
-	int i = 1, pause = 0;
+	int i = 1, pause = 0, tty = 0, ttyfilter = 0;
+	unsigned rows = 0, cols = 0;
+	const char *input = NULL;
 
 	signal(SIGPIPE, SIG_IGN);
 	for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
@@ -99,6 +106,15 @@ int main(int argc, char **argv)
 			exec_timeout = strtoll(argv[i + 1], NULL, 10);
 		else if (strcmp(argv[i], "--pause") == 0)
 			pause = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--tty") == 0)
+			tty = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--ttyfilter") == 0)
+			ttyfilter = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--input") == 0)
+			input = argv[i + 1];
+		else if (strcmp(argv[i], "--resize") == 0 &&
+			 sscanf(argv[i + 1], "%ux%u", &rows, &cols) == 2)
+			;
 		else {
 			fprintf(stderr, "session_driver: unknown option %s\n", argv[i]);
 			return 2;
@@ -134,8 +150,11 @@ int main(int argc, char **argv)
 	for (; i < argc; i++) {
 		static struct done d;
 		char *xargv[] = {"/bin/sh", "-c", argv[i], NULL};
-		struct al_exec_request xr = {
-		    .argv = xargv, .memory_bytes = exec_memory, .timeout_ms = exec_timeout};
+		struct al_exec_request xr = {.argv = xargv,
+					     .memory_bytes = exec_memory,
+					     .timeout_ms = exec_timeout,
+					     .tty = tty,
+					     .ttyfilter = ttyfilter};
 		struct al_exec_io xio = {.data = &d, .output = on_output, .ended = on_ended};
 		struct al_exec *x;
 		memset(&d, 0, sizeof(d));
@@ -146,6 +165,16 @@ int main(int argc, char **argv)
 		uint64_t t0 = al_now_ms();
 		if (pause-- > 0 && pause_exec(run, &d) < 0)
 			return 1;
+		if (rows) /* typed once it has said something, resized first */
+			while (!d.ended && !d.n_out)
+				if (al_run_step(run, -1))
+					break;
+		if (rows && !d.ended)
+			al_exec_resize(x, (unsigned short)rows, (unsigned short)cols);
+		if (input && !d.ended) {
+			al_exec_stdin(x, input, strlen(input));
+			al_exec_close_stdin(x);
+		}
 		while (!d.ended)
 			if (al_run_step(run, -1))
 				break;

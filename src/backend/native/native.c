@@ -186,7 +186,7 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 	int r;
 
 	al_native_state_new(sb);
-	if ((r = al_native_lower(p, &sb->state->lowered, err)) < 0)
+	if ((r = al_native_lower_session(p, sb->session, &sb->state->lowered, err)) < 0)
 		return r;
 	/* A session keeps the scratch's root for the file operations. */
 	sb->state->lowered->want_scratch |= sb->session;
