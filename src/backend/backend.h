@@ -37,7 +37,9 @@ struct al_sandbox_exec {
 	char *const *argv, *const *env;	    /* env: NAME=VALUE added to the plan's */
 	const char *cwd;		    /* NULL: the plan's workdir */
 	int stdin_rd, stdout_wr, stderr_wr; /* its stdio (borrowed: sent, not kept) */
-	uint64_t memory_bytes, pids;	    /* its own limits (0: none below the sandbox's) */
+	bool tty; /* a terminal instead (stdio -1): its master comes to terminal() */
+	unsigned short rows, cols;
+	uint64_t memory_bytes, pids; /* its own limits (0: none below the sandbox's) */
 };
 
 /* What happens to a session's execs, as the backend reports it. */
@@ -45,6 +47,9 @@ struct al_exec_events {
 	void *data;
 	/* id runs as host process pid (in its own cgroup where there is one). */
 	void (*started)(void *data, uint32_t id, pid_t pid);
+	/* id's terminal (a tty exec; before started): the master of its pty,
+	 * the callee's to close. */
+	void (*terminal)(void *data, uint32_t id, int master);
 	/* id ended with wait status (exec_err: the errno of an exec that
 	 * never ran, else 0); its CPU, memory peak, and whether its own
 	 * memory limit killed a process of it. Everything of it is gone. */
@@ -110,6 +115,9 @@ struct al_backend_ops {
 	 * to everything of it). */
 	int (*exec)(struct al_sandbox *sb, const struct al_sandbox_exec *x, struct al_error *err);
 	int (*exec_signal)(struct al_sandbox *sb, uint32_t id, int sig);
+	/* Sessions: freeze (frozen) or thaw everything in the sandbox; NULL
+	 * or EOPNOTSUPP where the backend cannot. */
+	int (*pause)(struct al_sandbox *sb, bool frozen, struct al_error *err);
 };
 
 extern const struct al_backend_ops al_backend_native;

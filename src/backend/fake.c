@@ -117,6 +117,14 @@ static void fake_destroy(struct al_sandbox *sb)
 	al_native_state_free(sb);
 }
 
+/* No cgroup to freeze: every exec's process group is stopped instead (what
+ * the run layer's clocks need in tests; nothing here is a sandbox). */
+static int fake_pause(struct al_sandbox *sb, bool frozen, struct al_error *err)
+{
+	(void)err;
+	return al_monitor_exec_stop_all(sb, frozen);
+}
+
 const struct al_backend_ops al_backend_fake = {
     .name = "fake",
     .probe = fake_probe,
@@ -130,4 +138,5 @@ const struct al_backend_ops al_backend_fake = {
     .destroy = fake_destroy,
     .exec = al_monitor_exec,
     .exec_signal = al_monitor_exec_signal,
+    .pause = fake_pause,
 };

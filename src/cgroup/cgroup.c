@@ -20,7 +20,7 @@
 #include "core/sys.h"
 #include "core/util.h"
 
-const char *const al_cg_v1_controllers[] = {"memory", "pids", "cpu", "cpuacct", NULL};
+const char *const al_cg_v1_controllers[] = {"memory", "pids", "cpu", "cpuacct", "freezer", NULL};
 
 static bool is_fs(const char *path, long magic)
 {
@@ -310,15 +310,19 @@ static int setup_v1(struct al_cgroup *cg, const struct al_cgroup_limits *l, cons
 	for (size_t i = 0; al_cg_v1_controllers[i]; i++) {
 		const char *c = al_cg_v1_controllers[i];
 		/* Each v1 hierarchy costs a mkdir and an rmdir per run: join
-		 * cpu and cpuacct only when a limit needs them. */
+		 * cpu and cpuacct only when a limit needs them, freezer only
+		 * for a session (its pause). */
 		if ((strcmp(c, "cpu") == 0 && !l->cpu_quota_us) ||
-		    (strcmp(c, "cpuacct") == 0 && !l->want_cpu_time))
+		    (strcmp(c, "cpuacct") == 0 && !l->want_cpu_time) ||
+		    (strcmp(c, "freezer") == 0 && !l->want_freezer))
 			continue;
 		_cleanup_free_ char *mount = xasprintf(CG_ROOT "/%s", c);
 		_cleanup_free_ char *own = NULL;
 		char real[4096];
 		bool dup = false;
 
+		if (strcmp(c, "freezer") == 0 && !is_fs(mount, CGROUP_SUPER_MAGIC))
+			continue; /* no pause here: al_cgroup_freeze says so */
 		if (!is_fs(mount, CGROUP_SUPER_MAGIC) || !realpath(mount, real))
 			return al_error_set(
 			    err, EOPNOTSUPP,

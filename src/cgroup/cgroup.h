@@ -27,6 +27,9 @@ struct al_cgroup_limits {
 	 * socket buffers (TCP and UDP) that v1 keeps apart from
 	 * memory.limit_in_bytes; 0 = none. v2 charges them to memory.max. */
 	uint64_t socket_bytes;
+	/* v1 only: a cgroup of the run's own in the freezer hierarchy too,
+	 * for al_cgroup_freeze (a session's pause). v2 always can. */
+	bool want_freezer;
 };
 
 /* How a run's socket buffers are held to its memory limit. */
@@ -76,7 +79,7 @@ enum al_sockmem al_cgroup_host_socket_mode(void);
 /* v2: an O_DIRECTORY fd for clone3's CLONE_INTO_CGROUP, or -1 on v1. */
 int al_cgroup_clone_fd(const struct al_cgroup *cg);
 
-#define AL_CGROUP_MAX_FDS 4
+#define AL_CGROUP_MAX_FDS 5
 
 /* cgroup v1: open the "tasks" file of every hierarchy's run cgroup
  * (inner) or of the cgroup the supervisor is in (outer), O_WRONLY and
@@ -105,6 +108,14 @@ int al_cgroup_destroy(struct al_cgroup *cg, struct al_error *err);
 
 /* A short description for the plan dump: "v1 memory,pids,cpu,cpuacct at ...". */
 const char *al_cgroup_describe(const struct al_cgroup *cg);
+
+/* Freeze (frozen) or thaw everything in the run's cgroup, waiting until the
+ * kernel says it is done (a freeze that does not settle within 2 s is
+ * undone: ETIMEDOUT). EOPNOTSUPP without a cgroup that can be frozen (v1
+ * without want_freezer or a freezer hierarchy). Frozen tasks use no CPU
+ * and keep their memory; killing the run thaws it first. */
+int al_cgroup_freeze(const struct al_cgroup *cg, bool frozen, struct al_error *err);
+bool al_cgroup_can_freeze(const struct al_cgroup *cg);
 
 /* Remove stale run cgroups whose supervisor is gone. Returns how many were
  * removed, or -errno. */

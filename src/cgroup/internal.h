@@ -9,7 +9,7 @@
 #include "core/error.h"
 
 #define CG_ROOT	 "/sys/fs/cgroup"
-#define MAX_HIER 4
+#define MAX_HIER 5
 
 struct hier {
 	char ctrls[64]; /* "memory", "pids", "cpu,cpuacct", or "" for v2 */
@@ -28,7 +28,7 @@ struct al_cgroup {
 	char desc[512];
 };
 
-/* "memory", "pids", "cpu", "cpuacct", NULL */
+/* "memory", "pids", "cpu", "cpuacct", "freezer", NULL */
 extern const char *const al_cg_v1_controllers[];
 
 /* Our own cgroup path for a v1 controller, or v2 (NULL). */
@@ -36,3 +36,9 @@ char *al_cg_own_path(const char *controller);
 char *al_cg_join(const char *mount, const char *path);
 bool al_cg_v2_usable(const char **ret_mount, char **ret_own);
 int al_cg_write_str(const char *dir, const char *file, const char *value, struct al_error *err);
+
+/* freeze.c: the directory whose freezer file freezes the run (v2: its
+ * cgroup; v1: its freezer cgroup), or NULL; thaw any cgroup directory
+ * (before killing what is in it). */
+const char *al_cg_freezer_dir(const struct al_cgroup *cg);
+void al_cg_thaw_dir(const char *dir);

@@ -77,17 +77,52 @@ static void kill_listed(const char *dir)
 	}
 }
 
+/* Calls fn for each child cgroup of dir (a session's exec-N), one level
+ * down: that is all the depth airlock makes. */
+static void each_child(const char *dir, void (*fn)(const char *dir))
+{
+	_cleanup_(al_closep) int fd = open(dir, O_DIRECTORY | O_CLOEXEC);
+	struct dirent *e;
+	struct stat st;
+	DIR *d;
+
+	/* Link count 2: no subdirectory, nothing to read. */
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_nlink <= 2 || !(d = fdopendir(TAKE_FD(fd))))
+		return;
+	while ((e = readdir(d))) {
+		if (e->d_type != DT_DIR || e->d_name[0] == '.')
+			continue;
+		_cleanup_free_ char *sub = xasprintf("%s/%s", dir, e->d_name);
+		fn(sub);
+	}
+	closedir(d);
+}
+
+/* Everything in dir and its exec children, thawed first (a frozen v1 task
+ * does not die until thawed). */
+static void kill_tree(const char *dir)
+{
+	al_cg_thaw_dir(dir);
+	kill_listed(dir);
+	each_child(dir, kill_listed);
+}
+
 void al_cgroup_kill(const struct al_cgroup *cg)
 {
 	if (!cg)
 		return;
+	/* v2's cgroup.kill takes the whole subtree, frozen or not. */
 	if (cg->v2 && al_cg_write_str(cg->h[0].dir, "cgroup.kill", "1", NULL) == 0)
 		return;
+	/* Thawed before any is killed: the freezer is a hierarchy of its own
+	 * on v1, and its tasks are the same as the others'. */
+	if (al_cg_freezer_dir(cg))
+		al_cg_thaw_dir(al_cg_freezer_dir(cg));
 	for (size_t i = 0; i < cg->n; i++)
-		kill_listed(cg->h[i].dir);
+		kill_tree(cg->h[i].dir);
 }
 
-static int remove_dir(const char *dir)
+static int remove_one(const char *dir)
 {
 	/* The last tasks may still be leaving (exit is asynchronous to us):
 	 * retry for up to about a second. */
@@ -102,6 +137,22 @@ static int remove_dir(const char *dir)
 		nanosleep(&ts, NULL);
 	}
 	return -EBUSY;
+}
+
+static void remove_child(const char *dir)
+{
+	kill_listed(dir);
+	int r = remove_one(dir);
+	if (r < 0)
+		al_debug("cgroup: cannot remove %s: %s", dir, strerror(-r));
+}
+
+/* dir and the exec children a killed session left in it (the kernel
+ * refuses to remove a cgroup that has children). */
+static int remove_dir(const char *dir)
+{
+	each_child(dir, remove_child);
+	return remove_one(dir);
 }
 
 int al_cgroup_destroy(struct al_cgroup *cg, struct al_error *err)
@@ -166,12 +217,13 @@ static int gc_base(const char *base)
 		_cleanup_free_ char *dir = xasprintf("%s/%s", base, e->d_name);
 		_cleanup_free_ char *kill_file = xasprintf("%s/cgroup.kill", dir);
 		if (al_write_file_at(AT_FDCWD, kill_file, "1", 1) < 0)
-			kill_listed(dir);
-		if (remove_dir(dir) == 0) {
+			kill_tree(dir);
+		int r = remove_dir(dir);
+		if (r == 0) {
 			al_debug("gc: removed stale cgroup %s", dir);
 			removed++;
 		} else {
-			al_warn("gc: cannot remove stale cgroup %s: %s", dir, strerror(errno));
+			al_warn("gc: cannot remove stale cgroup %s: %s", dir, strerror(-r));
 		}
 	}
 	closedir(d);
@@ -188,9 +240,12 @@ int al_cgroup_gc(struct al_error *err)
 		_cleanup_free_ char *base = xasprintf("%s/airlock", v2own);
 		return gc_base(base);
 	}
-	for (size_t i = 0; al_cg_v1_controllers[i]; i++) {
-		_cleanup_free_ char *own = al_cg_own_path(al_cg_v1_controllers[i]);
-		_cleanup_free_ char *mount = xasprintf(CG_ROOT "/%s", al_cg_v1_controllers[i]);
+	/* The freezer first: a frozen session's tasks die only once thawed,
+	 * and their other cgroups are removed only once they are gone. */
+	static const char *const order[] = {"freezer", "memory", "pids", "cpu", "cpuacct"};
+	for (size_t i = 0; i < AL_ARRAY_SIZE(order); i++) {
+		_cleanup_free_ char *own = al_cg_own_path(order[i]);
+		_cleanup_free_ char *mount = xasprintf(CG_ROOT "/%s", order[i]);
 		char real[4096];
 		if (!own || !realpath(mount, real))
 			continue;

@@ -25,6 +25,7 @@ struct al_run {
 	/* A pool's sandbox once claimed (claim.c): the request's plan
 	 * (borrowed), whose environment and workdir each exec gets. */
 	const struct al_plan *claim;
+	bool paused; /* frozen by al_run_pause: its clocks stopped */
 };
 
 /* session.c: bind the sandbox's exec events to the run (before start);
@@ -37,3 +38,6 @@ void al_session_end(struct al_run *run);
  * its directory when the request names none. */
 char **al_claim_exec_env(const struct al_run *run, char *const *req_env);
 const char *al_claim_exec_cwd(const struct al_run *run, const char *req_cwd);
+/* Thaw a paused sandbox before it is killed or signalled (a frozen v1 task
+ * takes no signal, not even SIGKILL, until thawed). */
+void al_session_thaw(struct al_run *run);

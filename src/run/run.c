@@ -197,6 +197,7 @@ bool al_run_step(struct al_run *run, int timeout_ms)
 	if (n < 0) {
 		al_warn("warning: the run's event loop failed (%s); killing the sandbox",
 			strerror(-n));
+		al_session_thaw(run);
 		run->sb.ops->kill(&run->sb, SIGKILL);
 	}
 	if (n >= 0 && !al_supervisor_done(run->sup))
@@ -224,14 +225,17 @@ void al_run_resize(struct al_run *run, unsigned short rows, unsigned short cols)
 
 void al_run_signal(struct al_run *run, int sig)
 {
-	if (run->sup)
-		al_supervisor_signal(run->sup, sig);
+	if (!run->sup)
+		return;
+	al_session_thaw(run);
+	al_supervisor_signal(run->sup, sig);
 }
 
 int al_run_kill(struct al_run *run)
 {
 	if (run->ended)
 		return -ESRCH;
+	al_session_thaw(run);
 	al_supervisor_killed(run->sup, SIGKILL);
 	return run->sb.ops->kill(&run->sb, SIGKILL);
 }

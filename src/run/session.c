@@ -9,13 +9,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "core/cleanup.h"
 #include "core/log.h"
+#include "core/sys.h"
 #include "core/util.h"
+#include "supervisor/ttyfilter.h"
 
 #define DEFAULT_MAX_EXECS 16
 #define STDIN_QUEUE_MAX	  (1u << 20)
@@ -33,9 +37,18 @@ struct al_exec {
 	char *queue; /* stdin waiting */
 	size_t queued;
 	bool stdin_closing, ended_seen, forced, done;
+	/* A terminal exec: out is its pty's master (in a dup of it for
+	 * writing), from the backend's terminal event; err stays -1. */
+	bool tty, tty_wait; /* tty_wait: the master has not come yet */
+	bool filter;	    /* re-encode its output (ttyfilter.c) */
+	struct al_tty_filter ttyf;
 	enum al_exec_reason forced_reason;
 	int status;
 	struct timespec t0;
+	uint64_t paused0; /* the run's time paused when it started */
+	/* its timeout: when it falls (al_now_ms; 0 none), and what was left
+	 * of it when the sandbox was paused */
+	uint64_t due, left;
 };
 
 static const char *const reasons[] = {"exited", "signaled", "timeout",	  "memory",
@@ -94,8 +107,10 @@ static void maybe_done(struct al_exec *x, bool force)
 		return;
 	x->done = true;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	x->res.duration_ms =
-	    (t1.tv_sec - x->t0.tv_sec) * 1000 + (t1.tv_nsec - x->t0.tv_nsec) / 1000000;
+	/* Its running time: time paused is not counted. */
+	x->res.duration_ms = (t1.tv_sec - x->t0.tv_sec) * 1000 +
+			     (t1.tv_nsec - x->t0.tv_nsec) / 1000000 -
+			     (int64_t)(al_supervisor_paused_ms(run->sup) - x->paused0);
 	for (size_t i = 0; i < run->n_execs; i++)
 		if (run->execs[i] == x)
 			run->execs[i] = run->execs[--run->n_execs];
@@ -133,6 +148,7 @@ static void on_output(struct al_watch *w, uint32_t events, void *data)
 	(void)events;
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
+	/* EOF, or EIO from a pty's master once no slave is open. */
 	if (n <= 0) {
 		al_watch_removep(which ? &x->w_err : &x->w_out);
 		al_closep(fd);
@@ -147,8 +163,14 @@ static void on_output(struct al_watch *w, uint32_t events, void *data)
 		stop_exec(x, AL_EXEC_OUTPUT);
 	}
 	*count += pass;
-	if (pass && x->io.output)
+	if (pass && x->io.output && x->filter) {
+		char clean[sizeof(buf) + AL_TTY_HELD_MAX];
+		size_t m = al_tty_filter(&x->ttyf, buf, pass, clean);
+		if (m)
+			x->io.output(x->io.data, which, clean, m);
+	} else if (pass && x->io.output) {
 		x->io.output(x->io.data, which, buf, pass);
+	}
 }
 
 static void flush_stdin(struct al_exec *x)
@@ -193,6 +215,29 @@ static void on_drain(struct al_timer *t, uint64_t n, void *data)
 	(void)t;
 	(void)n;
 	maybe_done(data, true);
+}
+
+/* Its pty's master: the output read from it, stdin written to a dup. */
+static void ev_terminal(void *data, uint32_t id, int master)
+{
+	struct al_exec *x = by_num(data, id);
+
+	if (!x || !x->tty_wait) {
+		close(master);
+		return;
+	}
+	x->tty_wait = false;
+	fcntl(master, F_SETFL, O_NONBLOCK);
+	x->out = master;
+	x->in = fcntl(master, F_DUPFD_CLOEXEC, 3);
+	if (!(x->w_out = al_loop_add(x->run->loop, x->out, EPOLLIN, on_output, x)) ||
+	    (x->in >= 0 && !(x->w_in = al_loop_add(x->run->loop, x->in, 0, on_stdin, x)))) {
+		al_warn("warning: exec %s: watching its terminal: %s", x->res.id, strerror(errno));
+		al_closep(&x->in);
+		stop_exec(x, AL_EXEC_KILLED);
+		return;
+	}
+	flush_stdin(x);
 }
 
 static void ev_started(void *data, uint32_t id, pid_t pid)
@@ -241,8 +286,8 @@ static void ev_ended(void *data, uint32_t id, int status, int exec_err, uint64_t
 
 void al_session_attach(struct al_run *run)
 {
-	run->exec_ev =
-	    (struct al_exec_events){.data = run, .started = ev_started, .ended = ev_ended};
+	run->exec_ev = (struct al_exec_events){
+	    .data = run, .started = ev_started, .terminal = ev_terminal, .ended = ev_ended};
 	run->sb.session = true;
 	run->sb.exec_events = &run->exec_ev;
 }
@@ -304,11 +349,10 @@ int al_run_exec(struct al_run *run, const struct al_exec_request *req, const str
 	*ret = NULL;
 	if (!run->req.session)
 		return al_error_set(err, EOPNOTSUPP, "exec: the run is not a session");
-	if (req->tty)
-		return al_error_set(err, EOPNOTSUPP,
-				    "exec: a terminal per exec is not supported yet");
 	if (!al_run_session_ready(run))
 		return al_error_set(err, EAGAIN, "exec: the session is not ready (or has ended)");
+	if (run->paused)
+		return al_error_set(err, EAGAIN, "exec: the sandbox is paused (resume it first)");
 	if (!run->sb.ops->exec)
 		return al_error_set(err, EOPNOTSUPP, "exec: backend %s has no sessions",
 				    run->sb.ops->name);
@@ -330,11 +374,13 @@ int al_run_exec(struct al_run *run, const struct al_exec_request *req, const str
 		x->output_max = UINT64_MAX;
 	snprintf(x->res.id, sizeof(x->res.id), "e%u", (unsigned)x->num);
 	clock_gettime(CLOCK_MONOTONIC, &x->t0);
-	if ((r = make_pipes(x, child, err)) < 0)
+	x->tty = x->tty_wait = req->tty;
+	x->filter = req->tty && req->ttyfilter;
+	if (!req->tty && (r = make_pipes(x, child, err)) < 0)
 		goto fail;
-	if (!(x->w_out = al_loop_add(run->loop, x->out, EPOLLIN, on_output, x)) ||
-	    !(x->w_err = al_loop_add(run->loop, x->err, EPOLLIN, on_output, x)) ||
-	    !(x->w_in = al_loop_add(run->loop, x->in, 0, on_stdin, x)) ||
+	if ((!req->tty && (!(x->w_out = al_loop_add(run->loop, x->out, EPOLLIN, on_output, x)) ||
+			   !(x->w_err = al_loop_add(run->loop, x->err, EPOLLIN, on_output, x)) ||
+			   !(x->w_in = al_loop_add(run->loop, x->in, 0, on_stdin, x)))) ||
 	    !(x->timeout = al_loop_timer(run->loop, on_timeout, x)) ||
 	    !(x->drain = al_loop_timer(run->loop, on_drain, x))) {
 		r = al_error_setsys(err, errno, "exec: watching its pipes");
@@ -348,6 +394,9 @@ int al_run_exec(struct al_run *run, const struct al_exec_request *req, const str
 	/* A claimed pool's sandbox: the claim's environment under the
 	 * request's (the backend copies it into its message at once). */
 	char **env = al_claim_exec_env(run, req->env);
+	if (req->timeout_ms > 0)
+		x->due = al_now_ms() + (uint64_t)req->timeout_ms;
+	x->paused0 = al_supervisor_paused_ms(run->sup);
 	const struct al_sandbox_exec sx = {
 	    .id = x->num,
 	    .argv = req->argv,
@@ -356,6 +405,9 @@ int al_run_exec(struct al_run *run, const struct al_exec_request *req, const str
 	    .stdin_rd = child[0],
 	    .stdout_wr = child[1],
 	    .stderr_wr = child[2],
+	    .tty = req->tty,
+	    .rows = req->rows,
+	    .cols = req->cols,
 	    .memory_bytes = req->memory_bytes ? req->memory_bytes : p->memory_bytes,
 	    .pids = p->pids,
 	};
@@ -386,7 +438,8 @@ fail:
 
 int al_exec_stdin(struct al_exec *x, const void *buf, size_t len)
 {
-	if (x->stdin_closing || x->in < 0)
+	/* A terminal exec's input is queued until its master comes. */
+	if (x->stdin_closing || (x->in < 0 && !x->tty_wait))
 		return -EPIPE;
 	if (x->queued + len > STDIN_QUEUE_MAX)
 		return -ENOBUFS;
@@ -402,6 +455,10 @@ int al_exec_stdin(struct al_exec *x, const void *buf, size_t len)
 
 void al_exec_close_stdin(struct al_exec *x)
 {
+	/* A terminal has no end of input but the one typed: ^D (at the start
+	 * of a line in canonical mode, as a user would). */
+	if (x->tty && !x->stdin_closing && (x->in >= 0 || x->tty_wait))
+		al_exec_stdin(x, "\004", 1);
 	x->stdin_closing = true;
 	flush_stdin(x);
 }
@@ -417,9 +474,11 @@ int al_exec_signal(struct al_exec *x, int sig)
 
 void al_exec_resize(struct al_exec *x, unsigned short rows, unsigned short cols)
 {
-	(void)x;
-	(void)rows;
-	(void)cols;
+	struct winsize ws = {.ws_row = rows, .ws_col = cols};
+
+	/* The kernel sends its process group SIGWINCH. */
+	if (x->tty && x->out >= 0 && rows && cols && ioctl(x->out, TIOCSWINSZ, &ws) < 0)
+		al_debug("exec %s: resize: %s", x->res.id, strerror(errno));
 }
 
 const char *al_exec_id(const struct al_exec *x)
@@ -432,14 +491,83 @@ int al_run_scratch_fd(struct al_run *run)
 	return al_supervisor_scratch_fd(run->sup);
 }
 
+/* Stop (paused) or restart each exec's timeout: what was left of it is
+ * what it has after the pause. */
+static void exec_clocks(struct al_run *run, bool paused)
+{
+	uint64_t now = al_now_ms();
+
+	for (size_t i = 0; i < run->n_execs; i++) {
+		struct al_exec *x = run->execs[i];
+		if (!x->due || x->ended_seen)
+			continue;
+		if (paused) {
+			x->left = x->due > now ? x->due - now : 0;
+			al_timer_disarm(x->timeout);
+		} else {
+			x->due = now + x->left;
+			al_timer_arm(x->timeout, x->left, false); /* 0: due at once */
+		}
+	}
+}
+
+static int set_paused(struct al_run *run, bool paused, const char *event)
+{
+	struct al_error err = {0};
+	int r;
+
+	if (!run->req.session)
+		return -EOPNOTSUPP;
+	if (run->ended || !al_supervisor_running(run->sup))
+		return -ESRCH;
+	if (run->paused == paused)
+		return 0;
+	if (!run->sb.ops->pause)
+		return -EOPNOTSUPP;
+	if ((r = run->sb.ops->pause(&run->sb, paused, &err)) < 0) {
+		al_warn("warning: %s: %s", event, err.msg);
+		return r;
+	}
+	run->paused = paused;
+	al_supervisor_pause_clock(run->sup, paused);
+	exec_clocks(run, paused);
+	al_audit_emit(run->req.audit, event,
+		      json_pack("{s:I, s:I}", "remaining_ms",
+				(json_int_t)al_supervisor_remaining_ms(run->sup), "paused_ms",
+				(json_int_t)al_supervisor_paused_ms(run->sup)));
+	return 0;
+}
+
 int al_run_pause(struct al_run *run)
 {
-	(void)run;
-	return -EOPNOTSUPP;
+	return set_paused(run, true, "run.pause");
 }
 
 int al_run_resume(struct al_run *run)
 {
-	(void)run;
-	return -EOPNOTSUPP;
+	return set_paused(run, false, "run.resume");
+}
+
+bool al_run_paused(const struct al_run *run)
+{
+	return run->paused;
+}
+
+uint64_t al_run_remaining_ms(const struct al_run *run)
+{
+	return run->sup ? al_supervisor_remaining_ms(run->sup) : 0;
+}
+
+void al_session_thaw(struct al_run *run)
+{
+	struct al_error err = {0};
+
+	if (!run->paused)
+		return;
+	if (run->sb.ops && run->sb.ops->pause && run->sb.ops->pause(&run->sb, false, &err) < 0)
+		al_warn("warning: thawing the sandbox to end it: %s", err.msg);
+	run->paused = false;
+	if (run->sup)
+		al_supervisor_pause_clock(run->sup, false);
+	exec_clocks(run, false);
 }

@@ -20,8 +20,15 @@ struct al_exec_request {
 	char *const *argv; /* argv[0] searched in the plan's PATH */
 	char *const *env;  /* NAME=VALUE, added to the plan's (NULL: none) */
 	const char *cwd;   /* NULL: the plan's workdir */
-	bool tty;	   /* a terminal: not supported yet (EOPNOTSUPP) */
+	/* A terminal of its own (a pty from the sandbox's devpts, its
+	 * controlling terminal) instead of pipes: stdin goes to it, its output
+	 * comes as stdout (which 0), al_exec_close_stdin types ^D. rows x cols
+	 * (0: 24 x 80), changed by al_exec_resize. */
+	bool tty;
 	unsigned short rows, cols;
+	/* tty: re-encode its output as ttyfilter.c does for `airlock run -t`
+	 * to a terminal (no query the client's terminal would answer, no mode
+	 * that reports). Front ends should default it to true. */
 	bool ttyfilter;
 	int64_t timeout_ms;    /* 0: none beyond the sandbox's lifetime */
 	uint64_t memory_bytes; /* 0: the sandbox's */
@@ -105,6 +112,17 @@ struct al_errors;
 int al_run_claim(struct al_run *run, const struct al_plan *wanted, struct al_cred *cred,
 		 struct al_errors *why, struct al_error *err);
 
-/* Freeze and thaw the sandbox: not supported yet (-EOPNOTSUPP). */
+/* Freeze and thaw the sandbox (the cgroup freezer: v2 cgroup.freeze, v1 the
+ * run's own freezer cgroup). Paused, nothing in it runs or uses CPU, its
+ * memory is kept, and its clocks stop: the run's deadline and each exec's
+ * timeout move by the time spent paused, and an exec's duration_ms leaves
+ * it out. al_run_exec answers -EAGAIN while paused; killing or signalling
+ * the run thaws it first. Both return 0 (also when already so), -ESRCH
+ * (the session has ended), -EOPNOTSUPP (not a session, or no cgroup that
+ * can be frozen) or another -errno (warned on stderr); audited as
+ * run.pause / run.resume with the time left and the time paused. */
 int al_run_pause(struct al_run *run);
 int al_run_resume(struct al_run *run);
+bool al_run_paused(const struct al_run *run);
+/* The running time left before the run's deadline (ms; 0: none or due). */
+uint64_t al_run_remaining_ms(const struct al_run *run);

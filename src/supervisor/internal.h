@@ -52,6 +52,9 @@ struct al_supervisor {
 	struct al_sandbox_ctl ctl;	 /* what we call */
 	bool attached;
 	struct al_timer *timer; /* the wall clock */
+	/* clock.c: when the run's deadline falls (al_now_ms; 0 none), and
+	 * since when it is paused (0: running): a pause moves the deadline. */
+	uint64_t deadline_ms, paused_at, paused_ms;
 	/* the egress gateway's process, once the child sent a listener */
 	struct al_gateway_proc *gw;
 	struct al_gateway_proc_events gateway_events;

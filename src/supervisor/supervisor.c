@@ -417,6 +417,7 @@ int al_supervisor_attach(struct al_supervisor *l, const struct al_sandbox_ctl *c
 	l->stdout_rd = stdout_rd;
 	l->stderr_rd = stderr_rd;
 	l->start_ms = al_now_ms();
+	l->deadline_ms = l->plan->timeout_ms ? l->start_ms + l->plan->timeout_ms : 0;
 	l->timer = al_loop_timer(l->ev, on_timer, l);
 	if (!l->timer)
 		r = al_error_setsys(err, errno, "timerfd_create");
@@ -570,7 +571,9 @@ int al_supervisor_claim(struct al_supervisor *l, const struct al_plan *wanted,
 		return al_error_set(err, EINVAL, "claim: not a pool's sandbox, or not started");
 	if (l->gw && (r = al_gateway_proc_claim(l->gw, wanted, cred, err)) < 0)
 		return r;
-	if ((r = al_timer_arm(l->timer, wanted->timeout_ms, false)) < 0)
+	/* The lifetime counts from the claim, through the session's clock
+	 * (clock.c), so that a pause later moves this deadline too. */
+	if (wanted->timeout_ms > 0 && (r = al_supervisor_set_remaining(l, wanted->timeout_ms)) < 0)
 		return al_error_setsys(err, -r, "claim: the lifetime's timer");
 	l->held = false;
 	return 0;

@@ -161,5 +161,14 @@ bool al_supervisor_running(const struct al_supervisor *s);
  * (wanted->timeout_ms) counts from now. 0, or -errno with err set. */
 int al_supervisor_claim(struct al_supervisor *s, const struct al_plan *wanted,
 			const struct al_cred *cred, struct al_error *err);
+/* A session's wall clock (clock.c). Paused (al_run_pause), the deadline's
+ * timer stops and the deadline moves by the time spent paused; the time
+ * left is what runs before it. set_remaining moves the deadline to ms of
+ * running time from now (al_run_extend). Before attach they do nothing. */
+void al_supervisor_pause_clock(struct al_supervisor *s, bool paused);
+uint64_t al_supervisor_remaining_ms(const struct al_supervisor *s);
+int al_supervisor_set_remaining(struct al_supervisor *s, uint64_t ms);
+/* The time spent paused so far (ms). */
+uint64_t al_supervisor_paused_ms(const struct al_supervisor *s);
 
 void al_supervisor_free(struct al_supervisor *s);

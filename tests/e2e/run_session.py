@@ -6,8 +6,13 @@ files kept between three execs; every try on init from inside (kill(1, sig)
 for every signal incl. SIGRTMIN+2, ptrace, /proc/1/fd, /proc/1/environ,
 /proc/1/mem) fails or has no effect and the next exec runs; a memory bomb
 (a 64 MiB limit, allocating at most 256 MiB) ends its exec with reason
-memory and the next exec succeeds; nothing of the run is left afterwards
-(processes, cgroups, mounts)."""
+memory and the next exec succeeds; execs with a terminal of their own
+(bash -i, python3 -i answer typed lines, a resize seen by stty size, the
+output filter on request); a spinning exec paused uses no CPU for a
+second (its ticks in /proc from the host, its freezer cgroup FROZEN), is not
+ended by its timeout meanwhile, and resumed it runs out its timeout with the
+pause left out of its duration and of the run's deadline; nothing of the run
+is left afterwards (processes, cgroups, mounts)."""
 import json
 import os
 import subprocess
@@ -17,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import own_mount_ns  # noqa: E402
 
 DRIVER = sys.argv[1]
+AIRLOCK = sys.argv[2] if len(sys.argv) > 2 else None
 MARK = "777.25"  # sleep's argument: finds a leftover process by its cmdline
 n = 0
 failed = 0
@@ -123,6 +129,131 @@ ok(len(ex) == 2 and ex[0]["reason"] == "memory", "the bomb's exec ends with reas
 ok(len(ex) == 2 and ex[1]["stdout"] == "next\n" and ex[1]["reason"] == "exited",
    "the next exec succeeds")
 ok(end.get("run_end") == "killed", "the memory hit did not end the session")
+
+# A terminal per exec: a shell and a REPL answer typed lines, a resize is
+# seen by stty, the output re-encoded only when asked.
+p, ex, end = drive("bash -i", opts=("--tty", "1", "--exec-timeout", "30000",
+                                     "--input", "echo $((6*7))\nexit 5\n"))
+ok(ex and ex[0]["reason"] == "exited" and ex[0]["exit_code"] == 5 and
+   "\r\n42\r\n" in ex[0]["stdout"],
+   "bash -i in a terminal answers a typed line: %r" % (ex[0]["stdout"] if ex else p.stderr))
+p, ex, end = drive("python3 -i -q", opts=("--tty", "1", "--exec-timeout", "30000", "--input",
+                                          "print(6*7)\nraise SystemExit(3)\n"))
+ok(ex and ex[0]["exit_code"] == 3 and "\r\n42\r\n" in ex[0]["stdout"],
+   "python3 -i in a terminal answers a typed line: %r" % (ex[0]["stdout"] if ex else p.stderr))
+p, ex, end = drive("stty size; echo ready; read x; stty size; tty",
+                   opts=("--tty", "1", "--resize", "40x120", "--input", "go\n"))
+ok(ex and ex[0]["stdout"].startswith("24 80\r\n") and "40 120\r\n/dev/pts/" in
+   ex[0]["stdout"], "its terminal is 24x80, then 40x120 once resized, from the sandbox's "
+   "devpts: %r" % (ex[0]["stdout"] if ex else p.stderr))
+QUERY = "printf 'a\\033[6nb\\n'"
+p, ex, end = drive(QUERY, opts=("--tty", "1", "--ttyfilter", "1"))
+p2, ex2, _ = drive(QUERY, opts=("--tty", "1"))
+ok(ex and ex2 and "ab" in ex[0]["stdout"] and "\x1b[6n" not in ex[0]["stdout"] and
+   "\x1b[6n" in ex2[0]["stdout"], "a terminal query is left out with ttyfilter, kept "
+   "without: %r %r" % (ex and ex[0]["stdout"], ex2 and ex2[0]["stdout"]))
+
+# Pause and resume: a spinner with a 2 s timeout, paused 300 ms in.
+SPIN = "777.26"
+
+
+def cpu_ticks(mark):
+    """utime + stime of the processes whose cmdline has mark (host view),
+    but the drivers (whose arguments have it too)."""
+    total, found = 0, 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) in drivers:
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if mark.encode() not in f.read():
+                    continue
+            with open("/proc/%s/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+            found += 1
+        except (OSError, IndexError, ValueError):
+            pass
+    return total, found
+
+
+def freezer_states():
+    states = []
+    for d in cgroup_dirs():
+        try:
+            with open(os.path.join(d, "freezer.state")) as f:
+                states.append(f.read().strip())
+        except OSError:
+            pass
+    return states
+
+
+with subprocess.Popen([DRIVER, "--exec-timeout", "2000", "--pause", "1",
+                       "exec sh -c 'while :; do :; done' spin %s" % SPIN, "echo after"],
+                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                      text=True) as q:
+    drivers.append(q.pid)
+    before = json.loads(q.stdout.readline() or "{}")  # {"scratch": ...}
+    paused = json.loads(q.stdout.readline() or "{}")
+    t1, found = cpu_ticks(SPIN)
+    print("# the spinner's processes: %d" % found)
+    frozen = freezer_states()
+    import time
+    time.sleep(1.0)
+    t2, _ = cpu_ticks(SPIN)
+    q.stdin.write("resume\n")
+    q.stdin.flush()
+    resumed = json.loads(q.stdout.readline() or "{}")
+    time.sleep(0.5)
+    t3, _ = cpu_ticks(SPIN)
+    try:
+        out, err = q.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        q.kill()
+        out, err = q.communicate()
+    rest = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+ok(paused.get("paused") == 0 and found >= 1 and not paused.get("ended_before"),
+   "the spinner was paused while it ran: %s (%d found) %s" % (paused, found, err.strip()))
+ok("FROZEN" in frozen, "its freezer cgroup is FROZEN from the host: %s" % frozen)
+# A tick or two can still land after the freeze as the kernel's per-task
+# accounting catches up (seen under load: 2); a spinner that ran would use
+# ~100 in that second.
+ok(t2 - t1 <= 3, "paused, it used no CPU for a second: %d ticks" % (t2 - t1))
+ok(paused.get("exec_while_paused") == -11, "an exec asked for while paused waits (EAGAIN)")
+ok(resumed.get("resumed") == 0 and t3 - t2 > 3, "resumed, it runs again: %d ticks in 0.5 s"
+   % (t3 - t2))
+ok(0 <= paused.get("remaining_ms", -1) - resumed.get("remaining_ms", 0) < 500,
+   "the run's deadline moved by the pause: %s left when paused, %s after 1 s paused"
+   % (paused.get("remaining_ms"), resumed.get("remaining_ms")))
+spin = rest[0] if rest else {}
+ok(spin.get("reason") == "timeout" and 1900 <= spin.get("duration_ms", 0) < 3000 and
+   spin.get("wall_ms", 0) >= spin.get("duration_ms", 0) + 900,
+   "its 2 s timeout ran out after the pause, the pause left out: %s"
+   % {k: spin.get(k) for k in ("reason", "duration_ms", "wall_ms")})
+ok(len(rest) >= 2 and rest[1].get("stdout") == "after\n", "the next exec runs")
+ok(rest and rest[-1].get("run_end") == "killed", "the session ended when killed")
+
+# A driver killed (SIGKILL) with its sandbox paused and an exec running:
+# its cgroups stay (the run's, the exec's below it, the frozen freezer
+# one) until `airlock gc`, which thaws, kills and removes them all.
+if AIRLOCK:
+    with subprocess.Popen([DRIVER, "--pause", "1", "exec sleep %s" % MARK],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as q:
+        drivers.append(q.pid)
+        q.stdout.readline()
+        paused = json.loads(q.stdout.readline() or "{}")
+        left = {os.path.basename(d) for d in cgroup_dirs()} - \
+            {os.path.basename(d) for d in cg_before}
+        q.kill()
+        q.communicate()
+    ok(paused.get("paused") == 0 and "exec-1" in left,
+       "a paused session with an exec in its own cgroup: %s" % sorted(left))
+    g = subprocess.run([AIRLOCK, "gc"], capture_output=True, text=True, timeout=60)
+    ok(g.returncode == 0, "airlock gc ran: %s" % g.stderr.strip())
+    ok(cgroup_dirs() == cg_before and leftovers() == [],
+       "gc removed the killed session's cgroups (%s) and its processes (%s)"
+       % (cgroup_dirs() - cg_before, leftovers()))
 
 # Nothing left.
 with open("/proc/self/mountinfo") as f:

@@ -5,8 +5,19 @@
  * record with its stdout and stderr), then kills the session and prints
  * {"run_end": REASON}. Exit 0 if every step could be taken, 1 if not.
  *
+ * With --pause 1 the first SCRIPT is paused 300 ms after it starts: the
+ * driver prints {"paused": ...} (the run's time left, and what an exec
+ * asked for meanwhile got), waits for a line on its stdin, resumes, prints
+ * {"resumed": ...}, and its record gets "wall_ms" (from its start to its
+ * end, pause included).
+ *
+ * With --tty 1 each exec has a terminal (24 x 80, output unfiltered unless
+ * --ttyfilter 1); --input TEXT is typed into it (then ^D), right away, or
+ * with --resize ROWSxCOLS once its first output came, after resizing it.
+ *
  * usage: session_driver [--memory BYTES] [--exec-memory BYTES]
- *                       [--exec-timeout MS] SCRIPT... */
+ *                       [--exec-timeout MS] [--pause 1] [--tty 1]
+ *                       [--ttyfilter 1] [--input TEXT] [--resize RxC] SCRIPT... */
 #include <errno.h>
 #include <jansson.h>
 #include <signal.h>
@@ -15,6 +26,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "core/sys.h"
 #include "core/util.h"
 #include "policy/plan.h"
 #include "policy/policy.h"
@@ -48,11 +60,41 @@ static void on_ended(void *data, const struct al_exec_result *res)
 	d->ended = 1;
 }
 
+/* Pause the run 300 ms into the exec, resume on a line from stdin. */
+static int pause_exec(struct al_run *run, struct done *d)
+{
+	uint64_t t = al_now_ms();
+	char *argv[] = {"/bin/true", NULL}, line[64];
+	struct al_exec_request xr = {.argv = argv};
+	struct al_exec_io xio = {.data = d, .ended = on_ended};
+	struct al_error err = {0};
+	struct al_exec *x;
+
+	while (al_now_ms() - t < 300 && !d->ended)
+		if (al_run_step(run, 10))
+			return -1;
+	int r = al_run_pause(run);
+	int busy = al_run_exec(run, &xr, &xio, &x, &err);
+	printf("{\"paused\": %d, \"remaining_ms\": %llu, \"exec_while_paused\": %d, "
+	       "\"ended_before\": %s}\n",
+	       r, (unsigned long long)al_run_remaining_ms(run), busy, d->ended ? "true" : "false");
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return -1;
+	r = al_run_resume(run);
+	printf("{\"resumed\": %d, \"remaining_ms\": %llu}\n", r,
+	       (unsigned long long)al_run_remaining_ms(run));
+	fflush(stdout);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t memory = 0, exec_memory = 0;
 	int64_t exec_timeout = 0;
-	int i = 1;
+	int i = 1, pause = 0, tty = 0, ttyfilter = 0;
+	unsigned rows = 0, cols = 0;
+	const char *input = NULL;
 
 	signal(SIGPIPE, SIG_IGN);
 	for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
@@ -62,6 +104,17 @@ int main(int argc, char **argv)
 			exec_memory = strtoull(argv[i + 1], NULL, 10);
 		else if (strcmp(argv[i], "--exec-timeout") == 0)
 			exec_timeout = strtoll(argv[i + 1], NULL, 10);
+		else if (strcmp(argv[i], "--pause") == 0)
+			pause = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--tty") == 0)
+			tty = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--ttyfilter") == 0)
+			ttyfilter = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--input") == 0)
+			input = argv[i + 1];
+		else if (strcmp(argv[i], "--resize") == 0 &&
+			 sscanf(argv[i + 1], "%ux%u", &rows, &cols) == 2)
+			;
 		else {
 			fprintf(stderr, "session_driver: unknown option %s\n", argv[i]);
 			return 2;
@@ -97,14 +150,30 @@ int main(int argc, char **argv)
 	for (; i < argc; i++) {
 		static struct done d;
 		char *xargv[] = {"/bin/sh", "-c", argv[i], NULL};
-		struct al_exec_request xr = {
-		    .argv = xargv, .memory_bytes = exec_memory, .timeout_ms = exec_timeout};
+		struct al_exec_request xr = {.argv = xargv,
+					     .memory_bytes = exec_memory,
+					     .timeout_ms = exec_timeout,
+					     .tty = tty,
+					     .ttyfilter = ttyfilter};
 		struct al_exec_io xio = {.data = &d, .output = on_output, .ended = on_ended};
 		struct al_exec *x;
 		memset(&d, 0, sizeof(d));
 		if (al_run_exec(run, &xr, &xio, &x, &err) < 0) {
 			fprintf(stderr, "session_driver: exec: %s\n", err.msg);
 			return 1;
+		}
+		uint64_t t0 = al_now_ms();
+		if (pause-- > 0 && pause_exec(run, &d) < 0)
+			return 1;
+		if (rows) /* typed once it has said something, resized first */
+			while (!d.ended && !d.n_out)
+				if (al_run_step(run, -1))
+					break;
+		if (rows && !d.ended)
+			al_exec_resize(x, (unsigned short)rows, (unsigned short)cols);
+		if (input && !d.ended) {
+			al_exec_stdin(x, input, strlen(input));
+			al_exec_close_stdin(x);
 		}
 		while (!d.ended)
 			if (al_run_step(run, -1))
@@ -116,6 +185,7 @@ int main(int argc, char **argv)
 		json_t *o = al_exec_result_json(&d.res);
 		json_object_set_new(o, "stdout", json_stringn(d.out, d.n_out));
 		json_object_set_new(o, "stderr", json_stringn(d.err, d.n_err));
+		json_object_set_new(o, "wall_ms", json_integer((json_int_t)(al_now_ms() - t0)));
 		char *s = json_dumps(o, JSON_COMPACT);
 		printf("%s\n", s);
 		fflush(stdout);

@@ -490,6 +490,57 @@ static void test_pool_claim(void **state)
 	al_audit_close(audit);
 }
 
+/* Paused, an exec's timeout and the run's deadline stop, no exec starts,
+ * and the time paused is not in the exec's duration; resumed, the timeout
+ * runs out. (The fake backend stops the execs with SIGSTOP; the native one
+ * freezes the cgroup: run_session.py.) */
+static void test_session_pause(void **state)
+{
+	struct al_plan *plan = plan_for("exit 99", 60000);
+	struct exec_done a, b;
+	int fds = count_fds();
+
+	(void)state;
+	struct al_run *run = start_session(plan);
+	uint64_t t0 = al_now_ms();
+	exec_start(run, "exec sleep 30", 400, &a);
+	while (al_now_ms() - t0 < 100)
+		assert_false(al_run_step(run, 10));
+	uint64_t rem0 = al_run_remaining_ms(run);
+	assert_true(rem0 > 50000 && rem0 <= 60000);
+	assert_int_equal(al_run_pause(run), 0);
+	assert_true(al_run_paused(run));
+	assert_int_equal(al_run_pause(run), 0); /* already */
+	char *argv[] = {"/bin/true", NULL};
+	struct al_exec_request req = {.argv = argv};
+	struct al_exec_io io = {.data = &b, .ended = exec_ended_cb};
+	struct al_error err = {0};
+	struct al_exec *x;
+	assert_int_equal(al_run_exec(run, &req, &io, &x, &err), -EAGAIN);
+	assert_non_null(strstr(err.msg, "paused"));
+	uint64_t tp = al_now_ms();
+	while (al_now_ms() - tp < 700)
+		assert_false(al_run_step(run, 10));
+	assert_false(a.ended); /* its 400 ms did not run out while paused */
+	assert_true(rem0 - al_run_remaining_ms(run) < 50);
+	assert_int_equal(al_run_resume(run), 0);
+	assert_false(al_run_paused(run));
+	exec_wait(run, &a);
+	uint64_t wall = al_now_ms() - t0;
+	assert_int_equal(a.res.reason, AL_EXEC_TIMEOUT);
+	assert_true(a.res.duration_ms >= 390);
+	assert_true((uint64_t)a.res.duration_ms + 600 < wall);
+	/* The deadline moved by the pause: what is left is what was left
+	 * when it paused, less the running time since. */
+	assert_true(rem0 - al_run_remaining_ms(run) < wall - 600);
+	assert_int_equal(al_run_kill(run), 0);
+	al_run_wait(run, NULL);
+	assert_int_equal(al_run_pause(run), -ESRCH);
+	al_run_free(run);
+	assert_int_equal(count_fds(), fds);
+	al_plan_free(plan);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -501,6 +552,7 @@ int main(void)
 	    cmocka_unit_test(test_session_execs),
 	    cmocka_unit_test(test_session_timeout_kill_stdin),
 	    cmocka_unit_test(test_pool_claim),
+	    cmocka_unit_test(test_session_pause),
 	};
 	/* As a CLI would: the run layer leaves SIGPIPE to its caller. */
 	signal(SIGPIPE, SIG_IGN);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cgroup/cgroup.h"
 #include "policy/plan.h"
 
 enum al_sync_type {
@@ -50,6 +51,8 @@ enum al_sync_type {
 	AL_SYNC_EXEC_END,     /* init → parent: exec_id ended (reaped); status = wait
 			       * status, utime/stime its CPU (wait4), err: errno of a
 			       * failed exec (then status is 126 or 127 exited) */
+	AL_SYNC_EXEC_TTY,     /* init → parent: the master of exec_id's pty, from the
+			       * sandbox's devpts (SCM_RIGHTS); sent before its STARTED */
 };
 
 /* AL_SYNC_GO's status for the last GO: a session, no command. */
@@ -77,9 +80,16 @@ struct al_sync_exec {
 	uint32_t type; /* AL_SYNC_EXEC */
 	uint32_t exec_id;
 	uint32_t argc, envc;
-	uint32_t len; /* bytes of strings after the header */
-	uint32_t flags;
+	uint32_t len;	     /* bytes of strings after the header */
+	uint32_t flags;	     /* AL_EXEC_FLAG_* */
+	uint16_t rows, cols; /* AL_EXEC_FLAG_TTY: the terminal's size */
 };
+
+/* The exec gets a terminal of its own: init opens a pty from the sandbox's
+ * devpts, makes its slave the exec's stdio and controlling terminal, and
+ * sends the master back (AL_SYNC_EXEC_TTY); no stdio is attached to the
+ * request then. */
+#define AL_EXEC_FLAG_TTY 1u
 
 /* Pack an exec request into buf (AL_EXEC_MSG_MAX bytes): returns its
  * length, or -E2BIG (too long, too many strings) / -EINVAL (no argv[0],
@@ -116,8 +126,8 @@ struct al_child_fds {
 	/* cgroup v1 (see al_cgroup_task_fds): "tasks" files of the run's
 	 * cgroups, to move ourselves in first thing, and of the supervisor's,
 	 * for init to move itself out before it reports the end. */
-	int cg_enter[4];
-	int cg_leave[4];
+	int cg_enter[AL_CGROUP_MAX_FDS];
+	int cg_leave[AL_CGROUP_MAX_FDS];
 	size_t n_cg;
 	/* As root: the task's inputs as detached mounts, by al_mount_op.input
 	 * (close-on-exec; each is closed once attached). */

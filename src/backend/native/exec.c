@@ -40,6 +40,8 @@ static void forget(struct al_backend_state *st, struct al_native_exec *x)
 	*x = st->execs[--st->n_execs];
 }
 
+/* The request, with the exec's three stdio fds attached (fds NULL: none,
+ * a terminal exec). */
 static int send_exec(int sync, const void *buf, size_t len, const int fds[3])
 {
 	char cbuf[CMSG_SPACE(3 * sizeof(int))];
@@ -50,10 +52,15 @@ static int send_exec(int sync, const void *buf, size_t len, const int fds[3])
 	ssize_t n;
 
 	memset(cbuf, 0, sizeof(cbuf));
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
-	memcpy(CMSG_DATA(cm), fds, 3 * sizeof(int));
+	if (fds) {
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, 3 * sizeof(int));
+	} else {
+		mh.msg_control = NULL;
+		mh.msg_controllen = 0;
+	}
 	do
 		n = sendmsg(sync, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
@@ -83,11 +90,19 @@ int al_monitor_exec(struct al_sandbox *sb, const struct al_sandbox_exec *x, stru
 		return al_error_set(err, E2BIG,
 				    "exec: argv, env and cwd take more than %d bytes or %d strings",
 				    AL_EXEC_MSG_MAX, AL_EXEC_MAX_ARGS);
+	if (x->tty) {
+		struct al_sync_exec h;
+		memcpy(&h, buf, sizeof(h));
+		h.flags |= AL_EXEC_FLAG_TTY;
+		h.rows = x->rows;
+		h.cols = x->cols;
+		memcpy(buf, &h, sizeof(h));
+	}
 	snprintf(name, sizeof(name), "exec-%u", (unsigned)x->id);
 	if ((r = al_cgroup_child_create(sb->cg, name, x->memory_bytes, x->pids, &cg, err)) < 0)
 		return al_error_wrap(err, "exec %u", (unsigned)x->id);
 	const int fds[3] = {x->stdin_rd, x->stdout_wr, x->stderr_wr};
-	if ((r = send_exec(st->sync, buf, (size_t)len, fds)) < 0) {
+	if ((r = send_exec(st->sync, buf, (size_t)len, x->tty ? NULL : fds)) < 0) {
 		al_cgroup_child_destroy(cg);
 		return al_error_setsys(
 		    err, -r, "exec %u: sending the request to the sandbox's init", (unsigned)x->id);
@@ -171,9 +186,14 @@ static void on_end(struct al_sandbox *sb, const struct al_sync_msg *msg)
 
 bool al_monitor_exec_msg(struct al_sandbox *sb, const struct al_sync_msg *msg, int *fd)
 {
-	if (msg->type == AL_SYNC_EXEC_STARTED)
+	if (msg->type == AL_SYNC_EXEC_STARTED) {
 		on_started(sb, msg, fd);
-	else if (msg->type == AL_SYNC_EXEC_END)
+	} else if (msg->type == AL_SYNC_EXEC_TTY) {
+		/* Only for an exec we asked for and have not seen start. */
+		struct al_native_exec *x = find(sb->state, msg->exec_id);
+		if (x && x->pidfd < 0 && *fd >= 0 && sb->exec_events && sb->exec_events->terminal)
+			sb->exec_events->terminal(sb->exec_events->data, x->id, TAKE_FD(*fd));
+	} else if (msg->type == AL_SYNC_EXEC_END)
 		on_end(sb, msg);
 	else
 		return false;
@@ -217,4 +237,21 @@ void al_monitor_exec_release_all(struct al_sandbox *sb)
 		free(st->execs);
 		st->execs = NULL;
 	}
+}
+
+int al_monitor_pause(struct al_sandbox *sb, bool frozen, struct al_error *err)
+{
+	if (!sb->state || sb->state->sync < 0)
+		return al_error_set(err, ESRCH, "pause: the sandbox is gone");
+	return al_cgroup_freeze(sb->cg, frozen, err);
+}
+
+int al_monitor_exec_stop_all(struct al_sandbox *sb, bool stopped)
+{
+	struct al_backend_state *st = sb->state;
+
+	for (size_t i = 0; st && i < st->n_execs; i++)
+		if (st->execs[i].pid > 0)
+			kill(-st->execs[i].pid, stopped ? SIGSTOP : SIGCONT);
+	return 0;
 }

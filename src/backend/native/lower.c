@@ -299,6 +299,12 @@ int al_native_check(const struct al_plan *p, struct al_error *err)
 
 int al_native_lower(const struct al_plan *p, struct al_native_plan **ret, struct al_error *err)
 {
+	return al_native_lower_session(p, false, ret, err);
+}
+
+int al_native_lower_session(const struct al_plan *p, bool session, struct al_native_plan **ret,
+			    struct al_error *err)
+{
 	_cleanup_(al_native_plan_freep) struct al_native_plan *np = xcalloc(1, sizeof(*np));
 	struct lowering l = {.plan = p, .np = np};
 	int r;
@@ -322,6 +328,24 @@ int al_native_lower(const struct al_plan *p, struct al_native_plan **ret, struct
 	lower_scratch(&l, p);
 	for (size_t i = 0; i < p->n_fs; i++)
 		lower_entry(&l, &p->fs[i]);
+	if (session && !p->tty) {
+		/* A session's execs may each ask for a terminal: the sandbox's
+		 * own devpts and /dev/ptmx, as a -t plan has them (mounted
+		 * after the rest of /dev, which is sealed only at the end). */
+		struct al_fs_entry pts = {.kind = AL_FS_PTYS,
+					  .path = "/dev/pts",
+					  .access = AL_FS_READ | AL_FS_WRITE,
+					  .mode = 0755,
+					  .what =
+					      "/dev/pts (the sandbox's, for its execs' terminals)"};
+		struct al_fs_entry ptmx = {.kind = AL_FS_LINK,
+					   .path = "/dev/ptmx",
+					   .source = "pts/ptmx",
+					   .access = AL_FS_READ,
+					   .what = "/dev/ptmx"};
+		lower_entry(&l, &pts);
+		lower_entry(&l, &ptmx);
+	}
 	al_strv_free(l.dirs);
 	free(l.made);
 

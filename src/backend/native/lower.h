@@ -121,6 +121,10 @@ int al_native_check(const struct al_plan *plan, struct al_error *err);
  * plan needs landlock and the kernel has none. Returns 0 or a negative
  * errno; *ret only on success. */
 int al_native_lower(const struct al_plan *plan, struct al_native_plan **ret, struct al_error *err);
+/* The same for a session (session true): also the sandbox's own devpts and
+ * /dev/ptmx whether or not the plan has a terminal, for its execs' ptys. */
+int al_native_lower_session(const struct al_plan *plan, bool session, struct al_native_plan **ret,
+			    struct al_error *err);
 
 /* The run's host ids, and the id maps from them. */
 void al_native_set_ids(struct al_native_plan *np, const struct al_host_ids *ids);

@@ -180,12 +180,13 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 	    .cpu_period_us = AL_CPU_PERIOD_US,
 	    .want_cpu_time = p->cpu_time_ms != 0 || p->budget.cpu_second != 0,
 	    .socket_bytes = p->socket_bytes,
+	    .want_freezer = sb->session, /* its pause */
 	};
 	struct al_error gc_err = {0};
 	int r;
 
 	al_native_state_new(sb);
-	if ((r = al_native_lower(p, &sb->state->lowered, err)) < 0)
+	if ((r = al_native_lower_session(p, sb->session, &sb->state->lowered, err)) < 0)
 		return r;
 	/* A session keeps the scratch's root for the file operations. */
 	sb->state->lowered->want_scratch |= sb->session;
@@ -492,4 +493,5 @@ const struct al_backend_ops al_backend_native = {
     .destroy = native_destroy,
     .exec = al_monitor_exec,
     .exec_signal = al_monitor_exec_signal,
+    .pause = al_monitor_pause,
 };

@@ -19,11 +19,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "backend/native/steps.h"
@@ -180,7 +182,7 @@ static void merge_env(const struct al_plan *p)
 /* The forked exec: the request's fds on 0-2 and nothing else, a session
  * of its own, then wait for the supervisor's go and exec. */
 static _Noreturn void exec_child(const struct al_plan *p, int sync, const int *fds, int gate,
-				 int errpipe, const char *cwd)
+				 int errpipe, const char *cwd, bool tty)
 {
 	sigset_t none;
 	char go = 1;
@@ -202,7 +204,10 @@ static _Noreturn void exec_child(const struct al_plan *p, int sync, const int *f
 	if (go != 0)
 		_exit(137);
 	umask(022);
-	if (setsid() < 0 || chdir(cwd ? cwd : p->workdir) < 0)
+	/* A terminal exec's pty becomes its controlling terminal once it
+	 * leads a session of its own. */
+	if (setsid() < 0 || (tty && ioctl(0, TIOCSCTTY, 0) < 0) ||
+	    chdir(cwd ? cwd : p->workdir) < 0)
 		e = errno;
 	else
 		e = al_exec_path(req_argv, merged_env);
@@ -218,18 +223,48 @@ static struct exec_slot *find(uint32_t id)
 	return NULL;
 }
 
+/* A pty from the sandbox's own devpts, of rows x cols: its master in
+ * *master, its slave returned (or -errno). */
+static int open_pty(unsigned short rows, unsigned short cols, int *master)
+{
+	struct winsize ws = {.ws_row = rows ? rows : 24, .ws_col = cols ? cols : 80};
+	int unlock = 0, slave;
+
+	*master = open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (*master < 0)
+		return -errno;
+	if (ioctl(*master, TIOCSPTLCK, &unlock) < 0 || ioctl(*master, TIOCSWINSZ, &ws) < 0 ||
+	    (slave = ioctl(*master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+		int e = errno;
+		close(*master);
+		*master = -1;
+		return -e;
+	}
+	return slave;
+}
+
 static void start_exec(const struct al_plan *p, int sync, size_t n, const int *fds, size_t n_fds)
 {
+	struct al_sync_exec h = {0};
 	uint32_t id = 0;
 	const char *cwd = NULL;
-	int gate[2], errp[2], e = 0;
+	int gate[2], errp[2], e = 0, master = -1, slave = -1, tty_fds[3];
 	struct exec_slot *s = NULL;
 	pid_t pid;
 
-	if (n >= sizeof(struct al_sync_exec))
-		memcpy(&id, msgbuf + offsetof(struct al_sync_exec, exec_id), sizeof(id));
-	if (n_fds != 3 || al_exec_unpack(msgbuf, n, &id, req_argv, req_env, &cwd) < 0)
+	if (n >= sizeof(h))
+		memcpy(&h, msgbuf, sizeof(h));
+	id = h.exec_id;
+	bool tty = h.flags & AL_EXEC_FLAG_TTY;
+	if (n_fds != (tty ? 0u : 3u) || (h.flags & ~AL_EXEC_FLAG_TTY) ||
+	    al_exec_unpack(msgbuf, n, &id, req_argv, req_env, &cwd) < 0)
 		e = EINVAL;
+	if (!e && tty) {
+		if ((slave = open_pty(h.rows, h.cols, &master)) < 0)
+			e = -slave;
+		tty_fds[0] = tty_fds[1] = tty_fds[2] = slave;
+		fds = tty_fds;
+	}
 	for (size_t i = 0; !e && i < INIT_MAX_EXECS && !s; i++)
 		if (!execs[i].used)
 			s = &execs[i];
@@ -243,6 +278,10 @@ static void start_exec(const struct al_plan *p, int sync, size_t n, const int *f
 		close(gate[1]);
 	}
 	if (e) {
+		if (master >= 0)
+			close(master);
+		if (slave >= 0)
+			close(slave);
 		send_exec_msg(sync, AL_SYNC_EXEC_END, id, e, 126 << 8, 0, NULL, -1);
 		return;
 	}
@@ -251,10 +290,18 @@ static void start_exec(const struct al_plan *p, int sync, size_t n, const int *f
 	if (pid == 0) {
 		close(gate[1]);
 		close(errp[0]);
-		exec_child(p, sync, fds, gate[0], errp[1], cwd);
+		exec_child(p, sync, fds, gate[0], errp[1], cwd, tty);
 	}
 	close(gate[0]);
 	close(errp[1]);
+	/* Init keeps neither end: the slave is the exec's, the master goes to
+	 * the supervisor (before STARTED, so it is there when output comes). */
+	if (slave >= 0)
+		close(slave);
+	if (master >= 0 && pid > 0)
+		send_exec_msg(sync, AL_SYNC_EXEC_TTY, id, 0, 0, 0, NULL, master);
+	if (master >= 0)
+		close(master);
 	if (pid < 0) {
 		e = errno;
 		close(gate[1]);

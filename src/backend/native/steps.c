@@ -166,7 +166,7 @@ int step_stdio(struct al_child *c)
 	/* Park what init keeps at fixed numbers: the sync socket at 3, the
 	 * cgroup "leave" fds at 4.. (via high numbers, so no dup3 clobbers a
 	 * source not yet moved). */
-	int tmp[5];
+	int tmp[1 + AL_CGROUP_MAX_FDS];
 	tmp[0] = fcntl(c->sync, F_DUPFD_CLOEXEC, 100);
 	for (size_t i = 0; i < f->n_cg; i++)
 		tmp[1 + i] = fcntl(f->cg_leave[i], F_DUPFD_CLOEXEC, 100);

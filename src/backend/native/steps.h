@@ -10,9 +10,9 @@ struct al_child {
 	const struct al_plan *plan;
 	const struct al_native_plan *np; /* the plan in the native terms */
 	const struct al_child_fds *fds;
-	int sync;	  /* the sync socket; fd 3 after step_stdio */
-	int landlock_abi; /* the ABI of the ruleset in force, 0 if none */
-	int cg_leave[4];  /* kept for init; fds 4.. after step_stdio */
+	int sync;			 /* the sync socket; fd 3 after step_stdio */
+	int landlock_abi;		 /* the ABI of the ruleset in force, 0 if none */
+	int cg_leave[AL_CGROUP_MAX_FDS]; /* kept for init; fds 4.. after step_stdio */
 	size_t n_cg;
 	char msg[256];
 };
