@@ -509,14 +509,16 @@ static int loop(struct monitor *m, struct al_error *err)
 		if (pf[1].revents & (POLLIN | POLLHUP | POLLERR)) {
 			struct al_msg in;
 			int r;
-			if (al_chan_read(&m->front) < 0 || m->front.eof)
-				m->stop = true;
+			if (al_chan_read(&m->front) < 0 || m->front.eof) {
+				free(pf);
+				return al_error_set(err, EPIPE, "the front process ended");
+			}
 			while ((r = al_chan_next(&m->front, &in, err)) > 0)
 				if (on_front_msg(m, &in) < 0)
 					break;
 			if (r < 0) {
-				al_err("serve: the front broke the protocol: %s", err->msg);
-				m->stop = true;
+				free(pf);
+				return al_error_wrap(err, "the front broke the protocol");
 			}
 		}
 		if (pf[2].revents)

@@ -208,6 +208,10 @@ int al_session_main(int fd, const struct al_session_ops *ops)
 				 0);
 	}
 	int r = take_fields(req, &errs, &argv, &in_text, &profile);
+	/* The policy file's format version may be left out: {} takes the
+	 * defaults. */
+	if (!json_object_get(req, "version"))
+		json_object_set_new(req, "version", json_integer(1));
 	char *text = json_dumps(req, JSON_COMPACT);
 	json_decref(req);
 	if (r == 0)

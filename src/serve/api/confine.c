@@ -61,6 +61,13 @@ int al_front_confine(struct al_error *err)
 			return al_error_set(err, EINVAL, "front: seccomp rule for %s", allowed[i]);
 		}
 	}
+	/* The C library opens files now and then (the time zone for a Date
+	 * header): refused as landlock would, not fatal. */
+	if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(openat), 0) < 0 ||
+	    seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(open), 0) < 0) {
+		seccomp_release(ctx);
+		return al_error_set(err, EINVAL, "front: seccomp rule for open");
+	}
 	int r = seccomp_load(ctx);
 	seccomp_release(ctx);
 	if (r < 0)
