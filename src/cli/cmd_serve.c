@@ -59,19 +59,20 @@ static int number(const char *opt, const char *s, unsigned *ret)
 
 int al_cmd_serve(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"socket", required_argument, NULL, 's'},
-	    {"socket-group", required_argument, NULL, 'g'},
-	    {"listen", required_argument, NULL, 'l'},
-	    {"token-file", required_argument, NULL, 't'},
-	    {"operator-policy", required_argument, NULL, 'o'},
-	    {"max-sandboxes", required_argument, NULL, 'S'},
-	    {"max-clients", required_argument, NULL, 'C'},
-	    {"client-timeout", required_argument, NULL, 'T'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0}};
-	struct al_serve_config cfg = {
-	    .max_sandboxes = 16, .max_clients = 256, .client_timeout_s = 30, .exe = "/proc/self/exe"};
+	static const struct option opts[] = {{"socket", required_argument, NULL, 's'},
+					     {"socket-group", required_argument, NULL, 'g'},
+					     {"listen", required_argument, NULL, 'l'},
+					     {"token-file", required_argument, NULL, 't'},
+					     {"operator-policy", required_argument, NULL, 'o'},
+					     {"max-sandboxes", required_argument, NULL, 'S'},
+					     {"max-clients", required_argument, NULL, 'C'},
+					     {"client-timeout", required_argument, NULL, 'T'},
+					     {"help", no_argument, NULL, 'h'},
+					     {0}};
+	struct al_serve_config cfg = {.max_sandboxes = 16,
+				      .max_clients = 256,
+				      .client_timeout_s = 30,
+				      .exe = "/proc/self/exe"};
 	struct al_error err = {0};
 	int c;
 
@@ -79,11 +80,21 @@ int al_cmd_serve(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc + 1, argv - 1, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 's': cfg.socket_path = optarg; break;
-		case 'g': cfg.socket_group = optarg; break;
-		case 'l': cfg.listen = optarg; break;
-		case 't': cfg.token_file = optarg; break;
-		case 'o': cfg.operator_file = optarg; break;
+		case 's':
+			cfg.socket_path = optarg;
+			break;
+		case 'g':
+			cfg.socket_group = optarg;
+			break;
+		case 'l':
+			cfg.listen = optarg;
+			break;
+		case 't':
+			cfg.token_file = optarg;
+			break;
+		case 'o':
+			cfg.operator_file = optarg;
+			break;
 		case 'S':
 			if (number("--max-sandboxes", optarg, &cfg.max_sandboxes) < 0)
 				return 125;
@@ -96,9 +107,12 @@ int al_cmd_serve(int argc, char **argv)
 			if (number("--client-timeout", optarg, &cfg.client_timeout_s) < 0)
 				return 125;
 			break;
-		case 'h': usage(stdout); return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
 		case ':':
-			al_err("serve: %s needs a value (see airlock serve --help)", argv[optind - 2]);
+			al_err("serve: %s needs a value (see airlock serve --help)",
+			       argv[optind - 2]);
 			return 125;
 		default:
 			al_err("serve: unknown option \"%s\" (see airlock serve --help)",

@@ -14,7 +14,8 @@
 static int plan(const char *operator_file, struct al_policy *policy, const char *run_id,
 		struct al_plan **ret, struct al_errors *errs, char ***refused)
 {
-	struct al_cli cli = {.operator_file = (char *)operator_file, .result_fd = -1, .audit_fd = -1};
+	struct al_cli cli = {
+	    .operator_file = (char *)operator_file, .result_fd = -1, .audit_fd = -1};
 	struct al_cli_bounds b = {0};
 	int r = al_cli_bound_plan(&cli, policy, 0, run_id, ret, &b, errs);
 

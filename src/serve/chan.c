@@ -132,8 +132,10 @@ static int read_some(struct al_chan *c, int flags)
 		c->rbuf = xrealloc(c->rbuf, c->rcap);
 	}
 	struct iovec iov = {.iov_base = c->rbuf + c->rlen, .iov_len = c->rcap - c->rlen};
-	struct msghdr mh = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
 	n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC | flags);
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR ? 0 : -errno;

@@ -32,7 +32,7 @@ struct al_metrics {
 	uint64_t status[600]; /* by exact status */
 	uint64_t runs;
 	uint64_t denials;
-	uint64_t limit_hits[16]; /* by enum al_end_reason */
+	uint64_t limit_hits[16];  /* by enum al_end_reason */
 	uint64_t refused_clients; /* past --max-clients */
 	struct al_hist run_s, create_s, exec_s;
 };

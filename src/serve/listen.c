@@ -19,7 +19,7 @@
 #include "core/util.h"
 
 #define TOKEN_FILE_MAX 65536
-#define TOKEN_MIN 16
+#define TOKEN_MIN      16
 
 int al_serve_listen_unix(const char *path, const char *group, struct al_error *err)
 {
@@ -44,8 +44,8 @@ int al_serve_listen_unix(const char *path, const char *group, struct al_error *e
 			return al_error_set(err, EEXIST, "--socket %s: exists and is not a socket",
 					    path);
 		if (unlink(path) < 0)
-			return al_error_setsys(err, errno, "--socket %s: cannot remove the old socket",
-					       path);
+			return al_error_setsys(err, errno,
+					       "--socket %s: cannot remove the old socket", path);
 	}
 	strcpy(sa.sun_path, path);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
@@ -98,10 +98,11 @@ int al_serve_listen_tcp(const char *spec, struct al_error *err)
 		host[strlen(host) - 1] = '\0';
 		if (inet_pton(AF_INET6, host + 1, &s6->sin6_addr) != 1 ||
 		    !IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
-			return al_error_set(err, EINVAL,
-					    "--listen %s: only a loopback address (127.0.0.0/8 or "
-					    "[::1]) may be listened on: bearer tokens travel in clear",
-					    spec);
+			return al_error_set(
+			    err, EINVAL,
+			    "--listen %s: only a loopback address (127.0.0.0/8 or "
+			    "[::1]) may be listened on: bearer tokens travel in clear",
+			    spec);
 		s6->sin6_family = AF_INET6;
 		s6->sin6_port = htons((uint16_t)port);
 		len = sizeof(*s6);
@@ -109,10 +110,11 @@ int al_serve_listen_tcp(const char *spec, struct al_error *err)
 		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
 		if (inet_pton(AF_INET, host, &s4->sin_addr) != 1 ||
 		    (ntohl(s4->sin_addr.s_addr) >> 24) != 127)
-			return al_error_set(err, EINVAL,
-					    "--listen %s: only a loopback address (127.0.0.0/8 or "
-					    "[::1]) may be listened on: bearer tokens travel in clear",
-					    spec);
+			return al_error_set(
+			    err, EINVAL,
+			    "--listen %s: only a loopback address (127.0.0.0/8 or "
+			    "[::1]) may be listened on: bearer tokens travel in clear",
+			    spec);
 		s4->sin_family = AF_INET;
 		s4->sin_port = htons((uint16_t)port);
 		len = sizeof(*s4);
@@ -164,10 +166,11 @@ int al_serve_tokens_load(const char *path, struct al_token **ret, size_t *ret_n,
 				    "(chown)",
 				    path, (unsigned)st.st_uid, (unsigned)geteuid());
 	if (st.st_mode & 077)
-		return al_error_set(err, EPERM,
-				    "--token-file %s: mode %04o: bearer tokens must not be readable "
-				    "or writable by group or others (chmod 600)",
-				    path, (unsigned)st.st_mode & 07777);
+		return al_error_set(
+		    err, EPERM,
+		    "--token-file %s: mode %04o: bearer tokens must not be readable "
+		    "or writable by group or others (chmod 600)",
+		    path, (unsigned)st.st_mode & 07777);
 	buf = xmalloc(TOKEN_FILE_MAX + 1);
 	if ((len = read(fd, buf, TOKEN_FILE_MAX + 1)) < 0)
 		return al_error_setsys(err, errno, "--token-file %s: read", path);
@@ -188,11 +191,12 @@ int al_serve_tokens_load(const char *path, struct al_token **ret, size_t *ret_n,
 		if (k != 2 || strlen(tok) < TOKEN_MIN || strlen(tok) > AL_SERVE_TOKEN_MAX ||
 		    strlen(id) >= sizeof(v->identity) || !identity_ok(id)) {
 			free(v);
-			return al_error_set(err, EINVAL,
-					    "--token-file %s:%zu: expected \"TOKEN IDENTITY\" (a token "
-					    "of %d-%d characters, an identity of letters, digits and "
-					    "._-@)",
-					    path, line, TOKEN_MIN, AL_SERVE_TOKEN_MAX);
+			return al_error_set(
+			    err, EINVAL,
+			    "--token-file %s:%zu: expected \"TOKEN IDENTITY\" (a token "
+			    "of %d-%d characters, an identity of letters, digits and "
+			    "._-@)",
+			    path, line, TOKEN_MIN, AL_SERVE_TOKEN_MAX);
 		}
 		v = xrealloc(v, (n + 1) * sizeof(*v));
 		snprintf(v[n].token, sizeof(v[n].token), "%s", tok);

@@ -11,7 +11,7 @@
 
 /* Seconds: the upper bounds of the latency histograms' buckets. */
 static const double bounds[AL_HIST_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-					       0.5,   1,    2.5,   5,    10,  30};
+					       0.5,   1,    2.5,   5,	 10,  30};
 
 void al_metrics_status(struct al_metrics *m, unsigned status)
 {
@@ -32,7 +32,7 @@ void al_hist_add(struct al_hist *h, double s)
 }
 
 /* The reasons that are a limit's, by their name in the result record. */
-static const enum al_end_reason limits[] = {AL_END_TIMEOUT, AL_END_MEMORY, AL_END_PIDS,
+static const enum al_end_reason limits[] = {AL_END_TIMEOUT,  AL_END_MEMORY, AL_END_PIDS,
 					    AL_END_CPU_TIME, AL_END_OUTPUT, AL_END_BUDGET};
 
 int al_metrics_limit_index(const char *reason)
@@ -64,19 +64,20 @@ char *al_metrics_text(const struct al_metrics *m, unsigned running, unsigned cli
 
 	if (!f)
 		return NULL;
-	fprintf(f,
-		"# HELP airlock_sandboxes Sandboxes the daemon holds, by state.\n"
-		"# TYPE airlock_sandboxes gauge\n"
-		"airlock_sandboxes{state=\"running\"} %u\n"
-		"airlock_sandboxes{state=\"paused\"} 0\n"
-		"airlock_sandboxes{state=\"ready\"} 0\n"
-		"# HELP airlock_clients Client connections open.\n"
-		"# TYPE airlock_clients gauge\n"
-		"airlock_clients %u\n"
-		"# HELP airlock_clients_refused_total Connections closed at once past --max-clients.\n"
-		"# TYPE airlock_clients_refused_total counter\n"
-		"airlock_clients_refused_total %llu\n",
-		running, clients, (unsigned long long)m->refused_clients);
+	fprintf(
+	    f,
+	    "# HELP airlock_sandboxes Sandboxes the daemon holds, by state.\n"
+	    "# TYPE airlock_sandboxes gauge\n"
+	    "airlock_sandboxes{state=\"running\"} %u\n"
+	    "airlock_sandboxes{state=\"paused\"} 0\n"
+	    "airlock_sandboxes{state=\"ready\"} 0\n"
+	    "# HELP airlock_clients Client connections open.\n"
+	    "# TYPE airlock_clients gauge\n"
+	    "airlock_clients %u\n"
+	    "# HELP airlock_clients_refused_total Connections closed at once past --max-clients.\n"
+	    "# TYPE airlock_clients_refused_total counter\n"
+	    "airlock_clients_refused_total %llu\n",
+	    running, clients, (unsigned long long)m->refused_clients);
 	fprintf(f, "# HELP airlock_requests_total API requests answered, by status.\n"
 		   "# TYPE airlock_requests_total counter\n");
 	for (unsigned s = 100; s < 600; s++)

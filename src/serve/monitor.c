@@ -105,8 +105,8 @@ static void respond_json(struct monitor *m, uint64_t req, unsigned status, json_
 	json_decref(o);
 }
 
-static void respond_error(struct monitor *m, uint64_t req, unsigned status, const char *fmt,
-			  ...) __attribute__((format(printf, 4, 5)));
+static void respond_error(struct monitor *m, uint64_t req, unsigned status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 static void respond_error(struct monitor *m, uint64_t req, unsigned status, const char *fmt, ...)
 {
 	char msg[512];
@@ -287,8 +287,8 @@ static void on_request(struct monitor *m, const struct al_msg *in)
 	 * the identity the token maps to. The front only passes the token
 	 * on. */
 	if (c->tcp) {
-		const char *who = token ? al_serve_token_identity(m->tokens, m->n_tokens, token)
-					: NULL;
+		const char *who =
+		    token ? al_serve_token_identity(m->tokens, m->n_tokens, token) : NULL;
 		if (!who)
 			return respond_error(m, req, 401,
 					     token ? "the bearer token is not known"
@@ -384,7 +384,6 @@ static void on_session_msg(struct monitor *m, struct sandbox *s, const struct al
 		al_hist_add(&m->metrics.run_s, (double)(al_now_ms() - s->started_ms) / 1000.0);
 	}
 }
-
 
 /* --- the loop --------------------------------------------------------- */
 
@@ -484,8 +483,9 @@ static int loop(struct monitor *m, struct al_error *err)
 		size_t n = 0, base;
 		pf = xrealloc(pf, (4 + m->n_sb) * sizeof(*pf));
 		pf[n++] = (struct pollfd){.fd = m->sig_fd, .events = POLLIN};
-		pf[n++] = (struct pollfd){
-		    .fd = m->front.fd, .events = POLLIN | (al_chan_pending(&m->front) ? POLLOUT : 0)};
+		pf[n++] =
+		    (struct pollfd){.fd = m->front.fd,
+				    .events = POLLIN | (al_chan_pending(&m->front) ? POLLOUT : 0)};
 		pf[n++] = (struct pollfd){.fd = m->unix_fd, .events = POLLIN};
 		pf[n++] = (struct pollfd){.fd = m->tcp_fd, .events = POLLIN};
 		base = n;
@@ -565,7 +565,8 @@ int al_serve_run(const struct al_serve_config *cfg, struct al_error *err)
 		return al_error_set(err, EINVAL, "--listen needs --token-file (bearer tokens)");
 	if (cfg->token_file && !cfg->listen)
 		return al_error_set(err, EINVAL, "--token-file is only for --listen");
-	if (cfg->token_file && al_serve_tokens_load(cfg->token_file, &m.tokens, &m.n_tokens, err) < 0)
+	if (cfg->token_file &&
+	    al_serve_tokens_load(cfg->token_file, &m.tokens, &m.n_tokens, err) < 0)
 		return -EINVAL;
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);

@@ -18,8 +18,14 @@ struct rule {
 	uint32_t max;
 };
 
-#define REQ(k, m) {.kind = (k), .required = true, .max = (m)}
-#define OPT(k, m) {.kind = (k), .required = false, .max = (m)}
+#define REQ(k, m)                                                                                  \
+	{                                                                                          \
+		.kind = (k), .required = true, .max = (m)                                          \
+	}
+#define OPT(k, m)                                                                                  \
+	{                                                                                          \
+		.kind = (k), .required = false, .max = (m)                                         \
+	}
 
 static const struct rule schema[AL_MSG_N_TYPES][AL_TAG_N] = {
     [AL_MSG_CONN] = {[AL_TAG_TCP] = REQ(AL_MSG_U32, 4)},
@@ -84,35 +90,38 @@ int al_msg_decode(const uint8_t *buf, size_t len, struct al_msg *m, struct al_er
 		uint32_t flen;
 
 		if (len - off < 8)
-			return al_error_set(err, EBADMSG, "message: a field's header cut at offset %zu",
-					    off);
+			return al_error_set(err, EBADMSG,
+					    "message: a field's header cut at offset %zu", off);
 		memcpy(&tag, buf + off, 2);
 		memcpy(&kind, buf + off + 2, 2);
 		flen = get32(buf + off + 4);
 		off += 8;
 		if (flen > len - off)
-			return al_error_set(err, EBADMSG,
-					    "message: field %u at offset %zu: %u bytes, past the frame",
-					    tag, off - 8, flen);
+			return al_error_set(
+			    err, EBADMSG,
+			    "message: field %u at offset %zu: %u bytes, past the frame", tag,
+			    off - 8, flen);
 		if (tag == 0 || tag >= AL_TAG_N || rules[tag].kind == 0)
-			return al_error_set(err, EBADMSG,
-					    "message type %u: field %u at offset %zu not in its schema",
-					    m->type, tag, off - 8);
+			return al_error_set(
+			    err, EBADMSG,
+			    "message type %u: field %u at offset %zu not in its schema", m->type,
+			    tag, off - 8);
 		if (kind != rules[tag].kind)
 			return al_error_set(err, EBADMSG,
-					    "message type %u: field %u is of kind %u, not %u", m->type,
-					    tag, kind, rules[tag].kind);
+					    "message type %u: field %u is of kind %u, not %u",
+					    m->type, tag, kind, rules[tag].kind);
 		if (m->f[tag].present)
-			return al_error_set(err, EBADMSG, "message type %u: field %u twice", m->type,
-					    tag);
+			return al_error_set(err, EBADMSG, "message type %u: field %u twice",
+					    m->type, tag);
 		if ((kind == AL_MSG_U32 && flen != 4) || (kind == AL_MSG_U64 && flen != 8) ||
 		    flen > rules[tag].max)
 			return al_error_set(err, EBADMSG,
 					    "message type %u: field %u has %u bytes (at most %u)",
 					    m->type, tag, flen, rules[tag].max);
 		if (kind == AL_MSG_STR && memchr(buf + off, 0, flen))
-			return al_error_set(err, EBADMSG, "message type %u: string field %u holds NUL",
-					    m->type, tag);
+			return al_error_set(err, EBADMSG,
+					    "message type %u: string field %u holds NUL", m->type,
+					    tag);
 		m->f[tag] = (struct al_msg_field){
 		    .data = buf + off, .len = flen, .kind = kind, .present = true};
 		off += flen;

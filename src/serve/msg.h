@@ -17,7 +17,7 @@
 #define AL_MSG_HDR 16u
 /* The largest payload: a one-shot run's answer carries its output (each
  * stream capped at AL_SERVE_OUTPUT_MAX, JSON-escaped). */
-#define AL_MSG_MAX (48u << 20)
+#define AL_MSG_MAX    (48u << 20)
 #define AL_MSG_FIELDS 16
 
 enum al_msg_type {
@@ -31,23 +31,28 @@ enum al_msg_type {
 	AL_MSG_N_TYPES
 };
 
-enum al_msg_kind { AL_MSG_U32 = 1, AL_MSG_U64, AL_MSG_STR, AL_MSG_BYTES };
+enum al_msg_kind {
+	AL_MSG_U32 = 1,
+	AL_MSG_U64,
+	AL_MSG_STR,
+	AL_MSG_BYTES
+};
 
 enum al_msg_tag {
-	AL_TAG_CONN = 1,  /* u64: the monitor's connection id */
-	AL_TAG_TCP,	  /* u32: 1 on the TCP listener (bearer tokens) */
-	AL_TAG_OP,	  /* u32: enum al_serve_op */
-	AL_TAG_TOKEN,	  /* str: the bearer token the client sent (TCP) */
-	AL_TAG_SANDBOX,	  /* str: a sandbox id from the URL */
-	AL_TAG_PATH,	  /* str: the rest of the URL (files, exec ids) */
-	AL_TAG_BODY,	  /* bytes: a request's or response's body */
-	AL_TAG_STATUS,	  /* u32: an HTTP status */
-	AL_TAG_CTYPE,	  /* str: the response's content type */
-	AL_TAG_IDENTITY,  /* str: who asked ("uid:N", "token:NAME") */
-	AL_TAG_OPERATOR,  /* str: the operator policy's path */
-	AL_TAG_REASON,	  /* str: how a run ended (result.h's names) */
-	AL_TAG_DENIALS,	  /* u64: how many things the run was refused */
-	AL_TAG_MS,	  /* u64: milliseconds */
+	AL_TAG_CONN = 1,   /* u64: the monitor's connection id */
+	AL_TAG_TCP,	   /* u32: 1 on the TCP listener (bearer tokens) */
+	AL_TAG_OP,	   /* u32: enum al_serve_op */
+	AL_TAG_TOKEN,	   /* str: the bearer token the client sent (TCP) */
+	AL_TAG_SANDBOX,	   /* str: a sandbox id from the URL */
+	AL_TAG_PATH,	   /* str: the rest of the URL (files, exec ids) */
+	AL_TAG_BODY,	   /* bytes: a request's or response's body */
+	AL_TAG_STATUS,	   /* u32: an HTTP status */
+	AL_TAG_CTYPE,	   /* str: the response's content type */
+	AL_TAG_IDENTITY,   /* str: who asked ("uid:N", "token:NAME") */
+	AL_TAG_OPERATOR,   /* str: the operator policy's path */
+	AL_TAG_REASON,	   /* str: how a run ended (result.h's names) */
+	AL_TAG_DENIALS,	   /* u64: how many things the run was refused */
+	AL_TAG_MS,	   /* u64: milliseconds */
 	AL_TAG_SESSION_ID, /* str: the sandbox id the monitor gave the session */
 	AL_TAG_N
 };

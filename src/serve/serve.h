@@ -18,7 +18,7 @@ struct al_errors;
 /* What a one-shot run's answer keeps of each of stdout and stderr (the
  * plan's output limit caps both together first). */
 #define AL_SERVE_OUTPUT_MAX (8u << 20)
-#define AL_SERVE_TOKEN_MAX 64
+#define AL_SERVE_TOKEN_MAX  64
 
 struct al_serve_config {
 	const char *socket_path;

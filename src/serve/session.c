@@ -204,8 +204,8 @@ int al_session_main(int fd, const struct al_session_ops *ops)
 	if (!req || !json_is_object(req)) {
 		json_decref(req);
 		return send_done(&ch, id, 400,
-				 json_pack("{s:s}", "error", "the body must be a JSON object"), NULL,
-				 0);
+				 json_pack("{s:s}", "error", "the body must be a JSON object"),
+				 NULL, 0);
 	}
 	int r = take_fields(req, &errs, &argv, &in_text, &profile);
 	/* The policy file's format version may be left out: {} takes the
@@ -224,10 +224,11 @@ int al_session_main(int fd, const struct al_session_ops *ops)
 		policy->command = TAKE_PTR(argv);
 	}
 	if (!policy->command)
-		return send_done(&ch, id, 400,
-				 json_pack("{s:s}", "error",
-					   "no command: give \"argv\", or \"code\" and \"language\""),
-				 NULL, 0);
+		return send_done(
+		    &ch, id, 400,
+		    json_pack("{s:s}", "error",
+			      "no command: give \"argv\", or \"code\" and \"language\""),
+		    NULL, 0);
 	if (profile) {
 		free(policy->profile);
 		policy->profile = TAKE_PTR(profile);
@@ -239,29 +240,26 @@ int al_session_main(int fd, const struct al_session_ops *ops)
 				json_array_append_new(a, json_string(refused[i]));
 			return send_done(&ch, id, 403,
 					 json_pack("{s:s, s:o}", "error",
-						   "the operator policy refused the request", "reasons",
-						   a),
+						   "the operator policy refused the request",
+						   "reasons", a),
 					 "refused", 0);
 		}
-		return send_done(&ch, id, 400, errors_json("the request cannot be run", &errs), NULL,
-				 0);
+		return send_done(&ch, id, 400, errors_json("the request cannot be run", &errs),
+				 NULL, 0);
 	}
 	const struct al_backend_ops *backend = al_backend_lookup(plan->backend);
 	struct rlimit no_core = {0, 0};
 	if ((backend && backend->probe(plan, &err) < 0) || setrlimit(RLIMIT_CORE, &no_core) < 0 ||
 	    (geteuid() == 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) ||
 	    al_cred_open(plan, run_id, &cred, &err) < 0)
-		return send_done(&ch, id, 500,
-				 json_pack("{s:s}", "error", err.msg[0] ? err.msg : strerror(errno)),
-				 NULL, 0);
+		return send_done(
+		    &ch, id, 500,
+		    json_pack("{s:s}", "error", err.msg[0] ? err.msg : strerror(errno)), NULL, 0);
 	int in_fd = in_text ? stdin_fd(in_text) : -1;
 	struct al_supervisor_io io = {
 	    .stdin_fd = in_fd, .stdout_fd = -1, .stderr_fd = -1, .output = on_output, .data = &out};
-	struct al_run_request rq = {.plan = plan,
-				    .run_id = run_id,
-				    .cred = cred,
-				    .result_dirfd = -1,
-				    .confine_self = true};
+	struct al_run_request rq = {
+	    .plan = plan, .run_id = run_id, .cred = cred, .result_dirfd = -1, .confine_self = true};
 	struct al_run *run = NULL;
 	struct al_error rec_err = {0};
 	al_run_start(&rq, &io, &run, &err);

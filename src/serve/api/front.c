@@ -78,10 +78,9 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 	return ret;
 }
 
-static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *fmt,
-				   ...) __attribute__((format(printf, 3, 4)));
-static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *fmt,
-				   ...)
+static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
 {
 	char msg[768];
 	va_list ap;
@@ -123,7 +122,7 @@ static unsigned route(const char *method, const char *url, struct request *rq)
 	if (strcmp(url, "/v1/run") == 0)
 		return post ? (rq->op = AL_OP_RUN, 0) : 405;
 	if (strcmp(url, "/v1/sandboxes") == 0)
-		return post ? (rq->op = AL_OP_SANDBOX_CREATE, 0)
+		return post  ? (rq->op = AL_OP_SANDBOX_CREATE, 0)
 		       : get ? (rq->op = AL_OP_SANDBOX_LIST, 0)
 			     : 405;
 	if (strncmp(url, "/v1/sandboxes/", 14) != 0)
@@ -136,7 +135,7 @@ static unsigned route(const char *method, const char *url, struct request *rq)
 	rq->sandbox[n] = '\0';
 	p += n;
 	if (!*p)
-		return get ? (rq->op = AL_OP_SANDBOX_GET, 0)
+		return get   ? (rq->op = AL_OP_SANDBOX_GET, 0)
 		       : del ? (rq->op = AL_OP_SANDBOX_DELETE, 0)
 			     : 405;
 	/* exec, files/..., pause, resume, timeout, audit: the method and the
@@ -163,8 +162,8 @@ static enum MHD_Result forward(struct MHD_Connection *c, struct request *rq)
 
 	if (needs_json(rq->op)) {
 		json_error_t je;
-		json_t *j = json_loadb(rq->body ? rq->body : "", rq->len,
-				       JSON_REJECT_DUPLICATES, &je);
+		json_t *j =
+		    json_loadb(rq->body ? rq->body : "", rq->len, JSON_REJECT_DUPLICATES, &je);
 		if (!j)
 			return reply_error(c, 400, "the body is not JSON: line %d, column %d: %s",
 					   je.line, je.column, je.text);
@@ -330,14 +329,13 @@ void al_front_main(int fd, const struct al_serve_config *cfg)
 	const union MHD_DaemonInfo *di;
 
 	al_chan_init(&F.mon, fd);
-	F.d = MHD_start_daemon(MHD_USE_NO_LISTEN_SOCKET | MHD_USE_EPOLL |
-				   MHD_ALLOW_SUSPEND_RESUME,
+	F.d = MHD_start_daemon(MHD_USE_NO_LISTEN_SOCKET | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME,
 			       0, NULL, NULL, on_request, NULL, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
 			       (size_t)HEADERS_MAX, MHD_OPTION_CONNECTION_TIMEOUT,
 			       (unsigned)cfg->client_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
 			       (unsigned)cfg->max_clients + 1, MHD_OPTION_NOTIFY_COMPLETED,
-			       on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
-			       MHD_OPTION_END);
+			       on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+			       NULL, MHD_OPTION_END);
 	if (!F.d || !(di = MHD_get_daemon_info(F.d, MHD_DAEMON_INFO_EPOLL_FD))) {
 		al_err("serve: front: cannot start libmicrohttpd");
 		_exit(125);
@@ -349,8 +347,8 @@ void al_front_main(int fd, const struct al_serve_config *cfg)
 	}
 	for (;;) {
 		MHD_UNSIGNED_LONG_LONG to;
-		int timeout = MHD_get_timeout(F.d, &to) == MHD_YES ? (int)(to > 60000 ? 60000 : to)
-								   : -1;
+		int timeout =
+		    MHD_get_timeout(F.d, &to) == MHD_YES ? (int)(to > 60000 ? 60000 : to) : -1;
 		struct pollfd pf[2] = {
 		    {.fd = F.mon.fd, .events = POLLIN | (al_chan_pending(&F.mon) ? POLLOUT : 0)},
 		    {.fd = epfd, .events = POLLIN}};
