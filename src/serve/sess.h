@@ -70,7 +70,8 @@ struct sess {
 	size_t n_x;
 	json_t *meta;
 	char *profile;
-	int64_t created_ms, deadline_ms, last_active_ms;
+	int64_t created_ms, deadline_ms, last_active_ms; /* monotonic */
+	char created_ts[40];				 /* wall clock, RFC 3339 */
 	uint64_t idle_ms, max_lifetime_ms;
 	unsigned max_execs;
 	bool ended;

@@ -273,19 +273,21 @@ static int take_sandbox_fields(struct sess *s, json_t *req, uint64_t *lifetime,
 	s->meta = meta ? json_incref(meta) : json_object();
 	if (act && (!json_is_string(act) || (strcmp(json_string_value(act), "kill") != 0 &&
 					     strcmp(json_string_value(act), "pause") != 0)))
-		al_errors_add(errs, EINVAL, "request", "idle_action", "must be \"kill\" or \"pause\"");
+		al_errors_add(errs, EINVAL, "request", "idle_action",
+			      "must be \"kill\" or \"pause\"");
 	else if (act && strcmp(json_string_value(act), "pause") == 0)
-		al_errors_add(errs, EOPNOTSUPP, "request", "idle_action",
-			      "\"pause\": pausing a sandbox is not in this build yet; use \"kill\"");
-	if (mx && (!json_is_integer(mx) || json_integer_value(mx) < 1 ||
-		   json_integer_value(mx) > 64))
+		al_errors_add(
+		    errs, EOPNOTSUPP, "request", "idle_action",
+		    "\"pause\": pausing a sandbox is not in this build yet; use \"kill\"");
+	if (mx &&
+	    (!json_is_integer(mx) || json_integer_value(mx) < 1 || json_integer_value(mx) > 64))
 		al_errors_add(errs, EINVAL, "request", "max_execs", "must be an integer, 1 to 64");
 	else if (mx)
 		s->max_execs = (unsigned)json_integer_value(mx);
 	if (*lifetime && s->max_lifetime_ms && *lifetime > s->max_lifetime_ms)
 		al_errors_add(errs, EINVAL, "request", "lifetime", "is over max_lifetime");
-	for (const char *const *f = (const char *const[]){"profile", "metadata", "idle_action",
-							  "max_execs", NULL};
+	for (const char *const *f =
+		 (const char *const[]){"profile", "metadata", "idle_action", "max_execs", NULL};
 	     *f; f++)
 		json_object_del(req, *f);
 	return al_errors_count(errs) ? -EINVAL : 0;
@@ -305,8 +307,8 @@ static int load_policy(json_t *req, struct al_policy **ret, struct al_errors *er
 
 /* The request layer, from the task to the final plan. 0, or < 0 with the
  * answer sent (400, 403 with the engine's reasons, 500). */
-static int build(struct sess *s, uint64_t req, const char *operator_file,
-		 const char *operator_env, unsigned flags)
+static int build(struct sess *s, uint64_t req, const char *operator_file, const char *operator_env,
+		 unsigned flags)
 {
 	_cleanup_(al_errors_clear) struct al_errors errs = {0};
 	struct al_error err = {0};
@@ -428,8 +430,8 @@ static int oneshot(struct sess *s, uint64_t id, json_t *req, const char *operato
 	sess_put_output(o, "stderr", out.buf[1], out.len[1], out.cut[1]);
 	if (err.msg[0])
 		json_object_set_new(o, "error", json_string(err.msg));
-	uint64_t nd = res->denied.n_hosts + res->denied.n_names + res->denied.n_misuse +
-		      res->syscalls_denied;
+	uint64_t nd =
+	    res->denied.n_hosts + res->denied.n_names + res->denied.n_misuse + res->syscalls_denied;
 	const char *reason = al_reason_name(res->reason);
 	unsigned status = res->reason == AL_END_SETUP_ERROR ? 500 : 200;
 	/* The sandbox is gone before the answer goes. */
@@ -456,14 +458,14 @@ static int oneshot(struct sess *s, uint64_t id, json_t *req, const char *operato
 static json_t *info(struct sess *s)
 {
 	int64_t now = (int64_t)al_now_ms();
-	json_t *o = json_pack("{s:s, s:s, s:O, s:I, s:I, s:i}", "id", s->id, "state",
-			      s->ended ? "ended" : "running", "metadata", s->meta, "created_ms",
-			      (json_int_t)s->created_ms, "lifetime_left_ms",
+	json_t *o = json_pack("{s:s, s:s, s:O, s:s, s:I, s:i}", "id", s->id, "state",
+			      s->ended ? "ended" : "running", "metadata", s->meta, "created",
+			      s->created_ts, "lifetime_left_ms",
 			      (json_int_t)(s->deadline_ms > now ? s->deadline_ms - now : 0),
 			      "execs_running", (int)sess_exec_running(s));
-	json_object_set_new(o, "profile", s->rq.plan && s->rq.plan->profile
-					      ? json_string(s->rq.plan->profile)
-					      : json_null());
+	json_object_set_new(o, "profile",
+			    s->rq.plan && s->rq.plan->profile ? json_string(s->rq.plan->profile)
+							      : json_null());
 	json_object_set_new(o, "max_lifetime_ms", json_integer((json_int_t)s->max_lifetime_ms));
 	json_object_set_new(o, "idle_timeout_ms", json_integer((json_int_t)s->idle_ms));
 	json_object_set_new(o, "max_execs", json_integer(s->max_execs));
@@ -524,6 +526,7 @@ static int create(struct sess *s, uint64_t id, json_t *req, const char *operator
 		return -EIO;
 	}
 	s->created_ms = s->last_active_ms = (int64_t)al_now_ms();
+	al_audit_timestamp(s->created_ts, sizeof(s->created_ts));
 	s->deadline_ms = s->created_ms + (int64_t)(lifetime ? lifetime : s->max_lifetime_ms);
 	char *meta = json_dumps(s->meta, JSON_COMPACT);
 	json_t *o = info(s);
@@ -643,9 +646,9 @@ static void serve(struct sess *s)
 {
 	for (;;) {
 		int64_t now = (int64_t)al_now_ms();
-		if (s->run && (now >= s->deadline_ms ||
-			       (s->idle_ms && sess_exec_running(s) == 0 &&
-				now - s->last_active_ms >= (int64_t)s->idle_ms)))
+		if (s->run &&
+		    (now >= s->deadline_ms || (s->idle_ms && sess_exec_running(s) == 0 &&
+					       now - s->last_active_ms >= (int64_t)s->idle_ms)))
 			end_run(s);
 		if (s->ended && !al_chan_pending(&s->ch))
 			return;

@@ -82,7 +82,8 @@ int sess_take_command(json_t *o, char ***argv, char **in, struct al_errors *errs
 		al_errors_add(errs, EINVAL, "request", "stdin", "must be a string");
 	else if (sin)
 		*in = xstrdup(json_string_value(sin));
-	for (const char *const *f = (const char *const[]){"argv", "code", "language", "stdin", NULL};
+	for (const char *const *f =
+		 (const char *const[]){"argv", "code", "language", "stdin", NULL};
 	     *f; f++)
 		json_object_del(o, *f);
 	return al_errors_count(errs) ? -EINVAL : 0;
@@ -232,7 +233,8 @@ void sess_exec_start(struct sess *s, uint64_t req, const uint8_t *body, size_t l
 		}
 		else al_strv_push_take(&env, xasprintf("%s=%s", k, json_string_value(v)));
 	}
-	if ((v = json_object_get(o, "cwd")) && (!json_is_string(v) || json_string_value(v)[0] != '/'))
+	if ((v = json_object_get(o, "cwd")) &&
+	    (!json_is_string(v) || json_string_value(v)[0] != '/'))
 		al_errors_add(&errs, EINVAL, "exec", "cwd", "must be an absolute path");
 	if ((v = json_object_get(o, "timeout"))) {
 		if (!json_is_number(v) || json_number_value(v) <= 0)
@@ -256,7 +258,8 @@ void sess_exec_start(struct sess *s, uint64_t req, const uint8_t *body, size_t l
 		for (size_t i = 0; i < errs.n; i++)
 			json_array_append_new(a, json_string(errs.v[i].text));
 		json_decref(argv_copy);
-		sess_answer(s, req, 400, json_pack("{s:s, s:o}", "error", errs.v[0].text, "errors", a));
+		sess_answer(s, req, 400,
+			    json_pack("{s:s, s:o}", "error", errs.v[0].text, "errors", a));
 		return json_decref(o);
 	}
 	struct sx *x = xcalloc(1, sizeof(*x));
@@ -301,9 +304,9 @@ void sess_exec_start(struct sess *s, uint64_t req, const uint8_t *body, size_t l
 
 static json_t *summary(const struct sx *x)
 {
-	json_t *o = json_pack("{s:s, s:s, s:O, s:I}", "exec_id", x->id, "state",
-			      x->x ? "running" : "ended", "argv", x->argv, "started_ms",
-			      (json_int_t)x->started_ms);
+	json_t *o =
+	    json_pack("{s:s, s:s, s:O, s:I}", "exec_id", x->id, "state", x->x ? "running" : "ended",
+		      "argv", x->argv, "started_ms", (json_int_t)x->started_ms);
 	json_object_set_new(o, "background", json_boolean(x->mode == SX_BACKGROUND));
 	if (x->result)
 		json_object_set(o, "result", x->result);
@@ -374,13 +377,15 @@ void sess_exec_op(struct sess *s, uint64_t req, const char *method, const char *
 		int r = len ? al_exec_stdin(x->x, body, len) : 0;
 		if (r == -ENOBUFS)
 			return sess_error(s, req, 429,
-					  "exec %s: 1 MiB of stdin is waiting already; retry", x->id);
+					  "exec %s: 1 MiB of stdin is waiting already; retry",
+					  x->id);
 		if (r == -EPIPE)
 			return sess_error(s, req, 409, "exec %s: its stdin is closed", x->id);
 		if (sess_query_flag(query, "close"))
 			al_exec_close_stdin(x->x);
-		return sess_answer(s, req, 200, json_pack("{s:s, s:I}", "exec_id", x->id, "written",
-							  (json_int_t)len));
+		return sess_answer(
+		    s, req, 200,
+		    json_pack("{s:s, s:I}", "exec_id", x->id, "written", (json_int_t)len));
 	}
 	if (!strcmp(op, "signal") && !strcmp(method, "POST")) {
 		json_error_t je;
@@ -388,9 +393,10 @@ void sess_exec_op(struct sess *s, uint64_t req, const char *method, const char *
 		int sig = signal_number(json_object_get(o, "signal"));
 		json_decref(o);
 		if (sig < 0)
-			return sess_error(s, req, 400,
-					  "the body must be {\"signal\": NAME or NUMBER} (SIGTERM, "
-					  "SIGKILL, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, ...)");
+			return sess_error(
+			    s, req, 400,
+			    "the body must be {\"signal\": NAME or NUMBER} (SIGTERM, "
+			    "SIGKILL, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, ...)");
 		if (!x->x)
 			return sess_error(s, req, 409, "exec %s has ended", x->id);
 		al_exec_signal(x->x, sig);

@@ -34,7 +34,7 @@ struct where {
 	char *parent;	  /* part's directory ("." for none) */
 	const char *name; /* part's last component */
 	bool is_face;	  /* the face itself (/tmp) */
-	uid_t uid;	  /* the face's owner */
+	uid_t uid;	  /* the sandbox user's (its workdir's owner) */
 	gid_t gid;
 };
 
@@ -47,8 +47,9 @@ static unsigned locate(struct sess *s, uint64_t req, const char *rel, struct whe
 	int root = al_run_scratch_fd(s->run);
 
 	if (!*rel) {
-		sess_error(s, req, 400, "give a path: /v1/sandboxes/%s/files/PATH (the sandbox "
-					"path without its leading slash)",
+		sess_error(s, req, 400,
+			   "give a path: /v1/sandboxes/%s/files/PATH (the sandbox "
+			   "path without its leading slash)",
 			   s->id);
 		return 400;
 	}
@@ -59,10 +60,11 @@ static unsigned locate(struct sess *s, uint64_t req, const char *rel, struct whe
 	for (const char *c = rel; *c;) {
 		size_t n = strcspn(c, "/");
 		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.')) {
-			sess_error(s, req, 400,
-				   "path \"/%s\": an empty, \".\" or \"..\" component; the file API "
-				   "takes plain paths inside the sandbox's scratch",
-				   rel);
+			sess_error(
+			    s, req, 400,
+			    "path \"/%s\": an empty, \".\" or \"..\" component; the file API "
+			    "takes plain paths inside the sandbox's scratch",
+			    rel);
 			return 400;
 		}
 		c += n;
@@ -80,8 +82,8 @@ static unsigned locate(struct sess *s, uint64_t req, const char *rel, struct whe
 		_cleanup_free_ char *faces = xstrdup("");
 		for (size_t i = 0; i < p->n_fs; i++)
 			if (p->fs[i].kind == AL_FS_SCRATCH) {
-				char *t = xasprintf("%s%s%s", faces, *faces ? ", " : "",
-						    p->fs[i].path);
+				char *t =
+				    xasprintf("%s%s%s", faces, *faces ? ", " : "", p->fs[i].path);
 				free(faces);
 				faces = t;
 			}
@@ -95,12 +97,20 @@ static unsigned locate(struct sess *s, uint64_t req, const char *rel, struct whe
 	char *slash = strrchr(w->part, '/');
 	w->parent = slash ? xasprintf("%.*s", (int)(slash - w->part), w->part) : xstrdup(".");
 	w->name = slash ? slash + 1 : w->part;
+	/* Whose the sandbox's files are: the owner of its own scratch face
+	 * (the workdir), else of this one. */
+	const struct al_fs_entry *own = face;
+	for (size_t i = 0; i < p->n_fs; i++)
+		if (p->fs[i].kind == AL_FS_SCRATCH && p->fs[i].sandbox_owned) {
+			own = &p->fs[i];
+			break;
+		}
 	struct stat st;
-	if (fstatat(root, face->source, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-		sess_error(s, req, 500, "the scratch face %s: %s", face->path, strerror(errno));
+	if (fstatat(root, own->source, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		sess_error(s, req, 500, "the scratch face %s: %s", own->path, strerror(errno));
 		return 500;
 	}
-	w->uid = st.st_uid;
+	w->uid = st.st_uid; /* the face's owner: its sandbox user */
 	w->gid = st.st_gid;
 	return 0;
 }
@@ -116,9 +126,9 @@ static void fail(struct sess *s, uint64_t req, const struct where *w, const char
 {
 	switch (e) {
 	case ELOOP:
-		return sess_error(s, req, 400,
-				  "%s %s: a symbolic link is on the way (the file API follows none)",
-				  what, w->spath);
+		return sess_error(
+		    s, req, 400, "%s %s: a symbolic link is on the way (the file API follows none)",
+		    what, w->spath);
 	case EXDEV:
 		return sess_error(s, req, 400, "%s %s: the path leaves the scratch", what,
 				  w->spath);
@@ -130,8 +140,7 @@ static void fail(struct sess *s, uint64_t req, const struct where *w, const char
 	case EEXIST:
 		return sess_error(s, req, 409, "%s %s: it exists already", what, w->spath);
 	case ENOTEMPTY:
-		return sess_error(s, req, 409, "%s %s: the directory is not empty", what,
-				  w->spath);
+		return sess_error(s, req, 409, "%s %s: the directory is not empty", what, w->spath);
 	case EISDIR:
 		return sess_error(s, req, 409, "%s %s: it is a directory", what, w->spath);
 	case EACCES:
@@ -245,7 +254,8 @@ static void put(struct sess *s, uint64_t req, const struct where *w, const char 
 		close(pfd);
 		if (e)
 			return fail(s, req, w, "mkdir", e);
-		return sess_answer(s, req, 201, json_pack("{s:s, s:s}", "path", w->spath, "type", "dir"));
+		return sess_answer(s, req, 201,
+				   json_pack("{s:s, s:s}", "path", w->spath, "type", "dir"));
 	}
 	fd = openat(pfd, w->name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
 	e = errno;
