@@ -42,3 +42,6 @@ void al_hist_add(struct al_hist *h, double seconds);
 char *al_metrics_text(const struct al_metrics *m, unsigned running, unsigned clients);
 /* A reason's name to its index in limit_hits, or -1 when it is no limit. */
 int al_metrics_limit_index(const char *reason);
+
+/* stale.c: a killed daemon's cgroups and host id slots, removed. */
+void al_serve_cleanup_stale(void);

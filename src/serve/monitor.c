@@ -22,13 +22,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup/cgroup.h"
 #include "config.h"
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/sys.h"
 #include "core/util.h"
-#include "ids/slots.h"
 
 struct conn {
 	uint64_t id;
@@ -729,28 +727,6 @@ static int loop(struct monitor *m, struct al_error *err)
 	return 0;
 }
 
-/* What a daemon killed with SIGKILL left: its sessions' sandboxes died
- * with it (PR_SET_PDEATHSIG, then the sandbox's own die-with-parent);
- * their cgroups and host id slots are removed here, as `airlock gc`
- * does, before anything is served. */
-static void cleanup_stale(void)
-{
-	struct al_error err = {0};
-	int n = al_cgroup_gc(&err);
-
-	if (n < 0)
-		al_warn("serve: stale cgroups: %s", err.msg);
-	else if (n > 0)
-		al_info("serve: removed %d stale cgroup%s", n, n == 1 ? "" : "s");
-	if (geteuid() != 0)
-		return;
-	al_error_clear(&err);
-	if ((n = al_ids_gc(NULL, &err)) < 0)
-		al_warn("serve: stale host id slots: %s", err.msg);
-	else if (n > 0)
-		al_info("serve: reclaimed %d host id slot%s", n, n == 1 ? "" : "s");
-}
-
 int al_serve_run(const struct al_serve_config *cfg, struct al_error *err)
 {
 	struct monitor m = {.cfg = cfg, .unix_fd = -1, .tcp_fd = -1, .sig_fd = -1};
@@ -775,7 +751,7 @@ int al_serve_run(const struct al_serve_config *cfg, struct al_error *err)
 		r = al_error_setsys(err, errno, "signalfd");
 		goto out;
 	}
-	cleanup_stale();
+	al_serve_cleanup_stale();
 	if ((m.unix_fd = al_serve_listen_unix(cfg->socket_path, cfg->socket_group, err)) < 0 ||
 	    (cfg->listen && (m.tcp_fd = al_serve_listen_tcp(cfg->listen, err)) < 0)) {
 		r = -EINVAL;
