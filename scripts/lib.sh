@@ -3,7 +3,7 @@
 
 # Debian 12 packages, by purpose.
 AL_BUILD_PACKAGES=(gcc meson ninja-build pkg-config libseccomp-dev libjansson-dev libcmocka-dev
-	libssl-dev libc-ares-dev libnftnl-dev libmnl-dev zlib1g-dev libbrotli-dev)
+	libssl-dev libc-ares-dev libnftnl-dev libmnl-dev zlib1g-dev libbrotli-dev libmicrohttpd-dev)
 # scripts/test's Debian package stage: dpkg-buildpackage, lintian, man -w.
 AL_DEB_PACKAGES=(debhelper dpkg-dev lintian man-db)
 AL_DEMO_PACKAGES=(python3 python3-pandas)

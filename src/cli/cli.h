@@ -127,6 +127,11 @@ int al_cmd_verify(int argc, char **argv);
 int al_cmd_gc(int argc, char **argv);
 /* airlock token verify|jwks|keygen|mint: the per-run JWTs (cmd_token.c). */
 int al_cmd_token(int argc, char **argv);
+/* airlock serve (cmd_serve.c): the daemon, in airlock-serve; the static
+ * binary execs that. The hidden `__session` verb is one sandbox's process
+ * of it (cmd_session.c, airlock-serve only). */
+int al_cmd_serve(int argc, char **argv);
+int al_cmd_session(int argc, char **argv);
 /* The probe `airlock verify` runs inside the sandbox (hidden "__probe"). */
 int al_cmd_probe(int argc, char **argv);
 void al_cli_usage(FILE *f);

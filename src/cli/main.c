@@ -25,6 +25,8 @@ void al_cli_usage(FILE *f)
 		"                                    inside, which layers are in force\n"
 		"  gc                                remove cgroups and host id slots left by a "
 		"killed airlock\n"
+		"  serve --socket PATH [OPTIONS]     serve the HTTP API (docs/api.md) on a Unix\n"
+		"                                    socket: one-shot runs, health, metrics\n"
 		"  token verify|jwks|keygen|mint     the per-run JWTs: verify one, print the\n"
 		"                                    JWKS, make a key, mint one by hand\n"
 		"  help [COMMAND]                    show this help, or COMMAND's\n"
@@ -53,6 +55,8 @@ static int help(int argc, char **argv)
 		return al_cmd_verify(1, args + 1);
 	if (strcmp(cmd, "gc") == 0)
 		return al_cmd_gc(1, args + 1);
+	if (strcmp(cmd, "serve") == 0)
+		return al_cmd_serve(1, args + 1);
 	if (strcmp(cmd, "token") == 0)
 		return argc > 1 ? al_cmd_token(2, args) : al_cmd_token(1, args + 1);
 	if (strcmp(cmd, "version") == 0) {
@@ -103,6 +107,12 @@ int main(int argc, char **argv)
 		return al_cmd_gc(argc - 2, argv + 2);
 	if (strcmp(cmd, "token") == 0)
 		return al_cmd_token(argc - 2, argv + 2);
+	if (strcmp(cmd, "serve") == 0)
+		return al_cmd_serve(argc - 2, argv + 2);
+#ifdef AL_SERVE_BINARY
+	if (strcmp(cmd, "__session") == 0)
+		return al_cmd_session(argc - 2, argv + 2);
+#endif
 	if (strcmp(cmd, "__probe") == 0)
 		return al_cmd_probe(argc - 2, argv + 2);
 	if (strcmp(cmd, "help") == 0)

@@ -1,0 +1,168 @@
+/* airlock serve: the daemon (src/serve). The static `airlock` binary does
+ * not link libmicrohttpd (its constructor, and the TLS library it pulls
+ * in, would cost every `airlock run`): it execs airlock-serve, found next
+ * to itself (a build tree) or in the library directory, which is this
+ * file built with AL_SERVE_BINARY and holds the daemon and the hidden
+ * `__session` verb. */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "core/log.h"
+#include "core/util.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: airlock serve --socket PATH [OPTIONS]\n\n"
+		"Serve the HTTP API (/v1, docs/api.md) on a Unix socket: clients are known\n"
+		"by their uid (peer credentials), and each request is held to the operator\n"
+		"policy as `airlock run` holds it.\n\n"
+		"Options:\n"
+		"  --socket PATH           the Unix socket (made mode 0600)\n"
+		"  --socket-group NAME     make it 0660 and give it to group NAME\n"
+		"  --listen ADDR:PORT      also listen on loopback TCP (127.0.0.0/8 or [::1]),\n"
+		"                          clients known by bearer tokens (needs --token-file)\n"
+		"  --token-file FILE       lines \"TOKEN IDENTITY\"; owned by airlock's user,\n"
+		"                          mode 0600\n"
+		"  --operator-policy FILE  the operator policy (else $AIRLOCK_OPERATOR_POLICY,\n"
+		"                          else /etc/airlock/operator.json, as for run)\n"
+		"  --max-sandboxes N       sandboxes at once (default 16); past it: 429\n"
+		"  --max-clients N         client connections at once (default 256); past it:\n"
+		"                          503, and the connection is closed\n"
+		"  --client-timeout SEC    drop a client idle or stalled this long (default 30)\n"
+		"  -h, --help              show this help\n");
+}
+
+#ifdef AL_SERVE_BINARY
+#include "serve/serve.h"
+
+static int number(const char *opt, const char *s, unsigned *ret)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+
+	if (!*s || *end || v == 0 || v > 100000) {
+		al_err("serve: %s \"%s\": expected a number from 1 to 100000", opt, s);
+		return -1;
+	}
+	*ret = (unsigned)v;
+	return 0;
+}
+
+int al_cmd_serve(int argc, char **argv)
+{
+	static const struct option opts[] = {{"socket", required_argument, NULL, 's'},
+					     {"socket-group", required_argument, NULL, 'g'},
+					     {"listen", required_argument, NULL, 'l'},
+					     {"token-file", required_argument, NULL, 't'},
+					     {"operator-policy", required_argument, NULL, 'o'},
+					     {"max-sandboxes", required_argument, NULL, 'S'},
+					     {"max-clients", required_argument, NULL, 'C'},
+					     {"client-timeout", required_argument, NULL, 'T'},
+					     {"help", no_argument, NULL, 'h'},
+					     {0}};
+	struct al_serve_config cfg = {.max_sandboxes = 16,
+				      .max_clients = 256,
+				      .client_timeout_s = 30,
+				      .exe = "/proc/self/exe"};
+	struct al_error err = {0};
+	int c;
+
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc + 1, argv - 1, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			cfg.socket_path = optarg;
+			break;
+		case 'g':
+			cfg.socket_group = optarg;
+			break;
+		case 'l':
+			cfg.listen = optarg;
+			break;
+		case 't':
+			cfg.token_file = optarg;
+			break;
+		case 'o':
+			cfg.operator_file = optarg;
+			break;
+		case 'S':
+			if (number("--max-sandboxes", optarg, &cfg.max_sandboxes) < 0)
+				return 125;
+			break;
+		case 'C':
+			if (number("--max-clients", optarg, &cfg.max_clients) < 0)
+				return 125;
+			break;
+		case 'T':
+			if (number("--client-timeout", optarg, &cfg.client_timeout_s) < 0)
+				return 125;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case ':':
+			al_err("serve: %s needs a value (see airlock serve --help)",
+			       argv[optind - 2]);
+			return 125;
+		default:
+			al_err("serve: unknown option \"%s\" (see airlock serve --help)",
+			       argv[optind - 2]);
+			return 125;
+		}
+	}
+	if (optind - 1 < argc) {
+		al_err("serve: unexpected argument \"%s\"", argv[optind - 1]);
+		return 125;
+	}
+	if (!cfg.socket_path) {
+		al_err("serve: --socket PATH is needed (see airlock serve --help)");
+		return 125;
+	}
+	if (al_serve_run(&cfg, &err) < 0) {
+		al_err("serve: %s", err.msg);
+		return 125;
+	}
+	return 0;
+}
+#else
+int al_cmd_serve(int argc, char **argv)
+{
+	char self[PATH_MAX], path[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (argc > 0 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
+		usage(stdout);
+		return 0;
+	}
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			slash[1] = '\0';
+			snprintf(path, sizeof(path), "%sairlock-serve", self);
+			if (access(path, X_OK) != 0)
+				snprintf(path, sizeof(path), "%s", AL_SERVE_PATH);
+		}
+	} else {
+		snprintf(path, sizeof(path), "%s", AL_SERVE_PATH);
+	}
+	char **args = xcalloc((size_t)argc + 3, sizeof(char *));
+	args[0] = (char *)"airlock";
+	args[1] = (char *)"serve";
+	memcpy(args + 2, argv, (size_t)argc * sizeof(char *));
+	execv(path, args);
+	al_err("serve: cannot run %s: %s", path, strerror(errno));
+	free(args);
+	return 125;
+}
+#endif

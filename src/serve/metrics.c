@@ -1,0 +1,106 @@
+/* The monitor's counters and their Prometheus text format. */
+#include "serve/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "supervisor/result.h"
+
+/* Seconds: the upper bounds of the latency histograms' buckets. */
+static const double bounds[AL_HIST_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+					       0.5,   1,    2.5,   5,	 10,  30};
+
+void al_metrics_status(struct al_metrics *m, unsigned status)
+{
+	m->requests[status >= 100 && status < 600 ? status / 100 : 0]++;
+	if (status < 600)
+		m->status[status]++;
+}
+
+void al_hist_add(struct al_hist *h, double s)
+{
+	size_t i = 0;
+
+	while (i < AL_HIST_BUCKETS && s > bounds[i])
+		i++;
+	h->counts[i]++;
+	h->n++;
+	h->sum += s;
+}
+
+/* The reasons that are a limit's, by their name in the result record. */
+static const enum al_end_reason limits[] = {AL_END_TIMEOUT,  AL_END_MEMORY, AL_END_PIDS,
+					    AL_END_CPU_TIME, AL_END_OUTPUT, AL_END_BUDGET};
+
+int al_metrics_limit_index(const char *reason)
+{
+	for (size_t i = 0; reason && i < AL_ARRAY_SIZE(limits); i++)
+		if (strcmp(reason, al_reason_name(limits[i])) == 0)
+			return (int)limits[i];
+	return -1;
+}
+
+static void hist(FILE *f, const char *name, const char *help, const struct al_hist *h)
+{
+	uint64_t cum = 0;
+
+	fprintf(f, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+	for (size_t i = 0; i < AL_HIST_BUCKETS; i++) {
+		cum += h->counts[i];
+		fprintf(f, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i], (unsigned long long)cum);
+	}
+	fprintf(f, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
+		(unsigned long long)h->n, name, h->sum, name, (unsigned long long)h->n);
+}
+
+char *al_metrics_text(const struct al_metrics *m, unsigned running, unsigned clients)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	fprintf(
+	    f,
+	    "# HELP airlock_sandboxes Sandboxes the daemon holds, by state.\n"
+	    "# TYPE airlock_sandboxes gauge\n"
+	    "airlock_sandboxes{state=\"running\"} %u\n"
+	    "airlock_sandboxes{state=\"paused\"} 0\n"
+	    "airlock_sandboxes{state=\"ready\"} 0\n"
+	    "# HELP airlock_clients Client connections open.\n"
+	    "# TYPE airlock_clients gauge\n"
+	    "airlock_clients %u\n"
+	    "# HELP airlock_clients_refused_total Connections closed at once past --max-clients.\n"
+	    "# TYPE airlock_clients_refused_total counter\n"
+	    "airlock_clients_refused_total %llu\n",
+	    running, clients, (unsigned long long)m->refused_clients);
+	fprintf(f, "# HELP airlock_requests_total API requests answered, by status.\n"
+		   "# TYPE airlock_requests_total counter\n");
+	for (unsigned s = 100; s < 600; s++)
+		if (m->status[s])
+			fprintf(f, "airlock_requests_total{status=\"%u\"} %llu\n", s,
+				(unsigned long long)m->status[s]);
+	fprintf(f,
+		"# HELP airlock_runs_total One-shot runs that ended.\n"
+		"# TYPE airlock_runs_total counter\n"
+		"airlock_runs_total %llu\n"
+		"# HELP airlock_denials_total Things runs were refused (hosts, names, calls, "
+		"secrets' misuse).\n"
+		"# TYPE airlock_denials_total counter\n"
+		"airlock_denials_total %llu\n"
+		"# HELP airlock_limit_hits_total Runs ended by a limit, by reason.\n"
+		"# TYPE airlock_limit_hits_total counter\n",
+		(unsigned long long)m->runs, (unsigned long long)m->denials);
+	for (size_t i = 0; i < AL_ARRAY_SIZE(limits); i++)
+		fprintf(f, "airlock_limit_hits_total{reason=\"%s\"} %llu\n",
+			al_reason_name(limits[i]), (unsigned long long)m->limit_hits[limits[i]]);
+	hist(f, "airlock_run_seconds", "One-shot runs, request to answer.", &m->run_s);
+	hist(f, "airlock_create_seconds", "Sandbox creation, request to answer.", &m->create_s);
+	hist(f, "airlock_exec_seconds", "Execs in a sandbox, request to answer.", &m->exec_s);
+	fclose(f);
+	return buf;
+}

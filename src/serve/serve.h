@@ -1,0 +1,52 @@
+/* airlock serve: the daemon (serve-design). The monitor (monitor.c) owns
+ * the listening sockets, the state table and the metrics; the front
+ * (api/front.c), forked before anything else is read and confined, speaks
+ * HTTP; one session process per sandbox (session.c, exec'd as
+ * `__session`) turns a request into a plan and runs it. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "core/error.h"
+
+struct al_plan;
+struct al_policy;
+struct al_errors;
+
+/* Bodies above this are refused (413) before they are read whole. */
+#define AL_SERVE_BODY_MAX (1u << 20)
+/* What a one-shot run's answer keeps of each of stdout and stderr (the
+ * plan's output limit caps both together first). */
+#define AL_SERVE_OUTPUT_MAX (8u << 20)
+#define AL_SERVE_TOKEN_MAX  64
+/* A file uploaded to or downloaded from a sandbox (PUT/GET .../files/):
+ * at most this many bytes (the scratch's own size caps them first). */
+#define AL_SERVE_FILE_MAX (32u << 20)
+/* A sandbox's metadata (free-form JSON object) as JSON text. */
+#define AL_SERVE_META_MAX (16u << 10)
+
+struct al_serve_config {
+	const char *socket_path;
+	const char *socket_group;  /* NULL: the socket is 0600 */
+	const char *listen;	   /* "127.0.0.1:PORT" / "[::1]:PORT", or NULL */
+	const char *token_file;	   /* bearer tokens for listen */
+	const char *operator_file; /* --operator-policy, or NULL: found as the CLI finds it */
+	unsigned max_sandboxes;
+	unsigned max_clients;
+	unsigned client_timeout_s; /* an idle or stalled client is dropped after this */
+	const char *exe;	   /* this binary, exec'd for each session */
+};
+
+/* Serve until SIGTERM or SIGINT: 0, or -errno with err set when the
+ * daemon could not start or its front failed. */
+int al_serve_run(const struct al_serve_config *cfg, struct al_error *err);
+
+/* The front's side (api/front.c): serve HTTP on the connections that come
+ * over monitor_fd; never returns. */
+void al_front_main(int monitor_fd, const struct al_serve_config *cfg) __attribute__((noreturn));
+
+/* The session process (session.c): one request from the monitor on fd, a
+ * one-shot run answered, or a live sandbox served until it is deleted or
+ * its lifetime ends; returns the process's exit status. operator_env:
+ * $AIRLOCK_OPERATOR_POLICY as the caller read it, or NULL. */
+int al_session_main(int fd, const char *operator_env);
