@@ -14,7 +14,9 @@ usage: serve_attacks.py AIRLOCK PROBE [CASE-SUBSTRING...]
 - a secret read from descriptor 3 (the session's own channel to the
   monitor) may not wedge the session and its sandbox slot for ever;
 - the front, forked from the monitor, may hold no bearer token, none of
-  the daemon's environment, and no descriptor the daemon inherited.
+  the daemon's environment, and no descriptor the daemon inherited;
+- clients that trickle a head one byte at a time may not hold every
+  connection for ever.
 
 Every daemon is ended by its pid, its temp dir removed, also when a case
 fails. Network: 127.0.0.1 only.
@@ -25,6 +27,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 from harness import Env, Skip, Suite, TempDir, expect, wait_for, children_of
@@ -220,6 +223,51 @@ def front_holds_nothing(e):
         os.close(r)
         os.close(w)
 
+
+@case
+def trickling_clients_are_dropped(e):
+    """--max-clients 4, --client-timeout 2: four connections that each send
+    one byte of a head every 0.25 s are never idle, but must still be
+    dropped within a few timeouts (a head that never ends), so that a
+    fifth client is served within 8 s rather than answered 503 for as
+    long as the trickle lasts."""
+    with Daemon(e, "--max-clients", "4", "--client-timeout", "2") as d:
+        held = []
+        stop = threading.Event()
+
+        def trickle():
+            while not stop.wait(0.25):
+                for s in held:
+                    try:
+                        s.sendall(b"X")
+                    except OSError:
+                        pass
+
+        for _ in range(4):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(d.sock)
+            s.sendall(b"GET /v1/health HTTP/1.1\r\n")
+            held.append(s)
+        th = threading.Thread(target=trickle)
+        th.start()
+        served, seen = False, []
+        try:
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 8 and not served:
+                time.sleep(0.5)
+                try:
+                    st = d.request("GET", "/v1/health", timeout=3)[0]
+                except OSError as ex:
+                    st = repr(ex)
+                seen.append(st)
+                served = st == 200
+        finally:
+            stop.set()
+            th.join()
+            for s in held:
+                s.close()
+        expect(served, "four clients trickling a head held every connection for 8 s: %s"
+               % seen[-3:])
 
 if __name__ == "__main__":
     if len(sys.argv) < 3:
