@@ -2,7 +2,10 @@
 """usage: tally.py BUILD_DIR
 
 Counts the results of the last `meson test -C BUILD_DIR` from its JSON test
-log and prints "PASSED FAILED SKIPPED". A TAP test counts each of its cases
+log and prints "PASSED FAILED SKIPPED"; what failed (the test, the case and
+the first line that says why) goes to BUILD_DIR/meson-logs/failed.txt, one
+line each, which scripts/test prints beside its summary so that the last
+lines of a run name every failure. A TAP test counts each of its cases
 as meson judges them (ok, not ok, # SKIP, # TODO), plus one failure if meson
 failed the test for another reason too (a crash, a wrong plan, a timeout);
 any other test counts once.
@@ -32,19 +35,25 @@ def tap_tests(build_dir):
     return names
 
 
-def count_cases(stdout):
+def count_cases(stdout, failed):
+    """[passed, failed, skipped] of one TAP output; each failed case's line,
+    with the first diagnostic line after it, is appended to failed."""
     n = [0, 0, 0]
-    for line in stdout.splitlines():
+    lines = stdout.splitlines()
+    for i, line in enumerate(lines):
         m = CASE_RE.match(line)
         if not m:
             continue
         ok, directive = m.group(1).lower() == "ok", (m.group(2) or "").upper()
         if directive == "SKIP" and ok:
             n[2] += 1
-        elif directive == "TODO":
-            n[1 if ok else 0] += 1  # an unexpected pass fails, an expected failure passes
-        else:
-            n[0 if ok else 1] += 1
+            continue
+        # an unexpected pass fails, an expected failure passes
+        bad = ok if directive == "TODO" else not ok
+        n[1 if bad else 0] += 1
+        if bad:
+            why = next((x.strip() for x in lines[i + 1:i + 4] if x.lstrip().startswith("#")), "")
+            failed.append("%s %s" % (line.strip(), why))
     return n
 
 
@@ -52,18 +61,26 @@ def main(argv):
     build_dir = argv[1]
     tap = tap_tests(build_dir)
     total = [0, 0, 0]
+    failed = []
     with open(f"{build_dir}/meson-logs/testlog.json", encoding="utf-8") as f:
         for line in f:
             if not line.strip():
                 continue
             t = json.loads(line)
             bad = t["result"] not in ("OK", "EXPECTEDFAIL", "SKIP")
-            n = count_cases(t.get("stdout") or "") if t["name"] in tap else [0, 0, 0]
+            cases = []
+            n = count_cases(t.get("stdout") or "", cases) if t["name"] in tap else [0, 0, 0]
             if sum(n) == 0:
                 n = [0, 0, 1] if t["result"] == "SKIP" else [0, 1, 0] if bad else [1, 0, 0]
             elif bad and n[1] == 0:
                 n[1] = 1
+            if bad and not cases:
+                cases.append(t["result"])
+            failed += ["%s: %s" % (t["name"], c) for c in cases]
             total = [a + b for a, b in zip(total, n)]
+    with open(f"{build_dir}/meson-logs/failed.txt", "w", encoding="utf-8") as f:
+        for line in failed:
+            f.write(line[:300] + "\n")
     print(*total)
     return 0
 

@@ -21,9 +21,5 @@ void al_sandbox_init_handle(struct al_sandbox *sb, const struct al_backend_ops *
 				  .stdin_wr = -1,
 				  .stdout_rd = -1,
 				  .stderr_rd = -1,
-				  .pid = -1,
-				  .pidfd = -1,
-				  .sync = -1,
-				  .userns = -1,
-				  .slot = AL_ID_SLOT_NONE};
+				  .remove_dirfd = -1};
 }

@@ -20,15 +20,37 @@
 #include "cgroup/cgroup.h"
 #include "core/error.h"
 #include "core/loop.h"
-#include "ids/slots.h"
 #include "net/layout.h"
 #include "policy/plan.h"
 #include "supervisor/meter.h"
 #include "supervisor/result.h"
 #include "supervisor/supervisor.h"
 
-struct al_monitor;
-struct al_native_plan;
+/* Each backend's own state of one sandbox, defined by that backend alone
+ * (the native one's, which the fake backend shares, is in
+ * backend/native/state.h). The generic code never looks inside it. */
+struct al_backend_state;
+
+/* An exec in a session, as the run layer hands it to the backend. */
+struct al_sandbox_exec {
+	uint32_t id;			    /* the run's number for it, never 0 */
+	char *const *argv, *const *env;	    /* env: NAME=VALUE added to the plan's */
+	const char *cwd;		    /* NULL: the plan's workdir */
+	int stdin_rd, stdout_wr, stderr_wr; /* its stdio (borrowed: sent, not kept) */
+	uint64_t memory_bytes, pids;	    /* its own limits (0: none below the sandbox's) */
+};
+
+/* What happens to a session's execs, as the backend reports it. */
+struct al_exec_events {
+	void *data;
+	/* id runs as host process pid (in its own cgroup where there is one). */
+	void (*started)(void *data, uint32_t id, pid_t pid);
+	/* id ended with wait status (exec_err: the errno of an exec that
+	 * never ran, else 0); its CPU, memory peak, and whether its own
+	 * memory limit killed a process of it. Everything of it is gone. */
+	void (*ended)(void *data, uint32_t id, int status, int exec_err, uint64_t user_us,
+		      uint64_t system_us, uint64_t memory_peak, bool oom);
+};
 
 struct al_sandbox {
 	const struct al_backend_ops *ops;
@@ -42,22 +64,19 @@ struct al_sandbox {
 	/* Filled by start(): the supervisor's ends of the command's stdio
 	 * (it takes them over and closes them). */
 	int stdin_wr, stdout_rd, stderr_rd;
-	/* Native and fake: init and its sync socket. */
-	pid_t pid;
-	int pidfd;
-	int sync;
-	int userns;   /* native: init's user namespace, opened right after its maps */
-	bool exiting; /* init reported the end, emptied the namespace and left the cgroup */
-	bool reaped;  /* init was waited for: nothing of the sandbox runs */
-	bool emptied; /* init reported the end: no process of the sandbox but it, exiting */
-	struct al_monitor *mon;
-	struct al_native_plan *lowered; /* native: the plan in its terms (owned) */
-	int *inputs; /* native, as root: the task's inputs as detached mounts, until clone */
 	/* Who the sandbox's ids are on the host (set by prepare; for the
-	 * record), and the pool's slot they come from (native, as root). */
+	 * record). */
 	struct al_host_ids ids;
 	bool have_ids;
-	struct al_id_slot slot;
+	/* Set by prepare: a directory the backend removes a file of its own
+	 * from at the end, which a confined supervisor must keep; -1: none. */
+	int remove_dirfd;
+	/* A session (set before start): the sandbox starts no command and
+	 * serves execs; exec_events hears about them. */
+	bool session;
+	const struct al_exec_events *exec_events;
+	/* The backend's own (made by prepare, freed by destroy; NULL before). */
+	struct al_backend_state *state;
 };
 
 struct al_backend_ops {
@@ -68,7 +87,8 @@ struct al_backend_ops {
 	 * as text to f, or (f NULL) as members added to json. Refuses, with
 	 * err, where a run would. */
 	int (*describe)(const struct al_plan *plan, FILE *f, json_t *json, struct al_error *err);
-	/* Create what must exist before the sandbox (the cgroup). */
+	/* Create the backend's state and what must exist before the sandbox
+	 * (the cgroup). */
 	int (*prepare)(struct al_sandbox *sb, struct al_error *err);
 	/* Create the sandbox and watch it in sb->loop; report through
 	 * sb->events from here on. */
@@ -85,6 +105,11 @@ struct al_backend_ops {
 	void (*finish)(struct al_sandbox *sb, struct al_sandbox_end *end);
 	/* Kill anything left and release every resource. Safe after any failure. */
 	void (*destroy)(struct al_sandbox *sb);
+	/* Sessions, once running(): start x (reported through exec_events),
+	 * or fail with err (nothing started); send sig to exec id (SIGKILL:
+	 * to everything of it). */
+	int (*exec)(struct al_sandbox *sb, const struct al_sandbox_exec *x, struct al_error *err);
+	int (*exec_signal)(struct al_sandbox *sb, uint32_t id, int sig);
 };
 
 extern const struct al_backend_ops al_backend_native;

@@ -19,6 +19,7 @@
 #include "core/sys.h"
 #include "backend/native/child.h"
 #include "backend/native/monitor.h"
+#include "backend/native/state.h"
 
 static int fake_probe(const struct al_plan *plan, struct al_error *err)
 {
@@ -41,8 +42,8 @@ static int fake_describe(const struct al_plan *plan, FILE *f, json_t *json, stru
 
 static int fake_prepare(struct al_sandbox *sb, struct al_error *err)
 {
-	(void)sb;
 	(void)err;
+	al_native_state_new(sb);
 	return 0;
 }
 
@@ -80,11 +81,13 @@ static int fake_start(struct al_sandbox *sb, struct al_error *err)
 		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 			if (*all[i] > 2)
 				al_closep(all[i]);
+		if (sb->session)
+			al_session_init(sb->plan, sync[1], NULL, 0);
 		al_sandbox_init(sb->plan, sync[1], NULL, 0);
 	}
-	sb->pid = (pid_t)pid;
-	sb->pidfd = pidfd;
-	sb->sync = TAKE_FD(sync[0]);
+	sb->state->pid = (pid_t)pid;
+	sb->state->pidfd = pidfd;
+	sb->state->sync = TAKE_FD(sync[0]);
 	sb->stdin_wr = TAKE_FD(in[1]);
 	sb->stdout_rd = TAKE_FD(out[0]);
 	sb->stderr_rd = TAKE_FD(er[0]);
@@ -108,7 +111,10 @@ static int fake_start_all(struct al_sandbox *sb, struct al_error *err)
 
 static void fake_destroy(struct al_sandbox *sb)
 {
+	if (!sb->state)
+		return;
 	al_monitor_release_all(sb);
+	al_native_state_free(sb);
 }
 
 const struct al_backend_ops al_backend_fake = {
@@ -122,4 +128,6 @@ const struct al_backend_ops al_backend_fake = {
     .kill = al_monitor_kill,
     .finish = al_monitor_finish,
     .destroy = fake_destroy,
+    .exec = al_monitor_exec,
+    .exec_signal = al_monitor_exec_signal,
 };

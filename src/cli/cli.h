@@ -60,29 +60,14 @@ void al_cli_print_options(FILE *f, enum al_cli_cmd cmd);
  * first error. */
 int al_cli_policy(const struct al_cli *cli, struct al_policy **ret, struct al_errors *errs);
 
-struct al_operator;
-struct al_plan;
-#include "policy/engine.h"
+#include "request/request.h"
 
-/* What an operator policy made of the task (bounds.c). */
-struct al_cli_bounds {
-	char *file;	 /* the operator policy, or NULL: the run is unbounded */
-	const char *how; /* how it was found ("--operator-policy", ...) */
-	struct al_operator *op;
-	struct al_decision dec;
-	bool refused; /* dec says why */
-};
-
-/* Build the plan for policy, held to the operator policy when there is
- * one (al_operator_find): the engine's request checks, the plan, its path
- * checks, and the external decider (asked with run_id; NULL, for check:
- * not asked). Errors in the flags, the files or the plan go to errs; a
- * refusal sets b->refused, with every reason in b->dec (errs may hold
- * the plan's errors beside them). Returns 0 with *ret set, or < 0. */
-int al_cli_bound_plan(const struct al_cli *cli, struct al_policy *policy, unsigned flags,
-		      const char *run_id, struct al_plan **ret, struct al_cli_bounds *b,
-		      struct al_errors *errs);
-void al_cli_bounds_clear(struct al_cli_bounds *b);
+/* The request layer's view of cli's request (request/request.h): its
+ * --operator-policy, $AIRLOCK_OPERATOR_POLICY and TERM read here, the
+ * flags as what the task set, plan_flags, and run_id (NULL, for check:
+ * the decider is not asked). Borrows from cli. */
+void al_cli_request_config(const struct al_cli *cli, unsigned plan_flags, const char *run_id,
+			   struct al_request_config *cfg);
 
 /* The names of op's profiles under which cli's request (its flags and
  * --policy, read again for each) passes the file's bounds and builds a

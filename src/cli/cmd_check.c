@@ -81,7 +81,7 @@ static json_t *error_json(const char *text, const char *where, const char *path,
  * (b->refused) are entries of their own, with the keys of the record's
  * "refused" (engine.h). */
 static void print_errors_json(const struct al_cli *cli, const struct al_errors *errs,
-			      const struct al_cli_bounds *b, char **allowed_by)
+			      const struct al_request *b, char **allowed_by)
 {
 	json_t *doc = json_object(), *list = json_array();
 	size_t omitted = errs->omitted;
@@ -121,7 +121,7 @@ static void print_errors_json(const struct al_cli *cli, const struct al_errors *
 /* errs, then the operator policy's refusals (b may be NULL). Refused,
  * --explain also prints the decision table on stdout and which of the
  * operator policy's profiles would allow the request. */
-static void report(const struct al_cli *cli, struct al_errors *errs, const struct al_cli_bounds *b)
+static void report(const struct al_cli *cli, struct al_errors *errs, const struct al_request *b)
 {
 	_cleanup_(al_strv_freep) char **allowed_by = NULL;
 	bool refused = b && b->refused && b->op;
@@ -133,7 +133,7 @@ static void report(const struct al_cli *cli, struct al_errors *errs, const struc
 		return;
 	}
 	if (refused)
-		al_decision_errors(&b->dec, errs);
+		al_request_refusals(b, errs);
 	al_cli_print_errors(errs);
 	if (!refused || !cli->explain)
 		return;
@@ -148,7 +148,7 @@ static void report(const struct al_cli *cli, struct al_errors *errs, const struc
 }
 
 /* The operator policy in force, in one line. */
-static void print_operator(const struct al_cli_bounds *b)
+static void print_operator(const struct al_request *b)
 {
 	if (!b->file)
 		printf("operator policy: none (the run is unbounded: no --operator-policy, $%s "
@@ -245,7 +245,7 @@ static int check_operator(const struct al_cli *cli)
 	struct al_error err = {0};
 	const char *how;
 
-	if (al_operator_find(cli->operator_file, &file, &how, &err) < 0) {
+	if (al_operator_find(cli->operator_file, getenv(AL_OPERATOR_ENV), &file, &how, &err) < 0) {
 		al_errors_add_error(&errs, &err);
 		report(cli, &errs, NULL);
 		return 125;
@@ -347,9 +347,10 @@ int al_cmd_check(int argc, char **argv)
 {
 	struct al_cli cli;
 	_cleanup_(al_policy_freep) struct al_policy *policy = NULL;
-	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
 	_cleanup_(al_errors_clear) struct al_errors errs = {0};
-	_cleanup_(al_cli_bounds_clear) struct al_cli_bounds bounds = {0};
+	_cleanup_(al_request_clear) struct al_request bounds = {0};
+	struct al_request_config cfg;
+	const struct al_plan *plan;
 	struct al_cli_outputs outputs = {.result_dirfd = -1};
 	struct al_error err = {0};
 	int code = 125;
@@ -363,12 +364,18 @@ int al_cmd_check(int argc, char **argv)
 		code = check_operator(&cli);
 		goto out;
 	}
-	if (al_cli_policy(&cli, &policy, &errs) < 0 ||
-	    al_cli_bound_plan(&cli, policy, AL_PLAN_COMMAND_OPTIONAL, NULL, &plan, &bounds, &errs) <
-		0) {
+	if (al_cli_policy(&cli, &policy, &errs) < 0) {
+		report(&cli, &errs, NULL);
+		goto out;
+	}
+	/* The decider is not asked (no run id): check says so. */
+	al_cli_request_config(&cli, AL_PLAN_COMMAND_OPTIONAL, NULL, &cfg);
+	al_request_init(&bounds, &cfg, policy);
+	if (al_request_plan(&bounds, &errs) < 0) {
 		report(&cli, &errs, &bounds);
 		goto out;
 	}
+	plan = bounds.plan;
 	/* Where run would write the record and the audit: checked as run
 	 * checks them, nothing written. */
 	if (al_cli_outputs_open(&cli, NULL, true, &outputs, &err) < 0) {

@@ -15,7 +15,6 @@
 #include "core/log.h"
 #include "core/sys.h"
 #include "core/util.h"
-#include "cred/store.h"
 #include "policy/plan.h"
 #include "run/run.h"
 #include "supervisor/copy.h"
@@ -158,14 +157,14 @@ void al_cli_outputs_close(struct al_cli_outputs *o)
 
 /* The operator policy refused the request: every reason on stderr, one
  * policy.refused audit event, and a record saying so (exit 125). */
-static void refused(const struct al_cli *cli, const struct al_cli_bounds *b, const char *run_id)
+static void refused(const struct al_cli *cli, const struct al_request *b, const char *run_id)
 {
 	_cleanup_(al_errors_clear) struct al_errors lines = {0};
 	struct al_cli_outputs o = {.result_dirfd = -1};
 	struct al_error err = {0};
 	char started[40];
 
-	al_decision_errors(&b->dec, &lines);
+	al_request_refusals(b, &lines);
 	al_cli_print_errors(&lines);
 	if (al_cli_outputs_open(cli, run_id, false, &o, &err) < 0) {
 		al_err("%s", err.msg);
@@ -197,12 +196,12 @@ int al_cmd_run(int argc, char **argv)
 {
 	struct al_cli cli;
 	_cleanup_(al_policy_freep) struct al_policy *policy = NULL;
-	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
-	_cleanup_(al_cli_bounds_clear) struct al_cli_bounds bounds = {0};
+	_cleanup_(al_request_clear) struct al_request rq = {0};
+	struct al_request_config cfg;
 	const struct al_backend_ops *backend;
+	const struct al_plan *plan;
 	struct al_cli_outputs out = {.result_dirfd = -1};
 	struct al_run *run = NULL;
-	_cleanup_(al_cred_freep) struct al_cred *cred = NULL;
 	struct al_error err = {0}, record_err = {0};
 	_cleanup_(al_errors_clear) struct al_errors errs = {0};
 	char line[2048], run_id[24];
@@ -214,25 +213,30 @@ int al_cmd_run(int argc, char **argv)
 	al_log_phase("options parsed");
 	/* Every error in the flags, the file and the plan, one line each;
 	 * every reason the operator policy refuses it. */
-	if (al_cli_policy(&cli, &policy, &errs) < 0 ||
-	    al_cli_bound_plan(&cli, policy, 0, run_id, &plan, &bounds, &errs) < 0) {
+	al_cli_request_config(&cli, 0, run_id, &cfg);
+	if (al_cli_policy(&cli, &policy, &errs) < 0) {
 		al_cli_print_errors(&errs);
-		if (bounds.refused)
-			refused(&cli, &bounds, run_id);
+		goto out;
+	}
+	al_request_init(&rq, &cfg, policy);
+	if (al_request_plan(&rq, &errs) < 0) {
+		al_cli_print_errors(&errs);
+		if (rq.refused)
+			refused(&cli, &rq, run_id);
 		goto out;
 	}
 	/* What this machine cannot enforce is refused before anything is
-	 * written (the run layer asks again). */
-	backend = al_backend_lookup(plan->backend);
-	if (backend && backend->probe(plan, &err) < 0) {
+	 * written (once: the run layer is told). */
+	if (al_request_probe(&rq, NULL, &err) < 0) {
 		al_err("%s", err.msg);
 		goto out;
 	}
+	backend = rq.backend;
 	/* The secrets' values and the run's tokens, read and minted on the
 	 * host now: a source that fails stops the run here. Before they are
 	 * in this process's memory: no core dump of it (as root, not
 	 * dumpable either, so no pipe handler gets one). */
-	if (plan->n_secrets || plan->intercept) {
+	if (rq.plan->n_secrets || rq.plan->intercept) {
 		struct rlimit no_core = {0, 0};
 		if (setrlimit(RLIMIT_CORE, &no_core) < 0 ||
 		    (geteuid() == 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)) {
@@ -241,10 +245,12 @@ int al_cmd_run(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (al_cred_open(plan, run_id, &cred, &err) < 0) {
+	/* The credentials, and the plan final with what they add. */
+	if (al_request_finish(&rq, &err) < 0) {
 		al_err("%s", err.msg);
 		goto out;
 	}
+	plan = rq.plan;
 	if (al_cli_outputs_open(&cli, run_id, false, &out, &err) < 0) {
 		al_err("%s", err.msg);
 		goto out;
@@ -252,13 +258,14 @@ int al_cmd_run(int argc, char **argv)
 	al_log_phase("plan built");
 	if (al_log_get_level() >= AL_LOG_DEBUG) {
 		al_plan_dump_text(plan, stderr);
-		if (backend && backend->describe(plan, stderr, NULL, &err) < 0)
+		if (backend->describe(plan, stderr, NULL, &err) < 0)
 			al_error_clear(&err); /* the run says it again */
 	}
 	struct al_run_request req = {.plan = plan,
 				     .audit = out.audit,
 				     .run_id = run_id,
-				     .cred = cred,
+				     .cred = rq.cred,
+				     .probed = rq.probed,
 				     .policy_file = cli.policy_file,
 				     .result_dirfd = out.result_dirfd,
 				     .result_name = out.result_name,

@@ -38,12 +38,13 @@ int al_cmd_verify(int argc, char **argv)
 {
 	struct al_cli cli;
 	_cleanup_(al_policy_freep) struct al_policy *policy = NULL;
-	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
+	const struct al_plan *plan;
+	struct al_request_config cfg;
 	struct al_run_result res;
 	struct al_run *run = NULL;
 	struct al_error err = {0};
 	_cleanup_(al_errors_clear) struct al_errors errs = {0};
-	_cleanup_(al_cli_bounds_clear) struct al_cli_bounds bounds = {0};
+	_cleanup_(al_request_clear) struct al_request bounds = {0};
 	char exe[PATH_MAX], run_id[24];
 	int code = 125, bad = 0;
 
@@ -72,15 +73,20 @@ int al_cmd_verify(int argc, char **argv)
 	/* Held to the operator policy like a run: the probe is airlock's
 	 * own, but the mounts, copies and limits are the request's. */
 	al_random_id(run_id, sizeof(run_id));
-	if (al_cli_bound_plan(&cli, policy, 0, run_id, &plan, &bounds, &errs) < 0) {
+	al_cli_request_config(&cli, 0, run_id, &cfg);
+	al_request_init(&bounds, &cfg, policy);
+	if (al_request_plan(&bounds, &errs) < 0) {
 		if (bounds.refused)
-			al_decision_errors(&bounds.dec, &errs);
+			al_request_refusals(&bounds, &errs);
 		al_cli_print_errors(&errs);
 		goto out;
 	}
-	const struct al_backend_ops *backend = al_backend_lookup(plan->backend);
-	if (backend && backend->probe(plan, &err) < 0)
+	/* The probe replaces the command, and no secret is read: the plan
+	 * is final as built. */
+	if (al_request_probe(&bounds, NULL, &err) < 0 ||
+	    al_plan_finish(bounds.plan, NULL, &err) < 0)
 		goto fail;
+	plan = bounds.plan;
 	printf("%-16s %-15s %s\n", "LAYER", "STATUS", "DETAIL");
 	printf("-- inside, attacked by the probe --\n");
 	fflush(stdout);
@@ -88,7 +94,8 @@ int al_cmd_verify(int argc, char **argv)
 				     .run_id = run_id,
 				     .result_dirfd = -1,
 				     .confine_self = true,
-				     .verify_all = true};
+				     .verify_all = true,
+				     .probed = bounds.probed};
 	struct al_error record_err = {0};
 	const struct al_run_result *r = al_cli_run(&req, &run, &err, &record_err);
 	if (err.msg[0])

@@ -3,11 +3,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -132,12 +135,22 @@ static int from_fd(const struct al_secret_source *src, const char *what,
 
 /* The child: stdin from /dev/null, stdout into the pipe, stderr to
  * /dev/null (what a failing issuer says may hold what it was asked for),
- * its own process group so a timeout ends all of it. */
+ * its own process group so a timeout ends all of it.
+ *
+ * This process has no exit signal, so airlock waits for it whatever the
+ * process's SIGCHLD is; exec would give it one back (and an ignored
+ * SIGCHLD would let the kernel reap it, its status lost). So the command
+ * runs in a child of its own, waited for here with SIGCHLD's default (in
+ * this process only), and its end becomes this process's own: its exit
+ * status, or the same signal. Raw clone3 for both, so nothing of libc's
+ * thread state is trusted in a process libc did not fork. */
 static void exec_source(char *const *argv, int out)
 {
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC), status;
+	struct clone_args args = {.exit_signal = SIGCHLD};
+	struct rlimit no_core = {0, 0};
 	sigset_t none;
+	pid_t pid;
 
 	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(null, 2) < 0)
 		_exit(126);
@@ -146,32 +159,66 @@ static void exec_source(char *const *argv, int out)
 		_exit(126);
 	setpgid(0, 0);
 	signal(SIGPIPE, SIG_DFL);
+	signal(SIGCHLD, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	execv(argv[0], argv);
-	_exit(errno == ENOENT ? 127 : 126);
+	pid = (pid_t)al_sys_clone3(&args, sizeof(args));
+	if (pid < 0)
+		_exit(126);
+	if (pid == 0) {
+		execv(argv[0], argv);
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	close(0);
+	close(1);
+	close(2);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			_exit(126);
+	if (WIFEXITED(status))
+		_exit(WEXITSTATUS(status));
+	setrlimit(RLIMIT_CORE, &no_core);
+	signal(WTERMSIG(status), SIG_DFL);
+	kill(getpid(), WTERMSIG(status));
+	_exit(126);
+}
+
+/* Wait for the command through its pidfd until deadline_ms: true once it
+ * has exited (not reaped yet). */
+static bool wait_exit(int pidfd, uint64_t deadline_ms)
+{
+	for (;;) {
+		uint64_t now = al_now_ms(), left = deadline_ms > now ? deadline_ms - now : 0;
+		struct pollfd p = {.fd = pidfd, .events = POLLIN};
+		int n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		return n > 0;
+	}
 }
 
 static int from_command(const struct al_secret_source *src, const char *what,
 			struct al_secret_value *ret, struct al_error *err)
 {
 	_cleanup_free_ char *from = xasprintf("command %s", src->argv[0]);
-	int pipefd[2], status = 0, r;
+	_cleanup_close_ int pidfd = -1;
+	int pipefd[2], r;
 	uint64_t deadline = al_now_ms() + src->timeout_ms;
-	struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
+	/* No exit signal (exec_source()): the process's SIGCHLD (a handler
+	 * of a daemon's loop, or ignored by whoever started airlock, which
+	 * would let the kernel reap the command and hide its status) is
+	 * neither used nor changed. It is watched and waited for through its
+	 * pidfd alone. */
+	struct clone_args args = {.flags = CLONE_PIDFD, .pidfd = (uint64_t)(uintptr_t)&pidfd};
 	pid_t pid;
 
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		return al_error_setsys(err, errno, "%s: pipe", what);
-	/* An ignored SIGCHLD (inherited from whoever started airlock) would
-	 * let the kernel reap the command and hide its status. */
-	sigaction(SIGCHLD, &dfl, &old);
-	pid = fork();
+	pid = (pid_t)al_sys_clone3(&args, sizeof(args));
 	if (pid < 0) {
 		r = -errno;
 		close(pipefd[0]);
 		close(pipefd[1]);
-		sigaction(SIGCHLD, &old, NULL);
 		return al_error_setsys(err, -r, "%s: fork", what);
 	}
 	if (pid == 0)
@@ -183,27 +230,17 @@ static int from_command(const struct al_secret_source *src, const char *what,
 	/* It had until the deadline to exit too. Then whatever it left in its
 	 * process group (set up by the child) is killed, while it is not
 	 * reaped yet (so that group cannot be anyone else's), and it is. */
-	siginfo_t info = {0};
-	bool exited = false;
-	while (al_now_ms() < deadline) {
-		info.si_pid = 0;
-		if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) < 0 &&
-		    errno != EINTR)
-			break;
-		if ((exited = info.si_pid == pid))
-			break;
-		usleep(2000);
-	}
+	bool exited = wait_exit(pidfd, deadline);
 	kill(-pid, SIGKILL);
-	kill(pid, SIGKILL); /* in case it had not got to setpgid */
-	pid_t w;
-	while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+	al_sys_pidfd_send_signal(pidfd, SIGKILL); /* in case it had not got to setpgid */
+	siginfo_t info = {0};
+	int w;
+	while ((w = waitid(P_PIDFD, (id_t)pidfd, &info, WEXITED | __WALL)) < 0 && errno == EINTR)
 		;
 	if (!exited && r == 0) {
 		al_secret_value_clear(ret);
 		r = al_error_set(err, ETIMEDOUT, "%s: %s did not exit in time", what, src->argv[0]);
 	}
-	sigaction(SIGCHLD, &old, NULL);
 	if (w < 0) {
 		al_secret_value_clear(ret);
 		return r < 0
@@ -212,20 +249,20 @@ static int from_command(const struct al_secret_source *src, const char *what,
 	}
 	if (r < 0 && r != -ENODATA)
 		return r;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && r == 0)
+	if (info.si_code == CLD_EXITED && info.si_status == 0 && r == 0)
 		return 0;
 	al_secret_value_clear(ret);
-	if (WIFSIGNALED(status))
+	if (info.si_code != CLD_EXITED)
 		return al_error_set(err, EIO, "%s: %s was killed by signal %d", what, src->argv[0],
-				    WTERMSIG(status));
-	if (WEXITSTATUS(status) == 127)
+				    info.si_status);
+	if (info.si_status == 127)
 		return al_error_set(err, ENOENT, "%s: %s could not be run (not found)", what,
 				    src->argv[0]);
-	if (WEXITSTATUS(status) != 0)
+	if (info.si_status != 0)
 		return al_error_set(err, EIO,
 				    "%s: %s failed with exit status %d (its output is not shown: "
 				    "it may hold what it was asked for)",
-				    what, src->argv[0], WEXITSTATUS(status));
+				    what, src->argv[0], info.si_status);
 	return al_error_set(err, ENODATA, "%s: %s wrote nothing", what, src->argv[0]);
 }
 

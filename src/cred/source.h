@@ -6,7 +6,11 @@
  * The value lives in memory allocated here and is wiped when freed. No
  * error message contains it, nor a command's output: a failing command is
  * named by its path and how it failed (exit status, signal, timeout,
- * nothing written). */
+ * nothing written). A command has its source's timeout_ms to write and
+ * exit, then it and its process group are killed; it is waited for
+ * through a pidfd, with no exit signal, so the process's own signal state
+ * (SIGCHLD's disposition, a daemon's handlers) is neither used nor
+ * changed. */
 #pragma once
 
 #include <stddef.h>

@@ -11,7 +11,6 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "cred/jwt.h"
-#include "policy/plan-internal.h"
 #include "tls/ca.h"
 #include "tls/tls.h"
 
@@ -64,19 +63,13 @@ static int mint(const struct al_jwt_key *key, const struct al_secret_def *d, con
 }
 
 /* Put value in place of the placeholder in the sandbox's environment. */
-static void expose(struct al_plan *plan, const struct al_plan_secret *ps, const char *value)
+static void expose(struct al_cred *c, const struct al_plan_secret *ps, const char *value)
 {
-	size_t n = strlen(ps->def->env);
-
-	for (size_t i = 0; plan->envp && plan->envp[i]; i++)
-		if (strncmp(plan->envp[i], ps->def->env, n) == 0 && plan->envp[i][n] == '=') {
-			free(plan->envp[i]);
-			plan->envp[i] = xasprintf("%s=%s", ps->def->env, value);
-		}
+	al_strv_push_take(&c->extra.env_replace, xasprintf("%s=%s", ps->def->env, value));
 }
 
-static int open_token(struct al_plan *plan, struct al_cred *c, struct al_cred_secret *s,
-		      const char *what, struct al_error *err)
+static int open_token(struct al_cred *c, struct al_cred_secret *s, const char *what,
+		      struct al_error *err)
 {
 	const struct al_secret_def *d = s->ps->def;
 	_cleanup_(al_strv_freep) char **aud = audience(d);
@@ -97,7 +90,7 @@ static int open_token(struct al_plan *plan, struct al_cred *c, struct al_cred_se
 	al_jwt_key_free(s->key); /* a run's token is minted once */
 	s->key = NULL;
 	if (d->expose)
-		expose(plan, s->ps, tok);
+		expose(c, s->ps, tok);
 	return 0;
 }
 
@@ -122,7 +115,7 @@ static int aws_part(json_t *doc, const char *key, bool required, const char *wha
 /* SigV4: the source gives AWS's credential_process document
  * ({"AccessKeyId", "SecretAccessKey", "SessionToken"}), e.g. from `aws
  * configure export-credentials`. */
-static int open_aws(struct al_plan *plan, struct al_cred_secret *s, const char *what,
+static int open_aws(struct al_cred *c, struct al_cred_secret *s, const char *what,
 		    struct al_error *err)
 {
 	struct al_secret_value raw = s->value;
@@ -160,17 +153,10 @@ static int open_aws(struct al_plan *plan, struct al_cred_secret *s, const char *
 		snprintf(s->fake_token, sizeof(s->fake_token), "airlock-ph-");
 		for (size_t i = 0; i < sizeof(rb); i++)
 			snprintf(s->fake_token + 11 + 2 * i, 3, "%02x", rb[i]);
-		al_strv_push_take(&plan->envp, xasprintf("AWS_SESSION_TOKEN=%s", s->fake_token));
+		al_strv_push_take(&c->extra.env_add,
+				  xasprintf("AWS_SESSION_TOKEN=%s", s->fake_token));
 	}
 	return 0;
-}
-
-static bool plan_has(const struct al_plan *p, const char *path)
-{
-	for (size_t i = 0; i < p->n_fs; i++)
-		if (strcmp(p->fs[i].path, path) == 0)
-			return true;
-	return false;
 }
 
 /* The host's bundle and the run's CA, one PEM file. */
@@ -203,7 +189,14 @@ static char **intercepted(const struct al_plan *p)
 	return v;
 }
 
-static int open_ca(struct al_plan *plan, struct al_cred *c, struct al_error *err)
+static void add_file(struct al_plan_extra *x, const char *path, char *content)
+{
+	x->files = xrealloc(x->files, (x->n_files + 1) * sizeof(*x->files));
+	x->files[x->n_files++] =
+	    (struct al_plan_extra_file){.path = xstrdup(path), .content = content, .mode = 0444};
+}
+
+static int open_ca(const struct al_plan *plan, struct al_cred *c, struct al_error *err)
 {
 	_cleanup_(al_strv_freep) char **names = intercepted(plan);
 	int64_t not_after = plan->timeout_ms ? c->deadline + 60 : (int64_t)time(NULL) + 7 * 86400;
@@ -213,24 +206,24 @@ static int open_ca(struct al_plan *plan, struct al_cred *c, struct al_error *err
 	    (r = al_tls_ca_new(c->run_id, not_after, (const char *const *)names, al_strv_len(names),
 			       &c->ca, err)) < 0)
 		return al_error_wrap(err, "the run's CA for interception");
-	if (!plan_has(plan, "/etc/airlock"))
-		al_plan_add_dir(plan, "/etc/airlock", 0755);
-	al_plan_add_file(plan, AL_CA_FILE, xstrdup(al_tls_ca_pem(c->ca)), 0444);
-	al_plan_add_file(plan, AL_CA_BUNDLE, bundle(al_tls_ca_pem(c->ca)), 0444);
+	add_file(&c->extra, AL_CA_FILE, xstrdup(al_tls_ca_pem(c->ca)));
+	add_file(&c->extra, AL_CA_BUNDLE, bundle(al_tls_ca_pem(c->ca)));
 	for (size_t i = 0; al_ca_env[i]; i++)
-		if (!al_plan_env_has(plan->envp, al_ca_env[i]))
-			al_strv_push_take(&plan->envp,
-					  xasprintf("%s=%s", al_ca_env[i],
-						    strcmp(al_ca_env[i], "NODE_EXTRA_CA_CERTS") == 0
-							? AL_CA_FILE
-							: AL_CA_BUNDLE));
+		al_strv_push_take(&c->extra.env_default,
+				  xasprintf("%s=%s", al_ca_env[i],
+					    strcmp(al_ca_env[i], "NODE_EXTRA_CA_CERTS") == 0
+						? AL_CA_FILE
+						: AL_CA_BUNDLE));
 	return 0;
 }
 
-/* The credentials open in this process (a run's each): what a copy of the
- * process wipes (al_cred_wipe_copies). */
-#define LIVE_MAX 64
-static struct al_cred *live[LIVE_MAX];
+/* The credentials open in this process (a run's each), as a list through
+ * the stores themselves: what a copy of the process wipes
+ * (al_cred_wipe_copies). It has no bound, so no store is ever left out of
+ * the wipe however many runs a process holds. Stores are opened and freed
+ * on the thread that clones the sandboxes (airlock's processes have one),
+ * so a clone never sees the list half-changed. */
+static struct al_cred *live;
 
 static void wipe_values(struct al_cred *c)
 {
@@ -249,18 +242,19 @@ static void wipe_values(struct al_cred *c)
 		if (v)
 			explicit_bzero((char *)v, strlen(v));
 	}
+	for (size_t i = 0; c->extra.env_replace && c->extra.env_replace[i]; i++)
+		explicit_bzero(c->extra.env_replace[i], strlen(c->extra.env_replace[i]));
 	if (c->ca)
 		al_tls_ca_drop_key(c->ca);
 }
 
 void al_cred_wipe_copies(void)
 {
-	for (size_t i = 0; i < LIVE_MAX; i++)
-		if (live[i])
-			wipe_values(live[i]);
+	for (struct al_cred *c = live; c; c = c->live_next)
+		wipe_values(c);
 }
 
-int al_cred_open(struct al_plan *plan, const char *run_id, struct al_cred **ret,
+int al_cred_open(const struct al_plan *plan, const char *run_id, struct al_cred **ret,
 		 struct al_error *err)
 {
 	_cleanup_(al_cred_freep) struct al_cred *c = xcalloc(1, sizeof(*c));
@@ -281,20 +275,20 @@ int al_cred_open(struct al_plan *plan, const char *run_id, struct al_cred **ret,
 		    xasprintf("%s %s (%s)", d->token ? "token" : "secret", d->name, d->where);
 		s->ps = &plan->secrets[i];
 		if (d->token)
-			r = open_token(plan, c, s, what, err);
+			r = open_token(c, s, what, err);
 		else if ((r = al_secret_source_read(&d->src, what, &s->value, err)) == 0 &&
 			 d->how == AL_HOW_SIGV4)
-			r = open_aws(plan, s, what, err);
+			r = open_aws(c, s, what, err);
 		if (r < 0)
 			return r;
 	}
 	if (plan->intercept && (r = open_ca(plan, c, err)) < 0)
 		return r;
-	for (size_t i = 0; i < LIVE_MAX; i++)
-		if (!live[i]) {
-			live[i] = c;
-			break;
-		}
+	c->live_next = live;
+	if (live)
+		live->live_prev = c;
+	live = c;
+	c->listed = true;
 	*ret = TAKE_PTR(c);
 	return 0;
 }
@@ -351,9 +345,14 @@ void al_cred_free(struct al_cred *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < LIVE_MAX; i++)
-		if (live[i] == c)
-			live[i] = NULL;
+	if (c->listed) {
+		if (c->live_prev)
+			c->live_prev->live_next = c->live_next;
+		else
+			live = c->live_next;
+		if (c->live_next)
+			c->live_next->live_prev = c->live_prev;
+	}
 	for (size_t i = 0; i < c->n; i++) {
 		struct al_cred_secret *s = &c->v[i];
 		al_secret_value_clear(&s->value);
@@ -362,6 +361,7 @@ void al_cred_free(struct al_cred *c)
 		al_jwt_key_free(s->key);
 	}
 	free(c->v);
+	al_plan_extra_clear(&c->extra);
 	al_tls_ca_free(c->ca);
 	explicit_bzero(c, sizeof(*c));
 	free(c);

@@ -5,12 +5,14 @@
  * 125); the supervisor holds it, and the gateway's process inherits it
  * when it is forked. Freeing wipes every value.
  *
- * Opening may add to the plan what is only known then: the placeholder
- * of an AWS session token when the real key has one, an exposed token's
- * value in the environment, and with interception the run's CA: made
- * here, its certificate in /etc/airlock/ca.pem and with the host's bundle
- * in /etc/airlock/ca-bundle.pem, announced in SSL_CERT_FILE and the
- * variables other tools read (AL_CA_ENV). */
+ * Opening decides what the plan gains that is only known then (c->extra,
+ * which the request layer applies with al_plan_finish() before the run):
+ * the placeholder of an AWS session token when the real key has one, an
+ * exposed token's value in the environment, and with interception the
+ * run's CA: made here, its certificate in /etc/airlock/ca.pem and with the
+ * host's bundle in /etc/airlock/ca-bundle.pem, announced in SSL_CERT_FILE
+ * and the variables other tools read (al_ca_env) unless the task sets
+ * them. The plan itself is not changed. */
 #define AL_CA_FILE   "/etc/airlock/ca.pem"
 #define AL_CA_BUNDLE "/etc/airlock/ca-bundle.pem"
 extern const char *const al_ca_env[];
@@ -45,9 +47,14 @@ struct al_cred {
 	/* With an intercepting rule: the run's CA (tls/ca.h), its key only
 	 * in this memory; the sandbox trusts its certificate. */
 	struct al_tls_ca *ca;
+	/* What the plan gains (above); wiped with the values. */
+	struct al_plan_extra extra;
+	/* The process's open stores (al_cred_wipe_copies). */
+	struct al_cred *live_prev, *live_next;
+	bool listed;
 };
 
-int al_cred_open(struct al_plan *plan, const char *run_id, struct al_cred **ret,
+int al_cred_open(const struct al_plan *plan, const char *run_id, struct al_cred **ret,
 		 struct al_error *err);
 void al_cred_free(struct al_cred *c);
 static inline void al_cred_freep(struct al_cred **c)
@@ -68,9 +75,10 @@ int al_cred_token_prefix(const struct al_cred *c, const struct al_cred_secret *s
 			 struct al_error *err);
 
 /* In a process forked or cloned from the one that opened them (the
- * sandbox's init): wipe every value, key and the CA's key of the live
- * credentials in this copy of the memory, and the values of airlock's
- * variables that sources read. Never in the process that opened them. */
+ * sandbox's init): wipe every value, key and the CA's key of every store
+ * open in the process (however many runs it holds) in this copy of the
+ * memory, and the values of airlock's variables that sources read. Never
+ * in the process that opened them. */
 void al_cred_wipe_copies(void);
 
 /* For run.start and the result record: [{"name", "kind": "secret" |

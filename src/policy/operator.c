@@ -226,9 +226,9 @@ static const char *source_name(const char *how)
  * else $AIRLOCK_OPERATOR_POLICY (how a platform without the file sets
  * them). (A daemon's configuration will be one more, ahead of both.)
  * *ret_how NULL: none; the run's caller then chooses with the flag. */
-static int operator_source(const char **ret, const char **ret_how, struct al_error *err)
+static int operator_source(const char *env, const char **ret, const char **ret_how,
+			   struct al_error *err)
 {
-	const char *env = getenv(AL_OPERATOR_ENV);
 	struct stat st;
 
 	*ret = NULL;
@@ -266,14 +266,15 @@ static int same_as_operator(const char *how, const char *name, const char *src_h
 			    source_name(how), name, src, source_name(src_how));
 }
 
-int al_operator_find(const char *flag, char **ret, const char **ret_how, struct al_error *err)
+int al_operator_find(const char *flag, const char *env, char **ret, const char **ret_how,
+		     struct al_error *err)
 {
-	const char *env = getenv(AL_OPERATOR_ENV), *src, *src_how;
+	const char *src, *src_how;
 	int r;
 
 	*ret = NULL;
 	*ret_how = NULL;
-	if ((r = operator_source(&src, &src_how, err)) < 0)
+	if ((r = operator_source(env, &src, &src_how, err)) < 0)
 		return r;
 	/* Once the operator's bounds come from a source, a flag (task input)
 	 * or the environment beside the machine's file may only name that

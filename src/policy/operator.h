@@ -154,8 +154,10 @@ int al_operator_parse(const char *name, const char *text, size_t len, struct al_
  * a path that does not exist is kept as written and can still match. */
 void al_operator_resolve(struct al_operator *op);
 
-/* Which file to read: flag (--operator-policy), else $AIRLOCK_OPERATOR_POLICY,
- * else /etc/airlock/operator.json when it exists. Returns 0 with *ret a
+/* Which file to read: flag (--operator-policy), else env (the value of
+ * $AIRLOCK_OPERATOR_POLICY as the caller read it; NULL: not set), else
+ * /etc/airlock/operator.json when it exists. Nothing is read from the
+ * process's environment here. Returns 0 with *ret a
  * new string, or NULL when none is named and the default does not exist
  * (the run is then unbounded); *ret_how says which ("--operator-policy",
  * "AIRLOCK_OPERATOR_POLICY", "default"). A named file that does not exist
@@ -163,7 +165,8 @@ void al_operator_resolve(struct al_operator *op);
  * when it exists, else the environment) cannot be replaced: a flag, or the
  * environment beside the machine's file, naming another file (compared by
  * device and inode) fails with -EPERM, the message naming both. */
-int al_operator_find(const char *flag, char **ret, const char **ret_how, struct al_error *err);
+int al_operator_find(const char *flag, const char *env, char **ret, const char **ret_how,
+		     struct al_error *err);
 
 /* Read, check and parse path: when airlock runs as root the file (and
  * every directory above it) must be owned by root and not writable by

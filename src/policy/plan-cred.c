@@ -294,3 +294,69 @@ void al_plan_free_cred(struct al_plan *p)
 	free(p->rule_opts);
 	al_budget_clear(&p->budget);
 }
+
+void al_plan_extra_clear(struct al_plan_extra *x)
+{
+	char **lists[] = {x->env_replace, x->env_add, x->env_default};
+
+	for (size_t l = 0; l < AL_ARRAY_SIZE(lists); l++) {
+		for (size_t i = 0; lists[l] && lists[l][i]; i++)
+			explicit_bzero(lists[l][i], strlen(lists[l][i]));
+		al_strv_free(lists[l]);
+	}
+	for (size_t i = 0; i < x->n_files; i++) {
+		free(x->files[i].path);
+		free(x->files[i].content);
+	}
+	free(x->files);
+	*x = (struct al_plan_extra){0};
+}
+
+static bool has_path(const struct al_plan *p, const char *path)
+{
+	for (size_t i = 0; i < p->n_fs; i++)
+		if (strcmp(p->fs[i].path, path) == 0)
+			return true;
+	return false;
+}
+
+/* NAME=VALUE's name, as far as the '='. */
+static size_t name_len(const char *entry)
+{
+	const char *eq = strchr(entry, '=');
+	return eq ? (size_t)(eq - entry) : strlen(entry);
+}
+
+int al_plan_finish(struct al_plan *p, const struct al_plan_extra *x, struct al_error *err)
+{
+	if (p->final)
+		return al_error_set(err, EALREADY, "internal error: the plan is final already");
+	p->final = true;
+	if (!x)
+		return 0;
+	for (size_t i = 0; x->env_replace && x->env_replace[i]; i++) {
+		const char *e = x->env_replace[i];
+		size_t n = name_len(e);
+		for (size_t k = 0; p->envp && p->envp[k]; k++)
+			if (strncmp(p->envp[k], e, n + 1) == 0) {
+				free(p->envp[k]);
+				p->envp[k] = xstrdup(e);
+			}
+	}
+	for (size_t i = 0; x->env_add && x->env_add[i]; i++)
+		al_strv_push(&p->envp, x->env_add[i]);
+	for (size_t i = 0; x->env_default && x->env_default[i]; i++) {
+		_cleanup_free_ char *name = strndup(x->env_default[i], name_len(x->env_default[i]));
+		if (!al_plan_env_has(p->envp, name))
+			al_strv_push(&p->envp, x->env_default[i]);
+	}
+	for (size_t i = 0; i < x->n_files; i++) {
+		const struct al_plan_extra_file *f = &x->files[i];
+		_cleanup_free_ char *dir =
+		    strndup(f->path, (size_t)(strrchr(f->path, '/') - f->path));
+		if (dir[0] && !has_path(p, dir))
+			al_plan_add_dir(p, dir, 0755);
+		al_plan_add_file(p, f->path, xstrdup(f->content), f->mode);
+	}
+	return 0;
+}

@@ -1,5 +1,5 @@
-/* Plan building's parts in other files (internal to src/policy, but for
- * cred/store.c, which adds the files of the run's CA to a plan). */
+/* Plan building's parts in other files (internal to src/policy: what the
+ * run's credentials add goes in through al_plan_finish(), plan.h). */
 #pragma once
 
 #include <jansson.h>

@@ -4,7 +4,8 @@
  * sandbox path with what may be done there, the limits, the network rules —
  * and nothing about how a backend makes it: each backend lowers it to its
  * own terms (the native one in backend/native/lower.c). Nothing in it is set
- * after al_plan_build() and it owns no fds. */
+ * after al_plan_finish() (which adds only what the run's credentials decide,
+ * cred/store.h) and it owns no fds. */
 #pragma once
 
 #include <netinet/in.h>
@@ -259,6 +260,8 @@ struct al_plan {
 	 * native) is required; false only when the policy asked for
 	 * best-effort. */
 	bool landlock_required;
+	/* al_plan_finish() was called: nothing changes it any more. */
+	bool final;
 };
 
 /* The host system directories shown when the policy names none. */
@@ -311,6 +314,30 @@ int al_plan_build(const struct al_policy *policy, unsigned flags, struct al_plan
  * error it added. */
 int al_plan_build_all(const struct al_policy *policy, unsigned flags, struct al_plan **ret,
 		      struct al_errors *errs);
+
+/* What a run's credentials add to its plan once their values are read
+ * (cred/store.c decides it, the request layer applies it with
+ * al_plan_finish() before anything runs): variables and the files of the
+ * run's CA. Values may be secret (an exposed token): al_plan_extra_clear()
+ * wipes them. */
+struct al_plan_extra_file {
+	char *path; /* in the sandbox; its directory is made when the plan has none */
+	char *content;
+	mode_t mode;
+};
+struct al_plan_extra {
+	char **env_replace; /* NAME=VALUE in place of NAME's entries (an exposed token) */
+	char **env_add;	    /* NAME=VALUE appended (AWS_SESSION_TOKEN's placeholder) */
+	char **env_default; /* NAME=VALUE appended unless NAME is set (the CA's variables) */
+	struct al_plan_extra_file *files;
+	size_t n_files;
+};
+void al_plan_extra_clear(struct al_plan_extra *x);
+
+/* The plan made final: x (may be NULL) applied, read-only files
+ * after the rest of the tree. Once final, nothing changes the plan: a
+ * second call fails with -EALREADY. 0 or -errno with err set. */
+int al_plan_finish(struct al_plan *p, const struct al_plan_extra *x, struct al_error *err);
 
 void al_plan_free(struct al_plan *plan);
 static inline void al_plan_freep(struct al_plan **p)

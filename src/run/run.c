@@ -12,28 +12,16 @@
 #include "core/sys.h"
 #include "core/util.h"
 #include "cred/store.h"
+#include "run/internal.h"
 
 #define EXIT_SETUP 125
-
-struct al_run {
-	struct al_run_request req;
-	char run_id[64];
-	json_t *creds;	  /* the run's credentials (al_cred_json), for the record */
-	char started[40]; /* RFC 3339, UTC */
-	struct al_loop *loop;
-	struct al_sandbox sb;
-	struct al_supervisor *sup;
-	struct al_run_result res;
-	struct al_error record_err;
-	bool ended;
-};
 
 /* run.start: enough of the plan to tell later what was in force. */
 static json_t *start_fields(const struct al_plan *p, const char *policy_file)
 {
 	json_t *argv = json_array(), *mounts = json_array(), *allow = json_array();
 
-	for (size_t i = 0; p->argv[i]; i++)
+	for (size_t i = 0; p->argv && p->argv[i]; i++)
 		json_array_append_new(argv, al_json_text(p->argv[i]));
 	for (size_t i = 0; p->gateway && p->allow_text[i]; i++)
 		json_array_append_new(allow, json_string(p->allow_text[i]));
@@ -68,6 +56,7 @@ static void end(struct al_run *run)
 {
 	const struct al_run_request *req = &run->req;
 
+	al_session_end(run);
 	al_supervisor_free(TAKE_PTR(run->sup));
 	run->res.have_ids = run->sb.have_ids;
 	run->res.ids = run->sb.ids;
@@ -152,7 +141,7 @@ int al_run_start(const struct al_run_request *req, const struct al_supervisor_io
 	}
 	if ((r = al_loop_new(&run->loop, err)) < 0)
 		goto fail;
-	if ((r = ops->probe(req->plan, err)) < 0) {
+	if (!req->probed && (r = ops->probe(req->plan, err)) < 0) {
 		r = al_error_wrap(err, "backend %s", ops->name);
 		goto fail;
 	}
@@ -163,12 +152,15 @@ int al_run_start(const struct al_run_request *req, const struct al_supervisor_io
 					   .loop = run->loop,
 					   .io = io,
 					   .confine_self = req->confine_self,
-					   .confine_dirfd = req->result_dirfd};
+					   .confine_dirfd = req->result_dirfd,
+					   .session = req->session};
 	run->sup = al_supervisor_new(&cfg);
 	al_sandbox_init_handle(&run->sb, ops, req->plan, req->audit, run->loop,
 			       al_supervisor_events(run->sup));
 	run->sb.run_id = run->run_id;
 	run->sb.verify_all = req->verify_all;
+	if (req->session)
+		al_session_attach(run);
 	if ((r = ops->prepare(&run->sb, err)) < 0 || (r = ops->start(&run->sb, err)) < 0)
 		goto fail;
 	const struct al_sandbox_ctl ctl = {.data = &run->sb,
@@ -176,7 +168,7 @@ int al_run_start(const struct al_run_request *req, const struct al_supervisor_io
 					   .stop = ctl_stop,
 					   .signal = ctl_signal,
 					   .finish = ctl_finish,
-					   .remove_dirfd = run->sb.slot.dirfd};
+					   .remove_dirfd = run->sb.remove_dirfd};
 	/* The supervisor takes our ends of the command's stdio. */
 	r = al_supervisor_attach(run->sup, &ctl, TAKE_FD(run->sb.stdin_wr),
 				 TAKE_FD(run->sb.stdout_rd), TAKE_FD(run->sb.stderr_rd), run->sb.cg,

@@ -45,11 +45,20 @@ struct al_run_request {
 	 * namespace's limits back from inside it (every run sets them and
 	 * fails if the kernel refuses one; the read-back costs a process). */
 	bool verify_all;
+	/* A session (run/session.h): the sandbox is built and checked as
+	 * for a command, then serves execs (al_run_exec) until it is killed
+	 * or its timeout (its lifetime) ends it; the plan's argv is not run
+	 * (it may be empty). max_execs: how many run at once (0: 16). */
+	bool session;
+	unsigned max_execs;
+	/* The caller probed the backend for this plan (request/request.h
+	 * al_request_probe()): the run does not probe it again. */
+	bool probed;
 };
 
 struct al_run;
 
-/* Probe, prepare and start the sandbox and its supervisor, and audit
+/* Probe (unless req->probed), prepare and start the sandbox and its supervisor, and audit
  * run.start. Returns 0, or -errno with err set when airlock could not
  * start it; then nothing is left behind, run.end and the result record
  * (reason setup-error) are written as for any run, and *ret is still set,

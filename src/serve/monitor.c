@@ -36,14 +36,26 @@ struct conn {
 	bool tcp;
 };
 
-/* One sandbox the monitor holds (today: a one-shot run's, until it
- * answers). */
+/* A request of the front's that a session owes an answer (or the rest
+ * of a streamed one). */
+struct owed {
+	uint64_t req;
+	bool stream;
+};
+
+/* One sandbox the monitor holds: a one-shot run's until it answers, or a
+ * live sandbox's from its create until its session process ends. */
 struct sandbox {
 	char id[24];
 	char owner[80];
 	bool oneshot;
-	uint64_t req_id; /* the front's request waiting for the answer */
+	bool ready;	 /* a live sandbox: its create answered 201 */
+	bool deleting;	 /* DELETE passed on: the id answers 404 from now */
+	uint64_t req_id; /* the front's request waiting for the first answer */
 	uint64_t started_ms;
+	json_t *meta; /* its metadata, from its session's 201 */
+	struct owed *owed;
+	size_t n_owed;
 	pid_t pid;
 	int pidfd;
 	struct al_chan ch;
@@ -183,6 +195,8 @@ static void sandbox_free(struct monitor *m, size_t i)
 		close(s->pidfd);
 	}
 	al_chan_close(&s->ch);
+	json_decref(s->meta);
+	free(s->owed);
 	free(s);
 	m->sb[i] = m->sb[--m->n_sb];
 }
@@ -225,7 +239,32 @@ static int spawn_session(struct monitor *m, struct sandbox *s, struct al_error *
 	return 0;
 }
 
-static void op_run(struct monitor *m, uint64_t req, const char *identity, const struct al_msg *in)
+static void owe(struct sandbox *s, uint64_t req)
+{
+	s->owed = xrealloc(s->owed, (s->n_owed + 1) * sizeof(*s->owed));
+	s->owed[s->n_owed++] = (struct owed){.req = req};
+}
+
+static struct owed *owed_find(struct sandbox *s, uint64_t req)
+{
+	for (size_t i = 0; i < s->n_owed; i++)
+		if (s->owed[i].req == req)
+			return &s->owed[i];
+	return NULL;
+}
+
+static void owed_del(struct sandbox *s, uint64_t req)
+{
+	struct owed *o = owed_find(s, req);
+
+	if (o)
+		*o = s->owed[--s->n_owed];
+}
+
+/* A one-shot run (op AL_OP_RUN) or a live sandbox (AL_OP_SANDBOX_CREATE):
+ * a session process of its own, given the request. */
+static void op_run(struct monitor *m, uint64_t req, const char *identity, const struct al_msg *in,
+		   unsigned op)
 {
 	struct al_error err = {0};
 	size_t len;
@@ -239,8 +278,9 @@ static void op_run(struct monitor *m, uint64_t req, const char *identity, const 
 	struct sandbox *s = xcalloc(1, sizeof(*s));
 	al_random_id(s->id, sizeof(s->id));
 	snprintf(s->owner, sizeof(s->owner), "%s", identity);
-	s->oneshot = true;
+	s->oneshot = op == AL_OP_RUN;
 	s->req_id = req;
+	owe(s, req);
 	s->pidfd = -1;
 	s->started_ms = al_now_ms();
 	if (spawn_session(m, s, &err) < 0) {
@@ -253,6 +293,7 @@ static void op_run(struct monitor *m, uint64_t req, const char *identity, const 
 	al_msg_begin(&o, AL_MSG_SESSION_RUN, req);
 	al_msg_put_str(&o, AL_TAG_IDENTITY, identity);
 	al_msg_put_str(&o, AL_TAG_SESSION_ID, s->id);
+	al_msg_put_u32(&o, AL_TAG_OP, op);
 	if (m->cfg->operator_file)
 		al_msg_put_str(&o, AL_TAG_OPERATOR, m->cfg->operator_file);
 	al_msg_put_bytes(&o, AL_TAG_BODY, body ? body : (const uint8_t *)"", len);
@@ -267,10 +308,99 @@ static void op_run(struct monitor *m, uint64_t req, const char *identity, const 
 static struct sandbox *sandbox_owned(struct monitor *m, const char *id, const char *identity)
 {
 	for (size_t i = 0; id && i < m->n_sb; i++)
-		if (!m->sb[i]->oneshot && strcmp(m->sb[i]->id, id) == 0 &&
+		if (!m->sb[i]->oneshot && !m->sb[i]->deleting && strcmp(m->sb[i]->id, id) == 0 &&
 		    strcmp(m->sb[i]->owner, identity) == 0)
 			return m->sb[i];
 	return NULL;
+}
+
+/* Does the sandbox's metadata hold every key = value of filter? */
+static bool meta_matches(const json_t *meta, const json_t *filter)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach((json_t *)filter, k, v)
+	{
+		const char *have = json_string_value(json_object_get(meta, k));
+		if (!have || !json_is_string(v) || strcmp(have, json_string_value(v)) != 0)
+			return false;
+	}
+	return true;
+}
+
+static void op_list(struct monitor *m, uint64_t req, const char *identity, const struct al_msg *in)
+{
+	size_t len = 0;
+	const uint8_t *body = al_msg_bytes(in, AL_TAG_BODY, &len);
+	json_error_t je;
+	json_t *filter = body ? json_loadb((const char *)body, len, 0, &je) : json_object();
+	json_t *a = json_array();
+
+	if (!json_is_object(filter)) {
+		json_decref(filter);
+		json_decref(a);
+		return respond_error(m, req, 400, "bad metadata filter");
+	}
+	for (size_t i = 0; i < m->n_sb; i++) {
+		struct sandbox *s = m->sb[i];
+		if (s->oneshot || !s->ready || s->deleting || strcmp(s->owner, identity) != 0 ||
+		    !meta_matches(s->meta, filter))
+			continue;
+		json_array_append_new(a, json_pack("{s:s, s:O}", "id", s->id, "metadata", s->meta));
+	}
+	json_decref(filter);
+	respond_json(m, req, 200, json_pack("{s:o}", "sandboxes", a));
+}
+
+/* A request for a live sandbox, passed on to its session process as
+ * "METHOD rest-of-path". */
+static void op_forward(struct monitor *m, uint64_t req, struct sandbox *s, unsigned op,
+		       const struct al_msg *in)
+{
+	size_t len = 0;
+	const uint8_t *body = al_msg_bytes(in, AL_TAG_BODY, &len);
+	_cleanup_free_ char *path = al_msg_strdup(in, AL_TAG_PATH);
+	struct al_msg_out o;
+
+	if (!s->ready)
+		return respond_error(m, req, 409, "sandbox %s is still starting", s->id);
+	al_msg_begin(&o, AL_MSG_SESSION_REQ, req);
+	al_msg_put_str(&o, AL_TAG_PATH,
+		       op == AL_OP_SANDBOX_GET	    ? "GET "
+		       : op == AL_OP_SANDBOX_DELETE ? "DELETE "
+		       : path			    ? path
+						    : "GET ");
+	if (body)
+		al_msg_put_bytes(&o, AL_TAG_BODY, body, len);
+	if (al_msg_end(&o) < 0) {
+		free(o.buf);
+		return respond_error(m, req, 413, "the request is too large");
+	}
+	if (op == AL_OP_SANDBOX_DELETE)
+		s->deleting = true;
+	owe(s, req);
+	al_chan_queue(&s->ch, &o, -1);
+}
+
+/* A streamed answer's client left: its session stops sending it. */
+static void on_cancel(struct monitor *m, uint64_t req)
+{
+	for (size_t i = 0; i < m->n_sb; i++) {
+		struct sandbox *s = m->sb[i];
+		struct owed *ow = owed_find(s, req);
+		if (!ow)
+			continue;
+		/* A stream ends here; a single answer still comes, and is
+		 * dropped by the front. */
+		if (ow->stream)
+			owed_del(s, req);
+		struct al_msg_out o;
+		al_msg_begin(&o, AL_MSG_CANCEL, req);
+		al_msg_end(&o);
+		al_chan_queue(&s->ch, &o, -1);
+		return;
+	}
 }
 
 static void on_request(struct monitor *m, const struct al_msg *in)
@@ -311,26 +441,18 @@ static void on_request(struct monitor *m, const struct al_msg *in)
 		return;
 	}
 	case AL_OP_RUN:
-		return op_run(m, req, identity, in);
-	case AL_OP_SANDBOX_LIST: {
-		json_t *a = json_array();
-		for (size_t i = 0; i < m->n_sb; i++)
-			if (!m->sb[i]->oneshot && strcmp(m->sb[i]->owner, identity) == 0)
-				json_array_append_new(a, json_pack("{s:s}", "id", m->sb[i]->id));
-		return respond_json(m, req, 200, json_pack("{s:o}", "sandboxes", a));
-	}
 	case AL_OP_SANDBOX_CREATE:
-		/* The run layer's sessions (branch sessions) are not in this
-		 * build yet. */
-		return respond_error(m, req, 501,
-				     "live sandboxes are not in this build yet: POST /v1/run runs "
-				     "one command in a sandbox of its own");
+		return op_run(m, req, identity, in, al_msg_u32(in, AL_TAG_OP, 0));
+	case AL_OP_SANDBOX_LIST:
+		return op_list(m, req, identity, in);
 	case AL_OP_SANDBOX_GET:
 	case AL_OP_SANDBOX_DELETE:
-	case AL_OP_SANDBOX_OTHER:
-		if (!sandbox_owned(m, sbid, identity))
+	case AL_OP_SANDBOX_OTHER: {
+		struct sandbox *s = sandbox_owned(m, sbid, identity);
+		if (!s)
 			return respond_error(m, req, 404, "no sandbox \"%s\"", sbid ? sbid : "");
-		return respond_error(m, req, 501, "not in this build yet");
+		return op_forward(m, req, s, al_msg_u32(in, AL_TAG_OP, 0), in);
+	}
 	default:
 		return respond_error(m, req, 400, "unknown operation");
 	}
@@ -352,30 +474,90 @@ static int on_front_msg(struct monitor *m, const struct al_msg *in)
 	case AL_MSG_STATUS:
 		al_metrics_status(&m->metrics, al_msg_u32(in, AL_TAG_STATUS, 0));
 		return 0;
+	case AL_MSG_CANCEL:
+		on_cancel(m, in->id);
+		return 0;
 	default:
 		return -EBADMSG; /* not a message the front sends */
 	}
 }
 
-/* The session's answer goes to the front as the request's; its numbers
- * to the metrics. */
-static void on_session_msg(struct monitor *m, struct sandbox *s, const struct al_msg *in)
+static void chunk_to_front(struct monitor *m, uint64_t req, const void *p, size_t len, bool end)
+{
+	struct al_msg_out o;
+
+	al_msg_begin(&o, AL_MSG_CHUNK, req);
+	al_msg_put_bytes(&o, AL_TAG_BODY, p, len);
+	if (end)
+		al_msg_put_u32(&o, AL_TAG_END, 1);
+	if (al_msg_end(&o) < 0) {
+		free(o.buf);
+		return;
+	}
+	al_chan_queue(&m->front, &o, -1);
+}
+
+/* A session's answer goes to the front as the request's, checked first:
+ * only to a request that session is owed, only one head per request,
+ * chunks only on a streamed one. A one-shot run's numbers go to the
+ * metrics. Returns -EBADMSG when the session broke the protocol. */
+static int on_session_msg(struct monitor *m, struct sandbox *s, const struct al_msg *in)
 {
 	size_t len;
 	const uint8_t *body = al_msg_bytes(in, AL_TAG_BODY, &len);
-	_cleanup_free_ char *reason = al_msg_strdup(in, AL_TAG_REASON);
-	unsigned status = al_msg_u32(in, AL_TAG_STATUS, 500);
+	struct owed *ow = owed_find(s, in->id);
 
-	if (in->type != AL_MSG_SESSION_DONE || in->id != s->req_id || s->done) {
-		al_warn("serve: session %s sent an unexpected message (type %u)", s->id, in->type);
-		s->done = true;
-		return respond_error(m, s->req_id, 500, "the session process broke its protocol");
+	if (in->type == AL_MSG_CHUNK) {
+		/* One whose client left (cancelled) is dropped; none goes to
+		 * a request this session is not streaming. */
+		if (!ow || !ow->stream)
+			return 0;
+		bool end = al_msg_u32(in, AL_TAG_END, 0) == 1;
+		chunk_to_front(m, in->id, body, len, end);
+		if (end)
+			owed_del(s, in->id);
+		return 0;
 	}
-	s->done = true;
+	if (in->type != AL_MSG_SESSION_DONE || !ow || ow->stream)
+		return -EBADMSG;
+	_cleanup_free_ char *reason = al_msg_strdup(in, AL_TAG_REASON);
+	_cleanup_free_ char *ctype = al_msg_strdup(in, AL_TAG_CTYPE);
+	unsigned status = al_msg_u32(in, AL_TAG_STATUS, 500);
+	bool stream = al_msg_u32(in, AL_TAG_STREAM, 0) == 1;
 	if (status < 200 || status > 599)
 		status = 500;
-	respond(m, s->req_id, status, "application/json", (const char *)body, len);
-	if (reason) {
+	if (in->id == s->req_id && !s->oneshot && !s->ready && status == 201) {
+		size_t ml = 0;
+		const uint8_t *meta = al_msg_bytes(in, AL_TAG_META, &ml);
+		json_error_t je;
+		s->ready = true;
+		s->meta = meta ? json_loadb((const char *)meta, ml, 0, &je) : NULL;
+		if (!json_is_object(s->meta)) {
+			json_decref(s->meta);
+			s->meta = json_object();
+		}
+		al_hist_add(&m->metrics.create_s, (double)(al_now_ms() - s->started_ms) / 1000.0);
+	}
+	if (in->id == s->req_id)
+		s->done = true;
+	struct al_msg_out o;
+	al_msg_begin(&o, AL_MSG_RESPONSE, in->id);
+	al_msg_put_u32(&o, AL_TAG_STATUS, status);
+	al_msg_put_str(&o, AL_TAG_CTYPE, ctype ? ctype : "application/json");
+	al_msg_put_bytes(&o, AL_TAG_BODY, body, len);
+	if (stream)
+		al_msg_put_u32(&o, AL_TAG_STREAM, 1);
+	if (al_msg_end(&o) < 0) {
+		free(o.buf);
+		respond_error(m, in->id, 500, "the answer is too large to send");
+	} else {
+		al_chan_queue(&m->front, &o, -1);
+	}
+	if (stream)
+		ow->stream = true;
+	else
+		owed_del(s, in->id);
+	if (reason && s->oneshot) {
 		m->metrics.runs++;
 		m->metrics.denials += al_msg_u64(in, AL_TAG_DENIALS, 0);
 		int li = al_metrics_limit_index(reason);
@@ -383,6 +565,7 @@ static void on_session_msg(struct monitor *m, struct sandbox *s, const struct al
 			m->metrics.limit_hits[li]++;
 		al_hist_add(&m->metrics.run_s, (double)(al_now_ms() - s->started_ms) / 1000.0);
 	}
+	return 0;
 }
 
 /* --- the loop --------------------------------------------------------- */
@@ -448,7 +631,9 @@ static void on_signal(struct monitor *m)
 	}
 }
 
-/* A session's channel is readable: its answer, or its end. */
+/* A session's channel is readable: its answers, or its end. When it
+ * ends, whatever it still owed is answered here (500, or the end of a
+ * stream), and the sandbox is gone from the table. */
 static void session_io(struct monitor *m, size_t i, short revents)
 {
 	struct sandbox *s = m->sb[i];
@@ -461,16 +646,27 @@ static void session_io(struct monitor *m, size_t i, short revents)
 	if (revents & (POLLIN | POLLHUP | POLLERR)) {
 		al_chan_read(&s->ch);
 		while ((r = al_chan_next(&s->ch, &in, &err)) > 0)
-			on_session_msg(m, s, &in);
+			if (on_session_msg(m, s, &in) < 0) {
+				al_warn("serve: session %s broke its protocol (message type %u)",
+					s->id, in.type);
+				s->ch.eof = true;
+				break;
+			}
 		if (r < 0) {
 			al_warn("serve: session %s: %s", s->id, err.msg);
 			s->ch.eof = true;
 		}
 	}
 	if (s->ch.eof || (s->done && s->oneshot)) {
-		if (!s->done)
-			respond_error(m, s->req_id, 500,
-				      "the session process ended without an answer");
+		for (size_t k = 0; k < s->n_owed; k++) {
+			if (s->owed[k].stream)
+				chunk_to_front(m, s->owed[k].req, "", 0, true);
+			else
+				respond_error(
+				    m, s->owed[k].req, 500,
+				    "the sandbox's session process ended without an answer");
+		}
+		s->n_owed = 0;
 		sandbox_free(m, i);
 	}
 }

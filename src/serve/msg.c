@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/util.h"
+#include "serve/serve.h"
 
 #define MAX_STR 4096u /* identities, tokens, ids, paths, reasons */
 
@@ -38,16 +39,26 @@ static const struct rule schema[AL_MSG_N_TYPES][AL_TAG_N] = {
 			[AL_TAG_BODY] = OPT(AL_MSG_BYTES, AL_MSG_MAX)},
     [AL_MSG_RESPONSE] = {[AL_TAG_STATUS] = REQ(AL_MSG_U32, 4),
 			 [AL_TAG_CTYPE] = REQ(AL_MSG_STR, MAX_STR),
-			 [AL_TAG_BODY] = REQ(AL_MSG_BYTES, AL_MSG_MAX)},
+			 [AL_TAG_BODY] = REQ(AL_MSG_BYTES, AL_MSG_MAX),
+			 [AL_TAG_STREAM] = OPT(AL_MSG_U32, 4)},
     [AL_MSG_STATUS] = {[AL_TAG_STATUS] = REQ(AL_MSG_U32, 4)},
     [AL_MSG_SESSION_RUN] = {[AL_TAG_IDENTITY] = REQ(AL_MSG_STR, MAX_STR),
 			    [AL_TAG_SESSION_ID] = REQ(AL_MSG_STR, MAX_STR),
 			    [AL_TAG_OPERATOR] = OPT(AL_MSG_STR, MAX_STR),
+			    [AL_TAG_OP] = OPT(AL_MSG_U32, 4),
 			    [AL_TAG_BODY] = REQ(AL_MSG_BYTES, AL_MSG_MAX)},
     [AL_MSG_SESSION_DONE] = {[AL_TAG_STATUS] = REQ(AL_MSG_U32, 4),
 			     [AL_TAG_BODY] = REQ(AL_MSG_BYTES, AL_MSG_MAX),
 			     [AL_TAG_REASON] = OPT(AL_MSG_STR, MAX_STR),
-			     [AL_TAG_DENIALS] = OPT(AL_MSG_U64, 8)},
+			     [AL_TAG_DENIALS] = OPT(AL_MSG_U64, 8),
+			     [AL_TAG_CTYPE] = OPT(AL_MSG_STR, MAX_STR),
+			     [AL_TAG_STREAM] = OPT(AL_MSG_U32, 4),
+			     [AL_TAG_META] = OPT(AL_MSG_BYTES, AL_SERVE_META_MAX)},
+    [AL_MSG_SESSION_REQ] =
+	{[AL_TAG_PATH] = REQ(AL_MSG_STR, MAX_STR), [AL_TAG_BODY] = OPT(AL_MSG_BYTES, AL_MSG_MAX)},
+    [AL_MSG_CHUNK] =
+	{[AL_TAG_BODY] = REQ(AL_MSG_BYTES, AL_MSG_MAX), [AL_TAG_END] = OPT(AL_MSG_U32, 4)},
+    [AL_MSG_CANCEL] = {[0] = {0}},
 };
 
 static uint32_t get32(const uint8_t *p)

@@ -27,7 +27,10 @@ enum al_msg_type {
 	AL_MSG_RESPONSE,     /* monitor -> front: its answer (id: the same) */
 	AL_MSG_STATUS,	     /* front -> monitor: a response went out with this status */
 	AL_MSG_SESSION_RUN,  /* monitor -> session: a one-shot run's request */
-	AL_MSG_SESSION_DONE, /* session -> monitor: its answer */
+	AL_MSG_SESSION_DONE, /* session -> monitor: its answer (id: the request's) */
+	AL_MSG_SESSION_REQ,  /* monitor -> session: an API request for its sandbox */
+	AL_MSG_CHUNK,	     /* session -> monitor -> front: more of a streamed answer */
+	AL_MSG_CANCEL,	     /* front -> monitor -> session: a streamed answer's client left */
 	AL_MSG_N_TYPES
 };
 
@@ -54,6 +57,9 @@ enum al_msg_tag {
 	AL_TAG_DENIALS,	   /* u64: how many things the run was refused */
 	AL_TAG_MS,	   /* u64: milliseconds */
 	AL_TAG_SESSION_ID, /* str: the sandbox id the monitor gave the session */
+	AL_TAG_STREAM,	   /* u32: 1: the answer streams (AL_MSG_CHUNK frames follow) */
+	AL_TAG_END,	   /* u32: 1: the last chunk of a streamed answer */
+	AL_TAG_META,	   /* bytes: a created sandbox's metadata (JSON object) */
 	AL_TAG_N
 };
 

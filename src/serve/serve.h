@@ -19,6 +19,11 @@ struct al_errors;
  * plan's output limit caps both together first). */
 #define AL_SERVE_OUTPUT_MAX (8u << 20)
 #define AL_SERVE_TOKEN_MAX  64
+/* A file uploaded to or downloaded from a sandbox (PUT/GET .../files/):
+ * at most this many bytes (the scratch's own size caps them first). */
+#define AL_SERVE_FILE_MAX (32u << 20)
+/* A sandbox's metadata (free-form JSON object) as JSON text. */
+#define AL_SERVE_META_MAX (16u << 10)
 
 struct al_serve_config {
 	const char *socket_path;
@@ -40,16 +45,8 @@ int al_serve_run(const struct al_serve_config *cfg, struct al_error *err);
  * over monitor_fd; never returns. */
 void al_front_main(int monitor_fd, const struct al_serve_config *cfg) __attribute__((noreturn));
 
-/* What a session needs of the front end that built it: the task request
- * (its policy, with the command set) held to the operator policy and made
- * a plan. 0 with *ret set; or < 0 with errs filled (the request's errors,
- * 400) or, when the operator policy refused it, *refused an array of its
- * reasons (403). */
-struct al_session_ops {
-	int (*plan)(const char *operator_file, struct al_policy *policy, const char *run_id,
-		    struct al_plan **ret, struct al_errors *errs, char ***refused);
-};
-
-/* The session process: one request from the monitor on fd, run, answered;
- * returns the process's exit status. */
-int al_session_main(int fd, const struct al_session_ops *ops);
+/* The session process (session.c): one request from the monitor on fd, a
+ * one-shot run answered, or a live sandbox served until it is deleted or
+ * its lifetime ends; returns the process's exit status. operator_env:
+ * $AIRLOCK_OPERATOR_POLICY as the caller read it, or NULL. */
+int al_session_main(int fd, const char *operator_env);

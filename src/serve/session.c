@@ -1,16 +1,20 @@
 /* A session process (`airlock __session`, exec'd by the monitor with its
  * socket at fd 3): it holds one sandbox's request, plan, credentials and
- * run, and no other's. Today it serves one one-shot run: the task request
- * (the task policy's JSON plus argv or code + language, stdin, profile)
- * made a plan through the caller's ops (the operator policy), run, and
- * answered with the result record, the output and the exit code. */
-#include "serve/serve.h"
+ * run, and no other's (its gateway is forked from it). Its first message
+ * says what it is for: a one-shot run (the task request plus argv or code,
+ * run once, answered with the record and the output), or a live sandbox
+ * (POST /v1/sandboxes): the task request made a plan through the request
+ * layer, a run started in session mode, then every request for that
+ * sandbox served in a loop (execs: sexec.c, files: sfiles.c, the audit
+ * stream, the lifetime) until it is deleted, its lifetime or idle timeout
+ * ends it, or the monitor goes. */
+#include "serve/sess.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
-#include <openssl/evp.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -18,14 +22,329 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "audit/audit.h"
 #include "core/cleanup.h"
 #include "core/sys.h"
 #include "core/util.h"
-#include "cred/store.h"
-#include "policy/plan.h"
-#include "policy/policy.h"
-#include "run/run.h"
-#include "serve/chan.h"
+#include "serve/serve.h"
+
+/* --- answers ---------------------------------------------------------- */
+
+static void send_frame(struct sess *s, struct al_msg_out *o)
+{
+	if (al_msg_end(o) < 0) {
+		free(o->buf);
+		return;
+	}
+	al_chan_queue(&s->ch, o, -1);
+}
+
+void sess_answer_raw(struct sess *s, uint64_t req, unsigned status, const char *ctype,
+		     const void *body, size_t len)
+{
+	struct al_msg_out o;
+
+	al_msg_begin(&o, AL_MSG_SESSION_DONE, req);
+	al_msg_put_u32(&o, AL_TAG_STATUS, status);
+	al_msg_put_str(&o, AL_TAG_CTYPE, ctype);
+	al_msg_put_bytes(&o, AL_TAG_BODY, body, len);
+	send_frame(s, &o);
+}
+
+void sess_answer(struct sess *s, uint64_t req, unsigned status, json_t *body)
+{
+	char *t = json_dumps(body, JSON_COMPACT);
+
+	sess_answer_raw(s, req, status, "application/json", t, strlen(t));
+	free(t);
+	json_decref(body);
+}
+
+void sess_error(struct sess *s, uint64_t req, unsigned status, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	sess_answer(s, req, status, json_pack("{s:s}", "error", msg));
+}
+
+void sess_stream_head(struct sess *s, uint64_t req, const char *ctype)
+{
+	struct al_msg_out o;
+
+	al_msg_begin(&o, AL_MSG_SESSION_DONE, req);
+	al_msg_put_u32(&o, AL_TAG_STATUS, 200);
+	al_msg_put_str(&o, AL_TAG_CTYPE, ctype);
+	al_msg_put_u32(&o, AL_TAG_STREAM, 1);
+	al_msg_put_bytes(&o, AL_TAG_BODY, "", 0);
+	send_frame(s, &o);
+}
+
+void sess_chunk(struct sess *s, uint64_t req, const void *p, size_t len, bool end)
+{
+	struct al_msg_out o;
+
+	al_msg_begin(&o, AL_MSG_CHUNK, req);
+	al_msg_put_bytes(&o, AL_TAG_BODY, p, len);
+	if (end)
+		al_msg_put_u32(&o, AL_TAG_END, 1);
+	send_frame(s, &o);
+}
+
+/* --- logs and followers ------------------------------------------------ */
+
+void sess_log_add(struct sess_log *l, const char *line, size_t len)
+{
+	if (len > l->max)
+		return;
+	while (l->len + len > l->max) { /* the oldest whole lines go */
+		char *nl = memchr(l->buf, '\n', l->len);
+		size_t cut = nl ? (size_t)(nl - l->buf) + 1 : l->len;
+		memmove(l->buf, l->buf + cut, l->len - cut);
+		l->len -= cut;
+		l->dropped++;
+	}
+	l->buf = xrealloc(l->buf, l->len + len);
+	memcpy(l->buf + l->len, line, len);
+	l->len += len;
+}
+
+void sess_subs_add(struct sess_subs *u, uint64_t req)
+{
+	u->v = xrealloc(u->v, (u->n + 1) * sizeof(*u->v));
+	u->v[u->n++] = req;
+}
+
+bool sess_subs_del(struct sess_subs *u, uint64_t req)
+{
+	for (size_t i = 0; i < u->n; i++)
+		if (u->v[i] == req) {
+			u->v[i] = u->v[--u->n];
+			return true;
+		}
+	return false;
+}
+
+void sess_publish(struct sess *s, struct sess_log *l, struct sess_subs *u, json_t *o)
+{
+	char *t = json_dumps(o, JSON_COMPACT);
+	size_t n = strlen(t);
+
+	t = xrealloc(t, n + 2);
+	t[n++] = '\n';
+	t[n] = '\0';
+	if (l)
+		sess_log_add(l, t, n);
+	for (size_t i = 0; i < u->n; i++)
+		sess_chunk(s, u->v[i], t, n, false);
+	free(t);
+	json_decref(o);
+}
+
+bool sess_query_flag(const char *query, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = query; p && *p;) {
+		size_t len = strcspn(p, "&");
+		if (strncmp(p, name, n) == 0 && (len == n || p[n] == '=')) {
+			const char *v = len == n ? "" : p + n + 1;
+			size_t vl = len == n ? 0 : len - n - 1;
+			return !((vl == 1 && v[0] == '0') || (vl == 5 && !strncmp(v, "false", 5)));
+		}
+		p += len;
+		if (*p)
+			p++;
+	}
+	return false;
+}
+
+/* --- the audit stream --------------------------------------------------- */
+
+/* A denial, as the exec streams report it: a refused connection or name,
+ * a cut connection, a denied syscall, a secret misused. */
+static bool is_denial(const char *event, json_t *fields)
+{
+	const char *d = json_string_value(json_object_get(fields, "decision"));
+
+	if (strcmp(event, "syscall.denied") == 0 || strcmp(event, "secret.misuse") == 0)
+		return true;
+	return d && (strcmp(d, "deny") == 0 || strcmp(d, "cut") == 0);
+}
+
+/* The run's audit sink: every event a line in the bounded buffer the
+ * audit endpoint serves, and its followers'; denials also to the execs. */
+static void on_audit(void *data, const char *event, json_t *fields)
+{
+	struct sess *s = data;
+	char ts[40];
+	json_t *o = json_object();
+
+	al_audit_timestamp(ts, sizeof(ts));
+	json_object_set_new(o, "ts", json_string(ts));
+	json_object_set_new(o, "run", json_string(s->id));
+	json_object_set_new(o, "event", json_string(event));
+	if (fields)
+		json_object_update(o, fields);
+	if (fields && is_denial(event, fields))
+		sess_exec_denial(s, o);
+	sess_publish(s, &s->audit, &s->audit_subs, o);
+	json_decref(fields);
+}
+
+static void audit_get(struct sess *s, uint64_t req, const char *query)
+{
+	if (!sess_query_flag(query, "follow"))
+		return sess_answer_raw(s, req, 200, "application/x-ndjson", s->audit.buf,
+				       s->audit.len);
+	sess_stream_head(s, req, "application/x-ndjson");
+	if (s->audit.len)
+		sess_chunk(s, req, s->audit.buf, s->audit.len, false);
+	sess_subs_add(&s->audit_subs, req);
+}
+
+/* --- the request -------------------------------------------------------- */
+
+static json_t *errors_json(const char *what, const struct al_errors *errs)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < errs->n; i++)
+		json_array_append_new(a, json_string(errs->v[i].text));
+	return json_pack("{s:s, s:o}", "error", errs->n ? errs->v[0].text : what, "errors", a);
+}
+
+/* A number of seconds (integer or fraction) in field name of o, as ms. */
+static int seconds_field(json_t *o, const char *name, uint64_t *ms, struct al_errors *errs)
+{
+	json_t *v = json_object_get(o, name);
+
+	if (!v)
+		return 0;
+	if (!json_is_number(v) || json_number_value(v) <= 0 || json_number_value(v) > 31536000) {
+		al_errors_add(errs, EINVAL, "request", name,
+			      "must be a number of seconds, above 0 and at most a year");
+		return -EINVAL;
+	}
+	*ms = (uint64_t)(json_number_value(v) * 1000.0);
+	json_object_del(o, name);
+	return 0;
+}
+
+/* The request's own fields taken out of req (what is left is the task
+ * policy): for a sandbox its profile, lifetimes, idle timeout, metadata,
+ * execs at once; for a one-shot run its profile, command and stdin. */
+static int take_sandbox_fields(struct sess *s, json_t *req, uint64_t *lifetime,
+			       struct al_errors *errs)
+{
+	json_t *prof = json_object_get(req, "profile"), *meta = json_object_get(req, "metadata"),
+	       *act = json_object_get(req, "idle_action"), *mx = json_object_get(req, "max_execs");
+
+	seconds_field(req, "lifetime", lifetime, errs);
+	seconds_field(req, "max_lifetime", &s->max_lifetime_ms, errs);
+	seconds_field(req, "idle_timeout", &s->idle_ms, errs);
+	if (prof && !json_is_string(prof))
+		al_errors_add(errs, EINVAL, "request", "profile", "must be a string");
+	else if (prof)
+		s->profile = xstrdup(json_string_value(prof));
+	if (meta) {
+		char *t = json_dumps(meta, JSON_COMPACT);
+		size_t n = t ? strlen(t) : 0;
+		free(t);
+		if (!json_is_object(meta))
+			al_errors_add(errs, EINVAL, "request", "metadata", "must be an object");
+		else if (n > AL_SERVE_META_MAX)
+			al_errors_add(errs, EINVAL, "request", "metadata",
+				      "is %zu bytes as JSON; at most %u", n, AL_SERVE_META_MAX);
+		else {
+			const char *k;
+			json_t *v;
+			json_object_foreach(meta, k, v) if (!json_is_string(v))
+			{
+				al_errors_add(errs, EINVAL, "request", "metadata",
+					      "\"%s\": values must be strings", k);
+				break;
+			}
+		}
+	}
+	s->meta = meta ? json_incref(meta) : json_object();
+	if (act && (!json_is_string(act) || (strcmp(json_string_value(act), "kill") != 0 &&
+					     strcmp(json_string_value(act), "pause") != 0)))
+		al_errors_add(errs, EINVAL, "request", "idle_action",
+			      "must be \"kill\" or \"pause\"");
+	else if (act && strcmp(json_string_value(act), "pause") == 0)
+		al_errors_add(
+		    errs, EOPNOTSUPP, "request", "idle_action",
+		    "\"pause\": pausing a sandbox is not in this build yet; use \"kill\"");
+	if (mx &&
+	    (!json_is_integer(mx) || json_integer_value(mx) < 1 || json_integer_value(mx) > 64))
+		al_errors_add(errs, EINVAL, "request", "max_execs", "must be an integer, 1 to 64");
+	else if (mx)
+		s->max_execs = (unsigned)json_integer_value(mx);
+	if (*lifetime && s->max_lifetime_ms && *lifetime > s->max_lifetime_ms)
+		al_errors_add(errs, EINVAL, "request", "lifetime", "is over max_lifetime");
+	for (const char *const *f =
+		 (const char *const[]){"profile", "metadata", "idle_action", "max_execs", NULL};
+	     *f; f++)
+		json_object_del(req, *f);
+	return al_errors_count(errs) ? -EINVAL : 0;
+}
+
+/* The body as a task policy (its format version may be left out: {}
+ * takes the defaults). */
+static int load_policy(json_t *req, struct al_policy **ret, struct al_errors *errs)
+{
+	if (!json_object_get(req, "version"))
+		json_object_set_new(req, "version", json_integer(1));
+	char *text = json_dumps(req, JSON_COMPACT);
+	int r = al_policy_load_string_all("request", text, strlen(text), ret, errs);
+	free(text);
+	return r;
+}
+
+/* The request layer, from the task to the final plan. 0, or < 0 with the
+ * answer sent (400, 403 with the engine's reasons, 500). */
+static int build(struct sess *s, uint64_t req, const char *operator_file, const char *operator_env,
+		 unsigned flags)
+{
+	_cleanup_(al_errors_clear) struct al_errors errs = {0};
+	struct al_error err = {0};
+
+	s->cfg = (struct al_request_config){.operator_file = operator_file,
+					    .operator_env = operator_env,
+					    .plan_flags = flags,
+					    .run_id = s->id};
+	al_request_init(&s->rq, &s->cfg, s->policy);
+	if (al_request_plan(&s->rq, &errs) < 0) {
+		if (!s->rq.refused) {
+			sess_answer(s, req, 400, errors_json("the request cannot be run", &errs));
+			return -EINVAL;
+		}
+		struct al_errors lines = {0};
+		json_t *a = json_array();
+		al_request_refusals(&s->rq, &lines);
+		for (size_t i = 0; i < lines.n; i++)
+			json_array_append_new(a, json_string(lines.v[i].text));
+		al_errors_clear(&lines);
+		sess_answer(s, req, 403,
+			    json_pack("{s:s, s:o}", "error",
+				      "the operator policy refused the request", "reasons", a));
+		return -EPERM;
+	}
+	struct rlimit no_core = {0, 0};
+	if (al_request_probe(&s->rq, NULL, &err) < 0 || setrlimit(RLIMIT_CORE, &no_core) < 0 ||
+	    (geteuid() == 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) ||
+	    al_request_finish(&s->rq, &err) < 0) {
+		sess_error(s, req, 500, "%s", err.msg[0] ? err.msg : strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+/* --- a one-shot run ------------------------------------------------------ */
 
 struct out {
 	char *buf[2];
@@ -46,115 +365,6 @@ static void on_output(void *data, int which, const void *p, size_t n)
 	o->len[which] += n;
 }
 
-/* Output as a JSON string when it is UTF-8, else base64 (and NAME_base64
- * says so). */
-static void put_output(json_t *o, const char *name, const char *p, size_t n, bool cut)
-{
-	json_t *s = json_stringn(p ? p : "", n);
-	char key[32];
-
-	snprintf(key, sizeof(key), "%s_base64", name);
-	if (!s) {
-		char *b = xmalloc(4 * ((n + 2) / 3) + 1);
-		EVP_EncodeBlock((unsigned char *)b, (const unsigned char *)p, (int)n);
-		s = json_string(b);
-		free(b);
-		json_object_set_new(o, key, json_true());
-	}
-	json_object_set_new(o, name, s);
-	snprintf(key, sizeof(key), "%s_truncated", name);
-	if (cut)
-		json_object_set_new(o, key, json_true());
-}
-
-static int send_done(struct al_chan *ch, uint64_t id, unsigned status, json_t *body,
-		     const char *reason, uint64_t denials)
-{
-	char *s = json_dumps(body, JSON_COMPACT);
-	struct al_msg_out o;
-
-	al_msg_begin(&o, AL_MSG_SESSION_DONE, id);
-	al_msg_put_u32(&o, AL_TAG_STATUS, status);
-	al_msg_put_bytes(&o, AL_TAG_BODY, s, strlen(s));
-	if (reason)
-		al_msg_put_str(&o, AL_TAG_REASON, reason);
-	al_msg_put_u64(&o, AL_TAG_DENIALS, denials);
-	free(s);
-	json_decref(body);
-	int r = al_msg_end(&o) < 0 ? -E2BIG : al_chan_send_sync(ch, &o);
-	free(o.buf);
-	return r;
-}
-
-static json_t *errors_json(const char *what, const struct al_errors *errs)
-{
-	json_t *a = json_array();
-
-	for (size_t i = 0; i < errs->n; i++)
-		json_array_append_new(a, json_string(errs->v[i].text));
-	return json_pack("{s:s, s:o}", "error", errs->n ? errs->v[0].text : what, "errors", a);
-}
-
-/* The fields of a run request that are not the task policy's: taken out
- * of req (what is left is the policy), checked, the command set. */
-static int take_fields(json_t *req, struct al_errors *errs, char ***argv, char **in, char **profile)
-{
-	json_t *a = json_object_get(req, "argv"), *code = json_object_get(req, "code"),
-	       *lang = json_object_get(req, "language"), *sin = json_object_get(req, "stdin"),
-	       *prof = json_object_get(req, "profile");
-	size_t i;
-	json_t *v;
-
-	if (a && code)
-		al_errors_add(errs, EINVAL, "request", NULL, "give \"argv\" or \"code\", not both");
-	if (a) {
-		if (!json_is_array(a) || json_array_size(a) == 0)
-			al_errors_add(errs, EINVAL, "request", "argv",
-				      "must be a non-empty array of strings");
-		json_array_foreach(a, i, v)
-		{
-			if (!json_is_string(v)) {
-				al_errors_add(errs, EINVAL, "request", "argv",
-					      "element %zu is not a string", i);
-				break;
-			}
-			al_strv_push(argv, json_string_value(v));
-		}
-	}
-	if (code) {
-		const char *l = json_string_value(lang);
-		if (!json_is_string(code))
-			al_errors_add(errs, EINVAL, "request", "code", "must be a string");
-		else if (!l)
-			al_errors_add(errs, EINVAL, "request", "language",
-				      "\"code\" needs \"language\": python, bash or node");
-		else if (strcmp(l, "python") == 0 || strcmp(l, "bash") == 0 ||
-			 strcmp(l, "node") == 0) {
-			al_strv_push(argv, strcmp(l, "python") == 0 ? "python3" : l);
-			al_strv_push(argv, strcmp(l, "node") == 0 ? "-e" : "-c");
-			al_strv_push(argv, json_string_value(code));
-		} else
-			al_errors_add(errs, EINVAL, "request", "language",
-				      "\"%s\" is not python, bash or node", l);
-	} else if (lang) {
-		al_errors_add(errs, EINVAL, "request", "language", "only goes with \"code\"");
-	}
-	if (sin && !json_is_string(sin))
-		al_errors_add(errs, EINVAL, "request", "stdin", "must be a string");
-	else if (sin)
-		*in = xstrdup(json_string_value(sin));
-	if (prof && !json_is_string(prof))
-		al_errors_add(errs, EINVAL, "request", "profile", "must be a string");
-	else if (prof)
-		*profile = xstrdup(json_string_value(prof));
-	json_object_del(req, "argv");
-	json_object_del(req, "code");
-	json_object_del(req, "language");
-	json_object_del(req, "stdin");
-	json_object_del(req, "profile");
-	return al_errors_count(errs) ? -EINVAL : 0;
-}
-
 static int stdin_fd(const char *s)
 {
 	int fd = memfd_create("airlock-stdin", MFD_CLOEXEC);
@@ -167,118 +377,364 @@ static int stdin_fd(const char *s)
 	return fd;
 }
 
-static uint64_t denials(const struct al_run_result *r)
+static int oneshot(struct sess *s, uint64_t id, json_t *req, const char *operator_file,
+		   const char *operator_env)
 {
-	return r->denied.n_hosts + r->denied.n_names + r->denied.n_misuse + r->syscalls_denied;
-}
-
-int al_session_main(int fd, const struct al_session_ops *ops)
-{
-	struct al_chan ch;
-	struct al_msg in;
-	struct al_error err = {0};
 	_cleanup_(al_errors_clear) struct al_errors errs = {0};
 	_cleanup_(al_strv_freep) char **argv = NULL;
-	_cleanup_free_ char *in_text = NULL, *profile = NULL, *operator_file = NULL, *sid = NULL;
-	_cleanup_(al_strv_freep) char **refused = NULL;
-	_cleanup_(al_policy_freep) struct al_policy *policy = NULL;
-	_cleanup_(al_plan_freep) struct al_plan *plan = NULL;
-	_cleanup_(al_cred_freep) struct al_cred *cred = NULL;
+	_cleanup_free_ char *in_text = NULL;
+	struct al_error err = {0}, rec_err = {0};
 	struct out out = {0};
-	char run_id[24];
-	size_t len;
+	json_t *prof = json_object_get(req, "profile");
 
-	signal(SIGPIPE, SIG_IGN);
-	fcntl(fd, F_SETFD, FD_CLOEXEC);
-	al_chan_init(&ch, fd);
-	if (al_chan_recv_sync(&ch, &in, &err) <= 0 || in.type != AL_MSG_SESSION_RUN)
-		return 125;
-	uint64_t id = in.id;
-	const uint8_t *body = al_msg_bytes(&in, AL_TAG_BODY, &len);
-	operator_file = al_msg_strdup(&in, AL_TAG_OPERATOR);
-	sid = al_msg_strdup(&in, AL_TAG_SESSION_ID);
-	snprintf(run_id, sizeof(run_id), "%s", sid);
-
-	json_error_t je;
-	json_t *req = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
-	if (!req || !json_is_object(req)) {
-		json_decref(req);
-		return send_done(&ch, id, 400,
-				 json_pack("{s:s}", "error", "the body must be a JSON object"),
-				 NULL, 0);
+	sess_take_command(req, &argv, &in_text, &errs);
+	if (prof && !json_is_string(prof))
+		al_errors_add(&errs, EINVAL, "request", "profile", "must be a string");
+	else if (prof)
+		s->profile = xstrdup(json_string_value(prof));
+	json_object_del(req, "profile");
+	if (!al_errors_count(&errs))
+		load_policy(req, &s->policy, &errs);
+	if (al_errors_count(&errs)) {
+		sess_answer(s, id, 400, errors_json("bad request", &errs));
+		return 0;
 	}
-	int r = take_fields(req, &errs, &argv, &in_text, &profile);
-	/* The policy file's format version may be left out: {} takes the
-	 * defaults. */
-	if (!json_object_get(req, "version"))
-		json_object_set_new(req, "version", json_integer(1));
-	char *text = json_dumps(req, JSON_COMPACT);
-	json_decref(req);
-	if (r == 0)
-		al_policy_load_string_all("request", text, strlen(text), &policy, &errs);
-	free(text);
-	if (al_errors_count(&errs))
-		return send_done(&ch, id, 400, errors_json("bad request", &errs), NULL, 0);
 	if (argv) {
-		al_strv_free(policy->command);
-		policy->command = TAKE_PTR(argv);
+		al_strv_free(s->policy->command);
+		s->policy->command = TAKE_PTR(argv);
 	}
-	if (!policy->command)
-		return send_done(
-		    &ch, id, 400,
-		    json_pack("{s:s}", "error",
-			      "no command: give \"argv\", or \"code\" and \"language\""),
-		    NULL, 0);
-	if (profile) {
-		free(policy->profile);
-		policy->profile = TAKE_PTR(profile);
+	if (!s->policy->command) {
+		sess_error(s, id, 400, "no command: give \"argv\", or \"code\" and \"language\"");
+		return 0;
 	}
-	if (ops->plan(operator_file, policy, run_id, &plan, &errs, &refused) < 0) {
-		if (refused) {
-			json_t *a = json_array();
-			for (size_t i = 0; refused[i]; i++)
-				json_array_append_new(a, json_string(refused[i]));
-			return send_done(&ch, id, 403,
-					 json_pack("{s:s, s:o}", "error",
-						   "the operator policy refused the request",
-						   "reasons", a),
-					 "refused", 0);
-		}
-		return send_done(&ch, id, 400, errors_json("the request cannot be run", &errs),
-				 NULL, 0);
+	if (s->profile) {
+		free(s->policy->profile);
+		s->policy->profile = xstrdup(s->profile);
 	}
-	const struct al_backend_ops *backend = al_backend_lookup(plan->backend);
-	struct rlimit no_core = {0, 0};
-	if ((backend && backend->probe(plan, &err) < 0) || setrlimit(RLIMIT_CORE, &no_core) < 0 ||
-	    (geteuid() == 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) ||
-	    al_cred_open(plan, run_id, &cred, &err) < 0)
-		return send_done(
-		    &ch, id, 500,
-		    json_pack("{s:s}", "error", err.msg[0] ? err.msg : strerror(errno)), NULL, 0);
+	if (build(s, id, operator_file, operator_env, 0) < 0)
+		return 0;
 	int in_fd = in_text ? stdin_fd(in_text) : -1;
 	struct al_supervisor_io io = {
 	    .stdin_fd = in_fd, .stdout_fd = -1, .stderr_fd = -1, .output = on_output, .data = &out};
-	struct al_run_request rq = {
-	    .plan = plan, .run_id = run_id, .cred = cred, .result_dirfd = -1, .confine_self = true};
+	struct al_run_request rq = {.plan = s->rq.plan,
+				    .run_id = s->id,
+				    .cred = s->rq.cred,
+				    .probed = s->rq.probed,
+				    .result_dirfd = -1,
+				    .confine_self = true};
 	struct al_run *run = NULL;
-	struct al_error rec_err = {0};
 	al_run_start(&rq, &io, &run, &err);
 	const struct al_run_result *res = al_run_wait(run, &rec_err);
-	json_t *o = al_result_json(plan, res, run_id);
-	put_output(o, "stdout", out.buf[0], out.len[0], out.cut[0]);
-	put_output(o, "stderr", out.buf[1], out.len[1], out.cut[1]);
+	json_t *o = al_result_json(s->rq.plan, res, s->id);
+	sess_put_output(o, "stdout", out.buf[0], out.len[0], out.cut[0]);
+	sess_put_output(o, "stderr", out.buf[1], out.len[1], out.cut[1]);
 	if (err.msg[0])
 		json_object_set_new(o, "error", json_string(err.msg));
+	uint64_t nd =
+	    res->denied.n_hosts + res->denied.n_names + res->denied.n_misuse + res->syscalls_denied;
 	const char *reason = al_reason_name(res->reason);
-	uint64_t nd = denials(res);
 	unsigned status = res->reason == AL_END_SETUP_ERROR ? 500 : 200;
 	/* The sandbox is gone before the answer goes. */
+	char *t = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
 	al_run_free(run);
 	if (in_fd >= 0)
 		close(in_fd);
 	free(out.buf[0]);
 	free(out.buf[1]);
-	r = send_done(&ch, id, status, o, reason, nd);
-	al_chan_close(&ch);
-	return r < 0 ? 125 : 0;
+	struct al_msg_out m;
+	al_msg_begin(&m, AL_MSG_SESSION_DONE, id);
+	al_msg_put_u32(&m, AL_TAG_STATUS, status);
+	al_msg_put_bytes(&m, AL_TAG_BODY, t, strlen(t));
+	al_msg_put_str(&m, AL_TAG_REASON, reason);
+	al_msg_put_u64(&m, AL_TAG_DENIALS, nd);
+	free(t);
+	send_frame(s, &m);
+	return 0;
+}
+
+/* --- a live sandbox -------------------------------------------------------- */
+
+static json_t *info(struct sess *s)
+{
+	int64_t now = (int64_t)al_now_ms();
+	json_t *o = json_pack("{s:s, s:s, s:O, s:s, s:I, s:i}", "id", s->id, "state",
+			      s->ended ? "ended" : "running", "metadata", s->meta, "created",
+			      s->created_ts, "lifetime_left_ms",
+			      (json_int_t)(s->deadline_ms > now ? s->deadline_ms - now : 0),
+			      "execs_running", (int)sess_exec_running(s));
+	json_object_set_new(o, "profile",
+			    s->rq.plan && s->rq.plan->profile ? json_string(s->rq.plan->profile)
+							      : json_null());
+	json_object_set_new(o, "max_lifetime_ms", json_integer((json_int_t)s->max_lifetime_ms));
+	json_object_set_new(o, "idle_timeout_ms", json_integer((json_int_t)s->idle_ms));
+	json_object_set_new(o, "max_execs", json_integer(s->max_execs));
+	return o;
+}
+
+static int create(struct sess *s, uint64_t id, json_t *req, const char *operator_file,
+		  const char *operator_env)
+{
+	_cleanup_(al_errors_clear) struct al_errors errs = {0};
+	struct al_error err = {0};
+	uint64_t lifetime = 0;
+
+	s->max_execs = 8;
+	if (take_sandbox_fields(s, req, &lifetime, &errs) == 0)
+		load_policy(req, &s->policy, &errs);
+	if (al_errors_count(&errs)) {
+		sess_answer(s, id, 400, errors_json("bad request", &errs));
+		return -EINVAL;
+	}
+	if (s->profile) {
+		free(s->policy->profile);
+		s->policy->profile = xstrdup(s->profile);
+	}
+	/* The run's deadline is the sandbox's longest lifetime: what its
+	 * tokens and interception CA are bounded by; the lifetime asked
+	 * for (and extended) ends it sooner. */
+	if (s->max_lifetime_ms || lifetime)
+		s->policy->timeout_ms = s->max_lifetime_ms ? s->max_lifetime_ms : lifetime;
+	if (build(s, id, operator_file, operator_env, AL_PLAN_COMMAND_OPTIONAL) < 0)
+		return -EINVAL;
+	s->max_lifetime_ms = s->rq.plan->timeout_ms;
+	s->audit.max = AL_SESS_AUDIT_MAX;
+	struct al_audit *audit = s->audit_stream = al_audit_sink(on_audit, s);
+	static const struct al_supervisor_io io = {
+	    .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1};
+	struct al_run_request rq = {.plan = s->rq.plan,
+				    .audit = audit,
+				    .run_id = s->id,
+				    .cred = s->rq.cred,
+				    .probed = s->rq.probed,
+				    .result_dirfd = -1,
+				    .session = true,
+				    .max_execs = s->max_execs};
+	s->created_ms = (int64_t)al_now_ms();
+	if (al_run_start(&rq, &io, &s->run, &err) < 0) {
+		sess_error(s, id, 500, "the sandbox could not start: %s", err.msg);
+		return -EIO;
+	}
+	/* Until it takes execs (its own setup is bounded by the run). */
+	while (!al_run_session_ready(s->run))
+		if (al_run_step(s->run, 100))
+			break;
+	if (!al_run_session_ready(s->run)) {
+		const struct al_run_result *res = al_run_wait(s->run, NULL);
+		sess_error(s, id, 500, "the sandbox ended before it was ready (%s)",
+			   al_reason_name(res->reason));
+		return -EIO;
+	}
+	s->created_ms = s->last_active_ms = (int64_t)al_now_ms();
+	al_audit_timestamp(s->created_ts, sizeof(s->created_ts));
+	s->deadline_ms = s->created_ms + (int64_t)(lifetime ? lifetime : s->max_lifetime_ms);
+	char *meta = json_dumps(s->meta, JSON_COMPACT);
+	json_t *o = info(s);
+	char *body = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	struct al_msg_out m;
+	al_msg_begin(&m, AL_MSG_SESSION_DONE, id);
+	al_msg_put_u32(&m, AL_TAG_STATUS, 201);
+	al_msg_put_str(&m, AL_TAG_CTYPE, "application/json");
+	al_msg_put_bytes(&m, AL_TAG_BODY, body, strlen(body));
+	al_msg_put_bytes(&m, AL_TAG_META, meta, strlen(meta));
+	free(body);
+	free(meta);
+	send_frame(s, &m);
+	return 0;
+}
+
+static void extend(struct sess *s, uint64_t req, const uint8_t *body, size_t len)
+{
+	json_error_t je;
+	json_t *o = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
+	json_t *v = json_object_get(o, "timeout");
+	int64_t now = (int64_t)al_now_ms();
+
+	if (!o || !json_is_number(v) || json_number_value(v) <= 0)
+		sess_error(s, req, 400,
+			   "the body must be {\"timeout\": SECONDS}, a number above 0: the "
+			   "sandbox's lifetime from now");
+	else if ((uint64_t)(json_number_value(v) * 1000.0) + (uint64_t)(now - s->created_ms) >
+		 s->max_lifetime_ms)
+		sess_error(s, req, 400,
+			   "timeout: %g s from now is past the sandbox's max_lifetime (%llu s "
+			   "after it was created, %lld s from now)",
+			   json_number_value(v), (unsigned long long)(s->max_lifetime_ms / 1000),
+			   (long long)((s->created_ms + (int64_t)s->max_lifetime_ms - now) / 1000));
+	else {
+		s->deadline_ms = now + (int64_t)(json_number_value(v) * 1000.0);
+		sess_answer(s, req, 200, info(s));
+	}
+	json_decref(o);
+}
+
+/* Everything of the sandbox ended and removed; then the answer. */
+static void end_run(struct sess *s)
+{
+	if (s->run) {
+		al_run_kill(s->run);
+		al_run_wait(s->run, NULL);
+		sess_exec_finish(s);
+		al_run_free(s->run);
+		s->run = NULL;
+	}
+	for (size_t i = 0; i < s->audit_subs.n; i++)
+		sess_chunk(s, s->audit_subs.v[i], "", 0, true);
+	s->audit_subs.n = 0;
+	s->ended = true;
+}
+
+static void dispatch(struct sess *s, const struct al_msg *in)
+{
+	_cleanup_free_ char *path = al_msg_strdup(in, AL_TAG_PATH);
+	size_t len = 0;
+	const uint8_t *body = al_msg_bytes(in, AL_TAG_BODY, &len);
+	uint64_t req = in->id;
+	char *sp = strchr(path, ' '), *query;
+
+	if (!sp)
+		return sess_error(s, req, 400, "bad request path");
+	*sp = '\0';
+	const char *method = path, *rest = sp + 1;
+	if ((query = strchr(sp + 1, '?')))
+		*query++ = '\0';
+	if (body == NULL)
+		body = (const uint8_t *)"";
+	bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST"),
+	     del = !strcmp(method, "DELETE");
+	if (!*rest && get)
+		return sess_answer(s, req, 200, info(s));
+	if (!*rest && del) {
+		end_run(s);
+		return sess_answer(s, req, 200, json_pack("{s:s, s:b}", "id", s->id, "deleted", 1));
+	}
+	if (!strcmp(rest, "timeout") && post)
+		return extend(s, req, body, len);
+	if (!strcmp(rest, "exec") && post) {
+		s->last_active_ms = (int64_t)al_now_ms();
+		return sess_exec_start(s, req, body, len);
+	}
+	if (!strcmp(rest, "execs") && get)
+		return sess_exec_list(s, req);
+	if (!strncmp(rest, "execs/", 6))
+		return sess_exec_op(s, req, method, rest + 6, query, body, len);
+	if (!strncmp(rest, "files/", 6) || !strcmp(rest, "files")) {
+		s->last_active_ms = (int64_t)al_now_ms();
+		return sess_files(s, req, method, rest[5] ? rest + 6 : "", query, body, len);
+	}
+	if (!strcmp(rest, "audit") && get)
+		return audit_get(s, req, query);
+	if ((!strcmp(rest, "pause") || !strcmp(rest, "resume")) && post)
+		return sess_error(s, req, 501, "pausing a sandbox is not in this build yet");
+	sess_error(s, req, 404, "no route for %s /v1/sandboxes/%s/%s", method, s->id, rest);
+}
+
+static void on_msg(struct sess *s, const struct al_msg *in)
+{
+	if (in->type == AL_MSG_SESSION_REQ)
+		return dispatch(s, in);
+	if (in->type == AL_MSG_CANCEL) {
+		sess_subs_del(&s->audit_subs, in->id);
+		sess_exec_cancel(s, in->id);
+	}
+}
+
+/* Serve the sandbox until it ends (deleted, its lifetime or idle timeout
+ * over, the monitor gone) and every answer went out. */
+static void serve(struct sess *s)
+{
+	for (;;) {
+		int64_t now = (int64_t)al_now_ms();
+		if (s->run &&
+		    (now >= s->deadline_ms || (s->idle_ms && sess_exec_running(s) == 0 &&
+					       now - s->last_active_ms >= (int64_t)s->idle_ms)))
+			end_run(s);
+		if (s->ended && !al_chan_pending(&s->ch))
+			return;
+		int64_t wake = s->deadline_ms - now;
+		if (s->idle_ms && sess_exec_running(s) == 0 &&
+		    s->last_active_ms + (int64_t)s->idle_ms - now < wake)
+			wake = s->last_active_ms + (int64_t)s->idle_ms - now;
+		if (wake > 1000 || s->ended)
+			wake = 1000;
+		if (wake < 0)
+			wake = 0;
+		struct pollfd pf[2] = {
+		    {.fd = s->ch.fd, .events = POLLIN | (al_chan_pending(&s->ch) ? POLLOUT : 0)},
+		    {.fd = s->run ? al_loop_fd(al_run_loop(s->run)) : -1, .events = POLLIN}};
+		if (poll(pf, 2, (int)wake) < 0 && errno != EINTR)
+			return;
+		if (s->run && al_run_step(s->run, 0)) {
+			/* It ended on its own (its run's timeout, a failure). */
+			end_run(s);
+		}
+		if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+			struct al_msg in;
+			struct al_error err = {0};
+			int r;
+			if (al_chan_read(&s->ch) < 0 || s->ch.eof) {
+				end_run(s); /* the monitor is gone */
+				return;
+			}
+			while ((r = al_chan_next(&s->ch, &in, &err)) > 0)
+				on_msg(s, &in);
+			if (r < 0) {
+				end_run(s);
+				return;
+			}
+		}
+		if (al_chan_flush(&s->ch) < 0) {
+			end_run(s);
+			return;
+		}
+	}
+}
+
+int al_session_main(int fd, const char *operator_env)
+{
+	struct sess s = {0};
+	struct al_msg in;
+	struct al_error err = {0};
+	size_t len;
+
+	signal(SIGPIPE, SIG_IGN);
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	al_chan_init(&s.ch, fd);
+	if (al_chan_recv_sync(&s.ch, &in, &err) <= 0 || in.type != AL_MSG_SESSION_RUN)
+		return 125;
+	uint64_t id = in.id;
+	unsigned op = al_msg_u32(&in, AL_TAG_OP, AL_OP_RUN);
+	const uint8_t *body = al_msg_bytes(&in, AL_TAG_BODY, &len);
+	_cleanup_free_ char *operator_file = al_msg_strdup(&in, AL_TAG_OPERATOR);
+	_cleanup_free_ char *sid = al_msg_strdup(&in, AL_TAG_SESSION_ID);
+	snprintf(s.id, sizeof(s.id), "%s", sid);
+	json_error_t je;
+	json_t *req = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
+	if (!req || !json_is_object(req))
+		sess_error(&s, id, 400, "the body must be a JSON object");
+	else if (op == AL_OP_RUN)
+		oneshot(&s, id, req, operator_file, operator_env);
+	else if (create(&s, id, req, operator_file, operator_env) == 0) {
+		fcntl(fd, F_SETFL, O_NONBLOCK);
+		serve(&s);
+		fcntl(fd, F_SETFL, 0);
+	}
+	json_decref(req);
+	/* What is left to say, said (blocking: nothing else to do). */
+	while (al_chan_pending(&s.ch) && al_chan_flush(&s.ch) == 0) {
+		struct pollfd pf = {.fd = fd, .events = POLLOUT};
+		poll(&pf, 1, 1000);
+	}
+	end_run(&s);
+	sess_exec_free(&s);
+	al_audit_close(s.audit_stream);
+	al_request_clear(&s.rq);
+	al_policy_free(s.policy);
+	json_decref(s.meta);
+	free(s.profile);
+	free(s.audit.buf);
+	free(s.audit_subs.v);
+	al_chan_close(&s.ch);
+	return 0;
 }

@@ -41,6 +41,7 @@ struct al_supervisor {
 	uint64_t spent_told;  /* the budget: the last CPU and memory cost told the gateway */
 	struct al_supervisor_io io;
 	bool confine_self;
+	bool session; /* a session: the scratch is kept for its file operations */
 	int confine_dirfd;
 	int confine_ruleset; /* our own landlock ruleset, until applied */
 	uint64_t start_ms;

@@ -248,7 +248,7 @@ static void ev_scratch(void *data, int fd)
 	struct al_supervisor *l = data;
 	struct al_error err = {0};
 
-	if (l->scratch_fd >= 0 || !l->plan->n_copy_out)
+	if (l->scratch_fd >= 0 || (!l->plan->n_copy_out && !l->session))
 		return;
 	l->scratch_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	if (l->scratch_fd < 0) {
@@ -360,6 +360,7 @@ struct al_supervisor *al_supervisor_new(const struct al_supervisor_config *cfg)
 	snprintf(l->run_id, sizeof(l->run_id), "%s", cfg->run_id ? cfg->run_id : "");
 	l->io = *cfg->io;
 	l->confine_self = cfg->confine_self;
+	l->session = cfg->session;
 	l->confine_dirfd = cfg->confine_dirfd;
 	l->confine_ruleset = -1;
 	l->scratch_fd = -1;
@@ -571,4 +572,14 @@ void al_supervisor_free(struct al_supervisor *l)
 		al_closep(&l->out_fds[i]);
 	free(l->out_fds);
 	free(l);
+}
+
+int al_supervisor_scratch_fd(const struct al_supervisor *s)
+{
+	return s ? s->scratch_fd : -1;
+}
+
+bool al_supervisor_running(const struct al_supervisor *s)
+{
+	return s && s->running && !al_supervisor_done(s);
 }

@@ -103,6 +103,8 @@ struct al_supervisor_config {
 	 * daemon cannot confine itself; it leaves this false. */
 	bool confine_self;
 	int confine_dirfd;
+	/* A session (run/session.h): the scratch's root is kept for it. */
+	bool session;
 };
 
 struct al_supervisor;
@@ -143,5 +145,12 @@ void al_supervisor_killed(struct al_supervisor *s, int sig);
 /* Once done, or to end early (the loop failed): wait for the sandbox's
  * end, read the final counters, and fill *res. */
 void al_supervisor_finish(struct al_supervisor *s, struct al_run_result *res);
+
+/* The scratch's root (O_PATH, borrowed) the backend reported, kept for
+ * --copy-out or a session; -1 if none. */
+int al_supervisor_scratch_fd(const struct al_supervisor *s);
+
+/* True once the command was started (a session: once it takes execs). */
+bool al_supervisor_running(const struct al_supervisor *s);
 
 void al_supervisor_free(struct al_supervisor *s);

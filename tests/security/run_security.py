@@ -725,10 +725,22 @@ def fill_sockets(e, args, pids=64):
                 held, samples = max(held, sum(got)), samples + 1
             else:
                 time.sleep(0.02)  # not made yet, or gone
+        lasted = time.monotonic() - t0
         res = finish(p, argv, t0, 30)
         record, _ = read_outputs(d)
     expect(record is not None, "no result record", res)
-    expect(samples > 0, "the run's sockets were never measured from the host", res)
+    # A run stopped within its first instants (a fast machine: 0.06 s seen)
+    # can end before one `ss` through nsenter has read its namespace. That
+    # is the bound working, not a lack of evidence: a filler nothing stops
+    # holds its sockets for SECONDS (>= 3 here) and is always measured. So
+    # with no sample the run must have been killed (137), and within a
+    # second; each case then checks the record's reason.
+    if samples == 0:
+        expect(res.rc == 137 and lasted < 1.0,
+               "the run's sockets were never measured from the host, and the run "
+               "was not killed at once (exit %s after %.2f s)" % (res.rc, lasted), res)
+        print("# %s: stopped after %.2f s, before the host's first measure"
+              % (args[0], lasted), flush=True)
     print("# %s: the run's sockets held at most %d MB (%d samples); record: %s"
           % (args[0], held // MB, samples, record["reason"]), flush=True)
     return res, record, held

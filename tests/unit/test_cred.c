@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "core/sys.h"
 #include "core/util.h"
 #include "cred/source.h"
+#include "cred/store.h"
 #include "engine_util.h"
 #include "policy/plan.h"
 #include "supervisor/meter.h"
@@ -551,6 +553,167 @@ static void test_sources(void **state)
 	assert_false(alive);
 }
 
+static volatile sig_atomic_t sigchld_seen;
+static void note_sigchld(int sig)
+{
+	(void)sig;
+	sigchld_seen = 1;
+}
+
+/* A command source while the process ignores SIGCHLD (as whoever started
+ * airlock may have it): the command's status is still read, and the
+ * disposition is left as it was. */
+static void test_source_sigchld_ignored(void **state)
+{
+	(void)state;
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old, now;
+	struct al_error err = {0};
+	char *echo[] = {"/bin/echo", "cmd-value", NULL};
+	char *fails[] = {"/bin/sh", "-c", "exit 3", NULL};
+
+	assert_int_equal(sigaction(SIGCHLD, &ign, &old), 0);
+	read_ok(
+	    &(struct al_secret_source){.kind = AL_SOURCE_COMMAND, .argv = echo, .timeout_ms = 5000},
+	    "cmd-value");
+	read_bad(&(struct al_secret_source){.kind = AL_SOURCE_COMMAND,
+					    .argv = fails,
+					    .timeout_ms = 5000},
+		 &err);
+	assert_contains(err.msg, "/bin/sh failed with exit status 3");
+	assert_int_equal(sigaction(SIGCHLD, NULL, &now), 0);
+	assert_true(now.sa_handler == SIG_IGN);
+	assert_int_equal(sigaction(SIGCHLD, &old, NULL), 0);
+	/* A handler of the process's is not called for the command. */
+	struct sigaction count = {.sa_handler = note_sigchld};
+	assert_int_equal(sigaction(SIGCHLD, &count, &old), 0);
+	sigchld_seen = 0;
+	read_ok(
+	    &(struct al_secret_source){.kind = AL_SOURCE_COMMAND, .argv = echo, .timeout_ms = 5000},
+	    "cmd-value");
+	assert_int_equal(sigchld_seen, 0);
+	assert_int_equal(sigaction(SIGCHLD, &old, NULL), 0);
+}
+
+/* 1 when every byte of v is zero. */
+static int wiped(const struct al_secret_value *v)
+{
+	for (size_t i = 0; i < v->len; i++)
+		if (v->data[i])
+			return 0;
+	return 1;
+}
+
+/* In a child, al_cred_wipe_copies(); exit 0 when every store of c[]
+ * that is not NULL has its value wiped there, else 1 + its index. */
+static int wipe_in_child(struct al_cred **c, size_t n)
+{
+	pid_t pid = fork();
+	int status = 0;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		al_cred_wipe_copies();
+		for (size_t i = 0; i < n; i++)
+			if (c[i] && !wiped(&c[i]->v[0].value))
+				_exit(1 + (int)(i % 200));
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+/* More stores open at once than any fixed table held (64): a copy of the
+ * process wipes every one, also once some in the middle are freed; the
+ * process that opened them keeps its values. */
+#define MANY_STORES 150
+static void test_store_wipe_many(void **state)
+{
+	(void)state;
+	_cleanup_(al_errors_clear) struct al_errors errs = {0};
+	struct al_cred *c[MANY_STORES] = {0};
+	struct al_error err = {0};
+	char path[] = "/tmp/test-cred-wipe-XXXXXX";
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "wipe-me-value\n", 14), 14);
+	close(fd);
+	_cleanup_free_ char *json =
+	    xasprintf("{\"version\": 1, \"command\": [\"/bin/true\"], " NET ", \"secrets\": {"
+		      "\"TOK\": {\"source\": {\"file\": \"%s\"}, \"hosts\": [\"api.test:8080\"], "
+		      "\"header\": \"Authorization: Bearer {}\"}}}",
+		      path);
+	_cleanup_(al_plan_freep) struct al_plan *p = plan_of(json, &errs);
+	assert_int_equal(errs.n, 0);
+	for (size_t i = 0; i < MANY_STORES; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "run%zu", i);
+		if (al_cred_open(p, id, &c[i], &err) < 0)
+			fail_msg("store %zu: %s", i, err.msg);
+		assert_int_equal(c[i]->n, 1);
+		assert_string_equal(c[i]->v[0].value.data, "wipe-me-value");
+	}
+	unlink(path);
+	assert_int_equal(wipe_in_child(c, MANY_STORES), 0);
+	/* Freed here and there (the first, the last, some between): the rest
+	 * still all wiped in a copy. */
+	for (size_t i = 0; i < MANY_STORES; i += 7) {
+		al_cred_free(c[i]);
+		c[i] = NULL;
+	}
+	al_cred_free(c[MANY_STORES - 1]);
+	c[MANY_STORES - 1] = NULL;
+	assert_int_equal(wipe_in_child(c, MANY_STORES), 0);
+	/* This process keeps its values. */
+	for (size_t i = 0; i < MANY_STORES; i++)
+		if (c[i])
+			assert_string_equal(c[i]->v[0].value.data, "wipe-me-value");
+	for (size_t i = 0; i < MANY_STORES; i++)
+		al_cred_free(c[i]);
+}
+
+/* The run's CA: opening the store leaves the plan as it was; what it adds
+ * goes in with al_plan_finish(), after which the plan is final. */
+static void test_store_adds_at_finish(void **state)
+{
+	(void)state;
+	_cleanup_(al_errors_clear) struct al_errors errs = {0};
+	_cleanup_(al_cred_freep) struct al_cred *c = NULL;
+	struct al_error err = {0};
+	_cleanup_(al_plan_freep) struct al_plan *p = plan_of(
+	    "{\"version\": 1, \"command\": [\"/bin/true\"], \"env\": {\"PIP_CERT\": "
+	    "\"/mine.pem\"}, \"network\": {\"allow\": [{\"host\": \"api.test:443\", \"tls\": "
+	    "\"intercept\"}], \"hosts\": {\"api.test\": \"127.0.0.1\"}}}",
+	    &errs);
+	assert_int_equal(errs.n, 0);
+	assert_true(p->intercept);
+	size_t n_fs = p->n_fs, n_env = al_strv_len(p->envp);
+
+	if (al_cred_open(p, "run1", &c, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(p->n_fs, n_fs);
+	assert_int_equal(al_strv_len(p->envp), n_env);
+	assert_null(env_of(p, "SSL_CERT_FILE"));
+	assert_int_equal(c->extra.n_files, 2);
+	assert_int_equal(al_plan_finish(p, &c->extra, &err), 0);
+	assert_true(p->final);
+	assert_string_equal(env_of(p, "SSL_CERT_FILE"), AL_CA_BUNDLE);
+	assert_string_equal(env_of(p, "NODE_EXTRA_CA_CERTS"), AL_CA_FILE);
+	assert_string_equal(env_of(p, "PIP_CERT"), "/mine.pem"); /* the task's stays */
+	bool dir = false, ca = false;
+	for (size_t i = n_fs; i < p->n_fs; i++) {
+		dir |= p->fs[i].kind == AL_FS_DIR && strcmp(p->fs[i].path, "/etc/airlock") == 0;
+		ca |= p->fs[i].kind == AL_FS_FILE && strcmp(p->fs[i].path, AL_CA_FILE) == 0 &&
+		      strstr(p->fs[i].source, "BEGIN CERTIFICATE");
+	}
+	assert_true(dir && ca);
+	/* Final: nothing more goes in. */
+	n_fs = p->n_fs;
+	assert_int_equal(al_plan_finish(p, &c->extra, &err), -EALREADY);
+	assert_int_equal(p->n_fs, n_fs);
+}
+
 static void stop_noted(void *data)
 {
 	(*(int *)data)++;
@@ -596,7 +759,8 @@ int main(void)
 	    cmocka_unit_test(test_parse_budget),    cmocka_unit_test(test_plan_placeholders),
 	    cmocka_unit_test(test_plan_refusals),   cmocka_unit_test(test_engine_grants),
 	    cmocka_unit_test(test_engine_refusals), cmocka_unit_test(test_sources),
-	    cmocka_unit_test(test_meter_budget),
+	    cmocka_unit_test(test_meter_budget),    cmocka_unit_test(test_source_sigchld_ignored),
+	    cmocka_unit_test(test_store_wipe_many), cmocka_unit_test(test_store_adds_at_finish),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

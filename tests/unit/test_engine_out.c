@@ -213,7 +213,7 @@ static void test_decider_limits_unset(void **state)
 	assert_int_equal(lowered->cpus_milli, 500); /* from none */
 }
 
-/* The run's order (cli/bounds.c): request, plan, decider, and the plan
+/* The run's order (request/request.c): request, plan, decider, and the plan
  * again when the answer narrowed the task. The decider's decisions stay;
  * the first plan's are replaced by the second's. */
 static void test_decider_then_plan_again(void **state)

@@ -1,7 +1,9 @@
 /* run/run.h with the fake backend (a pid namespace, no other isolation):
  * start and wait, output through the callback, stdin from a pipe, the
  * timeout, kill, a start that fails, and two runs alive at once in this one
- * process. This is the model for testing the next backends. Needs user
+ * process; sessions: execs one after another and at once, files kept between
+ * them, an exec's timeout and kill, stdin streamed, the session killed. This
+ * is the model for testing the next backends. Needs user
  * namespaces (the fake backend's pid namespace lives in one). */
 #include "unit.h"
 
@@ -25,6 +27,7 @@
 #include "policy/plan.h"
 #include "policy/policy.h"
 #include "run/run.h"
+#include "run/session.h"
 
 struct capture {
 	char out[256], err[256];
@@ -222,6 +225,170 @@ static void test_two_runs(void **state)
 	al_plan_free(pb);
 }
 
+/* Sessions. */
+struct exec_done {
+	struct capture cap;
+	struct al_exec_result res;
+	bool ended;
+};
+
+static void exec_ended_cb(void *data, const struct al_exec_result *res)
+{
+	struct exec_done *d = data;
+	d->res = *res;
+	d->ended = true;
+}
+
+static void exec_output_cb(void *data, int which, const void *buf, size_t len)
+{
+	capture_cb(&((struct exec_done *)data)->cap, which, buf, len);
+}
+
+static struct al_run *start_session(const struct al_plan *plan)
+{
+	static const struct al_supervisor_io io = {
+	    .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1};
+	struct al_run_request req = {
+	    .plan = plan, .backend = &al_backend_fake, .result_dirfd = -1, .session = true};
+	struct al_run *run = NULL;
+	struct al_error err = {0};
+
+	if (al_run_start(&req, &io, &run, &err) < 0)
+		fail_msg("al_run_start: %s", err.msg);
+	for (int i = 0; i < 1000 && !al_run_session_ready(run); i++)
+		assert_false(al_run_step(run, 10));
+	assert_true(al_run_session_ready(run));
+	return run;
+}
+
+static struct al_exec *exec_start(struct al_run *run, const char *script, int64_t timeout_ms,
+				  struct exec_done *d)
+{
+	char *argv[] = {"/bin/sh", "-c", (char *)script, NULL};
+	char *env[] = {"GREETING=hi", NULL};
+	struct al_exec_request req = {.argv = argv, .env = env, .timeout_ms = timeout_ms};
+	struct al_exec_io io = {.data = d, .output = exec_output_cb, .ended = exec_ended_cb};
+	struct al_exec *x = NULL;
+	struct al_error err = {0};
+
+	memset(d, 0, sizeof(*d));
+	if (al_run_exec(run, &req, &io, &x, &err) < 0)
+		fail_msg("al_run_exec: %s", err.msg);
+	return x;
+}
+
+static void exec_wait(struct al_run *run, struct exec_done *d)
+{
+	for (int i = 0; i < 2000 && !d->ended; i++)
+		assert_false(al_run_step(run, 10));
+	assert_true(d->ended);
+}
+
+static void test_session_execs(void **state)
+{
+	char dir[] = "/tmp/airlock-session-XXXXXX", script[256];
+	struct al_plan *plan = plan_for("exit 99", 0);
+	struct exec_done a, b, c;
+	int fds = count_fds();
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	struct al_run *run = start_session(plan);
+	/* The first writes a file, the second reads it: the sandbox's state
+	 * lasts between execs. */
+	snprintf(script, sizeof(script), "echo $GREETING > %s/f; echo one; exit 3", dir);
+	exec_start(run, script, 0, &a);
+	exec_wait(run, &a);
+	assert_int_equal(a.res.reason, AL_EXEC_EXITED);
+	assert_int_equal(a.res.exit_code, 3);
+	assert_string_equal(a.cap.out, "one\n");
+	assert_string_equal(a.res.id, "e1");
+	snprintf(script, sizeof(script), "cat %s/f; echo err >&2; rm %s/f", dir, dir);
+	exec_start(run, script, 0, &b);
+	/* Two at once. */
+	exec_start(run, "echo three", 0, &c);
+	exec_wait(run, &b);
+	exec_wait(run, &c);
+	assert_string_equal(b.cap.out, "hi\n");
+	assert_string_equal(b.cap.err, "err\n");
+	assert_int_equal(b.res.exit_code, 0);
+	assert_int_equal(b.res.stdout_bytes, 3);
+	assert_string_equal(c.cap.out, "three\n");
+	/* An exec that cannot be executed. */
+	char *bad[] = {"/nonexistent/prog", NULL};
+	struct al_exec_request breq = {.argv = bad};
+	struct al_exec_io bio = {.data = &a, .output = exec_output_cb, .ended = exec_ended_cb};
+	struct al_exec *x;
+	struct al_error err = {0};
+	memset(&a, 0, sizeof(a));
+	assert_int_equal(al_run_exec(run, &breq, &bio, &x, &err), 0);
+	exec_wait(run, &a);
+	assert_int_equal(a.res.reason, AL_EXEC_FAILED);
+	assert_int_equal(a.res.exec_errno, ENOENT);
+	assert_int_equal(a.res.exit_code, 127);
+	/* Bad requests say what was wrong. */
+	char *empty[] = {NULL};
+	breq.argv = empty;
+	assert_int_equal(al_run_exec(run, &breq, &bio, &x, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "argv"));
+	assert_int_equal(al_run_kill(run), 0);
+	const struct al_run_result *res = al_run_wait(run, NULL);
+	assert_int_equal(res->reason, AL_END_KILLED);
+	al_run_free(run);
+	assert_int_equal(rmdir(dir), 0); /* the file was removed by an exec */
+	assert_int_equal(count_fds(), fds);
+	al_plan_free(plan);
+}
+
+static void test_session_timeout_kill_stdin(void **state)
+{
+	struct al_plan *plan = plan_for("exit 99", 0);
+	struct exec_done a, b;
+	int fds = count_fds();
+
+	(void)state;
+	struct al_run *run = start_session(plan);
+	exec_start(run, "exec sleep 30", 200, &a);
+	exec_wait(run, &a);
+	assert_int_equal(a.res.reason, AL_EXEC_TIMEOUT);
+	assert_int_equal(a.res.signal, SIGKILL);
+	assert_true(a.res.duration_ms < 10000);
+	/* Killed by the caller: sleep's child too (its process group). */
+	struct al_exec *x = exec_start(run, "sleep 30 & echo started; wait", 0, &a);
+	for (int i = 0; i < 1000 && !a.cap.n_out; i++)
+		assert_false(al_run_step(run, 10));
+	assert_int_equal(al_exec_signal(x, SIGKILL), 0);
+	exec_wait(run, &a);
+	assert_int_equal(a.res.reason, AL_EXEC_KILLED);
+	/* stdin streamed in two parts, then closed. */
+	x = exec_start(run, "cat; echo end", 0, &b);
+	assert_int_equal(al_exec_stdin(x, "hel", 3), 0);
+	assert_false(al_run_step(run, 10));
+	assert_int_equal(al_exec_stdin(x, "lo\n", 3), 0);
+	al_exec_close_stdin(x);
+	assert_int_equal(al_exec_stdin(x, "x", 1), -EPIPE);
+	exec_wait(run, &b);
+	assert_string_equal(b.cap.out, "hello\nend\n");
+	assert_int_equal(b.res.exit_code, 0);
+	/* The session killed with an exec still running: it ends as killed,
+	 * and nothing is left open. */
+	exec_start(run, "exec sleep 30", 0, &a);
+	assert_false(al_run_step(run, 10));
+	assert_int_equal(al_run_kill(run), 0);
+	const struct al_run_result *res = al_run_wait(run, NULL);
+	assert_int_equal(res->reason, AL_END_KILLED);
+	assert_true(a.ended);
+	assert_int_equal(a.res.reason, AL_EXEC_KILLED);
+	char *argv[] = {"/bin/true", NULL};
+	struct al_exec_request req = {.argv = argv};
+	struct al_exec_io io = {.data = &a, .ended = exec_ended_cb};
+	struct al_error err = {0};
+	assert_int_equal(al_run_exec(run, &req, &io, &x, &err), -EAGAIN); /* ended */
+	al_run_free(run);
+	assert_int_equal(count_fds(), fds);
+	al_plan_free(plan);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -230,6 +397,8 @@ int main(void)
 	    cmocka_unit_test(test_kill),
 	    cmocka_unit_test(test_failing_start),
 	    cmocka_unit_test(test_two_runs),
+	    cmocka_unit_test(test_session_execs),
+	    cmocka_unit_test(test_session_timeout_kill_stdin),
 	};
 	/* As a CLI would: the run layer leaves SIGPIPE to its caller. */
 	signal(SIGPIPE, SIG_IGN);

@@ -101,28 +101,26 @@ static void noop_handler(int sig)
 	(void)sig;
 }
 
-/* Search PATH from the plan's environment, like execvp but without
- * allocating. Returns the errno of the most telling failure. */
-static int exec_command(const struct al_plan *p)
+int al_exec_path(char *const *argv, char *const *envp)
 {
 	const char *path = AL_DEFAULT_PATH;
-	const char *file = p->argv[0];
+	const char *file = argv[0];
 	char buf[4096];
 	int best = ENOENT;
 
 	if (strchr(file, '/')) {
-		execve(file, p->argv, p->envp);
+		execve(file, argv, envp);
 		return errno;
 	}
-	for (size_t i = 0; p->envp[i]; i++)
-		if (strncmp(p->envp[i], "PATH=", 5) == 0)
-			path = p->envp[i] + 5;
+	for (size_t i = 0; envp[i]; i++)
+		if (strncmp(envp[i], "PATH=", 5) == 0)
+			path = envp[i] + 5;
 	for (const char *s = path;; s++) {
 		const char *end = strchrnul(s, ':');
 		int n = snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(end - s), s,
 				 end == s ? "" : "/", file);
 		if (n > 0 && (size_t)n < sizeof(buf)) {
-			execve(buf, p->argv, p->envp);
+			execve(buf, argv, envp);
 			if (errno != ENOENT && errno != ENOTDIR)
 				best = errno;
 		}
@@ -166,7 +164,7 @@ static _Noreturn void run_command(const struct al_plan *p, int sync, int errpipe
 	} else if (chdir(p->workdir) < 0) {
 		se.err = errno;
 	} else {
-		se.err = exec_command(p);
+		se.err = al_exec_path(p->argv, p->envp);
 	}
 	(void)!write(errpipe, &se, sizeof(se));
 	_exit(se.err == ENOENT ? 127 : 126);
@@ -177,7 +175,7 @@ static _Noreturn void run_command(const struct al_plan *p, int sync, int errpipe
  * holds no process but this exiting init. Orphans are reparented to us, so
  * ECHILD means the namespace is empty; looping on kill(-1) closes the race
  * with a process that was forking. */
-static _Noreturn void finish(int sync, int status, const int *cg_leave, size_t n_cg)
+_Noreturn void al_init_finish(int sync, int status, const int *cg_leave, size_t n_cg)
 {
 	for (;;) {
 		kill(-1, SIGKILL);
@@ -273,7 +271,7 @@ _Noreturn void al_sandbox_init(const struct al_plan *p, int sync, const int *cg_
 			if (pid <= 0)
 				break;
 			if (pid == cmd)
-				finish(sync, status, cg_leave, n_cg);
+				al_init_finish(sync, status, cg_leave, n_cg);
 		}
 	}
 }
@@ -290,5 +288,7 @@ _Noreturn void al_sandbox_child(const struct al_plan *plan, const struct al_nati
 			_exit(125);
 		}
 	}
+	if (fds->session)
+		al_session_init(plan, c.sync, c.cg_leave, c.n_cg);
 	al_sandbox_init(plan, c.sync, c.cg_leave, c.n_cg);
 }

@@ -39,7 +39,21 @@ enum al_sync_type {
 	AL_SYNC_EXIT,	     /* child → parent: the command ended and the namespace is
 			      * empty; status = wait status. Init has already left the
 			      * run's cgroups (v1) and exits right after sending it. */
+	/* Sessions (the last AL_SYNC_GO has status AL_GO_SESSION: init starts
+	 * no command and serves execs until it is stopped). */
+	AL_SYNC_EXEC,	      /* parent → init: struct al_sync_exec + its strings, the
+			       * exec's stdin, stdout, stderr attached (SCM_RIGHTS) */
+	AL_SYNC_EXEC_GO,      /* parent → init: exec_id may exec now (status 0) or is
+			       * to be killed before it execs (status 1) */
+	AL_SYNC_EXEC_STARTED, /* init → parent: exec_id was forked, pid (in the
+			       * sandbox); its pidfd attached; it waits for EXEC_GO */
+	AL_SYNC_EXEC_END,     /* init → parent: exec_id ended (reaped); status = wait
+			       * status, utime/stime its CPU (wait4), err: errno of a
+			       * failed exec (then status is 126 or 127 exited) */
 };
+
+/* AL_SYNC_GO's status for the last GO: a session, no command. */
+#define AL_GO_SESSION 1
 
 struct al_sync_msg {
 	uint32_t type;
@@ -47,9 +61,46 @@ struct al_sync_msg {
 	int32_t status;	  /* see the types */
 	int64_t utime_us; /* EXIT: CPU of everything init reaped (RUSAGE_CHILDREN) */
 	int64_t stime_us;
-	char step[32]; /* ERROR: failed step name */
-	char msg[256]; /* ERROR / EXEC_FAILED: what failed */
+	uint32_t exec_id; /* EXEC_*: which exec */
+	int32_t pid;	  /* EXEC_STARTED: its pid in the sandbox */
+	char step[32];	  /* ERROR: failed step name */
+	char msg[256];	  /* ERROR / EXEC_FAILED: what failed */
 };
+
+/* An exec request: this header, then argc + envc + 1 strings, each ending
+ * in NUL (argv, env entries NAME=VALUE added to the plan's, cwd: "" for
+ * the plan's workdir), len bytes in all. The whole message is at most
+ * AL_EXEC_MSG_MAX bytes; both sides check every length against it. */
+#define AL_EXEC_MSG_MAX	 32768
+#define AL_EXEC_MAX_ARGS 1024 /* argc + envc */
+struct al_sync_exec {
+	uint32_t type; /* AL_SYNC_EXEC */
+	uint32_t exec_id;
+	uint32_t argc, envc;
+	uint32_t len; /* bytes of strings after the header */
+	uint32_t flags;
+};
+
+/* Pack an exec request into buf (AL_EXEC_MSG_MAX bytes): returns its
+ * length, or -E2BIG (too long, too many strings) / -EINVAL (no argv[0],
+ * an env entry without '='). Pure. */
+ssize_t al_exec_pack(void *buf, uint32_t exec_id, char *const *argv, char *const *env,
+		     const char *cwd);
+/* Check and unpack n received bytes in place: argv and env (NULL-ended,
+ * each with room for AL_EXEC_MAX_ARGS + 1 pointers) point into buf; *cwd
+ * is NULL for the plan's workdir. Returns 0 or -EINVAL. Pure. */
+int al_exec_unpack(void *buf, size_t n, uint32_t *exec_id, char **argv, char **env,
+		   const char **cwd);
+
+/* Init serving a session (child.c, after the last AL_SYNC_GO): fork each
+ * exec on AL_SYNC_EXEC, report it, reap everything, and on
+ * AL_SIGNAL_STOP_ALL from outside the sandbox kill everything and report
+ * AL_SYNC_EXIT. Never returns. */
+_Noreturn void al_session_init(const struct al_plan *plan, int sync, const int *cg_leave,
+			       size_t n_cg);
+/* The end of init (child.c): kill and reap everything, leave the cgroups,
+ * report AL_SYNC_EXIT with status, exit. */
+_Noreturn void al_init_finish(int sync, int status, const int *cg_leave, size_t n_cg);
 
 /* Sent by the supervisor to init to stop the run: init kills every other
  * process, reaps them (so their CPU time is counted) and reports as usual.
@@ -71,6 +122,9 @@ struct al_child_fds {
 	/* As root: the task's inputs as detached mounts, by al_mount_op.input
 	 * (close-on-exec; each is closed once attached). */
 	const int *inputs;
+	/* A session: init serves execs (al_session_init) instead of the
+	 * plan's command. */
+	bool session;
 };
 
 /* Run the setup pipeline and then act as init. Never returns; exits 125
@@ -85,6 +139,10 @@ _Noreturn void al_sandbox_child(const struct al_plan *plan, const struct al_nati
  * Never returns. */
 _Noreturn void al_sandbox_init(const struct al_plan *plan, int sync, const int *cg_leave,
 			       size_t n_cg);
+
+/* Search PATH from envp (like execvp, without allocating) and exec argv;
+ * returns the errno of the most telling failure. */
+int al_exec_path(char *const *argv, char *const *envp);
 
 /* Name of setup step i in order, or NULL past the last (for -v and tests). */
 const char *al_sandbox_step_name(size_t i);

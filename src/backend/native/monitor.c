@@ -18,6 +18,7 @@
 #include "backend/native/child.h"
 #include "backend/native/inputs.h"
 #include "backend/native/sockdiag.h"
+#include "backend/native/state.h"
 #include "backend/native/verify.h"
 #include "core/cleanup.h"
 #include "core/log.h"
@@ -52,6 +53,7 @@
 
 struct al_monitor {
 	struct al_sandbox *sb;
+	struct al_backend_state *st; /* sb's */
 	const struct al_plan *plan;
 	const struct al_sandbox_events *ev;
 	struct al_run_result *res;
@@ -87,10 +89,10 @@ static uint64_t now_us(void)
  * namespace's init takes every process in it along (v2's cgroup.kill too). */
 static void kill_hard(struct al_monitor *m)
 {
-	if (m->init_gone || m->sb->exiting)
+	if (m->init_gone || m->st->exiting)
 		return;
 	al_cgroup_kill(m->sb->cg);
-	al_sys_pidfd_send_signal(m->sb->pidfd, SIGKILL);
+	al_sys_pidfd_send_signal(m->st->pidfd, SIGKILL);
 }
 
 static void on_kill_timer(struct al_timer *t, uint64_t expirations, void *data)
@@ -107,16 +109,17 @@ static void on_kill_timer(struct al_timer *t, uint64_t expirations, void *data)
  * it has not within KILL_GRACE_MS, kill it hard. */
 void al_monitor_stop(struct al_sandbox *sb)
 {
-	struct al_monitor *m = sb->mon;
+	struct al_backend_state *st = sb->state;
+	struct al_monitor *m = st->mon;
 
 	if (!m) {
-		if (sb->pidfd >= 0)
-			al_sys_pidfd_send_signal(sb->pidfd, SIGKILL);
+		if (st->pidfd >= 0)
+			al_sys_pidfd_send_signal(st->pidfd, SIGKILL);
 		return;
 	}
-	if (m->init_gone || sb->exiting)
+	if (m->init_gone || st->exiting)
 		return;
-	if (!m->running || m->kill || al_sys_pidfd_send_signal(sb->pidfd, AL_SIGNAL_STOP_ALL) < 0) {
+	if (!m->running || m->kill || al_sys_pidfd_send_signal(st->pidfd, AL_SIGNAL_STOP_ALL) < 0) {
 		kill_hard(m);
 		return;
 	}
@@ -127,12 +130,13 @@ void al_monitor_stop(struct al_sandbox *sb)
 
 int al_monitor_kill(struct al_sandbox *sb, int sig)
 {
+	struct al_backend_state *st = sb->state;
 	/* Killing pid 1 of the namespace takes every process in it along. */
-	if (sb->pidfd < 0 || (sb->mon && sb->mon->init_gone))
+	if (st->pidfd < 0 || (st->mon && st->mon->init_gone))
 		return -ESRCH;
 	if (sig == SIGKILL)
 		al_cgroup_kill(sb->cg);
-	return al_sys_pidfd_send_signal(sb->pidfd, sig) < 0 ? -errno : 0;
+	return al_sys_pidfd_send_signal(st->pidfd, sig) < 0 ? -errno : 0;
 }
 
 static void failed(struct al_monitor *m, const char *step, int e, const char *msg)
@@ -193,6 +197,11 @@ static void check_limits(struct al_monitor *m)
 	if (!m->sb->cg)
 		return;
 	al_cgroup_stats(m->sb->cg, &st);
+	/* An exec's own memory limit ends that exec, not the run. */
+	if (m->sb->session) {
+		uint64_t own = al_monitor_exec_ooms(m->sb);
+		st.oom_kills -= own < st.oom_kills ? own : st.oom_kills;
+	}
 	al_meter_cgroup(m->meter, &st);
 	if (!m->meter->hit)
 		check_netns_sockets(m, m->res->sockmem == AL_SOCKMEM_LIMITED ? st.socket_bytes : 0);
@@ -307,7 +316,7 @@ static int recv_msg(struct al_monitor *m, struct al_sync_msg *msg, int *ret_fd)
 	struct iovec iov = {msg, sizeof(*msg)};
 	struct msghdr mh = {
 	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-	ssize_t n = recvmsg(m->sb->sync, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	ssize_t n = recvmsg(m->st->sync, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 
 	*ret_fd = -1;
 	if (n < 0)
@@ -320,9 +329,10 @@ static int recv_msg(struct al_monitor *m, struct al_sync_msg *msg, int *ret_fd)
 
 void al_monitor_release(struct al_sandbox *sb)
 {
+	struct al_backend_state *st = sb->state;
 	struct al_sync_msg go = {.type = AL_SYNC_GO};
 
-	if (send(sb->sync, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go))
+	if (send(st->sync, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go))
 		al_monitor_stop(sb);
 }
 
@@ -351,6 +361,7 @@ static void install_capture(struct al_monitor *m, int fd)
 static void on_ready(struct al_monitor *m, int landlock_abi)
 {
 	struct al_sandbox *sb = m->sb;
+	struct al_backend_state *st = m->st;
 
 	if (m->res->reason == AL_END_SETUP_ERROR)
 		return; /* already refused (and the sandbox stopped): never release it */
@@ -368,7 +379,7 @@ static void on_ready(struct al_monitor *m, int landlock_abi)
 		al_monitor_stop(sb);
 		return;
 	}
-	if (!sb->lowered) {
+	if (!st->lowered) {
 		failed(m, "verify", 0, "a sandbox without the native plan reported ready");
 		al_monitor_stop(sb);
 		return;
@@ -380,8 +391,8 @@ static void on_ready(struct al_monitor *m, int landlock_abi)
 		al_monitor_stop(sb);
 		return;
 	}
-	if (al_verify_child(m->plan, sb->lowered, sb->pid, sb->verify_all ? sb->userns : -1,
-			    sb->userns, landlock_abi, sb->cg, m->res) > 0) {
+	if (al_verify_child(m->plan, st->lowered, st->pid, sb->verify_all ? st->userns : -1,
+			    st->userns, landlock_abi, sb->cg, m->res) > 0) {
 		for (size_t i = 0; i < m->res->n_checks; i++) {
 			const struct al_layer_check *c = &m->res->checks[i];
 			if (c->in_force)
@@ -397,7 +408,7 @@ static void on_ready(struct al_monitor *m, int landlock_abi)
 	/* The tree is checked and init waits: nothing but our own code runs
 	 * in the sandbox while the copies go in. */
 	struct al_error err = {0};
-	if (al_native_fill_scratch(sb->lowered, m->plan, m->scratchfd, &err) < 0) {
+	if (al_native_fill_scratch(st->lowered, m->plan, m->scratchfd, &err) < 0) {
 		failed(m, "copy-in", err.code, err.msg);
 		al_monitor_stop(sb);
 		return;
@@ -407,7 +418,7 @@ static void on_ready(struct al_monitor *m, int landlock_abi)
 
 static bool sb_wants_scratch(const struct al_monitor *m)
 {
-	return m->sb->lowered && m->sb->lowered->want_scratch;
+	return m->st->lowered && m->st->lowered->want_scratch;
 }
 
 /* The command ended, init emptied the namespace and (cgroup v1) left the
@@ -422,8 +433,8 @@ static void on_exit_status(struct al_monitor *m, const struct al_sync_msg *msg)
 	m->cpu_user_us = (uint64_t)msg->utime_us;
 	m->cpu_system_us = (uint64_t)msg->stime_us;
 	check_limits(m); /* also keeps the final counters in res->cgroup */
-	m->sb->exiting = !m->sb->cg || al_cgroup_clone_fd(m->sb->cg) < 0;
-	m->sb->emptied = true;
+	m->st->exiting = !m->sb->cg || al_cgroup_clone_fd(m->sb->cg) < 0;
+	m->st->emptied = true;
 	m->ev->exited(m->ev->data, msg->status);
 }
 
@@ -439,7 +450,7 @@ static void on_sync(struct al_monitor *m)
 		if (fd >= 0)
 			close(fd);
 		al_watch_removep(&m->w_sync);
-		al_closep(&m->sb->sync);
+		al_closep(&m->st->sync);
 		return;
 	}
 	msg.step[sizeof(msg.step) - 1] = '\0';
@@ -503,7 +514,8 @@ static void on_sync(struct al_monitor *m)
 		on_exit_status(m, &msg);
 		break;
 	default:
-		al_debug("ignoring unknown sync message %u", msg.type);
+		if (!al_monitor_exec_msg(m->sb, &msg, &fd))
+			al_debug("ignoring unknown sync message %u", msg.type);
 	}
 	if (fd >= 0)
 		close(fd);
@@ -526,18 +538,20 @@ static void on_pidfd(struct al_watch *w, uint32_t events, void *data)
 	(void)events;
 	m->init_gone = true;
 	al_watch_removep(&m->w_pidfd);
-	for (int k = 0; k < 16 && m->sb->sync >= 0; k++)
+	for (int k = 0; k < 16 && m->st->sync >= 0; k++)
 		on_sync(m);
 	al_watch_removep(&m->w_sync);
-	al_closep(&m->sb->sync);
+	al_closep(&m->st->sync);
 	m->ev->gone(m->ev->data);
 }
 
 int al_monitor_start(struct al_sandbox *sb, struct al_error *err)
 {
+	struct al_backend_state *st = sb->state;
 	struct al_monitor *m = xcalloc(1, sizeof(*m));
 
 	*m = (struct al_monitor){.sb = sb,
+				 .st = st,
 				 .plan = sb->plan,
 				 .ev = sb->events,
 				 .res = sb->events->res,
@@ -545,11 +559,11 @@ int al_monitor_start(struct al_sandbox *sb, struct al_error *err)
 				 .notifyfd = -1,
 				 .diagfd = -1,
 				 .scratchfd = -1};
-	sb->mon = m;
+	st->mon = m;
 	m->res->sockmem = al_cgroup_socket_mode(sb->cg);
 	m->pending_bytes = al_sockdiag_pending_bytes();
-	if (!(m->w_pidfd = al_loop_add(sb->loop, sb->pidfd, EPOLLIN, on_pidfd, m)) ||
-	    !(m->w_sync = al_loop_add(sb->loop, sb->sync, EPOLLIN, on_sync_event, m)))
+	if (!(m->w_pidfd = al_loop_add(sb->loop, st->pidfd, EPOLLIN, on_pidfd, m)) ||
+	    !(m->w_sync = al_loop_add(sb->loop, st->sync, EPOLLIN, on_sync_event, m)))
 		return al_error_setsys(err, errno, "epoll_ctl");
 	if (sb->cg) {
 		m->tick = al_loop_timer(sb->loop, on_tick, m);
@@ -561,7 +575,8 @@ int al_monitor_start(struct al_sandbox *sb, struct al_error *err)
 
 void al_monitor_finish(struct al_sandbox *sb, struct al_sandbox_end *end)
 {
-	struct al_monitor *m = sb->mon;
+	struct al_backend_state *st = sb->state;
+	struct al_monitor *m = st->mon;
 	struct rusage ru;
 	siginfo_t si;
 	long w = -1;
@@ -580,9 +595,9 @@ void al_monitor_finish(struct al_sandbox *sb, struct al_sandbox_end *end)
 	 * init, which waits for the whole pid namespace. The raw waitid gives
 	 * init's own rusage (with everything it reaped), not that of all this
 	 * process's children, which other runs share. */
-	if (sb->pidfd >= 0) {
+	if (st->pidfd >= 0) {
 		do
-			w = syscall(SYS_waitid, P_PIDFD, sb->pidfd, &si, WEXITED, &ru);
+			w = syscall(SYS_waitid, P_PIDFD, st->pidfd, &si, WEXITED, &ru);
 		while (w < 0 && errno == EINTR);
 	}
 	if (w == 0) {
@@ -593,23 +608,23 @@ void al_monitor_finish(struct al_sandbox *sb, struct al_sandbox_end *end)
 		end->system_us =
 		    (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec;
 	}
-	sb->exiting = true; /* reaped */
-	sb->reaped = w == 0;
+	st->exiting = true; /* reaped */
+	st->reaped = w == 0;
 	end->empty = w == 0;
 	if (sb->cg && m) {
 		/* Read the final counters (on a normal end on_exit_status
 		 * already did, before init left the cgroup); only a run nothing
 		 * else ended may still end for a limit now. */
-		struct al_cgroup_stats st;
-		al_cgroup_stats(sb->cg, &st);
+		struct al_cgroup_stats cs;
+		al_cgroup_stats(sb->cg, &cs);
 		if (!m->meter->hit && m->res->reason != AL_END_SETUP_ERROR &&
 		    m->res->reason != AL_END_KILLED) {
-			al_meter_cgroup(m->meter, &st);
+			al_meter_cgroup(m->meter, &cs);
 			if (!m->meter->hit)
 				check_netns_sockets(
-				    m, m->res->sockmem == AL_SOCKMEM_LIMITED ? st.socket_bytes : 0);
+				    m, m->res->sockmem == AL_SOCKMEM_LIMITED ? cs.socket_bytes : 0);
 		} else {
-			al_meter_record(m->meter, &st);
+			al_meter_record(m->meter, &cs);
 		}
 	}
 }
@@ -626,7 +641,8 @@ static bool wait_init(int pidfd)
 
 void al_monitor_release_all(struct al_sandbox *sb)
 {
-	struct al_monitor *m = sb->mon;
+	struct al_backend_state *st = sb->state;
+	struct al_monitor *m = st->mon;
 	siginfo_t si;
 
 	if (m) {
@@ -640,23 +656,24 @@ void al_monitor_release_all(struct al_sandbox *sb)
 		al_timer_freep(&m->kill);
 		al_timer_freep(&m->resume);
 		free(m);
-		sb->mon = NULL;
+		st->mon = NULL;
 	}
 	/* An init that reported the end holds no other process and is already
 	 * in exit(): reap it if done, else leave the zombie to our own exit
 	 * (the CLI) or a later waitid on the pidfd. Anything else is killed
 	 * and waited for, which waits for the whole pid namespace. */
-	if (sb->pidfd >= 0 && sb->exiting && !sb->reaped) {
+	if (st->pidfd >= 0 && st->exiting && !st->reaped) {
 		si.si_pid = 0;
-		if (waitid(P_PIDFD, (id_t)sb->pidfd, &si, WEXITED | WNOHANG) == 0 && si.si_pid)
-			sb->reaped = true;
-	} else if (sb->pidfd >= 0 && !sb->reaped &&
-		   al_sys_pidfd_send_signal(sb->pidfd, SIGKILL) == 0) {
-		sb->reaped = wait_init(sb->pidfd);
+		if (waitid(P_PIDFD, (id_t)st->pidfd, &si, WEXITED | WNOHANG) == 0 && si.si_pid)
+			st->reaped = true;
+	} else if (st->pidfd >= 0 && !st->reaped &&
+		   al_sys_pidfd_send_signal(st->pidfd, SIGKILL) == 0) {
+		st->reaped = wait_init(st->pidfd);
 	}
-	al_closep(&sb->pidfd);
-	al_closep(&sb->userns);
-	al_closep(&sb->sync);
+	al_monitor_exec_release_all(sb);
+	al_closep(&st->pidfd);
+	al_closep(&st->userns);
+	al_closep(&st->sync);
 	al_closep(&sb->stdin_wr);
 	al_closep(&sb->stdout_rd);
 	al_closep(&sb->stderr_rd);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "backend/backend.h"
+#include "backend/native/child.h"
 
 /* Watch sb (started: pidfd and sync set) in sb->loop. */
 int al_monitor_start(struct al_sandbox *sb, struct al_error *err);
@@ -17,3 +18,13 @@ void al_monitor_finish(struct al_sandbox *sb, struct al_sandbox_end *end);
 /* Stop watching, kill init if it still runs, reap it and close every fd
  * of sb: the shared body of the backends' destroy(). */
 void al_monitor_release_all(struct al_sandbox *sb);
+
+/* Sessions (exec.c): the backend ops exec and exec_signal; init's EXEC_*
+ * messages (true if msg was one; fd is the callee's); the OOM kills of
+ * execs' own cgroups (which the run's counter also shows, hierarchical,
+ * and which end an exec, not the run); every exec's cgroup removed. */
+int al_monitor_exec(struct al_sandbox *sb, const struct al_sandbox_exec *x, struct al_error *err);
+int al_monitor_exec_signal(struct al_sandbox *sb, uint32_t id, int sig);
+bool al_monitor_exec_msg(struct al_sandbox *sb, const struct al_sync_msg *msg, int *fd);
+uint64_t al_monitor_exec_ooms(struct al_sandbox *sb);
+void al_monitor_exec_release_all(struct al_sandbox *sb);

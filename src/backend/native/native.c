@@ -10,6 +10,7 @@
 #include <linux/sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -26,6 +27,7 @@
 #include "backend/native/inputs.h"
 #include "backend/native/lower.h"
 #include "backend/native/monitor.h"
+#include "backend/native/state.h"
 
 #define NS_FLAGS                                                                                   \
 	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | \
@@ -36,6 +38,21 @@
 static int native_probe(const struct al_plan *plan, struct al_error *err)
 {
 	return al_native_check(plan, err);
+}
+
+void al_native_state_new(struct al_sandbox *sb)
+{
+	struct al_backend_state *st = xcalloc(1, sizeof(*st));
+
+	*st = (struct al_backend_state){
+	    .pid = -1, .pidfd = -1, .sync = -1, .userns = -1, .slot = AL_ID_SLOT_NONE};
+	sb->state = st;
+}
+
+void al_native_state_free(struct al_sandbox *sb)
+{
+	free(sb->state);
+	sb->state = NULL;
 }
 
 static int native_describe(const struct al_plan *plan, FILE *f, json_t *json, struct al_error *err)
@@ -78,17 +95,19 @@ static int check_socket_memory(struct al_sandbox *sb, struct al_error *err)
 static int take_ids(struct al_sandbox *sb, struct al_error *err)
 {
 	const struct al_plan *p = sb->plan;
+	struct al_backend_state *st = sb->state;
 	struct al_host_ids ids;
 	int r;
 
 	if (p->ids_per_run) {
-		if ((r = al_ids_take(NULL, sb->run_id, &sb->slot, err)) < 0)
+		if ((r = al_ids_take(NULL, sb->run_id, &st->slot, err)) < 0)
 			return al_error_wrap(err, "refusing to run");
-		al_plan_host_ids(p, sb->slot.slot, &ids);
-		al_native_set_ids(sb->lowered, &ids);
+		al_plan_host_ids(p, st->slot.slot, &ids);
+		al_native_set_ids(st->lowered, &ids);
+		sb->remove_dirfd = st->slot.dirfd;
 		al_log_phase("host id slot taken");
 	}
-	sb->ids = sb->lowered->ids;
+	sb->ids = st->lowered->ids;
 	sb->have_ids = true;
 	return 0;
 }
@@ -165,11 +184,14 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 	struct al_error gc_err = {0};
 	int r;
 
-	if ((r = al_native_lower(p, &sb->lowered, err)) < 0)
+	al_native_state_new(sb);
+	if ((r = al_native_lower(p, &sb->state->lowered, err)) < 0)
 		return r;
+	/* A session keeps the scratch's root for the file operations. */
+	sb->state->lowered->want_scratch |= sb->session;
 	if ((r = take_ids(sb, err)) < 0)
 		return r;
-	if ((r = al_native_open_inputs(sb->lowered, p, &sb->inputs, err)) < 0)
+	if ((r = al_native_open_inputs(sb->state->lowered, p, &sb->state->inputs, err)) < 0)
 		return r;
 	/* Cheap (one readdir per hierarchy): clear what a killed supervisor
 	 * left behind before adding ours. */
@@ -308,7 +330,7 @@ static int fdset_open(struct fdset *f, bool pipes, struct al_error *err)
 /* Keep our ends, close the child's. */
 static void fdset_hand_over(struct fdset *f, struct al_sandbox *sv)
 {
-	sv->sync = TAKE_FD(f->sync[0]);
+	sv->state->sync = TAKE_FD(f->sync[0]);
 	sv->stdin_wr = TAKE_FD(f->in[1]);
 	sv->stdout_rd = TAKE_FD(f->out[0]);
 	sv->stderr_rd = TAKE_FD(f->errp[0]);
@@ -317,6 +339,7 @@ static void fdset_hand_over(struct fdset *f, struct al_sandbox *sv)
 
 static int native_start(struct al_sandbox *sb, struct al_error *err)
 {
+	struct al_backend_state *st = sb->state;
 	struct fdset f;
 	int pidfd = -1, r;
 	struct clone_args args = {
@@ -357,13 +380,13 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 		 * namespace (step "cgroup"). */
 		args.flags &= ~(uint64_t)CLONE_NEWCGROUP;
 	}
-	if ((r = become_owner(sb->lowered, true, &saved, err)) < 0) {
+	if ((r = become_owner(st->lowered, true, &saved, err)) < 0) {
 		fdset_close(&f);
 		return r;
 	}
 	pid = al_sys_clone3(&args, sizeof(args));
 	if (pid != 0)
-		become_owner(sb->lowered, false, &saved, NULL);
+		become_owner(st->lowered, false, &saved, NULL);
 	if (pid > 0)
 		al_log_phase("cloned into new namespaces");
 	if (pid != 0) {
@@ -372,7 +395,7 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 			close(leave[i]);
 		}
 		/* The child has its own copies of the inputs now. */
-		al_native_close_inputs(TAKE_PTR(sb->inputs), sb->lowered->n_inputs);
+		al_native_close_inputs(TAKE_PTR(st->inputs), st->lowered->n_inputs);
 	}
 	if (pid < 0) {
 		r = clone_error(errno, err);
@@ -392,29 +415,30 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 					   .stdout_wr = f.out[1],
 					   .stderr_wr = f.errp[1],
 					   .n_cg = (size_t)n_cg,
-					   .inputs = sb->inputs};
+					   .inputs = st->inputs,
+					   .session = sb->session};
 		memcpy(fds.cg_enter, enter, sizeof(int) * (size_t)n_cg);
 		memcpy(fds.cg_leave, leave, sizeof(int) * (size_t)n_cg);
-		al_sandbox_child(sb->plan, sb->lowered, &fds);
+		al_sandbox_child(sb->plan, st->lowered, &fds);
 	}
-	sb->pid = (pid_t)pid;
-	sb->pidfd = pidfd;
+	st->pid = (pid_t)pid;
+	st->pidfd = pidfd;
 	fdset_hand_over(&f, sb);
 
-	if ((r = write_maps(sb->lowered, sb->plan->rootless, (pid_t)pid, err)) < 0)
+	if ((r = write_maps(st->lowered, sb->plan->rootless, (pid_t)pid, err)) < 0)
 		return r;
 	/* For the checks before exec (verify.c): rootless, /proc/PID/ns of
 	 * an init that made itself not dumpable is closed to us. */
 	char ns[64];
 	snprintf(ns, sizeof(ns), "/proc/%ld/ns/user", pid);
-	sb->userns = open(ns, O_RDONLY | O_CLOEXEC);
-	if (sb->userns < 0)
+	st->userns = open(ns, O_RDONLY | O_CLOEXEC);
+	if (st->userns < 0)
 		return al_error_setsys(err, errno, "open %s", ns);
-	if (send(sb->sync, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go)) {
+	if (send(st->sync, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go)) {
 		/* A step before wait-for-parent failed: say which. */
 		struct al_sync_msg m;
 		int e = errno;
-		if (recv(sb->sync, &m, sizeof(m), MSG_DONTWAIT) == (ssize_t)sizeof(m) &&
+		if (recv(st->sync, &m, sizeof(m), MSG_DONTWAIT) == (ssize_t)sizeof(m) &&
 		    m.type == AL_SYNC_ERROR) {
 			m.step[sizeof(m.step) - 1] = m.msg[sizeof(m.msg) - 1] = '\0';
 			return al_error_set(err, m.err ? m.err : EIO,
@@ -429,14 +453,20 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 
 static void native_destroy(struct al_sandbox *sb)
 {
+	struct al_backend_state *st = sb->state;
 	struct al_error err = {0};
 
+	if (!st) {
+		/* prepare never got as far as its state: nothing else exists */
+		al_cgroup_destroy(TAKE_PTR(sb->cg), NULL);
+		return;
+	}
 	al_monitor_release_all(sb);
-	if (sb->lowered)
-		al_native_close_inputs(TAKE_PTR(sb->inputs), sb->lowered->n_inputs);
+	if (st->lowered)
+		al_native_close_inputs(TAKE_PTR(st->inputs), st->lowered->n_inputs);
 	if (al_cgroup_destroy(TAKE_PTR(sb->cg), &err) < 0)
 		al_warn("%s", err.msg);
-	al_native_plan_free(TAKE_PTR(sb->lowered));
+	al_native_plan_free(TAKE_PTR(st->lowered));
 	/* The slot goes back once nothing of the run can hold what its ids
 	 * count: init was reaped (its pid namespace with it), or it reported
 	 * the end, having killed and reaped every other process, and is in
@@ -444,7 +474,9 @@ static void native_destroy(struct al_sandbox *sb)
 	 * flight (not waiting for that exit keeps it off every run's end).
 	 * Otherwise the file stays for gc, which first looks for processes
 	 * with the slot's ids. */
-	al_ids_release(&sb->slot, sb->pid < 0 || sb->reaped || sb->emptied);
+	al_ids_release(&st->slot, st->pid < 0 || st->reaped || st->emptied);
+	sb->remove_dirfd = -1;
+	al_native_state_free(sb);
 }
 
 const struct al_backend_ops al_backend_native = {
@@ -458,4 +490,6 @@ const struct al_backend_ops al_backend_native = {
     .kill = al_monitor_kill,
     .finish = al_monitor_finish,
     .destroy = native_destroy,
+    .exec = al_monitor_exec,
+    .exec_signal = al_monitor_exec_signal,
 };

@@ -24,6 +24,7 @@
 #include "serve/serve.h"
 
 #define HEADERS_MAX (32u << 10) /* request line + headers: MHD's 431 past it */
+#define STREAM_MAX  (16u << 20) /* a streamed answer buffered for a slow client */
 
 struct request {
 	uint64_t id;
@@ -31,7 +32,13 @@ struct request {
 	char sandbox[80], path[512];
 	char *body;
 	size_t len;
+	size_t max; /* the body's bound for this route */
 	bool too_big, sent, answered;
+	/* A streamed answer: chunks buffered until the client reads them
+	 * (at most STREAM_MAX; past it the connection is dropped). */
+	bool stream, ended, waiting, overflow;
+	char *sbuf;
+	size_t slen;
 	unsigned status;
 	char *ctype;
 	char *answer;
@@ -109,7 +116,36 @@ static bool id_ok(const char *s, size_t n)
 
 /* The route: an operation, or a status to answer with at once (404 for
  * no such path, 405 for a method the path does not take). */
-static unsigned route(const char *method, const char *url, struct request *rq)
+static enum MHD_Result meta_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+				const char *value)
+{
+	if (strncmp(key, "metadata.", 9) == 0 && key[9])
+		json_object_set_new(cls, key + 9, json_string(value ? value : ""));
+	return MHD_YES;
+}
+
+/* The query flags a sandbox's routes take, passed on after the path. */
+static void query_flags(struct MHD_Connection *c, char *out, size_t len)
+{
+	static const char *const flags[] = {"list", "follow", "close", "mkdir"};
+	size_t n = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < sizeof(flags) / sizeof(*flags); i++) {
+		const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, flags[i]);
+		if (!v)
+			continue;
+		if (strlen(v) > 8)
+			v = "1";
+		n += (size_t)snprintf(out + n, len - n, "%s%s=%s", n ? "&" : "?", flags[i],
+				      *v ? v : "1");
+		if (n >= len)
+			n = len - 1;
+	}
+}
+
+static unsigned route(struct MHD_Connection *c, const char *method, const char *url,
+		      struct request *rq)
 {
 	bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0,
 	     del = strcmp(method, "DELETE") == 0;
@@ -121,10 +157,18 @@ static unsigned route(const char *method, const char *url, struct request *rq)
 		return get ? (rq->op = AL_OP_METRICS, 0) : 405;
 	if (strcmp(url, "/v1/run") == 0)
 		return post ? (rq->op = AL_OP_RUN, 0) : 405;
-	if (strcmp(url, "/v1/sandboxes") == 0)
+	if (strcmp(url, "/v1/sandboxes") == 0) {
+		if (get) { /* ?metadata.KEY=VALUE...: the filter, as the body */
+			json_t *f = json_object();
+			MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, meta_arg, f);
+			rq->body = json_dumps(f, JSON_COMPACT);
+			rq->len = strlen(rq->body);
+			json_decref(f);
+		}
 		return post  ? (rq->op = AL_OP_SANDBOX_CREATE, 0)
 		       : get ? (rq->op = AL_OP_SANDBOX_LIST, 0)
 			     : 405;
+	}
 	if (strncmp(url, "/v1/sandboxes/", 14) != 0)
 		return 404;
 	p = url + 14;
@@ -140,11 +184,51 @@ static unsigned route(const char *method, const char *url, struct request *rq)
 			     : 405;
 	/* exec, files/..., pause, resume, timeout, audit: the method and the
 	 * rest of the path go to the monitor as they are (bounded). */
-	if (strlen(method) + strlen(p) + 2 > sizeof(rq->path))
+	char q[64];
+	query_flags(c, q, sizeof(q));
+	if (strlen(method) + strlen(p) + strlen(q) + 2 > sizeof(rq->path))
 		return 414;
-	snprintf(rq->path, sizeof(rq->path), "%s %s", method, p + 1);
+	snprintf(rq->path, sizeof(rq->path), "%s %s%s", method, p + 1, q);
 	rq->op = AL_OP_SANDBOX_OTHER;
+	/* An upload's body may be as large as a file. */
+	if (strcmp(method, "PUT") == 0 && strncmp(p + 1, "files/", 6) == 0)
+		rq->max = AL_SERVE_FILE_MAX;
 	return 0;
+}
+
+/* A streamed answer's bytes as the client takes them; with none
+ * buffered the connection waits (suspended) for the next chunk. */
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct request *rq = cls;
+
+	if (rq->overflow)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	if (rq->slen) {
+		size_t n = rq->slen < max ? rq->slen : max;
+		memcpy(buf, rq->sbuf, n);
+		memmove(rq->sbuf, rq->sbuf + n, rq->slen - n);
+		rq->slen -= n;
+		return (ssize_t)n;
+	}
+	if (rq->ended)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	rq->waiting = true;
+	MHD_suspend_connection(rq->conn);
+	return 0;
+}
+
+static enum MHD_Result reply_stream(struct MHD_Connection *c, struct request *rq)
+{
+	struct MHD_Response *r =
+	    MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, rq, NULL);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, "Content-Type", rq->ctype);
+	enum MHD_Result ret = MHD_queue_response(c, rq->status, r);
+	MHD_destroy_response(r);
+	status_seen(rq->status);
+	return ret;
 }
 
 static bool needs_json(enum al_serve_op op)
@@ -206,7 +290,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 	if (!rq) { /* the head is in: route and size now, before any body */
 		rq = *ctx = xcalloc(1, sizeof(*rq));
-		if ((st = route(method, url, rq)) != 0) {
+		rq->max = AL_SERVE_BODY_MAX;
+		if ((st = route(c, method, url, rq)) != 0) {
 			rq->too_big = true; /* the body, if any, is not kept */
 			if (st == 405)
 				return reply_error(c, 405, "%s does not take %s", url, method);
@@ -216,20 +301,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		}
 		const char *cl =
 		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (cl && strtoull(cl, NULL, 10) > AL_SERVE_BODY_MAX) {
+		if (cl && strtoull(cl, NULL, 10) > rq->max) {
 			rq->too_big = true;
-			return reply_error(c, 413, "the body is %s bytes; at most %u are taken", cl,
-					   AL_SERVE_BODY_MAX);
+			return reply_error(c, 413, "the body is %s bytes; at most %zu are taken",
+					   cl, rq->max);
 		}
 		return MHD_YES;
 	}
 	if (*data_len) {
-		if (!rq->too_big && rq->len + *data_len > AL_SERVE_BODY_MAX) {
+		if (!rq->too_big && rq->len + *data_len > rq->max) {
 			rq->too_big = true;
 			free(rq->body);
 			rq->body = NULL;
 			*data_len = 0;
-			return reply_error(c, 413, "the body is over %u bytes", AL_SERVE_BODY_MAX);
+			return reply_error(c, 413, "the body is over %zu bytes", rq->max);
 		}
 		if (!rq->too_big) {
 			rq->body = xrealloc(rq->body, rq->len + *data_len + 1);
@@ -241,6 +326,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (rq->too_big)
 		return MHD_YES; /* answered already */
+	if (rq->answered && rq->stream)
+		return reply_stream(c, rq);
 	if (rq->answered)
 		return reply(c, rq->status, rq->ctype, rq->answer, rq->answer_len);
 	if (rq->sent)
@@ -255,6 +342,14 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx,
 
 	if (!rq)
 		return;
+	/* The client left before the answer, or during a stream: the
+	 * sandbox stops sending it. */
+	if (rq->sent && (!rq->answered || (rq->stream && !rq->ended))) {
+		struct al_msg_out o;
+		al_msg_begin(&o, AL_MSG_CANCEL, rq->id);
+		al_msg_end(&o);
+		al_chan_queue(&F.mon, &o, -1);
+	}
 	for (struct request **p = &F.pending; *p; p = &(*p)->next)
 		if (*p == rq) {
 			*p = rq->next;
@@ -263,6 +358,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx,
 	free(rq->body);
 	free(rq->ctype);
 	free(rq->answer);
+	free(rq->sbuf);
 	free(rq);
 	*ctx = NULL;
 }
@@ -305,6 +401,29 @@ static void on_monitor_msg(const struct al_msg *in)
 		F.adding = 0;
 		return;
 	}
+	if (in->type == AL_MSG_CHUNK) {
+		for (struct request *rq = F.pending; rq; rq = rq->next) {
+			if (rq->id != in->id || !rq->stream || rq->ended)
+				continue;
+			size_t len;
+			const uint8_t *b = al_msg_bytes(in, AL_TAG_BODY, &len);
+			if (rq->slen + len > STREAM_MAX) {
+				rq->overflow = true; /* a client that does not read */
+			} else if (len) {
+				rq->sbuf = xrealloc(rq->sbuf, rq->slen + len);
+				memcpy(rq->sbuf + rq->slen, b, len);
+				rq->slen += len;
+			}
+			if (al_msg_u32(in, AL_TAG_END, 0) == 1 || rq->overflow)
+				rq->ended = true;
+			if (rq->waiting) {
+				rq->waiting = false;
+				MHD_resume_connection(rq->conn);
+			}
+			return;
+		}
+		return;
+	}
 	if (in->type != AL_MSG_RESPONSE)
 		return;
 	for (struct request *rq = F.pending; rq; rq = rq->next) {
@@ -318,6 +437,7 @@ static void on_monitor_msg(const struct al_msg *in)
 		memcpy(rq->answer, b, len);
 		rq->answer_len = len;
 		rq->answered = true;
+		rq->stream = al_msg_u32(in, AL_TAG_STREAM, 0) == 1;
 		MHD_resume_connection(rq->conn);
 		return;
 	}

@@ -1,0 +1,437 @@
+/* A session's execs in the run layer (session.h): each one's stdio pipes,
+ * relay, output cap, timeout and record; the backend starts it in the
+ * sandbox and reports its start and end. */
+#include "run/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/util.h"
+
+#define DEFAULT_MAX_EXECS 16
+#define STDIN_QUEUE_MAX	  (1u << 20)
+#define DRAIN_GRACE_MS	  200 /* after its end, output still held open elsewhere */
+
+struct al_exec {
+	struct al_run *run;
+	uint32_t num;
+	struct al_exec_io io;
+	struct al_exec_result res;
+	uint64_t output_max;
+	int in, out, err; /* our ends */
+	struct al_watch *w_in, *w_out, *w_err;
+	struct al_timer *timeout, *drain;
+	char *queue; /* stdin waiting */
+	size_t queued;
+	bool stdin_closing, ended_seen, forced, done;
+	enum al_exec_reason forced_reason;
+	int status;
+	struct timespec t0;
+};
+
+static const char *const reasons[] = {"exited", "signaled", "timeout",	  "memory",
+				      "output", "killed",   "exec-failed"};
+
+const char *al_exec_reason_name(enum al_exec_reason r)
+{
+	return (unsigned)r < AL_ARRAY_SIZE(reasons) ? reasons[r] : "unknown";
+}
+
+json_t *al_exec_result_json(const struct al_exec_result *r)
+{
+	json_t *o = json_pack(
+	    "{s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:I}", "exec_id", r->id, "reason",
+	    al_exec_reason_name(r->reason), "exit_code", r->exit_code, "cpu_user_us",
+	    (json_int_t)r->cpu_user_us, "cpu_system_us", (json_int_t)r->cpu_system_us,
+	    "memory_peak", (json_int_t)r->memory_peak, "stdout_bytes", (json_int_t)r->stdout_bytes,
+	    "stderr_bytes", (json_int_t)r->stderr_bytes, "duration_ms", (json_int_t)r->duration_ms);
+	if (r->signal)
+		json_object_set_new(o, "signal", json_string(strsignal(r->signal)));
+	if (r->exec_errno)
+		json_object_set_new(o, "errno", json_string(strerrorname_np(r->exec_errno)));
+	return o;
+}
+
+static struct al_exec *by_num(struct al_run *run, uint32_t num)
+{
+	for (size_t i = 0; i < run->n_execs; i++)
+		if (run->execs[i]->num == num)
+			return run->execs[i];
+	return NULL;
+}
+
+static void exec_free(struct al_exec *x)
+{
+	al_watch_removep(&x->w_in);
+	al_watch_removep(&x->w_out);
+	al_watch_removep(&x->w_err);
+	al_timer_freep(&x->timeout);
+	al_timer_freep(&x->drain);
+	al_closep(&x->in);
+	al_closep(&x->out);
+	al_closep(&x->err);
+	free(x->queue);
+	free(x);
+}
+
+/* Its end and its output's EOF are both in (or the drain grace is over):
+ * the record, exec.end, the caller's callback. */
+static void maybe_done(struct al_exec *x, bool force)
+{
+	struct al_run *run = x->run;
+	struct timespec t1;
+
+	if (x->done || !x->ended_seen || (!force && (x->out >= 0 || x->err >= 0)))
+		return;
+	x->done = true;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	x->res.duration_ms =
+	    (t1.tv_sec - x->t0.tv_sec) * 1000 + (t1.tv_nsec - x->t0.tv_nsec) / 1000000;
+	for (size_t i = 0; i < run->n_execs; i++)
+		if (run->execs[i] == x)
+			run->execs[i] = run->execs[--run->n_execs];
+	json_t *o = al_exec_result_json(&x->res);
+	al_audit_emit(run->req.audit, "exec.end", o);
+	if (x->io.ended)
+		x->io.ended(x->io.data, &x->res);
+	exec_free(x);
+}
+
+static int run_backend_signal(struct al_exec *x, int sig)
+{
+	struct al_sandbox *sb = &x->run->sb;
+	return sb->ops && sb->ops->exec_signal ? sb->ops->exec_signal(sb, x->num, sig) : -ESRCH;
+}
+
+static void stop_exec(struct al_exec *x, enum al_exec_reason why)
+{
+	if (!x->forced) {
+		x->forced = true;
+		x->forced_reason = why;
+	}
+	if (run_backend_signal(x, SIGKILL) < 0)
+		al_debug("exec %s: kill: not running", x->res.id);
+}
+
+static void on_output(struct al_watch *w, uint32_t events, void *data)
+{
+	struct al_exec *x = data;
+	int which = w == x->w_err;
+	int *fd = which ? &x->err : &x->out;
+	char buf[65536];
+	ssize_t n = read(*fd, buf, sizeof(buf));
+
+	(void)events;
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		al_watch_removep(which ? &x->w_err : &x->w_out);
+		al_closep(fd);
+		maybe_done(x, false);
+		return;
+	}
+	uint64_t *count = which ? &x->res.stderr_bytes : &x->res.stdout_bytes;
+	uint64_t total = x->res.stdout_bytes + x->res.stderr_bytes;
+	size_t pass = (size_t)n;
+	if (total + (uint64_t)n > x->output_max) {
+		pass = total < x->output_max ? (size_t)(x->output_max - total) : 0;
+		stop_exec(x, AL_EXEC_OUTPUT);
+	}
+	*count += pass;
+	if (pass && x->io.output)
+		x->io.output(x->io.data, which, buf, pass);
+}
+
+static void flush_stdin(struct al_exec *x)
+{
+	while (x->queued && x->in >= 0) {
+		ssize_t n = write(x->in, x->queue, x->queued);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n < 0) { /* it closed its stdin: the rest is dropped */
+			x->queued = 0;
+			break;
+		}
+		memmove(x->queue, x->queue + n, x->queued - (size_t)n);
+		x->queued -= (size_t)n;
+	}
+	if (x->in >= 0 && !x->queued && x->stdin_closing) {
+		al_watch_removep(&x->w_in);
+		al_closep(&x->in);
+	} else if (x->w_in) {
+		al_watch_set(x->w_in, x->queued ? EPOLLOUT : 0);
+	}
+}
+
+static void on_stdin(struct al_watch *w, uint32_t events, void *data)
+{
+	(void)w;
+	(void)events;
+	flush_stdin(data);
+}
+
+static void on_timeout(struct al_timer *t, uint64_t n, void *data)
+{
+	(void)t;
+	(void)n;
+	stop_exec(data, AL_EXEC_TIMEOUT);
+}
+
+static void on_drain(struct al_timer *t, uint64_t n, void *data)
+{
+	(void)t;
+	(void)n;
+	maybe_done(data, true);
+}
+
+static void ev_started(void *data, uint32_t id, pid_t pid)
+{
+	struct al_exec *x = by_num(data, id);
+	if (x)
+		al_audit_emit(x->run->req.audit, "exec.start",
+			      json_pack("{s:s, s:i}", "exec_id", x->res.id, "pid", (int)pid));
+}
+
+static void ev_ended(void *data, uint32_t id, int status, int exec_err, uint64_t user_us,
+		     uint64_t system_us, uint64_t memory_peak, bool oom)
+{
+	struct al_exec *x = by_num(data, id);
+	struct al_exec_result *r;
+
+	if (!x)
+		return;
+	r = &x->res;
+	x->ended_seen = true;
+	r->cpu_user_us = user_us;
+	r->cpu_system_us = system_us;
+	r->memory_peak = memory_peak;
+	r->exec_errno = exec_err;
+	if (WIFSIGNALED(status)) {
+		r->signal = WTERMSIG(status);
+		r->exit_code = 128 + r->signal;
+		r->reason = AL_EXEC_SIGNALED;
+	} else {
+		r->exit_code = WEXITSTATUS(status);
+		r->reason = AL_EXEC_EXITED;
+	}
+	if (exec_err)
+		r->reason = AL_EXEC_FAILED;
+	else if (oom)
+		r->reason = AL_EXEC_MEMORY;
+	else if (x->forced)
+		r->reason = x->forced_reason;
+	al_timer_disarm(x->timeout);
+	/* Output a process of it still holds would keep it open: it was
+	 * killed with its cgroup, so EOF is near; do not wait past this. */
+	if ((x->out >= 0 || x->err >= 0) && x->drain)
+		al_timer_arm(x->drain, DRAIN_GRACE_MS, false);
+	maybe_done(x, false);
+}
+
+void al_session_attach(struct al_run *run)
+{
+	run->exec_ev =
+	    (struct al_exec_events){.data = run, .started = ev_started, .ended = ev_ended};
+	run->sb.session = true;
+	run->sb.exec_events = &run->exec_ev;
+}
+
+void al_session_end(struct al_run *run)
+{
+	/* The sandbox is gone or going: every exec ends as killed. */
+	while (run->n_execs) {
+		struct al_exec *x = run->execs[run->n_execs - 1];
+		if (!x->forced) {
+			x->forced = true;
+			x->forced_reason = AL_EXEC_KILLED;
+		}
+		if (!x->ended_seen)
+			ev_ended(run, x->num, SIGKILL, 0, 0, 0, 0, false);
+		maybe_done(x, true);
+	}
+	free(run->execs);
+	run->execs = NULL;
+}
+
+bool al_run_session_ready(const struct al_run *run)
+{
+	return run->req.session && !run->ended && al_supervisor_running(run->sup);
+}
+
+static int make_pipes(struct al_exec *x, int child[3], struct al_error *err)
+{
+	int p[3][2];
+
+	for (int i = 0; i < 3; i++) {
+		if (pipe2(p[i], O_CLOEXEC) < 0) {
+			int e = errno;
+			for (int j = 0; j < i; j++) {
+				close(p[j][0]);
+				close(p[j][1]);
+			}
+			return al_error_setsys(err, e, "exec: pipe2");
+		}
+	}
+	child[0] = p[0][0];
+	x->in = p[0][1];
+	x->out = p[1][0];
+	child[1] = p[1][1];
+	x->err = p[2][0];
+	child[2] = p[2][1];
+	for (int fd = 0; fd < 3; fd++)
+		fcntl(fd == 0 ? x->in : fd == 1 ? x->out : x->err, F_SETFL, O_NONBLOCK);
+	return 0;
+}
+
+int al_run_exec(struct al_run *run, const struct al_exec_request *req, const struct al_exec_io *io,
+		struct al_exec **ret, struct al_error *err)
+{
+	const struct al_plan *p = run->req.plan;
+	unsigned max = run->req.max_execs ? run->req.max_execs : DEFAULT_MAX_EXECS;
+	int child[3] = {-1, -1, -1}, r;
+
+	*ret = NULL;
+	if (!run->req.session)
+		return al_error_set(err, EOPNOTSUPP, "exec: the run is not a session");
+	if (req->tty)
+		return al_error_set(err, EOPNOTSUPP,
+				    "exec: a terminal per exec is not supported yet");
+	if (!al_run_session_ready(run))
+		return al_error_set(err, EAGAIN, "exec: the session is not ready (or has ended)");
+	if (!run->sb.ops->exec)
+		return al_error_set(err, EOPNOTSUPP, "exec: backend %s has no sessions",
+				    run->sb.ops->name);
+	if (run->n_execs >= max)
+		return al_error_set(err, EAGAIN, "exec: %u execs already run in this sandbox", max);
+	if (req->timeout_ms < 0)
+		return al_error_set(err, EINVAL, "exec: timeout_ms %lld is negative",
+				    (long long)req->timeout_ms);
+	struct al_exec *x = xcalloc(1, sizeof(*x));
+	x->run = run;
+	x->num = ++run->next_exec;
+	x->io = *io;
+	x->in = x->out = x->err = -1;
+	x->output_max = req->output_bytes ? req->output_bytes : p->output_bytes;
+	if (!x->output_max)
+		x->output_max = UINT64_MAX;
+	snprintf(x->res.id, sizeof(x->res.id), "e%u", (unsigned)x->num);
+	clock_gettime(CLOCK_MONOTONIC, &x->t0);
+	if ((r = make_pipes(x, child, err)) < 0)
+		goto fail;
+	if (!(x->w_out = al_loop_add(run->loop, x->out, EPOLLIN, on_output, x)) ||
+	    !(x->w_err = al_loop_add(run->loop, x->err, EPOLLIN, on_output, x)) ||
+	    !(x->w_in = al_loop_add(run->loop, x->in, 0, on_stdin, x)) ||
+	    !(x->timeout = al_loop_timer(run->loop, on_timeout, x)) ||
+	    !(x->drain = al_loop_timer(run->loop, on_drain, x))) {
+		r = al_error_setsys(err, errno, "exec: watching its pipes");
+		goto fail;
+	}
+	if (req->timeout_ms > 0 &&
+	    (r = al_timer_arm(x->timeout, (uint64_t)req->timeout_ms, false)) < 0) {
+		r = al_error_setsys(err, -r, "exec: its timer");
+		goto fail;
+	}
+	const struct al_sandbox_exec sx = {
+	    .id = x->num,
+	    .argv = req->argv,
+	    .env = req->env,
+	    .cwd = req->cwd,
+	    .stdin_rd = child[0],
+	    .stdout_wr = child[1],
+	    .stderr_wr = child[2],
+	    .memory_bytes = req->memory_bytes ? req->memory_bytes : p->memory_bytes,
+	    .pids = p->pids,
+	};
+	if ((r = run->sb.ops->exec(&run->sb, &sx, err)) < 0)
+		goto fail;
+	for (int i = 0; i < 3; i++)
+		al_closep(&child[i]);
+	run->execs = realloc(run->execs, (run->n_execs + 1) * sizeof(*run->execs));
+	if (!run->execs)
+		abort();
+	run->execs[run->n_execs++] = x;
+	json_t *argv = json_array();
+	for (size_t i = 0; req->argv[i]; i++)
+		json_array_append_new(argv, al_json_text(req->argv[i]));
+	al_audit_emit(run->req.audit, "exec.request",
+		      json_pack("{s:s, s:o, s:s?, s:I}", "exec_id", x->res.id, "argv", argv, "cwd",
+				req->cwd, "timeout_ms", (json_int_t)req->timeout_ms));
+	*ret = x;
+	return 0;
+fail:
+	for (int i = 0; i < 3; i++)
+		al_closep(&child[i]);
+	exec_free(x);
+	return r;
+}
+
+int al_exec_stdin(struct al_exec *x, const void *buf, size_t len)
+{
+	if (x->stdin_closing || x->in < 0)
+		return -EPIPE;
+	if (x->queued + len > STDIN_QUEUE_MAX)
+		return -ENOBUFS;
+	char *q = realloc(x->queue, x->queued + len + 1);
+	if (!q)
+		return -ENOMEM;
+	x->queue = q;
+	memcpy(x->queue + x->queued, buf, len);
+	x->queued += len;
+	flush_stdin(x);
+	return 0;
+}
+
+void al_exec_close_stdin(struct al_exec *x)
+{
+	x->stdin_closing = true;
+	flush_stdin(x);
+}
+
+int al_exec_signal(struct al_exec *x, int sig)
+{
+	if (sig == SIGKILL && !x->forced) {
+		x->forced = true;
+		x->forced_reason = AL_EXEC_KILLED;
+	}
+	return run_backend_signal(x, sig);
+}
+
+void al_exec_resize(struct al_exec *x, unsigned short rows, unsigned short cols)
+{
+	(void)x;
+	(void)rows;
+	(void)cols;
+}
+
+const char *al_exec_id(const struct al_exec *x)
+{
+	return x->res.id;
+}
+
+int al_run_scratch_fd(struct al_run *run)
+{
+	return al_supervisor_scratch_fd(run->sup);
+}
+
+int al_run_pause(struct al_run *run)
+{
+	(void)run;
+	return -EOPNOTSUPP;
+}
+
+int al_run_resume(struct al_run *run)
+{
+	(void)run;
+	return -EOPNOTSUPP;
+}

@@ -1,0 +1,120 @@
+/* A live sandbox's session process (serve-design's "session"), shared by
+ * session.c (its request, its run, its loop, its audit), sexec.c (execs)
+ * and sfiles.c (the file API). One process holds one sandbox: its plan,
+ * credentials and run, and nobody else's. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "request/request.h"
+#include "run/run.h"
+#include "run/session.h"
+#include "serve/chan.h"
+
+/* What an exec's event log and the audit buffer keep (the oldest lines
+ * go first past it; a reconnect says how many were dropped). */
+#define AL_SESS_LOG_MAX	  (1u << 20)
+#define AL_SESS_AUDIT_MAX (4u << 20)
+/* Ended execs kept for listing and reconnecting. */
+#define AL_SESS_ENDED_MAX 64
+
+enum sx_mode {
+	SX_WAIT,       /* one answer at the end */
+	SX_STREAM,     /* NDJSON events to the request that started it */
+	SX_BACKGROUND, /* its id at once; events kept for reconnects */
+};
+
+/* A bounded buffer of NDJSON lines (whole lines dropped from the front). */
+struct sess_log {
+	char *buf;
+	size_t len, max;
+	uint64_t dropped;
+};
+
+/* Requests following a stream (their ids, the front's). */
+struct sess_subs {
+	uint64_t *v;
+	size_t n;
+};
+
+struct sx {
+	struct sess *s;
+	char id[16];
+	struct al_exec *x; /* NULL once ended */
+	enum sx_mode mode;
+	uint64_t wait_req;
+	char *out[2];
+	size_t len[2];
+	bool cut[2];
+	json_t *denials; /* SX_WAIT: the denials seen while it ran */
+	json_t *argv;
+	struct sess_log log;
+	struct sess_subs subs;
+	json_t *result; /* once ended */
+	int64_t started_ms;
+};
+
+struct sess {
+	struct al_chan ch;
+	char id[24];
+	struct al_request rq;
+	struct al_request_config cfg;
+	struct al_policy *policy;
+	struct al_run *run;
+	struct al_audit *audit_stream; /* the run's: a sink into audit */
+	struct sess_log audit;
+	struct sess_subs audit_subs;
+	struct sx **x;
+	size_t n_x;
+	json_t *meta;
+	char *profile;
+	int64_t created_ms, deadline_ms, last_active_ms; /* monotonic */
+	char created_ts[40];				 /* wall clock, RFC 3339 */
+	uint64_t idle_ms, max_lifetime_ms;
+	unsigned max_execs;
+	bool ended;
+};
+
+/* Answers to the front's request req (through the monitor). */
+void sess_answer(struct sess *s, uint64_t req, unsigned status, json_t *body);
+void sess_answer_raw(struct sess *s, uint64_t req, unsigned status, const char *ctype,
+		     const void *body, size_t len);
+void sess_error(struct sess *s, uint64_t req, unsigned status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* A streamed answer: its head, then chunks (end: the last). */
+void sess_stream_head(struct sess *s, uint64_t req, const char *ctype);
+void sess_chunk(struct sess *s, uint64_t req, const void *p, size_t len, bool end);
+
+void sess_log_add(struct sess_log *l, const char *line, size_t len);
+void sess_subs_add(struct sess_subs *u, uint64_t req);
+bool sess_subs_del(struct sess_subs *u, uint64_t req);
+/* One JSON line (o taken) to the log and every follower. */
+void sess_publish(struct sess *s, struct sess_log *l, struct sess_subs *u, json_t *o);
+
+/* sexec.c */
+/* argv, or code + language, taken out of o into *argv; stdin into *in. */
+int sess_take_command(json_t *o, char ***argv, char **in, struct al_errors *errs);
+void sess_exec_start(struct sess *s, uint64_t req, const uint8_t *body, size_t len);
+void sess_exec_list(struct sess *s, uint64_t req);
+/* execs/EID[/stdin|/signal] with method and query. */
+void sess_exec_op(struct sess *s, uint64_t req, const char *method, const char *rest,
+		  const char *query, const uint8_t *body, size_t len);
+/* An audit event that is a denial: to every running exec. */
+void sess_exec_denial(struct sess *s, json_t *event);
+/* A request following a stream left. */
+void sess_exec_cancel(struct sess *s, uint64_t req);
+unsigned sess_exec_running(const struct sess *s);
+/* The run ended: every exec's followers get the end. */
+void sess_exec_finish(struct sess *s);
+void sess_exec_free(struct sess *s);
+/* Output as a JSON string when it is UTF-8, else base64 (NAME_base64). */
+void sess_put_output(json_t *o, const char *name, const char *p, size_t n, bool cut);
+
+/* sfiles.c: GET, PUT, DELETE files/PATH (rest: PATH). */
+void sess_files(struct sess *s, uint64_t req, const char *method, const char *rest,
+		const char *query, const uint8_t *body, size_t len);
+
+/* A query flag ("list", "follow", ...) in query ("a&b=1"), not "0". */
+bool sess_query_flag(const char *query, const char *name);
