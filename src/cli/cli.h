@@ -132,6 +132,8 @@ int al_cmd_token(int argc, char **argv);
  * of it (cmd_session.c, airlock-serve only). */
 int al_cmd_serve(int argc, char **argv);
 int al_cmd_session(int argc, char **argv);
+/* The hidden `__front`: the daemon's HTTP front (cmd_session.c). */
+int al_cmd_front(int argc, char **argv);
 /* The probe `airlock verify` runs inside the sandbox (hidden "__probe"). */
 int al_cmd_probe(int argc, char **argv);
 void al_cli_usage(FILE *f);

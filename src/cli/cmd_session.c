@@ -1,4 +1,4 @@
-/* The hidden `airlock __session` verb (in airlock-serve only): one
+/* The hidden `airlock __session` and `__front` verbs (in airlock-serve only): one
  * sandbox's process of the daemon (serve/session.c), exec'd by the monitor
  * with its socket at fd 3. Its request becomes a plan through the request
  * layer, as `airlock run`'s does; the operator policy's location is the
@@ -6,7 +6,11 @@
  * $AIRLOCK_OPERATOR_POLICY as this process finds it. */
 #include "cli.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
+
+#include "core/log.h"
 
 #include "policy/operator.h"
 #include "serve/serve.h"
@@ -16,4 +20,40 @@ int al_cmd_session(int argc, char **argv)
 	(void)argc;
 	(void)argv;
 	return al_session_main(3, getenv(AL_OPERATOR_ENV));
+}
+
+/* The hidden `airlock __front MAX_CLIENTS CLIENT_TIMEOUT REQUEST_TIMEOUT
+ * FIRST_REQUEST NO_LANDLOCK` (airlock-serve only): the daemon's HTTP front
+ * (serve/api/front.c), exec'd by the monitor with its channel at fd 3, an
+ * empty environment and nothing else open; every argument a number. */
+static int front_number(const char *s, unsigned long long max, unsigned long long *ret)
+{
+	char *end;
+
+	errno = 0;
+	*ret = strtoull(s, &end, 10);
+	return !*s || *end || errno || *ret > max ? -1 : 0;
+}
+
+int al_cmd_front(int argc, char **argv)
+{
+	unsigned long long v[5];
+	static const unsigned long long max[5] = {100000, 100000, 100000, UINT64_MAX / 2, 1};
+
+	if (argc != 5) {
+		al_err("__front: expected 5 numbers, got %d arguments", argc);
+		return 125;
+	}
+	for (int i = 0; i < 5; i++)
+		if (front_number(argv[i], max[i], &v[i]) < 0) {
+			al_err("__front: argument %d \"%s\" is not a number up to %llu", i + 1,
+			       argv[i], max[i]);
+			return 125;
+		}
+	struct al_front_config cfg = {.max_clients = (unsigned)v[0],
+				      .client_timeout_s = (unsigned)v[1],
+				      .request_timeout_s = (unsigned)v[2],
+				      .first_request = v[3],
+				      .no_landlock = v[4] == 1};
+	al_front_main(3, &cfg);
 }

@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <jansson.h>
 #include <poll.h>
 #include <signal.h>
@@ -39,6 +38,7 @@ struct conn {
 struct owed {
 	uint64_t req;
 	bool stream;
+	bool stale; /* a front that died asked it: the answer goes nowhere */
 };
 
 /* One sandbox the monitor holds: a one-shot run's until it answers, or a
@@ -65,6 +65,10 @@ struct monitor {
 	int unix_fd, tcp_fd, sig_fd;
 	pid_t front_pid;
 	struct al_chan front;
+	/* A dead front is started again at restart_ms; the back-off doubles
+	 * with each death soon after a start. */
+	uint64_t front_started_ms, restart_ms, backoff_ms;
+	uint64_t req_floor; /* the highest request id a front used */
 	struct conn *conns;
 	size_t n_conns;
 	uint64_t next_conn;
@@ -84,49 +88,11 @@ static struct conn *conn_find(struct monitor *m, uint64_t id)
 	return NULL;
 }
 
-/* An answer to the front's request id: status, a JSON body (taken). */
-static void respond(struct monitor *m, uint64_t req, unsigned status, const char *ctype,
-		    const char *body, size_t len)
-{
-	struct al_msg_out o;
-
-	al_msg_begin(&o, AL_MSG_RESPONSE, req);
-	al_msg_put_u32(&o, AL_TAG_STATUS, status);
-	al_msg_put_str(&o, AL_TAG_CTYPE, ctype);
-	al_msg_put_bytes(&o, AL_TAG_BODY, body, len);
-	if (al_msg_end(&o) < 0) {
-		free(o.buf);
-		static const char big[] = "{\"error\":\"the answer is too large to send\"}";
-		al_msg_begin(&o, AL_MSG_RESPONSE, req);
-		al_msg_put_u32(&o, AL_TAG_STATUS, 500);
-		al_msg_put_str(&o, AL_TAG_CTYPE, "application/json");
-		al_msg_put_bytes(&o, AL_TAG_BODY, big, sizeof(big) - 1);
-		al_msg_end(&o);
-	}
-	al_chan_queue(&m->front, &o, -1);
-}
-
-static void respond_json(struct monitor *m, uint64_t req, unsigned status, json_t *o)
-{
-	char *s = json_dumps(o, JSON_COMPACT);
-
-	respond(m, req, status, "application/json", s ? s : "{}", s ? strlen(s) : 2);
-	free(s);
-	json_decref(o);
-}
-
-static void respond_error(struct monitor *m, uint64_t req, unsigned status, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void respond_error(struct monitor *m, uint64_t req, unsigned status, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	respond_json(m, req, status, json_pack("{s:s}", "error", msg));
-}
+/* Answers to the front (answer.c), on the current front's channel. */
+#define respond(m, ...)	       al_serve_respond(&(m)->front, __VA_ARGS__)
+#define respond_json(m, ...)   al_serve_respond_json(&(m)->front, __VA_ARGS__)
+#define respond_error(m, ...)  al_serve_respond_error(&(m)->front, __VA_ARGS__)
+#define chunk_to_front(m, ...) al_serve_chunk(&(m)->front, __VA_ARGS__)
 
 /* --- accepting clients ---------------------------------------------- */
 
@@ -134,18 +100,39 @@ static void respond_error(struct monitor *m, uint64_t req, unsigned status, cons
  * without reading what the client sent, then closes. */
 static void refuse_client(struct monitor *m, int fd)
 {
-	static const char body[] =
-	    "{\"error\":\"too many clients: the daemon's --max-clients is reached; retry later\"}";
-	char head[256];
-	int n = snprintf(head, sizeof(head),
-			 "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-			 "Content-Length: %zu\r\nRetry-After: 1\r\nConnection: close\r\n\r\n",
-			 sizeof(body) - 1);
-	if (send(fd, head, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) == n)
-		send(fd, body, sizeof(body) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	al_serve_refuse(fd, 503, "Service Unavailable",
+			"too many clients: the daemon's --max-clients is reached; retry later");
 	m->metrics.refused_clients++;
 	al_metrics_status(&m->metrics, 503);
-	close(fd);
+}
+
+/* Connections at once per identity: --max-clients-per-identity. */
+static unsigned per_identity(const struct monitor *m)
+{
+	unsigned n = m->cfg->max_clients_per_identity;
+	return n && n < m->cfg->max_clients ? n : m->cfg->max_clients;
+}
+
+static unsigned conns_of(const struct monitor *m, const char *identity)
+{
+	unsigned n = 0;
+	for (size_t i = 0; i < m->n_conns; i++)
+		n += strcmp(m->conns[i].identity, identity) == 0;
+	return n;
+}
+
+/* Past its identity's cap a Unix client gets 429 from the monitor, as
+ * refuse_client() answers. */
+static void refuse_identity(struct monitor *m, int fd, const char *identity)
+{
+	char msg[200];
+	snprintf(msg, sizeof(msg),
+		 "too many connections from %s: the daemon's --max-clients-per-identity (%u) is "
+		 "reached; retry later",
+		 identity, per_identity(m));
+	al_serve_refuse(fd, 429, "Too Many Requests", msg);
+	m->metrics.refused_clients++;
+	al_metrics_status(&m->metrics, 429);
 }
 
 static void on_accept(struct monitor *m, int lfd, bool tcp)
@@ -171,6 +158,10 @@ static void on_accept(struct monitor *m, int lfd, bool tcp)
 				continue;
 			}
 			snprintf(c.identity, sizeof(c.identity), "uid:%u", (unsigned)cr.uid);
+			if (conns_of(m, c.identity) >= per_identity(m)) {
+				refuse_identity(m, fd, c.identity);
+				continue;
+			}
 		}
 		m->conns = xrealloc(m->conns, (m->n_conns + 1) * sizeof(*m->conns));
 		m->conns[m->n_conns++] = c;
@@ -199,41 +190,18 @@ static void sandbox_free(struct monitor *m, size_t i)
 	m->sb[i] = m->sb[--m->n_sb];
 }
 
-/* fork + exec this binary as `__session`, its end of a socketpair at fd
- * 3; it dies with the monitor (PR_SET_PDEATHSIG), and its sandbox with
- * it. */
+/* The session process (spawn.c); it dies with the monitor, and its
+ * sandbox with it. */
 static int spawn_session(struct monitor *m, struct sandbox *s, struct al_error *err)
 {
-	int sv[2];
-	pid_t parent = getpid();
+	int fd;
+	pid_t pid = al_serve_spawn_session(m->cfg->exe, &fd, err);
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		return al_error_setsys(err, errno, "socketpair");
-	pid_t pid = fork();
-	if (pid < 0) {
-		int e = errno;
-		close(sv[0]);
-		close(sv[1]);
-		return al_error_setsys(err, e, "fork");
-	}
-	if (pid == 0) {
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-			_exit(125);
-		if (dup2(sv[1], 3) < 0)
-			_exit(125);
-		al_sys_close_range(4, ~0U, 0);
-		char *argv[] = {(char *)"airlock", (char *)"__session", NULL};
-		execv(m->cfg->exe, argv);
-		_exit(127);
-	}
-	close(sv[1]);
+	if (pid < 0)
+		return (int)pid;
 	s->pid = pid;
 	s->pidfd = al_sys_pidfd_open(pid, 0);
-	al_chan_init(&s->ch, sv[0]);
-	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	al_chan_init(&s->ch, fd);
 	return 0;
 }
 
@@ -409,6 +377,8 @@ static void on_request(struct monitor *m, const struct al_msg *in)
 	_cleanup_free_ char *sbid = al_msg_strdup(in, AL_TAG_SANDBOX);
 	char identity[80];
 
+	if (req > m->req_floor)
+		m->req_floor = req;
 	if (!c)
 		return respond_error(m, req, 400, "the connection is gone");
 	/* Who asks: the monitor's own record of the connection, or on TCP
@@ -423,6 +393,16 @@ static void on_request(struct monitor *m, const struct al_msg *in)
 						   : "this listener needs \"Authorization: Bearer "
 						     "TOKEN\"");
 		snprintf(identity, sizeof(identity), "token:%s", who);
+		/* The connection counts for the first identity it shows. */
+		if (!c->identity[0]) {
+			if (conns_of(m, identity) >= per_identity(m))
+				return respond_error(m, req, 429,
+						     "too many connections from %s: the daemon's "
+						     "--max-clients-per-identity (%u) is reached; "
+						     "retry later",
+						     identity, per_identity(m));
+			snprintf(c->identity, sizeof(c->identity), "%s", identity);
+		}
 	} else {
 		snprintf(identity, sizeof(identity), "%s", c->identity);
 	}
@@ -480,21 +460,6 @@ static int on_front_msg(struct monitor *m, const struct al_msg *in)
 	}
 }
 
-static void chunk_to_front(struct monitor *m, uint64_t req, const void *p, size_t len, bool end)
-{
-	struct al_msg_out o;
-
-	al_msg_begin(&o, AL_MSG_CHUNK, req);
-	al_msg_put_bytes(&o, AL_TAG_BODY, p, len);
-	if (end)
-		al_msg_put_u32(&o, AL_TAG_END, 1);
-	if (al_msg_end(&o) < 0) {
-		free(o.buf);
-		return;
-	}
-	al_chan_queue(&m->front, &o, -1);
-}
-
 /* A session's answer goes to the front as the request's, checked first:
  * only to a request that session is owed, only one head per request,
  * chunks only on a streamed one. A one-shot run's numbers go to the
@@ -511,7 +476,8 @@ static int on_session_msg(struct monitor *m, struct sandbox *s, const struct al_
 		if (!ow || !ow->stream)
 			return 0;
 		bool end = al_msg_u32(in, AL_TAG_END, 0) == 1;
-		chunk_to_front(m, in->id, body, len, end);
+		if (!ow->stale)
+			chunk_to_front(m, in->id, body, len, end);
 		if (end)
 			owed_del(s, in->id);
 		return 0;
@@ -545,7 +511,9 @@ static int on_session_msg(struct monitor *m, struct sandbox *s, const struct al_
 	al_msg_put_bytes(&o, AL_TAG_BODY, body, len);
 	if (stream)
 		al_msg_put_u32(&o, AL_TAG_STREAM, 1);
-	if (al_msg_end(&o) < 0) {
+	if (ow->stale) {
+		free(o.buf);
+	} else if (al_msg_end(&o) < 0) {
 		free(o.buf);
 		respond_error(m, in->id, 500, "the answer is too large to send");
 	} else {
@@ -570,35 +538,53 @@ static int on_session_msg(struct monitor *m, struct sandbox *s, const struct al_
 
 static int start_front(struct monitor *m, struct al_error *err)
 {
-	int sv[2];
-	pid_t parent = getpid();
+	int fd;
+	pid_t pid = al_serve_front_spawn(m->cfg, m->req_floor, &fd, err);
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		return al_error_setsys(err, errno, "socketpair");
-	pid_t pid = fork();
 	if (pid < 0)
-		return al_error_setsys(err, errno, "fork (the front)");
-	if (pid == 0) {
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-			_exit(125);
-		/* Nothing of the monitor's: no listening socket, no signalfd. */
-		close(sv[0]);
-		if (m->unix_fd >= 0)
-			close(m->unix_fd);
-		if (m->tcp_fd >= 0)
-			close(m->tcp_fd);
-		if (m->sig_fd >= 0)
-			close(m->sig_fd);
-		al_front_main(sv[1], m->cfg);
-	}
-	close(sv[1]);
+		return (int)pid;
 	m->front_pid = pid;
-	al_chan_init(&m->front, sv[0]);
-	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	m->front_started_ms = al_now_ms();
+	al_chan_init(&m->front, fd);
 	return 0;
+}
+
+/* The front is gone (it ended, or broke the protocol): its clients'
+ * connections went with it; what sessions still owe them is dropped
+ * (streams cancelled); the sandboxes live on. A new front starts after
+ * the back-off: 100 ms, doubled for each front that died within a
+ * minute of its start, at most 10 s. */
+static void front_lost(struct monitor *m, const char *why)
+{
+	uint64_t now = al_now_ms();
+
+	if (m->front_pid > 0) {
+		kill(m->front_pid, SIGKILL);
+		waitpid(m->front_pid, NULL, 0);
+	}
+	m->front_pid = 0;
+	al_chan_close(&m->front);
+	m->front.fd = -1;
+	m->n_conns = 0;
+	for (size_t i = 0; i < m->n_sb; i++)
+		for (size_t k = 0; k < m->sb[i]->n_owed; k++) {
+			struct owed *ow = &m->sb[i]->owed[k];
+			if (ow->stale)
+				continue;
+			ow->stale = true;
+			if (ow->stream) {
+				struct al_msg_out o;
+				al_msg_begin(&o, AL_MSG_CANCEL, ow->req);
+				al_msg_end(&o);
+				al_chan_queue(&m->sb[i]->ch, &o, -1);
+			}
+		}
+	m->backoff_ms = now - m->front_started_ms < 60000 && m->backoff_ms
+			    ? (m->backoff_ms * 2 > 10000 ? 10000 : m->backoff_ms * 2)
+			    : 100;
+	m->restart_ms = now + m->backoff_ms;
+	al_err("serve: the front process %s; a new one starts in %llu ms", why,
+	       (unsigned long long)m->backoff_ms);
 }
 
 static void reap(struct monitor *m)
@@ -608,11 +594,18 @@ static void reap(struct monitor *m)
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		if (pid == m->front_pid) {
-			al_err("serve: the front process ended (%s %d); stopping",
-			       WIFEXITED(status) ? "exit" : "signal",
-			       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+			char why[64];
+			snprintf(why, sizeof(why), "ended (%s %d)",
+				 WIFEXITED(status) ? "exit" : "signal",
+				 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 			m->front_pid = 0;
-			m->stop = true;
+			/* One that cannot be confined never will be. */
+			if (WIFEXITED(status) && WEXITSTATUS(status) == 124) {
+				al_err("serve: the front could not confine itself "
+				       "(landlock, seccomp); stopping");
+				m->stop = true;
+			}
+			front_lost(m, why);
 		}
 	}
 }
@@ -675,19 +668,31 @@ static int loop(struct monitor *m, struct al_error *err)
 
 	while (!m->stop) {
 		size_t n = 0, base;
+		int timeout = -1;
+		bool front = m->front.fd >= 0;
+		if (!front) {
+			uint64_t now = al_now_ms();
+			if (now >= m->restart_ms && start_front(m, err) < 0)
+				al_warn("serve: %s", err->msg);
+			front = m->front.fd >= 0;
+			if (!front) { /* clients wait in the backlog meanwhile */
+				m->restart_ms = now >= m->restart_ms ? now + 1000 : m->restart_ms;
+				timeout = (int)(m->restart_ms - now);
+			}
+		}
 		pf = xrealloc(pf, (4 + m->n_sb) * sizeof(*pf));
 		pf[n++] = (struct pollfd){.fd = m->sig_fd, .events = POLLIN};
 		pf[n++] =
 		    (struct pollfd){.fd = m->front.fd,
 				    .events = POLLIN | (al_chan_pending(&m->front) ? POLLOUT : 0)};
-		pf[n++] = (struct pollfd){.fd = m->unix_fd, .events = POLLIN};
-		pf[n++] = (struct pollfd){.fd = m->tcp_fd, .events = POLLIN};
+		pf[n++] = (struct pollfd){.fd = front ? m->unix_fd : -1, .events = POLLIN};
+		pf[n++] = (struct pollfd){.fd = front ? m->tcp_fd : -1, .events = POLLIN};
 		base = n;
 		for (size_t i = 0; i < m->n_sb; i++)
 			pf[n++] = (struct pollfd){
 			    .fd = m->sb[i]->ch.fd,
 			    .events = POLLIN | (al_chan_pending(&m->sb[i]->ch) ? POLLOUT : 0)};
-		if (poll(pf, n, -1) < 0) {
+		if (poll(pf, n, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			free(pf);
@@ -704,23 +709,23 @@ static int loop(struct monitor *m, struct al_error *err)
 			struct al_msg in;
 			int r;
 			if (al_chan_read(&m->front) < 0 || m->front.eof) {
-				free(pf);
-				return al_error_set(err, EPIPE, "the front process ended");
+				front_lost(m, "closed its channel");
+				continue;
 			}
 			while ((r = al_chan_next(&m->front, &in, err)) > 0)
 				if (on_front_msg(m, &in) < 0)
 					break;
-			if (r < 0) {
-				free(pf);
-				return al_error_wrap(err, "the front broke the protocol");
+			if (r < 0 || m->front.eof) {
+				front_lost(m, "broke the protocol");
+				continue;
 			}
 		}
 		if (pf[2].revents)
 			on_accept(m, m->unix_fd, false);
 		if (pf[3].revents)
 			on_accept(m, m->tcp_fd, true);
-		if (al_chan_flush(&m->front) < 0)
-			m->stop = true;
+		if (m->front.fd >= 0 && al_chan_flush(&m->front) < 0)
+			front_lost(m, "stopped reading its channel");
 	}
 	free(pf);
 	al_error_clear(err);
@@ -737,9 +742,11 @@ int al_serve_run(const struct al_serve_config *cfg, struct al_error *err)
 		return al_error_set(err, EINVAL, "--listen needs --token-file (bearer tokens)");
 	if (cfg->token_file && !cfg->listen)
 		return al_error_set(err, EINVAL, "--token-file is only for --listen");
-	if (cfg->token_file &&
-	    al_serve_tokens_load(cfg->token_file, &m.tokens, &m.n_tokens, err) < 0)
-		return -EINVAL;
+	if (al_landlock_abi() <= 0 && !cfg->no_landlock)
+		return al_error_set(err, ENOSYS,
+				    "this kernel has no landlock, which confines the daemon's "
+				    "HTTP front; --no-landlock starts without it");
+	m.front.fd = -1;
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
@@ -751,15 +758,21 @@ int al_serve_run(const struct al_serve_config *cfg, struct al_error *err)
 		r = al_error_setsys(err, errno, "signalfd");
 		goto out;
 	}
+	/* The front is started before anything else is read (tokens, the
+	 * operator policy, keys): it never held them, even before its exec. */
+	if ((r = start_front(&m, err)) < 0)
+		goto out;
+	if (cfg->token_file &&
+	    al_serve_tokens_load(cfg->token_file, &m.tokens, &m.n_tokens, err) < 0) {
+		r = -EINVAL;
+		goto out;
+	}
 	al_serve_cleanup_stale();
 	if ((m.unix_fd = al_serve_listen_unix(cfg->socket_path, cfg->socket_group, err)) < 0 ||
 	    (cfg->listen && (m.tcp_fd = al_serve_listen_tcp(cfg->listen, err)) < 0)) {
 		r = -EINVAL;
 		goto out;
 	}
-	/* The front is forked before anything else is read. */
-	if ((r = start_front(&m, err)) < 0)
-		goto out;
 	al_info("serve: listening on %s%s%s", cfg->socket_path, cfg->listen ? " and " : "",
 		cfg->listen ? cfg->listen : "");
 	r = loop(&m, err);

@@ -214,10 +214,14 @@ def front_holds_nothing(e):
                 if memory_holds(front, secret.encode()):
                     problems.append("its memory holds the daemon's environment "
                                     "(ANALYSIS_TOKEN's value)")
-                fds = os.listdir("/proc/%d/fd" % front)
-                if str(w) in fds:
-                    problems.append("it holds descriptor %d the daemon inherited (its fds: %s)"
-                                    % (w, " ".join(sorted(fds, key=int))))
+                # The inherited pipe by what it is (its inode), not its
+                # number: the front's own descriptors may reuse the number.
+                pipe = os.readlink("/proc/self/fd/%d" % w)
+                fds = {n: os.readlink("/proc/%d/fd/%s" % (front, n))
+                       for n in os.listdir("/proc/%d/fd" % front)}
+                if pipe in fds.values():
+                    problems.append("it holds the pipe %s the daemon inherited (its fds: %s)"
+                                    % (pipe, fds))
                 expect(not problems, "the front: " + "; ".join(problems))
     finally:
         os.close(r)

@@ -1,0 +1,86 @@
+/* The monitor's answers: to the front's requests over its channel (a
+ * status and a body, or chunks of a streamed one), and the fixed refusal
+ * it writes itself on a client's socket it will not hand to the front. */
+#include "serve/internal.h"
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+void al_serve_respond(struct al_chan *front, uint64_t req, unsigned status, const char *ctype,
+		      const char *body, size_t len)
+{
+	struct al_msg_out o;
+
+	al_msg_begin(&o, AL_MSG_RESPONSE, req);
+	al_msg_put_u32(&o, AL_TAG_STATUS, status);
+	al_msg_put_str(&o, AL_TAG_CTYPE, ctype);
+	al_msg_put_bytes(&o, AL_TAG_BODY, body, len);
+	if (al_msg_end(&o) < 0) {
+		free(o.buf);
+		static const char big[] = "{\"error\":\"the answer is too large to send\"}";
+		al_msg_begin(&o, AL_MSG_RESPONSE, req);
+		al_msg_put_u32(&o, AL_TAG_STATUS, 500);
+		al_msg_put_str(&o, AL_TAG_CTYPE, "application/json");
+		al_msg_put_bytes(&o, AL_TAG_BODY, big, sizeof(big) - 1);
+		al_msg_end(&o);
+	}
+	al_chan_queue(front, &o, -1);
+}
+
+void al_serve_respond_json(struct al_chan *front, uint64_t req, unsigned status, json_t *o)
+{
+	char *s = json_dumps(o, JSON_COMPACT);
+
+	al_serve_respond(front, req, status, "application/json", s ? s : "{}", s ? strlen(s) : 2);
+	free(s);
+	json_decref(o);
+}
+
+void al_serve_respond_error(struct al_chan *front, uint64_t req, unsigned status, const char *fmt,
+			    ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	al_serve_respond_json(front, req, status, json_pack("{s:s}", "error", msg));
+}
+
+void al_serve_chunk(struct al_chan *front, uint64_t req, const void *p, size_t len, bool end)
+{
+	struct al_msg_out o;
+
+	al_msg_begin(&o, AL_MSG_CHUNK, req);
+	al_msg_put_bytes(&o, AL_TAG_BODY, p, len);
+	if (end)
+		al_msg_put_u32(&o, AL_TAG_END, 1);
+	if (al_msg_end(&o) < 0) {
+		free(o.buf);
+		return;
+	}
+	al_chan_queue(front, &o, -1);
+}
+
+void al_serve_refuse(int fd, unsigned status, const char *phrase, const char *error)
+{
+	json_t *o = json_pack("{s:s}", "error", error);
+	char *body = json_dumps(o, JSON_COMPACT), head[256];
+	int n = snprintf(head, sizeof(head),
+			 "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\n"
+			 "Content-Length: %zu\r\nRetry-After: 1\r\nConnection: close\r\n\r\n",
+			 status, phrase, body ? strlen(body) : 0);
+	/* Without reading what the client sent, and without waiting. */
+	if (body && n > 0 && (size_t)n < sizeof(head) &&
+	    send(fd, head, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) == n)
+		send(fd, body, strlen(body), MSG_DONTWAIT | MSG_NOSIGNAL);
+	free(body);
+	json_decref(o);
+	close(fd);
+}
