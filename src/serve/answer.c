@@ -82,5 +82,11 @@ void al_serve_refuse(int fd, unsigned status, const char *phrase, const char *er
 		send(fd, body, strlen(body), MSG_DONTWAIT | MSG_NOSIGNAL);
 	free(body);
 	json_decref(o);
+	/* What the client already sent is read away (without waiting, 64 KiB
+	 * at most): a close with unread bytes resets the connection, and the
+	 * client could lose the answer. */
+	char sink[4096];
+	for (int i = 0; i < 16 && recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; i++)
+		;
 	close(fd);
 }
