@@ -294,8 +294,10 @@ unsigned al_front_decode_head(const struct al_front_head *h, struct al_front_req
 				      "%%3F) at byte %zu: ids and file paths take none"
 				    : "the path has a '%%' without two hex digits at byte %zu",
 			    bad);
-	if (memchr(p, '\0', (size_t)r) || strchr(p, ' '))
-		return fail(rq, 400, "the path holds a space or NUL");
+	/* The query is not part of the path (libmicrohttpd splits it off);
+	 * a '?' or space here would confuse "METHOD rest?flags". */
+	if (strpbrk(p, " ?"))
+		return fail(rq, 400, "the path holds a space or '?'");
 	if ((st = route(h, rq, p)))
 		return st;
 	return headers(h, rq);
