@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <stdio.h>
@@ -242,4 +243,33 @@ int al_proc_starttime(pid_t pid, unsigned long long *ret)
 		return -EINVAL;
 	*ret = strtoull(p + 1, NULL, 10);
 	return 0;
+}
+
+void *al_clone_stack_new(struct al_clone_stack *s, size_t size)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	size = (size + page - 1) / page * page;
+	s->len = size + page;
+	s->map = mmap(NULL, s->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
+		      -1, 0);
+	if (s->map == MAP_FAILED) {
+		s->map = NULL;
+		return NULL;
+	}
+	/* The stack grows down: the guard is its lowest page. */
+	if (mprotect(s->map, page, PROT_NONE) < 0) {
+		int e = errno;
+		al_clone_stack_free(s);
+		errno = e;
+		return NULL;
+	}
+	return (char *)s->map + s->len;
+}
+
+void al_clone_stack_free(struct al_clone_stack *s)
+{
+	if (s->map)
+		munmap(s->map, s->len);
+	s->map = NULL;
 }

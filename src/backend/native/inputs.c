@@ -57,21 +57,30 @@ static int hold_namespace(void *arg)
 	return 0;
 }
 
+/* The holder runs on a stack mapped for this call alone (not a static
+ * one): runs of one daemon, or its threads, may make idmaps at the same
+ * time, and each holder must have its own. It is unmapped only after
+ * waitpid() says the holder has exited. */
 static int make_idmap(const char *uid_map, const char *gid_map, struct al_error *err)
 {
-	static char stack[16384] __attribute__((aligned(16)));
-	char path[64];
+	struct al_clone_stack stack = {0};
+	char path[64], *top;
 	int hold[2], r = 0, fd = -1;
 	long pid;
 
-	if (pipe2(hold, O_CLOEXEC) < 0)
-		return al_error_setsys(err, errno, "pipe2");
-	pid =
-	    clone(hold_namespace, stack + sizeof(stack), CLONE_VM | CLONE_NEWUSER | SIGCHLD, hold);
+	if (!(top = al_clone_stack_new(&stack, 16384)))
+		return al_error_setsys(err, errno, "mapping the stack of an idmap's process");
+	if (pipe2(hold, O_CLOEXEC) < 0) {
+		r = al_error_setsys(err, errno, "pipe2");
+		al_clone_stack_free(&stack);
+		return r;
+	}
+	pid = clone(hold_namespace, top, CLONE_VM | CLONE_NEWUSER | SIGCHLD, hold);
 	if (pid < 0) {
 		r = al_error_setsys(err, errno, "creating the user namespace of an idmapped mount");
 		close(hold[0]);
 		close(hold[1]);
+		al_clone_stack_free(&stack);
 		return r;
 	}
 	snprintf(path, sizeof(path), "/proc/%ld/uid_map", pid);
@@ -92,6 +101,7 @@ out:
 	close(hold[1]);
 	while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
 		;
+	al_clone_stack_free(&stack);
 	close(hold[0]);
 	return r < 0 ? r : fd;
 }
