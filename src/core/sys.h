@@ -108,3 +108,8 @@ struct al_clone_stack {
  * al_clone_stack_free() only once the child has exited. */
 void *al_clone_stack_new(struct al_clone_stack *s, size_t size);
 void al_clone_stack_free(struct al_clone_stack *s);
+
+/* The process's umask, read from /proc/self/status without changing it
+ * (umask() can only be read by setting it, which another thread's files
+ * would get meanwhile). Where /proc does not say, set and set back. */
+mode_t al_umask_get(void);

@@ -28,6 +28,8 @@
  * (src/backend: native only until the other layers are built). */
 static const char *const backends[] = {"native", "gvisor", "microvm", NULL};
 static const char *const built_default[] = {"native", NULL};
+/* Process-wide on purpose: what this airlock binary has. Only tests change
+ * it (al_backends_built), before any policy is parsed. */
 static const char *const *built = built_default;
 
 void al_backends_built(const char *const *names)
@@ -51,14 +53,15 @@ int al_backend_strength(const char *name)
 	return -1;
 }
 
-/* "native" or "native, gvisor": what a message lists as valid. */
-static const char *built_names(void)
+/* "native" or "native, gvisor" in the caller's text (so that two
+ * parsers at once never share it): what a message lists as valid. */
+static const char *built_names(char *text, size_t len)
 {
-	static char text[64];
 	size_t o = 0;
 
-	for (size_t i = 0; built[i] && o < sizeof(text); i++)
-		o += (size_t)snprintf(text + o, sizeof(text) - o, "%s%s", i ? ", " : "", built[i]);
+	text[0] = '\0';
+	for (size_t i = 0; built[i] && o < len; i++)
+		o += (size_t)snprintf(text + o, len - o, "%s%s", i ? ", " : "", built[i]);
 	return text;
 }
 
@@ -401,16 +404,18 @@ static int parse_backend(struct al_json_ctx *c, const json_t *j, const char *pat
 	    al_json_note(&bad, al_json_strings(c, v, sub, false, true, &pr->backends)) == 0)
 		for (size_t i = 0; pr->backends[i]; i++)
 			if (al_backend_strength(pr->backends[i]) < 0) {
-				char el[192];
+				char el[192], have[64];
 				snprintf(el, sizeof(el), "%s[%zu]", sub, i);
 				al_json_note(&bad, fail(c, el,
 							"backend \"%s\" is not one this airlock "
 							"has (valid: %s)",
-							pr->backends[i], built_names()));
+							pr->backends[i],
+							built_names(have, sizeof(have))));
 			}
 	const char *names[2] = {"minimum", "default"};
 	char **out[2] = {&pr->backend_min, &pr->backend_default};
 	for (size_t i = 0; i < 2; i++) {
+		char have[64];
 		snprintf(sub, sizeof(sub), "%s.%s", path, names[i]);
 		if ((v = json_object_get(j, names[i])) &&
 		    al_json_note(&bad, al_json_string(c, v, sub, out[i])) == 0 &&
@@ -418,7 +423,7 @@ static int parse_backend(struct al_json_ctx *c, const json_t *j, const char *pat
 			al_json_note(&bad, fail(c, sub,
 						"backend \"%s\" is not one this airlock has "
 						"(valid: %s)",
-						*out[i], built_names()));
+						*out[i], built_names(have, sizeof(have))));
 	}
 	/* Every name in allowed is known now: the bounds must leave some
 	 * backend, and one for a task that names none. */
