@@ -46,13 +46,22 @@ struct idmap {
 
 /* The process that holds the namespace while its maps are written. It
  * shares our memory (CLONE_VM: no page tables copied, none of ours left
- * copy-on-write) and does nothing but wait on the pipe. */
+ * copy-on-write) and does nothing but wait on the pipe.
+ *
+ * Its fd table is a copy (no CLONE_FILES) of everything the process had
+ * open, so in a daemon also other threads' descriptors, among them the
+ * write ends of other holders' pipes: two holders that kept each other's
+ * would each wait for an end of file only the other can give. It keeps
+ * its own read end alone, so that the parent's close of the write end
+ * ends it. */
 static int hold_namespace(void *arg)
 {
 	const int *hold = arg;
 	char c;
 
-	close(hold[1]); /* its own copy (no CLONE_FILES): the parent's close ends it */
+	if (hold[0] > 0)
+		al_sys_close_range(0, (unsigned)hold[0] - 1, 0);
+	al_sys_close_range((unsigned)hold[0] + 1, ~0U, 0);
 	(void)!read(hold[0], &c, 1);
 	return 0;
 }
