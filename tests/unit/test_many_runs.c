@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -106,6 +107,33 @@ static void raise_fd_limit(void)
 	}
 }
 
+/* Each test's temporary tree, removed by remove_tmp() after the test,
+ * whether it passed or not. */
+static char tmp[64];
+
+static const char *make_tmp(void)
+{
+	snprintf(tmp, sizeof(tmp), "/tmp/airlock-many-XXXXXX");
+	assert_non_null(mkdtemp(tmp));
+	return tmp;
+}
+
+static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	return type == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+static int remove_tmp(void **state)
+{
+	(void)state;
+	if (tmp[0] && nftw(tmp, remove_one, 16, FTW_DEPTH | FTW_PHYS) < 0)
+		return -1;
+	tmp[0] = '\0';
+	return 0;
+}
+
 /* The record run i wrote in dir: its exit code must be its own. */
 static void check_record(int dir, int i, int want_exit)
 {
@@ -130,15 +158,14 @@ static void test_many_fake_runs(void **state)
 	struct al_plan *plan[RUNS];
 	struct al_supervisor_io io[RUNS];
 	struct al_run *run[RUNS];
-	char names[RUNS][32], tmpl[] = "/tmp/airlock-many-XXXXXX";
+	char names[RUNS][32];
 	int in[RUNS][2], ended = 0, said = 0;
 	bool done[RUNS] = {0}, fed = false;
 	uint64_t deadline = al_now_ms() + DEADLINE_MS;
 
 	(void)state;
 	raise_fd_limit();
-	assert_non_null(mkdtemp(tmpl));
-	int dir = open(tmpl, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int dir = open(make_tmp(), O_PATH | O_DIRECTORY | O_CLOEXEC);
 	assert_true(dir >= 0);
 	for (int i = 0; i < RUNS; i++) {
 		char script[160];
@@ -209,10 +236,8 @@ static void test_many_fake_runs(void **state)
 		al_run_free(run[i]);
 		close(in[i][0]);
 		al_plan_free(plan[i]);
-		unlinkat(dir, names[i], 0);
 	}
 	close(dir);
-	assert_int_equal(rmdir(tmpl), 0);
 }
 
 /* A child on a mapped stack writes one byte at arg. cmocka's SIGSEGV
@@ -295,14 +320,14 @@ static void test_native_runs_in_threads(void **state)
 	static struct native nat[NATIVE];
 	pthread_t th[NATIVE];
 	pthread_barrier_t go;
-	char top[] = "/tmp/airlock-many-XXXXXX";
+	const char *top;
 	uint64_t deadline = al_now_ms() + DEADLINE_MS;
 
 	(void)state;
 	if (geteuid() != 0)
 		skip(); /* inputs are idmapped to their owners as root only */
 	raise_fd_limit();
-	assert_non_null(mkdtemp(top));
+	top = make_tmp();
 	assert_int_equal(chmod(top, 0755), 0);
 	assert_int_equal(pthread_barrier_init(&go, NULL, NATIVE), 0);
 	for (int i = 0; i < NATIVE; i++) {
@@ -394,14 +419,9 @@ static void test_native_runs_in_threads(void **state)
 			assert_int_not_equal(n->res.ids.uid, nat[j].res.ids.uid);
 	}
 	for (int i = 0; i < NATIVE; i++) {
-		char path[160];
-		snprintf(path, sizeof(path), "%s/f", nat[i].input);
-		unlink(path);
-		rmdir(nat[i].input);
 		close(nat[i].in[0]);
 		al_plan_free(nat[i].plan);
 	}
-	rmdir(top);
 	pthread_barrier_destroy(&go);
 }
 
@@ -409,8 +429,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_clone_stacks),
-	    cmocka_unit_test(test_many_fake_runs),
-	    cmocka_unit_test(test_native_runs_in_threads),
+	    cmocka_unit_test_teardown(test_many_fake_runs, remove_tmp),
+	    cmocka_unit_test_teardown(test_native_runs_in_threads, remove_tmp),
 	};
 	/* As a CLI or a daemon would: the run layer leaves SIGPIPE to its
 	 * caller. */
