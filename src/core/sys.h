@@ -93,3 +93,23 @@ void al_random_id(char *buf, size_t len);
  * since boot: with the pid, an identity that survives pid reuse. 0 or
  * -errno. */
 int al_proc_starttime(pid_t pid, unsigned long long *ret);
+
+/* A stack for a clone(CLONE_VM) child that runs on the caller's memory:
+ * mapped per call, so that two runs (or threads) of one process never
+ * share one, with a PROT_NONE guard page under it, so that an overflow
+ * faults instead of writing over other memory. */
+struct al_clone_stack {
+	void *map; /* the mapping, guard page included; NULL when none */
+	size_t len;
+};
+
+/* Map a stack of size bytes (rounded up to pages) in s. Returns its top,
+ * the address to pass to clone(), or NULL with errno set. Unmap it with
+ * al_clone_stack_free() only once the child has exited. */
+void *al_clone_stack_new(struct al_clone_stack *s, size_t size);
+void al_clone_stack_free(struct al_clone_stack *s);
+
+/* The process's umask, read from /proc/self/status without changing it
+ * (umask() can only be read by setting it, which another thread's files
+ * would get meanwhile). Where /proc does not say, set and set back. */
+mode_t al_umask_get(void);

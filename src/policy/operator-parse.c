@@ -51,17 +51,6 @@ int al_backend_strength(const char *name)
 	return -1;
 }
 
-/* "native" or "native, gvisor": what a message lists as valid. */
-static const char *built_names(void)
-{
-	static char text[64];
-	size_t o = 0;
-
-	for (size_t i = 0; built[i] && o < sizeof(text); i++)
-		o += (size_t)snprintf(text + o, sizeof(text) - o, "%s%s", i ? ", " : "", built[i]);
-	return text;
-}
-
 /* The strongest backend this airlock has. */
 static int strongest(void)
 {
@@ -85,6 +74,18 @@ static int fail(struct al_json_ctx *c, const char *path, const char *fmt, ...)
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
 	return al_json_fail(c, path, "%s", what);
+}
+
+/* A backend this airlock does not have, named at path: the message lists
+ * those it has (in this call's buffer, which no other parser shares). */
+static int not_built(struct al_json_ctx *c, const char *path, const char *name)
+{
+	char text[64] = "";
+	size_t o = 0;
+
+	for (size_t i = 0; built[i] && o < sizeof(text); i++)
+		o += (size_t)snprintf(text + o, sizeof(text) - o, "%s%s", i ? ", " : "", built[i]);
+	return fail(c, path, "backend \"%s\" is not one this airlock has (valid: %s)", name, text);
 }
 
 static struct al_op_path *add_path(struct al_op_path **v, size_t *n, const char *path,
@@ -403,10 +404,7 @@ static int parse_backend(struct al_json_ctx *c, const json_t *j, const char *pat
 			if (al_backend_strength(pr->backends[i]) < 0) {
 				char el[192];
 				snprintf(el, sizeof(el), "%s[%zu]", sub, i);
-				al_json_note(&bad, fail(c, el,
-							"backend \"%s\" is not one this airlock "
-							"has (valid: %s)",
-							pr->backends[i], built_names()));
+				al_json_note(&bad, not_built(c, el, pr->backends[i]));
 			}
 	const char *names[2] = {"minimum", "default"};
 	char **out[2] = {&pr->backend_min, &pr->backend_default};
@@ -415,10 +413,7 @@ static int parse_backend(struct al_json_ctx *c, const json_t *j, const char *pat
 		if ((v = json_object_get(j, names[i])) &&
 		    al_json_note(&bad, al_json_string(c, v, sub, out[i])) == 0 &&
 		    al_backend_strength(*out[i]) < 0)
-			al_json_note(&bad, fail(c, sub,
-						"backend \"%s\" is not one this airlock has "
-						"(valid: %s)",
-						*out[i], built_names()));
+			al_json_note(&bad, not_built(c, sub, *out[i]));
 	}
 	/* Every name in allowed is known now: the bounds must leave some
 	 * backend, and one for a task that names none. */
