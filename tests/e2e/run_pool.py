@@ -204,6 +204,37 @@ print(json.dumps(res))
 """
 
 
+def starttime(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except OSError:
+        return None
+
+
+def descendants(pid):
+    """Every process below pid (the driver's gateway, the sandbox's init
+    and what runs in it), each with its start time, so that a pid used
+    again later is not taken for it."""
+    found, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tids = os.listdir("/proc/%d/task" % p)
+        except OSError:
+            continue
+        for t in tids:
+            try:
+                with open("/proc/%d/task/%s/children" % (p, t)) as f:
+                    kids = [int(k) for k in f.read().split()]
+            except OSError:
+                continue
+            for k in kids:
+                found.add((k, starttime(k)))
+                todo.append(k)
+    return found
+
+
 def leftovers():
     left = []
     for pid in os.listdir("/proc"):
@@ -276,6 +307,9 @@ ok(tried.get("dns_rcode") == 5 and tried.get("dns_answers") == 0,
    "the held gateway's DNS stub refuses: %s" % tried)
 ok(api.connections == 0 and not api.requests,
    "the allowed-to-be server saw nothing before the claim (%d connections)" % api.connections)
+below = descendants(d.p.pid)
+ok(len(below) >= 2, "the driver's gateway and sandbox seen from the host (%d processes)"
+   % len(below))
 d.go()
 mis = d.next_line()
 m = mis.get("misfit", {})
@@ -357,6 +391,8 @@ with open("/proc/self/mountinfo") as f:
 ok(cgroup_dirs() == cg_before, "no cgroup left: %s" % (cgroup_dirs() - cg_before))
 left = leftovers()
 ok(left == [], "no process left: %s" % left)
+gone = [p for p, t in below if t is not None and starttime(p) == t]
+ok(gone == [], "none of the first driver's processes is left: %s" % gone)
 for pid in left:  # ours by their mark: not left running either way
     try:
         os.kill(int(pid), 9)
