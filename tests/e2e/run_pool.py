@@ -378,9 +378,12 @@ ok(3000 <= end.get("ms_since_claim", 0) < 777000,
 ok(len(ex) == 1 and ex[0].get("reason") == "killed",
    "the exec running then was ended: %s" % (ex[0].get("reason") if ex else None))
 with open(audit3) as f:
-    hits = [json.loads(l) for l in f if '"limit.hit"' in l]
+    events = [json.loads(l) for l in f if l.strip()]
+hits = [e for e in events if e.get("event") == "limit.hit"]
 ok([h.get("limit_value") for h in hits if h.get("limit") == "timeout"] == [3000],
    "the timeout's audit names the claim's lifetime: %s" % hits)
+ends = [e.get("limits", {}).get("timeout_ms") for e in events if e.get("event") == "run.end"]
+ok(ends == [3000], "run.end gives the claim's lifetime: %s" % ends)
 
 # Nothing left.
 api.shutdown()

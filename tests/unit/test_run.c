@@ -397,6 +397,7 @@ struct claim_audit {
 	int claims;
 	json_t *last;
 	json_int_t timeout_hit; /* limit.hit's limit_value for the timeout */
+	json_int_t end_timeout; /* run.end's limits.timeout_ms */
 };
 
 static void claim_sink(void *data, const char *event, json_t *fields)
@@ -411,6 +412,9 @@ static void claim_sink(void *data, const char *event, json_t *fields)
 	if (strcmp(event, "limit.hit") == 0 &&
 	    strcmp(json_string_value(json_object_get(fields, "limit")), "timeout") == 0)
 		a->timeout_hit = json_integer_value(json_object_get(fields, "limit_value"));
+	if (strcmp(event, "run.end") == 0)
+		a->end_timeout = json_integer_value(
+		    json_object_get(json_object_get(fields, "limits"), "timeout_ms"));
 	json_decref(fields);
 }
 
@@ -496,7 +500,8 @@ static void test_pool_claim(void **state)
 
 /* A held sandbox has no lifetime yet: the pool's plan's timeout (100 ms)
  * does not end it while it waits (300 ms here, longer on a busy machine),
- * the claim's lifetime (200 ms) does, and the audit names the claim's. */
+ * the claim's lifetime (200 ms) does, and the audit (limit.hit, run.end's
+ * limits) names the claim's. */
 static void test_pool_held_lifetime(void **state)
 {
 	static const struct al_supervisor_io io = {
@@ -529,6 +534,7 @@ static void test_pool_held_lifetime(void **state)
 	assert_true(al_now_ms() - claimed >= 200);
 	assert_int_equal(al_run_wait(run, NULL)->reason, AL_END_TIMEOUT);
 	assert_int_equal(seen.timeout_hit, 200);
+	assert_int_equal(seen.end_timeout, 200); /* the record's lifetime is the claim's */
 	al_run_free(run);
 	al_plan_free(wanted);
 	al_plan_free(pooled);
