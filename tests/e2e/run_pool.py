@@ -355,12 +355,12 @@ ok(sum(e.get("event") == "run.claim" for e in events) == 1, "run.claim audited o
 ok(VALUE not in text, "the value is not in the audit stream")
 
 # Lifetime: a held sandbox outlives its own plan's timeout (1 s), the
-# claim's (3 s) counts from the claim and ends the session and its exec.
+# claim's (5 s) counts from the claim and ends the session and its exec.
 pool1 = request("pool1.json", {"mode": "gateway", "hosts": HOSTS},
                 {"memory": "256M", "timeout": "1s"})
-claim3 = request("claim3.json", CLAIM_NET, {"memory": "256M", "timeout": "3s"}, SECRETS)
+claim5 = request("claim5.json", CLAIM_NET, {"memory": "256M", "timeout": "5s"}, SECRETS)
 audit3 = os.path.join(tmp.name, "audit3.jsonl")
-d = Driver("--pool", pool1, "--claim", claim3, "--wait-end", "1", "--audit", audit3,
+d = Driver("--pool", pool1, "--claim", claim5, "--wait-end", "1", "--audit", audit3,
            "sleep %s" % MARK)
 held = d.next_line()
 time.sleep(2)  # past the pool's plan's timeout: not its lifetime while held
@@ -373,17 +373,17 @@ ex = [l for l in d.lines if "exec_id" in l]
 end = d.lines[-1] if d.lines else {}
 ok(end.get("run_end") == "timeout", "the claim's lifetime ended the session: %s (%s)"
    % (end, d.stderr.strip()[-300:]))
-ok(3000 <= end.get("ms_since_claim", 0) < 777000,
+ok(5000 <= end.get("ms_since_claim", 0) < 777000,
    "counted from the claim: %s ms" % end.get("ms_since_claim"))
 ok(len(ex) == 1 and ex[0].get("reason") == "killed",
    "the exec running then was ended: %s" % (ex[0].get("reason") if ex else None))
 with open(audit3) as f:
     events = [json.loads(l) for l in f if l.strip()]
 hits = [e for e in events if e.get("event") == "limit.hit"]
-ok([h.get("limit_value") for h in hits if h.get("limit") == "timeout"] == [3000],
+ok([h.get("limit_value") for h in hits if h.get("limit") == "timeout"] == [5000],
    "the timeout's audit names the claim's lifetime: %s" % hits)
 ends = [e.get("limits", {}).get("timeout_ms") for e in events if e.get("event") == "run.end"]
-ok(ends == [3000], "run.end gives the claim's lifetime: %s" % ends)
+ok(ends == [5000], "run.end gives the claim's lifetime: %s" % ends)
 
 # Nothing left.
 api.shutdown()

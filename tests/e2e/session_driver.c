@@ -215,14 +215,14 @@ static int pool_main(const struct pool_opts *o, char **scripts, int n)
 			break;
 	if (!al_run_session_ready(run)) {
 		fprintf(stderr, "session_driver: the session did not get ready\n");
-		return 1;
+		goto fail;
 	}
 	print_json(json_pack("{s:b, s:o}", "held", true, "exec", try_exec(run)));
 	hold_until_told(run);
 	if (o->misfit) {
 		struct al_errors why = {0};
 		if (request_plan(o->misfit, run_id, &misfit) < 0)
-			return 1;
+			goto fail;
 		r = al_run_claim(run, misfit.rq.plan, misfit.rq.cred, &why, &err);
 		json_t *reasons = json_array();
 		for (size_t i = 0; i < why.n; i++)
@@ -233,16 +233,16 @@ static int pool_main(const struct pool_opts *o, char **scripts, int n)
 		print_json(json_pack("{s:o, s:o}", "misfit", m, "exec", try_exec(run)));
 	}
 	if (request_plan(o->claim, run_id, &want) < 0)
-		return 1;
+		goto fail;
 	uint64_t claimed_at = al_now_ms();
 	r = al_run_claim(run, want.rq.plan, want.rq.cred, NULL, &err);
 	print_json(json_pack("{s:o}", "claim", outcome(r, &err)));
 	if (r < 0)
-		return 1;
+		goto fail;
 	r = al_run_claim(run, want.rq.plan, want.rq.cred, NULL, &err);
 	print_json(json_pack("{s:o}", "second_claim", outcome(r, &err)));
 	if (run_scripts(run, scripts, n, 0, 0) < 0)
-		return 1;
+		goto fail;
 	if (!o->wait_end)
 		al_run_kill(run);
 	const struct al_run_result *res = al_run_wait(run, NULL);
@@ -255,6 +255,9 @@ static int pool_main(const struct pool_opts *o, char **scripts, int n)
 		req_clear(&misfit);
 	req_clear(&pool);
 	return 0;
+fail: /* the sandbox ended and removed (its cgroups too); the plans may leak */
+	al_run_free(run);
+	return 1;
 }
 
 /* Each script as one exec, one after another, its record printed. */
