@@ -396,6 +396,8 @@ static void test_session_timeout_kill_stdin(void **state)
 struct claim_audit {
 	int claims;
 	json_t *last;
+	json_int_t timeout_hit; /* limit.hit's limit_value for the timeout */
+	json_int_t end_timeout; /* run.end's limits.timeout_ms */
 };
 
 static void claim_sink(void *data, const char *event, json_t *fields)
@@ -407,6 +409,12 @@ static void claim_sink(void *data, const char *event, json_t *fields)
 		json_decref(a->last);
 		a->last = json_incref(fields);
 	}
+	if (strcmp(event, "limit.hit") == 0 &&
+	    strcmp(json_string_value(json_object_get(fields, "limit")), "timeout") == 0)
+		a->timeout_hit = json_integer_value(json_object_get(fields, "limit_value"));
+	if (strcmp(event, "run.end") == 0)
+		a->end_timeout = json_integer_value(
+		    json_object_get(json_object_get(fields, "limits"), "timeout_ms"));
 	json_decref(fields);
 }
 
@@ -541,6 +549,50 @@ static void test_session_pause(void **state)
 	al_plan_free(plan);
 }
 
+/* A held sandbox has no lifetime yet: the pool's plan's timeout (100 ms)
+ * does not end it while it waits (300 ms here, longer on a busy machine),
+ * the claim's lifetime (200 ms) does, and the audit (limit.hit, run.end's
+ * limits) names the claim's. */
+static void test_pool_held_lifetime(void **state)
+{
+	static const struct al_supervisor_io io = {
+	    .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1};
+	struct claim_audit seen = {0};
+	struct al_audit *audit = al_audit_sink(claim_sink, &seen);
+	struct al_plan *pooled = plan_for("exit 99", 100);
+	struct al_plan *wanted = plan_for("exit 99", 200);
+	struct al_run_request req = {.plan = pooled,
+				     .backend = &al_backend_fake,
+				     .audit = audit,
+				     .result_dirfd = -1,
+				     .session = true,
+				     .pool = true};
+	struct al_run *run = NULL;
+	struct al_error err = {0};
+
+	(void)state;
+	assert_int_equal(al_run_start(&req, &io, &run, &err), 0);
+	uint64_t until = al_now_ms() + 300;
+	while (al_now_ms() < until)
+		assert_false(al_run_step(run, 10));
+	assert_true(al_run_session_ready(run));
+	uint64_t claimed = al_now_ms();
+	assert_int_equal(al_run_claim(run, wanted, NULL, NULL, &err), 0);
+	bool ended = false;
+	for (int i = 0; i < 1000 && !ended; i++)
+		ended = al_run_step(run, 10);
+	assert_true(ended);
+	assert_true(al_now_ms() - claimed >= 200);
+	assert_int_equal(al_run_wait(run, NULL)->reason, AL_END_TIMEOUT);
+	assert_int_equal(seen.timeout_hit, 200);
+	assert_int_equal(seen.end_timeout, 200); /* the record's lifetime is the claim's */
+	al_run_free(run);
+	al_plan_free(wanted);
+	al_plan_free(pooled);
+	json_decref(seen.last);
+	al_audit_close(audit);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -553,6 +605,7 @@ int main(void)
 	    cmocka_unit_test(test_session_timeout_kill_stdin),
 	    cmocka_unit_test(test_pool_claim),
 	    cmocka_unit_test(test_session_pause),
+	    cmocka_unit_test(test_pool_held_lifetime),
 	};
 	/* As a CLI would: the run layer leaves SIGPIPE to its caller. */
 	signal(SIGPIPE, SIG_IGN);
