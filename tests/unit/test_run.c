@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <time.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -490,6 +491,42 @@ static void test_pool_claim(void **state)
 	al_audit_close(audit);
 }
 
+/* An exec's timeout ends everything it started, also a process that left
+ * its process group (setsid): it must not go on writing in the sandbox
+ * after the exec's record says it ended. Where an exec has no cgroup of its
+ * own (the fake backend, and the native one on cgroup v2, where
+ * al_cgroup_child_create() makes none) only its process group is killed.
+ * The escaped process sleeps 1.5 s and then writes a file: bounded. */
+static void test_session_timeout_kills_escaped(void **state)
+{
+	char dir[] = "/tmp/airlock-session-XXXXXX", script[512], mark[300];
+	struct al_plan *plan = plan_for("exit 99", 0);
+	struct exec_done a;
+	struct stat st;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(mark, sizeof(mark), "%s/survived", dir);
+	struct al_run *run = start_session(plan);
+	snprintf(script, sizeof(script),
+		 "setsid sh -c 'sleep 1.5; echo x > %s' </dev/null >/dev/null 2>&1 & exec sleep 30",
+		 mark);
+	exec_start(run, script, 200, &a);
+	exec_wait(run, &a);
+	assert_int_equal(a.res.reason, AL_EXEC_TIMEOUT);
+	/* The session lives on: wait past the escaped process's write. */
+	for (int i = 0; i < 200; i++)
+		assert_false(al_run_step(run, 10));
+	bool survived = stat(mark, &st) == 0;
+	assert_int_equal(al_run_kill(run), 0);
+	al_run_wait(run, NULL);
+	al_run_free(run);
+	unlink(mark);
+	assert_int_equal(rmdir(dir), 0);
+	al_plan_free(plan);
+	assert_false(survived);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -501,6 +538,7 @@ int main(void)
 	    cmocka_unit_test(test_session_execs),
 	    cmocka_unit_test(test_session_timeout_kill_stdin),
 	    cmocka_unit_test(test_pool_claim),
+	    cmocka_unit_test(test_session_timeout_kills_escaped),
 	};
 	/* As a CLI would: the run layer leaves SIGPIPE to its caller. */
 	signal(SIGPIPE, SIG_IGN);
