@@ -87,8 +87,16 @@ int al_monitor_exec(struct al_sandbox *sb, const struct al_sandbox_exec *x, stru
 	if ((r = al_cgroup_child_create(sb->cg, name, x->memory_bytes, x->pids, &cg, err)) < 0)
 		return al_error_wrap(err, "exec %u", (unsigned)x->id);
 	const int fds[3] = {x->stdin_rd, x->stdout_wr, x->stderr_wr};
+	/* Never waits on init: with its socket full (requests it has not
+	 * read yet) this exec is refused, nothing started, and may be asked
+	 * for again. */
 	if ((r = send_exec(st->sync, buf, (size_t)len, fds)) < 0) {
 		al_cgroup_child_destroy(cg);
+		if (r == -EAGAIN)
+			return al_error_set(err, EAGAIN,
+					    "exec %u: the sandbox's init has not yet read the "
+					    "requests before it; try again",
+					    (unsigned)x->id);
 		return al_error_setsys(
 		    err, -r, "exec %u: sending the request to the sandbox's init", (unsigned)x->id);
 	}
@@ -113,11 +121,21 @@ static pid_t pidfd_pid(int pidfd)
 	return v > 0 ? (pid_t)v : -1;
 }
 
-static void go(struct al_backend_state *st, uint32_t id, bool ok)
+/* Never waits on init: a go that does not fit in its socket means init
+ * does not read it (an exec would wait at its gate forever, and the next
+ * send would block us): the sandbox is stopped, saying so. */
+static void go(struct al_sandbox *sb, uint32_t id, bool ok)
 {
 	struct al_sync_msg m = {.type = AL_SYNC_EXEC_GO, .exec_id = id, .status = ok ? 0 : 1};
-	if (send(st->sync, &m, sizeof(m), MSG_NOSIGNAL) != sizeof(m))
-		al_debug("exec %u: the go did not reach init: %s", (unsigned)id, strerror(errno));
+	ssize_t n = send(sb->state->sync, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT);
+	int e = n < 0 ? errno : EIO;
+	char msg[160];
+
+	if (n == (ssize_t)sizeof(m))
+		return;
+	snprintf(msg, sizeof(msg), "exec %u: the sandbox's init did not take its go (%s); stopped",
+		 (unsigned)id, strerror(e));
+	al_monitor_fail(sb, "session", e, msg);
 }
 
 static void on_started(struct al_sandbox *sb, const struct al_sync_msg *msg, int *fd)
@@ -127,7 +145,7 @@ static void on_started(struct al_sandbox *sb, const struct al_sync_msg *msg, int
 	struct al_error err = {0};
 
 	if (!x || x->pidfd >= 0 || *fd < 0) {
-		go(st, msg->exec_id, false);
+		go(sb, msg->exec_id, false);
 		return;
 	}
 	x->pidfd = TAKE_FD(*fd);
@@ -137,10 +155,10 @@ static void on_started(struct al_sandbox *sb, const struct al_sync_msg *msg, int
 	if (x->pid <= 0 || al_cgroup_child_attach(x->cg, x->pid, &err) < 0) {
 		al_warn("warning: exec %u: %s", (unsigned)x->id,
 			err.msg[0] ? err.msg : "no host pid for it");
-		go(st, x->id, false);
+		go(sb, x->id, false);
 		return;
 	}
-	go(st, x->id, true);
+	go(sb, x->id, true);
 	if (sb->exec_events)
 		sb->exec_events->started(sb->exec_events->data, x->id, x->pid);
 }
