@@ -4,6 +4,7 @@
 #include "backend/native/monitor.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,8 +207,18 @@ int al_monitor_exec_signal(struct al_sandbox *sb, uint32_t id, int sig)
 		return -ESRCH;
 	if (sig == SIGKILL)
 		al_cgroup_child_kill(x->cg);
-	/* Its process group (it is a session leader), else the process. */
-	if (kill(-x->pid, sig) == 0)
+	/* Its process group (it is a session leader), through its pidfd:
+	 * once init reaped it, its number may be another host process's, and
+	 * kill(-pid) as root would hit that one's group. */
+	if (al_sys_pidfd_signal_group(x->pidfd, sig) == 0)
+		return 0;
+	if (errno != EINVAL)
+		return -errno;
+	/* Before Linux 6.9: the group by number only while its leader has
+	 * not exited (its pidfd not readable), which holds the number (but
+	 * for the window between the two calls). */
+	struct pollfd pfd = {.fd = x->pidfd, .events = POLLIN};
+	if (poll(&pfd, 1, 0) == 0 && kill(-x->pid, sig) == 0)
 		return 0;
 	return al_sys_pidfd_send_signal(x->pidfd, sig) < 0 ? -errno : 0;
 }
