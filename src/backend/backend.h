@@ -38,6 +38,9 @@ struct al_sandbox_exec {
 	const char *cwd;		    /* NULL: the plan's workdir */
 	int stdin_rd, stdout_wr, stderr_wr; /* its stdio (borrowed: sent, not kept) */
 	uint64_t memory_bytes, pids;	    /* its own limits (0: none below the sandbox's) */
+	/* The request set memory_bytes (not the sandbox's): refused where
+	 * the exec cannot have a cgroup of its own to hold it. */
+	bool memory_asked;
 };
 
 /* What happens to a session's execs, as the backend reports it. */

@@ -87,6 +87,17 @@ int al_monitor_exec(struct al_sandbox *sb, const struct al_sandbox_exec *x, stru
 	snprintf(name, sizeof(name), "exec-%u", (unsigned)x->id);
 	if ((r = al_cgroup_child_create(sb->cg, name, x->memory_bytes, x->pids, &cg, err)) < 0)
 		return al_error_wrap(err, "exec %u", (unsigned)x->id);
+	/* Without a cgroup of its own nothing would hold its limit: refused,
+	 * not ignored. */
+	if (!cg && x->memory_asked)
+		return al_error_set(
+		    err, EOPNOTSUPP,
+		    "exec %u: memory_bytes: an exec's own memory limit needs a cgroup "
+		    "of its own, which this sandbox cannot give it (%s); leave it "
+		    "out to share the sandbox's",
+		    (unsigned)x->id,
+		    !sb->cg ? "it has no cgroup"
+			    : "cgroup v2: the sandbox's cgroup holds its init");
 	const int fds[3] = {x->stdin_rd, x->stdout_wr, x->stderr_wr};
 	/* Never waits on init: with its socket full (requests it has not
 	 * read yet) this exec is refused, nothing started, and may be asked
