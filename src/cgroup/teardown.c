@@ -87,7 +87,7 @@ void al_cgroup_kill(const struct al_cgroup *cg)
 		kill_listed(cg->h[i].dir);
 }
 
-static int remove_dir(const char *dir)
+static int remove_one(const char *dir)
 {
 	/* The last tasks may still be leaving (exit is asynchronous to us):
 	 * retry for up to about a second. */
@@ -102,6 +102,32 @@ static int remove_dir(const char *dir)
 		nanosleep(&ts, NULL);
 	}
 	return -EBUSY;
+}
+
+/* dir and, first, the child cgroups a killed session left in it (its
+ * execs' exec-N, one level down: all the depth airlock makes); the kernel
+ * refuses to remove a cgroup that has children. */
+static int remove_dir(const char *dir)
+{
+	_cleanup_(al_closep) int fd = open(dir, O_DIRECTORY | O_CLOEXEC);
+	struct dirent *e;
+	struct stat st;
+	DIR *d;
+
+	/* Link count 2: no subdirectory, nothing to read. */
+	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_nlink > 2 && (d = fdopendir(TAKE_FD(fd)))) {
+		while ((e = readdir(d))) {
+			if (e->d_type != DT_DIR || e->d_name[0] == '.')
+				continue;
+			_cleanup_free_ char *sub = xasprintf("%s/%s", dir, e->d_name);
+			kill_listed(sub);
+			int r = remove_one(sub);
+			if (r < 0)
+				al_debug("cgroup: cannot remove %s: %s", sub, strerror(-r));
+		}
+		closedir(d);
+	}
+	return remove_one(dir);
 }
 
 int al_cgroup_destroy(struct al_cgroup *cg, struct al_error *err)
@@ -167,11 +193,12 @@ static int gc_base(const char *base)
 		_cleanup_free_ char *kill_file = xasprintf("%s/cgroup.kill", dir);
 		if (al_write_file_at(AT_FDCWD, kill_file, "1", 1) < 0)
 			kill_listed(dir);
-		if (remove_dir(dir) == 0) {
+		int r = remove_dir(dir);
+		if (r == 0) {
 			al_debug("gc: removed stale cgroup %s", dir);
 			removed++;
 		} else {
-			al_warn("gc: cannot remove stale cgroup %s: %s", dir, strerror(errno));
+			al_warn("gc: cannot remove stale cgroup %s: %s", dir, strerror(-r));
 		}
 	}
 	closedir(d);
