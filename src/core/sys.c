@@ -37,6 +37,15 @@ int al_sys_pidfd_send_signal(int pidfd, int sig)
 	return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
 }
 
+#ifndef PIDFD_SIGNAL_PROCESS_GROUP
+#define PIDFD_SIGNAL_PROCESS_GROUP (1U << 2)
+#endif
+
+int al_sys_pidfd_signal_group(int pidfd, int sig)
+{
+	return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, PIDFD_SIGNAL_PROCESS_GROUP);
+}
+
 int al_sys_close_range(unsigned int first, unsigned int last, unsigned int flags)
 {
 	return (int)syscall(SYS_close_range, first, last, flags);

@@ -17,6 +17,10 @@ long al_sys_clone3(struct clone_args *args, size_t size);
 int al_sys_pivot_root(const char *new_root, const char *put_old);
 int al_sys_pidfd_open(pid_t pid, unsigned int flags);
 int al_sys_pidfd_send_signal(int pidfd, int sig);
+/* sig to the process group of the process pidfd stands for
+ * (PIDFD_SIGNAL_PROCESS_GROUP, Linux 6.9): that group even once its leader
+ * is reaped, never one that took its number since. EINVAL before 6.9. */
+int al_sys_pidfd_signal_group(int pidfd, int sig);
 int al_sys_close_range(unsigned int first, unsigned int last, unsigned int flags);
 int al_sys_openat2(int dirfd, const char *path, struct open_how *how, size_t size);
 int al_sys_mount_setattr(int dirfd, const char *path, unsigned int flags, struct mount_attr *attr,

@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <time.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -593,6 +594,77 @@ static void test_pool_held_lifetime(void **state)
 	al_audit_close(audit);
 }
 
+/* Where an exec has no cgroup of its own (the fake backend; docs/security.md,
+ * "A session's execs") its end reaches its process group only: a process
+ * that left it (setsid) lives on until the session ends, and the session's
+ * end takes it. A memory limit of its own is refused there, not ignored.
+ * The background writers sleep at most 2 s: bounded. */
+static bool wait_file(struct al_run *run, const char *path, int ms)
+{
+	struct stat st;
+
+	for (int i = 0; i < ms / 10; i++) {
+		if (stat(path, &st) == 0)
+			return true;
+		assert_false(al_run_step(run, 10));
+	}
+	return stat(path, &st) == 0;
+}
+
+static void test_session_timeout_kills_escaped(void **state)
+{
+	char dir[] = "/tmp/airlock-session-XXXXXX", script[1024], group[300], escaped[300],
+	     after[300];
+	struct al_plan *plan = plan_for("exit 99", 0);
+	struct exec_done a, b;
+	struct stat st;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(group, sizeof(group), "%s/group", dir);
+	snprintf(escaped, sizeof(escaped), "%s/escaped", dir);
+	snprintf(after, sizeof(after), "%s/after", dir);
+	struct al_run *run = start_session(plan);
+
+	/* No cgroup of its own: its own memory limit is refused. */
+	char *argv[] = {"/bin/true", NULL};
+	struct al_exec_request mr = {.argv = argv, .memory_bytes = 64 << 20};
+	struct al_exec_io mio = {.data = &a, .output = exec_output_cb, .ended = exec_ended_cb};
+	struct al_exec *mx = NULL;
+	struct al_error err = {0};
+	assert_int_equal(al_run_exec(run, &mr, &mio, &mx, &err), -EOPNOTSUPP);
+	assert_contains(err.msg, "memory_bytes");
+	assert_contains(err.msg, "cgroup of its own");
+
+	/* The timeout kills its process group (the writer at 1 s), not the
+	 * process that left it (the one at 2 s). */
+	snprintf(script, sizeof(script),
+		 "(sleep 1; echo g > %s) & "
+		 "setsid sh -c 'sleep 2; echo x > %s' </dev/null >/dev/null 2>&1 & exec sleep 30",
+		 group, escaped);
+	exec_start(run, script, 100, &a);
+	exec_wait(run, &a);
+	assert_int_equal(a.res.reason, AL_EXEC_TIMEOUT);
+	assert_true(wait_file(run, escaped, 10000));
+	assert_int_not_equal(stat(group, &st), 0);
+
+	/* The session's end takes what an exec left running. */
+	snprintf(script, sizeof(script),
+		 "setsid sh -c 'sleep 1; echo z > %s' </dev/null >/dev/null 2>&1 &", after);
+	exec_start(run, script, 0, &b);
+	exec_wait(run, &b);
+	assert_int_equal(b.res.reason, AL_EXEC_EXITED);
+	assert_int_equal(al_run_kill(run), 0);
+	al_run_wait(run, NULL);
+	al_run_free(run);
+	struct timespec ts = {2, 0};
+	nanosleep(&ts, NULL);
+	assert_int_not_equal(stat(after, &st), 0);
+	unlink(escaped);
+	assert_int_equal(rmdir(dir), 0);
+	al_plan_free(plan);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -606,6 +678,7 @@ int main(void)
 	    cmocka_unit_test(test_pool_claim),
 	    cmocka_unit_test(test_session_pause),
 	    cmocka_unit_test(test_pool_held_lifetime),
+	    cmocka_unit_test(test_session_timeout_kills_escaped),
 	};
 	/* As a CLI would: the run layer leaves SIGPIPE to its caller. */
 	signal(SIGPIPE, SIG_IGN);
