@@ -1,0 +1,125 @@
+/* The monitor's session processes (monitor.h): one spawned per sandbox,
+ * killed when its run has not started in time, and on SIGTERM each told
+ * to end its run and clean up before the daemon exits. */
+#include "serve/monitor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/sys.h"
+#include "core/util.h"
+
+void mon_sandbox_free(struct monitor *m, size_t i)
+{
+	struct sandbox *s = m->sb[i];
+
+	if (s->pidfd >= 0) {
+		al_sys_pidfd_send_signal(s->pidfd, SIGKILL);
+		close(s->pidfd);
+	}
+	al_chan_close(&s->ch);
+	json_decref(s->meta);
+	free(s->owed);
+	free(s);
+	m->sb[i] = m->sb[--m->n_sb];
+}
+
+/* fork + exec this binary as `__session`, its end of a socketpair at fd
+ * 3; it dies with the monitor (PR_SET_PDEATHSIG), and its sandbox with
+ * it. */
+int mon_spawn_session(struct monitor *m, struct sandbox *s, struct al_error *err)
+{
+	int sv[2];
+	pid_t parent = getpid();
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return al_error_setsys(err, errno, "socketpair");
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(sv[0]);
+		close(sv[1]);
+		return al_error_setsys(err, e, "fork");
+	}
+	if (pid == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(125);
+		if (dup2(sv[1], 3) < 0)
+			_exit(125);
+		al_sys_close_range(4, ~0U, 0);
+		char *argv[] = {(char *)"airlock", (char *)"__session", NULL};
+		execv(m->cfg->exe, argv);
+		_exit(127);
+	}
+	close(sv[1]);
+	s->pid = pid;
+	s->pidfd = al_sys_pidfd_open(pid, 0);
+	al_chan_init(&s->ch, sv[0]);
+	s->ch.no_fds = true;
+	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	return 0;
+}
+
+/* Sessions past their setup deadline (their run not started, no answer)
+ * are killed; the milliseconds until the next deadline, or -1. */
+int mon_setup_deadlines(struct monitor *m)
+{
+	uint64_t now = al_now_ms(), next = 0;
+
+	for (size_t i = m->n_sb; i-- > 0;) {
+		struct sandbox *s = m->sb[i];
+		if (!s->setup_deadline_ms)
+			continue;
+		if (s->setup_deadline_ms <= now) {
+			al_warn("serve: session %s did not start its run within %d s; killed",
+				s->id, AL_SERVE_SETUP_MAX_MS / 1000);
+			for (size_t k = 0; k < s->n_owed; k++)
+				mon_respond_error(
+				    m, s->owed[k].req, 504,
+				    "the sandbox's session did not start its run within "
+				    "%d s, and was killed",
+				    AL_SERVE_SETUP_MAX_MS / 1000);
+			s->n_owed = 0;
+			mon_sandbox_free(m, i);
+			continue;
+		}
+		if (!next || s->setup_deadline_ms < next)
+			next = s->setup_deadline_ms;
+	}
+	return next ? (int)(next - now) : -1;
+}
+
+/* SIGTERM: every session is told to end (its channel closed: it kills its
+ * run, which removes its cgroups and gives its id slot back) and given
+ * AL_SERVE_STOP_MS to exit; what is left then is killed. */
+void mon_stop_sessions(struct monitor *m)
+{
+	uint64_t end = al_now_ms() + AL_SERVE_STOP_MS;
+
+	for (size_t i = 0; i < m->n_sb; i++)
+		shutdown(m->sb[i]->ch.fd, SHUT_RDWR);
+	while (m->n_sb) {
+		struct sandbox *s = m->sb[m->n_sb - 1];
+		uint64_t now = al_now_ms();
+		struct pollfd p = {.fd = s->pidfd, .events = POLLIN};
+		if (s->pidfd >= 0 && now < end && poll(&p, 1, (int)(end - now)) == 0)
+			continue; /* not yet: the deadline ends the wait */
+		if (s->pidfd >= 0 && !(p.revents & POLLIN))
+			al_warn("serve: session %s did not end in %d s; killed", s->id,
+				AL_SERVE_STOP_MS / 1000);
+		pid_t pid = s->pid;
+		mon_sandbox_free(m, m->n_sb - 1); /* SIGKILL: a no-op when it has ended */
+		waitpid(pid, NULL, 0);
+	}
+}

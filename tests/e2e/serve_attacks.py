@@ -1,0 +1,296 @@
+#!/usr/bin/python3
+"""Attacks on `airlock serve` found in review (TAP): each case asserts what
+the daemon must do and fails while the hole it names is open.
+
+usage: serve_attacks.py AIRLOCK PROBE [CASE-SUBSTRING...]
+
+- a TCP client with any valid token, and no operator policy, may not have
+  the root session run host commands (a secret's command source) or read
+  root-only files (a "copy" mount of the token file: another client's
+  token);
+- a task in a sandbox whose run mounted the socket's directory may not
+  talk to the daemon (the idmapped mount shows the root-owned 0600 socket
+  as the sandbox user's);
+- a secret read from descriptor 3 (the session's own channel to the
+  monitor) may not wedge the session and its sandbox slot for ever;
+- the front, forked from the monitor, may hold no bearer token, none of
+  the daemon's environment, and no descriptor the daemon inherited;
+- clients that trickle a head one byte at a time may not hold every
+  connection for ever.
+
+Every daemon is ended by its pid, its temp dir removed, also when a case
+fails. Network: 127.0.0.1 only.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from harness import Env, Skip, Suite, TempDir, expect, wait_for, children_of
+from run_serve import Daemon, UnixHTTP  # noqa: F401 (UnixHTTP: Daemon.request)
+
+suite = Suite()
+case = suite.case
+
+TOKEN_A = "tokA-" + "a" * 20
+TOKEN_B = "tokB-" + "b" * 20
+
+
+class DaemonWith(Daemon):
+    """Daemon with extra environment and inherited descriptors."""
+
+    def __init__(self, env, *args, extra_env=None, pass_fds=()):
+        super().__init__(env, *args)
+        self.extra_env = extra_env or {}
+        self.pass_fds = pass_fds
+
+    def __enter__(self):
+        self.tmp = TempDir(mode=0o755)
+        self.dir = self.tmp.__enter__()
+        self.sock = os.path.join(self.dir, "sock")
+        self.log = open(os.path.join(self.dir, "log"), "w+")
+        environ = dict(os.environ)
+        environ.update(self.extra_env)
+        self.p = subprocess.Popen([self.env.airlock, "serve", "--socket", self.sock] + self.args,
+                                  stdout=self.log, stderr=self.log, env=environ,
+                                  pass_fds=self.pass_fds)
+        if not wait_for(lambda: self.ready() or self.p.poll() is not None, 10):
+            raise AssertionError("the daemon did not answer in 10 s: %s" % self.logtext())
+        expect(self.p.poll() is None, "the daemon ended at once: %s" % self.logtext())
+        return self
+
+    def front_pid(self):
+        for p in children_of(self.p.pid):
+            with open("/proc/%d/status" % p) as f:
+                if any(l.split()[:2] == ["Uid:", "65534"] for l in f):
+                    return p
+        raise AssertionError("no front process (uid 65534) under the daemon")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def token_file(dirname):
+    path = os.path.join(dirname, "tokens")
+    with open(path, "w") as f:
+        f.write("%s alice\n%s bob\n" % (TOKEN_A, TOKEN_B))
+    os.chmod(path, 0o600)
+    return path
+
+
+def tcp_run(port, token, body, timeout=60):
+    r = subprocess.run(["curl", "-s", "-m", str(timeout), "-H", "Authorization: Bearer " + token,
+                        "-d", json.dumps(body), "http://127.0.0.1:%d/v1/run" % port],
+                       stdout=subprocess.PIPE)
+    return json.loads(r.stdout or b"{}")
+
+
+def memory_holds(pid, needle):
+    """Whether needle is anywhere in pid's readable memory (as root)."""
+    with open("/proc/%d/maps" % pid) as maps, open("/proc/%d/mem" % pid, "rb", 0) as mem:
+        for line in maps:
+            addr, perm = line.split()[:2]
+            if "r" not in perm:
+                continue
+            start, end = (int(x, 16) for x in addr.split("-"))
+            try:
+                mem.seek(start)
+                if needle in mem.read(end - start):
+                    return True
+            except (OSError, ValueError, OverflowError):
+                continue
+    return False
+
+
+@case
+def token_client_gets_no_host_root(e):
+    """A TCP client holding a valid token (alice), on a daemon without an
+    operator policy: a secret whose source is a command must not run that
+    command on the host (as root), and a "copy" mount of the daemon's own
+    token file must not hand alice bob's token."""
+    if os.geteuid() != 0:
+        raise Skip("needs root")
+    with TempDir(mode=0o700) as t:
+        port = free_port()
+        tokens = token_file(t)
+        marker = os.path.join(t, "ran-as-host-root")
+        with Daemon(e, "--listen", "127.0.0.1:%d" % port, "--token-file", tokens):
+            doc = tcp_run(port, TOKEN_A, {
+                "argv": ["/bin/true"],
+                "network": {"allow": ["a.test:80"], "hosts": {"a.test": "127.0.0.1"}},
+                "secrets": {"S": {"source": {"command": ["/bin/sh", "-c",
+                                                         "id > %s; echo x" % marker]},
+                                  "hosts": ["a.test:80"], "header": "X: {}"}}})
+            problems = []
+            if os.path.exists(marker):
+                problems.append("a token client ran a host command as root (%s)"
+                                % open(marker).read().strip())
+            doc = tcp_run(port, TOKEN_A, {
+                "argv": ["/bin/cat", "/x/tokens"],
+                "filesystem": {"mounts": [{"host": tokens, "path": "/x/tokens", "mode": "ro",
+                                           "copy": True}]}})
+            if TOKEN_B in str(doc.get("stdout")):
+                problems.append("alice read bob's token from the daemon's token file")
+            expect(not problems, "; ".join(problems))
+
+
+INNER = r"""
+import socket
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect("/d/sock")
+    s.sendall(b"GET /v1/health HTTP/1.0\r\n\r\n")
+    print(s.recv(4096).decode(errors="replace"))
+except OSError as e:
+    print("refused:", e)
+"""
+
+
+# The monitor answers a peer it refuses at once, before reading: read first.
+INNER_READ = INNER.replace('    s.sendall(b"GET /v1/health HTTP/1.0\\r\\n\\r\\n")\n', "")
+
+
+@case
+def sandbox_cannot_reach_the_daemon(e):
+    """A run that mounts the socket's directory read-only (root-owned, the
+    socket 0600) is refused: the socket is one of the daemon's own paths,
+    which no plan may show. And a task that reaches the socket by another
+    name (a hard link in a directory it may mount; as root the mount is
+    idmapped, so the socket shows as the sandbox user's own) gets a 403
+    from the monitor, which serves no sandbox's process."""
+    with Daemon(e) as d:
+        st, doc = d.json("POST", "/v1/run", {
+            "code": INNER, "language": "python",
+            "filesystem": {"mounts": [{"host": d.dir, "path": "/d", "mode": "ro"}]}})
+        expect(st == 403 and "belongs to the daemon" in json.dumps(doc),
+               "the mount of the socket's directory: %d %s" % (st, doc))
+        with TempDir(mode=0o755) as other:
+            os.link(d.sock, os.path.join(other, "sock"))
+            st, doc = d.json("POST", "/v1/run", {
+                "code": INNER_READ if os.geteuid() == 0 else INNER, "language": "python",
+                "filesystem": {"mounts": [{"host": other, "path": "/d", "mode": "ro"}]}})
+            expect(st == 200, "the run: %d %s" % (st, doc))
+            out = doc["stdout"]
+            expect("HTTP/1.1 200" not in out,
+                   "the task in the sandbox talked to the daemon: %r" % out[:300])
+            if os.geteuid() == 0:
+                expect("403" in out and "does not serve" in out,
+                       "the monitor did not refuse the sandbox's process: %r" % out[:300])
+
+
+@case
+def fd_secret_source_does_not_wedge(e):
+    """A secret read from descriptor 3, which in a session is its channel to
+    the monitor: the request is answered (refused or failed) within 20 s,
+    and the sandbox slot is free again."""
+    with Daemon(e) as d:
+        t0 = time.monotonic()
+        try:
+            st, doc = d.json("POST", "/v1/run", {
+                "argv": ["/bin/true"],
+                "network": {"allow": ["a.test:80"], "hosts": {"a.test": "127.0.0.1"}},
+                "secrets": {"S": {"source": {"fd": 3}, "hosts": ["a.test:80"],
+                                  "header": "X: {}"}}}, timeout=20)
+        except OSError as ex:
+            st, doc = None, str(ex)
+        expect(st is not None and st != 200,
+               "no answer after %.0f s (%s): the session reads its own channel"
+               % (time.monotonic() - t0, doc))
+        expect(wait_for(lambda: b'state="running"} 0' in d.request("GET", "/metrics")[2], 5),
+               "the sandbox slot is still taken")
+
+
+@case
+def front_holds_nothing(e):
+    """The front (uid 65534) parses what clients send: its memory must not
+    hold a bearer token no client has sent yet, nor a variable of the
+    daemon's environment (where `env` secret sources read their values);
+    it must not hold a descriptor the daemon inherited."""
+    if os.geteuid() != 0:
+        raise Skip("needs root")
+    secret = "env-secret-" + os.urandom(8).hex()
+    r, w = os.pipe()
+    try:
+        with TempDir(mode=0o700) as t:
+            tokens = token_file(t)
+            with DaemonWith(e, "--listen", "127.0.0.1:%d" % free_port(), "--token-file", tokens,
+                            extra_env={"ANALYSIS_TOKEN": secret}, pass_fds=(w,)) as d:
+                front = d.front_pid()
+                problems = []
+                if memory_holds(front, TOKEN_B.encode()):
+                    problems.append("its memory holds bob's bearer token (never sent to it)")
+                if memory_holds(front, secret.encode()):
+                    problems.append("its memory holds the daemon's environment "
+                                    "(ANALYSIS_TOKEN's value)")
+                fds = os.listdir("/proc/%d/fd" % front)
+                if str(w) in fds:
+                    problems.append("it holds descriptor %d the daemon inherited (its fds: %s)"
+                                    % (w, " ".join(sorted(fds, key=int))))
+                expect(not problems, "the front: " + "; ".join(problems))
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+@case
+def trickling_clients_are_dropped(e):
+    """--client-timeout 2: four connections that each send one byte of a
+    head every 0.25 s are never idle, but a head that never ends must still
+    be dropped: after 8 s (four timeouts) the daemon has closed every one
+    of them. Today they are held for as long as the trickle lasts (32 KiB
+    of head at one byte per timeout: days), and past --max-clients every
+    other client gets 503 meanwhile."""
+    with Daemon(e, "--max-clients", "4", "--client-timeout", "2") as d:
+        held = []
+        stop = threading.Event()
+        closed = set()
+
+        def trickle():
+            while not stop.wait(0.25):
+                for i, s in enumerate(held):
+                    try:
+                        s.sendall(b"X")
+                    except OSError:
+                        closed.add(i)
+
+        try:
+            for _ in range(4):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(d.sock)
+                s.sendall(b"GET /v1/health HTTP/1.1\r\n")
+                held.append(s)
+            th = threading.Thread(target=trickle)
+            th.start()
+            time.sleep(8)
+            stop.set()
+            th.join()
+            for i, s in enumerate(held):
+                s.setblocking(False)
+                try:
+                    if s.recv(4096) == b"":
+                        closed.add(i)
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    closed.add(i)
+        finally:
+            stop.set()
+            for s in held:
+                s.close()
+        expect(len(closed) == 4, "%d of 4 clients trickling a head still held after 8 s"
+               % (4 - len(closed)))
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        print("usage: %s AIRLOCK PROBE [CASE-SUBSTRING...]" % sys.argv[0], file=sys.stderr)
+        sys.exit(2)
+    sys.exit(suite.run(Env(sys.argv[1], sys.argv[2]), only=sys.argv[3:]))
