@@ -40,6 +40,9 @@ struct al_sandbox_exec {
 	bool tty; /* a terminal instead (stdio -1): its master comes to terminal() */
 	unsigned short rows, cols;
 	uint64_t memory_bytes, pids; /* its own limits (0: none below the sandbox's) */
+	/* The request set memory_bytes (not the sandbox's): refused where
+	 * the exec cannot have a cgroup of its own to hold it. */
+	bool memory_asked;
 };
 
 /* What happens to a session's execs, as the backend reports it. */

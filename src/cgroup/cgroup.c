@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <linux/magic.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,20 +43,15 @@ static const char *v2_mount(void)
  * /proc/self/cgroup. */
 char *al_cg_own_path(const char *controller)
 {
-	/* Read once per process: it only changes when we move, and we never
-	 * move the supervisor. */
-	static char text[8192];
-	static bool loaded;
-	char copy[8192];
+	/* Read on every call, into this call's buffer: a daemon's runs (or
+	 * threads) may ask at once, and a process a daemon moved to another
+	 * cgroup must not be told where it was. */
+	char copy[8192], *save = NULL;
 
-	if (!loaded) {
-		if (al_read_file("/proc/self/cgroup", text, sizeof(text)) < 0)
-			return NULL;
-		loaded = true;
-	}
-	memcpy(copy, text, sizeof(copy));
-	for (char *line = strtok(copy, "\n"), *next = NULL; line; line = next) {
-		next = strtok(NULL, "\n");
+	if (al_read_file("/proc/self/cgroup", copy, sizeof(copy)) < 0)
+		return NULL;
+	for (char *line = strtok_r(copy, "\n", &save), *next = NULL; line; line = next) {
+		next = strtok_r(NULL, "\n", &save);
 		char *ctrls = strchr(line, ':'), *path;
 		if (!ctrls)
 			continue;
@@ -81,10 +77,10 @@ char *al_cg_own_path(const char *controller)
 
 static bool file_has_word(const char *path, const char *word)
 {
-	char buf[1024];
+	char buf[1024], *save = NULL;
 	if (al_read_file(path, buf, sizeof(buf)) < 0)
 		return false;
-	for (char *tok = strtok(buf, " \n"); tok; tok = strtok(NULL, " \n"))
+	for (char *tok = strtok_r(buf, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save))
 		if (strcmp(tok, word) == 0)
 			return true;
 	return false;
@@ -131,11 +127,11 @@ const char *al_sockmem_name(enum al_sockmem m)
  * makes the kernel hold, on v1 as on v2. */
 static bool accounting_disabled(void)
 {
-	char cmdline[4096];
+	char cmdline[4096], *save = NULL;
 
 	if (al_read_file("/proc/cmdline", cmdline, sizeof(cmdline)) <= 0)
 		return false;
-	for (char *w = strtok(cmdline, " \n"); w; w = strtok(NULL, " \n"))
+	for (char *w = strtok_r(cmdline, " \n", &save); w; w = strtok_r(NULL, " \n", &save))
 		if (strncmp(w, "cgroup.memory=", 14) == 0 &&
 		    (strstr(w + 14, "nosocket") || strstr(w + 14, "nokmem")))
 			return true;
@@ -229,12 +225,12 @@ static int read_u64(const char *dir, const char *file, uint64_t *ret)
 static int read_key(const char *dir, const char *file, const char *key, uint64_t *ret)
 {
 	_cleanup_free_ char *path = xasprintf("%s/%s", dir, file);
-	char buf[4096];
+	char buf[4096], *save = NULL;
 	size_t klen = strlen(key);
 
 	if (al_read_file(path, buf, sizeof(buf)) <= 0)
 		return -ENOENT;
-	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+	for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		if (strncmp(line, key, klen) == 0 && line[klen] == ' ') {
 			*ret = strtoull(line + klen + 1, NULL, 10);
 			return 0;
@@ -263,9 +259,9 @@ static const char *dir_for(const struct al_cgroup *cg, const char *controller)
 	for (size_t i = 0; i < cg->n; i++) {
 		if (cg->v2)
 			return cg->h[i].dir;
-		char copy[64];
+		char copy[64], *save = NULL;
 		snprintf(copy, sizeof(copy), "%s", cg->h[i].ctrls);
-		for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ","))
+		for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
 			if (strcmp(tok, controller) == 0)
 				return cg->h[i].dir;
 	}
@@ -277,13 +273,17 @@ const char *al_cgroup_path(const struct al_cgroup *cg, const char *controller)
 	return cg ? dir_for(cg, controller) : NULL;
 }
 
-/* "<pid>-<starttime>": the supervisor's identity, stable for its life. */
+/* "<pid>-<starttime>-<n>": the supervisor's identity, stable for its
+ * life, and the number of the process's cgroup, which tells its runs
+ * apart. The counter is the process's only state here; atomic, so that
+ * two threads never take the same number. */
 static void make_id(char *buf, size_t len)
 {
-	static unsigned counter;
+	static atomic_uint counter;
 	unsigned long long st = 0;
 	al_proc_starttime(getpid(), &st);
-	snprintf(buf, len, "%d-%llu-%u", (int)getpid(), st, counter++);
+	snprintf(buf, len, "%d-%llu-%u", (int)getpid(), st,
+		 atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed));
 }
 
 static int mkdir_base(const char *base, struct al_error *err)

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup/internal.h"
 #include "core/sys.h"
 #include "core/util.h"
 
@@ -127,22 +128,17 @@ void al_cgroup_child_stats(const struct al_cgroup_child *c, struct al_cgroup_chi
 	st->cpu_system_us = read_num(c, 2, "cpuacct.stat", "system") * 1000000ULL / (uint64_t)hz;
 }
 
-/* One round: SIGKILL each listed pid; true if none was listed. */
+/* One round: SIGKILL what is listed, by pidfd (al_cg_kill_listed: a pid
+ * reaped and reused by a host process since it was read is not hit); true
+ * if nothing was listed. */
 static bool kill_round(const struct al_cgroup_child *c, size_t i)
 {
-	char buf[8192], *p = path_of(c, i, "cgroup.procs");
-	ssize_t n = al_read_file(p, buf, sizeof(buf));
-	bool empty = true;
+	char buf[32], *p = path_of(c, i, "cgroup.procs");
+	bool empty = al_read_file(p, buf, sizeof(buf)) <= 0;
 
 	free(p);
-	for (char *l = n > 0 ? buf : NULL; l && *l;
-	     l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		long pid = strtol(l, NULL, 10);
-		if (pid > 0) {
-			kill((pid_t)pid, SIGKILL);
-			empty = false;
-		}
-	}
+	if (!empty)
+		al_cg_kill_listed(c->dir[i]);
 	return empty;
 }
 

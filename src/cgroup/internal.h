@@ -1,4 +1,4 @@
-/* What cgroup.c and teardown.c share (internal to src/cgroup). */
+/* What the files of src/cgroup share (internal to the folder). */
 #pragma once
 
 #include <stdbool.h>
@@ -30,6 +30,11 @@ struct al_cgroup {
 
 /* "memory", "pids", "cpu", "cpuacct", "freezer", NULL */
 extern const char *const al_cg_v1_controllers[];
+
+/* teardown.c: SIGKILL every process listed in dir's cgroup.procs through
+ * pidfds, only those still listed once their pidfd is open (never a pid
+ * that was reaped and reused meanwhile). */
+void al_cg_kill_listed(const char *dir);
 
 /* Our own cgroup path for a v1 controller, or v2 (NULL). */
 char *al_cg_own_path(const char *controller);

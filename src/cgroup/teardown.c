@@ -258,3 +258,8 @@ int al_cgroup_gc(struct al_error *err)
 	(void)err;
 	return total;
 }
+
+void al_cg_kill_listed(const char *dir)
+{
+	kill_listed(dir);
+}

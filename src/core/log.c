@@ -1,19 +1,24 @@
 #include "core/log.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <time.h>
 
-static enum al_log_level current_level = AL_LOG_WARN;
+/* The process's one setting (the CLI's -q and -v; a daemon's own flag):
+ * process-wide by design, atomic so that threads may read it while it is
+ * set. */
+static atomic_int current_level = AL_LOG_WARN;
 
 void al_log_set_level(enum al_log_level level)
 {
-	current_level = level;
+	atomic_store_explicit(&current_level, (int)level, memory_order_relaxed);
 }
 
 enum al_log_level al_log_get_level(void)
 {
-	return current_level;
+	return (enum al_log_level)atomic_load_explicit(&current_level, memory_order_relaxed);
 }
 
 void al_log(enum al_log_level level, const char *fmt, ...)
@@ -21,7 +26,7 @@ void al_log(enum al_log_level level, const char *fmt, ...)
 	char line[2048];
 	va_list ap;
 
-	if (level > current_level)
+	if (level > al_log_get_level())
 		return;
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
@@ -37,13 +42,17 @@ static double ms_now(clockid_t id)
 	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
+/* The origin is the process's first phase (a debugging aid, for the CLI's
+ * one run), in nanoseconds: set once, by whichever thread comes first. */
 void al_log_phase(const char *what)
 {
-	static double start = -1;
+	static _Atomic uint64_t start;
+	uint64_t now, origin = 0;
 
-	if (current_level < AL_LOG_DEBUG)
+	if (al_log_get_level() < AL_LOG_DEBUG)
 		return;
-	if (start < 0)
-		start = ms_now(CLOCK_MONOTONIC); /* the first phase is the origin */
-	al_log(AL_LOG_DEBUG, "+%.3f ms: %s", ms_now(CLOCK_MONOTONIC) - start, what);
+	now = (uint64_t)(ms_now(CLOCK_MONOTONIC) * 1e6);
+	if (atomic_compare_exchange_strong(&start, &origin, now))
+		origin = now; /* the first phase */
+	al_log(AL_LOG_DEBUG, "+%.3f ms: %s", (double)(now - origin) / 1e6, what);
 }

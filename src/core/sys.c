@@ -3,8 +3,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +35,15 @@ int al_sys_pidfd_open(pid_t pid, unsigned int flags)
 int al_sys_pidfd_send_signal(int pidfd, int sig)
 {
 	return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
+#ifndef PIDFD_SIGNAL_PROCESS_GROUP
+#define PIDFD_SIGNAL_PROCESS_GROUP (1U << 2)
+#endif
+
+int al_sys_pidfd_signal_group(int pidfd, int sig)
+{
+	return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, PIDFD_SIGNAL_PROCESS_GROUP);
 }
 
 int al_sys_close_range(unsigned int first, unsigned int last, unsigned int flags)
@@ -145,14 +157,19 @@ uint64_t al_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* Cached for the process: the kernel's answer never changes. Atomic, so
+ * that threads asking at once at worst both ask the kernel. */
 int al_landlock_abi(void)
 {
-	static int abi = -1;
-	if (abi < 0) {
+	static atomic_int abi = -1;
+	int v = atomic_load_explicit(&abi, memory_order_relaxed);
+
+	if (v < 0) {
 		int r = al_sys_landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
-		abi = r < 0 ? 0 : r;
+		v = r < 0 ? 0 : r;
+		atomic_store_explicit(&abi, v, memory_order_relaxed);
 	}
-	return abi;
+	return v;
 }
 
 int al_write_all(int fd, const void *buf, size_t len)
@@ -242,4 +259,47 @@ int al_proc_starttime(pid_t pid, unsigned long long *ret)
 		return -EINVAL;
 	*ret = strtoull(p + 1, NULL, 10);
 	return 0;
+}
+
+void *al_clone_stack_new(struct al_clone_stack *s, size_t size)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	size = (size + page - 1) / page * page;
+	s->len = size + page;
+	s->map = mmap(NULL, s->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
+		      -1, 0);
+	if (s->map == MAP_FAILED) {
+		s->map = NULL;
+		return NULL;
+	}
+	/* The stack grows down: the guard is its lowest page. */
+	if (mprotect(s->map, page, PROT_NONE) < 0) {
+		int e = errno;
+		al_clone_stack_free(s);
+		errno = e;
+		return NULL;
+	}
+	return (char *)s->map + s->len;
+}
+
+void al_clone_stack_free(struct al_clone_stack *s)
+{
+	if (s->map)
+		munmap(s->map, s->len);
+	s->map = NULL;
+}
+
+mode_t al_umask_get(void)
+{
+	char buf[4096];
+	const char *l;
+	mode_t m;
+
+	if (al_read_file("/proc/self/status", buf, sizeof(buf)) > 0 &&
+	    (l = strstr(buf, "\nUmask:\t")))
+		return (mode_t)strtoul(l + 8, NULL, 8) & 0777;
+	m = umask(022);
+	umask(m);
+	return m;
 }

@@ -17,6 +17,10 @@ long al_sys_clone3(struct clone_args *args, size_t size);
 int al_sys_pivot_root(const char *new_root, const char *put_old);
 int al_sys_pidfd_open(pid_t pid, unsigned int flags);
 int al_sys_pidfd_send_signal(int pidfd, int sig);
+/* sig to the process group of the process pidfd stands for
+ * (PIDFD_SIGNAL_PROCESS_GROUP, Linux 6.9): that group even once its leader
+ * is reaped, never one that took its number since. EINVAL before 6.9. */
+int al_sys_pidfd_signal_group(int pidfd, int sig);
 int al_sys_close_range(unsigned int first, unsigned int last, unsigned int flags);
 int al_sys_openat2(int dirfd, const char *path, struct open_how *how, size_t size);
 int al_sys_mount_setattr(int dirfd, const char *path, unsigned int flags, struct mount_attr *attr,
@@ -93,3 +97,23 @@ void al_random_id(char *buf, size_t len);
  * since boot: with the pid, an identity that survives pid reuse. 0 or
  * -errno. */
 int al_proc_starttime(pid_t pid, unsigned long long *ret);
+
+/* A stack for a clone(CLONE_VM) child that runs on the caller's memory:
+ * mapped per call, so that two runs (or threads) of one process never
+ * share one, with a PROT_NONE guard page under it, so that an overflow
+ * faults instead of writing over other memory. */
+struct al_clone_stack {
+	void *map; /* the mapping, guard page included; NULL when none */
+	size_t len;
+};
+
+/* Map a stack of size bytes (rounded up to pages) in s. Returns its top,
+ * the address to pass to clone(), or NULL with errno set. Unmap it with
+ * al_clone_stack_free() only once the child has exited. */
+void *al_clone_stack_new(struct al_clone_stack *s, size_t size);
+void al_clone_stack_free(struct al_clone_stack *s);
+
+/* The process's umask, read from /proc/self/status without changing it
+ * (umask() can only be read by setting it, which another thread's files
+ * would get meanwhile). Where /proc does not say, set and set back. */
+mode_t al_umask_get(void);

@@ -138,6 +138,9 @@ static int ask(int fd, const char *path, const char *body, size_t n)
 static _Noreturn void connector_main(const struct sockaddr_un *sun, socklen_t sl, const char *path,
 				     int sock)
 {
+	/* Static, and safe as such: this function
+	 * never returns and runs only in the connector's own process, one
+	 * per gateway, with one thread. */
 	static char buf[sizeof(uint64_t) + GW_CONNECTOR_BODY_MAX + 1];
 	struct started st = {0};
 

@@ -195,8 +195,10 @@ static void rule_from_opts(struct gw_filter *f, const struct conn *c)
 	if (!al_rule_opts_has_requests(o))
 		return;
 	/* A list that ended up empty allows no method (not any). */
-	static char *none[] = {"(none)"};
-	f->rule.methods = o->methods && !o->methods[0] ? none : o->methods;
+	/* Read-only (the rule only reads its lists; a write would fault), so
+	 * sharing it between connections and runs is safe. */
+	static char *const none[] = {"(none)"};
+	f->rule.methods = o->methods && !o->methods[0] ? (char **)none : o->methods;
 	f->rule.n_methods = o->methods && !o->methods[0] ? 1 : al_strv_len(o->methods);
 	f->rule.paths = o->paths;
 	f->rule.n_paths = al_strv_len(o->paths);

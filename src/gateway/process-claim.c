@@ -41,15 +41,26 @@ int al_gateway_proc_claim(struct al_gateway_proc *gp, const struct al_plan *plan
 	while (gp->claiming && gp->state != AL_GATEWAY_FAILED) {
 		uint64_t t = al_now_ms();
 		struct pollfd p = {.fd = gp->sock, .events = POLLIN};
-		if (t >= deadline || poll(&p, 1, (int)(deadline - t)) < 0) {
+		int pr = t < deadline ? poll(&p, 1, (int)(deadline - t)) : 0;
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr <= 0) {
 			gw_proc_fail(gp,
 				     "the gateway process did not answer the claim within %d ms",
 				     CLAIM_TIMEOUT_MS);
 			break;
 		}
-		if (p.revents && gw_proc_read_one(gp) < 0)
+		/* Its channel closed (it died, or hung up) with no answer: the
+		 * claim is not in force, and a gateway that will not say so
+		 * serves no one. */
+		if (gw_proc_read_one(gp) < 0) {
+			gw_proc_fail(gp,
+				     "the gateway process closed its channel before answering the "
+				     "claim");
 			break;
+		}
 	}
+	gp->claiming = false;
 	if (gp->state == AL_GATEWAY_FAILED)
 		return al_error_set(err, EIO, "gateway: %s", gp->error);
 	if (gp->claim_error)

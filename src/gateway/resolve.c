@@ -83,6 +83,9 @@ static void ares_sock_state(void *data, ares_socket_t fd, int readable, int writ
 
 int gw_resolver_start(struct al_gateway *gw, struct al_error *err)
 {
+	/* c-ares's own initialisation, once per process (the library keeps
+	 * a plain counter). Safe as process-wide state: the gateway runs in a
+	 * process of its own for each run (process.c), with one thread. */
 	static bool library_ready;
 	struct ares_options opts = {.sock_state_cb = ares_sock_state, .sock_state_cb_data = gw};
 	int r;

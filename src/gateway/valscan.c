@@ -359,10 +359,11 @@ static void plain_forms(const char *v, size_t n, struct adder *a)
 		}
 }
 
-static const struct al_valscan_set *sort_set;
-
-static int cmp_sorted(const void *a, const void *b)
+/* The set is qsort_r's argument, not a file-scope pointer: sets may be
+ * compiled in several threads of one process at once. */
+static int cmp_sorted(const void *a, const void *b, void *arg)
 {
+	const struct al_valscan_set *sort_set = arg;
 	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
 	size_t li = sort_set->len[i], lj = sort_set->len[j];
 	int r = memcmp(sort_set->v[i], sort_set->v[j], li < lj ? li : lj);
@@ -392,9 +393,7 @@ static void compile(struct al_valscan_set *s)
 	}
 	for (size_t i = 0; i < s->n; i++)
 		s->sorted[i] = (uint32_t)i;
-	sort_set = s;
-	qsort(s->sorted, s->n, sizeof(*s->sorted), cmp_sorted);
-	sort_set = NULL;
+	qsort_r(s->sorted, s->n, sizeof(*s->sorted), cmp_sorted, s);
 }
 
 int al_valscan_new(const struct al_valscan_value *v, size_t n, struct al_valscan_set **ret,

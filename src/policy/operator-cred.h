@@ -1,5 +1,7 @@
-/* The operator policy's credentials, rule options and budget
- * (operator-cred.c), for its parser (internal to src/policy). */
+/* The parts of the operator policy's parser kept in files of their own
+ * (internal to src/policy): credentials, rule options and budget
+ * (operator-cred.c), the decider (operator-decider.c), the daemon's
+ * identities and pool (operator-serve.c). */
 #pragma once
 
 #include <jansson.h>
@@ -17,3 +19,8 @@ int al_op_parse_budget(struct al_json_ctx *c, const json_t *j, const char *path,
 		       struct al_op_profile *pr);
 /* Keep an allow or always rule's options (taken). */
 void al_op_add_rule_opts(struct al_op_profile *pr, struct al_rule_opts *o);
+
+/* The top level's "decider". */
+int al_op_parse_decider(struct al_json_ctx *c, const json_t *j);
+/* The top level's "serve", after the profiles (it names them). */
+int al_op_parse_serve(struct al_json_ctx *c, const json_t *j);

@@ -18,11 +18,7 @@
 #include "policy/operator-cred.h"
 #include "policy/policy.h"
 
-#define PROFILE_NAME_MAX	   64
-#define DECIDER_TIMEOUT_DEFAULT_MS 1000u
-#define DECIDER_TIMEOUT_MAX_MS	   60000u
-#define DECIDER_CACHE_DEFAULT	   256u
-#define DECIDER_TTL_DEFAULT_MS	   60000u
+#define PROFILE_NAME_MAX 64
 
 /* Every backend the design has, weakest first; those this airlock has
  * (src/backend: native only until the other layers are built). */
@@ -51,17 +47,6 @@ int al_backend_strength(const char *name)
 	return -1;
 }
 
-/* "native" or "native, gvisor": what a message lists as valid. */
-static const char *built_names(void)
-{
-	static char text[64];
-	size_t o = 0;
-
-	for (size_t i = 0; built[i] && o < sizeof(text); i++)
-		o += (size_t)snprintf(text + o, sizeof(text) - o, "%s%s", i ? ", " : "", built[i]);
-	return text;
-}
-
 /* The strongest backend this airlock has. */
 static int strongest(void)
 {
@@ -85,6 +70,18 @@ static int fail(struct al_json_ctx *c, const char *path, const char *fmt, ...)
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
 	return al_json_fail(c, path, "%s", what);
+}
+
+/* A backend this airlock does not have, named at path: the message lists
+ * those it has (in this call's buffer, which no other parser shares). */
+static int not_built(struct al_json_ctx *c, const char *path, const char *name)
+{
+	char text[64] = "";
+	size_t o = 0;
+
+	for (size_t i = 0; built[i] && o < sizeof(text); i++)
+		o += (size_t)snprintf(text + o, sizeof(text) - o, "%s%s", i ? ", " : "", built[i]);
+	return fail(c, path, "backend \"%s\" is not one this airlock has (valid: %s)", name, text);
 }
 
 static struct al_op_path *add_path(struct al_op_path **v, size_t *n, const char *path,
@@ -403,10 +400,7 @@ static int parse_backend(struct al_json_ctx *c, const json_t *j, const char *pat
 			if (al_backend_strength(pr->backends[i]) < 0) {
 				char el[192];
 				snprintf(el, sizeof(el), "%s[%zu]", sub, i);
-				al_json_note(&bad, fail(c, el,
-							"backend \"%s\" is not one this airlock "
-							"has (valid: %s)",
-							pr->backends[i], built_names()));
+				al_json_note(&bad, not_built(c, el, pr->backends[i]));
 			}
 	const char *names[2] = {"minimum", "default"};
 	char **out[2] = {&pr->backend_min, &pr->backend_default};
@@ -415,10 +409,7 @@ static int parse_backend(struct al_json_ctx *c, const json_t *j, const char *pat
 		if ((v = json_object_get(j, names[i])) &&
 		    al_json_note(&bad, al_json_string(c, v, sub, out[i])) == 0 &&
 		    al_backend_strength(*out[i]) < 0)
-			al_json_note(&bad, fail(c, sub,
-						"backend \"%s\" is not one this airlock has "
-						"(valid: %s)",
-						*out[i], built_names()));
+			al_json_note(&bad, not_built(c, sub, *out[i]));
 	}
 	/* Every name in allowed is known now: the bounds must leave some
 	 * backend, and one for a task that names none. */
@@ -608,117 +599,10 @@ static int parse_profile(struct al_json_ctx *c, const char *name, const json_t *
 	return bad;
 }
 
-/* The decider's address: "socket" (a Unix socket's path) or "url"
- * ("http://127.0.0.1:PORT", "http://[::1]:PORT"); nothing else. */
-static int parse_decider_url(struct al_json_ctx *c, const char *url, struct al_decider_conf *d)
-{
-	const char *rest, *port;
-	char *end;
-
-	if (strncmp(url, "http://", 7) != 0)
-		return fail(c, "decider.url",
-			    "expected http://127.0.0.1:PORT or http://[::1]:PORT");
-	rest = url + 7;
-	if (strncmp(rest, "127.0.0.1:", 10) == 0) {
-		d->host = xstrdup("127.0.0.1");
-		port = rest + 10;
-	} else if (strncmp(rest, "[::1]:", 6) == 0) {
-		d->host = xstrdup("::1");
-		port = rest + 6;
-	} else {
-		return fail(c, "decider.url",
-			    "\"%s\": the decider must be on this machine's loopback "
-			    "(http://127.0.0.1:PORT or http://[::1]:PORT) or a Unix socket",
-			    url);
-	}
-	errno = 0;
-	unsigned long p = strtoul(port, &end, 10);
-	if (errno || end == port || (*end && strcmp(end, "/") != 0) || p == 0 || p > 65535 ||
-	    port[0] == '+' || port[0] == '-')
-		return fail(c, "decider.url", "\"%s\": bad port", url);
-	d->port = (uint16_t)p;
-	return 0;
-}
-
-static int parse_decider_path(struct al_json_ctx *c, const json_t *v, const char *key, char **out)
-{
-	char sub[64];
-	int r;
-
-	snprintf(sub, sizeof(sub), "decider.%s", key);
-	if ((r = al_json_string(c, v, sub, out)) < 0)
-		return r;
-	bool ok = (*out)[0] == '/' && strlen(*out) <= 256;
-	for (const char *p = *out; ok && *p; p++)
-		ok = *p > 0x20 && *p < 0x7f && *p != '?' && *p != '#' && *p != '%';
-	if (!ok || strstr(*out, "//") || strstr(*out, "/../") || strstr(*out, "/./")) {
-		r = fail(c, sub, "expected a path such as \"/v1/data/airlock/%s\", got \"%s\"", key,
-			 *out);
-		free(*out);
-		*out = NULL;
-	}
-	return r;
-}
-
-static int parse_decider(struct al_json_ctx *c, const json_t *j)
-{
-	static const char *const keys[] = {"socket",  "url",   "run",	    "egress",
-					   "timeout", "cache", "cache_ttl", NULL};
-	_cleanup_(al_decider_conf_freep) struct al_decider_conf *d = xcalloc(1, sizeof(*d));
-	_cleanup_free_ char *url = NULL;
-	json_t *v;
-	int r, bad = 0;
-	uint64_t n;
-
-	if ((r = al_json_want(c, j, JSON_OBJECT, "decider", "an object")) < 0)
-		return r;
-	al_json_note(&bad, al_json_check_keys(c, j, "decider", keys));
-	d->where = xstrdup("decider");
-	d->timeout_ms = DECIDER_TIMEOUT_DEFAULT_MS;
-	d->cache_size = DECIDER_CACHE_DEFAULT;
-	d->cache_ttl_ms = DECIDER_TTL_DEFAULT_MS;
-	if ((v = json_object_get(j, "socket")) &&
-	    al_json_note(&bad, al_json_abs_path(c, v, "decider.socket", &d->socket)) == 0 &&
-	    strlen(d->socket) >= 108)
-		al_json_note(&bad, fail(c, "decider.socket",
-					"longer than a Unix socket's path may be (107 bytes)"));
-	if ((v = json_object_get(j, "url")) &&
-	    al_json_note(&bad, al_json_string(c, v, "decider.url", &url)) == 0)
-		al_json_note(&bad, parse_decider_url(c, url, d));
-	if (!json_object_get(j, "socket") == !json_object_get(j, "url"))
-		al_json_note(&bad, fail(c, "decider",
-					"give one of \"socket\" (a Unix socket's path) and \"url\" "
-					"(http://127.0.0.1:PORT)"));
-	if ((v = json_object_get(j, "run")))
-		al_json_note(&bad, parse_decider_path(c, v, "run", &d->run_path));
-	if ((v = json_object_get(j, "egress")))
-		al_json_note(&bad, parse_decider_path(c, v, "egress", &d->egress_path));
-	if (!json_object_get(j, "run") && !json_object_get(j, "egress"))
-		al_json_note(&bad, fail(c, "decider",
-					"nothing to ask: give \"run\" (asked once per run) and/or "
-					"\"egress\" (asked per egress request)"));
-	if ((v = json_object_get(j, "timeout")) &&
-	    al_json_note(&bad, al_json_duration(c, v, "decider.timeout", &d->timeout_ms)) == 0 &&
-	    d->timeout_ms > DECIDER_TIMEOUT_MAX_MS)
-		al_json_note(&bad, fail(c, "decider.timeout", "at most 60 seconds"));
-	if ((v = json_object_get(j, "cache"))) {
-		if (json_is_integer(v) && json_integer_value(v) == 0)
-			d->cache_size = 0;
-		else if (al_json_note(&bad, al_json_count(c, v, "decider.cache", 65536, &n)) == 0)
-			d->cache_size = (unsigned)n;
-	}
-	if ((v = json_object_get(j, "cache_ttl")))
-		al_json_note(&bad, al_json_duration(c, v, "decider.cache_ttl", &d->cache_ttl_ms));
-	if (bad < 0)
-		return bad;
-	c->op->decider = TAKE_PTR(d);
-	return 0;
-}
-
 static int parse_root(struct al_json_ctx *c, const json_t *root)
 {
 	static const char *const keys[] = {"version", "profiles", "decider", "description",
-					   "secrets", "tokens",	  NULL};
+					   "secrets", "tokens",	  "serve",   NULL};
 	const json_t *v, *profiles;
 	const char *name;
 	json_t *e;
@@ -743,7 +627,7 @@ static int parse_root(struct al_json_ctx *c, const json_t *root)
 	if ((v = json_object_get(root, "description")) && !json_is_string(v))
 		al_json_note(&bad, fail(c, "description", "expected a string"));
 	if ((v = json_object_get(root, "decider")))
-		al_json_note(&bad, parse_decider(c, v));
+		al_json_note(&bad, al_op_parse_decider(c, v));
 	al_json_note(&bad, al_op_parse_secrets(c, root));
 	profiles = json_object_get(root, "profiles");
 	if (!profiles)
@@ -769,6 +653,8 @@ static int parse_root(struct al_json_ctx *c, const json_t *root)
 		al_json_note(&bad,
 			     parse_profile(c, name, e, &c->op->profiles[c->op->n_profiles++]));
 	}
+	if ((v = json_object_get(root, "serve")))
+		al_json_note(&bad, al_op_parse_serve(c, v));
 	return bad;
 }
 

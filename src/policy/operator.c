@@ -96,6 +96,7 @@ void al_operator_free(struct al_operator *op)
 	for (size_t i = 0; i < op->n_secrets; i++)
 		al_secret_def_free(op->secrets[i]);
 	free(op->secrets);
+	al_op_serve_clear(&op->serve);
 	free(op->file);
 	free(op);
 }
@@ -204,6 +205,7 @@ static void resolve_paths(struct al_op_path *v, size_t n)
 
 void al_operator_resolve(struct al_operator *op)
 {
+	al_op_serve_resolve(op);
 	for (size_t i = 0; i < op->n_profiles; i++) {
 		struct al_op_profile *pr = &op->profiles[i];
 		resolve_paths(pr->ro, pr->n_ro);

@@ -131,6 +131,51 @@ static inline void al_decider_conf_freep(struct al_decider_conf **c)
 	al_decider_conf_free(*c);
 }
 
+/* airlock serve's clients (operator-serve.c): an identity of the
+ * operator's "serve.identities" and the profiles it may use. */
+enum al_op_who {
+	AL_OP_WHO_UID = 1, /* "uid:N": a Unix-socket peer's uid */
+	AL_OP_WHO_GROUP,   /* "group:NAME": a peer whose gid or supplementary gids hold it */
+	AL_OP_WHO_TOKEN,   /* "token:NAME": a bearer token of --token-file named NAME */
+};
+
+struct al_op_identity {
+	char *key; /* as written: "uid:1000", "group:staff", "token:alice" */
+	enum al_op_who kind;
+	uid_t uid;	/* UID */
+	char *name;	/* GROUP, TOKEN */
+	gid_t gid;	/* GROUP: resolved by the loader (getgrnam) */
+	bool gid_known; /* GROUP: the group exists */
+	char **profiles;
+	char *def;   /* the profile a request that names none gets */
+	char *where; /* "serve.identities.uid:1000" */
+};
+
+/* How many ready sandboxes the warm pool keeps for a profile. */
+struct al_op_pool {
+	char *profile;
+	unsigned count;
+};
+#define AL_OP_POOL_MAX 1024u
+
+struct al_op_serve {
+	bool set;	    /* the file has a "serve" section */
+	char *socket_group; /* the Unix socket's group (mode 0660), or NULL: 0600 */
+	struct al_op_identity *ids;
+	size_t n_ids;
+	struct al_op_pool *pool;
+	size_t n_pool;
+};
+
+/* Who asks the daemon: a Unix-socket peer (uid, its gid and supplementary
+ * gids from the kernel) or a bearer token's identity. Borrowed strings. */
+struct al_identity {
+	const char *token; /* NULL: a Unix peer */
+	uid_t uid;
+	const gid_t *gids;
+	size_t n_gids;
+};
+
 struct al_operator {
 	char *file;	 /* the file it came from */
 	char sha256[65]; /* of the file's bytes, hex */
@@ -140,6 +185,7 @@ struct al_operator {
 	/* Secrets and tokens (cred.h) the profiles grant by name. */
 	struct al_secret_def **secrets;
 	size_t n_secrets;
+	struct al_op_serve serve; /* airlock serve's section (zeroed: none) */
 };
 
 /* Parse an operator policy (JSON, strict, version 1) held in memory; name
@@ -180,6 +226,21 @@ static inline void al_operator_freep(struct al_operator **op)
 {
 	al_operator_free(*op);
 }
+
+/* The profiles op lets who use through the daemon (operator-serve.c),
+ * a NULL-terminated list (al_strv_free; NULL: none), and in *def the one a
+ * request naming none gets (a new string, or NULL). Every entry who
+ * matches counts: its uid's, each group's it is in, its token's. uid 0
+ * with no entry of its own may use every profile, "default" its default.
+ * A uid or group entry never matches a token, nor a token entry a peer. */
+char **al_op_serve_grants(const struct al_operator *op, const struct al_identity *who, char **def);
+/* who as the API names it: "uid:N" or "token:NAME", into buf. */
+const char *al_identity_text(const struct al_identity *who, char *buf, size_t len);
+/* Resolve the groups of op->serve (getgrnam), as al_operator_resolve(). */
+void al_op_serve_resolve(struct al_operator *op);
+void al_op_serve_clear(struct al_op_serve *s);
+/* The count of profile's warm pool (0: none). */
+unsigned al_op_serve_pool(const struct al_operator *op, const char *profile);
 
 /* The profile named name, or NULL. */
 const struct al_op_profile *al_operator_profile(const struct al_operator *op, const char *name);

@@ -38,6 +38,7 @@
 #include <sys/mman.h>
 #include <sys/shm.h>
 #include <sys/personality.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -75,6 +76,10 @@
 #define IOCTL(req)     ALLOW_IF("ioctl", #req, ARG(1, M32, req))
 #define PRCTL(opt)     ALLOW_IF("prctl", #opt, ARG(0, M32, opt))
 #define PERSONALITY(p) ALLOW_IF("personality", #p, ARG(0, M32, p))
+/* A call on a process (its first argument): only pid 0, the caller. */
+#define SELF(n)        ALLOW_IF(n, "pid 0 (the caller) only", ARG(0, M32, 0))
+/* IOPRIO_WHO_PROCESS (<linux/ioprio.h> of newer kernels only). */
+#define IOPRIO_WHO_PROC 1
 #define SETID	 (S_ISUID | S_ISGID)
 #define CREATING (O_CREAT | (O_TMPFILE & ~O_DIRECTORY))
 #define NEW_NAMESPACES                                                                             \
@@ -173,13 +178,24 @@ static const struct al_seccomp_rule_info table[] = {
 	ALLOW("set_tid_address"), ALLOW("set_robust_list"), ALLOW("get_robust_list"),
 	ALLOW("futex"), ALLOW("futex_waitv"), ALLOW("futex_wake"), ALLOW("futex_wait"),
 	ALLOW("futex_requeue"), ALLOW("rseq"), ALLOW("arch_prctl"), ALLOW("getrusage"),
-	ALLOW("times"), ALLOW("getrlimit"), ALLOW("setrlimit"), ALLOW("prlimit64"),
-	ALLOW("getpriority"), ALLOW("setpriority"), ALLOW("ioprio_get"), ALLOW("ioprio_set"),
-	ALLOW("sched_yield"), ALLOW("sched_getaffinity"), ALLOW("sched_setaffinity"),
-	ALLOW("sched_getparam"), ALLOW("sched_setparam"), ALLOW("sched_getscheduler"),
-	ALLOW("sched_setscheduler"), ALLOW("sched_get_priority_max"),
-	ALLOW("sched_get_priority_min"), ALLOW("sched_rr_get_interval"), ALLOW("sched_getattr"),
-	ALLOW("sched_setattr"), ALLOW("getcpu"), ALLOW("uname"), ALLOW("sysinfo"),
+	ALLOW("times"), ALLOW("getrlimit"), ALLOW("setrlimit"),
+	/* Limits, priorities and scheduling only of the caller itself (pid
+	 * 0, as libc's setrlimit, nice, taskset CMD and ionice CMD pass):
+	 * another process's would change a session's init, and so every
+	 * later exec (RLIMIT_NPROC 0: none starts again), or another exec.
+	 * prlimit64 reading another's limit (new limit NULL) would need a
+	 * 64-bit compare; /proc/PID/limits tells the same. */
+	SELF("prlimit64"), SELF("sched_setaffinity"), SELF("sched_setparam"),
+	SELF("sched_setscheduler"), SELF("sched_setattr"),
+	ALLOW_IF("setpriority", "PRIO_PROCESS of the caller (who 0)",
+		 ARG(0, M32, PRIO_PROCESS), ARG(1, M32, 0)),
+	ALLOW_IF("ioprio_set", "IOPRIO_WHO_PROCESS of the caller (who 0)",
+		 ARG(0, M32, IOPRIO_WHO_PROC), ARG(1, M32, 0)),
+	ALLOW("getpriority"), ALLOW("ioprio_get"), ALLOW("sched_yield"),
+	ALLOW("sched_getaffinity"), ALLOW("sched_getparam"), ALLOW("sched_getscheduler"),
+	ALLOW("sched_get_priority_max"), ALLOW("sched_get_priority_min"),
+	ALLOW("sched_rr_get_interval"), ALLOW("sched_getattr"), ALLOW("getcpu"),
+	ALLOW("uname"), ALLOW("sysinfo"),
 	ALLOW("restart_syscall"),
 	/* Only ever restrict further. */
 	ALLOW("seccomp"), ALLOW("landlock_create_ruleset"), ALLOW("landlock_add_rule"),

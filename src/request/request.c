@@ -3,8 +3,10 @@
 
 #include <errno.h>
 #include <fnmatch.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/cleanup.h"
 #include "core/util.h"
@@ -44,6 +46,147 @@ static void hold(const struct al_request_config *cfg, const struct al_operator *
 		al_engine_plan(dec, policy, *plan);
 }
 
+/* --- the daemon's clients, and the paths no run may show ---------------- */
+
+static bool listed(char *const *v, const char *s)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		if (strcmp(v[i], s) == 0)
+			return true;
+	return false;
+}
+
+/* Under an operator policy: the profile asked (none: the identity's
+ * default) must be one the policy's "serve" section grants the daemon's
+ * client. Refusals go to rq->dec, then -EPERM. */
+static int grant_profile(struct al_request *rq)
+{
+	const struct al_identity *who = rq->cfg->identity;
+	struct al_policy *policy = rq->policy;
+	char idtext[96], *def = NULL;
+	char **grants = al_op_serve_grants(rq->op, who, &def);
+	_cleanup_free_ char *list = al_strv_join(grants, ", ");
+
+	al_identity_text(who, idtext, sizeof(idtext));
+	if (!policy->profile && def)
+		policy->profile = xstrdup(def);
+	free(def);
+	bool ok = policy->profile && listed(grants, policy->profile);
+	al_strv_free(grants);
+	if (ok)
+		return 0;
+	rq->dec = (struct al_decision){.op = rq->op};
+	if (!list[0])
+		al_engine_refuse(&rq->dec, idtext, "an entry in serve.identities",
+				 "serve.identities",
+				 "%s: the operator policy's \"serve\" section grants this "
+				 "identity no profile (no entry for its uid, its groups or its "
+				 "token)",
+				 idtext);
+	else
+		al_engine_refuse(&rq->dec, idtext, list, "serve.identities",
+				 "%s: profile \"%s\" is not granted to this identity (it may use: "
+				 "%s)",
+				 idtext, policy->profile, list);
+	rq->refused = true;
+	return -EPERM;
+}
+
+static const char *source_name(enum al_secret_source_kind k)
+{
+	return k == AL_SOURCE_FD	? "a descriptor"
+	       : k == AL_SOURCE_COMMAND ? "a command"
+					: "the environment";
+}
+
+/* What a daemon's task may not have: secrets read from a descriptor
+ * (always), and with no operator policy (uid 0 only) secrets read from a
+ * command or the daemon's environment and "copy" mounts, which would act
+ * on the host as the daemon. Refusals to rq->dec. */
+static void daemon_task_checks(struct al_request *rq)
+{
+	const struct al_policy *p = rq->policy;
+	bool bounded = rq->op != NULL;
+
+	for (size_t i = 0; i < p->n_secret_defs; i++) {
+		const struct al_secret_def *d = p->secret_defs[i];
+		enum al_secret_source_kind k = d->src.kind;
+		if (k == AL_SOURCE_FD)
+			al_engine_refuse(&rq->dec, d->where, "another source", NULL,
+					 "%s: a secret read from a descriptor cannot be had in the "
+					 "daemon (its descriptors are the daemon's own)",
+					 d->where);
+		else if (!bounded && (k == AL_SOURCE_COMMAND || k == AL_SOURCE_ENV))
+			al_engine_refuse(
+			    &rq->dec, d->where, "an operator policy", NULL,
+			    "%s: the daemon has no operator policy, and a task's secret "
+			    "may not be read from %s there (the operator grants secrets "
+			    "in a profile)",
+			    d->where, source_name(k));
+	}
+	for (size_t i = 0; !bounded && i < p->n_mounts; i++)
+		if (p->mounts[i].copy)
+			al_engine_refuse(&rq->dec, p->mounts[i].origin, "an operator policy", NULL,
+					 "%s: the daemon has no operator policy, and a task may "
+					 "not copy host files in there (\"copy\": true; the "
+					 "operator's profile bounds what may be read)",
+					 p->mounts[i].origin);
+}
+
+/* A host path the plan shows or copies against one never path (resolved,
+ * with its identity when it exists). */
+static void never_one(struct al_decision *d, const char *what, const char *real, bool have_id,
+		      dev_t dev, ino_t ino, const char *never, const char *never_real,
+		      const struct stat *nst)
+{
+	if (!real)
+		return;
+	if (al_path_is_under(real, never_real) ||
+	    (have_id && nst && nst->st_dev == dev && nst->st_ino == ino))
+		al_engine_refuse(d, what, never, NULL,
+				 "%s: %s is, or lies inside, %s, which belongs to the daemon "
+				 "serving this request: no run may show it",
+				 what, real, never);
+	else if (al_path_is_under(never_real, real))
+		al_engine_refuse(d, what, never, NULL,
+				 "%s: %s would show %s, which belongs to the daemon serving this "
+				 "request: no run may show it",
+				 what, real, never);
+}
+
+/* Every host path of plan against cfg->never_paths: refusals to d. */
+static void check_never(const struct al_request_config *cfg, const struct al_plan *plan,
+			struct al_decision *d)
+{
+	for (size_t k = 0; cfg->never_paths && cfg->never_paths[k]; k++) {
+		const char *n = cfg->never_paths[k];
+		char real[PATH_MAX];
+		struct stat st;
+		bool have = stat(n, &st) == 0;
+		if (!realpath(n, real))
+			snprintf(real, sizeof(real), "%s", n);
+		for (size_t i = 0; i < plan->n_fs; i++) {
+			const struct al_fs_entry *e = &plan->fs[i];
+			if (e->kind != AL_FS_HOST && e->kind != AL_FS_DEVICE)
+				continue;
+			never_one(d, e->what, e->source, true, e->dev, e->ino, n, real,
+				  have ? &st : NULL);
+		}
+		for (size_t i = 0; i < plan->n_copy_in; i++) {
+			const struct al_copy_in *c = &plan->copy_in[i];
+			_cleanup_free_ char *what = xasprintf("copy-in %s", c->path);
+			never_one(d, what, c->host, true, c->dev, c->ino, n, real,
+				  have ? &st : NULL);
+		}
+		for (size_t i = 0; i < plan->n_copy_out; i++) {
+			const struct al_copy_out *c = &plan->copy_out[i];
+			_cleanup_free_ char *what = xasprintf("copy-out %s", c->path);
+			never_one(d, what, c->hostreal ? c->hostreal : c->hostdir, false, 0, 0, n,
+				  real, NULL);
+		}
+	}
+}
+
 void al_request_init(struct al_request *rq, const struct al_request_config *cfg,
 		     struct al_policy *policy)
 {
@@ -77,6 +220,19 @@ int al_request_build(struct al_request *rq, struct al_errors *errs)
 	if (al_operator_find(cfg->operator_file, cfg->operator_env, &rq->file, &rq->how, &err) < 0)
 		return al_errors_add_error(errs, &err);
 	if (!rq->file) {
+		const struct al_identity *who = cfg->identity;
+		if (who && (who->token || who->uid != 0)) {
+			char idtext[96];
+			al_identity_text(who, idtext, sizeof(idtext));
+			al_engine_refuse(
+			    &rq->dec, idtext, "uid 0", NULL,
+			    "%s: this daemon has no operator policy, and without one "
+			    "it serves only uid 0 (root); the operator maps identities "
+			    "to profiles in the operator policy's \"serve\" section",
+			    idtext);
+			rq->refused = true;
+			return -EPERM;
+		}
 		if (policy->profile)
 			return al_errors_add(
 			    errs, EINVAL, NULL, NULL,
@@ -85,13 +241,29 @@ int al_request_build(struct al_request *rq, struct al_errors *errs)
 			    "no %s)",
 			    policy->profile, AL_OPERATOR_ENV, AL_OPERATOR_DEFAULT_FILE);
 		add_term(policy, cfg->term, NULL);
-		return al_plan_build_all(policy, cfg->plan_flags, &rq->plan, errs);
+		if ((r = al_plan_build_all(policy, cfg->plan_flags, &rq->plan, errs)) < 0)
+			return r;
+		if (who)
+			daemon_task_checks(rq);
+		check_never(cfg, rq->plan, &rq->dec);
+		if (refusing(rq)) {
+			al_plan_free(TAKE_PTR(rq->plan));
+			return -EPERM;
+		}
+		return 0;
 	}
 	if ((r = al_operator_load_file(rq->file, &rq->op, errs)) < 0)
 		return r;
+	if (cfg->identity && grant_profile(rq) < 0)
+		return -EPERM;
 	/* Every reason at once: the request's, then the plan's paths (a plan
 	 * that cannot be built reports its own errors beside them). */
 	hold(cfg, rq->op, policy, &rq->plan, &rq->dec, errs);
+	if (rq->plan) {
+		if (cfg->identity)
+			daemon_task_checks(rq);
+		check_never(cfg, rq->plan, &rq->dec);
+	}
 	if (al_errors_count(errs) > before) {
 		refusing(rq);
 		al_plan_free(TAKE_PTR(rq->plan));

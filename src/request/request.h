@@ -48,6 +48,19 @@ struct al_request_config {
 	/* The run's id, for the decider's question and the credentials;
 	 * NULL (check): the decider is not asked, nothing is opened. */
 	const char *run_id;
+	/* The daemon's client (airlock serve), or NULL (the CLI). With one,
+	 * the operator policy's "serve" section must grant it the profile
+	 * asked (none asked: its default profile); with no operator policy
+	 * only uid 0 is served. A secret read from a descriptor is refused
+	 * (a session's descriptors are the daemon's), and so, with no
+	 * operator policy, are a task's secrets read from a command or the
+	 * environment and its "copy" mounts: a task may only have what the
+	 * operator granted. */
+	const struct al_identity *identity;
+	/* Host paths no run may show, copy in or copy out, whatever its
+	 * profile (a daemon's socket, token file and operator policy, so that
+	 * no sandbox reaches them); NULL-terminated, or NULL. */
+	const char *const *never_paths;
 };
 
 /* One request. Fields are read-only for callers. */

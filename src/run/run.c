@@ -55,6 +55,10 @@ static void start_operator(json_t *o, const struct al_plan *p)
 static void end(struct al_run *run)
 {
 	const struct al_run_request *req = &run->req;
+	/* A claimed pool's sandbox is recorded under its claim's plan: the
+	 * same as the pool's in every field a record shows but the lifetime
+	 * (policy/plan-fit.h). */
+	const struct al_plan *plan = run->claim ? run->claim : req->plan;
 
 	al_session_end(run);
 	al_supervisor_free(TAKE_PTR(run->sup));
@@ -66,12 +70,12 @@ static void end(struct al_run *run)
 		al_log_phase("cleaned up");
 	}
 	snprintf(run->res.started, sizeof(run->res.started), "%s", run->started);
-	al_audit_emit(req->audit, "run.end", al_result_json(req->plan, &run->res, run->run_id));
+	al_audit_emit(req->audit, "run.end", al_result_json(plan, &run->res, run->run_id));
 	if (req->result_to_fd)
-		al_result_write_fd(req->result_fd, req->result_path, req->plan, &run->res,
-				   run->run_id, &run->record_err);
+		al_result_write_fd(req->result_fd, req->result_path, plan, &run->res, run->run_id,
+				   &run->record_err);
 	else if (req->result_dirfd >= 0)
-		al_result_write(req->result_dirfd, req->result_name, req->result_path, req->plan,
+		al_result_write(req->result_dirfd, req->result_name, req->result_path, plan,
 				&run->res, run->run_id, &run->record_err);
 	run->ended = true;
 }

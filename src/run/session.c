@@ -410,6 +410,7 @@ int al_run_exec(struct al_run *run, const struct al_exec_request *req, const str
 	    .cols = req->cols,
 	    .memory_bytes = req->memory_bytes ? req->memory_bytes : p->memory_bytes,
 	    .pids = p->pids,
+	    .memory_asked = req->memory_bytes != 0,
 	};
 	r = run->sb.ops->exec(&run->sb, &sx, err);
 	al_strv_free(env);

@@ -16,6 +16,8 @@ void al_serve_respond(struct al_chan *front, uint64_t req, unsigned status, cons
 {
 	struct al_msg_out o;
 
+	if (front->fd < 0)
+		return; /* no front runs: its clients are gone */
 	al_msg_begin(&o, AL_MSG_RESPONSE, req);
 	al_msg_put_u32(&o, AL_TAG_STATUS, status);
 	al_msg_put_str(&o, AL_TAG_CTYPE, ctype);
@@ -57,6 +59,8 @@ void al_serve_chunk(struct al_chan *front, uint64_t req, const void *p, size_t l
 {
 	struct al_msg_out o;
 
+	if (front->fd < 0)
+		return;
 	al_msg_begin(&o, AL_MSG_CHUNK, req);
 	al_msg_put_bytes(&o, AL_TAG_BODY, p, len);
 	if (end)
@@ -74,8 +78,9 @@ void al_serve_refuse(int fd, unsigned status, const char *phrase, const char *er
 	char *body = json_dumps(o, JSON_COMPACT), head[256];
 	int n = snprintf(head, sizeof(head),
 			 "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\n"
-			 "Content-Length: %zu\r\nRetry-After: 1\r\nConnection: close\r\n\r\n",
-			 status, phrase, body ? strlen(body) : 0);
+			 "Content-Length: %zu\r\n%sConnection: close\r\n\r\n",
+			 status, phrase, body ? strlen(body) : 0,
+			 status == 429 || status == 503 ? "Retry-After: 1\r\n" : "");
 	/* Without reading what the client sent, and without waiting. */
 	if (body && n > 0 && (size_t)n < sizeof(head) &&
 	    send(fd, head, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) == n)

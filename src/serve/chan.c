@@ -111,10 +111,11 @@ static void keep_fds(struct al_chan *c, struct msghdr *mh)
 		for (size_t i = 0; i < n; i++) {
 			int fd;
 			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (c->n_fds < AL_CHAN_FDS)
+			if (!c->no_fds && c->n_fds < AL_CHAN_FDS)
 				c->fds[c->n_fds++] = fd;
 			else
-				close(fd); /* more than the protocol ever has in flight */
+				close(fd); /* not expected, or more than the protocol
+					    * ever has in flight */
 		}
 	}
 }

@@ -31,6 +31,10 @@ struct al_chan {
 	size_t n_fds;
 	size_t delivered; /* the frame al_chan_next() handed out last */
 	bool eof;
+	/* Descriptors are not expected from the peer: any that come are
+	 * closed on arrival (the monitor's channels to the front and the
+	 * sessions, which never send one). */
+	bool no_fds;
 };
 
 void al_chan_init(struct al_chan *c, int fd);

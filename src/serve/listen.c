@@ -47,25 +47,43 @@ int al_serve_listen_unix(const char *path, const char *group, struct al_error *e
 			return al_error_setsys(err, errno,
 					       "--socket %s: cannot remove the old socket", path);
 	}
-	strcpy(sa.sun_path, path);
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
+	/* Bound in a directory of its own that only root may write (made
+	 * 0700 beside the socket's path), given its group and mode there, then
+	 * renamed into place: nothing swapped in under a writable directory
+	 * is followed, and there is no moment where others may connect. */
+	_cleanup_free_ char *tmpdir = xasprintf("%s.XXXXXX", path);
+	if (!mkdtemp(tmpdir))
+		return al_error_setsys(err, errno, "--socket %s: cannot make a directory beside it",
+				       path);
+	_cleanup_free_ char *tmp = xasprintf("%s/s", tmpdir);
+	if (strlen(tmp) >= sizeof(sa.sun_path)) {
+		rmdir(tmpdir);
+		return al_error_set(err, ENAMETOOLONG, "--socket %s: too long to bind beside it",
+				    path);
+	}
+	strcpy(sa.sun_path, tmp);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0) {
+		rmdir(tmpdir);
 		return al_error_setsys(err, errno, "socket(AF_UNIX)");
-	/* Made 0600 from the start: no moment where others may connect. */
+	}
 	mode_t old = umask(0177);
 	int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
 	umask(old);
+	if (r == 0 && group &&
+	    (fchownat(AT_FDCWD, tmp, (uid_t)-1, gid, AT_SYMLINK_NOFOLLOW) < 0 ||
+	     fchmodat(AT_FDCWD, tmp, 0660, 0) < 0))
+		r = -1;
+	if (r == 0)
+		r = rename(tmp, path);
 	if (r < 0) {
 		r = errno;
 		close(fd);
-		return al_error_setsys(err, r, "--socket %s: bind", path);
+		unlink(tmp);
+		rmdir(tmpdir);
+		return al_error_setsys(err, r, "--socket %s: %s", path,
+				       group ? "cannot bind it and give it to its group" : "bind");
 	}
-	if (group && (chown(path, (uid_t)-1, gid) < 0 || chmod(path, 0660) < 0)) {
-		r = errno;
-		close(fd);
-		unlink(path);
-		return al_error_setsys(err, r, "--socket %s: cannot give it to group %s", path,
-				       group);
-	}
+	rmdir(tmpdir);
 	if (listen(fd, 128) < 0) {
 		r = errno;
 		close(fd);

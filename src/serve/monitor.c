@@ -4,10 +4,11 @@
  * state table (sandbox id -> owner, state, session process), checks every
  * request the front passes on against it, spawns a session process per
  * sandbox and keeps the metrics. */
-#include "serve/internal.h"
+#include "serve/monitor.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <jansson.h>
 #include <poll.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -26,59 +28,7 @@
 #include "core/log.h"
 #include "core/sys.h"
 #include "core/util.h"
-
-struct conn {
-	uint64_t id;
-	char identity[80]; /* "uid:N"; empty on TCP: per request, from its token */
-	bool tcp;
-};
-
-/* A request of the front's that a session owes an answer (or the rest
- * of a streamed one). */
-struct owed {
-	uint64_t req;
-	bool stream;
-	bool stale; /* a front that died asked it: the answer goes nowhere */
-};
-
-/* One sandbox the monitor holds: a one-shot run's until it answers, or a
- * live sandbox's from its create until its session process ends. */
-struct sandbox {
-	char id[24];
-	char owner[80];
-	bool oneshot;
-	bool ready;	 /* a live sandbox: its create answered 201 */
-	bool deleting;	 /* DELETE passed on: the id answers 404 from now */
-	uint64_t req_id; /* the front's request waiting for the first answer */
-	uint64_t started_ms;
-	json_t *meta; /* its metadata, from its session's 201 */
-	struct owed *owed;
-	size_t n_owed;
-	pid_t pid;
-	int pidfd;
-	struct al_chan ch;
-	bool done;
-};
-
-struct monitor {
-	const struct al_serve_config *cfg;
-	int unix_fd, tcp_fd, sig_fd;
-	pid_t front_pid;
-	struct al_chan front;
-	/* A dead front is started again at restart_ms; the back-off doubles
-	 * with each death soon after a start. */
-	uint64_t front_started_ms, restart_ms, backoff_ms;
-	uint64_t req_floor; /* the highest request id a front used */
-	struct conn *conns;
-	size_t n_conns;
-	uint64_t next_conn;
-	struct sandbox **sb;
-	size_t n_sb;
-	struct al_token *tokens;
-	size_t n_tokens;
-	struct al_metrics metrics;
-	bool stop;
-};
+#include "policy/operator.h"
 
 static struct conn *conn_find(struct monitor *m, uint64_t id)
 {
@@ -91,124 +41,25 @@ static struct conn *conn_find(struct monitor *m, uint64_t id)
 /* Answers to the front (answer.c), on the current front's channel. */
 #define respond(m, ...)	       al_serve_respond(&(m)->front, __VA_ARGS__)
 #define respond_json(m, ...)   al_serve_respond_json(&(m)->front, __VA_ARGS__)
-#define respond_error(m, ...)  al_serve_respond_error(&(m)->front, __VA_ARGS__)
 #define chunk_to_front(m, ...) al_serve_chunk(&(m)->front, __VA_ARGS__)
 
-/* --- accepting clients ---------------------------------------------- */
-
-/* Past --max-clients the monitor answers itself, with fixed bytes and
- * without reading what the client sent, then closes. */
-static void refuse_client(struct monitor *m, int fd)
+void mon_respond_error(struct monitor *m, uint64_t req, unsigned status, const char *fmt, ...)
 {
-	al_serve_refuse(fd, 503, "Service Unavailable",
-			"too many clients: the daemon's --max-clients is reached; retry later");
-	m->metrics.refused_clients++;
-	al_metrics_status(&m->metrics, 503);
-}
+	char msg[512];
+	va_list ap;
 
-/* Connections at once per identity: --max-clients-per-identity. */
-static unsigned per_identity(const struct monitor *m)
-{
-	unsigned n = m->cfg->max_clients_per_identity;
-	return n && n < m->cfg->max_clients ? n : m->cfg->max_clients;
-}
-
-static unsigned conns_of(const struct monitor *m, const char *identity)
-{
-	unsigned n = 0;
-	for (size_t i = 0; i < m->n_conns; i++)
-		n += strcmp(m->conns[i].identity, identity) == 0;
-	return n;
-}
-
-/* Past its identity's cap a Unix client gets 429 from the monitor, as
- * refuse_client() answers. */
-static void refuse_identity(struct monitor *m, int fd, const char *identity)
-{
-	char msg[200];
-	snprintf(msg, sizeof(msg),
-		 "too many connections from %s: the daemon's --max-clients-per-identity (%u) is "
-		 "reached; retry later",
-		 identity, per_identity(m));
-	al_serve_refuse(fd, 429, "Too Many Requests", msg);
-	m->metrics.refused_clients++;
-	al_metrics_status(&m->metrics, 429);
-}
-
-static void on_accept(struct monitor *m, int lfd, bool tcp)
-{
-	for (int i = 0; i < 16; i++) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		struct ucred cr;
-		socklen_t len = sizeof(cr);
-
-		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-				al_warn("serve: accept: %s", strerror(errno));
-			return;
-		}
-		if (m->n_conns >= m->cfg->max_clients) {
-			refuse_client(m, fd);
-			continue;
-		}
-		struct conn c = {.id = ++m->next_conn, .tcp = tcp};
-		if (!tcp) {
-			if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
-				close(fd);
-				continue;
-			}
-			snprintf(c.identity, sizeof(c.identity), "uid:%u", (unsigned)cr.uid);
-			if (conns_of(m, c.identity) >= per_identity(m)) {
-				refuse_identity(m, fd, c.identity);
-				continue;
-			}
-		}
-		m->conns = xrealloc(m->conns, (m->n_conns + 1) * sizeof(*m->conns));
-		m->conns[m->n_conns++] = c;
-		struct al_msg_out o;
-		al_msg_begin(&o, AL_MSG_CONN, c.id);
-		al_msg_put_u32(&o, AL_TAG_TCP, tcp);
-		al_msg_end(&o);
-		al_chan_queue(&m->front, &o, fd);
-	}
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	respond_json(m, req, status, json_pack("{s:s}", "error", msg));
 }
 
 /* --- sessions --------------------------------------------------------- */
 
-static void sandbox_free(struct monitor *m, size_t i)
-{
-	struct sandbox *s = m->sb[i];
-
-	if (s->pidfd >= 0) {
-		al_sys_pidfd_send_signal(s->pidfd, SIGKILL);
-		close(s->pidfd);
-	}
-	al_chan_close(&s->ch);
-	json_decref(s->meta);
-	free(s->owed);
-	free(s);
-	m->sb[i] = m->sb[--m->n_sb];
-}
-
-/* The session process (spawn.c); it dies with the monitor, and its
- * sandbox with it. */
-static int spawn_session(struct monitor *m, struct sandbox *s, struct al_error *err)
-{
-	int fd;
-	pid_t pid = al_serve_spawn_session(m->cfg->exe, &fd, err);
-
-	if (pid < 0)
-		return (int)pid;
-	s->pid = pid;
-	s->pidfd = al_sys_pidfd_open(pid, 0);
-	al_chan_init(&s->ch, fd);
-	return 0;
-}
-
-static void owe(struct sandbox *s, uint64_t req)
+static void owe(struct sandbox *s, uint64_t req, uint64_t conn)
 {
 	s->owed = xrealloc(s->owed, (s->n_owed + 1) * sizeof(*s->owed));
-	s->owed[s->n_owed++] = (struct owed){.req = req};
+	s->owed[s->n_owed++] = (struct owed){.req = req, .conn = conn};
 }
 
 static struct owed *owed_find(struct sandbox *s, uint64_t req)
@@ -229,29 +80,37 @@ static void owed_del(struct sandbox *s, uint64_t req)
 
 /* A one-shot run (op AL_OP_RUN) or a live sandbox (AL_OP_SANDBOX_CREATE):
  * a session process of its own, given the request. */
-static void op_run(struct monitor *m, uint64_t req, const char *identity, const struct al_msg *in,
-		   unsigned op)
+static void op_run(struct monitor *m, uint64_t req, const struct conn *c, const char *identity,
+		   const struct al_msg *in, unsigned op)
 {
 	struct al_error err = {0};
-	size_t len;
+	size_t len = 0;
 	const uint8_t *body = al_msg_bytes(in, AL_TAG_BODY, &len);
 
+	/* The front refuses these already; a front that does not is not
+	 * let past (the session would parse it as root). */
+	if (len > AL_SERVE_BODY_MAX)
+		return mon_respond_error(m, req, 413, "the request body is over %u bytes",
+					 AL_SERVE_BODY_MAX);
 	if (m->n_sb >= m->cfg->max_sandboxes)
-		return respond_error(m, req, 429,
-				     "too many sandboxes: the daemon's --max-sandboxes (%u) are "
-				     "all in use; retry later",
-				     m->cfg->max_sandboxes);
+		return mon_respond_error(
+		    m, req, 429,
+		    "too many sandboxes: the daemon's --max-sandboxes (%u) are "
+		    "all in use; retry later",
+		    m->cfg->max_sandboxes);
 	struct sandbox *s = xcalloc(1, sizeof(*s));
 	al_random_id(s->id, sizeof(s->id));
 	snprintf(s->owner, sizeof(s->owner), "%s", identity);
 	s->oneshot = op == AL_OP_RUN;
 	s->req_id = req;
-	owe(s, req);
+	owe(s, req, c->id);
 	s->pidfd = -1;
 	s->started_ms = al_now_ms();
-	if (spawn_session(m, s, &err) < 0) {
+	s->setup_deadline_ms = s->started_ms + AL_SERVE_SETUP_MAX_MS;
+	if (mon_spawn_session(m, s, &err) < 0) {
 		free(s);
-		return respond_error(m, req, 500, "cannot start the session process: %s", err.msg);
+		return mon_respond_error(m, req, 500, "cannot start the session process: %s",
+					 err.msg);
 	}
 	m->sb = xrealloc(m->sb, (m->n_sb + 1) * sizeof(*m->sb));
 	m->sb[m->n_sb++] = s;
@@ -260,8 +119,16 @@ static void op_run(struct monitor *m, uint64_t req, const char *identity, const 
 	al_msg_put_str(&o, AL_TAG_IDENTITY, identity);
 	al_msg_put_str(&o, AL_TAG_SESSION_ID, s->id);
 	al_msg_put_u32(&o, AL_TAG_OP, op);
-	if (m->cfg->operator_file)
-		al_msg_put_str(&o, AL_TAG_OPERATOR, m->cfg->operator_file);
+	if (!c->tcp) {
+		uint32_t g[AL_SERVE_GIDS_MAX];
+		for (size_t i = 0; i < c->n_gids; i++)
+			g[i] = c->gids[i];
+		al_msg_put_bytes(&o, AL_TAG_GIDS, g, c->n_gids * sizeof(*g));
+	}
+	if (m->never_len)
+		al_msg_put_bytes(&o, AL_TAG_NEVER, m->never, m->never_len);
+	if (m->operator_file)
+		al_msg_put_str(&o, AL_TAG_OPERATOR, m->operator_file);
 	al_msg_put_bytes(&o, AL_TAG_BODY, body ? body : (const uint8_t *)"", len);
 	al_msg_end(&o);
 	al_chan_queue(&s->ch, &o, -1);
@@ -306,7 +173,7 @@ static void op_list(struct monitor *m, uint64_t req, const char *identity, const
 	if (!json_is_object(filter)) {
 		json_decref(filter);
 		json_decref(a);
-		return respond_error(m, req, 400, "bad metadata filter");
+		return mon_respond_error(m, req, 400, "bad metadata filter");
 	}
 	for (size_t i = 0; i < m->n_sb; i++) {
 		struct sandbox *s = m->sb[i];
@@ -322,15 +189,21 @@ static void op_list(struct monitor *m, uint64_t req, const char *identity, const
 /* A request for a live sandbox, passed on to its session process as
  * "METHOD rest-of-path". */
 static void op_forward(struct monitor *m, uint64_t req, struct sandbox *s, unsigned op,
-		       const struct al_msg *in)
+		       const struct al_msg *in, uint64_t conn)
 {
 	size_t len = 0;
 	const uint8_t *body = al_msg_bytes(in, AL_TAG_BODY, &len);
 	_cleanup_free_ char *path = al_msg_strdup(in, AL_TAG_PATH);
 	struct al_msg_out o;
+	/* Checked again here: a file upload may be up to its own cap, every
+	 * other body up to the API's. */
+	bool upload = path && strncmp(path, "PUT files/", 10) == 0;
 
+	if (len > (upload ? AL_SERVE_FILE_MAX : AL_SERVE_BODY_MAX))
+		return mon_respond_error(m, req, 413, "the request body is over %u bytes",
+					 upload ? AL_SERVE_FILE_MAX : AL_SERVE_BODY_MAX);
 	if (!s->ready)
-		return respond_error(m, req, 409, "sandbox %s is still starting", s->id);
+		return mon_respond_error(m, req, 409, "sandbox %s is still starting", s->id);
 	al_msg_begin(&o, AL_MSG_SESSION_REQ, req);
 	al_msg_put_str(&o, AL_TAG_PATH,
 		       op == AL_OP_SANDBOX_GET	    ? "GET "
@@ -341,16 +214,17 @@ static void op_forward(struct monitor *m, uint64_t req, struct sandbox *s, unsig
 		al_msg_put_bytes(&o, AL_TAG_BODY, body, len);
 	if (al_msg_end(&o) < 0) {
 		free(o.buf);
-		return respond_error(m, req, 413, "the request is too large");
+		return mon_respond_error(m, req, 413, "the request is too large");
 	}
 	if (op == AL_OP_SANDBOX_DELETE)
 		s->deleting = true;
-	owe(s, req);
+	owe(s, req, conn);
 	al_chan_queue(&s->ch, &o, -1);
 }
 
-/* A streamed answer's client left: its session stops sending it. */
-static void on_cancel(struct monitor *m, uint64_t req)
+/* A request's client left: its session stops sending a streamed answer,
+ * kills a streamed exec or a one-shot run. */
+void mon_cancel(struct monitor *m, uint64_t req)
 {
 	for (size_t i = 0; i < m->n_sb; i++) {
 		struct sandbox *s = m->sb[i];
@@ -380,7 +254,7 @@ static void on_request(struct monitor *m, const struct al_msg *in)
 	if (req > m->req_floor)
 		m->req_floor = req;
 	if (!c)
-		return respond_error(m, req, 400, "the connection is gone");
+		return mon_respond_error(m, req, 400, "the connection is gone");
 	/* Who asks: the monitor's own record of the connection, or on TCP
 	 * the identity the token maps to. The front only passes the token
 	 * on. */
@@ -388,30 +262,37 @@ static void on_request(struct monitor *m, const struct al_msg *in)
 		const char *who =
 		    token ? al_serve_token_identity(m->tokens, m->n_tokens, token) : NULL;
 		if (!who)
-			return respond_error(m, req, 401,
-					     token ? "the bearer token is not known"
-						   : "this listener needs \"Authorization: Bearer "
-						     "TOKEN\"");
+			return mon_respond_error(
+			    m, req, 401,
+			    token ? "the bearer token is not known"
+				  : "this listener needs \"Authorization: Bearer "
+				    "TOKEN\"");
 		snprintf(identity, sizeof(identity), "token:%s", who);
 		/* The connection counts for the first identity it shows. */
 		if (!c->identity[0]) {
-			if (conns_of(m, identity) >= per_identity(m))
-				return respond_error(m, req, 429,
-						     "too many connections from %s: the daemon's "
-						     "--max-clients-per-identity (%u) is reached; "
-						     "retry later",
-						     identity, per_identity(m));
+			if (mon_conns_of(m, identity) >= mon_per_identity(m))
+				return mon_respond_error(
+				    m, req, 429,
+				    "too many connections from %s: the daemon's "
+				    "--max-clients-per-identity (%u) is reached; "
+				    "retry later",
+				    identity, mon_per_identity(m));
 			snprintf(c->identity, sizeof(c->identity), "%s", identity);
 		}
 	} else {
 		snprintf(identity, sizeof(identity), "%s", c->identity);
 	}
 	switch (al_msg_u32(in, AL_TAG_OP, 0)) {
-	case AL_OP_HEALTH:
+	case AL_OP_HEALTH: {
+		/* uid 0 sees every sandbox; any other identity its own. */
+		bool all = !c->tcp && c->uid == 0;
+		int n = 0;
+		for (size_t i = 0; i < m->n_sb; i++)
+			n += all || strcmp(m->sb[i]->owner, identity) == 0;
 		return respond_json(m, req, 200,
 				    json_pack("{s:s, s:s, s:s, s:i}", "status", "ok", "version",
-					      AL_VERSION, "identity", identity, "sandboxes",
-					      (int)m->n_sb));
+					      AL_VERSION, "identity", identity, "sandboxes", n));
+	}
 	case AL_OP_METRICS: {
 		char *t = al_metrics_text(&m->metrics, (unsigned)m->n_sb, (unsigned)m->n_conns);
 		respond(m, req, 200, "text/plain; version=0.0.4", t ? t : "", t ? strlen(t) : 0);
@@ -420,7 +301,7 @@ static void on_request(struct monitor *m, const struct al_msg *in)
 	}
 	case AL_OP_RUN:
 	case AL_OP_SANDBOX_CREATE:
-		return op_run(m, req, identity, in, al_msg_u32(in, AL_TAG_OP, 0));
+		return op_run(m, req, c, identity, in, al_msg_u32(in, AL_TAG_OP, 0));
 	case AL_OP_SANDBOX_LIST:
 		return op_list(m, req, identity, in);
 	case AL_OP_SANDBOX_GET:
@@ -428,11 +309,12 @@ static void on_request(struct monitor *m, const struct al_msg *in)
 	case AL_OP_SANDBOX_OTHER: {
 		struct sandbox *s = sandbox_owned(m, sbid, identity);
 		if (!s)
-			return respond_error(m, req, 404, "no sandbox \"%s\"", sbid ? sbid : "");
-		return op_forward(m, req, s, al_msg_u32(in, AL_TAG_OP, 0), in);
+			return mon_respond_error(m, req, 404, "no sandbox \"%s\"",
+						 sbid ? sbid : "");
+		return op_forward(m, req, s, al_msg_u32(in, AL_TAG_OP, 0), in, c->id);
 	}
 	default:
-		return respond_error(m, req, 400, "unknown operation");
+		return mon_respond_error(m, req, 400, "unknown operation");
 	}
 }
 
@@ -445,7 +327,7 @@ static int on_front_msg(struct monitor *m, const struct al_msg *in)
 	case AL_MSG_CLOSED:
 		for (size_t i = 0; i < m->n_conns; i++)
 			if (m->conns[i].id == in->id) {
-				m->conns[i] = m->conns[--m->n_conns];
+				mon_conn_gone(m, i);
 				break;
 			}
 		return 0;
@@ -453,7 +335,7 @@ static int on_front_msg(struct monitor *m, const struct al_msg *in)
 		al_metrics_status(&m->metrics, al_msg_u32(in, AL_TAG_STATUS, 0));
 		return 0;
 	case AL_MSG_CANCEL:
-		on_cancel(m, in->id);
+		mon_cancel(m, in->id);
 		return 0;
 	default:
 		return -EBADMSG; /* not a message the front sends */
@@ -470,6 +352,10 @@ static int on_session_msg(struct monitor *m, struct sandbox *s, const struct al_
 	const uint8_t *body = al_msg_bytes(in, AL_TAG_BODY, &len);
 	struct owed *ow = owed_find(s, in->id);
 
+	if (in->type == AL_MSG_SESSION_STARTED) {
+		s->setup_deadline_ms = 0;
+		return 0;
+	}
 	if (in->type == AL_MSG_CHUNK) {
 		/* One whose client left (cancelled) is dropped; none goes to
 		 * a request this session is not streaming. */
@@ -502,8 +388,10 @@ static int on_session_msg(struct monitor *m, struct sandbox *s, const struct al_
 		}
 		al_hist_add(&m->metrics.create_s, (double)(al_now_ms() - s->started_ms) / 1000.0);
 	}
-	if (in->id == s->req_id)
+	if (in->id == s->req_id) {
 		s->done = true;
+		s->setup_deadline_ms = 0;
+	}
 	struct al_msg_out o;
 	al_msg_begin(&o, AL_MSG_RESPONSE, in->id);
 	al_msg_put_u32(&o, AL_TAG_STATUS, status);
@@ -515,7 +403,7 @@ static int on_session_msg(struct monitor *m, struct sandbox *s, const struct al_
 		free(o.buf);
 	} else if (al_msg_end(&o) < 0) {
 		free(o.buf);
-		respond_error(m, in->id, 500, "the answer is too large to send");
+		mon_respond_error(m, in->id, 500, "the answer is too large to send");
 	} else {
 		al_chan_queue(&m->front, &o, -1);
 	}
@@ -546,12 +434,15 @@ static int start_front(struct monitor *m, struct al_error *err)
 	m->front_pid = pid;
 	m->front_started_ms = al_now_ms();
 	al_chan_init(&m->front, fd);
+	m->front.no_fds = true;
 	return 0;
 }
 
-/* The front is gone (it ended, or broke the protocol): its clients'
- * connections went with it; what sessions still owe them is dropped
- * (streams cancelled); the sandboxes live on. A new front starts after
+/* The front is gone (it ended, or broke the protocol). Its clients'
+ * connections went with it: the monitor's own descriptors of them are
+ * closed too (or the clients would wait on), and what they waited for
+ * is cancelled as when a client hangs up; an answer still owed to them
+ * is dropped (stale). The sandboxes live on. A new front starts after
  * the back-off: 100 ms, doubled for each front that died within a
  * minute of its start, at most 10 s. */
 static void front_lost(struct monitor *m, const char *why)
@@ -565,20 +456,11 @@ static void front_lost(struct monitor *m, const char *why)
 	m->front_pid = 0;
 	al_chan_close(&m->front);
 	m->front.fd = -1;
-	m->n_conns = 0;
 	for (size_t i = 0; i < m->n_sb; i++)
-		for (size_t k = 0; k < m->sb[i]->n_owed; k++) {
-			struct owed *ow = &m->sb[i]->owed[k];
-			if (ow->stale)
-				continue;
-			ow->stale = true;
-			if (ow->stream) {
-				struct al_msg_out o;
-				al_msg_begin(&o, AL_MSG_CANCEL, ow->req);
-				al_msg_end(&o);
-				al_chan_queue(&m->sb[i]->ch, &o, -1);
-			}
-		}
+		for (size_t k = 0; k < m->sb[i]->n_owed; k++)
+			m->sb[i]->owed[k].stale = true;
+	while (m->n_conns)
+		mon_conn_gone(m, m->n_conns - 1);
 	m->backoff_ms = now - m->front_started_ms < 60000 && m->backoff_ms
 			    ? (m->backoff_ms * 2 > 10000 ? 10000 : m->backoff_ms * 2)
 			    : 100;
@@ -650,15 +532,17 @@ static void session_io(struct monitor *m, size_t i, short revents)
 	}
 	if (s->ch.eof || (s->done && s->oneshot)) {
 		for (size_t k = 0; k < s->n_owed; k++) {
+			if (s->owed[k].stale)
+				continue;
 			if (s->owed[k].stream)
 				chunk_to_front(m, s->owed[k].req, "", 0, true);
 			else
-				respond_error(
+				mon_respond_error(
 				    m, s->owed[k].req, 500,
 				    "the sandbox's session process ended without an answer");
 		}
 		s->n_owed = 0;
-		sandbox_free(m, i);
+		mon_sandbox_free(m, i);
 	}
 }
 
@@ -667,8 +551,8 @@ static int loop(struct monitor *m, struct al_error *err)
 	struct pollfd *pf = NULL;
 
 	while (!m->stop) {
-		size_t n = 0, base;
-		int timeout = -1;
+		size_t n = 0, base, cbase;
+		int timeout = mon_setup_deadlines(m);
 		bool front = m->front.fd >= 0;
 		if (!front) {
 			uint64_t now = al_now_ms();
@@ -677,10 +561,14 @@ static int loop(struct monitor *m, struct al_error *err)
 			front = m->front.fd >= 0;
 			if (!front) { /* clients wait in the backlog meanwhile */
 				m->restart_ms = now >= m->restart_ms ? now + 1000 : m->restart_ms;
-				timeout = (int)(m->restart_ms - now);
+				if (timeout < 0 || (uint64_t)timeout > m->restart_ms - now)
+					timeout = (int)(m->restart_ms - now);
 			}
 		}
-		pf = xrealloc(pf, (4 + m->n_sb) * sizeof(*pf));
+		/* A front that does not read holds the sessions back, not the
+		 * monitor's memory. */
+		bool full = m->front.queued > AL_SERVE_FRONT_QUEUE_MAX;
+		pf = xrealloc(pf, (4 + m->n_sb + m->n_conns) * sizeof(*pf));
 		pf[n++] = (struct pollfd){.fd = m->sig_fd, .events = POLLIN};
 		pf[n++] =
 		    (struct pollfd){.fd = m->front.fd,
@@ -691,7 +579,13 @@ static int loop(struct monitor *m, struct al_error *err)
 		for (size_t i = 0; i < m->n_sb; i++)
 			pf[n++] = (struct pollfd){
 			    .fd = m->sb[i]->ch.fd,
-			    .events = POLLIN | (al_chan_pending(&m->sb[i]->ch) ? POLLOUT : 0)};
+			    .events = (full ? 0 : POLLIN) |
+				      (al_chan_pending(&m->sb[i]->ch) ? POLLOUT : 0)};
+		/* Each client's own descriptor: only its hang-up is watched
+		 * (the front reads what it sends). */
+		cbase = n;
+		for (size_t i = 0; i < m->n_conns; i++)
+			pf[n++] = (struct pollfd){.fd = m->conns[i].dup, .events = POLLRDHUP};
 		if (poll(pf, n, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -705,7 +599,13 @@ static int loop(struct monitor *m, struct al_error *err)
 		for (size_t i = m->n_sb; i-- > 0;)
 			if (pf[base + i].revents)
 				session_io(m, i, pf[base + i].revents);
-		if (pf[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+		/* Clients gone, from the last down (the same way); none is
+		 * left when the front was lost meanwhile. */
+		for (size_t i = n - cbase; i-- > 0;)
+			if (i < m->n_conns && m->conns[i].dup == pf[cbase + i].fd &&
+			    (pf[cbase + i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
+				mon_conn_gone(m, i);
+		if (m->front.fd >= 0 && (pf[1].revents & (POLLIN | POLLHUP | POLLERR))) {
 			struct al_msg in;
 			int r;
 			if (al_chan_read(&m->front) < 0 || m->front.eof) {
@@ -715,15 +615,15 @@ static int loop(struct monitor *m, struct al_error *err)
 			while ((r = al_chan_next(&m->front, &in, err)) > 0)
 				if (on_front_msg(m, &in) < 0)
 					break;
-			if (r < 0 || m->front.eof) {
+			if (r != 0 || m->front.eof) {
 				front_lost(m, "broke the protocol");
 				continue;
 			}
 		}
-		if (pf[2].revents)
-			on_accept(m, m->unix_fd, false);
-		if (pf[3].revents)
-			on_accept(m, m->tcp_fd, true);
+		if (m->front.fd >= 0 && pf[2].revents)
+			mon_accept(m, m->unix_fd, false);
+		if (m->front.fd >= 0 && pf[3].revents)
+			mon_accept(m, m->tcp_fd, true);
 		if (m->front.fd >= 0 && al_chan_flush(&m->front) < 0)
 			front_lost(m, "stopped reading its channel");
 	}
@@ -732,9 +632,45 @@ static int loop(struct monitor *m, struct al_error *err)
 	return 0;
 }
 
+/* The operator policy the sessions are held to, found once (as the CLI
+ * finds it) and checked now, so that a bad file stops the start. */
+static int load_operator(struct monitor *m, struct al_operator **ret, struct al_error *err)
+{
+	_cleanup_(al_errors_clear) struct al_errors errs = {0};
+	const char *how;
+
+	*ret = NULL;
+	if (al_operator_find(m->cfg->operator_file, getenv(AL_OPERATOR_ENV), &m->operator_file,
+			     &how, err) < 0)
+		return -EINVAL;
+	if (!m->operator_file) {
+		al_info("serve: no operator policy: only uid 0 is served");
+		return 0;
+	}
+	if (al_operator_load_file(m->operator_file, ret, &errs) < 0)
+		return al_error_set(err, EINVAL, "%s",
+				    errs.n ? errs.v[0].text : "bad operator policy");
+	return 0;
+}
+
+/* The daemon's own files, which no run may show: the socket, the token
+ * file, the operator policy. */
+static void add_never(struct monitor *m, const char *path)
+{
+	size_t n = path ? strlen(path) + 1 : 0;
+
+	if (!n || m->never_len + n > 4 * 4096)
+		return;
+	m->never = xrealloc(m->never, m->never_len + n);
+	memcpy(m->never + m->never_len, path, n);
+	m->never_len += n;
+}
+
 int al_serve_run(const struct al_serve_config *cfg, struct al_error *err)
 {
 	struct monitor m = {.cfg = cfg, .unix_fd = -1, .tcp_fd = -1, .sig_fd = -1};
+	_cleanup_(al_operator_freep) struct al_operator *op = NULL;
+	const char *group;
 	sigset_t set;
 	int r;
 
@@ -767,8 +703,24 @@ int al_serve_run(const struct al_serve_config *cfg, struct al_error *err)
 		r = -EINVAL;
 		goto out;
 	}
+	if ((r = load_operator(&m, &op, err)) < 0)
+		goto out;
+	group = cfg->socket_group;
+	if (op && op->serve.socket_group) {
+		if (group && strcmp(group, op->serve.socket_group) != 0) {
+			r = al_error_set(err, EINVAL,
+					 "--socket-group %s: the operator policy %s names group %s "
+					 "(serve.socket_group)",
+					 group, m.operator_file, op->serve.socket_group);
+			goto out;
+		}
+		group = op->serve.socket_group;
+	}
+	add_never(&m, cfg->socket_path);
+	add_never(&m, cfg->token_file);
+	add_never(&m, m.operator_file);
 	al_serve_cleanup_stale();
-	if ((m.unix_fd = al_serve_listen_unix(cfg->socket_path, cfg->socket_group, err)) < 0 ||
+	if ((m.unix_fd = al_serve_listen_unix(cfg->socket_path, group, err)) < 0 ||
 	    (cfg->listen && (m.tcp_fd = al_serve_listen_tcp(cfg->listen, err)) < 0)) {
 		r = -EINVAL;
 		goto out;
@@ -777,8 +729,7 @@ int al_serve_run(const struct al_serve_config *cfg, struct al_error *err)
 		cfg->listen ? cfg->listen : "");
 	r = loop(&m, err);
 out:
-	while (m.n_sb)
-		sandbox_free(&m, m.n_sb - 1);
+	mon_stop_sessions(&m);
 	free(m.sb);
 	if (m.front_pid > 0) {
 		kill(m.front_pid, SIGKILL);
@@ -793,7 +744,11 @@ out:
 		close(m.tcp_fd);
 	if (m.sig_fd >= 0)
 		close(m.sig_fd);
+	for (size_t i = 0; i < m.n_conns; i++)
+		close(m.conns[i].dup);
 	free(m.conns);
 	free(m.tokens);
+	free(m.never);
+	free(m.operator_file);
 	return r;
 }

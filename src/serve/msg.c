@@ -46,7 +46,9 @@ static const struct rule schema[AL_MSG_N_TYPES][AL_TAG_N] = {
 			    [AL_TAG_SESSION_ID] = REQ(AL_MSG_STR, MAX_STR),
 			    [AL_TAG_OPERATOR] = OPT(AL_MSG_STR, MAX_STR),
 			    [AL_TAG_OP] = OPT(AL_MSG_U32, 4),
-			    [AL_TAG_BODY] = REQ(AL_MSG_BYTES, AL_MSG_MAX)},
+			    [AL_TAG_BODY] = REQ(AL_MSG_BYTES, AL_MSG_MAX),
+			    [AL_TAG_GIDS] = OPT(AL_MSG_BYTES, AL_SERVE_GIDS_MAX * 4),
+			    [AL_TAG_NEVER] = OPT(AL_MSG_BYTES, 4 * 4096)},
     [AL_MSG_SESSION_DONE] = {[AL_TAG_STATUS] = REQ(AL_MSG_U32, 4),
 			     [AL_TAG_BODY] = REQ(AL_MSG_BYTES, AL_MSG_MAX),
 			     [AL_TAG_REASON] = OPT(AL_MSG_STR, MAX_STR),
@@ -59,6 +61,7 @@ static const struct rule schema[AL_MSG_N_TYPES][AL_TAG_N] = {
     [AL_MSG_CHUNK] =
 	{[AL_TAG_BODY] = REQ(AL_MSG_BYTES, AL_MSG_MAX), [AL_TAG_END] = OPT(AL_MSG_U32, 4)},
     [AL_MSG_CANCEL] = {[0] = {0}},
+    [AL_MSG_SESSION_STARTED] = {[0] = {0}},
 };
 
 static uint32_t get32(const uint8_t *p)

@@ -21,16 +21,17 @@
 #define AL_MSG_FIELDS 16
 
 enum al_msg_type {
-	AL_MSG_CONN = 1,     /* monitor -> front: a client's connection (its fd rides along) */
-	AL_MSG_CLOSED,	     /* front -> monitor: that connection is gone */
-	AL_MSG_REQUEST,	     /* front -> monitor: an API request (id: the front's request id) */
-	AL_MSG_RESPONSE,     /* monitor -> front: its answer (id: the same) */
-	AL_MSG_STATUS,	     /* front -> monitor: a response went out with this status */
-	AL_MSG_SESSION_RUN,  /* monitor -> session: a one-shot run's request */
-	AL_MSG_SESSION_DONE, /* session -> monitor: its answer (id: the request's) */
-	AL_MSG_SESSION_REQ,  /* monitor -> session: an API request for its sandbox */
-	AL_MSG_CHUNK,	     /* session -> monitor -> front: more of a streamed answer */
-	AL_MSG_CANCEL,	     /* front -> monitor -> session: a streamed answer's client left */
+	AL_MSG_CONN = 1,	/* monitor -> front: a client's connection (its fd rides along) */
+	AL_MSG_CLOSED,		/* front -> monitor: that connection is gone */
+	AL_MSG_REQUEST,		/* front -> monitor: an API request (id: the front's request id) */
+	AL_MSG_RESPONSE,	/* monitor -> front: its answer (id: the same) */
+	AL_MSG_STATUS,		/* front -> monitor: a response went out with this status */
+	AL_MSG_SESSION_RUN,	/* monitor -> session: a one-shot run's request */
+	AL_MSG_SESSION_DONE,	/* session -> monitor: its answer (id: the request's) */
+	AL_MSG_SESSION_REQ,	/* monitor -> session: an API request for its sandbox */
+	AL_MSG_CHUNK,		/* session -> monitor -> front: more of a streamed answer */
+	AL_MSG_CANCEL,		/* front -> monitor -> session: a streamed answer's client left */
+	AL_MSG_SESSION_STARTED, /* session -> monitor: its plan is final and its run started */
 	AL_MSG_N_TYPES
 };
 
@@ -60,6 +61,8 @@ enum al_msg_tag {
 	AL_TAG_STREAM,	   /* u32: 1: the answer streams (AL_MSG_CHUNK frames follow) */
 	AL_TAG_END,	   /* u32: 1: the last chunk of a streamed answer */
 	AL_TAG_META,	   /* bytes: a created sandbox's metadata (JSON object) */
+	AL_TAG_GIDS,	   /* bytes: a Unix peer's gid and supplementary gids (u32 each) */
+	AL_TAG_NEVER,	   /* bytes: paths no run may show, each ended by a NUL */
 	AL_TAG_N
 };
 

@@ -23,6 +23,19 @@ struct al_errors;
 /* A file uploaded to or downloaded from a sandbox (PUT/GET .../files/):
  * at most this many bytes (the scratch's own size caps them first). */
 #define AL_SERVE_FILE_MAX (32u << 20)
+/* A Unix peer's groups passed on to its session (its gid first). */
+#define AL_SERVE_GIDS_MAX 256
+/* A session must have its plan final and its run started (or have
+ * answered) within this, or the monitor kills it: the decider (at most
+ * 60 s) and a command secret source are bounded before it. */
+#define AL_SERVE_SETUP_MAX_MS 120000
+/* The monitor reads no more from sessions while this much waits to be
+ * written to the front (a front that does not read holds the sessions,
+ * not the monitor's memory). */
+#define AL_SERVE_FRONT_QUEUE_MAX (64u << 20)
+/* On SIGTERM, how long the sessions have to end their runs and clean
+ * up before they are killed. */
+#define AL_SERVE_STOP_MS 10000
 /* A sandbox's metadata (free-form JSON object) as JSON text. */
 #define AL_SERVE_META_MAX (16u << 10)
 

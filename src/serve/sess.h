@@ -12,6 +12,7 @@
 #include "run/run.h"
 #include "run/session.h"
 #include "serve/chan.h"
+#include "serve/serve.h"
 
 /* What an exec's event log and the audit buffer keep (the oldest lines
  * go first past it; a reconnect says how many were dropped). */
@@ -75,6 +76,12 @@ struct sess {
 	uint64_t idle_ms, max_lifetime_ms;
 	unsigned max_execs;
 	bool ended;
+	/* Who asked (the monitor's word), and the daemon's own paths: the
+	 * request layer holds the task to both (cfg.identity, never_paths). */
+	struct al_identity who;
+	char token[64];
+	gid_t gids[AL_SERVE_GIDS_MAX];
+	char **never;
 };
 
 /* Answers to the front's request req (through the monitor). */

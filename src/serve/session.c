@@ -94,74 +94,6 @@ void sess_chunk(struct sess *s, uint64_t req, const void *p, size_t len, bool en
 	send_frame(s, &o);
 }
 
-/* --- logs and followers ------------------------------------------------ */
-
-void sess_log_add(struct sess_log *l, const char *line, size_t len)
-{
-	if (len > l->max)
-		return;
-	while (l->len + len > l->max) { /* the oldest whole lines go */
-		char *nl = memchr(l->buf, '\n', l->len);
-		size_t cut = nl ? (size_t)(nl - l->buf) + 1 : l->len;
-		memmove(l->buf, l->buf + cut, l->len - cut);
-		l->len -= cut;
-		l->dropped++;
-	}
-	l->buf = xrealloc(l->buf, l->len + len);
-	memcpy(l->buf + l->len, line, len);
-	l->len += len;
-}
-
-void sess_subs_add(struct sess_subs *u, uint64_t req)
-{
-	u->v = xrealloc(u->v, (u->n + 1) * sizeof(*u->v));
-	u->v[u->n++] = req;
-}
-
-bool sess_subs_del(struct sess_subs *u, uint64_t req)
-{
-	for (size_t i = 0; i < u->n; i++)
-		if (u->v[i] == req) {
-			u->v[i] = u->v[--u->n];
-			return true;
-		}
-	return false;
-}
-
-void sess_publish(struct sess *s, struct sess_log *l, struct sess_subs *u, json_t *o)
-{
-	char *t = json_dumps(o, JSON_COMPACT);
-	size_t n = strlen(t);
-
-	t = xrealloc(t, n + 2);
-	t[n++] = '\n';
-	t[n] = '\0';
-	if (l)
-		sess_log_add(l, t, n);
-	for (size_t i = 0; i < u->n; i++)
-		sess_chunk(s, u->v[i], t, n, false);
-	free(t);
-	json_decref(o);
-}
-
-bool sess_query_flag(const char *query, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (const char *p = query; p && *p;) {
-		size_t len = strcspn(p, "&");
-		if (strncmp(p, name, n) == 0 && (len == n || p[n] == '=')) {
-			const char *v = len == n ? "" : p + n + 1;
-			size_t vl = len == n ? 0 : len - n - 1;
-			return !((vl == 1 && v[0] == '0') || (vl == 5 && !strncmp(v, "false", 5)));
-		}
-		p += len;
-		if (*p)
-			p++;
-	}
-	return false;
-}
-
 /* --- the audit stream --------------------------------------------------- */
 
 /* A denial, as the exec streams report it: a refused connection or name,
@@ -316,7 +248,9 @@ static int build(struct sess *s, uint64_t req, const char *operator_file, const 
 	s->cfg = (struct al_request_config){.operator_file = operator_file,
 					    .operator_env = operator_env,
 					    .plan_flags = flags,
-					    .run_id = s->id};
+					    .run_id = s->id,
+					    .identity = &s->who,
+					    .never_paths = (const char *const *)s->never};
 	al_request_init(&s->rq, &s->cfg, s->policy);
 	if (al_request_plan(&s->rq, &errs) < 0) {
 		if (!s->rq.refused) {
@@ -377,6 +311,39 @@ static int stdin_fd(const char *s)
 	return fd;
 }
 
+/* The run started: the monitor's setup deadline ends. Then the run is
+ * stepped until it ends, and killed when the client leaves (a CANCEL for
+ * id) or the monitor goes (the channel's end: the daemon is stopping). */
+static void wait_cancellable(struct sess *s, uint64_t id, struct al_run *run)
+{
+	struct al_msg_out o;
+	bool killed = false;
+
+	al_msg_begin(&o, AL_MSG_SESSION_STARTED, id);
+	send_frame(s, &o);
+	al_chan_flush(&s->ch); /* still blocking: whole */
+	fcntl(s->ch.fd, F_SETFL, O_NONBLOCK);
+	while (!al_run_step(run, 0)) {
+		struct pollfd pf[2] = {{.fd = killed ? -1 : s->ch.fd, .events = POLLIN},
+				       {.fd = al_loop_fd(al_run_loop(run)), .events = POLLIN}};
+		if (poll(pf, 2, 1000) < 0 && errno != EINTR)
+			break;
+		if (!(pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		struct al_msg in;
+		struct al_error err = {0};
+		int r = al_chan_read(&s->ch);
+		bool cancel = r < 0 || s->ch.eof;
+		while (!cancel && (r = al_chan_next(&s->ch, &in, &err)) > 0)
+			cancel = in.type == AL_MSG_CANCEL && in.id == id;
+		if (cancel || r < 0) {
+			al_run_kill(run);
+			killed = true;
+		}
+	}
+	fcntl(s->ch.fd, F_SETFL, 0);
+}
+
 static int oneshot(struct sess *s, uint64_t id, json_t *req, const char *operator_file,
 		   const char *operator_env)
 {
@@ -423,7 +390,8 @@ static int oneshot(struct sess *s, uint64_t id, json_t *req, const char *operato
 				    .result_dirfd = -1,
 				    .confine_self = true};
 	struct al_run *run = NULL;
-	al_run_start(&rq, &io, &run, &err);
+	if (al_run_start(&rq, &io, &run, &err) == 0)
+		wait_cancellable(s, id, run);
 	const struct al_run_result *res = al_run_wait(run, &rec_err);
 	json_t *o = al_result_json(s->rq.plan, res, s->id);
 	sess_put_output(o, "stdout", out.buf[0], out.len[0], out.cut[0]);
@@ -691,6 +659,45 @@ static void serve(struct sess *s)
 	}
 }
 
+/* Who asked, as the monitor says: "uid:N" with its gids, or
+ * "token:NAME"; and the daemon's own paths. */
+static int who_from(struct sess *s, const struct al_msg *in)
+{
+	_cleanup_free_ char *id = al_msg_strdup(in, AL_TAG_IDENTITY);
+	size_t len = 0, nl = 0;
+	const uint8_t *g = al_msg_bytes(in, AL_TAG_GIDS, &len);
+	const uint8_t *never = al_msg_bytes(in, AL_TAG_NEVER, &nl);
+	char *end;
+
+	if (strncmp(id, "token:", 6) == 0) {
+		snprintf(s->token, sizeof(s->token), "%s", id + 6);
+		s->who.token = s->token;
+	} else if (strncmp(id, "uid:", 4) == 0) {
+		errno = 0;
+		unsigned long u = strtoul(id + 4, &end, 10);
+		if (errno || *end || end == id + 4 || u > UINT32_MAX - 1)
+			return -EINVAL;
+		s->who.uid = (uid_t)u;
+	} else {
+		return -EINVAL;
+	}
+	for (size_t i = 0; g && i < len / 4 && i < AL_SERVE_GIDS_MAX; i++) {
+		uint32_t v;
+		memcpy(&v, g + 4 * i, 4);
+		s->gids[s->who.n_gids++] = v;
+	}
+	s->who.gids = s->gids;
+	/* NUL-ended paths, one after the other. */
+	for (size_t off = 0; never && off < nl;) {
+		const uint8_t *z = memchr(never + off, 0, nl - off);
+		if (!z)
+			return -EINVAL;
+		al_strv_push(&s->never, (const char *)never + off);
+		off = (size_t)(z - never) + 1;
+	}
+	return 0;
+}
+
 int al_session_main(int fd, const char *operator_env)
 {
 	struct sess s = {0};
@@ -709,6 +716,8 @@ int al_session_main(int fd, const char *operator_env)
 	_cleanup_free_ char *operator_file = al_msg_strdup(&in, AL_TAG_OPERATOR);
 	_cleanup_free_ char *sid = al_msg_strdup(&in, AL_TAG_SESSION_ID);
 	snprintf(s.id, sizeof(s.id), "%s", sid);
+	if (who_from(&s, &in) < 0)
+		return 125;
 	json_error_t je;
 	json_t *req = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
 	if (!req || !json_is_object(req))
@@ -732,6 +741,7 @@ int al_session_main(int fd, const char *operator_env)
 	al_request_clear(&s.rq);
 	al_policy_free(s.policy);
 	json_decref(s.meta);
+	al_strv_free(s.never);
 	free(s.profile);
 	free(s.audit.buf);
 	free(s.audit_subs.v);

@@ -660,8 +660,7 @@ json_t *al_copy_out(int root, const struct al_plan *plan, const struct al_copy_o
 	struct stat st;
 
 	w.visits_left = caps->files * VISIT_FACTOR;
-	w.umask = umask(022);
-	umask(w.umask);
+	w.umask = al_umask_get();
 	w.files = json_array();
 	w.skipped = json_array();
 	snprintf(w.path, sizeof(w.path), "%s", c->path);

@@ -31,9 +31,10 @@ void al_meter_timeout(struct al_meter *m)
 		return;
 	m->hit = true;
 	m->res->reason = AL_END_TIMEOUT;
-	al_audit_emit(m->audit, "limit.hit",
-		      json_pack("{s:s, s:I}", "limit", "timeout", "limit_value",
-				(json_int_t)m->plan->timeout_ms));
+	al_audit_emit(
+	    m->audit, "limit.hit",
+	    json_pack("{s:s, s:I}", "limit", "timeout", "limit_value",
+		      (json_int_t)(m->lifetime_ms ? m->lifetime_ms : m->plan->timeout_ms)));
 	m->stop(m->data);
 }
 

@@ -37,6 +37,7 @@ struct al_meter {
 	void (*stop)(void *data);  /* stop the sandbox (once) */
 	void *data;
 	bool hit;		 /* a limit (or the timeout) ended the run */
+	uint64_t lifetime_ms;	 /* a claim's lifetime; 0: the plan's timeout */
 	struct al_meter_net net; /* the run's, over every host */
 	struct al_meter_host *hosts;
 	size_t n_hosts, cap_hosts;

@@ -421,7 +421,9 @@ int al_supervisor_attach(struct al_supervisor *l, const struct al_sandbox_ctl *c
 	l->timer = al_loop_timer(l->ev, on_timer, l);
 	if (!l->timer)
 		r = al_error_setsys(err, errno, "timerfd_create");
-	else if ((r = al_timer_arm(l->timer, l->plan->timeout_ms, false)) < 0)
+	/* A held sandbox (a warm pool's) has no lifetime yet: its claim's
+	 * counts from the claim (al_supervisor_claim). */
+	else if (!l->held && (r = al_timer_arm(l->timer, l->plan->timeout_ms, false)) < 0)
 		r = al_error_setsys(err, -r, "timerfd_settime");
 	else if ((r = al_sup_stdio_start(l, err)) == 0 && (r = open_copy_out(l, err)) == 0 &&
 		 l->confine_self)
@@ -575,6 +577,7 @@ int al_supervisor_claim(struct al_supervisor *l, const struct al_plan *wanted,
 	 * (clock.c), so that a pause later moves this deadline too. */
 	if (wanted->timeout_ms > 0 && (r = al_supervisor_set_remaining(l, wanted->timeout_ms)) < 0)
 		return al_error_setsys(err, -r, "claim: the lifetime's timer");
+	l->meter.lifetime_ms = wanted->timeout_ms; /* what a timeout hit names */
 	l->held = false;
 	return 0;
 }

@@ -329,6 +329,46 @@ def sigkill_leaves_nothing(e):
             expect(not stale, "run cgroups left after the restart: %s" % stale)
 
 
+@case
+def leaving_client_and_sigterm_leave_nothing(e):
+    """A one-shot run whose client leaves is killed (its sleep gone within
+    10 s); then SIGTERM to the daemon with a live sandbox: it exits 0, and
+    no process, run cgroup or id slot of it is left (each session ended
+    its run and cleaned up before the daemon exited)."""
+    before = run_cgroup_dirs()
+    with Daemon(e) as d:
+        sid = sandbox(d)
+
+        def sleeping():
+            return [p for p in descendants(d.p.pid) if os.path.exists("/proc/%d/cmdline" % p)
+                    and b"sleep" in open("/proc/%d/cmdline" % p, "rb").read()]
+        runner = subprocess.Popen(
+            ["curl", "-s", "--unix-socket", d.sock, "-XPOST", "-d",
+             json.dumps({"argv": ["/bin/sleep", "60"]}), "http://x/v1/run"],
+            stdout=subprocess.DEVNULL)
+        try:
+            expect(wait_for(lambda: sleeping(), 10), "the run did not start")
+        finally:
+            kill_pid(runner.pid)
+            runner.wait(10)
+        expect(wait_for(lambda: not sleeping(), 10),
+               "the one-shot run outlived its client: %s" % sleeping())
+        pids = descendants(d.p.pid)
+        expect(os.geteuid() != 0 or slots_of(sid), "no id slot of the sandbox seen")
+        d.p.send_signal(signal.SIGTERM)
+        rc = d.p.wait(30)
+        expect(rc == 0, "the daemon's exit status after SIGTERM: %s" % rc)
+        left = [p for p in pids if os.path.exists("/proc/%d" % p)]
+        expect(not left, "processes left after SIGTERM: %s" % left)
+        # Only the daemon's own (named PID-START-N by its session's pid):
+        # other airlock runs on the machine come and go meanwhile.
+        ours = set(str(p) for p in pids)
+        stale = [c for c in run_cgroup_dirs() - before
+                 if os.path.basename(c).split("-")[0] in ours and os.path.exists(c)]
+        expect(not stale, "run cgroups left after SIGTERM: %s" % stale)
+        expect(not slots_of(sid), "the sandbox's id slot left after SIGTERM")
+
+
 
 # --- live sandboxes ----------------------------------------------------------
 
@@ -638,16 +678,37 @@ def free_port():
 
 @case
 def sandbox_identities(e):
-    """Two bearer tokens on a loopback listener: a sandbox belongs to the
-    token that made it; the other one gets 404 for every route of it and
-    an empty list, and its own sandboxes only."""
+    """Bearer tokens on a loopback listener, mapped to profiles by the
+    operator policy's "serve" section: a sandbox belongs to the token that
+    made it; the other one gets 404 for every route of it and an empty
+    list, and its own sandboxes only. A token with no entry, or a profile
+    not granted, gets 403 naming the identity; with no operator policy a
+    token client gets 403 (only uid 0 is served)."""
     with TempDir() as t:
         tokens = os.path.join(t, "tokens")
         with open(tokens, "w") as f:
-            f.write("a" * 32 + " alice\n" + "b" * 32 + " bob\n")
+            f.write("a" * 32 + " alice\n" + "b" * 32 + " bob\n" + "c" * 32 + " carol\n")
         os.chmod(tokens, 0o600)
+        op = os.path.join(t, "operator.json")
+        with open(op, "w") as f:
+            json.dump({"version": 1, "profiles": {"default": {}, "other": {}},
+                       "serve": {"identities": {
+                           "token:alice": {"profiles": ["default"]},
+                           "token:bob": {"profiles": ["default", "other"]}}}}, f)
+        os.chmod(op, 0o644)
         port = free_port()
         with Daemon(e, "--listen", "127.0.0.1:%d" % port, "--token-file", tokens) as d:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            c.request("POST", "/v1/sandboxes", body="{}",
+                      headers={"Authorization": "Bearer " + "a" * 32})
+            r = c.getresponse()
+            doc = json.loads(r.read() or b"{}")
+            c.close()
+            expect(r.status == 403 and "serves only uid 0" in json.dumps(doc),
+                   "a token client without an operator policy: %d %s" % (r.status, doc))
+        port = free_port()
+        with Daemon(e, "--listen", "127.0.0.1:%d" % port, "--token-file", tokens,
+                    "--operator-policy", op) as d:
             def call(who, m, path, body=None):
                 c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
                 try:
@@ -657,6 +718,12 @@ def sandbox_identities(e):
                     return r.status, json.loads(r.read() or b"{}")
                 finally:
                     c.close()
+            st, doc = call("c", "POST", "/v1/sandboxes", {})
+            expect(st == 403 and "token:carol" in json.dumps(doc["reasons"]),
+                   "carol (no entry): %d %s" % (st, doc))
+            st, doc = call("a", "POST", "/v1/sandboxes", {"profile": "other"})
+            expect(st == 403 and "(it may use: default)" in json.dumps(doc["reasons"]),
+                   "alice asking a profile not hers: %d %s" % (st, doc))
             st, doc = call("a", "POST", "/v1/sandboxes", {})
             expect(st == 201, "alice's create: %d %s" % (st, doc))
             sid = doc["id"]

@@ -157,19 +157,36 @@ except OSError as e:
 """
 
 
+# The monitor answers a peer it refuses at once, before reading: read first.
+INNER_READ = INNER.replace('    s.sendall(b"GET /v1/health HTTP/1.0\\r\\n\\r\\n")\n', "")
+
+
 @case
 def sandbox_cannot_reach_the_daemon(e):
     """A run that mounts the socket's directory read-only (root-owned, the
-    socket 0600): the task inside must not get an answer from the daemon
-    (as root, the mount is idmapped to its owner, so the socket shows as
-    the sandbox user's own)."""
+    socket 0600) is refused: the socket is one of the daemon's own paths,
+    which no plan may show. And a task that reaches the socket by another
+    name (a hard link in a directory it may mount; as root the mount is
+    idmapped, so the socket shows as the sandbox user's own) gets a 403
+    from the monitor, which serves no sandbox's process."""
     with Daemon(e) as d:
         st, doc = d.json("POST", "/v1/run", {
             "code": INNER, "language": "python",
             "filesystem": {"mounts": [{"host": d.dir, "path": "/d", "mode": "ro"}]}})
-        expect(st == 200, "the run: %d %s" % (st, doc))
-        expect("HTTP/1.1 200" not in doc["stdout"],
-               "the task in the sandbox talked to the daemon: %r" % doc["stdout"][:300])
+        expect(st == 403 and "belongs to the daemon" in json.dumps(doc),
+               "the mount of the socket's directory: %d %s" % (st, doc))
+        with TempDir(mode=0o755) as other:
+            os.link(d.sock, os.path.join(other, "sock"))
+            st, doc = d.json("POST", "/v1/run", {
+                "code": INNER_READ if os.geteuid() == 0 else INNER, "language": "python",
+                "filesystem": {"mounts": [{"host": other, "path": "/d", "mode": "ro"}]}})
+            expect(st == 200, "the run: %d %s" % (st, doc))
+            out = doc["stdout"]
+            expect("HTTP/1.1 200" not in out,
+                   "the task in the sandbox talked to the daemon: %r" % out[:300])
+            if os.geteuid() == 0:
+                expect("403" in out and "does not serve" in out,
+                       "the monitor did not refuse the sandbox's process: %r" % out[:300])
 
 
 @case

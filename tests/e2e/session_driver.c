@@ -1,9 +1,14 @@
 /* A test driver for sessions on the native backend (there is no daemon
- * yet): builds a plan (the sandbox's memory limit from --memory), starts a
- * session, runs each SCRIPT as `/bin/sh -c SCRIPT` one after another (with
- * --exec-memory as its own limit), prints one JSON line per exec (its
- * record with its stdout and stderr), then kills the session and prints
- * {"run_end": REASON}. Exit 0 if every step could be taken, 1 if not.
+ * yet): builds a plan (the sandbox's memory limit from --memory, its pids
+ * limit from --pids), starts a session, starts each --bg SCRIPT as a
+ * background exec (not waited for), then runs each SCRIPT as
+ * `/bin/sh -c SCRIPT` one after another (with --exec-memory as its own
+ * limit), prints one JSON line per exec when it ends (its record with its
+ * stdout, stderr, and t_ms: milliseconds since the session was ready),
+ * kills the background execs still running, then kills the session and
+ * prints {"run_end": REASON}. An exec not ended within --wait-ms (0: no
+ * bound) prints {"stuck": ID, "t_ms": T} and the session is killed. Exit
+ * 0 if every step could be taken, 1 if not.
  *
  * With --pause 1 the first SCRIPT is paused 300 ms after it starts: the
  * driver prints {"paused": ...} (the run's time left, and what an exec
@@ -17,13 +22,17 @@
  *
  * usage: session_driver [--memory BYTES] [--exec-memory BYTES]
  *                       [--exec-timeout MS] [--pause 1] [--tty 1]
- *                       [--ttyfilter 1] [--input TEXT] [--resize RxC] SCRIPT... */
+ *                       [--ttyfilter 1] [--input TEXT] [--resize RxC]
+ *                       [--pids N] [--wait-ms MS] [--bg SCRIPT]... SCRIPT...
+ * Each exec's record is printed as it ends, with t_ms (since the session
+ * was ready) and wall_ms (since the exec was asked for). */
 #include <errno.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend/backend.h"
 #include "core/sys.h"
@@ -33,12 +42,27 @@
 #include "run/run.h"
 #include "run/session.h"
 
+#define MAX_BG 8
+
 struct done {
 	char out[65536], err[65536];
 	size_t n_out, n_err;
 	struct al_exec_result res;
 	int ended;
+	uint64_t asked; /* al_now_ms() when it was asked for */
 };
+
+/* --tty and --ttyfilter: every exec's */
+static int tty, ttyfilter;
+
+static struct timespec t_ready;
+
+static long long since_ready(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t_ready.tv_sec) * 1000LL + (t.tv_nsec - t_ready.tv_nsec) / 1000000;
+}
 
 static void on_output(void *data, int which, const void *buf, size_t len)
 {
@@ -53,11 +77,43 @@ static void on_output(void *data, int which, const void *buf, size_t len)
 	*n += len;
 }
 
+/* Print its record at once, so that the order and time of the ends show. */
 static void on_ended(void *data, const struct al_exec_result *res)
 {
 	struct done *d = data;
 	d->res = *res;
 	d->ended = 1;
+	json_t *o = al_exec_result_json(&d->res);
+	json_object_set_new(o, "stdout", json_stringn(d->out, d->n_out));
+	json_object_set_new(o, "stderr", json_stringn(d->err, d->n_err));
+	json_object_set_new(o, "t_ms", json_integer(since_ready()));
+	json_object_set_new(o, "wall_ms", json_integer((json_int_t)(al_now_ms() - d->asked)));
+	char *s = json_dumps(o, JSON_COMPACT);
+	printf("%s\n", s);
+	fflush(stdout);
+	free(s);
+	json_decref(o);
+}
+
+static int start(struct al_run *run, const char *script, uint64_t mem, int64_t timeout,
+		 struct done *d, struct al_exec **x)
+{
+	char *xargv[] = {"/bin/sh", "-c", (char *)script, NULL};
+	struct al_exec_request xr = {.argv = xargv,
+				     .memory_bytes = mem,
+				     .timeout_ms = timeout,
+				     .tty = tty,
+				     .ttyfilter = ttyfilter};
+	struct al_exec_io xio = {.data = d, .output = on_output, .ended = on_ended};
+	struct al_error err = {0};
+
+	memset(d, 0, sizeof(*d));
+	d->asked = al_now_ms();
+	if (al_run_exec(run, &xr, &xio, x, &err) < 0) {
+		fprintf(stderr, "session_driver: exec: %s\n", err.msg);
+		return -1;
+	}
+	return 0;
 }
 
 /* Pause the run 300 ms into the exec, resume on a line from stdin. */
@@ -90,9 +146,11 @@ static int pause_exec(struct al_run *run, struct done *d)
 
 int main(int argc, char **argv)
 {
-	uint64_t memory = 0, exec_memory = 0;
-	int64_t exec_timeout = 0;
-	int i = 1, pause = 0, tty = 0, ttyfilter = 0;
+	uint64_t memory = 0, exec_memory = 0, pids = 0;
+	int64_t exec_timeout = 0, wait_ms = 0;
+	const char *bg[MAX_BG];
+	size_t n_bg = 0;
+	int i = 1, pause = 0;
 	unsigned rows = 0, cols = 0;
 	const char *input = NULL;
 
@@ -115,6 +173,12 @@ int main(int argc, char **argv)
 		else if (strcmp(argv[i], "--resize") == 0 &&
 			 sscanf(argv[i + 1], "%ux%u", &rows, &cols) == 2)
 			;
+		else if (strcmp(argv[i], "--pids") == 0)
+			pids = strtoull(argv[i + 1], NULL, 10);
+		else if (strcmp(argv[i], "--wait-ms") == 0)
+			wait_ms = strtoll(argv[i + 1], NULL, 10);
+		else if (strcmp(argv[i], "--bg") == 0 && n_bg < MAX_BG)
+			bg[n_bg++] = argv[i + 1];
 		else {
 			fprintf(stderr, "session_driver: unknown option %s\n", argv[i]);
 			return 2;
@@ -126,6 +190,8 @@ int main(int argc, char **argv)
 	al_strv_push(&p->command, "/bin/true");
 	if (memory)
 		p->memory_bytes = memory;
+	if (pids)
+		p->pids = pids;
 	if (al_plan_build(p, 0, &plan, &err) < 0) {
 		fprintf(stderr, "session_driver: plan: %s\n", err.msg);
 		return 1;
@@ -145,24 +211,21 @@ int main(int argc, char **argv)
 		fprintf(stderr, "session_driver: the session did not get ready\n");
 		return 1;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t_ready);
 	printf("{\"scratch\": %s}\n", al_run_scratch_fd(run) >= 0 ? "true" : "false");
 	fflush(stdout);
-	for (; i < argc; i++) {
-		static struct done d;
-		char *xargv[] = {"/bin/sh", "-c", argv[i], NULL};
-		struct al_exec_request xr = {.argv = xargv,
-					     .memory_bytes = exec_memory,
-					     .timeout_ms = exec_timeout,
-					     .tty = tty,
-					     .ttyfilter = ttyfilter};
-		struct al_exec_io xio = {.data = &d, .output = on_output, .ended = on_ended};
-		struct al_exec *x;
-		memset(&d, 0, sizeof(d));
-		if (al_run_exec(run, &xr, &xio, &x, &err) < 0) {
-			fprintf(stderr, "session_driver: exec: %s\n", err.msg);
+	static struct done bgd[MAX_BG];
+	struct al_exec *bgx[MAX_BG];
+	for (size_t b = 0; b < n_bg; b++)
+		if (start(run, bg[b], exec_memory, 0, &bgd[b], &bgx[b]) < 0)
 			return 1;
-		}
-		uint64_t t0 = al_now_ms();
+	int rc = 0;
+	for (; i < argc && rc == 0; i++) {
+		static struct done d;
+		struct al_exec *x;
+		if (start(run, argv[i], exec_memory, exec_timeout, &d, &x) < 0)
+			return 1;
+		long long t0 = since_ready();
 		if (pause-- > 0 && pause_exec(run, &d) < 0)
 			return 1;
 		if (rows) /* typed once it has said something, resized first */
@@ -175,22 +238,25 @@ int main(int argc, char **argv)
 			al_exec_stdin(x, input, strlen(input));
 			al_exec_close_stdin(x);
 		}
-		while (!d.ended)
-			if (al_run_step(run, -1))
+		while (!d.ended && (!wait_ms || since_ready() - t0 < wait_ms))
+			if (al_run_step(run, wait_ms ? 50 : -1))
 				break;
-		if (!d.ended) {
+		if (!d.ended && wait_ms && al_run_session_ready(run)) {
+			printf("{\"stuck\": \"%s\", \"t_ms\": %lld}\n", al_exec_id(x),
+			       since_ready());
+			fflush(stdout);
+			rc = 1;
+		} else if (!d.ended) {
 			fprintf(stderr, "session_driver: the run ended during an exec\n");
 			return 1;
 		}
-		json_t *o = al_exec_result_json(&d.res);
-		json_object_set_new(o, "stdout", json_stringn(d.out, d.n_out));
-		json_object_set_new(o, "stderr", json_stringn(d.err, d.n_err));
-		json_object_set_new(o, "wall_ms", json_integer((json_int_t)(al_now_ms() - t0)));
-		char *s = json_dumps(o, JSON_COMPACT);
-		printf("%s\n", s);
-		fflush(stdout);
-		free(s);
-		json_decref(o);
+	}
+	/* Background execs still running are killed (their records say so). */
+	for (size_t b = 0; b < n_bg && rc == 0; b++) {
+		if (!bgd[b].ended)
+			al_exec_signal(bgx[b], SIGKILL);
+		while (!bgd[b].ended && !al_run_step(run, 100))
+			;
 	}
 	al_run_kill(run);
 	const struct al_run_result *res = al_run_wait(run, NULL);
@@ -198,5 +264,5 @@ int main(int argc, char **argv)
 	al_run_free(run);
 	al_plan_free(plan);
 	al_policy_free(p);
-	return 0;
+	return rc;
 }

@@ -1,7 +1,8 @@
 /* gateway/process.h, the supervisor's side: a stand-in gateway process (a
  * forked child of this test that sends prepared messages) is watched with
  * al_gateway_proc_adopt(). What it reports of its use reaches the meter;
- * use past a network limit, or use before its start, fails it. */
+ * use past a network limit, or use before its start, fails it; a claim is
+ * in force only once it answered. */
 #include "unit.h"
 
 #include <errno.h>
@@ -89,9 +90,15 @@ static struct msg deny_event(void)
 	return deny_event_for("collector.test", "no rule allows collector.test:8099");
 }
 
+#define NO_CLAIM (-1000)
+#define HANG_UP	 (-1001)
+
 /* Fork a stand-in that sends msgs[0..n), then waits for the socket to
- * close (al_gateway_proc_free kills it anyway). */
-static void start(struct fixture *f, const struct msg *msgs, size_t n)
+ * close (al_gateway_proc_free kills it anyway). With claim other than
+ * NO_CLAIM it first waits for a message (the claim), then answers it
+ * AL_GWP_CLAIMED with claim as the error, or with HANG_UP exits without
+ * an answer. */
+static void start_claim(struct fixture *f, const struct msg *msgs, size_t n, int claim)
 {
 	struct al_error err = {0};
 	int sv[2];
@@ -112,6 +119,15 @@ static void start(struct fixture *f, const struct msg *msgs, size_t n)
 		for (size_t i = 0; i < n; i++)
 			if (send(sv[1], msgs[i].b, (size_t)msgs[i].n, MSG_NOSIGNAL) != msgs[i].n)
 				_exit(1);
+		if (claim != NO_CLAIM) {
+			struct msg a;
+			if (read(sv[1], a.b, sizeof(a.b)) <= 0 || claim == HANG_UP)
+				_exit(0);
+			a.n = al_gwp_encode_claimed(claim, claim ? "refused here" : "", a.b,
+						    sizeof(a.b));
+			if (send(sv[1], a.b, (size_t)a.n, MSG_NOSIGNAL) != a.n)
+				_exit(1);
+		}
 		while (read(sv[1], &c, 1) > 0)
 			;
 		_exit(0);
@@ -119,6 +135,11 @@ static void start(struct fixture *f, const struct msg *msgs, size_t n)
 	close(sv[1]);
 	if (al_gateway_proc_adopt(&f->plan, f->loop, NULL, &f->ev, pid, sv[0], &f->gp, &err) < 0)
 		fail_msg("adopt: %s", err.msg);
+}
+
+static void start(struct fixture *f, const struct msg *msgs, size_t n)
+{
+	start_claim(f, msgs, n, NO_CLAIM);
 }
 
 /* Dispatch until done(f) or 5 s pass. */
@@ -215,13 +236,49 @@ static void test_use_before_start_fails(void **state)
 	finish(&f);
 }
 
+static bool running(const struct fixture *f)
+{
+	return al_gateway_proc_state(f->gp) == AL_GATEWAY_RUNNING;
+}
+
+/* A warm pool's claim (al_gateway_proc_claim) in force only once the
+ * gateway answered it: answered, refused, or its channel closed with no
+ * answer (then it failed, never taken for applied). */
+static void test_claim_answers(void **state)
+{
+	struct fixture f;
+	struct al_error err = {0};
+	const struct msg msgs[] = {started()};
+
+	(void)state;
+	start_claim(&f, msgs, 1, 0);
+	run_until(&f, running);
+	assert_int_equal(al_gateway_proc_claim(f.gp, &f.plan, NULL, &err), 0);
+	assert_int_equal(al_gateway_proc_state(f.gp), AL_GATEWAY_RUNNING);
+	finish(&f);
+
+	start_claim(&f, msgs, 1, EINVAL);
+	run_until(&f, running);
+	assert_int_equal(al_gateway_proc_claim(f.gp, &f.plan, NULL, &err), -EINVAL);
+	assert_contains(err.msg, "refused here");
+	finish(&f);
+
+	start_claim(&f, msgs, 1, HANG_UP);
+	run_until(&f, running);
+	assert_int_equal(al_gateway_proc_claim(f.gp, &f.plan, NULL, &err), -EIO);
+	assert_contains(err.msg, "closed its channel before answering the claim");
+	assert_int_equal(al_gateway_proc_state(f.gp), AL_GATEWAY_FAILED);
+	/* No second claim is sent to what failed. */
+	assert_int_equal(al_gateway_proc_claim(f.gp, &f.plan, NULL, &err), -EAGAIN);
+	finish(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_use_reaches_meter),
-	    cmocka_unit_test(test_use_past_limit_fails),
-	    cmocka_unit_test(test_denial_reported),
-	    cmocka_unit_test(test_use_before_start_fails),
+	    cmocka_unit_test(test_use_reaches_meter), cmocka_unit_test(test_use_past_limit_fails),
+	    cmocka_unit_test(test_denial_reported),   cmocka_unit_test(test_use_before_start_fails),
+	    cmocka_unit_test(test_claim_answers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

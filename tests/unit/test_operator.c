@@ -206,6 +206,113 @@ static void test_parse_inconsistent(void **state)
 	assert_non_null(op);
 }
 
+/* The daemon's section: identities mapped to profiles, the socket's group,
+ * the pool's counts. */
+#define SERVE(body)                                                                                \
+	"{\"version\": 1, \"profiles\": {\"default\": {}, \"web\": {}, \"data\": {}}, "            \
+	"\"serve\": {" body "}}"
+
+static void test_serve_errors(void **state)
+{
+	(void)state;
+	OP_BAD(SERVE("\"identities\": {\"user:1000\": {\"profiles\": [\"web\"]}}"), 1,
+	       "serve.identities.user:1000", "\"uid:N\"");
+	OP_BAD(SERVE("\"identities\": {\"uid:12x\": {\"profiles\": [\"web\"]}}"), 1,
+	       "serve.identities.uid:12x", "an identity is");
+	OP_BAD(SERVE("\"identities\": {\"uid:4294967295\": {\"profiles\": [\"web\"]}}"), 1,
+	       "serve.identities.uid:4294967295", "an identity is");
+	OP_BAD(SERVE("\"identities\": {\"group:a b\": {\"profiles\": [\"web\"]}}"), 1,
+	       "serve.identities.group:a b", "an identity is");
+	OP_BAD(SERVE("\"identities\": {\"uid:1\": {\"profiles\": [\"nope\"]}}"), 1,
+	       "serve.identities.uid:1.profiles", "\"nope\": no such profile");
+	OP_BAD(SERVE("\"identities\": {\"uid:1\": {\"profiles\": [\"web\"], \"default\": "
+		     "\"data\"}}"),
+	       1, "serve.identities.uid:1.default", "not one of this identity's profiles");
+	OP_BAD(SERVE("\"identities\": {\"uid:1\": {}}"), 1, "serve.identities.uid:1.profiles",
+	       "missing");
+	OP_BAD(SERVE("\"identities\": {\"token:a\": {\"profiles\": [\"web\"], \"pool\": 1}}"), 1,
+	       "serve.identities.token:a", "unknown key \"pool\"");
+	OP_BAD(SERVE("\"pool\": {\"nope\": 1, \"web\": 5000, \"data\": -1}"), 3, "serve.pool.nope",
+	       "no such profile", "serve.pool.web", "1 to 1024", "serve.pool.data", "1 to 1024");
+	OP_BAD(SERVE("\"socket_group\": \"-x\", \"sockets\": 1"), 2, "serve.socket_group",
+	       "not a group's name", "serve", "unknown key \"sockets\"");
+}
+
+static char *joined(char **v)
+{
+	char *s = al_strv_join(v, ",");
+	al_strv_free(v);
+	return s;
+}
+
+static void test_serve_grants(void **state)
+{
+	(void)state;
+	_cleanup_(al_operator_freep) struct al_operator *op = op_parse(
+	    SERVE("\"socket_group\": \"airlock\", \"pool\": {\"web\": 3, \"data\": 0}, "
+		  "\"identities\": {"
+		  "\"uid:1000\": {\"profiles\": [\"web\"]}, "
+		  "\"group:g7\": {\"profiles\": [\"data\", \"default\"]}, "
+		  "\"group:g8\": {\"profiles\": [\"web\", \"data\"], \"default\": \"data\"}, "
+		  "\"token:alice\": {\"profiles\": [\"data\", \"web\"]}}"));
+	assert_non_null(op);
+	assert_string_equal(op->serve.socket_group, "airlock");
+	assert_int_equal(al_op_serve_pool(op, "web"), 3);
+	assert_int_equal(al_op_serve_pool(op, "data"), 0);
+	assert_int_equal(al_op_serve_pool(op, "default"), 0);
+	/* The loader resolves groups; here, by hand. */
+	op->serve.ids[1].gid = 7;
+	op->serve.ids[1].gid_known = true;
+	op->serve.ids[2].gid = 8;
+	op->serve.ids[2].gid_known = true;
+
+	char *def = NULL, *s;
+	gid_t g7[] = {100, 7}, g78[] = {8, 7}, none[] = {5};
+	/* Its uid's entry: only "web", and its default. */
+	struct al_identity u1000 = {.uid = 1000, .gids = none, .n_gids = 1};
+	s = joined(al_op_serve_grants(op, &u1000, &def));
+	assert_string_equal(s, "web");
+	assert_string_equal(def, "web");
+	free(s), free(def);
+	/* Its uid's and a group's, merged; the default is its uid's own. */
+	u1000.gids = g7;
+	u1000.n_gids = 2;
+	s = joined(al_op_serve_grants(op, &u1000, &def));
+	assert_string_equal(s, "web,data,default");
+	assert_string_equal(def, "web");
+	free(s), free(def);
+	/* Groups only: the first group's default ("default" when listed). */
+	struct al_identity u5 = {.uid = 5, .gids = g78, .n_gids = 2};
+	s = joined(al_op_serve_grants(op, &u5, &def));
+	assert_string_equal(s, "data,default,web");
+	assert_string_equal(def, "default");
+	free(s), free(def);
+	/* Nothing matches: none. A token name never matches a uid or group. */
+	struct al_identity u6 = {.uid = 6, .gids = none, .n_gids = 1};
+	assert_null(al_op_serve_grants(op, &u6, &def));
+	assert_null(def);
+	struct al_identity bob = {.token = "bob", .gids = g78, .n_gids = 2};
+	assert_null(al_op_serve_grants(op, &bob, &def));
+	/* A token's entry: its first listed profile when "default" is not. */
+	struct al_identity alice = {.token = "alice"};
+	s = joined(al_op_serve_grants(op, &alice, &def));
+	assert_string_equal(s, "data,web");
+	assert_string_equal(def, "data");
+	free(s), free(def);
+	/* uid 0 with no entry: every profile, "default" its default; a token
+	 * is never uid 0. */
+	struct al_identity root = {.uid = 0};
+	s = joined(al_op_serve_grants(op, &root, &def));
+	assert_string_equal(s, "default,web,data");
+	assert_string_equal(def, "default");
+	free(s), free(def);
+	struct al_identity tok0 = {.token = "root", .uid = 0};
+	assert_null(al_op_serve_grants(op, &tok0, &def));
+	char buf[80];
+	assert_string_equal(al_identity_text(&alice, buf, sizeof(buf)), "token:alice");
+	assert_string_equal(al_identity_text(&u1000, buf, sizeof(buf)), "uid:1000");
+}
+
 int main(void)
 {
 	/* The layers the design has, as a build with them would: choosing among
@@ -220,6 +327,8 @@ int main(void)
 		cmocka_unit_test(test_parse_defaults),
 		cmocka_unit_test(test_never_adds_to_defaults),
 		cmocka_unit_test(test_parse_inconsistent),
+		cmocka_unit_test(test_serve_errors),
+		cmocka_unit_test(test_serve_grants),
 	};
 	/* clang-format on */
 

@@ -262,6 +262,191 @@ static int setup(void **state)
 	return 0;
 }
 
+/* The request's refusal lines joined, for assertions. */
+static char *refusal_text(const struct al_request *rq)
+{
+	_cleanup_(al_errors_clear) struct al_errors lines = {0};
+	char **v = NULL, *s;
+
+	al_request_refusals(rq, &lines);
+	for (size_t i = 0; i < lines.n; i++)
+		al_strv_push(&v, lines.v[i].text);
+	s = v ? al_strv_join(v, "\n") : xstrdup("");
+	al_strv_free(v);
+	return s;
+}
+
+/* One daemon request: build it for who under operator (NULL: none) with
+ * never paths; returns build's result, *why the refusal lines. */
+static int daemon_build(const char *json, const char *operator, const struct al_identity * who,
+			const char *const *never, char **profile, char **why)
+{
+	_cleanup_(al_policy_freep) struct al_policy *p = task(json);
+	struct al_request_config cfg = {
+	    .operator_file = operator, .identity = who, .never_paths = never};
+	_cleanup_(al_errors_clear) struct al_errors errs = {0};
+	_cleanup_(al_request_clear) struct al_request rq = {0};
+
+	al_request_init(&rq, &cfg, p);
+	int r = al_request_build(&rq, &errs);
+	for (size_t i = 0; i < errs.n; i++)
+		print_message("  error: %s\n", errs.v[i].text);
+	*why = refusal_text(&rq);
+	if (profile)
+		*profile = rq.dec.profile_name ? xstrdup(rq.dec.profile_name) : NULL;
+	assert_true(r == 0 || rq.refused);
+	return r;
+}
+
+/* The daemon's identities: the profiles the operator's "serve" section
+ * grants each, its default when the request names none, and a 403's
+ * reason naming the identity and what it may use. */
+static void test_daemon_identities(void **state)
+{
+	(void)state;
+	_cleanup_free_ char *opf = xasprintf("%s/serve.json", dir);
+	write_file(opf, "{\"version\": 1, \"profiles\": {\"default\": {}, \"wide\": {}}, "
+			"\"serve\": {\"identities\": {"
+			"\"uid:1000\": {\"profiles\": [\"wide\"]}, "
+			"\"token:alice\": {\"profiles\": [\"default\", \"wide\"]}}}}");
+	const char *plain = "{\"version\": 1, \"command\": [\"/bin/true\"]}";
+	const char *asks_default =
+	    "{\"version\": 1, \"command\": [\"/bin/true\"], \"profile\": \"default\"}";
+	struct al_identity u1000 = {.uid = 1000}, u2000 = {.uid = 2000}, root = {.uid = 0},
+			   alice = {.token = "alice"}, bob = {.token = "bob"};
+	char *why, *prof;
+
+	assert_int_equal(daemon_build(plain, opf, &u1000, NULL, &prof, &why), 0);
+	assert_string_equal(prof, "wide"); /* its default: its only profile */
+	free(why), free(prof);
+	assert_int_equal(daemon_build(asks_default, opf, &u1000, NULL, NULL, &why), -EPERM);
+	assert_contains(why, "uid:1000: profile \"default\" is not granted to this identity (it "
+			     "may use: wide)");
+	assert_contains(why, "serve.identities");
+	free(why);
+	assert_int_equal(daemon_build(plain, opf, &u2000, NULL, NULL, &why), -EPERM);
+	assert_contains(why, "uid:2000: the operator policy's \"serve\" section grants this "
+			     "identity no profile");
+	free(why);
+	assert_int_equal(daemon_build(asks_default, opf, &alice, NULL, &prof, &why), 0);
+	assert_string_equal(prof, "default");
+	free(why), free(prof);
+	assert_int_equal(daemon_build(plain, opf, &bob, NULL, NULL, &why), -EPERM);
+	assert_contains(why, "token:bob");
+	free(why);
+	/* uid 0 without an entry: every profile. */
+	assert_int_equal(daemon_build(asks_default, opf, &root, NULL, &prof, &why), 0);
+	assert_string_equal(prof, "default");
+	free(why), free(prof);
+	/* The CLI (no identity) is not held to "serve". */
+	assert_int_equal(daemon_build(asks_default, opf, NULL, NULL, &prof, &why), 0);
+	free(why), free(prof);
+	unlink(opf);
+}
+
+#define SECRET(src)                                                                                \
+	"{\"version\": 1, \"command\": [\"/bin/true\"], \"network\": {\"allow\": "                 \
+	"[\"a.test:80\"], \"hosts\": {\"a.test\": \"127.0.0.1\"}}, \"secrets\": {\"S\": "          \
+	"{\"source\": " src ", \"hosts\": [\"a.test:80\"], \"header\": \"X: {}\"}}}"
+
+/* With no operator policy a daemon serves uid 0 only, and even then no
+ * secret read from a descriptor, a command or its environment, and no
+ * "copy" mount; a file source and plain mounts stay root's. */
+static void test_daemon_unbounded(void **state)
+{
+	(void)state;
+	struct al_identity u1000 = {.uid = 1000}, root = {.uid = 0}, alice = {.token = "alice"};
+	char *why;
+
+	assert_int_equal(daemon_build("{\"version\": 1, \"command\": [\"/bin/true\"]}", NULL,
+				      &u1000, NULL, NULL, &why),
+			 -EPERM);
+	assert_contains(why, "uid:1000: this daemon has no operator policy, and without one it "
+			     "serves only uid 0");
+	free(why);
+	assert_int_equal(daemon_build("{\"version\": 1, \"command\": [\"/bin/true\"]}", NULL,
+				      &alice, NULL, NULL, &why),
+			 -EPERM);
+	assert_contains(why, "token:alice: this daemon has no operator policy");
+	free(why);
+	assert_int_equal(
+	    daemon_build(SECRET("{\"command\": [\"/bin/id\"]}"), NULL, &root, NULL, NULL, &why),
+	    -EPERM);
+	assert_contains(why, "may not be read from a command");
+	free(why);
+	assert_int_equal(daemon_build(SECRET("{\"env\": \"HOME\"}"), NULL, &root, NULL, NULL, &why),
+			 -EPERM);
+	assert_contains(why, "may not be read from the environment");
+	free(why);
+	assert_int_equal(daemon_build(SECRET("{\"fd\": 3}"), NULL, &root, NULL, NULL, &why),
+			 -EPERM);
+	assert_contains(why, "a secret read from a descriptor cannot be had in the daemon");
+	free(why);
+	_cleanup_free_ char *copy =
+	    xasprintf("{\"version\": 1, \"command\": [\"/bin/true\"], \"filesystem\": {\"mounts\": "
+		      "[{\"host\": \"%s\", \"path\": \"/x\", \"mode\": \"ro\", \"copy\": true}]}}",
+		      op_file);
+	write_operator(false);
+	assert_int_equal(daemon_build(copy, NULL, &root, NULL, NULL, &why), -EPERM);
+	assert_contains(why, "may not copy host files in there");
+	free(why);
+	_cleanup_free_ char *file = xasprintf("{\"file\": \"%s\"}", op_file);
+	_cleanup_free_ char *fsecret = xasprintf(
+	    "{\"version\": 1, \"command\": [\"/bin/true\"], \"network\": {\"allow\": "
+	    "[\"a.test:80\"], \"hosts\": {\"a.test\": \"127.0.0.1\"}}, \"secrets\": {\"S\": "
+	    "{\"source\": %s, \"hosts\": [\"a.test:80\"], \"header\": \"X: {}\"}}}",
+	    file);
+	assert_int_equal(daemon_build(fsecret, NULL, &root, NULL, NULL, &why), 0);
+	free(why);
+	/* The CLI keeps every source. */
+	assert_int_equal(daemon_build(SECRET("{\"fd\": 3}"), NULL, NULL, NULL, NULL, &why), 0);
+	free(why);
+}
+
+/* The daemon's own files (its socket, token file, operator policy) in
+ * never_paths: no plan shows them, nor a directory above them, whether
+ * or not an operator policy is in force. */
+static void test_never_paths(void **state)
+{
+	(void)state;
+	_cleanup_free_ char *sub = xasprintf("%s/d", dir), *tok = xasprintf("%s/d/tokens", dir);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	write_file(tok, "x");
+	const char *never[] = {tok, NULL};
+	struct al_identity root = {.uid = 0};
+	_cleanup_free_ char *dir_mount =
+	    xasprintf("{\"version\": 1, \"command\": [\"/bin/true\"], \"filesystem\": {\"mounts\": "
+		      "[{\"host\": \"%s\", \"path\": \"/d\", \"mode\": \"ro\"}]}}",
+		      sub);
+	_cleanup_free_ char *file_mount =
+	    xasprintf("{\"version\": 1, \"command\": [\"/bin/true\"], \"filesystem\": {\"mounts\": "
+		      "[{\"host\": \"%s\", \"path\": \"/t\", \"mode\": \"ro\"}]}}",
+		      tok);
+	char *why;
+
+	assert_int_equal(daemon_build(dir_mount, NULL, &root, never, NULL, &why), -EPERM);
+	assert_contains(why, "would show");
+	assert_contains(why, "which belongs to the daemon serving this request");
+	free(why);
+	assert_int_equal(daemon_build(file_mount, NULL, NULL, never, NULL, &why), -EPERM);
+	assert_contains(why, "is, or lies inside");
+	free(why);
+	/* Under an operator policy that would allow the path. */
+	_cleanup_free_ char *opf = xasprintf("%s/wide.json", dir);
+	_cleanup_free_ char *doc = xasprintf(
+	    "{\"version\": 1, \"profiles\": {\"default\": {\"filesystem\": {\"ro\": [\"%s\"]}}}}",
+	    dir);
+	write_file(opf, doc);
+	assert_int_equal(daemon_build(dir_mount, opf, &root, NULL, NULL, &why), 0);
+	free(why);
+	assert_int_equal(daemon_build(dir_mount, opf, &root, never, NULL, &why), -EPERM);
+	assert_contains(why, "which belongs to the daemon serving this request");
+	free(why);
+	unlink(opf);
+	unlink(tok);
+	rmdir(sub);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -278,6 +463,9 @@ int main(void)
 	    cmocka_unit_test(test_two_requests),
 	    cmocka_unit_test(test_profiles_allowing),
 	    cmocka_unit_test(test_decider_without_waiting),
+	    cmocka_unit_test(test_daemon_identities),
+	    cmocka_unit_test(test_daemon_unbounded),
+	    cmocka_unit_test(test_never_paths),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

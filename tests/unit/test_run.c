@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <time.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -396,6 +397,8 @@ static void test_session_timeout_kill_stdin(void **state)
 struct claim_audit {
 	int claims;
 	json_t *last;
+	json_int_t timeout_hit; /* limit.hit's limit_value for the timeout */
+	json_int_t end_timeout; /* run.end's limits.timeout_ms */
 };
 
 static void claim_sink(void *data, const char *event, json_t *fields)
@@ -407,6 +410,12 @@ static void claim_sink(void *data, const char *event, json_t *fields)
 		json_decref(a->last);
 		a->last = json_incref(fields);
 	}
+	if (strcmp(event, "limit.hit") == 0 &&
+	    strcmp(json_string_value(json_object_get(fields, "limit")), "timeout") == 0)
+		a->timeout_hit = json_integer_value(json_object_get(fields, "limit_value"));
+	if (strcmp(event, "run.end") == 0)
+		a->end_timeout = json_integer_value(
+		    json_object_get(json_object_get(fields, "limits"), "timeout_ms"));
 	json_decref(fields);
 }
 
@@ -541,6 +550,121 @@ static void test_session_pause(void **state)
 	al_plan_free(plan);
 }
 
+/* A held sandbox has no lifetime yet: the pool's plan's timeout (100 ms)
+ * does not end it while it waits (300 ms here, longer on a busy machine),
+ * the claim's lifetime (200 ms) does, and the audit (limit.hit, run.end's
+ * limits) names the claim's. */
+static void test_pool_held_lifetime(void **state)
+{
+	static const struct al_supervisor_io io = {
+	    .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1};
+	struct claim_audit seen = {0};
+	struct al_audit *audit = al_audit_sink(claim_sink, &seen);
+	struct al_plan *pooled = plan_for("exit 99", 100);
+	struct al_plan *wanted = plan_for("exit 99", 200);
+	struct al_run_request req = {.plan = pooled,
+				     .backend = &al_backend_fake,
+				     .audit = audit,
+				     .result_dirfd = -1,
+				     .session = true,
+				     .pool = true};
+	struct al_run *run = NULL;
+	struct al_error err = {0};
+
+	(void)state;
+	assert_int_equal(al_run_start(&req, &io, &run, &err), 0);
+	uint64_t until = al_now_ms() + 300;
+	while (al_now_ms() < until)
+		assert_false(al_run_step(run, 10));
+	assert_true(al_run_session_ready(run));
+	uint64_t claimed = al_now_ms();
+	assert_int_equal(al_run_claim(run, wanted, NULL, NULL, &err), 0);
+	bool ended = false;
+	for (int i = 0; i < 1000 && !ended; i++)
+		ended = al_run_step(run, 10);
+	assert_true(ended);
+	assert_true(al_now_ms() - claimed >= 200);
+	assert_int_equal(al_run_wait(run, NULL)->reason, AL_END_TIMEOUT);
+	assert_int_equal(seen.timeout_hit, 200);
+	assert_int_equal(seen.end_timeout, 200); /* the record's lifetime is the claim's */
+	al_run_free(run);
+	al_plan_free(wanted);
+	al_plan_free(pooled);
+	json_decref(seen.last);
+	al_audit_close(audit);
+}
+
+/* Where an exec has no cgroup of its own (the fake backend; docs/security.md,
+ * "A session's execs") its end reaches its process group only: a process
+ * that left it (setsid) lives on until the session ends, and the session's
+ * end takes it. A memory limit of its own is refused there, not ignored.
+ * The background writers sleep at most 2 s: bounded. */
+static bool wait_file(struct al_run *run, const char *path, int ms)
+{
+	struct stat st;
+
+	for (int i = 0; i < ms / 10; i++) {
+		if (stat(path, &st) == 0)
+			return true;
+		assert_false(al_run_step(run, 10));
+	}
+	return stat(path, &st) == 0;
+}
+
+static void test_session_timeout_kills_escaped(void **state)
+{
+	char dir[] = "/tmp/airlock-session-XXXXXX", script[1024], group[300], escaped[300],
+	     after[300];
+	struct al_plan *plan = plan_for("exit 99", 0);
+	struct exec_done a, b;
+	struct stat st;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(group, sizeof(group), "%s/group", dir);
+	snprintf(escaped, sizeof(escaped), "%s/escaped", dir);
+	snprintf(after, sizeof(after), "%s/after", dir);
+	struct al_run *run = start_session(plan);
+
+	/* No cgroup of its own: its own memory limit is refused. */
+	char *argv[] = {"/bin/true", NULL};
+	struct al_exec_request mr = {.argv = argv, .memory_bytes = 64 << 20};
+	struct al_exec_io mio = {.data = &a, .output = exec_output_cb, .ended = exec_ended_cb};
+	struct al_exec *mx = NULL;
+	struct al_error err = {0};
+	assert_int_equal(al_run_exec(run, &mr, &mio, &mx, &err), -EOPNOTSUPP);
+	assert_contains(err.msg, "memory_bytes");
+	assert_contains(err.msg, "cgroup of its own");
+
+	/* The timeout kills its process group (the writer at 1 s), not the
+	 * process that left it (the one at 2 s). */
+	snprintf(script, sizeof(script),
+		 "(sleep 1; echo g > %s) & "
+		 "setsid sh -c 'sleep 2; echo x > %s' </dev/null >/dev/null 2>&1 & exec sleep 30",
+		 group, escaped);
+	exec_start(run, script, 100, &a);
+	exec_wait(run, &a);
+	assert_int_equal(a.res.reason, AL_EXEC_TIMEOUT);
+	assert_true(wait_file(run, escaped, 10000));
+	assert_int_not_equal(stat(group, &st), 0);
+
+	/* The session's end takes what an exec left running. */
+	snprintf(script, sizeof(script),
+		 "setsid sh -c 'sleep 1; echo z > %s' </dev/null >/dev/null 2>&1 &", after);
+	exec_start(run, script, 0, &b);
+	exec_wait(run, &b);
+	assert_int_equal(b.res.reason, AL_EXEC_EXITED);
+	assert_int_equal(al_run_kill(run), 0);
+	al_run_wait(run, NULL);
+	al_run_free(run);
+	struct timespec ts = {2, 0};
+	nanosleep(&ts, NULL);
+	assert_int_not_equal(stat(after, &st), 0);
+	unlink(escaped);
+	assert_int_equal(rmdir(dir), 0);
+	al_plan_free(plan);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -553,6 +677,8 @@ int main(void)
 	    cmocka_unit_test(test_session_timeout_kill_stdin),
 	    cmocka_unit_test(test_pool_claim),
 	    cmocka_unit_test(test_session_pause),
+	    cmocka_unit_test(test_pool_held_lifetime),
+	    cmocka_unit_test(test_session_timeout_kills_escaped),
 	};
 	/* As a CLI would: the run layer leaves SIGPIPE to its caller. */
 	signal(SIGPIPE, SIG_IGN);

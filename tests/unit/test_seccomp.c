@@ -29,6 +29,7 @@
 #include <sys/mman.h>
 #include <sys/shm.h>
 #include <sys/personality.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -405,11 +406,11 @@ static void test_installed_program_matches(void **state)
 	al_seccomp_summarize(rules, n_rules, &s);
 	assert_memory_equal(&np->seccomp_summary, &s, sizeof(s));
 	/* ioctl, socket, socketpair, clone, prctl, personality, mmap,
-	 * memfd_create, shmget and the nine calls that take a file mode (no
-	 * set-id bits) are filtered; clone3 and openat2 are the silent
-	 * errnos. */
+	 * memfd_create, shmget, the nine calls that take a file mode (no
+	 * set-id bits) and the seven that act on a process (the caller only)
+	 * are filtered; clone3 and openat2 are the silent errnos. */
 	assert_true(s.allowed > 250);
-	assert_int_equal(s.filtered, 18);
+	assert_int_equal(s.filtered, 25);
 	assert_int_equal(s.silent, 2);
 	assert_true(s.denied >= 70);
 	print_message("allowlist of %zu calls (%zu filtered), %zu denials, %zu silent\n", s.allowed,
@@ -843,6 +844,35 @@ static void test_prctl_personality_verdicts(void **state)
 	expect_verdict("personality", ADDR_NO_RANDOMIZE | (1ULL << 32), 0, 0, NOTIFY);
 }
 
+/* Limits, priorities and scheduling of the caller only: on another
+ * process (a session's init, another exec) they would change what it and
+ * everything it starts later gets. */
+static void test_self_only_verdicts(void **state)
+{
+	static const char *const by_pid[] = {"prlimit64", "sched_setaffinity", "sched_setparam",
+					     "sched_setscheduler", "sched_setattr"};
+
+	(void)state;
+	for (size_t i = 0; i < AL_ARRAY_SIZE(by_pid); i++) {
+		expect_verdict(by_pid[i], 0, RLIMIT_NOFILE, 0, ALLOW);
+		expect_verdict(by_pid[i], 1, RLIMIT_NOFILE, 0, NOTIFY);
+		expect_verdict(by_pid[i], 1234, 0, 0, NOTIFY);
+		expect_verdict(by_pid[i], 1ULL << 32, 0, 0, ALLOW); /* pid_t: low half */
+		expect_verdict(by_pid[i], (1ULL << 32) | 1, 0, 0, NOTIFY);
+	}
+	expect_verdict("setpriority", PRIO_PROCESS, 0, 19, ALLOW);
+	expect_verdict("setpriority", PRIO_PROCESS, 1, 19, NOTIFY);
+	expect_verdict("setpriority", PRIO_PGRP, 0, 19, NOTIFY);
+	expect_verdict("setpriority", PRIO_USER, 0, 19, NOTIFY); /* every process of the uid */
+	expect_verdict("ioprio_set", 1, 0, 0, ALLOW);		 /* IOPRIO_WHO_PROCESS, self */
+	expect_verdict("ioprio_set", 1, 1, 0, NOTIFY);
+	expect_verdict("ioprio_set", 3, 0, 0, NOTIFY); /* IOPRIO_WHO_USER */
+	/* The reads stay open. */
+	expect_verdict("getpriority", PRIO_USER, 1, 0, ALLOW);
+	expect_verdict("sched_getaffinity", 1, 128, 0, ALLOW);
+	expect_verdict("setrlimit", RLIMIT_NOFILE, 0, 0, ALLOW);
+}
+
 static void test_other_abis(void **state)
 {
 	static const uint64_t zeros[6] = {0};
@@ -1156,6 +1186,7 @@ int main(void)
 		cmocka_unit_test(test_ioctl_verdicts),
 		cmocka_unit_test(test_namespace_verdicts),
 		cmocka_unit_test(test_prctl_personality_verdicts),
+		cmocka_unit_test(test_self_only_verdicts),
 		cmocka_unit_test(test_other_abis),
 		cmocka_unit_test(test_unknown_numbers_notified),
 		cmocka_unit_test(test_supervisor_answer),

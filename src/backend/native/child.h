@@ -53,6 +53,10 @@ enum al_sync_type {
 			       * failed exec (then status is 126 or 127 exited) */
 	AL_SYNC_EXEC_TTY,     /* init → parent: the master of exec_id's pty, from the
 			       * sandbox's devpts (SCM_RIGHTS); sent before its STARTED */
+	AL_SYNC_STOP,	      /* parent → init: stop the session (kill everything,
+			       * report AL_SYNC_EXIT). A message, not a signal: this
+			       * socket is the supervisor's alone, while a signal's
+			       * sender can be forged from inside (see session.c) */
 };
 
 /* AL_SYNC_GO's status for the last GO: a session, no command. */
@@ -103,18 +107,21 @@ int al_exec_unpack(void *buf, size_t n, uint32_t *exec_id, char **argv, char **e
 		   const char **cwd);
 
 /* Init serving a session (child.c, after the last AL_SYNC_GO): fork each
- * exec on AL_SYNC_EXEC, report it, reap everything, and on
- * AL_SIGNAL_STOP_ALL from outside the sandbox kill everything and report
- * AL_SYNC_EXIT. Never returns. */
+ * exec on AL_SYNC_EXEC, report it, reap everything, and on AL_SYNC_STOP
+ * kill everything and report AL_SYNC_EXIT (it takes no signal as a stop).
+ * It never blocks on an exec. Never returns. */
 _Noreturn void al_session_init(const struct al_plan *plan, int sync, const int *cg_leave,
 			       size_t n_cg);
 /* The end of init (child.c): kill and reap everything, leave the cgroups,
  * report AL_SYNC_EXIT with status, exit. */
 _Noreturn void al_init_finish(int sync, int status, const int *cg_leave, size_t n_cg);
 
-/* Sent by the supervisor to init to stop the run: init kills every other
- * process, reaps them (so their CPU time is counted) and reports as usual.
- * A real-time signal, so it never collides with one the command uses. */
+/* Sent by the supervisor to a one-shot run's init to stop the run: init
+ * kills every other process, reaps them (so their CPU time is counted)
+ * and reports as usual. A real-time signal, so it never collides with one
+ * the command uses. Init does not check who sent it: in a one-shot run
+ * every other process is the command's, which may end itself anyway. A
+ * session's init takes AL_SYNC_STOP instead. */
 #define AL_SIGNAL_STOP_ALL (SIGRTMIN + 2)
 
 /* What the child inherits from clone besides the plan. */

@@ -4,6 +4,7 @@
 #include "backend/native/monitor.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,9 +102,28 @@ int al_monitor_exec(struct al_sandbox *sb, const struct al_sandbox_exec *x, stru
 	snprintf(name, sizeof(name), "exec-%u", (unsigned)x->id);
 	if ((r = al_cgroup_child_create(sb->cg, name, x->memory_bytes, x->pids, &cg, err)) < 0)
 		return al_error_wrap(err, "exec %u", (unsigned)x->id);
+	/* Without a cgroup of its own nothing would hold its limit: refused,
+	 * not ignored. */
+	if (!cg && x->memory_asked)
+		return al_error_set(
+		    err, EOPNOTSUPP,
+		    "exec %u: memory_bytes: an exec's own memory limit needs a cgroup "
+		    "of its own, which this sandbox cannot give it (%s); leave it "
+		    "out to share the sandbox's",
+		    (unsigned)x->id,
+		    !sb->cg ? "it has no cgroup"
+			    : "cgroup v2: the sandbox's cgroup holds its init");
 	const int fds[3] = {x->stdin_rd, x->stdout_wr, x->stderr_wr};
+	/* Never waits on init: with its socket full (requests it has not
+	 * read yet) this exec is refused, nothing started, and may be asked
+	 * for again. */
 	if ((r = send_exec(st->sync, buf, (size_t)len, x->tty ? NULL : fds)) < 0) {
 		al_cgroup_child_destroy(cg);
+		if (r == -EAGAIN)
+			return al_error_set(err, EAGAIN,
+					    "exec %u: the sandbox's init has not yet read the "
+					    "requests before it; try again",
+					    (unsigned)x->id);
 		return al_error_setsys(
 		    err, -r, "exec %u: sending the request to the sandbox's init", (unsigned)x->id);
 	}
@@ -128,11 +148,21 @@ static pid_t pidfd_pid(int pidfd)
 	return v > 0 ? (pid_t)v : -1;
 }
 
-static void go(struct al_backend_state *st, uint32_t id, bool ok)
+/* Never waits on init: a go that does not fit in its socket means init
+ * does not read it (an exec would wait at its gate forever, and the next
+ * send would block us): the sandbox is stopped, saying so. */
+static void go(struct al_sandbox *sb, uint32_t id, bool ok)
 {
 	struct al_sync_msg m = {.type = AL_SYNC_EXEC_GO, .exec_id = id, .status = ok ? 0 : 1};
-	if (send(st->sync, &m, sizeof(m), MSG_NOSIGNAL) != sizeof(m))
-		al_debug("exec %u: the go did not reach init: %s", (unsigned)id, strerror(errno));
+	ssize_t n = send(sb->state->sync, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT);
+	int e = n < 0 ? errno : EIO;
+	char msg[160];
+
+	if (n == (ssize_t)sizeof(m))
+		return;
+	snprintf(msg, sizeof(msg), "exec %u: the sandbox's init did not take its go (%s); stopped",
+		 (unsigned)id, strerror(e));
+	al_monitor_fail(sb, "session", e, msg);
 }
 
 static void on_started(struct al_sandbox *sb, const struct al_sync_msg *msg, int *fd)
@@ -142,7 +172,7 @@ static void on_started(struct al_sandbox *sb, const struct al_sync_msg *msg, int
 	struct al_error err = {0};
 
 	if (!x || x->pidfd >= 0 || *fd < 0) {
-		go(st, msg->exec_id, false);
+		go(sb, msg->exec_id, false);
 		return;
 	}
 	x->pidfd = TAKE_FD(*fd);
@@ -152,10 +182,10 @@ static void on_started(struct al_sandbox *sb, const struct al_sync_msg *msg, int
 	if (x->pid <= 0 || al_cgroup_child_attach(x->cg, x->pid, &err) < 0) {
 		al_warn("warning: exec %u: %s", (unsigned)x->id,
 			err.msg[0] ? err.msg : "no host pid for it");
-		go(st, x->id, false);
+		go(sb, x->id, false);
 		return;
 	}
-	go(st, x->id, true);
+	go(sb, x->id, true);
 	if (sb->exec_events)
 		sb->exec_events->started(sb->exec_events->data, x->id, x->pid);
 }
@@ -208,8 +238,18 @@ int al_monitor_exec_signal(struct al_sandbox *sb, uint32_t id, int sig)
 		return -ESRCH;
 	if (sig == SIGKILL)
 		al_cgroup_child_kill(x->cg);
-	/* Its process group (it is a session leader), else the process. */
-	if (kill(-x->pid, sig) == 0)
+	/* Its process group (it is a session leader), through its pidfd:
+	 * once init reaped it, its number may be another host process's, and
+	 * kill(-pid) as root would hit that one's group. */
+	if (al_sys_pidfd_signal_group(x->pidfd, sig) == 0)
+		return 0;
+	if (errno != EINVAL)
+		return -errno;
+	/* Before Linux 6.9: the group by number only while its leader has
+	 * not exited (its pidfd not readable), which holds the number (but
+	 * for the window between the two calls). */
+	struct pollfd pfd = {.fd = x->pidfd, .events = POLLIN};
+	if (poll(&pfd, 1, 0) == 0 && kill(-x->pid, sig) == 0)
 		return 0;
 	return al_sys_pidfd_send_signal(x->pidfd, sig) < 0 ? -errno : 0;
 }

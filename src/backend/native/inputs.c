@@ -46,32 +46,50 @@ struct idmap {
 
 /* The process that holds the namespace while its maps are written. It
  * shares our memory (CLONE_VM: no page tables copied, none of ours left
- * copy-on-write) and does nothing but wait on the pipe. */
+ * copy-on-write) and does nothing but wait on the pipe.
+ *
+ * Its fd table is a copy (no CLONE_FILES) of everything the process had
+ * open, so in a daemon also other threads' descriptors, among them the
+ * write ends of other holders' pipes: two holders that kept each other's
+ * would each wait for an end of file only the other can give. It keeps
+ * its own read end alone, so that the parent's close of the write end
+ * ends it. */
 static int hold_namespace(void *arg)
 {
 	const int *hold = arg;
 	char c;
 
-	close(hold[1]); /* its own copy (no CLONE_FILES): the parent's close ends it */
+	if (hold[0] > 0)
+		al_sys_close_range(0, (unsigned)hold[0] - 1, 0);
+	al_sys_close_range((unsigned)hold[0] + 1, ~0U, 0);
 	(void)!read(hold[0], &c, 1);
 	return 0;
 }
 
+/* The holder runs on a stack mapped for this call alone (not a static
+ * one): runs of one daemon, or its threads, may make idmaps at the same
+ * time, and each holder must have its own. It is unmapped only after
+ * waitpid() says the holder has exited. */
 static int make_idmap(const char *uid_map, const char *gid_map, struct al_error *err)
 {
-	static char stack[16384] __attribute__((aligned(16)));
-	char path[64];
+	struct al_clone_stack stack = {0};
+	char path[64], *top;
 	int hold[2], r = 0, fd = -1;
 	long pid;
 
-	if (pipe2(hold, O_CLOEXEC) < 0)
-		return al_error_setsys(err, errno, "pipe2");
-	pid =
-	    clone(hold_namespace, stack + sizeof(stack), CLONE_VM | CLONE_NEWUSER | SIGCHLD, hold);
+	if (!(top = al_clone_stack_new(&stack, 16384)))
+		return al_error_setsys(err, errno, "mapping the stack of an idmap's process");
+	if (pipe2(hold, O_CLOEXEC) < 0) {
+		r = al_error_setsys(err, errno, "pipe2");
+		al_clone_stack_free(&stack);
+		return r;
+	}
+	pid = clone(hold_namespace, top, CLONE_VM | CLONE_NEWUSER | SIGCHLD, hold);
 	if (pid < 0) {
 		r = al_error_setsys(err, errno, "creating the user namespace of an idmapped mount");
 		close(hold[0]);
 		close(hold[1]);
+		al_clone_stack_free(&stack);
 		return r;
 	}
 	snprintf(path, sizeof(path), "/proc/%ld/uid_map", pid);
@@ -92,6 +110,7 @@ out:
 	close(hold[1]);
 	while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
 		;
+	al_clone_stack_free(&stack);
 	close(hold[0]);
 	return r < 0 ? r : fd;
 }

@@ -103,6 +103,24 @@ static void on_kill_timer(struct al_timer *t, uint64_t expirations, void *data)
 	kill_hard(data);
 }
 
+static void failed(struct al_monitor *m, const char *step, int e, const char *msg)
+{
+	m->ev->failed(m->ev->data, step, e, msg);
+}
+
+/* Ask init to stop: a session's init by a message on its sync socket
+ * (never waiting: a full socket means init does not read it), a one-shot
+ * run's by AL_SIGNAL_STOP_ALL. */
+static int ask_stop(struct al_sandbox *sb)
+{
+	struct al_sync_msg m = {.type = AL_SYNC_STOP};
+
+	if (!sb->session)
+		return al_sys_pidfd_send_signal(sb->state->pidfd, AL_SIGNAL_STOP_ALL);
+	return send(sb->state->sync, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) == sizeof(m) ? 0
+											      : -1;
+}
+
 /* Once the command runs, ask init to stop everything: it SIGKILLs every
  * other process and reaps them, so their CPU time is counted (processes
  * the kernel reaps for a dying init are not), and it reports as usual. If
@@ -119,13 +137,20 @@ void al_monitor_stop(struct al_sandbox *sb)
 	}
 	if (m->init_gone || st->exiting)
 		return;
-	if (!m->running || m->kill || al_sys_pidfd_send_signal(st->pidfd, AL_SIGNAL_STOP_ALL) < 0) {
+	if (!m->running || m->kill || ask_stop(sb) < 0) {
 		kill_hard(m);
 		return;
 	}
 	m->kill = al_loop_timer(sb->loop, on_kill_timer, m);
 	if (!m->kill || al_timer_arm(m->kill, KILL_GRACE_MS, false) < 0)
 		kill_hard(m);
+}
+
+void al_monitor_fail(struct al_sandbox *sb, const char *step, int e, const char *msg)
+{
+	if (sb->state->mon)
+		failed(sb->state->mon, step, e, msg);
+	al_monitor_stop(sb);
 }
 
 int al_monitor_kill(struct al_sandbox *sb, int sig)
@@ -137,11 +162,6 @@ int al_monitor_kill(struct al_sandbox *sb, int sig)
 	if (sig == SIGKILL)
 		al_cgroup_kill(sb->cg);
 	return al_sys_pidfd_send_signal(st->pidfd, sig) < 0 ? -errno : 0;
-}
-
-static void failed(struct al_monitor *m, const char *step, int e, const char *msg)
-{
-	m->ev->failed(m->ev->data, step, e, msg);
 }
 
 /* The cgroup does not see TCP connections waiting in a listener's accept
@@ -332,7 +352,7 @@ void al_monitor_release(struct al_sandbox *sb)
 	struct al_backend_state *st = sb->state;
 	struct al_sync_msg go = {.type = AL_SYNC_GO};
 
-	if (send(st->sync, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go))
+	if (send(st->sync, &go, sizeof(go), MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(go))
 		al_monitor_stop(sb);
 }
 

@@ -14,6 +14,9 @@ int al_monitor_start(struct al_sandbox *sb, struct al_error *err);
 void al_monitor_release(struct al_sandbox *sb);
 void al_monitor_stop(struct al_sandbox *sb);
 int al_monitor_kill(struct al_sandbox *sb, int sig);
+/* The sandbox cannot go on (a session's init no longer reads its socket):
+ * the run ends as a setup error at step, with e and msg, and is stopped. */
+void al_monitor_fail(struct al_sandbox *sb, const char *step, int e, const char *msg);
 void al_monitor_finish(struct al_sandbox *sb, struct al_sandbox_end *end);
 /* Stop watching, kill init if it still runs, reap it and close every fd
  * of sb: the shared body of the backends' destroy(). */

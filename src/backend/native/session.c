@@ -5,9 +5,10 @@
  * past every setup step (the sandbox uid, no capabilities, no_new_privs,
  * landlock, seccomp), so each exec is confined exactly as a first command
  * would be; it stays out of the execs' reach: not dumpable (no ptrace, no
- * /proc/1/fd, environ or mem), signals taken only from outside the pid
- * namespace (si_pid 0, SI_USER), the sync socket never inherited by an
- * exec. Also the exec request's wire format, pure (both sides use it). */
+ * /proc/1/fd, environ or mem), no signal taken but SIGCHLD (its stop is a
+ * message on the sync socket, which no exec inherits), and it never
+ * blocks on an exec (a stopped one included). Also the exec request's
+ * wire format, pure (both sides use it). */
 #include "backend/native/child.h"
 
 #include <errno.h>
@@ -108,8 +109,7 @@ struct exec_slot {
 	uint32_t id;
 	pid_t pid;
 	int gate;    /* write end: one byte lets it exec; -1 once sent */
-	int errpipe; /* read end: errno of a failed exec */
-	int exec_err;
+	int errpipe; /* read end (non-blocking): errno of a failed exec */
 };
 
 /* Init's own memory (one init per process, single-threaded). */
@@ -117,18 +117,18 @@ static struct exec_slot execs[INIT_MAX_EXECS];
 static char msgbuf[AL_EXEC_MSG_MAX];
 static char *req_argv[AL_EXEC_MAX_ARGS + 1], *req_env[AL_EXEC_MAX_ARGS + 1];
 static char **merged_env; /* the plan's environment with the request's over it */
-static volatile sig_atomic_t got_child, got_stop;
+static volatile sig_atomic_t got_child;
+static bool got_stop;
 
-static void on_signal(int sig, siginfo_t *si, void *ctx)
+/* SIGCHLD only; every other signal is dropped. No signal stops init: when
+ * the sender's pending-signal queue is full (RLIMIT_SIGPENDING, which an
+ * exec can fill, since it is the sandbox uid's) the kernel delivers a
+ * signal without its details, as SI_USER with si_pid 0, which is what a
+ * kill from outside the pid namespace looks like. */
+static void on_signal(int sig)
 {
-	(void)ctx;
 	if (sig == SIGCHLD)
 		got_child = 1;
-	/* Only a plain kill from outside the pid namespace (the supervisor):
-	 * from inside, si_pid is the sender's; a queued signal's fields are
-	 * the sender's to choose, so SI_QUEUE is not taken either. */
-	else if (sig == AL_SIGNAL_STOP_ALL && si->si_code == SI_USER && si->si_pid == 0)
-		got_stop = 1;
 }
 
 static void send_exec_msg(int sync, uint32_t type, uint32_t id, int err, int status, pid_t pid,
@@ -272,7 +272,9 @@ static void start_exec(const struct al_plan *p, int sync, size_t n, const int *f
 		e = s ? EEXIST : EAGAIN;
 	if (!e && pipe2(gate, O_CLOEXEC) < 0)
 		e = errno;
-	if (!e && pipe2(errp, O_CLOEXEC) < 0) {
+	/* Non-blocking: it is read once the exec is reaped (its write end
+	 * then closed everywhere), never waited on. */
+	if (!e && pipe2(errp, O_CLOEXEC | O_NONBLOCK) < 0) {
 		e = errno;
 		close(gate[0]);
 		close(gate[1]);
@@ -317,15 +319,15 @@ static void start_exec(const struct al_plan *p, int sync, size_t n, const int *f
 		close(pidfd);
 }
 
-/* The supervisor moved the exec into its cgroup (status 0: let it exec,
- * and wait for the exec itself, so a failure is known before its end is
- * reported) or could not (kill it). */
+/* The supervisor moved the exec into its cgroup (status 0: let it exec)
+ * or could not (kill it). One byte into an empty pipe: never blocks. Init
+ * does not wait for the exec itself (a process of another exec may have
+ * stopped it before its execve): a failed exec's errno is read when it is
+ * reaped. */
 static void go_exec(const struct al_sync_msg *m)
 {
 	struct exec_slot *s = find(m->exec_id);
 	char go = m->status == 0 ? 0 : 1;
-	ssize_t n;
-	int e = 0;
 
 	if (!s || s->gate < 0)
 		return;
@@ -334,13 +336,6 @@ static void go_exec(const struct al_sync_msg *m)
 	(void)!write(s->gate, &go, 1);
 	close(s->gate);
 	s->gate = -1;
-	do
-		n = read(s->errpipe, &e, sizeof(e));
-	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)sizeof(e))
-		s->exec_err = e;
-	close(s->errpipe);
-	s->errpipe = -1;
 }
 
 static void reap(int sync)
@@ -355,8 +350,12 @@ static void reap(int sync)
 			struct exec_slot *s = &execs[i];
 			if (!s->used || s->pid != pid)
 				continue;
-			send_exec_msg(sync, AL_SYNC_EXEC_END, s->id, s->exec_err, status, pid, &ru,
-				      -1);
+			/* Reaped: the error pipe's write end is closed (at its
+			 * execve, or its exit), so what it wrote is there. */
+			int e = 0;
+			if (read(s->errpipe, &e, sizeof(e)) != (ssize_t)sizeof(e))
+				e = 0;
+			send_exec_msg(sync, AL_SYNC_EXEC_END, s->id, e, status, pid, &ru, -1);
 			if (s->gate >= 0)
 				close(s->gate);
 			if (s->errpipe >= 0)
@@ -402,6 +401,8 @@ static void on_message(const struct al_plan *p, int sync)
 		struct al_sync_msg m;
 		memcpy(&m, msgbuf, sizeof(m));
 		go_exec(&m);
+	} else if (type == AL_SYNC_STOP) {
+		got_stop = true;
 	}
 	for (size_t i = 0; i < n_fds; i++)
 		close(fds[i]);
@@ -409,7 +410,7 @@ static void on_message(const struct al_plan *p, int sync)
 
 _Noreturn void al_session_init(const struct al_plan *p, int sync, const int *cg_leave, size_t n_cg)
 {
-	struct sigaction sa = {.sa_sigaction = on_signal, .sa_flags = SA_SIGINFO};
+	struct sigaction sa = {.sa_handler = on_signal};
 	sigset_t blocked, during;
 	size_t n_env = 0;
 
@@ -421,8 +422,8 @@ _Noreturn void al_session_init(const struct al_plan *p, int sync, const int *cg_
 		_exit(125);
 	}
 	/* Every catchable signal gets the handler: a namespace init ignores
-	 * what stays at SIG_DFL, and the handler drops all but SIGCHLD and the
-	 * supervisor's stop. Blocked except while waiting. */
+	 * what stays at SIG_DFL (but SIGCHLD's default is to discard it), and
+	 * the handler drops all but SIGCHLD. Blocked except while waiting. */
 	sigfillset(&blocked);
 	for (int sig = 1; sig < NSIG; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)

@@ -130,7 +130,9 @@ static int dump_family(int fd, uint8_t family, bool listeners_only, uint64_t sto
 		    .idiag_states = listeners_only ? 1u << TCP_LISTEN : ~0u},
 	};
 	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
-	static uint64_t buf[16384 / sizeof(uint64_t)]; /* aligned for nlmsghdr */
+	/* On the stack, per call: each run's monitor dumps its own sandbox's
+	 * sockets, maybe in another thread of the same process. */
+	uint64_t buf[16384 / sizeof(uint64_t)]; /* aligned for nlmsghdr */
 	struct al_sockdiag_sum part = {0};
 
 	if (sendto(fd, &msg, sizeof(msg), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)

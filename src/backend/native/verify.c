@@ -291,25 +291,32 @@ static int read_ns_limits(void *arg)
 
 static void check_ns_limits(const struct al_plan *p, int userns, struct al_run_result *res)
 {
-	static char stack[16384] __attribute__((aligned(16)));
+	struct al_clone_stack stack = {0};
 	struct al_ns_limit lim[AL_NS_LIMITS_MAX];
 	struct ns_read r = {.userns = userns};
 	const char *bad = NULL;
-	long pid;
+	char *top = NULL;
+	long pid = -1;
+	int e = EBADF;
 
 	r.n = al_plan_ns_limits(p, lim);
 	for (size_t i = 0; i < r.n; i++)
 		r.name[i] = lim[i].name;
-	pid = userns < 0 ? -1
-			 : clone(read_ns_limits, stack + sizeof(stack),
-				 CLONE_VM | CLONE_VFORK | SIGCHLD, &r);
+	/* CLONE_VFORK stops only this thread: another run's thread could be
+	 * here at the same time, so the reader gets a stack of its own,
+	 * unmapped once it has exited. */
+	if (userns >= 0 && (top = al_clone_stack_new(&stack, 16384)))
+		pid = clone(read_ns_limits, top, CLONE_VM | CLONE_VFORK | SIGCHLD, &r);
 	if (pid < 0) {
-		add(res, "userns limits", false, "cannot read them: %s",
-		    strerror(userns < 0 ? EBADF : errno));
+		if (userns >= 0)
+			e = errno;
+		al_clone_stack_free(&stack);
+		add(res, "userns limits", false, "cannot read them: %s", strerror(e));
 		return;
 	}
 	while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
 		;
+	al_clone_stack_free(&stack);
 	if (r.err) {
 		add(res, "userns limits", false, "cannot enter the sandbox's user namespace: %s",
 		    strerror(r.err));

@@ -1,0 +1,103 @@
+/* The monitor's state, shared by monitor.c (requests, the front, the
+ * loop), monitor-conn.c (accepting clients, who they are) and
+ * monitor-sess.c (session processes). */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "serve/internal.h"
+
+/* A client connection the monitor accepted, handed to the front. The
+ * monitor keeps a descriptor of its own (dup) and drops the record when
+ * the client hangs up, whatever the front says: the front can act only
+ * for a connection that is open, by an id it cannot guess ahead. */
+struct conn {
+	uint64_t id; /* random */
+	int dup;
+	bool tcp;
+	char identity[80]; /* "uid:N"; empty on TCP: per request, from its token */
+	uid_t uid;
+	gid_t gids[AL_SERVE_GIDS_MAX]; /* its gid first */
+	size_t n_gids;
+};
+
+/* A request of the front's that a session owes an answer (or the rest
+ * of a streamed one), and the connection it came on. */
+struct owed {
+	uint64_t req;
+	uint64_t conn;
+	bool stream;
+	bool stale; /* its client went with a front that died: dropped */
+};
+
+/* One sandbox the monitor holds: a one-shot run's until it answers, or a
+ * live sandbox's from its create until its session process ends. */
+struct sandbox {
+	char id[24];
+	char owner[80];
+	bool oneshot;
+	bool ready;	 /* a live sandbox: its create answered 201 */
+	bool deleting;	 /* DELETE passed on: the id answers 404 from now */
+	uint64_t req_id; /* the front's request waiting for the first answer */
+	uint64_t started_ms;
+	/* Until its run started (or it answered): past this it is killed. */
+	uint64_t setup_deadline_ms; /* 0: started */
+	json_t *meta;		    /* its metadata, from its session's 201 */
+	struct owed *owed;
+	size_t n_owed;
+	pid_t pid;
+	int pidfd;
+	struct al_chan ch;
+	bool done;
+};
+
+struct monitor {
+	const struct al_serve_config *cfg;
+	int unix_fd, tcp_fd, sig_fd;
+	pid_t front_pid;
+	struct al_chan front; /* fd -1 while no front runs */
+	/* A dead front is started again at restart_ms; the back-off doubles
+	 * with each death soon after a start. */
+	uint64_t front_started_ms, restart_ms, backoff_ms;
+	uint64_t req_floor; /* the highest request id a front used */
+	struct conn *conns;
+	size_t n_conns;
+	struct sandbox **sb;
+	size_t n_sb;
+	struct al_token *tokens;
+	size_t n_tokens;
+	struct al_metrics metrics;
+	char *operator_file; /* found at start, passed to every session; NULL: none */
+	/* The daemon's own files, no run may show them: NUL-separated. */
+	char *never;
+	size_t never_len;
+	bool stop;
+};
+
+/* monitor-conn.c */
+void mon_accept(struct monitor *m, int lfd, bool tcp);
+/* Connections at once per identity (--max-clients-per-identity), and
+ * how many identity holds now. */
+unsigned mon_per_identity(const struct monitor *m);
+unsigned mon_conns_of(const struct monitor *m, const char *identity);
+/* Drop the record of m->conns[i] (its client is gone): what it waits for
+ * is cancelled. */
+void mon_conn_gone(struct monitor *m, size_t i);
+
+/* monitor-sess.c */
+/* fork + exec this binary as `__session`, its end of a socketpair at fd
+ * 3. */
+int mon_spawn_session(struct monitor *m, struct sandbox *s, struct al_error *err);
+/* Kill m->sb[i]'s session and drop it from the table. */
+void mon_sandbox_free(struct monitor *m, size_t i);
+/* Kill the sessions past their setup deadline; ms to the next, or -1. */
+int mon_setup_deadlines(struct monitor *m);
+void mon_stop_sessions(struct monitor *m);
+
+/* monitor.c */
+void mon_cancel(struct monitor *m, uint64_t req);
+void mon_respond_error(struct monitor *m, uint64_t req, unsigned status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
