@@ -37,6 +37,11 @@ struct al_exec {
 	char *queue; /* stdin waiting */
 	size_t queued;
 	bool stdin_closing, ended_seen, forced, done;
+	/* started: the backend reported it running (it can be signalled);
+	 * pending_sigs: signals asked for before that (bit sig - 1), sent
+	 * when it starts. */
+	bool started;
+	uint64_t pending_sigs;
 	/* A terminal exec: out is its pty's master (in a dup of it for
 	 * writing), from the backend's terminal event; err stays -1. */
 	bool tty, tty_wait; /* tty_wait: the master has not come yet */
@@ -124,6 +129,13 @@ static void maybe_done(struct al_exec *x, bool force)
 static int run_backend_signal(struct al_exec *x, int sig)
 {
 	struct al_sandbox *sb = &x->run->sb;
+
+	/* Asked for, not started yet: the backend has no process to signal
+	 * until init reports it; the signal waits for that (ev_started). */
+	if (!x->started && !x->ended_seen && sig > 0 && sig <= 64) {
+		x->pending_sigs |= 1ULL << (sig - 1);
+		return 0;
+	}
 	return sb->ops && sb->ops->exec_signal ? sb->ops->exec_signal(sb, x->num, sig) : -ESRCH;
 }
 
@@ -243,9 +255,20 @@ static void ev_terminal(void *data, uint32_t id, int master)
 static void ev_started(void *data, uint32_t id, pid_t pid)
 {
 	struct al_exec *x = by_num(data, id);
-	if (x)
-		al_audit_emit(x->run->req.audit, "exec.start",
-			      json_pack("{s:s, s:i}", "exec_id", x->res.id, "pid", (int)pid));
+	if (!x)
+		return;
+	x->started = true;
+	al_audit_emit(x->run->req.audit, "exec.start",
+		      json_pack("{s:s, s:i}", "exec_id", x->res.id, "pid", (int)pid));
+	/* What was asked before it started, now: a kill alone ends it;
+	 * otherwise each signal once, in number order. */
+	uint64_t pend = x->pending_sigs;
+	x->pending_sigs = 0;
+	if (pend & (1ULL << (SIGKILL - 1)))
+		pend = 1ULL << (SIGKILL - 1);
+	for (int sig = 1; sig <= 64; sig++)
+		if ((pend & (1ULL << (sig - 1))) && run_backend_signal(x, sig) < 0)
+			al_debug("exec %s: signal %d: not running", x->res.id, sig);
 }
 
 static void ev_ended(void *data, uint32_t id, int status, int exec_err, uint64_t user_us,

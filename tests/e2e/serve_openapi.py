@@ -158,6 +158,15 @@ def every_endpoint_matches_openapi(e):
         c.call("POST", "/v1/sandboxes/%s/execs/%s/signal" % (sid, eid), {"signal": "SIGCONT"},
                want=200)
         c.call("DELETE", "/v1/sandboxes/%s/execs/%s" % (sid, eid), want=200)
+        # The kill, asked for right after the exec started, ended it: the
+        # replay ends at once with its end (the kill was lost when it came
+        # before init reported the exec started; the replay then waited
+        # for the sandbox's lifetime, and the sandbox was gone).
+        st, _, data = d.request("GET", "/v1/sandboxes/%s/execs/%s" % (sid, eid), timeout=20)
+        last = json.loads(data.splitlines()[-1])
+        expect(st == 200 and last.get("type") == "end" and
+               last["result"]["reason"] == "killed",
+               "the replay of the killed exec: %d %r" % (st, data[-300:]))
         c.call("GET", "/v1/sandboxes/%s/execs/%s" % (sid, eid), want=200)
         c.call("GET", "/v1/sandboxes/%s/execs/nosuch" % sid, want=404)
         c.call("GET", "/v1/sandboxes/%s" % sid, want=200)  # still there

@@ -390,6 +390,35 @@ static void test_session_timeout_kill_stdin(void **state)
 	al_plan_free(plan);
 }
 
+/* A signal asked for right after the exec request, before init reported
+ * the exec started (no step of the loop between them), is not lost: it is
+ * sent when the exec starts. (It was lost: the exec ran on, and the
+ * daemon's DELETE of a background exec answered 200 for nothing.) */
+static void test_session_signal_before_start(void **state)
+{
+	struct al_plan *plan = plan_for("exit 99", 0);
+	struct exec_done a;
+
+	(void)state;
+	struct al_run *run = start_session(plan);
+	struct al_exec *x = exec_start(run, "exec sleep 30", 0, &a);
+	assert_int_equal(al_exec_signal(x, SIGTERM), 0);
+	exec_wait(run, &a);
+	assert_int_equal(a.res.reason, AL_EXEC_SIGNALED);
+	assert_int_equal(a.res.signal, SIGTERM);
+	x = exec_start(run, "exec sleep 30", 0, &a);
+	assert_int_equal(al_exec_signal(x, SIGSTOP), 0);
+	assert_int_equal(al_exec_signal(x, SIGKILL), 0);
+	exec_wait(run, &a);
+	assert_int_equal(a.res.reason, AL_EXEC_KILLED);
+	assert_int_equal(a.res.signal, SIGKILL);
+	assert_true(a.res.duration_ms < 10000);
+	assert_int_equal(al_run_kill(run), 0);
+	al_run_wait(run, NULL);
+	al_run_free(run);
+	al_plan_free(plan);
+}
+
 /* A warm pool's sandbox: nothing runs before its claim; a request that does
  * not fit is refused with the field named; one that fits gives each exec
  * its environment and workdir, starts its lifetime and is audited; a
@@ -675,6 +704,7 @@ int main(void)
 	    cmocka_unit_test(test_two_runs),
 	    cmocka_unit_test(test_session_execs),
 	    cmocka_unit_test(test_session_timeout_kill_stdin),
+	    cmocka_unit_test(test_session_signal_before_start),
 	    cmocka_unit_test(test_pool_claim),
 	    cmocka_unit_test(test_session_pause),
 	    cmocka_unit_test(test_pool_held_lifetime),
