@@ -16,6 +16,7 @@
 #include "core/cleanup.h"
 #include "core/sys.h"
 #include "core/util.h"
+#include "policy/engine.h"
 #include "serve/serve.h"
 
 void sess_put_output(json_t *o, const char *name, const char *p, size_t n, bool cut)
@@ -223,15 +224,18 @@ void sess_exec_start(struct sess *s, uint64_t req, const uint8_t *body, size_t l
 	if (wait && bg)
 		al_errors_add(&errs, EINVAL, "exec", "background", "does not go with \"wait\"");
 	if ((v = json_object_get(o, "env"))) {
+		json_t *val;
 		if (!json_is_object(v))
 			al_errors_add(&errs, EINVAL, "exec", "env", "must be an object of strings");
-		json_object_foreach(v, k, v) if (!json_is_string(v) || !*k || strchr(k, '='))
+		/* (val apart from v: the loop walks v, and took only the first
+		 * variable while the two were one) */
+		json_object_foreach(v, k, val) if (!json_is_string(val) || !*k || strchr(k, '='))
 		{
 			al_errors_add(&errs, EINVAL, "exec", "env",
 				      "\"%s\": a name without '=' and a string value", k);
 			break;
 		}
-		else al_strv_push_take(&env, xasprintf("%s=%s", k, json_string_value(v)));
+		else al_strv_push_take(&env, xasprintf("%s=%s", k, json_string_value(val)));
 	}
 	if ((v = json_object_get(o, "cwd")) &&
 	    (!json_is_string(v) || json_string_value(v)[0] != '/'))
@@ -261,6 +265,17 @@ void sess_exec_start(struct sess *s, uint64_t req, const uint8_t *body, size_t l
 		sess_answer(s, req, 400,
 			    json_pack("{s:s, s:o}", "error", errs.v[0].text, "errors", a));
 		return json_decref(o);
+	}
+	/* Its env is held to the profile as the task's env was. */
+	if (al_engine_exec_env(&s->rq.dec, env, &errs) < 0) {
+		json_t *a = json_array();
+		for (size_t i = 0; i < errs.n; i++)
+			json_array_append_new(a, json_string(errs.v[i].text));
+		json_decref(argv_copy);
+		json_decref(o);
+		return sess_answer(s, req, 403,
+				   json_pack("{s:s, s:o}", "error",
+					     "the operator policy refused the exec", "reasons", a));
 	}
 	struct sx *x = xcalloc(1, sizeof(*x));
 	x->s = s;
