@@ -37,6 +37,10 @@ static void usage(FILE *f)
 		"  --operator-policy FILE  the operator policy (else $AIRLOCK_OPERATOR_POLICY,\n"
 		"                          else /etc/airlock/operator.json, as for run)\n"
 		"  --max-sandboxes N       sandboxes at once (default 16); past it: 429\n"
+		"  --max-sandboxes-per-identity N\n"
+		"                          sandboxes at once of one uid or token, one-shot runs\n"
+		"                          included (default 8, at most --max-sandboxes); past\n"
+		"                          it: 429\n"
 		"  --max-clients N         client connections at once (default 256); past it:\n"
 		"                          503, and the connection is closed\n"
 		"  --max-clients-per-identity N\n"
@@ -80,6 +84,7 @@ int al_cmd_serve(int argc, char **argv)
 	    {"client-timeout", required_argument, NULL, 'T'},
 	    {"request-timeout", required_argument, NULL, 'R'},
 	    {"max-clients-per-identity", required_argument, NULL, 'I'},
+	    {"max-sandboxes-per-identity", required_argument, NULL, 'P'},
 	    {"no-landlock", no_argument, NULL, 'L'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0}};
@@ -87,6 +92,7 @@ int al_cmd_serve(int argc, char **argv)
 				      .max_clients = 256,
 				      .client_timeout_s = 30,
 				      .max_clients_per_identity = 64,
+				      .max_sandboxes_per_identity = 8,
 				      .exe = "/proc/self/exe"};
 	struct al_error err = {0};
 	int c;
@@ -129,6 +135,11 @@ int al_cmd_serve(int argc, char **argv)
 		case 'I':
 			if (number("--max-clients-per-identity", optarg,
 				   &cfg.max_clients_per_identity) < 0)
+				return 125;
+			break;
+		case 'P':
+			if (number("--max-sandboxes-per-identity", optarg,
+				   &cfg.max_sandboxes_per_identity) < 0)
 				return 125;
 			break;
 		case 'L':

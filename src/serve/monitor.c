@@ -92,6 +92,18 @@ static void op_run(struct monitor *m, uint64_t req, const struct conn *c, const 
 	if (len > AL_SERVE_BODY_MAX)
 		return mon_respond_error(m, req, 413, "the request body is over %u bytes",
 					 AL_SERVE_BODY_MAX);
+	unsigned mine = 0, cap = m->cfg->max_sandboxes_per_identity;
+	if (!cap || cap > m->cfg->max_sandboxes)
+		cap = m->cfg->max_sandboxes;
+	for (size_t i = 0; i < m->n_sb; i++)
+		mine += strcmp(m->sb[i]->owner, identity) == 0;
+	if (mine >= cap)
+		return mon_respond_error(
+		    m, req, 429,
+		    "too many sandboxes of %s: the daemon's "
+		    "--max-sandboxes-per-identity (%u) are in use (one-shot runs "
+		    "included); retry when one ended",
+		    identity, cap);
 	if (m->n_sb >= m->cfg->max_sandboxes)
 		return mon_respond_error(
 		    m, req, 429,

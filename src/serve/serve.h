@@ -51,9 +51,10 @@ struct al_serve_config {
 	/* A request's head and body must arrive whole within this of its
 	 * start (slow clients); 0: client_timeout_s. */
 	unsigned request_timeout_s;
-	unsigned max_clients_per_identity; /* 0: max_clients */
-	bool no_landlock;		   /* accept a kernel without landlock for the front */
-	const char *exe;		   /* this binary, exec'd for the front and each session */
+	unsigned max_clients_per_identity;   /* 0: max_clients */
+	unsigned max_sandboxes_per_identity; /* 0: max_sandboxes */
+	bool no_landlock;		     /* accept a kernel without landlock for the front */
+	const char *exe; /* this binary, exec'd for the front and each session */
 };
 
 /* Streamed answers (exec events, audit) buffered in the front for clients

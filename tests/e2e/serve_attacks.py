@@ -413,6 +413,49 @@ def one_identity_cannot_hold_every_connection(e):
 
 
 @case
+def one_identity_cannot_hold_every_sandbox(e):
+    """--max-sandboxes 4 --max-sandboxes-per-identity 2: alice's third live
+    sandbox is refused 429 naming the flag, while bob still gets his; once
+    alice deleted one she may make another."""
+    import http.client
+    with TempDir(mode=0o700) as t:
+        port = free_port()
+        tokens = token_file(t)
+        op = os.path.join(t, "operator.json")
+        with open(op, "w") as f:
+            json.dump({"version": 1, "profiles": {"default": {}},
+                       "serve": {"identities": {"token:alice": {"profiles": ["default"]},
+                                                "token:bob": {"profiles": ["default"]}}}}, f)
+        with Daemon(e, "--listen", "127.0.0.1:%d" % port, "--token-file", tokens,
+                    "--operator-policy", op, "--max-sandboxes", "4",
+                    "--max-sandboxes-per-identity", "2"):
+            def call(token, method, path, body=None):
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+                try:
+                    c.request(method, path, body=json.dumps(body) if body is not None else None,
+                              headers={"Authorization": "Bearer " + token})
+                    r = c.getresponse()
+                    return r.status, json.loads(r.read() or b"{}"), r.getheader("Retry-After")
+                finally:
+                    c.close()
+            made = []
+            for _ in range(2):
+                st, doc, _ = call(TOKEN_A, "POST", "/v1/sandboxes", {})
+                expect(st == 201, "alice's sandbox: %d %s" % (st, doc))
+                made.append(doc["id"])
+            st, doc, retry = call(TOKEN_A, "POST", "/v1/sandboxes", {})
+            expect(st == 429 and "--max-sandboxes-per-identity" in doc.get("error", "") and
+                   retry == "1", "alice's third sandbox: %d %s" % (st, doc))
+            st, doc, _ = call(TOKEN_B, "POST", "/v1/sandboxes", {})
+            expect(st == 201, "bob's sandbox past alice's cap: %d %s" % (st, doc))
+            st, doc, _ = call(TOKEN_A, "DELETE", "/v1/sandboxes/%s" % made[0])
+            expect(st == 200, "alice's delete: %d %s" % (st, doc))
+            # The monitor drops the record when the session has ended.
+            ok = wait_for(lambda: call(TOKEN_A, "POST", "/v1/sandboxes", {})[0] == 201, 20)
+            expect(ok, "after a delete alice could not make a sandbox again")
+
+
+@case
 def a_dead_front_is_restarted(e):
     """The front is killed (by its pid, from the test): the daemon starts a
     new one, and a sandbox made before still answers an exec after; the
