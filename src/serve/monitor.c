@@ -577,14 +577,17 @@ static int loop(struct monitor *m, struct al_error *err)
 					timeout = (int)(m->restart_ms - now);
 			}
 		}
-		/* A front that does not read holds the sessions back, not the
-		 * monitor's memory. */
+		/* A front that does not read holds back the sessions and its
+		 * own requests (whose answers would queue), not the monitor's
+		 * memory: past the bound nothing is read that could add to
+		 * the queue (one read's worth may still come: the bound plus
+		 * the largest answer). */
 		bool full = m->front.queued > AL_SERVE_FRONT_QUEUE_MAX;
 		pf = xrealloc(pf, (4 + m->n_sb + m->n_conns) * sizeof(*pf));
 		pf[n++] = (struct pollfd){.fd = m->sig_fd, .events = POLLIN};
-		pf[n++] =
-		    (struct pollfd){.fd = m->front.fd,
-				    .events = POLLIN | (al_chan_pending(&m->front) ? POLLOUT : 0)};
+		pf[n++] = (struct pollfd){.fd = m->front.fd,
+					  .events = (full ? 0 : POLLIN) |
+						    (al_chan_pending(&m->front) ? POLLOUT : 0)};
 		pf[n++] = (struct pollfd){.fd = front ? m->unix_fd : -1, .events = POLLIN};
 		pf[n++] = (struct pollfd){.fd = front ? m->tcp_fd : -1, .events = POLLIN};
 		base = n;

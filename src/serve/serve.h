@@ -29,9 +29,9 @@ struct al_errors;
  * answered) within this, or the monitor kills it: the decider (at most
  * 60 s) and a command secret source are bounded before it. */
 #define AL_SERVE_SETUP_MAX_MS 120000
-/* The monitor reads no more from sessions while this much waits to be
- * written to the front (a front that does not read holds the sessions,
- * not the monitor's memory). */
+/* The monitor reads no more from the sessions or the front while this
+ * much waits to be written to the front (a front that does not read holds
+ * them back, not the monitor's memory). */
 #define AL_SERVE_FRONT_QUEUE_MAX (64u << 20)
 /* On SIGTERM, how long the sessions have to end their runs and clean
  * up before they are killed. */
@@ -63,6 +63,12 @@ struct al_serve_config {
  * slowest reader) is dropped. */
 #define AL_SERVE_STREAM_MAX   (16u << 20)
 #define AL_SERVE_STREAM_TOTAL (256u << 20)
+/* Answers that are not streamed (a waited exec's output, a downloaded
+ * file), held in the front until their clients read them: at most this
+ * much for all together. Past it the largest held answers' clients are
+ * dropped, or the new answer, when it is the largest, is replaced by a
+ * 503. */
+#define AL_SERVE_ANSWER_TOTAL (256u << 20)
 
 /* What the front is started with (`airlock-serve __front ARGS`, its
  * channel at fd 3): numbers only, nothing secret. */

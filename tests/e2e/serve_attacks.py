@@ -456,6 +456,59 @@ def one_identity_cannot_hold_every_sandbox(e):
 
 
 @case
+def unread_answers_are_capped(e):
+    """Sixteen clients download a 24 MiB file and never read (384 MiB of
+    answers): the front holds at most 256 MiB of answers not yet read (one
+    copy each), so its memory stays under 330 MiB, and the answers past
+    the cap are refused (503) or their slowest clients dropped; the daemon
+    still answers."""
+    with DaemonWith(e) as d:
+        st, doc = d.json("POST", "/v1/sandboxes", {})
+        expect(st == 201, "create: %d %s" % (st, doc))
+        sid = doc["id"]
+        st, _, data = d.request("PUT", "/v1/sandboxes/%s/files/tmp/big" % sid,
+                                b"x" * (24 << 20))
+        expect(st == 201, "upload: %d %s" % (st, data[:200]))
+        front = d.front_pid()
+        held = []
+        try:
+            for _ in range(16):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                s.connect(d.sock)
+                s.sendall(b"GET /v1/sandboxes/%s/files/tmp/big HTTP/1.1\r\nHost: x\r\n\r\n"
+                          % sid.encode())
+                held.append(s)
+                time.sleep(0.05)
+            peak = 0
+
+            def settled():
+                nonlocal peak
+                with open("/proc/%d/status" % front) as f:
+                    rss = [int(l.split()[1]) for l in f if l.startswith("VmRSS:")][0]
+                peak = max(peak, rss)
+                return False
+            wait_for(settled, 3)
+            expect(peak < 330 * 1024, "the front holds %d MiB for clients that do not read"
+                   % (peak // 1024))
+            heads = []
+            for s in held:
+                s.settimeout(5)
+                try:
+                    heads.append(s.recv(64))
+                except OSError:
+                    heads.append(b"")
+            refused = [h for h in heads if not h or h.startswith(b"HTTP/1.1 503")]
+            expect(refused, "no answer was refused or dropped: %r" % heads)
+        finally:
+            for s in held:
+                s.close()
+        st, doc = d.json("GET", "/v1/health")
+        expect(st == 200, "health after: %d %s" % (st, doc))
+        d.json("DELETE", "/v1/sandboxes/%s" % sid)
+
+
+@case
 def a_dead_front_is_restarted(e):
     """The front is killed (by its pid, from the test): the daemon starts a
     new one, and a sandbox made before still answers an exec after; the

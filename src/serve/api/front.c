@@ -56,8 +56,9 @@ struct request {
 	size_t slen;
 	unsigned status;
 	char *ctype;
-	char *answer;
+	char *answer; /* handed to libmicrohttpd's response (no second copy) */
 	size_t answer_len;
+	size_t held; /* bytes of its answer counted in F.answers */
 	struct MHD_Connection *conn;
 	struct request *next;
 };
@@ -71,6 +72,7 @@ struct front {
 	struct request *pending;
 	struct fconn *conns;
 	size_t streamed; /* bytes buffered in every stream together */
+	size_t answers;	 /* bytes of non-streamed answers held together */
 	unsigned request_timeout_s;
 };
 
@@ -238,6 +240,30 @@ static enum MHD_Result on_head(struct MHD_Connection *c, const char *url, const 
 	return ret;
 }
 
+/* A non-streamed answer: its buffer handed to libmicrohttpd as it is
+ * (freed with the response), counted in F.answers until the request
+ * completes. */
+static enum MHD_Result reply_answer(struct MHD_Connection *c, struct request *rq)
+{
+	if (!rq->answer)
+		return reply_error(c, 503,
+				   "the daemon holds too many answers for clients that have not "
+				   "read them (%u MiB); retry",
+				   AL_SERVE_ANSWER_TOTAL >> 20);
+	struct MHD_Response *r =
+	    MHD_create_response_from_buffer(rq->answer_len, rq->answer, MHD_RESPMEM_MUST_FREE);
+	if (!r)
+		return MHD_NO;
+	rq->answer = NULL;
+	MHD_add_response_header(r, "Content-Type", rq->ctype ? rq->ctype : "application/json");
+	if (rq->status == 429 || rq->status == 503)
+		MHD_add_response_header(r, "Retry-After", "1");
+	enum MHD_Result ret = MHD_queue_response(c, rq->status, r);
+	MHD_destroy_response(r);
+	status_seen(rq->status);
+	return ret;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *data,
 				  size_t *data_len, void **ctx)
@@ -275,7 +301,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (rq->answered && rq->stream)
 		return reply_stream(c, rq);
 	if (rq->answered)
-		return reply(c, rq->status, rq->ctype, rq->answer, rq->answer_len);
+		return reply_answer(c, rq);
 	if (rq->sent)
 		return MHD_YES;
 	return forward(c, rq);
@@ -308,6 +334,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx,
 		fc->since_ms = al_now_ms();
 	}
 	F.streamed -= rq->slen;
+	F.answers -= rq->held;
 	al_front_req_free(&rq->d);
 	free(rq->body);
 	free(rq->ctype);
@@ -394,6 +421,32 @@ static void drop_slow(void)
 		}
 }
 
+/* Room for a non-streamed answer of len bytes within
+ * AL_SERVE_ANSWER_TOTAL: the clients of larger answers held (they read
+ * slowest, or not at all) are dropped until it fits. false: rq's own is
+ * the largest, and does not fit. */
+static bool hold_answer(struct request *rq, size_t len)
+{
+	while (F.answers + len > AL_SERVE_ANSWER_TOTAL) {
+		struct request *worst = NULL;
+		for (struct request *p = F.pending; p; p = p->next)
+			if (p != rq && p->held > (worst ? worst->held : len))
+				worst = p;
+		if (!worst)
+			return false;
+		/* Its connection is shut; libmicrohttpd ends the request
+		 * (and frees the answer) on its next run. */
+		struct fconn *fc = fconn_of(worst->conn);
+		if (fc)
+			shutdown(fc->fd, SHUT_RDWR);
+		F.answers -= worst->held;
+		worst->held = 0;
+	}
+	F.answers += len;
+	rq->held = len;
+	return true;
+}
+
 /* No decoding of the URL by libmicrohttpd: decode.c decodes the path and
  * the query once, and refuses escapes that would change their shape. */
 static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s)
@@ -458,11 +511,14 @@ static void on_monitor_msg(const struct al_msg *in)
 		const uint8_t *b = al_msg_bytes(in, AL_TAG_BODY, &len);
 		rq->status = al_msg_u32(in, AL_TAG_STATUS, 500);
 		rq->ctype = al_msg_strdup(in, AL_TAG_CTYPE);
-		rq->answer = xmalloc(len + 1);
-		memcpy(rq->answer, b, len);
-		rq->answer_len = len;
 		rq->answered = true;
 		rq->stream = al_msg_u32(in, AL_TAG_STREAM, 0) == 1;
+		/* (a stream's head has a small body: not counted) */
+		if (rq->stream || hold_answer(rq, len)) {
+			rq->answer = xmalloc(len + 1);
+			memcpy(rq->answer, b, len);
+			rq->answer_len = len;
+		}
 		MHD_resume_connection(rq->conn);
 		return;
 	}
