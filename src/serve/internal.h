@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "core/error.h"
@@ -35,11 +36,18 @@ struct al_metrics {
 	uint64_t limit_hits[16];  /* by enum al_end_reason */
 	uint64_t refused_clients; /* past --max-clients */
 	struct al_hist run_s, create_s, exec_s;
+	/* Creates answered 201, split: claimed from the warm pool or cold. */
+	struct al_hist create_warm_s, create_cold_s;
 };
 void al_metrics_status(struct al_metrics *m, unsigned status);
 void al_hist_add(struct al_hist *h, double seconds);
-/* The text format; running/starting: sandboxes in each state. */
-char *al_metrics_text(const struct al_metrics *m, unsigned running, unsigned clients);
+/* The text format; running: the clients' sandboxes, ready: the warm
+ * pool's held ones. */
+char *al_metrics_text(const struct al_metrics *m, unsigned running, unsigned ready,
+		      unsigned clients);
+/* A histogram's lines (no HELP or TYPE), each with labels ("a=\"b\"",
+ * or "") before its le. */
+void al_hist_text(FILE *f, const char *name, const char *labels, const struct al_hist *h);
 /* A reason's name to its index in limit_hits, or -1 when it is no limit. */
 int al_metrics_limit_index(const char *reason);
 

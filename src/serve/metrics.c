@@ -43,20 +43,34 @@ int al_metrics_limit_index(const char *reason)
 	return -1;
 }
 
-static void hist(FILE *f, const char *name, const char *help, const struct al_hist *h)
+void al_hist_text(FILE *f, const char *name, const char *labels, const struct al_hist *h)
 {
+	const char *sep = labels[0] ? "," : "";
 	uint64_t cum = 0;
 
-	fprintf(f, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
 	for (size_t i = 0; i < AL_HIST_BUCKETS; i++) {
 		cum += h->counts[i];
-		fprintf(f, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i], (unsigned long long)cum);
+		fprintf(f, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, sep, bounds[i],
+			(unsigned long long)cum);
 	}
-	fprintf(f, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
-		(unsigned long long)h->n, name, h->sum, name, (unsigned long long)h->n);
+	fprintf(f, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, sep,
+		(unsigned long long)h->n);
+	if (labels[0])
+		fprintf(f, "%s_sum{%s} %.6f\n%s_count{%s} %llu\n", name, labels, h->sum, name,
+			labels, (unsigned long long)h->n);
+	else
+		fprintf(f, "%s_sum %.6f\n%s_count %llu\n", name, h->sum, name,
+			(unsigned long long)h->n);
 }
 
-char *al_metrics_text(const struct al_metrics *m, unsigned running, unsigned clients)
+static void hist(FILE *f, const char *name, const char *help, const struct al_hist *h)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+	al_hist_text(f, name, "", h);
+}
+
+char *al_metrics_text(const struct al_metrics *m, unsigned running, unsigned ready,
+		      unsigned clients)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -70,14 +84,14 @@ char *al_metrics_text(const struct al_metrics *m, unsigned running, unsigned cli
 	    "# TYPE airlock_sandboxes gauge\n"
 	    "airlock_sandboxes{state=\"running\"} %u\n"
 	    "airlock_sandboxes{state=\"paused\"} 0\n"
-	    "airlock_sandboxes{state=\"ready\"} 0\n"
+	    "airlock_sandboxes{state=\"ready\"} %u\n"
 	    "# HELP airlock_clients Client connections open.\n"
 	    "# TYPE airlock_clients gauge\n"
 	    "airlock_clients %u\n"
 	    "# HELP airlock_clients_refused_total Connections closed at once past --max-clients.\n"
 	    "# TYPE airlock_clients_refused_total counter\n"
 	    "airlock_clients_refused_total %llu\n",
-	    running, clients, (unsigned long long)m->refused_clients);
+	    running, ready, clients, (unsigned long long)m->refused_clients);
 	fprintf(f, "# HELP airlock_requests_total API requests answered, by status.\n"
 		   "# TYPE airlock_requests_total counter\n");
 	for (unsigned s = 100; s < 600; s++)
@@ -101,6 +115,11 @@ char *al_metrics_text(const struct al_metrics *m, unsigned running, unsigned cli
 	hist(f, "airlock_run_seconds", "One-shot runs, request to answer.", &m->run_s);
 	hist(f, "airlock_create_seconds", "Sandbox creation, request to answer.", &m->create_s);
 	hist(f, "airlock_exec_seconds", "Execs in a sandbox, request to answer.", &m->exec_s);
+	fprintf(f, "# HELP airlock_create_pool_seconds Sandbox creation, request to answer, by "
+		   "whether it was claimed from the warm pool.\n"
+		   "# TYPE airlock_create_pool_seconds histogram\n");
+	al_hist_text(f, "airlock_create_pool_seconds", "pool=\"warm\"", &m->create_warm_s);
+	al_hist_text(f, "airlock_create_pool_seconds", "pool=\"cold\"", &m->create_cold_s);
 	fclose(f);
 	return buf;
 }

@@ -82,7 +82,7 @@ void mon_respond_error(struct monitor *m, uint64_t req, unsigned status, const c
 
 /* --- sessions --------------------------------------------------------- */
 
-static void owe(struct sandbox *s, uint64_t req, uint64_t conn)
+void mon_owe(struct sandbox *s, uint64_t req, uint64_t conn)
 {
 	s->owed = xrealloc(s->owed, (s->n_owed + 1) * sizeof(*s->owed));
 	s->owed[s->n_owed++] = (struct owed){.req = req, .conn = conn};
@@ -96,7 +96,7 @@ static struct owed *owed_find(struct sandbox *s, uint64_t req)
 	return NULL;
 }
 
-static void owed_del(struct sandbox *s, uint64_t req)
+void mon_owed_del(struct sandbox *s, uint64_t req)
 {
 	struct owed *o = owed_find(s, req);
 
@@ -104,48 +104,16 @@ static void owed_del(struct sandbox *s, uint64_t req)
 		*o = s->owed[--s->n_owed];
 }
 
-/* A one-shot run (op AL_OP_RUN) or a live sandbox (AL_OP_SANDBOX_CREATE):
- * a session process of its own, given the request. */
-static void op_run(struct monitor *m, uint64_t req, const struct conn *c, const char *identity,
-		   const struct al_msg *in, unsigned op)
+void mon_session_run(struct monitor *m, struct sandbox *s, uint64_t req, const struct conn *c,
+		     const char *identity, const uint8_t *body, size_t len, unsigned op)
 {
-	struct al_error err = {0};
-	size_t len = 0;
-	const uint8_t *body = al_msg_bytes(in, AL_TAG_BODY, &len);
-
-	/* The front refuses these already; a front that does not is not
-	 * let past (the session would parse it as root). */
-	if (len > AL_SERVE_BODY_MAX)
-		return mon_respond_error(m, req, 413, "the request body is over %u bytes",
-					 AL_SERVE_BODY_MAX);
-	if (m->n_sb >= m->cfg->max_sandboxes)
-		return mon_respond_error(
-		    m, req, 429,
-		    "too many sandboxes: the daemon's --max-sandboxes (%u) are "
-		    "all in use; retry later",
-		    m->cfg->max_sandboxes);
-	struct sandbox *s = xcalloc(1, sizeof(*s));
-	al_random_id(s->id, sizeof(s->id));
-	snprintf(s->owner, sizeof(s->owner), "%s", identity);
-	s->oneshot = op == AL_OP_RUN;
-	s->req_id = req;
-	owe(s, req, c->id);
-	s->pidfd = -1;
-	s->started_ms = al_now_ms();
-	s->setup_deadline_ms = s->started_ms + AL_SERVE_SETUP_MAX_MS;
-	if (mon_spawn_session(m, s, &err) < 0) {
-		free(s);
-		return mon_respond_error(m, req, 500, "cannot start the session process: %s",
-					 err.msg);
-	}
-	m->sb = xrealloc(m->sb, (m->n_sb + 1) * sizeof(*m->sb));
-	m->sb[m->n_sb++] = s;
 	struct al_msg_out o;
+
 	al_msg_begin(&o, AL_MSG_SESSION_RUN, req);
 	al_msg_put_str(&o, AL_TAG_IDENTITY, identity);
 	al_msg_put_str(&o, AL_TAG_SESSION_ID, s->id);
 	al_msg_put_u32(&o, AL_TAG_OP, op);
-	if (!c->tcp) {
+	if (c && !c->tcp) {
 		uint32_t g[AL_SERVE_GIDS_MAX];
 		for (size_t i = 0; i < c->n_gids; i++)
 			g[i] = c->gids[i];
@@ -161,14 +129,66 @@ static void op_run(struct monitor *m, uint64_t req, const struct conn *c, const 
 	al_chan_flush(&s->ch);
 }
 
+/* A one-shot run (op AL_OP_RUN) or a live sandbox (AL_OP_SANDBOX_CREATE):
+ * a session process of its own, given the request. At --max-sandboxes a
+ * held pool sandbox makes room (the pool refills once there is room). */
+void mon_start_session(struct monitor *m, uint64_t req, const struct conn *c, const char *identity,
+		       const uint8_t *body, size_t len, unsigned op)
+{
+	struct al_error err = {0};
+
+	/* The front refuses these already; a front that does not is not
+	 * let past (the session would parse it as root). */
+	if (len > AL_SERVE_BODY_MAX)
+		return mon_respond_error(m, req, 413, "the request body is over %u bytes",
+					 AL_SERVE_BODY_MAX);
+	if (m->n_sb >= m->cfg->max_sandboxes && !mon_pool_evict(m))
+		return mon_respond_error(
+		    m, req, 429,
+		    "too many sandboxes: the daemon's --max-sandboxes (%u) are "
+		    "all in use; retry later",
+		    m->cfg->max_sandboxes);
+	struct sandbox *s = xcalloc(1, sizeof(*s));
+	al_random_id(s->id, sizeof(s->id));
+	snprintf(s->owner, sizeof(s->owner), "%s", identity);
+	s->oneshot = op == AL_OP_RUN;
+	s->req_id = req;
+	mon_owe(s, req, c->id);
+	s->pidfd = -1;
+	s->started_ms = al_now_ms();
+	s->setup_deadline_ms = s->started_ms + AL_SERVE_SETUP_MAX_MS;
+	if (mon_spawn_session(m, s, &err) < 0) {
+		free(s->owed);
+		free(s);
+		return mon_respond_error(m, req, 500, "cannot start the session process: %s",
+					 err.msg);
+	}
+	m->sb = xrealloc(m->sb, (m->n_sb + 1) * sizeof(*m->sb));
+	m->sb[m->n_sb++] = s;
+	mon_session_run(m, s, req, c, identity, body, len, op);
+}
+
+static void op_run(struct monitor *m, uint64_t req, const struct conn *c, const char *identity,
+		   const struct al_msg *in, unsigned op)
+{
+	size_t len = 0;
+	const uint8_t *body = al_msg_bytes(in, AL_TAG_BODY, &len);
+
+	/* A create whose profile has a ready pool sandbox goes there first. */
+	if (op == AL_OP_SANDBOX_CREATE && len <= AL_SERVE_BODY_MAX &&
+	    mon_pool_create(m, req, c, identity, body, len))
+		return;
+	mon_start_session(m, req, c, identity, body, len, op);
+}
+
 /* A sandbox the caller may name: it exists and is the caller's own.
  * Another identity's sandbox is answered exactly as one that does not
  * exist (404), so ids cannot be probed. */
 static struct sandbox *sandbox_owned(struct monitor *m, const char *id, const char *identity)
 {
 	for (size_t i = 0; id && i < m->n_sb; i++)
-		if (!m->sb[i]->oneshot && !m->sb[i]->deleting && strcmp(m->sb[i]->id, id) == 0 &&
-		    strcmp(m->sb[i]->owner, identity) == 0)
+		if (!m->sb[i]->oneshot && !m->sb[i]->deleting && !m->sb[i]->pool &&
+		    strcmp(m->sb[i]->id, id) == 0 && strcmp(m->sb[i]->owner, identity) == 0)
 			return m->sb[i];
 	return NULL;
 }
@@ -203,8 +223,8 @@ static void op_list(struct monitor *m, uint64_t req, const char *identity, const
 	}
 	for (size_t i = 0; i < m->n_sb; i++) {
 		struct sandbox *s = m->sb[i];
-		if (s->oneshot || !s->ready || s->deleting || strcmp(s->owner, identity) != 0 ||
-		    !meta_matches(s->meta, filter))
+		if (s->oneshot || !s->ready || s->deleting || s->pool ||
+		    strcmp(s->owner, identity) != 0 || !meta_matches(s->meta, filter))
 			continue;
 		json_array_append_new(a, json_pack("{s:s, s:O}", "id", s->id, "metadata", s->meta));
 	}
@@ -244,7 +264,7 @@ static void op_forward(struct monitor *m, uint64_t req, struct sandbox *s, unsig
 	}
 	if (op == AL_OP_SANDBOX_DELETE)
 		s->deleting = true;
-	owe(s, req, conn);
+	mon_owe(s, req, conn);
 	al_chan_queue(&s->ch, &o, -1);
 }
 
@@ -260,7 +280,7 @@ void mon_cancel(struct monitor *m, uint64_t req)
 		/* A stream ends here; a single answer still comes, and is
 		 * dropped by the front. */
 		if (ow->stream)
-			owed_del(s, req);
+			mon_owed_del(s, req);
 		struct al_msg_out o;
 		al_msg_begin(&o, AL_MSG_CANCEL, req);
 		al_msg_end(&o);
@@ -301,14 +321,25 @@ static void on_request(struct monitor *m, const struct al_msg *in)
 		bool all = !c->tcp && c->uid == 0;
 		int n = 0;
 		for (size_t i = 0; i < m->n_sb; i++)
-			n += all || strcmp(m->sb[i]->owner, identity) == 0;
+			n += !m->sb[i]->pool && (all || strcmp(m->sb[i]->owner, identity) == 0);
 		return respond_json(m, req, 200,
 				    json_pack("{s:s, s:s, s:s, s:i}", "status", "ok", "version",
 					      AL_VERSION, "identity", identity, "sandboxes", n));
 	}
 	case AL_OP_METRICS: {
-		char *t = al_metrics_text(&m->metrics, (unsigned)m->n_sb, (unsigned)m->n_conns);
-		respond(m, req, 200, "text/plain; version=0.0.4", t ? t : "", t ? strlen(t) : 0);
+		unsigned held, pooled = mon_pool_count(m, &held);
+		char *t = al_metrics_text(&m->metrics, (unsigned)m->n_sb - pooled, held,
+					  (unsigned)m->n_conns);
+		char *all = NULL;
+		size_t n = 0;
+		FILE *f = open_memstream(&all, &n);
+		if (f) {
+			fputs(t ? t : "", f);
+			mon_pool_metrics(m, f);
+			fclose(f);
+		}
+		respond(m, req, 200, "text/plain; version=0.0.4", all ? all : "", all ? n : 0);
+		free(all);
 		free(t);
 		return;
 	}
@@ -379,7 +410,10 @@ static int on_session_msg(struct monitor *m, struct sandbox *s, const struct al_
 	size_t len;
 	const uint8_t *body = al_msg_bytes(in, AL_TAG_BODY, &len);
 	struct owed *ow = owed_find(s, in->id);
+	int pr = mon_pool_session_msg(m, s, in);
 
+	if (pr)
+		return pr < 0 ? pr : 0;
 	if (in->type == AL_MSG_SESSION_STARTED) {
 		s->setup_deadline_ms = 0;
 		return 0;
@@ -392,7 +426,7 @@ static int on_session_msg(struct monitor *m, struct sandbox *s, const struct al_
 		bool end = al_msg_u32(in, AL_TAG_END, 0) == 1;
 		chunk_to_front(m, in->id, body, len, end);
 		if (end)
-			owed_del(s, in->id);
+			mon_owed_del(s, in->id);
 		return 0;
 	}
 	if (in->type != AL_MSG_SESSION_DONE || !ow || ow->stream)
@@ -413,7 +447,9 @@ static int on_session_msg(struct monitor *m, struct sandbox *s, const struct al_
 			json_decref(s->meta);
 			s->meta = json_object();
 		}
-		al_hist_add(&m->metrics.create_s, (double)(al_now_ms() - s->started_ms) / 1000.0);
+		double t = (double)(al_now_ms() - s->started_ms) / 1000.0;
+		al_hist_add(&m->metrics.create_s, t);
+		al_hist_add(s->warm ? &m->metrics.create_warm_s : &m->metrics.create_cold_s, t);
 	}
 	if (in->id == s->req_id) {
 		s->done = true;
@@ -435,7 +471,7 @@ static int on_session_msg(struct monitor *m, struct sandbox *s, const struct al_
 	if (stream)
 		ow->stream = true;
 	else
-		owed_del(s, in->id);
+		mon_owed_del(s, in->id);
 	if (reason && s->oneshot) {
 		m->metrics.runs++;
 		m->metrics.denials += al_msg_u64(in, AL_TAG_DENIALS, 0);
@@ -557,7 +593,9 @@ static int loop(struct monitor *m, struct al_error *err)
 
 	while (!m->stop) {
 		size_t n = 0, base, cbase;
-		int timeout = mon_setup_deadlines(m);
+		int timeout = mon_setup_deadlines(m), pool_timeout = mon_pool_tick(m);
+		if (pool_timeout >= 0 && (timeout < 0 || pool_timeout < timeout))
+			timeout = pool_timeout;
 		/* A front that does not read holds the sessions back, not the
 		 * monitor's memory. */
 		bool full = m->front.queued > AL_SERVE_FRONT_QUEUE_MAX;
@@ -708,11 +746,14 @@ int al_serve_run(const struct al_serve_config *cfg, struct al_error *err)
 	/* The front is forked before anything else is read. */
 	if ((r = start_front(&m, err)) < 0)
 		goto out;
+	m.op = op;
+	mon_pool_init(&m, op);
 	al_info("serve: listening on %s%s%s", cfg->socket_path, cfg->listen ? " and " : "",
 		cfg->listen ? cfg->listen : "");
 	r = loop(&m, err);
 out:
 	mon_stop_sessions(&m);
+	mon_pool_free(&m);
 	free(m.sb);
 	if (m.front_pid > 0) {
 		kill(m.front_pid, SIGKILL);

@@ -32,6 +32,8 @@ enum al_msg_type {
 	AL_MSG_CHUNK,		/* session -> monitor -> front: more of a streamed answer */
 	AL_MSG_CANCEL,		/* front -> monitor -> session: a streamed answer's client left */
 	AL_MSG_SESSION_STARTED, /* session -> monitor: its plan is final and its run started */
+	AL_MSG_POOL_READY, /* session -> monitor: a pool's sandbox is held, ready for a claim */
+	AL_MSG_POOL_COLD,  /* session -> monitor: the create (id) does not fit: make it cold */
 	AL_MSG_N_TYPES
 };
 
@@ -76,6 +78,7 @@ enum al_serve_op {
 	AL_OP_SANDBOX_GET,
 	AL_OP_SANDBOX_DELETE,
 	AL_OP_SANDBOX_OTHER, /* exec, files, pause, resume, timeout, audit: PATH says which */
+	AL_OP_POOL,	     /* monitor -> session only: make a warm pool's sandbox */
 	AL_OP_N
 };
 

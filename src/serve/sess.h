@@ -20,6 +20,11 @@
 #define AL_SESS_AUDIT_MAX (4u << 20)
 /* Ended execs kept for listing and reconnecting. */
 #define AL_SESS_ENDED_MAX 64
+/* Execs at once in a sandbox whose create names no max_execs (a warm
+ * pool's sandboxes are made with this: another count is made cold). */
+#define AL_SESS_MAX_EXECS 8
+
+struct spool;
 
 enum sx_mode {
 	SX_WAIT,       /* one answer at the end */
@@ -82,6 +87,10 @@ struct sess {
 	char token[64];
 	gid_t gids[AL_SERVE_GIDS_MAX];
 	char **never;
+	/* A warm pool's sandbox (spool.c): its own plan, kept as long as its
+	 * run; pooled once claimed (the create's answer says so). */
+	struct spool *pool;
+	bool pooled;
 };
 
 /* Answers to the front's request req (through the monitor). */
@@ -99,6 +108,20 @@ void sess_subs_add(struct sess_subs *u, uint64_t req);
 bool sess_subs_del(struct sess_subs *u, uint64_t req);
 /* One JSON line (o taken) to the log and every follower. */
 void sess_publish(struct sess *s, struct sess_log *l, struct sess_subs *u, json_t *o);
+
+/* session.c, for spool.c: a create's request to its final plan (400,
+ * 403, 500 answered: < 0); its 201; the run's audit sink; who asked. */
+int sess_create_request(struct sess *s, uint64_t id, json_t *req, const char *operator_file,
+			const char *operator_env, uint64_t *lifetime);
+void sess_created(struct sess *s, uint64_t id, uint64_t lifetime);
+struct al_audit *sess_audit_open(struct sess *s);
+int sess_who_from(struct sess *s, const struct al_msg *in);
+
+/* spool.c: a warm pool's sandbox made from the first message (in: its
+ * task request, the profile's), held until a create fits it. 0 once
+ * claimed (s->run serves that create's sandbox), < 0 when it ended. */
+int sess_pool_main(struct sess *s, uint64_t id, const struct al_msg *in, const char *operator_env);
+void sess_pool_free(struct sess *s);
 
 /* sexec.c */
 /* argv, or code + language, taken out of o into *argv; stdin into *in. */

@@ -127,6 +127,12 @@ static void on_audit(void *data, const char *event, json_t *fields)
 	json_decref(fields);
 }
 
+struct al_audit *sess_audit_open(struct sess *s)
+{
+	s->audit.max = AL_SESS_AUDIT_MAX;
+	return s->audit_stream = al_audit_sink(on_audit, s);
+}
+
 static void audit_get(struct sess *s, uint64_t req, const char *query)
 {
 	if (!sess_query_flag(query, "follow"))
@@ -437,18 +443,18 @@ static json_t *info(struct sess *s)
 	json_object_set_new(o, "max_lifetime_ms", json_integer((json_int_t)s->max_lifetime_ms));
 	json_object_set_new(o, "idle_timeout_ms", json_integer((json_int_t)s->idle_ms));
 	json_object_set_new(o, "max_execs", json_integer(s->max_execs));
+	json_object_set_new(o, "pool", json_boolean(s->pooled));
 	return o;
 }
 
-static int create(struct sess *s, uint64_t id, json_t *req, const char *operator_file,
-		  const char *operator_env)
+int sess_create_request(struct sess *s, uint64_t id, json_t *req, const char *operator_file,
+			const char *operator_env, uint64_t *lifetime)
 {
 	_cleanup_(al_errors_clear) struct al_errors errs = {0};
-	struct al_error err = {0};
-	uint64_t lifetime = 0;
 
-	s->max_execs = 8;
-	if (take_sandbox_fields(s, req, &lifetime, &errs) == 0)
+	*lifetime = 0;
+	s->max_execs = AL_SESS_MAX_EXECS;
+	if (take_sandbox_fields(s, req, lifetime, &errs) == 0)
 		load_policy(req, &s->policy, &errs);
 	if (al_errors_count(&errs)) {
 		sess_answer(s, id, 400, errors_json("bad request", &errs));
@@ -461,13 +467,44 @@ static int create(struct sess *s, uint64_t id, json_t *req, const char *operator
 	/* The run's deadline is the sandbox's longest lifetime: what its
 	 * tokens and interception CA are bounded by; the lifetime asked
 	 * for (and extended) ends it sooner. */
-	if (s->max_lifetime_ms || lifetime)
-		s->policy->timeout_ms = s->max_lifetime_ms ? s->max_lifetime_ms : lifetime;
+	if (s->max_lifetime_ms || *lifetime)
+		s->policy->timeout_ms = s->max_lifetime_ms ? s->max_lifetime_ms : *lifetime;
 	if (build(s, id, operator_file, operator_env, AL_PLAN_COMMAND_OPTIONAL) < 0)
 		return -EINVAL;
 	s->max_lifetime_ms = s->rq.plan->timeout_ms;
-	s->audit.max = AL_SESS_AUDIT_MAX;
-	struct al_audit *audit = s->audit_stream = al_audit_sink(on_audit, s);
+	return 0;
+}
+
+void sess_created(struct sess *s, uint64_t id, uint64_t lifetime)
+{
+	s->created_ms = s->last_active_ms = (int64_t)al_now_ms();
+	al_audit_timestamp(s->created_ts, sizeof(s->created_ts));
+	s->deadline_ms = s->created_ms + (int64_t)(lifetime ? lifetime : s->max_lifetime_ms);
+	char *meta = json_dumps(s->meta, JSON_COMPACT);
+	json_t *o = info(s);
+	char *body = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	struct al_msg_out m;
+	al_msg_begin(&m, AL_MSG_SESSION_DONE, id);
+	al_msg_put_u32(&m, AL_TAG_STATUS, 201);
+	al_msg_put_str(&m, AL_TAG_CTYPE, "application/json");
+	al_msg_put_bytes(&m, AL_TAG_BODY, body, strlen(body));
+	al_msg_put_bytes(&m, AL_TAG_META, meta, strlen(meta));
+	free(body);
+	free(meta);
+	send_frame(s, &m);
+}
+
+/* A cold create: the request's plan, its own sandbox made for it. */
+static int create(struct sess *s, uint64_t id, json_t *req, const char *operator_file,
+		  const char *operator_env)
+{
+	struct al_error err = {0};
+	uint64_t lifetime = 0;
+
+	if (sess_create_request(s, id, req, operator_file, operator_env, &lifetime) < 0)
+		return -EINVAL;
+	struct al_audit *audit = sess_audit_open(s);
 	static const struct al_supervisor_io io = {
 	    .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1};
 	struct al_run_request rq = {.plan = s->rq.plan,
@@ -493,22 +530,7 @@ static int create(struct sess *s, uint64_t id, json_t *req, const char *operator
 			   al_reason_name(res->reason));
 		return -EIO;
 	}
-	s->created_ms = s->last_active_ms = (int64_t)al_now_ms();
-	al_audit_timestamp(s->created_ts, sizeof(s->created_ts));
-	s->deadline_ms = s->created_ms + (int64_t)(lifetime ? lifetime : s->max_lifetime_ms);
-	char *meta = json_dumps(s->meta, JSON_COMPACT);
-	json_t *o = info(s);
-	char *body = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	struct al_msg_out m;
-	al_msg_begin(&m, AL_MSG_SESSION_DONE, id);
-	al_msg_put_u32(&m, AL_TAG_STATUS, 201);
-	al_msg_put_str(&m, AL_TAG_CTYPE, "application/json");
-	al_msg_put_bytes(&m, AL_TAG_BODY, body, strlen(body));
-	al_msg_put_bytes(&m, AL_TAG_META, meta, strlen(meta));
-	free(body);
-	free(meta);
-	send_frame(s, &m);
+	sess_created(s, id, lifetime);
 	return 0;
 }
 
@@ -661,7 +683,7 @@ static void serve(struct sess *s)
 
 /* Who asked, as the monitor says: "uid:N" with its gids, or
  * "token:NAME"; and the daemon's own paths. */
-static int who_from(struct sess *s, const struct al_msg *in)
+int sess_who_from(struct sess *s, const struct al_msg *in)
 {
 	_cleanup_free_ char *id = al_msg_strdup(in, AL_TAG_IDENTITY);
 	size_t len = 0, nl = 0;
@@ -716,7 +738,7 @@ int al_session_main(int fd, const char *operator_env)
 	_cleanup_free_ char *operator_file = al_msg_strdup(&in, AL_TAG_OPERATOR);
 	_cleanup_free_ char *sid = al_msg_strdup(&in, AL_TAG_SESSION_ID);
 	snprintf(s.id, sizeof(s.id), "%s", sid);
-	if (who_from(&s, &in) < 0)
+	if (op != AL_OP_POOL && sess_who_from(&s, &in) < 0)
 		return 125;
 	json_error_t je;
 	json_t *req = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
@@ -724,7 +746,8 @@ int al_session_main(int fd, const char *operator_env)
 		sess_error(&s, id, 400, "the body must be a JSON object");
 	else if (op == AL_OP_RUN)
 		oneshot(&s, id, req, operator_file, operator_env);
-	else if (create(&s, id, req, operator_file, operator_env) == 0) {
+	else if ((op == AL_OP_POOL ? sess_pool_main(&s, id, &in, operator_env)
+				   : create(&s, id, req, operator_file, operator_env)) == 0) {
 		fcntl(fd, F_SETFL, O_NONBLOCK);
 		serve(&s);
 		fcntl(fd, F_SETFL, 0);
@@ -736,6 +759,7 @@ int al_session_main(int fd, const char *operator_env)
 		poll(&pf, 1, 1000);
 	}
 	end_run(&s);
+	sess_pool_free(&s); /* the pool's plan, once its run is gone */
 	sess_exec_free(&s);
 	al_audit_close(s.audit_stream);
 	al_request_clear(&s.rq);
