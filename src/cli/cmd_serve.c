@@ -24,9 +24,12 @@ static void usage(FILE *f)
 		"Usage: airlock serve --socket PATH [OPTIONS]\n\n"
 		"Serve the HTTP API (/v1, docs/api.md) on a Unix socket: clients are known\n"
 		"by their uid (peer credentials), and each request is held to the operator\n"
-		"policy as `airlock run` holds it.\n\n"
+		"policy as `airlock run` holds it. Under systemd (airlock.socket), the\n"
+		"socket is the one the socket unit passes (LISTEN_FDS), and --socket may\n"
+		"be left out.\n\n"
 		"Options:\n"
-		"  --socket PATH           the Unix socket (made mode 0600)\n"
+		"  --socket PATH           the Unix socket (made mode 0600; with socket\n"
+		"                          activation, the path it must be bound to)\n"
 		"  --socket-group NAME     make it 0660 and give it to group NAME\n"
 		"  --listen ADDR:PORT      also listen on loopback TCP (127.0.0.0/8 or [::1]),\n"
 		"                          clients known by bearer tokens (needs --token-file)\n"
@@ -124,8 +127,13 @@ int al_cmd_serve(int argc, char **argv)
 		al_err("serve: unexpected argument \"%s\"", argv[optind - 1]);
 		return 125;
 	}
+	if (al_serve_socket_activation(&cfg, &err) < 0) {
+		al_err("serve: %s", err.msg);
+		return 125;
+	}
 	if (!cfg.socket_path) {
-		al_err("serve: --socket PATH is needed (see airlock serve --help)");
+		al_err("serve: --socket PATH is needed, unless systemd passes the socket (see "
+		       "airlock serve --help)");
 		return 125;
 	}
 	if (al_serve_run(&cfg, &err) < 0) {
