@@ -10,8 +10,10 @@ airlock-serve: the pid stays the same), with LISTEN_FDS=1. Covers: the
 daemon serving on that socket, a sandbox made through it whose session
 process neither sees the LISTEN_* variables nor holds the socket, the
 socket left in place at a SIGTERM and served again by the next daemon;
-LISTEN_PID naming another process (ignored); and each thing at fd 3 or in
-the variables that is refused with exit 125 and a message naming it. Every
+a running daemon whose binary is replaced as a package upgrade replaces it
+(it keeps serving, new sessions included); LISTEN_PID naming another
+process (ignored); and each thing at fd 3 or in the variables that is
+refused with exit 125 and a message naming it. Every
 daemon is ended by its pid, and its temp dir removed.
 """
 
@@ -218,6 +220,56 @@ def activation_for_another_process(e):
         _, err = p.communicate(timeout=15)
         expect(p.returncode == 125 and b"--socket PATH is needed" in err,
                "exit %s: %r" % (p.returncode, err))
+        lsock.close()
+
+
+@case
+def binary_replaced_under_a_running_daemon(e):
+    """What a package upgrade does to a running daemon (debian/rules stops
+    and restarts nothing): airlock and airlock-serve copied to a temp dir,
+    the daemon started from there on a socket systemd-style, a sandbox
+    made; then airlock-serve is replaced by rename, as dpkg does, with a
+    program that only fails. The running daemon keeps serving: the sandbox
+    it had runs an exec, and a new sandbox (a session process exec'd from
+    the daemon's own binary, /proc/self/exe) is made and runs one."""
+    with TempDir() as t:
+        for name in ("airlock", "airlock-serve"):
+            src = os.path.join(os.path.dirname(os.path.realpath(e.airlock)), name)
+            dst = os.path.join(t, name)
+            with open(src, "rb") as f, open(dst, "wb") as g:
+                g.write(f.read())
+            os.chmod(dst, 0o755)
+        path = os.path.join(t, "serve.sock")
+        lsock = listening_socket(path)
+
+        class Copy:
+            airlock = os.path.join(t, "airlock")
+
+        def exec_echo(sid, word):
+            st, body = request(path, "POST", "/v1/sandboxes/%s/exec" % sid,
+                               json.dumps({"argv": ["/bin/echo", word], "wait": True}).encode())
+            expect(st == 200 and word.encode() in body, "exec: %d %r" % (st, body))
+
+        with open(os.path.join(t, "log"), "w+") as log:
+            p = start(Copy, lsock.fileno(), env={"LISTEN_FDS": "1"}, log=log)
+            try:
+                ok = wait_for(lambda: healthy(path) or p.poll() is not None, 10)
+                log.seek(0)
+                expect(ok and p.poll() is None, "no health answer: %s" % log.read())
+                st, body = request(path, "POST", "/v1/sandboxes", b"{}")
+                expect(st == 201, "create: %d %r" % (st, body))
+                old = json.loads(body)["id"]
+                new = os.path.join(t, "airlock-serve.dpkg-new")
+                with open(new, "w") as f:
+                    f.write("#!/bin/sh\nexit 1\n")
+                os.chmod(new, 0o755)
+                os.rename(new, os.path.join(t, "airlock-serve"))
+                exec_echo(old, "before")
+                st, body = request(path, "POST", "/v1/sandboxes", b"{}")
+                expect(st == 201, "create after the upgrade: %d %r" % (st, body))
+                exec_echo(json.loads(body)["id"], "after")
+            finally:
+                stop(p)
         lsock.close()
 
 
