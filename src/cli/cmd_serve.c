@@ -25,9 +25,12 @@ static void usage(FILE *f)
 		"Serve the HTTP API (/v1, docs/api.md) on a Unix socket: clients are known\n"
 		"by their uid (peer credentials), and each request is held to the operator\n"
 		"policy as `airlock run` holds it; its \"serve\" section maps identities to\n"
-		"profiles (with no operator policy only uid 0 is served).\n\n"
+		"profiles (with no operator policy only uid 0 is served). Under systemd\n"
+		"(airlock.socket), the socket is the one the socket unit passes\n"
+		"(LISTEN_FDS), and --socket may be left out.\n\n"
 		"Options:\n"
-		"  --socket PATH           the Unix socket (made mode 0600)\n"
+		"  --socket PATH           the Unix socket (made mode 0600; with socket\n"
+		"                          activation, the path it must be bound to)\n"
 		"  --socket-group NAME     make it 0660 and give it to group NAME (or the\n"
 		"                          operator policy's serve.socket_group)\n"
 		"  --listen ADDR:PORT      also listen on loopback TCP (127.0.0.0/8 or [::1]),\n"
@@ -126,8 +129,13 @@ int al_cmd_serve(int argc, char **argv)
 		al_err("serve: unexpected argument \"%s\"", argv[optind - 1]);
 		return 125;
 	}
+	if (al_serve_socket_activation(&cfg, &err) < 0) {
+		al_err("serve: %s", err.msg);
+		return 125;
+	}
 	if (!cfg.socket_path) {
-		al_err("serve: --socket PATH is needed (see airlock serve --help)");
+		al_err("serve: --socket PATH is needed, unless systemd passes the socket (see "
+		       "airlock serve --help)");
 		return 125;
 	}
 	if (al_serve_run(&cfg, &err) < 0) {

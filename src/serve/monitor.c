@@ -738,7 +738,10 @@ int al_serve_run(const struct al_serve_config *cfg, struct al_error *err)
 	add_never(&m, cfg->token_file);
 	add_never(&m, m.operator_file);
 	al_serve_cleanup_stale();
-	if ((m.unix_fd = al_serve_listen_unix(cfg->socket_path, group, err)) < 0 ||
+	/* A socket systemd passed is used as it is (its unit made it). */
+	if ((m.unix_fd = cfg->socket_fd > 0
+			     ? cfg->socket_fd
+			     : al_serve_listen_unix(cfg->socket_path, group, err)) < 0 ||
 	    (cfg->listen && (m.tcp_fd = al_serve_listen_tcp(cfg->listen, err)) < 0)) {
 		r = -EINVAL;
 		goto out;
@@ -762,7 +765,8 @@ out:
 	al_chan_close(&m.front);
 	if (m.unix_fd >= 0) {
 		close(m.unix_fd);
-		unlink(cfg->socket_path);
+		if (cfg->socket_fd <= 0) /* systemd's stays for the next start */
+			unlink(cfg->socket_path);
 	}
 	if (m.tcp_fd >= 0)
 		close(m.tcp_fd);
