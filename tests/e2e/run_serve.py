@@ -536,10 +536,10 @@ def sandbox_hostile_files(e):
     the way, at the end, for reading and writing), an upload over the cap:
     each a 4xx naming the problem, nothing written outside; uploads belong
     to the sandbox's user; mkdir, list and remove; bad exec requests and
-    unknown exec ids; idle_action pause refused."""
+    unknown exec ids; a bad idle_action refused."""
     with Daemon(e) as d:
-        st, doc = d.json("POST", "/v1/sandboxes", {"idle_action": "pause"})
-        expect_error(st, doc, 400, "pause")
+        st, doc = d.json("POST", "/v1/sandboxes", {"idle_action": 1})
+        expect_error(st, doc, 400, "idle_action")
         sid = sandbox(d)
         f = "/v1/sandboxes/%s/files/" % sid
         r = run(d, sid, {"argv": ["/bin/sh", "-c",
