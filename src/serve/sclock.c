@@ -133,7 +133,7 @@ bool sess_clocks(struct sess *s, int *wake)
 	bool idle = s->idle_ms && !s->paused && sess_exec_running(s) == 0;
 
 	if (now >= s->deadline_ms)
-		return true;
+		return s->lifetime_over = true;
 	if (idle && now - s->last_active_ms >= (int64_t)s->idle_ms) {
 		if (!s->idle_pause)
 			return true;

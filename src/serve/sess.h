@@ -82,7 +82,8 @@ struct sess {
 	 * "pause": the next exec or file operation resumes it). The times
 	 * above are on the session's clock (sess_now), which stops while it
 	 * is paused, as the run's do. */
-	bool idle_pause; /* idle_action "pause" */
+	bool idle_pause;    /* idle_action "pause" */
+	bool lifetime_over; /* ended because its lifetime ran out */
 	bool paused, paused_idle;
 	int64_t paused_at, paused_total_ms; /* monotonic */
 	/* Who asked (the monitor's word), and the daemon's own paths: the

@@ -514,10 +514,14 @@ static void end_run(struct sess *s)
 	if (s->run) {
 		al_run_kill(s->run);
 		const struct al_run_result *res = al_run_wait(s->run, NULL);
-		/* One that ended by a limit of its own (its max_lifetime, pids,
-		 * budget, ...) is counted; killed here, it is not one. */
-		if (res)
-			sess_event(s, AL_SEV_LIMIT, al_reason_name(res->reason), 0);
+		/* A limit hit, counted once: one that ended by a limit of its
+		 * own (its max_lifetime, pids, budget, ...), or killed here as
+		 * its lifetime ran out (not for a DELETE or an idle timeout). */
+		const char *limit = res ? al_reason_name(res->reason) : NULL;
+		if (al_metrics_limit_index(limit) < 0)
+			limit = s->lifetime_over ? "timeout" : NULL;
+		if (limit)
+			sess_event(s, AL_SEV_LIMIT, limit, 0);
 		sess_exec_finish(s);
 		al_run_free(s->run);
 		s->run = NULL;

@@ -1023,7 +1023,8 @@ def metrics_after_known_execs(e):
     that exited (one with code 3), one ended by its 0.5 s timeout, one
     refused a connection: execs_total by reason, limit_hits timeout 1,
     the exec latency histogram's count 4, and denials_total by kind equal
-    to the sandbox's own audit lines of denials."""
+    to the sandbox's own audit lines of denials; then a sandbox whose
+    lifetime runs out counts as a second timeout hit."""
     with Daemon(e) as d:
         sid = sandbox(d, {"network": {"allow": ["analysis.internal:9"],
                                       "hosts": {"analysis.internal": "127.0.0.1"}},
@@ -1064,6 +1065,14 @@ def metrics_after_known_execs(e):
                    % (name, metric(t, name), want, t))
         expect(metric(t, "airlock_exec_seconds_sum") >= 0.5, "exec seconds sum:\n%s" % t)
         d.json("DELETE", "/v1/sandboxes/" + sid)
+        # A sandbox whose 1 s lifetime runs out is a timeout hit too (a
+        # DELETE is none).
+        short = sandbox(d, {"lifetime": 1})
+        expect(wait_for(lambda: d.json("GET", "/v1/sandboxes/" + short)[0] == 404, 10),
+               "the 1 s sandbox is still there")
+        t = text()
+        expect(metric(t, 'airlock_limit_hits_total{reason="timeout"}') == 2,
+               "limit hits after the lifetime ran out:\n%s" % t)
 
 
 if __name__ == "__main__":
