@@ -307,7 +307,11 @@ static void on_request(struct monitor *m, const struct al_msg *in)
 					      AL_VERSION, "identity", identity, "sandboxes", n));
 	}
 	case AL_OP_METRICS: {
-		char *t = al_metrics_text(&m->metrics, (unsigned)m->n_sb, (unsigned)m->n_conns);
+		unsigned paused = 0;
+		for (size_t i = 0; i < m->n_sb; i++)
+			paused += m->sb[i]->paused;
+		char *t = al_metrics_text(&m->metrics, (unsigned)m->n_sb - paused, paused,
+					  (unsigned)m->n_conns);
 		respond(m, req, 200, "text/plain; version=0.0.4", t ? t : "", t ? strlen(t) : 0);
 		free(t);
 		return;
@@ -384,6 +388,8 @@ static int on_session_msg(struct monitor *m, struct sandbox *s, const struct al_
 		s->setup_deadline_ms = 0;
 		return 0;
 	}
+	if (in->type == AL_MSG_SESSION_EVENT)
+		return al_metrics_event(&m->metrics, in, &s->paused);
 	if (in->type == AL_MSG_CHUNK) {
 		/* One whose client left (cancelled) is dropped; none goes to
 		 * a request this session is not streaming. */
@@ -438,7 +444,6 @@ static int on_session_msg(struct monitor *m, struct sandbox *s, const struct al_
 		owed_del(s, in->id);
 	if (reason && s->oneshot) {
 		m->metrics.runs++;
-		m->metrics.denials += al_msg_u64(in, AL_TAG_DENIALS, 0);
 		int li = al_metrics_limit_index(reason);
 		if (li >= 0 && (size_t)li < AL_ARRAY_SIZE(m->metrics.limit_hits))
 			m->metrics.limit_hits[li]++;
