@@ -199,8 +199,9 @@ def hostile_requests(e):
     """Malformed JSON (400 naming line and column), a body that is not an
     object, a bad field (400 naming it), no command, an oversized body
     (413), an oversized head (431), an unknown route (404) and method (405),
-    an unknown sandbox id (404), sandbox creation (501 in this build): each
-    a clear 4xx/5xx, and the daemon still answers health after all."""
+    an unknown sandbox id (404), a sandbox request with a bad lifetime or a
+    body that is not an object (400): each a clear 4xx, and the daemon
+    still answers health after all."""
     with Daemon(e) as d:
         st, doc = d.json("POST", "/v1/run", '{"argv": [')
         expect_error(st, doc, 400, "not JSON", "line 1")
