@@ -327,9 +327,11 @@ static void on_request(struct monitor *m, const struct al_msg *in)
 					      AL_VERSION, "identity", identity, "sandboxes", n));
 	}
 	case AL_OP_METRICS: {
-		unsigned held, pooled = mon_pool_count(m, &held);
-		char *t = al_metrics_text(&m->metrics, (unsigned)m->n_sb - pooled, held,
-					  (unsigned)m->n_conns);
+		unsigned paused = 0, held, pooled = mon_pool_count(m, &held);
+		for (size_t i = 0; i < m->n_sb; i++)
+			paused += m->sb[i]->paused;
+		char *t = al_metrics_text(&m->metrics, (unsigned)m->n_sb - pooled - paused, paused,
+					  held, (unsigned)m->n_conns);
 		char *all = NULL;
 		size_t n = 0;
 		FILE *f = open_memstream(&all, &n);
@@ -418,6 +420,8 @@ static int on_session_msg(struct monitor *m, struct sandbox *s, const struct al_
 		s->setup_deadline_ms = 0;
 		return 0;
 	}
+	if (in->type == AL_MSG_SESSION_EVENT)
+		return al_metrics_event(&m->metrics, in, &s->paused);
 	if (in->type == AL_MSG_CHUNK) {
 		/* One whose client left (cancelled) is dropped; none goes to
 		 * a request this session is not streaming. */
@@ -474,7 +478,6 @@ static int on_session_msg(struct monitor *m, struct sandbox *s, const struct al_
 		mon_owed_del(s, in->id);
 	if (reason && s->oneshot) {
 		m->metrics.runs++;
-		m->metrics.denials += al_msg_u64(in, AL_TAG_DENIALS, 0);
 		int li = al_metrics_limit_index(reason);
 		if (li >= 0 && (size_t)li < AL_ARRAY_SIZE(m->metrics.limit_hits))
 			m->metrics.limit_hits[li]++;

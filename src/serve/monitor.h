@@ -59,6 +59,7 @@ struct sandbox {
 	bool oneshot;
 	bool ready;	 /* a live sandbox: its create answered 201 */
 	bool deleting;	 /* DELETE passed on: the id answers 404 from now */
+	bool paused;	 /* its session said so (AL_SEV_PAUSED), for the metrics */
 	uint64_t req_id; /* the front's request waiting for the first answer */
 	uint64_t started_ms;
 	/* Until its run started (or it answered): past this it is killed. */

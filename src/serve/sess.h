@@ -60,6 +60,8 @@ struct sx {
 	struct sess_subs subs;
 	json_t *result; /* once ended */
 	int64_t started_ms;
+	uint64_t t0_us; /* its request came (monotonic), for the latency */
+	bool tty;	/* a terminal of its own: one output stream, resizable */
 };
 
 struct sess {
@@ -81,6 +83,14 @@ struct sess {
 	uint64_t idle_ms, max_lifetime_ms;
 	unsigned max_execs;
 	bool ended;
+	/* Paused (al_run_pause) by a request, or by idleness (idle_action
+	 * "pause": the next exec or file operation resumes it). The times
+	 * above are on the session's clock (sess_now), which stops while it
+	 * is paused, as the run's do. */
+	bool idle_pause;    /* idle_action "pause" */
+	bool lifetime_over; /* ended because its lifetime ran out */
+	bool paused, paused_idle;
+	int64_t paused_at, paused_total_ms; /* monotonic */
 	/* Who asked (the monitor's word), and the daemon's own paths: the
 	 * request layer holds the task to both (cfg.identity, never_paths). */
 	struct al_identity who;
@@ -122,6 +132,29 @@ int sess_who_from(struct sess *s, const struct al_msg *in);
  * claimed (s->run serves that create's sandbox), < 0 when it ended. */
 int sess_pool_main(struct sess *s, uint64_t id, const struct al_msg *in, const char *operator_env);
 void sess_pool_free(struct sess *s);
+
+/* Something the daemon's metrics count, to the monitor (n: an exec's
+ * microseconds from request to end, or a number of denials). */
+void sess_event(struct sess *s, enum al_sess_event ev, const char *name, uint64_t n);
+
+/* sclock.c: the sandbox's clocks (lifetime, idle timeout) and pausing. */
+/* The session's clock: monotonic ms less the time spent paused. */
+int64_t sess_now(const struct sess *s);
+/* The sandbox as GET /v1/sandboxes/{id} shows it. */
+json_t *sess_info(struct sess *s);
+/* POST timeout: a new lifetime from now. */
+void sess_extend(struct sess *s, uint64_t req, const uint8_t *body, size_t len);
+/* POST pause, POST resume. */
+void sess_pause_op(struct sess *s, uint64_t req, bool pause);
+/* Before a request that acts in the sandbox (an exec, a file operation,
+ * an exec's stdin, signal or resize): false with 409 answered when a
+ * request paused it; one paused by idleness is resumed first. It counts
+ * as activity for the idle timeout. */
+bool sess_act(struct sess *s, uint64_t req);
+/* The lifetime and the idle timeout checked (an idle sandbox paused when
+ * so asked): true when the sandbox is to end now; else *wake is set to the
+ * ms until the next check is due (at most 1000). */
+bool sess_clocks(struct sess *s, int *wake);
 
 /* sexec.c */
 /* argv, or code + language, taken out of o into *argv; stdin into *in. */
