@@ -14,7 +14,8 @@ usage: serve_attacks3.py AIRLOCK PROBE [CASE-SUBSTRING...]
 - one identity may not hold every --max-sandboxes slot for ever by pausing
   its sandboxes (a paused sandbox's clocks stop, nothing bounds the pause,
   and there is no per-identity cap): another identity must still be
-  served once the first one's sandboxes are past their lifetime.
+  served once the first one's sandboxes are past their lifetime;
+- an exec's own "output" limit may not raise the operator profile's.
 
 Every daemon is ended by its pid, its temp dir removed, also when a case
 fails. Network: 127.0.0.1 only.
@@ -181,6 +182,35 @@ def a_paused_identity_cannot_hold_every_slot(e):
                     if tcp_json(port, TOKEN_A, "GET", "/v1/sandboxes/" + sid)[0] == 200]
             expect(st == 201, "bob's create 6 s after alice paused her two 2-second "
                    "sandboxes: %d %s (alice's still held: %d)" % (st, doc, len(left)))
+
+
+@case
+def exec_limits_stay_within_the_profile(e):
+    """Under an operator profile whose limits.output max is 64K, an exec
+    asking "output": "10M" and writing 1 MB must not get past 64K (a 4xx
+    for the request, or its output cut at 64K). Today the exec's own
+    output limit replaces the profile's (run/session.c: req->output_bytes
+    over p->output_bytes, never checked against the plan): the operator's
+    bound does not hold for any exec that asks for more."""
+    with TempDir() as t:
+        op = os.path.join(t, "operator.json")
+        with open(op, "w") as f:
+            json.dump({"version": 1, "profiles": {"default": {
+                "limits": {"output": {"max": "64K"}}}}}, f)
+        os.chmod(op, 0o644)
+        with Daemon(e, "--operator-policy", op) as d:
+            st, doc = d.json("POST", "/v1/sandboxes", {"lifetime": 60})
+            expect(st == 201, "create: %d %s" % (st, doc))
+            sid = doc["id"]
+            st, doc = d.json("POST", "/v1/sandboxes/%s/exec" % sid,
+                             {"argv": ["/bin/sh", "-c", "head -c 1000000 /dev/zero | tr '\\0' a"],
+                              "output": "10M", "wait": True})
+            if 400 <= st < 500:
+                return
+            expect(st == 200, "exec: %d %s" % (st, str(doc)[:300]))
+            got = len(doc.get("stdout", ""))
+            expect(got <= 65536, "an exec under a 64K output bound asked for 10M and wrote "
+                   "%d bytes of stdout (reason %s)" % (got, doc.get("reason")))
 
 
 if __name__ == "__main__":
