@@ -15,7 +15,8 @@ usage: serve_attacks3.py AIRLOCK PROBE [CASE-SUBSTRING...]
   its sandboxes (a paused sandbox's clocks stop, nothing bounds the pause,
   and there is no per-identity cap): another identity must still be
   served once the first one's sandboxes are past their lifetime;
-- an exec's own "output" limit may not raise the operator profile's.
+- an exec's own "output" limit may not raise the operator profile's;
+- huge numbers of seconds are 400s, not a sandbox ended or a 500.
 
 Every daemon is ended by its pid, its temp dir removed, also when a case
 fails. Network: 127.0.0.1 only.
@@ -211,6 +212,28 @@ def exec_limits_stay_within_the_profile(e):
             got = len(doc.get("stdout", ""))
             expect(got <= 65536, "an exec under a 64K output bound asked for 10M and wrote "
                    "%d bytes of stdout (reason %s)" % (got, doc.get("reason")))
+
+
+@case
+def huge_seconds_are_400s(e):
+    """POST .../timeout {"timeout": 1e20} and an exec's "timeout": 1e300
+    are each a 400 naming the field, and the sandbox lives on. Today the
+    first answers 200 and ends the sandbox at once (sclock.c: the double
+    cast to uint64_t is 0 on x86-64, so the max_lifetime check passes, and
+    the cast to int64_t puts the deadline in the past); the second is a
+    500 ("timeout_ms -9223372036854775808 is negative")."""
+    with Daemon(e) as d:
+        st, doc = d.json("POST", "/v1/sandboxes", {"lifetime": 60})
+        expect(st == 201, "create: %d %s" % (st, doc))
+        sid = doc["id"]
+        st, doc = d.json("POST", "/v1/sandboxes/%s/exec" % sid,
+                         {"argv": ["/bin/true"], "wait": True, "timeout": 1e300})
+        expect(st == 400, "an exec's timeout 1e300: %d %s" % (st, doc))
+        st, doc = d.json("POST", "/v1/sandboxes/%s/timeout" % sid, {"timeout": 1e20})
+        expect(st == 400, "timeout 1e20 s: %d %s" % (st, doc))
+        time.sleep(1.5)
+        ok, why = alive(d, sid)
+        expect(ok, "after timeout 1e20: %s" % why)
 
 
 if __name__ == "__main__":
