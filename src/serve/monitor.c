@@ -62,21 +62,30 @@ static void respond(struct monitor *m, uint64_t req, unsigned status, const char
 
 static void respond_json(struct monitor *m, uint64_t req, unsigned status, json_t *o)
 {
-	char *s = json_dumps(o, JSON_COMPACT);
+	/* o is NULL when it could not be packed (text that is not UTF-8):
+	 * the client gets a 500 with a fixed message, never a crash. */
+	static const char failed[] = "{\"error\":\"the answer could not be encoded\"}";
+	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 
-	respond(m, req, status, "application/json", s ? s : "{}", s ? strlen(s) : 2);
+	if (!s)
+		status = 500;
+	respond(m, req, status, "application/json", s ? s : failed,
+		s ? strlen(s) : sizeof(failed) - 1);
 	free(s);
 	json_decref(o);
 }
 
 void mon_respond_error(struct monitor *m, uint64_t req, unsigned status, const char *fmt, ...)
 {
-	char msg[512];
+	char raw[512], msg[512];
 	va_list ap;
 
+	/* Client text in the message (ids, paths) is sent as UTF-8 whatever
+	 * its bytes: see al_utf8_escape(). */
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	al_utf8_escape(msg, sizeof(msg), raw);
 	respond_json(m, req, status, json_pack("{s:s}", "error", msg));
 }
 

@@ -54,21 +54,30 @@ void sess_answer_raw(struct sess *s, uint64_t req, unsigned status, const char *
 
 void sess_answer(struct sess *s, uint64_t req, unsigned status, json_t *body)
 {
-	char *t = json_dumps(body, JSON_COMPACT);
+	/* body is NULL when it could not be packed (text that is not UTF-8):
+	 * a 500 with a fixed message, and the session goes on. */
+	static const char failed[] = "{\"error\":\"the answer could not be encoded\"}";
+	char *t = body ? json_dumps(body, JSON_COMPACT) : NULL;
 
-	sess_answer_raw(s, req, status, "application/json", t, strlen(t));
+	if (t)
+		sess_answer_raw(s, req, status, "application/json", t, strlen(t));
+	else
+		sess_answer_raw(s, req, 500, "application/json", failed, sizeof(failed) - 1);
 	free(t);
 	json_decref(body);
 }
 
 void sess_error(struct sess *s, uint64_t req, unsigned status, const char *fmt, ...)
 {
-	char msg[768];
+	char raw[768], msg[768];
 	va_list ap;
 
+	/* The message may name the client's path, whose bytes need not be
+	 * UTF-8: see al_utf8_escape(). */
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	al_utf8_escape(msg, sizeof(msg), raw);
 	sess_answer(s, req, status, json_pack("{s:s}", "error", msg));
 }
 

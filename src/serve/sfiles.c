@@ -57,6 +57,15 @@ static unsigned locate(struct sess *s, uint64_t req, const char *rel, struct whe
 		sess_error(s, req, 414, "the path is over %zu bytes", sizeof(w->spath) - 2);
 		return 414;
 	}
+	char shown[4100];
+	if (al_utf8_escape(shown, sizeof(shown), rel)) {
+		/* JSON (every answer, the audit stream) carries UTF-8 only. */
+		sess_error(s, req, 400,
+			   "path \"/%s\" is not UTF-8 (its other bytes shown as \\xNN); the "
+			   "file API takes UTF-8 paths only",
+			   shown);
+		return 400;
+	}
 	for (const char *c = rel; *c;) {
 		size_t n = strcspn(c, "/");
 		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.')) {
@@ -188,10 +197,18 @@ static void list_dir(struct sess *s, uint64_t req, const struct where *w, int fd
 			continue;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
-		json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:i}", "name", de->d_name,
-						   "type", type_name(st.st_mode), "size",
-						   (json_int_t)st.st_size, "mode",
-						   (int)(st.st_mode & 07777)));
+		/* A name that is not UTF-8 is listed with those bytes as \xNN
+		 * and "escaped": true (the file API cannot name it; the
+		 * sandbox's own code can rename it). */
+		char name[1024];
+		bool escaped = al_utf8_escape(name, sizeof(name), de->d_name);
+		json_t *e =
+		    json_pack("{s:s, s:s, s:I, s:i}", "name", name, "type", type_name(st.st_mode),
+			      "size", (json_int_t)st.st_size, "mode", (int)(st.st_mode & 07777));
+		if (e && escaped)
+			json_object_set_new(e, "escaped", json_true());
+		if (e)
+			json_array_append_new(a, e);
 	}
 	closedir(d);
 	sess_answer(s, req, 200, json_pack("{s:s, s:o}", "path", w->spath, "entries", a));
