@@ -364,6 +364,26 @@ int al_run_exec(struct al_run *run, const struct al_exec_request *req, const str
 	if (req->timeout_ms < 0)
 		return al_error_set(err, EINVAL, "exec: timeout_ms %lld is negative",
 				    (long long)req->timeout_ms);
+	/* An exec's own limits stay within the plan's, which the operator
+	 * policy bounded: a lower one is taken, a higher one refused (the
+	 * plan's 0 is "none", so anything goes under it). */
+	char have[32], asked[32];
+	if (req->memory_bytes && p->memory_bytes && req->memory_bytes > p->memory_bytes) {
+		al_format_size(p->memory_bytes, have, sizeof(have));
+		al_format_size(req->memory_bytes, asked, sizeof(asked));
+		return al_error_set(err, EINVAL,
+				    "exec: memory %s is over the sandbox's memory limit %s (an "
+				    "exec's limits may only be lower)",
+				    asked, have);
+	}
+	if (req->output_bytes && p->output_bytes && req->output_bytes > p->output_bytes) {
+		al_format_size(p->output_bytes, have, sizeof(have));
+		al_format_size(req->output_bytes, asked, sizeof(asked));
+		return al_error_set(err, EINVAL,
+				    "exec: output %s is over the sandbox's output limit %s (an "
+				    "exec's limits may only be lower)",
+				    asked, have);
+	}
 	struct al_exec *x = xcalloc(1, sizeof(*x));
 	x->run = run;
 	x->num = ++run->next_exec;

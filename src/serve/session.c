@@ -11,6 +11,7 @@
 #include "serve/sess.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -173,6 +174,19 @@ static json_t *errors_json(const char *what, const struct al_errors *errs)
 	return json_pack("{s:s, s:o}", "error", errs->n ? errs->v[0].text : what, "errors", a);
 }
 
+bool sess_seconds(json_t *v, uint64_t *ms)
+{
+	double d = json_is_number(v) ? json_number_value(v) : -1;
+
+	/* Checked before any cast: a double past the target's range makes the
+	 * cast undefined (0 or INT64_MIN on x86-64). Under a millisecond is
+	 * one, never 0 (which means "none"). */
+	if (!isfinite(d) || d <= 0 || d > AL_SERVE_SECONDS_MAX)
+		return false;
+	*ms = d * 1000.0 < 1.0 ? 1 : (uint64_t)(d * 1000.0);
+	return true;
+}
+
 /* A number of seconds (integer or fraction) in field name of o, as ms. */
 static int seconds_field(json_t *o, const char *name, uint64_t *ms, struct al_errors *errs)
 {
@@ -180,12 +194,12 @@ static int seconds_field(json_t *o, const char *name, uint64_t *ms, struct al_er
 
 	if (!v)
 		return 0;
-	if (!json_is_number(v) || json_number_value(v) <= 0 || json_number_value(v) > 31536000) {
+	if (!sess_seconds(v, ms)) {
 		al_errors_add(errs, EINVAL, "request", name,
-			      "must be a number of seconds, above 0 and at most a year");
+			      "must be a number of seconds, above 0 and at most a year (%d)",
+			      AL_SERVE_SECONDS_MAX);
 		return -EINVAL;
 	}
-	*ms = (uint64_t)(json_number_value(v) * 1000.0);
 	json_object_del(o, name);
 	return 0;
 }

@@ -200,10 +200,12 @@ static int size_field(json_t *o, const char *name, uint64_t *ret, struct al_erro
 	if (!v)
 		return 0;
 	if ((json_is_integer(v) && json_integer_value(v) > 0 &&
+	     (uint64_t)json_integer_value(v) <= AL_SIZE_MAX &&
 	     (*ret = (uint64_t)json_integer_value(v))) ||
 	    (json_is_string(v) && al_parse_size(json_string_value(v), ret) == 0 && *ret))
 		return 0;
-	al_errors_add(errs, EINVAL, "exec", name, "must be a size above 0 (bytes, or \"64M\")");
+	al_errors_add(errs, EINVAL, "exec", name,
+		      "must be a size above 0 and at most 4 EiB (bytes, or \"64M\")");
 	return -EINVAL;
 }
 
@@ -281,11 +283,13 @@ void sess_exec_start(struct sess *s, uint64_t req, const uint8_t *body, size_t l
 	    (!json_is_string(v) || json_string_value(v)[0] != '/'))
 		al_errors_add(&errs, EINVAL, "exec", "cwd", "must be an absolute path");
 	if ((v = json_object_get(o, "timeout"))) {
-		if (!json_is_number(v) || json_number_value(v) <= 0)
+		uint64_t ms;
+		if (!sess_seconds(v, &ms))
 			al_errors_add(&errs, EINVAL, "exec", "timeout",
-				      "must be a number of seconds above 0");
+				      "must be a number of seconds above 0 and at most %d (a year)",
+				      AL_SERVE_SECONDS_MAX);
 		else
-			xr.timeout_ms = (int64_t)(json_number_value(v) * 1000.0);
+			xr.timeout_ms = (int64_t)ms;
 	}
 	size_field(o, "memory", &xr.memory_bytes, &errs);
 	size_field(o, "output", &xr.output_bytes, &errs);
@@ -335,7 +339,8 @@ void sess_exec_start(struct sess *s, uint64_t req, const uint8_t *body, size_t l
 					  "%s: this sandbox's max_execs (%u) are running; retry "
 					  "when one ended",
 					  err.msg, s->max_execs);
-		return sess_error(s, req, r == -EOPNOTSUPP ? 400 : 500, "%s", err.msg);
+		return sess_error(s, req, r == -EOPNOTSUPP || r == -EINVAL ? 400 : 500, "%s",
+				  err.msg);
 	}
 	snprintf(x->id, sizeof(x->id), "%s", al_exec_id(x->x));
 	s->x = xrealloc(s->x, (s->n_x + 1) * sizeof(*s->x));

@@ -332,6 +332,13 @@ static void test_session_execs(void **state)
 	breq.argv = empty;
 	assert_int_equal(al_run_exec(run, &breq, &bio, &x, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "argv"));
+	/* An exec's own limits may not be above the plan's. */
+	breq.argv = bad;
+	assert_true(plan->output_bytes != 0);
+	breq.output_bytes = plan->output_bytes + 1;
+	assert_int_equal(al_run_exec(run, &breq, &bio, &x, &err), -EINVAL);
+	assert_contains(err.msg, "over the sandbox's output limit");
+	breq.output_bytes = 0;
 	assert_int_equal(al_run_kill(run), 0);
 	const struct al_run_result *res = al_run_wait(run, NULL);
 	assert_int_equal(res->reason, AL_END_KILLED);
