@@ -139,6 +139,22 @@ bool sess_clocks(struct sess *s, int *wake)
 
 	if (now >= s->deadline_ms)
 		return s->lifetime_over = true;
+	/* A pause stops the clocks above, so nothing but this bounds it: the
+	 * time paused in all (wall clock) may not pass the sandbox's
+	 * max_lifetime (an hour when it has none), or one client could hold
+	 * its --max-sandboxes slots for ever. Ended as its lifetime is. */
+	if (s->paused) {
+		int64_t bound = s->max_lifetime_ms ? (int64_t)s->max_lifetime_ms : 3600000;
+		int64_t paused = s->paused_total_ms + (int64_t)al_now_ms() - s->paused_at;
+		if (paused >= bound) {
+			al_warn("serve: sandbox %s: paused for %lld s in all, its max_lifetime; "
+				"ended",
+				s->id, (long long)(paused / 1000));
+			return s->lifetime_over = true;
+		}
+		if (bound - paused < next)
+			next = bound - paused;
+	}
 	if (idle && now - s->last_active_ms >= (int64_t)s->idle_ms) {
 		if (!s->idle_pause)
 			return true;
