@@ -559,6 +559,24 @@ uint64_t al_run_remaining_ms(const struct al_run *run)
 	return run->sup ? al_supervisor_remaining_ms(run->sup) : 0;
 }
 
+int al_run_extend(struct al_run *run, uint64_t ms_from_now, struct al_error *err)
+{
+	int r;
+
+	if (run->ended || !run->sup || !al_supervisor_running(run->sup))
+		return al_error_set(err, ESRCH, "extend: the run has ended (or not started)");
+	if (run->req.pool && !run->claim)
+		return al_error_set(err, EPERM,
+				    "extend: a pool's sandbox has no lifetime before its claim");
+	if ((r = al_supervisor_extend(run->sup, ms_from_now, err)) < 0)
+		return r;
+	al_audit_emit(run->req.audit, "run.extend",
+		      json_pack("{s:I, s:b}", "remaining_ms",
+				(json_int_t)al_supervisor_remaining_ms(run->sup), "paused",
+				run->paused));
+	return 0;
+}
+
 void al_session_thaw(struct al_run *run)
 {
 	struct al_error err = {0};
