@@ -290,8 +290,11 @@ int al_monitor_exec_stop_all(struct al_sandbox *sb, bool stopped)
 {
 	struct al_backend_state *st = sb->state;
 
+	/* Each exec's process group through its pidfd, as every signal to an
+	 * exec (al_monitor_exec_signal): never by a number that may have been
+	 * reused. */
 	for (size_t i = 0; st && i < st->n_execs; i++)
-		if (st->execs[i].pid > 0)
-			kill(-st->execs[i].pid, stopped ? SIGSTOP : SIGCONT);
+		if (st->execs[i].pidfd >= 0)
+			al_monitor_exec_signal(sb, st->execs[i].id, stopped ? SIGSTOP : SIGCONT);
 	return 0;
 }
