@@ -112,7 +112,7 @@ int al_monitor_exec(struct al_sandbox *sb, const struct al_sandbox_exec *x, stru
 		    "out to share the sandbox's",
 		    (unsigned)x->id,
 		    !sb->cg ? "it has no cgroup"
-			    : "cgroup v2: the sandbox's cgroup holds its init");
+			    : "cgroup v2, the sandbox's cgroup made without exec cgroups");
 	const int fds[3] = {x->stdin_rd, x->stdout_wr, x->stderr_wr};
 	/* Never waits on init: with its socket full (requests it has not
 	 * read yet) this exec is refused, nothing started, and may be asked
