@@ -1,9 +1,10 @@
 /* Sessions: a run whose sandbox stays alive and runs execs (a request with
  * session set, run.h). Each exec is forked by the sandbox's own init,
  * confined exactly as a first command, in its own cgroup below the
- * sandbox's (cgroup v1; see cgroup/child.h) with its own limits; it has its
- * own stdio relay, output cap, timeout, result record and exec.start /
- * exec.end events in the run's audit stream. Everything is driven from the
+ * sandbox's (cgroup v1 and v2; see cgroup/child.h) with its own limits; it
+ * has its own stdio relay and output cap (supervisor/relay.h, as the run's
+ * command has), timeout, result record and exec.start / exec.end events in
+ * the run's audit stream. Everything is driven from the
  * run's loop (al_run_step); callbacks come from there. */
 #pragma once
 
