@@ -48,6 +48,28 @@ static void on_room(void *data)
 static const struct al_relay_ops ops = {
     .output = on_output, .over = on_over, .eof = on_eof, .in_room = on_room};
 
+/* A relay on a loop of its own, counting into out and errb. */
+struct fix {
+	struct al_loop *l;
+	struct al_relay r;
+	struct seen s;
+	uint64_t out, errb;
+	struct al_error err;
+};
+
+static void fix_init(struct fix *f, uint64_t cap, size_t q_max)
+{
+	*f = (struct fix){0};
+	assert_int_equal(al_loop_new(&f->l, &f->err), 0);
+	al_relay_init(&f->r, f->l, &ops, &f->s, cap, &f->out, &f->errb, q_max);
+}
+
+static void fix_free(struct fix *f)
+{
+	al_relay_close(&f->r);
+	al_loop_free(f->l);
+}
+
 /* Dispatch until nothing happens for a moment (bounded). */
 static void settle(struct al_loop *l)
 {
@@ -58,119 +80,101 @@ static void settle(struct al_loop *l)
 static void test_output_cap(void **state)
 {
 	(void)state;
-	struct al_loop *l;
-	struct al_error err = {0};
-	struct al_relay r;
-	struct seen s = {0};
-	uint64_t out = 0, errb = 0;
+	struct fix f;
 	int p1[2], p2[2];
 	char buf[64];
 
-	assert_int_equal(al_loop_new(&l, &err), 0);
+	fix_init(&f, 100, 0);
 	assert_int_equal(pipe2(p1, O_CLOEXEC), 0);
 	assert_int_equal(pipe2(p2, O_CLOEXEC), 0);
-	al_relay_init(&r, l, &ops, &s, 100, &out, &errb, 0);
-	assert_int_equal(al_relay_out(&r, 0, p1[0], &err), 0);
-	assert_int_equal(al_relay_out(&r, 1, p2[0], &err), 0);
+	assert_int_equal(al_relay_out(&f.r, 0, p1[0], &f.err), 0);
+	assert_int_equal(al_relay_out(&f.r, 1, p2[0], &f.err), 0);
 	memset(buf, 'o', sizeof(buf));
 	assert_int_equal(write(p1[1], buf, 60), 60);
-	settle(l);
-	assert_int_equal(s.n[0], 60);
-	assert_int_equal(s.over, 0);
+	settle(f.l);
+	assert_int_equal(f.s.n[0], 60);
+	assert_int_equal(f.s.over, 0);
 	/* 40 more fit, exactly the cap: not over. */
 	memset(buf, 'e', sizeof(buf));
 	assert_int_equal(write(p2[1], buf, 40), 40);
-	settle(l);
-	assert_int_equal(s.n[1], 40);
-	assert_int_equal(s.over, 0);
+	settle(f.l);
+	assert_int_equal(f.s.n[1], 40);
+	assert_int_equal(f.s.over, 0);
 	/* One byte past it: dropped, the owner told once, and what follows
 	 * is dropped too (read, so the writer does not block). */
 	assert_int_equal(write(p2[1], buf, 1), 1);
-	settle(l);
-	assert_int_equal(s.over, 1);
-	assert_int_equal(s.over_which, 1);
+	settle(f.l);
+	assert_int_equal(f.s.over, 1);
+	assert_int_equal(f.s.over_which, 1);
 	assert_int_equal(write(p1[1], buf, 30), 30);
-	settle(l);
-	assert_int_equal(s.n[0], 60);
-	assert_int_equal(s.n[1], 40);
-	assert_int_equal(out, 60);
-	assert_int_equal(errb, 40);
-	assert_int_equal(s.over, 1);
+	settle(f.l);
+	assert_int_equal(f.s.n[0], 60);
+	assert_int_equal(f.s.n[1], 40);
+	assert_int_equal(f.out, 60);
+	assert_int_equal(f.errb, 40);
+	assert_int_equal(f.s.over, 1);
 	/* The ends: each told once, each closed. */
 	close(p1[1]);
 	close(p2[1]);
-	settle(l);
-	assert_int_equal(s.eof[0], 1);
-	assert_int_equal(s.eof[1], 1);
-	assert_false(al_relay_out_open(&r, 0));
-	assert_false(al_relay_out_open(&r, 1));
-	al_relay_close(&r);
-	al_loop_free(l);
+	settle(f.l);
+	assert_int_equal(f.s.eof[0], 1);
+	assert_int_equal(f.s.eof[1], 1);
+	assert_false(al_relay_out_open(&f.r, 0));
+	assert_false(al_relay_out_open(&f.r, 1));
+	fix_free(&f);
 }
 
 static void test_filter(void **state)
 {
 	(void)state;
-	struct al_loop *l;
-	struct al_error err = {0};
-	struct al_relay r;
-	struct seen s = {0};
-	uint64_t out = 0, errb = 0;
+	struct fix f;
 	int p[2];
 
-	assert_int_equal(al_loop_new(&l, &err), 0);
+	fix_init(&f, UINT64_MAX, 0);
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-	al_relay_init(&r, l, &ops, &s, UINT64_MAX, &out, &errb, 0);
-	r.src[0].filtered = true;
-	assert_int_equal(al_relay_out(&r, 0, p[0], &err), 0);
+	f.r.src[0].filtered = true;
+	assert_int_equal(al_relay_out(&f.r, 0, p[0], &f.err), 0);
 	/* A cursor position query is left out on its way to a terminal; the
 	 * bytes read are counted as they came. */
 	assert_int_equal(write(p[1], "a\033[6nb", 6), 6);
-	settle(l);
-	assert_int_equal(s.n[0], 2);
-	assert_memory_equal(s.out[0], "ab", 2);
-	assert_int_equal(out, 6);
+	settle(f.l);
+	assert_int_equal(f.s.n[0], 2);
+	assert_memory_equal(f.s.out[0], "ab", 2);
+	assert_int_equal(f.out, 6);
 	close(p[1]);
-	al_relay_close(&r);
-	al_loop_free(l);
+	fix_free(&f);
 }
 
 static void test_stdin_queue(void **state)
 {
 	(void)state;
-	struct al_loop *l;
-	struct al_error err = {0};
-	struct al_relay r;
-	struct seen s = {0};
-	uint64_t out = 0, errb = 0;
+	struct fix f;
 	int p[2];
 	char buf[16];
 
-	assert_int_equal(al_loop_new(&l, &err), 0);
+	fix_init(&f, UINT64_MAX, 8);
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-	al_relay_init(&r, l, &ops, &s, UINT64_MAX, &out, &errb, 8);
 	/* Queued before its stdin comes (a terminal's master comes late),
 	 * at most 8 bytes. */
-	assert_int_equal(al_relay_in_push(&r, "hello", 5), 0);
-	assert_int_equal(al_relay_in_push(&r, "worl", 4), -ENOBUFS);
-	assert_int_equal(al_relay_in_pending(&r), 5);
-	assert_true(al_relay_in_open(&r));
-	assert_int_equal(al_relay_in(&r, p[1], &err), 0);
-	assert_int_equal(al_relay_in_pending(&r), 0);
+	assert_int_equal(al_relay_in_push(&f.r, "hello", 5), 0);
+	assert_int_equal(al_relay_in_push(&f.r, "worl", 4), -ENOBUFS);
+	assert_int_equal(al_relay_in_pending(&f.r), 5);
+	assert_true(al_relay_in_open(&f.r));
+	assert_int_equal(al_relay_in(&f.r, p[1], &f.err), 0);
+	assert_int_equal(al_relay_in_pending(&f.r), 0);
 	assert_int_equal(read(p[0], buf, sizeof(buf)), 5);
 	assert_memory_equal(buf, "hello", 5);
 	/* Room again: the queue takes 8 more. */
-	assert_int_equal(al_relay_in_push(&r, "12345678", 8), 0);
-	assert_true(al_relay_in_flush(&r));
+	assert_int_equal(al_relay_in_push(&f.r, "12345678", 8), 0);
+	assert_true(al_relay_in_flush(&f.r));
 	assert_int_equal(read(p[0], buf, sizeof(buf)), 8);
 	/* Closed: its end sees EOF, and a push is refused. */
-	al_relay_in_close(&r);
-	assert_false(al_relay_in_open(&r));
+	al_relay_in_close(&f.r);
+	assert_false(al_relay_in_open(&f.r));
 	assert_int_equal(read(p[0], buf, sizeof(buf)), 0);
-	assert_int_equal(al_relay_in_push(&r, "x", 1), -EPIPE);
+	assert_int_equal(al_relay_in_push(&f.r, "x", 1), -EPIPE);
 	close(p[0]);
-	al_relay_close(&r);
-	al_loop_free(l);
+	fix_free(&f);
 }
 
 int main(void)
