@@ -100,5 +100,11 @@ int al_supervisor_extend(struct al_supervisor *l, uint64_t ms, struct al_error *
 		return al_error_setsys(err, -r,
 				       "extend: the gateway could not be told the new deadline");
 	}
+	/* What a timeout hit names: the lifetime, by what the deadline moved
+	 * (pauses move both deadlines alike). */
+	int64_t life =
+	    (int64_t)(l->meter.lifetime_ms ? l->meter.lifetime_ms : l->plan->timeout_ms) +
+	    ((int64_t)l->deadline_ms - (int64_t)old);
+	l->meter.lifetime_ms = life > 0 ? (uint64_t)life : 1;
 	return 0;
 }

@@ -556,11 +556,25 @@ static void test_session_pause(void **state)
  * end the run at 300 ms; extended back to 200 ms, it does. */
 static void test_session_extend(void **state)
 {
+	static const struct al_supervisor_io io = {
+	    .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1};
+	struct claim_audit seen = {0};
+	struct al_audit *audit = al_audit_sink(claim_sink, &seen);
 	struct al_plan *plan = plan_for("exit 99", 300);
+	struct al_run_request req = {.plan = plan,
+				     .backend = &al_backend_fake,
+				     .audit = audit,
+				     .result_dirfd = -1,
+				     .session = true};
 	struct al_error err = {0};
+	struct al_run *run = NULL;
 
 	(void)state;
-	struct al_run *run = start_session(plan);
+	if (al_run_start(&req, &io, &run, &err) < 0)
+		fail_msg("al_run_start: %s", err.msg);
+	for (int i = 0; i < 1000 && !al_run_session_ready(run); i++)
+		assert_false(al_run_step(run, 10));
+	assert_true(al_run_session_ready(run));
 	assert_true(al_run_remaining_ms(run) <= 300);
 	assert_int_equal(al_run_extend(run, 60000, &err), 0);
 	uint64_t rem = al_run_remaining_ms(run);
@@ -580,8 +594,13 @@ static void test_session_extend(void **state)
 	assert_true(ended);
 	const struct al_run_result *res = al_run_wait(run, NULL);
 	assert_int_equal(res->reason, AL_END_TIMEOUT);
+	/* The timeout hit names the lifetime it ran: over 500 + 200 ms, not
+	 * the plan's 300 nor the 60 s it was extended to first. */
+	assert_true(seen.timeout_hit >= 700 && seen.timeout_hit < 30000);
 	assert_int_equal(al_run_extend(run, 1000, &err), -ESRCH);
 	al_run_free(run);
+	al_audit_close(audit);
+	json_decref(seen.last);
 	al_plan_free(plan);
 }
 
