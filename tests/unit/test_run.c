@@ -690,16 +690,17 @@ static void test_session_timeout_kills_escaped(void **state)
 	assert_contains(err.msg, "memory_bytes");
 	assert_contains(err.msg, "cgroup of its own");
 
-	/* The timeout kills its process group (the writer at 1 s), not the
-	 * process that left it (the one at 2 s). */
+	/* The timeout (2 s: time enough for the setsid below on a loaded
+	 * machine) kills its process group (the writer at 4 s), not the
+	 * process that left it (the one at 5 s). */
 	snprintf(script, sizeof(script),
-		 "(sleep 1; echo g > %s) & "
-		 "setsid sh -c 'sleep 2; echo x > %s' </dev/null >/dev/null 2>&1 & exec sleep 30",
+		 "(sleep 4; echo g > %s) & "
+		 "setsid sh -c 'sleep 5; echo x > %s' </dev/null >/dev/null 2>&1 & exec sleep 30",
 		 group, escaped);
-	exec_start(run, script, 100, &a);
+	exec_start(run, script, 2000, &a);
 	exec_wait(run, &a);
 	assert_int_equal(a.res.reason, AL_EXEC_TIMEOUT);
-	assert_true(wait_file(run, escaped, 10000));
+	assert_true(wait_file(run, escaped, 20000));
 	assert_int_not_equal(stat(group, &st), 0);
 
 	/* The session's end takes what an exec left running. */
