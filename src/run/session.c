@@ -258,8 +258,18 @@ void al_session_end(struct al_run *run)
 			x->forced = true;
 			x->forced_reason = AL_EXEC_KILLED;
 		}
-		if (!x->ended_seen)
-			ev_ended(run, x->num, SIGKILL, 0, 0, 0, 0, false);
+		if (!x->ended_seen) {
+			/* Its end may finish it (output drained) and free it:
+			 * find it again by its number. */
+			uint32_t num = x->num;
+			ev_ended(run, num, SIGKILL, 0, 0, 0, 0, false);
+			x = NULL;
+			for (size_t i = 0; i < run->n_execs && !x; i++)
+				if (run->execs[i]->num == num)
+					x = run->execs[i];
+			if (!x)
+				continue;
+		}
 		maybe_done(x, true);
 	}
 	free(run->execs);
