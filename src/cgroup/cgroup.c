@@ -506,14 +506,28 @@ int al_cgroup_create(const struct al_cgroup_limits *limits, struct al_cgroup **r
 	r = cg->v2 ? write_limits_v2(cg, limits, err) : write_limits_v1(cg, limits, err);
 	if (r < 0)
 		goto fail;
-	if (cg->v2) {
-		cg->dirfd = open(cg->h[0].dir, O_DIRECTORY | O_CLOEXEC);
-		if (cg->dirfd < 0) {
-			r = al_error_setsys(err, errno, "cgroup: open %s", cg->h[0].dir);
+	if (cg->v2 && limits->exec_children) {
+		/* Before any process is in it (al_cg_v2_session_steps). */
+		struct al_cg_steps st;
+		al_cg_v2_session_steps(cg->h[0].dir, &st);
+		cg->leaf = xstrdup(st.v[0].path);
+		r = al_cg_steps_apply(&st, err);
+		al_cg_steps_clear(&st);
+		if (r < 0) {
+			al_error_wrap(err, "a session's cgroups");
 			goto fail;
 		}
 	}
-	snprintf(cg->desc, sizeof(cg->desc), "%s %s", cg->v2 ? "v2" : "v1", cg->h[0].dir);
+	if (cg->v2) {
+		const char *into = cg->leaf ? cg->leaf : cg->h[0].dir;
+		cg->dirfd = open(into, O_DIRECTORY | O_CLOEXEC);
+		if (cg->dirfd < 0) {
+			r = al_error_setsys(err, errno, "cgroup: open %s", into);
+			goto fail;
+		}
+	}
+	snprintf(cg->desc, sizeof(cg->desc), "%s %s%s", cg->v2 ? "v2" : "v1", cg->h[0].dir,
+		 cg->leaf ? " (init in " AL_CG_INIT_LEAF "/)" : "");
 	*ret = cg;
 	return 0;
 fail:

@@ -30,6 +30,12 @@ struct al_cgroup_limits {
 	/* v1 only: a cgroup of the run's own in the freezer hierarchy too,
 	 * for al_cgroup_freeze (a session's pause). v2 always can. */
 	bool want_freezer;
+	/* A session's: its execs get cgroups of their own below the run's
+	 * (cgroup/child.h). v1 needs nothing more; on v2 the run's cgroup
+	 * gets a leaf "init" that the sandbox's init is cloned into
+	 * (al_cgroup_clone_fd) and enables its controllers for its
+	 * children. */
+	bool exec_children;
 };
 
 /* How a run's socket buffers are held to its memory limit. */

@@ -22,7 +22,13 @@ struct al_cgroup {
 	bool v2;
 	struct hier h[MAX_HIER];
 	size_t n;
-	int dirfd; /* v2 run dir, for CLONE_INTO_CGROUP */
+	/* v2, for CLONE_INTO_CGROUP: the run's dir, or with exec_children its
+	 * init leaf */
+	int dirfd;
+	/* v2 with exec_children: <run>/init, where the sandbox's init lives so
+	 * that the run's own cgroup holds no process and can enable
+	 * controllers for its children (the init leaf and each exec-N) */
+	char *leaf;
 	enum al_sockmem sockmem;
 	int sockfd; /* v1 limited: memory.kmem.tcp.usage_in_bytes, for pread */
 	char desc[512];
@@ -47,3 +53,38 @@ int al_cg_write_str(const char *dir, const char *file, const char *value, struct
  * (before killing what is in it). */
 const char *al_cg_freezer_dir(const struct al_cgroup *cg);
 void al_cg_thaw_dir(const char *dir);
+
+/* cgroup v2's side of a session's cgroups, as steps (child.c): made as a
+ * list first so that the paths and values can be checked without a
+ * cgroup v2 mount (tests/unit/test_cgroup.c), then applied in order. */
+enum al_cg_op {
+	AL_CG_MKDIR,
+	AL_CG_WRITE,
+	AL_CG_WRITE_OPT, /* a file the kernel may not have (ENOENT ignored) */
+};
+#define AL_CG_STEPS_MAX 8
+struct al_cg_steps {
+	struct {
+		enum al_cg_op op;
+		char *path;
+		char value[48];
+	} v[AL_CG_STEPS_MAX];
+	size_t n;
+};
+/* The name of a session's init leaf below the run's cgroup. */
+#define AL_CG_INIT_LEAF "init"
+/* A session's run cgroup on v2 (run_dir, no process in it yet): its init
+ * leaf, and the memory, pids and cpu controllers enabled for its
+ * children. Kernel rules: a cgroup with processes of its own cannot
+ * enable domain controllers for its children ("no internal processes"),
+ * so this comes before init is cloned into the leaf. */
+void al_cg_v2_session_steps(const char *run_dir, struct al_cg_steps *s);
+/* An exec's cgroup <run_dir>/<name> on v2: its memory.max (page-aligned),
+ * memory.swap.max 0 (when the kernel has it) and pids.max (0: not
+ * written, the run's cap the total). */
+void al_cg_v2_exec_steps(const char *run_dir, const char *name, uint64_t memory_bytes,
+			 uint64_t pids, struct al_cg_steps *s);
+/* Apply them in order; -errno with err naming the file at the first that
+ * fails (the caller removes what was made). */
+int al_cg_steps_apply(const struct al_cg_steps *s, struct al_error *err);
+void al_cg_steps_clear(struct al_cg_steps *s);

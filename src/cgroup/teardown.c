@@ -172,6 +172,7 @@ int al_cgroup_destroy(struct al_cgroup *cg, struct al_error *err)
 		free(cg->h[i].base);
 		free(cg->h[i].own);
 	}
+	free(cg->leaf); /* removed with the run's children (remove_dir) */
 	free(cg);
 	return r;
 }

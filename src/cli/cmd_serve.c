@@ -25,9 +25,12 @@ static void usage(FILE *f)
 		"Serve the HTTP API (/v1, docs/api.md) on a Unix socket: clients are known\n"
 		"by their uid (peer credentials), and each request is held to the operator\n"
 		"policy as `airlock run` holds it; its \"serve\" section maps identities to\n"
-		"profiles (with no operator policy only uid 0 is served).\n\n"
+		"profiles (with no operator policy only uid 0 is served). Under systemd\n"
+		"(airlock.socket), the socket is the one the socket unit passes\n"
+		"(LISTEN_FDS), and --socket may be left out.\n\n"
 		"Options:\n"
-		"  --socket PATH           the Unix socket (made mode 0600)\n"
+		"  --socket PATH           the Unix socket (made mode 0600; with socket\n"
+		"                          activation, the path it must be bound to)\n"
 		"  --socket-group NAME     make it 0660 and give it to group NAME (or the\n"
 		"                          operator policy's serve.socket_group)\n"
 		"  --listen ADDR:PORT      also listen on loopback TCP (127.0.0.0/8 or [::1]),\n"
@@ -36,7 +39,9 @@ static void usage(FILE *f)
 		"                          mode 0600\n"
 		"  --operator-policy FILE  the operator policy (else $AIRLOCK_OPERATOR_POLICY,\n"
 		"                          else /etc/airlock/operator.json, as for run)\n"
-		"  --max-sandboxes N       sandboxes at once (default 16); past it: 429\n"
+		"  --max-sandboxes N       sandboxes at once, the warm pool's included (a\n"
+		"                          create ends a held pool sandbox to make room);\n"
+		"                          default 16; past it: 429\n"
 		"  --max-sandboxes-per-identity N\n"
 		"                          sandboxes at once of one uid or token, one-shot runs\n"
 		"                          included (default 8, at most --max-sandboxes); past\n"
@@ -162,8 +167,13 @@ int al_cmd_serve(int argc, char **argv)
 		al_err("serve: unexpected argument \"%s\"", argv[optind - 1]);
 		return 125;
 	}
+	if (al_serve_socket_activation(&cfg, &err) < 0) {
+		al_err("serve: %s", err.msg);
+		return 125;
+	}
 	if (!cfg.socket_path) {
-		al_err("serve: --socket PATH is needed (see airlock serve --help)");
+		al_err("serve: --socket PATH is needed, unless systemd passes the socket (see "
+		       "airlock serve --help)");
 		return 125;
 	}
 	if (al_serve_run(&cfg, &err) < 0) {

@@ -18,6 +18,9 @@
 #define HOST_BUNDLE	"/etc/ssl/certs/ca-certificates.crt"
 #define HOST_BUNDLE_MAX (4u << 20)
 
+/* A leaf of the run's CA is valid this long past the run's deadline. */
+#define CA_GRACE 60
+
 const char *const al_ca_env[] = {"SSL_CERT_FILE",
 				 "REQUESTS_CA_BUNDLE",
 				 "CURL_CA_BUNDLE",
@@ -87,10 +90,68 @@ static int open_token(struct al_cred *c, struct al_cred_secret *s, const char *w
 		return al_error_wrap(err, "%s", what);
 	s->value.data = tok;
 	s->value.len = strlen(tok);
-	al_jwt_key_free(s->key); /* a run's token is minted once */
-	s->key = NULL;
-	if (d->expose)
+	/* An exposed token is in the sandbox's environment: it is minted
+	 * once and lives to the first deadline. One the gateway presents
+	 * keeps its key, to be minted again when the deadline moves
+	 * (al_cred_set_deadline). */
+	if (d->expose) {
+		al_jwt_key_free(s->key);
+		s->key = NULL;
 		expose(c, s->ps, tok);
+	}
+	return 0;
+}
+
+/* A run's token (not per request) minted again, to the new deadline,
+ * with the same id (the record names it). */
+static int remint(struct al_cred *c, struct al_cred_secret *s, struct al_error *err)
+{
+	const struct al_secret_def *d = s->ps->def;
+	_cleanup_(al_strv_freep) char **aud = audience(d);
+	struct al_jwt_claims claims = {.iss = d->iss,
+				       .sub = c->run_id,
+				       .scope = d->scope,
+				       .jti = s->jti,
+				       .aud = (const char *const *)aud,
+				       .n_aud = al_strv_len(aud),
+				       .iat = (int64_t)time(NULL),
+				       .nbf = (int64_t)time(NULL),
+				       .exp = c->deadline};
+	char *tok = NULL;
+	int r;
+
+	if ((r = al_jwt_mint(s->key, &claims, &tok, err)) < 0)
+		return al_error_wrap(err, "token %s", d->name);
+	al_secret_value_clear(&s->value);
+	s->value.data = tok;
+	s->value.len = strlen(tok);
+	return 0;
+}
+
+int64_t al_cred_deadline_max(const struct al_cred *c)
+{
+	return c && c->ca ? al_tls_ca_not_after(c->ca) - CA_GRACE : INT64_MAX;
+}
+
+int al_cred_set_deadline(struct al_cred *c, int64_t deadline, struct al_error *err)
+{
+	int r;
+
+	if (deadline > al_cred_deadline_max(c))
+		return al_error_set(err, ERANGE,
+				    "the deadline %lld is past what the run's interception CA is "
+				    "valid for (%lld): the sandbox trusts that CA, and cannot be "
+				    "given another",
+				    (long long)deadline, (long long)al_cred_deadline_max(c));
+	c->deadline = deadline;
+	if (c->ca)
+		al_tls_ca_set_leaf_end(c->ca, deadline + CA_GRACE);
+	for (size_t i = 0; i < c->n; i++) {
+		struct al_cred_secret *s = &c->v[i];
+		if (s->ps->def->token && !s->ps->def->per_request && s->key &&
+		    (r = remint(c, s, err)) < 0)
+			return r;
+	}
 	return 0;
 }
 
@@ -199,13 +260,20 @@ static void add_file(struct al_plan_extra *x, const char *path, char *content)
 static int open_ca(const struct al_plan *plan, struct al_cred *c, struct al_error *err)
 {
 	_cleanup_(al_strv_freep) char **names = intercepted(plan);
-	int64_t not_after = plan->timeout_ms ? c->deadline + 60 : (int64_t)time(NULL) + 7 * 86400;
 	int r;
 
+	/* The CA the sandbox trusts lives as long as a CA may
+	 * (AL_TLS_CA_MAX_LIFETIME): its certificate is in the sandbox's files
+	 * and cannot be changed once it runs, while its key is only in the
+	 * gateway, which ends with the run. What bounds a leaf is the run's
+	 * deadline (a minute after it), moved with it (al_cred_set_deadline):
+	 * a session's lifetime may be extended up to the CA's end. */
 	if ((r = al_tls_init(err)) < 0 ||
-	    (r = al_tls_ca_new(c->run_id, not_after, (const char *const *)names, al_strv_len(names),
-			       &c->ca, err)) < 0)
+	    (r = al_tls_ca_new(c->run_id, (int64_t)time(NULL) + AL_TLS_CA_MAX_LIFETIME,
+			       (const char *const *)names, al_strv_len(names), &c->ca, err)) < 0)
 		return al_error_wrap(err, "the run's CA for interception");
+	if (plan->timeout_ms)
+		al_tls_ca_set_leaf_end(c->ca, c->deadline + CA_GRACE);
 	add_file(&c->extra, AL_CA_FILE, xstrdup(al_tls_ca_pem(c->ca)));
 	add_file(&c->extra, AL_CA_BUNDLE, bundle(al_tls_ca_pem(c->ca)));
 	for (size_t i = 0; al_ca_env[i]; i++)

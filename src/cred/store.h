@@ -74,6 +74,20 @@ int al_cred_mint_request(const struct al_cred *c, const struct al_cred_secret *s
 int al_cred_token_prefix(const struct al_cred *c, const struct al_cred_secret *s, char **ret,
 			 struct al_error *err);
 
+/* Move the deadline (seconds since the epoch) that bounds the run's
+ * tokens and the leaves of its interception CA: what outlives the old one
+ * is made for the new one. Per-request tokens are bounded by it from now
+ * on; each run token the gateway presents is minted again (same jti, exp
+ * the new deadline); the CA's leaves are minted again with the new end.
+ * An exposed token is not: the sandbox holds its value, which lives to the
+ * deadline it was minted for. -ERANGE (err set) past al_cred_deadline_max;
+ * other errors from minting. In the gateway's process, on the
+ * supervisor's word (AL_GWP_DEADLINE). */
+int al_cred_set_deadline(struct al_cred *c, int64_t deadline, struct al_error *err);
+/* The latest deadline c can take: its CA's end less a minute (INT64_MAX
+ * without a CA, or for NULL). */
+int64_t al_cred_deadline_max(const struct al_cred *c);
+
 /* In a process forked or cloned from the one that opened them (the
  * sandbox's init): wipe every value, key and the CA's key of every store
  * open in the process (however many runs it holds) in this copy of the

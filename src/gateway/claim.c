@@ -172,23 +172,6 @@ static int build(struct al_gateway *gw, const struct al_gwp_msg *m, const uint8_
 	return 0;
 }
 
-/* The placeholders to look for and the values to search answers for,
- * made again for cred (the old ones pointed into what the claim
- * replaces). */
-static void rebuild_needles(struct al_gateway *gw, const struct al_cred *cred)
-{
-	al_needles_free(gw->needle_set);
-	gw->needle_set = NULL;
-	gw->n_needles = 0;
-	gw->needles_failed = false;
-	al_valscan_free(gw->answer_set);
-	al_valscan_free(gw->answer_plain);
-	al_valscan_free(gw->answer_whole);
-	gw->answer_set = gw->answer_plain = gw->answer_whole = NULL;
-	gw->answer_failed[0] = '\0';
-	al_gateway_set_cred(gw, cred);
-}
-
 int al_gateway_claim(struct al_gateway *gw, const struct al_gwp_msg *m, const uint8_t *msg,
 		     struct al_error *err)
 {
@@ -209,14 +192,14 @@ int al_gateway_claim(struct al_gateway *gw, const struct al_gwp_msg *m, const ui
 	const struct al_plan *old_plan = gw->plan;
 	const struct al_cred *old_cred = gw->cred;
 	gw->plan = &k->plan;
-	rebuild_needles(gw, k->cred);
+	gw_cred_rebuild(gw, k->cred);
 	if (gw->needles_failed || gw->answer_failed[0]) {
 		int r =
 		    al_error_set(err, EINVAL, "%s",
 				 gw->answer_failed[0] ? gw->answer_failed
 						      : "the placeholders could not be compiled");
 		gw->plan = old_plan;
-		rebuild_needles(gw, old_cred);
+		gw_cred_rebuild(gw, old_cred);
 		claimed_free(k);
 		return r;
 	}

@@ -370,6 +370,9 @@ uint64_t gw_budget_egress_allowance(const struct al_gateway *gw);
 /* present.c */
 struct al_cred_secret;
 void gw_needles_build(struct al_gateway *gw);
+/* The placeholders to look for and the values to search answers for,
+ * made again for cred (a claim's, or the run's with new values). */
+void gw_cred_rebuild(struct al_gateway *gw, const struct al_cred *cred);
 void gw_answer_set_build(struct al_gateway *gw);
 const struct al_rule_opts *gw_rule_opts(const struct al_gateway *gw, const char *rule);
 /* s is scoped to where c goes (its name, or its address, and port). */

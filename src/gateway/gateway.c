@@ -15,6 +15,7 @@
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "cred/store.h"
 #include "gateway/conn.h"
 
 struct al_gateway *al_gateway_new(const struct al_plan *plan, struct al_audit *audit,
@@ -174,4 +175,35 @@ void al_gateway_set_cred(struct al_gateway *gw, const struct al_cred *cred)
 	gw->cred = cred;
 	gw_needles_build(gw);
 	gw_answer_set_build(gw);
+}
+
+void gw_cred_rebuild(struct al_gateway *gw, const struct al_cred *cred)
+{
+	al_needles_free(gw->needle_set);
+	gw->needle_set = NULL;
+	gw->n_needles = 0;
+	gw->needles_failed = false;
+	al_valscan_free(gw->answer_set);
+	al_valscan_free(gw->answer_plain);
+	al_valscan_free(gw->answer_whole);
+	gw->answer_set = gw->answer_plain = gw->answer_whole = NULL;
+	gw->answer_failed[0] = '\0';
+	al_gateway_set_cred(gw, cred);
+}
+
+int al_gateway_set_deadline(struct al_gateway *gw, int64_t deadline, struct al_error *err)
+{
+	/* This process's own copy of the run's credentials (the gateway's
+	 * process was forked with it; a claim's are its own too): changing
+	 * it changes nothing elsewhere. */
+	struct al_cred *c = (struct al_cred *)gw->cred;
+	int r;
+
+	if (!c)
+		return 0;
+	if ((r = al_cred_set_deadline(c, deadline, err)) < 0)
+		return r;
+	/* A run token minted again is another value to keep out of answers. */
+	gw_cred_rebuild(gw, c);
+	return 0;
 }

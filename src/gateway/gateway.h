@@ -93,6 +93,11 @@ void al_gateway_use_connector(struct al_gateway *gw, int fd);
  * presents on requests to their hosts (docs/credentials.md). */
 struct al_cred;
 void al_gateway_set_cred(struct al_gateway *gw, const struct al_cred *cred);
+/* The run's deadline moved (AL_GWP_DEADLINE): its credentials follow it
+ * (al_cred_set_deadline: per-request tokens bounded by it, run tokens
+ * and the CA's leaves minted again) and the answers are searched for the
+ * new values. 0, or -errno with err set. */
+int al_gateway_set_deadline(struct al_gateway *gw, int64_t deadline, struct al_error *err);
 
 /* A warm pool's sandbox (docs/pool.md): refuse every connection and
  * lookup, each audited with AL_GATEWAY_HELD as its reason, until

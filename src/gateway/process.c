@@ -184,6 +184,9 @@ static void child_message(struct al_watch *w, uint32_t events, void *data)
 			al_warn("%s", err.msg);
 	} else if (m.type == AL_GWP_SPENT) {
 		al_gateway_set_spent(c->gw, m.spent);
+	} else if (m.type == AL_GWP_DEADLINE) {
+		if (al_gateway_set_deadline(c->gw, m.deadline, &err) < 0)
+			al_warn("warning: gateway: the run's new deadline: %s", err.msg);
 	} else if (m.type == AL_GWP_CLAIM) {
 		uint8_t out[512];
 		int e =
@@ -670,6 +673,20 @@ void al_gateway_proc_spent(struct al_gateway_proc *gp, uint64_t nano)
 
 	if (gp->state == AL_GATEWAY_RUNNING && n > 0)
 		(void)send(gp->sock, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+int al_gateway_proc_deadline(struct al_gateway_proc *gp, int64_t deadline)
+{
+	uint8_t buf[32];
+	int n = al_gwp_encode_deadline(deadline, buf, sizeof(buf));
+
+	if (gp->state != AL_GATEWAY_RUNNING)
+		return -ESRCH;
+	if (n < 0)
+		return n;
+	/* Never waits on the gateway: a channel so full that this does not
+	 * fit is a gateway that does not read. */
+	return send(gp->sock, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) == n ? 0 : -errno;
 }
 
 int al_gateway_proc_end(struct al_gateway_proc *gp, struct al_gateway_stats *st)

@@ -99,6 +99,10 @@ json_t *al_gateway_proc_json(const struct al_gateway_proc *gp);
 
 /* Tell it what the run's CPU and memory cost so far (the budget). */
 void al_gateway_proc_spent(struct al_gateway_proc *gp, uint64_t nano);
+/* Tell it the run's new deadline (seconds since the epoch): its tokens
+ * and the CA's leaves follow it (al_gateway_set_deadline). 0; -ESRCH
+ * when it does not run; -EAGAIN when its channel is full. */
+int al_gateway_proc_deadline(struct al_gateway_proc *gp, int64_t deadline);
 
 /* Hand it a listening socket from the sandbox (fd is consumed). */
 int al_gateway_proc_listen(struct al_gateway_proc *gp, enum al_gateway_listener kind, int fd,

@@ -88,6 +88,11 @@ int al_gwp_encode_spent(uint64_t spent, uint8_t *out, size_t size)
 	return encode(AL_GWP_SPENT, &spent, sizeof(spent), NULL, 0, out, size);
 }
 
+int al_gwp_encode_deadline(int64_t deadline, uint8_t *out, size_t size)
+{
+	return encode(AL_GWP_DEADLINE, &deadline, sizeof(deadline), NULL, 0, out, size);
+}
+
 int al_gwp_encode_refusal(const struct al_gateway_refusal *r, uint8_t *out, size_t size)
 {
 	uint8_t v[8 + sizeof(r->secret) + sizeof(r->why) + sizeof(r->host)];
@@ -262,6 +267,13 @@ int al_gwp_decode(const uint8_t *buf, size_t n, struct al_gwp_msg *ret, struct a
 		if (h.len != sizeof(uint64_t))
 			return bad(err, "spent of the wrong size");
 		memcpy(&ret->spent, p, sizeof(ret->spent));
+		return 0;
+	case AL_GWP_DEADLINE:
+		if (h.len != sizeof(int64_t))
+			return bad(err, "deadline of the wrong size");
+		memcpy(&ret->deadline, p, sizeof(ret->deadline));
+		if (ret->deadline <= 0 || ret->deadline > AL_GWP_DEADLINE_MAX)
+			return bad(err, "deadline out of range");
 		return 0;
 	case AL_GWP_CHARGE: {
 		const size_t fixed = 20;

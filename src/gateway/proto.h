@@ -42,7 +42,14 @@ enum al_gwp_type {
 			 * as a JSON object, NUL, then each secret's value (u32 length,
 			 * bytes) in its order */
 	AL_GWP_CLAIMED, /* gateway → supervisor: i32 error (0, or a positive errno); text */
+	/* supervisor → gateway: i64, the run's new deadline (seconds since
+	 * the epoch, 1 to AL_GWP_DEADLINE_MAX): its lifetime was extended, or
+	 * it was resumed from a pause (al_cred_set_deadline) */
+	AL_GWP_DEADLINE,
 };
+
+/* A deadline past this (year 9999) is refused. */
+#define AL_GWP_DEADLINE_MAX 253402300799LL
 
 #define AL_GWP_CHARGE_EXHAUSTED 0x1 /* the next request would pass the budget: refused */
 
@@ -69,6 +76,7 @@ struct al_gwp_msg {
 	struct al_gwp_charge charge;	   /* CHARGE */
 	struct al_gateway_refusal refusal; /* REFUSAL */
 	uint64_t spent;			   /* SPENT */
+	int64_t deadline;		   /* DEADLINE */
 	/* CLAIM: its description, checked (a new reference the caller owns),
 	 * and where each secret's value is in the message's bytes. CLAIMED:
 	 * error and text. */
@@ -89,6 +97,7 @@ int al_gwp_encode_stats(const struct al_gateway_stats *st, uint8_t *out, size_t 
 int al_gwp_encode_usage(const struct al_gateway_usage *use, uint8_t *out, size_t size);
 int al_gwp_encode_charge(const struct al_gwp_charge *ch, uint8_t *out, size_t size);
 int al_gwp_encode_spent(uint64_t spent, uint8_t *out, size_t size);
+int al_gwp_encode_deadline(int64_t deadline, uint8_t *out, size_t size);
 int al_gwp_encode_refusal(const struct al_gateway_refusal *r, uint8_t *out, size_t size);
 
 /* The claim of a warm pool's sandbox: p's allowlist and rule options and

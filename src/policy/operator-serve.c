@@ -9,7 +9,8 @@
  *       "group:analysts": {"profiles": ["default"]},
  *       "token:alice":   {"profiles": ["default"]}
  *     },
- *     "pool": {"default": 4}
+ *     "pool": {"default": 4,
+ *              "web": {"count": 2, "request": {"network": {"hosts": {...}}}}}
  *   }
  *
  * Parsed strictly after the profiles (every name must be one of them);
@@ -23,6 +24,7 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "policy/operator-cred.h"
+#include "policy/policy.h"
 
 #define fail	     al_json_fail
 #define WHO_NAME_MAX 63
@@ -39,8 +41,10 @@ void al_op_serve_clear(struct al_op_serve *s)
 		free(e->where);
 	}
 	free(s->ids);
-	for (size_t i = 0; i < s->n_pool; i++)
+	for (size_t i = 0; i < s->n_pool; i++) {
 		free(s->pool[i].profile);
+		free(s->pool[i].request);
+	}
 	free(s->pool);
 	free(s->socket_group);
 	*s = (struct al_op_serve){0};
@@ -144,27 +148,93 @@ static int parse_identity(struct al_json_ctx *c, const char *key, const json_t *
 	return bad;
 }
 
+/* A pool's task request (serve.pool.NAME.request): what each of its
+ * sandboxes is made from instead of {} (the profile is the pool's name).
+ * Checked as a task policy now, so that a bad one stops the daemon's start
+ * and `airlock check` names it. A pool's sandbox holds no credentials
+ * (docs/pool.md): no secrets, and no command (execs come later). */
+static int parse_pool_request(struct al_json_ctx *c, const json_t *j, const char *sub, char **ret)
+{
+	_cleanup_(al_errors_clear) struct al_errors errs = {0};
+	struct al_policy *p = NULL;
+	int bad = 0;
+
+	if (al_json_want(c, j, JSON_OBJECT, sub, "an object: a task request") < 0)
+		return -EINVAL;
+	for (const char *const *k = (const char *const[]){"profile", "secrets", "command", NULL};
+	     *k; k++)
+		if (json_object_get(j, *k))
+			al_json_note(&bad, fail(c, sub, "\"%s\" has no place here (%s)", *k,
+						strcmp(*k, "profile") == 0
+						    ? "the profile is the pool's name"
+						: strcmp(*k, "secrets") == 0
+						    ? "a pool's sandbox holds no credentials"
+						    : "a pool's sandbox runs no command"));
+	json_t *copy = json_deep_copy(j);
+	if (!json_object_get(copy, "version"))
+		json_object_set_new(copy, "version", json_integer(1));
+	char *text = json_dumps(copy, JSON_COMPACT);
+	json_decref(copy);
+	if (!text)
+		return fail(c, sub, "cannot be written as JSON");
+	if (!bad && al_policy_load_string_all(sub, text, strlen(text), &p, &errs) < 0) {
+		al_json_note(&bad, fail(c, sub, "not a task request: %s",
+					errs.n ? errs.v[0].message : "bad"));
+	}
+	al_policy_free(p);
+	if (bad) {
+		free(text);
+		return bad;
+	}
+	*ret = text;
+	return 0;
+}
+
+/* serve.pool: profile -> count, or {"count": N, "request": {...}}. */
 static int parse_pool(struct al_json_ctx *c, const json_t *j, struct al_op_serve *s)
 {
+	static const char *const keys[] = {"count", "request", NULL};
 	const char *name;
 	json_t *v;
 	int bad = 0;
 
-	if (al_json_want(c, j, JSON_OBJECT, "serve.pool", "an object of profile: count") < 0)
+	if (al_json_want(c, j, JSON_OBJECT, "serve.pool",
+			 "an object of profile: count or {\"count\", \"request\"}") < 0)
 		return -EINVAL;
 	s->pool = xcalloc(json_object_size(j) + 1, sizeof(*s->pool));
 	json_object_foreach((json_t *)j, name, v)
 	{
 		_cleanup_free_ char *sub = xasprintf("serve.pool.%.64s", name);
+		_cleanup_free_ char *subc = xasprintf("%s.count", sub);
+		_cleanup_free_ char *subr = xasprintf("%s.request", sub);
+		char *request = NULL;
+		const json_t *n_json = v;
 		uint64_t n = 0;
 		if (!has_profile(c->op, name)) {
 			al_json_note(&bad, fail(c, sub, "no such profile in \"profiles\""));
 			continue;
 		}
-		if (!(json_is_integer(v) && json_integer_value(v) == 0) &&
-		    al_json_note(&bad, al_json_count(c, v, sub, AL_OP_POOL_MAX, &n)) < 0)
+		if (json_is_object(v)) {
+			if (al_json_note(&bad, al_json_check_keys(c, v, sub, keys)) < 0)
+				continue;
+			n_json = json_object_get(v, "count");
+			if (!n_json) {
+				al_json_note(&bad, fail(c, subc, "is required"));
+				continue;
+			}
+			if (json_object_get(v, "request") &&
+			    al_json_note(&bad, parse_pool_request(c, json_object_get(v, "request"),
+								  subr, &request)) < 0)
+				continue;
+		}
+		if (!(json_is_integer(n_json) && json_integer_value(n_json) == 0) &&
+		    al_json_note(&bad, al_json_count(c, n_json, n_json == v ? sub : subc,
+						     AL_OP_POOL_MAX, &n)) < 0) {
+			free(request);
 			continue;
+		}
 		s->pool[s->n_pool].profile = xstrdup(name);
+		s->pool[s->n_pool].request = request;
 		s->pool[s->n_pool++].count = (unsigned)n;
 	}
 	return bad;

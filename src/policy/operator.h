@@ -155,6 +155,9 @@ struct al_op_identity {
 struct al_op_pool {
 	char *profile;
 	unsigned count;
+	/* The task request each of its sandboxes is made from (JSON text,
+	 * checked as a task policy when parsed), or NULL: {}. */
+	char *request;
 };
 #define AL_OP_POOL_MAX 1024u
 

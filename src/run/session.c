@@ -19,7 +19,7 @@
 #include "core/log.h"
 #include "core/sys.h"
 #include "core/util.h"
-#include "supervisor/ttyfilter.h"
+#include "supervisor/relay.h"
 
 #define DEFAULT_MAX_EXECS 16
 #define STDIN_QUEUE_MAX	  (1u << 20)
@@ -30,23 +30,18 @@ struct al_exec {
 	uint32_t num;
 	struct al_exec_io io;
 	struct al_exec_result res;
-	uint64_t output_max;
-	int in, out, err; /* our ends */
-	struct al_watch *w_in, *w_out, *w_err;
+	/* Its stdio (supervisor/relay.h): the pipes' our ends, or a terminal
+	 * exec's pty master as stdout and a dup of it as stdin, from the
+	 * backend's terminal event; its output cap; its stdin queue. */
+	struct al_relay relay;
 	struct al_timer *timeout, *drain;
-	char *queue; /* stdin waiting */
-	size_t queued;
-	bool stdin_closing, ended_seen, forced, done;
+	bool ended_seen, forced, done;
 	/* started: the backend reported it running (it can be signalled);
 	 * pending_sigs: signals asked for before that (bit sig - 1), sent
 	 * when it starts. */
 	bool started;
 	uint64_t pending_sigs;
-	/* A terminal exec: out is its pty's master (in a dup of it for
-	 * writing), from the backend's terminal event; err stays -1. */
 	bool tty, tty_wait; /* tty_wait: the master has not come yet */
-	bool filter;	    /* re-encode its output (ttyfilter.c) */
-	struct al_tty_filter ttyf;
 	enum al_exec_reason forced_reason;
 	int status;
 	struct timespec t0;
@@ -89,16 +84,15 @@ static struct al_exec *by_num(struct al_run *run, uint32_t num)
 
 static void exec_free(struct al_exec *x)
 {
-	al_watch_removep(&x->w_in);
-	al_watch_removep(&x->w_out);
-	al_watch_removep(&x->w_err);
 	al_timer_freep(&x->timeout);
 	al_timer_freep(&x->drain);
-	al_closep(&x->in);
-	al_closep(&x->out);
-	al_closep(&x->err);
-	free(x->queue);
+	al_relay_close(&x->relay);
 	free(x);
+}
+
+static bool output_open(const struct al_exec *x)
+{
+	return al_relay_out_open(&x->relay, 0) || al_relay_out_open(&x->relay, 1);
 }
 
 /* Its end and its output's EOF are both in (or the drain grace is over):
@@ -108,7 +102,7 @@ static void maybe_done(struct al_exec *x, bool force)
 	struct al_run *run = x->run;
 	struct timespec t1;
 
-	if (x->done || !x->ended_seen || (!force && (x->out >= 0 || x->err >= 0)))
+	if (x->done || !x->ended_seen || (!force && output_open(x)))
 		return;
 	x->done = true;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -149,71 +143,30 @@ static void stop_exec(struct al_exec *x, enum al_exec_reason why)
 		al_debug("exec %s: kill: not running", x->res.id);
 }
 
-static void on_output(struct al_watch *w, uint32_t events, void *data)
+/* Its relay's callbacks: output to the caller, the cap stops it, an
+ * output's end may be the last thing awaited. */
+static void relay_output(void *data, int which, const char *buf, size_t len)
 {
 	struct al_exec *x = data;
-	int which = w == x->w_err;
-	int *fd = which ? &x->err : &x->out;
-	char buf[65536];
-	ssize_t n = read(*fd, buf, sizeof(buf));
 
-	(void)events;
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	/* EOF, or EIO from a pty's master once no slave is open. */
-	if (n <= 0) {
-		al_watch_removep(which ? &x->w_err : &x->w_out);
-		al_closep(fd);
-		maybe_done(x, false);
-		return;
-	}
-	uint64_t *count = which ? &x->res.stderr_bytes : &x->res.stdout_bytes;
-	uint64_t total = x->res.stdout_bytes + x->res.stderr_bytes;
-	size_t pass = (size_t)n;
-	if (total + (uint64_t)n > x->output_max) {
-		pass = total < x->output_max ? (size_t)(x->output_max - total) : 0;
-		stop_exec(x, AL_EXEC_OUTPUT);
-	}
-	*count += pass;
-	if (pass && x->io.output && x->filter) {
-		char clean[sizeof(buf) + AL_TTY_HELD_MAX];
-		size_t m = al_tty_filter(&x->ttyf, buf, pass, clean);
-		if (m)
-			x->io.output(x->io.data, which, clean, m);
-	} else if (pass && x->io.output) {
-		x->io.output(x->io.data, which, buf, pass);
-	}
+	if (x->io.output)
+		x->io.output(x->io.data, which, buf, len);
 }
 
-static void flush_stdin(struct al_exec *x)
+static void relay_over(void *data, int which)
 {
-	while (x->queued && x->in >= 0) {
-		ssize_t n = write(x->in, x->queue, x->queued);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			break;
-		if (n < 0) { /* it closed its stdin: the rest is dropped */
-			x->queued = 0;
-			break;
-		}
-		memmove(x->queue, x->queue + n, x->queued - (size_t)n);
-		x->queued -= (size_t)n;
-	}
-	if (x->in >= 0 && !x->queued && x->stdin_closing) {
-		al_watch_removep(&x->w_in);
-		al_closep(&x->in);
-	} else if (x->w_in) {
-		al_watch_set(x->w_in, x->queued ? EPOLLOUT : 0);
-	}
+	(void)which;
+	stop_exec(data, AL_EXEC_OUTPUT);
 }
 
-static void on_stdin(struct al_watch *w, uint32_t events, void *data)
+static void relay_eof(void *data, int which)
 {
-	(void)w;
-	(void)events;
-	flush_stdin(data);
+	(void)which;
+	maybe_done(data, false);
 }
+
+static const struct al_relay_ops relay_ops = {
+    .output = relay_output, .over = relay_over, .eof = relay_eof};
 
 static void on_timeout(struct al_timer *t, uint64_t n, void *data)
 {
@@ -233,23 +186,27 @@ static void on_drain(struct al_timer *t, uint64_t n, void *data)
 static void ev_terminal(void *data, uint32_t id, int master)
 {
 	struct al_exec *x = by_num(data, id);
+	struct al_error err = {0};
 
 	if (!x || !x->tty_wait) {
 		close(master);
 		return;
 	}
 	x->tty_wait = false;
-	fcntl(master, F_SETFL, O_NONBLOCK);
-	x->out = master;
-	x->in = fcntl(master, F_DUPFD_CLOEXEC, 3);
-	if (!(x->w_out = al_loop_add(x->run->loop, x->out, EPOLLIN, on_output, x)) ||
-	    (x->in >= 0 && !(x->w_in = al_loop_add(x->run->loop, x->in, 0, on_stdin, x)))) {
-		al_warn("warning: exec %s: watching its terminal: %s", x->res.id, strerror(errno));
-		al_closep(&x->in);
+	/* One description, read and written through two descriptors. */
+	int in = fcntl(master, F_DUPFD_CLOEXEC, 3);
+	int r = in < 0 ? al_error_setsys(&err, errno, "dup of its pty's master") : 0;
+	if (r == 0 && (r = al_relay_out(&x->relay, 0, master, &err)) < 0)
+		close(in);
+	else if (r == 0)
+		r = al_relay_in(&x->relay, in, &err);
+	else
+		close(master);
+	if (r < 0) {
+		al_warn("warning: exec %s: its terminal: %s", x->res.id, err.msg);
+		al_relay_in_drop(&x->relay);
 		stop_exec(x, AL_EXEC_KILLED);
-		return;
 	}
-	flush_stdin(x);
 }
 
 static void ev_started(void *data, uint32_t id, pid_t pid)
@@ -302,7 +259,7 @@ static void ev_ended(void *data, uint32_t id, int status, int exec_err, uint64_t
 	al_timer_disarm(x->timeout);
 	/* Output a process of it still holds would keep it open: it was
 	 * killed with its cgroup, so EOF is near; do not wait past this. */
-	if ((x->out >= 0 || x->err >= 0) && x->drain)
+	if (output_open(x) && x->drain)
 		al_timer_arm(x->drain, DRAIN_GRACE_MS, false);
 	maybe_done(x, false);
 }
@@ -324,8 +281,18 @@ void al_session_end(struct al_run *run)
 			x->forced = true;
 			x->forced_reason = AL_EXEC_KILLED;
 		}
-		if (!x->ended_seen)
-			ev_ended(run, x->num, SIGKILL, 0, 0, 0, 0, false);
+		if (!x->ended_seen) {
+			/* Its end may finish it (output drained) and free it:
+			 * find it again by its number. */
+			uint32_t num = x->num;
+			ev_ended(run, num, SIGKILL, 0, 0, 0, 0, false);
+			x = NULL;
+			for (size_t i = 0; i < run->n_execs && !x; i++)
+				if (run->execs[i]->num == num)
+					x = run->execs[i];
+			if (!x)
+				continue;
+		}
 		maybe_done(x, true);
 	}
 	free(run->execs);
@@ -337,6 +304,7 @@ bool al_run_session_ready(const struct al_run *run)
 	return run->req.session && !run->ended && al_supervisor_running(run->sup);
 }
 
+/* Its three pipes: the far ends in child[], ours in its relay. */
 static int make_pipes(struct al_exec *x, int child[3], struct al_error *err)
 {
 	int p[3][2];
@@ -352,14 +320,18 @@ static int make_pipes(struct al_exec *x, int child[3], struct al_error *err)
 		}
 	}
 	child[0] = p[0][0];
-	x->in = p[0][1];
-	x->out = p[1][0];
 	child[1] = p[1][1];
-	x->err = p[2][0];
 	child[2] = p[2][1];
-	for (int fd = 0; fd < 3; fd++)
-		fcntl(fd == 0 ? x->in : fd == 1 ? x->out : x->err, F_SETFL, O_NONBLOCK);
-	return 0;
+	int r = al_relay_in(&x->relay, p[0][1], err);
+	if (r == 0)
+		r = al_relay_out(&x->relay, 0, p[1][0], err);
+	else
+		close(p[1][0]);
+	if (r == 0)
+		r = al_relay_out(&x->relay, 1, p[2][0], err);
+	else
+		close(p[2][0]);
+	return r;
 }
 
 int al_run_exec(struct al_run *run, const struct al_exec_request *req, const struct al_exec_io *io,
@@ -387,26 +359,42 @@ int al_run_exec(struct al_run *run, const struct al_exec_request *req, const str
 	if (req->timeout_ms < 0)
 		return al_error_set(err, EINVAL, "exec: timeout_ms %lld is negative",
 				    (long long)req->timeout_ms);
+	/* An exec's own limits stay within the plan's, which the operator
+	 * policy bounded: a lower one is taken, a higher one refused (the
+	 * plan's 0 is "none", so anything goes under it). */
+	char have[32], asked[32];
+	if (req->memory_bytes && p->memory_bytes && req->memory_bytes > p->memory_bytes) {
+		al_format_size(p->memory_bytes, have, sizeof(have));
+		al_format_size(req->memory_bytes, asked, sizeof(asked));
+		return al_error_set(err, EINVAL,
+				    "exec: memory %s is over the sandbox's memory limit %s (an "
+				    "exec's limits may only be lower)",
+				    asked, have);
+	}
+	if (req->output_bytes && p->output_bytes && req->output_bytes > p->output_bytes) {
+		al_format_size(p->output_bytes, have, sizeof(have));
+		al_format_size(req->output_bytes, asked, sizeof(asked));
+		return al_error_set(err, EINVAL,
+				    "exec: output %s is over the sandbox's output limit %s (an "
+				    "exec's limits may only be lower)",
+				    asked, have);
+	}
 	struct al_exec *x = xcalloc(1, sizeof(*x));
 	x->run = run;
 	x->num = ++run->next_exec;
 	x->io = *io;
-	x->in = x->out = x->err = -1;
-	x->output_max = req->output_bytes ? req->output_bytes : p->output_bytes;
-	if (!x->output_max)
-		x->output_max = UINT64_MAX;
+	uint64_t cap = req->output_bytes ? req->output_bytes : p->output_bytes;
+	al_relay_init(&x->relay, run->loop, &relay_ops, x, cap ? cap : UINT64_MAX,
+		      &x->res.stdout_bytes, &x->res.stderr_bytes, STDIN_QUEUE_MAX);
 	snprintf(x->res.id, sizeof(x->res.id), "e%u", (unsigned)x->num);
 	clock_gettime(CLOCK_MONOTONIC, &x->t0);
 	x->tty = x->tty_wait = req->tty;
-	x->filter = req->tty && req->ttyfilter;
+	x->relay.src[0].filtered = req->tty && req->ttyfilter;
 	if (!req->tty && (r = make_pipes(x, child, err)) < 0)
 		goto fail;
-	if ((!req->tty && (!(x->w_out = al_loop_add(run->loop, x->out, EPOLLIN, on_output, x)) ||
-			   !(x->w_err = al_loop_add(run->loop, x->err, EPOLLIN, on_output, x)) ||
-			   !(x->w_in = al_loop_add(run->loop, x->in, 0, on_stdin, x)))) ||
-	    !(x->timeout = al_loop_timer(run->loop, on_timeout, x)) ||
+	if (!(x->timeout = al_loop_timer(run->loop, on_timeout, x)) ||
 	    !(x->drain = al_loop_timer(run->loop, on_drain, x))) {
-		r = al_error_setsys(err, errno, "exec: watching its pipes");
+		r = al_error_setsys(err, errno, "exec: its timers");
 		goto fail;
 	}
 	if (req->timeout_ms > 0 &&
@@ -463,28 +451,19 @@ fail:
 int al_exec_stdin(struct al_exec *x, const void *buf, size_t len)
 {
 	/* A terminal exec's input is queued until its master comes. */
-	if (x->stdin_closing || (x->in < 0 && !x->tty_wait))
-		return -EPIPE;
-	if (x->queued + len > STDIN_QUEUE_MAX)
-		return -ENOBUFS;
-	char *q = realloc(x->queue, x->queued + len + 1);
-	if (!q)
-		return -ENOMEM;
-	x->queue = q;
-	memcpy(x->queue + x->queued, buf, len);
-	x->queued += len;
-	flush_stdin(x);
-	return 0;
+	int r = al_relay_in_push(&x->relay, buf, len);
+	if (r == 0)
+		al_relay_in_flush(&x->relay);
+	return r;
 }
 
 void al_exec_close_stdin(struct al_exec *x)
 {
 	/* A terminal has no end of input but the one typed: ^D (at the start
 	 * of a line in canonical mode, as a user would). */
-	if (x->tty && !x->stdin_closing && (x->in >= 0 || x->tty_wait))
+	if (x->tty && al_relay_in_open(&x->relay))
 		al_exec_stdin(x, "\004", 1);
-	x->stdin_closing = true;
-	flush_stdin(x);
+	al_relay_in_close(&x->relay);
 }
 
 int al_exec_signal(struct al_exec *x, int sig)
@@ -501,7 +480,8 @@ void al_exec_resize(struct al_exec *x, unsigned short rows, unsigned short cols)
 	struct winsize ws = {.ws_row = rows, .ws_col = cols};
 
 	/* The kernel sends its process group SIGWINCH. */
-	if (x->tty && x->out >= 0 && rows && cols && ioctl(x->out, TIOCSWINSZ, &ws) < 0)
+	if (x->tty && x->relay.src[0].fd >= 0 && rows && cols &&
+	    ioctl(x->relay.src[0].fd, TIOCSWINSZ, &ws) < 0)
 		al_debug("exec %s: resize: %s", x->res.id, strerror(errno));
 }
 
@@ -580,6 +560,24 @@ bool al_run_paused(const struct al_run *run)
 uint64_t al_run_remaining_ms(const struct al_run *run)
 {
 	return run->sup ? al_supervisor_remaining_ms(run->sup) : 0;
+}
+
+int al_run_extend(struct al_run *run, uint64_t ms_from_now, struct al_error *err)
+{
+	int r;
+
+	if (run->ended || !run->sup || !al_supervisor_running(run->sup))
+		return al_error_set(err, ESRCH, "extend: the run has ended (or not started)");
+	if (run->req.pool && !run->claim)
+		return al_error_set(err, EPERM,
+				    "extend: a pool's sandbox has no lifetime before its claim");
+	if ((r = al_supervisor_extend(run->sup, ms_from_now, err)) < 0)
+		return r;
+	al_audit_emit(run->req.audit, "run.extend",
+		      json_pack("{s:I, s:b}", "remaining_ms",
+				(json_int_t)al_supervisor_remaining_ms(run->sup), "paused",
+				run->paused));
+	return 0;
 }
 
 void al_session_thaw(struct al_run *run)

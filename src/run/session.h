@@ -1,9 +1,10 @@
 /* Sessions: a run whose sandbox stays alive and runs execs (a request with
  * session set, run.h). Each exec is forked by the sandbox's own init,
  * confined exactly as a first command, in its own cgroup below the
- * sandbox's (cgroup v1; see cgroup/child.h) with its own limits; it has its
- * own stdio relay, output cap, timeout, result record and exec.start /
- * exec.end events in the run's audit stream. Everything is driven from the
+ * sandbox's (cgroup v1 and v2; see cgroup/child.h) with its own limits; it
+ * has its own stdio relay and output cap (supervisor/relay.h, as the run's
+ * command has), timeout, result record and exec.start / exec.end events in
+ * the run's audit stream. Everything is driven from the
  * run's loop (al_run_step); callbacks come from there. */
 #pragma once
 
@@ -125,5 +126,21 @@ int al_run_claim(struct al_run *run, const struct al_plan *wanted, struct al_cre
 int al_run_pause(struct al_run *run);
 int al_run_resume(struct al_run *run);
 bool al_run_paused(const struct al_run *run);
+/* Extend the run's lifetime: its deadline falls ms_from_now of running
+ * time from now (a pause stops that clock too), sooner or later than it
+ * was. What the old deadline bounded is made anew for the new one, in the
+ * gateway's process (cred/store.h al_cred_set_deadline): per-request
+ * tokens are bounded by the new deadline, each run token the gateway
+ * presents is minted again (same jti, exp the new deadline), and the
+ * interception CA's leaves are minted again to end a minute after it. The
+ * CA itself, whose certificate is in the sandbox's files, was made valid
+ * for AL_TLS_CA_MAX_LIFETIME (7 days) from the run's start: an extension
+ * past its end less a minute is refused (-ERANGE). An exposed token (in
+ * the sandbox's environment) is not renewed. Audited as run.extend. 0, or
+ * -errno with err set: -ESRCH the run has ended, -EPERM a pool's sandbox
+ * not claimed yet, -EINVAL 0 ms, -EAGAIN the gateway's channel was full
+ * (the deadline is unchanged). */
+int al_run_extend(struct al_run *run, uint64_t ms_from_now, struct al_error *err);
+
 /* The running time left before the run's deadline (ms; 0: none or due). */
 uint64_t al_run_remaining_ms(const struct al_run *run);

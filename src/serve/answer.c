@@ -4,7 +4,6 @@
 #include "serve/internal.h"
 
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,23 +35,17 @@ void al_serve_respond(struct al_chan *front, uint64_t req, unsigned status, cons
 
 void al_serve_respond_json(struct al_chan *front, uint64_t req, unsigned status, json_t *o)
 {
-	char *s = json_dumps(o, JSON_COMPACT);
+	/* o is NULL when it could not be packed (text that is not UTF-8):
+	 * the client gets a 500 with a fixed message, never a crash. */
+	static const char failed[] = "{\"error\":\"the answer could not be encoded\"}";
+	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 
-	al_serve_respond(front, req, status, "application/json", s ? s : "{}", s ? strlen(s) : 2);
+	if (!s)
+		status = 500;
+	al_serve_respond(front, req, status, "application/json", s ? s : failed,
+			 s ? strlen(s) : sizeof(failed) - 1);
 	free(s);
 	json_decref(o);
-}
-
-void al_serve_respond_error(struct al_chan *front, uint64_t req, unsigned status, const char *fmt,
-			    ...)
-{
-	char msg[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	al_serve_respond_json(front, req, status, json_pack("{s:s}", "error", msg));
 }
 
 void al_serve_chunk(struct al_chan *front, uint64_t req, const void *p, size_t len, bool end)

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,8 @@
 
 #define TOKEN_FILE_MAX 65536
 #define TOKEN_MIN      16
+/* sd_listen_fds(3): the first descriptor systemd passes. */
+#define AL_LISTEN_FDS_START 3
 
 int al_serve_listen_unix(const char *path, const char *group, struct al_error *err)
 {
@@ -243,4 +246,94 @@ const char *al_serve_token_identity(const struct al_token *t, size_t n, const ch
 			found = t[i].identity;
 	}
 	return found;
+}
+
+/* The listening socket systemd passes (sd_listen_fds(3)): LISTEN_PID is
+ * this process, LISTEN_FDS the number of descriptors from fd 3 on,
+ * LISTEN_FDNAMES their names separated by ':'. The variables are removed
+ * whatever they say, so that no process started later sees them. */
+int al_serve_socket_activation(struct al_serve_config *cfg, struct al_error *err)
+{
+	const char *pid_s = getenv("LISTEN_PID"), *fds_s = getenv("LISTEN_FDS"),
+		   *names = getenv("LISTEN_FDNAMES");
+	_cleanup_free_ char *fds_copy = fds_s ? xstrdup(fds_s) : NULL;
+	_cleanup_free_ char *names_copy = names ? xstrdup(names) : NULL;
+	struct sockaddr_un sa;
+	socklen_t len = sizeof(sa);
+	int domain = 0, type = 0, acc = 0, fd = AL_LISTEN_FDS_START;
+	socklen_t ol = sizeof(int);
+	unsigned long pid, n;
+	struct stat st;
+	char *end;
+
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	if (!pid_s)
+		return 0;
+	/* Set for another process (inherited by mistake): not ours. */
+	pid = strtoul(pid_s, &end, 10);
+	if (!*pid_s || *end || pid != (unsigned long)getpid())
+		return 0;
+	if (!fds_copy)
+		return 0;
+	n = strtoul(fds_copy, &end, 10);
+	if (!*fds_copy || *end)
+		return al_error_set(
+		    err, EINVAL, "socket activation: LISTEN_FDS=\"%s\" is not a number", fds_copy);
+	if (n == 0)
+		return 0;
+	if (n != 1)
+		return al_error_set(
+		    err, EINVAL,
+		    "socket activation: LISTEN_FDS=%lu, but airlock serve takes one "
+		    "socket from systemd (one ListenStream= of a Unix socket; TCP is "
+		    "--listen)",
+		    n);
+	if (names_copy && strchr(names_copy, ':'))
+		return al_error_set(err, EINVAL,
+				    "socket activation: LISTEN_FDNAMES=\"%s\" names more than the "
+				    "one socket LISTEN_FDS gives",
+				    names_copy);
+	if (fstat(fd, &st) < 0)
+		return al_error_setsys(err, errno, "socket activation: fd %d (LISTEN_FDS=1)", fd);
+	if (!S_ISSOCK(st.st_mode) || getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &ol) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &ol) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &ol) < 0 || domain != AF_UNIX ||
+	    type != SOCK_STREAM || !acc)
+		return al_error_set(
+		    err, EINVAL,
+		    "socket activation: fd %d is not a listening Unix stream socket "
+		    "(a socket unit with ListenStream=/PATH and Accept=no gives one)",
+		    fd);
+	memset(&sa, 0, sizeof(sa));
+	if (getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
+		return al_error_setsys(err, errno, "socket activation: getsockname of fd %d", fd);
+	/* An abstract or unnamed socket has no file whose mode keeps other
+	 * users out. */
+	if (len <= offsetof(struct sockaddr_un, sun_path) || sa.sun_path[0] == '\0')
+		return al_error_set(err, EINVAL,
+				    "socket activation: fd %d is not bound to a path (an abstract "
+				    "socket has no file mode to keep other users out)",
+				    fd);
+	sa.sun_path[sizeof(sa.sun_path) - 1] = '\0';
+	if (cfg->socket_path && strcmp(cfg->socket_path, sa.sun_path) != 0)
+		return al_error_set(err, EINVAL,
+				    "--socket %s: systemd passed the socket %s (drop --socket, or "
+				    "name the socket unit's ListenStream=)",
+				    cfg->socket_path, sa.sun_path);
+	if (cfg->socket_group)
+		return al_error_set(
+		    err, EINVAL,
+		    "--socket-group: the socket came from systemd, whose socket unit "
+		    "sets its group and mode (SocketGroup=, SocketMode=)");
+	/* The monitor polls it and accepts until EAGAIN; no session or
+	 * sandbox may inherit it. */
+	if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 ||
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)
+		return al_error_setsys(err, errno, "socket activation: fcntl of fd %d", fd);
+	if (!cfg->socket_path)
+		cfg->socket_path = xstrdup(sa.sun_path);
+	cfg->socket_fd = fd;
+	return fd;
 }

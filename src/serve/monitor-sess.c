@@ -21,6 +21,7 @@ void mon_sandbox_free(struct monitor *m, size_t i)
 {
 	struct sandbox *s = m->sb[i];
 
+	mon_pool_gone(m, s);
 	if (s->pidfd >= 0) {
 		al_sys_pidfd_send_signal(s->pidfd, SIGKILL);
 		close(s->pidfd);

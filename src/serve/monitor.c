@@ -45,18 +45,21 @@ static struct conn *conn_find(struct monitor *m, uint64_t id)
 
 void mon_respond_error(struct monitor *m, uint64_t req, unsigned status, const char *fmt, ...)
 {
-	char msg[512];
+	char raw[512], msg[512];
 	va_list ap;
 
+	/* Client text in the message (ids, paths) is sent as UTF-8 whatever
+	 * its bytes: see al_utf8_escape(). */
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	al_utf8_escape(msg, sizeof(msg), raw);
 	respond_json(m, req, status, json_pack("{s:s}", "error", msg));
 }
 
 /* --- sessions --------------------------------------------------------- */
 
-static void owe(struct sandbox *s, uint64_t req, uint64_t conn)
+void mon_owe(struct sandbox *s, uint64_t req, uint64_t conn)
 {
 	s->owed = xrealloc(s->owed, (s->n_owed + 1) * sizeof(*s->owed));
 	s->owed[s->n_owed++] = (struct owed){.req = req, .conn = conn};
@@ -70,7 +73,7 @@ static struct owed *owed_find(struct sandbox *s, uint64_t req)
 	return NULL;
 }
 
-static void owed_del(struct sandbox *s, uint64_t req)
+void mon_owed_del(struct sandbox *s, uint64_t req)
 {
 	struct owed *o = owed_find(s, req);
 
@@ -78,60 +81,16 @@ static void owed_del(struct sandbox *s, uint64_t req)
 		*o = s->owed[--s->n_owed];
 }
 
-/* A one-shot run (op AL_OP_RUN) or a live sandbox (AL_OP_SANDBOX_CREATE):
- * a session process of its own, given the request. */
-static void op_run(struct monitor *m, uint64_t req, const struct conn *c, const char *identity,
-		   const struct al_msg *in, unsigned op)
+void mon_session_run(struct monitor *m, struct sandbox *s, uint64_t req, const struct conn *c,
+		     const char *identity, const uint8_t *body, size_t len, unsigned op)
 {
-	struct al_error err = {0};
-	size_t len = 0;
-	const uint8_t *body = al_msg_bytes(in, AL_TAG_BODY, &len);
-
-	/* The front refuses these already; a front that does not is not
-	 * let past (the session would parse it as root). */
-	if (len > AL_SERVE_BODY_MAX)
-		return mon_respond_error(m, req, 413, "the request body is over %u bytes",
-					 AL_SERVE_BODY_MAX);
-	unsigned mine = 0, cap = m->cfg->max_sandboxes_per_identity;
-	if (!cap || cap > m->cfg->max_sandboxes)
-		cap = m->cfg->max_sandboxes;
-	for (size_t i = 0; i < m->n_sb; i++)
-		mine += strcmp(m->sb[i]->owner, identity) == 0;
-	if (mine >= cap)
-		return mon_respond_error(
-		    m, req, 429,
-		    "too many sandboxes of %s: the daemon's "
-		    "--max-sandboxes-per-identity (%u) are in use (one-shot runs "
-		    "included); retry when one ended",
-		    identity, cap);
-	if (m->n_sb >= m->cfg->max_sandboxes)
-		return mon_respond_error(
-		    m, req, 429,
-		    "too many sandboxes: the daemon's --max-sandboxes (%u) are "
-		    "all in use; retry later",
-		    m->cfg->max_sandboxes);
-	struct sandbox *s = xcalloc(1, sizeof(*s));
-	al_random_id(s->id, sizeof(s->id));
-	snprintf(s->owner, sizeof(s->owner), "%s", identity);
-	s->oneshot = op == AL_OP_RUN;
-	s->req_id = req;
-	owe(s, req, c->id);
-	s->pidfd = -1;
-	s->started_ms = al_now_ms();
-	s->setup_deadline_ms = s->started_ms + AL_SERVE_SETUP_MAX_MS;
-	if (mon_spawn_session(m, s, &err) < 0) {
-		free(s);
-		return mon_respond_error(m, req, 500, "cannot start the session process: %s",
-					 err.msg);
-	}
-	m->sb = xrealloc(m->sb, (m->n_sb + 1) * sizeof(*m->sb));
-	m->sb[m->n_sb++] = s;
 	struct al_msg_out o;
+
 	al_msg_begin(&o, AL_MSG_SESSION_RUN, req);
 	al_msg_put_str(&o, AL_TAG_IDENTITY, identity);
 	al_msg_put_str(&o, AL_TAG_SESSION_ID, s->id);
 	al_msg_put_u32(&o, AL_TAG_OP, op);
-	if (!c->tcp) {
+	if (c && !c->tcp) {
 		uint32_t g[AL_SERVE_GIDS_MAX];
 		for (size_t i = 0; i < c->n_gids; i++)
 			g[i] = c->gids[i];
@@ -147,14 +106,79 @@ static void op_run(struct monitor *m, uint64_t req, const struct conn *c, const 
 	al_chan_flush(&s->ch);
 }
 
+/* A one-shot run (op AL_OP_RUN) or a live sandbox (AL_OP_SANDBOX_CREATE):
+ * a session process of its own, given the request. At --max-sandboxes a
+ * held pool sandbox makes room (the pool refills once there is room). */
+void mon_start_session(struct monitor *m, uint64_t req, const struct conn *c, const char *identity,
+		       const uint8_t *body, size_t len, unsigned op)
+{
+	struct al_error err = {0};
+
+	/* The front refuses these already; a front that does not is not
+	 * let past (the session would parse it as root). */
+	if (len > AL_SERVE_BODY_MAX)
+		return mon_respond_error(m, req, 413, "the request body is over %u bytes",
+					 AL_SERVE_BODY_MAX);
+	if (m->n_sb >= m->cfg->max_sandboxes && !mon_pool_evict(m))
+		return mon_respond_error(
+		    m, req, 429,
+		    "too many sandboxes: the daemon's --max-sandboxes (%u) are "
+		    "all in use; retry later",
+		    m->cfg->max_sandboxes);
+	struct sandbox *s = xcalloc(1, sizeof(*s));
+	al_random_id(s->id, sizeof(s->id));
+	snprintf(s->owner, sizeof(s->owner), "%s", identity);
+	s->oneshot = op == AL_OP_RUN;
+	s->req_id = req;
+	mon_owe(s, req, c->id);
+	s->pidfd = -1;
+	s->started_ms = al_now_ms();
+	s->setup_deadline_ms = s->started_ms + AL_SERVE_SETUP_MAX_MS;
+	if (mon_spawn_session(m, s, &err) < 0) {
+		free(s->owed);
+		free(s);
+		return mon_respond_error(m, req, 500, "cannot start the session process: %s",
+					 err.msg);
+	}
+	m->sb = xrealloc(m->sb, (m->n_sb + 1) * sizeof(*m->sb));
+	m->sb[m->n_sb++] = s;
+	mon_session_run(m, s, req, c, identity, body, len, op);
+}
+
+static void op_run(struct monitor *m, uint64_t req, const struct conn *c, const char *identity,
+		   const struct al_msg *in, unsigned op)
+{
+	size_t len = 0;
+	const uint8_t *body = al_msg_bytes(in, AL_TAG_BODY, &len);
+	unsigned mine = 0, cap = m->cfg->max_sandboxes_per_identity;
+
+	/* Its identity's own cap first (a held pool sandbox is no one's). */
+	if (!cap || cap > m->cfg->max_sandboxes)
+		cap = m->cfg->max_sandboxes;
+	for (size_t i = 0; i < m->n_sb; i++)
+		mine += strcmp(m->sb[i]->owner, identity) == 0;
+	if (mine >= cap)
+		return mon_respond_error(
+		    m, req, 429,
+		    "too many sandboxes of %s: the daemon's "
+		    "--max-sandboxes-per-identity (%u) are in use (one-shot runs "
+		    "included); retry when one ended",
+		    identity, cap);
+	/* A create whose profile has a ready pool sandbox goes there first. */
+	if (op == AL_OP_SANDBOX_CREATE && len <= AL_SERVE_BODY_MAX &&
+	    mon_pool_create(m, req, c, identity, body, len))
+		return;
+	mon_start_session(m, req, c, identity, body, len, op);
+}
+
 /* A sandbox the caller may name: it exists and is the caller's own.
  * Another identity's sandbox is answered exactly as one that does not
  * exist (404), so ids cannot be probed. */
 static struct sandbox *sandbox_owned(struct monitor *m, const char *id, const char *identity)
 {
 	for (size_t i = 0; id && i < m->n_sb; i++)
-		if (!m->sb[i]->oneshot && !m->sb[i]->deleting && strcmp(m->sb[i]->id, id) == 0 &&
-		    strcmp(m->sb[i]->owner, identity) == 0)
+		if (!m->sb[i]->oneshot && !m->sb[i]->deleting && !m->sb[i]->pool &&
+		    strcmp(m->sb[i]->id, id) == 0 && strcmp(m->sb[i]->owner, identity) == 0)
 			return m->sb[i];
 	return NULL;
 }
@@ -189,8 +213,8 @@ static void op_list(struct monitor *m, uint64_t req, const char *identity, const
 	}
 	for (size_t i = 0; i < m->n_sb; i++) {
 		struct sandbox *s = m->sb[i];
-		if (s->oneshot || !s->ready || s->deleting || strcmp(s->owner, identity) != 0 ||
-		    !meta_matches(s->meta, filter))
+		if (s->oneshot || !s->ready || s->deleting || s->pool ||
+		    strcmp(s->owner, identity) != 0 || !meta_matches(s->meta, filter))
 			continue;
 		json_array_append_new(a, json_pack("{s:s, s:O}", "id", s->id, "metadata", s->meta));
 	}
@@ -230,7 +254,7 @@ static void op_forward(struct monitor *m, uint64_t req, struct sandbox *s, unsig
 	}
 	if (op == AL_OP_SANDBOX_DELETE)
 		s->deleting = true;
-	owe(s, req, conn);
+	mon_owe(s, req, conn);
 	al_chan_queue(&s->ch, &o, -1);
 }
 
@@ -246,7 +270,7 @@ void mon_cancel(struct monitor *m, uint64_t req)
 		/* A stream ends here; a single answer still comes, and is
 		 * dropped by the front. */
 		if (ow->stream)
-			owed_del(s, req);
+			mon_owed_del(s, req);
 		struct al_msg_out o;
 		al_msg_begin(&o, AL_MSG_CANCEL, req);
 		al_msg_end(&o);
@@ -300,14 +324,27 @@ static void on_request(struct monitor *m, const struct al_msg *in)
 		bool all = !c->tcp && c->uid == 0;
 		int n = 0;
 		for (size_t i = 0; i < m->n_sb; i++)
-			n += all || strcmp(m->sb[i]->owner, identity) == 0;
+			n += !m->sb[i]->pool && (all || strcmp(m->sb[i]->owner, identity) == 0);
 		return respond_json(m, req, 200,
 				    json_pack("{s:s, s:s, s:s, s:i}", "status", "ok", "version",
 					      AL_VERSION, "identity", identity, "sandboxes", n));
 	}
 	case AL_OP_METRICS: {
-		char *t = al_metrics_text(&m->metrics, (unsigned)m->n_sb, (unsigned)m->n_conns);
-		respond(m, req, 200, "text/plain; version=0.0.4", t ? t : "", t ? strlen(t) : 0);
+		unsigned paused = 0, held, pooled = mon_pool_count(m, &held);
+		for (size_t i = 0; i < m->n_sb; i++)
+			paused += m->sb[i]->paused;
+		char *t = al_metrics_text(&m->metrics, (unsigned)m->n_sb - pooled - paused, paused,
+					  held, (unsigned)m->n_conns);
+		char *all = NULL;
+		size_t n = 0;
+		FILE *f = open_memstream(&all, &n);
+		if (f) {
+			fputs(t ? t : "", f);
+			mon_pool_metrics(m, f);
+			fclose(f);
+		}
+		respond(m, req, 200, "text/plain; version=0.0.4", all ? all : "", all ? n : 0);
+		free(all);
 		free(t);
 		return;
 	}
@@ -363,11 +400,16 @@ static int on_session_msg(struct monitor *m, struct sandbox *s, const struct al_
 	size_t len;
 	const uint8_t *body = al_msg_bytes(in, AL_TAG_BODY, &len);
 	struct owed *ow = owed_find(s, in->id);
+	int pr = mon_pool_session_msg(m, s, in);
 
+	if (pr)
+		return pr < 0 ? pr : 0;
 	if (in->type == AL_MSG_SESSION_STARTED) {
 		s->setup_deadline_ms = 0;
 		return 0;
 	}
+	if (in->type == AL_MSG_SESSION_EVENT)
+		return al_metrics_event(&m->metrics, in, &s->paused);
 	if (in->type == AL_MSG_CHUNK) {
 		/* One whose client left (cancelled) is dropped; none goes to
 		 * a request this session is not streaming. */
@@ -377,7 +419,7 @@ static int on_session_msg(struct monitor *m, struct sandbox *s, const struct al_
 		if (!ow->stale)
 			chunk_to_front(m, in->id, body, len, end);
 		if (end)
-			owed_del(s, in->id);
+			mon_owed_del(s, in->id);
 		return 0;
 	}
 	if (in->type != AL_MSG_SESSION_DONE || !ow || ow->stream)
@@ -398,7 +440,9 @@ static int on_session_msg(struct monitor *m, struct sandbox *s, const struct al_
 			json_decref(s->meta);
 			s->meta = json_object();
 		}
-		al_hist_add(&m->metrics.create_s, (double)(al_now_ms() - s->started_ms) / 1000.0);
+		double t = (double)(al_now_ms() - s->started_ms) / 1000.0;
+		al_hist_add(&m->metrics.create_s, t);
+		al_hist_add(s->warm ? &m->metrics.create_warm_s : &m->metrics.create_cold_s, t);
 	}
 	if (in->id == s->req_id) {
 		s->done = true;
@@ -422,10 +466,9 @@ static int on_session_msg(struct monitor *m, struct sandbox *s, const struct al_
 	if (stream)
 		ow->stream = true;
 	else
-		owed_del(s, in->id);
+		mon_owed_del(s, in->id);
 	if (reason && s->oneshot) {
 		m->metrics.runs++;
-		m->metrics.denials += al_msg_u64(in, AL_TAG_DENIALS, 0);
 		int li = al_metrics_limit_index(reason);
 		if (li >= 0 && (size_t)li < AL_ARRAY_SIZE(m->metrics.limit_hits))
 			m->metrics.limit_hits[li]++;
@@ -435,51 +478,6 @@ static int on_session_msg(struct monitor *m, struct sandbox *s, const struct al_
 }
 
 /* --- the loop --------------------------------------------------------- */
-
-static int start_front(struct monitor *m, struct al_error *err)
-{
-	int fd;
-	pid_t pid = al_serve_front_spawn(m->cfg, m->req_floor, &fd, err);
-
-	if (pid < 0)
-		return (int)pid;
-	m->front_pid = pid;
-	m->front_started_ms = al_now_ms();
-	al_chan_init(&m->front, fd);
-	m->front.no_fds = true;
-	return 0;
-}
-
-/* The front is gone (it ended, or broke the protocol). Its clients'
- * connections went with it: the monitor's own descriptors of them are
- * closed too (or the clients would wait on), and what they waited for
- * is cancelled as when a client hangs up; an answer still owed to them
- * is dropped (stale). The sandboxes live on. A new front starts after
- * the back-off: 100 ms, doubled for each front that died within a
- * minute of its start, at most 10 s. */
-static void front_lost(struct monitor *m, const char *why)
-{
-	uint64_t now = al_now_ms();
-
-	if (m->front_pid > 0) {
-		kill(m->front_pid, SIGKILL);
-		waitpid(m->front_pid, NULL, 0);
-	}
-	m->front_pid = 0;
-	al_chan_close(&m->front);
-	m->front.fd = -1;
-	for (size_t i = 0; i < m->n_sb; i++)
-		for (size_t k = 0; k < m->sb[i]->n_owed; k++)
-			m->sb[i]->owed[k].stale = true;
-	while (m->n_conns)
-		mon_conn_gone(m, m->n_conns - 1);
-	m->backoff_ms = now - m->front_started_ms < 60000 && m->backoff_ms
-			    ? (m->backoff_ms * 2 > 10000 ? 10000 : m->backoff_ms * 2)
-			    : 100;
-	m->restart_ms = now + m->backoff_ms;
-	al_err("serve: the front process %s; a new one starts in %llu ms", why,
-	       (unsigned long long)m->backoff_ms);
-}
 
 static void reap(struct monitor *m)
 {
@@ -499,7 +497,7 @@ static void reap(struct monitor *m)
 				       "(landlock, seccomp); stopping");
 				m->stop = true;
 			}
-			front_lost(m, why);
+			mon_front_lost(m, why);
 		}
 	}
 }
@@ -564,19 +562,13 @@ static int loop(struct monitor *m, struct al_error *err)
 
 	while (!m->stop) {
 		size_t n = 0, base, cbase;
-		int timeout = mon_setup_deadlines(m);
+		int timeout = mon_setup_deadlines(m), pool_timeout = mon_pool_tick(m);
+		if (pool_timeout >= 0 && (timeout < 0 || pool_timeout < timeout))
+			timeout = pool_timeout;
+		int front_timeout = mon_front_restart(m);
 		bool front = m->front.fd >= 0;
-		if (!front) {
-			uint64_t now = al_now_ms();
-			if (now >= m->restart_ms && start_front(m, err) < 0)
-				al_warn("serve: %s", err->msg);
-			front = m->front.fd >= 0;
-			if (!front) { /* clients wait in the backlog meanwhile */
-				m->restart_ms = now >= m->restart_ms ? now + 1000 : m->restart_ms;
-				if (timeout < 0 || (uint64_t)timeout > m->restart_ms - now)
-					timeout = (int)(m->restart_ms - now);
-			}
-		}
+		if (front_timeout >= 0 && (timeout < 0 || front_timeout < timeout))
+			timeout = front_timeout;
 		/* A front that does not read holds back the sessions and its
 		 * own requests (whose answers would queue), not the monitor's
 		 * memory: past the bound nothing is read that could add to
@@ -624,14 +616,14 @@ static int loop(struct monitor *m, struct al_error *err)
 			struct al_msg in;
 			int r;
 			if (al_chan_read(&m->front) < 0 || m->front.eof) {
-				front_lost(m, "closed its channel");
+				mon_front_lost(m, "closed its channel");
 				continue;
 			}
 			while ((r = al_chan_next(&m->front, &in, err)) > 0)
 				if (on_front_msg(m, &in) < 0)
 					break;
 			if (r != 0 || m->front.eof) {
-				front_lost(m, "broke the protocol");
+				mon_front_lost(m, "broke the protocol");
 				continue;
 			}
 		}
@@ -640,7 +632,7 @@ static int loop(struct monitor *m, struct al_error *err)
 		if (m->front.fd >= 0 && pf[3].revents)
 			mon_accept(m, m->tcp_fd, true);
 		if (m->front.fd >= 0 && al_chan_flush(&m->front) < 0)
-			front_lost(m, "stopped reading its channel");
+			mon_front_lost(m, "stopped reading its channel");
 	}
 	free(pf);
 	al_error_clear(err);
@@ -711,7 +703,7 @@ int al_serve_run(const struct al_serve_config *cfg, struct al_error *err)
 	}
 	/* The front is started before anything else is read (tokens, the
 	 * operator policy, keys): it never held them, even before its exec. */
-	if ((r = start_front(&m, err)) < 0)
+	if ((r = mon_front_start(&m, err)) < 0)
 		goto out;
 	if (cfg->token_file &&
 	    al_serve_tokens_load(cfg->token_file, &m.tokens, &m.n_tokens, err) < 0) {
@@ -735,16 +727,22 @@ int al_serve_run(const struct al_serve_config *cfg, struct al_error *err)
 	add_never(&m, cfg->token_file);
 	add_never(&m, m.operator_file);
 	al_serve_cleanup_stale();
-	if ((m.unix_fd = al_serve_listen_unix(cfg->socket_path, group, err)) < 0 ||
+	/* A socket systemd passed is used as it is (its unit made it). */
+	if ((m.unix_fd = cfg->socket_fd > 0
+			     ? cfg->socket_fd
+			     : al_serve_listen_unix(cfg->socket_path, group, err)) < 0 ||
 	    (cfg->listen && (m.tcp_fd = al_serve_listen_tcp(cfg->listen, err)) < 0)) {
 		r = -EINVAL;
 		goto out;
 	}
+	m.op = op;
+	mon_pool_init(&m, op);
 	al_info("serve: listening on %s%s%s", cfg->socket_path, cfg->listen ? " and " : "",
 		cfg->listen ? cfg->listen : "");
 	r = loop(&m, err);
 out:
 	mon_stop_sessions(&m);
+	mon_pool_free(&m);
 	free(m.sb);
 	if (m.front_pid > 0) {
 		kill(m.front_pid, SIGKILL);
@@ -753,7 +751,8 @@ out:
 	al_chan_close(&m.front);
 	if (m.unix_fd >= 0) {
 		close(m.unix_fd);
-		unlink(cfg->socket_path);
+		if (cfg->socket_fd <= 0) /* systemd's stays for the next start */
+			unlink(cfg->socket_path);
 	}
 	if (m.tcp_fd >= 0)
 		close(m.tcp_fd);

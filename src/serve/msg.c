@@ -62,6 +62,12 @@ static const struct rule schema[AL_MSG_N_TYPES][AL_TAG_N] = {
 	{[AL_TAG_BODY] = REQ(AL_MSG_BYTES, AL_MSG_MAX), [AL_TAG_END] = OPT(AL_MSG_U32, 4)},
     [AL_MSG_CANCEL] = {[0] = {0}},
     [AL_MSG_SESSION_STARTED] = {[0] = {0}},
+    [AL_MSG_SESSION_EVENT] = {[AL_TAG_EVENT] = REQ(AL_MSG_U32, 4),
+			      [AL_TAG_REASON] = OPT(AL_MSG_STR, 64),
+			      [AL_TAG_US] = OPT(AL_MSG_U64, 8),
+			      [AL_TAG_DENIALS] = OPT(AL_MSG_U64, 8)},
+    [AL_MSG_POOL_READY] = {[0] = {0}},
+    [AL_MSG_POOL_COLD] = {[AL_TAG_REASON] = REQ(AL_MSG_STR, MAX_STR)},
 };
 
 static uint32_t get32(const uint8_t *p)

@@ -32,6 +32,9 @@ enum al_msg_type {
 	AL_MSG_CHUNK,		/* session -> monitor -> front: more of a streamed answer */
 	AL_MSG_CANCEL,		/* front -> monitor -> session: a streamed answer's client left */
 	AL_MSG_SESSION_STARTED, /* session -> monitor: its plan is final and its run started */
+	AL_MSG_SESSION_EVENT, /* session -> monitor: something the metrics count (EVENT says what) */
+	AL_MSG_POOL_READY,    /* session -> monitor: a pool's sandbox is held, ready for a claim */
+	AL_MSG_POOL_COLD,     /* session -> monitor: the create (id) does not fit: make it cold */
 	AL_MSG_N_TYPES
 };
 
@@ -63,6 +66,8 @@ enum al_msg_tag {
 	AL_TAG_META,	   /* bytes: a created sandbox's metadata (JSON object) */
 	AL_TAG_GIDS,	   /* bytes: a Unix peer's gid and supplementary gids (u32 each) */
 	AL_TAG_NEVER,	   /* bytes: paths no run may show, each ended by a NUL */
+	AL_TAG_EVENT,	   /* u32: enum al_sess_event */
+	AL_TAG_US,	   /* u64: microseconds */
 	AL_TAG_N
 };
 
@@ -76,7 +81,19 @@ enum al_serve_op {
 	AL_OP_SANDBOX_GET,
 	AL_OP_SANDBOX_DELETE,
 	AL_OP_SANDBOX_OTHER, /* exec, files, pause, resume, timeout, audit: PATH says which */
+	AL_OP_POOL,	     /* monitor -> session only: make a warm pool's sandbox */
 	AL_OP_N
+};
+
+/* What a session tells the monitor for the metrics (AL_MSG_SESSION_EVENT;
+ * the id is 0). */
+enum al_sess_event {
+	AL_SEV_EXEC = 1, /* an exec ended: REASON its reason, US request to end */
+	AL_SEV_DENIAL,	 /* DENIALS things refused, of kind REASON (metrics.c's names) */
+	AL_SEV_PAUSED,	 /* the sandbox was paused (by a request or idleness) */
+	AL_SEV_RESUMED,	 /* ... and resumed */
+	AL_SEV_LIMIT,	 /* a live sandbox's run ended by the limit REASON */
+	AL_SEV_N
 };
 
 /* A decoded frame: fields point into the buffer decoded (which must

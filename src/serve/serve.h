@@ -42,6 +42,7 @@ struct al_errors;
 struct al_serve_config {
 	const char *socket_path;
 	const char *socket_group;  /* NULL: the socket is 0600 */
+	int socket_fd;		   /* > 0: the listening socket systemd passed (listen.c) */
 	const char *listen;	   /* "127.0.0.1:PORT" / "[::1]:PORT", or NULL */
 	const char *token_file;	   /* bearer tokens for listen */
 	const char *operator_file; /* --operator-policy, or NULL: found as the CLI finds it */
@@ -79,6 +80,14 @@ struct al_front_config {
 	uint64_t first_request; /* its request ids start above this (a restarted front) */
 	bool no_landlock;
 };
+
+/* Socket activation (sd_listen_fds(3), without libsystemd): when
+ * LISTEN_PID is this process and LISTEN_FDS is 1, checks that fd 3 is a
+ * listening Unix stream socket bound to a path (socket_path, when set),
+ * sets socket_fd (and socket_path, when unset) and returns the fd; 0 when
+ * systemd passed nothing; -errno with err set. Removes the LISTEN_*
+ * variables from the environment in every case. */
+int al_serve_socket_activation(struct al_serve_config *cfg, struct al_error *err);
 
 /* Serve until SIGTERM or SIGINT: 0, or -errno with err set when the
  * daemon could not start or its front failed. */

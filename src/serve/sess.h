@@ -20,6 +20,11 @@
 #define AL_SESS_AUDIT_MAX (4u << 20)
 /* Ended execs kept for listing and reconnecting. */
 #define AL_SESS_ENDED_MAX 64
+/* Execs at once in a sandbox whose create names no max_execs (a warm
+ * pool's sandboxes are made with this: another count is made cold). */
+#define AL_SESS_MAX_EXECS 8
+
+struct spool;
 
 enum sx_mode {
 	SX_WAIT,       /* one answer at the end */
@@ -55,6 +60,8 @@ struct sx {
 	struct sess_subs subs;
 	json_t *result; /* once ended */
 	int64_t started_ms;
+	uint64_t t0_us; /* its request came (monotonic), for the latency */
+	bool tty;	/* a terminal of its own: one output stream, resizable */
 };
 
 struct sess {
@@ -76,12 +83,24 @@ struct sess {
 	uint64_t idle_ms, max_lifetime_ms;
 	unsigned max_execs;
 	bool ended;
+	/* Paused (al_run_pause) by a request, or by idleness (idle_action
+	 * "pause": the next exec or file operation resumes it). The times
+	 * above are on the session's clock (sess_now), which stops while it
+	 * is paused, as the run's do. */
+	bool idle_pause;    /* idle_action "pause" */
+	bool lifetime_over; /* ended because its lifetime ran out */
+	bool paused, paused_idle;
+	int64_t paused_at, paused_total_ms; /* monotonic */
 	/* Who asked (the monitor's word), and the daemon's own paths: the
 	 * request layer holds the task to both (cfg.identity, never_paths). */
 	struct al_identity who;
 	char token[64];
 	gid_t gids[AL_SERVE_GIDS_MAX];
 	char **never;
+	/* A warm pool's sandbox (spool.c): its own plan, kept as long as its
+	 * run; pooled once claimed (the create's answer says so). */
+	struct spool *pool;
+	bool pooled;
 };
 
 /* Answers to the front's request req (through the monitor). */
@@ -90,6 +109,11 @@ void sess_answer_raw(struct sess *s, uint64_t req, unsigned status, const char *
 		     const void *body, size_t len);
 void sess_error(struct sess *s, uint64_t req, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The longest number of seconds the API takes anywhere (a year). */
+#define AL_SERVE_SECONDS_MAX 31536000
+/* v a JSON number of seconds, finite, above 0 and at most
+ * AL_SERVE_SECONDS_MAX: true with *ms set (at least 1). */
+bool sess_seconds(json_t *v, uint64_t *ms);
 /* A streamed answer: its head, then chunks (end: the last). */
 void sess_stream_head(struct sess *s, uint64_t req, const char *ctype);
 void sess_chunk(struct sess *s, uint64_t req, const void *p, size_t len, bool end);
@@ -99,6 +123,43 @@ void sess_subs_add(struct sess_subs *u, uint64_t req);
 bool sess_subs_del(struct sess_subs *u, uint64_t req);
 /* One JSON line (o taken) to the log and every follower. */
 void sess_publish(struct sess *s, struct sess_log *l, struct sess_subs *u, json_t *o);
+
+/* session.c, for spool.c: a create's request to its final plan (400,
+ * 403, 500 answered: < 0); its 201; the run's audit sink; who asked. */
+int sess_create_request(struct sess *s, uint64_t id, json_t *req, const char *operator_file,
+			const char *operator_env, uint64_t *lifetime);
+void sess_created(struct sess *s, uint64_t id, uint64_t lifetime);
+struct al_audit *sess_audit_open(struct sess *s);
+int sess_who_from(struct sess *s, const struct al_msg *in);
+
+/* spool.c: a warm pool's sandbox made from the first message (in: its
+ * task request, the profile's), held until a create fits it. 0 once
+ * claimed (s->run serves that create's sandbox), < 0 when it ended. */
+int sess_pool_main(struct sess *s, uint64_t id, const struct al_msg *in, const char *operator_env);
+void sess_pool_free(struct sess *s);
+
+/* Something the daemon's metrics count, to the monitor (n: an exec's
+ * microseconds from request to end, or a number of denials). */
+void sess_event(struct sess *s, enum al_sess_event ev, const char *name, uint64_t n);
+
+/* sclock.c: the sandbox's clocks (lifetime, idle timeout) and pausing. */
+/* The session's clock: monotonic ms less the time spent paused. */
+int64_t sess_now(const struct sess *s);
+/* The sandbox as GET /v1/sandboxes/{id} shows it. */
+json_t *sess_info(struct sess *s);
+/* POST timeout: a new lifetime from now. */
+void sess_extend(struct sess *s, uint64_t req, const uint8_t *body, size_t len);
+/* POST pause, POST resume. */
+void sess_pause_op(struct sess *s, uint64_t req, bool pause);
+/* Before a request that acts in the sandbox (an exec, a file operation,
+ * an exec's stdin, signal or resize): false with 409 answered when a
+ * request paused it; one paused by idleness is resumed first. It counts
+ * as activity for the idle timeout. */
+bool sess_act(struct sess *s, uint64_t req);
+/* The lifetime and the idle timeout checked (an idle sandbox paused when
+ * so asked): true when the sandbox is to end now; else *wake is set to the
+ * ms until the next check is due (at most 1000). */
+bool sess_clocks(struct sess *s, int *wake);
 
 /* sexec.c */
 /* argv, or code + language, taken out of o into *argv; stdin into *in. */

@@ -11,6 +11,7 @@
 #include "serve/sess.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 #include "core/cleanup.h"
 #include "core/sys.h"
 #include "core/util.h"
+#include "serve/internal.h"
 #include "serve/serve.h"
 
 /* --- answers ---------------------------------------------------------- */
@@ -53,21 +55,30 @@ void sess_answer_raw(struct sess *s, uint64_t req, unsigned status, const char *
 
 void sess_answer(struct sess *s, uint64_t req, unsigned status, json_t *body)
 {
-	char *t = json_dumps(body, JSON_COMPACT);
+	/* body is NULL when it could not be packed (text that is not UTF-8):
+	 * a 500 with a fixed message, and the session goes on. */
+	static const char failed[] = "{\"error\":\"the answer could not be encoded\"}";
+	char *t = body ? json_dumps(body, JSON_COMPACT) : NULL;
 
-	sess_answer_raw(s, req, status, "application/json", t, strlen(t));
+	if (t)
+		sess_answer_raw(s, req, status, "application/json", t, strlen(t));
+	else
+		sess_answer_raw(s, req, 500, "application/json", failed, sizeof(failed) - 1);
 	free(t);
 	json_decref(body);
 }
 
 void sess_error(struct sess *s, uint64_t req, unsigned status, const char *fmt, ...)
 {
-	char msg[768];
+	char raw[768], msg[768];
 	va_list ap;
 
+	/* The message may name the client's path, whose bytes need not be
+	 * UTF-8: see al_utf8_escape(). */
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	al_utf8_escape(msg, sizeof(msg), raw);
 	sess_answer(s, req, status, json_pack("{s:s}", "error", msg));
 }
 
@@ -94,21 +105,26 @@ void sess_chunk(struct sess *s, uint64_t req, const void *p, size_t len, bool en
 	send_frame(s, &o);
 }
 
-/* --- the audit stream --------------------------------------------------- */
-
-/* A denial, as the exec streams report it: a refused connection or name,
- * a cut connection, a denied syscall, a secret misused. */
-static bool is_denial(const char *event, json_t *fields)
+void sess_event(struct sess *s, enum al_sess_event ev, const char *name, uint64_t n)
 {
-	const char *d = json_string_value(json_object_get(fields, "decision"));
+	struct al_msg_out o;
 
-	if (strcmp(event, "syscall.denied") == 0 || strcmp(event, "secret.misuse") == 0)
-		return true;
-	return d && (strcmp(d, "deny") == 0 || strcmp(d, "cut") == 0);
+	al_msg_begin(&o, AL_MSG_SESSION_EVENT, 0);
+	al_msg_put_u32(&o, AL_TAG_EVENT, ev);
+	if (name)
+		al_msg_put_str(&o, AL_TAG_REASON, name);
+	if (ev == AL_SEV_EXEC)
+		al_msg_put_u64(&o, AL_TAG_US, n);
+	if (ev == AL_SEV_DENIAL)
+		al_msg_put_u64(&o, AL_TAG_DENIALS, n);
+	send_frame(s, &o);
 }
 
+/* --- the audit stream --------------------------------------------------- */
+
 /* The run's audit sink: every event a line in the bounded buffer the
- * audit endpoint serves, and its followers'; denials also to the execs. */
+ * audit endpoint serves, and its followers'; denials (metrics.c says
+ * which events are) also to the execs and, by kind, to the metrics. */
 static void on_audit(void *data, const char *event, json_t *fields)
 {
 	struct sess *s = data;
@@ -121,10 +137,19 @@ static void on_audit(void *data, const char *event, json_t *fields)
 	json_object_set_new(o, "event", json_string(event));
 	if (fields)
 		json_object_update(o, fields);
-	if (fields && is_denial(event, fields))
+	int kind = fields ? al_denial_kind_of(event, fields) : -1;
+	if (kind >= 0) {
 		sess_exec_denial(s, o);
+		sess_event(s, AL_SEV_DENIAL, al_denial_kind_name(kind), 1);
+	}
 	sess_publish(s, &s->audit, &s->audit_subs, o);
 	json_decref(fields);
+}
+
+struct al_audit *sess_audit_open(struct sess *s)
+{
+	s->audit.max = AL_SESS_AUDIT_MAX;
+	return s->audit_stream = al_audit_sink(on_audit, s);
 }
 
 static void audit_get(struct sess *s, uint64_t req, const char *query)
@@ -149,6 +174,19 @@ static json_t *errors_json(const char *what, const struct al_errors *errs)
 	return json_pack("{s:s, s:o}", "error", errs->n ? errs->v[0].text : what, "errors", a);
 }
 
+bool sess_seconds(json_t *v, uint64_t *ms)
+{
+	double d = json_is_number(v) ? json_number_value(v) : -1;
+
+	/* Checked before any cast: a double past the target's range makes the
+	 * cast undefined (0 or INT64_MIN on x86-64). Under a millisecond is
+	 * one, never 0 (which means "none"). */
+	if (!isfinite(d) || d <= 0 || d > AL_SERVE_SECONDS_MAX)
+		return false;
+	*ms = d * 1000.0 < 1.0 ? 1 : (uint64_t)(d * 1000.0);
+	return true;
+}
+
 /* A number of seconds (integer or fraction) in field name of o, as ms. */
 static int seconds_field(json_t *o, const char *name, uint64_t *ms, struct al_errors *errs)
 {
@@ -156,12 +194,12 @@ static int seconds_field(json_t *o, const char *name, uint64_t *ms, struct al_er
 
 	if (!v)
 		return 0;
-	if (!json_is_number(v) || json_number_value(v) <= 0 || json_number_value(v) > 31536000) {
+	if (!sess_seconds(v, ms)) {
 		al_errors_add(errs, EINVAL, "request", name,
-			      "must be a number of seconds, above 0 and at most a year");
+			      "must be a number of seconds, above 0 and at most a year (%d)",
+			      AL_SERVE_SECONDS_MAX);
 		return -EINVAL;
 	}
-	*ms = (uint64_t)(json_number_value(v) * 1000.0);
 	json_object_del(o, name);
 	return 0;
 }
@@ -207,10 +245,8 @@ static int take_sandbox_fields(struct sess *s, json_t *req, uint64_t *lifetime,
 					     strcmp(json_string_value(act), "pause") != 0)))
 		al_errors_add(errs, EINVAL, "request", "idle_action",
 			      "must be \"kill\" or \"pause\"");
-	else if (act && strcmp(json_string_value(act), "pause") == 0)
-		al_errors_add(
-		    errs, EOPNOTSUPP, "request", "idle_action",
-		    "\"pause\": pausing a sandbox is not in this build yet; use \"kill\"");
+	else if (act)
+		s->idle_pause = strcmp(json_string_value(act), "pause") == 0;
 	if (mx &&
 	    (!json_is_integer(mx) || json_integer_value(mx) < 1 || json_integer_value(mx) > 64))
 		al_errors_add(errs, EINVAL, "request", "max_execs", "must be an integer, 1 to 64");
@@ -398,8 +434,16 @@ static int oneshot(struct sess *s, uint64_t id, json_t *req, const char *operato
 	sess_put_output(o, "stderr", out.buf[1], out.len[1], out.cut[1]);
 	if (err.msg[0])
 		json_object_set_new(o, "error", json_string(err.msg));
-	uint64_t nd =
-	    res->denied.n_hosts + res->denied.n_names + res->denied.n_misuse + res->syscalls_denied;
+	/* What it was refused, by kind, to the metrics (before its answer:
+	 * the monitor forgets the run then). */
+	const uint64_t nd[AL_DENIAL_N] = {[AL_DENIAL_NETWORK] = res->network.denied,
+					  [AL_DENIAL_DNS] = res->network.dns_refused,
+					  [AL_DENIAL_CUT] = res->network.cut,
+					  [AL_DENIAL_SECRET] = res->network.misuse,
+					  [AL_DENIAL_SYSCALL] = res->syscalls_denied};
+	for (int k = 0; k < AL_DENIAL_N; k++)
+		if (nd[k])
+			sess_event(s, AL_SEV_DENIAL, al_denial_kind_name(k), nd[k]);
 	const char *reason = al_reason_name(res->reason);
 	unsigned status = res->reason == AL_END_SETUP_ERROR ? 500 : 200;
 	/* The sandbox is gone before the answer goes. */
@@ -415,7 +459,6 @@ static int oneshot(struct sess *s, uint64_t id, json_t *req, const char *operato
 	al_msg_put_u32(&m, AL_TAG_STATUS, status);
 	al_msg_put_bytes(&m, AL_TAG_BODY, t, strlen(t));
 	al_msg_put_str(&m, AL_TAG_REASON, reason);
-	al_msg_put_u64(&m, AL_TAG_DENIALS, nd);
 	free(t);
 	send_frame(s, &m);
 	return 0;
@@ -423,32 +466,14 @@ static int oneshot(struct sess *s, uint64_t id, json_t *req, const char *operato
 
 /* --- a live sandbox -------------------------------------------------------- */
 
-static json_t *info(struct sess *s)
-{
-	int64_t now = (int64_t)al_now_ms();
-	json_t *o = json_pack("{s:s, s:s, s:O, s:s, s:I, s:i}", "id", s->id, "state",
-			      s->ended ? "ended" : "running", "metadata", s->meta, "created",
-			      s->created_ts, "lifetime_left_ms",
-			      (json_int_t)(s->deadline_ms > now ? s->deadline_ms - now : 0),
-			      "execs_running", (int)sess_exec_running(s));
-	json_object_set_new(o, "profile",
-			    s->rq.plan && s->rq.plan->profile ? json_string(s->rq.plan->profile)
-							      : json_null());
-	json_object_set_new(o, "max_lifetime_ms", json_integer((json_int_t)s->max_lifetime_ms));
-	json_object_set_new(o, "idle_timeout_ms", json_integer((json_int_t)s->idle_ms));
-	json_object_set_new(o, "max_execs", json_integer(s->max_execs));
-	return o;
-}
-
-static int create(struct sess *s, uint64_t id, json_t *req, const char *operator_file,
-		  const char *operator_env)
+int sess_create_request(struct sess *s, uint64_t id, json_t *req, const char *operator_file,
+			const char *operator_env, uint64_t *lifetime)
 {
 	_cleanup_(al_errors_clear) struct al_errors errs = {0};
-	struct al_error err = {0};
-	uint64_t lifetime = 0;
 
-	s->max_execs = 8;
-	if (take_sandbox_fields(s, req, &lifetime, &errs) == 0)
+	*lifetime = 0;
+	s->max_execs = AL_SESS_MAX_EXECS;
+	if (take_sandbox_fields(s, req, lifetime, &errs) == 0)
 		load_policy(req, &s->policy, &errs);
 	if (al_errors_count(&errs)) {
 		sess_answer(s, id, 400, errors_json("bad request", &errs));
@@ -461,13 +486,44 @@ static int create(struct sess *s, uint64_t id, json_t *req, const char *operator
 	/* The run's deadline is the sandbox's longest lifetime: what its
 	 * tokens and interception CA are bounded by; the lifetime asked
 	 * for (and extended) ends it sooner. */
-	if (s->max_lifetime_ms || lifetime)
-		s->policy->timeout_ms = s->max_lifetime_ms ? s->max_lifetime_ms : lifetime;
+	if (s->max_lifetime_ms || *lifetime)
+		s->policy->timeout_ms = s->max_lifetime_ms ? s->max_lifetime_ms : *lifetime;
 	if (build(s, id, operator_file, operator_env, AL_PLAN_COMMAND_OPTIONAL) < 0)
 		return -EINVAL;
 	s->max_lifetime_ms = s->rq.plan->timeout_ms;
-	s->audit.max = AL_SESS_AUDIT_MAX;
-	struct al_audit *audit = s->audit_stream = al_audit_sink(on_audit, s);
+	return 0;
+}
+
+void sess_created(struct sess *s, uint64_t id, uint64_t lifetime)
+{
+	s->created_ms = s->last_active_ms = sess_now(s);
+	al_audit_timestamp(s->created_ts, sizeof(s->created_ts));
+	s->deadline_ms = s->created_ms + (int64_t)(lifetime ? lifetime : s->max_lifetime_ms);
+	char *meta = json_dumps(s->meta, JSON_COMPACT);
+	json_t *o = sess_info(s);
+	char *body = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	struct al_msg_out m;
+	al_msg_begin(&m, AL_MSG_SESSION_DONE, id);
+	al_msg_put_u32(&m, AL_TAG_STATUS, 201);
+	al_msg_put_str(&m, AL_TAG_CTYPE, "application/json");
+	al_msg_put_bytes(&m, AL_TAG_BODY, body, strlen(body));
+	al_msg_put_bytes(&m, AL_TAG_META, meta, strlen(meta));
+	free(body);
+	free(meta);
+	send_frame(s, &m);
+}
+
+/* A cold create: the request's plan, its own sandbox made for it. */
+static int create(struct sess *s, uint64_t id, json_t *req, const char *operator_file,
+		  const char *operator_env)
+{
+	struct al_error err = {0};
+	uint64_t lifetime = 0;
+
+	if (sess_create_request(s, id, req, operator_file, operator_env, &lifetime) < 0)
+		return -EINVAL;
+	struct al_audit *audit = sess_audit_open(s);
 	static const struct al_supervisor_io io = {
 	    .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1};
 	struct al_run_request rq = {.plan = s->rq.plan,
@@ -478,7 +534,6 @@ static int create(struct sess *s, uint64_t id, json_t *req, const char *operator
 				    .result_dirfd = -1,
 				    .session = true,
 				    .max_execs = s->max_execs};
-	s->created_ms = (int64_t)al_now_ms();
 	if (al_run_start(&rq, &io, &s->run, &err) < 0) {
 		sess_error(s, id, 500, "the sandbox could not start: %s", err.msg);
 		return -EIO;
@@ -493,48 +548,8 @@ static int create(struct sess *s, uint64_t id, json_t *req, const char *operator
 			   al_reason_name(res->reason));
 		return -EIO;
 	}
-	s->created_ms = s->last_active_ms = (int64_t)al_now_ms();
-	al_audit_timestamp(s->created_ts, sizeof(s->created_ts));
-	s->deadline_ms = s->created_ms + (int64_t)(lifetime ? lifetime : s->max_lifetime_ms);
-	char *meta = json_dumps(s->meta, JSON_COMPACT);
-	json_t *o = info(s);
-	char *body = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	struct al_msg_out m;
-	al_msg_begin(&m, AL_MSG_SESSION_DONE, id);
-	al_msg_put_u32(&m, AL_TAG_STATUS, 201);
-	al_msg_put_str(&m, AL_TAG_CTYPE, "application/json");
-	al_msg_put_bytes(&m, AL_TAG_BODY, body, strlen(body));
-	al_msg_put_bytes(&m, AL_TAG_META, meta, strlen(meta));
-	free(body);
-	free(meta);
-	send_frame(s, &m);
+	sess_created(s, id, lifetime);
 	return 0;
-}
-
-static void extend(struct sess *s, uint64_t req, const uint8_t *body, size_t len)
-{
-	json_error_t je;
-	json_t *o = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
-	json_t *v = json_object_get(o, "timeout");
-	int64_t now = (int64_t)al_now_ms();
-
-	if (!o || !json_is_number(v) || json_number_value(v) <= 0)
-		sess_error(s, req, 400,
-			   "the body must be {\"timeout\": SECONDS}, a number above 0: the "
-			   "sandbox's lifetime from now");
-	else if ((uint64_t)(json_number_value(v) * 1000.0) + (uint64_t)(now - s->created_ms) >
-		 s->max_lifetime_ms)
-		sess_error(s, req, 400,
-			   "timeout: %g s from now is past the sandbox's max_lifetime (%llu s "
-			   "after it was created, %lld s from now)",
-			   json_number_value(v), (unsigned long long)(s->max_lifetime_ms / 1000),
-			   (long long)((s->created_ms + (int64_t)s->max_lifetime_ms - now) / 1000));
-	else {
-		s->deadline_ms = now + (int64_t)(json_number_value(v) * 1000.0);
-		sess_answer(s, req, 200, info(s));
-	}
-	json_decref(o);
 }
 
 /* Everything of the sandbox ended and removed; then the answer. */
@@ -542,7 +557,15 @@ static void end_run(struct sess *s)
 {
 	if (s->run) {
 		al_run_kill(s->run);
-		al_run_wait(s->run, NULL);
+		const struct al_run_result *res = al_run_wait(s->run, NULL);
+		/* A limit hit, counted once: one that ended by a limit of its
+		 * own (its max_lifetime, pids, budget, ...), or killed here as
+		 * its lifetime ran out (not for a DELETE or an idle timeout). */
+		const char *limit = res ? al_reason_name(res->reason) : NULL;
+		if (al_metrics_limit_index(limit) < 0)
+			limit = s->lifetime_over ? "timeout" : NULL;
+		if (limit)
+			sess_event(s, AL_SEV_LIMIT, limit, 0);
 		sess_exec_finish(s);
 		al_run_free(s->run);
 		s->run = NULL;
@@ -572,29 +595,33 @@ static void dispatch(struct sess *s, const struct al_msg *in)
 	bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST"),
 	     del = !strcmp(method, "DELETE");
 	if (!*rest && get)
-		return sess_answer(s, req, 200, info(s));
+		return sess_answer(s, req, 200, sess_info(s));
 	if (!*rest && del) {
 		end_run(s);
 		return sess_answer(s, req, 200, json_pack("{s:s, s:b}", "id", s->id, "deleted", 1));
 	}
 	if (!strcmp(rest, "timeout") && post)
-		return extend(s, req, body, len);
-	if (!strcmp(rest, "exec") && post) {
-		s->last_active_ms = (int64_t)al_now_ms();
-		return sess_exec_start(s, req, body, len);
-	}
+		return sess_extend(s, req, body, len);
+	if (!strcmp(rest, "pause") && post)
+		return sess_pause_op(s, req, true);
+	if (!strcmp(rest, "resume") && post)
+		return sess_pause_op(s, req, false);
+	/* What acts in the sandbox: refused while a request paused it, and
+	 * resumes one paused while idle (reading what it did does not). */
+	if (!strcmp(rest, "exec") && post)
+		return sess_act(s, req) ? sess_exec_start(s, req, body, len) : (void)0;
 	if (!strcmp(rest, "execs") && get)
 		return sess_exec_list(s, req);
-	if (!strncmp(rest, "execs/", 6))
+	if (!strncmp(rest, "execs/", 6) && (get || sess_act(s, req)))
 		return sess_exec_op(s, req, method, rest + 6, query, body, len);
-	if (!strncmp(rest, "files/", 6) || !strcmp(rest, "files")) {
-		s->last_active_ms = (int64_t)al_now_ms();
-		return sess_files(s, req, method, rest[5] ? rest + 6 : "", query, body, len);
-	}
+	if (!strncmp(rest, "execs/", 6))
+		return;
+	if (!strncmp(rest, "files/", 6) || !strcmp(rest, "files"))
+		return sess_act(s, req)
+			   ? sess_files(s, req, method, rest[5] ? rest + 6 : "", query, body, len)
+			   : (void)0;
 	if (!strcmp(rest, "audit") && get)
 		return audit_get(s, req, query);
-	if ((!strcmp(rest, "pause") || !strcmp(rest, "resume")) && post)
-		return sess_error(s, req, 501, "pausing a sandbox is not in this build yet");
 	sess_error(s, req, 404, "no route for %s /v1/sandboxes/%s/%s", method, s->id, rest);
 }
 
@@ -613,25 +640,15 @@ static void on_msg(struct sess *s, const struct al_msg *in)
 static void serve(struct sess *s)
 {
 	for (;;) {
-		int64_t now = (int64_t)al_now_ms();
-		if (s->run &&
-		    (now >= s->deadline_ms || (s->idle_ms && sess_exec_running(s) == 0 &&
-					       now - s->last_active_ms >= (int64_t)s->idle_ms)))
+		int wake = 1000;
+		if (s->run && sess_clocks(s, &wake))
 			end_run(s);
 		if (s->ended && !al_chan_pending(&s->ch))
 			return;
-		int64_t wake = s->deadline_ms - now;
-		if (s->idle_ms && sess_exec_running(s) == 0 &&
-		    s->last_active_ms + (int64_t)s->idle_ms - now < wake)
-			wake = s->last_active_ms + (int64_t)s->idle_ms - now;
-		if (wake > 1000 || s->ended)
-			wake = 1000;
-		if (wake < 0)
-			wake = 0;
 		struct pollfd pf[2] = {
 		    {.fd = s->ch.fd, .events = POLLIN | (al_chan_pending(&s->ch) ? POLLOUT : 0)},
 		    {.fd = s->run ? al_loop_fd(al_run_loop(s->run)) : -1, .events = POLLIN}};
-		if (poll(pf, 2, (int)wake) < 0 && errno != EINTR)
+		if (poll(pf, 2, s->ended ? 1000 : wake) < 0 && errno != EINTR)
 			return;
 		if (s->run && al_run_step(s->run, 0)) {
 			/* It ended on its own (its run's timeout, a failure). */
@@ -661,7 +678,7 @@ static void serve(struct sess *s)
 
 /* Who asked, as the monitor says: "uid:N" with its gids, or
  * "token:NAME"; and the daemon's own paths. */
-static int who_from(struct sess *s, const struct al_msg *in)
+int sess_who_from(struct sess *s, const struct al_msg *in)
 {
 	_cleanup_free_ char *id = al_msg_strdup(in, AL_TAG_IDENTITY);
 	size_t len = 0, nl = 0;
@@ -716,7 +733,7 @@ int al_session_main(int fd, const char *operator_env)
 	_cleanup_free_ char *operator_file = al_msg_strdup(&in, AL_TAG_OPERATOR);
 	_cleanup_free_ char *sid = al_msg_strdup(&in, AL_TAG_SESSION_ID);
 	snprintf(s.id, sizeof(s.id), "%s", sid);
-	if (who_from(&s, &in) < 0)
+	if (op != AL_OP_POOL && sess_who_from(&s, &in) < 0)
 		return 125;
 	json_error_t je;
 	json_t *req = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
@@ -724,7 +741,8 @@ int al_session_main(int fd, const char *operator_env)
 		sess_error(&s, id, 400, "the body must be a JSON object");
 	else if (op == AL_OP_RUN)
 		oneshot(&s, id, req, operator_file, operator_env);
-	else if (create(&s, id, req, operator_file, operator_env) == 0) {
+	else if ((op == AL_OP_POOL ? sess_pool_main(&s, id, &in, operator_env)
+				   : create(&s, id, req, operator_file, operator_env)) == 0) {
 		fcntl(fd, F_SETFL, O_NONBLOCK);
 		serve(&s);
 		fcntl(fd, F_SETFL, 0);
@@ -736,6 +754,7 @@ int al_session_main(int fd, const char *operator_env)
 		poll(&pf, 1, 1000);
 	}
 	end_run(&s);
+	sess_pool_free(&s); /* the pool's plan, once its run is gone */
 	sess_exec_free(&s);
 	al_audit_close(s.audit_stream);
 	al_request_clear(&s.rq);

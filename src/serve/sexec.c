@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/cleanup.h"
 #include "core/sys.h"
@@ -90,6 +91,14 @@ int sess_take_command(json_t *o, char ***argv, char **in, struct al_errors *errs
 	return al_errors_count(errs) ? -EINVAL : 0;
 }
 
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 static struct sx *find(struct sess *s, const char *id)
 {
 	for (size_t i = 0; i < s->n_x; i++)
@@ -163,7 +172,8 @@ static void on_ended(void *data, const struct al_exec_result *res)
 
 	x->x = NULL;
 	x->result = al_exec_result_json(res);
-	s->last_active_ms = (int64_t)al_now_ms();
+	s->last_active_ms = sess_now(s);
+	sess_event(s, AL_SEV_EXEC, al_exec_reason_name(res->reason), now_us() - x->t0_us);
 	if (x->mode == SX_WAIT) {
 		json_t *o = json_deep_copy(x->result);
 		sess_put_output(o, "stdout", x->out[0], x->len[0], x->cut[0]);
@@ -191,11 +201,47 @@ static int size_field(json_t *o, const char *name, uint64_t *ret, struct al_erro
 	if (!v)
 		return 0;
 	if ((json_is_integer(v) && json_integer_value(v) > 0 &&
+	     (uint64_t)json_integer_value(v) <= AL_SIZE_MAX &&
 	     (*ret = (uint64_t)json_integer_value(v))) ||
 	    (json_is_string(v) && al_parse_size(json_string_value(v), ret) == 0 && *ret))
 		return 0;
-	al_errors_add(errs, EINVAL, "exec", name, "must be a size above 0 (bytes, or \"64M\")");
+	al_errors_add(errs, EINVAL, "exec", name,
+		      "must be a size above 0 and at most 4 EiB (bytes, or \"64M\")");
 	return -EINVAL;
+}
+
+/* A terminal's rows or cols: 1 to 1000 (absent: *ret unchanged). */
+static void dim_field(json_t *o, const char *where, const char *name, unsigned short *ret,
+		      struct al_errors *errs)
+{
+	json_t *v = json_object_get(o, name);
+
+	if (!v)
+		return;
+	if (json_is_integer(v) && json_integer_value(v) >= 1 && json_integer_value(v) <= 1000)
+		*ret = (unsigned short)json_integer_value(v);
+	else
+		al_errors_add(errs, EINVAL, where, name, "must be an integer, 1 to 1000");
+}
+
+/* tty, rows, cols, ttyfilter into xr. */
+static void tty_fields(json_t *o, struct al_exec_request *xr, struct al_errors *errs)
+{
+	json_t *t = json_object_get(o, "tty"), *f = json_object_get(o, "ttyfilter");
+
+	if (t && !json_is_boolean(t))
+		al_errors_add(errs, EINVAL, "exec", "tty", "must be true or false");
+	if (f && !json_is_boolean(f))
+		al_errors_add(errs, EINVAL, "exec", "ttyfilter", "must be true or false");
+	xr->tty = json_is_true(t);
+	/* Re-encoded unless the request says not: the run layer's flag is
+	 * off when zeroed. */
+	xr->ttyfilter = xr->tty && !json_is_false(f);
+	dim_field(o, "exec", "rows", &xr->rows, errs);
+	dim_field(o, "exec", "cols", &xr->cols, errs);
+	if (!xr->tty && (f || json_object_get(o, "rows") || json_object_get(o, "cols")))
+		al_errors_add(errs, EINVAL, "exec", f ? "ttyfilter" : "rows",
+			      "only goes with \"tty\": true");
 }
 
 void sess_exec_start(struct sess *s, uint64_t req, const uint8_t *body, size_t len)
@@ -241,19 +287,27 @@ void sess_exec_start(struct sess *s, uint64_t req, const uint8_t *body, size_t l
 	    (!json_is_string(v) || json_string_value(v)[0] != '/'))
 		al_errors_add(&errs, EINVAL, "exec", "cwd", "must be an absolute path");
 	if ((v = json_object_get(o, "timeout"))) {
-		if (!json_is_number(v) || json_number_value(v) <= 0)
+		uint64_t ms;
+		if (!sess_seconds(v, &ms))
 			al_errors_add(&errs, EINVAL, "exec", "timeout",
-				      "must be a number of seconds above 0");
+				      "must be a number of seconds above 0 and at most %d (a year)",
+				      AL_SERVE_SECONDS_MAX);
 		else
-			xr.timeout_ms = (int64_t)(json_number_value(v) * 1000.0);
+			xr.timeout_ms = (int64_t)ms;
 	}
 	size_field(o, "memory", &xr.memory_bytes, &errs);
 	size_field(o, "output", &xr.output_bytes, &errs);
-	json_object_foreach(o, k, v) if (strcmp(k, "wait") && strcmp(k, "background") &&
-					 strcmp(k, "env") && strcmp(k, "cwd") &&
-					 strcmp(k, "timeout") && strcmp(k, "memory") &&
-					 strcmp(k, "output"))
+	tty_fields(o, &xr, &errs);
+	static const char *const known[] = {"wait",	 "background", "env",	 "cwd",
+					    "timeout",	 "memory",     "output", "tty",
+					    "ttyfilter", "rows",       "cols"};
+	json_object_foreach(o, k, v)
 	{
+		size_t i = 0;
+		while (i < AL_ARRAY_SIZE(known) && strcmp(k, known[i]))
+			i++;
+		if (i < AL_ARRAY_SIZE(known))
+			continue;
 		al_errors_add(&errs, EINVAL, "exec", k, "is not a field of an exec request");
 		break;
 	}
@@ -285,6 +339,8 @@ void sess_exec_start(struct sess *s, uint64_t req, const uint8_t *body, size_t l
 	x->log.max = AL_SESS_LOG_MAX;
 	x->argv = argv_copy ? argv_copy : json_pack("[s]", argv[0]);
 	x->started_ms = (int64_t)al_now_ms();
+	x->t0_us = now_us();
+	x->tty = xr.tty;
 	xr.argv = argv;
 	xr.env = env;
 	xr.cwd = json_string_value(json_object_get(o, "cwd"));
@@ -298,7 +354,8 @@ void sess_exec_start(struct sess *s, uint64_t req, const uint8_t *body, size_t l
 					  "%s: this sandbox's max_execs (%u) are running; retry "
 					  "when one ended",
 					  err.msg, s->max_execs);
-		return sess_error(s, req, r == -EOPNOTSUPP ? 400 : 500, "%s", err.msg);
+		return sess_error(s, req, r == -EOPNOTSUPP || r == -EINVAL ? 400 : 500, "%s",
+				  err.msg);
 	}
 	snprintf(x->id, sizeof(x->id), "%s", al_exec_id(x->x));
 	s->x = xrealloc(s->x, (s->n_x + 1) * sizeof(*s->x));
@@ -323,6 +380,7 @@ static json_t *summary(const struct sx *x)
 	    json_pack("{s:s, s:s, s:O, s:I}", "exec_id", x->id, "state", x->x ? "running" : "ended",
 		      "argv", x->argv, "started_ms", (json_int_t)x->started_ms);
 	json_object_set_new(o, "background", json_boolean(x->mode == SX_BACKGROUND));
+	json_object_set_new(o, "tty", json_boolean(x->tty));
 	if (x->result)
 		json_object_set(o, "result", x->result);
 	return o;
@@ -352,6 +410,33 @@ static int signal_number(json_t *v)
 		if (!strcmp(json_string_value(v), names[i].name))
 			return names[i].sig;
 	return -1;
+}
+
+/* POST execs/EID/resize {"rows", "cols"}: its terminal's new size (its
+ * process group gets SIGWINCH). */
+static void resize(struct sess *s, uint64_t req, struct sx *x, const uint8_t *body, size_t len)
+{
+	_cleanup_(al_errors_clear) struct al_errors errs = {0};
+	json_error_t je;
+	json_t *o = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
+	unsigned short rows = 0, cols = 0;
+
+	dim_field(o, "resize", "rows", &rows, &errs);
+	dim_field(o, "resize", "cols", &cols, &errs);
+	json_decref(o);
+	if (!rows || !cols || errs.n)
+		return sess_error(s, req, 400,
+				  "the body must be {\"rows\": N, \"cols\": N}, integers 1 to "
+				  "1000%s%s",
+				  errs.n ? ": " : "", errs.n ? errs.v[0].text : "");
+	if (!x->tty)
+		return sess_error(s, req, 409,
+				  "exec %s has no terminal (start it with \"tty\": true)", x->id);
+	if (!x->x)
+		return sess_error(s, req, 409, "exec %s has ended", x->id);
+	al_exec_resize(x->x, rows, cols);
+	sess_answer(s, req, 200,
+		    json_pack("{s:s, s:i, s:i}", "exec_id", x->id, "rows", rows, "cols", cols));
 }
 
 void sess_exec_op(struct sess *s, uint64_t req, const char *method, const char *rest,
@@ -402,6 +487,8 @@ void sess_exec_op(struct sess *s, uint64_t req, const char *method, const char *
 		    s, req, 200,
 		    json_pack("{s:s, s:I}", "exec_id", x->id, "written", (json_int_t)len));
 	}
+	if (!strcmp(op, "resize") && !strcmp(method, "POST"))
+		return resize(s, req, x, body, len);
 	if (!strcmp(op, "signal") && !strcmp(method, "POST")) {
 		json_error_t je;
 		json_t *o = json_loadb((const char *)body, len, 0, &je);

@@ -9,6 +9,7 @@
 #include "core/loop.h"
 #include "gateway/process.h"
 #include "supervisor/meter.h"
+#include "supervisor/relay.h"
 #include "supervisor/supervisor.h"
 #include "supervisor/ttyfilter.h"
 
@@ -61,22 +62,20 @@ struct al_supervisor {
 	bool release_waits;   /* ready, but the gateway has not reported its start yet */
 	bool finishing;	      /* al_supervisor_finish runs: nothing more is released */
 	bool warned_blocking; /* an output fd could not be made non-blocking: said once */
-	/* the command's stdio: our ends */
+	/* the command's stdio: our ends as the backend handed them over, until
+	 * the relay takes them (al_sup_stdio_start, al_sup_stdio_terminal) */
 	int stdin_wr, stdout_rd, stderr_rd;
-	struct al_watch *w_src[2];	       /* stdout_rd, stderr_rd */
-	struct al_watch *w_stdin, *w_stdin_wr; /* io.stdin_fd, stdin_wr */
-	struct out out[2];		       /* where stdout and stderr go */
-	bool stdin_poll;    /* stdin is pollable; else copied when the pipe is writable */
-	char in_buf[65536]; /* stdin read but not yet taken by the sandbox */
-	size_t in_len, in_off;
-	bool in_waiting; /* waiting for room in the sandbox's stdin pipe */
-	bool in_eof;	 /* tty: stdin ended, its ^D is being typed */
-	int tty_fd;	 /* tty: the pty's master (stdout_rd and stdin_wr are dups of it) */
-	int tty_peer;	 /* tty, stdin not a terminal: a slave, until the ^D is typed */
-	/* Our stdout, stderr is a terminal: what the sandbox writes there is
-	 * re-encoded with only what acts on the screen (ttyfilter.h). */
-	bool filtered[2];
-	struct al_tty_filter ttyf[2];
+	struct al_relay relay;	  /* its output read, capped, filtered; its stdin queue */
+	struct al_watch *w_stdin; /* io.stdin_fd */
+	struct out out[2];	  /* where stdout and stderr go */
+	bool stdin_poll;	  /* stdin is pollable; else copied when the pipe has room */
+	bool in_waiting;	  /* what was read waits for room in the sandbox's stdin */
+	bool in_eof;		  /* tty: stdin ended, its ^D is being typed */
+	int tty_fd;   /* tty: the pty's master (the relay reads and writes dups of it) */
+	int tty_peer; /* tty, stdin not a terminal: a slave, until the ^D is typed */
+	/* (the relay's src[i].filtered: our stdout, stderr is a terminal, and
+	 * what the sandbox writes there is re-encoded with only what acts on
+	 * the screen, ttyfilter.h) */
 	struct al_timer *eof_timer; /* looks at what the command has not read yet */
 	bool eof_quiet;		    /* at the last look it had read everything */
 	unsigned eof_lflag;	    /* the pty's c_lflag at the last look */
@@ -102,7 +101,11 @@ struct al_supervisor {
 void al_sup_stop(struct al_supervisor *l);
 
 /* stdio.c */
+#define AL_SUP_STDIN_CHUNK 65536 /* read from our stdin at once, and waiting at most */
+void al_sup_stdio_init(struct al_supervisor *l);
 int al_sup_stdio_start(struct al_supervisor *l, struct al_error *err);
+/* The command's output is all read (or its pipes were never handed over). */
+bool al_sup_stdio_drained(const struct al_supervisor *l);
 /* tty: take over the pty's master fd (closed at the end) and relay it. */
 int al_sup_stdio_terminal(struct al_supervisor *l, int fd, struct al_error *err);
 /* tty: the command is gone; the slave we held to time the ^D goes. */

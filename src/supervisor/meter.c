@@ -172,11 +172,6 @@ void al_meter_cgroup(struct al_meter *m, const struct al_cgroup_stats *st)
 		al_meter_socket_memory(m, st->socket_bytes);
 }
 
-bool al_meter_output(struct al_meter *m, uint64_t bytes)
-{
-	return bytes > m->plan->output_bytes;
-}
-
 static void add_use(struct al_meter_net *n, const struct al_gateway_usage *use)
 {
 	n->requests = al_add_sat(n->requests, use->requests);

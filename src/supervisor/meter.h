@@ -95,5 +95,3 @@ struct al_meter_net al_meter_host_use(const struct al_meter *m, const char *host
  * fed from al_meter_cgroup() with CPU time and memory held. */
 void al_meter_charge(struct al_meter *m, const char *host, uint64_t requests, uint64_t bytes_up);
 
-/* stdout + stderr so far; true when past the output cap. */
-bool al_meter_output(struct al_meter *m, uint64_t bytes);

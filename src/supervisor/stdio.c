@@ -2,7 +2,11 @@
  * blocking and counted against the output cap, and our stdin copied into
  * its pipe. With a terminal (plan->tty) both go through the pty's master
  * instead: what the command writes there (stdout and stderr alike) is
- * counted as stdout, and our stdin is typed into it. */
+ * counted as stdout, and our stdin is typed into it. What is per command
+ * (reading its output, the cap, the filter, the queue its stdin is
+ * written from) is relay.c's, shared with a session's execs; what is here
+ * is where the output goes (our fds, without blocking) and how our stdin
+ * reaches it (with a terminal, the ^D at its end). */
 #include "supervisor/internal.h"
 
 #include <errno.h>
@@ -22,21 +26,9 @@
 #include "core/sys.h"
 #include "core/util.h"
 
-/* Stop watching *fd and close it. */
-static void unwatch_close(struct al_watch **w, int *fd)
-{
-	al_watch_removep(w);
-	al_closep(fd);
-}
-
-static int *src_fd(struct al_supervisor *l, int which)
-{
-	return which == 0 ? &l->stdout_rd : &l->stderr_rd;
-}
-
 static void src_close(struct al_supervisor *l, int which)
 {
-	unwatch_close(&l->w_src[which], src_fd(l, which));
+	al_relay_out_close(&l->relay, which);
 }
 
 static void peer_close(struct al_supervisor *l);
@@ -137,7 +129,7 @@ static void out_hold(struct al_supervisor *l, int which, bool stop_src, const ch
 	o->pend_off = 0;
 	o->pend_len += len;
 	if (stop_src)
-		al_watch_set(l->w_src[which], 0);
+		al_relay_out_pause(&l->relay, which, true);
 	if (!o->w)
 		o->w = al_loop_add(l->ev, o->fd, EPOLLOUT, on_out_ready, o);
 	if (!o->w || al_watch_set(o->w, EPOLLOUT) < 0)
@@ -165,7 +157,7 @@ static void send_out(struct al_supervisor *l, int which, const char *buf, size_t
 		return;
 	}
 	if ((size_t)n < len)
-		out_hold(l, which, !o->pend_len && *src_fd(l, which) >= 0, buf + n,
+		out_hold(l, which, !o->pend_len && al_relay_out_open(&l->relay, which), buf + n,
 			 len - (size_t)n);
 }
 
@@ -189,8 +181,7 @@ static void out_ready(struct al_supervisor *l, int which)
 	o->pending = NULL;
 	o->pend_off = 0;
 	al_watch_set(o->w, 0);
-	if (*src_fd(l, which) >= 0 && al_watch_set(l->w_src[which], EPOLLIN) < 0)
-		src_close(l, which);
+	al_relay_out_pause(&l->relay, which, false);
 }
 
 /* At the end: what is still held goes out, blocking now. */
@@ -210,14 +201,41 @@ static void out_close(struct out *o)
 		al_closep(&o->fd);
 }
 
-static void cut_output(struct al_supervisor *l, int which)
+/* The relay's callbacks (relay.h). */
+static void on_output(void *data, int which, const char *buf, size_t len)
+{
+	send_out(data, which, buf, len);
+}
+
+/* Past the cap: what fitted went, then the marker, and the run stops. */
+static void on_over(void *data, int which)
 {
 	static const char marker[] = "\n[airlock: output cut at the limit]\n";
+	struct al_supervisor *l = data;
 
+	/* Our side of it is gone (its pipe closed, the command gets EPIPE):
+	 * nothing is cut yet, and the next chunk is weighed again. */
+	if (!al_relay_out_open(&l->relay, which)) {
+		l->relay.over = false;
+		return;
+	}
 	l->result.output_truncated = true;
 	send_out(l, which, marker, sizeof(marker) - 1);
 	al_meter_stop(&l->meter, AL_END_OUTPUT, "output", l->plan->output_bytes,
 		      l->result.stdout_bytes + l->result.stderr_bytes);
+}
+
+/* Our stdin a pipe: a command seen out of line mode while it writes is a
+ * line editor (a REPL at its prompt), which on_eof_check() types no ^D
+ * for in line mode. */
+static void on_chunk(void *data, int which)
+{
+	struct al_supervisor *l = data;
+	struct termios tio;
+
+	if (which == 0 && l->tty_peer >= 0 && !l->eof_raw_seen && tcgetattr(l->tty_fd, &tio) == 0 &&
+	    !(tio.c_lflag & ICANON))
+		l->eof_raw_seen = true;
 }
 
 /* tty: the filter's replies to the command's queries (ttyfilter.h),
@@ -225,20 +243,21 @@ static void cut_output(struct al_supervisor *l, int which)
  * our stdin waits for room (a reply would land inside it), and never in
  * part: a reply that does not fit now is left out, as a terminal's answer
  * to a program that does not read its input would be lost. */
-static void tty_reply(struct al_supervisor *l, struct al_tty_filter *f)
+static void on_replies(void *data, struct al_tty_filter *f)
 {
+	struct al_supervisor *l = data;
 	size_t n = f->n_reply;
 
 	f->n_reply = 0;
 	if (!n || l->tty_fd < 0)
 		return;
-	if (l->in_off < l->in_len) {
+	if (al_relay_in_pending(&l->relay)) {
 		al_debug("left out %zu bytes of replies to the command's terminal queries: "
 			 "its input is full",
 			 n);
 		return;
 	}
-	/* non-blocking: stdin_start() set O_NONBLOCK on the master's one
+	/* non-blocking: the relay set O_NONBLOCK on the master's one
 	 * description */
 	ssize_t w = write(l->tty_fd, f->reply, n);
 	if (w != (ssize_t)n)
@@ -246,67 +265,11 @@ static void tty_reply(struct al_supervisor *l, struct al_tty_filter *f)
 			 w < 0 ? 0 : w, n, w < 0 ? ": " : "", w < 0 ? strerror(errno) : "");
 }
 
-/* Relay one chunk from a sandbox pipe to our stdout (which 0) or stderr
- * (1), counting against the output cap. At EOF, or when our side can no
- * longer be written, the pipe is closed. */
-static void relay_out(struct al_supervisor *l, int which)
-{
-	char buf[65536];
-	uint64_t used = l->result.stdout_bytes + l->result.stderr_bytes;
-	uint64_t *count = which == 0 ? &l->result.stdout_bytes : &l->result.stderr_bytes;
-	ssize_t n = read(*src_fd(l, which), buf, sizeof(buf));
-
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
-	if (n <= 0) {
-		src_close(l, which);
-		return;
-	}
-	if (l->result.output_truncated)
-		return; /* past the cap: drain until the kill lands */
-	size_t keep = (size_t)n;
-	bool over = al_meter_output(&l->meter, used + (uint64_t)n);
-	if (over)
-		keep = (size_t)(l->plan->output_bytes - used);
-	*count += keep;
-	/* Our stdin a pipe: a command seen out of line mode while it writes
-	 * is a line editor (a REPL at its prompt), which on_eof_check() types
-	 * no ^D for in line mode. */
-	if (which == 0 && l->tty_peer >= 0 && !l->eof_raw_seen) {
-		struct termios tio;
-		if (tcgetattr(l->tty_fd, &tio) == 0 && !(tio.c_lflag & ICANON))
-			l->eof_raw_seen = true;
-	}
-	if (keep && (l->filtered[which] || l->ttyf[which].answer)) {
-		char clean[sizeof(buf) + AL_TTY_HELD_MAX];
-		size_t m = al_tty_filter(&l->ttyf[which], buf, keep, clean);
-		/* Under -t to a pipe or a file the bytes pass as they are: the
-		 * filter ran only to find the queries to answer. */
-		if (!l->filtered[which])
-			send_out(l, which, buf, keep);
-		else if (m)
-			send_out(l, which, clean, m);
-		tty_reply(l, &l->ttyf[which]);
-	} else if (keep) {
-		send_out(l, which, buf, keep);
-	}
-	if (over && *src_fd(l, which) >= 0)
-		cut_output(l, which);
-}
-
-static void on_src(struct al_watch *w, uint32_t events, void *data)
-{
-	struct al_supervisor *l = data;
-
-	(void)events;
-	relay_out(l, w == l->w_src[0] ? 0 : 1);
-}
-
 static void stdin_done(struct al_supervisor *l)
 {
 	al_watch_removep(&l->w_stdin);
 	l->stdin_poll = false;
-	unwatch_close(&l->w_stdin_wr, &l->stdin_wr);
+	al_relay_in_drop(&l->relay);
 }
 
 static bool stdin_flush(struct al_supervisor *l);
@@ -343,23 +306,17 @@ static void type_eof_char(struct al_supervisor *l)
 	struct termios t;
 
 	l->eof_typed++;
-	if (l->stdin_wr < 0 || tcgetattr(l->tty_fd, &t) < 0) {
+	if (l->relay.in < 0 || tcgetattr(l->tty_fd, &t) < 0) {
 		peer_close(l);
 		stdin_done(l);
 		return;
 	}
 	l->eof_typed_lflag = t.c_lflag;
 	l->eof_pending = (t.c_lflag & ICANON) && l->tty_peer >= 0;
-	l->in_buf[0] = (char)t.c_cc[VEOF];
-	l->in_off = 0;
-	l->in_len = 1;
-	if (stdin_flush(l)) {
-		if (l->tty_peer < 0)
-			stdin_done(l); /* no more looks: the ^D was the last */
-		return;
-	}
-	if (l->stdin_wr >= 0)
-		al_watch_set(l->w_stdin_wr, EPOLLOUT);
+	char eof = (char)t.c_cc[VEOF];
+	/* (what cannot be written now, the relay writes when there is room) */
+	if (al_relay_in_push(&l->relay, &eof, 1) == 0 && stdin_flush(l) && l->tty_peer < 0)
+		stdin_done(l); /* no more looks: the ^D was the last */
 }
 
 /* Type it and stop looking: what could not look (no slave of our own). */
@@ -443,7 +400,7 @@ static void on_eof_check(struct al_timer *t, uint64_t expirations, void *data)
 		return;
 	if (l->eof_typed >= EOF_TYPES) {
 		peer_close(l);
-		if (l->in_len == 0)
+		if (!al_relay_in_pending(&l->relay))
 			stdin_done(l);
 		return;
 	}
@@ -468,7 +425,7 @@ static void stdin_end(struct al_supervisor *l)
 	l->in_eof = true;
 	al_watch_removep(&l->w_stdin);
 	l->stdin_poll = false;
-	al_watch_set(l->w_stdin_wr, 0);
+	al_relay_in_want_room(&l->relay, false);
 	if (l->tty_peer < 0 || !(l->eof_timer = al_loop_timer(l->ev, on_eof_check, l)) ||
 	    al_timer_arm(l->eof_timer, EOF_CHECK_MS, true) < 0)
 		type_eof(l);
@@ -483,64 +440,63 @@ void al_sup_stdio_exited(struct al_supervisor *l)
 	peer_close(l);
 }
 
-/* Switch between waiting for stdin to be readable and waiting for the
- * sandbox's pipe to have room (when a chunk is left over). A stdin that
- * cannot be polled (a regular file, /dev/null) always waits for room. */
+/* Stop reading our stdin while what was read waits for room in the
+ * sandbox's pipe (or pty), and read it again once it went (the relay
+ * waits for the room). */
 static void stdin_wait_for_room(struct al_supervisor *l, bool room)
 {
 	if (!l->stdin_poll || room == l->in_waiting)
 		return;
 	l->in_waiting = room;
 	al_watch_set(l->w_stdin, room ? 0 : EPOLLIN);
-	al_watch_set(l->w_stdin_wr, room ? EPOLLOUT : 0);
 }
 
 /* Write what is pending; true when all of it went. */
 static bool stdin_flush(struct al_supervisor *l)
 {
-	while (l->in_off < l->in_len) {
-		ssize_t w = write(l->stdin_wr, l->in_buf + l->in_off, l->in_len - l->in_off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && errno == EAGAIN) {
-			stdin_wait_for_room(l, true);
-			return false;
-		}
-		if (w < 0) {
-			/* The sandbox closed its end: the rest of stdin is unwanted. */
-			stdin_done(l);
-			return false;
-		}
-		l->in_off += (size_t)w;
-	}
-	l->in_off = l->in_len = 0;
-	return true;
+	if (al_relay_in_flush(&l->relay))
+		return true;
+	if (al_relay_in_open(&l->relay))
+		stdin_wait_for_room(l, true);
+	return false;
 }
 
 static void relay_in(struct al_supervisor *l)
 {
+	char buf[AL_SUP_STDIN_CHUNK];
+
 	if (!stdin_flush(l))
 		return;
 	if (l->in_eof) {
 		if (l->tty_peer < 0)
 			stdin_done(l); /* the ^D went, and it was the last */
-		else
-			al_watch_set(l->w_stdin_wr, 0); /* more may follow (on_eof_check) */
-		return;
+		return;		       /* more may follow (on_eof_check) */
 	}
 	if (l->stdin_poll && l->in_waiting) {
 		stdin_wait_for_room(l, false);
 		return;
 	}
-	ssize_t n = read(l->io.stdin_fd, l->in_buf, sizeof(l->in_buf));
+	ssize_t n = read(l->io.stdin_fd, buf, sizeof(buf));
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (n <= 0) {
 		stdin_end(l); /* EOF (or an unreadable stdin): the sandbox sees EOF */
 		return;
 	}
-	l->in_len = (size_t)n;
-	stdin_flush(l);
+	if (al_relay_in_push(&l->relay, buf, (size_t)n) == 0)
+		stdin_flush(l);
+}
+
+/* The relay's stdin callbacks: what waited went (or, for a stdin that
+ * cannot be polled, there is room for more); the command closed its end. */
+static void on_in_room(void *data)
+{
+	relay_in(data);
+}
+
+static void on_in_gone(void *data)
+{
+	stdin_done(data);
 }
 
 static void on_stdin(struct al_watch *w, uint32_t events, void *data)
@@ -556,36 +512,65 @@ static void on_stdin(struct al_watch *w, uint32_t events, void *data)
 static int stdin_start(struct al_supervisor *l, struct al_error *err)
 {
 	struct stat st;
-	int r;
+	int r = al_relay_in(&l->relay, l->stdin_wr, err);
 
-	if (!(l->w_stdin_wr = al_loop_add(l->ev, l->stdin_wr, 0, on_stdin, l)))
-		return al_error_setsys(err, errno, "epoll_ctl");
-	fcntl(l->stdin_wr, F_SETFL, O_NONBLOCK);
-	if (l->io.stdin_fd < 0 || fstat(l->io.stdin_fd, &st) < 0) {
+	l->stdin_wr = -1; /* the relay's (closed by it on failure) */
+	if (r < 0)
+		return r;
+	if (l->io.stdin_fd < 0 || fstat(l->io.stdin_fd, &st) < 0)
 		stdin_end(l);
-	} else if ((l->w_stdin = al_loop_add(l->ev, l->io.stdin_fd, EPOLLIN, on_stdin, l))) {
+	else if ((l->w_stdin = al_loop_add(l->ev, l->io.stdin_fd, EPOLLIN, on_stdin, l)))
 		l->stdin_poll = true;
-	} else if ((r = al_watch_set(l->w_stdin_wr, EPOLLOUT)) < 0) {
-		return al_error_setsys(err, -r, "epoll_ctl(stdin pipe)");
-	}
+	else
+		al_relay_in_want_room(&l->relay, true);
 	return 0;
+}
+
+/* A pipe of the command's output, handed over at attach, to the relay. */
+static int out_start(struct al_supervisor *l, int which, int *fd, struct al_error *err)
+{
+	int r = *fd >= 0 ? al_relay_out(&l->relay, which, *fd, err) : 0;
+
+	*fd = -1; /* the relay's (closed by it on failure) */
+	return r;
+}
+
+static const struct al_relay_ops relay_ops = {.output = on_output,
+					      .chunk = on_chunk,
+					      .replies = on_replies,
+					      .over = on_over,
+					      .in_room = on_in_room,
+					      .in_gone = on_in_gone};
+
+void al_sup_stdio_init(struct al_supervisor *l)
+{
+	al_relay_init(&l->relay, l->ev, &relay_ops, l, l->plan->output_bytes,
+		      &l->result.stdout_bytes, &l->result.stderr_bytes, AL_SUP_STDIN_CHUNK);
+}
+
+bool al_sup_stdio_drained(const struct al_supervisor *l)
+{
+	return !al_relay_out_open(&l->relay, 0) && !al_relay_out_open(&l->relay, 1) &&
+	       l->stdout_rd < 0 && l->stderr_rd < 0;
 }
 
 int al_sup_stdio_start(struct al_supervisor *l, struct al_error *err)
 {
+	int r;
+
 	out_open(l, &l->out[0], 0, l->io.stdout_fd);
 	out_open(l, &l->out[1], 1, l->io.stderr_fd);
 	/* To a terminal (emulator), with a pty or pipes: only what acts on its
 	 * screen (ttyfilter.h). To a pipe or a file: the bytes as they are. */
-	l->filtered[0] = !l->io.output && l->io.stdout_fd >= 0 && isatty(l->io.stdout_fd);
-	l->filtered[1] = !l->io.output && l->io.stderr_fd >= 0 && isatty(l->io.stderr_fd);
+	for (int i = 0; i < 2; i++) {
+		int fd = i ? l->io.stderr_fd : l->io.stdout_fd;
+		l->relay.src[i].filtered = !l->io.output && fd >= 0 && isatty(fd);
+	}
 	/* With a terminal there are no pipes: al_sup_stdio_terminal() starts
 	 * the relay once the sandbox hands over the pty. */
-	if ((l->stdout_rd >= 0 &&
-	     !(l->w_src[0] = al_loop_add(l->ev, l->stdout_rd, EPOLLIN, on_src, l))) ||
-	    (l->stderr_rd >= 0 &&
-	     !(l->w_src[1] = al_loop_add(l->ev, l->stderr_rd, EPOLLIN, on_src, l))))
-		return al_error_setsys(err, errno, "epoll_ctl");
+	if ((r = out_start(l, 0, &l->stdout_rd, err)) < 0 ||
+	    (r = out_start(l, 1, &l->stderr_rd, err)) < 0)
+		return r;
 	return l->stdin_wr >= 0 ? stdin_start(l, err) : 0;
 }
 
@@ -611,22 +596,28 @@ static bool same_terminal(int a, int b)
 
 int al_sup_stdio_terminal(struct al_supervisor *l, int fd, struct al_error *err)
 {
+	struct al_tty_filter *f = &l->relay.src[0].ttyf;
+	int out;
+
 	l->tty_fd = fd;
 	/* The queries the command waits for are answered by us, whatever our
 	 * stdout is (ttyfilter.h). */
-	l->ttyf[0].answer = true;
+	f->answer = true;
 	/* The modes after which the terminal reports later (the mouse, focus)
 	 * only when our stdin and stdout are that one terminal: its reports
 	 * are then typed into the pty, and the CLI turns them off at the end
 	 * (AL_TTY_REPORTS_OFF, written only there). With stdin a pipe, or
 	 * stdout another terminal, nobody would read them but a shell after
 	 * the run. */
-	l->ttyf[0].keep_reporting = same_terminal(l->io.stdin_fd, l->io.stdout_fd);
+	f->keep_reporting = same_terminal(l->io.stdin_fd, l->io.stdout_fd);
 	/* One description, read and written through two descriptors so the
 	 * output and the input each have their own watch. */
-	if ((l->stdout_rd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0 ||
-	    (l->stdin_wr = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
-		return al_error_setsys(err, errno, "dup of the pty's master");
+	if ((out = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0 ||
+	    (l->stdin_wr = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+		int e = errno;
+		al_closep(&out);
+		return al_error_setsys(err, e, "dup of the pty's master");
+	}
 	/* Our stdin not a terminal (a pipe driving a REPL): a slave of our
 	 * own, to see what the command has not read yet when our stdin ends
 	 * (FIONREAD). Opened now, before we confine ourselves, and closed
@@ -637,29 +628,30 @@ int al_sup_stdio_terminal(struct al_supervisor *l, int fd, struct al_error *err)
 		al_debug("ignoring: TIOCGPTPEER: %s (the ^D at the end of stdin is typed at once)",
 			 strerror(errno));
 	al_sup_stdio_resize(l);
-	if (!(l->w_src[0] = al_loop_add(l->ev, l->stdout_rd, EPOLLIN, on_src, l)))
-		return al_error_setsys(err, errno, "epoll_ctl(the pty's master)");
-	return stdin_start(l, err);
+	int r = out_start(l, 0, &out, err);
+	return r < 0 ? r : stdin_start(l, err);
 }
 
 void al_sup_stdio_close(struct al_supervisor *l)
 {
 	/* (under -t to a pipe the filter only looks: nothing was left out) */
-	unsigned long long dropped =
-	    (l->filtered[0] ? l->ttyf[0].dropped : 0) + (l->filtered[1] ? l->ttyf[1].dropped : 0);
+	const struct al_relay_src *src = l->relay.src;
+	unsigned long long dropped = (src[0].filtered ? src[0].ttyf.dropped : 0) +
+				     (src[1].filtered ? src[1].ttyf.dropped : 0);
 
 	if (dropped)
 		al_debug("left %llu bytes of the sandbox's output out on the way to the terminal",
 			 dropped);
-	if (l->ttyf[0].unanswered)
+	if (src[0].ttyf.unanswered)
 		al_debug("left %llu of the command's terminal queries unanswered: too many at once",
-			 l->ttyf[0].unanswered);
+			 src[0].ttyf.unanswered);
 	out_close(&l->out[0]);
 	out_close(&l->out[1]);
 	al_watch_removep(&l->w_stdin);
-	unwatch_close(&l->w_stdin_wr, &l->stdin_wr);
-	src_close(l, 0);
-	src_close(l, 1);
+	al_relay_close(&l->relay);
+	al_closep(&l->stdin_wr);
+	al_closep(&l->stdout_rd);
+	al_closep(&l->stderr_rd);
 	peer_close(l);
 	al_closep(&l->tty_fd);
 }

@@ -371,6 +371,7 @@ struct al_supervisor *al_supervisor_new(const struct al_supervisor_config *cfg)
 	l->rows = cfg->io->rows ? cfg->io->rows : AL_TTY_ROWS;
 	l->cols = cfg->io->cols ? cfg->io->cols : AL_TTY_COLS;
 	l->out[0].fd = l->out[1].fd = -1;
+	al_sup_stdio_init(l);
 	l->result.reason = AL_END_EXITED;
 	l->meter = (struct al_meter){.plan = l->plan,
 				     .audit = l->audit,
@@ -437,7 +438,7 @@ bool al_supervisor_done(const struct al_supervisor *l)
 {
 	/* The command is gone (it ended, or the sandbox itself is gone) and
 	 * its output is drained. */
-	return (l->gone || l->have_status) && l->stdout_rd < 0 && l->stderr_rd < 0;
+	return (l->gone || l->have_status) && al_sup_stdio_drained(l);
 }
 
 void al_supervisor_signal(struct al_supervisor *l, int sig)

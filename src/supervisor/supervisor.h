@@ -168,6 +168,13 @@ int al_supervisor_claim(struct al_supervisor *s, const struct al_plan *wanted,
 void al_supervisor_pause_clock(struct al_supervisor *s, bool paused);
 uint64_t al_supervisor_remaining_ms(const struct al_supervisor *s);
 int al_supervisor_set_remaining(struct al_supervisor *s, uint64_t ms);
+/* Extend the lifetime: ms of running time from now (its pauses left
+ * out), and the gateway told the new deadline so that the run's tokens
+ * and its CA's leaves follow (al_cred_set_deadline). Refused (ERANGE) past
+ * the end of the run's interception CA; ESRCH when not running; an error
+ * telling the gateway leaves the deadline as it was. 0, or -errno with
+ * err set. */
+int al_supervisor_extend(struct al_supervisor *s, uint64_t ms, struct al_error *err);
 /* The time spent paused so far (ms). */
 uint64_t al_supervisor_paused_ms(const struct al_supervisor *s);
 

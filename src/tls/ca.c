@@ -34,6 +34,10 @@ struct al_tls_ca {
 	X509 *cert;
 	char *pem;
 	int64_t not_after;
+	/* When the leaves it mints expire: the run's deadline (a minute
+	 * after), which may move (al_tls_ca_set_leaf_end); never past
+	 * not_after. */
+	int64_t leaf_not_after;
 	struct leaf leaves[AL_TLS_LEAF_CACHE];
 	size_t next; /* the slot the next leaf takes: once all are used, the oldest */
 };
@@ -325,6 +329,7 @@ int al_tls_ca_new(const char *run_id, int64_t not_after, const char *const *perm
 	ca = xcalloc(1, sizeof(*ca));
 	ca->not_after =
 	    not_after - now > AL_TLS_CA_MAX_LIFETIME ? now + AL_TLS_CA_MAX_LIFETIME : not_after;
+	ca->leaf_not_after = ca->not_after;
 	if ((r = new_key(&ca->key, err)) < 0 ||
 	    (r = ca_cert(ca, run_id, permitted, n_permitted, err)) < 0)
 		return al_error_wrap(err, "run CA");
@@ -353,6 +358,30 @@ static void leaf_clear(struct leaf *l)
 	X509_free(l->cert);
 	EVP_PKEY_free(l->key);
 	*l = (struct leaf){0};
+}
+
+static void leaves_clear(struct al_tls_ca *ca)
+{
+	for (size_t i = 0; i < AL_TLS_LEAF_CACHE; i++)
+		leaf_clear(&ca->leaves[i]);
+	ca->next = 0;
+}
+
+int64_t al_tls_ca_set_leaf_end(struct al_tls_ca *ca, int64_t leaf_not_after)
+{
+	if (leaf_not_after > ca->not_after)
+		leaf_not_after = ca->not_after;
+	/* A cached leaf ends when it was made to: the next one for its name
+	 * is minted anew with the new end. */
+	if (leaf_not_after != ca->leaf_not_after)
+		leaves_clear(ca);
+	ca->leaf_not_after = leaf_not_after;
+	return leaf_not_after;
+}
+
+int64_t al_tls_ca_leaf_end(const struct al_tls_ca *ca)
+{
+	return ca->leaf_not_after;
 }
 
 /* A leaf's subject: the CN is the name when it is a host name that fits
@@ -400,8 +429,8 @@ static int mint(struct al_tls_ca *ca, const struct al_host *h, struct leaf *ret,
 	if (!subject)
 		return al_tls_error(err, EIO, "naming the leaf");
 	if ((r = new_key(&key, err)) < 0 ||
-	    (r = new_cert(key, subject, X509_get_subject_name(ca->cert), ca->not_after, &x, err)) <
-		0 ||
+	    (r = new_cert(key, subject, X509_get_subject_name(ca->cert), ca->leaf_not_after, &x,
+			  err)) < 0 ||
 	    (r = add_ext(x, ca->cert, NID_basic_constraints, "CA:FALSE", err)) < 0 ||
 	    (r = add_ext(x, ca->cert, NID_key_usage, "critical,digitalSignature", err)) < 0 ||
 	    (r = add_ext(x, ca->cert, NID_ext_key_usage, "serverAuth", err)) < 0 ||
@@ -452,9 +481,7 @@ int al_tls_ca_leaf(struct al_tls_ca *ca, const char *name, X509 **ret_cert, EVP_
 
 void al_tls_ca_drop_key(struct al_tls_ca *ca)
 {
-	for (size_t i = 0; i < AL_TLS_LEAF_CACHE; i++)
-		leaf_clear(&ca->leaves[i]);
-	ca->next = 0;
+	leaves_clear(ca);
 	EVP_PKEY_free(ca->key);
 	ca->key = NULL;
 }

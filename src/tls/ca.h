@@ -9,7 +9,8 @@
  * process inherits it by fork; the supervisor then drops its copy of the
  * keys.
  *
- * A leaf carries one name, is valid from a minute ago to the CA's end, and
+ * A leaf carries one name, is valid from a minute ago to the leaves' end
+ * (the CA's own end unless al_tls_ca_set_leaf_end() set an earlier one), and
  * passes OpenSSL's X509_V_FLAG_X509_STRICT (Python's ssl.VERIFY_X509_STRICT)
  * checks. Leaves are cached per name for the run, at most
  * AL_TLS_LEAF_CACHE of them (the oldest is evicted).
@@ -69,6 +70,14 @@ X509 *al_tls_ca_cert(const struct al_tls_ca *ca);
 /* When the CA, and so every leaf, expires (seconds since the epoch): the
  * not_after it was made with, capped. */
 int64_t al_tls_ca_not_after(const struct al_tls_ca *ca);
+
+/* Leaves minted from now on end at leaf_not_after (seconds since the
+ * epoch), capped at the CA's own end; the cached ones are dropped when it
+ * changes, so each name's next leaf is minted with it. A session's run
+ * keeps its CA (the sandbox trusts its certificate) and moves this with
+ * its deadline. Returns the end in force. */
+int64_t al_tls_ca_set_leaf_end(struct al_tls_ca *ca, int64_t leaf_not_after);
+int64_t al_tls_ca_leaf_end(const struct al_tls_ca *ca);
 
 /* The leaf for name (a host name, or an IPv4 or IPv6 literal; normalised as
  * al_host_parse() does, so "API.test." is "api.test"): the cached one, or a

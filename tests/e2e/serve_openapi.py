@@ -136,8 +136,9 @@ def every_endpoint_matches_openapi(e):
         c.call("GET", "/v1/sandboxes/%s" % sid, want=200)
         c.call("GET", "/v1/sandboxes/nosuchid", want=404)
         c.call("POST", "/v1/sandboxes/%s/timeout" % sid, {"timeout": 30}, want=200)
-        c.call("POST", "/v1/sandboxes/%s/pause" % sid, {}, want=501)
-        c.call("POST", "/v1/sandboxes/%s/resume" % sid, {}, want=501)
+        c.call("POST", "/v1/sandboxes/%s/pause" % sid, {}, want=200)
+        c.call("POST", "/v1/sandboxes/%s/exec" % sid, {"argv": ["/bin/true"]}, want=409)
+        c.call("POST", "/v1/sandboxes/%s/resume" % sid, {}, want=200)
         c.call("POST", "/v1/sandboxes/%s/exec" % sid, {"argv": ["/bin/true"], "wait": True},
                want=200)
         c.call("POST", "/v1/sandboxes/%s/exec" % sid, {"argv": ["/bin/echo", "s"]}, want=200)
@@ -157,6 +158,8 @@ def every_endpoint_matches_openapi(e):
         c.call("POST", "/v1/sandboxes/%s/execs/%s/stdin" % (sid, eid), "abc", want=200)
         c.call("POST", "/v1/sandboxes/%s/execs/%s/signal" % (sid, eid), {"signal": "SIGCONT"},
                want=200)
+        c.call("POST", "/v1/sandboxes/%s/execs/%s/resize" % (sid, eid), {"rows": 40, "cols": 100},
+               want=409)  # no terminal
         c.call("DELETE", "/v1/sandboxes/%s/execs/%s" % (sid, eid), want=200)
         # The kill, asked for right after the exec started, ended it: the
         # replay ends at once with its end (the kill was lost when it came

@@ -20,10 +20,18 @@
  * --ttyfilter 1); --input TEXT is typed into it (then ^D), right away, or
  * with --resize ROWSxCOLS once its first output came, after resizing it.
  *
+ * With --policy FILE the plan is that task request's, built through the
+ * request layer with its credentials (driver_request.h) instead. With
+ * --extend MS the lifetime is extended by MS once the session is ready
+ * (al_run_extend: what was left plus MS) and the driver prints
+ * {"extended": 0 or -errno, "error": MSG, "old_deadline": S,
+ * "new_deadline": S}, the deadlines in seconds since the epoch.
+ *
  * usage: session_driver [--memory BYTES] [--exec-memory BYTES]
  *                       [--exec-timeout MS] [--pause 1] [--tty 1]
  *                       [--ttyfilter 1] [--input TEXT] [--resize RxC]
- *                       [--pids N] [--wait-ms MS] [--bg SCRIPT]... SCRIPT...
+ *                       [--pids N] [--wait-ms MS] [--bg SCRIPT]...
+ *                       [--policy FILE] [--extend MS] SCRIPT...
  * Each exec's record is printed as it ends, with t_ms (since the session
  * was ready) and wall_ms (since the exec was asked for). */
 #include <errno.h>
@@ -33,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
 #include "core/sys.h"
@@ -41,6 +50,7 @@
 #include "policy/policy.h"
 #include "run/run.h"
 #include "run/session.h"
+#include "driver_request.h"
 
 #define MAX_BG 8
 
@@ -116,6 +126,24 @@ static int start(struct al_run *run, const char *script, uint64_t mem, int64_t t
 	return 0;
 }
 
+/* --extend: the lifetime extended by ms, the deadlines before and after. */
+static void extend(struct al_run *run, uint64_t ms)
+{
+	struct al_error err = {0};
+	int64_t now = (int64_t)time(NULL);
+	uint64_t left = al_run_remaining_ms(run);
+	int r = al_run_extend(run, left + ms, &err);
+	json_t *o =
+	    json_pack("{s:i, s:s, s:I, s:I}", "extended", r, "error", r ? err.msg : "",
+		      "old_deadline", (json_int_t)(now + (int64_t)(left / 1000)), "new_deadline",
+		      (json_int_t)(now + (int64_t)(al_run_remaining_ms(run) / 1000)));
+	char *text = json_dumps(o, JSON_COMPACT);
+	printf("%s\n", text);
+	fflush(stdout);
+	free(text);
+	json_decref(o);
+}
+
 /* Pause the run 300 ms into the exec, resume on a line from stdin. */
 static int pause_exec(struct al_run *run, struct done *d)
 {
@@ -148,6 +176,8 @@ int main(int argc, char **argv)
 {
 	uint64_t memory = 0, exec_memory = 0, pids = 0;
 	int64_t exec_timeout = 0, wait_ms = 0;
+	uint64_t extend_ms = 0;
+	const char *policy_file = NULL;
 	const char *bg[MAX_BG];
 	size_t n_bg = 0;
 	int i = 1, pause = 0;
@@ -177,6 +207,10 @@ int main(int argc, char **argv)
 			pids = strtoull(argv[i + 1], NULL, 10);
 		else if (strcmp(argv[i], "--wait-ms") == 0)
 			wait_ms = strtoll(argv[i + 1], NULL, 10);
+		else if (strcmp(argv[i], "--policy") == 0)
+			policy_file = argv[i + 1];
+		else if (strcmp(argv[i], "--extend") == 0)
+			extend_ms = strtoull(argv[i + 1], NULL, 10);
 		else if (strcmp(argv[i], "--bg") == 0 && n_bg < MAX_BG)
 			bg[n_bg++] = argv[i + 1];
 		else {
@@ -192,13 +226,23 @@ int main(int argc, char **argv)
 		p->memory_bytes = memory;
 	if (pids)
 		p->pids = pids;
-	if (al_plan_build(p, 0, &plan, &err) < 0) {
+	static struct driver_req task;
+	char run_id[32];
+	snprintf(run_id, sizeof(run_id), "sdrv%d", (int)getpid());
+	if (policy_file && driver_request(policy_file, run_id, &task) < 0)
+		return 1;
+	if (!policy_file && al_plan_build(p, 0, &plan, &err) < 0) {
 		fprintf(stderr, "session_driver: plan: %s\n", err.msg);
 		return 1;
 	}
 	static const struct al_supervisor_io io = {
 	    .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1};
-	struct al_run_request req = {.plan = plan, .result_dirfd = -1, .session = true};
+	struct al_run_request req = {.plan = policy_file ? task.rq.plan : plan,
+				     .result_dirfd = -1,
+				     .session = true,
+				     .run_id = policy_file ? run_id : NULL,
+				     .cred = policy_file ? task.rq.cred : NULL,
+				     .probed = policy_file ? task.rq.probed : false};
 	struct al_run *run = NULL;
 	if (al_run_start(&req, &io, &run, &err) < 0) {
 		fprintf(stderr, "session_driver: start: %s\n", err.msg);
@@ -214,6 +258,8 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t_ready);
 	printf("{\"scratch\": %s}\n", al_run_scratch_fd(run) >= 0 ? "true" : "false");
 	fflush(stdout);
+	if (extend_ms)
+		extend(run, extend_ms);
 	static struct done bgd[MAX_BG];
 	struct al_exec *bgx[MAX_BG];
 	for (size_t b = 0; b < n_bg; b++)
@@ -262,6 +308,8 @@ int main(int argc, char **argv)
 	const struct al_run_result *res = al_run_wait(run, NULL);
 	printf("{\"run_end\": \"%s\"}\n", al_reason_name(res->reason));
 	al_run_free(run);
+	if (policy_file)
+		driver_request_clear(&task);
 	al_plan_free(plan);
 	al_policy_free(p);
 	return rc;

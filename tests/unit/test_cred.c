@@ -21,7 +21,9 @@
 #include "core/sys.h"
 #include "core/util.h"
 #include "cred/source.h"
+#include "cred/jwt.h"
 #include "cred/store.h"
+#include "tls/ca.h"
 #include "engine_util.h"
 #include "policy/plan.h"
 #include "supervisor/meter.h"
@@ -714,6 +716,120 @@ static void test_store_adds_at_finish(void **state)
 	assert_int_equal(p->n_fs, n_fs);
 }
 
+/* The deadline moved (al_run_extend, a resume): a run token the gateway
+ * presents is minted again with the new exp and the same jti, an exposed
+ * one is left as it was, a per-request token is bounded by the new
+ * deadline, the CA's leaves end a minute after it; past the CA's end the
+ * move is refused and nothing changes. */
+static void test_store_deadline(void **state)
+{
+	(void)state;
+	static const char ed_pem[] =
+	    "-----BEGIN PRIVATE KEY-----\n"
+	    "MC4CAQAwBQYDK2VwBCIEIJ1hsZ3v/VpguoRK9JLsLMREScVpezJpGXA7rAMcrn9g\n"
+	    "-----END PRIVATE KEY-----\n";
+	_cleanup_(al_errors_clear) struct al_errors errs = {0};
+	_cleanup_(al_cred_freep) struct al_cred *c = NULL;
+	struct al_error err = {0};
+	char path[] = "/tmp/test-cred-deadline-XXXXXX";
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, ed_pem, strlen(ed_pem)), (ssize_t)strlen(ed_pem));
+	close(fd);
+	_cleanup_free_ char *json = xasprintf(
+	    "{\"version\": 1, \"command\": [\"/bin/true\"], \"limits\": {\"timeout\": \"10s\"}, "
+	    "\"network\": {\"allow\": [\"api.test:8080\", {\"host\": \"tls.test:443\", \"tls\": "
+	    "\"intercept\"}], \"hosts\": {\"api.test\": \"127.0.0.1\", \"tls.test\": "
+	    "\"127.0.0.1\"}}, \"tokens\": {"
+	    "\"RUN\": {\"key\": \"%s\", \"hosts\": [\"api.test:8080\"]}, "
+	    "\"SHOWN\": {\"key\": \"%s\", \"hosts\": [\"api.test:8080\"], \"expose\": true}, "
+	    "\"REQ\": {\"key\": \"%s\", \"hosts\": [\"api.test:8080\"], \"per_request\": "
+	    "true, \"ttl\": \"1h\"}}}",
+	    path, path, path);
+	_cleanup_(al_plan_freep) struct al_plan *p = plan_of(json, &errs);
+	for (size_t i = 0; i < errs.n; i++)
+		print_message("%s\n", errs.v[i].text);
+	assert_int_equal(errs.n, 0);
+	if (al_cred_open(p, "run1", &c, &err) < 0)
+		fail_msg("%s", err.msg);
+	unlink(path);
+	assert_int_equal(c->n, 3);
+	int64_t now = (int64_t)time(NULL), old = c->deadline;
+	assert_true(old >= now + 9 && old <= now + 10);
+	struct al_cred_secret *run = NULL, *shown = NULL, *req = NULL;
+	for (size_t i = 0; i < c->n; i++) {
+		const char *name = c->v[i].ps->def->name;
+		struct al_cred_secret **slot = strcmp(name, "RUN") == 0	    ? &run
+					       : strcmp(name, "SHOWN") == 0 ? &shown
+									    : &req;
+		*slot = &c->v[i];
+	}
+	assert_non_null(run);
+	assert_non_null(shown);
+	assert_non_null(req);
+	_cleanup_free_ char *run_old = xstrdup(run->value.data);
+	_cleanup_free_ char *shown_old = xstrdup(shown->value.data);
+	char jti[33];
+	memcpy(jti, run->jti, sizeof(jti));
+	/* The CA: valid for its longest life; its leaves to the deadline. */
+	assert_true(al_tls_ca_not_after(c->ca) >= now + AL_TLS_CA_MAX_LIFETIME - 1);
+	assert_int_equal(al_tls_ca_leaf_end(c->ca), old + 60);
+	assert_int_equal(al_cred_deadline_max(c), al_tls_ca_not_after(c->ca) - 60);
+	X509 *leaf;
+	EVP_PKEY *key;
+	assert_int_equal(al_tls_ca_leaf(c->ca, "tls.test", &leaf, &key, &err), 0);
+	assert_int_equal(ASN1_TIME_cmp_time_t(X509_get0_notAfter(leaf), (time_t)(old + 60)), 0);
+	/* A per-request token would not live past the old deadline. */
+	_cleanup_free_ char *tok1 = NULL;
+	char jti1[33];
+	assert_int_equal(al_cred_mint_request(c, req, "api.test", now, &tok1, jti1, &err), 0);
+
+	/* Moved by 100 s. */
+	int64_t moved = old + 100;
+	assert_int_equal(al_cred_set_deadline(c, moved, &err), 0);
+	assert_int_equal(c->deadline, moved);
+	assert_string_not_equal(run->value.data, run_old);
+	assert_string_equal(run->jti, jti);
+	assert_string_equal(shown->value.data, shown_old);
+	_cleanup_(al_jwt_key_freep) struct al_jwt_key *pub = NULL;
+	assert_int_equal(al_jwt_key_from_mem(ed_pem, strlen(ed_pem), &pub, &err), 0);
+	json_t *claims = NULL;
+	/* The new run token is valid after the old deadline, until the new. */
+	if (al_jwt_verify(pub, run->value.data, run->value.len, "api.test", old + 50, &claims,
+			  &err) < 0)
+		fail_msg("the run token minted again: %s", err.msg);
+	assert_int_equal(json_integer_value(json_object_get(claims, "exp")), moved);
+	assert_string_equal(json_string_value(json_object_get(claims, "jti")), jti);
+	json_decref(claims);
+	assert_true(al_jwt_verify(pub, run_old, strlen(run_old), "api.test", old + 50, NULL,
+				  &err) == -EKEYEXPIRED);
+	/* A per-request token minted after the old deadline: accepted, to the
+	 * new one at the latest. */
+	_cleanup_free_ char *tok2 = NULL;
+	char jti2[33];
+	assert_int_equal(al_cred_mint_request(c, req, "api.test", old + 50, &tok2, jti2, &err), 0);
+	claims = NULL;
+	assert_int_equal(
+	    al_jwt_verify(pub, tok2, strlen(tok2), "api.test", old + 50, &claims, &err), 0);
+	assert_int_equal(json_integer_value(json_object_get(claims, "exp")), moved);
+	json_decref(claims);
+	/* Leaves now end a minute after the new deadline (minted anew). */
+	assert_int_equal(al_tls_ca_leaf_end(c->ca), moved + 60);
+	assert_int_equal(al_tls_ca_leaf(c->ca, "tls.test", &leaf, &key, &err), 0);
+	assert_int_equal(ASN1_TIME_cmp_time_t(X509_get0_notAfter(leaf), (time_t)(moved + 60)), 0);
+
+	/* Past the CA's end: refused, nothing moved. */
+	_cleanup_free_ char *run_now = xstrdup(run->value.data);
+	assert_int_equal(al_cred_set_deadline(c, al_cred_deadline_max(c) + 1, &err), -ERANGE);
+	assert_non_null(strstr(err.msg, "interception CA"));
+	assert_int_equal(c->deadline, moved);
+	assert_string_equal(run->value.data, run_now);
+	assert_int_equal(al_tls_ca_leaf_end(c->ca), moved + 60);
+	/* Without a CA there is no such bound. */
+	assert_int_equal(al_cred_deadline_max(NULL), INT64_MAX);
+}
+
 static void stop_noted(void *data)
 {
 	(*(int *)data)++;
@@ -761,6 +877,7 @@ int main(void)
 	    cmocka_unit_test(test_engine_refusals), cmocka_unit_test(test_sources),
 	    cmocka_unit_test(test_meter_budget),    cmocka_unit_test(test_source_sigchld_ignored),
 	    cmocka_unit_test(test_store_wipe_many), cmocka_unit_test(test_store_adds_at_finish),
+	    cmocka_unit_test(test_store_deadline),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -168,6 +168,41 @@ static void test_malformed(void **state)
 	assert_int_equal(m.usage.requests, AL_GWP_MAX_USE_REQUESTS);
 }
 
+/* The run's new deadline (al_run_extend, a resume): eight bytes, a time
+ * from 1 to the year 9999. */
+static void test_deadline(void **state)
+{
+	struct al_gwp_msg m;
+	struct al_error err = {0};
+	int64_t d = 1796155800;
+	size_t n;
+
+	(void)state;
+	int len = al_gwp_encode_deadline(d, buf, sizeof(buf));
+	assert_int_equal(len, (int)(sizeof(struct al_gwp_hdr) + 8));
+	assert_int_equal(al_gwp_decode(buf, (size_t)len, &m, &err), 0);
+	assert_int_equal(m.type, AL_GWP_DEADLINE);
+	assert_int_equal(m.deadline, d);
+	d = AL_GWP_DEADLINE_MAX;
+	raw(AL_GWP_DEADLINE, &d, sizeof(d), &n);
+	assert_int_equal(al_gwp_decode(buf, n, &m, &err), 0);
+	assert_int_equal(m.deadline, AL_GWP_DEADLINE_MAX);
+	raw(AL_GWP_DEADLINE, &d, 4, &n);
+	expect_bad(n, "deadline of the wrong size");
+	raw(AL_GWP_DEADLINE, "123456789", 9, &n);
+	expect_bad(n, "deadline of the wrong size");
+	d = 0;
+	raw(AL_GWP_DEADLINE, &d, sizeof(d), &n);
+	expect_bad(n, "deadline out of range");
+	d = -5;
+	raw(AL_GWP_DEADLINE, &d, sizeof(d), &n);
+	expect_bad(n, "deadline out of range");
+	d = AL_GWP_DEADLINE_MAX + 1;
+	raw(AL_GWP_DEADLINE, &d, sizeof(d), &n);
+	expect_bad(n, "deadline out of range");
+	assert_int_equal(al_gwp_encode_deadline(1, buf, 8), -ENOSPC);
+}
+
 /* A refusal: a known kind, a port for misuse only, three printable
  * fields that fit, nothing after them. */
 static void test_refusal_malformed(void **state)
@@ -445,9 +480,10 @@ static void test_claim_malformed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_round_trips),	      cmocka_unit_test(test_malformed),
-	    cmocka_unit_test(test_refusal_malformed), cmocka_unit_test(test_audit_refusals),
-	    cmocka_unit_test(test_claim_round_trip),  cmocka_unit_test(test_claim_malformed),
+	    cmocka_unit_test(test_round_trips),	    cmocka_unit_test(test_malformed),
+	    cmocka_unit_test(test_deadline),	    cmocka_unit_test(test_refusal_malformed),
+	    cmocka_unit_test(test_audit_refusals),  cmocka_unit_test(test_claim_round_trip),
+	    cmocka_unit_test(test_claim_malformed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -234,8 +234,34 @@ static void test_serve_errors(void **state)
 	       "serve.identities.token:a", "unknown key \"pool\"");
 	OP_BAD(SERVE("\"pool\": {\"nope\": 1, \"web\": 5000, \"data\": -1}"), 3, "serve.pool.nope",
 	       "no such profile", "serve.pool.web", "1 to 1024", "serve.pool.data", "1 to 1024");
+	/* A pool's own task request: an object, no profile, secrets or
+	 * command of its own, checked as a task policy; its count required. */
+	OP_BAD(SERVE("\"pool\": {\"web\": {\"count\": 2, \"request\": {\"profile\": \"x\"}}, "
+		     "\"data\": {\"request\": {}}, \"default\": {\"count\": 1, \"size\": 2}}"),
+	       3, "serve.pool.web.request", "the profile is the pool's name",
+	       "serve.pool.data.count", "is required", "serve.pool.default",
+	       "unknown key \"size\"");
+	OP_BAD(SERVE("\"pool\": {\"web\": {\"count\": 1, \"request\": {\"limits\": "
+		     "{\"memory\": \"lots\"}}}, \"data\": {\"count\": 1, \"request\": [1]}}"),
+	       2, "serve.pool.web.request", "not a task request", "serve.pool.data.request",
+	       "a task request");
 	OP_BAD(SERVE("\"socket_group\": \"-x\", \"sockets\": 1"), 2, "serve.socket_group",
 	       "not a group's name", "serve", "unknown key \"sockets\"");
+}
+
+/* A pool with its own task request: kept as JSON text, version added. */
+static void test_serve_pool_request(void **state)
+{
+	(void)state;
+	_cleanup_(al_operator_freep) struct al_operator *op =
+	    op_parse(SERVE("\"pool\": {\"web\": {\"count\": 2, \"request\": {\"limits\": "
+			   "{\"memory\": \"128M\"}}}, \"data\": {\"count\": 1}}"));
+	assert_non_null(op);
+	assert_int_equal(al_op_serve_pool(op, "web"), 2);
+	assert_int_equal(al_op_serve_pool(op, "data"), 1);
+	assert_string_equal(op->serve.pool[0].request,
+			    "{\"limits\":{\"memory\":\"128M\"},\"version\":1}");
+	assert_null(op->serve.pool[1].request);
 }
 
 static char *joined(char **v)
@@ -260,6 +286,7 @@ static void test_serve_grants(void **state)
 	assert_int_equal(al_op_serve_pool(op, "web"), 3);
 	assert_int_equal(al_op_serve_pool(op, "data"), 0);
 	assert_int_equal(al_op_serve_pool(op, "default"), 0);
+	assert_null(op->serve.pool[0].request);
 	/* The loader resolves groups; here, by hand. */
 	op->serve.ids[1].gid = 7;
 	op->serve.ids[1].gid_known = true;
@@ -329,6 +356,7 @@ int main(void)
 		cmocka_unit_test(test_parse_inconsistent),
 		cmocka_unit_test(test_serve_errors),
 		cmocka_unit_test(test_serve_grants),
+	    cmocka_unit_test(test_serve_pool_request),
 	};
 	/* clang-format on */
 

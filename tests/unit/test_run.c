@@ -332,6 +332,13 @@ static void test_session_execs(void **state)
 	breq.argv = empty;
 	assert_int_equal(al_run_exec(run, &breq, &bio, &x, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "argv"));
+	/* An exec's own limits may not be above the plan's. */
+	breq.argv = bad;
+	assert_true(plan->output_bytes != 0);
+	breq.output_bytes = plan->output_bytes + 1;
+	assert_int_equal(al_run_exec(run, &breq, &bio, &x, &err), -EINVAL);
+	assert_contains(err.msg, "over the sandbox's output limit");
+	breq.output_bytes = 0;
 	assert_int_equal(al_run_kill(run), 0);
 	const struct al_run_result *res = al_run_wait(run, NULL);
 	assert_int_equal(res->reason, AL_END_KILLED);
@@ -579,6 +586,60 @@ static void test_session_pause(void **state)
 	al_plan_free(plan);
 }
 
+/* al_run_extend: the deadline moves to the time asked for from now (later
+ * or sooner), a pause stops it as before; 0 ms is refused, and so is a
+ * run that has ended. The lifetime of 300 ms, extended to 60 s, does not
+ * end the run at 300 ms; extended back to 200 ms, it does. */
+static void test_session_extend(void **state)
+{
+	static const struct al_supervisor_io io = {
+	    .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1};
+	struct claim_audit seen = {0};
+	struct al_audit *audit = al_audit_sink(claim_sink, &seen);
+	struct al_plan *plan = plan_for("exit 99", 300);
+	struct al_run_request req = {.plan = plan,
+				     .backend = &al_backend_fake,
+				     .audit = audit,
+				     .result_dirfd = -1,
+				     .session = true};
+	struct al_error err = {0};
+	struct al_run *run = NULL;
+
+	(void)state;
+	if (al_run_start(&req, &io, &run, &err) < 0)
+		fail_msg("al_run_start: %s", err.msg);
+	for (int i = 0; i < 1000 && !al_run_session_ready(run); i++)
+		assert_false(al_run_step(run, 10));
+	assert_true(al_run_session_ready(run));
+	assert_true(al_run_remaining_ms(run) <= 300);
+	assert_int_equal(al_run_extend(run, 60000, &err), 0);
+	uint64_t rem = al_run_remaining_ms(run);
+	assert_true(rem > 59000 && rem <= 60000);
+	assert_int_equal(al_run_extend(run, 0, &err), -EINVAL);
+	uint64_t t0 = al_now_ms();
+	while (al_now_ms() - t0 < 500)
+		assert_false(al_run_step(run, 10)); /* past the first deadline */
+	assert_true(al_run_session_ready(run));
+	assert_int_equal(al_run_pause(run), 0);
+	assert_int_equal(al_run_extend(run, 200, &err), 0);
+	assert_int_equal(al_run_remaining_ms(run), 200); /* paused: it stands still */
+	assert_int_equal(al_run_resume(run), 0);
+	bool ended = false;
+	for (int i = 0; i < 1000 && !ended; i++)
+		ended = al_run_step(run, 10);
+	assert_true(ended);
+	const struct al_run_result *res = al_run_wait(run, NULL);
+	assert_int_equal(res->reason, AL_END_TIMEOUT);
+	/* The timeout hit names the lifetime it ran: over 500 + 200 ms, not
+	 * the plan's 300 nor the 60 s it was extended to first. */
+	assert_true(seen.timeout_hit >= 700 && seen.timeout_hit < 30000);
+	assert_int_equal(al_run_extend(run, 1000, &err), -ESRCH);
+	al_run_free(run);
+	al_audit_close(audit);
+	json_decref(seen.last);
+	al_plan_free(plan);
+}
+
 /* A held sandbox has no lifetime yet: the pool's plan's timeout (100 ms)
  * does not end it while it waits (300 ms here, longer on a busy machine),
  * the claim's lifetime (200 ms) does, and the audit (limit.hit, run.end's
@@ -665,16 +726,17 @@ static void test_session_timeout_kills_escaped(void **state)
 	assert_contains(err.msg, "memory_bytes");
 	assert_contains(err.msg, "cgroup of its own");
 
-	/* The timeout kills its process group (the writer at 1 s), not the
-	 * process that left it (the one at 2 s). */
+	/* The timeout (2 s: time enough for the setsid below on a loaded
+	 * machine) kills its process group (the writer at 4 s), not the
+	 * process that left it (the one at 5 s). */
 	snprintf(script, sizeof(script),
-		 "(sleep 1; echo g > %s) & "
-		 "setsid sh -c 'sleep 2; echo x > %s' </dev/null >/dev/null 2>&1 & exec sleep 30",
+		 "(sleep 4; echo g > %s) & "
+		 "setsid sh -c 'sleep 5; echo x > %s' </dev/null >/dev/null 2>&1 & exec sleep 30",
 		 group, escaped);
-	exec_start(run, script, 100, &a);
+	exec_start(run, script, 2000, &a);
 	exec_wait(run, &a);
 	assert_int_equal(a.res.reason, AL_EXEC_TIMEOUT);
-	assert_true(wait_file(run, escaped, 10000));
+	assert_true(wait_file(run, escaped, 20000));
 	assert_int_not_equal(stat(group, &st), 0);
 
 	/* The session's end takes what an exec left running. */
@@ -707,6 +769,7 @@ int main(void)
 	    cmocka_unit_test(test_session_signal_before_start),
 	    cmocka_unit_test(test_pool_claim),
 	    cmocka_unit_test(test_session_pause),
+	    cmocka_unit_test(test_session_extend),
 	    cmocka_unit_test(test_pool_held_lifetime),
 	    cmocka_unit_test(test_session_timeout_kills_escaped),
 	};

@@ -112,7 +112,7 @@ int al_monitor_exec(struct al_sandbox *sb, const struct al_sandbox_exec *x, stru
 		    "out to share the sandbox's",
 		    (unsigned)x->id,
 		    !sb->cg ? "it has no cgroup"
-			    : "cgroup v2: the sandbox's cgroup holds its init");
+			    : "cgroup v2, the sandbox's cgroup made without exec cgroups");
 	const int fds[3] = {x->stdin_rd, x->stdout_wr, x->stderr_wr};
 	/* Never waits on init: with its socket full (requests it has not
 	 * read yet) this exec is refused, nothing started, and may be asked
@@ -294,8 +294,11 @@ int al_monitor_exec_stop_all(struct al_sandbox *sb, bool stopped)
 {
 	struct al_backend_state *st = sb->state;
 
+	/* Each exec's process group through its pidfd, as every signal to an
+	 * exec (al_monitor_exec_signal): never by a number that may have been
+	 * reused. */
 	for (size_t i = 0; st && i < st->n_execs; i++)
-		if (st->execs[i].pid > 0)
-			kill(-st->execs[i].pid, stopped ? SIGSTOP : SIGCONT);
+		if (st->execs[i].pidfd >= 0)
+			al_monitor_exec_signal(sb, st->execs[i].id, stopped ? SIGSTOP : SIGCONT);
 	return 0;
 }

@@ -180,7 +180,8 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 	    .cpu_period_us = AL_CPU_PERIOD_US,
 	    .want_cpu_time = p->cpu_time_ms != 0 || p->budget.cpu_second != 0,
 	    .socket_bytes = p->socket_bytes,
-	    .want_freezer = sb->session, /* its pause */
+	    .want_freezer = sb->session,  /* its pause */
+	    .exec_children = sb->session, /* each exec's cgroup */
 	};
 	struct al_error gc_err = {0};
 	int r;

@@ -129,7 +129,13 @@ static unsigned query(const struct al_front_head *h, struct al_front_req *rq, js
 				     sizeof(val))))
 			return st;
 		if (filter && strncmp(key, "metadata.", 9) == 0 && key[9]) {
-			json_object_set_new(filter, key + 9, json_string(val));
+			/* Key and value as UTF-8: json_string() gives NULL for
+			 * other bytes, which would drop the filter and widen
+			 * the list. */
+			char k[256], v[1024];
+			al_utf8_escape(k, sizeof(k), key + 9);
+			al_utf8_escape(v, sizeof(v), val);
+			json_object_set_new(filter, k, json_string(v));
 			continue;
 		}
 		for (size_t k = 0; k < AL_ARRAY_SIZE(names); k++) {

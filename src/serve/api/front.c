@@ -108,15 +108,21 @@ static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, co
     __attribute__((format(printf, 3, 4)));
 static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
 {
-	char msg[768];
+	char raw[768], msg[768];
 	va_list ap;
 
+	/* The message may hold the client's URL, whose escapes can decode to
+	 * bytes that are not UTF-8 (which JSON cannot carry): they are sent as
+	 * \xNN, and a message that still cannot be packed gets a fixed one. */
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	al_utf8_escape(msg, sizeof(msg), raw);
 	json_t *o = json_pack("{s:s}", "error", msg);
-	char *s = json_dumps(o, JSON_COMPACT);
-	enum MHD_Result r = reply(c, status, "application/json", s, strlen(s));
+	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	static const char fixed[] = "{\"error\":\"the request was refused\"}";
+	enum MHD_Result r =
+	    reply(c, status, "application/json", s ? s : fixed, s ? strlen(s) : sizeof(fixed) - 1);
 	free(s);
 	json_decref(o);
 	return r;
