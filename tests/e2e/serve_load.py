@@ -13,7 +13,7 @@
   removes the run cgroups and id slots the killed one left.
 
 The CPU it takes is bounded: the clients pause between requests, at most
---max-sandboxes sandboxes run at once (the rest are refused), and the
+--max-sandboxes (4) sandboxes run at once (the rest are refused), and the
 daemon and the clients run at nice 10. Under a sanitizer build (meson
 passes b_sanitize in AIRLOCK_TEST_SANITIZE) it is skipped: the sanitizers'
 own memory and slowness would make the numbers meaningless.
@@ -39,7 +39,7 @@ case = suite.case
 LOAD_S = 60
 CLIENTS = 200
 # The configured capacity, well under what the clients ask for.
-CAPACITY = ["--max-sandboxes", "6", "--max-sandboxes-per-identity", "6",
+CAPACITY = ["--max-sandboxes", "4", "--max-sandboxes-per-identity", "4",
             "--max-clients", "64", "--max-clients-per-identity", "64"]
 # What the daemon's processes may grow by in RSS after the load, for the
 # allocator keeping freed pages (a leak per request, over the thousands of
@@ -129,7 +129,7 @@ class Load:
         st, doc = self.call("run", "POST", "/v1/run", {"argv": ["/bin/true"]})
         if st == 200 and doc.get("exit_code") != 0:
             self.note("run exit", doc.get("exit_code"), False)
-        self.stop.wait(1.0)
+        self.stop.wait(2.0)
 
     def sandbox(self):
         st, doc = self.call("create", "POST", "/v1/sandboxes", {}, good=(201,))
@@ -145,7 +145,7 @@ class Load:
                 if st == 200 or st is None:
                     break
                 time.sleep(0.1)
-        self.stop.wait(1.0)
+        self.stop.wait(2.0)
 
     def client(self, i):
         # Spread out, then a fixed role: most check health, some run, some
