@@ -512,7 +512,10 @@ def unread_answers_are_capped(e):
 def a_dead_front_is_restarted(e):
     """The front is killed (by its pid, from the test): the daemon starts a
     new one, and a sandbox made before still answers an exec after; the
-    front is a fresh program (`__front`), with an empty environment."""
+    front is a fresh program (`__front`), with an empty environment. The
+    clients connected when it died see their connection end (the monitor
+    closes its own descriptors of them), and the new front holds no socket
+    but its channel."""
     from run_serve import sandbox, run
     with Daemon(e) as d:
         sid = sandbox(d)
@@ -522,11 +525,41 @@ def a_dead_front_is_restarted(e):
         expect(b"__front" in cmd, "the front is not exec'd as __front: %r" % cmd)
         expect(open("/proc/%d/environ" % old, "rb").read() == b"",
                "the front has an environment")
+        # Clients connected when it dies: the monitor's own descriptors
+        # of their connections go too (they see the end, not a hang), and
+        # the new front gets none of them.
+        held = []
+        for _ in range(3):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(d.sock)
+            s.sendall(b"GET /v1/health HTTP/1.1\r\n")  # a head not finished
+            held.append(s)
+        time.sleep(0.5)
         os.kill(old, 9)
+        try:
+            for s in held:
+                s.settimeout(10)
+                try:
+                    end = s.recv(4096) == b""
+                except ConnectionResetError:
+                    end = True
+                except socket.timeout:
+                    end = False
+                expect(end, "a client connected when the front died was not closed")
+        finally:
+            for s in held:
+                s.close()
         expect(wait_for(lambda: d.ready(), 15),
                "no answer 15 s after the front was killed: %s" % d.logtext())
         new = d.front_pid()
         expect(new and new != old, "the front %s was not replaced (%s)" % (old, new))
+
+        def sockets_of_new():
+            return [os.readlink("/proc/%d/fd/%s" % (new, n))
+                    for n in os.listdir("/proc/%d/fd" % new)
+                    if os.readlink("/proc/%d/fd/%s" % (new, n)).startswith("socket:")]
+        expect(wait_for(lambda: len(sockets_of_new()) == 1, 10),
+               "the new front holds sockets besides its channel: %s" % sockets_of_new())
         doc = run(d, sid, {"argv": ["/bin/echo", "still here"]})
         expect(doc["stdout"] == "still here\n", "the sandbox's exec after: %s" % doc)
         expect("a new one starts" in d.logtext(), "the restart is not logged")
