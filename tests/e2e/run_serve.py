@@ -530,6 +530,10 @@ def sandbox_seed_scenario(e):
         expect([x["id"] for x in doc["sandboxes"]] == [sid], "list by metadata: %s" % doc)
         st, doc = d.json("GET", "/v1/sandboxes?metadata.job=other")
         expect(doc["sandboxes"] == [], "list by other metadata: %s" % doc)
+        # A filter value that is not UTF-8 filters (as "\xff"): it is not
+        # dropped, which would list every sandbox.
+        st, doc = d.json("GET", "/v1/sandboxes?metadata.job=%ff")
+        expect(st == 200 and doc["sandboxes"] == [], "list by a byte 0xff: %d %s" % (st, doc))
         pids = [p for p in descendants(d.p.pid) if p != d.front_pid()]
         expect(len(pids) >= 2, "the sandbox's processes: %s" % pids)
         # Its cgroups are named after its session process (other runs on
