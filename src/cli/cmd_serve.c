@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "core/cleanup.h"
 #include "core/log.h"
 #include "core/util.h"
 
@@ -167,10 +168,13 @@ int al_cmd_serve(int argc, char **argv)
 		al_err("serve: unexpected argument \"%s\"", argv[optind - 1]);
 		return 125;
 	}
+	const char *given = cfg.socket_path;
 	if (al_serve_socket_activation(&cfg, &err) < 0) {
 		al_err("serve: %s", err.msg);
 		return 125;
 	}
+	/* The path activation found (when --socket gave none) is ours. */
+	_cleanup_free_ char *found = cfg.socket_path != given ? (char *)cfg.socket_path : NULL;
 	if (!cfg.socket_path) {
 		al_err("serve: --socket PATH is needed, unless systemd passes the socket (see "
 		       "airlock serve --help)");
