@@ -96,6 +96,12 @@ class Client:
             raise RuntimeError(f"{method} {path}: {st}, not {want}: {data[:300]!r}")
         return json.loads(data)
 
+    def fresh(self):
+        """A new connection, made before a timed request: the daemon closes
+        one idle for its --client-timeout (30 s)."""
+        self.c.close()
+        self.c.connect()
+
     def close(self):
         self.c.close()
 
@@ -327,13 +333,18 @@ def measure_latency(args, d, bwrap):
 # --- concurrent ------------------------------------------------------------
 
 
-def at_once(n, work):
-    """work(i) in n threads released together; each thread's own time and
-    the wall time until the last ended."""
+def at_once(n, work, prep=None):
+    """work(i) in n threads released together (prep(i) first, untimed);
+    each thread's own time and the wall time until the last ended."""
     barrier = threading.Barrier(n + 1)
     out, errs = [0.0] * n, []
 
     def body(i):
+        try:
+            if prep:
+                prep(i)
+        except OSError as e:
+            errs.append(f"{i}: {e}")
         barrier.wait()
         t = time.perf_counter()
         try:
@@ -386,7 +397,7 @@ def measure_concurrent(args, d, bwrap):
     for r in range(args.concurrent_rounds):
         lives = [create(clients[i], body)["id"] for i in range(n)]
         for name, work in (cases if r % 2 == 0 else cases[::-1]):
-            ts, wall = at_once(n, work)
+            ts, wall = at_once(n, work, lambda i: clients[i].fresh())
             per.setdefault(name, []).extend(ts)
             walls.setdefault(name, []).append(wall)
         for i in range(n):
@@ -553,7 +564,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--concurrent", type=int, default=100)
-    ap.add_argument("--concurrent-rounds", type=int, default=3)
+    ap.add_argument("--concurrent-rounds", type=int, default=2)
     ap.add_argument("--idle", type=int, default=100, help="idle sessions for the footprint")
     ap.add_argument("--hold", type=int, default=1000)
     ap.add_argument("--skip", default="", help="sections left out: latency,concurrent,idle,hold")
