@@ -1084,6 +1084,39 @@ def metrics_after_known_execs(e):
                "limit hits after the lifetime ran out:\n%s" % t)
 
 
+def wakeups(pid):
+    """Context switches of a process so far: each time it slept and woke."""
+    with open("/proc/%d/status" % pid) as f:
+        return sum(int(line.split()[1]) for line in f
+                   if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
+
+
+@case
+def sandbox_idle_costs_no_wakeups(e):
+    """A live sandbox with no exec running does not wake its session
+    process to read cgroup counters (they were read every 2 ms, 500 times
+    a second, also when no exec ran), since each exec's cgroup is killed
+    when it ends; while an exec runs they are read again: a spinning exec
+    past the sandbox's CPU time ends the sandbox, not its own 60 s
+    timeout."""
+    with Daemon(e) as d:
+        sid = sandbox(d, {"limits": {"cpu_time": 1}})
+        doc = run(d, sid, {"argv": ["/bin/true"]})
+        expect(doc["exit_code"] == 0, "the first exec: %s" % doc)
+        [sess] = session_pids(d)
+        time.sleep(0.2)  # the last check after the exec's end
+        before = wakeups(sess)
+        time.sleep(2)
+        n = wakeups(sess) - before
+        # The session's loop wakes once a second by itself.
+        expect(n <= 10, "the idle session process woke %d times in 2 s" % n)
+        doc = run(d, sid, {"code": "while True: pass", "language": "python", "timeout": 60})
+        expect(doc["reason"] != "timeout" and doc["exit_code"] != 0,
+               "a spinning exec past the sandbox's 1 s of CPU time: %s" % doc)
+        expect(wait_for(lambda: not session_pids(d), 10),
+               "the sandbox past its CPU time is still there")
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 3:
         print("usage: %s AIRLOCK PROBE [CASE-SUBSTRING...]" % sys.argv[0], file=sys.stderr)
