@@ -33,9 +33,9 @@ void mon_sandbox_free(struct monitor *m, size_t i)
 	m->sb[i] = m->sb[--m->n_sb];
 }
 
-/* fork + exec this binary as `__session`, its end of a socketpair at fd
- * 3; it dies with the monitor (PR_SET_PDEATHSIG), and its sandbox with
- * it. */
+/* fork + exec this binary (or the static airlock's descriptor, exe_fd)
+ * as `__session`, its end of a socketpair at fd 3; it dies with the
+ * monitor (PR_SET_PDEATHSIG), and its sandbox with it. */
 int mon_spawn_session(struct monitor *m, struct sandbox *s, struct al_error *err)
 {
 	int sv[2];
@@ -58,9 +58,15 @@ int mon_spawn_session(struct monitor *m, struct sandbox *s, struct al_error *err
 			_exit(125);
 		if (dup2(sv[1], 3) < 0)
 			_exit(125);
-		al_sys_close_range(4, ~0U, 0);
 		char *argv[] = {(char *)"airlock", (char *)"__session", NULL};
-		execv(m->cfg->exe, argv);
+		int xfd = m->cfg->exe_fd;
+		if (xfd > 4)
+			al_sys_close_range(4, (unsigned)xfd - 1, 0);
+		al_sys_close_range(xfd > 4 ? (unsigned)xfd + 1 : 4, ~0U, 0);
+		if (xfd > 4)
+			fexecve(xfd, argv, environ); /* xfd is close-on-exec */
+		else
+			execv(m->cfg->exe, argv);
 		_exit(127);
 	}
 	close(sv[1]);

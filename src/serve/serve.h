@@ -49,6 +49,7 @@ struct al_serve_config {
 	unsigned max_clients;
 	unsigned client_timeout_s; /* an idle or stalled client is dropped after this */
 	const char *exe;	   /* this binary, exec'd for each session */
+	int exe_fd;		   /* or, when >= 0 (close-on-exec), this one */
 };
 
 /* Socket activation (sd_listen_fds(3), without libsystemd): when

@@ -1084,6 +1084,25 @@ def metrics_after_known_execs(e):
                "limit hits after the lifetime ran out:\n%s" % t)
 
 
+@case
+def sandbox_session_runs_the_static_binary(e):
+    """The static airlock that started the daemon (airlock serve execs the
+    dynamic airlock-serve) is what each session process runs: its pages are
+    shared by every session, where each airlock-serve had its own copy of
+    the shared libraries' relocated data; and it is the file the daemon
+    started with, passed as a descriptor."""
+    with Daemon(e) as d:
+        sandbox(d)
+        [sess] = session_pids(d)
+        want, got = os.stat(e.airlock), os.stat("/proc/%d/exe" % sess)
+        expect((got.st_dev, got.st_ino) == (want.st_dev, want.st_ino),
+               "the session process runs %s, not %s" % (os.readlink("/proc/%d/exe" % sess),
+                                                        e.airlock))
+        maps = open("/proc/%d/maps" % sess).read()
+        expect("libmicrohttpd" not in maps and "libgnutls" not in maps,
+               "the session process has the daemon's libraries mapped")
+
+
 def wakeups(pid):
     """Context switches of a process so far: each time it slept and woke."""
     with open("/proc/%d/status" % pid) as f:
