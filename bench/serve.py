@@ -106,16 +106,77 @@ class Client:
         self.c.close()
 
 
+class MemCgroup:
+    """A cgroup v1 memory cgroup of the bench's own, below ours, that the
+    daemon is started in: the sandboxes' cgroups are made below the
+    daemon's, so its hierarchical counters charge what the daemon and every
+    session cost, user and kernel memory (the kernel objects the kernel
+    accounts: namespaces, sockets, nftables rules, page tables), and
+    nothing of the other work on the machine, which moves MemAvailable
+    too. None on cgroup v2 or without a v1 memory hierarchy."""
+
+    ROOT = "/sys/fs/cgroup/memory"
+
+    def __init__(self):
+        self.path = None
+        try:
+            with open("/proc/self/cgroup") as f:
+                own = [line.rstrip("\n").split(":", 2)[2] for line in f
+                       if line.split(":")[1].split(",").count("memory")]
+        except (OSError, IndexError):
+            return
+        if not own or not os.path.isfile(self.ROOT + "/memory.usage_in_bytes"):
+            return
+        path = f"{self.ROOT}{own[0].rstrip('/')}/airlock-bench-serve-{os.getpid()}"
+        os.mkdir(path)
+        self.path = path
+
+    def enter(self):
+        """In the daemon's child before exec."""
+        if self.path:
+            with open(self.path + "/cgroup.procs", "w") as f:
+                f.write(str(os.getpid()))
+
+    def usage_kb(self):
+        if not self.path:
+            return {}
+        out = {}
+        for k in ("usage", "kmem.usage"):
+            with open(f"{self.path}/memory.{k}_in_bytes") as f:
+                out[k] = int(f.read()) // 1024
+        # The user pages among it: anonymous, and page cache (tmpfs too).
+        with open(f"{self.path}/memory.stat") as f:
+            for line in f:
+                k, v = line.split()
+                if k in ("total_rss", "total_cache", "total_shmem"):
+                    out[k[6:]] = int(v) // 1024
+        return out
+
+    def remove(self):
+        """Once the daemon is gone: its base and what a killed one left."""
+        if not self.path:
+            return
+        for top, dirs, _ in os.walk(self.path, topdown=False):
+            for d in dirs:
+                try:
+                    os.rmdir(os.path.join(top, d))
+                except OSError as e:
+                    print(f"serve: cannot remove {os.path.join(top, d)}: {e}")
+        os.rmdir(self.path)
+
+
 class Daemon:
-    """`airlock serve` on a socket in a temp dir; ended by its pid."""
+    """`airlock serve` on a socket in a temp dir, in the bench's memory
+    cgroup; ended by its pid."""
 
     def __init__(self, airlock, max_sandboxes):
         self.dir = tempfile.mkdtemp(prefix="airlock-bench-serve-")
         self.sock = os.path.join(self.dir, "sock")
         self.log = open(os.path.join(self.dir, "log"), "w+")
+        self.cg = MemCgroup()
         self.p = subprocess.Popen([airlock, "serve", "--socket", self.sock, "--max-sandboxes",
                                    str(max_sandboxes), "--max-clients", "512"],
-                                  stdout=self.log, stderr=self.log)
+                                  stdout=self.log, stderr=self.log, preexec_fn=self.cg.enter)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.p.poll() is not None:
@@ -152,6 +213,7 @@ class Daemon:
                 self.p.wait()
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+        self.cg.remove()
 
 
 def cmdline(pid):
@@ -199,6 +261,22 @@ def meminfo(key):
             if line.startswith(key + ":"):
                 return int(line.split()[1])
     return 0
+
+
+# Where MemAvailable goes: processes' pages, and the kernel's own memory
+# (namespaces, cgroups, sockets, nftables rules: slab and per-CPU data).
+MEMINFO_KEYS = ("AnonPages", "Shmem", "Slab", "SUnreclaim", "KernelStack", "PageTables",
+                "Percpu")
+
+
+def meminfo_all():
+    out = {}
+    with open("/proc/meminfo") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in MEMINFO_KEYS:
+                out[k] = int(v.split()[0])
+    return out
 
 
 def load():
@@ -457,6 +535,8 @@ def measure_idle(args, d, kind, body, n):
     fd0 = {"monitor": fd_count(mon), "front": fd_count(front)}
     pss0 = {"monitor": pss_kb(mon)["private"], "front": pss_kb(front)["private"]}
     mem0 = settle_mem()
+    cg0 = d.cg.usage_kb()
+    parts0 = meminfo_all()
     t = time.perf_counter()
     ids = [create(cl, body)["id"] for _ in range(n)]
     made_s = time.perf_counter() - t
@@ -464,6 +544,8 @@ def measure_idle(args, d, kind, body, n):
     for sid in ids:
         exec_ok(cl, sid, exec_body([TRUE]))
     mem1 = settle_mem()
+    cg1 = d.cg.usage_kb()
+    parts1 = meminfo_all()
     roles = session_tree(d, kind == "gateway")
     res = {"kind": kind, "sessions": n, "create_s": made_s,
            "memavailable_drop_kb_per_session": (mem0 - mem1) / n,
@@ -471,6 +553,8 @@ def measure_idle(args, d, kind, body, n):
            "front_fds_per_session": (fd_count(front) - fd0["front"]) / n,
            "monitor_private_kb_per_session": (pss_kb(mon)["private"] - pss0["monitor"]) / n,
            "front_private_kb_per_session": (pss_kb(front)["private"] - pss0["front"]) / n,
+           "meminfo_kb_per_session": {k: (parts1[k] - parts0[k]) / n for k in parts0},
+           "cgroup_kb_per_session": {k: (cg1[k] - cg0[k]) / n for k in cg0},
            "roles": {}}
     for role, pids in sorted(roles.items()):
         p = [pss_kb(x) for x in pids]
@@ -483,6 +567,9 @@ def measure_idle(args, d, kind, body, n):
     for sid in ids:
         delete(cl, sid)
     res["delete_s"] = time.perf_counter() - t
+    # MemAvailable given back: measured over a shorter time than the
+    # drop, so less of the machine's other work is in it.
+    res["memavailable_back_kb_per_session"] = (settle_mem() - mem1) / n
     cl.close()
     return res
 
@@ -494,7 +581,7 @@ def measure_hold(args, d):
     n = args.hold
     body = json.dumps(LIVE)
     mon, front = d.p.pid, d.front_pid()
-    fd0, mem0 = fd_count(mon), settle_mem()
+    fd0, mem0, cg0 = fd_count(mon), settle_mem(), d.cg.usage_kb()
     workers = 4
     ids, errs = [[] for _ in range(workers)], []
 
@@ -531,12 +618,14 @@ def measure_hold(args, d):
     res["exec_all_s"], res["exec_failed"] = time.perf_counter() - t, failed
     mem1 = settle_mem()
     res["memavailable_drop_mb"] = (mem0 - mem1) / 1024
+    res["cgroup_mb"] = {k: (v - cg0[k]) / 1024 for k, v in d.cg.usage_kb().items()}
     res["processes"] = sum(len(v) for v in session_tree(d).values())
     res["load"] = load()
     t = time.perf_counter()
     for sid in all_ids:
         delete(cl, sid)
     res["delete_s"] = time.perf_counter() - t
+    res["memavailable_back_mb"] = (settle_mem() - mem1) / 1024
     res["sessions_left"] = len(d.session_pids())
     res["monitor_fds_after"] = fd_count(mon)
     cl.close()
@@ -628,11 +717,17 @@ def main():
                 out["idle"].append(r)
                 print(f"  MemAvailable drop per session {r['memavailable_drop_kb_per_session']:.0f} kB"
                       f" (target <= 1024: "
-                      f"{verdict(r['memavailable_drop_kb_per_session'] <= 1024)})")
+                      f"{verdict(r['memavailable_drop_kb_per_session'] <= 1024)}); given back "
+                      f"at delete {r['memavailable_back_kb_per_session']:.0f} kB")
+                if r["cgroup_kb_per_session"]:
+                    print("  charged to the daemon's memory cgroup per session: " + ", ".join(
+                        f"{k} {v:.0f} kB" for k, v in r["cgroup_kb_per_session"].items()))
                 print(f"  daemon per session: monitor {r['monitor_fds_per_session']:.2f} fds, "
                       f"{r['monitor_private_kb_per_session']:.1f} kB private; front "
                       f"{r['front_fds_per_session']:.2f} fds, "
                       f"{r['front_private_kb_per_session']:.1f} kB private")
+                print("  meminfo per session (kB): " + ", ".join(
+                    f"{k} {v:.0f}" for k, v in r["meminfo_kb_per_session"].items()))
                 for role, x in r["roles"].items():
                     print(f"  {role:16s} x{x['count']:4d}: PSS {x['pss_kb_median']} kB, private "
                           f"{x['private_kb_median']} kB, {x['fds_median']} fds (medians)")
@@ -649,6 +744,9 @@ def main():
                   f"{h['fd_limit']}), front fds {h['front_fds']}, processes {h['processes']}, "
                   f"MemAvailable drop {h['memavailable_drop_mb']:.0f} MB "
                   f"({h['memavailable_drop_mb'] * 1024 / max(1, h['created']):.0f} kB each)")
+            print(f"  charged to the daemon's memory cgroup: " + ", ".join(
+                f"{k} {v:.0f} MB" for k, v in h["cgroup_mb"].items()) +
+                f"; MemAvailable given back at delete {h['memavailable_back_mb']:.0f} MB")
             print(f"  deleted in {h['delete_s']:.1f} s, sessions left {h['sessions_left']}, "
                   f"monitor fds after {h['monitor_fds_after']} ({h['load']})")
             if h["errors"]:
