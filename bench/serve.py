@@ -445,8 +445,12 @@ def at_once(n, work, prep=None):
 
 
 def run_quiet(argv):
+    # A session of its own, as each exec in a sandbox has (setsid): with
+    # the scheduler's autogroups on (sched_autogroup_enabled), each session
+    # gets its own share of the CPU, and 100 references in the bench's one
+    # session would share one against the machine's other work.
     r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+                       stderr=subprocess.DEVNULL, start_new_session=True)
     if r.returncode != 0:
         raise RuntimeError(f"{argv[0]} exited {r.returncode}")
 
