@@ -512,6 +512,8 @@ static int start_front(struct monitor *m, struct al_error *err)
 			close(m->tcp_fd);
 		if (m->sig_fd >= 0)
 			close(m->sig_fd);
+		if (m->cfg->exe_fd >= 0) /* the binary for the session processes */
+			close(m->cfg->exe_fd);
 		al_front_main(sv[1], m->cfg);
 	}
 	close(sv[1]);
