@@ -546,10 +546,23 @@ def session_tree(d, gateway=False):
     return roles
 
 
+def settle_fds(pids):
+    """The descriptor counts once they stop moving (the connections of an
+    earlier section are closed by the daemon after the client's)."""
+    prev = [fd_count(p) for p in pids]
+    for _ in range(50):
+        time.sleep(0.2)
+        cur = [fd_count(p) for p in pids]
+        if cur == prev:
+            break
+        prev = cur
+    return prev
+
+
 def measure_idle(args, d, kind, body, n):
     cl = Client(d.sock)
     mon, front = d.p.pid, d.front_pid()
-    fd0 = {"monitor": fd_count(mon), "front": fd_count(front)}
+    fd0 = dict(zip(("monitor", "front"), settle_fds([mon, front])))
     pss0 = {"monitor": pss_kb(mon)["private"], "front": pss_kb(front)["private"]}
     mem0 = settle_mem()
     cg0 = d.cg.usage_kb()
