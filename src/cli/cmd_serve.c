@@ -49,9 +49,21 @@ static void usage(FILE *f)
 		"  --max-sandboxes N       sandboxes at once, the warm pool's included (a\n"
 		"                          create ends a held pool sandbox to make room);\n"
 		"                          default 16; past it: 429\n"
+		"  --max-sandboxes-per-identity N\n"
+		"                          sandboxes at once of one uid or token, one-shot runs\n"
+		"                          included (default 8, at most --max-sandboxes); past\n"
+		"                          it: 429\n"
 		"  --max-clients N         client connections at once (default 256); past it:\n"
 		"                          503, and the connection is closed\n"
+		"  --max-clients-per-identity N\n"
+		"                          connections at once of one uid or token (default 64,\n"
+		"                          at most --max-clients); past it: 429, closed\n"
 		"  --client-timeout SEC    drop a client idle or stalled this long (default 30)\n"
+		"  --request-timeout SEC   drop a client whose request (head and body) has not\n"
+		"                          arrived whole this long after it began, however\n"
+		"                          slowly it trickles (default: --client-timeout)\n"
+		"  --no-landlock           start even where the kernel has no landlock (the\n"
+		"                          HTTP front is then confined without it)\n"
 		"  -h, --help              show this help\n");
 }
 
@@ -98,20 +110,27 @@ static int session_exe_fd(const char *s, int *ret)
 
 int al_cmd_serve(int argc, char **argv)
 {
-	static const struct option opts[] = {{"socket", required_argument, NULL, 's'},
-					     {"socket-group", required_argument, NULL, 'g'},
-					     {"listen", required_argument, NULL, 'l'},
-					     {"token-file", required_argument, NULL, 't'},
-					     {"operator-policy", required_argument, NULL, 'o'},
-					     {"max-sandboxes", required_argument, NULL, 'S'},
-					     {"max-clients", required_argument, NULL, 'C'},
-					     {"client-timeout", required_argument, NULL, 'T'},
-					     {"session-exe-fd", required_argument, NULL, 'E'},
-					     {"help", no_argument, NULL, 'h'},
-					     {0}};
+	static const struct option opts[] = {
+	    {"socket", required_argument, NULL, 's'},
+	    {"socket-group", required_argument, NULL, 'g'},
+	    {"listen", required_argument, NULL, 'l'},
+	    {"token-file", required_argument, NULL, 't'},
+	    {"operator-policy", required_argument, NULL, 'o'},
+	    {"max-sandboxes", required_argument, NULL, 'S'},
+	    {"max-clients", required_argument, NULL, 'C'},
+	    {"client-timeout", required_argument, NULL, 'T'},
+	    {"request-timeout", required_argument, NULL, 'R'},
+	    {"max-clients-per-identity", required_argument, NULL, 'I'},
+	    {"max-sandboxes-per-identity", required_argument, NULL, 'P'},
+	    {"no-landlock", no_argument, NULL, 'L'},
+	    {"session-exe-fd", required_argument, NULL, 'E'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0}};
 	struct al_serve_config cfg = {.max_sandboxes = 16,
 				      .max_clients = 256,
 				      .client_timeout_s = 30,
+				      .max_clients_per_identity = 64,
+				      .max_sandboxes_per_identity = 8,
 				      .exe = "/proc/self/exe",
 				      .exe_fd = -1};
 	struct al_error err = {0};
@@ -147,6 +166,23 @@ int al_cmd_serve(int argc, char **argv)
 		case 'T':
 			if (number("--client-timeout", optarg, &cfg.client_timeout_s) < 0)
 				return 125;
+			break;
+		case 'R':
+			if (number("--request-timeout", optarg, &cfg.request_timeout_s) < 0)
+				return 125;
+			break;
+		case 'I':
+			if (number("--max-clients-per-identity", optarg,
+				   &cfg.max_clients_per_identity) < 0)
+				return 125;
+			break;
+		case 'P':
+			if (number("--max-sandboxes-per-identity", optarg,
+				   &cfg.max_sandboxes_per_identity) < 0)
+				return 125;
+			break;
+		case 'L':
+			cfg.no_landlock = true;
 			break;
 		case 'E':
 			if (cfg.exe_fd >= 0 || session_exe_fd(optarg, &cfg.exe_fd) < 0)

@@ -111,6 +111,10 @@ int main(int argc, char **argv)
 		return al_cmd_serve(argc - 2, argv + 2);
 	if (strcmp(cmd, "__session") == 0)
 		return al_cmd_session(argc - 2, argv + 2);
+#ifdef AL_SERVE_BINARY
+	if (strcmp(cmd, "__front") == 0)
+		return al_cmd_front(argc - 2, argv + 2);
+#endif
 	if (strcmp(cmd, "__probe") == 0)
 		return al_cmd_probe(argc - 2, argv + 2);
 	if (strcmp(cmd, "help") == 0)

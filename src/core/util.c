@@ -316,3 +316,61 @@ bool al_is_tchar(char c)
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 	       (c != '\0' && strchr("!#$%&'*+-.^_`|~", c));
 }
+
+/* The length of the well-formed UTF-8 character at s (at most n bytes
+ * available), or 0 when s does not start one: overlong forms, surrogates
+ * and code points over U+10FFFF are not well formed (RFC 3629). */
+static size_t utf8_char_len(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0];
+	size_t len;
+	unsigned cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4, cp = c & 0x07;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return len;
+}
+
+bool al_utf8_escape(char *out, size_t outlen, const char *in)
+{
+	const unsigned char *s = (const unsigned char *)in;
+	size_t n = strlen(in), o = 0;
+	bool escaped = false;
+
+	if (outlen == 0)
+		return false;
+	for (size_t i = 0; i < n;) {
+		size_t len = utf8_char_len(s + i, n - i);
+		if (len == 0) {
+			if (o + 4 >= outlen)
+				break;
+			snprintf(out + o, outlen - o, "\\x%02x", s[i]);
+			o += 4, i++, escaped = true;
+			continue;
+		}
+		if (o + len >= outlen) /* a whole character or none */
+			break;
+		memcpy(out + o, s + i, len);
+		o += len, i += len;
+	}
+	out[o] = '\0';
+	return escaped;
+}

@@ -62,6 +62,13 @@ bool al_env_name_is_valid(const char *name);
  * [A-Za-z0-9-], not starting or ending with '-'. */
 bool al_hostname_is_valid(const char *name);
 
+/* Copy in to out (outlen bytes, NUL included) as well-formed UTF-8: each
+ * byte that does not belong to a well-formed character becomes the four
+ * characters \xNN, and a copy cut short by outlen ends on a character's
+ * boundary. For text from clients (URLs, file names) put in JSON, which
+ * takes UTF-8 only. True when any byte was escaped. */
+bool al_utf8_escape(char *out, size_t outlen, const char *in);
+
 /* The value of a hex digit (either case), or -1. */
 int al_hex_digit(char c);
 /* An HTTP token character (RFC 9110 tchar). */

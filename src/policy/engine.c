@@ -242,6 +242,33 @@ static void check_env(struct al_decision *d, const struct al_policy *task,
 	}
 }
 
+int al_engine_exec_env(const struct al_decision *d, char *const *env, struct al_errors *reasons)
+{
+	const struct al_op_profile *pr = d->profile;
+	int r = 0;
+
+	for (size_t i = 0; pr && env && env[i]; i++) {
+		const char *eq = strchr(env[i], '=');
+		_cleanup_free_ char *name =
+		    eq ? strndup(env[i], (size_t)(eq - env[i])) : xstrdup(env[i]);
+		ssize_t k;
+
+		if ((k = env_match(pr->env_never, name)) >= 0) {
+			r = al_errors_add(reasons, EPERM, NULL, NULL,
+					  "exec: env.%s: the operator never lets a task set %s "
+					  "(pattern \"%s\" of %s.env.never)",
+					  name, name, pr->env_never[k], pr->where);
+		} else if (env_match(pr->env_allow, name) < 0) {
+			_cleanup_free_ char *list = al_strv_join(pr->env_allow, " ");
+			r = al_errors_add(reasons, EPERM, NULL, NULL,
+					  "exec: env.%s: %s matches none of the names the operator "
+					  "allows (%s.env.allow: %s)",
+					  name, name, pr->where, list[0] ? list : "none");
+		}
+	}
+	return r < 0 ? -EPERM : 0;
+}
+
 /* network.allow[i] of the task: "--allow R" when the flags added it, else
  * its place in the file (the file's rules come first). */
 static char *rule_ref(const struct al_policy *task, const struct al_policy *flags, size_t i)

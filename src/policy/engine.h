@@ -84,6 +84,13 @@ struct al_decision {
 int al_engine_request(const struct al_operator *op, struct al_policy *task,
 		      const struct al_policy *flags, struct al_decision *d);
 
+/* The environment of one exec in a live sandbox (NAME=VALUE strings)
+ * held to the profile d decided on, as the task's env is: a name the
+ * profile's env.never matches, or env.allow does not, is refused. One
+ * reason per name refused is added to reasons; 0, or -EPERM. With no
+ * profile (no operator policy) nothing is refused. */
+int al_engine_exec_env(const struct al_decision *d, char *const *env, struct al_errors *reasons);
+
 /* Hold the plan built from the task to the profile: every host path it
  * shows (mounts, system directories and airlock's own binds, by their
  * resolved paths and identities), copies in and out of. Returns 0 or

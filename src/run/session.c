@@ -36,6 +36,11 @@ struct al_exec {
 	struct al_relay relay;
 	struct al_timer *timeout, *drain;
 	bool ended_seen, forced, done;
+	/* started: the backend reported it running (it can be signalled);
+	 * pending_sigs: signals asked for before that (bit sig - 1), sent
+	 * when it starts. */
+	bool started;
+	uint64_t pending_sigs;
 	bool tty, tty_wait; /* tty_wait: the master has not come yet */
 	enum al_exec_reason forced_reason;
 	int status;
@@ -118,6 +123,13 @@ static void maybe_done(struct al_exec *x, bool force)
 static int run_backend_signal(struct al_exec *x, int sig)
 {
 	struct al_sandbox *sb = &x->run->sb;
+
+	/* Asked for, not started yet: the backend has no process to signal
+	 * until init reports it; the signal waits for that (ev_started). */
+	if (!x->started && !x->ended_seen && sig > 0 && sig <= 64) {
+		x->pending_sigs |= 1ULL << (sig - 1);
+		return 0;
+	}
 	return sb->ops && sb->ops->exec_signal ? sb->ops->exec_signal(sb, x->num, sig) : -ESRCH;
 }
 
@@ -200,9 +212,20 @@ static void ev_terminal(void *data, uint32_t id, int master)
 static void ev_started(void *data, uint32_t id, pid_t pid)
 {
 	struct al_exec *x = by_num(data, id);
-	if (x)
-		al_audit_emit(x->run->req.audit, "exec.start",
-			      json_pack("{s:s, s:i}", "exec_id", x->res.id, "pid", (int)pid));
+	if (!x)
+		return;
+	x->started = true;
+	al_audit_emit(x->run->req.audit, "exec.start",
+		      json_pack("{s:s, s:i}", "exec_id", x->res.id, "pid", (int)pid));
+	/* What was asked before it started, now: a kill alone ends it;
+	 * otherwise each signal once, in number order. */
+	uint64_t pend = x->pending_sigs;
+	x->pending_sigs = 0;
+	if (pend & (1ULL << (SIGKILL - 1)))
+		pend = 1ULL << (SIGKILL - 1);
+	for (int sig = 1; sig <= 64; sig++)
+		if ((pend & (1ULL << (sig - 1))) && run_backend_signal(x, sig) < 0)
+			al_debug("exec %s: signal %d: not running", x->res.id, sig);
 }
 
 static void ev_ended(void *data, uint32_t id, int status, int exec_err, uint64_t user_us,
@@ -258,8 +281,18 @@ void al_session_end(struct al_run *run)
 			x->forced = true;
 			x->forced_reason = AL_EXEC_KILLED;
 		}
-		if (!x->ended_seen)
-			ev_ended(run, x->num, SIGKILL, 0, 0, 0, 0, false);
+		if (!x->ended_seen) {
+			/* Its end may finish it (output drained) and free it:
+			 * find it again by its number. */
+			uint32_t num = x->num;
+			ev_ended(run, num, SIGKILL, 0, 0, 0, 0, false);
+			x = NULL;
+			for (size_t i = 0; i < run->n_execs && !x; i++)
+				if (run->execs[i]->num == num)
+					x = run->execs[i];
+			if (!x)
+				continue;
+		}
 		maybe_done(x, true);
 	}
 	free(run->execs);
@@ -326,6 +359,26 @@ int al_run_exec(struct al_run *run, const struct al_exec_request *req, const str
 	if (req->timeout_ms < 0)
 		return al_error_set(err, EINVAL, "exec: timeout_ms %lld is negative",
 				    (long long)req->timeout_ms);
+	/* An exec's own limits stay within the plan's, which the operator
+	 * policy bounded: a lower one is taken, a higher one refused (the
+	 * plan's 0 is "none", so anything goes under it). */
+	char have[32], asked[32];
+	if (req->memory_bytes && p->memory_bytes && req->memory_bytes > p->memory_bytes) {
+		al_format_size(p->memory_bytes, have, sizeof(have));
+		al_format_size(req->memory_bytes, asked, sizeof(asked));
+		return al_error_set(err, EINVAL,
+				    "exec: memory %s is over the sandbox's memory limit %s (an "
+				    "exec's limits may only be lower)",
+				    asked, have);
+	}
+	if (req->output_bytes && p->output_bytes && req->output_bytes > p->output_bytes) {
+		al_format_size(p->output_bytes, have, sizeof(have));
+		al_format_size(req->output_bytes, asked, sizeof(asked));
+		return al_error_set(err, EINVAL,
+				    "exec: output %s is over the sandbox's output limit %s (an "
+				    "exec's limits may only be lower)",
+				    asked, have);
+	}
 	struct al_exec *x = xcalloc(1, sizeof(*x));
 	x->run = run;
 	x->num = ++run->next_exec;

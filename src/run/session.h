@@ -81,7 +81,8 @@ int al_exec_stdin(struct al_exec *x, const void *buf, size_t len);
 /* Its stdin ends once what is queued was written. */
 void al_exec_close_stdin(struct al_exec *x);
 /* Send sig to it (its process group); SIGKILL kills everything of it and
- * its reason becomes killed. */
+ * its reason becomes killed. A signal asked for before the exec started
+ * (init has not reported it yet) is sent when it starts. */
 int al_exec_signal(struct al_exec *x, int sig);
 /* Its terminal's size (ignored without one). */
 void al_exec_resize(struct al_exec *x, unsigned short rows, unsigned short cols);

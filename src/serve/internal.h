@@ -73,5 +73,25 @@ int al_metrics_event(struct al_metrics *m, const struct al_msg *in, bool *paused
 /* A reason's name to its index in limit_hits, or -1 when it is no limit. */
 int al_metrics_limit_index(const char *reason);
 
+/* spawn.c: a session process (`__session`, its channel at fd 3; the
+ * static airlock's cfg->exe_fd when set, else cfg->exe), and the
+ * front, started as its own confined program (fork,
+ * drop everything, exec `__front`); its request ids start above
+ * first_req. The pid, with *chan the monitor's end of its channel; or
+ * -errno with err set. */
+pid_t al_serve_front_spawn(const struct al_serve_config *cfg, uint64_t first_req, int *chan,
+			   struct al_error *err);
+pid_t al_serve_spawn_session(const struct al_serve_config *cfg, int *chan, struct al_error *err);
+
+/* answer.c: the monitor's answers to the front (on its channel) for the
+ * front's request req: a status and body, a JSON body (taken; NULL: a
+ * fixed 500), a chunk of a streamed answer. And a fixed answer
+ * written on a client's socket, which is then closed. */
+void al_serve_respond(struct al_chan *front, uint64_t req, unsigned status, const char *ctype,
+		      const char *body, size_t len);
+void al_serve_respond_json(struct al_chan *front, uint64_t req, unsigned status, json_t *o);
+void al_serve_chunk(struct al_chan *front, uint64_t req, const void *p, size_t len, bool end);
+void al_serve_refuse(int fd, unsigned status, const char *phrase, const char *error);
+
 /* stale.c: a killed daemon's cgroups and host id slots, removed. */
 void al_serve_cleanup_stale(void);

@@ -19,28 +19,42 @@
 #include "core/util.h"
 #include "ids/slots.h"
 
-/* A fixed answer the monitor writes itself, without reading what the
- * client sent, then closes. */
-static void answer_close(int fd, const char *status, const char *extra, const char *body)
-{
-	char head[512];
-	int n = snprintf(head, sizeof(head),
-			 "HTTP/1.1 %s\r\nContent-Type: application/json\r\n"
-			 "Content-Length: %zu\r\n%sConnection: close\r\n\r\n",
-			 status, strlen(body), extra);
-	if (send(fd, head, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) == n)
-		send(fd, body, strlen(body), MSG_DONTWAIT | MSG_NOSIGNAL);
-	close(fd);
-}
-
 /* Past --max-clients. */
 static void refuse_client(struct monitor *m, int fd)
 {
-	answer_close(fd, "503 Service Unavailable", "Retry-After: 1\r\n",
-		     "{\"error\":\"too many clients: the daemon's --max-clients is reached; "
-		     "retry later\"}");
+	al_serve_refuse(fd, 503, "Service Unavailable",
+			"too many clients: the daemon's --max-clients is reached; retry later");
 	m->metrics.refused_clients++;
 	al_metrics_status(&m->metrics, 503);
+}
+
+unsigned mon_per_identity(const struct monitor *m)
+{
+	unsigned n = m->cfg->max_clients_per_identity;
+	return n && n < m->cfg->max_clients ? n : m->cfg->max_clients;
+}
+
+unsigned mon_conns_of(const struct monitor *m, const char *identity)
+{
+	unsigned n = 0;
+	for (size_t i = 0; i < m->n_conns; i++)
+		n += strcmp(m->conns[i].identity, identity) == 0;
+	return n;
+}
+
+/* Past its identity's cap a Unix client gets 429 from the monitor, as
+ * refuse_client() answers (a TCP client's identity is known only from
+ * its first request: the monitor answers that one 429). */
+static void refuse_identity(struct monitor *m, int fd, const char *identity)
+{
+	char msg[200];
+	snprintf(msg, sizeof(msg),
+		 "too many connections from %s: the daemon's --max-clients-per-identity (%u) is "
+		 "reached; retry later",
+		 identity, mon_per_identity(m));
+	al_serve_refuse(fd, 429, "Too Many Requests", msg);
+	m->metrics.refused_clients++;
+	al_metrics_status(&m->metrics, 429);
 }
 
 /* Why a Unix peer is never served, or NULL: a process of a sandbox (its
@@ -65,13 +79,12 @@ static const char *peer_refusal(const struct ucred *cr)
 
 static void refuse_peer(struct monitor *m, int fd, const struct ucred *cr, const char *why)
 {
-	char body[320];
+	char msg[320];
 
-	snprintf(body, sizeof(body), "{\"error\":\"this daemon does not serve uid %u: %s\"}",
-		 (unsigned)cr->uid, why);
+	snprintf(msg, sizeof(msg), "this daemon does not serve uid %u: %s", (unsigned)cr->uid, why);
 	al_warn("serve: refused a client (uid %u, pid %d): %s", (unsigned)cr->uid, (int)cr->pid,
 		why);
-	answer_close(fd, "403 Forbidden", "", body);
+	al_serve_refuse(fd, 403, "Forbidden", msg);
 	al_metrics_status(&m->metrics, 403);
 }
 
@@ -138,6 +151,11 @@ void mon_accept(struct monitor *m, int lfd, bool tcp)
 			c->uid = cr.uid;
 			peer_groups(fd, &cr, c);
 			snprintf(c->identity, sizeof(c->identity), "uid:%u", (unsigned)cr.uid);
+			if (mon_conns_of(m, c->identity) >= mon_per_identity(m)) {
+				refuse_identity(m, fd, c->identity);
+				free(c);
+				continue;
+			}
 		}
 		if ((c->dup = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
 			free(c);

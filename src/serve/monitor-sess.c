@@ -33,48 +33,20 @@ void mon_sandbox_free(struct monitor *m, size_t i)
 	m->sb[i] = m->sb[--m->n_sb];
 }
 
-/* fork + exec this binary (or the static airlock's descriptor, exe_fd)
- * as `__session`, its end of a socketpair at fd 3; it dies with the
- * monitor (PR_SET_PDEATHSIG), and its sandbox with it. */
+/* The session process (spawn.c): `__session` (the static airlock's
+ * descriptor, exe_fd, when the daemon has one), its channel at fd 3; it
+ * dies with the monitor (PR_SET_PDEATHSIG), and its sandbox with it. */
 int mon_spawn_session(struct monitor *m, struct sandbox *s, struct al_error *err)
 {
-	int sv[2];
-	pid_t parent = getpid();
+	int fd;
+	pid_t pid = al_serve_spawn_session(m->cfg, &fd, err);
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		return al_error_setsys(err, errno, "socketpair");
-	pid_t pid = fork();
-	if (pid < 0) {
-		int e = errno;
-		close(sv[0]);
-		close(sv[1]);
-		return al_error_setsys(err, e, "fork");
-	}
-	if (pid == 0) {
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-			_exit(125);
-		if (dup2(sv[1], 3) < 0)
-			_exit(125);
-		char *argv[] = {(char *)"airlock", (char *)"__session", NULL};
-		int xfd = m->cfg->exe_fd;
-		if (xfd > 4)
-			al_sys_close_range(4, (unsigned)xfd - 1, 0);
-		al_sys_close_range(xfd > 4 ? (unsigned)xfd + 1 : 4, ~0U, 0);
-		if (xfd > 4)
-			fexecve(xfd, argv, environ); /* xfd is close-on-exec */
-		else
-			execv(m->cfg->exe, argv);
-		_exit(127);
-	}
-	close(sv[1]);
+	if (pid < 0)
+		return (int)pid;
 	s->pid = pid;
 	s->pidfd = al_sys_pidfd_open(pid, 0);
-	al_chan_init(&s->ch, sv[0]);
+	al_chan_init(&s->ch, fd);
 	s->ch.no_fds = true;
-	fcntl(sv[0], F_SETFL, O_NONBLOCK);
 	return 0;
 }
 
@@ -92,11 +64,12 @@ int mon_setup_deadlines(struct monitor *m)
 			al_warn("serve: session %s did not start its run within %d s; killed",
 				s->id, AL_SERVE_SETUP_MAX_MS / 1000);
 			for (size_t k = 0; k < s->n_owed; k++)
-				mon_respond_error(
-				    m, s->owed[k].req, 504,
-				    "the sandbox's session did not start its run within "
-				    "%d s, and was killed",
-				    AL_SERVE_SETUP_MAX_MS / 1000);
+				if (!s->owed[k].stale)
+					mon_respond_error(
+					    m, s->owed[k].req, 504,
+					    "the sandbox's session did not start its run within "
+					    "%d s, and was killed",
+					    AL_SERVE_SETUP_MAX_MS / 1000);
 			s->n_owed = 0;
 			mon_sandbox_free(m, i);
 			continue;

@@ -38,45 +38,22 @@ static struct conn *conn_find(struct monitor *m, uint64_t id)
 	return NULL;
 }
 
-/* An answer to the front's request id: status, a JSON body (taken). */
-static void respond(struct monitor *m, uint64_t req, unsigned status, const char *ctype,
-		    const char *body, size_t len)
-{
-	struct al_msg_out o;
-
-	al_msg_begin(&o, AL_MSG_RESPONSE, req);
-	al_msg_put_u32(&o, AL_TAG_STATUS, status);
-	al_msg_put_str(&o, AL_TAG_CTYPE, ctype);
-	al_msg_put_bytes(&o, AL_TAG_BODY, body, len);
-	if (al_msg_end(&o) < 0) {
-		free(o.buf);
-		static const char big[] = "{\"error\":\"the answer is too large to send\"}";
-		al_msg_begin(&o, AL_MSG_RESPONSE, req);
-		al_msg_put_u32(&o, AL_TAG_STATUS, 500);
-		al_msg_put_str(&o, AL_TAG_CTYPE, "application/json");
-		al_msg_put_bytes(&o, AL_TAG_BODY, big, sizeof(big) - 1);
-		al_msg_end(&o);
-	}
-	al_chan_queue(&m->front, &o, -1);
-}
-
-static void respond_json(struct monitor *m, uint64_t req, unsigned status, json_t *o)
-{
-	char *s = json_dumps(o, JSON_COMPACT);
-
-	respond(m, req, status, "application/json", s ? s : "{}", s ? strlen(s) : 2);
-	free(s);
-	json_decref(o);
-}
+/* Answers to the front (answer.c), on the current front's channel. */
+#define respond(m, ...)	       al_serve_respond(&(m)->front, __VA_ARGS__)
+#define respond_json(m, ...)   al_serve_respond_json(&(m)->front, __VA_ARGS__)
+#define chunk_to_front(m, ...) al_serve_chunk(&(m)->front, __VA_ARGS__)
 
 void mon_respond_error(struct monitor *m, uint64_t req, unsigned status, const char *fmt, ...)
 {
-	char msg[512];
+	char raw[512], msg[512];
 	va_list ap;
 
+	/* Client text in the message (ids, paths) is sent as UTF-8 whatever
+	 * its bytes: see al_utf8_escape(). */
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	al_utf8_escape(msg, sizeof(msg), raw);
 	respond_json(m, req, status, json_pack("{s:s}", "error", msg));
 }
 
@@ -173,7 +150,20 @@ static void op_run(struct monitor *m, uint64_t req, const struct conn *c, const 
 {
 	size_t len = 0;
 	const uint8_t *body = al_msg_bytes(in, AL_TAG_BODY, &len);
+	unsigned mine = 0, cap = m->cfg->max_sandboxes_per_identity;
 
+	/* Its identity's own cap first (a held pool sandbox is no one's). */
+	if (!cap || cap > m->cfg->max_sandboxes)
+		cap = m->cfg->max_sandboxes;
+	for (size_t i = 0; i < m->n_sb; i++)
+		mine += strcmp(m->sb[i]->owner, identity) == 0;
+	if (mine >= cap)
+		return mon_respond_error(
+		    m, req, 429,
+		    "too many sandboxes of %s: the daemon's "
+		    "--max-sandboxes-per-identity (%u) are in use (one-shot runs "
+		    "included); retry when one ended",
+		    identity, cap);
 	/* A create whose profile has a ready pool sandbox goes there first. */
 	if (op == AL_OP_SANDBOX_CREATE && len <= AL_SERVE_BODY_MAX &&
 	    mon_pool_create(m, req, c, identity, body, len))
@@ -297,6 +287,8 @@ static void on_request(struct monitor *m, const struct al_msg *in)
 	_cleanup_free_ char *sbid = al_msg_strdup(in, AL_TAG_SANDBOX);
 	char identity[80];
 
+	if (req > m->req_floor)
+		m->req_floor = req;
 	if (!c)
 		return mon_respond_error(m, req, 400, "the connection is gone");
 	/* Who asks: the monitor's own record of the connection, or on TCP
@@ -312,6 +304,17 @@ static void on_request(struct monitor *m, const struct al_msg *in)
 				  : "this listener needs \"Authorization: Bearer "
 				    "TOKEN\"");
 		snprintf(identity, sizeof(identity), "token:%s", who);
+		/* The connection counts for the first identity it shows. */
+		if (!c->identity[0]) {
+			if (mon_conns_of(m, identity) >= mon_per_identity(m))
+				return mon_respond_error(
+				    m, req, 429,
+				    "too many connections from %s: the daemon's "
+				    "--max-clients-per-identity (%u) is reached; "
+				    "retry later",
+				    identity, mon_per_identity(m));
+			snprintf(c->identity, sizeof(c->identity), "%s", identity);
+		}
 	} else {
 		snprintf(identity, sizeof(identity), "%s", c->identity);
 	}
@@ -388,21 +391,6 @@ static int on_front_msg(struct monitor *m, const struct al_msg *in)
 	}
 }
 
-static void chunk_to_front(struct monitor *m, uint64_t req, const void *p, size_t len, bool end)
-{
-	struct al_msg_out o;
-
-	al_msg_begin(&o, AL_MSG_CHUNK, req);
-	al_msg_put_bytes(&o, AL_TAG_BODY, p, len);
-	if (end)
-		al_msg_put_u32(&o, AL_TAG_END, 1);
-	if (al_msg_end(&o) < 0) {
-		free(o.buf);
-		return;
-	}
-	al_chan_queue(&m->front, &o, -1);
-}
-
 /* A session's answer goes to the front as the request's, checked first:
  * only to a request that session is owed, only one head per request,
  * chunks only on a streamed one. A one-shot run's numbers go to the
@@ -428,7 +416,8 @@ static int on_session_msg(struct monitor *m, struct sandbox *s, const struct al_
 		if (!ow || !ow->stream)
 			return 0;
 		bool end = al_msg_u32(in, AL_TAG_END, 0) == 1;
-		chunk_to_front(m, in->id, body, len, end);
+		if (!ow->stale)
+			chunk_to_front(m, in->id, body, len, end);
 		if (end)
 			mon_owed_del(s, in->id);
 		return 0;
@@ -466,7 +455,9 @@ static int on_session_msg(struct monitor *m, struct sandbox *s, const struct al_
 	al_msg_put_bytes(&o, AL_TAG_BODY, body, len);
 	if (stream)
 		al_msg_put_u32(&o, AL_TAG_STREAM, 1);
-	if (al_msg_end(&o) < 0) {
+	if (ow->stale) {
+		free(o.buf);
+	} else if (al_msg_end(&o) < 0) {
 		free(o.buf);
 		mon_respond_error(m, in->id, 500, "the answer is too large to send");
 	} else {
@@ -488,42 +479,6 @@ static int on_session_msg(struct monitor *m, struct sandbox *s, const struct al_
 
 /* --- the loop --------------------------------------------------------- */
 
-static int start_front(struct monitor *m, struct al_error *err)
-{
-	int sv[2];
-	pid_t parent = getpid();
-
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		return al_error_setsys(err, errno, "socketpair");
-	pid_t pid = fork();
-	if (pid < 0)
-		return al_error_setsys(err, errno, "fork (the front)");
-	if (pid == 0) {
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-			_exit(125);
-		/* Nothing of the monitor's: no listening socket, no signalfd. */
-		close(sv[0]);
-		if (m->unix_fd >= 0)
-			close(m->unix_fd);
-		if (m->tcp_fd >= 0)
-			close(m->tcp_fd);
-		if (m->sig_fd >= 0)
-			close(m->sig_fd);
-		if (m->cfg->exe_fd >= 0) /* the binary for the session processes */
-			close(m->cfg->exe_fd);
-		al_front_main(sv[1], m->cfg);
-	}
-	close(sv[1]);
-	m->front_pid = pid;
-	al_chan_init(&m->front, sv[0]);
-	m->front.no_fds = true;
-	fcntl(sv[0], F_SETFL, O_NONBLOCK);
-	return 0;
-}
-
 static void reap(struct monitor *m)
 {
 	int status;
@@ -531,11 +486,18 @@ static void reap(struct monitor *m)
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		if (pid == m->front_pid) {
-			al_err("serve: the front process ended (%s %d); stopping",
-			       WIFEXITED(status) ? "exit" : "signal",
-			       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+			char why[64];
+			snprintf(why, sizeof(why), "ended (%s %d)",
+				 WIFEXITED(status) ? "exit" : "signal",
+				 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 			m->front_pid = 0;
-			m->stop = true;
+			/* One that cannot be confined never will be. */
+			if (WIFEXITED(status) && WEXITSTATUS(status) == 124) {
+				al_err("serve: the front could not confine itself "
+				       "(landlock, seccomp); stopping");
+				m->stop = true;
+			}
+			mon_front_lost(m, why);
 		}
 	}
 }
@@ -580,6 +542,8 @@ static void session_io(struct monitor *m, size_t i, short revents)
 	}
 	if (s->ch.eof || (s->done && s->oneshot)) {
 		for (size_t k = 0; k < s->n_owed; k++) {
+			if (s->owed[k].stale)
+				continue;
 			if (s->owed[k].stream)
 				chunk_to_front(m, s->owed[k].req, "", 0, true);
 			else
@@ -601,16 +565,23 @@ static int loop(struct monitor *m, struct al_error *err)
 		int timeout = mon_setup_deadlines(m), pool_timeout = mon_pool_tick(m);
 		if (pool_timeout >= 0 && (timeout < 0 || pool_timeout < timeout))
 			timeout = pool_timeout;
-		/* A front that does not read holds the sessions back, not the
-		 * monitor's memory. */
+		int front_timeout = mon_front_restart(m);
+		bool front = m->front.fd >= 0;
+		if (front_timeout >= 0 && (timeout < 0 || front_timeout < timeout))
+			timeout = front_timeout;
+		/* A front that does not read holds back the sessions and its
+		 * own requests (whose answers would queue), not the monitor's
+		 * memory: past the bound nothing is read that could add to
+		 * the queue (one read's worth may still come: the bound plus
+		 * the largest answer). */
 		bool full = m->front.queued > AL_SERVE_FRONT_QUEUE_MAX;
 		pf = xrealloc(pf, (4 + m->n_sb + m->n_conns) * sizeof(*pf));
 		pf[n++] = (struct pollfd){.fd = m->sig_fd, .events = POLLIN};
-		pf[n++] =
-		    (struct pollfd){.fd = m->front.fd,
-				    .events = POLLIN | (al_chan_pending(&m->front) ? POLLOUT : 0)};
-		pf[n++] = (struct pollfd){.fd = m->unix_fd, .events = POLLIN};
-		pf[n++] = (struct pollfd){.fd = m->tcp_fd, .events = POLLIN};
+		pf[n++] = (struct pollfd){.fd = m->front.fd,
+					  .events = (full ? 0 : POLLIN) |
+						    (al_chan_pending(&m->front) ? POLLOUT : 0)};
+		pf[n++] = (struct pollfd){.fd = front ? m->unix_fd : -1, .events = POLLIN};
+		pf[n++] = (struct pollfd){.fd = front ? m->tcp_fd : -1, .events = POLLIN};
 		base = n;
 		for (size_t i = 0; i < m->n_sb; i++)
 			pf[n++] = (struct pollfd){
@@ -635,31 +606,33 @@ static int loop(struct monitor *m, struct al_error *err)
 		for (size_t i = m->n_sb; i-- > 0;)
 			if (pf[base + i].revents)
 				session_io(m, i, pf[base + i].revents);
-		/* Clients gone, from the last down (the same way). */
+		/* Clients gone, from the last down (the same way); none is
+		 * left when the front was lost meanwhile. */
 		for (size_t i = n - cbase; i-- > 0;)
-			if (pf[cbase + i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))
+			if (i < m->n_conns && m->conns[i].dup == pf[cbase + i].fd &&
+			    (pf[cbase + i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
 				mon_conn_gone(m, i);
-		if (pf[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+		if (m->front.fd >= 0 && (pf[1].revents & (POLLIN | POLLHUP | POLLERR))) {
 			struct al_msg in;
 			int r;
 			if (al_chan_read(&m->front) < 0 || m->front.eof) {
-				free(pf);
-				return al_error_set(err, EPIPE, "the front process ended");
+				mon_front_lost(m, "closed its channel");
+				continue;
 			}
 			while ((r = al_chan_next(&m->front, &in, err)) > 0)
 				if (on_front_msg(m, &in) < 0)
 					break;
-			if (r < 0) {
-				free(pf);
-				return al_error_wrap(err, "the front broke the protocol");
+			if (r != 0 || m->front.eof) {
+				mon_front_lost(m, "broke the protocol");
+				continue;
 			}
 		}
-		if (pf[2].revents)
+		if (m->front.fd >= 0 && pf[2].revents)
 			mon_accept(m, m->unix_fd, false);
-		if (pf[3].revents)
+		if (m->front.fd >= 0 && pf[3].revents)
 			mon_accept(m, m->tcp_fd, true);
-		if (al_chan_flush(&m->front) < 0)
-			m->stop = true;
+		if (m->front.fd >= 0 && al_chan_flush(&m->front) < 0)
+			mon_front_lost(m, "stopped reading its channel");
 	}
 	free(pf);
 	al_error_clear(err);
@@ -712,9 +685,11 @@ int al_serve_run(const struct al_serve_config *cfg, struct al_error *err)
 		return al_error_set(err, EINVAL, "--listen needs --token-file (bearer tokens)");
 	if (cfg->token_file && !cfg->listen)
 		return al_error_set(err, EINVAL, "--token-file is only for --listen");
-	if (cfg->token_file &&
-	    al_serve_tokens_load(cfg->token_file, &m.tokens, &m.n_tokens, err) < 0)
-		return -EINVAL;
+	if (al_landlock_abi() <= 0 && !cfg->no_landlock)
+		return al_error_set(err, ENOSYS,
+				    "this kernel has no landlock, which confines the daemon's "
+				    "HTTP front; --no-landlock starts without it");
+	m.front.fd = -1;
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
@@ -724,6 +699,15 @@ int al_serve_run(const struct al_serve_config *cfg, struct al_error *err)
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	if ((m.sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
 		r = al_error_setsys(err, errno, "signalfd");
+		goto out;
+	}
+	/* The front is started before anything else is read (tokens, the
+	 * operator policy, keys): it never held them, even before its exec. */
+	if ((r = mon_front_start(&m, err)) < 0)
+		goto out;
+	if (cfg->token_file &&
+	    al_serve_tokens_load(cfg->token_file, &m.tokens, &m.n_tokens, err) < 0) {
+		r = -EINVAL;
 		goto out;
 	}
 	if ((r = load_operator(&m, &op, err)) < 0)
@@ -751,9 +735,6 @@ int al_serve_run(const struct al_serve_config *cfg, struct al_error *err)
 		r = -EINVAL;
 		goto out;
 	}
-	/* The front is forked before anything else is read. */
-	if ((r = start_front(&m, err)) < 0)
-		goto out;
 	m.op = op;
 	mon_pool_init(&m, op);
 	al_info("serve: listening on %s%s%s", cfg->socket_path, cfg->listen ? " and " : "",

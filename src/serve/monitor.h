@@ -1,5 +1,6 @@
-/* The monitor's state, shared by monitor.c (requests, sessions, the loop)
- * and monitor-conn.c (accepting clients, who they are). */
+/* The monitor's state, shared by monitor.c (requests, the front, the
+ * loop), monitor-conn.c (accepting clients, who they are) and
+ * monitor-sess.c (session processes). */
 #pragma once
 
 #include <jansson.h>
@@ -31,6 +32,7 @@ struct owed {
 	uint64_t req;
 	uint64_t conn;
 	bool stream;
+	bool stale; /* its client went with a front that died: dropped */
 };
 
 /* The warm pool of one profile (monitor-pool.c). */
@@ -81,7 +83,11 @@ struct monitor {
 	const struct al_serve_config *cfg;
 	int unix_fd, tcp_fd, sig_fd;
 	pid_t front_pid;
-	struct al_chan front;
+	struct al_chan front; /* fd -1 while no front runs */
+	/* A dead front is started again at restart_ms; the back-off doubles
+	 * with each death soon after a start. */
+	uint64_t front_started_ms, restart_ms, backoff_ms;
+	uint64_t req_floor; /* the highest request id a front used */
 	struct conn *conns;
 	size_t n_conns;
 	struct sandbox **sb;
@@ -103,13 +109,28 @@ struct monitor {
 
 /* monitor-conn.c */
 void mon_accept(struct monitor *m, int lfd, bool tcp);
+/* Connections at once per identity (--max-clients-per-identity), and
+ * how many identity holds now. */
+unsigned mon_per_identity(const struct monitor *m);
+unsigned mon_conns_of(const struct monitor *m, const char *identity);
 /* Drop the record of m->conns[i] (its client is gone): what it waits for
  * is cancelled. */
 void mon_conn_gone(struct monitor *m, size_t i);
 
+/* monitor-front.c */
+/* Start the front (fork, exec `__front`); 0, or < 0 with err set. */
+int mon_front_start(struct monitor *m, struct al_error *err);
+/* The front is gone (why, for the log): its clients' records dropped as
+ * hung up, what is still owed to them marked stale, a restart due after
+ * the back-off. */
+void mon_front_lost(struct monitor *m, const char *why);
+/* With no front: start one when its back-off is over. ms until the next
+ * try, or -1 (a front runs). */
+int mon_front_restart(struct monitor *m);
+
 /* monitor-sess.c */
-/* fork + exec this binary as `__session`, its end of a socketpair at fd
- * 3. */
+/* fork + exec `__session` (spawn.c: the static airlock's exe_fd, else
+ * this binary), its end of a socketpair at fd 3. */
 int mon_spawn_session(struct monitor *m, struct sandbox *s, struct al_error *err);
 /* Kill m->sb[i]'s session and drop it from the table. */
 void mon_sandbox_free(struct monitor *m, size_t i);

@@ -50,19 +50,23 @@ void sess_extend(struct sess *s, uint64_t req, const uint8_t *body, size_t len)
 	json_t *v = json_object_get(o, "timeout");
 	int64_t now = sess_now(s);
 
-	if (!o || !json_is_number(v) || json_number_value(v) <= 0)
+	uint64_t ms = 0;
+
+	/* Seconds checked (finite, at most a year) before any arithmetic on
+	 * them: a huge double cast to an integer is undefined. */
+	if (!o || !sess_seconds(v, &ms))
 		sess_error(s, req, 400,
-			   "the body must be {\"timeout\": SECONDS}, a number above 0: the "
-			   "sandbox's lifetime from now");
-	else if ((uint64_t)(json_number_value(v) * 1000.0) + (uint64_t)(now - s->created_ms) >
-		 s->max_lifetime_ms)
+			   "timeout: the body must be {\"timeout\": SECONDS}, a number above 0 "
+			   "and at most %d (a year): the sandbox's lifetime from now",
+			   AL_SERVE_SECONDS_MAX);
+	else if (ms + (uint64_t)(now - s->created_ms) > s->max_lifetime_ms)
 		sess_error(s, req, 400,
 			   "timeout: %g s from now is past the sandbox's max_lifetime (%llu s "
 			   "of running time after it was created, %lld s from now)",
 			   json_number_value(v), (unsigned long long)(s->max_lifetime_ms / 1000),
 			   (long long)((s->created_ms + (int64_t)s->max_lifetime_ms - now) / 1000));
 	else {
-		s->deadline_ms = now + (int64_t)(json_number_value(v) * 1000.0);
+		s->deadline_ms = now + (int64_t)ms;
 		sess_answer(s, req, 200, sess_info(s));
 	}
 	json_decref(o);
@@ -135,6 +139,22 @@ bool sess_clocks(struct sess *s, int *wake)
 
 	if (now >= s->deadline_ms)
 		return s->lifetime_over = true;
+	/* A pause stops the clocks above, so nothing but this bounds it: the
+	 * time paused in all (wall clock) may not pass the sandbox's
+	 * max_lifetime (an hour when it has none), or one client could hold
+	 * its --max-sandboxes slots for ever. Ended as its lifetime is. */
+	if (s->paused) {
+		int64_t bound = s->max_lifetime_ms ? (int64_t)s->max_lifetime_ms : 3600000;
+		int64_t paused = s->paused_total_ms + (int64_t)al_now_ms() - s->paused_at;
+		if (paused >= bound) {
+			al_warn("serve: sandbox %s: paused for %lld s in all, its max_lifetime; "
+				"ended",
+				s->id, (long long)(paused / 1000));
+			return s->lifetime_over = true;
+		}
+		if (bound - paused < next)
+			next = bound - paused;
+	}
 	if (idle && now - s->last_active_ms >= (int64_t)s->idle_ms) {
 		if (!s->idle_pause)
 			return true;

@@ -109,6 +109,11 @@ void sess_answer_raw(struct sess *s, uint64_t req, unsigned status, const char *
 		     const void *body, size_t len);
 void sess_error(struct sess *s, uint64_t req, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The longest number of seconds the API takes anywhere (a year). */
+#define AL_SERVE_SECONDS_MAX 31536000
+/* v a JSON number of seconds, finite, above 0 and at most
+ * AL_SERVE_SECONDS_MAX: true with *ms set (at least 1). */
+bool sess_seconds(json_t *v, uint64_t *ms);
 /* A streamed answer: its head, then chunks (end: the last). */
 void sess_stream_head(struct sess *s, uint64_t req, const char *ctype);
 void sess_chunk(struct sess *s, uint64_t req, const void *p, size_t len, bool end);

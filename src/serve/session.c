@@ -11,6 +11,7 @@
 #include "serve/sess.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -54,21 +55,30 @@ void sess_answer_raw(struct sess *s, uint64_t req, unsigned status, const char *
 
 void sess_answer(struct sess *s, uint64_t req, unsigned status, json_t *body)
 {
-	char *t = json_dumps(body, JSON_COMPACT);
+	/* body is NULL when it could not be packed (text that is not UTF-8):
+	 * a 500 with a fixed message, and the session goes on. */
+	static const char failed[] = "{\"error\":\"the answer could not be encoded\"}";
+	char *t = body ? json_dumps(body, JSON_COMPACT) : NULL;
 
-	sess_answer_raw(s, req, status, "application/json", t, strlen(t));
+	if (t)
+		sess_answer_raw(s, req, status, "application/json", t, strlen(t));
+	else
+		sess_answer_raw(s, req, 500, "application/json", failed, sizeof(failed) - 1);
 	free(t);
 	json_decref(body);
 }
 
 void sess_error(struct sess *s, uint64_t req, unsigned status, const char *fmt, ...)
 {
-	char msg[768];
+	char raw[768], msg[768];
 	va_list ap;
 
+	/* The message may name the client's path, whose bytes need not be
+	 * UTF-8: see al_utf8_escape(). */
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	al_utf8_escape(msg, sizeof(msg), raw);
 	sess_answer(s, req, status, json_pack("{s:s}", "error", msg));
 }
 
@@ -164,6 +174,19 @@ static json_t *errors_json(const char *what, const struct al_errors *errs)
 	return json_pack("{s:s, s:o}", "error", errs->n ? errs->v[0].text : what, "errors", a);
 }
 
+bool sess_seconds(json_t *v, uint64_t *ms)
+{
+	double d = json_is_number(v) ? json_number_value(v) : -1;
+
+	/* Checked before any cast: a double past the target's range makes the
+	 * cast undefined (0 or INT64_MIN on x86-64). Under a millisecond is
+	 * one, never 0 (which means "none"). */
+	if (!isfinite(d) || d <= 0 || d > AL_SERVE_SECONDS_MAX)
+		return false;
+	*ms = d * 1000.0 < 1.0 ? 1 : (uint64_t)(d * 1000.0);
+	return true;
+}
+
 /* A number of seconds (integer or fraction) in field name of o, as ms. */
 static int seconds_field(json_t *o, const char *name, uint64_t *ms, struct al_errors *errs)
 {
@@ -171,12 +194,12 @@ static int seconds_field(json_t *o, const char *name, uint64_t *ms, struct al_er
 
 	if (!v)
 		return 0;
-	if (!json_is_number(v) || json_number_value(v) <= 0 || json_number_value(v) > 31536000) {
+	if (!sess_seconds(v, ms)) {
 		al_errors_add(errs, EINVAL, "request", name,
-			      "must be a number of seconds, above 0 and at most a year");
+			      "must be a number of seconds, above 0 and at most a year (%d)",
+			      AL_SERVE_SECONDS_MAX);
 		return -EINVAL;
 	}
-	*ms = (uint64_t)(json_number_value(v) * 1000.0);
 	json_object_del(o, name);
 	return 0;
 }

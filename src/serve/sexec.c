@@ -17,6 +17,7 @@
 #include "core/cleanup.h"
 #include "core/sys.h"
 #include "core/util.h"
+#include "policy/engine.h"
 #include "serve/serve.h"
 
 void sess_put_output(json_t *o, const char *name, const char *p, size_t n, bool cut)
@@ -200,10 +201,12 @@ static int size_field(json_t *o, const char *name, uint64_t *ret, struct al_erro
 	if (!v)
 		return 0;
 	if ((json_is_integer(v) && json_integer_value(v) > 0 &&
+	     (uint64_t)json_integer_value(v) <= AL_SIZE_MAX &&
 	     (*ret = (uint64_t)json_integer_value(v))) ||
 	    (json_is_string(v) && al_parse_size(json_string_value(v), ret) == 0 && *ret))
 		return 0;
-	al_errors_add(errs, EINVAL, "exec", name, "must be a size above 0 (bytes, or \"64M\")");
+	al_errors_add(errs, EINVAL, "exec", name,
+		      "must be a size above 0 and at most 4 EiB (bytes, or \"64M\")");
 	return -EINVAL;
 }
 
@@ -267,25 +270,30 @@ void sess_exec_start(struct sess *s, uint64_t req, const uint8_t *body, size_t l
 	if (wait && bg)
 		al_errors_add(&errs, EINVAL, "exec", "background", "does not go with \"wait\"");
 	if ((v = json_object_get(o, "env"))) {
+		json_t *val;
 		if (!json_is_object(v))
 			al_errors_add(&errs, EINVAL, "exec", "env", "must be an object of strings");
-		json_object_foreach(v, k, v) if (!json_is_string(v) || !*k || strchr(k, '='))
+		/* (val apart from v: the loop walks v, and took only the first
+		 * variable while the two were one) */
+		json_object_foreach(v, k, val) if (!json_is_string(val) || !*k || strchr(k, '='))
 		{
 			al_errors_add(&errs, EINVAL, "exec", "env",
 				      "\"%s\": a name without '=' and a string value", k);
 			break;
 		}
-		else al_strv_push_take(&env, xasprintf("%s=%s", k, json_string_value(v)));
+		else al_strv_push_take(&env, xasprintf("%s=%s", k, json_string_value(val)));
 	}
 	if ((v = json_object_get(o, "cwd")) &&
 	    (!json_is_string(v) || json_string_value(v)[0] != '/'))
 		al_errors_add(&errs, EINVAL, "exec", "cwd", "must be an absolute path");
 	if ((v = json_object_get(o, "timeout"))) {
-		if (!json_is_number(v) || json_number_value(v) <= 0)
+		uint64_t ms;
+		if (!sess_seconds(v, &ms))
 			al_errors_add(&errs, EINVAL, "exec", "timeout",
-				      "must be a number of seconds above 0");
+				      "must be a number of seconds above 0 and at most %d (a year)",
+				      AL_SERVE_SECONDS_MAX);
 		else
-			xr.timeout_ms = (int64_t)(json_number_value(v) * 1000.0);
+			xr.timeout_ms = (int64_t)ms;
 	}
 	size_field(o, "memory", &xr.memory_bytes, &errs);
 	size_field(o, "output", &xr.output_bytes, &errs);
@@ -312,6 +320,17 @@ void sess_exec_start(struct sess *s, uint64_t req, const uint8_t *body, size_t l
 			    json_pack("{s:s, s:o}", "error", errs.v[0].text, "errors", a));
 		return json_decref(o);
 	}
+	/* Its env is held to the profile as the task's env was. */
+	if (al_engine_exec_env(&s->rq.dec, env, &errs) < 0) {
+		json_t *a = json_array();
+		for (size_t i = 0; i < errs.n; i++)
+			json_array_append_new(a, json_string(errs.v[i].text));
+		json_decref(argv_copy);
+		json_decref(o);
+		return sess_answer(s, req, 403,
+				   json_pack("{s:s, s:o}", "error",
+					     "the operator policy refused the exec", "reasons", a));
+	}
 	struct sx *x = xcalloc(1, sizeof(*x));
 	x->s = s;
 	x->mode = wait ? SX_WAIT : bg ? SX_BACKGROUND : SX_STREAM;
@@ -335,7 +354,8 @@ void sess_exec_start(struct sess *s, uint64_t req, const uint8_t *body, size_t l
 					  "%s: this sandbox's max_execs (%u) are running; retry "
 					  "when one ended",
 					  err.msg, s->max_execs);
-		return sess_error(s, req, r == -EOPNOTSUPP ? 400 : 500, "%s", err.msg);
+		return sess_error(s, req, r == -EOPNOTSUPP || r == -EINVAL ? 400 : 500, "%s",
+				  err.msg);
 	}
 	snprintf(x->id, sizeof(x->id), "%s", al_exec_id(x->x));
 	s->x = xrealloc(s->x, (s->n_x + 1) * sizeof(*s->x));

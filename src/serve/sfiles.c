@@ -5,12 +5,14 @@
  * no link followed (RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS |
  * RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV); regular files and directories
  * only, sizes capped (AL_SERVE_FILE_MAX); everything done with the file
- * system ids of the scratch face's owner (the sandbox's user), so what is
+ * system ids of the scratch face's owner (the sandbox's user) and its
+ * group as the only supplementary one, so what is
  * written is the sandbox's own and nothing the sandbox could not do
  * itself is done for it. */
 #include "serve/sess.h"
 
 #include <dirent.h>
+#include <grp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -20,10 +22,14 @@
 #include <unistd.h>
 
 #include "core/cleanup.h"
+#include "core/log.h"
 #include "core/sys.h"
 #include "core/util.h"
 #include "policy/plan.h"
 #include "serve/serve.h"
+
+/* Supplementary groups saved around a file operation (root has few). */
+#define AL_FILES_GROUPS_MAX 256
 
 #define RESOLVE_FLAGS                                                                              \
 	(RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
@@ -56,6 +62,15 @@ static unsigned locate(struct sess *s, uint64_t req, const char *rel, struct whe
 	if (strlen(rel) >= sizeof(w->spath) - 1) {
 		sess_error(s, req, 414, "the path is over %zu bytes", sizeof(w->spath) - 2);
 		return 414;
+	}
+	char shown[4100];
+	if (al_utf8_escape(shown, sizeof(shown), rel)) {
+		/* JSON (every answer, the audit stream) carries UTF-8 only. */
+		sess_error(s, req, 400,
+			   "path \"/%s\" is not UTF-8 (its other bytes shown as \\xNN); the "
+			   "file API takes UTF-8 paths only",
+			   shown);
+		return 400;
 	}
 	for (const char *c = rel; *c;) {
 		size_t n = strcspn(c, "/");
@@ -188,10 +203,18 @@ static void list_dir(struct sess *s, uint64_t req, const struct where *w, int fd
 			continue;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
-		json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:i}", "name", de->d_name,
-						   "type", type_name(st.st_mode), "size",
-						   (json_int_t)st.st_size, "mode",
-						   (int)(st.st_mode & 07777)));
+		/* A name that is not UTF-8 is listed with those bytes as \xNN
+		 * and "escaped": true (the file API cannot name it; the
+		 * sandbox's own code can rename it). */
+		char name[1024];
+		bool escaped = al_utf8_escape(name, sizeof(name), de->d_name);
+		json_t *e =
+		    json_pack("{s:s, s:s, s:I, s:i}", "name", name, "type", type_name(st.st_mode),
+			      "size", (json_int_t)st.st_size, "mode", (int)(st.st_mode & 07777));
+		if (e && escaped)
+			json_object_set_new(e, "escaped", json_true());
+		if (e)
+			json_array_append_new(a, e);
 	}
 	closedir(d);
 	sess_answer(s, req, 200, json_pack("{s:s, s:o}", "path", w->spath, "entries", a));
@@ -307,6 +330,16 @@ void sess_files(struct sess *s, uint64_t req, const char *method, const char *re
 	/* As the face's owner: the kernel checks what the sandbox's user
 	 * may do, and what is made is its own. The process is single
 	 * threaded; the ids go back right after. */
+	/* Root's supplementary groups would still grant their access (the
+	 * kernel checks them beside the fs gid): none but the sandbox's own
+	 * group while the operation runs, root's back after. */
+	gid_t groups[AL_FILES_GROUPS_MAX];
+	int n_groups = getgroups(AL_FILES_GROUPS_MAX, groups);
+	if (n_groups < 0 || setgroups(1, &w.gid) < 0) {
+		sess_error(s, req, 500, "the file API: dropping the daemon's groups: %s",
+			   strerror(errno));
+		return where_clear(&w);
+	}
 	uid_t ouid = (uid_t)setfsuid(w.uid);
 	gid_t ogid = (gid_t)setfsgid(w.gid);
 	if (!strcmp(method, "GET"))
@@ -319,5 +352,8 @@ void sess_files(struct sess *s, uint64_t req, const char *method, const char *re
 		sess_error(s, req, 405, "files/ takes GET, PUT and DELETE, not %s", method);
 	setfsgid(ogid);
 	setfsuid(ouid);
+	if (setgroups((size_t)n_groups, groups) < 0)
+		al_warn("serve: sandbox %s: restoring the daemon's groups: %s", s->id,
+			strerror(errno));
 	where_clear(&w);
 }

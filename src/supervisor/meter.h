@@ -94,4 +94,3 @@ struct al_meter_net al_meter_host_use(const struct al_meter *m, const char *host
  * the run ends with reason budget once the cost reaches the max. Also
  * fed from al_meter_cgroup() with CPU time and memory held. */
 void al_meter_charge(struct al_meter *m, const char *host, uint64_t requests, uint64_t bytes_up);
-

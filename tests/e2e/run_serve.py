@@ -182,7 +182,8 @@ def refused_by_operator_policy(e):
         op = os.path.join(t, "operator.json")
         with open(op, "w") as f:
             json.dump({"version": 1, "profiles": {"default": {
-                "limits": {"memory": {"max": "256M"}}}}}, f)
+                "limits": {"memory": {"max": "256M"}},
+                "env": {"allow": ["APP_*"]}}}}, f)
         os.chmod(op, 0o644)
         with Daemon(e, "--operator-policy", op) as d:
             st, doc = d.json("POST", "/v1/run", {"argv": ["/bin/true"],
@@ -192,6 +193,20 @@ def refused_by_operator_policy(e):
             st, doc = d.json("POST", "/v1/run", {"argv": ["/bin/true"],
                                                  "limits": {"memory": "128M"}})
             expect(st == 200 and doc["exit_code"] == 0, "within: %d %s" % (st, doc))
+            # An exec's own env is held to the same profile's env rules.
+            sid = sandbox(d)
+            st, doc = d.json("POST", "/v1/sandboxes/%s/exec" % sid, {
+                "argv": ["/bin/true"], "wait": True,
+                "env": {"APP_MODE": "1", "LD_PRELOAD": "/x.so", "OTHER": "1"}})
+            expect_error(st, doc, 403, "refused the exec")
+            why = json.dumps(doc.get("reasons"))
+            expect("env.LD_PRELOAD" in why and "env.OTHER" in why and "APP_MODE" not in why,
+                   "the exec's env refusal: %s" % doc)
+            st, doc = d.json("POST", "/v1/sandboxes/%s/exec" % sid, {
+                "argv": ["/bin/sh", "-c", "echo $APP_MODE"], "wait": True,
+                "env": {"APP_MODE": "on"}})
+            expect(st == 200 and doc["stdout"] == "on\n", "an allowed env: %d %s" % (st, doc))
+            d.json("DELETE", "/v1/sandboxes/%s" % sid)
 
 
 @case
@@ -515,6 +530,10 @@ def sandbox_seed_scenario(e):
         expect([x["id"] for x in doc["sandboxes"]] == [sid], "list by metadata: %s" % doc)
         st, doc = d.json("GET", "/v1/sandboxes?metadata.job=other")
         expect(doc["sandboxes"] == [], "list by other metadata: %s" % doc)
+        # A filter value that is not UTF-8 filters (as "\xff"): it is not
+        # dropped, which would list every sandbox.
+        st, doc = d.json("GET", "/v1/sandboxes?metadata.job=%ff")
+        expect(st == 200 and doc["sandboxes"] == [], "list by a byte 0xff: %d %s" % (st, doc))
         pids = [p for p in descendants(d.p.pid) if p != d.front_pid()]
         expect(len(pids) >= 2, "the sandbox's processes: %s" % pids)
         # Its cgroups are named after its session process (other runs on

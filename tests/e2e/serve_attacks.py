@@ -16,7 +16,9 @@ usage: serve_attacks.py AIRLOCK PROBE [CASE-SUBSTRING...]
 - the front, forked from the monitor, may hold no bearer token, none of
   the daemon's environment, and no descriptor the daemon inherited;
 - clients that trickle a head one byte at a time may not hold every
-  connection for ever.
+  connection for ever, nor may one identity;
+- escapes in paths and ambiguous framing are refused (400);
+- a killed front is restarted and the sandboxes live on.
 
 Every daemon is ended by its pid, its temp dir removed, also when a case
 fails. Network: 127.0.0.1 only.
@@ -231,10 +233,14 @@ def front_holds_nothing(e):
                 if memory_holds(front, secret.encode()):
                     problems.append("its memory holds the daemon's environment "
                                     "(ANALYSIS_TOKEN's value)")
-                fds = os.listdir("/proc/%d/fd" % front)
-                if str(w) in fds:
-                    problems.append("it holds descriptor %d the daemon inherited (its fds: %s)"
-                                    % (w, " ".join(sorted(fds, key=int))))
+                # The inherited pipe by what it is (its inode), not its
+                # number: the front's own descriptors may reuse the number.
+                pipe = os.readlink("/proc/self/fd/%d" % w)
+                fds = {n: os.readlink("/proc/%d/fd/%s" % (front, n))
+                       for n in os.listdir("/proc/%d/fd" % front)}
+                if pipe in fds.values():
+                    problems.append("it holds the pipe %s the daemon inherited (its fds: %s)"
+                                    % (pipe, fds))
                 expect(not problems, "the front: " + "; ".join(problems))
     finally:
         os.close(r)
@@ -288,6 +294,275 @@ def trickling_clients_are_dropped(e):
                 s.close()
         expect(len(closed) == 4, "%d of 4 clients trickling a head still held after 8 s"
                % (4 - len(closed)))
+
+
+def raw(sock_path, data, timeout=10):
+    """Send bytes on a new connection to the socket; the whole answer."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(sock_path)
+        s.sendall(data)
+        out = b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                return out
+            out += b
+    except socket.timeout:
+        return out
+    finally:
+        s.close()
+
+
+def status_of(answer):
+    parts = answer.split(b" ", 2)
+    return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+
+
+@case
+def escapes_in_paths_refused(e):
+    """The path is decoded once, and an escaped NUL or '/' (which would
+    make files/a%00b act on files/a, or %2F a second segment) is a 400
+    naming it; so is a bad escape. A plain escape (%61 = a) still works."""
+    from run_serve import sandbox, run
+    with Daemon(e) as d:
+        sid = sandbox(d)
+        st, doc = d.json("PUT", "/v1/sandboxes/%s/files/tmp/a" % sid, "x")
+        expect(st in (200, 201), "upload: %d %s" % (st, doc))
+        for path, word in (("tmp/a%00b", "%00"), ("tmp%2Fa", "%2F"), ("tmp/a%2fb", "%2F"),
+                           ("tmp/a%zz", "hex"), ("tmp/a%3Fb", "%3F")):
+            st, doc = d.json("GET", "/v1/sandboxes/%s/files/%s" % (sid, path))
+            expect(st == 400 and word in doc.get("error", ""),
+                   "GET files/%s: %d %s (wanted 400 naming %s)" % (path, st, doc, word))
+        st, doc = d.json("GET", "/v1/sandboxes/%s%%00x" % sid)
+        expect(st == 400, "an id with %%00: %d %s" % (st, doc))
+        st, _, body = d.request("GET", "/v1/sandboxes/%s/files/tmp/%%61" % sid)
+        expect(st == 200 and body == b"x", "files/tmp/%%61 (a): %d %r" % (st, body[:100]))
+        st, doc = d.json("GET", "/v1/sandboxes/%s/execs?follow=1%%26x" % sid)
+        expect(st == 400 and "follow" in doc.get("error", ""), "a flag's value with &: %d %s"
+               % (st, doc))
+
+
+@case
+def ambiguous_framing_refused(e):
+    """Two Content-Length headers, or Content-Length with chunked: 400 (a
+    proxy in front and the daemon could read different bodies); two
+    Authorization headers: 400. The daemon serves the next client."""
+    with Daemon(e) as d:
+        body = b'{"argv":["/bin/true"]}'
+        for head, word in (
+                (b"Content-Length: %d\r\nContent-Length: %d\r\n" % (len(body), len(body)),
+                 b"Content-Length"),
+                (b"Content-Length: %d\r\nTransfer-Encoding: chunked\r\n" % len(body),
+                 b"Transfer-Encoding"),
+                (b"Authorization: Bearer a\r\nAuthorization: Bearer b\r\nContent-Length: "
+                 b"%d\r\n" % len(body), b"Authorization")):
+            ans = raw(d.sock, b"POST /v1/run HTTP/1.1\r\nHost: x\r\n" + head +
+                      b"Connection: close\r\n\r\n" + body)
+            expect(status_of(ans) == 400, "%r: answered %r" % (head, ans[:200]))
+            expect(word in ans, "%r: the 400 does not name %s: %r" % (head, word, ans[-200:]))
+        expect(d.ready(), "the daemon stopped answering")
+
+
+@case
+def one_identity_cannot_hold_every_connection(e):
+    """--max-clients 8 --max-clients-per-identity 3: a fourth connection
+    from the same uid is answered 429 by the monitor and closed, while the
+    three held stay served."""
+    with Daemon(e, "--max-clients", "8", "--max-clients-per-identity", "3") as d:
+        held = []
+        try:
+            # Three held: each one the monitor did not answer at once (the
+            # fixture's readiness connection may still be counted for a
+            # moment: a refused one is tried again).
+            for _ in range(100):
+                if len(held) == 3:
+                    break
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(d.sock)
+                s.settimeout(0.2)
+                try:
+                    s.recv(1)
+                    s.close()  # refused: closed or answered at once
+                except socket.timeout:
+                    held.append(s)
+            expect(len(held) == 3, "three connections of uid 0 could not be held")
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(10)
+            s.connect(d.sock)
+            ans = b""
+            try:
+                while len(ans) < 4096:  # the monitor answers at once, then closes
+                    b = s.recv(4096)
+                    if not b:
+                        break
+                    ans += b
+            except socket.timeout:
+                pass
+            finally:
+                s.close()
+            expect(status_of(ans) == 429 and b"--max-clients-per-identity" in ans,
+                   "a 4th connection of uid 0: %r" % ans[:300])
+            held[0].sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            held[0].settimeout(10)
+            expect(status_of(held[0].recv(4096)) == 200, "a held connection is not served")
+        finally:
+            for s in held:
+                s.close()
+
+
+@case
+def one_identity_cannot_hold_every_sandbox(e):
+    """--max-sandboxes 4 --max-sandboxes-per-identity 2: alice's third live
+    sandbox is refused 429 naming the flag, while bob still gets his; once
+    alice deleted one she may make another."""
+    import http.client
+    with TempDir(mode=0o700) as t:
+        port = free_port()
+        tokens = token_file(t)
+        op = os.path.join(t, "operator.json")
+        with open(op, "w") as f:
+            json.dump({"version": 1, "profiles": {"default": {}},
+                       "serve": {"identities": {"token:alice": {"profiles": ["default"]},
+                                                "token:bob": {"profiles": ["default"]}}}}, f)
+        with Daemon(e, "--listen", "127.0.0.1:%d" % port, "--token-file", tokens,
+                    "--operator-policy", op, "--max-sandboxes", "4",
+                    "--max-sandboxes-per-identity", "2"):
+            def call(token, method, path, body=None):
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+                try:
+                    c.request(method, path, body=json.dumps(body) if body is not None else None,
+                              headers={"Authorization": "Bearer " + token})
+                    r = c.getresponse()
+                    return r.status, json.loads(r.read() or b"{}"), r.getheader("Retry-After")
+                finally:
+                    c.close()
+            made = []
+            for _ in range(2):
+                st, doc, _ = call(TOKEN_A, "POST", "/v1/sandboxes", {})
+                expect(st == 201, "alice's sandbox: %d %s" % (st, doc))
+                made.append(doc["id"])
+            st, doc, retry = call(TOKEN_A, "POST", "/v1/sandboxes", {})
+            expect(st == 429 and "--max-sandboxes-per-identity" in doc.get("error", "") and
+                   retry == "1", "alice's third sandbox: %d %s" % (st, doc))
+            st, doc, _ = call(TOKEN_B, "POST", "/v1/sandboxes", {})
+            expect(st == 201, "bob's sandbox past alice's cap: %d %s" % (st, doc))
+            st, doc, _ = call(TOKEN_A, "DELETE", "/v1/sandboxes/%s" % made[0])
+            expect(st == 200, "alice's delete: %d %s" % (st, doc))
+            # The monitor drops the record when the session has ended.
+            ok = wait_for(lambda: call(TOKEN_A, "POST", "/v1/sandboxes", {})[0] == 201, 20)
+            expect(ok, "after a delete alice could not make a sandbox again")
+
+
+@case
+def unread_answers_are_capped(e):
+    """Sixteen clients download a 24 MiB file and never read (384 MiB of
+    answers): the front holds at most 256 MiB of answers not yet read (one
+    copy each), so its memory stays under 330 MiB, and the answers past
+    the cap are refused (503) or their slowest clients dropped; the daemon
+    still answers."""
+    with DaemonWith(e) as d:
+        st, doc = d.json("POST", "/v1/sandboxes", {})
+        expect(st == 201, "create: %d %s" % (st, doc))
+        sid = doc["id"]
+        st, _, data = d.request("PUT", "/v1/sandboxes/%s/files/tmp/big" % sid,
+                                b"x" * (24 << 20))
+        expect(st == 201, "upload: %d %s" % (st, data[:200]))
+        front = d.front_pid()
+        held = []
+        try:
+            for _ in range(16):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                s.connect(d.sock)
+                s.sendall(b"GET /v1/sandboxes/%s/files/tmp/big HTTP/1.1\r\nHost: x\r\n\r\n"
+                          % sid.encode())
+                held.append(s)
+                time.sleep(0.05)
+            peak = 0
+
+            def settled():
+                nonlocal peak
+                with open("/proc/%d/status" % front) as f:
+                    rss = [int(l.split()[1]) for l in f if l.startswith("VmRSS:")][0]
+                peak = max(peak, rss)
+                return False
+            wait_for(settled, 3)
+            expect(peak < 330 * 1024, "the front holds %d MiB for clients that do not read"
+                   % (peak // 1024))
+            heads = []
+            for s in held:
+                s.settimeout(5)
+                try:
+                    heads.append(s.recv(64))
+                except OSError:
+                    heads.append(b"")
+            refused = [h for h in heads if not h or h.startswith(b"HTTP/1.1 503")]
+            expect(refused, "no answer was refused or dropped: %r" % heads)
+        finally:
+            for s in held:
+                s.close()
+        st, doc = d.json("GET", "/v1/health")
+        expect(st == 200, "health after: %d %s" % (st, doc))
+        d.json("DELETE", "/v1/sandboxes/%s" % sid)
+
+
+@case
+def a_dead_front_is_restarted(e):
+    """The front is killed (by its pid, from the test): the daemon starts a
+    new one, and a sandbox made before still answers an exec after; the
+    front is a fresh program (`__front`), with an empty environment. The
+    clients connected when it died see their connection end (the monitor
+    closes its own descriptors of them), and the new front holds no socket
+    but its channel."""
+    from run_serve import sandbox, run
+    with Daemon(e) as d:
+        sid = sandbox(d)
+        old = d.front_pid()
+        expect(old, "no front process")
+        cmd = open("/proc/%d/cmdline" % old, "rb").read().split(b"\0")
+        expect(b"__front" in cmd, "the front is not exec'd as __front: %r" % cmd)
+        expect(open("/proc/%d/environ" % old, "rb").read() == b"",
+               "the front has an environment")
+        # Clients connected when it dies: the monitor's own descriptors
+        # of their connections go too (they see the end, not a hang), and
+        # the new front gets none of them.
+        held = []
+        for _ in range(3):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(d.sock)
+            s.sendall(b"GET /v1/health HTTP/1.1\r\n")  # a head not finished
+            held.append(s)
+        time.sleep(0.5)
+        os.kill(old, 9)
+        try:
+            for s in held:
+                s.settimeout(10)
+                try:
+                    end = s.recv(4096) == b""
+                except ConnectionResetError:
+                    end = True
+                except socket.timeout:
+                    end = False
+                expect(end, "a client connected when the front died was not closed")
+        finally:
+            for s in held:
+                s.close()
+        expect(wait_for(lambda: d.ready(), 15),
+               "no answer 15 s after the front was killed: %s" % d.logtext())
+        new = d.front_pid()
+        expect(new and new != old, "the front %s was not replaced (%s)" % (old, new))
+
+        def sockets_of_new():
+            return [os.readlink("/proc/%d/fd/%s" % (new, n))
+                    for n in os.listdir("/proc/%d/fd" % new)
+                    if os.readlink("/proc/%d/fd/%s" % (new, n)).startswith("socket:")]
+        expect(wait_for(lambda: len(sockets_of_new()) == 1, 10),
+               "the new front holds sockets besides its channel: %s" % sockets_of_new())
+        doc = run(d, sid, {"argv": ["/bin/echo", "still here"]})
+        expect(doc["stdout"] == "still here\n", "the sandbox's exec after: %s" % doc)
+        expect("a new one starts" in d.logtext(), "the restart is not logged")
 
 if __name__ == "__main__":
     if len(sys.argv) < 3:

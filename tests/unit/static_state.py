@@ -62,6 +62,13 @@ def main():
         m = LINE.match(line)
         if not m or "O" not in m.group(1):
             continue
+        # What a sanitizer adds is its own, not the program's state: ASan's
+        # one-definition-rule indicators (__odr_asan.NAME, one byte each that
+        # it only reads) and the sanitizers' own tables (__asan_*, __ubsan_*,
+        # __sancov_*).
+        if m.group(3).startswith(("__odr_asan", "__asan_", "__ubsan_", "__sancov_",
+                                  "___asan_")):
+            continue
         # gcc names a function's static "counter.0", clang "make_id.counter".
         section = m.group(2)
         name = re.sub(r"\.\d+$", "", m.group(3)).rsplit(".", 1)[-1]

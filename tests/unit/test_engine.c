@@ -303,6 +303,40 @@ static void test_env(void **state)
 		 -EPERM, env_patterns);
 }
 
+/* One exec's env in a live sandbox, held to the profile the sandbox was
+ * decided under: the same never and allow rules as the task's env. */
+static void exec_env_checked(const struct al_decision *d, const struct al_policy *task)
+{
+	struct al_errors why = {0};
+	char *ok[] = {"APP_MODE=2", NULL};
+	char *bad[] = {"APP_MODE=2", "LD_PRELOAD=/x.so", "OTHER=1", "APP_SECRET=s", NULL};
+
+	(void)task;
+	assert_int_equal(al_engine_exec_env(d, ok, &why), 0);
+	assert_int_equal(why.n, 0);
+	assert_int_equal(al_engine_exec_env(d, bad, &why), -EPERM);
+	assert_int_equal(why.n, 3);
+	assert_contains(why.v[0].text, "env.LD_PRELOAD: the operator never lets");
+	assert_contains(why.v[0].text, "profiles.default.env.never");
+	assert_contains(why.v[1].text, "env.OTHER: OTHER matches none");
+	assert_contains(why.v[1].text, "APP_*");
+	assert_contains(why.v[2].text, "\"APP_SECRET\"");
+	al_errors_clear(&why);
+}
+
+static void test_exec_env(void **state)
+{
+	struct al_decision none = {0};
+	struct al_errors why = {0};
+	char *any[] = {"LD_PRELOAD=/x.so", NULL};
+
+	(void)state;
+	run_case(PROFILE("\"env\": {\"allow\": [\"APP_*\"], \"never\": [\"APP_SECRET\"]}"),
+		 "{\"version\": 1}", 0, exec_env_checked);
+	/* No operator policy, no profile: unbounded, as the run was. */
+	assert_int_equal(al_engine_exec_env(&none, any, &why), 0);
+}
+
 /* A value from airlock's own environment (--env NAME) needs env.pass; the
  * same name with a value the task wrote does not. */
 static void test_env_passed(void **state)
@@ -643,6 +677,7 @@ int main(void)
 		cmocka_unit_test(test_identity),
 		cmocka_unit_test(test_best_effort),
 		cmocka_unit_test(test_env),
+		cmocka_unit_test(test_exec_env),
 		cmocka_unit_test(test_env_passed),
 		cmocka_unit_test(test_rules_cidr),
 		cmocka_unit_test(test_rules_names),

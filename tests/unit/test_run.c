@@ -332,6 +332,13 @@ static void test_session_execs(void **state)
 	breq.argv = empty;
 	assert_int_equal(al_run_exec(run, &breq, &bio, &x, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "argv"));
+	/* An exec's own limits may not be above the plan's. */
+	breq.argv = bad;
+	assert_true(plan->output_bytes != 0);
+	breq.output_bytes = plan->output_bytes + 1;
+	assert_int_equal(al_run_exec(run, &breq, &bio, &x, &err), -EINVAL);
+	assert_contains(err.msg, "over the sandbox's output limit");
+	breq.output_bytes = 0;
 	assert_int_equal(al_run_kill(run), 0);
 	const struct al_run_result *res = al_run_wait(run, NULL);
 	assert_int_equal(res->reason, AL_END_KILLED);
@@ -387,6 +394,35 @@ static void test_session_timeout_kill_stdin(void **state)
 	assert_int_equal(al_run_exec(run, &req, &io, &x, &err), -EAGAIN); /* ended */
 	al_run_free(run);
 	assert_int_equal(count_fds(), fds);
+	al_plan_free(plan);
+}
+
+/* A signal asked for right after the exec request, before init reported
+ * the exec started (no step of the loop between them), is not lost: it is
+ * sent when the exec starts. (It was lost: the exec ran on, and the
+ * daemon's DELETE of a background exec answered 200 for nothing.) */
+static void test_session_signal_before_start(void **state)
+{
+	struct al_plan *plan = plan_for("exit 99", 0);
+	struct exec_done a;
+
+	(void)state;
+	struct al_run *run = start_session(plan);
+	struct al_exec *x = exec_start(run, "exec sleep 30", 0, &a);
+	assert_int_equal(al_exec_signal(x, SIGTERM), 0);
+	exec_wait(run, &a);
+	assert_int_equal(a.res.reason, AL_EXEC_SIGNALED);
+	assert_int_equal(a.res.signal, SIGTERM);
+	x = exec_start(run, "exec sleep 30", 0, &a);
+	assert_int_equal(al_exec_signal(x, SIGSTOP), 0);
+	assert_int_equal(al_exec_signal(x, SIGKILL), 0);
+	exec_wait(run, &a);
+	assert_int_equal(a.res.reason, AL_EXEC_KILLED);
+	assert_int_equal(a.res.signal, SIGKILL);
+	assert_true(a.res.duration_ms < 10000);
+	assert_int_equal(al_run_kill(run), 0);
+	al_run_wait(run, NULL);
+	al_run_free(run);
 	al_plan_free(plan);
 }
 
@@ -690,16 +726,17 @@ static void test_session_timeout_kills_escaped(void **state)
 	assert_contains(err.msg, "memory_bytes");
 	assert_contains(err.msg, "cgroup of its own");
 
-	/* The timeout kills its process group (the writer at 1 s), not the
-	 * process that left it (the one at 2 s). */
+	/* The timeout (2 s: time enough for the setsid below on a loaded
+	 * machine) kills its process group (the writer at 4 s), not the
+	 * process that left it (the one at 5 s). */
 	snprintf(script, sizeof(script),
-		 "(sleep 1; echo g > %s) & "
-		 "setsid sh -c 'sleep 2; echo x > %s' </dev/null >/dev/null 2>&1 & exec sleep 30",
+		 "(sleep 4; echo g > %s) & "
+		 "setsid sh -c 'sleep 5; echo x > %s' </dev/null >/dev/null 2>&1 & exec sleep 30",
 		 group, escaped);
-	exec_start(run, script, 100, &a);
+	exec_start(run, script, 2000, &a);
 	exec_wait(run, &a);
 	assert_int_equal(a.res.reason, AL_EXEC_TIMEOUT);
-	assert_true(wait_file(run, escaped, 10000));
+	assert_true(wait_file(run, escaped, 20000));
 	assert_int_not_equal(stat(group, &st), 0);
 
 	/* The session's end takes what an exec left running. */
@@ -729,6 +766,7 @@ int main(void)
 	    cmocka_unit_test(test_two_runs),
 	    cmocka_unit_test(test_session_execs),
 	    cmocka_unit_test(test_session_timeout_kill_stdin),
+	    cmocka_unit_test(test_session_signal_before_start),
 	    cmocka_unit_test(test_pool_claim),
 	    cmocka_unit_test(test_session_pause),
 	    cmocka_unit_test(test_session_extend),

@@ -511,6 +511,32 @@ static void test_errors_cap(void **state)
 	assert_int_equal(al_errors_count(&l), 0);
 }
 
+static void test_utf8_escape(void **state)
+{
+	(void)state;
+	char out[32];
+
+	/* Well-formed text passes as it is. */
+	assert_false(al_utf8_escape(out, sizeof(out), "caf\xc3\xa9 \xf0\x9f\x98\x80"));
+	assert_string_equal(out, "caf\xc3\xa9 \xf0\x9f\x98\x80");
+	/* A stray byte, a cut sequence, an overlong '/', a surrogate. */
+	assert_true(al_utf8_escape(out, sizeof(out), "/nope\xff"));
+	assert_string_equal(out, "/nope\\xff");
+	assert_true(al_utf8_escape(out, sizeof(out), "x\xc3"));
+	assert_string_equal(out, "x\\xc3");
+	assert_true(al_utf8_escape(out, sizeof(out), "\xc0\xaf"));
+	assert_string_equal(out, "\\xc0\\xaf");
+	assert_true(al_utf8_escape(out, sizeof(out), "\xed\xa0\x80"));
+	assert_string_equal(out, "\\xed\\xa0\\x80");
+	/* A copy cut short ends on a character's boundary: the 4-byte
+	 * character does not fit in the 3 bytes left, so none of it is kept. */
+	char small[6];
+	assert_false(al_utf8_escape(small, sizeof(small), "ab\xf0\x9f\x98\x80"));
+	assert_string_equal(small, "ab");
+	assert_true(al_utf8_escape(small, sizeof(small), "a\xff\xff"));
+	assert_string_equal(small, "a\\xff");
+}
+
 int main(void)
 {
 	/* clang-format off */
@@ -536,6 +562,7 @@ int main(void)
 		cmocka_unit_test(test_errors_entries),
 		cmocka_unit_test(test_errors_one_line),
 		cmocka_unit_test(test_errors_cap),
+		cmocka_unit_test(test_utf8_escape),
 	};
 
 	/* clang-format on */

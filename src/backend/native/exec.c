@@ -247,6 +247,10 @@ int al_monitor_exec_signal(struct al_sandbox *sb, uint32_t id, int sig)
 	 * kill(-pid) as root would hit that one's group. */
 	if (al_sys_pidfd_signal_group(x->pidfd, sig) == 0)
 		return 0;
+	/* No such group yet: between its go and its setsid() the exec is
+	 * one process, not yet a group's leader; it alone is signalled. */
+	if (errno == ESRCH)
+		return al_sys_pidfd_send_signal(x->pidfd, sig) < 0 ? -errno : 0;
 	if (errno != EINVAL)
 		return -errno;
 	/* Before Linux 6.9: the group by number only while its leader has

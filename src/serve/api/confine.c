@@ -3,7 +3,6 @@
 #include "serve/api/front.h"
 
 #include <errno.h>
-#include <grp.h>
 #include <seccomp.h>
 #include <stddef.h>
 #include <sys/prctl.h>
@@ -13,7 +12,7 @@
 #include "core/sys.h"
 #include "core/util.h"
 
-#define NOBODY 65534
+#define NOBODY 65534 /* as monitor.c gives it */
 
 /* What libmicrohttpd's external epoll loop, jansson and malloc call, and
  * the channel to the monitor (recvmsg with descriptors, sendmsg). Nothing
@@ -66,15 +65,20 @@ static const char *const allowed[] = {
     "dup",
 };
 
-int al_front_confine(struct al_error *err)
+int al_front_confine(bool no_landlock, struct al_error *err)
 {
 	int abi = al_landlock_abi();
 
-	if (geteuid() == 0 && (setgroups(0, NULL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 ||
-			       setresuid(NOBODY, NOBODY, NOBODY) < 0))
-		return al_error_setsys(err, errno, "front: cannot become uid %d", NOBODY);
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return al_error_setsys(err, errno, "front: no_new_privs");
+	if (geteuid() == 0 || getegid() == 0)
+		return al_error_set(err, EPERM, "front: still root (the monitor gives it uid %d)",
+				    NOBODY);
+	/* No other process of its uid may read its memory or trace it. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return al_error_setsys(err, errno, "front: prctl");
+	if (abi <= 0 && !no_landlock)
+		return al_error_set(err, ENOSYS,
+				    "front: this kernel has no landlock; airlock serve "
+				    "--no-landlock accepts a front without it");
 	if (abi > 0) {
 		/* Every file access right handled, none granted: no path may
 		 * be opened, made or executed. */

@@ -3,9 +3,12 @@
  * the channel, SCM_RIGHTS), serves HTTP with libmicrohttpd in an external
  * epoll loop, checks and parses each request (route, method, size, JSON)
  * and passes it on as a typed message; the monitor's answer goes back as
- * the response. It runs confined (confine.c) and knows nobody's identity:
- * the monitor holds those. */
+ * the response. It is its own program (`airlock-serve __front`, exec'd by
+ * the monitor with nothing of the monitor's), runs confined (confine.c)
+ * and knows nobody's identity: the monitor holds those. The decoding of a
+ * request is decode.c's; this file is libmicrohttpd's side. */
 #include "serve/api/front.h"
+#include "serve/api/decode.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -16,33 +19,46 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/sys.h"
 #include "core/util.h"
 #include "serve/chan.h"
 #include "serve/serve.h"
 
 #define HEADERS_MAX (32u << 10) /* request line + headers: MHD's 431 past it */
-#define STREAM_MAX  (16u << 20) /* a streamed answer buffered for a slow client */
+
+/* One client connection: while a request's head or body is being read,
+ * the time it began (the whole request must arrive within the request
+ * timeout, however slowly it trickles). */
+struct fconn {
+	uint64_t id; /* the monitor's */
+	int fd;
+	bool reading;
+	uint64_t since_ms;
+	struct fconn *next;
+};
 
 struct request {
 	uint64_t id;
-	enum al_serve_op op;
-	char sandbox[80], path[512];
+	struct al_front_req d; /* decoded head */
 	char *body;
 	size_t len;
-	size_t max; /* the body's bound for this route */
 	bool too_big, sent, answered;
 	/* A streamed answer: chunks buffered until the client reads them
-	 * (at most STREAM_MAX; past it the connection is dropped). */
+	 * (at most AL_SERVE_STREAM_MAX; past it, or when it is the slowest
+	 * and all streams together are past AL_SERVE_STREAM_TOTAL, the
+	 * connection is dropped). */
 	bool stream, ended, waiting, overflow;
 	char *sbuf;
 	size_t slen;
 	unsigned status;
 	char *ctype;
-	char *answer;
+	char *answer; /* handed to libmicrohttpd's response (no second copy) */
 	size_t answer_len;
+	size_t held; /* bytes of its answer counted in F.answers */
 	struct MHD_Connection *conn;
 	struct request *next;
 };
@@ -52,7 +68,12 @@ struct front {
 	struct al_chan mon;
 	uint64_t next_req;
 	uint64_t adding; /* the monitor's id of the connection being added */
+	int adding_fd;
 	struct request *pending;
+	struct fconn *conns;
+	size_t streamed; /* bytes buffered in every stream together */
+	size_t answers;	 /* bytes of non-streamed answers held together */
+	unsigned request_timeout_s;
 };
 
 static struct front F;
@@ -75,8 +96,6 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 	if (!r)
 		return MHD_NO;
 	MHD_add_response_header(r, "Content-Type", ctype);
-	if (status == 405)
-		MHD_add_response_header(r, "Allow", "GET, POST, PUT, DELETE");
 	if (status == 429 || status == 503)
 		MHD_add_response_header(r, "Retry-After", "1");
 	enum MHD_Result ret = MHD_queue_response(c, status, r);
@@ -89,111 +108,24 @@ static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, co
     __attribute__((format(printf, 3, 4)));
 static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
 {
-	char msg[768];
+	char raw[768], msg[768];
 	va_list ap;
 
+	/* The message may hold the client's URL, whose escapes can decode to
+	 * bytes that are not UTF-8 (which JSON cannot carry): they are sent as
+	 * \xNN, and a message that still cannot be packed gets a fixed one. */
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	al_utf8_escape(msg, sizeof(msg), raw);
 	json_t *o = json_pack("{s:s}", "error", msg);
-	char *s = json_dumps(o, JSON_COMPACT);
-	enum MHD_Result r = reply(c, status, "application/json", s, strlen(s));
+	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	static const char fixed[] = "{\"error\":\"the request was refused\"}";
+	enum MHD_Result r =
+	    reply(c, status, "application/json", s ? s : fixed, s ? strlen(s) : sizeof(fixed) - 1);
 	free(s);
 	json_decref(o);
 	return r;
-}
-
-static bool id_ok(const char *s, size_t n)
-{
-	if (n == 0 || n >= 64)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-		      (s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '_'))
-			return false;
-	return true;
-}
-
-/* The route: an operation, or a status to answer with at once (404 for
- * no such path, 405 for a method the path does not take). */
-static enum MHD_Result meta_arg(void *cls, enum MHD_ValueKind kind, const char *key,
-				const char *value)
-{
-	if (strncmp(key, "metadata.", 9) == 0 && key[9])
-		json_object_set_new(cls, key + 9, json_string(value ? value : ""));
-	return MHD_YES;
-}
-
-/* The query flags a sandbox's routes take, passed on after the path. */
-static void query_flags(struct MHD_Connection *c, char *out, size_t len)
-{
-	static const char *const flags[] = {"list", "follow", "close", "mkdir"};
-	size_t n = 0;
-
-	out[0] = '\0';
-	for (size_t i = 0; i < sizeof(flags) / sizeof(*flags); i++) {
-		const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, flags[i]);
-		if (!v)
-			continue;
-		if (strlen(v) > 8)
-			v = "1";
-		n += (size_t)snprintf(out + n, len - n, "%s%s=%s", n ? "&" : "?", flags[i],
-				      *v ? v : "1");
-		if (n >= len)
-			n = len - 1;
-	}
-}
-
-static unsigned route(struct MHD_Connection *c, const char *method, const char *url,
-		      struct request *rq)
-{
-	bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0,
-	     del = strcmp(method, "DELETE") == 0;
-	const char *p;
-
-	if (strcmp(url, "/v1/health") == 0)
-		return get ? (rq->op = AL_OP_HEALTH, 0) : 405;
-	if (strcmp(url, "/metrics") == 0)
-		return get ? (rq->op = AL_OP_METRICS, 0) : 405;
-	if (strcmp(url, "/v1/run") == 0)
-		return post ? (rq->op = AL_OP_RUN, 0) : 405;
-	if (strcmp(url, "/v1/sandboxes") == 0) {
-		if (get) { /* ?metadata.KEY=VALUE...: the filter, as the body */
-			json_t *f = json_object();
-			MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, meta_arg, f);
-			rq->body = json_dumps(f, JSON_COMPACT);
-			rq->len = strlen(rq->body);
-			json_decref(f);
-		}
-		return post  ? (rq->op = AL_OP_SANDBOX_CREATE, 0)
-		       : get ? (rq->op = AL_OP_SANDBOX_LIST, 0)
-			     : 405;
-	}
-	if (strncmp(url, "/v1/sandboxes/", 14) != 0)
-		return 404;
-	p = url + 14;
-	size_t n = strcspn(p, "/");
-	if (!id_ok(p, n))
-		return 404;
-	memcpy(rq->sandbox, p, n);
-	rq->sandbox[n] = '\0';
-	p += n;
-	if (!*p)
-		return get   ? (rq->op = AL_OP_SANDBOX_GET, 0)
-		       : del ? (rq->op = AL_OP_SANDBOX_DELETE, 0)
-			     : 405;
-	/* exec, files/..., pause, resume, timeout, audit: the method and the
-	 * rest of the path go to the monitor as they are (bounded). */
-	char q[64];
-	query_flags(c, q, sizeof(q));
-	if (strlen(method) + strlen(p) + strlen(q) + 2 > sizeof(rq->path))
-		return 414;
-	snprintf(rq->path, sizeof(rq->path), "%s %s%s", method, p + 1, q);
-	rq->op = AL_OP_SANDBOX_OTHER;
-	/* An upload's body may be as large as a file. */
-	if (strcmp(method, "PUT") == 0 && strncmp(p + 1, "files/", 6) == 0)
-		rq->max = AL_SERVE_FILE_MAX;
-	return 0;
 }
 
 /* A streamed answer's bytes as the client takes them; with none
@@ -209,6 +141,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 		memcpy(buf, rq->sbuf, n);
 		memmove(rq->sbuf, rq->sbuf + n, rq->slen - n);
 		rq->slen -= n;
+		F.streamed -= n;
 		return (ssize_t)n;
 	}
 	if (rq->ended)
@@ -231,47 +164,24 @@ static enum MHD_Result reply_stream(struct MHD_Connection *c, struct request *rq
 	return ret;
 }
 
-static bool needs_json(enum al_serve_op op)
+static struct fconn *fconn_of(struct MHD_Connection *c)
 {
-	return op == AL_OP_RUN || op == AL_OP_SANDBOX_CREATE;
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci ? ci->socket_context : NULL;
 }
 
 static enum MHD_Result forward(struct MHD_Connection *c, struct request *rq)
 {
-	const union MHD_ConnectionInfo *ci =
-	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	uint64_t conn = ci && ci->socket_context ? *(uint64_t *)ci->socket_context : 0;
-	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+	struct fconn *fc = fconn_of(c);
 	struct al_msg_out o;
+	unsigned st;
 
-	if (needs_json(rq->op)) {
-		json_error_t je;
-		json_t *j =
-		    json_loadb(rq->body ? rq->body : "", rq->len, JSON_REJECT_DUPLICATES, &je);
-		if (!j)
-			return reply_error(c, 400, "the body is not JSON: line %d, column %d: %s",
-					   je.line, je.column, je.text);
-		bool obj = json_is_object(j);
-		json_decref(j);
-		if (!obj)
-			return reply_error(c, 400, "the body must be a JSON object");
-	}
+	if ((st = al_front_decode_body(&rq->d, rq->body, rq->len)))
+		return reply_error(c, st, "%s", rq->d.err);
 	rq->id = ++F.next_req;
-	al_msg_begin(&o, AL_MSG_REQUEST, rq->id);
-	al_msg_put_u64(&o, AL_TAG_CONN, conn);
-	al_msg_put_u32(&o, AL_TAG_OP, rq->op);
-	if (auth && strncasecmp(auth, "Bearer ", 7) == 0 && strlen(auth + 7) <= 256)
-		al_msg_put_str(&o, AL_TAG_TOKEN, auth + 7);
-	if (rq->sandbox[0])
-		al_msg_put_str(&o, AL_TAG_SANDBOX, rq->sandbox);
-	if (rq->path[0])
-		al_msg_put_str(&o, AL_TAG_PATH, rq->path);
-	if (rq->body)
-		al_msg_put_bytes(&o, AL_TAG_BODY, rq->body, rq->len);
-	if (al_msg_end(&o) < 0) {
-		free(o.buf);
+	if (al_front_encode(&rq->d, rq->id, fc ? fc->id : 0, rq->body, rq->len, &o))
 		return reply_error(c, 413, "the request is too large");
-	}
 	al_chan_queue(&F.mon, &o, -1);
 	rq->sent = true;
 	rq->conn = c;
@@ -281,40 +191,104 @@ static enum MHD_Result forward(struct MHD_Connection *c, struct request *rq)
 	return MHD_YES;
 }
 
+struct kvs {
+	struct al_front_kv v[AL_FRONT_HEADERS_MAX + 1];
+	size_t n, max;
+};
+
+static enum MHD_Result collect(void *cls, enum MHD_ValueKind kind, const char *key,
+			       const char *value)
+{
+	struct kvs *k = cls;
+
+	(void)kind;
+	if (k->n < k->max)
+		k->v[k->n++] = (struct al_front_kv){key, value};
+	else
+		k->n = k->max + 1; /* one more than the decoder takes: refused */
+	return k->n <= k->max ? MHD_YES : MHD_NO;
+}
+
+/* The head is in: decode it (decode.c) before any of the body is read. */
+static enum MHD_Result on_head(struct MHD_Connection *c, const char *url, const char *method,
+			       struct request *rq)
+{
+	struct kvs q = {.max = AL_FRONT_QUERY_MAX}, hd = {.max = AL_FRONT_HEADERS_MAX};
+
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect, &q);
+	MHD_get_connection_values(c, MHD_HEADER_KIND, collect, &hd);
+	struct al_front_head h = {.method = method,
+				  .path = url,
+				  .query = q.v,
+				  .n_query = q.n,
+				  .headers = hd.v,
+				  .n_headers = hd.n};
+	unsigned st = al_front_decode_head(&h, &rq->d);
+	if (!st)
+		return MHD_YES;
+	rq->too_big = true; /* the body, if any, is not kept */
+	if (st != 405)
+		return reply_error(c, st, "%s", rq->d.err);
+	json_t *o = json_pack("{s:s}", "error", rq->d.err);
+	char *txt = json_dumps(o, JSON_COMPACT);
+	struct MHD_Response *r =
+	    MHD_create_response_from_buffer(strlen(txt), txt, MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result ret = MHD_NO;
+	if (r) {
+		MHD_add_response_header(r, "Content-Type", "application/json");
+		MHD_add_response_header(r, "Allow", rq->d.allow);
+		ret = MHD_queue_response(c, 405, r);
+		MHD_destroy_response(r);
+		status_seen(405);
+	}
+	free(txt);
+	json_decref(o);
+	return ret;
+}
+
+/* A non-streamed answer: its buffer handed to libmicrohttpd as it is
+ * (freed with the response), counted in F.answers until the request
+ * completes. */
+static enum MHD_Result reply_answer(struct MHD_Connection *c, struct request *rq)
+{
+	if (!rq->answer)
+		return reply_error(c, 503,
+				   "the daemon holds too many answers for clients that have not "
+				   "read them (%u MiB); retry",
+				   AL_SERVE_ANSWER_TOTAL >> 20);
+	struct MHD_Response *r =
+	    MHD_create_response_from_buffer(rq->answer_len, rq->answer, MHD_RESPMEM_MUST_FREE);
+	if (!r)
+		return MHD_NO;
+	rq->answer = NULL;
+	MHD_add_response_header(r, "Content-Type", rq->ctype ? rq->ctype : "application/json");
+	if (rq->status == 429 || rq->status == 503)
+		MHD_add_response_header(r, "Retry-After", "1");
+	enum MHD_Result ret = MHD_queue_response(c, rq->status, r);
+	MHD_destroy_response(r);
+	status_seen(rq->status);
+	return ret;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *data,
 				  size_t *data_len, void **ctx)
 {
 	struct request *rq = *ctx;
-	unsigned st;
 
+	(void)cls;
+	(void)version;
 	if (!rq) { /* the head is in: route and size now, before any body */
 		rq = *ctx = xcalloc(1, sizeof(*rq));
-		rq->max = AL_SERVE_BODY_MAX;
-		if ((st = route(c, method, url, rq)) != 0) {
-			rq->too_big = true; /* the body, if any, is not kept */
-			if (st == 405)
-				return reply_error(c, 405, "%s does not take %s", url, method);
-			if (st == 414)
-				return reply_error(c, 414, "the URL is too long");
-			return reply_error(c, 404, "no route for %s %s", method, url);
-		}
-		const char *cl =
-		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (cl && strtoull(cl, NULL, 10) > rq->max) {
-			rq->too_big = true;
-			return reply_error(c, 413, "the body is %s bytes; at most %zu are taken",
-					   cl, rq->max);
-		}
-		return MHD_YES;
+		return on_head(c, url, method, rq);
 	}
 	if (*data_len) {
-		if (!rq->too_big && rq->len + *data_len > rq->max) {
+		if (!rq->too_big && rq->len + *data_len > rq->d.max) {
 			rq->too_big = true;
 			free(rq->body);
 			rq->body = NULL;
 			*data_len = 0;
-			return reply_error(c, 413, "the body is over %zu bytes", rq->max);
+			return reply_error(c, 413, "the body is over %zu bytes", rq->d.max);
 		}
 		if (!rq->too_big) {
 			rq->body = xrealloc(rq->body, rq->len + *data_len + 1);
@@ -326,10 +300,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (rq->too_big)
 		return MHD_YES; /* answered already */
+	/* The whole request is in: its deadline no longer runs. */
+	struct fconn *fc = fconn_of(c);
+	if (fc)
+		fc->reading = false;
 	if (rq->answered && rq->stream)
 		return reply_stream(c, rq);
 	if (rq->answered)
-		return reply(c, rq->status, rq->ctype, rq->answer, rq->answer_len);
+		return reply_answer(c, rq);
 	if (rq->sent)
 		return MHD_YES;
 	return forward(c, rq);
@@ -355,6 +333,15 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx,
 			*p = rq->next;
 			break;
 		}
+	/* A kept-alive connection's next request starts its clock now. */
+	struct fconn *fc = fconn_of(c);
+	if (fc) {
+		fc->reading = true;
+		fc->since_ms = al_now_ms();
+	}
+	F.streamed -= rq->slen;
+	F.answers -= rq->held;
+	al_front_req_free(&rq->d);
 	free(rq->body);
 	free(rq->ctype);
 	free(rq->answer);
@@ -366,20 +353,113 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx,
 static void on_connection(void *cls, struct MHD_Connection *c, void **sctx,
 			  enum MHD_ConnectionNotificationCode toe)
 {
+	(void)cls;
+	(void)c;
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-		uint64_t *id = xmalloc(sizeof(*id));
-		*id = F.adding;
-		*sctx = id;
+		struct fconn *fc = xcalloc(1, sizeof(*fc));
+		fc->id = F.adding;
+		fc->fd = F.adding_fd;
+		fc->reading = true;
+		fc->since_ms = al_now_ms();
+		fc->next = F.conns;
+		F.conns = fc;
+		*sctx = fc;
 		return;
 	}
-	if (*sctx) { /* the monitor counts it out */
+	struct fconn *fc = *sctx;
+	if (fc) { /* the monitor counts it out */
 		struct al_msg_out o;
-		al_msg_begin(&o, AL_MSG_CLOSED, *(uint64_t *)*sctx);
+		al_msg_begin(&o, AL_MSG_CLOSED, fc->id);
 		al_msg_end(&o);
 		al_chan_queue(&F.mon, &o, -1);
-		free(*sctx);
+		for (struct fconn **p = &F.conns; *p; p = &(*p)->next)
+			if (*p == fc) {
+				*p = fc->next;
+				break;
+			}
+		free(fc);
 		*sctx = NULL;
 	}
+}
+
+/* A stream's client is dropped: what it has buffered goes, and its
+ * connection ends (with an error: the chunked answer is cut short). */
+static void drop_stream(struct request *rq)
+{
+	F.streamed -= rq->slen;
+	free(rq->sbuf);
+	rq->sbuf = NULL;
+	rq->slen = 0;
+	rq->overflow = true;
+	rq->ended = true;
+	if (rq->waiting) {
+		rq->waiting = false;
+		MHD_resume_connection(rq->conn);
+	}
+}
+
+/* The stream with the most buffered (its client reads slowest), counting
+ * len more for rq, which is about to get them. */
+static struct request *slowest(struct request *rq, size_t len)
+{
+	struct request *worst = rq;
+	size_t most = rq->slen + len;
+
+	for (struct request *p = F.pending; p; p = p->next)
+		if (p->stream && !p->overflow && p->slen > most) {
+			worst = p;
+			most = p->slen;
+		}
+	return worst;
+}
+
+/* Connections whose request has not arrived whole within the request
+ * timeout (a head or body trickled in) are shut down; libmicrohttpd then
+ * sees their end and closes them. */
+static void drop_slow(void)
+{
+	uint64_t now = al_now_ms(), max = (uint64_t)F.request_timeout_s * 1000;
+
+	for (struct fconn *fc = F.conns; fc; fc = fc->next)
+		if (fc->reading && now - fc->since_ms >= max) {
+			fc->reading = false;
+			shutdown(fc->fd, SHUT_RDWR);
+		}
+}
+
+/* Room for a non-streamed answer of len bytes within
+ * AL_SERVE_ANSWER_TOTAL: the clients of larger answers held (they read
+ * slowest, or not at all) are dropped until it fits. false: rq's own is
+ * the largest, and does not fit. */
+static bool hold_answer(struct request *rq, size_t len)
+{
+	while (F.answers + len > AL_SERVE_ANSWER_TOTAL) {
+		struct request *worst = NULL;
+		for (struct request *p = F.pending; p; p = p->next)
+			if (p != rq && p->held > (worst ? worst->held : len))
+				worst = p;
+		if (!worst)
+			return false;
+		/* Its connection is shut; libmicrohttpd ends the request
+		 * (and frees the answer) on its next run. */
+		struct fconn *fc = fconn_of(worst->conn);
+		if (fc)
+			shutdown(fc->fd, SHUT_RDWR);
+		F.answers -= worst->held;
+		worst->held = 0;
+	}
+	F.answers += len;
+	rq->held = len;
+	return true;
+}
+
+/* No decoding of the URL by libmicrohttpd: decode.c decodes the path and
+ * the query once, and refuses escapes that would change their shape. */
+static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	(void)cls;
+	(void)c;
+	return strlen(s);
 }
 
 static void on_monitor_msg(const struct al_msg *in)
@@ -390,6 +470,7 @@ static void on_monitor_msg(const struct al_msg *in)
 		if (fd < 0)
 			return;
 		F.adding = in->id;
+		F.adding_fd = fd;
 		if (MHD_add_connection(F.d, fd, (struct sockaddr *)&sa, sizeof(sa.sun_family)) !=
 		    MHD_YES) {
 			/* MHD closed it; the monitor counts it out. */
@@ -407,12 +488,15 @@ static void on_monitor_msg(const struct al_msg *in)
 				continue;
 			size_t len;
 			const uint8_t *b = al_msg_bytes(in, AL_TAG_BODY, &len);
-			if (rq->slen + len > STREAM_MAX) {
-				rq->overflow = true; /* a client that does not read */
-			} else if (len) {
+			if (rq->slen + len > AL_SERVE_STREAM_MAX)
+				drop_stream(rq); /* a client that does not read */
+			while (!rq->overflow && len && F.streamed + len > AL_SERVE_STREAM_TOTAL)
+				drop_stream(slowest(rq, len));
+			if (!rq->overflow && len) {
 				rq->sbuf = xrealloc(rq->sbuf, rq->slen + len);
 				memcpy(rq->sbuf + rq->slen, b, len);
 				rq->slen += len;
+				F.streamed += len;
 			}
 			if (al_msg_u32(in, AL_TAG_END, 0) == 1 || rq->overflow)
 				rq->ended = true;
@@ -433,42 +517,50 @@ static void on_monitor_msg(const struct al_msg *in)
 		const uint8_t *b = al_msg_bytes(in, AL_TAG_BODY, &len);
 		rq->status = al_msg_u32(in, AL_TAG_STATUS, 500);
 		rq->ctype = al_msg_strdup(in, AL_TAG_CTYPE);
-		rq->answer = xmalloc(len + 1);
-		memcpy(rq->answer, b, len);
-		rq->answer_len = len;
 		rq->answered = true;
 		rq->stream = al_msg_u32(in, AL_TAG_STREAM, 0) == 1;
+		/* (a stream's head has a small body: not counted) */
+		if (rq->stream || hold_answer(rq, len)) {
+			rq->answer = xmalloc(len + 1);
+			memcpy(rq->answer, b, len);
+			rq->answer_len = len;
+		}
 		MHD_resume_connection(rq->conn);
 		return;
 	}
 }
 
-void al_front_main(int fd, const struct al_serve_config *cfg)
+void al_front_main(int fd, const struct al_front_config *cfg)
 {
 	struct al_error err = {0};
 	const union MHD_DaemonInfo *di;
 
 	al_chan_init(&F.mon, fd);
-	F.d = MHD_start_daemon(MHD_USE_NO_LISTEN_SOCKET | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME,
-			       0, NULL, NULL, on_request, NULL, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-			       (size_t)HEADERS_MAX, MHD_OPTION_CONNECTION_TIMEOUT,
-			       (unsigned)cfg->client_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-			       (unsigned)cfg->max_clients + 1, MHD_OPTION_NOTIFY_COMPLETED,
-			       on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
-			       NULL, MHD_OPTION_END);
+	F.next_req = cfg->first_request;
+	F.request_timeout_s = cfg->request_timeout_s;
+	F.d = MHD_start_daemon(
+	    MHD_USE_NO_LISTEN_SOCKET | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
+	    on_request, NULL, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HEADERS_MAX,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->client_timeout_s,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_clients + 1,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION,
+	    on_connection, NULL, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL, MHD_OPTION_END);
 	if (!F.d || !(di = MHD_get_daemon_info(F.d, MHD_DAEMON_INFO_EPOLL_FD))) {
 		al_err("serve: front: cannot start libmicrohttpd");
 		_exit(125);
 	}
 	int epfd = di->epoll_fd;
-	if (al_front_confine(&err) < 0) {
+	if (al_front_confine(cfg->no_landlock, &err) < 0) {
 		al_err("serve: %s", err.msg);
-		_exit(125);
+		_exit(124);
 	}
 	for (;;) {
 		MHD_UNSIGNED_LONG_LONG to;
 		int timeout =
 		    MHD_get_timeout(F.d, &to) == MHD_YES ? (int)(to > 60000 ? 60000 : to) : -1;
+		/* The request deadline is looked at every second at least. */
+		if (F.conns && (timeout < 0 || timeout > 1000))
+			timeout = 1000;
 		struct pollfd pf[2] = {
 		    {.fd = F.mon.fd, .events = POLLIN | (al_chan_pending(&F.mon) ? POLLOUT : 0)},
 		    {.fd = epfd, .events = POLLIN}};
@@ -486,6 +578,7 @@ void al_front_main(int fd, const struct al_serve_config *cfg)
 				_exit(125);
 			}
 		}
+		drop_slow();
 		MHD_run(F.d);
 		if (al_chan_flush(&F.mon) < 0)
 			_exit(125);
