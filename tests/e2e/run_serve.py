@@ -27,6 +27,7 @@ dir removed, also when a case fails.
 import http.client
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -643,6 +644,12 @@ def sandbox_background_execs(e):
         follow = subprocess.Popen(["curl", "-sN", "--unix-socket", d.sock,
                                    "http://x%s/audit?follow=1" % base], stdout=subprocess.PIPE)
         try:
+            # Its first line (the replayed run.start) before anything else:
+            # a curl started late on a busy machine otherwise asks only
+            # after the sandbox's delete, and gets "no sandbox".
+            ready, _, _ = select.select([follow.stdout], [], [], 10)
+            expect(ready, "the audit follower got nothing in 10 s")
+            first = follow.stdout.readline()
             st, _, data = d.request("POST", base + "/exec",
                                     {"argv": ["/bin/sh", "-c", "echo a; echo b >&2; exit 4"]})
             ev = ndjson(data)
@@ -696,7 +703,7 @@ def sandbox_background_execs(e):
             if follow.poll() is None:
                 kill_pid(follow.pid)
                 follow.wait()
-        events = [x["event"] for x in ndjson(out)]
+        events = [x["event"] for x in ndjson(first + out)]
         expect(events[0] == "run.start" and events.count("exec.end") == 4
                and events[-1] == "run.end", "the followed audit stream: %s" % events)
 
