@@ -129,10 +129,11 @@ int al_cmd_gc(int argc, char **argv);
 int al_cmd_token(int argc, char **argv);
 /* airlock serve (cmd_serve.c): the daemon, in airlock-serve; the static
  * binary execs that. The hidden `__session` verb is one sandbox's process
- * of it (cmd_session.c, airlock-serve only). */
+ * of it (cmd_session.c; the static airlock's when it started the daemon). */
 int al_cmd_serve(int argc, char **argv);
 int al_cmd_session(int argc, char **argv);
-/* The hidden `__front`: the daemon's HTTP front (cmd_session.c). */
+/* The hidden `__front`: the daemon's HTTP front (cmd_session.c,
+ * airlock-serve only). */
 int al_cmd_front(int argc, char **argv);
 /* The probe `airlock verify` runs inside the sandbox (hidden "__probe"). */
 int al_cmd_probe(int argc, char **argv);

@@ -2,16 +2,23 @@
  * not link libmicrohttpd (its constructor, and the TLS library it pulls
  * in, would cost every `airlock run`): it execs airlock-serve, found next
  * to itself (a build tree) or in the library directory, which is this
- * file built with AL_SERVE_BINARY and holds the daemon and the hidden
- * `__session` verb. */
+ * file built with AL_SERVE_BINARY, and hands it a descriptor of itself
+ * (--session-exe-fd, not for users): the monitor execs that for each
+ * session process (`airlock __session`). A static binary's pages are shared
+ * by every session, where each airlock-serve relocates its own copy of the
+ * shared libraries' data (about 800 KiB a session); and a descriptor is the
+ * binary the daemon started with, even once a package upgrade replaced its
+ * file. */
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -77,6 +84,31 @@ static int number(const char *opt, const char *s, unsigned *ret)
 	return 0;
 }
 
+/* --session-exe-fd N: the static airlock's descriptor of itself, kept
+ * (close-on-exec, moved above the descriptors the daemon uses) for the
+ * monitor to exec each session process with. */
+static int session_exe_fd(const char *s, int *ret)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+	struct stat st;
+
+	if (!*s || *end || v < 3 || v > 1024 || fstat((int)v, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    !(st.st_mode & S_IXUSR)) {
+		al_err(
+		    "serve: --session-exe-fd \"%s\": not an open descriptor of an executable file",
+		    s);
+		return -1;
+	}
+	*ret = fcntl((int)v, F_DUPFD_CLOEXEC, 64);
+	if (*ret < 0) {
+		al_err("serve: --session-exe-fd: %s", strerror(errno));
+		return -1;
+	}
+	close((int)v);
+	return 0;
+}
+
 int al_cmd_serve(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -92,6 +124,7 @@ int al_cmd_serve(int argc, char **argv)
 	    {"max-clients-per-identity", required_argument, NULL, 'I'},
 	    {"max-sandboxes-per-identity", required_argument, NULL, 'P'},
 	    {"no-landlock", no_argument, NULL, 'L'},
+	    {"session-exe-fd", required_argument, NULL, 'E'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0}};
 	struct al_serve_config cfg = {.max_sandboxes = 16,
@@ -99,7 +132,8 @@ int al_cmd_serve(int argc, char **argv)
 				      .client_timeout_s = 30,
 				      .max_clients_per_identity = 64,
 				      .max_sandboxes_per_identity = 8,
-				      .exe = "/proc/self/exe"};
+				      .exe = "/proc/self/exe",
+				      .exe_fd = -1};
 	struct al_error err = {0};
 	int c;
 
@@ -150,6 +184,10 @@ int al_cmd_serve(int argc, char **argv)
 			break;
 		case 'L':
 			cfg.no_landlock = true;
+			break;
+		case 'E':
+			if (cfg.exe_fd >= 0 || session_exe_fd(optarg, &cfg.exe_fd) < 0)
+				return 125;
 			break;
 		case 'h':
 			usage(stdout);
@@ -208,10 +246,18 @@ int al_cmd_serve(int argc, char **argv)
 	} else {
 		snprintf(path, sizeof(path), "%s", AL_SERVE_PATH);
 	}
-	char **args = xcalloc((size_t)argc + 3, sizeof(char *));
+	/* Itself, for the session processes; inherited by airlock-serve. */
+	int self_fd = open("/proc/self/exe", O_RDONLY);
+	char fdarg[16];
+	char **args = xcalloc((size_t)argc + 5, sizeof(char *));
 	args[0] = (char *)"airlock";
 	args[1] = (char *)"serve";
 	memcpy(args + 2, argv, (size_t)argc * sizeof(char *));
+	if (self_fd >= 0) {
+		snprintf(fdarg, sizeof(fdarg), "%d", self_fd);
+		args[argc + 2] = (char *)"--session-exe-fd";
+		args[argc + 3] = fdarg;
+	}
 	execv(path, args);
 	al_err("serve: cannot run %s: %s", path, strerror(errno));
 	free(args);

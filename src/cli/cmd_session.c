@@ -1,9 +1,13 @@
-/* The hidden `airlock __session` and `__front` verbs (in airlock-serve only): one
+/* The hidden `airlock __session` and `__front` verbs. `__session` is one
  * sandbox's process of the daemon (serve/session.c), exec'd by the monitor
- * with its socket at fd 3. Its request becomes a plan through the request
- * layer, as `airlock run`'s does; the operator policy's location is the
- * monitor's (--operator-policy, passed in the request), else
- * $AIRLOCK_OPERATOR_POLICY as this process finds it. */
+ * with its socket at fd 3: the static airlock that started the daemon (it
+ * needs no libmicrohttpd, and a static binary's pages are shared by every
+ * session instead of each relocating its own copy of the shared libraries'
+ * data, about 800 KiB), else airlock-serve itself. Its request becomes a
+ * plan through the request layer, as `airlock run`'s does; the operator
+ * policy's location is the monitor's (--operator-policy, passed in the
+ * request), else $AIRLOCK_OPERATOR_POLICY as this process finds it.
+ * `__front` is the daemon's HTTP front (airlock-serve only, below). */
 #include "cli.h"
 
 #include <errno.h>
@@ -22,6 +26,7 @@ int al_cmd_session(int argc, char **argv)
 	return al_session_main(3, getenv(AL_OPERATOR_ENV));
 }
 
+#ifdef AL_SERVE_BINARY /* the front links libmicrohttpd: not in the static airlock */
 /* The hidden `airlock __front MAX_CLIENTS CLIENT_TIMEOUT REQUEST_TIMEOUT
  * FIRST_REQUEST NO_LANDLOCK` (airlock-serve only): the daemon's HTTP front
  * (serve/api/front.c), exec'd by the monitor with its channel at fd 3, an
@@ -57,3 +62,4 @@ int al_cmd_front(int argc, char **argv)
 				      .no_landlock = v[4] == 1};
 	al_front_main(3, &cfg);
 }
+#endif

@@ -109,9 +109,9 @@ int main(int argc, char **argv)
 		return al_cmd_token(argc - 2, argv + 2);
 	if (strcmp(cmd, "serve") == 0)
 		return al_cmd_serve(argc - 2, argv + 2);
-#ifdef AL_SERVE_BINARY
 	if (strcmp(cmd, "__session") == 0)
 		return al_cmd_session(argc - 2, argv + 2);
+#ifdef AL_SERVE_BINARY
 	if (strcmp(cmd, "__front") == 0)
 		return al_cmd_front(argc - 2, argv + 2);
 #endif

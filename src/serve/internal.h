@@ -73,14 +73,15 @@ int al_metrics_event(struct al_metrics *m, const struct al_msg *in, bool *paused
 /* A reason's name to its index in limit_hits, or -1 when it is no limit. */
 int al_metrics_limit_index(const char *reason);
 
-/* spawn.c: a session process (`__session`, its channel at fd 3), and the
+/* spawn.c: a session process (`__session`, its channel at fd 3; the
+ * static airlock's cfg->exe_fd when set, else cfg->exe), and the
  * front, started as its own confined program (fork,
  * drop everything, exec `__front`); its request ids start above
  * first_req. The pid, with *chan the monitor's end of its channel; or
  * -errno with err set. */
 pid_t al_serve_front_spawn(const struct al_serve_config *cfg, uint64_t first_req, int *chan,
 			   struct al_error *err);
-pid_t al_serve_spawn_session(const char *exe, int *chan, struct al_error *err);
+pid_t al_serve_spawn_session(const struct al_serve_config *cfg, int *chan, struct al_error *err);
 
 /* answer.c: the monitor's answers to the front (on its channel) for the
  * front's request req: a status and body, a JSON body (taken; NULL: a

@@ -33,12 +33,13 @@ void mon_sandbox_free(struct monitor *m, size_t i)
 	m->sb[i] = m->sb[--m->n_sb];
 }
 
-/* The session process (spawn.c): `__session`, its channel at fd 3; it
+/* The session process (spawn.c): `__session` (the static airlock's
+ * descriptor, exe_fd, when the daemon has one), its channel at fd 3; it
  * dies with the monitor (PR_SET_PDEATHSIG), and its sandbox with it. */
 int mon_spawn_session(struct monitor *m, struct sandbox *s, struct al_error *err)
 {
 	int fd;
-	pid_t pid = al_serve_spawn_session(m->cfg->exe, &fd, err);
+	pid_t pid = al_serve_spawn_session(m->cfg, &fd, err);
 
 	if (pid < 0)
 		return (int)pid;

@@ -129,8 +129,8 @@ void mon_front_lost(struct monitor *m, const char *why);
 int mon_front_restart(struct monitor *m);
 
 /* monitor-sess.c */
-/* fork + exec this binary as `__session`, its end of a socketpair at fd
- * 3. */
+/* fork + exec `__session` (spawn.c: the static airlock's exe_fd, else
+ * this binary), its end of a socketpair at fd 3. */
 int mon_spawn_session(struct monitor *m, struct sandbox *s, struct al_error *err);
 /* Kill m->sb[i]'s session and drop it from the table. */
 void mon_sandbox_free(struct monitor *m, size_t i);

@@ -56,6 +56,9 @@ struct al_serve_config {
 	unsigned max_sandboxes_per_identity; /* 0: max_sandboxes */
 	bool no_landlock;		     /* accept a kernel without landlock for the front */
 	const char *exe; /* this binary, exec'd for the front and each session */
+	/* When >= 0 (close-on-exec, above 3): the static airlock's descriptor,
+	 * exec'd for each session instead of exe (--session-exe-fd). */
+	int exe_fd;
 };
 
 /* Streamed answers (exec events, audit) buffered in the front for clients

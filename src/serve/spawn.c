@@ -26,9 +26,10 @@
 #define NOBODY 65534
 
 /* A socketpair, and a child that gets its end at fd 3 (with only 0-2
- * besides), dies with the monitor, and runs child(). */
-static pid_t spawn(void (*child)(int fd, pid_t parent, const void *arg), const void *arg, int *chan,
-		   struct al_error *err)
+ * besides, and keep when it is above 3: the session's binary, for its
+ * fexecve), dies with the monitor, and runs child(). */
+static pid_t spawn(void (*child)(int fd, pid_t parent, const void *arg), const void *arg, int keep,
+		   int *chan, struct al_error *err)
 {
 	int sv[2];
 	pid_t parent = getpid();
@@ -49,7 +50,9 @@ static pid_t spawn(void (*child)(int fd, pid_t parent, const void *arg), const v
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent ||
 		    dup2(sv[1], 3) < 0)
 			_exit(125);
-		al_sys_close_range(4, ~0U, 0);
+		if (keep > 4)
+			al_sys_close_range(4, (unsigned)keep - 1, 0);
+		al_sys_close_range(keep > 3 ? (unsigned)keep + 1 : 4, ~0U, 0);
 		child(3, parent, arg);
 		_exit(127);
 	}
@@ -59,18 +62,25 @@ static pid_t spawn(void (*child)(int fd, pid_t parent, const void *arg), const v
 	return pid;
 }
 
-static void session_child(int fd, pid_t parent, const void *exe)
+/* exec `__session`: the static airlock's descriptor when the daemon has
+ * one (close-on-exec, so the session process does not keep it), else
+ * this binary. */
+static void session_child(int fd, pid_t parent, const void *arg)
 {
+	const struct al_serve_config *cfg = arg;
 	char *argv[] = {(char *)"airlock", (char *)"__session", NULL};
 
 	(void)fd;
 	(void)parent;
-	execv(exe, argv);
+	if (cfg->exe_fd > 3)
+		fexecve(cfg->exe_fd, argv, environ);
+	else
+		execv(cfg->exe, argv);
 }
 
-pid_t al_serve_spawn_session(const char *exe, int *chan, struct al_error *err)
+pid_t al_serve_spawn_session(const struct al_serve_config *cfg, int *chan, struct al_error *err)
 {
-	return spawn(session_child, exe, chan, err);
+	return spawn(session_child, cfg, cfg->exe_fd, chan, err);
 }
 
 struct front_args {
@@ -122,5 +132,6 @@ pid_t al_serve_front_spawn(const struct al_serve_config *cfg, uint64_t first_req
 {
 	struct front_args fa = {cfg, first_req};
 
-	return spawn(front_child, &fa, chan, err);
+	/* Nothing kept: the front closes the session binary's descriptor too. */
+	return spawn(front_child, &fa, -1, chan, err);
 }

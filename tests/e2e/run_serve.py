@@ -27,6 +27,7 @@ dir removed, also when a case fails.
 import http.client
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -643,6 +644,12 @@ def sandbox_background_execs(e):
         follow = subprocess.Popen(["curl", "-sN", "--unix-socket", d.sock,
                                    "http://x%s/audit?follow=1" % base], stdout=subprocess.PIPE)
         try:
+            # Its first line (the replayed run.start) before anything else:
+            # a curl started late on a busy machine otherwise asks only
+            # after the sandbox's delete, and gets "no sandbox".
+            ready, _, _ = select.select([follow.stdout], [], [], 10)
+            expect(ready, "the audit follower got nothing in 10 s")
+            first = follow.stdout.readline()
             st, _, data = d.request("POST", base + "/exec",
                                     {"argv": ["/bin/sh", "-c", "echo a; echo b >&2; exit 4"]})
             ev = ndjson(data)
@@ -696,7 +703,7 @@ def sandbox_background_execs(e):
             if follow.poll() is None:
                 kill_pid(follow.pid)
                 follow.wait()
-        events = [x["event"] for x in ndjson(out)]
+        events = [x["event"] for x in ndjson(first + out)]
         expect(events[0] == "run.start" and events.count("exec.end") == 4
                and events[-1] == "run.end", "the followed audit stream: %s" % events)
 
@@ -1101,6 +1108,58 @@ def metrics_after_known_execs(e):
         t = text()
         expect(metric(t, 'airlock_limit_hits_total{reason="timeout"}') == 2,
                "limit hits after the lifetime ran out:\n%s" % t)
+
+
+@case
+def sandbox_session_runs_the_static_binary(e):
+    """The static airlock that started the daemon (airlock serve execs the
+    dynamic airlock-serve) is what each session process runs: its pages are
+    shared by every session, where each airlock-serve had its own copy of
+    the shared libraries' relocated data; and it is the file the daemon
+    started with, passed as a descriptor."""
+    with Daemon(e) as d:
+        sandbox(d)
+        [sess] = session_pids(d)
+        want, got = os.stat(e.airlock), os.stat("/proc/%d/exe" % sess)
+        expect((got.st_dev, got.st_ino) == (want.st_dev, want.st_ino),
+               "the session process runs %s, not %s" % (os.readlink("/proc/%d/exe" % sess),
+                                                        e.airlock))
+        maps = open("/proc/%d/maps" % sess).read()
+        expect("libmicrohttpd" not in maps and "libgnutls" not in maps,
+               "the session process has the daemon's libraries mapped")
+
+
+def wakeups(pid):
+    """Context switches of a process so far: each time it slept and woke."""
+    with open("/proc/%d/status" % pid) as f:
+        return sum(int(line.split()[1]) for line in f
+                   if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
+
+
+@case
+def sandbox_idle_costs_no_wakeups(e):
+    """A live sandbox with no exec running does not wake its session
+    process to read cgroup counters (they were read every 2 ms, 500 times
+    a second, also when no exec ran), since each exec's cgroup is killed
+    when it ends; while an exec runs they are read again: a spinning exec
+    past the sandbox's CPU time ends the sandbox, not its own 60 s
+    timeout."""
+    with Daemon(e) as d:
+        sid = sandbox(d, {"limits": {"cpu_time": 1}})
+        doc = run(d, sid, {"argv": ["/bin/true"]})
+        expect(doc["exit_code"] == 0, "the first exec: %s" % doc)
+        [sess] = session_pids(d)
+        time.sleep(0.2)  # the last check after the exec's end
+        before = wakeups(sess)
+        time.sleep(2)
+        n = wakeups(sess) - before
+        # The session's loop wakes once a second by itself.
+        expect(n <= 10, "the idle session process woke %d times in 2 s" % n)
+        doc = run(d, sid, {"code": "while True: pass", "language": "python", "timeout": 60})
+        expect(doc["reason"] != "timeout" and doc["exit_code"] != 0,
+               "a spinning exec past the sandbox's 1 s of CPU time: %s" % doc)
+        expect(wait_for(lambda: not session_pids(d), 10),
+               "the sandbox past its CPU time is still there")
 
 
 if __name__ == "__main__":

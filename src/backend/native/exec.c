@@ -132,6 +132,9 @@ int al_monitor_exec(struct al_sandbox *sb, const struct al_sandbox_exec *x, stru
 		abort();
 	st->execs = grown;
 	st->execs[st->n_execs++] = (struct al_native_exec){.id = x->id, .pidfd = -1, .cg = cg};
+	if (!cg)
+		st->exec_uncontained = true;
+	al_monitor_execs_changed(sb);
 	return 0;
 }
 
@@ -209,6 +212,7 @@ static void on_end(struct al_sandbox *sb, const struct al_sync_msg *msg)
 	}
 	uint32_t id = x->id;
 	forget(st, x);
+	al_monitor_execs_changed(sb);
 	if (sb->exec_events)
 		sb->exec_events->ended(sb->exec_events->data, id, msg->status, msg->err, user, sys,
 				       cs.memory_peak, cs.oom_kills > 0);

@@ -39,6 +39,15 @@
  * socket-buffer limit; a burst of new sockets adds tens of megabytes within
  * one TICK_MS, so that one counter is read (one pread) this often. */
 #define TICK_FAST_MS 2
+/* A session with no exec in flight runs nothing but its init, which waits
+ * on its socket, as long as every exec so far had a cgroup of its own,
+ * killed when the exec ended (v1, and v2 with init in a leaf): until the
+ * next exec nothing in the sandbox can use memory, CPU time, pids or
+ * sockets, so the tick makes one last check TICK_MS after the last exec
+ * ended (what it left in the counters) and then stops until the next exec.
+ * An idle session costs no wake-ups, which is what lets a daemon hold a
+ * thousand of them. Once an exec ran without a cgroup of its own, what it
+ * left may still run in the run's cgroup: the tick goes on. */
 
 /* Stop: ask init first, kill it hard after this. */
 #define KILL_GRACE_MS 200
@@ -62,6 +71,7 @@ struct al_monitor {
 	struct al_timer *tick, *kill, *resume;
 	unsigned ticks; /* fast ticks since the last full check */
 	bool tick_fast; /* the tick is at TICK_FAST_MS (v1, once the command runs) */
+	bool tick_idle; /* a session without execs: one last check, then none */
 	int notifyfd;
 	int diagfd;		       /* NETLINK_SOCK_DIAG in the sandbox's netns, or -1 */
 	int scratchfd;		       /* the scratch's root (AL_SYNC_SCRATCH), or -1 */
@@ -246,6 +256,38 @@ static void on_tick(struct al_timer *t, uint64_t ticks, void *data)
 		m->ticks = 0;
 		check_limits(m);
 	}
+}
+
+/* The tick for what the sandbox runs now, once the command or session
+ * runs (see TICK_FAST_MS and the idle session above TICK_MS's users). */
+static void tick_retune(struct al_monitor *m)
+{
+	bool idle, fast;
+
+	if (!m->tick || !m->running)
+		return;
+	idle = m->sb->session && m->st->n_execs == 0 && !m->st->exec_uncontained;
+	/* Only the command can fill sockets: the v1 socket counter is read
+	 * every TICK_FAST_MS while it runs, not during the setup. */
+	fast = !idle && m->res->sockmem == AL_SOCKMEM_LIMITED;
+	if (idle == m->tick_idle && fast == m->tick_fast)
+		return;
+	if (al_timer_arm(m->tick, fast ? TICK_FAST_MS : TICK_MS, !idle) < 0) {
+		/* Without the tick no limit would be read while an exec runs. */
+		if (!idle)
+			al_monitor_fail(m->sb, "cgroup tick", errno,
+					"cannot re-arm the limit checks");
+		return;
+	}
+	m->tick_idle = idle;
+	m->tick_fast = fast;
+	m->ticks = 0;
+}
+
+void al_monitor_execs_changed(struct al_sandbox *sb)
+{
+	if (sb->state && sb->state->mon)
+		tick_retune(sb->state->mon);
 }
 
 static void on_notify_resume(struct al_timer *t, uint64_t expirations, void *data)
@@ -522,11 +564,7 @@ static void on_sync(struct al_monitor *m)
 	case AL_SYNC_RUNNING:
 		al_log_phase("command started");
 		m->running = true;
-		/* Only the command can fill sockets: read the v1 socket counter
-		 * every TICK_FAST_MS from now on, not during the setup. */
-		if (m->res->sockmem == AL_SOCKMEM_LIMITED && m->tick &&
-		    al_timer_arm(m->tick, TICK_FAST_MS, true) == 0)
-			m->tick_fast = true;
+		tick_retune(m);
 		m->ev->running(m->ev->data);
 		break;
 	case AL_SYNC_EXIT:

@@ -30,6 +30,8 @@ int al_monitor_exec(struct al_sandbox *sb, const struct al_sandbox_exec *x, stru
 int al_monitor_exec_signal(struct al_sandbox *sb, uint32_t id, int sig);
 bool al_monitor_exec_msg(struct al_sandbox *sb, const struct al_sync_msg *msg, int *fd);
 uint64_t al_monitor_exec_ooms(struct al_sandbox *sb);
+/* An exec was added or ended: the cgroup tick follows (monitor.c). */
+void al_monitor_execs_changed(struct al_sandbox *sb);
 /* Freeze or thaw the sandbox's cgroup (its pause). */
 int al_monitor_pause(struct al_sandbox *sb, bool frozen, struct al_error *err);
 /* Stop (SIGSTOP) or continue every exec's process group: the fake

@@ -31,7 +31,8 @@ struct al_backend_state {
 	/* A session's execs (exec.c). */
 	struct al_native_exec *execs;
 	size_t n_execs;
-	uint64_t exec_ooms; /* OOM kills counted in ended execs' own cgroups */
+	uint64_t exec_ooms;    /* OOM kills counted in ended execs' own cgroups */
+	bool exec_uncontained; /* an exec ran without a cgroup of its own */
 };
 
 /* Give sb a fresh state (every fd -1), the first thing prepare does. */
