@@ -213,6 +213,7 @@ int al_cmd_serve(int argc, char **argv)
 	}
 	/* The path activation found (when --socket gave none) is ours. */
 	_cleanup_free_ char *found = cfg.socket_path != given ? (char *)cfg.socket_path : NULL;
+	(void)found; /* freed on return; clang counts a cleanup-only variable as unused */
 	if (!cfg.socket_path) {
 		al_err("serve: --socket PATH is needed, unless systemd passes the socket (see "
 		       "airlock serve --help)");

@@ -75,6 +75,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case AL_GWP_SPENT:
 		n = al_gwp_encode_spent(m.spent, out, sizeof(out));
 		break;
+	case AL_GWP_DEADLINE:
+		if (m.deadline < 1 || m.deadline > AL_GWP_DEADLINE_MAX)
+			__builtin_trap(); /* the decoder refuses what is out of range */
+		n = al_gwp_encode_deadline(m.deadline, out, sizeof(out));
+		break;
 	case AL_GWP_REFUSAL:
 		if (!m.refusal.why[0] || m.refusal.port > 65535 ||
 		    strlen(m.refusal.host) > AL_HOST_MAX)
@@ -94,6 +99,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (n <= 0 || al_gwp_decode(out, (size_t)n, &again, NULL) < 0 || again.type != m.type)
 		__builtin_trap();
 	if (m.type == AL_GWP_STATS && memcmp(&m.stats, &again.stats, sizeof(m.stats)) != 0)
+		__builtin_trap();
+	if (m.type == AL_GWP_DEADLINE && m.deadline != again.deadline)
 		__builtin_trap();
 	if (m.type == AL_GWP_USAGE &&
 	    (strcmp(m.usage.host, again.usage.host) != 0 ||
