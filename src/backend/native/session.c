@@ -136,28 +136,12 @@ static void send_exec_msg(int sync, uint32_t type, uint32_t id, int err, int sta
 {
 	struct al_sync_msg m = {
 	    .type = type, .err = err, .status = status, .exec_id = id, .pid = pid};
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = {&m, sizeof(m)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	ssize_t n;
 
 	if (ru) {
 		m.utime_us = (int64_t)ru->ru_utime.tv_sec * 1000000 + ru->ru_utime.tv_usec;
 		m.stime_us = (int64_t)ru->ru_stime.tv_sec * 1000000 + ru->ru_stime.tv_usec;
 	}
-	if (fd >= 0) {
-		memset(cbuf, 0, sizeof(cbuf));
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	}
-	do
-		n = sendmsg(sync, &mh, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
+	al_child_send_msg(sync, &m, fd);
 }
 
 /* The plan's environment, each name the request sets replaced by its. */

@@ -726,19 +726,13 @@ int step_landlock(struct al_child *c)
 	return r;
 }
 
-void al_child_send(int sync, uint32_t type, int err, int status, const char *step, const char *msg,
-		   int fd)
+void al_child_send_msg(int sync, const struct al_sync_msg *m, int fd)
 {
-	struct al_sync_msg m = {.type = type, .err = err, .status = status};
 	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = {&m, sizeof(m)};
+	struct iovec iov = {(void *)m, sizeof(*m)};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 	ssize_t n;
 
-	if (step)
-		snprintf(m.step, sizeof(m.step), "%s", step);
-	if (msg)
-		snprintf(m.msg, sizeof(m.msg), "%s", msg);
 	if (fd >= 0) {
 		memset(cbuf, 0, sizeof(cbuf));
 		mh.msg_control = cbuf;
@@ -752,6 +746,18 @@ void al_child_send(int sync, uint32_t type, int err, int status, const char *ste
 	do
 		n = sendmsg(sync, &mh, MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
+}
+
+void al_child_send(int sync, uint32_t type, int err, int status, const char *step, const char *msg,
+		   int fd)
+{
+	struct al_sync_msg m = {.type = type, .err = err, .status = status};
+
+	if (step)
+		snprintf(m.step, sizeof(m.step), "%s", step);
+	if (msg)
+		snprintf(m.msg, sizeof(m.msg), "%s", msg);
+	al_child_send_msg(sync, &m, fd);
 }
 
 int step_seccomp(struct al_child *c)

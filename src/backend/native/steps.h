@@ -41,5 +41,7 @@ int step_seccomp(struct al_child *c);
 int step_report_ready(struct al_child *c);
 
 /* Send one sync message, with an fd attached when fd >= 0. */
+/* m on the sync socket, with fd (>= 0) as SCM_RIGHTS; EINTR retried. */
+void al_child_send_msg(int sync, const struct al_sync_msg *m, int fd);
 void al_child_send(int sync, uint32_t type, int err, int status, const char *step, const char *msg,
 		   int fd);
