@@ -45,16 +45,12 @@ static struct conn *conn_find(struct monitor *m, uint64_t id)
 
 void mon_respond_error(struct monitor *m, uint64_t req, unsigned status, const char *fmt, ...)
 {
-	char raw[512], msg[512];
 	va_list ap;
 
-	/* Client text in the message (ids, paths) is sent as UTF-8 whatever
-	 * its bytes: see al_utf8_escape(). */
 	va_start(ap, fmt);
-	vsnprintf(raw, sizeof(raw), fmt, ap);
+	json_t *body = al_serve_error_json(fmt, ap);
 	va_end(ap);
-	al_utf8_escape(msg, sizeof(msg), raw);
-	respond_json(m, req, status, json_pack("{s:s}", "error", msg));
+	respond_json(m, req, status, body);
 }
 
 /* --- sessions --------------------------------------------------------- */

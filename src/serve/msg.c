@@ -3,6 +3,7 @@
 #include "serve/msg.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -259,4 +260,13 @@ int al_msg_end(struct al_msg_out *o)
 	len = (uint32_t)(o->len - AL_MSG_HDR);
 	memcpy(o->buf + 4, &len, 4);
 	return 0;
+}
+
+json_t *al_serve_error_json(const char *fmt, va_list ap)
+{
+	char raw[768], msg[768];
+
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	al_utf8_escape(msg, sizeof(msg), raw);
+	return json_pack("{s:s}", "error", msg);
 }

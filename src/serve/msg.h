@@ -8,6 +8,8 @@
  * machine). The same codec for front <-> monitor and monitor <-> session. */
 #pragma once
 
+#include <jansson.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -142,3 +144,10 @@ void al_msg_put_bytes(struct al_msg_out *o, enum al_msg_tag t, const void *p, si
 /* Seal the frame: its length goes in the header. 0, or -E2BIG. The
  * buffer is o->buf (o->len bytes), the caller's to free. */
 int al_msg_end(struct al_msg_out *o);
+
+/* An API error's body, {"error": MESSAGE}, from a format whose arguments
+ * may be client text (ids, paths, URLs) in any bytes: what is not UTF-8 is
+ * written \xNN (al_utf8_escape), so that JSON can carry it. NULL only if
+ * jansson cannot make the object. Used alike by the front, the monitor and
+ * the session process. */
+json_t *al_serve_error_json(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));

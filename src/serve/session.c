@@ -70,16 +70,12 @@ void sess_answer(struct sess *s, uint64_t req, unsigned status, json_t *body)
 
 void sess_error(struct sess *s, uint64_t req, unsigned status, const char *fmt, ...)
 {
-	char raw[768], msg[768];
 	va_list ap;
 
-	/* The message may name the client's path, whose bytes need not be
-	 * UTF-8: see al_utf8_escape(). */
 	va_start(ap, fmt);
-	vsnprintf(raw, sizeof(raw), fmt, ap);
+	json_t *body = al_serve_error_json(fmt, ap);
 	va_end(ap);
-	al_utf8_escape(msg, sizeof(msg), raw);
-	sess_answer(s, req, status, json_pack("{s:s}", "error", msg));
+	sess_answer(s, req, status, body);
 }
 
 void sess_stream_head(struct sess *s, uint64_t req, const char *ctype)

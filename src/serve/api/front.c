@@ -108,17 +108,13 @@ static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, co
     __attribute__((format(printf, 3, 4)));
 static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
 {
-	char raw[768], msg[768];
 	va_list ap;
 
-	/* The message may hold the client's URL, whose escapes can decode to
-	 * bytes that are not UTF-8 (which JSON cannot carry): they are sent as
-	 * \xNN, and a message that still cannot be packed gets a fixed one. */
+	/* The message may hold the client's URL (al_serve_error_json escapes
+	 * what is not UTF-8); one that still cannot be packed gets a fixed one. */
 	va_start(ap, fmt);
-	vsnprintf(raw, sizeof(raw), fmt, ap);
+	json_t *o = al_serve_error_json(fmt, ap);
 	va_end(ap);
-	al_utf8_escape(msg, sizeof(msg), raw);
-	json_t *o = json_pack("{s:s}", "error", msg);
 	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	static const char fixed[] = "{\"error\":\"the request was refused\"}";
 	enum MHD_Result r =
