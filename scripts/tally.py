@@ -53,6 +53,8 @@ def count_cases(stdout, failed):
         n[1 if bad else 0] += 1
         if bad:
             why = next((x.strip() for x in lines[i + 1:i + 4] if x.lstrip().startswith("#")), "")
+            if len(why) > 400:
+                why = why[:400] + "..."
             failed.append("%s %s" % (line.strip(), why))
     return n
 

@@ -659,14 +659,15 @@ class Suite:
             except AssertionError as e:
                 failed += 1
                 print("not ok %d - %s" % (i, name), flush=True)
+                diag(str(e))  # first: the line a CI log's tail shows (scripts/tally.py)
                 diag(fn.__doc__)
-                diag(str(e))
                 continue
             except Exception:  # a bug in the test or an unexpected host state
                 failed += 1
                 print("not ok %d - %s" % (i, name), flush=True)
-                diag(fn.__doc__)
+                diag(traceback.format_exc().rstrip().splitlines()[-1])
                 diag(traceback.format_exc())
+                diag(fn.__doc__)
                 continue
             print("ok %d - %s (%.2fs)" % (i, name, time.monotonic() - t0), flush=True)
         return 1 if failed else 0

@@ -65,6 +65,16 @@ def sleeps_below(pid, arg=b"100"):
             if (proc_read(p, "cmdline") or b"").split(b"\0")[:2] == [b"sleep", arg]]
 
 
+def in_foreground(pid):
+    """Whether pid's process group is its terminal's foreground group (stat's
+    pgrp and tpgid, both in the host's pid numbers when read from here)."""
+    stat = proc_read(pid, "stat")
+    if not stat:
+        return False
+    fields = stat.rsplit(b")", 1)[-1].split()
+    return len(fields) > 5 and fields[2] == fields[5]
+
+
 class Term:
     """airlock under an outer pty this script holds (see the module doc).
     TERM is dumb unless env says otherwise, so bash writes no escapes."""
@@ -187,6 +197,10 @@ def interactive_shell_job_control(e):
         t.expect(r"sleep 100\r\n", what="fg naming the job")
         pids = wait_for(lambda: sleeps_below(t.p.pid), 5)
         expect(pids, "no sleep 100 below airlock on the host after fg")
+        # bash prints the job's name before it hands the terminal to the job:
+        # a ^C typed in between goes to bash, and sleep 100 stays in front.
+        expect(wait_for(lambda: all(in_foreground(p) for p in pids), 5),
+               "sleep 100 (%s) never became the terminal's foreground group after fg" % pids)
         t.send(b"\x03")
         t.expect(PROMPT, what="the prompt after ^C")
         t.send("echo st=$?; jobs; echo jobs-end\r")
