@@ -8,7 +8,7 @@ AL_BUILD_PACKAGES=(gcc meson ninja-build pkg-config libseccomp-dev libjansson-de
 AL_DEB_PACKAGES=(debhelper dpkg-dev lintian man-db)
 AL_DEMO_PACKAGES=(python3 python3-pandas)
 AL_TEST_PACKAGES=(python3 python3-pandas python3-numpy curl git make nodejs iproute2 nftables clang libclang-rt-14-dev bubblewrap
-	hyperfine util-linux clang-format python3-jwt python3-cryptography python3-botocore python3-yaml)
+	hyperfine util-linux clang-format python3-jwt python3-cryptography python3-botocore python3-yaml python3-pytest node-typescript)
 
 al_say() {
 	printf '==> %s\n' "$*"
