@@ -182,6 +182,7 @@ static void answer(struct sctx *c, const char *reason)
 		json_object_set_new(o, "start_error", json_string(c->start_error));
 	uint64_t req = c->req;
 	run_reset(c);
+	s->last_active_ms = sess_now(s); /* its end is activity, as an exec's */
 	sess_answer(s, req, 200, o);
 }
 
@@ -527,6 +528,15 @@ void sess_ctx(struct sess *s, uint64_t req, const char *method, const char *rest
 	if (op && !strcmp(op, "run") && post)
 		return run(c, req, body, len);
 	sess_error(s, req, 404, "no route for %s contexts/%s", method, rest);
+}
+
+unsigned sess_ctx_busy(const struct sess *s)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < s->n_ctx; i++)
+		n += s->ctx[i]->running;
+	return n;
 }
 
 void sess_ctx_denial(struct sess *s, json_t *event)

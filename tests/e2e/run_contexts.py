@@ -374,6 +374,22 @@ def at_most_eight_contexts(e):
 
 
 @case
+def idle_context_lets_the_sandbox_idle(e):
+    """A context's interpreter waiting for its next run does not keep the
+    sandbox busy: a sandbox with a 1 s idle timeout ends after its last
+    run, as one with no exec running does."""
+    W.start(e)
+    st, doc = W.call("POST", "/v1/sandboxes", {"idle_timeout": 1})
+    expect(st == 201, "a sandbox with an idle timeout: %d %s" % (st, doc))
+    sid = doc["id"]
+    cid = ctx(e, sid=sid)["context_id"]
+    r = run(cid, "import time\ntime.sleep(1.5)\n'slept'", sid=sid)
+    expect(r["value"] == "'slept'", "a run longer than the idle timeout: %s" % r)
+    expect(wait_for(lambda: W.call("GET", "/v1/sandboxes/" + sid)[0] == 404, 15),
+           "the sandbox with only an idle context did not end when idle")
+
+
+@case
 def other_identity_gets_404(e):
     """Bob gets 404 for every context route of alice's sandbox, as for the
     sandbox itself."""
