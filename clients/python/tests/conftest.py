@@ -23,9 +23,21 @@ sys.path.insert(0, os.path.dirname(HERE))
 # 256M (a request for more is refused: the PolicyError case), egress only
 # to analysis.internal, which a task may map to loopback (the seed
 # scenario's analysis API, a server the test runs on 127.0.0.1).
+# The loopback listener's token is the identity "pyclient", served the
+# same profile.
+TOKEN = "pyclient-token-" + "t" * 24
 OPERATOR_POLICY = {"version": 1, "profiles": {"default": {
     "limits": {"memory": {"max": "256M"}},
-    "network": {"allow": ["analysis.internal:*"], "hosts": ["127.0.0.1"]}}}}
+    "network": {"allow": ["analysis.internal:*"], "hosts": ["127.0.0.1"]}}},
+    "serve": {"identities": {"token:pyclient": {"profiles": ["default"]}}}}
+
+
+def _free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
 
 
 def _ready(path):
@@ -42,7 +54,8 @@ def _ready(path):
 
 
 class Daemon:
-    """One `airlock serve` on DIR/s; .socket, .log()."""
+    """One `airlock serve` on DIR/s and on 127.0.0.1:PORT with TOKEN;
+    .socket, .url, .log()."""
 
     def __init__(self, airlock):
         self.airlock = airlock
@@ -53,9 +66,16 @@ class Daemon:
         with open(op, "w") as f:
             json.dump(OPERATOR_POLICY, f)
         os.chmod(op, 0o644)
+        tokens = os.path.join(self.dir, "tokens")
+        with open(tokens, "w") as f:
+            f.write(TOKEN + " pyclient\n")
+        os.chmod(tokens, 0o600)
+        port = _free_port()
+        self.url = "http://127.0.0.1:%d" % port
         self.logf = open(os.path.join(self.dir, "log"), "w+")
         self.p = subprocess.Popen([airlock, "serve", "--socket", self.socket,
-                                   "--operator-policy", op],
+                                   "--operator-policy", op, "--listen",
+                                   "127.0.0.1:%d" % port, "--token-file", tokens],
                                   stdout=self.logf, stderr=self.logf)
         deadline = time.monotonic() + 15
         while not _ready(self.socket):

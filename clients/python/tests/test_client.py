@@ -6,8 +6,10 @@ import threading
 
 import pytest
 
-from airlock import (BusyError, CommandExitError, LimitError, NotFoundError, PolicyError,
+from airlock import (AirlockError, BusyError, CommandExitError, LimitError, NotFoundError, PolicyError,
                      PtySize, Sandbox, SandboxGoneError)
+
+from conftest import TOKEN
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
@@ -254,3 +256,16 @@ def test_info_timeout_list_and_gone_after_kill(daemon):
                  lambda: sbx.get_info(), lambda: sbx.run_code("1")):
         with pytest.raises(SandboxGoneError):
             call()
+
+
+def test_loopback_tcp_with_token(daemon):
+    """Over the daemon's loopback listener with a bearer token: the
+    sandbox runs commands and is the token's (the one it lists); a wrong
+    token is refused with 401."""
+    with Sandbox(url=daemon.url, token=TOKEN, metadata={"via": "tcp"}) as sbx:
+        assert sbx.commands.run("echo over tcp").stdout == "over tcp\n"
+        assert [s.sandbox_id for s in Sandbox.list(url=daemon.url, token=TOKEN)] == \
+            [sbx.sandbox_id]
+    with pytest.raises(AirlockError) as e:
+        Sandbox(url=daemon.url, token="x" * 32)
+    assert e.value.status == 401
