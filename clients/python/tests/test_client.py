@@ -123,6 +123,24 @@ def test_context_keeps_variables(daemon):
         assert {c.id for c in sbx.list_code_contexts()} >= {other.id}
 
 
+
+def test_context_limit_restarts_it(daemon):
+    """A run over its timeout raises LimitError (reason timeout) whose
+    Execution says the interpreter was restarted; the next run finds the
+    old state gone. A Node context keeps its variables too."""
+    with Sandbox() as sbx:
+        sbx.run_code("kept = 1")
+        with pytest.raises(LimitError) as e:
+            sbx.run_code("import time\nprint('sleeping', flush=True)\ntime.sleep(30)",
+                         timeout=0.5)
+        assert e.value.reason == "timeout" and e.value.result.restarted is True
+        ex = sbx.run_code("kept")
+        assert ex.error is not None and ex.error.name == "NameError"
+        js = sbx.create_code_context(language="node")
+        assert js.language == "node"
+        sbx.run_code("let y = 20", context=js)
+        assert sbx.run_code("y * 2 + 2", context=js).text == "42"
+
 # At most 256 MiB, whatever the sandbox does: bounded even unconfined.
 MEMORY_BOMB = "a = []\nfor i in range(256):\n    a.append(bytearray(1 << 20))\nprint('survived')\n"
 
