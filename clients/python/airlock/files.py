@@ -72,10 +72,11 @@ class Files:
     def exists(self, path):
         """True when path names a file, directory or link in the scratch."""
         parent, _, name = path.rstrip("/").rpartition("/")
-        if not name:
-            return True
         try:
-            return any(e.name == name for e in self.list(parent or "/"))
+            if not parent:  # a scratch face (/work, /tmp): listed if it is one
+                self.list(path)
+                return True
+            return any(e.name == name for e in self.list(parent))
         except NotFoundError:
             return False
 

@@ -245,6 +245,7 @@ def test_files(daemon):
         assert entries["note.txt"].path == "/work/deep/note.txt"
         assert sbx.files.exists("/work/deep/er/blob.bin")
         assert not sbx.files.exists("/work/deep/nothing")
+        assert sbx.files.exists("/work") and not sbx.files.exists("/work/nothing/here")
         assert sbx.files.make_dir("/work/a/b") is True and sbx.files.make_dir("/work/a/b") is False
         with pytest.raises(BusyError):
             sbx.files.remove("/work/deep/er")  # not empty
