@@ -35,7 +35,9 @@ drivers = []  # the pids of the session drivers this script started
 def ok(cond, what):
     global n, failed
     n += 1
-    print(("ok" if cond else "not ok") + " %d - %s" % (n, what), flush=True)
+    # one TAP line: a message that quotes a command's output keeps its lines on it
+    print(("ok" if cond else "not ok") + " %d - %s" % (n, " | ".join(str(what).splitlines())),
+          flush=True)
     if not cond:
         failed += 1
 
