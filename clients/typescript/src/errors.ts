@@ -108,8 +108,11 @@ export function errorFromAnswer(status: number, body: unknown, what: string, gon
   switch (status) {
     case 400:
       return new InvalidRequestError(message, status, body, stringList(doc['errors']).length ? stringList(doc['errors']) : [text]);
-    case 403:
-      return new PolicyError(message, status, body, stringList(doc['reasons']));
+    case 403: {
+      // The reasons in the message too, so that an uncaught one says why.
+      const reasons = stringList(doc['reasons']);
+      return new PolicyError(reasons.length ? `${message}: ${reasons.join('; ')}` : message, status, body, reasons);
+    }
     case 404:
       return gone ? new SandboxGoneError(message, status, body) : new NotFoundError(message, status, body);
     case 409:

@@ -15,6 +15,9 @@ export interface SandboxOpts extends ConnectionOpts {
   policy?: Record<string, unknown>;
   /** The operator policy's profile to be held to. */
   profile?: string;
+  /** Variables set in the sandbox (the task policy's `env`, added to
+   * `policy.env`; held to the profile's env rules). */
+  envs?: Record<string, string>;
   /** Its lifetime from now (default: its max lifetime, which the
    * operator's profile bounds; 60 s without one). */
   timeoutMs?: number;
@@ -88,6 +91,7 @@ export class Sandbox {
     const t = new Transport(opts);
     const body: Record<string, unknown> = { ...(opts.policy ?? {}) };
     if (opts.profile !== undefined) body['profile'] = opts.profile;
+    if (opts.envs !== undefined) body['env'] = { ...((body['env'] as Record<string, string> | undefined) ?? {}), ...opts.envs };
     if (opts.timeoutMs !== undefined) body['lifetime'] = seconds(opts.timeoutMs, 'timeoutMs');
     const max = opts.maxLifetimeMs ?? opts.timeoutMs;
     if (max !== undefined) body['max_lifetime'] = seconds(max, 'maxLifetimeMs');

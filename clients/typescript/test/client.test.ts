@@ -15,6 +15,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 import {
+  AirlockError,
   CommandExitError,
   FileType,
   LimitError,
@@ -23,12 +24,16 @@ import {
   Sandbox,
   SandboxGoneError,
 } from '../src/index.js';
+import { Transport } from '../src/http.js';
 
 const airlock = process.env['AIRLOCK_BIN'] ?? '';
 let dir = '';
 let socket = '';
 let daemon: ChildProcess | undefined;
 let logPath = '';
+// The same daemon on loopback TCP with a bearer token (identity token:ts).
+let tcpUrl = '';
+const token = 'ts-client-test-token-0123456789';
 // The loopback server the sandboxes may reach (as report.test), and what
 // it received.
 let server: http.Server | undefined;
@@ -81,14 +86,24 @@ before(async () => {
         default: {
           limits: { memory: { max: '1G' } },
           network: { allow: ['report.test:*'], hosts: ['127.0.0.1'] },
+          env: { allow: ['APP_*', 'PS1'] },
         },
       },
+      serve: { identities: { 'token:ts': { profiles: ['default'] } } },
     }),
   );
   fs.chmodSync(op, 0o644);
+  const tokens = path.join(dir, 'tokens');
+  fs.writeFileSync(tokens, `${token} ts\n`, { mode: 0o600 });
+  // A free loopback port: bound by us, closed, then given to the daemon.
+  const probe = http.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const tcpPort = (probe.address() as AddressInfo).port;
+  await new Promise((resolve) => probe.close(resolve));
+  tcpUrl = `http://127.0.0.1:${tcpPort}`;
   logPath = path.join(dir, 'log');
   const log = fs.openSync(logPath, 'w');
-  daemon = spawn(airlock, ['serve', '--socket', socket, '--operator-policy', op], { stdio: ['ignore', log, log] });
+  daemon = spawn(airlock, ['serve', '--socket', socket, '--operator-policy', op, '--listen', `127.0.0.1:${tcpPort}`, '--token-file', tokens], { stdio: ['ignore', log, log] });
   fs.closeSync(log);
   // Its readiness: the health answer, asked every 50 ms for at most 10 s.
   for (let i = 0; i < 200 && daemon.exitCode === null; i++) {
@@ -237,6 +252,7 @@ test('a request the operator policy refuses throws PolicyError with the engine r
   await assert.rejects(Sandbox.create({ socket, policy: { limits: { memory: '2G' } } }), (e: unknown) => {
     assert.ok(e instanceof PolicyError, String(e));
     assert.equal(e.status, 403);
+    assert.match(e.message, /memory/);
     assert.ok(
       e.reasons.some((r) => r.includes('memory')),
       JSON.stringify(e.reasons),
@@ -363,6 +379,25 @@ test('after kill every call throws SandboxGoneError', async () => {
   await assert.rejects(sbx.runCode('1'), SandboxGoneError);
   assert.equal(await sbx.isRunning(), false);
   assert.ok(!(await Sandbox.list({ socket })).some((s) => s.sandboxId === sbx.sandboxId));
+});
+
+test('loopback TCP with a bearer token; envs on create; a bad token refused', async () => {
+  const sbx = await Sandbox.create({ url: tcpUrl, token, envs: { APP_MODE: 'tcp' } });
+  try {
+    const r = await sbx.commands.run('echo "$APP_MODE"');
+    assert.equal(r.stdout, 'tcp\n');
+    // Another identity's sandbox: not in the socket client's (uid 0) list.
+    assert.ok((await Sandbox.list({ url: tcpUrl, token })).some((s) => s.sandboxId === sbx.sandboxId));
+    assert.ok(!(await Sandbox.list({ socket })).some((s) => s.sandboxId === sbx.sandboxId));
+  } finally {
+    await sbx.kill();
+  }
+  await assert.rejects(Sandbox.list({ url: tcpUrl, token: 'not-the-token-0123456789' }), (e: unknown) => {
+    assert.ok(e instanceof AirlockError, String(e));
+    assert.equal(e.status, 401);
+    return true;
+  });
+  assert.throws(() => new Transport({ url: tcpUrl }), /needs a token/);
 });
 
 test('the example in the docs compiles and runs', () => {
