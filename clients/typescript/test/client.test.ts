@@ -85,7 +85,7 @@ before(async () => {
       profiles: {
         default: {
           limits: { memory: { max: '1G' } },
-          network: { allow: ['report.test:*'], hosts: ['127.0.0.1'] },
+          network: { allow: ['report.test:*', 'analysis.internal:8080'], hosts: ['127.0.0.1'] },
           env: { allow: ['APP_*', 'PS1'] },
         },
       },
@@ -410,5 +410,6 @@ test('the example in the docs compiles and runs', () => {
   });
   assert.equal(r.status, 0, `the example failed: ${r.stdout}\n${r.stderr}`);
   assert.match(r.stdout, /# Sales by region/);
-  assert.match(r.stdout, /denied: .*evil\.example/);
+  assert.match(r.stdout, /^exfiltration failed: /m);
+  assert.match(r.stdout, /^denied: net\.connect evil\.example: /m);
 });
