@@ -215,6 +215,12 @@ test('a variable set in one runCode is read in the next; an exception is a resul
     const other = await sbx.runCode("'x' in globals()", { context: ctx });
     assert.equal(other.text, 'False');
     assert.ok((await sbx.listCodeContexts()).some((c) => c.id === ctx.id));
+    // Node's context: its completion value, util.inspect'ed.
+    await sbx.runCode('let y = 5', { language: 'node' });
+    const n = await sbx.runCode('({ twice: y * 2 })', { language: 'node' });
+    assert.equal(n.text, '{ twice: 10 }');
+    await sbx.removeCodeContext(ctx);
+    assert.ok(!(await sbx.listCodeContexts()).some((c) => c.id === ctx.id));
   } finally {
     await sbx.kill();
   }
@@ -352,6 +358,7 @@ test('file bytes round trip, listing, exists, makeDir and remove', async () => {
     );
     assert.equal(await sbx.files.exists('/work/a/b/data.bin'), true);
     assert.equal(await sbx.files.exists('/work/a/none'), false);
+    assert.equal(await sbx.files.exists('/work'), true);
     assert.equal(await sbx.files.makeDir('/work/x/y'), true);
     assert.equal(await sbx.files.makeDir('/work/x/y'), false);
     await sbx.files.write('rel.txt', 'relative to /work');
