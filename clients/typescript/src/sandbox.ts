@@ -18,10 +18,10 @@ export interface SandboxOpts extends ConnectionOpts {
   /** Variables set in the sandbox (the task policy's `env`, added to
    * `policy.env`; held to the profile's env rules). */
   envs?: Record<string, string>;
-  /** Its lifetime from now (default: its max lifetime, which the
-   * operator's profile bounds; 60 s without one). */
+  /** Its lifetime from now (default 300 s, as E2B's). */
   timeoutMs?: number;
-  /** What setTimeout may extend it to (default: timeoutMs). */
+  /** What setTimeout may extend it to (the daemon's default when left
+   * out); the operator's profile bounds both. */
   maxLifetimeMs?: number;
   /** Ended (or paused, idleAction 'pause') after this long with no exec
    * running and no request. */
@@ -59,8 +59,8 @@ function infoOf(doc: Record<string, unknown>): SandboxInfo {
   };
 }
 
-async function call(t: Transport, method: string, path: string, body: unknown, what: string, ok: number[]): Promise<Record<string, unknown>> {
-  const a = await t.request(method, path, body);
+async function call(t: Transport, method: string, path: string, body: unknown, what: string, ok: number[], timeoutMs?: number): Promise<Record<string, unknown>> {
+  const a = await t.request(method, path, body, timeoutMs);
   const doc = parseJson(a);
   if (!ok.includes(a.status)) throw errorFromAnswer(a.status, doc, what, a.status === 404);
   if (typeof doc !== 'object' || doc === null) throw new AirlockError(`${what}: the daemon's answer is not JSON`, a.status);
@@ -92,14 +92,15 @@ export class Sandbox {
     const body: Record<string, unknown> = { ...(opts.policy ?? {}) };
     if (opts.profile !== undefined) body['profile'] = opts.profile;
     if (opts.envs !== undefined) body['env'] = { ...((body['env'] as Record<string, string> | undefined) ?? {}), ...opts.envs };
-    if (opts.timeoutMs !== undefined) body['lifetime'] = seconds(opts.timeoutMs, 'timeoutMs');
-    const max = opts.maxLifetimeMs ?? opts.timeoutMs;
-    if (max !== undefined) body['max_lifetime'] = seconds(max, 'maxLifetimeMs');
+    body['lifetime'] = seconds(opts.timeoutMs ?? 300_000, 'timeoutMs');
+    if (opts.maxLifetimeMs !== undefined) body['max_lifetime'] = seconds(opts.maxLifetimeMs, 'maxLifetimeMs');
     if (opts.idleTimeoutMs !== undefined) body['idle_timeout'] = seconds(opts.idleTimeoutMs, 'idleTimeoutMs');
     if (opts.idleAction !== undefined) body['idle_action'] = opts.idleAction;
     if (opts.metadata !== undefined) body['metadata'] = opts.metadata;
     if (opts.maxExecs !== undefined) body['max_execs'] = opts.maxExecs;
-    const doc = await call(t, 'POST', '/v1/sandboxes', body, 'create a sandbox', [201]);
+    // Setting a sandbox up can take seconds; the daemon ends one that has
+    // not started in 120 s (504), so the answer is waited for past that.
+    const doc = await call(t, 'POST', '/v1/sandboxes', body, 'create a sandbox', [201], 150_000);
     return new Sandbox(t, String(doc['id']));
   }
 

@@ -127,6 +127,10 @@ after(async () => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
+// Each case ends within this even when the client hangs, so a failure is
+// a failure and not the suite's timeout.
+const bounded = { timeout: 90_000 };
+
 function policy(): Record<string, unknown> {
   return { network: { allow: [`report.test:${port}`], hosts: { 'report.test': '127.0.0.1' } } };
 }
@@ -139,7 +143,7 @@ const CSV = [
   '2024-01-15,East,3,19.99',
 ].join('\n');
 
-test('seed scenario: upload, three runs keeping files, report back, exfiltration denied', async () => {
+test('seed scenario: upload, three runs keeping files, report back, exfiltration denied', bounded, async () => {
   const sbx = await Sandbox.create({ socket, policy: policy(), timeoutMs: 120_000, metadata: { job: 'ts-seed' } });
   try {
     await sbx.files.write('/work/sales.csv', CSV);
@@ -200,7 +204,7 @@ test('seed scenario: upload, three runs keeping files, report back, exfiltration
   }
 });
 
-test('a variable set in one runCode is read in the next; an exception is a result, not a throw', async () => {
+test('a variable set in one runCode is read in the next; an exception is a result, not a throw', bounded, async () => {
   const sbx = await Sandbox.create({ socket });
   try {
     await sbx.runCode('x = 41');
@@ -226,7 +230,7 @@ test('a variable set in one runCode is read in the next; an exception is a resul
   }
 });
 
-test('a limit hit throws LimitError with its reason', async () => {
+test('a limit hit throws LimitError with its reason', bounded, async () => {
   const sbx = await Sandbox.create({ socket });
   try {
     await assert.rejects(sbx.commands.run('sleep 30', { timeoutMs: 300 }), (e: unknown) => {
@@ -254,7 +258,7 @@ test('a limit hit throws LimitError with its reason', async () => {
   }
 });
 
-test('a request the operator policy refuses throws PolicyError with the engine reasons', async () => {
+test('a request the operator policy refuses throws PolicyError with the engine reasons', bounded, async () => {
   await assert.rejects(Sandbox.create({ socket, policy: { limits: { memory: '2G' } } }), (e: unknown) => {
     assert.ok(e instanceof PolicyError, String(e));
     assert.equal(e.status, 403);
@@ -275,7 +279,7 @@ test('a request the operator policy refuses throws PolicyError with the engine r
   });
 });
 
-test('streaming callbacks get output before the command ends; background handles', async () => {
+test('streaming callbacks get output before the command ends; background handles', bounded, async () => {
   const sbx = await Sandbox.create({ socket });
   try {
     await sbx.commands.run('mkfifo /work/go');
@@ -312,7 +316,7 @@ test('streaming callbacks get output before the command ends; background handles
   }
 });
 
-test('a pty is typed to and resized (stty size)', async () => {
+test('a pty is typed to and resized (stty size)', bounded, async () => {
   const sbx = await Sandbox.create({ socket });
   try {
     let text = '';
@@ -344,9 +348,12 @@ test('a pty is typed to and resized (stty size)', async () => {
   }
 });
 
-test('file bytes round trip, listing, exists, makeDir and remove', async () => {
+test('file bytes round trip, listing, exists, makeDir and remove', bounded, async () => {
   const sbx = await Sandbox.create({ socket });
   try {
+    // The default lifetime is E2B's 300 s.
+    const left = ((await sbx.getInfo()).endAt?.getTime() ?? 0) - Date.now();
+    assert.ok(left > 250_000 && left <= 300_000, `lifetime left ${left} ms`);
     const bytes = new Uint8Array(70_000).map((_, i) => (i * 7) % 256);
     const w = await sbx.files.write('/work/a/b/data.bin', bytes);
     assert.equal(w.size, bytes.length);
@@ -371,7 +378,7 @@ test('file bytes round trip, listing, exists, makeDir and remove', async () => {
   }
 });
 
-test('after kill every call throws SandboxGoneError', async () => {
+test('after kill every call throws SandboxGoneError', bounded, async () => {
   const sbx = await Sandbox.create({ socket, timeoutMs: 30_000 });
   await sbx.setTimeout(20_000);
   const info = await sbx.getInfo();
@@ -388,7 +395,7 @@ test('after kill every call throws SandboxGoneError', async () => {
   assert.ok(!(await Sandbox.list({ socket })).some((s) => s.sandboxId === sbx.sandboxId));
 });
 
-test('loopback TCP with a bearer token; envs on create; a bad token refused', async () => {
+test('loopback TCP with a bearer token; envs on create; a bad token refused', bounded, async () => {
   const sbx = await Sandbox.create({ url: tcpUrl, token, envs: { APP_MODE: 'tcp' } });
   try {
     const r = await sbx.commands.run('echo "$APP_MODE"');
@@ -407,7 +414,7 @@ test('loopback TCP with a bearer token; envs on create; a bad token refused', as
   assert.throws(() => new Transport({ url: tcpUrl }), /needs a token/);
 });
 
-test('the example in the docs compiles and runs', () => {
+test('the example in the docs compiles and runs', bounded, () => {
   const example = process.env['AIRLOCK_TS_EXAMPLE'] ?? '';
   assert.ok(example && fs.existsSync(example), `AIRLOCK_TS_EXAMPLE (${example}) is not the compiled example`);
   const r = spawnSync(process.execPath, [example], {
