@@ -4,7 +4,7 @@
 import type * as http from 'node:http';
 
 import { SandboxApi, seconds } from './api.js';
-import { CommandExitError, LIMIT_REASONS, LimitError } from './errors.js';
+import { CommandExitError, LIMIT_REASONS, LimitError, NotFoundError } from './errors.js';
 import { ndjson } from './http.js';
 
 /** How a command ended. `reason` is the record's: exited, signaled,
@@ -168,17 +168,17 @@ export class CommandHandle {
   }
 }
 
+/** Kills an exec. The daemon answers the exec's entry as it was: `ended`
+ * when there was nothing left to kill (then false, as for an exec id the
+ * sandbox does not have); a sandbox that is gone throws. */
 export async function killExec(api: SandboxApi, execId: string): Promise<boolean> {
-  const a = await api.transport.request('DELETE', api.path(`/execs/${encodeURIComponent(execId)}`));
-  if (a.status === 200) return true;
-  if (a.status === 409) return false;
-  let body: unknown;
   try {
-    body = JSON.parse(a.body.toString('utf8'));
-  } catch {
-    body = undefined;
+    const doc = await api.json<{ state?: string }>('DELETE', `/execs/${encodeURIComponent(execId)}`, undefined, `kill exec ${execId}`, [200]);
+    return doc.state !== 'ended';
+  } catch (e) {
+    if (e instanceof NotFoundError) return false;
+    throw e;
   }
-  throw await api.fail({ status: a.status, body }, `kill exec ${execId}`);
 }
 
 /** One entry of commands.list(). */

@@ -130,6 +130,19 @@ export function parseJson(a: Answer): unknown {
   }
 }
 
+function eventOf(line: string): Record<string, unknown> {
+  let ev: unknown;
+  try {
+    ev = JSON.parse(line);
+  } catch {
+    ev = undefined;
+  }
+  if (typeof ev !== 'object' || ev === null || Array.isArray(ev)) {
+    throw new AirlockError(`the daemon's event stream has a line that is not a JSON object: ${line.slice(0, 200)}`);
+  }
+  return ev as Record<string, unknown>;
+}
+
 /** Each JSON line of an NDJSON answer as it arrives. */
 export async function* ndjson(res: http.IncomingMessage): AsyncGenerator<Record<string, unknown>> {
   let buf = '';
@@ -142,11 +155,11 @@ export async function* ndjson(res: http.IncomingMessage): AsyncGenerator<Record<
     while ((nl = buf.indexOf('\n')) >= 0) {
       const line = buf.slice(0, nl).trim();
       buf = buf.slice(nl + 1);
-      if (line) yield JSON.parse(line) as Record<string, unknown>;
+      if (line) yield eventOf(line);
     }
   }
   buf += dec.end();
-  if (buf.trim()) yield JSON.parse(buf) as Record<string, unknown>;
+  if (buf.trim()) yield eventOf(buf.trim());
 }
 
 /** A sandbox path as the file API's URL path: each segment escaped once. */

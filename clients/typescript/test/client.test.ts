@@ -307,6 +307,9 @@ test('streaming callbacks get output before the command ends; background handles
     await cat.sendStdin('hello\n', true);
     const done = await cat.wait();
     assert.equal(done.stdout, 'hello\n');
+    // Nothing left to kill: false, as for an exec the sandbox never had.
+    assert.equal(await cat.kill(), false);
+    assert.equal(await sbx.commands.kill('e999'), false);
     const sleeper = await sbx.commands.run('sleep 30', { background: true });
     assert.equal(await sleeper.kill(), true);
     await assert.rejects(sleeper.wait(), (e: unknown) => e instanceof CommandExitError && e.reason === 'killed');
