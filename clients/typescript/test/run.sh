@@ -10,6 +10,13 @@ set -eu
 airlock=$1 src=$2 work=$3 doc=$4
 tsc=${TSC:-tsc}
 
+for tool in "$tsc" node npm; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "FAILED: $tool is not installed (scripts/lib.sh's packages: node-typescript, nodejs)" >&2
+    exit 1
+  fi
+done
+
 mkdir -p "$work"
 rm -rf "$work/src" "$work/test" "$work/dist"
 cp -R "$src/src" "$src/test" "$src/package.json" "$src/package-lock.json" \
