@@ -132,7 +132,11 @@ export class CommandHandle {
     readonly execId: string,
     private readonly cbs: { onStdout?: (d: string) => void; onStderr?: (d: string) => void },
   ) {
-    if (cbs.onStdout || cbs.onStderr) this.ending = this.follow();
+    if (cbs.onStdout || cbs.onStderr) {
+      this.ending = this.follow();
+      // wait() reports a failure; unawaited, it must not end the program.
+      this.ending.catch(() => undefined);
+    }
   }
 
   /** E2B's name for the handle's id. */
