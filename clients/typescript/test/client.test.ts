@@ -310,6 +310,16 @@ test('streaming callbacks get output before the command ends; background handles
     // Nothing left to kill: false, as for an exec the sandbox never had.
     assert.equal(await cat.kill(), false);
     assert.equal(await sbx.commands.kill('e999'), false);
+    // A background command's output followed to callbacks.
+    const outs: string[] = [];
+    const errs: string[] = [];
+    const bg = await sbx.commands.run('echo out; echo err >&2', {
+      background: true,
+      onStdout: (d) => outs.push(d),
+      onStderr: (d) => errs.push(d),
+    });
+    const bgr = await bg.wait();
+    assert.deepEqual([outs.join(''), errs.join(''), bgr.stdout, bgr.stderr], ['out\n', 'err\n', 'out\n', 'err\n']);
     const sleeper = await sbx.commands.run('sleep 30', { background: true });
     assert.equal(await sleeper.kill(), true);
     await assert.rejects(sleeper.wait(), (e: unknown) => e instanceof CommandExitError && e.reason === 'killed');
