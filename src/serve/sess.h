@@ -25,6 +25,14 @@
 #define AL_SESS_MAX_EXECS 8
 
 struct spool;
+struct sctx;
+
+/* An exec the session starts for itself (a code context's interpreter,
+ * sctx.c): its output and its end go to these instead of its event log. */
+struct sx_tap {
+	void (*output)(void *data, int which, const void *p, size_t n);
+	void (*ended)(void *data, const struct al_exec_result *res);
+};
 
 enum sx_mode {
 	SX_WAIT,       /* one answer at the end */
@@ -60,8 +68,10 @@ struct sx {
 	struct sess_subs subs;
 	json_t *result; /* once ended */
 	int64_t started_ms;
-	uint64_t t0_us; /* its request came (monotonic), for the latency */
-	bool tty;	/* a terminal of its own: one output stream, resizable */
+	uint64_t t0_us;		  /* its request came (monotonic), for the latency */
+	bool tty;		  /* a terminal of its own: one output stream, resizable */
+	const struct sx_tap *tap; /* sess_exec_spawn's, or NULL */
+	void *tap_data;
 };
 
 struct sess {
@@ -101,6 +111,10 @@ struct sess {
 	 * run; pooled once claimed (the create's answer says so). */
 	struct spool *pool;
 	bool pooled;
+	/* Code contexts (sctx.c), and the number the next one takes. */
+	struct sctx **ctx;
+	size_t n_ctx;
+	unsigned ctx_seq;
 };
 
 /* Answers to the front's request req (through the monitor). */
@@ -177,12 +191,35 @@ unsigned sess_exec_running(const struct sess *s);
 /* The run ended: every exec's followers get the end. */
 void sess_exec_finish(struct sess *s);
 void sess_exec_free(struct sess *s);
+/* An exec's env, cwd (taken), memory and output fields of o, checked
+ * (errors named for where). */
+void sess_exec_fields(json_t *o, const char *where, char ***env, char **cwd, uint64_t *memory,
+		      uint64_t *output, struct al_errors *errs);
+/* Start an exec in the background for the session itself (xr as given;
+ * its listing shows argv, taken): its output and end go to tap (data).
+ * NULL with *rc (-errno) and err set when it could not start. */
+struct sx *sess_exec_spawn(struct sess *s, const struct al_exec_request *xr, json_t *argv,
+			   const struct sx_tap *tap, void *data, int *rc, struct al_error *err);
+/* Its tap no longer called (its owner is going). */
+void sess_exec_untap(struct sx *x);
 /* Output as a JSON string when it is UTF-8, else base64 (NAME_base64). */
 void sess_put_output(json_t *o, const char *name, const char *p, size_t n, bool cut);
 
 /* sfiles.c: GET, PUT, DELETE files/PATH (rest: PATH). */
 void sess_files(struct sess *s, uint64_t req, const char *method, const char *rest,
 		const char *query, const uint8_t *body, size_t len);
+
+/* sctx.c: code contexts. contexts[/CID[/run]] with method (rest: what
+ * follows "contexts"). */
+void sess_ctx(struct sess *s, uint64_t req, const char *method, const char *rest,
+	      const uint8_t *body, size_t len);
+/* A denial while a run is in progress: to its answer. */
+void sess_ctx_denial(struct sess *s, json_t *event);
+/* Runs past their timeout: their interpreter killed; *wake lowered to the
+ * ms until the next deadline. */
+void sess_ctx_tick(struct sess *s, int *wake);
+/* The sandbox ended: runs in progress answered, contexts freed. */
+void sess_ctx_free(struct sess *s);
 
 /* A query flag ("list", "follow", ...) in query ("a&b=1"), not "0". */
 bool sess_query_flag(const char *query, const char *name);

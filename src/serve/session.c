@@ -136,6 +136,7 @@ static void on_audit(void *data, const char *event, json_t *fields)
 	int kind = fields ? al_denial_kind_of(event, fields) : -1;
 	if (kind >= 0) {
 		sess_exec_denial(s, o);
+		sess_ctx_denial(s, o);
 		sess_event(s, AL_SEV_DENIAL, al_denial_kind_name(kind), 1);
 	}
 	sess_publish(s, &s->audit, &s->audit_subs, o);
@@ -563,6 +564,7 @@ static void end_run(struct sess *s)
 		if (limit)
 			sess_event(s, AL_SEV_LIMIT, limit, 0);
 		sess_exec_finish(s);
+		sess_ctx_free(s);
 		al_run_free(s->run);
 		s->run = NULL;
 	}
@@ -616,6 +618,11 @@ static void dispatch(struct sess *s, const struct al_msg *in)
 		return sess_act(s, req)
 			   ? sess_files(s, req, method, rest[5] ? rest + 6 : "", query, body, len)
 			   : (void)0;
+	/* Code contexts: reading them does not resume a paused sandbox;
+	 * making, running or deleting one acts in it. */
+	if (!strncmp(rest, "contexts", 8) && (!rest[8] || rest[8] == '/'))
+		return get || sess_act(s, req) ? sess_ctx(s, req, method, rest + 8, body, len)
+					       : (void)0;
 	if (!strcmp(rest, "audit") && get)
 		return audit_get(s, req, query);
 	sess_error(s, req, 404, "no route for %s /v1/sandboxes/%s/%s", method, s->id, rest);
@@ -639,6 +646,8 @@ static void serve(struct sess *s)
 		int wake = 1000;
 		if (s->run && sess_clocks(s, &wake))
 			end_run(s);
+		if (s->run)
+			sess_ctx_tick(s, &wake);
 		if (s->ended && !al_chan_pending(&s->ch))
 			return;
 		struct pollfd pf[2] = {
@@ -751,6 +760,7 @@ int al_session_main(int fd, const char *operator_env)
 	}
 	end_run(&s);
 	sess_pool_free(&s); /* the pool's plan, once its run is gone */
+	sess_ctx_free(&s);
 	sess_exec_free(&s);
 	al_audit_close(s.audit_stream);
 	al_request_clear(&s.rq);

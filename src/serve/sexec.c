@@ -120,6 +120,10 @@ static void on_output(void *data, int which, const void *p, size_t n)
 {
 	struct sx *x = data;
 
+	if (x->tap) {
+		x->tap->output(x->tap_data, which, p, n);
+		return;
+	}
 	if (x->mode == SX_WAIT) {
 		if (x->len[which] + n > AL_SERVE_OUTPUT_MAX) {
 			x->cut[which] = true;
@@ -174,7 +178,10 @@ static void on_ended(void *data, const struct al_exec_result *res)
 	x->result = al_exec_result_json(res);
 	s->last_active_ms = sess_now(s);
 	sess_event(s, AL_SEV_EXEC, al_exec_reason_name(res->reason), now_us() - x->t0_us);
-	if (x->mode == SX_WAIT) {
+	if (x->tap) {
+		x->tap->ended(x->tap_data, res);
+		x->tap = NULL;
+	} else if (x->mode == SX_WAIT) {
 		json_t *o = json_deep_copy(x->result);
 		sess_put_output(o, "stdout", x->out[0], x->len[0], x->cut[0]);
 		sess_put_output(o, "stderr", x->out[1], x->len[1], x->cut[1]);
@@ -194,7 +201,8 @@ static void on_ended(void *data, const struct al_exec_result *res)
 }
 
 /* A size as bytes (an integer) or text ("64M"). */
-static int size_field(json_t *o, const char *name, uint64_t *ret, struct al_errors *errs)
+static int size_field(json_t *o, const char *where, const char *name, uint64_t *ret,
+		      struct al_errors *errs)
 {
 	json_t *v = json_object_get(o, name);
 
@@ -205,9 +213,37 @@ static int size_field(json_t *o, const char *name, uint64_t *ret, struct al_erro
 	     (*ret = (uint64_t)json_integer_value(v))) ||
 	    (json_is_string(v) && al_parse_size(json_string_value(v), ret) == 0 && *ret))
 		return 0;
-	al_errors_add(errs, EINVAL, "exec", name,
+	al_errors_add(errs, EINVAL, where, name,
 		      "must be a size above 0 and at most 4 EiB (bytes, or \"64M\")");
 	return -EINVAL;
+}
+
+void sess_exec_fields(json_t *o, const char *where, char ***env, char **cwd, uint64_t *memory,
+		      uint64_t *output, struct al_errors *errs)
+{
+	json_t *v, *val;
+	const char *k;
+
+	if ((v = json_object_get(o, "env"))) {
+		if (!json_is_object(v))
+			al_errors_add(errs, EINVAL, where, "env", "must be an object of strings");
+		/* (val apart from v: the loop walks v, and took only the first
+		 * variable while the two were one) */
+		json_object_foreach(v, k, val) if (!json_is_string(val) || !*k || strchr(k, '='))
+		{
+			al_errors_add(errs, EINVAL, where, "env",
+				      "\"%s\": a name without '=' and a string value", k);
+			break;
+		}
+		else al_strv_push_take(env, xasprintf("%s=%s", k, json_string_value(val)));
+	}
+	if ((v = json_object_get(o, "cwd")) &&
+	    (!json_is_string(v) || json_string_value(v)[0] != '/'))
+		al_errors_add(errs, EINVAL, where, "cwd", "must be an absolute path");
+	else if (v)
+		*cwd = xstrdup(json_string_value(v));
+	size_field(o, where, "memory", memory, errs);
+	size_field(o, where, "output", output, errs);
 }
 
 /* A terminal's rows or cols: 1 to 1000 (absent: *ret unchanged). */
@@ -248,7 +284,7 @@ void sess_exec_start(struct sess *s, uint64_t req, const uint8_t *body, size_t l
 {
 	_cleanup_(al_errors_clear) struct al_errors errs = {0};
 	_cleanup_(al_strv_freep) char **argv = NULL, **env = NULL;
-	_cleanup_free_ char *in = NULL;
+	_cleanup_free_ char *in = NULL, *cwd = NULL;
 	struct al_exec_request xr = {0};
 	struct al_error err = {0};
 	json_error_t je;
@@ -269,23 +305,7 @@ void sess_exec_start(struct sess *s, uint64_t req, const uint8_t *body, size_t l
 	     bg = json_is_true(json_object_get(o, "background"));
 	if (wait && bg)
 		al_errors_add(&errs, EINVAL, "exec", "background", "does not go with \"wait\"");
-	if ((v = json_object_get(o, "env"))) {
-		json_t *val;
-		if (!json_is_object(v))
-			al_errors_add(&errs, EINVAL, "exec", "env", "must be an object of strings");
-		/* (val apart from v: the loop walks v, and took only the first
-		 * variable while the two were one) */
-		json_object_foreach(v, k, val) if (!json_is_string(val) || !*k || strchr(k, '='))
-		{
-			al_errors_add(&errs, EINVAL, "exec", "env",
-				      "\"%s\": a name without '=' and a string value", k);
-			break;
-		}
-		else al_strv_push_take(&env, xasprintf("%s=%s", k, json_string_value(val)));
-	}
-	if ((v = json_object_get(o, "cwd")) &&
-	    (!json_is_string(v) || json_string_value(v)[0] != '/'))
-		al_errors_add(&errs, EINVAL, "exec", "cwd", "must be an absolute path");
+	sess_exec_fields(o, "exec", &env, &cwd, &xr.memory_bytes, &xr.output_bytes, &errs);
 	if ((v = json_object_get(o, "timeout"))) {
 		uint64_t ms;
 		if (!sess_seconds(v, &ms))
@@ -295,8 +315,6 @@ void sess_exec_start(struct sess *s, uint64_t req, const uint8_t *body, size_t l
 		else
 			xr.timeout_ms = (int64_t)ms;
 	}
-	size_field(o, "memory", &xr.memory_bytes, &errs);
-	size_field(o, "output", &xr.output_bytes, &errs);
 	tty_fields(o, &xr, &errs);
 	static const char *const known[] = {"wait",	 "background", "env",	 "cwd",
 					    "timeout",	 "memory",     "output", "tty",
@@ -343,7 +361,7 @@ void sess_exec_start(struct sess *s, uint64_t req, const uint8_t *body, size_t l
 	x->tty = xr.tty;
 	xr.argv = argv;
 	xr.env = env;
-	xr.cwd = json_string_value(json_object_get(o, "cwd"));
+	xr.cwd = cwd;
 	struct al_exec_io io = {.data = x, .output = on_output, .ended = on_ended};
 	int r = al_run_exec(s->run, &xr, &io, &x->x, &err);
 	json_decref(o);
@@ -372,6 +390,36 @@ void sess_exec_start(struct sess *s, uint64_t req, const uint8_t *body, size_t l
 		sess_publish(s, &x->log, &x->subs,
 			     json_pack("{s:s, s:s}", "type", "start", "exec_id", x->id));
 	}
+}
+
+struct sx *sess_exec_spawn(struct sess *s, const struct al_exec_request *xr, json_t *argv,
+			   const struct sx_tap *tap, void *data, int *rc, struct al_error *err)
+{
+	struct sx *x = xcalloc(1, sizeof(*x));
+
+	x->s = s;
+	x->mode = SX_BACKGROUND;
+	x->denials = json_array();
+	x->log.max = AL_SESS_LOG_MAX;
+	x->argv = argv;
+	x->started_ms = (int64_t)al_now_ms();
+	x->t0_us = now_us();
+	x->tap = tap;
+	x->tap_data = data;
+	struct al_exec_io io = {.data = x, .output = on_output, .ended = on_ended};
+	if ((*rc = al_run_exec(s->run, xr, &io, &x->x, err)) < 0) {
+		free_sx(x);
+		return NULL;
+	}
+	snprintf(x->id, sizeof(x->id), "%s", al_exec_id(x->x));
+	s->x = xrealloc(s->x, (s->n_x + 1) * sizeof(*s->x));
+	s->x[s->n_x++] = x;
+	return x;
+}
+
+void sess_exec_untap(struct sx *x)
+{
+	x->tap = NULL;
 }
 
 static json_t *summary(const struct sx *x)

@@ -84,7 +84,7 @@ class Checker:
     def operation(self, method, path):
         path = path.split("?")[0]
         for template, item in self.spec["paths"].items():
-            rx = "^" + re.sub(r"\{path\}", ".+", re.sub(r"\{(id|eid)\}", "[^/]+", template)) + "$"
+            rx = "^" + re.sub(r"\{path\}", ".+", re.sub(r"\{(id|eid|cid)\}", "[^/]+", template)) + "$"
             if re.match(rx, path) and method.lower() in item:
                 return template, resolve(self.spec, item[method.lower()])
         raise AssertionError("%s %s: no operation in openapi.yaml" % (method, path))
@@ -172,6 +172,19 @@ def every_endpoint_matches_openapi(e):
                "the replay of the killed exec: %d %r" % (st, data[-300:]))
         c.call("GET", "/v1/sandboxes/%s/execs/%s" % (sid, eid), want=200)
         c.call("GET", "/v1/sandboxes/%s/execs/nosuch" % sid, want=404)
+        st, cx = c.call("POST", "/v1/sandboxes/%s/contexts" % sid, {"language": "python"},
+                        want=201)
+        cid = cx["context_id"]
+        c.call("POST", "/v1/sandboxes/%s/contexts" % sid, {"language": "ruby"}, want=400)
+        c.call("GET", "/v1/sandboxes/%s/contexts" % sid, want=200)
+        c.call("GET", "/v1/sandboxes/%s/contexts/%s" % (sid, cid), want=200)
+        c.call("GET", "/v1/sandboxes/%s/contexts/nosuch" % sid, want=404)
+        c.call("POST", "/v1/sandboxes/%s/contexts/%s/run" % (sid, cid), {"code": "x = 1\nx"},
+               want=200)
+        c.call("POST", "/v1/sandboxes/%s/contexts/%s/run" % (sid, cid), {"code": "1/0"},
+               want=200)
+        c.call("POST", "/v1/sandboxes/%s/contexts/%s/run" % (sid, cid), {}, want=400)
+        c.call("DELETE", "/v1/sandboxes/%s/contexts/%s" % (sid, cid), want=200)
         c.call("GET", "/v1/sandboxes/%s" % sid, want=200)  # still there
         c.call("GET", "/v1/sandboxes/%s/audit" % sid, want=200)
         c.call("DELETE", "/v1/sandboxes/%s" % sid, want=200)
