@@ -227,7 +227,7 @@ static int line(struct mcp *m, int out_fd, const char *p, size_t n, bool *initia
 		n--;
 	if (n == 0)
 		return 0;
-	msg = json_loadb(p, n, JSON_REJECT_DUPLICATES, &jerr);
+	msg = json_loadb(p, n, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
 	if (!msg) {
 		char *t = xasprintf("parse error: %s (column %d)", jerr.text, jerr.column);
 		ans = error_msg(NULL, MCP_PARSE_ERROR, t);
