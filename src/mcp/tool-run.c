@@ -145,10 +145,15 @@ static void add_section(char **text, const char *name, json_t *s, bool base64)
 	*text = t;
 }
 
+/* from's key, or dflt (taken) when from has none. */
 static json_t *copy_field(json_t *from, const char *key, json_t *dflt)
 {
 	json_t *v = json_object_get(from, key);
-	return v ? json_incref(v) : dflt;
+
+	if (!v)
+		return dflt;
+	json_decref(dflt);
+	return json_incref(v);
 }
 
 /* A waited exec's answer as the tool's result. */
