@@ -297,11 +297,14 @@ static int load_policy(struct mcp *m, const struct al_mcp_opts *o, struct al_err
 
 	if (o->policy_file) {
 		m->create = json_load_file(o->policy_file, JSON_REJECT_DUPLICATES, &jerr);
+		if (!m->create && jerr.line < 1)
+			return al_error_set(err, EINVAL, "mcp: --policy %s: %s", o->policy_file,
+					    jerr.text);
 		if (!m->create)
-			return al_error_set(err, EINVAL, "--policy %s:%d:%d: %s", o->policy_file,
-					    jerr.line, jerr.column, jerr.text);
+			return al_error_set(err, EINVAL, "mcp: --policy %s:%d:%d: %s",
+					    o->policy_file, jerr.line, jerr.column, jerr.text);
 		if (!json_is_object(m->create))
-			return al_error_set(err, EINVAL, "--policy %s: expected a JSON object",
+			return al_error_set(err, EINVAL, "mcp: --policy %s: expected a JSON object",
 					    o->policy_file);
 	} else {
 		m->create = json_object();
