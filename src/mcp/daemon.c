@@ -65,6 +65,9 @@ int mcp_daemon_start(struct mcp *m, struct al_error *err)
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (getppid() != parent)
 			_exit(125);
+		/* A session of its own: a ^C at the host's terminal reaches the
+		 * MCP server, which deletes its sandbox before it stops this. */
+		setsid();
 		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (null < 0 || dup2(null, 0) < 0 || dup2(2, 1) < 0)
 			_exit(125);
