@@ -15,6 +15,8 @@
 /* The daemon answers a run by its timeout; this much more is allowed for
  * the answer itself before the HTTP client gives up. */
 #define ANSWER_SLACK_MS 60000
+/* At most this much of each output in a result's text content. */
+#define TEXT_SECTION_MAX (64 * 1024)
 
 json_t *mcp_sandbox_raw(struct mcp *m, const char *what, const char *method, const char *suffix,
 			const char *body, size_t len, const char *ctype, int timeout_ms,
@@ -131,16 +133,27 @@ static void add_denials(json_t *structured, json_t *events, char **text)
 	json_object_set_new(structured, "denials", lines);
 }
 
-/* "--- NAME\nTEXT\n" appended to *text when s is not empty. */
+/* "--- NAME\nTEXT\n" appended to *text when s is not empty. The text is
+ * what a host shows the model: past TEXT_SECTION_MAX bytes it is cut (on a
+ * character's start) and says so; structuredContent keeps it whole. */
 static void add_section(char **text, const char *name, json_t *s, bool base64)
 {
 	const char *v = json_string_value(s);
 
 	if (!v || !*v)
 		return;
-	size_t n = strlen(v);
-	char *t = xasprintf("%s--- %s%s\n%s%s", *text, name, base64 ? " (base64)" : "", v,
-			    v[n - 1] == '\n' ? "" : "\n");
+	size_t n = strlen(v), shown = n;
+	char *cut = NULL;
+	if (n > TEXT_SECTION_MAX) {
+		shown = TEXT_SECTION_MAX;
+		while (shown > 0 && ((unsigned char)v[shown] & 0xc0) == 0x80)
+			shown--;
+		cut = xasprintf("[cut: the first %zu of %zu bytes; structuredContent.%s has all]\n",
+				shown, n, name);
+	}
+	char *t = xasprintf("%s--- %s%s\n%.*s%s%s", *text, name, base64 ? " (base64)" : "",
+			    (int)shown, v, v[shown - 1] == '\n' ? "" : "\n", cut ? cut : "");
+	free(cut);
 	free(*text);
 	*text = t;
 }

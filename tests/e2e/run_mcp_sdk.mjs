@@ -189,6 +189,13 @@ async function main() {
   r = await client.callTool({ name: 'run_code', arguments: { language: 'bash', code: 'echo $((6*7))' } });
   ok(!r.isError && r.structuredContent.stdout === '42\n', 'run_code bash', JSON.stringify(r));
 
+  // A long output: whole in structuredContent, cut in the text.
+  r = await client.callTool({ name: 'run_command', arguments: { command: 'head -c 100000 /dev/zero | tr "\\0" a' } });
+  ok(!r.isError && r.structuredContent.stdout.length === 100000 && text(r).length < 70000 &&
+     text(r).includes('[cut: the first 65536 of 100000 bytes; structuredContent.stdout has all]'),
+     'a long output is whole in structuredContent and cut in the text',
+     `${r.structuredContent?.stdout?.length} ${text(r).length} ${text(r).slice(-200)}`);
+
   // run_code keeps a variable between calls (python and node contexts).
   for (const [lang, set, get] of [['python', 'x = 41', 'x + 1'], ['node', 'var x = 41', 'x + 1']]) {
     await client.callTool({ name: 'run_code', arguments: { language: lang, code: set } });
