@@ -134,8 +134,9 @@ bool sess_act(struct sess *s, uint64_t req)
 bool sess_clocks(struct sess *s, int *wake)
 {
 	int64_t now = sess_now(s), next = s->deadline_ms - now;
-	/* Idle: no exec running, not paused (its clock stopped anyway). */
-	bool idle = s->idle_ms && !s->paused && sess_exec_running(s) == 0;
+	/* Idle: no exec running (a code context's interpreter waiting for
+	 * its next run is not), not paused (its clock stopped anyway). */
+	bool idle = s->idle_ms && !s->paused && sess_exec_busy(s) == 0;
 
 	if (now >= s->deadline_ms)
 		return s->lifetime_over = true;

@@ -31,11 +31,14 @@
 /* The drivers' text (ctx-drivers.c, generated from src/serve/ctx/). */
 extern const char al_ctx_driver_py[], al_ctx_driver_js[];
 
+/* Each language's interpreter and how it is started; the driver's text
+ * is the last argument. */
 static const struct {
-	const char *name, *interp, *flag, *const *driver;
+	const char *name, *interp, *opt1, *opt2;
+	const char *driver;
 } langs[] = {
-    {"python", "python3", "-c", (const char *const[]){al_ctx_driver_py}},
-    {"node", "node", "-e", (const char *const[]){al_ctx_driver_js}},
+    {"python", "python3", "-u", "-c", al_ctx_driver_py},
+    {"node", "node", "-e", NULL, al_ctx_driver_js},
 };
 
 /* One of the run's two streams, up to its marker. */
@@ -115,8 +118,10 @@ static const struct sx_tap tap = {.output = tap_output, .ended = tap_ended};
 /* Its interpreter started: 0, or -errno with err set. */
 static int start(struct sctx *c, struct al_error *err)
 {
-	char *argv[] = {(char *)langs[c->lang].interp, (char *)langs[c->lang].flag,
-			(char *)langs[c->lang].driver[0], NULL};
+	const char *d = langs[c->lang].driver;
+	char *argv[] = {(char *)langs[c->lang].interp, (char *)langs[c->lang].opt1,
+			(char *)(langs[c->lang].opt2 ? langs[c->lang].opt2 : d),
+			langs[c->lang].opt2 ? (char *)d : NULL, NULL};
 	struct al_exec_request xr = {.argv = argv,
 				     .env = c->env,
 				     .cwd = c->cwd,
@@ -125,7 +130,10 @@ static int start(struct sctx *c, struct al_error *err)
 	int rc = 0;
 
 	/* The listing shows the interpreter, not the driver's text. */
-	json_t *shown = json_pack("[s, s, s]", argv[0], argv[1], "<airlock context driver>");
+	json_t *shown = json_pack("[s, s]", argv[0], argv[1]);
+	if (langs[c->lang].opt2)
+		json_array_append_new(shown, json_string(argv[2]));
+	json_array_append_new(shown, json_string("<airlock context driver>"));
 	c->x = sess_exec_spawn(c->s, &xr, shown, &tap, c, &rc, err);
 	return c->x ? 0 : rc;
 }
@@ -174,6 +182,7 @@ static void answer(struct sctx *c, const char *reason)
 		json_object_set_new(o, "start_error", json_string(c->start_error));
 	uint64_t req = c->req;
 	run_reset(c);
+	s->last_active_ms = sess_now(s); /* its end is activity, as an exec's */
 	sess_answer(s, req, 200, o);
 }
 
@@ -519,6 +528,15 @@ void sess_ctx(struct sess *s, uint64_t req, const char *method, const char *rest
 	if (op && !strcmp(op, "run") && post)
 		return run(c, req, body, len);
 	sess_error(s, req, 404, "no route for %s contexts/%s", method, rest);
+}
+
+unsigned sess_ctx_busy(const struct sess *s)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < s->n_ctx; i++)
+		n += s->ctx[i]->running;
+	return n;
 }
 
 void sess_ctx_denial(struct sess *s, json_t *event)

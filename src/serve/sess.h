@@ -188,6 +188,9 @@ void sess_exec_denial(struct sess *s, json_t *event);
 /* A request following a stream left. */
 void sess_exec_cancel(struct sess *s, uint64_t req);
 unsigned sess_exec_running(const struct sess *s);
+/* What keeps the sandbox from being idle: execs running but a code
+ * context's interpreter waiting for its next run. */
+unsigned sess_exec_busy(const struct sess *s);
 /* The run ended: every exec's followers get the end. */
 void sess_exec_finish(struct sess *s);
 void sess_exec_free(struct sess *s);
@@ -213,6 +216,8 @@ void sess_files(struct sess *s, uint64_t req, const char *method, const char *re
  * follows "contexts"). */
 void sess_ctx(struct sess *s, uint64_t req, const char *method, const char *rest,
 	      const uint8_t *body, size_t len);
+/* Contexts with a run in progress. */
+unsigned sess_ctx_busy(const struct sess *s);
 /* A denial while a run is in progress: to its answer. */
 void sess_ctx_denial(struct sess *s, json_t *event);
 /* Runs past their timeout: their interpreter killed; *wake lowered to the

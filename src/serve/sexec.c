@@ -116,6 +116,15 @@ unsigned sess_exec_running(const struct sess *s)
 	return n;
 }
 
+unsigned sess_exec_busy(const struct sess *s)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < s->n_x; i++)
+		n += s->x[i]->x != NULL && !s->x[i]->tap;
+	return n + sess_ctx_busy(s);
+}
+
 static void on_output(void *data, int which, const void *p, size_t n)
 {
 	struct sx *x = data;

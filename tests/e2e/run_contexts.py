@@ -325,7 +325,8 @@ def node_state_value_and_error(e):
     err = r["error"] or {}
     expect(r["reason"] == "error" and err.get("name") == "TypeError" and
            err.get("message") == "bad 41" and "<cell>" in err.get("traceback", "") and
-           "[eval]" not in err.get("traceback", ""), "a throw: %s" % r)
+           "[eval]" not in err.get("traceback", "") and
+           "node:" not in err.get("traceback", ""), "a throw: %s" % r)
     r = run(cid, "process.exit(3)")
     expect(r["reason"] == "exited" and r["restarted"] is True, "an exit: %s" % r)
     r = run(cid, "typeof x")
@@ -355,6 +356,37 @@ def bad_requests_named(e):
     st, doc = W.call("POST", base + "/ctx-999/run", {"code": "1"})
     expect(st == 404 and "ctx-999" in doc["error"], "an unknown context: %d %s" % (st, doc))
     delete(cid)
+
+
+@case
+def at_most_eight_contexts(e):
+    """A sandbox holds at most 8 contexts: the ninth is a 429 saying so,
+    and one more fits once one is deleted."""
+    made = [ctx(e)["context_id"] for _ in range(8)]
+    try:
+        st, doc = W.call("POST", "/v1/sandboxes/%s/contexts" % W.sid, {"language": "python"})
+        expect(st == 429 and "8 contexts" in doc["error"], "the ninth: %d %s" % (st, doc))
+        delete(made.pop())
+        made.append(ctx(e)["context_id"])
+    finally:
+        for cid in made:
+            delete(cid)
+
+
+@case
+def idle_context_lets_the_sandbox_idle(e):
+    """A context's interpreter waiting for its next run does not keep the
+    sandbox busy: a sandbox with a 1 s idle timeout ends after its last
+    run, as one with no exec running does."""
+    W.start(e)
+    st, doc = W.call("POST", "/v1/sandboxes", {"idle_timeout": 1})
+    expect(st == 201, "a sandbox with an idle timeout: %d %s" % (st, doc))
+    sid = doc["id"]
+    cid = ctx(e, sid=sid)["context_id"]
+    r = run(cid, "import time\ntime.sleep(1.5)\n'slept'", sid=sid)
+    expect(r["value"] == "'slept'", "a run longer than the idle timeout: %s" % r)
+    expect(wait_for(lambda: W.call("GET", "/v1/sandboxes/" + sid)[0] == 404, 15),
+           "the sandbox with only an idle context did not end when idle")
 
 
 @case
@@ -396,7 +428,10 @@ if __name__ == "__main__":
         sys.exit(2)
     own_mount_ns()
     try:
-        rc = suite.run(Env(sys.argv[1], sys.argv[2]), only=sys.argv[3:])
+        # The daemon's stop is a case of its own, run also when cases are
+        # picked, so that nothing_left_behind comes after it.
+        only = sys.argv[3:] + ["daemon_stops"] if sys.argv[3:] else []
+        rc = suite.run(Env(sys.argv[1], sys.argv[2]), only=only)
     finally:
         W.stop()
     sys.exit(rc)

@@ -26,7 +26,7 @@ function errorOf(e) {
   const name = isObj && typeof e.name === 'string' ? e.name : 'Error';
   const message = isObj && typeof e.message === 'string' ? e.message : util.inspect(e);
   const stack = isObj && typeof e.stack === 'string' ? e.stack : name + ': ' + message;
-  const lines = stack.split('\n').filter((l) => !/\(node:vm|\[eval\]|node:internal\/vm/.test(l));
+  const lines = stack.split('\n').filter((l) => !/node:(vm|internal)|\[eval\]/.test(l));
   return { name, message, traceback: lines.join('\n') };
 }
 
