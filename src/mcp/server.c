@@ -56,13 +56,17 @@ int mcp_daemon_json(struct mcp *m, const char *method, const char *target, json_
 	return 0;
 }
 
-/* "; NAME: a; b" of a JSON array of strings, appended to *s. */
-static void append_list(char **s, const char *name, json_t *list)
+/* "; NAME: a; b" of a JSON array of strings, appended to *s; not when
+ * the list only repeats the error (same). */
+static void append_list(char **s, const char *name, json_t *list, const char *same)
 {
 	json_t *v;
 	size_t i;
 
 	if (!json_is_array(list) || json_array_size(list) == 0)
+		return;
+	if (json_array_size(list) == 1 && same &&
+	    strcmp(json_string_value(json_array_get(list, 0)) ?: "", same) == 0)
 		return;
 	char *t = xasprintf("%s; %s:", *s, name);
 	free(*s);
@@ -81,8 +85,8 @@ char *mcp_daemon_error_text(int status, json_t *answer)
 	const char *e = json_string_value(json_object_get(answer, "error"));
 	char *s = xasprintf("%s (HTTP %d)", e ? e : "the daemon's answer was not JSON", status);
 
-	append_list(&s, "reasons", json_object_get(answer, "reasons"));
-	append_list(&s, "errors", json_object_get(answer, "errors"));
+	append_list(&s, "reasons", json_object_get(answer, "reasons"), e);
+	append_list(&s, "errors", json_object_get(answer, "errors"), e);
 	return s;
 }
 

@@ -37,10 +37,10 @@ WRONG = {"string": "a string", "number": 1.5, "integer": 7, "boolean": True, "nu
 class Mcp:
     """One `airlock mcp` process and a line-at-a-time JSON-RPC client."""
 
-    def __init__(self, env):
+    def __init__(self, env, *args):
         self.tmp = TempDir(mode=0o700)
         tmpdir = self.tmp.__enter__()
-        self.p = subprocess.Popen([env.airlock, "mcp"], stdin=subprocess.PIPE,
+        self.p = subprocess.Popen([env.airlock, "mcp"] + list(args), stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE,
                                   env=dict(os.environ, TMPDIR=tmpdir))
         self.next_id = 100
@@ -266,6 +266,26 @@ def schema_case(name):
 
 for _tool in ("write_file", "read_file", "list_files", "run_command", "run_code"):
     suite.add("schema_" + _tool, schema_case(_tool))
+
+
+@case
+def refused_policy(e):
+    """A policy the daemon refuses: the tool call's result is isError with
+    the daemon's error naming the field, and the server goes on."""
+    with TempDir() as d:
+        policy = os.path.join(d, "policy.json")
+        with open(policy, "w") as f:
+            json.dump({"limits": {"memory": "lots"}}, f)
+        m = Mcp(e, "--policy", policy)
+        try:
+            m.call("initialize", {"protocolVersion": "2025-06-18"})
+            r = m.call("tools/call", {"name": "list_files", "arguments": {}})["result"]
+            text = r["content"][0]["text"]
+            expect(r["isError"] and "limits.memory" in text and "could not be made" in text,
+                   "the refusal: %s" % r)
+            expect(m.call("ping").get("result") == {}, "ping after the refusal")
+        finally:
+            m.close()
 
 
 @case
