@@ -13,7 +13,8 @@ property are accepted (a result, and its structuredContent fits the tool's
 outputSchema); each required property left out, each property of each JSON
 type the schema does not allow, a value outside its enum or bounds, an
 empty string where minLength is 1, and an extra property are refused with
--32602 naming the argument.
+-32602 naming the argument. A second server, with a policy the daemon
+refuses, answers a tool call with isError naming the field.
 """
 
 import json
