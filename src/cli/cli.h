@@ -131,6 +131,7 @@ int al_cmd_token(int argc, char **argv);
  * binary execs that. The hidden `__session` verb is one sandbox's process
  * of it (cmd_session.c; the static airlock's when it started the daemon). */
 int al_cmd_serve(int argc, char **argv);
+int al_cmd_mcp(int argc, char **argv);
 int al_cmd_session(int argc, char **argv);
 /* The hidden `__front`: the daemon's HTTP front (cmd_session.c,
  * airlock-serve only). */

@@ -27,6 +27,9 @@ void al_cli_usage(FILE *f)
 		"killed airlock\n"
 		"  serve --socket PATH [OPTIONS]     serve the HTTP API (docs/api.md) on a Unix\n"
 		"                                    socket: one-shot runs, health, metrics\n"
+		"  mcp [--policy FILE] [--profile NAME] [--socket PATH]\n"
+		"                                    serve the Model Context Protocol on stdio:\n"
+		"                                    tools that run code in one sandbox\n"
 		"  token verify|jwks|keygen|mint     the per-run JWTs: verify one, print the\n"
 		"                                    JWKS, make a key, mint one by hand\n"
 		"  help [COMMAND]                    show this help, or COMMAND's\n"
@@ -57,6 +60,8 @@ static int help(int argc, char **argv)
 		return al_cmd_gc(1, args + 1);
 	if (strcmp(cmd, "serve") == 0)
 		return al_cmd_serve(1, args + 1);
+	if (strcmp(cmd, "mcp") == 0)
+		return al_cmd_mcp(1, args + 1);
 	if (strcmp(cmd, "token") == 0)
 		return argc > 1 ? al_cmd_token(2, args) : al_cmd_token(1, args + 1);
 	if (strcmp(cmd, "version") == 0) {
@@ -109,6 +114,8 @@ int main(int argc, char **argv)
 		return al_cmd_token(argc - 2, argv + 2);
 	if (strcmp(cmd, "serve") == 0)
 		return al_cmd_serve(argc - 2, argv + 2);
+	if (strcmp(cmd, "mcp") == 0)
+		return al_cmd_mcp(argc - 2, argv + 2);
 	if (strcmp(cmd, "__session") == 0)
 		return al_cmd_session(argc - 2, argv + 2);
 #ifdef AL_SERVE_BINARY

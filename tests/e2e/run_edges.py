@@ -28,7 +28,7 @@ def help_command(e):
     """`airlock help CMD` prints CMD's own help (exit 0), the same as
     `airlock CMD --help`; `airlock help` alone the general help; an unknown
     CMD is refused naming it."""
-    for cmd in (["run"], ["check"], ["verify"], ["gc"], ["token"], ["token", "mint"]):
+    for cmd in (["run"], ["check"], ["verify"], ["gc"], ["token"], ["token", "mint"], ["mcp"]):
         want = run_host([e.airlock] + cmd + ["--help"])
         expect_rc(want, 0)
         got = run_host([e.airlock, "help"] + cmd)

@@ -36,6 +36,9 @@ ALLOWED = {
         "the daemon's HTTP front: its own confined process, one per daemon, never a run's",
     ("src_policy_operator-parse.c.o", "built"):
         "the backends this binary has: changed by tests only",
+    ("src_mcp_server.c.o", "stop_flag"):
+        "airlock mcp's SIGTERM/SIGINT/SIGHUP flag, set by its handler: al_mcp_serve runs "
+        "once, in the process of the mcp command, never beside a run",
 }
 # The sandbox init's session loop (backend/native/session.c): it runs only
 # in init's own process, one per sandbox, with one thread; got_child and
