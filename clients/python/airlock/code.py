@@ -2,9 +2,27 @@
 interpreter in the sandbox per context, whose variables, imports and
 loaded data stay between run_code calls."""
 
+import time
 from dataclasses import dataclass, field
 
 from .errors import LimitError, LIMIT_REASONS
+
+
+class OutputMessage(str):
+    """A chunk of a run's output as run_code's on_stdout/on_stderr get it:
+    the text itself (a str, so print(msg) and "".join work), with E2B's
+    fields on it: .line (the same text), .error (True for stderr) and
+    .timestamp (nanoseconds since the epoch, when the client got it)."""
+
+    def __new__(cls, text, error=False, timestamp=None):
+        self = super().__new__(cls, text)
+        self.error = error
+        self.timestamp = time.time_ns() if timestamp is None else timestamp
+        return self
+
+    @property
+    def line(self):
+        return str(self)
 
 
 @dataclass
