@@ -34,6 +34,8 @@ def test_run_code_callbacks_as_e2b_calls_them(sbx):
     ex = sbx.run_code("{}['missing']", on_result=got.append,
                       on_error=lambda e: got.append(("error", e.name, e.value)))
     assert got == [("error", "KeyError", "'missing'")] and ex.error.name == "KeyError"
+    raw = sbx.run_code("import sys; sys.stdout.buffer.write(b'a\\xffb'); sys.stdout.flush()")
+    assert raw.logs.stdout == ["a\ufffdb"]  # the daemon's base64, decoded
     msg = OutputMessage("x\n", error=True)
     assert msg == "x\n" and msg.line == "x\n" and msg.timestamp > 0
 
