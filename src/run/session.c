@@ -42,6 +42,10 @@ struct al_exec {
 	bool started;
 	uint64_t pending_sigs;
 	bool tty, tty_wait; /* tty_wait: the master has not come yet */
+	/* A size asked for while tty_wait (a resize right after the exec was
+	 * made): set on the master when it comes, else the size init gave the
+	 * pty would stay and the resize be lost. 0: none. */
+	unsigned short want_rows, want_cols;
 	enum al_exec_reason forced_reason;
 	int status;
 	struct timespec t0;
@@ -202,6 +206,8 @@ static void ev_terminal(void *data, uint32_t id, int master)
 		r = al_relay_in(&x->relay, in, &err);
 	else
 		close(master);
+	if (r == 0 && x->want_rows)
+		al_exec_resize(x, x->want_rows, x->want_cols);
 	if (r < 0) {
 		al_warn("warning: exec %s: its terminal: %s", x->res.id, err.msg);
 		al_relay_in_drop(&x->relay);
@@ -479,6 +485,11 @@ void al_exec_resize(struct al_exec *x, unsigned short rows, unsigned short cols)
 {
 	struct winsize ws = {.ws_row = rows, .ws_col = cols};
 
+	if (x->tty && x->tty_wait && rows && cols) {
+		x->want_rows = rows;
+		x->want_cols = cols;
+		return;
+	}
 	/* The kernel sends its process group SIGWINCH. */
 	if (x->tty && x->relay.src[0].fd >= 0 && rows && cols &&
 	    ioctl(x->relay.src[0].fd, TIOCSWINSZ, &ws) < 0)

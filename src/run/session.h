@@ -84,7 +84,8 @@ void al_exec_close_stdin(struct al_exec *x);
  * its reason becomes killed. A signal asked for before the exec started
  * (init has not reported it yet) is sent when it starts. */
 int al_exec_signal(struct al_exec *x, int sig);
-/* Its terminal's size (ignored without one). */
+/* Its terminal's size (ignored without one; asked before its terminal
+ * came, set on it when it comes). */
 void al_exec_resize(struct al_exec *x, unsigned short rows, unsigned short cols);
 const char *al_exec_id(const struct al_exec *x);
 

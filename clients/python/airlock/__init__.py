@@ -10,15 +10,16 @@ Standard library only. Shaped as E2B's SDK is (docs/clients.md has the
 table of names), so that code written for it ports with renames.
 """
 
-from .code import Context, Execution, ExecutionError, Logs, Result
-from .commands import CommandHandle, CommandResult, PtyHandle, PtySize
+from .code import Context, Execution, ExecutionError, Logs, OutputMessage, Result
+from .commands import CommandHandle, CommandResult, ProcessInfo, PtyHandle, PtySize
 from .errors import (AirlockError, BusyError, CommandExitError, InvalidRequestError,
                      LimitError, NotFoundError, PolicyError, SandboxGoneError)
 from .files import EntryInfo
 from .sandbox import Sandbox, SandboxInfo
 
 __all__ = ["Sandbox", "SandboxInfo", "CommandHandle", "CommandResult", "PtyHandle",
-           "PtySize", "Context", "Execution", "ExecutionError", "Logs", "Result",
+           "PtySize", "ProcessInfo", "Context", "Execution", "ExecutionError", "Logs",
+           "OutputMessage", "Result",
            "EntryInfo", "AirlockError", "BusyError", "CommandExitError",
            "InvalidRequestError", "LimitError", "NotFoundError", "PolicyError",
            "SandboxGoneError"]

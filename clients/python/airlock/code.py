@@ -2,9 +2,28 @@
 interpreter in the sandbox per context, whose variables, imports and
 loaded data stay between run_code calls."""
 
+import base64
+import time
 from dataclasses import dataclass, field
 
 from .errors import LimitError, LIMIT_REASONS
+
+
+class OutputMessage(str):
+    """A chunk of a run's output as run_code's on_stdout/on_stderr get it:
+    the text itself (a str, so print(msg) and "".join work), with E2B's
+    fields on it: .line (the same text), .error (True for stderr) and
+    .timestamp (nanoseconds since the epoch, when the client got it)."""
+
+    def __new__(cls, text, error=False, timestamp=None):
+        self = super().__new__(cls, text)
+        self.error = error
+        self.timestamp = time.time_ns() if timestamp is None else timestamp
+        return self
+
+    @property
+    def line(self):
+        return str(self)
 
 
 @dataclass
@@ -80,6 +99,16 @@ def context_from(doc):
                    restarts=doc.get("restarts", 0))
 
 
+def _text(doc, name):
+    """A run's stdout or stderr as text: the daemon gives output that is
+    not UTF-8 in base64 (NAME_base64), decoded here with U+FFFD for the
+    bytes that are not."""
+    v = doc.get(name) or ""
+    if doc.get(name + "_base64"):
+        return base64.b64decode(v).decode("utf-8", "replace")
+    return v
+
+
 def execution_from(doc):
     """The Execution for a /contexts/{cid}/run answer; raises LimitError
     when a limit ended the run (its interpreter restarted)."""
@@ -88,7 +117,7 @@ def execution_from(doc):
     if isinstance(err, dict):
         error = ExecutionError(name=err.get("name", ""), value=err.get("message", ""),
                                traceback=err.get("traceback", ""))
-    out, errtext = doc.get("stdout") or "", doc.get("stderr") or ""
+    out, errtext = _text(doc, "stdout"), _text(doc, "stderr")
     ex = Execution(text=doc.get("value"),
                    logs=Logs(stdout=[out] if out else [], stderr=[errtext] if errtext else []),
                    error=error, reason=doc.get("reason", ""),

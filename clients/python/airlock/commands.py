@@ -32,6 +32,39 @@ class CommandResult:
 
 
 @dataclass
+class ProcessInfo:
+    """An exec of the sandbox as commands.list() gives it, in E2B's
+    shape: pid (the exec id, a string), cmd (argv[0]) and args (the rest
+    of argv); and airlock's: exec_id (the same as pid), state (running or
+    ended), argv, background, tty, started_ms, result (the exec's record
+    once it ended, else None) and record (the daemon's whole entry). envs
+    and cwd are not reported by the daemon ({} and None)."""
+
+    pid: str
+    cmd: str
+    args: list
+    state: str
+    exec_id: str
+    argv: list = field(default_factory=list)
+    background: bool = False
+    tty: bool = False
+    started_ms: "int | None" = None
+    result: "dict | None" = None
+    envs: dict = field(default_factory=dict)
+    cwd: "str | None" = None
+    tag: "str | None" = None
+    record: dict = field(default_factory=dict)
+
+
+def _process_info(e):
+    argv = list(e.get("argv") or [])
+    return ProcessInfo(pid=e.get("exec_id", ""), cmd=argv[0] if argv else "", args=argv[1:],
+                       state=e.get("state", ""), exec_id=e.get("exec_id", ""), argv=argv,
+                       background=bool(e.get("background")), tty=bool(e.get("tty")),
+                       started_ms=e.get("started_ms"), result=e.get("result"), record=e)
+
+
+@dataclass
 class PtySize:
     """A terminal's size in character cells."""
 
@@ -65,6 +98,8 @@ def _result(record, stdout, stderr, denials):
         error = "ended by its %s limit" % reason
     elif reason != "exited":
         error = "ended: %s" % reason
+    elif code != 0:
+        error = "exit status %s" % code
     return CommandResult(stdout=stdout, stderr=stderr, exit_code=code, reason=reason,
                          error=error, denials=list(denials), exec_id=record.get("exec_id"),
                          record=record)
@@ -252,9 +287,10 @@ class Commands:
         return CommandHandle(self._sbx, pid).kill()
 
     def list(self):
-        """The sandbox's execs, running ones and the last 64 ended: dicts
-        with exec_id, state, argv, background, tty, started_ms, result."""
-        return self._sbx._json("GET", self._sbx._path + "/execs").get("execs", [])
+        """The sandbox's execs, running ones and the last 64 ended
+        ([ProcessInfo]: .pid, .cmd, .args as E2B's; .state says which)."""
+        doc = self._sbx._json("GET", self._sbx._path + "/execs")
+        return [_process_info(e) for e in doc.get("execs", [])]
 
 
 def _text(doc, name):
@@ -291,7 +327,7 @@ class Pty:
         if timeout:
             body["timeout"] = timeout
         doc = self._sbx._json("POST", self._sbx._path + "/exec", body)
-        return PtyHandle(self._sbx, doc["exec_id"], on_data=on_data or (lambda b: None))
+        return PtyHandle(self._sbx, doc["exec_id"], on_data=on_data, follow=True)
 
     def send_stdin(self, pid, data):
         """Types data (bytes or str) into the terminal with exec id pid."""
@@ -307,7 +343,24 @@ class Pty:
 
 
 class PtyHandle(CommandHandle):
-    """A command on a terminal: a CommandHandle that can also resize()."""
+    """A command on a terminal: a CommandHandle that can also resize().
+    A handle from pty.create() follows the terminal from its start, so
+    that wait(on_pty=...) gets all of its output, also what came before
+    wait was called (E2B's way of reading a terminal)."""
+
+    def __init__(self, sandbox, exec_id, on_data=None, follow=False):
+        self._sinks = [on_data] if on_data is not None else []
+        self._seen = []
+        self._sink_lock = threading.Lock()
+        super().__init__(sandbox, exec_id, on_data=self._dispatch if follow else None)
+
+    def _dispatch(self, data):
+        # Under the lock, so that wait(on_pty) replays what came before it
+        # and then gets the rest, each chunk once and in order.
+        with self._sink_lock:
+            self._seen.append(data)
+            for sink in self._sinks:
+                sink(data)
 
     def resize(self, rows, cols=None):
         """The terminal's new size (rows and cols, or a PtySize); its
@@ -318,10 +371,16 @@ class PtyHandle(CommandHandle):
 
     def wait(self, on_pty=None, timeout=None):
         """Waits for the terminal's command to end; returns its
-        CommandResult (stdout: the terminal's output). on_pty: as
-        create's on_data, for a handle made without one."""
-        if self._thread is None and on_pty is not None:
-            self._collector = _Collector(on_data=on_pty)
-            self._thread = threading.Thread(target=self._follow, daemon=True)
-            self._thread.start()
+        CommandResult (stdout: the terminal's output). on_pty gets the
+        terminal's output (bytes): what it printed so far at once, then
+        each chunk as it comes, as create's on_data does."""
+        if on_pty is not None:
+            if self._thread is None:  # a handle by id: followed from the start
+                self._collector = _Collector(on_data=self._dispatch)
+                self._thread = threading.Thread(target=self._follow, daemon=True)
+                self._thread.start()
+            with self._sink_lock:
+                for data in self._seen:
+                    on_pty(data)
+                self._sinks.append(on_pty)
         return super().wait(timeout=timeout)

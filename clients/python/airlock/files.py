@@ -81,8 +81,17 @@ class Files:
             return False
 
     def remove(self, path):
-        """Removes the file, link or empty directory at path
-        (BusyError for a directory that is not empty)."""
+        """Removes the file, link or directory at path, a directory with
+        everything in it (as E2B's does; links inside are removed, never
+        followed). NotFoundError when there is nothing at path."""
+        try:
+            self._sbx._json("DELETE", self._url(path))
+            return
+        except BusyError as e:  # 409: a directory that is not empty
+            if e.status != 409:
+                raise
+        for e in self.list(path):
+            self.remove(e.path)
         self._sbx._json("DELETE", self._url(path))
 
     def make_dir(self, path):

@@ -6,7 +6,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 
 from ._http import Transport
-from .code import context_from, execution_from
+from .code import OutputMessage, context_from, execution_from
 from .commands import Commands, Pty
 from .errors import NotFoundError, SandboxGoneError
 from .files import Files
@@ -216,17 +216,30 @@ class Sandbox:
         self._contexts = {k: v for k, v in self._contexts.items() if v.id != cid}
 
     def run_code(self, code, language=None, context=None, on_stdout=None, on_stderr=None,
-                 timeout=None):
+                 on_result=None, on_error=None, envs=None, timeout=None,
+                 request_timeout=None):
         """Runs code in a code context: context when given, else the
         sandbox's default one for language (python unless said; made at
         its first use), so that variables set by one call are there in the
         next. Returns an Execution: the last expression's value as .text,
         what it printed as .logs, an exception it raised as .error (not an
-        exception here). on_stdout/on_stderr get the run's output once it
-        ends (the daemon answers a run whole). timeout: seconds.
+        exception here). timeout: seconds.
+
+        The daemon answers a run whole, so the callbacks are called once it
+        ends, in E2B's order: on_stdout and on_stderr with each chunk (an
+        OutputMessage: a str with .line, .error, .timestamp), on_result
+        with the last expression's Result when there is one, on_error with
+        the ExecutionError when the code raised. envs is not taken per
+        run: a context's variables are set when it is made
+        (create_code_context(envs=...)). request_timeout is accepted for
+        E2B's signature; the run is bounded by timeout.
 
         Raises LimitError when a limit ended the run (its interpreter is
         restarted, its state gone: the Execution is .result)."""
+        if envs:
+            raise ValueError("run_code(envs=...): a code context's environment is set when "
+                             "it is made: pass envs to create_code_context() and run in "
+                             "that context")
         if context is not None and language is not None:
             raise ValueError("give run_code a context or a language, not both")
         if context is None:
@@ -239,10 +252,19 @@ class Sandbox:
         body = {"code": code}
         if timeout is not None:
             body["timeout"] = timeout
-        path = "%s/contexts/%s/run" % (self._path, urllib.parse.quote(context.id, safe=""))
+        cid = getattr(context, "id", context)
+        if not isinstance(cid, str):
+            raise ValueError("context %r: expected a Context or its id" % (context,))
+        path = "%s/contexts/%s/run" % (self._path, urllib.parse.quote(cid, safe=""))
         ex = execution_from(self._json("POST", path, body, timeout=None))
-        for cb, chunks in ((on_stdout, ex.logs.stdout), (on_stderr, ex.logs.stderr)):
+        for cb, chunks, is_err in ((on_stdout, ex.logs.stdout, False),
+                                   (on_stderr, ex.logs.stderr, True)):
             if cb is not None:
                 for c in chunks:
-                    cb(c)
+                    cb(OutputMessage(c, error=is_err))
+        if on_result is not None:
+            for r in ex.results:
+                on_result(r)
+        if on_error is not None and ex.error is not None:
+            on_error(ex.error)
         return ex

@@ -56,6 +56,21 @@ export interface Execution {
   contextId: string;
 }
 
+/** A chunk of a run's output as onStdout/onStderr get it (E2B's shape):
+ * `line` the text, `error` true for stderr, `timestamp` when the client
+ * got it (microseconds since the epoch). */
+export class OutputMessage {
+  constructor(
+    readonly line: string,
+    readonly timestamp: number,
+    readonly error: boolean,
+  ) {}
+
+  toString(): string {
+    return this.line;
+  }
+}
+
 export interface RunCodeOpts {
   /** Default: python. Ignored when a context is given. */
   language?: Language;
@@ -64,6 +79,18 @@ export interface RunCodeOpts {
   context?: Context;
   /** Ends the run (and restarts its interpreter) after this long. */
   timeoutMs?: number;
+  /** Called when the run has ended (the daemon answers a run whole), in
+   * this order: each chunk of output, the last expression's result, the
+   * exception the code raised. */
+  onStdout?: (msg: OutputMessage) => unknown;
+  onStderr?: (msg: OutputMessage) => unknown;
+  onResult?: (result: { text: string }) => unknown;
+  onError?: (error: ExecutionError) => unknown;
+  /** Not taken per run: a context's environment is set when it is made
+   * (createCodeContext({envs})); given, the run throws saying so. */
+  envs?: Record<string, string>;
+  /** Taken for E2B's signature; the run is bounded by timeoutMs. */
+  requestTimeoutMs?: number;
 }
 
 function contextOf(doc: Record<string, unknown>, cwd?: string): Context {
@@ -119,13 +146,16 @@ export class CodeContexts {
    * `error`; a limit that ended the run throws LimitError (its `result`
    * the Execution, `restarted` true). */
   async run(code: string, opts: RunCodeOpts = {}): Promise<Execution> {
+    if (opts.envs !== undefined && Object.keys(opts.envs).length > 0) {
+      throw new TypeError("runCode's envs: a code context's environment is set when it is made: pass envs to createCodeContext() and run in that context");
+    }
     const ctx = opts.context ?? (await this.defaultFor(opts.language ?? 'python'));
     const body: Record<string, unknown> = { code };
     if (opts.timeoutMs !== undefined) body['timeout'] = seconds(opts.timeoutMs, 'timeoutMs');
     const wait = opts.timeoutMs !== undefined ? opts.timeoutMs + this.api.transport.requestTimeoutMs : 24 * 3600_000;
     const doc = await this.api.json<Record<string, unknown>>('POST', `/contexts/${encodeURIComponent(ctx.id)}/run`, body, `run code in context ${ctx.id}`, [200], wait);
-    const out = typeof doc['stdout'] === 'string' ? (doc['stdout'] as string) : '';
-    const err = typeof doc['stderr'] === 'string' ? (doc['stderr'] as string) : '';
+    const out = outText(doc, 'stdout');
+    const err = outText(doc, 'stderr');
     const value = typeof doc['value'] === 'string' ? (doc['value'] as string) : undefined;
     const e = doc['error'] as Record<string, unknown> | null | undefined;
     const ex: Execution = {
@@ -143,6 +173,19 @@ export class CodeContexts {
     if (LIMIT_REASONS.has(ex.reason)) {
       throw new LimitError(`run code in context ${ctx.id}: ended by its ${ex.reason} limit; the interpreter was restarted`, ex.reason, ex);
     }
+    const now = Date.now() * 1000;
+    for (const c of ex.logs.stdout) await opts.onStdout?.(new OutputMessage(c, now, false));
+    for (const c of ex.logs.stderr) await opts.onStderr?.(new OutputMessage(c, now, true));
+    for (const r of ex.results) await opts.onResult?.(r);
+    if (ex.error) await opts.onError?.(ex.error);
     return ex;
   }
+}
+
+/** A run's stdout or stderr as text: the daemon gives output that is not
+ * UTF-8 in base64 (NAME_base64 true), decoded here with U+FFFD for the
+ * bytes that are not. */
+function outText(doc: Record<string, unknown>, name: string): string {
+  const v = typeof doc[name] === 'string' ? (doc[name] as string) : '';
+  return doc[`${name}_base64`] === true ? Buffer.from(v, 'base64').toString('utf8') : v;
 }

@@ -86,7 +86,13 @@ export function check(r: CommandResult, what: string): CommandResult {
  * output comes; resolves with the result. */
 export async function follow(
   res: http.IncomingMessage,
-  cbs: { onStdout?: (d: string) => void; onStderr?: (d: string) => void; onStart?: (id: string) => void },
+  cbs: {
+    onStdout?: (d: string) => void;
+    onStderr?: (d: string) => void;
+    onStart?: (id: string) => void;
+    /** stdout's bytes as they came (a terminal's output), undecoded. */
+    onStdoutBytes?: (d: Uint8Array) => void;
+  },
 ): Promise<CommandResult> {
   let out = '';
   let err = '';
@@ -97,6 +103,10 @@ export async function follow(
         cbs.onStart?.(str(ev['exec_id']));
         break;
       case 'stdout': {
+        if (cbs.onStdoutBytes) {
+          const raw = ev['data_base64'] === true ? Buffer.from(str(ev['data']), 'base64') : Buffer.from(str(ev['data']));
+          cbs.onStdoutBytes(raw);
+        }
         const d = text(ev['data'], ev['data_base64']);
         out += d;
         cbs.onStdout?.(d);
@@ -189,6 +199,9 @@ export async function killExec(api: SandboxApi, execId: string): Promise<boolean
 export interface ProcessInfo {
   execId: string;
   pid: string;
+  /** E2B's: argv[0] and the rest of argv. */
+  cmd: string;
+  args: string[];
   state: string;
   argv: string[];
   background: boolean;
@@ -246,6 +259,8 @@ export class Commands {
     return doc.execs.map((e) => ({
       execId: str(e['exec_id']),
       pid: str(e['exec_id']),
+      cmd: Array.isArray(e['argv']) && e['argv'].length ? str(e['argv'][0]) : '',
+      args: Array.isArray(e['argv']) ? (e['argv'] as string[]).slice(1) : [],
       state: str(e['state']),
       argv: Array.isArray(e['argv']) ? (e['argv'] as string[]) : [],
       background: e['background'] === true,

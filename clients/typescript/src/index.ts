@@ -8,7 +8,7 @@ export { FileType, Files } from './files.js';
 export type { EntryInfo, WriteInfo } from './files.js';
 export { Pty, PtyHandle } from './pty.js';
 export type { PtyCreateOpts, PtySize } from './pty.js';
-export { CodeContexts } from './code.js';
+export { CodeContexts, OutputMessage } from './code.js';
 export type { Context, CreateCodeContextOpts, Execution, ExecutionError, Language, RunCodeOpts } from './code.js';
 export type { ConnectionOpts } from './http.js';
 export {

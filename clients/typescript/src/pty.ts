@@ -36,7 +36,7 @@ export class PtyHandle {
     onData?: (data: Uint8Array) => void,
   ) {
     // A terminal's output is one stream, given as stdout.
-    this.ending = follow(res, { onStdout: onData ? (d) => onData(Buffer.from(d)) : undefined });
+    this.ending = follow(res, { onStdoutBytes: onData });
     this.ending.catch(() => undefined); // wait() reports it
   }
 
@@ -68,8 +68,6 @@ export class PtyHandle {
 }
 
 export class Pty {
-  private readonly handles = new Map<string, PtyHandle>();
-
   constructor(private readonly api: SandboxApi) {}
 
   /** Starts a terminal (default 24 x 80) and answers its handle. */
@@ -87,32 +85,22 @@ export class Pty {
     const res = await this.api.stream('POST', '/exec', body, 'pty');
     // The stream's first line names the exec; the handle reads the rest.
     const execId = await firstExecId(res);
-    const h = new PtyHandle(this.api, execId, res, opts.onData);
-    this.handles.set(execId, h);
-    h.wait().then(
-      () => this.handles.delete(execId),
-      () => this.handles.delete(execId),
-    );
-    return h;
+    return new PtyHandle(this.api, execId, res, opts.onData);
   }
 
-  /** E2B's calls by id. */
+  /** E2B's calls by id: any terminal of the sandbox, also one made by
+   * another client (NotFoundError for an exec it does not have). */
   async sendInput(pid: string, data: Uint8Array | string): Promise<void> {
-    await this.handle(pid).sendStdin(data);
+    const body = typeof data === 'string' ? Buffer.from(data) : data;
+    await this.api.json('POST', `/execs/${encodeURIComponent(pid)}/stdin`, body, `stdin of pty ${pid}`);
   }
 
   async resize(pid: string, size: PtySize): Promise<void> {
-    await this.handle(pid).resize(size);
+    await this.api.json('POST', `/execs/${encodeURIComponent(pid)}/resize`, { rows: size.rows, cols: size.cols }, `resize pty ${pid}`);
   }
 
   async kill(pid: string): Promise<boolean> {
     return killExec(this.api, pid);
-  }
-
-  private handle(pid: string): PtyHandle {
-    const h = this.handles.get(pid);
-    if (h === undefined) throw new Error(`no terminal ${pid} of this client is running`);
-    return h;
   }
 }
 

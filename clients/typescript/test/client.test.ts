@@ -20,6 +20,7 @@ import {
   FileType,
   LimitError,
   NotFoundError,
+  OutputMessage,
   PolicyError,
   Sandbox,
   SandboxGoneError,
@@ -425,6 +426,57 @@ test('loopback TCP with a bearer token; envs on create; a bad token refused', bo
     return true;
   });
   assert.throws(() => new Transport({ url: tcpUrl }), /needs a token/);
+});
+
+// E2B programs as they are written for its SDK, ported with renames: what
+// once needed more than a rename (docs/clients.md, "From E2B").
+test('E2B port: runCode callbacks, commands.list, pty by id with raw bytes', bounded, async () => {
+  const sbx = await Sandbox.create({ socket });
+  try {
+    const got: string[] = [];
+    const ex = await sbx.runCode("import sys\nprint('to out')\nprint('to err', file=sys.stderr)\n6 * 7", {
+      onStdout: (m: OutputMessage) => got.push(`out ${m.line} ${m.error}`),
+      onStderr: (m: OutputMessage) => got.push(`err ${m.line} ${m.error}`),
+      onResult: (r) => got.push(`result ${r.text}`),
+      onError: (e) => got.push(`error ${e.name}`),
+      requestTimeoutMs: 30_000,
+    });
+    assert.deepEqual(got, ['out to out\n false', 'err to err\n true', 'result 42']);
+    assert.equal(ex.text, '42');
+    got.length = 0;
+    await sbx.runCode("{}['missing']", { onError: (e) => got.push(`error ${e.name}`) });
+    assert.deepEqual(got, ['error KeyError']);
+    // Output that is not UTF-8 comes as base64 from the daemon: decoded.
+    const raw = await sbx.runCode("import sys; sys.stdout.buffer.write(b'a\\xffb'); sys.stdout.flush()");
+    assert.equal(raw.logs.stdout.join(''), 'a\ufffdb');
+    await assert.rejects(sbx.runCode('1', { envs: { A: 'b' } }), /createCodeContext/);
+
+    const h = await sbx.commands.run('exec sleep 60', { background: true });
+    const p = (await sbx.commands.list()).find((x) => x.pid === h.pid);
+    assert.ok(p);
+    // A command line runs as the daemon's `code` with language bash: its
+    // argv as listed is bash's.
+    assert.deepEqual([p.cmd, p.args, p.state], [p.argv[0], p.argv.slice(1), 'running']);
+    assert.match(p.cmd, /bash$/);
+    assert.equal(await sbx.commands.kill(h.pid), true);
+
+    // A terminal typed to and resized by id (E2B's calls), also one this
+    // client's Sandbox object did not make; onData gets the bytes as the
+    // terminal wrote them, a byte that is not UTF-8 included (unfiltered:
+    // the default filter would make it '?').
+    const chunks: Uint8Array[] = [];
+    const t = await sbx.pty.create({ rows: 24, cols: 80, ttyfilter: false, onData: (d) => chunks.push(d) });
+    const other = await Sandbox.connect(sbx.sandboxId, { socket });
+    await other.pty.resize(t.pid, { rows: 30, cols: 100 });
+    await other.pty.sendInput(t.pid, new TextEncoder().encode("stty size; printf 'x\\377y\\n'; exit\n"));
+    assert.equal((await t.wait()).exitCode, 0);
+    const all = Buffer.concat(chunks);
+    assert.ok(all.includes('30 100'), all.toString());
+    assert.ok(all.includes(Buffer.from([0x78, 0xff, 0x79])), all.toString('hex'));
+    await assert.rejects(other.pty.sendInput('e999', 'x'), NotFoundError);
+  } finally {
+    await sbx.kill();
+  }
 });
 
 test('the example in the docs compiles and runs', bounded, () => {
