@@ -238,7 +238,8 @@ class Commands:
         envs: variables added (held to the profile's env rules: a name not
         allowed is a PolicyError); cwd: an absolute path (default /work);
         stdin: a string given as its whole stdin (then closed; a background
-        command's stdin stays open for send_stdin otherwise); timeout:
+        command's stdin stays open for send_stdin otherwise; E2B's
+        stdin=True is taken with background=True, refused without); timeout:
         seconds (0 or None: none, the sandbox's lifetime still ends it);
         memory, output: its own limits ("64M" or bytes), at most the
         sandbox's.
@@ -253,8 +254,16 @@ class Commands:
             body["cwd"] = cwd
         if timeout:
             body["timeout"] = timeout
-        if isinstance(stdin, (str, bytes)):
+        if isinstance(stdin, bool):  # E2B's flag: a stdin to send_stdin to
+            if stdin and not background:
+                raise ValueError("stdin=True: only a background command's stdin stays open "
+                                 "for send_stdin (give background=True, or the text itself "
+                                 "as stdin=)")
+        elif isinstance(stdin, (str, bytes)):
             body["stdin"] = stdin if isinstance(stdin, str) else stdin.decode()
+        elif stdin is not None:
+            raise TypeError("stdin: expected the text of the command's whole stdin (str or "
+                            "bytes), or E2B's True/False, not %s" % type(stdin).__name__)
         for k, v in (("memory", memory), ("output", output)):
             if v is not None:
                 body[k] = v

@@ -99,3 +99,16 @@ def test_pty_wait_on_pty_gets_all_output(sbx):
     late = []
     t.wait(on_pty=late.append)
     assert b"first-6" in b"".join(seen) and b"first-6" in b"".join(late)
+
+
+def test_stdin_flag_as_e2b_gives_it(sbx):
+    """E2B's stdin=True (a stdin to send to later): taken with a background
+    command, whose stdin stays open; refused without background, naming
+    why; a value of another type is a TypeError, never ignored."""
+    h = sbx.commands.run("head -c 3", background=True, stdin=True)
+    h.send_stdin("abc")
+    assert h.wait().stdout == "abc"
+    with pytest.raises(ValueError, match="background"):
+        sbx.commands.run("cat", stdin=True)
+    with pytest.raises(TypeError, match="stdin"):
+        sbx.commands.run("cat", stdin=3)

@@ -34,8 +34,9 @@ export interface CommandStartOpts {
   /** Variables added to the sandbox's (held to the operator's env rules). */
   envs?: Record<string, string>;
   /** Its whole stdin, closed after. Without it a background command's
-   * stdin stays open for sendStdin. */
-  stdin?: string;
+   * stdin stays open for sendStdin. E2B's `stdin: true` is taken with
+   * `background: true` (its stdin is open then) and refused without. */
+  stdin?: string | boolean;
   /** Its own limits, at most the sandbox's: bytes or "64M". */
   memory?: string | number;
   output?: string | number;
@@ -217,7 +218,10 @@ export class Commands {
     if (opts.cwd !== undefined) b['cwd'] = opts.cwd;
     if (opts.envs !== undefined) b['env'] = opts.envs;
     if (opts.timeoutMs !== undefined) b['timeout'] = seconds(opts.timeoutMs, 'timeoutMs');
-    if (opts.stdin !== undefined) b['stdin'] = opts.stdin;
+    if (typeof opts.stdin === 'string') b['stdin'] = opts.stdin;
+    else if (opts.stdin === true && !(opts as CommandRunOpts).background)
+      throw new TypeError("stdin: true: only a background command's stdin stays open for sendStdin " +
+        '(give background: true, or the text itself as stdin)');
     if (opts.memory !== undefined) b['memory'] = opts.memory;
     if (opts.output !== undefined) b['output'] = opts.output;
     return b;

@@ -460,6 +460,13 @@ test('E2B port: runCode callbacks, commands.list, pty by id with raw bytes', bou
     assert.match(p.cmd, /bash$/);
     assert.equal(await sbx.commands.kill(h.pid), true);
 
+    // E2B's stdin: true: taken with background (its stdin stays open),
+    // refused without, naming why.
+    const hs = await sbx.commands.run('head -c 3', { background: true, stdin: true });
+    await hs.sendStdin('abc');
+    assert.equal((await hs.wait()).stdout, 'abc');
+    await assert.rejects(sbx.commands.run('cat', { stdin: true }), /background/);
+
     // A terminal typed to and resized by id (E2B's calls), also one this
     // client's Sandbox object did not make; onData gets the bytes as the
     // terminal wrote them, a byte that is not UTF-8 included (unfiltered:
