@@ -6,7 +6,8 @@ frame with the run's own nonce and a value over the cap, a child keeping the
 output open after the interpreter died, closing or replacing fds 1 and 2,
 exec'ing another program, stealing the next request line, a delete or a
 sandbox delete or a pause during a run, the code's size at its cap, the
-8-context cap and max_execs, fields of the wrong types. Judged by what the
+8-context cap and max_execs, fields of the wrong types, output of
+control bytes too long as JSON for one answer. Judged by what the
 host sees: the daemon answering, the answers truthful, no process left.
 
 usage: contexts_attacks.py AIRLOCK PROBE [CASE-SUBSTRING...]
@@ -312,6 +313,28 @@ def fields_of_the_wrong_types(e):
     expect(st == 400 and "JSON" in doc["error"], "no body: %d %s" % (st, doc))
     r = run(cid, "import time\ntime.sleep(5)", timeout=1e-9)
     expect(r["reason"] == "timeout", "a timeout of 1e-9: %s" % r)
+    delete(cid)
+
+
+@case
+def output_of_control_bytes_is_answered(e):
+    """8 MiB of control bytes on each stream (six times that as JSON text,
+    over what one answer can carry) in a context's run and in an exec
+    waited for: each is answered at once (base64, the bytes whole), and
+    the sandbox lives on."""
+    cid = ctx(e, output="64M")["context_id"]
+    code = "import os\nb = b'\\x01' * (8 << 20)\nos.write(1, b)\nos.write(2, b)\n1"
+    r = run(cid, code, timeout=60)
+    expect(r["reason"] == "ok" and r.get("stdout_base64") is True and
+           len(r["stdout"]) == 4 * (((8 << 20) + 2) // 3) and r.get("stderr_base64") is True,
+           "the run: %s" % {k: v for k, v in r.items() if not k.startswith(("stdout", "stderr"))})
+    st, d = W.call("POST", "/v1/sandboxes/%s/exec" % W.sid, {
+        "argv": ["python3", "-c", "import os; os.write(1, b'\\x02' * (8 << 20))"],
+        "wait": True, "output": "64M"}, timeout=60)
+    expect(st == 200 and d.get("stdout_base64") is True, "the exec: %d %s" %
+           (st, {k: v for k, v in d.items() if not k.startswith("stdout")}))
+    r = run(cid, "7")
+    expect(r["value"] == "7", "after them: %s" % r)
     delete(cid)
 
 
