@@ -7,7 +7,8 @@ output open after the interpreter died, closing or replacing fds 1 and 2,
 exec'ing another program, stealing the next request line, a delete or a
 sandbox delete or a pause during a run, the code's size at its cap, the
 8-context cap and max_execs, fields of the wrong types, output of
-control bytes too long as JSON for one answer. Judged by what the
+control bytes too long as JSON for one answer, modules of the user's
+named as the driver's. Judged by what the
 host sees: the daemon answering, the answers truthful, no process left.
 
 usage: contexts_attacks.py AIRLOCK PROBE [CASE-SUBSTRING...]
@@ -336,6 +337,30 @@ def output_of_control_bytes_is_answered(e):
     r = run(cid, "7")
     expect(r["value"] == "7", "after them: %s" % r)
     delete(cid)
+
+
+@case
+def python_modules_in_the_workdir(e):
+    """Files json.py, ast.py and traceback.py in the working directory (a
+    user's script named so) do not replace the driver's modules: the
+    context runs; a module of the user's there is still importable."""
+    W.start(e)
+    sh = ("for m in json ast traceback linecache; do echo 'raise SystemExit(\"shadowed\")' "
+          "> $m.py; done; echo 'X = 5' > mymod.py")
+    st, d = W.call("POST", "/v1/sandboxes/%s/exec" % W.sid,
+                   {"argv": ["/bin/sh", "-c", sh], "cwd": "/work", "wait": True})
+    expect(st == 200 and d["exit_code"] == 0, "the files: %d %s" % (st, d))
+    try:
+        cid = ctx(e, cwd="/work")["context_id"]
+        r = run(cid, "import mymod\nmymod.X")
+        expect(r["reason"] == "ok" and r["value"] == "5", "a run: %s" % r)
+        r = run(cid, "raise KeyError('k')")
+        expect(r["reason"] == "error" and r["error"]["name"] == "KeyError", "an error: %s" % r)
+        delete(cid)
+    finally:
+        W.call("POST", "/v1/sandboxes/%s/exec" % W.sid, {
+            "argv": ["/bin/rm", "-f", "json.py", "ast.py", "traceback.py", "linecache.py",
+                     "mymod.py"], "cwd": "/work", "wait": True})
 
 
 @case

@@ -4,7 +4,17 @@
 # dict kept for the interpreter's life; its output goes to the real stdout
 # and stderr as it happens; then the run's frame goes on stdout and the end
 # marker on stderr, each tagged with the run's nonce.
-import ast, json, linecache, os, sys, traceback
+import sys
+
+# `python3 -c` puts the working directory first on sys.path: a json.py or
+# ast.py of the user's there would be imported by this driver instead of
+# the standard library's and break every run. It is taken off for the
+# driver's imports and put back for the user's code.
+_first = sys.path.pop(0) if sys.path and sys.path[0] in ("", ".") else None
+import ast, json, linecache, os, traceback
+
+if _first is not None:
+    sys.path.insert(0, _first)
 
 # A frame's text field (value, message, traceback) at most, as JSON bytes:
 # the session refuses a frame whose fields are over 1 MiB.
