@@ -7,7 +7,8 @@ output open after the interpreter died, closing or replacing fds 1 and 2,
 exec'ing another program, stealing the next request line, a delete or a
 sandbox delete or a pause during a run, the code's size at its cap, the
 8-context cap and max_execs, fields of the wrong types, output of
-control bytes too long as JSON for one answer, modules of the user's
+control bytes too long as JSON for one answer, output between runs past
+the limit, a sandbox paused when idle, modules of the user's
 named as the driver's. Judged by what the
 host sees: the daemon answering, the answers truthful, no process left.
 
@@ -392,6 +393,34 @@ def markers_split_across_writes(e):
     expect(r["stdout"] == "YQBi/w==" and r.get("stdout_base64") is True and
            r["stderr"] == "ww==", "NUL and not UTF-8: %s" % r)
     delete(cid)
+
+
+@case
+def output_between_runs_and_idle_pause(e):
+    """A thread writing 4 MiB after its run ended (a 1M output limit): the
+    interpreter is ended by its limit while idle (state stopped) and the
+    next run says so (restart_reason output). A context in a sandbox paused
+    by its idle timeout: its next run resumes it and finds its state."""
+    cid = ctx(e, output="1M")["context_id"]
+    run(cid, "import threading, os, time\ndef w():\n    time.sleep(0.2)\n"
+        "    for i in range(64):\n        os.write(1, b'x' * 65536)\n"
+        "threading.Thread(target=w, daemon=True).start()")
+    expect(wait_for(lambda: W.call("GET", "/v1/sandboxes/%s/contexts/%s" %
+                                   (W.sid, cid))[1]["state"] == "stopped", 20),
+           "the interpreter was not ended by its output limit")
+    r = run(cid, "1")
+    expect(r["value"] == "1" and r["restart_reason"] == "output", "the next run: %s" % r)
+    delete(cid)
+    st, doc = W.call("POST", "/v1/sandboxes", {"idle_timeout": 1, "idle_action": "pause"})
+    expect(st == 201, "a sandbox pausing when idle: %d %s" % (st, doc))
+    sid = doc["id"]
+    c2 = ctx(e, sid=sid)["context_id"]
+    run(c2, "x = 3", sid=sid)
+    expect(wait_for(lambda: W.call("GET", "/v1/sandboxes/" + sid)[1].get("state") == "paused",
+                    15), "the sandbox did not pause when idle")
+    r = run(c2, "x", sid=sid, timeout=30)
+    expect(r["value"] == "3" and r["restarted"] is False, "the run that resumed it: %s" % r)
+    W.call("DELETE", "/v1/sandboxes/" + sid)
 
 
 @case
