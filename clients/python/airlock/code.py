@@ -4,6 +4,7 @@ loaded data stay between run_code calls."""
 
 from dataclasses import dataclass, field
 
+from .commands import _text
 from .errors import LimitError, LIMIT_REASONS
 
 
@@ -88,7 +89,8 @@ def execution_from(doc):
     if isinstance(err, dict):
         error = ExecutionError(name=err.get("name", ""), value=err.get("message", ""),
                                traceback=err.get("traceback", ""))
-    out, errtext = doc.get("stdout") or "", doc.get("stderr") or ""
+    # Output that is not UTF-8 (or mostly control bytes) comes as base64.
+    out, errtext = _text(doc, "stdout"), _text(doc, "stderr")
     ex = Execution(text=doc.get("value"),
                    logs=Logs(stdout=[out] if out else [], stderr=[errtext] if errtext else []),
                    error=error, reason=doc.get("reason", ""),
