@@ -18,6 +18,14 @@ size_t al_ctx_marker(char *buf, const char *nonce, bool end)
 	return n < 0 ? 0 : (size_t)n;
 }
 
+/* v null, or a string of at most AL_CTX_TEXT_MAX bytes (or, with
+ * null_too false, only the string). */
+static bool text_ok(json_t *v, bool null_too)
+{
+	return (null_too && json_is_null(v)) ||
+	       (json_is_string(v) && json_string_length(v) <= AL_CTX_TEXT_MAX);
+}
+
 /* o an object whose keys are exactly names (n of them). */
 static bool exactly(json_t *o, const char *const *names, size_t n)
 {
@@ -42,11 +50,10 @@ int al_ctx_frame_parse(const char *p, size_t n, uint64_t id, struct al_ctx_frame
 	json_t *jid = json_object_get(o, "id"), *v = json_object_get(o, "value"),
 	       *e = json_object_get(o, "error");
 	bool good = exactly(o, top, 3) && json_is_integer(jid) && json_integer_value(jid) >= 0 &&
-		    (uint64_t)json_integer_value(jid) == id &&
-		    (json_is_null(v) || json_is_string(v)) &&
+		    (uint64_t)json_integer_value(jid) == id && text_ok(v, true) &&
 		    (json_is_null(e) || exactly(e, err, 3));
 	for (size_t i = 0; good && !json_is_null(e) && i < 3; i++)
-		good = json_is_string(json_object_get(e, err[i]));
+		good = text_ok(json_object_get(e, err[i]), false);
 	if (good) {
 		f->ok = true;
 		f->value = json_is_string(v) ? xstrdup(json_string_value(v)) : NULL;

@@ -11,8 +11,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A frame's JSON, at most (past it the interpreter is ended). */
-#define AL_CTX_FRAME_MAX (16u << 20)
+/* A frame's JSON, at most (past it the interpreter is ended): room for
+ * its four text fields at their cap, escaped. */
+#define AL_CTX_FRAME_MAX (8u << 20)
+/* Each text field of a frame (value, name, message, traceback), at most,
+ * as UTF-8 bytes: the drivers cut theirs to it, so more is a forgery. */
+#define AL_CTX_TEXT_MAX (1u << 20)
 /* Room for a marker (a nonce of at most 32 characters). */
 #define AL_CTX_MARK_MAX 64
 
@@ -31,6 +35,6 @@ size_t al_ctx_marker(char *buf, const char *nonce, bool end);
  * or -EINVAL (f left clear) when it is over AL_CTX_FRAME_MAX, not a JSON
  * object of exactly "id" (id), "value" (a string or null) and "error"
  * (null, or an object of exactly the strings "name", "message" and
- * "traceback"). */
+ * "traceback"), or a string is over AL_CTX_TEXT_MAX bytes. */
 int al_ctx_frame_parse(const char *p, size_t n, uint64_t id, struct al_ctx_frame *f);
 void al_ctx_frame_clear(struct al_ctx_frame *f);

@@ -445,7 +445,12 @@ static void run(struct sctx *c, uint64_t req, const uint8_t *body, size_t len)
 		int r = start(c, &err);
 		if (r < 0) {
 			json_decref(o);
-			return sess_error(s, req, r == -EAGAIN ? 429 : 500,
+			if (r == -EAGAIN)
+				return sess_error(s, req, 429,
+						  "context %s could not start its interpreter: %s: "
+						  "this sandbox's max_execs (%u) are running",
+						  c->id, err.msg, s->max_execs);
+			return sess_error(s, req, 500,
 					  "context %s could not start its interpreter: %s", c->id,
 					  err.msg);
 		}

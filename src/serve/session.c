@@ -59,8 +59,13 @@ void sess_answer(struct sess *s, uint64_t req, unsigned status, json_t *body)
 	 * a 500 with a fixed message, and the session goes on. */
 	static const char failed[] = "{\"error\":\"the answer could not be encoded\"}";
 	char *t = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	/* Over what one message carries it would be dropped and the request
+	 * left waiting: a 500 saying so instead. */
+	static const char big[] = "{\"error\":\"the answer is over 48 MiB as JSON\"}";
 
-	if (t)
+	if (t && strlen(t) > AL_MSG_MAX - 4096)
+		sess_answer_raw(s, req, 500, "application/json", big, sizeof(big) - 1);
+	else if (t)
 		sess_answer_raw(s, req, status, "application/json", t, strlen(t));
 	else
 		sess_answer_raw(s, req, 500, "application/json", failed, sizeof(failed) - 1);

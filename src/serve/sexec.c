@@ -20,9 +20,32 @@
 #include "policy/engine.h"
 #include "serve/serve.h"
 
+/* The length of p[0..n) as a JSON string's text (compact, UTF-8 kept):
+ * a control byte is 6 ("\u0001"), a quote, backslash or \b\f\n\r\t 2. */
+static size_t json_text_len(const char *p, size_t n)
+{
+	size_t len = n;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)p[i];
+		if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' ||
+		    c == '\t')
+			len += 1;
+		else if (c < 0x20)
+			len += 5;
+	}
+	return len;
+}
+
 void sess_put_output(json_t *o, const char *name, const char *p, size_t n, bool cut)
 {
-	json_t *s = json_stringn(p ? p : "", n);
+	/* Text when it is UTF-8, unless as JSON it would be more than 64 KiB
+	 * longer than as base64: 8 MiB of control bytes would be 48 MiB of
+	 * escapes, over what one answer carries (AL_MSG_MAX) with both
+	 * streams. (A short chunk of terminal escapes stays text.) */
+	json_t *s = p && json_text_len(p, n) > 4 * ((n + 2) / 3) + (64u << 10)
+			? NULL
+			: json_stringn(p ? p : "", n);
 	char key[32];
 
 	snprintf(key, sizeof(key), "%s_base64", name);

@@ -272,7 +272,7 @@ def forged_frames(e):
     like any other; with the run's own nonce (found in the driver's frame)
     and garbage, or a frame of the wrong types, the interpreter is ended
     (reason protocol, restarted) and the next run works; a huge line after
-    the nonce (over the 16 MiB cap) likewise; a 9 MiB line without the
+    the nonce (over the 8 MiB cap) likewise; a 9 MiB line without the
     marker is output, cut at 8 MiB."""
     cid = ctx(e, output="64M")["context_id"]
     forged = "\\x1eALCTX:" + "0" * 32 + ":{\"id\": 1, \"value\": \"forged\", \"error\": null}"

@@ -1,7 +1,7 @@
 /* libFuzzer target: a code context's frame (serve/ctxframe.c), written by
  * an interpreter that runs the user's code, so every byte is hostile. A
  * frame that parses is of the run asked for (id 1) and each field of its
- * type; one that does not leaves nothing behind (LeakSanitizer). */
+ * type, its text at most AL_CTX_TEXT_MAX; one that does not leaves nothing behind (LeakSanitizer). */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -20,14 +20,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			__builtin_trap(); /* a refused frame must leave f clear */
 		return 0;
 	}
-	if (!f.ok)
+	if (!f.ok || (f.value && strlen(f.value) > AL_CTX_TEXT_MAX))
 		__builtin_trap();
 	if (f.error) {
 		const char *const names[] = {"name", "message", "traceback"};
 		if (!json_is_object(f.error) || json_object_size(f.error) != 3)
 			__builtin_trap();
 		for (int i = 0; i < 3; i++)
-			if (!json_is_string(json_object_get(f.error, names[i])))
+			if (!json_is_string(json_object_get(f.error, names[i])) ||
+			    json_string_length(json_object_get(f.error, names[i])) >
+				AL_CTX_TEXT_MAX)
 				__builtin_trap();
 	}
 	/* The marker of any nonce fits its buffer and starts with the

@@ -6,6 +6,7 @@ import base64
 import time
 from dataclasses import dataclass, field
 
+from .commands import _text
 from .errors import LimitError, LIMIT_REASONS
 
 
@@ -99,16 +100,6 @@ def context_from(doc):
                    restarts=doc.get("restarts", 0))
 
 
-def _text(doc, name):
-    """A run's stdout or stderr as text: the daemon gives output that is
-    not UTF-8 in base64 (NAME_base64), decoded here with U+FFFD for the
-    bytes that are not."""
-    v = doc.get(name) or ""
-    if doc.get(name + "_base64"):
-        return base64.b64decode(v).decode("utf-8", "replace")
-    return v
-
-
 def execution_from(doc):
     """The Execution for a /contexts/{cid}/run answer; raises LimitError
     when a limit ended the run (its interpreter restarted)."""
@@ -117,6 +108,7 @@ def execution_from(doc):
     if isinstance(err, dict):
         error = ExecutionError(name=err.get("name", ""), value=err.get("message", ""),
                                traceback=err.get("traceback", ""))
+    # Output that is not UTF-8 (or mostly control bytes) comes as base64.
     out, errtext = _text(doc, "stdout"), _text(doc, "stderr")
     ex = Execution(text=doc.get("value"),
                    logs=Logs(stdout=[out] if out else [], stderr=[errtext] if errtext else []),

@@ -121,6 +121,9 @@ def test_context_keeps_variables(daemon):
         assert "NameError" in ex.error.traceback and ex.text is None
         assert sbx.run_code("x * 2").text == "82"  # the default context is intact
         assert {c.id for c in sbx.list_code_contexts()} >= {other.id}
+        # Output that is not UTF-8 comes as base64: decoded here.
+        ex = sbx.run_code("import os\nos.write(1, b'ok\\xff')")
+        assert ex.logs.stdout == ["ok\ufffd"]
 
 
 

@@ -19,15 +19,50 @@ const ctx = vm.createContext({
 });
 ctx.globalThis = ctx;
 
+// A frame's text field (value, message, traceback) at most, as JSON bytes:
+// the session refuses a frame whose fields are over 1 MiB.
+const CAP = 1 << 20;
+
+// s as a frame's field: a NUL or a lone surrogate (which the session's JSON
+// parser refuses) written as its escape, \x00 or \udXXX, and the text cut
+// until its JSON is at most CAP bytes (never inside a surrogate pair).
+function text(s) {
+  s = String(s).replace(/\0/g, '\\x00').replace(
+    /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g,
+    (c) => '\\u' + c.charCodeAt(0).toString(16));
+  let n = Buffer.byteLength(JSON.stringify(s));
+  while (n > CAP) {
+    s = s.slice(0, Math.max(0, Math.floor((s.length * CAP) / n) - 16));
+    if (/[\ud800-\udbff]$/.test(s)) s = s.slice(0, -1);
+    n = Buffer.byteLength(JSON.stringify(s));
+  }
+  return s;
+}
+
+// f() as a frame's text, or fallback when f throws (a getter, a Proxy).
+function shown(f, fallback) {
+  try {
+    return text(f());
+  } catch {
+    return fallback;
+  }
+}
+
 // A thrown value as {name, message, traceback}: the driver's own frames
-// (node:vm, [eval]) are left out of the stack.
+// (node:vm, [eval]) are left out of the stack. Every read of the thrown
+// value may throw, and is guarded.
 function errorOf(e) {
   const isObj = e !== null && (typeof e === 'object' || typeof e === 'function');
-  const name = isObj && typeof e.name === 'string' ? e.name : 'Error';
-  const message = isObj && typeof e.message === 'string' ? e.message : util.inspect(e);
-  const stack = isObj && typeof e.stack === 'string' ? e.stack : name + ': ' + message;
-  const lines = stack.split('\n').filter((l) => !/node:(vm|internal)|\[eval\]/.test(l));
-  return { name, message, traceback: lines.join('\n') };
+  const get = (k) => { try { return isObj ? e[k] : undefined; } catch { return undefined; } };
+  const n = get('name'), m = get('message'), st = get('stack');
+  const name = typeof n === 'string' ? text(n) : 'Error';
+  const message = typeof m === 'string' ? text(m)
+                                        : shown(() => util.inspect(e), '<the thrown value>');
+  const stack = typeof st === 'string' ? st : name + ': ' + message;
+  const traceback = shown(
+    () => stack.split('\n').filter((l) => !/node:(vm|internal)|\[eval\]/.test(l)).join('\n'),
+    name + ': ' + message);
+  return { name, message, traceback };
 }
 
 async function run(code) {
@@ -36,7 +71,7 @@ async function run(code) {
     if (v !== null && (typeof v === 'object' || typeof v === 'function') &&
         typeof v.then === 'function')
       v = await v;
-    return { value: v === undefined ? null : util.inspect(v).slice(0, 1 << 20), error: null };
+    return { value: v === undefined ? null : text(util.inspect(v)), error: null };
   } catch (e) {
     return { value: null, error: errorOf(e) };
   }
