@@ -2,7 +2,6 @@
 interpreter in the sandbox per context, whose variables, imports and
 loaded data stay between run_code calls."""
 
-import base64
 import time
 from dataclasses import dataclass, field
 
