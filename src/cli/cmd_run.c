@@ -218,6 +218,7 @@ int al_cmd_run(int argc, char **argv)
 		al_cli_print_errors(&errs);
 		goto out;
 	}
+	al_log_phase("policy read");
 	al_request_init(&rq, &cfg, policy);
 	if (al_request_plan(&rq, &errs) < 0) {
 		al_cli_print_errors(&errs);
@@ -225,12 +226,14 @@ int al_cmd_run(int argc, char **argv)
 			refused(&cli, &rq, run_id);
 		goto out;
 	}
+	al_log_phase("plan made");
 	/* What this machine cannot enforce is refused before anything is
 	 * written (once: the run layer is told). */
 	if (al_request_probe(&rq, NULL, &err) < 0) {
 		al_err("%s", err.msg);
 		goto out;
 	}
+	al_log_phase("backend probed");
 	backend = rq.backend;
 	/* The secrets' values and the run's tokens, read and minted on the
 	 * host now: a source that fails stops the run here. Before they are

@@ -97,6 +97,11 @@ int main(int argc, char **argv)
 	const char *cmd = argc > 1 ? argv[1] : NULL;
 
 	ensure_stdio();
+	/* bench/phases.py's timestamps (docs/benchmarks.md). */
+	if (getenv("AIRLOCK_PHASES")) {
+		al_log_phases_on();
+		al_log_phase("main");
+	}
 
 	if (!cmd) {
 		al_cli_usage(stderr);

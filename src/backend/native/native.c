@@ -189,6 +189,7 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 	al_native_state_new(sb);
 	if ((r = al_native_lower_session(p, sb->session, &sb->state->lowered, err)) < 0)
 		return r;
+	al_log_phase("plan lowered");
 	/* A session keeps the scratch's root for the file operations. */
 	sb->state->lowered->want_scratch |= sb->session;
 	if ((r = take_ids(sb, err)) < 0)
@@ -199,6 +200,7 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 	 * left behind before adding ours. */
 	if (al_cgroup_gc(&gc_err) < 0)
 		al_debug("ignoring: %s", gc_err.msg);
+	al_log_phase("stale cgroups collected");
 	r = al_cgroup_create(&limits, &sb->cg, err);
 	al_log_phase("cgroup created");
 	if (r == 0)
