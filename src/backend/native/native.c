@@ -449,9 +449,10 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 	/* Clear what a killed supervisor left behind (one readdir per
 	 * hierarchy), now that the child sets up on its own: the work
 	 * overlaps its setup instead of delaying its clone. Ours is never
-	 * taken (its pid is alive). */
+	 * taken (its pid is alive), and where it is the only one no directory
+	 * is read. */
 	struct al_error gc_err = {0};
-	if (al_cgroup_gc(&gc_err) < 0)
+	if (al_cgroup_gc_except(sb->cg, &gc_err) < 0)
 		al_debug("ignoring: %s", gc_err.msg);
 	al_log_phase("stale cgroups collected");
 	return al_monitor_start(sb, err);
