@@ -72,6 +72,9 @@ def main():
                     help="an airlock binary (repeatable); default new=build/airlock")
     ap.add_argument("extra", nargs="*", help="arguments for airlock run")
     args = ap.parse_args()
+    if not (os.path.isfile(args.floor) and os.access(args.floor, os.X_OK)):
+        sys.exit(f"phases: no floor program at {args.floor} (build it: ninja -C build "
+                 "bench/bench-floor, with -Dtests=true; or give --floor PATH)")
     bins = [a.split("=", 1) for a in (args.airlock or
                                       ["new=" + os.path.join(ROOT, "build", "airlock")])]
     floor_t = []

@@ -59,6 +59,9 @@ def main():
                     help="bench/floor.c's program (the namespaces and a root, nothing else)")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
+    if not (os.path.isfile(args.floor) and os.access(args.floor, os.X_OK)):
+        sys.exit(f"startup: no floor program at {args.floor} (build it: ninja -C build "
+                 "bench/bench-floor, with -Dtests=true; or give --floor PATH)")
 
     bwrap = shutil.which("bwrap")
     if not bwrap:
