@@ -5,7 +5,9 @@ Each round runs every command once, in turn, so that machine noise hits all of
 them alike; the report gives medians and the ratios the issues set targets on.
 With --baseline PATH, another airlock binary (an earlier build) runs in the
 same rounds, and the report adds new / baseline.
-Usage: bench/startup.py [--rounds N] [--airlock PATH] [--baseline PATH] [--json FILE]
+The floor is bench/floor.c (build/bench/bench-floor): the namespaces and a
+read-only root, nothing else.
+Usage: bench/startup.py [--rounds N] [--airlock PATH] [--baseline PATH] [--floor PATH] [--json FILE]
 """
 import argparse
 import json
@@ -53,8 +55,13 @@ def main():
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--airlock", default=os.path.join(ROOT, "build", "airlock"))
     ap.add_argument("--baseline", help="an earlier airlock binary to run in the same rounds")
+    ap.add_argument("--floor", default=os.path.join(ROOT, "build", "bench", "bench-floor"),
+                    help="bench/floor.c's program (the namespaces and a root, nothing else)")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
+    if not (os.path.isfile(args.floor) and os.access(args.floor, os.X_OK)):
+        sys.exit(f"startup: no floor program at {args.floor} (build it: ninja -C build "
+                 "bench/bench-floor, with -Dtests=true; or give --floor PATH)")
 
     bwrap = shutil.which("bwrap")
     if not bwrap:
@@ -81,6 +88,7 @@ def main():
     op = ["--operator-policy", opfile]
     cases = [
         ("bare /bin/true", [true]),
+        ("floor", [args.floor, true]),
         ("bwrap", [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
                    "--tmpfs", "/tmp", "--unshare-all", "--die-with-parent", true]),
         ("airlock", [args.airlock, "run", "--", true]),
@@ -114,6 +122,8 @@ def main():
         print(f"{name:38s} median {r['median_ms']:7.2f} ms  (p10 {r['p10_ms']:.2f}, p90 {r['p90_ms']:.2f})")
     ratio = res["airlock"]["median_ms"] / res["bwrap"]["median_ms"]
     print(f"airlock / bwrap = {ratio:.2f}   (target <= 0.75; > 1.0 is a bug)")
+    fr = res["airlock"]["median_ms"] / res["floor"]["median_ms"]
+    print(f"airlock / floor = {fr:.2f}   (bench/phases.py shows what airlock adds)")
     gratio = res["airlock --allow"]["median_ms"] / res["bwrap"]["median_ms"]
     print(f"airlock --allow / bwrap = {gratio:.2f}   (target <= 1.0)")
     orr = res["airlock --operator-policy"]["median_ms"] / res["airlock"]["median_ms"]

@@ -204,16 +204,39 @@ json_t *al_json_text(const char *s)
 	return j ? j : json_string("");
 }
 
+/* The calendar date from the days since 1970-01-01, by whole 400-year
+ * eras of 146,097 days from 0000-03-01 (a year counted from March puts
+ * the leap day last): no gmtime_r(), whose first call in a process reads
+ * the time zone file (/etc/localtime: seven system calls on every run for
+ * a time that is UTC anyway). */
+void al_audit_format_time(long long sec, long nsec, char *buf, size_t len)
+{
+	long long days = sec / 86400, rem = sec % 86400;
+
+	if (rem < 0) {
+		rem += 86400;
+		days--;
+	}
+	long long z = days + 719468; /* days since 0000-03-01 */
+	long long era = (z >= 0 ? z : z - 146096) / 146097;
+	long long doe = z - era * 146097;				       /* [0, 146096] */
+	long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365; /* [0, 399] */
+	long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100);	       /* from March 1 */
+	long long mp = (5 * doy + 2) / 153;				       /* March is 0 */
+	long long day = doy - (153 * mp + 2) / 5 + 1;
+	long long month = mp < 10 ? mp + 3 : mp - 9;
+	long long year = yoe + era * 400 + (month <= 2);
+
+	snprintf(buf, len, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%03ldZ", year, month, day,
+		 rem / 3600, rem / 60 % 60, rem % 60, nsec / 1000000);
+}
+
 void al_audit_timestamp(char *buf, size_t len)
 {
 	struct timespec ts;
-	struct tm tm;
-	char base[32];
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf, len, "%s.%03ldZ", base, ts.tv_nsec / 1000000);
+	al_audit_format_time((long long)ts.tv_sec, ts.tv_nsec, buf, len);
 }
 
 void al_audit_emit(struct al_audit *a, const char *event, json_t *fields)

@@ -37,6 +37,8 @@ void al_audit_close(struct al_audit *a);
 
 /* UTC time as RFC 3339 with milliseconds: "2026-11-29T18:03:04.123Z". */
 void al_audit_timestamp(char *buf, size_t len);
+/* The same for a given CLOCK_REALTIME time (sec may be before 1970). */
+void al_audit_format_time(long long sec, long nsec, char *buf, size_t len);
 
 /* s as a JSON string, with every byte that is not part of valid UTF-8
  * replaced by U+FFFD (jansson refuses invalid UTF-8, and a field that

@@ -126,6 +126,10 @@ bool al_cgroup_can_freeze(const struct al_cgroup *cg);
 /* Remove stale run cgroups whose supervisor is gone. Returns how many were
  * removed, or -errno. */
 int al_cgroup_gc(struct al_error *err);
+/* The same, from a run that made ours (or NULL): where ours is the only
+ * run cgroup, that is seen from the link count and one stat, without
+ * reading the directory. */
+int al_cgroup_gc_except(const struct al_cgroup *ours, struct al_error *err);
 
 /* The run's directory in the given controller's hierarchy, for tests and
  * the verify command; NULL if not used. */

@@ -194,18 +194,23 @@ static bool run_is_stale(const char *name)
 	return now != st;    /* the pid was reused */
 }
 
-static int gc_base(const char *base)
+static int gc_base(const char *base, const char *ours)
 {
-	struct stat st;
+	struct stat st, own;
 	DIR *d;
 	struct dirent *e;
 	int removed = 0;
 
 	/* A cgroup directory's link count is 2 plus its subdirectories: with
-	 * none there is nothing to collect, and one stat saves a readdir on
-	 * every run. */
+	 * none, or only ours, there is nothing to collect, and a stat or two
+	 * save a readdir on every run. */
 	if (stat(base, &st) < 0 || st.st_nlink <= 2)
 		return 0;
+	if (ours && st.st_nlink == 3) {
+		_cleanup_free_ char *mine = xasprintf("%s/%s", base, ours);
+		if (stat(mine, &own) == 0 && S_ISDIR(own.st_mode))
+			return 0;
+	}
 	_cleanup_(al_closep) int fd = open(base, O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
@@ -233,13 +238,20 @@ static int gc_base(const char *base)
 
 int al_cgroup_gc(struct al_error *err)
 {
+	return al_cgroup_gc_except(NULL, err);
+}
+
+int al_cgroup_gc_except(const struct al_cgroup *cg, struct al_error *err)
+{
+	/* Our run's directory name: the same in every hierarchy. */
+	const char *ours = cg && cg->n ? strrchr(cg->h[0].dir, '/') + 1 : NULL;
 	_cleanup_free_ char *v2own = NULL;
 	const char *v2m = NULL;
 	int total = 0;
 
 	if (al_cg_v2_usable(&v2m, &v2own)) {
 		_cleanup_free_ char *base = xasprintf("%s/airlock", v2own);
-		return gc_base(base);
+		return gc_base(base, ours);
 	}
 	/* The freezer first: a frozen session's tasks die only once thawed,
 	 * and their other cgroups are removed only once they are gone. */
@@ -252,7 +264,7 @@ int al_cgroup_gc(struct al_error *err)
 			continue;
 		_cleanup_free_ char *dir = al_cg_join(real, own);
 		_cleanup_free_ char *base = xasprintf("%s/airlock", dir);
-		int r = gc_base(base);
+		int r = gc_base(base, ours);
 		if (r > 0)
 			total += r;
 	}

@@ -2,9 +2,12 @@
  * runner only: everywhere else an error is returned with its message
  * (core/error.h), so that the caller can clean up and say it once. */
 #include <fcntl.h>
+#include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "cli.h"
 #include "config.h"
@@ -97,6 +100,17 @@ int main(int argc, char **argv)
 	const char *cmd = argc > 1 ? argv[1] : NULL;
 
 	ensure_stdio();
+	/* jansson's hash seed, from getrandom(): its own opens and reads
+	 * /dev/urandom (three system calls on every command). Without one,
+	 * jansson seeds itself as before. */
+	uint32_t seed;
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == (ssize_t)sizeof(seed) && seed)
+		json_object_seed(seed);
+	/* bench/phases.py's timestamps (docs/benchmarks.md). */
+	if (getenv("AIRLOCK_PHASES")) {
+		al_log_phases_on();
+		al_log_phase("main");
+	}
 
 	if (!cmd) {
 		al_cli_usage(stderr);

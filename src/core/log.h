@@ -15,8 +15,11 @@ enum al_log_level al_log_get_level(void);
 
 void al_log(enum al_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* -v timing: "+1.234 ms: what", measured from the first call. */
+/* -v timing: "+1.234 ms: what", measured from the first call; with
+ * al_log_phases_on() (the CLI's $AIRLOCK_PHASES) instead "phase T ms:
+ * what" at any level, T the CLOCK_MONOTONIC time. */
 void al_log_phase(const char *what);
+void al_log_phases_on(void);
 
 #define al_err(...)   al_log(AL_LOG_ERROR, __VA_ARGS__)
 #define al_warn(...)  al_log(AL_LOG_WARN, __VA_ARGS__)

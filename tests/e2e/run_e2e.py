@@ -1177,6 +1177,28 @@ def quiet_and_verbose_flags(e):
 
 
 @case
+def phase_times(e):
+    """$AIRLOCK_PHASES prints each phase of a run with its monotonic time,
+    in order, even with -q; without it, no phase line is printed."""
+    env = dict(os.environ, AIRLOCK_PHASES="1")
+    res = e.probe_run("hostname", opts=["-q"], env=env)
+    expect_rc(res, 0)
+    expect(res.text == "airlock\n", "stdout is %r" % res.text, res)
+    phases = [l for l in res.errtext.splitlines() if l.startswith("airlock: phase ")]
+    names = [l.partition(" ms: ")[2] for l in phases]
+    times = [float(l[len("airlock: phase "):].partition(" ms: ")[0]) for l in phases]
+    for want in ("main", "plan built", "plan lowered",
+                 "cloned into new namespaces", "verified", "command started",
+                 "command ended", "cleaned up"):
+        expect(want in names, "no phase %r in %r" % (want, names), res)
+    expect(times == sorted(times), "phase times go back: %r" % phases, res)
+    env.pop("AIRLOCK_PHASES")
+    res = e.probe_run("hostname", env=env)
+    expect_rc(res, 0)
+    expect("airlock: phase" not in res.errtext, "phase lines without $AIRLOCK_PHASES", res)
+
+
+@case
 def double_dash_optional(e):
     """The command may follow the options without "--"."""
     res = e.run(None, raw_argv=[e.airlock, "run", "--ro", "%s:%s" % (e.probe, PROBE_IN),

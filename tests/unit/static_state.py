@@ -32,6 +32,8 @@ ALLOWED = {
         "the process's log level (-q, -v): atomic, process-wide by design",
     ("src_core_log.c.o", "start"):
         "the origin of -v's phase times: atomic, set once",
+    ("src_core_log.c.o", "phases_on"):
+        "$AIRLOCK_PHASES, set by the CLI's main: atomic, process-wide by design",
     ("src_serve_api_front.c.o", "F"):
         "the daemon's HTTP front: its own confined process, one per daemon, never a run's",
     ("src_policy_operator-parse.c.o", "built"):

@@ -183,22 +183,18 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 	    .want_freezer = sb->session,  /* its pause */
 	    .exec_children = sb->session, /* each exec's cgroup */
 	};
-	struct al_error gc_err = {0};
 	int r;
 
 	al_native_state_new(sb);
 	if ((r = al_native_lower_session(p, sb->session, &sb->state->lowered, err)) < 0)
 		return r;
+	al_log_phase("plan lowered");
 	/* A session keeps the scratch's root for the file operations. */
 	sb->state->lowered->want_scratch |= sb->session;
 	if ((r = take_ids(sb, err)) < 0)
 		return r;
 	if ((r = al_native_open_inputs(sb->state->lowered, p, &sb->state->inputs, err)) < 0)
 		return r;
-	/* Cheap (one readdir per hierarchy): clear what a killed supervisor
-	 * left behind before adding ours. */
-	if (al_cgroup_gc(&gc_err) < 0)
-		al_debug("ignoring: %s", gc_err.msg);
 	r = al_cgroup_create(&limits, &sb->cg, err);
 	al_log_phase("cgroup created");
 	if (r == 0)
@@ -450,6 +446,15 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 		return al_error_setsys(err, e, "releasing the sandbox child");
 	}
 	al_log_phase("id maps written, child released");
+	/* Clear what a killed supervisor left behind (one readdir per
+	 * hierarchy), now that the child sets up on its own: the work
+	 * overlaps its setup instead of delaying its clone. Ours is never
+	 * taken (its pid is alive), and where it is the only one no directory
+	 * is read. */
+	struct al_error gc_err = {0};
+	if (al_cgroup_gc_except(sb->cg, &gc_err) < 0)
+		al_debug("ignoring: %s", gc_err.msg);
+	al_log_phase("stale cgroups collected");
 	return al_monitor_start(sb, err);
 }
 
