@@ -62,6 +62,26 @@ json_t *mcp_write_file(struct mcp *m, json_t *args);
 json_t *mcp_read_file(struct mcp *m, json_t *args);
 json_t *mcp_list_files(struct mcp *m, json_t *args);
 
+/* The text content shows at most this much of an output or a file; the
+ * structured content has all of it. */
+#define MCP_TEXT_SECTION_MAX (64 * 1024)
+/* At most this many denial lines, or directory entries, in the text. */
+#define MCP_TEXT_LINES_MAX 100
+
+/* s (n bytes) for one line of the text content, malloc'd: each control
+ * character (below 0x20, and 0x7f) as \n, \r, \t or \xNN, and a
+ * backslash doubled, so that a file name or a denial line that sandboxed
+ * code chose cannot start lines of its own (a fake entry, a fake
+ * "ended:" line). */
+char *mcp_text_escape(const char *s, size_t n);
+/* "--- NAME\nV\n" appended to *text (nothing when n is 0): past
+ * MCP_TEXT_SECTION_MAX bytes V is cut (on a character's start) and the
+ * text says so, naming structuredContent.FIELD. */
+void mcp_text_section(char **text, const char *name, const char *field, const char *v, size_t n,
+		      bool base64);
+/* *text with fmt appended. */
+void mcp_text_append(char **text, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* A CallToolResult: structured content, its summary as the text content,
  * and isError. Takes structured and text. */
 json_t *mcp_result(json_t *structured, char *text, bool is_error);

@@ -15,8 +15,6 @@
 /* The daemon answers a run by its timeout; this much more is allowed for
  * the answer itself before the HTTP client gives up. */
 #define ANSWER_SLACK_MS 60000
-/* At most this much of each output in a result's text content. */
-#define TEXT_SECTION_MAX (64 * 1024)
 
 json_t *mcp_sandbox_raw(struct mcp *m, const char *what, const char *method, const char *suffix,
 			const char *body, size_t len, const char *ctype, int timeout_ms,
@@ -115,47 +113,35 @@ static char *denial_text(json_t *ev)
 	return s;
 }
 
-/* The daemon's denials as lines, into structured ("denials") and text. */
+/* The daemon's denials as lines, into structured ("denials", all of
+ * them) and text (the first MCP_TEXT_LINES_MAX, control characters
+ * escaped: sandboxed code chooses the names in them). */
 static void add_denials(json_t *structured, json_t *events, char **text)
 {
 	json_t *lines = json_array(), *ev;
-	size_t i;
+	size_t i, n = json_array_size(events);
 
 	json_array_foreach(events, i, ev)
 	{
 		char *line = denial_text(ev);
 		json_array_append_new(lines, json_string(line));
-		char *t = xasprintf("%s%s\n", *text, line);
-		free(*text);
-		*text = t;
+		if (i < MCP_TEXT_LINES_MAX) {
+			char *shown = mcp_text_escape(line, strlen(line));
+			mcp_text_append(text, "%s\n", shown);
+			free(shown);
+		}
 		free(line);
 	}
+	if (n > MCP_TEXT_LINES_MAX)
+		mcp_text_append(text, "[%zu more denials; structuredContent.denials has all %zu]\n",
+				n - MCP_TEXT_LINES_MAX, n);
 	json_object_set_new(structured, "denials", lines);
 }
 
-/* "--- NAME\nTEXT\n" appended to *text when s is not empty. The text is
- * what a host shows the model: past TEXT_SECTION_MAX bytes it is cut (on a
- * character's start) and says so; structuredContent keeps it whole. */
+/* The section of a string of ans (its field of the same name). */
 static void add_section(char **text, const char *name, json_t *s, bool base64)
 {
-	const char *v = json_string_value(s);
-
-	if (!v || !*v)
-		return;
-	size_t n = strlen(v), shown = n;
-	char *cut = NULL;
-	if (n > TEXT_SECTION_MAX) {
-		shown = TEXT_SECTION_MAX;
-		while (shown > 0 && ((unsigned char)v[shown] & 0xc0) == 0x80)
-			shown--;
-		cut = xasprintf("[cut: the first %zu of %zu bytes; structuredContent.%s has all]\n",
-				shown, n, name);
-	}
-	char *t = xasprintf("%s--- %s%s\n%.*s%s%s", *text, name, base64 ? " (base64)" : "",
-			    (int)shown, v, v[shown - 1] == '\n' ? "" : "\n", cut ? cut : "");
-	free(cut);
-	free(*text);
-	*text = t;
+	mcp_text_section(text, name, name, json_string_value(s), json_string_length(s), base64);
 }
 
 /* from's key, or dflt (taken) when from has none. */

@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -305,6 +307,62 @@ int mcp_tools_call(struct mcp *m, const char *name, json_t *args, json_t **resul
 		if (strcmp(fns[i].name, name) == 0)
 			*result = fns[i].fn(m, args);
 	return 0;
+}
+
+char *mcp_text_escape(const char *s, size_t n)
+{
+	char *out = xmalloc(4 * n + 1), *o = out;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '\\' || c == '\n' || c == '\r' || c == '\t') {
+			*o++ = '\\';
+			*o++ = c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't' : '\\';
+		} else if (c < 0x20 || c == 0x7f) {
+			o += sprintf(o, "\\x%02x", c);
+		} else {
+			*o++ = (char)c;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+void mcp_text_append(char **text, const char *fmt, ...)
+{
+	va_list ap, ap2;
+	size_t n = strlen(*text);
+
+	/* In place (realloc), not a new copy of all of *text each time. */
+	va_start(ap, fmt);
+	va_copy(ap2, ap);
+	int k = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (k < 0)
+		k = 0;
+	*text = xrealloc(*text, n + (size_t)k + 1);
+	vsnprintf(*text + n, (size_t)k + 1, fmt, ap2);
+	va_end(ap2);
+}
+
+void mcp_text_section(char **text, const char *name, const char *field, const char *v, size_t n,
+		      bool base64)
+{
+	size_t shown = n;
+
+	if (!v || n == 0)
+		return;
+	if (n > MCP_TEXT_SECTION_MAX) {
+		shown = MCP_TEXT_SECTION_MAX;
+		while (shown > 0 && ((unsigned char)v[shown] & 0xc0) == 0x80)
+			shown--;
+	}
+	mcp_text_append(text, "--- %s%s\n%.*s%s", name, base64 ? " (base64)" : "", (int)shown, v,
+			v[shown - 1] == '\n' ? "" : "\n");
+	if (shown < n)
+		mcp_text_append(text,
+				"[cut: the first %zu of %zu bytes; structuredContent.%s has all]\n",
+				shown, n, field);
 }
 
 json_t *mcp_result(json_t *structured, char *text, bool is_error)
