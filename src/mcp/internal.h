@@ -27,6 +27,7 @@ struct mcp {
 	char *sandbox;	       /* the session's sandbox, once made */
 	char *ctx[MCP_LANG_N]; /* run_code's context per language, once made */
 	pid_t daemon_pid;      /* the private daemon, or 0 */
+	char *daemon_how;      /* how it ended, once found ended; else NULL */
 	char *daemon_dir;      /* its 0700 directory, or NULL */
 	volatile int *stop;    /* set by SIGTERM, SIGINT, SIGHUP */
 };
@@ -99,6 +100,14 @@ void mcp_sandbox_lost(struct mcp *m);
  * and wait until it answers; stop it and remove the directory. */
 int mcp_daemon_start(struct mcp *m, struct al_error *err);
 void mcp_daemon_stop(struct mcp *m);
+/* How the private daemon ended ("killed by signal 9"), when it has (it
+ * is reaped then); NULL while it runs, or with no private daemon. */
+const char *mcp_daemon_ended(struct mcp *m);
+/* When the private daemon has ended: a new one started, the session's
+ * sandbox and contexts forgotten (they died with it), and *note
+ * (malloc'd) saying so; else *note NULL. Negative when the new one could
+ * not be started (err says why). */
+int mcp_daemon_restart(struct mcp *m, char **note, struct al_error *err);
 
 /* The same with raw bytes: body (len bytes of ctype, or NULL) and the
  * answer as it came. */

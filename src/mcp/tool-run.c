@@ -23,7 +23,13 @@ json_t *mcp_sandbox_raw(struct mcp *m, const char *what, const char *method, con
 	struct al_error err = {0};
 	char *msg = NULL;
 
-	*note = NULL;
+	/* A private daemon that ended took the sandbox with it: a new one. */
+	if (mcp_daemon_restart(m, note, &err) < 0) {
+		msg = xasprintf("%s; but the new daemon did not start: %s", *note, err.msg);
+		free(*note);
+		*note = NULL;
+		return mcp_result_failed(what, msg);
+	}
 	for (int attempt = 0;; attempt++) {
 		const char *id = mcp_sandbox(m, &msg);
 		if (!id)
@@ -31,6 +37,13 @@ json_t *mcp_sandbox_raw(struct mcp *m, const char *what, const char *method, con
 		char *target = xasprintf("/v1/sandboxes/%s%s", id, suffix);
 		int r = mcp_daemon_raw(m, method, target, body, len, ctype, timeout_ms, a, &err);
 		free(target);
+		if (r < 0 && mcp_daemon_ended(m))
+			return mcp_result_failed(
+			    what,
+			    xasprintf("the private daemon (airlock serve) ended during the "
+				      "call (%s), and the session's sandbox with it; the next "
+				      "call starts new ones",
+				      mcp_daemon_ended(m)));
 		if (r < 0)
 			return mcp_result_failed(what, xasprintf("the daemon: %s", err.msg));
 		if (a->status != 404 || attempt > 0)
@@ -46,6 +59,7 @@ json_t *mcp_sandbox_raw(struct mcp *m, const char *what, const char *method, con
 			return NULL;
 		al_mcp_http_answer_clear(a);
 		mcp_sandbox_lost(m);
+		free(*note);
 		*note = xstrdup("the session's sandbox had ended (its lifetime ran out); a new one "
 				"was made, and what the old one held is gone");
 	}

@@ -170,6 +170,54 @@ def denial_flood_text_is_bounded(e):
             m.close()
 
 
+def daemon_of(m):
+    """The private daemon: the MCP server's one child."""
+    with open("/proc/%d/task/%d/children" % (m.p.pid, m.p.pid)) as f:
+        kids = [int(x) for x in f.read().split()]
+    expect(len(kids) == 1, "the MCP server's children: %s" % kids)
+    return kids[0]
+
+
+def zombie(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@case
+def daemon_killed_between_calls(e):
+    """The private daemon killed (SIGKILL) between two calls: the next call
+    starts a new daemon and sandbox and says so (what the old one held is
+    gone); the calls after it work; at the end nothing is left."""
+    m = started()
+    try:
+        r = tool(m, "run_command", command="echo kept > /work/f")
+        expect(not r["isError"], "the first call: %s" % r)
+        old = daemon_of(m)
+        kill_pid(old)
+        expect(wait_for(lambda: zombie(old), 30), "the daemon did not die")
+        r = tool(m, "run_command", command="echo again")
+        t = text_of(r)
+        expect(not r["isError"] and r["structuredContent"]["stdout"] == "again\n",
+               "the call after the kill: %s" % t)
+        expect(t.startswith("the private daemon (airlock serve) had ended (killed by signal 9"),
+               "the call does not say the daemon had ended: %r" % t)
+        expect(daemon_of(m) != old, "no new daemon")
+        r = tool(m, "read_file", path="/work/f")
+        expect(r["isError"] and "no such file" in text_of(r),
+               "the old sandbox's file is still there: %s" % r)
+        r = tool(m, "list_files")
+        expect(not r["isError"], "list_files after: %s" % r)
+        m.p.stdin.close()
+        expect(wait_for(lambda: m.p.poll() is not None, 60), "it did not end at EOF")
+        expect(m.p.returncode == 0 and os.listdir(m.tmp.path) == [],
+               "exit %s, left in TMPDIR: %s" % (m.p.returncode, os.listdir(m.tmp.path)))
+    finally:
+        m.close()
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 3:
         print("usage: %s AIRLOCK PROBE [CASE-SUBSTRING...]" % sys.argv[0], file=sys.stderr)
