@@ -218,6 +218,131 @@ def daemon_killed_between_calls(e):
         m.close()
 
 
+@case
+def oversized_write_names_the_limit(e):
+    """write_file of 40 MiB: the daemon refuses it (413) before it has read
+    the body and closes; the result is its refusal naming the limit, not
+    the HTTP client's broken pipe."""
+    m = started()
+    try:
+        r = tool(m, "write_file", path="/work/big", content="a" * (40 << 20))
+        t = text_of(r)
+        expect(r["isError"] and "at most 33554432" in t and "413" in t, "the result: %r" % t)
+    finally:
+        m.close()
+
+
+class FakeDaemon:
+    """A fake daemon on a Unix socket: it makes sandbox "fake1", deletes it,
+    and answers GET .../files/work (list_files) as self.mode says."""
+
+    LISTING = b'{"path": "/work", "entries": []}'
+
+    def __init__(self, path):
+        self.mode = "ok"
+        self.held = []
+        self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.srv.bind(path)
+        self.srv.listen(16)
+        self.srv.settimeout(0.2)
+        self.done = False
+        self.t = threading.Thread(target=self.loop, daemon=True)
+        self.t.start()
+
+    def loop(self):
+        while not self.done:
+            try:
+                c, _ = self.srv.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            try:
+                self.serve(c)
+            except OSError:
+                c.close()
+
+    def serve(self, c):
+        c.settimeout(10)
+        req = b""
+        while b"\r\n\r\n" not in req:
+            d = c.recv(65536)
+            if not d:
+                break
+            req += d
+        line = req.split(b"\r\n", 1)[0].decode()
+        method, target = line.split(" ")[:2]
+        if method == "POST" and target == "/v1/sandboxes":
+            return self.answer(c, 201, b'{"id": "fake1"}')
+        if method == "DELETE":
+            return self.answer(c, 200, b"{}")
+        if not target.startswith("/v1/sandboxes/fake1/files/work"):
+            return self.answer(c, 404, b'{"error": "not here"}')
+        body, head = self.LISTING, ("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                    "Content-Length: %d\r\n\r\n" % len(self.LISTING)).encode()
+        if self.mode == "keep-open":  # the whole answer, then no close
+            c.sendall(head + body)
+            self.held.append(c)
+            return
+        if self.mode == "more":  # more than its Content-Length
+            c.sendall(head + body + b"HTTP/1.1 500 Oops\r\n\r\n" + b"x" * 100000)
+        elif self.mode == "early":  # closes before its Content-Length
+            c.sendall(head.replace(b"Length: %d" % len(body), b"Length: 1000") + body)
+        elif self.mode == "garbage":
+            c.sendall(b"HELLO THERE\r\n\r\n{}")
+        elif self.mode == "trickle":  # a byte every 10 ms
+            for b in head + body:
+                c.sendall(bytes([b]))
+                time.sleep(0.01)
+        else:
+            c.sendall(head + body)
+        c.close()
+
+    def answer(self, c, status, body):
+        c.sendall(b"HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n%s" % (status, len(body), body))
+        c.close()
+
+    def close(self):
+        self.done = True
+        self.t.join(5)
+        self.srv.close()
+        for c in self.held:
+            c.close()
+
+
+@case
+def fake_daemon_misbehaves(e):
+    """A daemon that sends a whole answer and keeps the connection open is
+    answered at once (not after the 120 s deadline); more than its
+    Content-Length: the rest ignored; a trickle: read whole; an early close
+    or garbage: isError naming what was wrong; the server goes on."""
+    with TempDir(mode=0o700) as d:
+        fake = FakeDaemon(os.path.join(d, "fake.sock"))
+        m = started("--socket", os.path.join(d, "fake.sock"))
+        try:
+            for mode, bad in (("ok", None), ("keep-open", None), ("more", None),
+                              ("trickle", None), ("early", "shorter than its Content-Length"),
+                              ("garbage", "malformed status line")):
+                fake.mode = mode
+                t0 = time.monotonic()
+                m.next_id += 1
+                m.send({"jsonrpc": "2.0", "id": m.next_id, "method": "tools/call",
+                        "params": {"name": "list_files", "arguments": {}}})
+                ans = m.recv(timeout=30)
+                r = ans["result"]
+                if bad:
+                    expect(r["isError"] and bad in text_of(r), "%s: %s" % (mode, r))
+                else:
+                    expect(not r["isError"] and r["structuredContent"]["entries"] == [],
+                           "%s: %s" % (mode, r))
+                expect(time.monotonic() - t0 < 15, "%s: answered in %.1f s"
+                       % (mode, time.monotonic() - t0))
+        finally:
+            m.close()
+            fake.close()
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 3:
         print("usage: %s AIRLOCK PROBE [CASE-SUBSTRING...]" % sys.argv[0], file=sys.stderr)
