@@ -51,8 +51,12 @@ int mcp_daemon_start(struct mcp *m, struct al_error *err)
 	/* mkdtemp makes it 0700. */
 	if (!mkdtemp(dir)) {
 		int e = errno;
+		int r = al_error_setsys(err, e,
+					"mcp: cannot make %s for the private daemon (in %s, the "
+					"$TMPDIR; give a writable one, or --socket)",
+					dir, base && *base == '/' ? base : "/tmp");
 		free(dir);
-		return al_error_setsys(err, e, "mcp: a directory for the private daemon");
+		return r;
 	}
 	m->daemon_dir = dir;
 	m->socket = xasprintf("%s/serve.sock", dir);

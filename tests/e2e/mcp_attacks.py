@@ -18,6 +18,7 @@ import os
 import select
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -216,6 +217,19 @@ def daemon_killed_between_calls(e):
                "exit %s, left in TMPDIR: %s" % (m.p.returncode, os.listdir(m.tmp.path)))
     finally:
         m.close()
+
+
+@case
+def unusable_tmpdir(e):
+    """A $TMPDIR the private daemon's directory cannot be made in (/proc):
+    exit 125 with one line naming the directory and $TMPDIR; nothing on
+    stdout (the protocol's)."""
+    p = subprocess.run([ENV.airlock, "mcp"], input=b"", capture_output=True, timeout=60,
+                       env=dict(os.environ, TMPDIR="/proc"))
+    err = p.stderr.decode()
+    expect(p.returncode == 125 and p.stdout == b"", "rc %d, stdout %r" % (p.returncode, p.stdout))
+    expect("/proc/airlock-mcp-" in err and "$TMPDIR" in err and len(err.splitlines()) == 1,
+           "the error: %r" % err)
 
 
 @case
