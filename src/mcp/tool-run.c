@@ -214,6 +214,34 @@ static json_t *exec_result(json_t *ans, const char *language, const char *what, 
 	return mcp_result(st, text, !ok);
 }
 
+/* A run "killed" while its sandbox ended (its lifetime ran out) says so:
+ * "killed" alone does not tell the model why, nor that the next call gets
+ * a new sandbox. note (taken) with that added, or as it was. */
+static char *note_sandbox_end(struct mcp *m, json_t *ans, char *note)
+{
+	const char *reason = json_string_value(json_object_get(ans, "reason"));
+	struct al_error err = {0};
+	json_t *sb = NULL;
+	int status = 0;
+
+	if (!reason || strcmp(reason, "killed") != 0 || !m->sandbox)
+		return note;
+	char *target = xasprintf("/v1/sandboxes/%s", m->sandbox);
+	int r = mcp_daemon_json(m, "GET", target, NULL, 30000, &status, &sb, &err);
+	free(target);
+	const char *state = json_string_value(json_object_get(sb, "state"));
+	bool ended = r == 0 && (status == 404 || (state && strcmp(state, "ended") == 0));
+	json_decref(sb);
+	if (!ended)
+		return note;
+	char *t = xasprintf("%s%sthe session's sandbox ended during the run (its lifetime ran "
+			    "out) and the run was killed with it; the next call makes a new "
+			    "sandbox, without what this one held",
+			    note ?: "", note ? "\n" : "");
+	free(note);
+	return t;
+}
+
 /* How long to wait for the answer to a run of timeout seconds. */
 static int answer_ms(double timeout)
 {
@@ -250,7 +278,7 @@ static json_t *run_bash(struct mcp *m, const char *tool, const char *cmd, json_t
 		res = mcp_result_failed(tool, mcp_daemon_error_text(status, ans));
 		free(note);
 	} else {
-		res = exec_result(ans, language, cmd, note);
+		res = exec_result(ans, language, cmd, note_sandbox_end(m, ans, note));
 	}
 	json_decref(ans);
 	return res;
@@ -384,7 +412,7 @@ json_t *mcp_run_code(struct mcp *m, json_t *args)
 	if (!res && status != 200)
 		res = mcp_result_failed("run_code", mcp_daemon_error_text(status, ans));
 	else if (!res) {
-		res = context_result(ans, language, note);
+		res = context_result(ans, language, note_sandbox_end(m, ans, note));
 		note = NULL;
 	}
 	free(note);

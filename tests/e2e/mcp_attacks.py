@@ -220,6 +220,31 @@ def daemon_killed_between_calls(e):
 
 
 @case
+def run_outlives_sandbox(e):
+    """A run longer than its sandbox's lifetime (3 s): the result says the
+    sandbox ended and the run was killed with it (not only "killed"); the
+    next call gets a new sandbox and says so."""
+    with TempDir() as d:
+        policy = os.path.join(d, "policy.json")
+        with open(policy, "w") as f:
+            json.dump({"lifetime": 3}, f)
+        m = started("--policy", policy)
+        try:
+            for language in ("bash", "python"):
+                code = "sleep 20" if language == "bash" else "import time; time.sleep(20)"
+                r = tool(m, "run_code", language=language, code=code, timeout=60)
+                t = text_of(r)
+                expect(r["isError"] and r["structuredContent"]["reason"] == "killed"
+                       and "sandbox ended during the run (its lifetime ran out)" in t,
+                       "%s: %r" % (language, t))
+                r = tool(m, "run_command", command="echo next")
+                expect(not r["isError"] and "a new one was made" in text_of(r),
+                       "the call after: %r" % text_of(r))
+        finally:
+            m.close()
+
+
+@case
 def unusable_tmpdir(e):
     """A $TMPDIR the private daemon's directory cannot be made in (/proc):
     exit 125 with one line naming the directory and $TMPDIR; nothing on
