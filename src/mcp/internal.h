@@ -56,8 +56,8 @@ int mcp_tools_call(struct mcp *m, const char *name, json_t *args, json_t **resul
 /* tool-run.c: the tools that run something. */
 json_t *mcp_run_code(struct mcp *m, json_t *args);
 json_t *mcp_run_command(struct mcp *m, json_t *args);
-/* tool-files.c; and strict base64 (padded, no other byte), NULL when s
- * is not that. */
+/* tool-files.c; and strict base64 (padded, no other byte, the bits a
+ * padded group leaves unused 0), NULL when s is not that. */
 char *mcp_base64_decode(const char *s, size_t len, size_t *out_len);
 json_t *mcp_write_file(struct mcp *m, json_t *args);
 json_t *mcp_read_file(struct mcp *m, json_t *args);

@@ -49,6 +49,12 @@ char *mcp_base64_decode(const char *s, size_t len, size_t *out_len)
 		out[n++] = (char)(v >> 8);
 		out[n++] = (char)v;
 	}
+	/* The bits a padded group does not use must be 0 ("QR==" is not
+	 * base64 of anything: corrupt or cut input, not read as "A"). */
+	if ((pad >= 1 && out[n - 1] != 0) || (pad == 2 && out[n - 2] != 0)) {
+		free(out);
+		return NULL;
+	}
 	*out_len = n - pad;
 	return out;
 }

@@ -245,6 +245,25 @@ def run_outlives_sandbox(e):
 
 
 @case
+def almost_base64(e):
+    """write_file's base64: what is almost base64 (unused bits set, no
+    padding, padding inside, a space, a newline, base64url) is -32602
+    naming "content"; the canonical forms are written."""
+    m = started()
+    try:
+        for c in ("QR==", "QUJ=", "QQ", "Q===", "QQ==QQ==", "QUJD\n", "Zm9v YmFy", "QUJD-_A="):
+            ans = m.call("tools/call", {"name": "write_file", "arguments": {
+                "path": "/work/b", "content": c, "encoding": "base64"}})
+            expect(ans.get("error", {}).get("code") == -32602
+                   and '"content"' in ans["error"]["message"], "%r: %s" % (c, ans))
+        for c, n in (("QQ==", 1), ("QUI=", 2), ("", 0)):
+            r = tool(m, "write_file", path="/work/b", content=c, encoding="base64")
+            expect(not r["isError"] and r["structuredContent"]["size"] == n, "%r: %s" % (c, r))
+    finally:
+        m.close()
+
+
+@case
 def unusable_tmpdir(e):
     """A $TMPDIR the private daemon's directory cannot be made in (/proc):
     exit 125 with one line naming the directory and $TMPDIR; nothing on
