@@ -216,6 +216,9 @@ static int wait_fd(int fd, short events, int64_t deadline, volatile const int *s
 {
 	for (;;) {
 		int64_t left = deadline - now_ms();
+		/* A signal that came before the poll (not during it) counts too. */
+		if (stop && *stop)
+			return al_error_set(err, EINTR, "interrupted by a signal");
 		if (left <= 0)
 			return al_error_set(err, ETIMEDOUT, "no answer from the daemon in time");
 		struct pollfd pfd = {.fd = fd, .events = events};
