@@ -16,7 +16,6 @@ Content-Length, closes early or answers garbage.
 import json
 import os
 import select
-import signal
 import socket
 import subprocess
 import sys
