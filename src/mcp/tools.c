@@ -249,10 +249,27 @@ static char *check_args(const char *tool, json_t *schema, json_t *args)
 	return NULL;
 }
 
+/* The daemon's caps (src/serve/serve.h: AL_SERVE_BODY_MAX, a request's
+ * JSON body; AL_SERVE_FILE_MAX, a file): an argument over them is named
+ * here, not left to the daemon's 413 about "the body". A command or code
+ * just under the cap whose JSON escaping takes it over still gets that
+ * 413. */
+#define DAEMON_BODY_MAX (1u << 20)
+#define DAEMON_FILE_MAX (32u << 20)
+#define ARG_TEXT_MAX	(DAEMON_BODY_MAX - 4096)
+
 /* What the schema cannot say: paths are absolute, base64 content is
- * base64. */
+ * base64, nothing is over the daemon's caps. */
 static char *check_meaning(json_t *args)
 {
+	for (const char **k = (const char *[]){"command", "code", NULL}; *k; k++) {
+		json_t *v = json_object_get(args, *k);
+		if (json_is_string(v) && json_string_length(v) > ARG_TEXT_MAX)
+			return xasprintf("argument \"%s\": %zu bytes, over %u (the daemon takes a "
+					 "request of at most 1 MiB): write it with write_file and "
+					 "run the file",
+					 *k, json_string_length(v), ARG_TEXT_MAX);
+	}
 	for (const char **k = (const char *[]){"path", "cwd", NULL}; *k; k++) {
 		const char *v = json_string_value(json_object_get(args, *k));
 		if (v && v[0] != '/')
@@ -260,7 +277,7 @@ static char *check_meaning(json_t *args)
 	}
 	json_t *content = json_object_get(args, "content");
 	const char *enc = json_string_value(json_object_get(args, "encoding"));
-	size_t n;
+	size_t n = 0;
 	if (content && enc && strcmp(enc, "base64") == 0) {
 		char *d =
 		    mcp_base64_decode(json_string_value(content), json_string_length(content), &n);
@@ -268,7 +285,13 @@ static char *check_meaning(json_t *args)
 			return xstrdup("argument \"content\": not base64 (RFC 4648, padded, no "
 				       "spaces)");
 		free(d);
+	} else if (content) {
+		n = json_string_length(content);
 	}
+	if (content && n > DAEMON_FILE_MAX)
+		return xasprintf("argument \"content\": %zu bytes, over %u (the most a file the "
+				 "daemon writes may hold)",
+				 n, DAEMON_FILE_MAX);
 	return NULL;
 }
 

@@ -276,15 +276,23 @@ def unusable_tmpdir(e):
 
 
 @case
-def oversized_write_names_the_limit(e):
-    """write_file of 40 MiB: the daemon refuses it (413) before it has read
-    the body and closes; the result is its refusal naming the limit, not
-    the HTTP client's broken pipe."""
+def oversized_arguments(e):
+    """write_file of 40 MiB, a command of 2 MiB: -32602 naming the argument
+    and the cap. A command under the cap that JSON escaping takes over the
+    daemon's 1 MiB: the daemon refuses it (413) before reading the body and
+    closes; the result is its refusal, not the HTTP client's broken pipe."""
     m = started()
     try:
-        r = tool(m, "write_file", path="/work/big", content="a" * (40 << 20))
+        for name, args, cap in (
+                ("write_file", {"path": "/work/big", "content": "a" * (40 << 20)}, "33554432"),
+                ("run_command", {"command": "a" * (2 << 20)}, "1 MiB")):
+            ans = m.call("tools/call", {"name": name, "arguments": args})
+            err = ans.get("error", {})
+            expect(err.get("code") == -32602 and ('"%s"' % list(args)[-1]) in err["message"]
+                   and cap in err["message"], "%s: %s" % (name, str(ans)[:300]))
+        r = tool(m, "run_command", command="true" + "\n" * 1000000)
         t = text_of(r)
-        expect(r["isError"] and "at most 33554432" in t and "413" in t, "the result: %r" % t)
+        expect(r["isError"] and "at most 1048576" in t and "413" in t, "the result: %r" % t)
     finally:
         m.close()
 
