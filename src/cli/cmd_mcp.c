@@ -24,7 +24,8 @@ static void usage(FILE *f)
 		   "  --profile NAME  the operator policy's profile to be held to\n"
 		   "  --socket PATH   use the daemon (`airlock serve`) on this socket; without\n"
 		   "                  it a private daemon is started for the session, in a\n"
-		   "                  0700 temporary directory, and stopped at its end\n"
+		   "                  0700 temporary directory, and stopped at its end (started\n"
+		   "                  anew, with a new sandbox, should it have ended)\n"
 		   "  -h, --help      show this help\n");
 }
 

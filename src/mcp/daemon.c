@@ -3,7 +3,7 @@
  * a new 0700 directory, its stdout and stderr on the MCP server's stderr
  * (stdout is the protocol), ended by PR_SET_PDEATHSIG should the MCP
  * server die, and by SIGTERM and a wait at its end; then the directory
- * goes. */
+ * goes. One found ended (killed, crashed) before a call is started anew. */
 #include "mcp/internal.h"
 
 #include <errno.h>
@@ -51,8 +51,12 @@ int mcp_daemon_start(struct mcp *m, struct al_error *err)
 	/* mkdtemp makes it 0700. */
 	if (!mkdtemp(dir)) {
 		int e = errno;
+		int r = al_error_setsys(err, e,
+					"mcp: cannot make %s for the private daemon (in %s, the "
+					"$TMPDIR; give a writable one, or --socket)",
+					dir, base && *base == '/' ? base : "/tmp");
 		free(dir);
-		return al_error_setsys(err, e, "mcp: a directory for the private daemon");
+		return r;
 	}
 	m->daemon_dir = dir;
 	m->socket = xasprintf("%s/serve.sock", dir);
@@ -126,4 +130,36 @@ void mcp_daemon_stop(struct mcp *m)
 		free(m->daemon_dir);
 		m->daemon_dir = NULL;
 	}
+}
+
+const char *mcp_daemon_ended(struct mcp *m)
+{
+	int st;
+
+	if (!m->daemon_how && m->daemon_pid > 0 &&
+	    waitpid(m->daemon_pid, &st, WNOHANG) == m->daemon_pid) {
+		m->daemon_pid = 0;
+		m->daemon_how = WIFSIGNALED(st) ? xasprintf("killed by signal %d, %s", WTERMSIG(st),
+							    strsignal(WTERMSIG(st)))
+						: xasprintf("exit status %d", WEXITSTATUS(st));
+	}
+	return m->daemon_how;
+}
+
+int mcp_daemon_restart(struct mcp *m, char **note, struct al_error *err)
+{
+	*note = NULL;
+	if (!mcp_daemon_ended(m))
+		return 0;
+	*note = xasprintf("the private daemon (airlock serve) had ended (%s), and the session's "
+			  "sandbox with it: a new daemon and sandbox were started, and what the "
+			  "old sandbox held is gone",
+			  m->daemon_how);
+	free(m->daemon_how);
+	m->daemon_how = NULL;
+	mcp_daemon_stop(m);
+	free(m->socket);
+	m->socket = NULL;
+	mcp_sandbox_lost(m);
+	return mcp_daemon_start(m, err);
 }

@@ -216,6 +216,9 @@ static int wait_fd(int fd, short events, int64_t deadline, volatile const int *s
 {
 	for (;;) {
 		int64_t left = deadline - now_ms();
+		/* A signal that came before the poll (not during it) counts too. */
+		if (stop && *stop)
+			return al_error_set(err, EINTR, "interrupted by a signal");
 		if (left <= 0)
 			return al_error_set(err, ETIMEDOUT, "no answer from the daemon in time");
 		struct pollfd pfd = {.fd = fd, .events = events};
@@ -229,6 +232,44 @@ static int wait_fd(int fd, short events, int64_t deadline, volatile const int *s
 	}
 }
 
+/* Once the head has come (its end at head_len): whether the answer is
+ * whole, by its framing: Content-Length bytes after the head, or a chunked
+ * body whose last chunk and trailer have come (the buffer ends in an empty
+ * line and parses). Without either it runs to the close. The daemon closes
+ * after its answer; one that does not must not hold the call until the
+ * deadline. The parse that follows checks everything again. */
+static bool answer_whole(const char *in, size_t len, size_t head_len)
+{
+	const char *p = in, *end = in + head_len, *le;
+	bool chunked = false;
+
+	while ((le = line_end(p, end)) && le > p) {
+		const char *colon = memchr(p, ':', (size_t)(le - p));
+		const char *v = colon ? colon + 1 : le;
+		while (v < le && (*v == ' ' || *v == '\t'))
+			v++;
+		if (colon && field_is(p, (size_t)(colon - p), "content-length")) {
+			uint64_t n;
+			const char *ve = le;
+			while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+				ve--;
+			return parse_number(v, (size_t)(ve - v), 10, &n) == 0 &&
+			       len - head_len >= n;
+		}
+		if (colon && field_is(p, (size_t)(colon - p), "transfer-encoding"))
+			chunked = true;
+		p = le + 2;
+	}
+	if (!chunked || len < head_len + 5 || memcmp(in + len - 4, "\r\n\r\n", 4) != 0)
+		return false;
+	struct al_mcp_http_answer a;
+	struct al_error e = {0};
+	if (al_mcp_http_parse(in, len, AL_MCP_HTTP_BODY_MAX, &a, &e) < 0)
+		return false;
+	al_mcp_http_answer_clear(&a);
+	return true;
+}
+
 int al_mcp_http_request(const char *sock_path, const char *method, const char *target,
 			const char *body, size_t body_len, const char *content_type, int timeout_ms,
 			volatile const int *stop, struct al_mcp_http_answer *a,
@@ -238,6 +279,7 @@ int al_mcp_http_request(const char *sock_path, const char *method, const char *t
 	int64_t deadline = now_ms() + timeout_ms;
 	char *head = NULL, *in = NULL;
 	size_t in_len = 0, in_cap = 0, max_in = AL_MCP_HTTP_HEAD_MAX + 2 * AL_MCP_HTTP_BODY_MAX;
+	size_t head_len = 0;
 	int fd, r;
 
 	memset(a, 0, sizeof(*a));
@@ -255,8 +297,11 @@ int al_mcp_http_request(const char *sock_path, const char *method, const char *t
 			 "Content-Length: %zu\r\n%s%s%s\r\n",
 			 method, target, body ? body_len : 0, content_type ? "Content-Type: " : "",
 			 content_type ? content_type : "", content_type ? "\r\n" : "");
-	/* Head, then body, written as the socket takes them. */
-	for (int part = 0; part < 2; part++) {
+	/* Head, then body, written as the socket takes them. A daemon may
+	 * answer and close before it has read the body (a refusal): then the
+	 * send fails, and its answer is read all the same. */
+	int send_err = 0;
+	for (int part = 0; part < 2 && !send_err; part++) {
 		const char *p = part == 0 ? head : body;
 		size_t n = part == 0 ? strlen(head) : (body ? body_len : 0);
 		while (n > 0) {
@@ -266,6 +311,10 @@ int al_mcp_http_request(const char *sock_path, const char *method, const char *t
 				if (r < 0)
 					goto out;
 				continue;
+			}
+			if (w < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+				send_err = errno;
+				break;
 			}
 			if (w < 0) {
 				r = al_error_setsys(err, errno, "send to %s", sock_path);
@@ -288,6 +337,8 @@ int al_mcp_http_request(const char *sock_path, const char *method, const char *t
 				goto out;
 			continue;
 		}
+		if (n < 0 && errno == ECONNRESET && send_err)
+			break; /* what came before the reset is the answer, if any */
 		if (n < 0) {
 			r = al_error_setsys(err, errno, "read from %s", sock_path);
 			goto out;
@@ -295,11 +346,25 @@ int al_mcp_http_request(const char *sock_path, const char *method, const char *t
 		if (n == 0)
 			break;
 		in_len += (size_t)n;
+		if (!head_len) {
+			/* The end of the head, looked for in what is new (and the 3
+			 * bytes before it). */
+			size_t from = in_len - (size_t)n >= 3 ? in_len - (size_t)n - 3 : 0;
+			const char *he = memmem(in + from, in_len - from, "\r\n\r\n", 4);
+			if (he)
+				head_len = (size_t)(he - in) + 4;
+		}
+		if (head_len && answer_whole(in, in_len, head_len))
+			break;
 		if (in_len > max_in) {
 			r = al_error_set(err, EFBIG, "the daemon's answer is over %zu bytes",
 					 max_in);
 			goto out;
 		}
+	}
+	if (in_len == 0 && send_err) {
+		r = al_error_setsys(err, send_err, "send to %s", sock_path);
+		goto out;
 	}
 	r = al_mcp_http_parse(in ? in : "", in_len, AL_MCP_HTTP_BODY_MAX, a, err);
 out:

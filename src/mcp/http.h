@@ -1,7 +1,9 @@
 /* A small HTTP/1.1 client over a Unix socket, for `airlock mcp` talking to
  * the daemon (docs/api.md). One request per connection ("Connection:
- * close"): the request goes out with Content-Length, the answer is read to
- * the server's close and parsed once by al_mcp_http_parse(), which takes a
+ * close"): the request goes out with Content-Length, the answer is read
+ * until it is whole by its framing or the server closes (also when the
+ * server answered before reading the body and the send broke), and parsed
+ * once by al_mcp_http_parse(), which takes a
  * Content-Length or chunked body (or one that runs to the close), with caps
  * on the head and the body. The parser is pure and fuzzed
  * (tests/fuzz/fuzz_mcp_http.c): the daemon is trusted, but a client that

@@ -27,6 +27,7 @@ struct mcp {
 	char *sandbox;	       /* the session's sandbox, once made */
 	char *ctx[MCP_LANG_N]; /* run_code's context per language, once made */
 	pid_t daemon_pid;      /* the private daemon, or 0 */
+	char *daemon_how;      /* how it ended, once found ended; else NULL */
 	char *daemon_dir;      /* its 0700 directory, or NULL */
 	volatile int *stop;    /* set by SIGTERM, SIGINT, SIGHUP */
 };
@@ -55,12 +56,32 @@ int mcp_tools_call(struct mcp *m, const char *name, json_t *args, json_t **resul
 /* tool-run.c: the tools that run something. */
 json_t *mcp_run_code(struct mcp *m, json_t *args);
 json_t *mcp_run_command(struct mcp *m, json_t *args);
-/* tool-files.c; and strict base64 (padded, no other byte), NULL when s
- * is not that. */
+/* tool-files.c; and strict base64 (padded, no other byte, the bits a
+ * padded group leaves unused 0), NULL when s is not that. */
 char *mcp_base64_decode(const char *s, size_t len, size_t *out_len);
 json_t *mcp_write_file(struct mcp *m, json_t *args);
 json_t *mcp_read_file(struct mcp *m, json_t *args);
 json_t *mcp_list_files(struct mcp *m, json_t *args);
+
+/* The text content shows at most this much of an output or a file; the
+ * structured content has all of it. */
+#define MCP_TEXT_SECTION_MAX (64 * 1024)
+/* At most this many denial lines, or directory entries, in the text. */
+#define MCP_TEXT_LINES_MAX 100
+
+/* s (n bytes) for one line of the text content, malloc'd: each control
+ * character (below 0x20, and 0x7f) as \n, \r, \t or \xNN, and a
+ * backslash doubled, so that a file name or a denial line that sandboxed
+ * code chose cannot start lines of its own (a fake entry, a fake
+ * "ended:" line). */
+char *mcp_text_escape(const char *s, size_t n);
+/* "--- NAME\nV\n" appended to *text (nothing when n is 0): past
+ * MCP_TEXT_SECTION_MAX bytes V is cut (on a character's start) and the
+ * text says so, naming structuredContent.FIELD. */
+void mcp_text_section(char **text, const char *name, const char *field, const char *v, size_t n,
+		      bool base64);
+/* *text with fmt appended. */
+void mcp_text_append(char **text, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A CallToolResult: structured content, its summary as the text content,
  * and isError. Takes structured and text. */
@@ -79,6 +100,14 @@ void mcp_sandbox_lost(struct mcp *m);
  * and wait until it answers; stop it and remove the directory. */
 int mcp_daemon_start(struct mcp *m, struct al_error *err);
 void mcp_daemon_stop(struct mcp *m);
+/* How the private daemon ended ("killed by signal 9"), when it has (it
+ * is reaped then); NULL while it runs, or with no private daemon. */
+const char *mcp_daemon_ended(struct mcp *m);
+/* When the private daemon has ended: a new one started, the session's
+ * sandbox and contexts forgotten (they died with it), and *note
+ * (malloc'd) saying so; else *note NULL. Negative when the new one could
+ * not be started (err says why). */
+int mcp_daemon_restart(struct mcp *m, char **note, struct al_error *err);
 
 /* The same with raw bytes: body (len bytes of ctype, or NULL) and the
  * answer as it came. */

@@ -337,7 +337,8 @@ int al_mcp_serve(const struct al_mcp_opts *o, struct al_error *err)
 		r = mcp_daemon_start(&m, err);
 	if (r == 0) {
 		serve_loop(&m, o->in_fd, o->out_fd);
-		if (m.sandbox) {
+		/* (A private daemon that ended took its sandbox with it.) */
+		if (m.sandbox && !mcp_daemon_ended(&m)) {
 			/* Deleted even after a signal: a fresh flag for this one request. */
 			struct al_error e = {0};
 			json_t *ans = NULL;
@@ -353,6 +354,7 @@ int al_mcp_serve(const struct al_mcp_opts *o, struct al_error *err)
 	}
 	mcp_daemon_stop(&m);
 	mcp_sandbox_lost(&m);
+	free(m.daemon_how);
 	json_decref(m.create);
 	free(m.socket);
 	return r;

@@ -10,6 +10,9 @@
 #include "core/util.h"
 
 #define FILE_TIMEOUT_MS 120000
+/* The most entries the daemon's file API lists of one directory
+ * (src/serve/sfiles.c). */
+#define DAEMON_LIST_MAX 10000
 
 static int b64_value(char c)
 {
@@ -45,6 +48,12 @@ char *mcp_base64_decode(const char *s, size_t len, size_t *out_len)
 		out[n++] = (char)(v >> 16);
 		out[n++] = (char)(v >> 8);
 		out[n++] = (char)v;
+	}
+	/* The bits a padded group does not use must be 0 ("QR==" is not
+	 * base64 of anything: corrupt or cut input, not read as "A"). */
+	if ((pad >= 1 && out[n - 1] != 0) || (pad == 2 && out[n - 2] != 0)) {
+		free(out);
+		return NULL;
 	}
 	*out_len = n - pad;
 	return out;
@@ -195,9 +204,13 @@ json_t *mcp_read_file(struct mcp *m, json_t *args)
 							  "\"encoding\": \"base64\"",
 							  path));
 		} else {
-			char *text =
-			    xasprintf("%s%s%s (%zu bytes, %s):\n%s", note ?: "", note ? "\n" : "",
-				      path, a.body_len, enc, json_string_value(content));
+			/* The text shows the first MCP_TEXT_SECTION_MAX bytes: a file
+			 * of megabytes would fill the model's context (and, as JSON,
+			 * the server's memory twice over). */
+			char *text = xasprintf("%s%s%s (%zu bytes, %s):\n", note ?: "",
+					       note ? "\n" : "", path, a.body_len, enc);
+			mcp_text_section(&text, "content", "content", json_string_value(content),
+					 json_string_length(content), false);
 			res = mcp_result(json_pack("{s:s, s:s, s:o, s:I}", "path", path, "encoding",
 						   enc, "content", content, "size",
 						   (json_int_t)a.body_len),
@@ -233,17 +246,28 @@ json_t *mcp_list_files(struct mcp *m, json_t *args)
 					xasprintf("%s is a file (read_file reads it)", path));
 		goto out;
 	}
-	char *text = xasprintf("%s%s%s: %zu entries\n", note ?: "", note ? "\n" : "", path,
-			       json_array_size(entries));
+	/* The daemon lists at most DAEMON_LIST_MAX entries; the text shows
+	 * MCP_TEXT_LINES_MAX, each name escaped (sandboxed code names the
+	 * files: a name with a newline must not make a line of its own). */
+	size_t n = json_array_size(entries);
+	char *text = xasprintf("%s%s%s: %zu entries%s\n", note ?: "", note ? "\n" : "", path, n,
+			       n >= DAEMON_LIST_MAX ? " (the daemon lists no more: there may be "
+						      "others)"
+						    : "");
 	json_array_foreach(entries, i, e)
 	{
+		if (i == MCP_TEXT_LINES_MAX) {
+			mcp_text_append(&text, "[%zu more; structuredContent.entries has all]\n",
+					n - i);
+			break;
+		}
 		const char *type = json_string_value(json_object_get(e, "type")) ?: "?";
-		char *t = xasprintf("%s%-7s %10lld  %s%s\n", text, type,
-				    (long long)json_integer_value(json_object_get(e, "size")),
-				    json_string_value(json_object_get(e, "name")) ?: "?",
-				    strcmp(type, "dir") == 0 ? "/" : "");
-		free(text);
-		text = t;
+		const char *name = json_string_value(json_object_get(e, "name")) ?: "?";
+		char *shown = mcp_text_escape(name, strlen(name));
+		mcp_text_append(&text, "%-7s %10lld  %s%s\n", type,
+				(long long)json_integer_value(json_object_get(e, "size")), shown,
+				strcmp(type, "dir") == 0 ? "/" : "");
+		free(shown);
 	}
 	res = mcp_result(json_pack("{s:s, s:O}", "path", path, "entries", entries), text, false);
 out:

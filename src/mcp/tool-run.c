@@ -15,8 +15,6 @@
 /* The daemon answers a run by its timeout; this much more is allowed for
  * the answer itself before the HTTP client gives up. */
 #define ANSWER_SLACK_MS 60000
-/* At most this much of each output in a result's text content. */
-#define TEXT_SECTION_MAX (64 * 1024)
 
 json_t *mcp_sandbox_raw(struct mcp *m, const char *what, const char *method, const char *suffix,
 			const char *body, size_t len, const char *ctype, int timeout_ms,
@@ -25,7 +23,13 @@ json_t *mcp_sandbox_raw(struct mcp *m, const char *what, const char *method, con
 	struct al_error err = {0};
 	char *msg = NULL;
 
-	*note = NULL;
+	/* A private daemon that ended took the sandbox with it: a new one. */
+	if (mcp_daemon_restart(m, note, &err) < 0) {
+		msg = xasprintf("%s; but the new daemon did not start: %s", *note, err.msg);
+		free(*note);
+		*note = NULL;
+		return mcp_result_failed(what, msg);
+	}
 	for (int attempt = 0;; attempt++) {
 		const char *id = mcp_sandbox(m, &msg);
 		if (!id)
@@ -33,6 +37,13 @@ json_t *mcp_sandbox_raw(struct mcp *m, const char *what, const char *method, con
 		char *target = xasprintf("/v1/sandboxes/%s%s", id, suffix);
 		int r = mcp_daemon_raw(m, method, target, body, len, ctype, timeout_ms, a, &err);
 		free(target);
+		if (r < 0 && mcp_daemon_ended(m))
+			return mcp_result_failed(
+			    what,
+			    xasprintf("the private daemon (airlock serve) ended during the "
+				      "call (%s), and the session's sandbox with it; the next "
+				      "call starts new ones",
+				      mcp_daemon_ended(m)));
 		if (r < 0)
 			return mcp_result_failed(what, xasprintf("the daemon: %s", err.msg));
 		if (a->status != 404 || attempt > 0)
@@ -48,6 +59,7 @@ json_t *mcp_sandbox_raw(struct mcp *m, const char *what, const char *method, con
 			return NULL;
 		al_mcp_http_answer_clear(a);
 		mcp_sandbox_lost(m);
+		free(*note);
 		*note = xstrdup("the session's sandbox had ended (its lifetime ran out); a new one "
 				"was made, and what the old one held is gone");
 	}
@@ -115,47 +127,35 @@ static char *denial_text(json_t *ev)
 	return s;
 }
 
-/* The daemon's denials as lines, into structured ("denials") and text. */
+/* The daemon's denials as lines, into structured ("denials", all of
+ * them) and text (the first MCP_TEXT_LINES_MAX, control characters
+ * escaped: sandboxed code chooses the names in them). */
 static void add_denials(json_t *structured, json_t *events, char **text)
 {
 	json_t *lines = json_array(), *ev;
-	size_t i;
+	size_t i, n = json_array_size(events);
 
 	json_array_foreach(events, i, ev)
 	{
 		char *line = denial_text(ev);
 		json_array_append_new(lines, json_string(line));
-		char *t = xasprintf("%s%s\n", *text, line);
-		free(*text);
-		*text = t;
+		if (i < MCP_TEXT_LINES_MAX) {
+			char *shown = mcp_text_escape(line, strlen(line));
+			mcp_text_append(text, "%s\n", shown);
+			free(shown);
+		}
 		free(line);
 	}
+	if (n > MCP_TEXT_LINES_MAX)
+		mcp_text_append(text, "[%zu more denials; structuredContent.denials has all %zu]\n",
+				n - MCP_TEXT_LINES_MAX, n);
 	json_object_set_new(structured, "denials", lines);
 }
 
-/* "--- NAME\nTEXT\n" appended to *text when s is not empty. The text is
- * what a host shows the model: past TEXT_SECTION_MAX bytes it is cut (on a
- * character's start) and says so; structuredContent keeps it whole. */
+/* The section of a string of ans (its field of the same name). */
 static void add_section(char **text, const char *name, json_t *s, bool base64)
 {
-	const char *v = json_string_value(s);
-
-	if (!v || !*v)
-		return;
-	size_t n = strlen(v), shown = n;
-	char *cut = NULL;
-	if (n > TEXT_SECTION_MAX) {
-		shown = TEXT_SECTION_MAX;
-		while (shown > 0 && ((unsigned char)v[shown] & 0xc0) == 0x80)
-			shown--;
-		cut = xasprintf("[cut: the first %zu of %zu bytes; structuredContent.%s has all]\n",
-				shown, n, name);
-	}
-	char *t = xasprintf("%s--- %s%s\n%.*s%s%s", *text, name, base64 ? " (base64)" : "",
-			    (int)shown, v, v[shown - 1] == '\n' ? "" : "\n", cut ? cut : "");
-	free(cut);
-	free(*text);
-	*text = t;
+	mcp_text_section(text, name, name, json_string_value(s), json_string_length(s), base64);
 }
 
 /* from's key, or dflt (taken) when from has none. */
@@ -214,6 +214,34 @@ static json_t *exec_result(json_t *ans, const char *language, const char *what, 
 	return mcp_result(st, text, !ok);
 }
 
+/* A run "killed" while its sandbox ended (its lifetime ran out) says so:
+ * "killed" alone does not tell the model why, nor that the next call gets
+ * a new sandbox. note (taken) with that added, or as it was. */
+static char *note_sandbox_end(struct mcp *m, json_t *ans, char *note)
+{
+	const char *reason = json_string_value(json_object_get(ans, "reason"));
+	struct al_error err = {0};
+	json_t *sb = NULL;
+	int status = 0;
+
+	if (!reason || strcmp(reason, "killed") != 0 || !m->sandbox)
+		return note;
+	char *target = xasprintf("/v1/sandboxes/%s", m->sandbox);
+	int r = mcp_daemon_json(m, "GET", target, NULL, 30000, &status, &sb, &err);
+	free(target);
+	const char *state = json_string_value(json_object_get(sb, "state"));
+	bool ended = r == 0 && (status == 404 || (state && strcmp(state, "ended") == 0));
+	json_decref(sb);
+	if (!ended)
+		return note;
+	char *t = xasprintf("%s%sthe session's sandbox ended during the run (its lifetime ran "
+			    "out) and the run was killed with it; the next call makes a new "
+			    "sandbox, without what this one held",
+			    note ?: "", note ? "\n" : "");
+	free(note);
+	return t;
+}
+
 /* How long to wait for the answer to a run of timeout seconds. */
 static int answer_ms(double timeout)
 {
@@ -250,7 +278,7 @@ static json_t *run_bash(struct mcp *m, const char *tool, const char *cmd, json_t
 		res = mcp_result_failed(tool, mcp_daemon_error_text(status, ans));
 		free(note);
 	} else {
-		res = exec_result(ans, language, cmd, note);
+		res = exec_result(ans, language, cmd, note_sandbox_end(m, ans, note));
 	}
 	json_decref(ans);
 	return res;
@@ -384,7 +412,7 @@ json_t *mcp_run_code(struct mcp *m, json_t *args)
 	if (!res && status != 200)
 		res = mcp_result_failed("run_code", mcp_daemon_error_text(status, ans));
 	else if (!res) {
-		res = context_result(ans, language, note);
+		res = context_result(ans, language, note_sandbox_end(m, ans, note));
 		note = NULL;
 	}
 	free(note);

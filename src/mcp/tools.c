@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -247,10 +249,27 @@ static char *check_args(const char *tool, json_t *schema, json_t *args)
 	return NULL;
 }
 
+/* The daemon's caps (src/serve/serve.h: AL_SERVE_BODY_MAX, a request's
+ * JSON body; AL_SERVE_FILE_MAX, a file): an argument over them is named
+ * here, not left to the daemon's 413 about "the body". A command or code
+ * just under the cap whose JSON escaping takes it over still gets that
+ * 413. */
+#define DAEMON_BODY_MAX (1u << 20)
+#define DAEMON_FILE_MAX (32u << 20)
+#define ARG_TEXT_MAX	(DAEMON_BODY_MAX - 4096)
+
 /* What the schema cannot say: paths are absolute, base64 content is
- * base64. */
+ * base64, nothing is over the daemon's caps. */
 static char *check_meaning(json_t *args)
 {
+	for (const char **k = (const char *[]){"command", "code", NULL}; *k; k++) {
+		json_t *v = json_object_get(args, *k);
+		if (json_is_string(v) && json_string_length(v) > ARG_TEXT_MAX)
+			return xasprintf("argument \"%s\": %zu bytes, over %u (the daemon takes a "
+					 "request of at most 1 MiB): write it with write_file and "
+					 "run the file",
+					 *k, json_string_length(v), ARG_TEXT_MAX);
+	}
 	for (const char **k = (const char *[]){"path", "cwd", NULL}; *k; k++) {
 		const char *v = json_string_value(json_object_get(args, *k));
 		if (v && v[0] != '/')
@@ -258,7 +277,7 @@ static char *check_meaning(json_t *args)
 	}
 	json_t *content = json_object_get(args, "content");
 	const char *enc = json_string_value(json_object_get(args, "encoding"));
-	size_t n;
+	size_t n = 0;
 	if (content && enc && strcmp(enc, "base64") == 0) {
 		char *d =
 		    mcp_base64_decode(json_string_value(content), json_string_length(content), &n);
@@ -266,7 +285,13 @@ static char *check_meaning(json_t *args)
 			return xstrdup("argument \"content\": not base64 (RFC 4648, padded, no "
 				       "spaces)");
 		free(d);
+	} else if (content) {
+		n = json_string_length(content);
 	}
+	if (content && n > DAEMON_FILE_MAX)
+		return xasprintf("argument \"content\": %zu bytes, over %u (the most a file the "
+				 "daemon writes may hold)",
+				 n, DAEMON_FILE_MAX);
 	return NULL;
 }
 
@@ -305,6 +330,62 @@ int mcp_tools_call(struct mcp *m, const char *name, json_t *args, json_t **resul
 		if (strcmp(fns[i].name, name) == 0)
 			*result = fns[i].fn(m, args);
 	return 0;
+}
+
+char *mcp_text_escape(const char *s, size_t n)
+{
+	char *out = xmalloc(4 * n + 1), *o = out;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '\\' || c == '\n' || c == '\r' || c == '\t') {
+			*o++ = '\\';
+			*o++ = c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't' : '\\';
+		} else if (c < 0x20 || c == 0x7f) {
+			o += sprintf(o, "\\x%02x", c);
+		} else {
+			*o++ = (char)c;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+void mcp_text_append(char **text, const char *fmt, ...)
+{
+	va_list ap, ap2;
+	size_t n = strlen(*text);
+
+	/* In place (realloc), not a new copy of all of *text each time. */
+	va_start(ap, fmt);
+	va_copy(ap2, ap);
+	int k = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (k < 0)
+		k = 0;
+	*text = xrealloc(*text, n + (size_t)k + 1);
+	vsnprintf(*text + n, (size_t)k + 1, fmt, ap2);
+	va_end(ap2);
+}
+
+void mcp_text_section(char **text, const char *name, const char *field, const char *v, size_t n,
+		      bool base64)
+{
+	size_t shown = n;
+
+	if (!v || n == 0)
+		return;
+	if (n > MCP_TEXT_SECTION_MAX) {
+		shown = MCP_TEXT_SECTION_MAX;
+		while (shown > 0 && ((unsigned char)v[shown] & 0xc0) == 0x80)
+			shown--;
+	}
+	mcp_text_append(text, "--- %s%s\n%.*s%s", name, base64 ? " (base64)" : "", (int)shown, v,
+			v[shown - 1] == '\n' ? "" : "\n");
+	if (shown < n)
+		mcp_text_append(text,
+				"[cut: the first %zu of %zu bytes; structuredContent.%s has all]\n",
+				shown, n, field);
 }
 
 json_t *mcp_result(json_t *structured, char *text, bool is_error)
