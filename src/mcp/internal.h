@@ -75,9 +75,10 @@ json_t *mcp_list_files(struct mcp *m, json_t *args);
  * code chose cannot start lines of its own (a fake entry, a fake
  * "ended:" line). */
 char *mcp_text_escape(const char *s, size_t n);
-/* "--- NAME\nV\n" appended to *text (nothing when n is 0): past
- * MCP_TEXT_SECTION_MAX bytes V is cut (on a character's start) and the
- * text says so, naming structuredContent.FIELD. */
+/* "--- NAME\nV\n" appended to *text (nothing when n is 0), V's control
+ * characters but newline and tab shown as \xNN (C1 ones as \u00NN): past
+ * MCP_TEXT_SECTION_MAX bytes of that V is cut (on a character's start) and
+ * the text says so, naming structuredContent.FIELD. */
 void mcp_text_section(char **text, const char *name, const char *field, const char *v, size_t n,
 		      bool base64);
 /* *text with fmt appended. */

@@ -368,20 +368,51 @@ void mcp_text_append(char **text, const char *fmt, ...)
 	va_end(ap2);
 }
 
+/* The start of v[0..n) as the text shows it, at most MCP_TEXT_SECTION_MAX
+ * bytes: each control character but newline and tab written as \xNN, each
+ * C1 control (U+0080..U+009F, two bytes in UTF-8) as \u00NN, cut on a
+ * character's start. *used: how many bytes of v it shows. */
+static char *show_controls(const char *v, size_t n, size_t *used)
+{
+	char *out = xmalloc(MCP_TEXT_SECTION_MAX + 8), *o = out;
+	size_t i = 0;
+
+	while (i < n) {
+		unsigned char c = (unsigned char)v[i];
+		/* Stop before a character that might not fit whole (a
+		 * continuation byte is never a place to stop). */
+		if ((c & 0xc0) != 0x80 && (size_t)(o - out) + 6 + 4 > MCP_TEXT_SECTION_MAX)
+			break;
+		if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+			o += sprintf(o, "\\x%02x", c);
+		} else if (c == 0xc2 && i + 1 < n && (unsigned char)v[i + 1] >= 0x80 &&
+			   (unsigned char)v[i + 1] <= 0x9f) {
+			o += sprintf(o, "\\u%04x", (unsigned char)v[++i]);
+		} else {
+			*o++ = (char)c;
+		}
+		i++;
+	}
+	*o = '\0';
+	*used = i;
+	return out;
+}
+
 void mcp_text_section(char **text, const char *name, const char *field, const char *v, size_t n,
 		      bool base64)
 {
-	size_t shown = n;
+	size_t shown;
 
 	if (!v || n == 0)
 		return;
-	if (n > MCP_TEXT_SECTION_MAX) {
-		shown = MCP_TEXT_SECTION_MAX;
-		while (shown > 0 && ((unsigned char)v[shown] & 0xc0) == 0x80)
-			shown--;
-	}
-	mcp_text_append(text, "--- %s%s\n%.*s%s", name, base64 ? " (base64)" : "", (int)shown, v,
-			v[shown - 1] == '\n' ? "" : "\n");
+	/* Control characters shown, not sent: the text reaches the model and
+	 * often a person's terminal (an MCP host's transcript), where
+	 * sandboxed code's escape sequences would act, and a NUL would end it
+	 * early. structuredContent keeps the bytes as they were. */
+	char *shown_text = show_controls(v, n, &shown);
+	mcp_text_append(text, "--- %s%s\n%s%s", name, base64 ? " (base64)" : "", shown_text,
+			shown > 0 && v[shown - 1] == '\n' ? "" : "\n");
+	free(shown_text);
 	if (shown < n)
 		mcp_text_append(text,
 				"[cut: the first %zu of %zu bytes; structuredContent.%s has all]\n",

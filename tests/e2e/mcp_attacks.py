@@ -13,8 +13,10 @@ that answers and never closes, trickles, sends more than its
 Content-Length, closes early or answers garbage.
 """
 
+import base64
 import json
 import os
+import re
 import select
 import socket
 import subprocess
@@ -91,8 +93,42 @@ def big_file_text_is_cut(e):
         expect(not r["isError"] and len(r["structuredContent"]["content"]) == 1048576,
                "structuredContent.content is not the whole file")
         expect(len(t) < TEXT_MAX + 1024, "the text holds %d bytes of a 1 MiB file" % len(t))
-        expect("[cut: the first 65536 of 1048576 bytes; structuredContent.content has all]"
-               in t, "the text does not say it was cut: %r" % t[-200:])
+        cut = re.search(r"\[cut: the first (\d+) of 1048576 bytes; "
+                        r"structuredContent.content has all\]", t)
+        expect(cut, "the text does not say it was cut: %r" % t[-200:])
+        shown = int(cut.group(1))
+        expect("\\x01" * shown in t and "\x01" not in t,
+               "the text does not show the %d bytes it says it shows as \\x01" % shown)
+    finally:
+        m.close()
+
+
+@case
+def terminal_escapes_shown_not_sent(e):
+    """Output and a file's content with terminal escapes (a screen clear, a
+    title set, a colour), a NUL, a C1 control and a bare CR: the text shows
+    each as \\xNN (\\u00NN), so an MCP host's transcript never executes them
+    and a NUL does not end the text; structuredContent keeps the bytes."""
+    m = started()
+    raw = "a\x1b[2J\x1b]0;pwned\x07b\rc\u009bd\x00e\n"
+    try:
+        r = tool(m, "write_file", path="/work/esc", encoding="base64",
+                 content=base64.b64encode(raw.encode()).decode())
+        expect(not r["isError"], "the file was not written: %s" % r)
+        r = tool(m, "read_file", path="/work/esc")
+        t = text_of(r)
+        expect(r["structuredContent"]["content"] == raw,
+               "structuredContent.content: %r" % r["structuredContent"]["content"])
+        shown = "a\\x1b[2J\\x1b]0;pwned\\x07b\\x0dc\\u009bd\\x00e\n"
+        expect(shown in t, "the text does not show the escapes: %r" % t)
+        expect(not re.search("[\x00-\x08\x0b-\x1f\x7f\u0080-\u009f]", t),
+               "a control character reached the text: %r" % t)
+        r = tool(m, "run_command", command="printf 'x\\033[31my\\033[0m\\n'")
+        t = text_of(r)
+        expect("x\\x1b[31my\\x1b[0m" in t and "\x1b" not in t,
+               "run_command's text: %r" % t)
+        expect(r["structuredContent"]["stdout"] == "x\x1b[31my\x1b[0m\n",
+               "structuredContent.stdout: %r" % r["structuredContent"]["stdout"])
     finally:
         m.close()
 
