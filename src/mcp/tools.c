@@ -374,19 +374,29 @@ void mcp_text_append(char **text, const char *fmt, ...)
  * character's start. *used: how many bytes of v it shows. */
 static char *show_controls(const char *v, size_t n, size_t *used)
 {
-	char *out = xmalloc(MCP_TEXT_SECTION_MAX + 8), *o = out;
+	char *out = xmalloc(MCP_TEXT_SECTION_MAX + 1), *o = out;
 	size_t i = 0;
 
 	while (i < n) {
 		unsigned char c = (unsigned char)v[i];
-		/* Stop before a character that might not fit whole (a
-		 * continuation byte is never a place to stop). */
-		if ((c & 0xc0) != 0x80 && (size_t)(o - out) + 6 + 4 > MCP_TEXT_SECTION_MAX)
+		bool control = (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f;
+		bool c1 = c == 0xc2 && i + 1 < n && (unsigned char)v[i + 1] >= 0x80 &&
+			  (unsigned char)v[i + 1] <= 0x9f;
+		/* What this character takes shown: stop before one that does
+		 * not fit whole. A lead byte counts its whole character, so a
+		 * continuation byte of valid UTF-8 always fits (the check stops
+		 * only a stray one). */
+		size_t need = control	  ? 4
+			      : c1	  ? 6
+			      : c >= 0xf0 ? 4
+			      : c >= 0xe0 ? 3
+			      : c >= 0xc0 ? 2
+					  : 1;
+		if ((size_t)(o - out) + need > MCP_TEXT_SECTION_MAX)
 			break;
-		if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+		if (control) {
 			o += sprintf(o, "\\x%02x", c);
-		} else if (c == 0xc2 && i + 1 < n && (unsigned char)v[i + 1] >= 0x80 &&
-			   (unsigned char)v[i + 1] <= 0x9f) {
+		} else if (c1) {
 			o += sprintf(o, "\\u%04x", (unsigned char)v[++i]);
 		} else {
 			*o++ = (char)c;
