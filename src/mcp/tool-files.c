@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "core/util.h"
 
 #define FILE_TIMEOUT_MS 120000
@@ -59,23 +61,13 @@ char *mcp_base64_decode(const char *s, size_t len, size_t *out_len)
 	return out;
 }
 
+/* n bytes in standard base64 (OpenSSL's encoder, as the daemon's
+ * sexec.c uses; n is at most the file API's 32 MiB). */
 static char *base64_encode(const char *p, size_t n)
 {
-	static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	char *out = xmalloc((n + 2) / 3 * 4 + 1), *o = out;
+	char *out = xmalloc((n + 2) / 3 * 4 + 1);
 
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)(unsigned char)p[i] << 16;
-		if (i + 1 < n)
-			v |= (uint32_t)(unsigned char)p[i + 1] << 8;
-		if (i + 2 < n)
-			v |= (unsigned char)p[i + 2];
-		*o++ = a[v >> 18 & 63];
-		*o++ = a[v >> 12 & 63];
-		*o++ = i + 1 < n ? a[v >> 6 & 63] : '=';
-		*o++ = i + 2 < n ? a[v & 63] : '=';
-	}
-	*o = '\0';
+	EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)p, (int)n);
 	return out;
 }
 
