@@ -491,17 +491,15 @@ int gw_proc_read_one(struct al_gateway_proc *gp)
 
 static void on_pidfd(struct al_watch *w, uint32_t events, void *data);
 
-static void on_sock(struct al_watch *w, uint32_t events, void *data)
+/* Up to max of the messages waiting on its socket, each handled; its
+ * hang-up or a malformed message ends the reading for good. */
+static void read_pending(struct al_gateway_proc *gp, int max)
 {
-	struct al_gateway_proc *gp = data;
-
-	(void)events;
-	for (int i = 0; i < 64; i++) {
+	for (int i = 0; i < max; i++) {
 		int r = gw_proc_read_one(gp);
 		if (r == 0)
 			return;
 		if (r < 0) {
-			(void)w;
 			al_watch_removep(&gp->w_sock);
 			/* It hung up: it serves no more, so the run cannot go on.
 			 * Most often it died: say how (its exit follows at once). */
@@ -515,6 +513,22 @@ static void on_sock(struct al_watch *w, uint32_t events, void *data)
 			return;
 		}
 	}
+}
+
+static void on_sock(struct al_watch *w, uint32_t events, void *data)
+{
+	(void)w;
+	(void)events;
+	/* A bounded batch: the loop's other events get their turn. */
+	read_pending(data, 64);
+}
+
+void al_gateway_proc_drain(struct al_gateway_proc *gp)
+{
+	/* What it sent so far is in the socket's buffer: a few thousand
+	 * messages at most; the bound holds even if it keeps sending. */
+	if (gp && gp->w_sock)
+		read_pending(gp, 16384);
 }
 
 static const char *death(int code, int status, char *buf, size_t len)

@@ -97,6 +97,12 @@ const char *al_gateway_proc_error(const struct al_gateway_proc *gp);
  * test open of / got, "seccomp"} for the gateway.start event. */
 json_t *al_gateway_proc_json(const struct al_gateway_proc *gp);
 
+/* Every message it has sent so far handled now (bounded), not when the
+ * loop next gets to its socket. It sends a refusal's audit line before it
+ * answers the refused client, so after this every refusal that a process
+ * of the sandbox has seen is in the audit stream: the run layer drains it
+ * before it reports an exec's end, so that the exec's denials are whole. */
+void al_gateway_proc_drain(struct al_gateway_proc *gp);
 /* Tell it what the run's CPU and memory cost so far (the budget). */
 void al_gateway_proc_spent(struct al_gateway_proc *gp, uint64_t nano);
 /* Tell it the run's new deadline (seconds since the epoch): its tokens

@@ -117,6 +117,8 @@ static void maybe_done(struct al_exec *x, bool force)
 	for (size_t i = 0; i < run->n_execs; i++)
 		if (run->execs[i] == x)
 			run->execs[i] = run->execs[--run->n_execs];
+	/* What the gateway refused the exec is in before its end is told. */
+	al_supervisor_sync_gateway(run->sup);
 	json_t *o = al_exec_result_json(&x->res);
 	al_audit_emit(run->req.audit, "exec.end", o);
 	if (x->io.ended)
@@ -603,4 +605,9 @@ void al_session_thaw(struct al_run *run)
 	if (run->sup)
 		al_supervisor_pause_clock(run->sup, false);
 	exec_clocks(run, false);
+}
+
+void al_run_sync_gateway(struct al_run *run)
+{
+	al_supervisor_sync_gateway(run->sup);
 }

@@ -145,3 +145,8 @@ int al_run_extend(struct al_run *run, uint64_t ms_from_now, struct al_error *err
 
 /* The running time left before the run's deadline (ms; 0: none or due). */
 uint64_t al_run_remaining_ms(const struct al_run *run);
+/* Every audit line the run's gateway has sent so far emitted now (its
+ * refusals: the gateway sends each before it answers the refused client),
+ * for a caller about to report what was denied during something that just
+ * ended. An exec's end does this itself. */
+void al_run_sync_gateway(struct al_run *run);

@@ -166,6 +166,12 @@ static void free_ctx(struct sctx *c)
 static void answer(struct sctx *c, const char *reason)
 {
 	struct sess *s = c->s;
+
+	/* The refusals the code saw are in c->denials before it is answered
+	 * (the gateway sends each one's line before it answers the refused
+	 * client; its socket may not have been read yet). */
+	if (s->run)
+		al_run_sync_gateway(s->run);
 	json_t *o = json_pack("{s:s, s:s}", "context_id", c->id, "language", langs[c->lang].name);
 
 	sess_put_output(o, "stdout", c->st[0].buf, c->st[0].len, c->st[0].cut);

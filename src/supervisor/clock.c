@@ -108,3 +108,8 @@ int al_supervisor_extend(struct al_supervisor *l, uint64_t ms, struct al_error *
 	l->meter.lifetime_ms = life > 0 ? (uint64_t)life : 1;
 	return 0;
 }
+
+void al_supervisor_sync_gateway(struct al_supervisor *l)
+{
+	al_gateway_proc_drain(l->gw);
+}

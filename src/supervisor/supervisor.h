@@ -177,5 +177,8 @@ int al_supervisor_set_remaining(struct al_supervisor *s, uint64_t ms);
 int al_supervisor_extend(struct al_supervisor *s, uint64_t ms, struct al_error *err);
 /* The time spent paused so far (ms). */
 uint64_t al_supervisor_paused_ms(const struct al_supervisor *s);
+/* The gateway's waiting messages (its audit lines) handled now
+ * (al_gateway_proc_drain); nothing without a gateway. */
+void al_supervisor_sync_gateway(struct al_supervisor *s);
 
 void al_supervisor_free(struct al_supervisor *s);

@@ -785,8 +785,13 @@ def socket_buffers_tcp_bounded(e):
     km = expect_held(res, record, drop, "tcp")
     if km["sockets"] == "limited":
         # v1: the kernel limit holds until forced charges pass it; then the
-        # supervisor stops the run within one 2 ms check.
-        expect_stopped_near(res, record, km, 16)
+        # supervisor stops the run within one 2 ms check. 16 writers charge
+        # as fast as the machine lets them meanwhile: a supervisor built
+        # with ASan (meson passes b_sanitize) takes several times as long
+        # for that check (50 MB past a 32 MB stop seen once in CI), so its
+        # slack is 64 MB; still far below the 1.2 GB of no bound.
+        sanitized = os.environ.get("AIRLOCK_TEST_SANITIZE", "none") != "none"
+        expect_stopped_near(res, record, km, 64 if sanitized else 16)
         expect("socket buffers" in res.errtext, "the message does not say why", res)
     else:
         expect(km["socket_peak_bytes"] > 0, "v2: no socket memory was charged", res)
