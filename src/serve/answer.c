@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 void al_serve_respond(struct al_chan *front, uint64_t req, unsigned status, const char *ctype,
@@ -74,10 +75,13 @@ void al_serve_refuse(int fd, unsigned status, const char *phrase, const char *er
 			 "Content-Length: %zu\r\n%sConnection: close\r\n\r\n",
 			 status, phrase, body ? strlen(body) : 0,
 			 status == 429 || status == 503 ? "Retry-After: 1\r\n" : "");
-	/* Without reading what the client sent, and without waiting. */
-	if (body && n > 0 && (size_t)n < sizeof(head) &&
-	    send(fd, head, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) == n)
-		send(fd, body, strlen(body), MSG_DONTWAIT | MSG_NOSIGNAL);
+	/* Without reading what the client sent, and without waiting; head and
+	 * body in one sendmsg, so that a client's first read has both. */
+	if (body && n > 0 && (size_t)n < sizeof(head)) {
+		struct iovec iov[2] = {{head, (size_t)n}, {body, strlen(body)}};
+		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+		(void)sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	}
 	free(body);
 	json_decref(o);
 	/* What the client already sent is read away (without waiting, 64 KiB

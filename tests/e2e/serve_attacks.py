@@ -151,7 +151,14 @@ s = socket.socket(socket.AF_UNIX)
 try:
     s.connect("/d/sock")
     s.sendall(b"GET /v1/health HTTP/1.0\r\n\r\n")
-    print(s.recv(4096).decode(errors="replace"))
+    s.settimeout(10)
+    got = b""
+    while len(got) < 65536:  # to the close: the head and body may come apart
+        b = s.recv(4096)
+        if not b:
+            break
+        got += b
+    print(got.decode(errors="replace"))
 except OSError as e:
     print("refused:", e)
 """
