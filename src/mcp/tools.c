@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/util.h"
+#include "policy/json.h"
 
 #define TIMEOUT_DESC                                                                               \
 	"seconds before it is stopped (reason \"timeout\"); above 0, at most 31536000; "           \
@@ -135,26 +136,6 @@ json_t *mcp_tools_list(void)
 	return json_pack("{s:o}", "tools", tools);
 }
 
-static const char *json_type_name(json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "an object";
-	case JSON_ARRAY:
-		return "an array";
-	case JSON_STRING:
-		return "a string";
-	case JSON_INTEGER:
-	case JSON_REAL:
-		return "a number";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "a boolean";
-	default:
-		return "null";
-	}
-}
-
 static bool type_matches(const char *type, json_t *v)
 {
 	if (strcmp(type, "string") == 0)
@@ -184,7 +165,7 @@ static char *check_value(const char *name, json_t *schema, json_t *v)
 	if (type && !type_matches(type, v))
 		return xasprintf("argument \"%s\": expected %s%s, got %s", name,
 				 strcmp(type, "integer") == 0 ? "an " : "a ", type,
-				 json_type_name(v));
+				 al_json_type_name(v));
 	if ((e = json_object_get(schema, "enum"))) {
 		size_t i;
 		json_t *x;
