@@ -108,7 +108,6 @@ enum gw_step gw_head_dns_tcp(struct conn *c)
 	ssize_t n;
 	int r;
 
-	gw_side_set(&c->client, EPOLLIN);
 	n = recv(c->client.fd, c->head + c->head_len, sizeof(c->head) - c->head_len, MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return GW_WAIT;
