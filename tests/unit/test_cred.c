@@ -24,6 +24,8 @@
 #include "cred/jwt.h"
 #include "cred/store.h"
 #include "tls/ca.h"
+#include "gateway/gateway.h"
+#include "core/loop.h"
 #include "engine_util.h"
 #include "policy/plan.h"
 #include "supervisor/meter.h"
@@ -716,6 +718,37 @@ static void test_store_adds_at_finish(void **state)
 	assert_int_equal(p->n_fs, n_fs);
 }
 
+/* The gateway's start mints the leaf of each intercepting rule that names
+ * one host, before any connection; a wildcard's names are minted when
+ * asked for. */
+static void test_gateway_premint(void **state)
+{
+	(void)state;
+	_cleanup_(al_errors_clear) struct al_errors errs = {0};
+	_cleanup_(al_cred_freep) struct al_cred *c = NULL;
+	struct al_error err = {0};
+	struct al_loop *loop = NULL;
+	_cleanup_(al_plan_freep) struct al_plan *p = plan_of(
+	    "{\"version\": 1, \"command\": [\"/bin/true\"], \"network\": {\"allow\": [{\"host\": "
+	    "\"API.test:443\", \"tls\": \"intercept\"}, {\"host\": \"*.wild.test\", \"tls\": "
+	    "\"intercept\"}, \"plain.test\"], \"hosts\": {\"api.test\": \"127.0.0.1\"}}}",
+	    &errs);
+	assert_int_equal(errs.n, 0);
+	if (al_cred_open(p, "run1", &c, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_false(al_tls_ca_has_leaf(c->ca, "api.test"));
+	assert_int_equal(al_loop_new(&loop, &err), 0);
+	struct al_gateway *gw = al_gateway_new(p, NULL, loop);
+	al_gateway_set_cred(gw, c);
+	if (al_gateway_prepare(gw, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_true(al_tls_ca_has_leaf(c->ca, "api.test"));
+	assert_false(al_tls_ca_has_leaf(c->ca, "x.wild.test"));
+	assert_false(al_tls_ca_has_leaf(c->ca, "plain.test"));
+	al_gateway_free(gw);
+	al_loop_free(loop);
+}
+
 /* The deadline moved (al_run_extend, a resume): a run token the gateway
  * presents is minted again with the new exp and the same jti, an exposed
  * one is left as it was, a per-request token is bounded by the new
@@ -877,7 +910,7 @@ int main(void)
 	    cmocka_unit_test(test_engine_refusals), cmocka_unit_test(test_sources),
 	    cmocka_unit_test(test_meter_budget),    cmocka_unit_test(test_source_sigchld_ignored),
 	    cmocka_unit_test(test_store_wipe_many), cmocka_unit_test(test_store_adds_at_finish),
-	    cmocka_unit_test(test_store_deadline),
+	    cmocka_unit_test(test_gateway_premint), cmocka_unit_test(test_store_deadline),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
