@@ -150,14 +150,15 @@ int al_watch_fd(const struct al_watch *w)
 	return w->fd;
 }
 
-void al_watch_remove(struct al_watch *w)
+static void unlink_watch(struct al_watch *w, bool deregister)
 {
 	struct al_loop *l;
 
 	if (!w || w->dead)
 		return;
 	l = w->loop;
-	al_watch_set(w, 0);
+	if (deregister)
+		al_watch_set(w, 0);
 	if (w->prev)
 		w->prev->next = w->next;
 	else
@@ -169,6 +170,22 @@ void al_watch_remove(struct al_watch *w)
 	w->prev = NULL;
 	w->next = l->dead;
 	l->dead = w;
+}
+
+void al_watch_remove(struct al_watch *w)
+{
+	unlink_watch(w, true);
+}
+
+void al_watch_close(struct al_watch *w)
+{
+	int fd = w ? w->fd : -1;
+
+	/* The close takes the fd's file out of the epoll set, when it is the
+	 * last reference to it: the caller's promise. */
+	unlink_watch(w, false);
+	if (fd >= 0)
+		close(fd);
 }
 
 static void on_timer(struct al_watch *w, uint32_t events, void *data)

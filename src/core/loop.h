@@ -63,6 +63,12 @@ static inline void al_watch_removep(struct al_watch **w)
 	al_watch_remove(*w);
 	*w = 0;
 }
+/* Stop watching and close the fd, without the epoll_ctl that
+ * al_watch_remove makes: closing the last descriptor of a file takes it
+ * out of the epoll set. Only for an fd no other descriptor (a dup, a
+ * forked child's copy, one in flight over a socket) refers to; else its
+ * events would still come, for a watch that is gone. NULL is ignored. */
+void al_watch_close(struct al_watch *w);
 
 /* A monotonic timer, disarmed until al_timer_arm. NULL with errno set. */
 struct al_timer *al_loop_timer(struct al_loop *l, al_timer_fn fn, void *data);

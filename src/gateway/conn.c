@@ -137,9 +137,15 @@ static void answer(struct conn *c)
 	}
 }
 
+/* A connection's sockets are this process's alone (the gateway forks
+ * nothing once it serves, and passes no descriptor on): their close takes
+ * them out of the epoll set, with no epoll_ctl of ours. */
 static void close_side(struct side *s)
 {
-	al_watch_removep(&s->w);
+	if (s->w) {
+		al_watch_close(TAKE_PTR(s->w));
+		s->fd = -1;
+	}
 	al_closep(&s->fd);
 }
 
@@ -200,15 +206,14 @@ void gw_conn_close(struct conn *c, const char *end_reason)
 }
 
 /* Read more of the client's first bytes into c->head: 1 when some came,
- * 0 to wait, -1 when the client is gone. Until a later stage says
- * otherwise, the client is watched for more. */
+ * 0 to wait, -1 when the client is gone. A head stage that waits is
+ * watched for more (gw_conn_run). */
 static int read_head(struct conn *c)
 {
 	ssize_t n;
 
 	if (c->head_len == sizeof(c->head))
 		return -1; /* each head stage refuses a full head before it reads again */
-	gw_side_set(&c->client, EPOLLIN);
 	n = recv(c->client.fd, c->head + c->head_len, sizeof(c->head) - c->head_len, MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
@@ -418,6 +423,12 @@ void gw_conn_run(struct conn *c, struct side *s, uint32_t events)
 	c->in_dispatch = false;
 	if (r == GW_CLOSE)
 		gw_conn_close(c, NULL);
+	else if (r == GW_WAIT && c->stage == GW_HEAD)
+		/* Every head stage waits for more of the client's bytes. Only
+		 * then is the client watched: a head that came whole with the
+		 * accept (the usual case) costs no epoll_ctl, and every later
+		 * stage says itself what it waits for. */
+		gw_side_set(&c->client, EPOLLIN);
 }
 
 static void on_side(struct al_watch *w, uint32_t events, void *data)

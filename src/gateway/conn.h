@@ -153,6 +153,7 @@ struct conn {
 	bool have_dest;
 	bool resolving, resolved, resolve_ok; /* resolve.c */
 	bool connecting;
+	bool connect_ok;      /* connect's poll saw it done, without error */
 	bool in_dispatch;     /* a stage is running (the resolver may answer inside it) */
 	bool is_connect;      /* HTTP CONNECT: answer 200 once connected */
 	bool check_first;     /* the first client bytes must name c->name (SNI or Host) */

@@ -86,18 +86,41 @@ static int dns_answer(struct al_gateway *gw, const uint8_t *msg, size_t len, uns
 	return al_dns_format_answer(&q, &addr, 1, 60, flags, out, size);
 }
 
+/* Queries taken per wake-up: a resolver asks for A and AAAA at once
+ * (glibc sends both with one sendmmsg), so both are usually waiting. */
+#define DNS_BATCH 4
+
 void gw_dns_udp(struct al_gateway *gw, int fd)
 {
-	uint8_t msg[4096], out[4096];
-	struct sockaddr_storage from;
-	socklen_t flen = sizeof(from);
-	ssize_t n = recvfrom(fd, msg, sizeof(msg), MSG_DONTWAIT, (struct sockaddr *)&from, &flen);
+	uint8_t msg[DNS_BATCH][4096], out[DNS_BATCH][4096]; /* 32 KiB of stack */
+	struct sockaddr_storage from[DNS_BATCH];
+	struct iovec in_iov[DNS_BATCH], out_iov[DNS_BATCH];
+	struct mmsghdr in[DNS_BATCH], ans[DNS_BATCH];
+	unsigned n_ans = 0;
 
-	if (n <= 0)
-		return;
-	int m = dns_answer(gw, msg, (size_t)n, 0, out, sizeof(out));
-	if (m > 0 && sendto(fd, out, (size_t)m, MSG_DONTWAIT, (struct sockaddr *)&from, flen) < 0)
-		al_debug("gateway: DNS answer not sent: %s", strerror(errno));
+	for (unsigned i = 0; i < DNS_BATCH; i++) {
+		in_iov[i] = (struct iovec){msg[i], sizeof(msg[i])};
+		in[i] = (struct mmsghdr){.msg_hdr = {.msg_name = &from[i],
+						     .msg_namelen = sizeof(from[i]),
+						     .msg_iov = &in_iov[i],
+						     .msg_iovlen = 1}};
+	}
+	/* Whatever is queued, up to DNS_BATCH, in one call: MSG_DONTWAIT
+	 * returns once the queue is empty, as recvfrom would. */
+	int n = recvmmsg(fd, in, DNS_BATCH, MSG_DONTWAIT, NULL);
+	for (int i = 0; i < n; i++) {
+		int m = dns_answer(gw, msg[i], in[i].msg_len, 0, out[n_ans], sizeof(out[n_ans]));
+		if (m <= 0)
+			continue;
+		out_iov[n_ans] = (struct iovec){out[n_ans], (size_t)m};
+		ans[n_ans] = (struct mmsghdr){.msg_hdr = {.msg_name = &from[i],
+							  .msg_namelen = in[i].msg_hdr.msg_namelen,
+							  .msg_iov = &out_iov[n_ans],
+							  .msg_iovlen = 1}};
+		n_ans++;
+	}
+	if (n_ans && sendmmsg(fd, ans, n_ans, MSG_DONTWAIT) < (int)n_ans)
+		al_debug("gateway: DNS answers not all sent: %s", strerror(errno));
 }
 
 /* DNS over TCP: one query per connection, answered and closed. */
@@ -108,7 +131,6 @@ enum gw_step gw_head_dns_tcp(struct conn *c)
 	ssize_t n;
 	int r;
 
-	gw_side_set(&c->client, EPOLLIN);
 	n = recv(c->client.fd, c->head + c->head_len, sizeof(c->head) - c->head_len, MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return GW_WAIT;

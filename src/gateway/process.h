@@ -1,7 +1,8 @@
 /* The gateway in its own process (docs/network.md, "The gateway's
  * process"; OpenSSH's privilege separation as the model): forked by the
- * supervisor when the sandbox hands over its first listening socket,
- * before the command starts. It keeps
+ * supervisor before the backend makes the sandbox (or, for a caller that
+ * does not ask for that, at the sandbox's first listening socket), and
+ * confined before the command starts. It keeps
  * only the listeners, the rules and its resolver; it runs with no
  * capabilities, no_new_privs, a landlock domain that reads one file (the
  * host's /etc/hosts, which its resolver reads per lookup) and binds no TCP

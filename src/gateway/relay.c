@@ -61,8 +61,12 @@ static int start_connect(struct conn *c)
 	/* To a nearby server the handshake is often done by now: go on
 	 * without a round through the loop. */
 	struct pollfd p = {.fd = fd, .events = POLLOUT};
-	if (poll(&p, 1, 0) == 1)
+	if (poll(&p, 1, 0) == 1) {
+		/* Writable with no error or hang-up: connected, and
+		 * connected() need not ask SO_ERROR. */
+		c->connect_ok = !(p.revents & (POLLERR | POLLHUP | POLLNVAL));
 		return 1;
+	}
 	gw_side_set(&c->client, 0);
 	gw_side_set(&c->upstream, EPOLLOUT);
 	return 0;
@@ -88,7 +92,7 @@ static enum gw_step connected(struct conn *c)
 	socklen_t len = sizeof(e);
 
 	c->connecting = false;
-	if (getsockopt(c->upstream.fd, SOL_SOCKET, SO_ERROR, &e, &len) < 0)
+	if (!c->connect_ok && getsockopt(c->upstream.fd, SOL_SOCKET, SO_ERROR, &e, &len) < 0)
 		e = errno;
 	if (e)
 		return failed(c, 502,

@@ -25,6 +25,7 @@ static const struct al_seccomp_rule_info table[] = {
 	/* Bytes in and out of its sockets, pipes and its one file. */
 	ALLOW("read"), ALLOW("write"), ALLOW("readv"), ALLOW("writev"), ALLOW("close"),
 	ALLOW("recvfrom"), ALLOW("sendto"), ALLOW("recvmsg"), ALLOW("sendmsg"),
+	ALLOW("recvmmsg"), ALLOW("sendmmsg"), /* the DNS stub's queries, in batches */
 	ALLOW("splice"), ALLOW("pipe2"), ALLOW("shutdown"),
 	/* c-ares reads /etc/hosts on every lookup; landlock allows nothing else.
 	 * Never creating, truncating or making a temporary file. */

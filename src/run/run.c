@@ -166,7 +166,8 @@ int al_run_start(const struct al_run_request *req, const struct al_supervisor_io
 	run->sb.verify_all = req->verify_all;
 	if (req->session)
 		al_session_attach(run);
-	if ((r = ops->prepare(&run->sb, err)) < 0 || (r = ops->start(&run->sb, err)) < 0)
+	if ((r = al_supervisor_start_gateway(run->sup, err)) < 0 ||
+	    (r = ops->prepare(&run->sb, err)) < 0 || (r = ops->start(&run->sb, err)) < 0)
 		goto fail;
 	const struct al_sandbox_ctl ctl = {.data = &run->sb,
 					   .release = ctl_release,

@@ -56,8 +56,10 @@ struct al_supervisor {
 	/* clock.c: when the run's deadline falls (al_now_ms; 0 none), and
 	 * since when it is paused (0: running): a pause moves the deadline. */
 	uint64_t deadline_ms, paused_at, paused_ms;
-	/* the egress gateway's process, once the child sent a listener */
+	/* the egress gateway's process, forked before the sandbox is made
+	 * (or at the child's first listener), and whether it has one */
 	struct al_gateway_proc *gw;
+	bool gw_listening;
 	struct al_gateway_proc_events gateway_events;
 	bool release_waits;   /* ready, but the gateway has not reported its start yet */
 	bool finishing;	      /* al_supervisor_finish runs: nothing more is released */

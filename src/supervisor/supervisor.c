@@ -215,6 +215,30 @@ static void on_gateway_refused(void *data, const struct al_gateway_refusal *r)
 	al_result_note_refusal(&l->result, r);
 }
 
+/* Fork the gateway's process (once). The run's CA signs in that process
+ * only: our copy of its key goes once it has its own. */
+static int start_gateway(struct al_supervisor *l, struct al_error *err)
+{
+	int r;
+
+	if (l->gw)
+		return 0;
+	r = l->held ? al_gateway_proc_start_held(l->plan, l->run_id, l->ev, l->audit,
+						 &l->gateway_events, &l->gw, err)
+		    : al_gateway_proc_start(l->plan, l->cred, l->run_id, l->ev, l->audit,
+					    &l->gateway_events, &l->gw, err);
+	if (r < 0)
+		return r;
+	if (l->cred && l->cred->ca)
+		al_tls_ca_drop_key(l->cred->ca);
+	return 0;
+}
+
+int al_supervisor_start_gateway(struct al_supervisor *l, struct al_error *err)
+{
+	return l->plan->gateway ? start_gateway(l, err) : 0;
+}
+
 static void ev_listener(void *data, enum al_gateway_listener kind, int fd)
 {
 	struct al_supervisor *l = data;
@@ -224,21 +248,15 @@ static void ev_listener(void *data, enum al_gateway_listener kind, int fd)
 		close(fd);
 		return;
 	}
-	/* The first listener: fork the gateway while the child sets up, not
-	 * on the way to exec. */
-	if (!l->gw && (l->held ? al_gateway_proc_start_held(l->plan, l->run_id, l->ev, l->audit,
-							    &l->gateway_events, &l->gw, &gerr)
-			       : al_gateway_proc_start(l->plan, l->cred, l->run_id, l->ev, l->audit,
-						       &l->gateway_events, &l->gw, &gerr)) < 0) {
+	/* Started before the sandbox (al_supervisor_start_gateway), or now
+	 * by a caller that did not. */
+	if (start_gateway(l, &gerr) < 0) {
 		close(fd);
 		setup_failed(l, "gateway", 0, gerr.msg);
 		al_sup_stop(l);
 		return;
 	}
-	/* The run's CA signs in the gateway's process only: our copy of its
-	 * key goes now. */
-	if (l->cred && l->cred->ca)
-		al_tls_ca_drop_key(l->cred->ca);
+	l->gw_listening = true;
 	if (al_gateway_proc_listen(l->gw, kind, fd, &gerr) < 0) {
 		setup_failed(l, "gateway", 0, gerr.msg);
 		al_sup_stop(l);
@@ -290,8 +308,9 @@ static void ev_ready(void *data)
 		al_sup_stop(l);
 		return;
 	}
-	if (l->plan->gateway && (!l->gw || al_gateway_proc_state(l->gw) != AL_GATEWAY_RUNNING)) {
-		if (!l->gw) {
+	if (l->plan->gateway &&
+	    (!l->gw_listening || al_gateway_proc_state(l->gw) != AL_GATEWAY_RUNNING)) {
+		if (!l->gw_listening) {
 			setup_failed(l, "gateway", 0,
 				     "the sandbox handed over no listening socket for the gateway");
 			al_sup_stop(l);

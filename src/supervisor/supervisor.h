@@ -119,6 +119,14 @@ struct al_supervisor;
 struct al_supervisor *al_supervisor_new(const struct al_supervisor_config *cfg);
 const struct al_sandbox_events *al_supervisor_events(struct al_supervisor *s);
 
+/* With a gateway in the plan, fork its process now, before the backend
+ * makes the sandbox: its start (resolver, interception's trust stores,
+ * confinement) then runs while the child sets itself up, and the
+ * listeners the child hands over go to it as they come. Without this call
+ * the first listener starts it. 0 without a gateway; on failure nothing
+ * was started. */
+int al_supervisor_start_gateway(struct al_supervisor *s, struct al_error *err);
+
 /* The sandbox is started: take over our ends of its stdio (closed as
  * they finish), start the wall clock, and (confine_self) prepare our own
  * confinement, keeping cg's directories. On failure the sandbox is

@@ -387,6 +387,14 @@ int64_t al_tls_ca_leaf_end(const struct al_tls_ca *ca)
 /* A leaf's subject: the CN is the name when it is a host name that fits
  * (64 characters, X.520's bound); an address has none, since OpenSSL would
  * check a CN that looks like a name against the CA's DNS constraints. */
+bool al_tls_ca_has_leaf(const struct al_tls_ca *ca, const char *name)
+{
+	for (size_t i = 0; i < AL_TLS_LEAF_CACHE && ca->leaves[i].name; i++)
+		if (strcmp(ca->leaves[i].name, name) == 0)
+			return true;
+	return false;
+}
+
 static X509_NAME *leaf_subject(const struct al_host *h)
 {
 	X509_NAME *name = X509_NAME_new();

@@ -79,6 +79,10 @@ int64_t al_tls_ca_not_after(const struct al_tls_ca *ca);
 int64_t al_tls_ca_set_leaf_end(struct al_tls_ca *ca, int64_t leaf_not_after);
 int64_t al_tls_ca_leaf_end(const struct al_tls_ca *ca);
 
+/* Whether a leaf for name (as al_host_parse() writes it) is cached: for
+ * tests of the leaves the gateway mints ahead. */
+bool al_tls_ca_has_leaf(const struct al_tls_ca *ca, const char *name);
+
 /* The leaf for name (a host name, or an IPv4 or IPv6 literal; normalised as
  * al_host_parse() does, so "API.test." is "api.test"): the cached one, or a
  * new one with its own ECDSA P-256 key, signed by the CA, a random 126-bit

@@ -24,6 +24,10 @@
 #include "cred/jwt.h"
 #include "cred/store.h"
 #include "tls/ca.h"
+#include "gateway/conn.h"
+#include "gateway/gateway.h"
+#include <sys/socket.h>
+#include "core/loop.h"
 #include "engine_util.h"
 #include "policy/plan.h"
 #include "supervisor/meter.h"
@@ -716,6 +720,91 @@ static void test_store_adds_at_finish(void **state)
 	assert_int_equal(p->n_fs, n_fs);
 }
 
+/* The gateway's start mints the leaf of each intercepting rule that names
+ * one host, before any connection; a wildcard's names are minted when
+ * asked for. */
+static void test_gateway_premint(void **state)
+{
+	(void)state;
+	_cleanup_(al_errors_clear) struct al_errors errs = {0};
+	_cleanup_(al_cred_freep) struct al_cred *c = NULL;
+	struct al_error err = {0};
+	struct al_loop *loop = NULL;
+	_cleanup_(al_plan_freep) struct al_plan *p = plan_of(
+	    "{\"version\": 1, \"command\": [\"/bin/true\"], \"network\": {\"allow\": [{\"host\": "
+	    "\"API.test:443\", \"tls\": \"intercept\"}, {\"host\": \"*.wild.test\", \"tls\": "
+	    "\"intercept\"}, \"plain.test\"], \"hosts\": {\"api.test\": \"127.0.0.1\"}}}",
+	    &errs);
+	assert_int_equal(errs.n, 0);
+	if (al_cred_open(p, "run1", &c, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_false(al_tls_ca_has_leaf(c->ca, "api.test"));
+	assert_int_equal(al_loop_new(&loop, &err), 0);
+	struct al_gateway *gw = al_gateway_new(p, NULL, loop);
+	al_gateway_set_cred(gw, c);
+	if (al_gateway_prepare(gw, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_true(al_tls_ca_has_leaf(c->ca, "api.test"));
+	assert_false(al_tls_ca_has_leaf(c->ca, "x.wild.test"));
+	assert_false(al_tls_ca_has_leaf(c->ca, "plain.test"));
+	al_gateway_free(gw);
+	al_loop_free(loop);
+}
+
+/* The DNS stub takes every query waiting on its socket in one wake-up
+ * (a resolver's A and AAAA come together) and answers each. */
+static size_t dns_query(uint8_t *q, uint16_t id, uint16_t type)
+{
+	static const uint8_t name[] = {3, 'a', 'p', 'i', 4, 't', 'e', 's', 't', 0};
+	uint8_t head[12] = {(uint8_t)(id >> 8), (uint8_t)id, 1, 0, 0, 1};
+
+	memcpy(q, head, sizeof(head));
+	memcpy(q + 12, name, sizeof(name));
+	q[12 + sizeof(name)] = (uint8_t)(type >> 8);
+	q[13 + sizeof(name)] = (uint8_t)type;
+	q[14 + sizeof(name)] = 0;
+	q[15 + sizeof(name)] = 1; /* IN */
+	return 16 + sizeof(name);
+}
+
+static void test_gateway_dns_batch(void **state)
+{
+	(void)state;
+	_cleanup_(al_errors_clear) struct al_errors errs = {0};
+	struct al_error err = {0};
+	struct al_loop *loop = NULL;
+	_cleanup_(al_plan_freep) struct al_plan *p =
+	    plan_of("{\"version\": 1, \"command\": [\"/bin/true\"], \"network\": {\"allow\": "
+		    "[\"api.test:443\"]}}",
+		    &errs);
+	assert_int_equal(errs.n, 0);
+	assert_int_equal(al_loop_new(&loop, &err), 0);
+	struct al_gateway *gw = al_gateway_new(p, NULL, loop);
+	if (al_gateway_prepare(gw, &err) < 0)
+		fail_msg("%s", err.msg);
+	int sv[2];
+	uint8_t q[64], a[512];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+	size_t n = dns_query(q, 0x1234, 1);
+	assert_int_equal(send(sv[1], q, n, 0), (ssize_t)n);
+	n = dns_query(q, 0x5678, 28);
+	assert_int_equal(send(sv[1], q, n, 0), (ssize_t)n);
+	gw_dns_udp(gw, sv[0]); /* once */
+	ssize_t m = recv(sv[1], a, sizeof(a), MSG_DONTWAIT);
+	assert_true(m >= 12);
+	assert_int_equal(a[0] << 8 | a[1], 0x1234);
+	assert_int_equal(a[6] << 8 | a[7], 1); /* one A: the fake address */
+	m = recv(sv[1], a, sizeof(a), MSG_DONTWAIT);
+	assert_true(m >= 12);
+	assert_int_equal(a[0] << 8 | a[1], 0x5678);
+	assert_int_equal(a[6] << 8 | a[7], 0); /* AAAA: no data */
+	assert_int_equal(recv(sv[1], a, sizeof(a), MSG_DONTWAIT), -1);
+	close(sv[0]);
+	close(sv[1]);
+	al_gateway_free(gw);
+	al_loop_free(loop);
+}
+
 /* The deadline moved (al_run_extend, a resume): a run token the gateway
  * presents is minted again with the new exp and the same jti, an exposed
  * one is left as it was, a per-request token is bounded by the new
@@ -877,6 +966,7 @@ int main(void)
 	    cmocka_unit_test(test_engine_refusals), cmocka_unit_test(test_sources),
 	    cmocka_unit_test(test_meter_budget),    cmocka_unit_test(test_source_sigchld_ignored),
 	    cmocka_unit_test(test_store_wipe_many), cmocka_unit_test(test_store_adds_at_finish),
+	    cmocka_unit_test(test_gateway_premint), cmocka_unit_test(test_gateway_dns_batch),
 	    cmocka_unit_test(test_store_deadline),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -110,6 +110,70 @@ static void test_remove_in_batch(void **state)
 	}
 }
 
+/* al_watch_close: the fd is closed and gone from the set without an
+ * epoll_ctl; a callback of the same batch is not run for it, and a new fd
+ * with the same number is watched anew. */
+static void close_cb(struct al_watch *w, uint32_t events, void *data)
+{
+	struct counter *c = data;
+
+	(void)events;
+	c->calls++;
+	if (c->other) {
+		al_watch_close(c->other);
+		c->other = NULL;
+	}
+	(void)w;
+}
+
+static void test_watch_close(void **state)
+{
+	struct al_loop *l;
+	struct al_error err = {0};
+	int a[2], b[2];
+	struct counter ca = {0}, cb = {0};
+
+	(void)state;
+	assert_int_equal(al_loop_new(&l, &err), 0);
+	assert_int_equal(pipe2(a, O_CLOEXEC | O_NONBLOCK), 0);
+	assert_int_equal(pipe2(b, O_CLOEXEC | O_NONBLOCK), 0);
+	struct al_watch *wa = al_loop_add(l, a[0], EPOLLIN, close_cb, &ca);
+	struct al_watch *wb = al_loop_add(l, b[0], EPOLLIN, close_cb, &cb);
+	assert_non_null(wa);
+	assert_non_null(wb);
+	ca.other = wb;
+	cb.other = wa;
+	assert_int_equal(write(a[1], "x", 1), 1);
+	assert_int_equal(write(b[1], "x", 1), 1);
+	assert_int_equal(al_loop_dispatch(l, 1000), 2);
+	/* Whichever ran first closed the other: not called, and its fd shut. */
+	assert_int_equal(ca.calls + cb.calls, 1);
+	int closed = ca.calls ? b[0] : a[0], open_fd = ca.calls ? a[0] : b[0];
+	struct al_watch *left = ca.calls ? wa : wb;
+	assert_int_equal(fcntl(closed, F_GETFD), -1);
+	assert_int_equal(errno, EBADF);
+	/* Only the other's unread "x" is left to wake the loop. */
+	assert_int_equal(al_loop_dispatch(l, 0), 1);
+	assert_int_equal(ca.calls + cb.calls, 2);
+	/* The same number again, a new pipe: watched from scratch. */
+	int p[2];
+	assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+	struct counter cp = {0};
+	struct al_watch *wp = al_loop_add(l, p[0], EPOLLIN, count_cb, &cp);
+	assert_non_null(wp);
+	assert_int_equal(write(p[1], "z", 1), 1);
+	al_watch_close(left);
+	assert_int_equal(fcntl(open_fd, F_GETFD), -1);
+	assert_int_equal(al_loop_dispatch(l, 1000), 1);
+	assert_int_equal(cp.calls, 1);
+	al_watch_close(wp);
+	al_watch_close(NULL);
+	al_loop_free(l);
+	close(p[1]);
+	close(a[1]);
+	close(b[1]);
+}
+
 static void test_unpollable(void **state)
 {
 	struct al_loop *l;
@@ -241,9 +305,10 @@ static void test_nested(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_watch_read), cmocka_unit_test(test_remove_in_batch),
-	    cmocka_unit_test(test_unpollable), cmocka_unit_test(test_timers),
-	    cmocka_unit_test(test_signals),    cmocka_unit_test(test_nested),
+	    cmocka_unit_test(test_watch_read),	cmocka_unit_test(test_remove_in_batch),
+	    cmocka_unit_test(test_watch_close), cmocka_unit_test(test_unpollable),
+	    cmocka_unit_test(test_timers),	cmocka_unit_test(test_signals),
+	    cmocka_unit_test(test_nested),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
