@@ -2,11 +2,28 @@
 
 #include <string.h>
 
+/* Weakest first, as policy/operator-parse.c's backends[] ranks them; a
+ * backend's name also goes in that file's built[] list. */
+const struct al_backend_ops *const al_backends[] = {
+    &al_backend_native,
+    NULL,
+};
+
 const struct al_backend_ops *al_backend_lookup(const char *name)
 {
-	if (!name || strcmp(name, al_backend_native.name) == 0)
+	if (!name)
 		return &al_backend_native;
+	for (size_t i = 0; al_backends[i]; i++)
+		if (strcmp(name, al_backends[i]->name) == 0)
+			return al_backends[i];
 	return NULL;
+}
+
+int al_backend_usable(const struct al_backend_ops *ops, char *why, size_t len)
+{
+	if (len)
+		why[0] = '\0';
+	return ops->usable ? ops->usable(why, len) : 1;
 }
 
 void al_sandbox_init_handle(struct al_sandbox *sb, const struct al_backend_ops *ops,

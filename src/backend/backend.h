@@ -87,8 +87,38 @@ struct al_sandbox {
 	struct al_backend_state *state;
 };
 
+/* What a layer can do at all, whatever the plan (for `airlock backends`,
+ * the daemon and the plans a backend refuses). */
+enum {
+	AL_BACKEND_EXEC = 1u << 0,	       /* sessions: exec in a live sandbox */
+	AL_BACKEND_TTY = 1u << 1,	       /* a terminal for the command */
+	AL_BACKEND_NETWORK = 1u << 2,	       /* egress rules, through the gateway */
+	AL_BACKEND_HIDES_PIDS = 1u << 3,       /* the host's processes are invisible */
+	AL_BACKEND_PRIVATE_TMP = 1u << 4,      /* /tmp and the usual paths are the sandbox's */
+	AL_BACKEND_PRIVATE_LOOPBACK = 1u << 5, /* 127.0.0.1 is the sandbox's own */
+	AL_BACKEND_PAUSE = 1u << 6,	       /* a session can be frozen and thawed */
+};
+
+/* How a layer keeps each promise, one short phrase each: `airlock
+ * backends` prints them, docs/backends.md says the same at length. */
+struct al_backend_facts {
+	const char *summary; /* what the layer is */
+	const char *files;   /* the file view */
+	const char *egress;  /* how nothing leaves but through the gateway */
+	const char *pids;    /* process isolation */
+	const char *kernel;  /* the kernel surface the code reaches */
+	const char *limits;  /* how memory, pids and CPU are held */
+	const char *exec;    /* exec in a live sandbox */
+	unsigned features;   /* AL_BACKEND_* */
+};
+
 struct al_backend_ops {
 	const char *name;
+	const struct al_backend_facts *facts;
+	/* Can this machine run this backend at all? 1 yes; 0 no, with the
+	 * reason in why (one line); never blocks for long (a probe that
+	 * starts a program does it under a timeout). NULL: always. */
+	int (*usable)(char *why, size_t len);
 	/* Can this machine run the plan with this backend? */
 	int (*probe)(const struct al_plan *plan, struct al_error *err);
 	/* `airlock check`: how this backend makes the plan on this machine,
@@ -125,6 +155,14 @@ struct al_backend_ops {
 
 extern const struct al_backend_ops al_backend_native;
 extern const struct al_backend_ops al_backend_fake;
+
+/* Every backend this airlock has, NULL-terminated, weakest first (the
+ * operator policy's order, policy/operator-parse.c). The fake one is not
+ * among them. */
+extern const struct al_backend_ops *const al_backends[];
+
+/* 1 if the backend is usable here; 0 with why (al_backend_ops.usable). */
+int al_backend_usable(const struct al_backend_ops *ops, char *why, size_t len);
 
 /* A sandbox handle with every fd closed (-1). */
 void al_sandbox_init_handle(struct al_sandbox *sb, const struct al_backend_ops *ops,

@@ -28,6 +28,8 @@ void al_cli_usage(FILE *f)
 		"                                    inside, which layers are in force\n"
 		"  gc                                remove cgroups and host id slots left by a "
 		"killed airlock\n"
+		"  backends [--json]                 the isolation layers: usable here or why\n"
+		"                                    not, and how each keeps the promises\n"
 		"  serve --socket PATH [OPTIONS]     serve the HTTP API (docs/api.md) on a Unix\n"
 		"                                    socket: one-shot runs, health, metrics\n"
 		"  mcp [--policy FILE] [--profile NAME] [--socket PATH]\n"
@@ -61,6 +63,8 @@ static int help(int argc, char **argv)
 		return al_cmd_verify(1, args + 1);
 	if (strcmp(cmd, "gc") == 0)
 		return al_cmd_gc(1, args + 1);
+	if (strcmp(cmd, "backends") == 0)
+		return al_cmd_backends(1, args + 1);
 	if (strcmp(cmd, "serve") == 0)
 		return al_cmd_serve(1, args + 1);
 	if (strcmp(cmd, "mcp") == 0)
@@ -124,6 +128,8 @@ int main(int argc, char **argv)
 		return al_cmd_verify(argc - 2, argv + 2);
 	if (strcmp(cmd, "gc") == 0)
 		return al_cmd_gc(argc - 2, argv + 2);
+	if (strcmp(cmd, "backends") == 0)
+		return al_cmd_backends(argc - 2, argv + 2);
 	if (strcmp(cmd, "token") == 0)
 		return al_cmd_token(argc - 2, argv + 2);
 	if (strcmp(cmd, "serve") == 0)

@@ -20,15 +20,26 @@
 
 #define PROFILE_NAME_MAX 64
 
-/* Every backend the design has, weakest first; those this airlock has
- * (src/backend: native only until the other layers are built). */
-static const char *const backends[] = {"native", "gvisor", "microvm", NULL};
+/* Every backend the design has, weakest first (docs/backends.md says why
+ * this order): process (no namespaces: landlock, seccomp, rlimits) below
+ * native; wasm is native with a WebAssembly runtime inside (a capability
+ * set of preopens, no sockets), so above it, but still the host's kernel
+ * under both, so below gvisor's kernel of its own; a microVM's guest
+ * kernel behind a VMM, then a full VM. Those this airlock has are
+ * built[], which src/backend/backend.c's al_backends[] lists too. */
+static const char *const backends[] = {"process", "native", "wasm", "gvisor",
+				       "microvm", "vm",	    NULL};
 static const char *const built_default[] = {"native", NULL};
 static const char *const *built = built_default;
 
 void al_backends_built(const char *const *names)
 {
 	built = names ? names : built_default;
+}
+
+const char *const *al_backend_names(bool only_built)
+{
+	return only_built ? built : backends;
 }
 
 static bool is_built(const char *name)

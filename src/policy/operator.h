@@ -263,3 +263,6 @@ int al_backend_strength(const char *name);
  * its use (NULL: the default, native only). The engine's tests set the
  * layers the design has, to test choosing among them. */
 void al_backends_built(const char *const *names);
+/* The names, NULL-terminated and weakest first: those this airlock has
+ * (only_built) or every one the design has. */
+const char *const *al_backend_names(bool only_built);

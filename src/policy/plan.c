@@ -15,6 +15,7 @@
 #include "core/cleanup.h"
 #include "core/sys.h"
 #include "core/util.h"
+#include "policy/operator.h"
 #include "policy/plan-internal.h"
 
 const char *const al_plan_default_system[] = {"/usr", "/bin", "/lib", "/lib64", "/sbin", NULL};
@@ -617,10 +618,18 @@ static bool build_request(struct al_plan *p, const struct al_policy *pol, unsign
 		    "no command given (put it after \"--\" or in the policy's \"command\")");
 	else if (pol->command && pol->command[0] && pol->command[0][0] == '\0')
 		al_errors_add(errs, EINVAL, NULL, NULL, "the command's name is empty");
-	if (pol->backend && strcmp(pol->backend, "native") != 0)
+	if (pol->backend && al_backend_strength(pol->backend) < 0) {
+		char names[128] = "";
+		const char *const *built = al_backend_names(true);
+
+		for (size_t i = 0; built[i]; i++)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 i ? ", " : "", built[i]);
 		al_errors_add(errs, EINVAL, NULL, NULL,
-			      "unknown backend \"%s\" (this build has: native)", pol->backend);
-	p->backend = xstrdup("native");
+			      "unknown backend \"%s\" (this build has: %s)", pol->backend, names);
+	}
+	p->backend = xstrdup(pol->backend && al_backend_strength(pol->backend) >= 0 ? pol->backend
+										    : "native");
 	p->argv = al_strv_dup(pol->command); /* empty vector when optional and absent */
 	p->hostname = xstrdup(pol->hostname ? pol->hostname : AL_DEFAULT_HOSTNAME);
 	if (!al_hostname_is_valid(p->hostname))

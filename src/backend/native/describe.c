@@ -4,8 +4,12 @@
 
 #include <linux/mount.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "backend/backend.h"
+#include "core/sys.h"
 #include "core/util.h"
 
 static const char *kind_name(enum al_op_kind k)
@@ -250,4 +254,57 @@ void al_native_dump_json(const struct al_native_plan *p, const struct al_plan *p
 	json_object_set_new(o, "rules", a);
 	json_object_set_new(root, "landlock", o);
 	json_object_set_new(root, "seccomp", seccomp_json(p));
+}
+
+/* `airlock backends`: what the native layer is and how it keeps each
+ * promise (docs/backends.md at length). */
+const struct al_backend_facts al_native_facts = {
+    .summary = "Linux namespaces (user, mount, pid, net, ipc, uts, cgroup), seccomp, landlock "
+	       "and a cgroup, on the host's kernel",
+    .files = "a read-only tree of the plan's paths (idmapped binds) on a tmpfs root; "
+	     "landlock on top; the scratch a tmpfs of its own",
+    .egress = "a network namespace with only loopback: nftables capture sends every TCP "
+	      "connection and DNS query to the gateway's listeners",
+    .pids = "a pid namespace: the host's processes are invisible",
+    .kernel = "the host's kernel through a seccomp allowlist",
+    .limits = "the run's cgroup (memory with kernel memory, pids, CPU), socket memory "
+	      "watched, output capped by the supervisor",
+    .exec = "yes: init in the sandbox forks each exec",
+    .features = AL_BACKEND_EXEC | AL_BACKEND_TTY | AL_BACKEND_NETWORK | AL_BACKEND_HIDES_PIDS |
+		AL_BACKEND_PRIVATE_TMP | AL_BACKEND_PRIVATE_LOOPBACK | AL_BACKEND_PAUSE,
+};
+
+static long read_sysctl(const char *path)
+{
+	char buf[32];
+	ssize_t n = al_read_file(path, buf, sizeof(buf) - 1);
+
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return strtol(buf, NULL, 10);
+}
+
+/* User namespaces are what the layer stands on; the rest (landlock's ABI,
+ * cgroups, the plan's paths) each plan's check says. */
+int al_native_usable(char *why, size_t len)
+{
+	if (read_sysctl("/proc/sys/user/max_user_namespaces") == 0) {
+		snprintf(why, len, "user namespaces are off (user.max_user_namespaces is 0)");
+		return 0;
+	}
+	if (geteuid() != 0 && read_sysctl("/proc/sys/kernel/unprivileged_userns_clone") == 0) {
+		snprintf(why, len,
+			 "unprivileged user namespaces are off (kernel.unprivileged_userns_clone "
+			 "is 0; run as root or turn it on)");
+		return 0;
+	}
+	if (geteuid() != 0 &&
+	    read_sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == 1) {
+		snprintf(why, len,
+			 "AppArmor restricts unprivileged user namespaces "
+			 "(kernel.apparmor_restrict_unprivileged_userns is 1)");
+		return 0;
+	}
+	return 1;
 }

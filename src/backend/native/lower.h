@@ -24,6 +24,8 @@
 #include "policy/plan.h"
 #include "policy/seccomp.h"
 
+struct al_backend_facts;
+
 enum al_op_kind {
 	AL_OP_MKDIR,   /* mkdir target (mode, uid) */
 	AL_OP_FILE,    /* create target with content source[0..len) (mode, uid) */
@@ -139,4 +141,8 @@ static inline void al_native_plan_freep(struct al_native_plan **np)
  * setup order, landlock, the seccomp table), as text to f or as members
  * "filesystem", "landlock" and "seccomp" of o. */
 void al_native_dump_text(const struct al_native_plan *np, FILE *f);
+
+/* `airlock backends` (describe.c). */
+extern const struct al_backend_facts al_native_facts;
+int al_native_usable(char *why, size_t len);
 void al_native_dump_json(const struct al_native_plan *np, const struct al_plan *plan, json_t *o);

@@ -488,6 +488,8 @@ static void native_destroy(struct al_sandbox *sb)
 
 const struct al_backend_ops al_backend_native = {
     .name = "native",
+    .facts = &al_native_facts,
+    .usable = al_native_usable,
     .probe = native_probe,
     .describe = native_describe,
     .prepare = native_prepare,
