@@ -10,6 +10,7 @@ proves. It passes by returning, fails by raising AssertionError (the message
 becomes TAP diagnostics), and skips by raising Skip("reason").
 """
 
+import atexit
 import hashlib
 import json
 import os
@@ -65,7 +66,15 @@ def pinned_opts():
         with os.fdopen(fd, "w") as f:
             json.dump({"version": 1, "identity": {"host_ids": PIN_BASE}}, f)
         os.chmod(_pinned_policy, 0o644)
+        atexit.register(_remove_quietly, _pinned_policy)
     return ["--policy", _pinned_policy]
+
+
+def _remove_quietly(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 # (pid, starttime) of every process this script started, through any
