@@ -1,5 +1,6 @@
 #include "backend/backend.h"
 
+#include <errno.h>
 #include <string.h>
 
 /* Weakest first, as policy/operator-parse.c's backends[] ranks them; a
@@ -17,6 +18,30 @@ const struct al_backend_ops *al_backend_lookup(const char *name)
 		if (strcmp(name, al_backends[i]->name) == 0)
 			return al_backends[i];
 	return NULL;
+}
+
+int al_backend_admit(const struct al_backend_ops *ops, const struct al_plan *plan, bool live,
+		     struct al_error *err)
+{
+	unsigned f = ops->facts ? ops->facts->features : ~0u;
+
+	if (live && !(f & AL_BACKEND_EXEC))
+		return al_error_set(err, EOPNOTSUPP,
+				    "backend %s cannot exec in a live sandbox, which sessions "
+				    "(airlock serve, airlock mcp) and warm pools need (see airlock "
+				    "backends)",
+				    ops->name);
+	if (plan->tty && !(f & AL_BACKEND_TTY))
+		return al_error_set(err, EOPNOTSUPP,
+				    "backend %s cannot give the command a terminal (-t, the "
+				    "policy's \"tty\")",
+				    ops->name);
+	if (plan->gateway && !(f & AL_BACKEND_NETWORK))
+		return al_error_set(err, EOPNOTSUPP,
+				    "backend %s has no network: it cannot keep egress rules "
+				    "(--allow, --map-host, the policy's \"network\")",
+				    ops->name);
+	return 0;
 }
 
 int al_backend_usable(const struct al_backend_ops *ops, char *why, size_t len)

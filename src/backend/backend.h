@@ -161,6 +161,16 @@ extern const struct al_backend_ops al_backend_fake;
  * among them. */
 extern const struct al_backend_ops *const al_backends[];
 
+/* What no plan may ask of a layer without the feature, refused here for
+ * every backend alike (so that none repeats it in its probe), with one
+ * line naming the plan's field: a terminal (-t) without AL_BACKEND_TTY,
+ * egress rules without AL_BACKEND_NETWORK and, when live (a session's
+ * sandbox, a warm pool's), a layer without AL_BACKEND_EXEC. A backend
+ * without facts (the fake one) is taken to have every feature. 0 or
+ * -EOPNOTSUPP with err set. */
+int al_backend_admit(const struct al_backend_ops *ops, const struct al_plan *plan, bool live,
+		     struct al_error *err);
+
 /* 1 if the backend is usable here; 0 with why (al_backend_ops.usable). */
 int al_backend_usable(const struct al_backend_ops *ops, char *why, size_t len);
 

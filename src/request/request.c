@@ -363,7 +363,10 @@ int al_request_probe(struct al_request *rq, const struct al_backend_ops *ops, st
 {
 	if (!ops && !(ops = al_backend_lookup(rq->plan->backend)))
 		return al_error_set(err, EINVAL, "unknown backend \"%s\"", rq->plan->backend);
-	int r = ops->probe(rq->plan, err);
+	int r = al_backend_admit(ops, rq->plan, false, err);
+
+	if (r == 0)
+		r = ops->probe(rq->plan, err);
 
 	rq->backend = ops;
 	if (r < 0)

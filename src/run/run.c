@@ -145,6 +145,10 @@ int al_run_start(const struct al_run_request *req, const struct al_supervisor_io
 	}
 	if ((r = al_loop_new(&run->loop, err)) < 0)
 		goto fail;
+	/* What no backend without the feature can do, refused in the same
+	 * words for every one (its message names the backend already). */
+	if ((r = al_backend_admit(ops, req->plan, req->session || req->pool, err)) < 0)
+		goto fail;
 	if (!req->probed && (r = ops->probe(req->plan, err)) < 0) {
 		r = al_error_wrap(err, "backend %s", ops->name);
 		goto fail;

@@ -306,6 +306,14 @@ static int build(struct sess *s, uint64_t req, const char *operator_file, const 
 				      "the operator policy refused the request", "reasons", a));
 		return -EPERM;
 	}
+	/* A layer that cannot keep what the request asks (a live sandbox
+	 * where it cannot exec, a terminal, egress rules) is the client's
+	 * to fix: 400 with the reason, before the backend is probed. */
+	const struct al_backend_ops *ops = al_backend_lookup(s->rq.plan->backend);
+	if (ops && al_backend_admit(ops, s->rq.plan, flags & AL_PLAN_COMMAND_OPTIONAL, &err) < 0) {
+		sess_error(s, req, 400, "%s", err.msg);
+		return -EINVAL;
+	}
 	struct rlimit no_core = {0, 0};
 	if (al_request_probe(&s->rq, NULL, &err) < 0 || setrlimit(RLIMIT_CORE, &no_core) < 0 ||
 	    (geteuid() == 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) ||

@@ -125,6 +125,12 @@ static int pool_plan(struct sess *s, struct spool *p, const uint8_t *body, size_
 			 "pool's sandbox never holds");
 		return -EINVAL;
 	}
+	/* A pool's sandboxes are live: a layer that cannot exec has none. */
+	const struct al_backend_ops *ops = al_backend_lookup(p->rq.plan->backend);
+	if (ops && al_backend_admit(ops, p->rq.plan, true, &err) < 0) {
+		snprintf(why, n, "%s", err.msg);
+		return -EINVAL;
+	}
 	if (al_request_probe(&p->rq, NULL, &err) < 0 || setrlimit(RLIMIT_CORE, &no_core) < 0 ||
 	    (geteuid() == 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) ||
 	    al_request_finish(&p->rq, &err) < 0) {

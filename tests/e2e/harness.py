@@ -41,6 +41,83 @@ HOST_DISK_ID = 1000001000
 PIN_BASE = 0x60000000
 
 IS_ROOT = os.geteuid() == 0
+
+# The backend this script's runs use: $AIRLOCK_TEST_BACKEND (the per-backend
+# suites, e2e-NAME and security-NAME in tests/e2e/meson.build, set it). Every
+# `airlock run`, `check` and `verify` the script makes then gets --backend
+# NAME (with_backend()), only the cases marked @per_backend run, and each is
+# skipped, with the reason, where the backend lacks a feature it needs (the
+# names of `airlock backends --json`'s "features"). Unset: airlock's default
+# (native), no flag added, every case runs.
+BACKEND = os.environ.get("AIRLOCK_TEST_BACKEND") or None
+BACKEND_COMMANDS = ("run", "check", "verify")
+FEATURES = ("exec", "tty", "network", "hides_processes", "private_tmp", "private_loopback",
+            "pause")
+_backend_facts = None  # the backend's entry of `airlock backends --json`
+
+
+def per_backend(*needs):
+    """Mark a case as one of the per-backend subset: the cases that prove
+    each promise once, from the host. needs: the features (FEATURES) it
+    cannot run without; a backend lacking one skips it with the reason."""
+    for n in needs:
+        if n not in FEATURES:
+            raise ValueError("unknown backend feature %r (one of %s)" % (n, ", ".join(FEATURES)))
+
+    def mark(fn):
+        fn.per_backend = True
+        fn.needs = needs
+        return fn
+    return mark
+
+
+def with_backend(argv):
+    """argv with --backend BACKEND after the subcommand of an airlock
+    run/check/verify in it (also behind runuser), unless it names one."""
+    if not BACKEND:
+        return argv
+    argv = list(argv)
+    for i, a in enumerate(argv[:-1]):
+        if os.path.basename(str(a)) == "airlock" and argv[i + 1] in BACKEND_COMMANDS:
+            if "--backend" not in argv and not any(str(x).startswith("--backend=") for x in argv):
+                argv[i + 2:i + 2] = ["--backend", BACKEND]
+            break
+    return argv
+
+
+def backend_facts(env):
+    """BACKEND's entry in `airlock backends --json`; raises AssertionError
+    when airlock does not list it."""
+    global _backend_facts
+    if _backend_facts is None:
+        r = subprocess.run([env.airlock, "backends", "--json"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=60)
+        if r.returncode != 0:
+            raise AssertionError("airlock backends --json exited %d: %s"
+                                 % (r.returncode, r.stderr.decode(errors="replace").strip()))
+        listed = json.loads(r.stdout)["backends"]
+        by_name = {b["name"]: b for b in listed}
+        if BACKEND not in by_name:
+            raise AssertionError("backend %s is not in this airlock (it has: %s)"
+                                 % (BACKEND, ", ".join(by_name)))
+        _backend_facts = by_name[BACKEND]
+    return _backend_facts
+
+
+def missing_features(env, needs):
+    """The features of needs that BACKEND lacks (none without BACKEND)."""
+    if not BACKEND:
+        return []
+    have = backend_facts(env).get("features", {})
+    return [n for n in needs if not have.get(n)]
+
+
+def require(env, *needs):
+    """Skip the calling case unless BACKEND has every feature in needs."""
+    lacking = missing_features(env, needs)
+    if lacking:
+        raise Skip("backend %s lacks %s (airlock backends --json)"
+                   % (BACKEND, ", ".join("features." + n for n in lacking)))
 # What sandbox uid 1000 is on the host when the run is pinned to PIN_BASE
 # (as root), or rootless (always the caller).
 HOST_SANDBOX_UID = PIN_BASE + SANDBOX_UID if IS_ROOT else os.geteuid()
@@ -179,6 +256,7 @@ class Env:
 
 def run_host(argv, input=None, timeout=DEFAULT_TIMEOUT, env=None, cwd=None,
              pass_fds=(), stdin=None):
+    argv = with_backend(argv)
     if env is None:
         env = dict(os.environ)
     t0 = time.monotonic()
@@ -558,6 +636,7 @@ def start(argv, user=None, cwd=None, stdout=subprocess.PIPE):
     /dev/null, stderr a pipe. Remembers it in STARTED."""
     if user:
         argv = ["runuser", "-u", user, "--"] + argv
+    argv = with_backend(argv)
     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stdout,
                          stderr=subprocess.PIPE, cwd=cwd, start_new_session=True)
     STARTED.add((p.pid, pid_starttime(p.pid)))
@@ -654,13 +733,27 @@ class Suite:
     def run(self, env, only=None):
         own_mount_ns()
         cases = [c for c in self.cases if not only or any(o in c[0] for o in only)]
+        if BACKEND:
+            try:
+                facts = backend_facts(env)
+            except (AssertionError, OSError, ValueError, subprocess.SubprocessError) as err:
+                print("Bail out! %s" % str(err).splitlines()[0], flush=True)
+                return 1
+            if not facts.get("usable"):
+                print("1..0 # SKIP backend %s is not usable here: %s"
+                      % (BACKEND, facts.get("why", "(no reason given)")), flush=True)
+                return 0
+            cases = [c for c in cases if getattr(c[1], "per_backend", False)]
         cases.append(("nothing_left_behind", self.nothing_left_behind))
         print("1..%d" % len(cases), flush=True)
+        if BACKEND:
+            diag("backend %s: the %d per-backend cases" % (BACKEND, len(cases) - 1))
         failed = 0
         self.mounts_before = host_mount_count()
         for i, (name, fn) in enumerate(cases, 1):
             t0 = time.monotonic()
             try:
+                require(env, *getattr(fn, "needs", ()))
                 fn(env)
             except Skip as e:
                 print("ok %d - %s # SKIP %s" % (i, name, e), flush=True)

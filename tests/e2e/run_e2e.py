@@ -26,6 +26,7 @@ from harness import (HOST_DISK_ID, HOST_SANDBOX_UID, in_pool_user, multi, pinned
                      finish, host_mount_count, kill_pid, kv, main, probe_listing,
                      procs_matching, read_line_with_timeout, run_host, sha256_file, shquote,
                      start, status_ids, tag, wait_for, write_file)
+from harness import per_backend
 
 suite = Suite()
 case = suite.case
@@ -83,6 +84,7 @@ def help_and_version(e):
 
 # ---- environment and identity ------------------------------------------------
 
+@per_backend()
 @case
 def host_environment_absent(e):
     """Host variables never leak: inside there are exactly PATH, HOME, LANG,
@@ -210,6 +212,7 @@ def no_capabilities(e):
 
 # ---- filesystem view ---------------------------------------------------------
 
+@per_backend()
 @case
 def host_private_paths_invisible(e):
     """/root, /home and /etc/shadow do not exist inside (ENOENT), and
@@ -227,6 +230,7 @@ def host_private_paths_invisible(e):
     expect(not leaked, "host accounts visible in the sandbox /etc/passwd: %s" % sorted(leaked), res)
 
 
+@per_backend()
 @case
 def only_named_inputs_visible(e):
     """Of a host dir with two files, only the one bound with --ro is visible
@@ -308,6 +312,7 @@ def dev_is_minimal(e):
     section_ok(res, s, "zero")
 
 
+@per_backend()
 @case
 def readonly_input_unmodifiable(e):
     """A --ro file and a --ro dir cannot be written, appended, or added to
@@ -330,6 +335,7 @@ def readonly_input_unmodifiable(e):
         expect(before == after, "host input changed: %s -> %s" % (before, after), res)
 
 
+@per_backend()
 @case
 def writes_outside_scratch_fail(e):
     """Writes to /, /usr, /etc, /opt (an input's parent), /proc and /dev fail
@@ -380,6 +386,7 @@ def host_find(name, roots=("/tmp", "/dev/shm", "/var/tmp", "/run")):
     return hits
 
 
+@per_backend("private_tmp")
 @case
 def scratch_gone_after_run(e):
     """Files written to /tmp, /work and /dev/shm exist on no host path
@@ -804,6 +811,7 @@ def names_do_not_exist(e):
         expect_out(res, want)
 
 
+@per_backend()
 @case
 def no_network_to_host(e):
     """A TCP listener on the host's 127.0.0.1 and ::1 is unreachable from inside
@@ -933,6 +941,7 @@ def daemon_does_not_outlive_run(e):
             kill_pid(pid)
 
 
+@per_backend()
 @case
 def timeout_kills_everything(e):
     """--timeout 1 on a 30 s sleep exits 124 well before the sleep's end
@@ -961,6 +970,7 @@ def timeout_units(e):
     expect_rc(res, 0)
 
 
+@per_backend()
 @case
 def exit_code_passthrough(e):
     """The command's exit status is airlock's: 0, 1, 7 and 255."""
@@ -1357,10 +1367,92 @@ def bad_timeout_flag(e):
     refusal(e, e.argv([PROBE_IN, "id"], ["--timeout", "5y"]), 125, "5y")
 
 
+@per_backend()
 @case
 def bad_backend(e):
-    """--backend gvisor: 125 naming gvisor."""
-    refusal(e, e.argv([PROBE_IN, "id"], ["--backend", "gvisor"]), 125, "gvisor")
+    """--backend with a name airlock does not have: run and check exit 125
+    with one line naming it and every backend this airlock has (the names
+    `airlock backends --json` lists)."""
+    names = [b["name"] for b in backends_json(e)]
+    for sub in ("run", "check"):
+        res = refusal(e, e.argv([PROBE_IN, "id"], ["--backend", "nosuchlayer"], subcommand=sub),
+                      125, '"nosuchlayer"', "this build has: " + ", ".join(names))
+
+
+def backends_json(e):
+    res = run_host([e.airlock, "backends", "--json"])
+    expect_rc(res, 0)
+    return json.loads(res.out)["backends"]
+
+
+BACKEND_FEATURES = {"exec", "tty", "network", "hides_processes", "private_tmp",
+                    "private_loopback", "pause"}
+BACKEND_ROWS = ("files", "egress", "processes", "kernel", "limits", "exec")
+BACKENDS_DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",
+                            "backends.md")
+
+
+@case
+def backends_listed(e):
+    """`airlock backends --json`: native first among the layers, each with
+    usable (and a why when false), a summary, every promise's row and every
+    feature as a boolean; native is usable here and has them all. The text
+    form names each layer on a line of its own with "usable here" or "not
+    usable here: WHY", each row's label and what it cannot do."""
+    listed = backends_json(e)
+    names = [b["name"] for b in listed]
+    expect("native" in names, "native is not listed: %s" % names)
+    expect(len(set(names)) == len(names), "a name is listed twice: %s" % names)
+    for b in listed:
+        expect(isinstance(b.get("usable"), bool), "%s: usable is %r" % (b["name"], b.get("usable")))
+        expect(b["usable"] or b.get("why"), "%s is unusable without a why" % b["name"])
+        expect(b.get("summary"), "%s has no summary" % b["name"])
+        for row in BACKEND_ROWS:
+            expect(isinstance(b.get(row), str) and b[row], "%s has no %s row" % (b["name"], row))
+        expect(set(b.get("features", {})) == BACKEND_FEATURES,
+               "%s's features are %s" % (b["name"], sorted(b.get("features", {}))))
+    native = listed[names.index("native")]
+    expect(native["usable"], "native is not usable here: %s" % native.get("why"))
+    expect(all(native["features"].values()), "native lacks a feature: %s" % native["features"])
+    res = run_host([e.airlock, "backends"])
+    expect_rc(res, 0)
+    heads = [l for l in res.text.splitlines() if l and not l.startswith(" ")]
+    expect([h.split(":", 1)[0] for h in heads] == names,
+           "the text lists %s, --json %s" % (heads, names), res)
+    for b, h in zip(listed, heads):
+        want = "usable here" if b["usable"] else "not usable here: " + b["why"]
+        expect(h == "%s: %s" % (b["name"], want), "line %r" % h, res)
+    for label in ("file view", "egress", "processes", "kernel surface", "limits", "exec",
+                  "cannot"):
+        expect(("\n  %s " % label) in res.text, "no %r row" % label, res)
+
+
+@case
+def backends_bad_arguments(e):
+    """`airlock backends` with an unknown argument: 125 with one line naming
+    it; --help answers 0 with the usage."""
+    refusal(e, [e.airlock, "backends", "--bogus"], 125, '"--bogus"')
+    refusal(e, [e.airlock, "backends", "native"], 125, '"native"')
+    res = run_host([e.airlock, "backends", "--help"])
+    expect_rc(res, 0)
+    expect("Usage: airlock backends [--json]" in res.text, "no usage", res)
+
+
+@case
+def backends_doc_matches(e):
+    """docs/backends.md's table of layers has a row for every backend
+    `airlock backends` lists (and one for every name of the operator
+    policy's ranking, whether built here or not), in the ranking's order."""
+    ranking = ["process", "native", "wasm", "gvisor", "microvm", "vm"]
+    with open(BACKENDS_DOC) as f:
+        doc = f.read()
+    rows = re.findall(r"^\| \*\*(\w+)\*\* \|", doc, re.M)
+    expect(rows == ranking, "docs/backends.md's table rows are %s, expected %s"
+           % (rows, ranking))
+    for name in (b["name"] for b in backends_json(e)):
+        expect(name in rows, "%s is listed by airlock backends but not in docs/backends.md"
+               % name)
+    expect(" < ".join(ranking) in doc, "docs/backends.md does not give the ranking")
 
 
 @case

@@ -39,6 +39,7 @@ from harness import (PROBE_IN, MarkedSuite, Skip, TempDir, expect, expect_one_er
                      finish, main, procs_with_marker, read_line_with_timeout, read_outputs,
                      run_host, start, tag, wait_for, write_file)
 from harness import new_marker as new_marker_with
+from harness import per_backend
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOL = os.path.join(HERE, "gateway_tool.py")
@@ -902,6 +903,7 @@ print("api: " + post(os.environ["API_URL"], {"summary": totals}))
 '''
 
 
+@per_backend("network")
 @case
 def seed_scenario(e):
     """The seed scenario: an agent in the sandbox reads a CSV (bound --ro at
@@ -974,6 +976,7 @@ def seed_scenario(e):
 
 # ---- 5. no gateway without rules ---------------------------------------------
 
+@per_backend()
 @case
 def no_gateway_without_allow(e):
     """Without --allow: no proxy variables inside, nothing listens on

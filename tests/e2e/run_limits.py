@@ -33,6 +33,7 @@ from harness import (IS_ROOT, PROBE_IN, MarkedSuite, Skip, TempDir, ThrowawayUse
                      pid_starttime, read_outputs, run_cgroup_bases, run_cgroup_dirs,
                      signal_pending, start, wait_for)
 from harness import new_marker as new_marker_with
+from harness import per_backend
 
 
 def new_marker():
@@ -223,6 +224,7 @@ print("allocated", len(chunks), "MiB")
 """
 
 
+@per_backend()
 @limits_case
 def memory_hog_killed(e, m):
     """A python memory hog (1 MiB chunks up to 2 GB, then exit 0) under
@@ -266,6 +268,7 @@ print("forks", n, "refused", refused)
 """
 
 
+@per_backend()
 @limits_case
 def fork_bomb_killed(e, m):
     """A fork bomb (python os.fork loop capped at 5,000 forks, children
@@ -298,6 +301,7 @@ print("spun 20 s")
 """
 
 
+@per_backend()
 @limits_case
 def cpu_spinner_killed(e, m):
     """A CPU spinner (stops itself after 20 s) under --cpu-time 1: exit 137,
@@ -568,6 +572,7 @@ def kill_supervisor_round(e, m, st, clear_with):
             p.wait()
 
 
+@per_backend()
 @limits_case
 def supervisor_sigkill(e, m):
     """SIGKILL of airlock mid-run (`probe sleep 30`): every process of the

@@ -35,6 +35,7 @@ from harness import (PIN_BASE, pinned_opts, multi, expect_one_error_line, HOST_S
                      host_mount_count,
                      kill_pid, kv, main, read_outputs, sha256_file, shquote, start, tag,
                      write_file)
+from harness import per_backend  # noqa: E402
 
 suite = Suite()
 case = suite.case
@@ -110,6 +111,7 @@ def ptrace_sibling_denied(e):
     expect_errno(res, "EPERM")
 
 
+@per_backend("hides_processes")
 @case
 def host_processes_invisible(e):
     """A host process (a sleep with a unique argument, running as the
@@ -148,6 +150,7 @@ def stop(p):
     p.wait()
 
 
+@per_backend()
 @case
 def kill_all_spares_host(e):
     """kill(-1, SIGKILL) and kill(host pid, SIGKILL) from inside leave a host
@@ -166,6 +169,7 @@ def kill_all_spares_host(e):
 
 # ---- mounts and namespaces ---------------------------------------------------
 
+@per_backend()
 @case
 def mount_denied(e):
     """mount(2) of a tmpfs over /, /tmp or /usr fails with EPERM, and the
@@ -216,6 +220,7 @@ def open_by_handle_denied(e):
 
 # ---- devices and kernel interfaces -------------------------------------------
 
+@per_backend()
 @case
 def no_host_devices(e):
     """No host disk or memory device is reachable through /dev, and device
@@ -288,6 +293,7 @@ def tiocsti_on_real_terminal(e):
         os.close(slave)
 
 
+@per_backend("tty")
 @case
 def tiocsti_with_tty(e):
     """With -t and a real pty as airlock's stdin (the test holds its
@@ -342,6 +348,7 @@ def tiocsti_with_tty(e):
 
 # ---- privilege -----------------------------------------------------------------
 
+@per_backend()
 @case
 def setuid_does_not_grant_root(e):
     """A setuid-root binary (and, as root, one owned by the sandbox's own root
@@ -380,6 +387,7 @@ def setuid_does_not_grant_root(e):
                        res)
 
 
+@per_backend()
 @case
 def host_fds_not_inherited(e):
     """An fd open in airlock's caller (on a host secret file) is not present
@@ -482,6 +490,7 @@ def abstract_unix_socket_isolated(e):
         s.close()
 
 
+@per_backend()
 @case
 def host_unix_sockets_invisible(e):
     """Host unix socket files (a fresh one, plus dbus/docker if present) do
