@@ -119,8 +119,21 @@ void gw_dns_udp(struct al_gateway *gw, int fd)
 							  .msg_iovlen = 1}};
 		n_ans++;
 	}
-	if (n_ans && sendmmsg(fd, ans, n_ans, MSG_DONTWAIT) < (int)n_ans)
-		al_debug("gateway: DNS answers not all sent: %s", strerror(errno));
+	/* sendmmsg stops at the first answer it cannot send (and says why
+	 * only when that is the first): the answers after it are still owed
+	 * to their own clients, each of which had its own sendto before. So
+	 * the rest goes again, past the one that failed; each call moves on
+	 * by at least one answer. */
+	for (unsigned sent = 0; sent < n_ans;) {
+		int r = sendmmsg(fd, ans + sent, n_ans - sent, MSG_DONTWAIT);
+		if (r > 0) {
+			sent += (unsigned)r;
+			continue;
+		}
+		al_debug("gateway: a DNS answer not sent: %s",
+			 r < 0 ? strerror(errno) : "none sent");
+		sent++;
+	}
 }
 
 /* DNS over TCP: one query per connection, answered and closed. */

@@ -384,9 +384,6 @@ int64_t al_tls_ca_leaf_end(const struct al_tls_ca *ca)
 	return ca->leaf_not_after;
 }
 
-/* A leaf's subject: the CN is the name when it is a host name that fits
- * (64 characters, X.520's bound); an address has none, since OpenSSL would
- * check a CN that looks like a name against the CA's DNS constraints. */
 bool al_tls_ca_has_leaf(const struct al_tls_ca *ca, const char *name)
 {
 	for (size_t i = 0; i < AL_TLS_LEAF_CACHE && ca->leaves[i].name; i++)
@@ -395,6 +392,9 @@ bool al_tls_ca_has_leaf(const struct al_tls_ca *ca, const char *name)
 	return false;
 }
 
+/* A leaf's subject: the CN is the name when it is a host name that fits
+ * (64 characters, X.520's bound); an address has none, since OpenSSL would
+ * check a CN that looks like a name against the CA's DNS constraints. */
 static X509_NAME *leaf_subject(const struct al_host *h)
 {
 	X509_NAME *name = X509_NAME_new();
