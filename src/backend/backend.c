@@ -6,6 +6,7 @@
 /* Weakest first, as policy/operator-parse.c's backends[] ranks them; a
  * backend's name also goes in that file's built[] list. */
 const struct al_backend_ops *const al_backends[] = {
+    &al_backend_process,
     &al_backend_native,
     NULL,
 };

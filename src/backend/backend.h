@@ -153,6 +153,7 @@ struct al_backend_ops {
 	int (*pause)(struct al_sandbox *sb, bool frozen, struct al_error *err);
 };
 
+extern const struct al_backend_ops al_backend_process;
 extern const struct al_backend_ops al_backend_native;
 extern const struct al_backend_ops al_backend_fake;
 

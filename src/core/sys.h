@@ -43,6 +43,14 @@ int al_sys_mount_setattr(int dirfd, const char *path, unsigned int flags, struct
 
 /* The ruleset attribute as of landlock ABI 6; pass al_landlock_attr_size()
  * so older kernels see only the fields they know. */
+/* A TCP port rule (ABI 4+), as the kernel's struct landlock_net_port_attr,
+ * which older headers lack. */
+#define AL_LANDLOCK_RULE_NET_PORT 2
+struct al_landlock_net_port {
+	uint64_t allowed_access;
+	uint64_t port;
+};
+
 struct al_landlock_attr {
 	uint64_t handled_access_fs;
 	uint64_t handled_access_net;

@@ -279,7 +279,12 @@ _Noreturn void al_sandbox_init(const struct al_plan *p, int sync, const int *cg_
 _Noreturn void al_sandbox_child(const struct al_plan *plan, const struct al_native_plan *np,
 				const struct al_child_fds *fds)
 {
-	struct al_child c = {.plan = plan, .np = np, .fds = fds, .sync = fds->sync};
+	struct al_child c = {.plan = plan,
+			     .np = np,
+			     .fds = fds,
+			     .sync = fds->sync,
+			     .uid = AL_SANDBOX_UID,
+			     .gid = AL_SANDBOX_GID};
 
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
 		int r = steps[i].run(&c);

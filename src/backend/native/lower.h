@@ -105,6 +105,11 @@ struct al_native_plan {
 	uint64_t landlock_scoped; /* LANDLOCK_SCOPE_* */
 	struct al_landlock_rule *ll_rules;
 	size_t n_ll_rules;
+	/* handled_access_net (ABI 4+) and the TCP ports allowed for all of
+	 * it: the process backend's (native has a network namespace). */
+	uint64_t landlock_net;
+	uint16_t ll_ports[4];
+	size_t n_ll_ports;
 
 	/* seccomp (the filter is static storage, not owned) */
 	struct sock_fprog seccomp;

@@ -427,6 +427,17 @@ static void on_ready(struct al_monitor *m, int landlock_abi)
 
 	if (m->res->reason == AL_END_SETUP_ERROR)
 		return; /* already refused (and the sandbox stopped): never release it */
+	if (st->check_ready) {
+		char msg[256] = "";
+		if (m->notifyfd < 0 || st->check_ready(sb, landlock_abi, msg, sizeof(msg)) < 0) {
+			failed(m, "verify", 0,
+			       m->notifyfd < 0 ? "no seccomp notification listener" : msg);
+			al_monitor_stop(sb);
+			return;
+		}
+		m->ev->ready(m->ev->data);
+		return;
+	}
 	if (sb->cg && m->res->sockmem != AL_SOCKMEM_NONE && m->diagfd < 0) {
 		failed(m, "verify", 0,
 		       "no view of the sandbox's socket memory (NETLINK_SOCK_DIAG), so "

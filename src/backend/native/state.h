@@ -13,6 +13,7 @@
 struct al_monitor;
 struct al_native_exec;
 struct al_native_plan;
+struct al_process;
 
 struct al_backend_state {
 	/* Init and its sync socket. */
@@ -33,6 +34,12 @@ struct al_backend_state {
 	size_t n_execs;
 	uint64_t exec_ooms;    /* OOM kills counted in ended execs' own cgroups */
 	bool exec_uncontained; /* an exec ran without a cgroup of its own */
+	/* A backend that runs through this init and monitor without the
+	 * native namespaces (process): its own checks from outside when init
+	 * reports ready, in place of the native ones. 0, or -1 with what is
+	 * not in force in msg (the run is refused). */
+	struct al_process *process; /* the process backend's own (process/process.h) */
+	int (*check_ready)(struct al_sandbox *sb, int landlock_abi, char *msg, size_t len);
 };
 
 /* Give sb a fresh state (every fd -1), the first thing prepare does. */

@@ -653,10 +653,10 @@ int step_drop_privileges(struct al_child *c)
 	}
 	if (prctl(PR_SET_SECUREBITS, secbits, 0, 0, 0) < 0)
 		return fail(c, errno, "prctl(PR_SET_SECUREBITS)");
-	if (setresgid(AL_SANDBOX_GID, AL_SANDBOX_GID, AL_SANDBOX_GID) < 0)
-		return fail(c, errno, "setresgid(%d)", AL_SANDBOX_GID);
-	if (setresuid(AL_SANDBOX_UID, AL_SANDBOX_UID, AL_SANDBOX_UID) < 0)
-		return fail(c, errno, "setresuid(%d)", AL_SANDBOX_UID);
+	if (setresgid(c->gid, c->gid, c->gid) < 0)
+		return fail(c, errno, "setresgid(%u)", (unsigned)c->gid);
+	if (setresuid(c->uid, c->uid, c->uid) < 0)
+		return fail(c, errno, "setresuid(%u)", (unsigned)c->uid);
 	/* Rootless we were never uid 0 inside, so setresuid kept our
 	 * namespace capabilities: clear them explicitly in every set. */
 	if (syscall(SYS_capset, &hdr, data) < 0)
@@ -693,6 +693,7 @@ int step_landlock(struct al_child *c)
 {
 	const struct al_native_plan *p = c->np;
 	struct al_landlock_attr attr = {.handled_access_fs = p->landlock_fs,
+					.handled_access_net = p->landlock_net,
 					.scoped = p->landlock_scoped};
 	int ruleset, r = 0;
 
@@ -717,6 +718,12 @@ int step_landlock(struct al_child *c)
 		close(fd);
 		if (r < 0)
 			break;
+	}
+	for (size_t i = 0; r == 0 && i < p->n_ll_ports; i++) {
+		struct al_landlock_net_port np = {.allowed_access = p->landlock_net,
+						  .port = p->ll_ports[i]};
+		if (al_sys_landlock_add_rule(ruleset, AL_LANDLOCK_RULE_NET_PORT, &np, 0) < 0)
+			r = fail(c, errno, "landlock_add_rule TCP port %u", (unsigned)np.port);
 	}
 	if (r == 0 && al_sys_landlock_restrict_self(ruleset, 0) < 0)
 		r = fail(c, errno, "landlock_restrict_self");

@@ -14,6 +14,9 @@ struct al_child {
 	int landlock_abi;		 /* the ABI of the ruleset in force, 0 if none */
 	int cg_leave[AL_CGROUP_MAX_FDS]; /* kept for init; fds 4.. after step_stdio */
 	size_t n_cg;
+	uid_t uid; /* who the command runs as: AL_SANDBOX_UID inside a
+		    * namespace; the run's host ids in the process backend */
+	gid_t gid;
 	char msg[256];
 };
 
