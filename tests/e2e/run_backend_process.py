@@ -151,7 +151,7 @@ def memory_limit_reason():
 
 @case
 def refusals():
-    for opts, word in ((["--allow", "example.com:443"], "network rules"),
+    for opts, word in ((["--allow", "example.com:443"], "egress rules"),
                        (["-t"], "terminal"),
                        (["--ro", "/etc/hostname:/input/h"], "no mounts")):
         r = run(["/bin/true"], opts)
