@@ -118,10 +118,19 @@ def no_socket_out():
         ".sendto(b'x', ('127.0.0.1', %d)))\n"
         "t('unix', lambda: socket.socket(socket.AF_UNIX).connect('/run/airlock.sock'))\n"
         "t('netlink', lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0))\n"
+        # Stream sockets that are not TCP, which landlock's port rules do
+        # not hold: SCTP (132) and MPTCP (262).
+        "t('sctp', lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM, 132))\n"
+        "t('mptcp', lambda: socket.socket(socket.AF_INET6, socket.SOCK_STREAM, 262))\n"
+        # What stays allowed: a TCP socket, and a connected pair.
+        "a, b = socket.socketpair(); a.send(b'p'); print('pair', b.recv(1))\n"
+        "socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP).close()\n"
+        "print('tcp socket made')\n"
     ) % (port, uport)
     try:
         r = run(["python3", "-c", code])
-        assert "OPEN" not in r.text and r.text.count("refused") == 4, r.describe()
+        assert "OPEN" not in r.text and r.text.count("refused") == 6, r.describe()
+        assert "pair b'p'" in r.text and "tcp socket made" in r.text, r.describe()
         try:
             lst.accept()
             assert False, "the listener got a connection"

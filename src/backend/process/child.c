@@ -15,6 +15,7 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -63,7 +64,9 @@ static int step_no_groups(struct al_child *c)
  * (which landlock then refuses but for the ports the plan allows) and
  * connected pairs of stream sockets. No UDP, raw, packet, netlink or Unix
  * socket (a Unix socket could reach any host socket by path or abstract
- * name; a datagram pair could send to one). Other architectures are the
+ * name; a datagram pair could send to one). A stream socket's protocol
+ * must be 0 or TCP: SCTP and MPTCP also make SOCK_STREAM sockets, and
+ * landlock's network rules hold TCP alone. Other architectures are the
  * native filter's to kill. */
 static const struct sock_filter socket_filter[] = {
     BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
@@ -71,7 +74,7 @@ static const struct sock_filter socket_filter[] = {
     BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
     BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 2, 0),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socketpair, 9, 0),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socketpair, 13, 0),
     BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     /* socket: AF_INET or AF_INET6, SOCK_STREAM */
     BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(0)),
@@ -80,7 +83,10 @@ static const struct sock_filter socket_filter[] = {
     BPF_STMT(BPF_RET | BPF_K, DENY(EAFNOSUPPORT)),
     BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(1)),
     BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xf),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_STREAM, 0, 1),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_STREAM, 0, 4),
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(2)),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_TCP, 0, 1),
     BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     BPF_STMT(BPF_RET | BPF_K, DENY(EACCES)),
     /* socketpair: stream or seqpacket (connected for good) */
