@@ -208,7 +208,7 @@ static void build_etc(struct builder *b)
 static void build_proc_dev(struct builder *b)
 {
 	add_fs(b, AL_FS_PROC, "/proc", NULL, AL_FS_READ, "/proc")->mode = 0555;
-	add_fs(b, AL_FS_DEVDIR, "/dev", NULL, AL_FS_READ, "/dev")->mode = 0755;
+	add_fs(b, AL_FS_DIR, "/dev", NULL, AL_FS_READ, "/dev")->mode = 0755;
 	for (size_t i = 0; dev_nodes[i]; i++) {
 		struct stat st;
 		char host[32];

@@ -78,8 +78,8 @@ enum al_fs_kind {
 	AL_FS_DEVICE,  /* a host character device at path */
 	AL_FS_LINK,    /* a symbolic link at path to source */
 	AL_FS_FILE,    /* a file airlock writes, content source[0..len) */
-	AL_FS_DIR,     /* a directory airlock makes, read-only (/etc) */
-	AL_FS_DEVDIR,  /* a read-only directory of devices and links (/dev) */
+	AL_FS_DIR,     /* a directory airlock makes, read-only, holding only the entries
+			* below it in the plan (/etc; /dev, with its devices and links) */
 	AL_FS_PROC,    /* the sandbox's own /proc */
 	AL_FS_PTYS,    /* the sandbox's own terminals (a devpts of its own: /dev/pts) */
 	AL_FS_SCRATCH, /* a face of the run's one scratch (scratch_bytes in all): the
@@ -94,11 +94,11 @@ enum al_fs_kind {
 struct al_fs_entry {
 	enum al_fs_kind kind;
 	char *path;	    /* in the sandbox */
-	char *source;	    /* see the kinds; NULL for DIR, DEVDIR, PROC and PTYS */
+	char *source;	    /* see the kinds; NULL for DIR, PROC and PTYS */
 	size_t len;	    /* FILE: content length */
 	unsigned access;    /* AL_FS_* */
 	bool dir;	    /* HOST: the source is a directory */
-	mode_t mode;	    /* FILE, DIR, DEVDIR, PROC, SCRATCH: the mode the sandbox sees */
+	mode_t mode;	    /* FILE, DIR, PROC, SCRATCH: the mode the sandbox sees */
 	bool sandbox_owned; /* SCRATCH: owned by the sandbox user (the workdir) */
 	dev_t dev;	    /* HOST, DEVICE: identity, checked again where it is mounted */
 	ino_t ino;
