@@ -38,10 +38,11 @@
 #define AL_DEFAULT_OUTPUT_BYTES	  (16ull << 20)
 #define AL_DEFAULT_OPEN_FILES	  1024u
 #define AL_DEFAULT_COPY_OUT_FILES 10000u
-/* Socket buffers a run may hold outside what memory.limit_in_bytes counts
- * (cgroup v1): 1/AL_SOCKET_SHARE of the memory limit, at least
- * AL_SOCKET_MIN_BYTES. The kernel may force one buffer per socket past that
- * limit, so the supervisor stops the run at twice it. */
+/* Socket buffers (and connections not yet accepted) the kernel may hold
+ * for a run outside its memory limit: 2/AL_SOCKET_SHARE of the memory
+ * limit, page-aligned, at least 2 * AL_SOCKET_MIN_BYTES (plan->socket_stop).
+ * How a backend keeps it is its own (the native one on cgroup v1 sets the
+ * kernel's limit at half of it, al_kmem_socket_limit()). */
 #define AL_SOCKET_SHARE	    16u
 #define AL_SOCKET_MIN_BYTES (1ull << 20)
 /* Listening TCP sockets a run may have: the supervisor reads them every
@@ -181,10 +182,11 @@ struct al_plan {
 	uint64_t output_bytes;
 	uint64_t open_files;
 	uint64_t file_size;
-	/* Kernel memory the memory cgroup does not count (docs/security.md):
-	 * socket_bytes is the v1 kernel limit on socket buffers, socket_stop
-	 * the total at which the supervisor stops the run. */
-	uint64_t socket_bytes;
+	/* Kernel memory outside the memory limit (docs/security.md): the
+	 * sandbox's socket buffers and the connections waiting to be accepted
+	 * are bounded at socket_stop bytes; past it the run ends (reason
+	 * memory). A backend that cannot bound them refuses the plan unless
+	 * kernel_memory_best_effort (limits.kernel_memory "best-effort"). */
 	uint64_t socket_stop;
 	bool kernel_memory_best_effort; /* run even where they cannot be bounded */
 	uint64_t msgqueue_bytes;	/* RLIMIT_MSGQUEUE */
