@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -555,7 +556,7 @@ static const struct option_def options[] = {
 	{"allow", 0, "HOST[:PORT]", BOTH, "allow egress to HOST (name, *.wildcard, IP, CIDR; ports 80,443 unless :PORT, :A-B or :*); not loopback: for the host's, --map-host NAME=127.0.0.1 --allow NAME:PORT", opt_allow},
 	{"map-host", 0, "NAME=ADDR", BOTH, "resolve NAME to ADDR in the gateway (like /etc/hosts)", opt_map_host},
 	{"resolver", 0, "IP[:PORT]", BOTH, "resolver the gateway asks for allowed names (default: the host's)", opt_resolver},
-	{"backend",  0,  "NAME",            BOTH, "isolation backend: process or native (airlock backends)", opt_backend},
+	{"backend",  0,  "NAME",            BOTH, "isolation backend (see airlock backends); this build has:", opt_backend},
 	{"hostname", 0,  "NAME",            BOTH, "host name inside (default airlock)", opt_hostname},
 	{"tty",      't', NULL,             BOTH, "give the command a terminal of the sandbox's own (a pty relayed to ours; raw mode when stdin is a terminal)", opt_tty},
 	{"operator-policy", 0, "FILE",      BOTH, "hold the run to the operator policy FILE (default: /etc/airlock/operator.json, else $AIRLOCK_OPERATOR_POLICY; once either is set, only that same file)", opt_operator},
@@ -723,7 +724,12 @@ void al_cli_print_options(FILE *f, enum al_cli_cmd cmd)
 		snprintf(left, sizeof(left), "%c%c%s--%s%s%s", o->short_name ? '-' : ' ',
 			 o->short_name ? o->short_name : ' ', o->short_name ? ", " : "  ", o->name,
 			 o->arg ? " " : "", o->arg ? o->arg : "");
-		fprintf(f, "  %-28s %s\n", left, o->help);
+		fprintf(f, "  %-28s %s", left, o->help);
+		/* --backend's names come from al_backends[], so a new backend
+		 * shows here without a second list to keep. */
+		for (size_t b = 0; o->apply == opt_backend && al_backends[b]; b++)
+			fprintf(f, "%s %s", b ? "," : "", al_backends[b]->name);
+		fputc('\n', f);
 	}
 }
 

@@ -8,6 +8,12 @@
 
 #include "core/util.h"
 
+uint64_t al_kmem_socket_limit(const struct al_plan *p)
+{
+	/* socket_stop is twice a page-aligned value (plan.c) */
+	return p->socket_stop / 2;
+}
+
 uint64_t al_kmem_bound(const struct al_plan *p, enum al_sockmem mode)
 {
 	switch (mode) {
@@ -53,7 +59,7 @@ void al_kmem_describe(const struct al_plan *p, enum al_sockmem mode, char *buf, 
 {
 	char lim[32], stop[32];
 
-	mb(lim, sizeof(lim), p->socket_bytes);
+	mb(lim, sizeof(lim), al_kmem_socket_limit(p));
 	mb(stop, sizeof(stop), p->socket_stop);
 	switch (mode) {
 	case AL_SOCKMEM_LIMITED:
@@ -96,7 +102,7 @@ json_t *al_kmem_json(const struct al_plan *p, enum al_sockmem mode,
 			    json_string(p->kernel_memory_best_effort ? "best-effort" : "enforced"));
 	json_object_set_new(o, "sockets", json_string(al_sockmem_name(mode)));
 	json_object_set_new(o, "bound_bytes", bytes_or_null(bound != AL_KMEM_UNBOUNDED, bound));
-	json_object_set_new(o, "socket_limit_bytes", bytes_or_null(v1, p->socket_bytes));
+	json_object_set_new(o, "socket_limit_bytes", bytes_or_null(v1, al_kmem_socket_limit(p)));
 	json_object_set_new(o, "stop_bytes",
 			    bytes_or_null(mode != AL_SOCKMEM_NONE, p->socket_stop));
 	if (st)

@@ -15,6 +15,12 @@
 
 #define AL_KMEM_UNBOUNDED UINT64_MAX
 
+/* The kernel's own limit on the run's socket buffers where cgroup v1 has
+ * one (memory.kmem.tcp.limit_in_bytes): half the plan's socket_stop, since
+ * the kernel may let each socket pass it by one buffer and the supervisor
+ * stops the run at socket_stop. Page-aligned. */
+uint64_t al_kmem_socket_limit(const struct al_plan *p);
+
 /* Bytes a run can pin outside the memory limit on a host whose cgroup
  * treats socket buffers as `mode`: the supervisor's stop point (on v1 for
  * the socket buffers and the connections waiting to be accepted, on v2

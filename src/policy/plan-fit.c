@@ -113,7 +113,6 @@ static void limits(struct fit *f, const struct al_plan *a, const struct al_plan 
 	    {"limits.output", a->output_bytes, b->output_bytes},
 	    {"limits.open_files", a->open_files, b->open_files},
 	    {"limits.file_size", a->file_size, b->file_size},
-	    {"limits.socket_memory", a->socket_bytes, b->socket_bytes},
 	    {"limits.socket_stop", a->socket_stop, b->socket_stop},
 	    {"limits.msgqueue", a->msgqueue_bytes, b->msgqueue_bytes},
 	    {"limits.sigpending", a->sigpending, b->sigpending},

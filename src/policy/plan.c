@@ -208,7 +208,7 @@ static void build_etc(struct builder *b)
 static void build_proc_dev(struct builder *b)
 {
 	add_fs(b, AL_FS_PROC, "/proc", NULL, AL_FS_READ, "/proc")->mode = 0555;
-	add_fs(b, AL_FS_DEVDIR, "/dev", NULL, AL_FS_READ, "/dev")->mode = 0755;
+	add_fs(b, AL_FS_DIR, "/dev", NULL, AL_FS_READ, "/dev")->mode = 0755;
 	for (size_t i = 0; dev_nodes[i]; i++) {
 		struct stat st;
 		char host[32];
@@ -666,10 +666,8 @@ static bool build_request(struct al_plan *p, const struct al_policy *pol, unsign
 	if (p->pids < 2)
 		al_errors_add(errs, EINVAL, NULL, NULL,
 			      "pids limit must be at least 2 (init and the command)");
-	p->socket_bytes = (p->memory_bytes / AL_SOCKET_SHARE + 4095) & ~4095ULL;
-	if (p->socket_bytes < AL_SOCKET_MIN_BYTES)
-		p->socket_bytes = AL_SOCKET_MIN_BYTES;
-	p->socket_stop = 2 * p->socket_bytes;
+	uint64_t half = (p->memory_bytes / AL_SOCKET_SHARE + 4095) & ~4095ULL;
+	p->socket_stop = 2 * (half < AL_SOCKET_MIN_BYTES ? AL_SOCKET_MIN_BYTES : half);
 	p->kernel_memory_best_effort = pol->kernel_memory == AL_KMEM_BEST_EFFORT;
 	p->msgqueue_bytes = AL_MSGQUEUE_BYTES;
 	p->sigpending = AL_SIGPENDING;

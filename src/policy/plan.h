@@ -38,10 +38,11 @@
 #define AL_DEFAULT_OUTPUT_BYTES	  (16ull << 20)
 #define AL_DEFAULT_OPEN_FILES	  1024u
 #define AL_DEFAULT_COPY_OUT_FILES 10000u
-/* Socket buffers a run may hold outside what memory.limit_in_bytes counts
- * (cgroup v1): 1/AL_SOCKET_SHARE of the memory limit, at least
- * AL_SOCKET_MIN_BYTES. The kernel may force one buffer per socket past that
- * limit, so the supervisor stops the run at twice it. */
+/* Socket buffers (and connections not yet accepted) the kernel may hold
+ * for a run outside its memory limit: 2/AL_SOCKET_SHARE of the memory
+ * limit, page-aligned, at least 2 * AL_SOCKET_MIN_BYTES (plan->socket_stop).
+ * How a backend keeps it is its own (the native one on cgroup v1 sets the
+ * kernel's limit at half of it, al_kmem_socket_limit()). */
 #define AL_SOCKET_SHARE	    16u
 #define AL_SOCKET_MIN_BYTES (1ull << 20)
 /* Listening TCP sockets a run may have: the supervisor reads them every
@@ -78,8 +79,8 @@ enum al_fs_kind {
 	AL_FS_DEVICE,  /* a host character device at path */
 	AL_FS_LINK,    /* a symbolic link at path to source */
 	AL_FS_FILE,    /* a file airlock writes, content source[0..len) */
-	AL_FS_DIR,     /* a directory airlock makes, read-only (/etc) */
-	AL_FS_DEVDIR,  /* a read-only directory of devices and links (/dev) */
+	AL_FS_DIR,     /* a directory airlock makes, read-only, holding only the entries
+			* below it in the plan (/etc; /dev, with its devices and links) */
 	AL_FS_PROC,    /* the sandbox's own /proc */
 	AL_FS_PTYS,    /* the sandbox's own terminals (a devpts of its own: /dev/pts) */
 	AL_FS_SCRATCH, /* a face of the run's one scratch (scratch_bytes in all): the
@@ -94,11 +95,11 @@ enum al_fs_kind {
 struct al_fs_entry {
 	enum al_fs_kind kind;
 	char *path;	    /* in the sandbox */
-	char *source;	    /* see the kinds; NULL for DIR, DEVDIR, PROC and PTYS */
+	char *source;	    /* see the kinds; NULL for DIR, PROC and PTYS */
 	size_t len;	    /* FILE: content length */
 	unsigned access;    /* AL_FS_* */
 	bool dir;	    /* HOST: the source is a directory */
-	mode_t mode;	    /* FILE, DIR, DEVDIR, PROC, SCRATCH: the mode the sandbox sees */
+	mode_t mode;	    /* FILE, DIR, PROC, SCRATCH: the mode the sandbox sees */
 	bool sandbox_owned; /* SCRATCH: owned by the sandbox user (the workdir) */
 	dev_t dev;	    /* HOST, DEVICE: identity, checked again where it is mounted */
 	ino_t ino;
@@ -181,10 +182,11 @@ struct al_plan {
 	uint64_t output_bytes;
 	uint64_t open_files;
 	uint64_t file_size;
-	/* Kernel memory the memory cgroup does not count (docs/security.md):
-	 * socket_bytes is the v1 kernel limit on socket buffers, socket_stop
-	 * the total at which the supervisor stops the run. */
-	uint64_t socket_bytes;
+	/* Kernel memory outside the memory limit (docs/security.md): the
+	 * sandbox's socket buffers and the connections waiting to be accepted
+	 * are bounded at socket_stop bytes; past it the run ends (reason
+	 * memory). A backend that cannot bound them refuses the plan unless
+	 * kernel_memory_best_effort (limits.kernel_memory "best-effort"). */
 	uint64_t socket_stop;
 	bool kernel_memory_best_effort; /* run even where they cannot be bounded */
 	uint64_t msgqueue_bytes;	/* RLIMIT_MSGQUEUE */

@@ -1385,6 +1385,31 @@ def backends_json(e):
     return json.loads(res.out)["backends"]
 
 
+@case
+def backend_names_in_help_and_docs(e):
+    """`--backend`'s help (run's and check's) ends with every layer `airlock
+    backends --json` lists, in its order (generated from al_backends[]);
+    the README's options table and airlock.1 name the same layers."""
+    names = [b["name"] for b in backends_json(e)]
+    for sub in ("run", "check"):
+        res = run_host([e.airlock, sub, "--help"])
+        expect_rc(res, 0)
+        lines = [l for l in res.text.splitlines() if "--backend NAME" in l]
+        expect(len(lines) == 1 and
+               lines[0].endswith("(see airlock backends); this build has: " + ", ".join(names)),
+               "airlock %s --help's --backend line: %r" % (sub, lines), res)
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    with open(os.path.join(root, "README.md")) as f:
+        readme = f.read()
+    want = "this build: " + ", ".join("`%s`" % n for n in names)
+    expect(any(l.startswith("| `--backend NAME` |") and want in l for l in readme.splitlines()),
+           "README.md's --backend row does not say %r" % want)
+    with open(os.path.join(root, "docs", "airlock.1")) as f:
+        man = f.read()
+    want = "(this build: %s)." % ", ".join(names)
+    expect(want in man, "airlock.1 does not say %r" % want)
+
+
 BACKEND_FEATURES = {"exec", "tty", "network", "hides_processes", "private_tmp",
                     "private_loopback", "pause"}
 BACKEND_ROWS = ("files", "egress", "processes", "kernel", "limits", "exec")

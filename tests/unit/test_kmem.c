@@ -35,27 +35,27 @@ static void test_socket_budget_scales_with_memory(void **state)
 	struct al_plan *p = plan_from("{\"version\": 1, \"limits\": {\"memory\": \"256M\"}}");
 
 	assert_int_equal(p->memory_bytes, 256ull << 20);
-	assert_int_equal(p->socket_bytes, 16ull << 20);
+	assert_int_equal(al_kmem_socket_limit(p), 16ull << 20);
 	assert_int_equal(p->socket_stop, 32ull << 20);
 	assert_false(p->kernel_memory_best_effort);
 	al_plan_free(p);
 
 	/* The default memory limit (512M). */
 	p = plan_from("{\"version\": 1}");
-	assert_int_equal(p->socket_bytes, (512ull << 20) / AL_SOCKET_SHARE);
-	assert_int_equal(p->socket_stop, 2 * p->socket_bytes);
+	assert_int_equal(al_kmem_socket_limit(p), (512ull << 20) / AL_SOCKET_SHARE);
+	assert_int_equal(p->socket_stop, 2 * al_kmem_socket_limit(p));
 	al_plan_free(p);
 
 	/* The smallest memory limit still leaves a usable socket budget. */
 	p = plan_from("{\"version\": 1, \"limits\": {\"memory\": \"4M\"}}");
-	assert_int_equal(p->socket_bytes, AL_SOCKET_MIN_BYTES);
+	assert_int_equal(al_kmem_socket_limit(p), AL_SOCKET_MIN_BYTES);
 	assert_int_equal(p->socket_stop, 2 * AL_SOCKET_MIN_BYTES);
 	al_plan_free(p);
 
 	/* Page-aligned, since the kernel keeps page-aligned values. */
 	p = plan_from("{\"version\": 1, \"limits\": {\"memory\": 100000000}}");
-	assert_int_equal(p->socket_bytes % 4096, 0);
-	assert_true(p->socket_bytes >= 100000000 / AL_SOCKET_SHARE);
+	assert_int_equal(al_kmem_socket_limit(p) % 4096, 0);
+	assert_true(al_kmem_socket_limit(p) >= 100000000 / AL_SOCKET_SHARE);
 	al_plan_free(p);
 }
 

@@ -1182,6 +1182,26 @@ static void test_fs_entries(void **state)
 	assert_int_equal(e->len, strlen(e->source));
 	assert_non_null(e = find_fs(plan, "/dev/null"));
 	assert_int_equal(e->kind, AL_FS_DEVICE);
+	/* /dev and /etc are both directories the plan makes (it says nothing
+	 * of mounts); the native lowering gives the one that holds devices a
+	 * sealed tmpfs of its own, and the other none. */
+	assert_non_null(e = find_fs(plan, "/dev"));
+	assert_int_equal(e->kind, AL_FS_DIR);
+	assert_non_null(e = find_fs(plan, "/etc"));
+	assert_int_equal(e->kind, AL_FS_DIR);
+	const struct al_mount_op *dev = NULL, *etc = NULL;
+	for (size_t i = 0; i < L(plan)->n_ops; i++) {
+		if (L(plan)->ops[i].kind != AL_OP_TMPFS)
+			continue;
+		if (strcmp(L(plan)->ops[i].target, "/newroot/dev") == 0)
+			dev = &L(plan)->ops[i];
+		if (strcmp(L(plan)->ops[i].target, "/newroot/etc") == 0)
+			etc = &L(plan)->ops[i];
+	}
+	assert_non_null(dev);
+	assert_true(dev->seal);
+	assert_true(dev->attr & MOUNT_ATTR_RDONLY);
+	assert_null(etc);
 	/* The lowering keeps every entry: each HOST entry is one bind of its
 	 * source, in the plan's order. */
 	size_t k = 0;

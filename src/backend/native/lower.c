@@ -41,7 +41,27 @@ struct lowering {
 	 * not one of their own. */
 	const struct al_fs_entry **made;
 	size_t n_made;
+	bool session; /* the session's own devpts is added under /dev */
 };
+
+/* Whether a directory the plan makes holds device nodes (a host device,
+ * or the sandbox's own terminals, below it): /dev. The plan says only
+ * that it is a read-only directory of its own with those entries; here
+ * it becomes a small tmpfs of its own, sealed read-only at the end, so
+ * the nodes' bind mounts have a mount of their own to live on. */
+static bool holds_devices(const struct lowering *l, const struct al_fs_entry *dir)
+{
+	const struct al_plan *p = l->plan;
+
+	if (l->session && al_path_is_under("/dev/pts", dir->path))
+		return true;
+	for (size_t i = 0; i < p->n_fs; i++)
+		if ((p->fs[i].kind == AL_FS_DEVICE || p->fs[i].kind == AL_FS_PTYS) &&
+		    strcmp(p->fs[i].path, dir->path) != 0 &&
+		    al_path_is_under(p->fs[i].path, dir->path))
+			return true;
+	return false;
+}
 
 static bool inside_made_dir(const struct lowering *l, const struct al_fs_entry *e)
 {
@@ -218,14 +238,12 @@ static void lower_entry(struct lowering *l, const struct al_fs_entry *e)
 	case AL_FS_DIR: {
 		_cleanup_free_ char *t = xasprintf(NEW "%s", e->path);
 		mkdir_p(l, t, e->mode, false, e->what);
-		add_ll(l, e->path, ll_access(e->access));
-		l->made = xrealloc(l->made, (l->n_made + 1) * sizeof(*l->made));
-		l->made[l->n_made++] = e;
-		break;
-	}
-	case AL_FS_DEVDIR: {
-		_cleanup_free_ char *t = xasprintf(NEW "%s", e->path);
-		mkdir_p(l, t, e->mode, false, e->what);
+		if (!holds_devices(l, e)) {
+			add_ll(l, e->path, ll_access(e->access));
+			l->made = xrealloc(l->made, (l->n_made + 1) * sizeof(*l->made));
+			l->made[l->n_made++] = e;
+			break;
+		}
 		op = add_op(l, AL_OP_TMPFS, xstrdup(t),
 			    xasprintf("size=64k,nr_inodes=64,mode=%04o", (unsigned)e->mode),
 			    e->what);
@@ -306,7 +324,7 @@ int al_native_lower_session(const struct al_plan *p, bool session, struct al_nat
 			    struct al_error *err)
 {
 	_cleanup_(al_native_plan_freep) struct al_native_plan *np = xcalloc(1, sizeof(*np));
-	struct lowering l = {.plan = p, .np = np};
+	struct lowering l = {.plan = p, .np = np, .session = session};
 	int r;
 
 	np->landlock_abi = al_landlock_abi();

@@ -179,7 +179,7 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 	    .cpu_quota_us = p->cpus_milli * AL_CPU_PERIOD_US / 1000,
 	    .cpu_period_us = AL_CPU_PERIOD_US,
 	    .want_cpu_time = p->cpu_time_ms != 0 || p->budget.cpu_second != 0,
-	    .socket_bytes = p->socket_bytes,
+	    .socket_bytes = al_kmem_socket_limit(p),
 	    .want_freezer = sb->session,  /* its pause */
 	    .exec_children = sb->session, /* each exec's cgroup */
 	};

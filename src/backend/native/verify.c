@@ -445,10 +445,10 @@ static void check_kernel_memory(const struct al_plan *p, const struct al_cgroup 
 		char buf[32];
 		if (al_read_file(f, buf, sizeof(buf)) > 0)
 			v = strtoull(buf, NULL, 10);
-		ok = v == ((p->socket_bytes + 4095) & ~4095ULL);
+		ok = v == ((al_kmem_socket_limit(p) + 4095) & ~4095ULL);
 		if (!ok)
 			snprintf(detail, sizeof(detail), "%s reads %" PRIu64 ", not %" PRIu64, f, v,
-				 p->socket_bytes);
+				 al_kmem_socket_limit(p));
 	} else if (mode == AL_SOCKMEM_CHARGED) {
 		ok = true;
 	} else {
