@@ -42,6 +42,17 @@ const char *const *al_backend_names(bool only_built)
 	return only_built ? built : backends;
 }
 
+const char *al_backend_names_text(void)
+{
+	static __thread char text[128];
+
+	text[0] = '\0';
+	for (size_t i = 0; built[i]; i++)
+		snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s%s", i ? ", " : "",
+			 built[i]);
+	return text;
+}
+
 static bool is_built(const char *name)
 {
 	for (size_t i = 0; built[i]; i++)

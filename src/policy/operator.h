@@ -266,3 +266,6 @@ void al_backends_built(const char *const *names);
 /* The names, NULL-terminated and weakest first: those this airlock has
  * (only_built) or every one the design has. */
 const char *const *al_backend_names(bool only_built);
+/* Those this airlock has, as "a, b" (a thread's own buffer, valid until
+ * its next call). */
+const char *al_backend_names_text(void);

@@ -618,16 +618,10 @@ static bool build_request(struct al_plan *p, const struct al_policy *pol, unsign
 		    "no command given (put it after \"--\" or in the policy's \"command\")");
 	else if (pol->command && pol->command[0] && pol->command[0][0] == '\0')
 		al_errors_add(errs, EINVAL, NULL, NULL, "the command's name is empty");
-	if (pol->backend && al_backend_strength(pol->backend) < 0) {
-		char names[128] = "";
-		const char *const *built = al_backend_names(true);
-
-		for (size_t i = 0; built[i]; i++)
-			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
-				 i ? ", " : "", built[i]);
+	if (pol->backend && al_backend_strength(pol->backend) < 0)
 		al_errors_add(errs, EINVAL, NULL, NULL,
-			      "unknown backend \"%s\" (this build has: %s)", pol->backend, names);
-	}
+			      "unknown backend \"%s\" (this build has: %s)", pol->backend,
+			      al_backend_names_text());
 	p->backend = xstrdup(pol->backend && al_backend_strength(pol->backend) >= 0 ? pol->backend
 										    : "native");
 	p->argv = al_strv_dup(pol->command); /* empty vector when optional and absent */

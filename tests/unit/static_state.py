@@ -38,6 +38,8 @@ ALLOWED = {
         "the daemon's HTTP front: its own confined process, one per daemon, never a run's",
     ("src_policy_operator-parse.c.o", "built"):
         "the backends this binary has: changed by tests only",
+    ("src_policy_operator-parse.c.o", "text"):
+        "al_backend_names_text()'s answer: thread-local, each thread's own",
     ("src_mcp_server.c.o", "stop_flag"):
         "airlock mcp's SIGTERM/SIGINT/SIGHUP flag, set by its handler: al_mcp_serve runs "
         "once, in the process of the mcp command, never beside a run",
