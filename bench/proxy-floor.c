@@ -156,9 +156,13 @@ static int listen_netns(unsigned short port, pid_t *ret_pid)
 	return fd;
 }
 
+/* Edge-triggered: a read shorter than the buffer leaves the socket empty
+ * (a stream socket gives what it holds), and new bytes or an EOF make a new
+ * edge, so no read ends in EAGAIN and a side that has sent its EOF needs no
+ * EPOLL_CTL_DEL. */
 static void watch(struct side *s)
 {
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = s};
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = s};
 
 	if (epoll_ctl(ep, EPOLL_CTL_ADD, s->fd, &ev) < 0)
 		die("epoll_ctl");
@@ -244,25 +248,35 @@ static bool read_head(struct conn *c)
 	return forward(c, (size_t)(end - c->head) + 4);
 }
 
-/* Bytes from s to its peer; at EOF the peer's write side is shut. True
- * while the connection lives. */
+/* Bytes from s to its peer until s is empty; at EOF the peer's write side
+ * is shut, unless the peer has sent its own EOF, when both are closed.
+ * True while the connection lives. */
 static bool relay(struct side *s)
 {
-	ssize_t n = recv(s->fd, relay_buf, sizeof(relay_buf), MSG_DONTWAIT);
-
-	if (n < 0)
-		return errno == EAGAIN || errno == EINTR;
-	if (n > 0)
-		return send_all(s->peer->fd, relay_buf, (size_t)n);
+	for (;;) {
+		ssize_t n = recv(s->fd, relay_buf, sizeof(relay_buf), MSG_DONTWAIT);
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR;
+		if (n == 0)
+			break;
+		if (!send_all(s->peer->fd, relay_buf, (size_t)n))
+			return false;
+		if ((size_t)n < sizeof(relay_buf))
+			return true;
+	}
 	s->eof = true;
+	if (s->peer->eof)
+		return false;
 	shutdown(s->peer->fd, SHUT_WR);
-	epoll_ctl(ep, EPOLL_CTL_DEL, s->fd, NULL);
-	return !s->peer->eof;
+	return true;
 }
 
-static void accept_all(int lfd)
+/* One connection a wake-up: the listener is level-triggered, so another
+ * waiting makes the next epoll_wait return at once (no accept4 that ends
+ * in EAGAIN). */
+static void accept_one(int lfd)
 {
-	for (;;) {
+	{
 		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0)
 			return;
@@ -274,7 +288,7 @@ static void accept_all(int lfd)
 		if (!read_head(c)) {
 			conn_close(c);
 			free(c);
-			continue;
+			return;
 		}
 		watch(&c->client);
 	}
@@ -315,7 +329,7 @@ int main(int argc, char **argv)
 		for (int i = 0; i < n; i++) {
 			struct side *s = evs[i].data.ptr;
 			if (!s) {
-				accept_all(lfd);
+				accept_one(lfd);
 				continue;
 			}
 			struct conn *c = s->conn;
