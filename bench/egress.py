@@ -21,7 +21,11 @@ ratios the issue sets targets on:
   requests   one python3 process makes N sequential short requests, a new
              connection each (http.client): on the host directly vs inside
              the sandbox through the proxy (and, extra, the transparent
-             path, which also asks the DNS stub each time). The time for
+             path, which also asks the DNS stub each time), and through
+             the floor proxy (bench/proxy-floor.c, --proxy-floor: the least
+             an HTTP proxy does per request), once on the host and once
+             with its client in a network namespace the floor made (its
+             listener passed out to it, as the gateway's are). The time for
              all N is measured inside the process. Target: <= 1.2x direct.
   start-up   `airlock run --allow x.test -- /bin/true` vs `airlock run --
              /bin/true` vs bwrap (as bench/startup.py runs it).
@@ -90,7 +94,7 @@ Usage: bench/egress.py [--rounds N] [--request-rounds N] [--requests N]
                        [--https-rounds N] [--tls-request-rounds N] [--tls-requests N]
                        [--tls-tickets N] [--no-https | --only-https | --only-secret]
                        [--no-secret] [--secret-rounds N] [--serve]
-                       [--airlock PATH] [--json FILE]
+                       [--airlock PATH] [--proxy-floor PATH] [--json FILE]
 """
 import argparse
 import gzip
@@ -514,8 +518,9 @@ import http.client, sys, time
 mode, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 if mode == "direct":
     host, hport, target = "127.0.0.1", port, "/tiny"
-elif mode == "proxy":
-    host, hport, target = "127.0.0.1", 3128, "http://%s:%d/tiny" % (sys.argv[4], port)
+elif mode == "proxy":  # airlock's proxy port, or the floor proxy's (argv[5])
+    hport = int(sys.argv[5]) if len(sys.argv) > 5 else 3128
+    host, target = "127.0.0.1", "http://%s:%d/tiny" % (sys.argv[4], port)
 else:  # transparent: resolve the name (DNS stub) and connect to it
     host, hport, target = sys.argv[4], port, "/tiny"
 # A new connection per request, so say so (the gateway says it upstream anyway).
@@ -534,10 +539,39 @@ print("%.6f" % (time.perf_counter() - t))
 """
 
 
-def request_cases(args, port, n, transparent):
-    cases = [("direct (host)", [PY, "-c", CLIENT, "direct", str(port), str(n), NAME]),
-             ("airlock, HTTP proxy",
-              airlock_gw(args, port, [PY, "-c", CLIENT, "proxy", str(port), str(n), NAME]))]
+def start_proxy_floors(args):
+    """bench/proxy-floor.c twice, as child processes: listening on the
+    host's loopback, and (--netns) in a network namespace it makes, as the
+    gateway's listeners are in the sandbox's. Returns [(Popen, port, pid of
+    the namespace's holder or None)], or [] when the program is not built."""
+    if not os.access(args.proxy_floor, os.X_OK):
+        return []
+    floors = []
+    for extra in ([], ["--netns"]):
+        p = subprocess.Popen([args.proxy_floor] + extra, stdout=subprocess.PIPE, text=True)
+        floors.append(p)
+        words = p.stdout.readline().split()
+        if not words:
+            for q in floors:
+                q.kill()
+                q.wait()
+            sys.exit(f"egress: {args.proxy_floor} {' '.join(extra)}: did not start")
+        floors[-1] = (p, int(words[0]), int(words[1]) if extra else None)
+    return floors
+
+
+def request_cases(args, port, n, transparent, floors=()):
+    cases = [("direct (host)", [PY, "-c", CLIENT, "direct", str(port), str(n), NAME])]
+    for _, fport, holder in floors:
+        client = [PY, "-c", CLIENT, "proxy", str(port), str(n), NAME, str(fport)]
+        if holder is None:
+            cases.append(("floor proxy (host)", client))
+        else:
+            # The client in the floor's namespace, the floor in the host's.
+            cases.append(("floor proxy (netns)", ["nsenter", f"--net=/proc/{holder}/ns/net"]
+                          + client))
+    cases.append(("airlock, HTTP proxy",
+                  airlock_gw(args, port, [PY, "-c", CLIENT, "proxy", str(port), str(n), NAME])))
     if transparent:
         cases.append(("airlock, transparent",
                       airlock_gw(args, port, [PY, "-c", CLIENT, "transparent", str(port), str(n),
@@ -1016,9 +1050,17 @@ def measure_http(args, size, port, tmp, out):
           "  relay on the data path reaches on this machine")
     out["download_mb_s"] = dl
 
-    rq = measure_requests(request_cases(args, port, args.requests,
-                                        not args.no_transparent_requests),
-                          args.request_rounds)
+    floors = start_proxy_floors(args)
+    if not floors:
+        print(f"floor proxy: not measured: {args.proxy_floor} is not built")
+    try:
+        rq = measure_requests(request_cases(args, port, args.requests,
+                                            not args.no_transparent_requests, floors),
+                              args.request_rounds)
+    finally:
+        for p, _, _ in floors:
+            p.kill()  # its namespace's holder dies with it (PR_SET_PDEATHSIG)
+            p.wait()
     direct = rq["direct (host)"]["median"]
     print(f"\n{args.requests} sequential requests, a new connection each, one python3 "
           f"process, {args.request_rounds} interleaved rounds (ms for all):")
@@ -1028,7 +1070,16 @@ def measure_http(args, size, port, tmp, out):
         print(f"  {name:24s} median {r['median']:8.1f} ms  (p10 {r['p10']:.1f}, "
               f"p90 {r['p90']:.1f})  {r['ratio']:.2f}x direct, "
               f"{r['added_us_per_request']:+.0f} us/request")
-    print("  target: HTTP proxy <= 1.20x direct")
+    floor = rq.get("floor proxy (host)")
+    for name, r in rq.items():
+        if floor and name.startswith(("airlock", "baseline")):
+            r["over_floor_us_per_request"] = ((r["median"] - floor["median"]) * 1000.0
+                                              / args.requests)
+            print(f"  {name:24s} {r['over_floor_us_per_request']:+.0f} us/request over the "
+                  f"floor proxy (host)")
+    print("  target: HTTP proxy <= 1.20x direct; the floor proxy is the least any HTTP proxy\n"
+          "  pays per request here (bench/proxy-floor.c), (netns) with its client in\n"
+          "  another network namespace, as the gateway's is")
     out["requests_ms"] = rq
     out["requests"] = args.requests
 
@@ -1070,11 +1121,16 @@ def main():
     ap.add_argument("--srt", help="an installed srt to use instead of npm install")
     ap.add_argument("--airlock", default=os.path.join(ROOT, "build", "airlock"))
     ap.add_argument("--baseline", help="an earlier airlock binary to run in the same rounds")
+    ap.add_argument("--proxy-floor", default=os.path.join(ROOT, "build", "bench",
+                                                          "bench-proxy-floor"),
+                    help="bench/proxy-floor.c built (build/bench/bench-proxy-floor); "
+                         "the requests case runs it as the floor proxy rows")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
     if args.baseline:
         args.baseline = os.path.abspath(args.baseline)
     args.airlock = os.path.abspath(args.airlock)
+    args.proxy_floor = os.path.abspath(args.proxy_floor)
     if args.tls_requests < 2:
         sys.exit("egress: --tls-requests must be 2 or more (the first is reported apart)")
 

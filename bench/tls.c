@@ -6,6 +6,9 @@
  *
  * usage: bench-tls [ROUNDS]   (default and least 256; throughput runs
  *                              ROUNDS / 10 of 16 MiB each)
+ *        bench-tls --first N  (the first interception in N fresh processes
+ *                              without the gateway's warm-up and N with it,
+ *                              al_tls_warm, taken in turn)
  * Times are the thread's CPU time unless AL_BENCH_CLOCK=wall. */
 #include <errno.h>
 #include <openssl/err.h>
@@ -14,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/cleanup.h"
@@ -277,6 +281,82 @@ static void bench_handshakes(struct setup *s, size_t rounds)
 	free(c);
 }
 
+/* One fresh process's first interception (the sandbox's handshake with a
+ * server end, then a client end's with the upstream), its CPU time in ns,
+ * after the gateway's start as it is: the leaf for the host minted ahead,
+ * and with warm the warm-up handshake (al_tls_warm). *warm_ns: what the
+ * warm-up took. */
+static void first_interception(bool warm, double *ret, double *warm_ns)
+{
+	struct setup s = {0};
+	struct al_error err = {0};
+	struct al_tls_end *e;
+	struct peer p;
+	EVP_PKEY *key;
+	X509 *cert;
+
+	make_setup(&s);
+	if (al_tls_ca_leaf(s.ca, "api.bench", &cert, &key, &err) < 0)
+		die("premint", &err);
+	double t0 = now_ns();
+	if (warm && al_tls_warm(s.sctx, "api.bench", &s.cctx, 1, &err) < 0)
+		die("warm-up", &err);
+	*warm_ns = now_ns() - t0;
+	t0 = now_ns();
+	peer_init(&p, s.client, false);
+	SSL_set1_host(p.ssl, "api.bench");
+	SSL_set_tlsext_host_name(p.ssl, "api.bench");
+	if (al_tls_end_server(s.sctx, "api.bench", &e, &err) < 0)
+		die("server end", &err);
+	handshake(&p, e);
+	SSL_free(p.ssl);
+	al_tls_end_free(e);
+	peer_init(&p, s.upstream, true);
+	if (al_tls_end_client(s.cctx, "api.bench", &e, &err) < 0)
+		die("client end", &err);
+	handshake(&p, e);
+	*ret = now_ns() - t0;
+}
+
+/* --first N: N fresh processes each way, in turn (cold, warm, cold...):
+ * the first interception's CPU time without and with the warm-up. */
+static int bench_first(size_t n)
+{
+	double *cold = xcalloc(n, sizeof(double)), *warm = xcalloc(n, sizeof(double));
+	double *cost = xcalloc(n, sizeof(double));
+
+	for (size_t i = 0; i < 2 * n; i++) {
+		double v[2];
+		int fd[2], st;
+		pid_t pid;
+
+		if (pipe(fd) < 0 || (pid = fork()) < 0)
+			die("fork", NULL);
+		if (pid == 0) {
+			first_interception(i % 2 == 1, &v[0], &v[1]);
+			_exit(write(fd[1], v, sizeof(v)) == sizeof(v) ? 0 : 1);
+		}
+		close(fd[1]);
+		if (read(fd[0], v, sizeof(v)) != sizeof(v) || waitpid(pid, &st, 0) != pid || st)
+			die("a fresh process", NULL);
+		close(fd[0]);
+		if (i % 2)
+			warm[i / 2] = v[0], cost[i / 2] = v[1];
+		else
+			cold[i / 2] = v[0];
+	}
+	printf("first interception in a fresh process (both handshakes, leaf minted ahead), "
+	       "median of %zu processes each:\n",
+	       n);
+	printf("  without warm-up:  %6.3f ms\n", median(cold, n) / 1e6);
+	printf("  after warm-up:    %6.3f ms\n", median(warm, n) / 1e6);
+	printf("  the warm-up:      %6.3f ms  (at the gateway's start)\n", median(cost, n) / 1e6);
+	free(cold);
+	free(warm);
+	free(cost);
+	return 0;
+}
+
 /* Plaintext from src into dst, as the gateway moves it. */
 static void relay(struct al_tls_end *src, struct al_tls_end *dst, unsigned char *buf, size_t *len,
 		  size_t *off)
@@ -369,6 +449,8 @@ int main(int argc, char **argv)
 		rounds = AL_TLS_LEAF_CACHE;
 	if (clock && strcmp(clock, "wall") == 0)
 		bench_clock = CLOCK_MONOTONIC;
+	if (argc > 2 && strcmp(argv[1], "--first") == 0)
+		return bench_first(strtoul(argv[2], NULL, 10) ?: 1);
 	make_setup(&s);
 	printf("OpenSSL %s, %s time\n", OpenSSL_version(OPENSSL_VERSION_STRING),
 	       bench_clock == CLOCK_MONOTONIC ? "wall" : "CPU");

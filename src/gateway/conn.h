@@ -337,6 +337,7 @@ void gw_resolver_free(struct al_gateway *gw);
 enum gw_step gw_stage_choose(struct conn *c, struct side *s, uint32_t events);
 /* Before confinement: the TLS contexts interception needs. */
 int gw_tls_prepare(struct al_gateway *gw, struct al_error *err);
+void gw_tls_warm(struct al_gateway *gw);
 void gw_tls_free(struct al_gateway *gw);
 struct al_tls_end;
 int gw_tls_ends(struct conn *c, struct al_tls_end **srv, struct al_tls_end **cli,

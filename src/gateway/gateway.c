@@ -68,6 +68,11 @@ int al_gateway_prepare(struct al_gateway *gw, struct al_error *err)
 	return 0;
 }
 
+void al_gateway_warm(struct al_gateway *gw)
+{
+	gw_tls_warm(gw);
+}
+
 static void on_listener(struct al_watch *w, uint32_t events, void *data)
 {
 	struct al_gateway *gw = data;

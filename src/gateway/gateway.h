@@ -80,6 +80,12 @@ struct al_gateway *al_gateway_new(const struct al_plan *plan, struct al_audit *a
  * failure is warned about and lookups are refused. */
 int al_gateway_prepare(struct al_gateway *gw, struct al_error *err);
 
+/* After al_gateway_prepare, once the gateway's start is reported (it may
+ * be confined): one TLS handshake in memory, so that the first intercepted
+ * connection does not pay OpenSSL's first-use set-up (choose.c). Nothing
+ * when the run intercepts no single host. */
+void al_gateway_warm(struct al_gateway *gw);
+
 /* The run's id, told to the operator's decider with each egress question
  * (none: null). */
 void al_gateway_set_run(struct al_gateway *gw, const char *run_id);

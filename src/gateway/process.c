@@ -351,6 +351,8 @@ static _Noreturn void child_main(const struct al_plan *plan, const struct al_cre
 	child_send(c.sock, buf, al_gwp_encode_started(e, abi, probe, msg, buf, sizeof(buf)));
 	if (e)
 		_exit(1);
+	/* Off the run's way to exec: the supervisor has its answer. */
+	al_gateway_warm(c.gw);
 	if (!al_loop_add(loop, c.sock, EPOLLIN, child_message, &c))
 		_exit(2);
 	for (;;)

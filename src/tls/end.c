@@ -515,3 +515,92 @@ const char *al_tls_end_error(const struct al_tls_end *e)
 {
 	return e->failed ? e->error : NULL;
 }
+
+/* Move the ciphertext a has to send into b. */
+static int pass_cipher(struct al_tls_end *a, struct al_tls_end *b)
+{
+	char buf[4096];
+	ssize_t n;
+	int r;
+
+	while ((n = al_tls_end_get_cipher(a, buf, sizeof(buf))) > 0)
+		if ((r = al_tls_end_put_cipher(b, buf, (size_t)n)) < 0)
+			return r;
+	return 0;
+}
+
+/* A handshake between a server end of srv for host and a client end that
+ * trusts srv's CA, both in memory, then one record each way. */
+static int warm_handshake(struct al_tls_server_ctx *srv, const char *host, struct al_error *err)
+{
+	_cleanup_(al_ssl_ctx_freep) SSL_CTX *c = SSL_CTX_new(TLS_client_method());
+	_cleanup_(al_tls_end_freep) struct al_tls_end *s = NULL;
+	_cleanup_(al_tls_end_freep) struct al_tls_end *cl = NULL;
+	struct al_tls_client_ctx cctx;
+	char byte = 'w';
+	int r;
+
+	if (!c)
+		return al_tls_error(err, EIO, "making the warm-up's TLS context");
+	/* Set up as every client end's context is, so that the same
+	 * algorithms are fetched, with the run's CA as its only trust. */
+	if ((r = setup(c, client_ciphers, err)) < 0)
+		return r;
+	if (X509_STORE_add_cert(SSL_CTX_get_cert_store(c), al_tls_ca_cert(srv->ca)) != 1)
+		return al_tls_error(err, EIO, "trusting the run's CA for the warm-up");
+	SSL_CTX_set_verify(c, SSL_VERIFY_PEER, NULL);
+	if (SSL_CTX_set_alpn_protos(c, alpn_http11, sizeof(alpn_http11) - 1) != 0)
+		return al_tls_error(err, EIO, "setting ALPN");
+	cctx.ssl = c;
+	if ((r = al_tls_end_server(srv, host, &s, err)) < 0 ||
+	    (r = al_tls_end_client(&cctx, host, &cl, err)) < 0)
+		return r;
+	/* A TLS 1.3 handshake takes two flights from the client and one from
+	 * the server; a few more turns are allowed for TLS 1.2. */
+	for (int turn = 0; turn < 8; turn++) {
+		int rc = al_tls_end_handshake(cl);
+		if (rc == -EPROTO || pass_cipher(cl, s) < 0)
+			break;
+		int rs = al_tls_end_handshake(s);
+		if (rs == -EPROTO || pass_cipher(s, cl) < 0)
+			break;
+		if (rc == 0 && rs == 0)
+			break;
+	}
+	if (!al_tls_end_handshake_done(s) || !al_tls_end_handshake_done(cl) ||
+	    al_tls_end_write(cl, &byte, 1) != 1 || pass_cipher(cl, s) < 0 ||
+	    al_tls_end_read(s, &byte, 1) != 1)
+		return al_error_set(err, EPROTO, "the warm-up handshake failed: %s",
+				    al_tls_end_error(cl)  ? al_tls_end_error(cl)
+				    : al_tls_end_error(s) ? al_tls_end_error(s)
+							  : "it did not finish");
+	return 0;
+}
+
+int al_tls_warm(struct al_tls_server_ctx *srv, const char *host,
+		struct al_tls_client_ctx *const *clients, size_t n_clients, struct al_error *err)
+{
+	X509 *leaf;
+	EVP_PKEY *key;
+	int r;
+
+	if ((r = warm_handshake(srv, host, err)) < 0)
+		return r;
+	/* Each trust store's first look-up sorts its certificates: a verify
+	 * of the leaf against it (which fails: the run's CA is in none of
+	 * them) does that now. */
+	if ((r = al_tls_ca_leaf(srv->ca, host, &leaf, &key, err)) < 0)
+		return r;
+	for (size_t i = 0; i < n_clients; i++) {
+		X509_STORE_CTX *v = X509_STORE_CTX_new();
+		if (!v || X509_STORE_CTX_init(v, SSL_CTX_get_cert_store(clients[i]->ssl), leaf,
+					      NULL) != 1) {
+			X509_STORE_CTX_free(v);
+			return al_tls_error(err, EIO, "warming a trust store");
+		}
+		(void)X509_verify_cert(v);
+		X509_STORE_CTX_free(v);
+	}
+	ERR_clear_error();
+	return 0;
+}

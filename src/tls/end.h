@@ -151,3 +151,16 @@ const char *al_tls_end_alpn(const struct al_tls_end *e);
  * certificate verify failed: hostname mismatch (api.example.com)", "client
  * sent alert: unknown CA (api.example.com)"; NULL while it has not. */
 const char *al_tls_end_error(const struct al_tls_end *e);
+
+/* Pay OpenSSL's first-use costs now rather than on a connection: a
+ * handshake in memory between a server end of srv for host (its leaf, the
+ * run's own, minted or taken from the cache) and a client end set up as
+ * every client context is but trusting only srv's CA (an ECDSA sign and
+ * verify, a key exchange, the record layer's ciphers), then a verify
+ * against each of the n_clients contexts' trust stores, whose first
+ * look-up sorts them. Nothing it makes outlives the call but the leaf in
+ * the CA's cache and the stores' order; no check of a real connection is
+ * changed. Returns 0, an error of al_tls_end_server(), or -EPROTO when the
+ * handshake failed (err says why). */
+int al_tls_warm(struct al_tls_server_ctx *srv, const char *host,
+		struct al_tls_client_ctx *const *clients, size_t n_clients, struct al_error *err);

@@ -1088,6 +1088,28 @@ static void test_name_constraints_handshake(void **state)
 	SSL_CTX_free(c);
 }
 
+/* The warm-up (al_tls_warm) is a real handshake: it verifies the leaf
+ * against the run's CA with the client's checks, so a name the CA may not
+ * sign for fails it; and the leaf it used stays cached for the host. */
+static void test_warm(void **state)
+{
+	static const char *const permitted[] = {"api.test"};
+	struct al_error err = {0};
+	_cleanup_(al_tls_ca_freep) struct al_tls_ca *ca = NULL;
+	_cleanup_(al_tls_server_ctx_freep) struct al_tls_server_ctx *sctx = NULL;
+	struct al_tls_client_ctx *stores[] = {run.cctx};
+
+	assert_int_equal(al_tls_ca_new("r", time(NULL) + 3600, permitted, 1, &ca, &err), 0);
+	assert_int_equal(al_tls_server_ctx_new(ca, &sctx, &err), 0);
+	assert_false(al_tls_ca_has_leaf(ca, "api.test"));
+	if (al_tls_warm(sctx, "api.test", stores, 1, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_true(al_tls_ca_has_leaf(ca, "api.test"));
+	assert_int_equal(al_tls_warm(sctx, "evil.test", stores, 1, &err), -EPROTO);
+	assert_non_null(strstr(err.msg, "upstream certificate verify failed"));
+	assert_int_equal(al_tls_warm(sctx, "*.test", NULL, 0, &err), -EINVAL);
+}
+
 /* Trust stores: a missing file, one with no certificate, the host's. */
 static void test_client_ctx(void **state)
 {
@@ -1254,6 +1276,7 @@ int main(void)
 	    cmocka_unit_test(test_name_constraints),
 	    cmocka_unit_test(test_name_constraints_handshake),
 	    cmocka_unit_test_setup_teardown(test_client_ctx, setup_run, teardown_run),
+	    cmocka_unit_test_setup_teardown(test_warm, setup_run, teardown_run),
 	    cmocka_unit_test(test_fork_random),
 	    cmocka_unit_test_setup_teardown(test_confined, setup_run, teardown_run),
 	};
