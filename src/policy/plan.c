@@ -630,6 +630,15 @@ static bool build_request(struct al_plan *p, const struct al_policy *pol, unsign
 	}
 	p->backend = xstrdup(pol->backend && al_backend_strength(pol->backend) >= 0 ? pol->backend
 										    : "native");
+	if (pol->language && strcmp(pol->language, "python") != 0)
+		al_errors_add(errs, EINVAL, NULL, NULL,
+			      "unknown language \"%s\" (the wasm backend has: python)",
+			      pol->language);
+	else if (pol->language && strcmp(p->backend, "wasm") != 0)
+		al_errors_add(errs, EINVAL, NULL, NULL,
+			      "language \"%s\" needs the wasm backend (this plan's is %s)",
+			      pol->language, p->backend);
+	p->language = pol->language ? xstrdup(pol->language) : NULL;
 	p->argv = al_strv_dup(pol->command); /* empty vector when optional and absent */
 	p->hostname = xstrdup(pol->hostname ? pol->hostname : AL_DEFAULT_HOSTNAME);
 	if (!al_hostname_is_valid(p->hostname))
@@ -768,6 +777,7 @@ void al_plan_free(struct al_plan *p)
 	free(p->hostname);
 	free(p->workdir);
 	free(p->backend);
+	free(p->language);
 	al_allow_free(p->allow);
 	al_allow_free(p->never);
 	al_strv_free(p->never_text);
