@@ -630,14 +630,9 @@ static bool build_request(struct al_plan *p, const struct al_policy *pol, unsign
 	}
 	p->backend = xstrdup(pol->backend && al_backend_strength(pol->backend) >= 0 ? pol->backend
 										    : "native");
-	if (pol->language && strcmp(pol->language, "python") != 0)
+	if (pol->language && (strcmp(pol->language, "python") || strcmp(p->backend, "wasm")))
 		al_errors_add(errs, EINVAL, NULL, NULL,
-			      "unknown language \"%s\" (the wasm backend has: python)",
-			      pol->language);
-	else if (pol->language && strcmp(p->backend, "wasm") != 0)
-		al_errors_add(errs, EINVAL, NULL, NULL,
-			      "language \"%s\" needs the wasm backend (this plan's is %s)",
-			      pol->language, p->backend);
+			      "language \"%s\": only python, with --backend wasm", pol->language);
 	p->language = pol->language ? xstrdup(pol->language) : NULL;
 	p->argv = al_strv_dup(pol->command); /* empty vector when optional and absent */
 	p->hostname = xstrdup(pol->hostname ? pol->hostname : AL_DEFAULT_HOSTNAME);

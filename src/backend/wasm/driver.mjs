@@ -34,6 +34,14 @@ function outOfMemory(bytes) {
 	process.kill(process.pid, 'SIGUSR2');
 }
 
+// A module that failed with its memory near the cap ran out of it.
+function verdict(code, memory) {
+	if (code !== 0 && memory instanceof WebAssembly.Memory &&
+	    memory.buffer.byteLength + NEAR_CAP >= cfg.memory)
+		outOfMemory(memory.buffer.byteLength);
+	return code;
+}
+
 async function runWasi() {
 	const { WASI } = await import('node:wasi');
 	const env = { ...process.env };
@@ -42,13 +50,20 @@ async function runWasi() {
 		args: [cfg.name, ...args],
 		env,
 		preopens: cfg.preopens,
-		returnOnExit: true,
 	});
+	// Held from the global object: Node 20 lets a collection free the WASI
+	// object while start() runs (a crash once the module's memory grew).
+	globalThis.airlockWasi = wasi;
 	const imports = wasi.getImportObject();
 	const calls = imports.wasi_snapshot_preview1;
 	for (const name of ['sock_accept', 'sock_recv', 'sock_send', 'sock_shutdown', 'sock_open',
 		'sock_connect', 'sock_bind', 'sock_listen', 'proc_raise'])
 		calls[name] = () => ENOSYS;
+	// proc_exit ends the process here, in the call: Node 20's own
+	// (returnOnExit) can crash on the way out of start() once the
+	// module's memory has grown.
+	let memory;
+	calls.proc_exit = (rc) => process.exit(verdict(rc, memory));
 	let module;
 	try {
 		module = await WebAssembly.compile(readFileSync(cfg.module));
@@ -63,18 +78,17 @@ async function runWasi() {
 		say(`${basename(cfg.name)} cannot be instantiated: ${e.message}`);
 		return 126;
 	}
-	const memory = instance.exports.memory;
+	memory = instance.exports.memory;
 	let code;
 	try {
-		code = wasi.start(instance);
+		wasi.start(instance);
+		code = 0;
 	} catch (e) {
 		// A trap (unreachable, out of bounds, stack overflow): like an abort.
 		say(`the module trapped: ${e.message}`);
 		code = 134;
 	}
-	if (code !== 0 && memory instanceof WebAssembly.Memory &&
-	    memory.buffer.byteLength + NEAR_CAP >= cfg.memory)
-		outOfMemory(memory.buffer.byteLength);
+	code = verdict(code, memory);
 	return code;
 }
 
