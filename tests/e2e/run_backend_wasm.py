@@ -12,13 +12,15 @@ its preopen, every socket call and reads the environment (nothing written
 on the host, no host environment value in any output); a memory bomb ends
 with the memory reason, a loop at the timeout; network rules and -t are
 refused with one line; the seed's analysis step under Pyodide (the
-standard library's csv) writes its report. Then nothing of the runs is
+standard library's csv) writes its report (Pyodide installed with npm ci
+beside the binary first, from src/backend/wasm/pyodide's lock file). Then nothing of the runs is
 left (processes, cgroups, mounts). Every bomb is bounded by itself (the
 allocator stops at 2 GiB, the loop at the 3 s timeout).
 """
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -137,16 +139,31 @@ def refusals(env):
         expect(len(lines) == 1 and word in lines[0], "%s: %s" % (opts, lines))
 
 
+def install_pyodide(into):
+    """npm ci of src/backend/wasm/pyodide's lock file beside the binary
+    (where airlock looks for Pyodide), again only when the lock changed;
+    an install that fails fails the case."""
+    pkg = os.path.join(HERE, "..", "..", "src", "backend", "wasm", "pyodide")
+    lock = open(os.path.join(pkg, "package-lock.json"), "rb").read()
+    stamp = os.path.join(into, "node_modules", ".airlock-lock")
+    if os.path.exists(stamp) and open(stamp, "rb").read() == lock:
+        return
+    os.makedirs(into, exist_ok=True)
+    for f in ("package.json", "package-lock.json"):
+        shutil.copyfile(os.path.join(pkg, f), os.path.join(into, f))
+    r = subprocess.run(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=into,
+                       capture_output=True, timeout=300)
+    expect(r.returncode == 0, "npm ci of pyodide into %s failed: %s" % (into, r.stderr[-500:]))
+    open(stamp, "wb").write(lock)
+
+
 @case
 def pyodide_analysis_step(env):
     """The seed's analysis step under Pyodide: the standard library's csv
     reads the demo's CSV input and writes a report to the scratch, copied
     out; the injected instructions reach nothing (no network, no secret)."""
     usable(env)
-    pyodide = os.path.join(os.path.dirname(env.airlock), "pyodide", "node_modules", "pyodide")
-    if not os.path.exists(os.path.join(pyodide, "pyodide.mjs")):
-        raise Skip("Pyodide is not installed at %s (npm ci there from "
-                   "src/backend/wasm/pyodide)" % pyodide)
+    install_pyodide(os.path.join(os.path.dirname(env.airlock), "pyodide"))
     code = ("import csv, collections\n"
             "rows = [r for r in csv.DictReader(l for l in open('/input/data.csv')"
             " if not l.startswith('#'))]\n"
