@@ -8,6 +8,7 @@
 const struct al_backend_ops *const al_backends[] = {
     &al_backend_process,
     &al_backend_native,
+    &al_backend_wasm,
     NULL,
 };
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "config.h"
 #include "core/cleanup.h"
 #include "core/log.h"
@@ -296,8 +297,11 @@ int al_cmd_run(int argc, char **argv)
 	if (al_result_denied_summary(res, line, sizeof(line)))
 		al_warn("%s", line);
 	/* A command that failed with no network at all may have failed for
-	 * want of it: say so once, after the run (not with -q). */
-	if (!plan->gateway && res->exit_code != 0 &&
+	 * want of it: say so once, after the run (not with -q), where the
+	 * backend can give it one. */
+	const struct al_backend_ops *ops = al_backend_lookup(plan->backend);
+	if (!plan->gateway && res->exit_code != 0 && ops &&
+	    (ops->facts->features & AL_BACKEND_NETWORK) &&
 	    (res->reason == AL_END_EXITED || res->reason == AL_END_SIGNALED))
 		al_warn("the sandbox had no network (the policy allows no host); --allow HOST:PORT "
 			"opens one");

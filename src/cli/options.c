@@ -401,6 +401,14 @@ static int opt_backend(struct al_cli *cli, const struct option_def *o, const cha
 	return 0;
 }
 
+static int opt_language(struct al_cli *cli, const struct option_def *o, const char *arg,
+			struct al_error *err)
+{
+	free(cli->flags->language);
+	cli->flags->language = xstrdup(arg);
+	return 0;
+}
+
 static int opt_operator(struct al_cli *cli, const struct option_def *o, const char *arg,
 			struct al_error *err)
 {
@@ -557,6 +565,7 @@ static const struct option_def options[] = {
 	{"map-host", 0, "NAME=ADDR", BOTH, "resolve NAME to ADDR in the gateway (like /etc/hosts)", opt_map_host},
 	{"resolver", 0, "IP[:PORT]", BOTH, "resolver the gateway asks for allowed names (default: the host's)", opt_resolver},
 	{"backend",  0,  "NAME",            BOTH, "isolation backend (see airlock backends); this build has:", opt_backend},
+	{"language", 0, "NAME",            BOTH, "with --backend wasm: python runs the arguments (-c CODE, or a script and its arguments) under Pyodide", opt_language},
 	{"hostname", 0,  "NAME",            BOTH, "host name inside (default airlock)", opt_hostname},
 	{"tty",      't', NULL,             BOTH, "give the command a terminal of the sandbox's own (a pty relayed to ours; raw mode when stdin is a terminal)", opt_tty},
 	{"operator-policy", 0, "FILE",      BOTH, "hold the run to the operator policy FILE (default: /etc/airlock/operator.json, else $AIRLOCK_OPERATOR_POLICY; once either is set, only that same file)", opt_operator},

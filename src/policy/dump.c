@@ -32,6 +32,8 @@ void al_plan_dump_text(const struct al_plan *p, FILE *f)
 	char size[32];
 
 	fprintf(f, "backend:    %s\n", p->backend);
+	if (p->language)
+		fprintf(f, "language:   %s\n", p->language);
 	fprintf(f, "command:   ");
 	for (size_t i = 0; p->argv[i]; i++)
 		fprintf(f, " %s", p->argv[i]);
@@ -125,6 +127,8 @@ char *al_plan_dump_json(const struct al_plan *p)
 		json_array_append_new(a, al_json_text(p->argv[i]));
 	json_object_set_new(root, "command", a);
 	json_object_set_new(root, "backend", json_string(p->backend));
+	if (p->language)
+		json_object_set_new(root, "language", json_string(p->language));
 	json_object_set_new(root, "workdir", json_string(p->workdir));
 	json_object_set_new(root, "hostname", json_string(p->hostname));
 	json_object_set_new(root, "tty", json_boolean(p->tty));

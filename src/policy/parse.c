@@ -365,7 +365,7 @@ static int parse_network(struct al_json_ctx *c, const json_t *j)
 
 static int parse_backend(struct al_json_ctx *c, const json_t *j)
 {
-	static const char *const keys[] = {"name", NULL};
+	static const char *const keys[] = {"name", "language", NULL};
 	json_t *v;
 	int r, bad = 0;
 
@@ -374,6 +374,8 @@ static int parse_backend(struct al_json_ctx *c, const json_t *j)
 	al_json_note(&bad, al_json_check_keys(c, j, "backend", keys));
 	if ((v = json_object_get(j, "name")))
 		al_json_note(&bad, al_json_string(c, v, "backend.name", &c->p->backend));
+	if ((v = json_object_get(j, "language")))
+		al_json_note(&bad, al_json_string(c, v, "backend.language", &c->p->language));
 	return bad;
 }
 

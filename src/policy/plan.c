@@ -624,6 +624,10 @@ static bool build_request(struct al_plan *p, const struct al_policy *pol, unsign
 			      al_backend_names_text());
 	p->backend = xstrdup(pol->backend && al_backend_strength(pol->backend) >= 0 ? pol->backend
 										    : "native");
+	if (pol->language && (strcmp(pol->language, "python") || strcmp(p->backend, "wasm")))
+		al_errors_add(errs, EINVAL, NULL, NULL,
+			      "language \"%s\": only python, with --backend wasm", pol->language);
+	p->language = pol->language ? xstrdup(pol->language) : NULL;
 	p->argv = al_strv_dup(pol->command); /* empty vector when optional and absent */
 	p->hostname = xstrdup(pol->hostname ? pol->hostname : AL_DEFAULT_HOSTNAME);
 	if (!al_hostname_is_valid(p->hostname))
@@ -762,6 +766,7 @@ void al_plan_free(struct al_plan *p)
 	free(p->hostname);
 	free(p->workdir);
 	free(p->backend);
+	free(p->language);
 	al_allow_free(p->allow);
 	al_allow_free(p->never);
 	al_strv_free(p->never_text);

@@ -166,6 +166,7 @@ struct al_plan {
 	char *hostname;
 	char *workdir;
 	char *backend;
+	char *language; /* NULL, or "python" (wasm: the arguments run under Pyodide) */
 	bool scratch_exec;
 	/* The command's stdio is a terminal of the sandbox's own (a pty from
 	 * its own /dev/pts), its controlling terminal; the supervisor relays

@@ -70,6 +70,7 @@ void al_policy_free(struct al_policy *p)
 	al_strv_free(p->net_hosts);
 	free(p->net_resolver);
 	free(p->backend);
+	free(p->language);
 	for (size_t i = 0; i < p->n_secret_defs; i++)
 		al_secret_def_free(p->secret_defs[i]);
 	free(p->secret_defs);
@@ -219,6 +220,7 @@ void al_policy_merge(struct al_policy *base, const struct al_policy *over)
 		al_policy_set_host(base, name, eq + 1);
 	}
 	replace_str(&base->backend, over->backend);
+	replace_str(&base->language, over->language);
 	for (size_t i = 0; i < over->n_rule_opts; i++)
 		al_policy_add_rule_opts(base, al_rule_opts_dup(over->rule_opts[i]));
 	for (size_t i = 0; i < over->n_secret_defs; i++)

@@ -120,6 +120,7 @@ struct al_policy {
 
 	/* backend */
 	char *backend;
+	char *language; /* wasm: "python" runs the command's arguments under Pyodide */
 
 	/* credentials (cred.h): secrets and tokens this task defines (only
 	 * without an operator policy), the ones it asks for by name (from an

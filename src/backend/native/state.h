@@ -40,6 +40,8 @@ struct al_backend_state {
 	 * not in force in msg (the run is refused). */
 	struct al_process *process; /* the process backend's own (process/process.h) */
 	int (*check_ready)(struct al_sandbox *sb, int landlock_abi, char *msg, size_t len);
+	/* A backend that runs inside this one (wasm): its own, freed by it. */
+	void *outer;
 };
 
 /* Give sb a fresh state (every fd -1), the first thing prepare does. */

@@ -1,0 +1,190 @@
+#!/usr/bin/python3
+"""The wasm backend end to end (TAP), judged from the host.
+
+usage: run_backend_wasm.py AIRLOCK PROBE MODULE_DIR [CASE-SUBSTRING...]
+
+MODULE_DIR holds the C test modules (tests/e2e/wasm/*.c) compiled to WASI
+at build time; without them (no wasm32-wasi toolchain) the module cases
+skip with that reason, and every case skips with `airlock backends`'s
+reason where the layer is unusable. Cases: a module reads an input and
+writes the scratch (copied out); one tries a host path, a symlink out of
+its preopen, every socket call and reads the environment (nothing written
+on the host, no host environment value in any output); a memory bomb ends
+with the memory reason, a loop at the timeout; network rules and -t are
+refused with one line; the seed's analysis step under Pyodide (the
+standard library's csv) writes its report (Pyodide installed with npm ci
+beside the binary first, from src/backend/wasm/pyodide's lock file). Then nothing of the runs is
+left (processes, cgroups, mounts). Every bomb is bounded by itself (the
+allocator stops at 2 GiB, the loop at the 3 s timeout).
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from harness import MarkedSuite, Skip, TempDir, expect, main, new_marker
+
+suite = MarkedSuite()
+case = suite.case
+MODULES = os.path.abspath(sys.argv.pop(3)) if len(sys.argv) > 3 else ""
+HERE = os.path.dirname(os.path.abspath(__file__))
+SALES = os.path.join(HERE, "..", "..", "examples", "data", "sales.csv")
+SECRET = "hostsecret-" + os.urandom(6).hex()
+
+
+def usable(env):
+    r = subprocess.run([env.airlock, "backends", "--json"], capture_output=True, text=True,
+                       timeout=30)
+    for b in json.loads(r.stdout)["backends"]:
+        if b["name"] == "wasm":
+            if not b["usable"]:
+                raise Skip("wasm unusable here: %s" % b.get("why", "?"))
+            return
+    raise Skip("this airlock has no wasm backend")
+
+
+def module(env, name):
+    usable(env)
+    path = os.path.join(MODULES, name + ".wasm")
+    if not MODULES or not os.path.exists(path):
+        raise Skip("no WASI toolchain at build time (apt-get install wasi-libc "
+                   "libclang-rt-14-dev-wasm32)")
+    return path
+
+
+def run(env, opts, cmd, timeout=60):
+    """airlock run --backend wasm with a marker, a result record and the
+    host secret in airlock's own environment."""
+    marker = new_marker("wasm-")
+    with TempDir() as d:
+        rec = os.path.join(d, "r.json")
+        argv = [env.airlock, "run", "--backend", "wasm", "--result", rec,
+                "--env", "AIRLOCK_MARK=" + marker] + list(opts) + ["--"] + list(cmd)
+        e = dict(os.environ, AIRLOCK_HOST_SECRET=SECRET)
+        p = subprocess.run(argv, capture_output=True, env=e, timeout=timeout)
+        record = json.load(open(rec)) if os.path.exists(rec) and os.path.getsize(rec) else None
+    return p, record
+
+
+@case
+def module_reads_input_writes_scratch(env):
+    """A module reads an input (preopened read-only) and writes the scratch;
+    the copy-out has its output, the input is unchanged, the record names
+    the backend."""
+    m = module(env, "io")
+    with TempDir() as d:
+        os.mkdir(os.path.join(d, "in"))
+        src = os.path.join(d, "in", "data.txt")
+        open(src, "w").write("hello wasm\n")
+        out = os.path.join(d, "out")
+        p, rec = run(env, ["--ro", "%s:/input" % os.path.join(d, "in"),
+                           "--copy-out", "/work:%s" % out], [m, "/input/data.txt", "/work/o.txt"])
+        expect(p.returncode == 0, "exit %d: %s" % (p.returncode, p.stderr[-300:]))
+        expect(open(os.path.join(out, "o.txt")).read() == "HELLO WASM\n", "wrong copy-out")
+        expect(open(src).read() == "hello wasm\n", "input changed")
+        expect(b"copied 11 bytes" in p.stdout, p.stdout)
+
+
+@case
+def escapes_fail(env):
+    """A host path, a symlink out of the preopen, every socket call on fds
+    0-7: none works; nothing appears on the host; the host environment's
+    value is in no output."""
+    m = module(env, "escape")
+    with TempDir() as d:
+        host_out, target = os.path.join(d, "written"), os.path.join(d, "target")
+        p, _ = run(env, [], [m, host_out, target])
+        out = p.stdout.decode()
+        expect(p.returncode == 0, "exit %d: %s" % (p.returncode, p.stderr[-300:]))
+        worked = [line for line in out.splitlines() if line.endswith(": ok")]
+        expect(not worked, "escapes worked: %s" % worked)
+        expect(out.count("sock_") == 24, "not every socket call was tried: %s" % out)
+        expect(not os.path.exists(host_out) and not os.path.exists(target),
+               "a file appeared on the host")
+        expect(SECRET.encode() not in p.stdout + p.stderr, "the host environment leaked")
+        expect("env AIRLOCK_MARK=" in out, "the plan's environment is missing: %s" % out)
+
+
+@case
+def memory_bomb_ends_for_memory(env):
+    """Allocation without bound ends at the linear memory cap with reason
+    memory and exit 137."""
+    m = module(env, "grow")
+    p, rec = run(env, ["--memory", "256M"], [m])
+    expect(rec and rec["reason"] == "memory", "record: %s %s" % (rec, p.stderr[-300:]))
+    expect(p.returncode == 137, "exit %d" % p.returncode)
+
+
+@case
+def loop_ends_at_timeout(env):
+    """An endless loop ends at the run's timeout with reason timeout."""
+    m = module(env, "loop")
+    p, rec = run(env, ["--timeout", "3"], [m])
+    expect(rec and rec["reason"] == "timeout", "record: %s" % rec)
+
+
+@case
+def refusals(env):
+    """A network rule, a terminal and a file that is no module are each
+    refused with one line naming what, and nothing runs."""
+    m = module(env, "io")
+    for opts, cmd, word in ((["--allow", "example.com"], [m], "network"),
+                            (["-t"], [m], "terminal"),
+                            ([], ["/bin/true"], "not a WebAssembly module")):
+        p, rec = run(env, opts, cmd)
+        lines = p.stderr.decode().strip().splitlines()
+        expect(p.returncode == 125, "%s: exit %d" % (opts, p.returncode))
+        expect(len(lines) == 1 and word in lines[0], "%s: %s" % (opts, lines))
+
+
+def install_pyodide(into):
+    """npm ci of src/backend/wasm/pyodide's lock file beside the binary
+    (where airlock looks for Pyodide), again only when the lock changed;
+    an install that fails fails the case."""
+    pkg = os.path.join(HERE, "..", "..", "src", "backend", "wasm", "pyodide")
+    lock = open(os.path.join(pkg, "package-lock.json"), "rb").read()
+    stamp = os.path.join(into, "node_modules", ".airlock-lock")
+    if os.path.exists(stamp) and open(stamp, "rb").read() == lock:
+        return
+    os.makedirs(into, exist_ok=True)
+    for f in ("package.json", "package-lock.json"):
+        shutil.copyfile(os.path.join(pkg, f), os.path.join(into, f))
+    r = subprocess.run(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=into,
+                       capture_output=True, timeout=300)
+    expect(r.returncode == 0, "npm ci of pyodide into %s failed: %s" % (into, r.stderr[-500:]))
+    open(stamp, "wb").write(lock)
+
+
+@case
+def pyodide_analysis_step(env):
+    """The seed's analysis step under Pyodide: the standard library's csv
+    reads the demo's CSV input and writes a report to the scratch, copied
+    out; the injected instructions reach nothing (no network, no secret)."""
+    usable(env)
+    install_pyodide(os.path.join(os.path.dirname(env.airlock), "pyodide"))
+    code = ("import csv, collections\n"
+            "rows = [r for r in csv.DictReader(l for l in open('/input/data.csv')"
+            " if not l.startswith('#'))]\n"
+            "by = collections.Counter()\n"
+            "for r in rows: by[r['region']] += int(r['units']) * float(r['unit_price'])\n"
+            "with open('/work/report.txt', 'w') as f:\n"
+            "    for k, v in sorted(by.items()): f.write('%s %.2f\\n' % (k, v))\n"
+            "print(len(rows), 'rows')\n")
+    with TempDir() as d:
+        os.mkdir(os.path.join(d, "in"))
+        open(os.path.join(d, "in", "data.csv"), "w").write(open(SALES).read())
+        out = os.path.join(d, "out")
+        p, rec = run(env, ["--language", "python", "--timeout", "120",
+                           "--ro", "%s:/input" % os.path.join(d, "in"),
+                           "--copy-out", "/work/report.txt:%s" % out], ["-c", code],
+                     timeout=150)
+        expect(p.returncode == 0, "exit %d: %s" % (p.returncode, p.stderr[-500:]))
+        report = open(os.path.join(out, "report.txt")).read()
+        expect("East" in report, "report: %s" % report)
+        expect(SECRET not in report, "the host environment leaked")
+
+
+if __name__ == "__main__":
+    main(suite)
