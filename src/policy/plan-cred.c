@@ -1,7 +1,8 @@
 /* The plan's credentials: each secret and token the run presents, with
  * the placeholder the sandbox holds instead of it, checked against the
- * run's allow rules; the options of allow rules; the budget. The values
- * are not read here (cred/source.c does that when the run starts). */
+ * run's allow rules; the options of allow rules; the budget; and the
+ * command's environment they add to. The values are not read here
+ * (cred/source.c does that when the run starts). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -359,4 +360,40 @@ int al_plan_finish(struct al_plan *p, const struct al_plan_extra *x, struct al_e
 		al_plan_add_file(p, f->path, xstrdup(f->content), f->mode);
 	}
 	return 0;
+}
+
+/* The environment the command starts with: airlock's few, the gateway's
+ * proxy variables when there is one, then the task's. */
+void al_plan_build_env(struct al_plan *p, const struct al_policy *pol)
+{
+	struct al_policy *tmp = al_policy_new(NULL);
+
+	al_policy_set_env(tmp, "PATH", AL_DEFAULT_PATH);
+	al_policy_set_env(tmp, "HOME", p->workdir);
+	al_policy_set_env(tmp, "LANG", "C.UTF-8");
+	al_policy_set_env(tmp, "TMPDIR", "/tmp");
+	if (p->gateway) {
+		/* Announce the gateway the usual ways; loopback stays direct. */
+		static const char *const http_vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
+							"https_proxy", NULL};
+		char http[64], socks[64];
+		snprintf(http, sizeof(http), "http://127.0.0.1:%d", AL_GATEWAY_HTTP_PORT);
+		snprintf(socks, sizeof(socks), "socks5h://127.0.0.1:%d", AL_GATEWAY_SOCKS_PORT);
+		for (size_t i = 0; http_vars[i]; i++)
+			al_policy_set_env(tmp, http_vars[i], http);
+		al_policy_set_env(tmp, "ALL_PROXY", socks);
+		al_policy_set_env(tmp, "all_proxy", socks);
+		al_policy_set_env(tmp, "NO_PROXY", "localhost,127.0.0.1,::1");
+		al_policy_set_env(tmp, "no_proxy", "localhost,127.0.0.1,::1");
+	}
+	for (size_t i = 0; pol->env && pol->env[i]; i++) {
+		const char *eq = strchr(pol->env[i], '=');
+		_cleanup_free_ char *name = strndup(pol->env[i], (size_t)(eq - pol->env[i]));
+		al_policy_set_env(tmp, name, eq + 1);
+	}
+	p->envp = TAKE_PTR(tmp->env);
+	al_policy_free(tmp);
+	p->env_hidden = xcalloc(1, sizeof(char *));
+	for (size_t i = 0; pol->env_hidden && pol->env_hidden[i]; i++)
+		al_strv_push(&p->env_hidden, pol->env_hidden[i]);
 }

@@ -27,6 +27,8 @@ int al_plan_check_rw_owner(const char *origin, const char *dir, struct al_error 
 void al_plan_build_cred(struct al_plan *p, const struct al_policy *pol, struct al_errors *errs);
 void al_plan_build_cred_files(struct al_plan *p);
 void al_plan_free_cred(struct al_plan *p);
+/* The command's environment (plan-cred.c, after the network). */
+void al_plan_build_env(struct al_plan *p, const struct al_policy *pol);
 /* envp sets name. */
 bool al_plan_env_has(char *const *envp, const char *name);
 /* After the file tree: no mount or copy-in shows where a secret comes

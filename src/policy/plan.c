@@ -553,40 +553,6 @@ static void build_network(struct al_plan *p, const struct al_policy *pol, struct
 	}
 }
 
-static void build_env(struct al_plan *p, const struct al_policy *pol)
-{
-	struct al_policy *tmp = al_policy_new(NULL);
-
-	al_policy_set_env(tmp, "PATH", AL_DEFAULT_PATH);
-	al_policy_set_env(tmp, "HOME", p->workdir);
-	al_policy_set_env(tmp, "LANG", "C.UTF-8");
-	al_policy_set_env(tmp, "TMPDIR", "/tmp");
-	if (p->gateway) {
-		/* Announce the gateway the usual ways; loopback stays direct. */
-		static const char *const http_vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
-							"https_proxy", NULL};
-		char http[64], socks[64];
-		snprintf(http, sizeof(http), "http://127.0.0.1:%d", AL_GATEWAY_HTTP_PORT);
-		snprintf(socks, sizeof(socks), "socks5h://127.0.0.1:%d", AL_GATEWAY_SOCKS_PORT);
-		for (size_t i = 0; http_vars[i]; i++)
-			al_policy_set_env(tmp, http_vars[i], http);
-		al_policy_set_env(tmp, "ALL_PROXY", socks);
-		al_policy_set_env(tmp, "all_proxy", socks);
-		al_policy_set_env(tmp, "NO_PROXY", "localhost,127.0.0.1,::1");
-		al_policy_set_env(tmp, "no_proxy", "localhost,127.0.0.1,::1");
-	}
-	for (size_t i = 0; pol->env && pol->env[i]; i++) {
-		const char *eq = strchr(pol->env[i], '=');
-		_cleanup_free_ char *name = strndup(pol->env[i], (size_t)(eq - pol->env[i]));
-		al_policy_set_env(tmp, name, eq + 1);
-	}
-	p->envp = TAKE_PTR(tmp->env);
-	al_policy_free(tmp);
-	p->env_hidden = xcalloc(1, sizeof(char *));
-	for (size_t i = 0; pol->env_hidden && pol->env_hidden[i]; i++)
-		al_strv_push(&p->env_hidden, pol->env_hidden[i]);
-}
-
 /* The operator policy the engine held the request to: what run.start and
  * the record name, the never rules and the decider for the gateway. */
 static void build_operator(struct al_plan *p, const struct al_policy *pol)
@@ -720,7 +686,7 @@ int al_plan_build_all(const struct al_policy *pol, unsigned flags, struct al_pla
 		workdir_is_mount = check_mounts_vs_scratch(p, pol, bad_path, errs);
 	al_plan_build_ids(p, pol, errs);
 	build_network(p, pol, errs);
-	build_env(p, pol);
+	al_plan_build_env(p, pol);
 	build_operator(p, pol);
 	al_plan_build_cred(p, pol, errs);
 	p->landlock_required = pol->landlock != AL_LANDLOCK_BEST_EFFORT;
