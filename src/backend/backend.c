@@ -6,6 +6,7 @@
  * backend's name also goes in that file's built[] list. */
 const struct al_backend_ops *const al_backends[] = {
     &al_backend_native,
+    &al_backend_gvisor,
     NULL,
 };
 

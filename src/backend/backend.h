@@ -154,6 +154,7 @@ struct al_backend_ops {
 };
 
 extern const struct al_backend_ops al_backend_native;
+extern const struct al_backend_ops al_backend_gvisor;
 extern const struct al_backend_ops al_backend_fake;
 
 /* Every backend this airlock has, NULL-terminated, weakest first (the
