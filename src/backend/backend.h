@@ -165,6 +165,11 @@ extern const struct al_backend_ops *const al_backends[];
 /* 1 if the backend is usable here; 0 with why (al_backend_ops.usable). */
 int al_backend_usable(const struct al_backend_ops *ops, char *why, size_t len);
 
+/* `airlock gc`: remove the gvisor backend's run directories whose
+ * supervisor is gone (after the cgroup gc killed what ran there): how
+ * many, or -errno. */
+int al_gvisor_gc(struct al_error *err);
+
 /* A sandbox handle with every fd closed (-1). */
 void al_sandbox_init_handle(struct al_sandbox *sb, const struct al_backend_ops *ops,
 			    const struct al_plan *plan, struct al_audit *audit,

@@ -146,6 +146,10 @@ static int gvisor_prepare(struct al_sandbox *sb, struct al_error *err)
 		return al_error_set(err, EOPNOTSUPP, "backend gvisor is not usable here: %s", why);
 	if ((r = make_run_dir(st, err)) < 0)
 		return r;
+	/* A confined supervisor keeps the right to remove the run's
+	 * directory (supervisor/confine.c). */
+	if ((sb->remove_dirfd = open(AL_GVISOR_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return al_error_setsys(err, errno, "backend gvisor: opening %s", AL_GVISOR_DIR);
 	if ((dirfd = open(st->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    mkdirat(dirfd, "bundle", 0700) < 0 || mkdirat(dirfd, "state", 0700) < 0 ||
 	    mkdirat(dirfd, "scratch", 0700) < 0)
@@ -499,8 +503,9 @@ static void gvisor_destroy(struct al_sandbox *sb)
 	al_closep(&sb->stdin_wr);
 	al_closep(&sb->stdout_rd);
 	al_closep(&sb->stderr_rd);
-	if (st->dir)
-		al_gvisor_rmtree(-1, st->dir);
+	if (st->name && sb->remove_dirfd >= 0)
+		al_gvisor_rmtree(sb->remove_dirfd, st->name);
+	al_closep(&sb->remove_dirfd);
 	state_free(sb);
 }
 

@@ -37,9 +37,5 @@ int al_gvisor_bundle(int dirfd, const struct al_plan *plan, const char *scratch,
 /* Why the plan cannot run under gvisor (one line in err), or 0. */
 int al_gvisor_check_plan(const struct al_plan *plan, struct al_error *err);
 
-/* Remove every run directory whose supervisor is gone (`airlock gc`):
- * how many, or -errno. */
-int al_gvisor_gc(struct al_error *err);
-
 /* Remove the tree at name under dirfd (no link followed). */
 int al_gvisor_rmtree(int dirfd, const char *name);

@@ -4,6 +4,7 @@
  * Also the backend's facts, its refusals of plans it cannot honour, and
  * `airlock gc`'s cleanup of the run directories a killed airlock left. */
 #include "backend/gvisor/gvisor.h"
+#include "backend/backend.h"
 
 #include <dirent.h>
 #include <errno.h>
