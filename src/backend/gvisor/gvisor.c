@@ -287,6 +287,10 @@ static void on_ready(struct al_timer *t, uint64_t expirations, void *data)
 
 	(void)expirations;
 	al_timer_disarm(t);
+	/* From the loop, as the supervisor (made after start) expects: the
+	 * scratch first, so that its confinement keeps reading it. */
+	if (sb->events->scratch)
+		sb->events->scratch(sb->events->data, sb->state->scratch);
 	sb->events->ready(sb->events->data);
 }
 
@@ -398,8 +402,6 @@ static int gvisor_start(struct al_sandbox *sb, struct al_error *err)
 		r = al_error_setsys(err, errno ? errno : ENOMEM, "backend gvisor: watching runsc");
 		goto out;
 	}
-	if (sb->events->scratch)
-		sb->events->scratch(sb->events->data, st->scratch);
 out:
 	for (size_t i = 0; i < n_tasks; i++)
 		close(tasks[i]);
