@@ -180,20 +180,25 @@ int al_gvisor_bundle(int dirfd, const struct al_plan *p, const char *scratch, st
 		json_array_append_new(rlimits, rlimit("RLIMIT_NOFILE", p->open_files));
 	if (p->file_size)
 		json_array_append_new(rlimits, rlimit("RLIMIT_FSIZE", p->file_size));
-	/* No capabilities at all, no new privileges; every namespace of its
-	 * own (the network one has only a loopback: runsc --network=none). */
+	/* No capabilities at all, no new privileges; namespaces of its own. */
 	cfg = json_pack("{s:s, s:{s:b, s:{s:i, s:i}, s:o, s:o, s:s, s:o, s:b, s:{s:[], s:[], s:[], "
 			"s:[], s:[]}},"
 			" s:{s:s, s:b}, s:s, s:o,"
-			" s:{s:[{s:s},{s:s},{s:s},{s:s},{s:s}]}}",
+			" s:{s:[{s:s},{s:s},{s:s},{s:s}]}}",
 			"ociVersion", "1.0.2", "process", "terminal", 0, "user", "uid",
 			AL_SANDBOX_UID, "gid", AL_SANDBOX_GID, "args", args, "env", env, "cwd",
 			p->workdir ? p->workdir : "/", "rlimits", rlimits, "noNewPrivileges", 1,
 			"capabilities", "bounding", "effective", "inheritable", "permitted",
 			"ambient", "root", "path", "rootfs", "readonly", 1, "hostname",
 			p->hostname ? p->hostname : AL_DEFAULT_HOSTNAME, "mounts", mounts, "linux",
-			"namespaces", "type", "pid", "type", "ipc", "type", "uts", "type", "mount",
-			"type", "network");
+			"namespaces", "type", "pid", "type", "ipc", "type", "uts", "type", "mount");
+	/* Without network rules runsc's --network=none gives the sentry a
+	 * loopback of its own; with them (--network=host) the sentry's
+	 * sockets are host sockets in the namespace airlock made for the run
+	 * (gvisor.c), so the spec asks for none of its own. */
+	if (cfg && !p->gateway)
+		json_array_append_new(json_object_get(json_object_get(cfg, "linux"), "namespaces"),
+				      json_pack("{s:s}", "type", "network"));
 	args = env = rlimits = mounts = NULL;
 	if (!cfg) {
 		r = al_error_set(err, ENOMEM, "backend gvisor: building config.json");

@@ -1,6 +1,5 @@
 /* The gvisor backend: the plan as an OCI bundle (bundle.c) run by `runsc
- * run` on the platform the probe found (probe.c), with no network at all
- * (--network=none), inside the run's cgroup (runsc's own cgroup code is
+ * run` on the platform the probe found (probe.c), inside the run's cgroup (runsc's own cgroup code is
  * off: --ignore-cgroups), so the sentry, the gofer and every thread of
  * theirs count against --memory, --pids and --cpu-time.
  *
@@ -16,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -32,6 +32,8 @@
 #include <unistd.h>
 
 #include "backend/gvisor/gvisor.h"
+#include "backend/native/capture.h"
+#include "backend/native/netns.h"
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/sys.h"
@@ -48,6 +50,9 @@ struct al_backend_state {
 	int pidfd;
 	int go;	     /* its gate: a byte lets it exec runsc */
 	int scratch; /* the scratch's root, from the child */
+	/* The gateway's sockets in the run's network namespace, from the
+	 * child, handed to the supervisor from the loop (-1: none). */
+	int listeners[AL_GATEWAY_N_LISTENERS];
 	struct al_watch *w_pidfd;
 	struct al_timer *ready, *tick;
 	bool reaped, stopping, reported;
@@ -80,15 +85,15 @@ static int gvisor_describe(const struct al_plan *plan, FILE *f, json_t *json, st
 		return r;
 	al_gvisor_host(&h, NULL, 0);
 	if (f) {
-		fprintf(f, "runtime: %s (%s), platform %s, --network=none\n", h->runsc, h->version,
-			h->platform);
+		fprintf(f, "runtime: %s (%s), platform %s, --network=%s\n", h->runsc, h->version,
+			h->platform, plan->gateway ? "host (the run's namespace)" : "none");
 		fprintf(f, "filesystem: an OCI bundle: a read-only root of the plan's entries, "
 			   "host paths bound read-only, the scratch a tmpfs of its own\n");
 	} else {
 		json_object_set_new(json, "runtime",
 				    json_pack("{s:s, s:s, s:s, s:s}", "runsc", h->runsc, "version",
 					      h->version, "platform", h->platform, "network",
-					      "none"));
+					      plan->gateway ? "host" : "none"));
 	}
 	return 0;
 }
@@ -103,6 +108,8 @@ static void state_free(struct al_sandbox *sb)
 	al_closep(&st->go);
 	al_closep(&st->scratch);
 	al_closep(&st->pidfd);
+	for (int k = 0; k < AL_GATEWAY_N_LISTENERS; k++)
+		al_closep(&st->listeners[k]);
 	free(st->dir);
 	free(st->name);
 	free(st);
@@ -141,6 +148,8 @@ static int gvisor_prepare(struct al_sandbox *sb, struct al_error *err)
 	int r;
 
 	st->pidfd = st->go = st->scratch = -1;
+	for (int k = 0; k < AL_GATEWAY_N_LISTENERS; k++)
+		st->listeners[k] = -1;
 	sb->state = st;
 	if (!al_gvisor_host(&st->host, why, sizeof(why)))
 		return al_error_set(err, EOPNOTSUPP, "backend gvisor is not usable here: %s", why);
@@ -202,10 +211,12 @@ static int make_scratch(const struct al_plan *p, const char *dir)
 	return fd;
 }
 
-static int send_fd(int sock, int fd)
+/* The child's messages: a tag ('S' the scratch, 'L' + kind a listener,
+ * each with its fd; 'E' and a line: setup failed). */
+static int send_fd(int sock, char tag, char kind, int fd)
 {
-	char c = 0, buf[CMSG_SPACE(sizeof(int))] = {0};
-	struct iovec iov = {.iov_base = &c, .iov_len = 1};
+	char c[2] = {tag, kind}, buf[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov = {.iov_base = c, .iov_len = 2};
 	struct msghdr mh = {
 	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf)};
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
@@ -214,25 +225,66 @@ static int send_fd(int sock, int fd)
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) == 1 ? 0 : -1;
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) == 2 ? 0 : -1;
 }
 
-static int recv_fd(int sock)
+static _Noreturn void child_fail(int sock, const char *what, int e)
 {
-	char c, buf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = {.iov_base = &c, .iov_len = 1};
+	char line[256];
+	int n = snprintf(line, sizeof(line), "E%s: %s", what, strerror(e));
+	if (send(sock, line, (size_t)n, MSG_NOSIGNAL) < 0)
+		_exit(125);
+	_exit(125);
+}
+
+/* One message of the child's: its bytes into msg (NUL-terminated), its fd
+ * (or -1); the length, 0 at EOF. */
+static ssize_t recv_msg(int sock, char *msg, size_t len, int *fd)
+{
+	char buf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = {.iov_base = msg, .iov_len = len - 1};
 	struct msghdr mh = {
 	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf)};
 	struct cmsghdr *cm;
-	int fd = -1;
 	ssize_t n;
 
 	while ((n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
 		;
-	cm = n == 1 ? CMSG_FIRSTHDR(&mh) : NULL;
+	msg[n > 0 ? n : 0] = '\0';
+	*fd = -1;
+	cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
 	if (cm && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(int)))
-		memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
+		memcpy(fd, CMSG_DATA(cm), sizeof(int));
+	return n;
+}
+
+/* With network rules: the network namespace runsc runs in (--network=host:
+ * the sentry's sockets are host sockets of this namespace) is made like the
+ * native sandbox's: lo, the capture's nftables rules that send every other
+ * TCP connection to the transparent listener and drop the rest, the
+ * gateway's listeners (handed to the supervisor, which passes them to the
+ * gateway's process), the default route over lo. */
+static void child_network(int sock)
+{
+	struct al_error err = {0};
+	int r, fd;
+
+	if ((r = al_netns_loopback_up()) < 0)
+		child_fail(sock, "bringing up lo", -r);
+	if ((fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER)) < 0)
+		child_fail(sock, "NETLINK_NETFILTER socket for the capture", errno);
+	if (al_capture_install(fd, &err) < 0)
+		child_fail(sock, "installing the capture rules", err.code ? err.code : EIO);
+	close(fd);
+	for (int k = 0; k < AL_GATEWAY_N_LISTENERS; k++) {
+		if ((fd = al_netns_listen((enum al_gateway_listener)k)) < 0)
+			child_fail(sock, "a gateway listener", -fd);
+		if (send_fd(sock, 'L', (char)k, fd) < 0)
+			_exit(125);
+		close(fd);
+	}
+	if ((r = al_netns_default_route()) < 0)
+		child_fail(sock, "the default route over lo", -r);
 }
 
 /* The child: into the run's cgroup (v1: through the task files the parent
@@ -251,8 +303,15 @@ static _Noreturn void child(struct al_sandbox *sb, const int *tasks, size_t n_ta
 		if (write(tasks[i], "0", 1) != 1)
 			_exit(125);
 	snprintf(scratch, sizeof(scratch), "%s/scratch", st->dir);
-	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-	    (fd = make_scratch(sb->plan, scratch)) < 0 || send_fd(sock, fd) < 0)
+	if (unshare(CLONE_NEWNS | (sb->plan->gateway ? CLONE_NEWNET : 0)) < 0)
+		child_fail(sock, "unshare", errno);
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		child_fail(sock, "making the mount namespace private", errno);
+	if (sb->plan->gateway)
+		child_network(sock);
+	if ((fd = make_scratch(sb->plan, scratch)) < 0)
+		child_fail(sock, "mounting the scratch", errno);
+	if (send_fd(sock, 'S', 0, fd) < 0)
 		_exit(125);
 	close(fd);
 	close(sock);
@@ -268,7 +327,7 @@ static _Noreturn void child(struct al_sandbox *sb, const int *tasks, size_t n_ta
 	char *argv[] = {(char *)st->host->runsc,
 			root,
 			platform,
-			"--network=none",
+			sb->plan->gateway ? "--network=host" : "--network=none",
 			"--ignore-cgroups",
 			"run",
 			"--bundle",
@@ -289,6 +348,10 @@ static void on_ready(struct al_timer *t, uint64_t expirations, void *data)
 	al_timer_disarm(t);
 	/* From the loop, as the supervisor (made after start) expects: the
 	 * scratch first, so that its confinement keeps reading it. */
+	for (int k = 0; k < AL_GATEWAY_N_LISTENERS; k++)
+		if (sb->state->listeners[k] >= 0)
+			sb->events->listener(sb->events->data, (enum al_gateway_listener)k,
+					     TAKE_FD(sb->state->listeners[k]));
 	if (sb->events->scratch)
 		sb->events->scratch(sb->events->data, sb->state->scratch);
 	sb->events->ready(sb->events->data);
@@ -385,10 +448,23 @@ static int gvisor_start(struct al_sandbox *sb, struct al_error *err)
 	st->pid = (pid_t)pid;
 	st->pidfd = pidfd;
 	al_closep(&sock[1]);
-	st->scratch = recv_fd(sock[0]);
-	if (st->scratch < 0) {
-		r = al_error_set(err, EIO, "backend gvisor: mounting the scratch failed");
-		goto out;
+	while (st->scratch < 0) {
+		char msg[300];
+		int fd;
+		ssize_t n = recv_msg(sock[0], msg, sizeof(msg), &fd);
+		if (n >= 2 && msg[0] == 'S' && fd >= 0) {
+			st->scratch = fd;
+		} else if (n >= 2 && msg[0] == 'L' && fd >= 0 && msg[1] >= 0 &&
+			   msg[1] < AL_GATEWAY_N_LISTENERS && st->listeners[(int)msg[1]] < 0) {
+			st->listeners[(int)msg[1]] = fd;
+		} else {
+			if (fd >= 0)
+				close(fd);
+			r = al_error_set(err, EIO,
+					 "backend gvisor: setting up runsc's namespaces: %s",
+					 n > 1 && msg[0] == 'E' ? msg + 1 : "the child ended");
+			goto out;
+		}
 	}
 	st->go = TAKE_FD(gate[1]);
 	sb->stdin_wr = TAKE_FD(in[1]);
@@ -516,15 +592,17 @@ const struct al_backend_facts al_gvisor_facts = {
 	       "the host's",
     .files = "an OCI bundle: a read-only root of the plan's entries, host paths bound "
 	     "read-only through the gofer, the scratch a tmpfs",
-    .egress = "none: runsc --network=none, a loopback of the sentry's own (network rules "
-	      "are refused)",
+    .egress = "with network rules, runsc --network=host inside a network namespace made like "
+	      "native's (loopback, nftables capture to the gateway's listeners); else "
+	      "--network=none",
     .pids = "the sentry's own pid namespace: the host's processes are invisible",
     .kernel = "the sentry's system calls (ptrace platform), which reach the host's kernel "
 	      "through a seccomp filter of gVisor's",
     .limits = "the run's cgroup around runsc: the sentry's and gofer's memory and threads "
 	      "count (about 45 pids for an idle shell)",
     .exec = "none in this release of airlock",
-    .features = AL_BACKEND_HIDES_PIDS | AL_BACKEND_PRIVATE_TMP | AL_BACKEND_PRIVATE_LOOPBACK,
+    .features = AL_BACKEND_NETWORK | AL_BACKEND_HIDES_PIDS | AL_BACKEND_PRIVATE_TMP |
+		AL_BACKEND_PRIVATE_LOOPBACK,
 };
 
 const struct al_backend_ops al_backend_gvisor = {

@@ -203,11 +203,6 @@ int al_gvisor_check_plan(const struct al_plan *p, struct al_error *err)
 		return al_error_set(err, EOPNOTSUPP,
 				    "backend gvisor has no terminal for the command in this "
 				    "release (-t/--tty): run without it or use --backend native");
-	if (p->gateway)
-		return al_error_set(err, EOPNOTSUPP,
-				    "backend gvisor runs with no network at all (runsc "
-				    "--network=none): the plan's network rules (--allow, "
-				    "network.allow) need --backend native");
 	for (size_t i = 0; i < p->n_fs; i++) {
 		const struct al_fs_entry *e = &p->fs[i];
 		if (e->kind == AL_FS_HOST && (e->access & AL_FS_WRITE))
