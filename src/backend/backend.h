@@ -119,6 +119,9 @@ struct al_backend_ops {
 	 * reason in why (one line); never blocks for long (a probe that
 	 * starts a program does it under a timeout). NULL: always. */
 	int (*usable)(char *why, size_t len);
+	/* What the layer runs on here, for run.start and the record (gvisor:
+	 * runsc's platform, "ptrace" or "kvm"); NULL, or NULL returned: none. */
+	const char *(*platform)(void);
 	/* Can this machine run the plan with this backend? */
 	int (*probe)(const struct al_plan *plan, struct al_error *err);
 	/* `airlock check`: how this backend makes the plan on this machine,

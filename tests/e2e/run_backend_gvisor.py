@@ -140,7 +140,11 @@ def limit_case(env, cmd, opts, reason):
         res = gv(env, cmd, list(opts) + ["--result", rec], timeout=60)
         expect(res.rc != 0, "the run was not stopped", res)
         with open(rec) as f:
-            got = json.load(f)["reason"]
+            record = json.load(f)
+        got = record["reason"]
+        expect(record["backend"] == "gvisor" and record["platform"] in ("ptrace", "kvm"),
+               "the record does not name the backend and platform: %s %s"
+               % (record.get("backend"), record.get("platform")), res)
         expect(got == reason, "reason %r, wanted %r" % (got, reason), res)
         expect(b"goroutine" not in res.err and b"panic" not in res.err,
                "runsc printed a crash report", res)
@@ -252,8 +256,9 @@ def egress_only_through_gateway(env):
         expect("sink.test" in denied and "192.0.2.1" in denied,
                "the audit does not show both denials: %s" % net, res)
         start_ev = [e for e in ev if e.get("event") == "run.start"]
-        expect(start_ev and start_ev[0].get("backend") == "gvisor",
-               "run.start does not name the backend: %s" % start_ev, res)
+        expect(start_ev and start_ev[0].get("backend") == "gvisor" and
+               start_ev[0].get("platform") in ("ptrace", "kvm"),
+               "run.start does not name the backend and platform: %s" % start_ev, res)
 
 
 @case

@@ -66,6 +66,12 @@ static int gvisor_usable(char *why, size_t len)
 	return al_gvisor_host(&h, why, len);
 }
 
+static const char *gvisor_platform(void)
+{
+	const struct al_gvisor_host *h;
+	return al_gvisor_host(&h, NULL, 0) ? h->platform : NULL;
+}
+
 static int gvisor_probe(const struct al_plan *plan, struct al_error *err)
 {
 	const struct al_gvisor_host *h;
@@ -609,6 +615,7 @@ const struct al_backend_ops al_backend_gvisor = {
     .name = "gvisor",
     .facts = &al_gvisor_facts,
     .usable = gvisor_usable,
+    .platform = gvisor_platform,
     .probe = gvisor_probe,
     .describe = gvisor_describe,
     .prepare = gvisor_prepare,
