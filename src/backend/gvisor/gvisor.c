@@ -124,14 +124,14 @@ static void state_free(struct al_sandbox *sb)
 
 static int make_run_dir(struct al_backend_state *st, struct al_error *err)
 {
-	static unsigned n;
+	static _Atomic unsigned counter;
 	unsigned long long start = 0;
 
 	al_proc_starttime(getpid(), &start);
 	if ((mkdir("/run/airlock", 0755) < 0 && errno != EEXIST) ||
 	    (mkdir(AL_GVISOR_DIR, 0700) < 0 && errno != EEXIST))
 		return al_error_setsys(err, errno, "backend gvisor: making %s", AL_GVISOR_DIR);
-	st->name = xasprintf("%d-%llu-%u", (int)getpid(), start, n++);
+	st->name = xasprintf("%d-%llu-%u", (int)getpid(), start, counter++);
 	st->dir = xasprintf("%s/%s", AL_GVISOR_DIR, st->name);
 	if (mkdir(st->dir, 0700) < 0)
 		return al_error_setsys(err, errno, "backend gvisor: making %s", st->dir);

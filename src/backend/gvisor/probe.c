@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,14 +184,22 @@ static int probe_host(struct al_gvisor_host *h, char *why, size_t len)
 	return 1;
 }
 
+/* The probe's answer, for the whole process (a daemon's runs in threads
+ * share it): made once, under pthread_once, and only read after. */
+static struct al_gvisor_host host;
+static int state;
+static char reason[512];
+
+static void probe_once(void)
+{
+	state = probe_host(&host, reason, sizeof(reason));
+}
+
 int al_gvisor_host(const struct al_gvisor_host **ret, char *why, size_t len)
 {
-	static struct al_gvisor_host host;
-	static int state = -1;
-	static char reason[512];
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-	if (state < 0)
-		state = probe_host(&host, reason, sizeof(reason));
+	pthread_once(&once, probe_once);
 	if (len)
 		snprintf(why, len, "%s", state ? "" : reason);
 	*ret = state ? &host : NULL;
