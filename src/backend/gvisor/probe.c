@@ -111,8 +111,77 @@ static void first_line(const char *s, char *buf, size_t len)
 	snprintf(buf, len, "%.*s", (int)n, s);
 }
 
+/* A successful probe is remembered until the next boot (/run is a tmpfs)
+ * in a file of root's, keyed by runsc's identity (device, inode, size,
+ * mtime) and whether /dev/kvm opens: a CLI run then skips the second that
+ * starting a sandbox costs. Any change to runsc or the host's kvm probes
+ * again. */
+#define PROBE_CACHE AL_GVISOR_DIR "/.probe"
+
+static void cache_key(const struct al_gvisor_host *h, char *key, size_t len)
+{
+	struct stat st;
+
+	if (stat(h->runsc, &st) < 0) {
+		key[0] = '\0';
+		return;
+	}
+	snprintf(key, len, "%s %llu %llu %lld %lld.%09ld kvm=%d", h->runsc,
+		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+		 (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+		 access("/dev/kvm", R_OK | W_OK) == 0);
+}
+
+/* 1 when the cache holds key: the version and platform filled in. */
+static int cache_read(struct al_gvisor_host *h, const char *key)
+{
+	char buf[1024], *nl, *plat;
+	ssize_t n = key[0] ? al_read_file(PROBE_CACHE, buf, sizeof(buf) - 1) : -1;
+	struct stat st;
+
+	if (n <= 0 || stat(PROBE_CACHE, &st) < 0 || st.st_uid != 0 || (st.st_mode & 077))
+		return 0;
+	buf[n] = '\0';
+	/* "KEY\nPLATFORM\nVERSION\n" */
+	if (!(nl = strchr(buf, '\n')) || (size_t)(nl - buf) != strlen(key) ||
+	    strncmp(buf, key, strlen(key)) != 0)
+		return 0;
+	plat = nl + 1;
+	if (!(nl = strchr(plat, '\n')))
+		return 0;
+	*nl = '\0';
+	if (strcmp(plat, "ptrace") == 0)
+		h->platform = "ptrace";
+	else if (strcmp(plat, "kvm") == 0)
+		h->platform = "kvm";
+	else
+		return 0;
+	first_line(nl + 1, h->version, sizeof(h->version));
+	return 1;
+}
+
+static void cache_write(const struct al_gvisor_host *h, const char *key)
+{
+	char tmp[128], *text;
+	int fd;
+
+	if (!key[0])
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.%d", PROBE_CACHE, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	text = xasprintf("%s\n%s\n%s\n", key, h->platform, h->version);
+	if (al_write_all(fd, text, strlen(text)) < 0 || close(fd) < 0 ||
+	    rename(tmp, PROBE_CACHE) < 0)
+		unlink(tmp);
+	free(text);
+}
+
 static int probe_host(struct al_gvisor_host *h, char *why, size_t len)
 {
+	char key[512];
+
 	char out[8192], dir[128];
 	char *argv[12];
 	int st;
@@ -127,6 +196,9 @@ static int probe_host(struct al_gvisor_host *h, char *why, size_t len)
 		snprintf(why, len, "runsc is not installed (Debian package runsc)");
 		return 0;
 	}
+	cache_key(h, key, sizeof(key));
+	if (cache_read(h, key))
+		return 1;
 	argv[0] = h->runsc;
 	argv[1] = "--version";
 	argv[2] = NULL;
@@ -181,6 +253,7 @@ static int probe_host(struct al_gvisor_host *h, char *why, size_t len)
 			 line[0] ? ": " : "", line);
 		return 0;
 	}
+	cache_write(h, key);
 	return 1;
 }
 
