@@ -173,6 +173,11 @@ int al_backend_usable(const struct al_backend_ops *ops, char *why, size_t len);
  * many, or -errno. */
 int al_gvisor_gc(struct al_error *err);
 
+/* The run's cgroup limits from sb's plan, the same for every backend that
+ * holds its sandbox in a cgroup (a session's also get a freezer and exec
+ * cgroups below the run's). */
+void al_sandbox_cgroup_limits(const struct al_sandbox *sb, struct al_cgroup_limits *limits);
+
 /* A sandbox handle with every fd closed (-1). */
 void al_sandbox_init_handle(struct al_sandbox *sb, const struct al_backend_ops *ops,
 			    const struct al_plan *plan, struct al_audit *audit,

@@ -141,18 +141,13 @@ static int make_run_dir(struct al_backend_state *st, struct al_error *err)
 static int gvisor_prepare(struct al_sandbox *sb, struct al_error *err)
 {
 	const struct al_plan *p = sb->plan;
-	struct al_cgroup_limits limits = {
-	    .memory_bytes = p->memory_bytes,
-	    .pids = p->pids,
-	    .cpu_quota_us = p->cpus_milli * AL_CPU_PERIOD_US / 1000,
-	    .cpu_period_us = AL_CPU_PERIOD_US,
-	    .want_cpu_time = p->cpu_time_ms != 0 || p->budget.cpu_second != 0,
-	};
+	struct al_cgroup_limits limits;
 	struct al_backend_state *st = xcalloc(1, sizeof(*st));
 	_cleanup_close_ int dirfd = -1;
 	char why[512];
 	int r;
 
+	al_sandbox_cgroup_limits(sb, &limits);
 	st->pidfd = st->go = st->scratch = -1;
 	for (int k = 0; k < AL_GATEWAY_N_LISTENERS; k++)
 		st->listeners[k] = -1;
