@@ -63,7 +63,8 @@ def runsc_procs():
 
 def run_dirs():
     try:
-        return [d for d in os.listdir(RUN_DIRS) if not d.startswith("probe-")]
+        # Not the probe's remembered answer (.probe) nor a probe's own directory.
+        return [d for d in os.listdir(RUN_DIRS) if not d.startswith(("probe-", "."))]
     except FileNotFoundError:
         return []
 
