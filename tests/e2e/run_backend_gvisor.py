@@ -119,15 +119,22 @@ def input_unchanged(env):
 @case
 def scratch_gone(env):
     """What the command wrote to /work and /tmp is nowhere on the host after
-    the run; --copy-out still gets /work's files."""
+    the run; --copy-in puts a file there (the host's copy unchanged by the
+    sandbox's changes) and --copy-out brings /work's files back."""
     need_gvisor(env)
     with TempDir() as d:
         out = os.path.join(d, "out")
+        cin = os.path.join(d, "in.txt")
+        write_file(cin, "gv-copied-in\n")
         res = gv(env, ["/bin/sh", "-c", "echo gv-scratch-mark > /work/r.txt; "
-                       "echo gv-scratch-mark > /tmp/t.txt; cat /work/r.txt"],
-                 ["--copy-out", "/work/r.txt:%s" % out])
+                       "echo gv-scratch-mark > /tmp/t.txt; cat /work/r.txt /work/in.txt; "
+                       "echo changed >> /work/in.txt"],
+                 ["--copy-out", "/work/r.txt:%s" % out, "--copy-in", "%s:/work/in.txt" % cin])
         expect_rc(res, 0)
         expect(b"gv-scratch-mark" in res.out, "the scratch was not writable", res)
+        expect(b"gv-copied-in" in res.out, "--copy-in did not put the file in /work", res)
+        with open(cin) as f:
+            expect(f.read() == "gv-copied-in\n", "the host's copy-in source changed")
         with open(os.path.join(out, "r.txt")) as f:
             expect(f.read() == "gv-scratch-mark\n", "--copy-out did not bring /work/r.txt")
     expect(not run_dirs(), "run directories left: %s" % run_dirs())

@@ -38,6 +38,7 @@
 #include "core/log.h"
 #include "core/sys.h"
 #include "core/util.h"
+#include "supervisor/copy.h"
 
 /* How often the cgroup's counters are read for the limits. */
 #define TICK_MS 50
@@ -464,6 +465,18 @@ static int gvisor_start(struct al_sandbox *sb, struct al_error *err)
 			r = al_error_set(err, EIO,
 					 "backend gvisor: setting up runsc's namespaces: %s",
 					 n > 1 && msg[0] == 'E' ? msg + 1 : "the child ended");
+			goto out;
+		}
+	}
+	/* --copy-in: made in the scratch as the sandbox's user, whose files
+	 * the gofer makes with the same ids on the host. */
+	const struct al_copy_owner own = {AL_SANDBOX_UID, AL_SANDBOX_GID, (uid_t)-1,
+					  (gid_t)-1,	  false,	  false};
+	for (size_t i = 0; i < sb->plan->n_copy_in; i++) {
+		const struct al_copy_in *c = &sb->plan->copy_in[i];
+		if ((r = al_copy_in(c->host, c->dev, c->ino, st->scratch, c->part, &own, err)) <
+		    0) {
+			al_error_wrap(err, "%s", c->origin);
 			goto out;
 		}
 	}
