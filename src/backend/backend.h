@@ -119,6 +119,9 @@ struct al_backend_ops {
 	 * reason in why (one line); never blocks for long (a probe that
 	 * starts a program does it under a timeout). NULL: always. */
 	int (*usable)(char *why, size_t len);
+	/* What the layer runs on here, for run.start and the record (gvisor:
+	 * runsc's platform, "ptrace" or "kvm"); NULL, or NULL returned: none. */
+	const char *(*platform)(void);
 	/* Can this machine run the plan with this backend? */
 	int (*probe)(const struct al_plan *plan, struct al_error *err);
 	/* `airlock check`: how this backend makes the plan on this machine,
@@ -156,6 +159,7 @@ struct al_backend_ops {
 extern const struct al_backend_ops al_backend_process;
 extern const struct al_backend_ops al_backend_native;
 extern const struct al_backend_ops al_backend_wasm;
+extern const struct al_backend_ops al_backend_gvisor;
 extern const struct al_backend_ops al_backend_fake;
 
 /* Every backend this airlock has, NULL-terminated, weakest first (the
@@ -175,6 +179,16 @@ int al_backend_admit(const struct al_backend_ops *ops, const struct al_plan *pla
 
 /* 1 if the backend is usable here; 0 with why (al_backend_ops.usable). */
 int al_backend_usable(const struct al_backend_ops *ops, char *why, size_t len);
+
+/* `airlock gc`: remove the gvisor backend's run directories whose
+ * supervisor is gone (after the cgroup gc killed what ran there): how
+ * many, or -errno. */
+int al_gvisor_gc(struct al_error *err);
+
+/* The run's cgroup limits from sb's plan, the same for every backend that
+ * holds its sandbox in a cgroup (a session's also get a freezer and exec
+ * cgroups below the run's). */
+void al_sandbox_cgroup_limits(const struct al_sandbox *sb, struct al_cgroup_limits *limits);
 
 /* A sandbox handle with every fd closed (-1). */
 void al_sandbox_init_handle(struct al_sandbox *sb, const struct al_backend_ops *ops,

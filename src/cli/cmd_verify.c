@@ -151,7 +151,8 @@ int al_cmd_gc(int argc, char **argv)
 		printf("Usage: airlock gc\n\nRemove the cgroups of runs whose airlock was killed "
 		       "(every run also does this first),\nand give their host id slots back to "
 		       "the pool once no process has ids of them\n(a run that finds every slot "
-		       "taken does this too).\n");
+		       "taken does this too), and remove the gvisor backend's run\ndirectories "
+		       "(bundle, runsc state) of runs whose airlock is gone.\n");
 		return 0;
 	}
 	if (argc > 0) {
@@ -165,7 +166,14 @@ int al_cmd_gc(int argc, char **argv)
 	}
 	printf("removed %d stale cgroup%s\n", n, n == 1 ? "" : "s");
 	if (geteuid() != 0)
-		return 0; /* only runs as root take host id slots */
+		return 0; /* only runs as root take host id slots or run gvisor */
+	n = al_gvisor_gc(&err);
+	if (n < 0) {
+		al_err("%s", err.msg);
+		return 125;
+	}
+	printf("removed %d gvisor run director%s\n", n, n == 1 ? "y" : "ies");
+	return 0; /* only runs as root take host id slots */
 	n = al_ids_gc(NULL, &err);
 	if (n < 0) {
 		al_err("%s", err.msg);

@@ -9,8 +9,9 @@ struct al_exec;
 struct al_run {
 	struct al_run_request req;
 	char run_id[64];
-	json_t *creds;	  /* the run's credentials (al_cred_json), for the record */
-	char started[40]; /* RFC 3339, UTC */
+	json_t *creds;	      /* the run's credentials (al_cred_json), for the record */
+	char started[40];     /* RFC 3339, UTC */
+	const char *platform; /* ops->platform(), for run.start and the record */
 	struct al_loop *loop;
 	struct al_sandbox sb;
 	struct al_supervisor *sup;

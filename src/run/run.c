@@ -70,6 +70,7 @@ static void end(struct al_run *run)
 		al_log_phase("cleaned up");
 	}
 	snprintf(run->res.started, sizeof(run->res.started), "%s", run->started);
+	run->res.platform = run->platform;
 	al_audit_emit(req->audit, "run.end", al_result_json(plan, &run->res, run->run_id));
 	if (req->result_to_fd)
 		al_result_write_fd(req->result_fd, req->result_path, plan, &run->res, run->run_id,
@@ -132,13 +133,16 @@ int al_run_start(const struct al_run_request *req, const struct al_supervisor_io
 	*ret = run;
 	json_t *start = start_fields(req->plan, req->policy_file);
 	start_operator(start, req->plan);
+	ops = req->backend ? req->backend : al_backend_lookup(req->plan->backend);
+	run->platform = ops && ops->platform ? ops->platform() : NULL;
+	json_object_set_new(start, "platform",
+			    run->platform ? json_string(run->platform) : json_null());
 	json_t *creds = al_cred_json(req->cred);
 	if (creds) {
 		json_object_set(start, "credentials", creds);
 		run->creds = creds;
 	}
 	al_audit_emit(req->audit, "run.start", start);
-	ops = req->backend ? req->backend : al_backend_lookup(req->plan->backend);
 	if (!ops) {
 		r = al_error_set(err, EINVAL, "unknown backend \"%s\"", req->plan->backend);
 		goto fail;

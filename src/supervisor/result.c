@@ -127,6 +127,9 @@ json_t *al_result_json(const struct al_plan *plan, const struct al_run_result *r
 	json_object_set_new(o, "run", json_string(run_id));
 	json_object_set_new(o, "started",
 			    res->started[0] ? json_string(res->started) : json_null());
+	json_object_set_new(o, "backend", json_string(plan->backend ? plan->backend : "native"));
+	json_object_set_new(o, "platform",
+			    res->platform ? json_string(res->platform) : json_null());
 	json_object_set_new(o, "reason", json_string(al_reason_name(res->reason)));
 	json_object_set_new(o, "exit_code", json_integer(res->exit_code));
 	json_object_set_new(o, "signal",

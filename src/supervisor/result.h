@@ -79,7 +79,8 @@ struct al_denied {
 };
 
 struct al_run_result {
-	char started[40]; /* when the run started, RFC 3339 (set by the run layer) */
+	char started[40];     /* when the run started, RFC 3339 (set by the run layer) */
+	const char *platform; /* what the backend ran on (ops->platform), or NULL */
 	enum al_end_reason reason;
 	int exit_code; /* what airlock exits with (docs/result.md, "Reasons and exit codes") */
 	int signal;    /* SIGNALED / KILLED: the signal */

@@ -40,6 +40,16 @@ ALLOWED = {
         "the backends this binary has: changed by tests only",
     ("src_policy_operator-parse.c.o", "text"):
         "al_backend_names_text()'s answer: thread-local, each thread's own",
+    ("src_backend_gvisor_gvisor.c.o", "counter"):
+        "numbers the process's gvisor run directories: atomic, only ever increases",
+    ("src_backend_gvisor_probe.c.o", "once"):
+        "pthread_once's flag for the runsc probe",
+    ("src_backend_gvisor_probe.c.o", "host"):
+        "the runsc probe's answer for the process: written once under pthread_once, then read",
+    ("src_backend_gvisor_probe.c.o", "state"):
+        "the runsc probe's answer for the process: written once under pthread_once, then read",
+    ("src_backend_gvisor_probe.c.o", "reason"):
+        "the runsc probe's answer for the process: written once under pthread_once, then read",
     ("src_mcp_server.c.o", "stop_flag"):
         "airlock mcp's SIGTERM/SIGINT/SIGHUP flag, set by its handler: al_mcp_serve runs "
         "once, in the process of the mcp command, never beside a run",

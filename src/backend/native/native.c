@@ -173,17 +173,10 @@ static int cgroup_refused(const struct al_plan *p, struct al_error *err)
 static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 {
 	const struct al_plan *p = sb->plan;
-	struct al_cgroup_limits limits = {
-	    .memory_bytes = p->memory_bytes,
-	    .pids = p->pids,
-	    .cpu_quota_us = p->cpus_milli * AL_CPU_PERIOD_US / 1000,
-	    .cpu_period_us = AL_CPU_PERIOD_US,
-	    .want_cpu_time = p->cpu_time_ms != 0 || p->budget.cpu_second != 0,
-	    .socket_bytes = al_kmem_socket_limit(p),
-	    .want_freezer = sb->session,  /* its pause */
-	    .exec_children = sb->session, /* each exec's cgroup */
-	};
+	struct al_cgroup_limits limits;
 	int r;
+
+	al_sandbox_cgroup_limits(sb, &limits);
 
 	al_native_state_new(sb);
 	if ((r = al_native_lower_session(p, sb->session, &sb->state->lowered, err)) < 0)

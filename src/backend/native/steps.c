@@ -27,6 +27,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "backend/native/netns.h"
 #include "core/sys.h"
 #include "cred/store.h"
 #include "net/layout.h"
@@ -470,19 +471,10 @@ int step_hostname(struct al_child *c)
 
 int step_loopback(struct al_child *c)
 {
-	struct ifreq ifr = {0};
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int fd = al_netns_loopback_up();
 
 	if (fd < 0)
-		return fail(c, errno, "socket for the loopback ioctl");
-	strcpy(ifr.ifr_name, "lo");
-	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0 ||
-	    (ifr.ifr_flags |= IFF_UP, ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)) {
-		int e = errno;
-		close(fd);
-		return fail(c, e, "bringing up lo");
-	}
-	close(fd);
+		return fail(c, -fd, "bringing up lo");
 	/* The supervisor adds up this namespace's socket memory through it
 	 * (backend/native/sockdiag.h); it refuses to start the command without. */
 	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
@@ -496,76 +488,13 @@ int step_loopback(struct al_child *c)
 	return 0;
 }
 
-/* "ip route add default dev lo src 127.0.0.1" as one fixed rtnetlink
- * message: a connect() to any address then leaves the socket layer and
- * meets the supervisor's nftables redirect (no dummy link type needed, and
- * rootless works). The preferred source matters: without it the route has
- * no usable source address and nothing is sent. */
-static int default_route_over_lo(struct al_child *c)
-{
-	struct {
-		struct nlmsghdr nh;
-		struct rtmsg rt;
-		struct rtattr oif_attr;
-		int oif;
-		struct rtattr src_attr;
-		struct in_addr src;
-	} req = {
-	    .nh = {.nlmsg_len = sizeof(req),
-		   .nlmsg_type = RTM_NEWROUTE,
-		   .nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK,
-		   .nlmsg_seq = 1},
-	    .rt = {.rtm_family = AF_INET,
-		   .rtm_table = RT_TABLE_MAIN,
-		   .rtm_protocol = RTPROT_BOOT,
-		   .rtm_scope = RT_SCOPE_LINK,
-		   .rtm_type = RTN_UNICAST},
-	    .oif_attr = {.rta_len = RTA_LENGTH(sizeof(int)), .rta_type = RTA_OIF},
-	    .oif = (int)if_nametoindex("lo"),
-	    .src_attr = {.rta_len = RTA_LENGTH(sizeof(struct in_addr)), .rta_type = RTA_PREFSRC},
-	    .src = {htonl(INADDR_LOOPBACK)},
-	};
-	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
-	struct {
-		struct nlmsghdr nh;
-		struct nlmsgerr err;
-	} ack;
-	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE), e = 0;
-
-	if (fd < 0)
-		return fail(c, errno, "netlink socket for the default route");
-	if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0 ||
-	    recv(fd, &ack, sizeof(ack), 0) < (ssize_t)sizeof(ack))
-		e = errno ? errno : EPROTO;
-	else if (ack.nh.nlmsg_type == NLMSG_ERROR && ack.err.error < 0)
-		e = -ack.err.error;
-	close(fd);
-	return e ? fail(c, e, "adding the default route over lo") : 0;
-}
-
 static int listen_on(struct al_child *c, enum al_gateway_listener kind)
 {
-	const struct al_listener_info *li = &al_gateway_listeners[kind];
-	uint16_t port = li->port;
-	int type = li->stream ? SOCK_STREAM : SOCK_DGRAM;
-	struct sockaddr_in sin = {.sin_family = AF_INET,
-				  .sin_port = htons(port),
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	int one = 1, fd = socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	/* Where the client speaks first, wake the gateway only once it has
-	 * (seconds; after that the connection is accepted anyway). */
-	int defer = li->stream && li->client_first ? 10 : 0;
+	int fd = al_netns_listen(kind);
 
 	if (fd < 0)
-		return fail(c, errno, "gateway socket");
-	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
-	    (type == SOCK_STREAM && listen(fd, 128) < 0) ||
-	    (defer && setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer, sizeof(defer)) < 0)) {
-		int e = errno;
-		close(fd);
-		return fail(c, e, "gateway listener on 127.0.0.1:%u", port);
-	}
+		return fail(c, -fd, "gateway listener on 127.0.0.1:%u",
+			    al_gateway_listeners[kind].port);
 	al_child_send(c->sync, AL_SYNC_GATEWAY, 0, kind, NULL, NULL, fd);
 	close(fd);
 	return 0;
@@ -594,7 +523,8 @@ int step_gateway_listeners(struct al_child *c)
 	for (int k = 0; k < AL_GATEWAY_N_LISTENERS; k++)
 		if ((r = listen_on(c, (enum al_gateway_listener)k)) < 0)
 			return r;
-	return default_route_over_lo(c);
+	r = al_netns_default_route();
+	return r < 0 ? fail(c, -r, "adding the default route over lo") : 0;
 }
 
 int step_rlimits(struct al_child *c)

@@ -1,0 +1,91 @@
+#!/usr/bin/python3
+"""Backends side by side: the same commands under every backend, interleaved.
+
+Each round runs every (backend, command) pair once, in turn, so that machine
+noise hits all of them alike; the report gives each pair's median wall time
+and its ratio to native for the same command. A backend that `airlock
+backends` says is unusable here is left out, with its reason. Other layers add
+their rows to ROWS.
+Usage: bench/backends.py [--rounds N] [--airlock PATH] [--json FILE]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PY = "/usr/bin/python3"  # Debian's, which has pandas
+
+# (backend, label, command): the command is what runs inside.
+ROWS = [
+    ("native", "/bin/true", ["/bin/true"]),
+    ("gvisor", "/bin/true", ["/bin/true"]),
+    ("native", "import pandas", [PY, "-c", "import pandas"]),
+    ("gvisor", "import pandas", [PY, "-c", "import pandas"]),
+]
+
+
+def run_once(argv):
+    t = time.perf_counter()
+    r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE)
+    dt = (time.perf_counter() - t) * 1000.0
+    if r.returncode != 0:
+        sys.exit("backends: %s exited %d: %s" % (" ".join(argv), r.returncode,
+                                                 r.stderr.decode(errors="replace")[-300:]))
+    return dt
+
+
+def usable(airlock):
+    out = subprocess.run([airlock, "backends", "--json"], capture_output=True, check=True)
+    return {b["name"]: (b["usable"], b.get("why", "")) for b in json.loads(out.stdout)["backends"]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--airlock", default=os.path.join(ROOT, "build", "airlock"))
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    have = usable(a.airlock)
+    rows = []
+    for backend, label, cmd in ROWS:
+        ok, why = have.get(backend, (False, "not built"))
+        if not ok:
+            print("skipping %s: %s" % (backend, why), file=sys.stderr)
+            continue
+        rows.append((backend, label, [a.airlock, "run", "--backend", backend, "--"] + cmd))
+    bare = {}
+    for _, label, cmd in ROWS:
+        bare.setdefault(label, cmd)
+    times = {(b, l): [] for b, l, _ in rows}
+    times.update({("bare", l): [] for l in bare})
+    for i in range(a.warmup + a.rounds):
+        for label, cmd in bare.items():
+            dt = run_once(cmd)
+            if i >= a.warmup:
+                times[("bare", label)].append(dt)
+        for b, l, argv in rows:
+            dt = run_once(argv)
+            if i >= a.warmup:
+                times[(b, l)].append(dt)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print("%-8s %-15s %10s %10s %9s" % ("backend", "command", "median ms", "min ms", "x native"))
+    for (b, l), v in sorted(times.items(), key=lambda kv: (kv[0][1], kv[0][0] != "bare",
+                                                              kv[0][0] != "native")):
+        nat = med.get(("native", l))
+        ratio = "%.2f" % (med[(b, l)] / nat) if nat and b != "bare" else "-"
+        print("%-8s %-15s %10.1f %10.1f %9s" % (b, l, med[(b, l)], min(v), ratio))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"%s %s" % k: {"median_ms": med[k], "runs_ms": v}
+                       for k, v in times.items()}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
