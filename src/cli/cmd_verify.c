@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/process/process.h"
 #include "cgroup/cgroup.h"
 #include "config.h"
 #include "core/cleanup.h"
@@ -151,7 +152,9 @@ int al_cmd_gc(int argc, char **argv)
 		printf("Usage: airlock gc\n\nRemove the cgroups of runs whose airlock was killed "
 		       "(every run also does this first),\nand give their host id slots back to "
 		       "the pool once no process has ids of them\n(a run that finds every slot "
-		       "taken does this too).\n");
+		       "taken does this too).\nAs root, also remove the nftables tables "
+		       "(inet airlock-process-UID) of process-backend runs\nwhose airlock was "
+		       "killed, once nothing of theirs runs.\n");
 		return 0;
 	}
 	if (argc > 0) {
@@ -166,6 +169,13 @@ int al_cmd_gc(int argc, char **argv)
 	printf("removed %d stale cgroup%s\n", n, n == 1 ? "" : "s");
 	if (geteuid() != 0)
 		return 0; /* only runs as root take host id slots */
+	/* Before the slots: a dead run's table is found by its slot. */
+	n = al_process_nft_gc(&err);
+	if (n < 0)
+		al_warn("gc: the process backend's nftables tables: %s", err.msg);
+	else
+		printf("removed %d stale nftables table%s\n", n, n == 1 ? "" : "s");
+	err = (struct al_error){0};
 	n = al_ids_gc(NULL, &err);
 	if (n < 0) {
 		al_err("%s", err.msg);
