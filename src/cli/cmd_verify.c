@@ -55,6 +55,17 @@ int al_cmd_verify(int argc, char **argv)
 		al_cli_print_errors(&errs);
 		goto out;
 	}
+	/* The probe attacks the native layer's namespaces from inside; on the
+	 * process backend, which has none, every such row would be "NOT IN
+	 * FORCE" for a reason the layer states itself. */
+	if (policy->backend && strcmp(policy->backend, "process") == 0) {
+		al_err("verify: backend process is not served: its probe attacks the native "
+		       "layer's namespaces (pid, mount, net, user) from inside, and this layer "
+		       "has none by design; `airlock check --backend process` shows the "
+		       "layers it puts in force (landlock, seccomp, the run's uid, cgroup, "
+		       "nftables), `airlock backends` what it does not keep");
+		goto out;
+	}
 	if (!realpath("/proc/self/exe", exe)) {
 		al_err("cannot find airlock's own binary: %s", strerror(errno));
 		goto out;

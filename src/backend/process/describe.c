@@ -16,17 +16,20 @@
 
 const struct al_backend_facts al_process_facts = {
     .summary = "no namespaces: the command runs on the host as the run's own host uid, under "
-	       "landlock, seccomp, rlimits and the run's cgroup (needs root)",
+	       "landlock, seccomp, rlimits and the run's cgroup (needs root: rootless it is "
+	       "unusable)",
     .files = "landlock: only the plan's host paths, where they are on the host (no mounts, "
 	     "so no input at another path, no synthesized /etc files); the scratch a private "
-	     "0700 tmpfs of the run's uid, removed at the end",
+	     "0700 tmpfs of the run's uid, removed at the end, with HOME, TMPDIR and the workdir "
+	     "moved into it; no private /tmp: a tool that hardcodes /tmp finds the host's, "
+	     "closed by landlock",
     .egress = "the run's gateway on the host's 127.0.0.1 (HTTP proxy and SOCKS at ports the "
 	      "kernel picks; no DNS inside: names go to the proxies): landlock ABI 4+ allows TCP "
 	      "connect to those two ports only, an nftables table of the run (meta skuid) drops "
 	      "every other packet of its uid, IPv4 and IPv6, seccomp refuses UDP, raw, netlink "
 	      "and Unix sockets; the gateway serves only clients whose socket is the run's uid "
-	      "(sock_diag). No private loopback: the host's loopback services are reached only "
-	      "through the gateway, as any name",
+	      "(sock_diag). No private loopback: 127.0.0.1 is the host's, and of its services "
+	      "only the gateway's two ports are reachable",
     .pids = "not hidden: the host's processes are visible in /proc; landlock (ABI 6+) keeps "
 	    "the command's signals inside the run",
     .kernel = "the host's kernel through the native seccomp allowlist and a socket filter",
@@ -257,15 +260,25 @@ int al_process_describe(const struct al_plan *p, FILE *f, json_t *json, struct a
 			"process:    uid and gid of the run's own slot, no capabilities, "
 			"no_new_privs; workdir %s\n",
 			pr->workdir);
-		fprintf(f, "landlock:   ABI %d, %zu path rules on host paths, no TCP port, %s\n",
+		fprintf(f, "landlock:   ABI %d, %zu path rules on host paths, %s, %s\n",
 			pr->np->landlock_abi, pr->np->n_ll_rules,
+			p->gateway ? "TCP connect to the gateway's two ports only (picked at "
+				     "the run)"
+				   : "no TCP port",
 			pr->np->landlock_scoped ? "scoped (abstract unix sockets, signals)"
 						: "not scoped");
 		for (size_t i = 0; i < pr->np->n_ll_rules; i++)
 			fprintf(f, "  allow    %s (access 0x%llx)\n", pr->np->ll_rules[i].path,
 				(unsigned long long)pr->np->ll_rules[i].access);
 		fprintf(f,
-			"sockets:    TCP (which landlock refuses) and stream socketpairs only\n");
+			"sockets:    TCP (which landlock refuses%s) and stream socketpairs only\n",
+			p->gateway ? " but to the gateway" : "");
+		if (p->gateway)
+			fprintf(f,
+				"egress:     the gateway's HTTP proxy and SOCKS on the host's "
+				"127.0.0.1, clients of the run's uid only; nftables table inet "
+				"%sUID: the uid's other packets dropped\n",
+				AL_PROCESS_NFT_PREFIX);
 		fprintf(f, "seccomp:    %u BPF instructions (the native table)\n",
 			(unsigned)pr->np->seccomp.len);
 	} else {
@@ -278,6 +291,12 @@ int al_process_describe(const struct al_plan *p, FILE *f, json_t *json, struct a
 		json_object_set_new(json, "landlock",
 				    json_pack("{s:i, s:o, s:[]}", "abi", pr->np->landlock_abi,
 					      "rules", rules, "tcp_ports"));
+		json_object_set_new(json, "egress",
+				    p->gateway
+					? json_pack("{s:s, s:s}", "listeners",
+						    "127.0.0.1 (ports picked at the run)",
+						    "nftables_table", AL_PROCESS_NFT_PREFIX "UID")
+					: json_null());
 	}
 	al_process_free(pr);
 	return 0;
