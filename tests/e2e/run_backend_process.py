@@ -174,6 +174,34 @@ def refusals():
                        (["--ro", "/etc/hostname:/input/h"], "no mounts")):
         r = run(["/bin/true"], opts)
         assert r.rc != 0 and word in r.errtext and "backend process" in r.errtext, r.describe()
+    # verify's probe attacks namespaces this layer has none of: refused.
+    r = run_host([AIRLOCK, "verify", "--backend", "process"], timeout=30)
+    assert r.rc == 125 and "backend process is not served" in r.errtext, r.describe()
+
+
+@case
+def operator_minimum_native():
+    """An operator policy whose profile requires native at least refuses
+    --backend process with the reason, naming the field; native runs."""
+    d = tempfile.mkdtemp(prefix="al-proc-op.", dir="/var/tmp")
+    op = os.path.join(d, "operator.json")
+    try:
+        with open(op, "w") as f:
+            json.dump({"version": 1, "profiles": {"default": {
+                "backend": {"allowed": ["process", "native"], "minimum": "native",
+                            "default": "native"}}}}, f)
+        os.chmod(op, 0o644)
+        env = dict(os.environ, AIRLOCK_OPERATOR_POLICY=op)
+        r = run(["/bin/true"], env=env)
+        assert r.rc == 125, r.describe()
+        assert "backend.minimum" in r.errtext and '"process" is weaker' in r.errtext, \
+            r.describe()
+        r = run_host([AIRLOCK, "run", "--backend", "native", "--", "/bin/true"], env=env,
+                     timeout=60)
+        assert r.rc == 0, r.describe()
+    finally:
+        os.unlink(op)
+        os.rmdir(d)
 
 
 
