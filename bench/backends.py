@@ -23,8 +23,10 @@ PY = "/usr/bin/python3"  # Debian's, which has pandas
 # (backend, label, command): the command is what runs inside.
 ROWS = [
     ("native", "/bin/true", ["/bin/true"]),
+    ("process", "/bin/true", ["/bin/true"]),
     ("gvisor", "/bin/true", ["/bin/true"]),
     ("native", "import pandas", [PY, "-c", "import pandas"]),
+    ("process", "import pandas", [PY, "-c", "import pandas"]),
     ("gvisor", "import pandas", [PY, "-c", "import pandas"]),
 ]
 

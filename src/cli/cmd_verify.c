@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/process/process.h"
 #include "cgroup/cgroup.h"
 #include "config.h"
 #include "core/cleanup.h"
@@ -52,6 +53,17 @@ int al_cmd_verify(int argc, char **argv)
 		goto out;
 	if (al_cli_policy(&cli, &policy, &errs) < 0) {
 		al_cli_print_errors(&errs);
+		goto out;
+	}
+	/* The probe attacks the native layer's namespaces from inside; on the
+	 * process backend, which has none, every such row would be "NOT IN
+	 * FORCE" for a reason the layer states itself. */
+	if (policy->backend && strcmp(policy->backend, "process") == 0) {
+		al_err("verify: backend process is not served: its probe attacks the native "
+		       "layer's namespaces (pid, mount, net, user) from inside, and this layer "
+		       "has none by design; `airlock check --backend process` shows the "
+		       "layers it puts in force (landlock, seccomp, the run's uid, cgroup, "
+		       "nftables), `airlock backends` what it does not keep");
 		goto out;
 	}
 	if (!realpath("/proc/self/exe", exe)) {
@@ -152,7 +164,9 @@ int al_cmd_gc(int argc, char **argv)
 		       "(every run also does this first),\nand give their host id slots back to "
 		       "the pool once no process has ids of them\n(a run that finds every slot "
 		       "taken does this too), and remove the gvisor backend's run\ndirectories "
-		       "(bundle, runsc state) of runs whose airlock is gone.\n");
+		       "(bundle, runsc state) of runs whose airlock is gone. As root, also\nremove "
+		       "the nftables tables (inet airlock-process-UID) of process-backend\nruns "
+		       "whose airlock was killed, once nothing of theirs runs.\n");
 		return 0;
 	}
 	if (argc > 0) {
@@ -173,7 +187,13 @@ int al_cmd_gc(int argc, char **argv)
 		return 125;
 	}
 	printf("removed %d gvisor run director%s\n", n, n == 1 ? "y" : "ies");
-	return 0; /* only runs as root take host id slots */
+	/* Before the slots: a dead run's table is found by its slot. */
+	n = al_process_nft_gc(&err);
+	if (n < 0)
+		al_warn("gc: the process backend's nftables tables: %s", err.msg);
+	else
+		printf("removed %d stale nftables table%s\n", n, n == 1 ? "" : "s");
+	err = (struct al_error){0};
 	n = al_ids_gc(NULL, &err);
 	if (n < 0) {
 		al_err("%s", err.msg);

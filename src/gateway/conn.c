@@ -449,6 +449,26 @@ void gw_accept(struct al_gateway *gw, enum al_gateway_listener kind, int lfd)
 			gw_accept_pause(gw);
 		return;
 	}
+	if (gw->peer_diag >= 0) {
+		uid_t uid = (uid_t)-1;
+		int r = gw_peer_uid(gw->peer_diag, fd, &uid);
+		if (r < 0 || uid != gw->peer_uid) {
+			char why[96];
+			if (r < 0)
+				snprintf(why, sizeof(why), "its owner could not be read (%s)",
+					 strerrorname_np(-r));
+			else
+				snprintf(why, sizeof(why), "its socket belongs to uid %u",
+					 (unsigned)uid);
+			close(fd);
+			gw->st.denied++;
+			al_audit_emit(gw->audit, "net.connect",
+				      json_pack("{s:s, s:s, s:s}", "decision", "deny", "reason",
+						"not the run's: a client of another user", "peer",
+						why));
+			return;
+		}
+	}
 	if (gw->n_conns >= AL_GW_MAX_CONNS) {
 		close(fd);
 		gw->st.denied++;

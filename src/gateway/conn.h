@@ -210,6 +210,11 @@ struct al_gateway {
 	uint64_t active;   /* allowed connections open now */
 	uint64_t requests; /* connections counted against network.limits.requests */
 	int listen_fd[AL_GATEWAY_N_LISTENERS];
+	/* peer.c: listeners on the host's loopback (the process backend)
+	 * accept only connections whose client socket belongs to peer_uid,
+	 * looked up on peer_diag (NETLINK_SOCK_DIAG); -1: no check. */
+	int peer_diag;
+	uid_t peer_uid;
 	struct al_watch *listen_w[AL_GATEWAY_N_LISTENERS];
 	struct al_timer *accept_resume; /* accepting again after running out of fds */
 	/* fakeip.c: index i answers as 198.18.0.0 + i + 1 */
@@ -259,6 +264,10 @@ void gw_accept_pause(struct al_gateway *gw);
 
 /* conn.c */
 void gw_accept(struct al_gateway *gw, enum al_gateway_listener kind, int fd);
+/* The owner uid of connection fd's client socket, looked up on diag (a
+ * NETLINK_SOCK_DIAG socket); 0, or -errno (the client already gone:
+ * -ENOENT). */
+int gw_peer_uid(int diag, int fd, uid_t *uid);
 /* Run the connection's stages from where it is, for an event on s. */
 void gw_conn_run(struct conn *c, struct side *s, uint32_t events);
 /* Close c now, auditing it as its verdict says; end_reason (or NULL)

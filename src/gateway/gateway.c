@@ -29,6 +29,7 @@ struct al_gateway *al_gateway_new(const struct al_plan *plan, struct al_audit *a
 	for (size_t i = 0; i < AL_GATEWAY_N_LISTENERS; i++)
 		gw->listen_fd[i] = -1;
 	gw->connector_fd = -1;
+	gw->peer_diag = -1;
 	return gw;
 }
 
@@ -88,6 +89,13 @@ static void on_listener(struct al_watch *w, uint32_t events, void *data)
 			gw_accept(gw, (enum al_gateway_listener)k, fd);
 		return;
 	}
+}
+
+void al_gateway_peers(struct al_gateway *gw, uid_t uid, int diag)
+{
+	al_closep(&gw->peer_diag);
+	gw->peer_diag = diag;
+	gw->peer_uid = uid;
 }
 
 int al_gateway_listen(struct al_gateway *gw, enum al_gateway_listener kind, int fd,
@@ -165,6 +173,7 @@ void al_gateway_free(struct al_gateway *gw)
 		al_watch_remove(gw->listen_w[i]);
 		al_closep(&gw->listen_fd[i]);
 	}
+	al_closep(&gw->peer_diag);
 	gw_fake_free(gw);
 	gw_claimed_free(gw->claimed);
 	while (gw->hosts) {

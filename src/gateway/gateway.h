@@ -12,6 +12,7 @@
 
 #include <netinet/in.h>
 #include <stdbool.h>
+#include <sys/types.h>
 #include <stdint.h>
 
 #include "audit/audit.h"
@@ -139,6 +140,10 @@ void al_gateway_on_charge(struct al_gateway *gw,
 void al_gateway_set_spent(struct al_gateway *gw, uint64_t nano);
 
 /* Serve a listening socket (takes ownership of fd). */
+/* Accept only clients whose socket is uid's, looked up on diag (a
+ * NETLINK_SOCK_DIAG socket, consumed): for listeners any host user can
+ * reach. Before the listeners. */
+void al_gateway_peers(struct al_gateway *gw, uid_t uid, int diag);
 int al_gateway_listen(struct al_gateway *gw, enum al_gateway_listener kind, int fd,
 		      struct al_error *err);
 

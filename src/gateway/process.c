@@ -182,6 +182,8 @@ static void child_message(struct al_watch *w, uint32_t events, void *data)
 		if (al_gateway_listen(c->gw, (enum al_gateway_listener)m.kind, TAKE_FD(fd), &err) <
 		    0)
 			al_warn("%s", err.msg);
+	} else if (m.type == AL_GWP_PEERS && fd >= 0) {
+		al_gateway_peers(c->gw, (uid_t)m.uid, TAKE_FD(fd));
 	} else if (m.type == AL_GWP_SPENT) {
 		al_gateway_set_spent(c->gw, m.spent);
 	} else if (m.type == AL_GWP_DEADLINE) {
@@ -658,28 +660,6 @@ json_t *al_gateway_proc_json(const struct al_gateway_proc *gp)
 	return json_pack("{s:I, s:i, s:s, s:s}", "pid", (json_int_t)gp->pid, "landlock_abi",
 			 gp->landlock_abi, "file_open", strerrorname_np(gp->file_errno), "seccomp",
 			 "allowlist");
-}
-
-int al_gateway_proc_listen(struct al_gateway_proc *gp, enum al_gateway_listener kind, int fd,
-			   struct al_error *err)
-{
-	uint8_t buf[64];
-	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
-	int n = al_gwp_encode_listener(kind, buf, sizeof(buf));
-	struct iovec iov = {buf, (size_t)n};
-	struct msghdr mh = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	int r = 0;
-
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	if (sendmsg(gp->sock, &mh, MSG_NOSIGNAL) != n)
-		r = al_error_setsys(err, errno, "gateway: handing over a listener");
-	close(fd);
-	return r;
 }
 
 void al_gateway_proc_spent(struct al_gateway_proc *gp, uint64_t nano)

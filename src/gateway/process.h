@@ -112,6 +112,9 @@ void al_gateway_proc_spent(struct al_gateway_proc *gp, uint64_t nano);
 int al_gateway_proc_deadline(struct al_gateway_proc *gp, int64_t deadline);
 
 /* Hand it a listening socket from the sandbox (fd is consumed). */
+/* Accept only clients whose socket belongs to uid, looked up on diag (a
+ * NETLINK_SOCK_DIAG socket, consumed): before the listeners. */
+int al_gateway_proc_peers(struct al_gateway_proc *gp, uid_t uid, int diag, struct al_error *err);
 int al_gateway_proc_listen(struct al_gateway_proc *gp, enum al_gateway_listener kind, int fd,
 			   struct al_error *err);
 

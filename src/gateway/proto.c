@@ -32,6 +32,11 @@ int al_gwp_encode_listener(enum al_gateway_listener kind, uint8_t *out, size_t s
 	return encode(AL_GWP_LISTENER, &k, sizeof(k), NULL, 0, out, size);
 }
 
+int al_gwp_encode_peers(uint32_t uid, uint8_t *out, size_t size)
+{
+	return encode(AL_GWP_PEERS, &uid, sizeof(uid), NULL, 0, out, size);
+}
+
 int al_gwp_encode_end(uint8_t *out, size_t size)
 {
 	return encode(AL_GWP_END, NULL, 0, NULL, 0, out, size);
@@ -210,6 +215,11 @@ int al_gwp_decode(const uint8_t *buf, size_t n, struct al_gwp_msg *ret, struct a
 		memcpy(&ret->kind, p, sizeof(ret->kind));
 		if (ret->kind >= AL_GATEWAY_N_LISTENERS)
 			return bad(err, "unknown listener kind");
+		return 0;
+	case AL_GWP_PEERS:
+		if (h.len != sizeof(uint32_t))
+			return bad(err, "peers of the wrong size");
+		memcpy(&ret->uid, p, sizeof(ret->uid));
 		return 0;
 	case AL_GWP_END:
 		return h.len == 0 ? 0 : bad(err, "end with a payload");

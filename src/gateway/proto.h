@@ -46,6 +46,10 @@ enum al_gwp_type {
 	 * the epoch, 1 to AL_GWP_DEADLINE_MAX): its lifetime was extended, or
 	 * it was resumed from a pause (al_cred_set_deadline) */
 	AL_GWP_DEADLINE,
+	/* supervisor → gateway, before the listeners: u32, the uid whose
+	 * clients alone are accepted; a NETLINK_SOCK_DIAG socket attached
+	 * (listeners on the host's loopback: the process backend) */
+	AL_GWP_PEERS,
 };
 
 /* A deadline past this (year 9999) is refused. */
@@ -67,6 +71,7 @@ struct al_gwp_hdr {
 struct al_gwp_msg {
 	enum al_gwp_type type;
 	uint32_t kind; /* LISTENER */
+	uint32_t uid;  /* PEERS */
 	int32_t error, landlock_abi, file_errno;
 	char text[256];			   /* STARTED: what failed, or "" */
 	char event[32];			   /* AUDIT */
@@ -88,6 +93,7 @@ struct al_gwp_msg {
 
 /* Encode one message into out; returns its length, or -ENOSPC. */
 int al_gwp_encode_listener(enum al_gateway_listener kind, uint8_t *out, size_t size);
+int al_gwp_encode_peers(uint32_t uid, uint8_t *out, size_t size);
 int al_gwp_encode_end(uint8_t *out, size_t size);
 int al_gwp_encode_started(int error, int landlock_abi, int file_errno, const char *text,
 			  uint8_t *out, size_t size);

@@ -407,3 +407,53 @@ void al_ids_release(struct al_id_slot *s, bool gone)
 	al_closep(&s->dirfd);
 	s->slot = -1;
 }
+
+int al_ids_hold(const char *dir, unsigned slot, struct al_id_slot *s, bool *made,
+		struct al_error *err)
+{
+	_cleanup_close_ int dirfd = -1, fd = -1;
+	char name[16], self[32];
+	struct stat a, b;
+	int r;
+
+	*s = (struct al_id_slot)AL_ID_SLOT_NONE;
+	*made = false;
+	if (slot >= AL_IDS_POOL_SLOTS)
+		return al_error_set(err, EINVAL, "host id slot %u: not in the pool", slot);
+	dirfd = open_dir(dir, err);
+	if (dirfd < 0)
+		return dirfd;
+	snprintf(name, sizeof(name), "%u", slot);
+	fd = openat(dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		/* A dead run's file: ours while we hold its lock, as long as
+		 * the name still refers to it. */
+		if ((r = try_lock(fd)) != 1)
+			return r;
+		if (fstat(fd, &a) < 0 || fstatat(dirfd, name, &b, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+			return 0;
+		/* Processes of the dead run still have its ids: not yet. */
+		_cleanup_free_ struct gc *g = xcalloc(1, sizeof(*g));
+		if (slot_in_use(g, slot))
+			return 0;
+	} else {
+		if (errno != ENOENT)
+			return al_error_setsys(err, errno, "host id slot %u", slot);
+		/* No file: a locked one of ours takes the name, as a run's
+		 * would (link fails when a run took it meanwhile). */
+		fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		if (fd < 0 || (r = try_lock(fd)) != 1)
+			return fd < 0 ? al_error_setsys(err, errno, "host id slot %u", slot) : 0;
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+		if (linkat(AT_FDCWD, self, dirfd, name, AT_SYMLINK_FOLLOW) < 0)
+			return errno == EEXIST
+				   ? 0
+				   : al_error_setsys(err, errno, "host id slot %u", slot);
+		*made = true;
+	}
+	s->fd = TAKE_FD(fd);
+	s->dirfd = TAKE_FD(dirfd);
+	s->slot = (int)slot;
+	return 1;
+}

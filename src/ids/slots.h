@@ -57,3 +57,11 @@ void al_ids_release(struct al_id_slot *s, bool gone);
 /* Remove the slots in dir (NULL: AL_IDS_DIR) whose run died and whose
  * range no process uses any more. Returns how many, or -errno. */
 int al_ids_gc(const char *dir, struct al_error *err);
+
+/* Hold slot while no run does (for gc of what a dead run left, keyed by
+ * its ids): 1 with s locked, either the dead run's file (*made false) or a
+ * file of ours linked to the free name (*made true), so that no run can
+ * take the slot until al_ids_release(s, *made); 0 when a live run holds
+ * it; -errno. */
+int al_ids_hold(const char *dir, unsigned slot, struct al_id_slot *s, bool *made,
+		struct al_error *err);

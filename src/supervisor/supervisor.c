@@ -263,6 +263,26 @@ static void ev_listener(void *data, enum al_gateway_listener kind, int fd)
 	}
 }
 
+static void ev_peers(void *data, uid_t uid, int diag)
+{
+	struct al_supervisor *l = data;
+	struct al_error gerr = {0};
+
+	if (!l->plan->gateway || l->result.reason == AL_END_SETUP_ERROR) {
+		close(diag);
+		return;
+	}
+	int r = start_gateway(l, &gerr);
+	if (r < 0)
+		close(diag);
+	else
+		r = al_gateway_proc_peers(l->gw, uid, diag, &gerr);
+	if (r < 0) {
+		setup_failed(l, "gateway", 0, gerr.msg);
+		al_sup_stop(l);
+	}
+}
+
 static void ev_scratch(void *data, int fd)
 {
 	struct al_supervisor *l = data;
@@ -409,6 +429,7 @@ struct al_supervisor *al_supervisor_new(const struct al_supervisor_config *cfg)
 					       .meter = &l->meter,
 					       .res = &l->result,
 					       .listener = ev_listener,
+					       .peers = ev_peers,
 					       .scratch = ev_scratch,
 					       .terminal = ev_terminal,
 					       .ready = ev_ready,

@@ -28,6 +28,11 @@ struct al_sandbox_events {
 	/* A gateway listening socket inside the sandbox's network (the fd is
 	 * the callee's). */
 	void (*listener)(void *data, enum al_gateway_listener kind, int fd);
+	/* Before the listeners, when they are on the host's network (any
+	 * host user can connect to them): the gateway accepts only clients
+	 * whose socket uid owns, looked up on diag (a NETLINK_SOCK_DIAG
+	 * socket, the callee's). */
+	void (*peers)(void *data, uid_t uid, int diag);
 	/* The scratch's root (fd borrowed), which the backend reads after
 	 * the run for --copy-out: the supervisor keeps read access to it when
 	 * it confines itself. Before ready. */

@@ -43,6 +43,15 @@ static void test_round_trips(void **state)
 	assert_int_equal(m.type, AL_GWP_LISTENER);
 	assert_int_equal(m.kind, AL_GATEWAY_TRANSPARENT);
 
+	/* The process backend's peer check: the run's uid, round trip; a
+	 * payload of another size is refused. */
+	n = al_gwp_encode_peers(0x70010000u, buf, sizeof(buf));
+	assert_int_equal(al_gwp_decode(buf, (size_t)n, &m, &err), 0);
+	assert_int_equal(m.type, AL_GWP_PEERS);
+	assert_int_equal(m.uid, 0x70010000u);
+	buf[4] = 2; /* the header's length: 2 bytes */
+	assert_true(al_gwp_decode(buf, 8 + 2, &m, &err) < 0);
+
 	n = al_gwp_encode_end(buf, sizeof(buf));
 	assert_int_equal(al_gwp_decode(buf, (size_t)n, &m, &err), 0);
 	assert_int_equal(m.type, AL_GWP_END);

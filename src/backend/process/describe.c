@@ -16,19 +16,27 @@
 
 const struct al_backend_facts al_process_facts = {
     .summary = "no namespaces: the command runs on the host as the run's own host uid, under "
-	       "landlock, seccomp, rlimits and the run's cgroup (needs root)",
+	       "landlock, seccomp, rlimits and the run's cgroup (needs root: rootless it is "
+	       "unusable)",
     .files = "landlock: only the plan's host paths, where they are on the host (no mounts, "
 	     "so no input at another path, no synthesized /etc files); the scratch a private "
-	     "0700 tmpfs of the run's uid, removed at the end",
-    .egress = "none: landlock ABI 4+ refuses every TCP connect and bind, seccomp every "
-	      "UDP, raw, netlink and Unix socket (network rules are refused)",
+	     "0700 tmpfs of the run's uid, removed at the end, with HOME, TMPDIR and the workdir "
+	     "moved into it; no private /tmp: a tool that hardcodes /tmp finds the host's, "
+	     "closed by landlock",
+    .egress = "the run's gateway on the host's 127.0.0.1 (HTTP proxy and SOCKS at ports the "
+	      "kernel picks; no DNS inside: names go to the proxies): landlock ABI 4+ allows TCP "
+	      "connect to those two ports only, an nftables table of the run (meta skuid) drops "
+	      "every other packet of its uid, IPv4 and IPv6, seccomp refuses UDP, raw, netlink "
+	      "and Unix sockets; the gateway serves only clients whose socket is the run's uid "
+	      "(sock_diag). No private loopback: 127.0.0.1 is the host's, and of its services "
+	      "only the gateway's two ports are reachable",
     .pids = "not hidden: the host's processes are visible in /proc; landlock (ABI 6+) keeps "
 	    "the command's signals inside the run",
     .kernel = "the host's kernel through the native seccomp allowlist and a socket filter",
     .limits = "the run's cgroup (memory, pids, CPU) and rlimits; output capped by the "
 	      "supervisor",
     .exec = "no",
-    .features = 0,
+    .features = AL_BACKEND_NETWORK,
 };
 
 /* Root: the run's own host uid (the slot pool) is what keeps its processes
@@ -74,11 +82,6 @@ int al_process_probe(const struct al_plan *p, struct al_error *err)
 		return al_error_set(err, EOPNOTSUPP,
 				    "backend process has no terminal of its own (-t/--tty): "
 				    "use --backend native");
-	if (p->gateway)
-		return al_error_set(err, EOPNOTSUPP,
-				    "backend process runs with no network at all: it cannot honour "
-				    "the plan's network rules (--allow, network.allow); use "
-				    "--backend native");
 	if (p->n_copy_in || p->n_copy_out)
 		return al_error_set(err, EOPNOTSUPP,
 				    "backend process cannot copy files in or out of the scratch "
@@ -145,6 +148,21 @@ static char *moved(const struct al_plan *p, const char *scratch, const char *pat
 	return xasprintf("%s/%s%s", scratch, e->source, path + strlen(e->path));
 }
 
+/* The plan's proxy variables name the native layout's ports (net/layout.h):
+ * here the listeners are at the host ports the kernel picked (0 in
+ * describe, before there are any). NULL for any other value. */
+static char *proxy_at(const char *value, const uint16_t *ports)
+{
+	static const char http[] = "http://127.0.0.1:" AL_PORT_STR(AL_GATEWAY_HTTP_PORT);
+	static const char socks[] = "socks5h://127.0.0.1:" AL_PORT_STR(AL_GATEWAY_SOCKS_PORT);
+
+	if (strcmp(value, http) == 0)
+		return xasprintf("http://127.0.0.1:%u", (unsigned)ports[0]);
+	if (strcmp(value, socks) == 0)
+		return xasprintf("socks5h://127.0.0.1:%u", (unsigned)ports[1]);
+	return NULL;
+}
+
 int al_process_lower(const struct al_plan *p, const char *scratch, struct al_process *pr,
 		     struct al_error *err)
 {
@@ -159,8 +177,12 @@ int al_process_lower(const struct al_plan *p, const char *scratch, struct al_pro
 	np = pr->np = xcalloc(1, sizeof(*np));
 	np->landlock_abi = al_landlock_abi();
 	np->landlock_fs = al_landlock_fs_all(np->landlock_abi);
-	/* Every TCP connect and bind handled, no port allowed. */
+	/* Every TCP connect and bind handled; with a gateway, its two ports
+	 * allowed (a bind there fails: its listeners hold them). */
 	np->landlock_net = LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
+	if (p->gateway)
+		for (size_t i = 0; i < AL_ARRAY_SIZE(pr->ports); i++)
+			np->ll_ports[np->n_ll_ports++] = pr->ports[i];
 	if (np->landlock_abi >= 6)
 		np->landlock_scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
 	for (size_t i = 0; i < p->n_fs; i++) {
@@ -202,6 +224,8 @@ int al_process_lower(const struct al_plan *p, const char *scratch, struct al_pro
 	for (size_t i = 0; i < n; i++) {
 		const char *eq = strchr(p->envp[i], '=');
 		_cleanup_free_ char *to = eq ? moved(p, scratch, eq + 1) : NULL;
+		if (eq && !to && p->gateway)
+			to = proxy_at(eq + 1, pr->ports);
 		pr->envp[i] = to ? xasprintf("%.*s=%s", (int)(eq - p->envp[i]), p->envp[i], to)
 				 : xstrdup(p->envp[i]);
 	}
@@ -236,15 +260,25 @@ int al_process_describe(const struct al_plan *p, FILE *f, json_t *json, struct a
 			"process:    uid and gid of the run's own slot, no capabilities, "
 			"no_new_privs; workdir %s\n",
 			pr->workdir);
-		fprintf(f, "landlock:   ABI %d, %zu path rules on host paths, no TCP port, %s\n",
+		fprintf(f, "landlock:   ABI %d, %zu path rules on host paths, %s, %s\n",
 			pr->np->landlock_abi, pr->np->n_ll_rules,
+			p->gateway ? "TCP connect to the gateway's two ports only (picked at "
+				     "the run)"
+				   : "no TCP port",
 			pr->np->landlock_scoped ? "scoped (abstract unix sockets, signals)"
 						: "not scoped");
 		for (size_t i = 0; i < pr->np->n_ll_rules; i++)
 			fprintf(f, "  allow    %s (access 0x%llx)\n", pr->np->ll_rules[i].path,
 				(unsigned long long)pr->np->ll_rules[i].access);
 		fprintf(f,
-			"sockets:    TCP (which landlock refuses) and stream socketpairs only\n");
+			"sockets:    TCP (which landlock refuses%s) and stream socketpairs only\n",
+			p->gateway ? " but to the gateway" : "");
+		if (p->gateway)
+			fprintf(f,
+				"egress:     the gateway's HTTP proxy and SOCKS on the host's "
+				"127.0.0.1, clients of the run's uid only; nftables table inet "
+				"%sUID: the uid's other packets dropped\n",
+				AL_PROCESS_NFT_PREFIX);
 		fprintf(f, "seccomp:    %u BPF instructions (the native table)\n",
 			(unsigned)pr->np->seccomp.len);
 	} else {
@@ -257,6 +291,12 @@ int al_process_describe(const struct al_plan *p, FILE *f, json_t *json, struct a
 		json_object_set_new(json, "landlock",
 				    json_pack("{s:i, s:o, s:[]}", "abi", pr->np->landlock_abi,
 					      "rules", rules, "tcp_ports"));
+		json_object_set_new(json, "egress",
+				    p->gateway
+					? json_pack("{s:s, s:s}", "listeners",
+						    "127.0.0.1 (ports picked at the run)",
+						    "nftables_table", AL_PROCESS_NFT_PREFIX "UID")
+					: json_null());
 	}
 	al_process_free(pr);
 	return 0;

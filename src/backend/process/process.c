@@ -6,10 +6,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
 #include <linux/sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -24,6 +27,7 @@
 #include "core/sys.h"
 #include "core/util.h"
 #include "cred/store.h"
+#include "net/layout.h"
 
 /* The scratch: a 0700 tmpfs of scratch_bytes owned by the run's uid (so
  * its size is held as on native), with the plan's faces as directories. */
@@ -59,8 +63,12 @@ static int make_scratch(struct al_sandbox *sb, struct al_process *pr, struct al_
  * confines itself (after which it can neither unmount nor remove a
  * directory of /tmp): it waits for EOF on a pipe, which comes when destroy
  * closes our end or when this process dies however it dies, then unmounts
- * and removes the scratch. */
-static int start_remover(struct al_process *pr, struct al_error *err)
+ * and removes the scratch. It also removes the run's nftables table (the
+ * supervisor has no CAP_NET_ADMIN left by then), but only when destroy
+ * wrote 'd' first: everything of the run is gone. A supervisor that died
+ * leaves the table in place, so that what may still run of the uid stays
+ * held, for `airlock gc`. */
+static int start_remover(struct al_process *pr, uid_t uid, bool nft, struct al_error *err)
 {
 	int fds[2];
 	pid_t pid;
@@ -80,8 +88,12 @@ static int start_remover(struct al_process *pr, struct al_error *err)
 		if (dup2(fds[0], 0) < 0)
 			_exit(1);
 		al_sys_close_range(1, ~0U, 0);
-		while (read(0, &c, 1) < 0 && errno == EINTR)
+		ssize_t n;
+		while ((n = read(0, &c, 1)) < 0 && errno == EINTR)
 			;
+		struct al_error nerr = {0};
+		if (nft && n == 1 && c == 'd' && al_process_nft_del(uid, &nerr) < 0)
+			al_warn("%s", nerr.msg);
 		if (pr->scratch_mounted)
 			(void)umount2(pr->scratch, MNT_DETACH);
 		_exit(rmdir(pr->scratch) < 0 ? 1 : 0);
@@ -92,18 +104,76 @@ static int start_remover(struct al_process *pr, struct al_error *err)
 	return 0;
 }
 
-static void remove_scratch(struct al_process *pr)
+/* gone: nothing of the run is left (its cgroup emptied). */
+static void remove_scratch(struct al_process *pr, bool gone)
 {
 	int status;
 
 	if (pr->remover <= 0)
 		return;
+	if (gone && write(pr->remover_fd, "d", 1) != 1)
+		al_warn("the scratch's remover: %s", strerror(errno));
 	al_closep(&pr->remover_fd);
 	while (waitpid(pr->remover, &status, 0) < 0 && errno == EINTR)
 		;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		al_warn("the scratch %s was not removed", pr->scratch);
 	pr->remover = -1;
+}
+
+/* A listener of the gateway's on the host's 127.0.0.1, at a port the
+ * kernel picks (fixed ports would clash between runs and with the host's
+ * services). */
+static int listen_host(enum al_gateway_listener kind, uint16_t *port, struct al_error *err)
+{
+	const struct al_listener_info *li = &al_gateway_listeners[kind];
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sin);
+	int defer = li->client_first ? 10 : 0;
+	_cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(fd, 128) < 0 ||
+	    (defer && setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer, sizeof(defer)) < 0) ||
+	    getsockname(fd, (struct sockaddr *)&sin, &len) < 0)
+		return al_error_setsys(err, errno, "backend process: the gateway's %s on 127.0.0.1",
+				       li->name);
+	*port = ntohs(sin.sin_port);
+	return TAKE_FD(fd);
+}
+
+/* Egress through the run's gateway: its HTTP proxy and SOCKS listeners on
+ * the host's loopback, handed to it as native's are, after the socket its
+ * peer check reads (any host user can connect to a loopback port: the
+ * gateway serves only clients of the run's uid); then the run's nftables
+ * table. No DNS listener: the sandbox resolves nothing itself (UDP is
+ * refused, and landlock lets TCP reach these two ports only); names go to
+ * the proxies (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY=socks5h://). */
+static int start_egress(struct al_sandbox *sb, struct al_process *pr, struct al_error *err)
+{
+	const struct al_sandbox_events *ev = sb->events;
+	static const enum al_gateway_listener kinds[2] = {AL_GATEWAY_HTTP, AL_GATEWAY_SOCKS};
+	int r, diag;
+
+	if (!ev || !ev->peers || !ev->listener)
+		return al_error_set(
+		    err, EOPNOTSUPP,
+		    "backend process: this run has no gateway to hand listeners to");
+	diag = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (diag < 0)
+		return al_error_setsys(err, errno,
+				       "backend process: a NETLINK_SOCK_DIAG socket for the "
+				       "gateway's peer check");
+	ev->peers(ev->data, sb->ids.uid, diag);
+	for (size_t i = 0; i < AL_ARRAY_SIZE(kinds); i++) {
+		int fd = listen_host(kinds[i], &pr->ports[i], err);
+		if (fd < 0)
+			return fd;
+		ev->listener(ev->data, kinds[i], fd);
+	}
+	if ((r = al_process_nft_add(sb->ids.uid, pr->ports, AL_ARRAY_SIZE(pr->ports), err)) < 0)
+		return r;
+	pr->nft_added = true;
+	return 0;
 }
 
 static int process_prepare(struct al_sandbox *sb, struct al_error *err)
@@ -141,9 +211,12 @@ static int process_prepare(struct al_sandbox *sb, struct al_error *err)
 	sb->remove_dirfd = st->slot.dirfd;
 	r = make_scratch(sb, pr, err);
 	struct al_error rm_err = {0};
-	if (pr->scratch && start_remover(pr, r < 0 ? &rm_err : err) < 0 && r == 0)
+	if (pr->scratch && start_remover(pr, sb->ids.uid, p->gateway, r < 0 ? &rm_err : err) < 0 &&
+	    r == 0)
 		r = -EIO;
 	if (r < 0)
+		return r;
+	if (p->gateway && (r = start_egress(sb, pr, err)) < 0)
 		return r;
 	if ((r = al_process_lower(p, pr->scratch, pr, err)) < 0)
 		return r;
@@ -244,10 +317,13 @@ static void process_destroy(struct al_sandbox *sb)
 	al_monitor_release_all(sb);
 	/* Kills whatever of the run is left in its cgroup (init's kill loop
 	 * already did, unless init itself was killed). */
-	if (al_cgroup_destroy(TAKE_PTR(sb->cg), &err) < 0)
+	bool gone = true;
+	if (al_cgroup_destroy(TAKE_PTR(sb->cg), &err) < 0) {
 		al_warn("%s", err.msg);
+		gone = false;
+	}
 	if (st->process)
-		remove_scratch(st->process);
+		remove_scratch(st->process, gone);
 	al_process_free(TAKE_PTR(st->process));
 	al_ids_release(&st->slot, st->pid < 0 || st->reaped || st->emptied);
 	sb->remove_dirfd = -1;

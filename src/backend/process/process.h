@@ -24,7 +24,23 @@ struct al_process {
 	struct al_plan view;	   /* the plan with workdir and env moved to the scratch */
 	char **envp;		   /* view.envp (owned strings) */
 	char *workdir;		   /* view.workdir (owned) */
+	/* Egress (a plan with a gateway): the gateway's listeners on the
+	 * host's 127.0.0.1, at ports the kernel chose; the run's nftables
+	 * table (nft.c) is in place while nft_added. */
+	uint16_t ports[2]; /* the HTTP proxy's and the SOCKS listener's; 0 before */
+	bool nft_added;
 };
+
+/* The run's nftables table: "airlock-process-UID" (family inet). */
+#define AL_PROCESS_NFT_PREFIX "airlock-process-"
+void al_process_nft_name(uid_t uid, char *out, size_t len);
+/* Add it: uid's packets are dropped but TCP to 127.0.0.1 at the n ports
+ * (a table of the same name is replaced, in one transaction). */
+int al_process_nft_add(uid_t uid, const uint16_t *ports, size_t n, struct al_error *err);
+int al_process_nft_del(uid_t uid, struct al_error *err);
+/* airlock gc: remove the tables whose run is dead (its slot of host ids
+ * not held). Returns how many, or -errno. */
+int al_process_nft_gc(struct al_error *err);
 
 extern const struct al_backend_facts al_process_facts;
 int al_process_usable(char *why, size_t len);
