@@ -221,24 +221,6 @@ static int read_u64(const char *dir, const char *file, uint64_t *ret)
 	return 0;
 }
 
-/* "key value" lines (memory.events, cpu.stat, cpuacct.stat, oom_control). */
-static int read_key(const char *dir, const char *file, const char *key, uint64_t *ret)
-{
-	_cleanup_free_ char *path = xasprintf("%s/%s", dir, file);
-	char buf[4096], *save = NULL;
-	size_t klen = strlen(key);
-
-	if (al_read_file(path, buf, sizeof(buf)) <= 0)
-		return -ENOENT;
-	for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		if (strncmp(line, key, klen) == 0 && line[klen] == ' ') {
-			*ret = strtoull(line + klen + 1, NULL, 10);
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
 static int write_u64_checked(const char *dir, const char *file, uint64_t v, struct al_error *err)
 {
 	char buf[32];
@@ -488,6 +470,8 @@ int al_cgroup_create(const struct al_cgroup_limits *limits, struct al_cgroup **r
 
 	cg->dirfd = -1;
 	cg->sockfd = -1;
+	for (size_t i = 0; i < AL_CG_N_COUNTERS; i++)
+		cg->ctrfd[i] = -1;
 	make_id(id, sizeof(id));
 	if (al_cg_v2_usable(&v2m, &v2own))
 		r = setup_v2(cg, v2own, id, err);
@@ -562,21 +546,83 @@ int al_cgroup_task_fds(const struct al_cgroup *cg, bool outer, int *fds, size_t 
 	return (int)n;
 }
 
-void al_cgroup_stats(const struct al_cgroup *cg, struct al_cgroup_stats *st)
+/* A counter's text into buf (NUL-terminated), or a negative errno. The
+ * file stays open after its first read, and is read again from offset 0:
+ * a cgroup file makes its text anew for a read at the start, and hands
+ * all of it to one read that has room (these are under 2 KB; buf holds
+ * 4 KB, as the whole-file reads before did), so each tick costs one
+ * pread a counter instead of an open, two reads and a close (the
+ * monitor's tick reads them every 20 ms while the command runs). */
+static ssize_t read_counter(struct al_cgroup *cg, enum al_cg_counter c, const char *dir,
+			    const char *file, char *buf, size_t len)
 {
+	int *fd = &cg->ctrfd[c];
+	ssize_t n;
+
+	if (*fd < 0) {
+		_cleanup_free_ char *path = xasprintf("%s/%s", dir, file);
+		*fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+		if (*fd < 0)
+			return -errno;
+	}
+	do
+		n = pread(*fd, buf, len - 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return n;
+}
+
+/* A counter holding one number ("max" is UINT64_MAX); *ret kept when the
+ * file cannot be read. */
+static void counter_u64(struct al_cgroup *cg, enum al_cg_counter c, const char *dir,
+			const char *file, uint64_t *ret)
+{
+	char buf[64];
+
+	if (read_counter(cg, c, dir, file, buf, sizeof(buf)) <= 0)
+		return;
+	*ret = strncmp(buf, "max", 3) == 0 ? UINT64_MAX : strtoull(buf, NULL, 10);
+}
+
+/* The value of a "key value" line of text; *ret kept when there is none. */
+static void key_value(const char *text, const char *key, uint64_t *ret)
+{
+	size_t klen = strlen(key);
+
+	for (const char *line = text; line && *line; line = strchr(line, '\n')) {
+		if (*line == '\n')
+			line++;
+		if (strncmp(line, key, klen) == 0 && line[klen] == ' ') {
+			*ret = strtoull(line + klen + 1, NULL, 10);
+			return;
+		}
+	}
+}
+
+void al_cgroup_stats(struct al_cgroup *cg, struct al_cgroup_stats *st)
+{
+	char buf[4096];
+
 	memset(st, 0, sizeof(*st));
 	if (!cg)
 		return;
 	if (cg->v2) {
 		const char *d = cg->h[0].dir;
-		read_key(d, "cpu.stat", "usage_usec", &st->cpu_usage_us);
-		read_key(d, "cpu.stat", "user_usec", &st->cpu_user_us);
-		read_key(d, "cpu.stat", "system_usec", &st->cpu_system_us);
-		read_u64(d, "memory.peak", &st->memory_peak);
-		read_u64(d, "memory.current", &st->memory_current);
-		read_key(d, "memory.events", "oom_kill", &st->oom_kills);
-		read_key(d, "pids.events", "max", &st->pids_max_hits);
-		read_key(d, "memory.stat", "sock", &st->socket_bytes);
+		if (read_counter(cg, AL_CG_CPU_STAT, d, "cpu.stat", buf, sizeof(buf)) > 0) {
+			key_value(buf, "usage_usec", &st->cpu_usage_us);
+			key_value(buf, "user_usec", &st->cpu_user_us);
+			key_value(buf, "system_usec", &st->cpu_system_us);
+		}
+		counter_u64(cg, AL_CG_MEM_PEAK, d, "memory.peak", &st->memory_peak);
+		counter_u64(cg, AL_CG_MEM_CURRENT, d, "memory.current", &st->memory_current);
+		if (read_counter(cg, AL_CG_MEM_EVENTS, d, "memory.events", buf, sizeof(buf)) > 0)
+			key_value(buf, "oom_kill", &st->oom_kills);
+		if (read_counter(cg, AL_CG_PIDS_EVENTS, d, "pids.events", buf, sizeof(buf)) > 0)
+			key_value(buf, "max", &st->pids_max_hits);
+		if (read_counter(cg, AL_CG_SOCK, d, "memory.stat", buf, sizeof(buf)) > 0)
+			key_value(buf, "sock", &st->socket_bytes);
 		st->socket_peak = st->socket_bytes;
 		return;
 	}
@@ -584,23 +630,33 @@ void al_cgroup_stats(const struct al_cgroup *cg, struct al_cgroup_stats *st)
 		   *pids = dir_for(cg, "pids");
 	uint64_t ns = 0, ticks = 0;
 	long hz = sysconf(_SC_CLK_TCK);
-	if (acct && read_u64(acct, "cpuacct.usage", &ns) == 0)
+	if (acct) {
+		counter_u64(cg, AL_CG_CPU_USAGE, acct, "cpuacct.usage", &ns);
 		st->cpu_usage_us = ns / 1000;
-	if (acct && read_key(acct, "cpuacct.stat", "user", &ticks) == 0)
-		st->cpu_user_us = ticks * 1000000ULL / (uint64_t)hz;
-	if (acct && read_key(acct, "cpuacct.stat", "system", &ticks) == 0)
-		st->cpu_system_us = ticks * 1000000ULL / (uint64_t)hz;
-	if (mem) {
-		read_u64(mem, "memory.max_usage_in_bytes", &st->memory_peak);
-		read_u64(mem, "memory.usage_in_bytes", &st->memory_current);
-		read_key(mem, "memory.oom_control", "oom_kill", &st->oom_kills);
-		if (cg->sockmem == AL_SOCKMEM_LIMITED) {
-			read_u64(mem, "memory.kmem.tcp.usage_in_bytes", &st->socket_bytes);
-			read_u64(mem, "memory.kmem.tcp.max_usage_in_bytes", &st->socket_peak);
+		if (read_counter(cg, AL_CG_CPU_STAT, acct, "cpuacct.stat", buf, sizeof(buf)) > 0) {
+			key_value(buf, "user", &ticks);
+			st->cpu_user_us = ticks * 1000000ULL / (uint64_t)hz;
+			ticks = 0;
+			key_value(buf, "system", &ticks);
+			st->cpu_system_us = ticks * 1000000ULL / (uint64_t)hz;
 		}
 	}
-	if (pids)
-		read_key(pids, "pids.events", "max", &st->pids_max_hits);
+	if (mem) {
+		counter_u64(cg, AL_CG_MEM_PEAK, mem, "memory.max_usage_in_bytes", &st->memory_peak);
+		counter_u64(cg, AL_CG_MEM_CURRENT, mem, "memory.usage_in_bytes",
+			    &st->memory_current);
+		if (read_counter(cg, AL_CG_MEM_EVENTS, mem, "memory.oom_control", buf,
+				 sizeof(buf)) > 0)
+			key_value(buf, "oom_kill", &st->oom_kills);
+		if (cg->sockmem == AL_SOCKMEM_LIMITED) {
+			counter_u64(cg, AL_CG_SOCK, mem, "memory.kmem.tcp.usage_in_bytes",
+				    &st->socket_bytes);
+			counter_u64(cg, AL_CG_SOCK_PEAK, mem, "memory.kmem.tcp.max_usage_in_bytes",
+				    &st->socket_peak);
+		}
+	}
+	if (pids && read_counter(cg, AL_CG_PIDS_EVENTS, pids, "pids.events", buf, sizeof(buf)) > 0)
+		key_value(buf, "max", &st->pids_max_hits);
 }
 
 size_t al_cgroup_dirs(const struct al_cgroup *cg, const char **dirs, const char **parents,

@@ -102,7 +102,7 @@ int al_cgroup_task_fds(const struct al_cgroup *cg, bool outer, int *fds, size_t 
 		       struct al_error *err);
 
 /* Read the counters. Missing files leave their fields 0. */
-void al_cgroup_stats(const struct al_cgroup *cg, struct al_cgroup_stats *st);
+void al_cgroup_stats(struct al_cgroup *cg, struct al_cgroup_stats *st);
 
 /* Kill every process in the run cgroup (v2 cgroup.kill; v1 SIGKILL to each
  * listed pid). */

@@ -18,6 +18,19 @@ struct hier {
 	char *dir;	/* <base>/<id>: the run's cgroup */
 };
 
+/* The counter files al_cgroup_stats reads on every tick (cgroup.c). */
+enum al_cg_counter {
+	AL_CG_CPU_STAT,	   /* v2 cpu.stat, v1 cpuacct.stat */
+	AL_CG_CPU_USAGE,   /* v1 cpuacct.usage */
+	AL_CG_MEM_PEAK,	   /* v2 memory.peak, v1 memory.max_usage_in_bytes */
+	AL_CG_MEM_CURRENT, /* v2 memory.current, v1 memory.usage_in_bytes */
+	AL_CG_MEM_EVENTS,  /* v2 memory.events, v1 memory.oom_control */
+	AL_CG_PIDS_EVENTS, /* pids.events */
+	AL_CG_SOCK,	   /* v2 memory.stat, v1 memory.kmem.tcp.usage_in_bytes */
+	AL_CG_SOCK_PEAK,   /* v1 memory.kmem.tcp.max_usage_in_bytes */
+	AL_CG_N_COUNTERS
+};
+
 struct al_cgroup {
 	bool v2;
 	struct hier h[MAX_HIER];
@@ -31,6 +44,8 @@ struct al_cgroup {
 	char *leaf;
 	enum al_sockmem sockmem;
 	int sockfd; /* v1 limited: memory.kmem.tcp.usage_in_bytes, for pread */
+	/* Each counter's file, open from its first read on (-1 before) */
+	int ctrfd[AL_CG_N_COUNTERS];
 	char desc[512];
 };
 

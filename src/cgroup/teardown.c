@@ -163,6 +163,8 @@ int al_cgroup_destroy(struct al_cgroup *cg, struct al_error *err)
 		return 0;
 	al_closep(&cg->dirfd);
 	al_closep(&cg->sockfd);
+	for (size_t i = 0; i < AL_CG_N_COUNTERS; i++)
+		al_closep(&cg->ctrfd[i]);
 	for (size_t i = 0; i < cg->n; i++) {
 		int q = cg->h[i].dir ? remove_dir(cg->h[i].dir) : 0;
 		if (q < 0 && r == 0)
