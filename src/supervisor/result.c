@@ -355,6 +355,16 @@ const char *al_result_describe(const struct al_plan *plan, const struct al_run_r
 				 "limit: memory; the sandbox was killed (more than %u listening "
 				 "sockets, whose queues the supervisor must count; a fixed cap)",
 				 AL_MAX_LISTENERS);
+		else if (res->linear_memory_cap)
+			snprintf(
+			    buf, len,
+			    "limit: memory; the sandbox was killed (the WebAssembly module's "
+			    "linear memory reached its cap of %llu M)%s%s%s",
+			    (unsigned long long)(res->linear_memory_cap >> 20),
+			    plan ? ": the cap is what " : "",
+			    plan ? limit_flag(AL_OPL_MEMORY, plan->memory_bytes, flag, sizeof(flag))
+				 : "",
+			    plan ? " leaves after node's own reserve" : "");
 		else if (res->socket_memory)
 			snprintf(
 			    buf, len,

@@ -88,10 +88,11 @@ struct al_run_result {
 	uint64_t stdout_bytes;
 	uint64_t stderr_bytes;
 	bool output_truncated;
-	bool have_cgroup;	 /* memory and pids counters are from the run's cgroup */
-	enum al_sockmem sockmem; /* how the cgroup holds socket buffers */
-	bool socket_memory;	 /* MEMORY: stopped for socket buffers past socket_stop */
-	bool listeners_hit;	 /* MEMORY: stopped for more than AL_MAX_LISTENERS listeners */
+	bool have_cgroup;	    /* memory and pids counters are from the run's cgroup */
+	enum al_sockmem sockmem;    /* how the cgroup holds socket buffers */
+	bool socket_memory;	    /* MEMORY: stopped for socket buffers past socket_stop */
+	bool listeners_hit;	    /* MEMORY: stopped for more than AL_MAX_LISTENERS listeners */
+	uint64_t linear_memory_cap; /* MEMORY: a wasm module's linear memory reached this cap */
 	uint64_t socket_stop;
 	bool have_cpu; /* cgroup.cpu_* are filled (cgroup or rusage) */
 	struct al_cgroup_stats cgroup;

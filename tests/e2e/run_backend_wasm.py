@@ -115,6 +115,11 @@ def memory_bomb_ends_for_memory(env):
     p, rec = run(env, ["--memory", "256M"], [m])
     expect(rec and rec["reason"] == "memory", "record: %s %s" % (rec, p.stderr[-300:]))
     expect(p.returncode == 137, "exit %d" % p.returncode)
+    # The line names the cap that stopped it (256M less node's reserve),
+    # not the --memory value as if the cgroup had been reached.
+    err = p.stderr.decode(errors="replace")
+    expect("linear memory reached its cap of 128 M" in err and "--memory 256M" in err,
+           "the limit's line: %r" % err[-300:])
 
 
 @case

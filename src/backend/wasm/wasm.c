@@ -360,9 +360,11 @@ static void ev_exited(void *d, int status)
 {
 	struct wasm_run *w = d;
 
-	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGUSR2)
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGUSR2 && !w->orig_events->meter->hit) {
+		w->orig_events->meter->res->linear_memory_cap = w->memory_cap;
 		al_meter_stop(w->orig_events->meter, AL_END_MEMORY, "wasm-memory", w->memory_cap,
 			      w->memory_cap);
+	}
 	ORIG(d)->exited(ORIG(d)->data, status);
 }
 static void ev_exec_failed(void *d, int e, const char *what)
