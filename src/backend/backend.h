@@ -79,6 +79,10 @@ struct al_sandbox {
 	/* Set by prepare: a directory the backend removes a file of its own
 	 * from at the end, which a confined supervisor must keep; -1: none. */
 	int remove_dirfd;
+	/* Whether that removal is of a whole tree (gvisor's run directory:
+	 * directories too, and listing them); false: files only (a host id
+	 * slot's lock file). */
+	bool remove_tree;
 	/* A session (set before start): the sandbox starts no command and
 	 * serves execs; exec_events hears about them. */
 	bool session;

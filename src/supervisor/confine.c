@@ -159,8 +159,10 @@ int al_confine_prepare(const struct al_confine *c, int *ret_ruleset, struct al_e
 			   err);
 	if (r == 0 && c->remove_dirfd >= 0)
 		r = add_fd(ruleset, c->remove_dirfd, "the backend's directory",
-			   LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
-			       LANDLOCK_ACCESS_FS_READ_DIR,
+			   LANDLOCK_ACCESS_FS_REMOVE_FILE |
+			       (c->remove_tree
+				    ? LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_READ_DIR
+				    : 0),
 			   err);
 	if (r == 0)
 		*ret_ruleset = TAKE_FD(ruleset);

@@ -29,8 +29,11 @@ struct al_confine {
 	 * rename): an O_PATH fd of the directory, or -1. */
 	int out_dirfd;
 	/* A directory (fd) it removes files from, or -1 (the run's host id
-	 * slot). */
+	 * slot). With remove_tree it also lists and removes directories
+	 * beneath it (the gvisor backend's run directory); without, files
+	 * only: a native run's supervisor gets no more than its slot needs. */
 	int remove_dirfd;
+	bool remove_tree;
 	int landlock_abi; /* 0: no landlock on this machine (the plan allowed that) */
 };
 

@@ -78,6 +78,7 @@ struct al_sandbox_ctl {
 	 * (the host id slot's, ids/slots.h), which a confined supervisor must
 	 * keep; -1: none. */
 	int remove_dirfd;
+	bool remove_tree; /* a whole tree beneath it (directories too) */
 };
 
 /* Where the sandbox's stdio goes. */

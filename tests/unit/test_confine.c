@@ -213,11 +213,72 @@ static void test_missing_dir_is_an_error(void **state)
 	assert_contains(got, "/nonexistent/airlock-out");
 }
 
+/* The backend's removal directory: a native run's (its host id slot's
+ * lock file) allows removing files only; gvisor's (remove_tree) also
+ * listing and removing directories. Reports "file list rmdir" as 0/1. */
+static void remove_dir_case(bool tree, const char *want)
+{
+	char root[64] = "/tmp/airlock-confine-XXXXXX", f[128], d[128], got[64] = "";
+	int p[2], status;
+
+	assert_non_null(mkdtemp(root));
+	path(f, sizeof(f), root, "lock");
+	path(d, sizeof(d), root, "dir");
+	put(f, "slot\n");
+	assert_int_equal(mkdir(d, 0755), 0);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct al_confine c = {.out_dirfd = -1,
+				       .remove_dirfd = open(root, O_RDONLY | O_DIRECTORY),
+				       .remove_tree = tree,
+				       .landlock_abi = al_landlock_abi()};
+		struct al_error err = {0};
+		int ruleset, fd;
+		if (al_confine_prepare(&c, &ruleset, &err) < 0 ||
+		    al_confine_self(ruleset, &err) < 0)
+			_exit(1);
+		char res[4] = {unlink(f) == 0 ? '1' : '0', 0, 0, 0};
+		fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		res[1] = fd >= 0 ? '1' : '0';
+		res[2] = rmdir(d) == 0 ? '1' : '0';
+		assert_true(write(p[1], res, 3) == 3);
+		_exit(0);
+	}
+	close(p[1]);
+	read_all(p[0], got, sizeof(got));
+	close(p[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	unlink(f);
+	rmdir(d);
+	assert_int_equal(rmdir(root), 0);
+	assert_string_equal(got, want);
+}
+
+static void test_remove_dir_files_only(void **state)
+{
+	(void)state;
+	if (al_landlock_abi() == 0)
+		skip();
+	remove_dir_case(false, "100");
+}
+
+static void test_remove_dir_tree(void **state)
+{
+	(void)state;
+	if (al_landlock_abi() == 0)
+		skip();
+	remove_dir_case(true, "111");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_confined_child),
 	    cmocka_unit_test(test_missing_dir_is_an_error),
+	    cmocka_unit_test(test_remove_dir_files_only),
+	    cmocka_unit_test(test_remove_dir_tree),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -220,6 +220,44 @@ static void test_file_under_mount(void **state)
 	assert_int_equal(al_gvisor_rmtree(-1, dir), 0);
 }
 
+/* An entry beneath a link of the plan's is refused: writing it would go
+ * through the link, to the host outside the rootfs. */
+static void test_entry_under_link(void **state)
+{
+	char target[] = "/tmp/al-gvisor-target.XXXXXX", dir[] = "/tmp/al-gvisor-test.XXXXXX";
+	assert_non_null(mkdtemp(target));
+	struct al_fs_entry bad[] = {
+	    {.kind = AL_FS_DIR, .path = "/", .mode = 0755},
+	    {.kind = AL_FS_LINK, .path = "/l", .source = target, .what = "link /l"},
+	    {.kind = AL_FS_DIR, .path = "/l/sub", .mode = 0755, .what = "dir /l/sub"},
+	    {.kind = AL_FS_FILE,
+	     .path = "/l/sub/f",
+	     .source = "x",
+	     .len = 1,
+	     .mode = 0444,
+	     .what = "file /l/sub/f"},
+	};
+	struct al_error err = {0};
+	struct al_plan p;
+	int fd;
+
+	(void)state;
+	make_plan(&p);
+	p.fs = bad;
+	p.n_fs = sizeof(bad) / sizeof(bad[0]);
+	assert_non_null(mkdtemp(dir));
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_int_equal(al_gvisor_bundle(fd, &p, "/S", &err), -ENOTDIR);
+	assert_non_null(strstr(err.msg, "/l/sub"));
+	close(fd);
+	/* nothing was made through the link */
+	char *sub = xasprintf("%s/sub", target);
+	assert_int_equal(access(sub, F_OK), -1);
+	free(sub);
+	assert_int_equal(al_gvisor_rmtree(-1, dir), 0);
+	assert_int_equal(rmdir(target), 0);
+}
+
 static void test_refusals(void **state)
 {
 	struct al_fs_entry rw[] = {
@@ -249,9 +287,8 @@ static void test_refusals(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_config),
-	    cmocka_unit_test(test_gateway_namespace),
-	    cmocka_unit_test(test_file_under_mount),
+	    cmocka_unit_test(test_config),	     cmocka_unit_test(test_gateway_namespace),
+	    cmocka_unit_test(test_file_under_mount), cmocka_unit_test(test_entry_under_link),
 	    cmocka_unit_test(test_refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,11 +19,15 @@
 #include "core/util.h"
 
 /* Make every missing directory of rel (relative to rootfs) up to, but not
- * including, its last component. */
+ * including, its last component. Each must be a directory, not a link the
+ * plan put there: a path through a link (such as /dev/fd ->
+ * /proc/self/fd) would resolve on the host, outside the rootfs, where
+ * airlock writes as root. */
 static int make_parents(int rootfd, const char *rel)
 {
 	char buf[4096];
 	size_t n = strlen(rel);
+	struct stat st;
 
 	if (n >= sizeof(buf))
 		return -ENAMETOOLONG;
@@ -32,6 +36,9 @@ static int make_parents(int rootfd, const char *rel)
 		*s = '\0';
 		if (buf[0] && mkdirat(rootfd, buf, 0755) < 0 && errno != EEXIST)
 			return -errno;
+		if (buf[0] &&
+		    (fstatat(rootfd, buf, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)))
+			return -ENOTDIR;
 		*s = '/';
 	}
 	return 0;

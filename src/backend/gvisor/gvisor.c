@@ -161,6 +161,7 @@ static int gvisor_prepare(struct al_sandbox *sb, struct al_error *err)
 	 * directory (supervisor/confine.c). */
 	if ((sb->remove_dirfd = open(AL_GVISOR_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return al_error_setsys(err, errno, "backend gvisor: opening %s", AL_GVISOR_DIR);
+	sb->remove_tree = true;
 	if ((dirfd = open(st->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    mkdirat(dirfd, "bundle", 0700) < 0 || mkdirat(dirfd, "state", 0700) < 0 ||
 	    mkdirat(dirfd, "scratch", 0700) < 0)
