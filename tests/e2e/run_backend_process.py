@@ -2,7 +2,7 @@
 """The process backend (no namespaces), judged from the host: the host's
 environment absent, host files invisible, an input unchanged, the scratch
 gone, no socket out (TCP to a loopback listener of ours, UDP, a Unix
-socket), a limit that ends the run with its reason, nothing left behind,
+socket, a listener of the sandbox's, System V IPC), a limit that ends the run with its reason, nothing left behind,
 and the plans it refuses. Egress: the seed scenario's agent reaches its
 allowed host only through the gateway and its upload is refused and
 audited; a client of another uid gets nothing from the gateway; the
@@ -154,6 +154,73 @@ def no_socket_out():
     finally:
         lst.close()
         udp.close()
+
+
+@case
+def no_listener():
+    # listen() on an unbound TCP socket binds an ephemeral port on every
+    # address without landlock's bind check: the run would serve whoever
+    # connects (a run without network has no nftables table either).
+    code = (
+        "import socket, sys\n"
+        "t = socket.socket()\n"
+        "try:\n    t.listen(1)\n"
+        "except OSError as e:\n    print('listen refused', e.errno, flush=True); sys.exit(0)\n"
+        "print('port', t.getsockname()[1], flush=True)\n"
+        "t.settimeout(5)\n"
+        "c, _ = t.accept(); c.sendall(b'served-from-the-sandbox')\n"
+    )
+    p = subprocess.Popen([AIRLOCK, "run", "--backend", "process", "--", "python3", "-c", code],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    got = b""
+    try:
+        line = p.stdout.readline().decode()
+        if line.startswith("port "):
+            try:
+                with socket.create_connection(("127.0.0.1", int(line.split()[1])),
+                                              timeout=3) as s:
+                    s.settimeout(3)
+                    got = s.recv(64)
+            except OSError:
+                pass
+        rest = p.communicate(timeout=30)[0].decode()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert got == b"", "the host read %r from the sandbox's listener" % got
+    assert line.startswith("listen refused 13"), line + rest
+
+
+@case
+def no_host_ipc():
+    # No IPC namespace: a System V object or a message queue would be the
+    # host's, outliving the run (and found by the next run of its uid).
+    keys = (0x41504931, 0x41504932, 0x41504933)
+    code = (
+        "import ctypes, os\n"
+        "c = ctypes.CDLL(None, use_errno=True)\n"
+        "print('uid', os.getuid())\n"
+        "print('shm', c.shmget(%d, 4096, 0o1600), ctypes.get_errno())\n"
+        "print('msg', c.msgget(%d, 0o1600), ctypes.get_errno())\n"
+        "print('sem', c.semget(%d, 1, 0o1600), ctypes.get_errno())\n"
+        "print('mq', c.mq_open(b'/airlock-test', os.O_CREAT | os.O_RDWR, 0o600, None),"
+        " ctypes.get_errno())\n"
+    ) % keys
+    try:
+        r = run(["python3", "-c", code])
+        assert r.rc == 0, r.describe()
+        uid = r.text.split()[1]
+        ipcs = subprocess.run(["ipcs", "-a"], capture_output=True, text=True).stdout
+        left = [ln for ln in ipcs.splitlines()
+                if any(("0x%08x" % k) in ln for k in keys) or uid in ln.split()]
+        assert not left, "IPC objects of the run left on the host:\n" + "\n".join(left)
+        assert not os.path.exists("/dev/mqueue/airlock-test"), "a message queue left"
+        for what in ("shm", "msg", "sem", "mq"):
+            assert "%s -1 1\n" % what in r.text, r.describe()
+    finally:
+        for flag, k in zip(("-M", "-Q", "-S"), keys):
+            subprocess.run(["ipcrm", flag, "0x%08x" % k], capture_output=True)
 
 
 @case

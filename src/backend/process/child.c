@@ -6,8 +6,9 @@
  *   (setgroups needs CAP_SETGID, which the uid change drops).
  * - The subreaper bit makes orphans (a daemonised grandchild) init's, so
  *   init reaps them and its final kill loop ends only once they are gone.
- * - The socket filter comes before the native seccomp filter: once that
- *   one is in, seccomp(2) itself is refused. */
+ * - The socket filter and the filter of refused calls come before the
+ *   native seccomp filter: once that one is in, seccomp(2) itself is
+ *   refused. */
 #include "backend/process/process.h"
 
 #include <errno.h>
@@ -108,6 +109,51 @@ static int step_sockets(struct al_child *c)
 	return 0;
 }
 
+/* Calls refused here that the native table allows because, there, a
+ * namespace makes them harmless:
+ * - listen: an unbound TCP socket's listen() binds it to an ephemeral
+ *   port on every address without landlock's bind check, so a run could
+ *   serve whoever connects from the host or the network (with no gateway
+ *   there is no nftables table either). The layer has no loopback of its
+ *   own, so it offers no TCP server at all; its socketpairs need none.
+ * - System V IPC and POSIX message queues: there is no IPC namespace, so
+ *   an object would be the host's: it outlives the run (its scratch is not
+ *   the only thing destroyed then), and the next run given the same slot's
+ *   uid would find it. The host's own objects stay out of reach too. */
+static const struct {
+	int nr, err;
+} refused[] = {
+    {__NR_listen, EACCES}, {__NR_shmget, EPERM},    {__NR_shmat, EPERM},      {__NR_shmctl, EPERM},
+    {__NR_semget, EPERM},  {__NR_semop, EPERM},	    {__NR_semtimedop, EPERM}, {__NR_semctl, EPERM},
+    {__NR_msgget, EPERM},  {__NR_msgsnd, EPERM},    {__NR_msgrcv, EPERM},     {__NR_msgctl, EPERM},
+    {__NR_mq_open, EPERM}, {__NR_mq_unlink, EPERM},
+};
+
+/* Two instructions a call: "nr equal? then (the next one) refuse it". */
+static int step_refused(struct al_child *c)
+{
+	struct sock_filter f[4 + 2 * AL_ARRAY_SIZE(refused) + 1];
+	size_t n = 0;
+
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, arch));
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROCESS_ARCH, 1, 0);
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, nr));
+	for (size_t i = 0; i < AL_ARRAY_SIZE(refused); i++) {
+		f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+						      (uint32_t)refused[i].nr, 0, 1);
+		f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, DENY(refused[i].err));
+	}
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+
+	struct sock_fprog prog = {.len = (unsigned short)n, .filter = f};
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+		return fail(c, errno, "installing the filter of listen and IPC");
+	return 0;
+}
+
 struct step {
 	const char *name;
 	int (*run)(struct al_child *c);
@@ -128,6 +174,7 @@ static const struct step steps[] = {
 	{"no-new-privs",     step_no_new_privs},
 	{"landlock",         step_landlock},
 	{"sockets",          step_sockets},
+	{"refused",          step_refused},
 	{"seccomp",          step_seccomp},
 	{"verify",           step_report_ready},
 };

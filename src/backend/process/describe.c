@@ -32,7 +32,9 @@ const struct al_backend_facts al_process_facts = {
 	      "only the gateway's two ports are reachable",
     .pids = "not hidden: the host's processes are visible in /proc; landlock (ABI 6+) keeps "
 	    "the command's signals inside the run",
-    .kernel = "the host's kernel through the native seccomp allowlist and a socket filter",
+    .kernel = "the host's kernel through the native seccomp allowlist and a socket filter; "
+	      "no listen() (no TCP server) and no System V IPC or message queues, which would "
+	      "be the host's",
     .limits = "the run's cgroup (memory, pids, CPU) and rlimits; output capped by the "
 	      "supervisor",
     .exec = "no",
@@ -271,7 +273,8 @@ int al_process_describe(const struct al_plan *p, FILE *f, json_t *json, struct a
 			fprintf(f, "  allow    %s (access 0x%llx)\n", pr->np->ll_rules[i].path,
 				(unsigned long long)pr->np->ll_rules[i].access);
 		fprintf(f,
-			"sockets:    TCP (which landlock refuses%s) and stream socketpairs only\n",
+			"sockets:    TCP (which landlock refuses%s) and stream socketpairs only; "
+			"no listen(), no System V IPC or message queues\n",
 			p->gateway ? " but to the gateway" : "");
 		if (p->gateway)
 			fprintf(f,
