@@ -127,16 +127,50 @@ def loop_ends_at_timeout(env):
 
 @case
 def refusals(env):
-    """A network rule, a terminal and a file that is no module are each
-    refused with one line naming what, and nothing runs."""
+    """A network rule, a terminal, a file that is no module, a FIFO and a
+    device as the module are each refused with one line naming what, and
+    nothing runs."""
     m = module(env, "io")
-    for opts, cmd, word in ((["--allow", "example.com"], [m], "network"),
-                            (["-t"], [m], "terminal"),
-                            ([], ["/bin/true"], "not a WebAssembly module")):
-        p, rec = run(env, opts, cmd)
-        lines = p.stderr.decode().strip().splitlines()
-        expect(p.returncode == 125, "%s: exit %d" % (opts, p.returncode))
-        expect(len(lines) == 1 and word in lines[0], "%s: %s" % (opts, lines))
+    with TempDir() as d:
+        fifo = os.path.join(d, "fifo.wasm")
+        os.mkfifo(fifo)
+        # A FIFO as the module: refused at once, never waited on (the run's
+        # own 20 s timeout below fails the case if airlock blocks on it).
+        for opts, cmd, word in ((["--allow", "example.com"], [m], "network"),
+                                (["-t"], [m], "terminal"),
+                                ([], ["/bin/true"], "not a WebAssembly module"),
+                                ([], [fifo], "not a regular file"),
+                                ([], ["/dev/zero"], "not a regular file")):
+            try:
+                p, rec = run(env, opts, cmd, timeout=20)
+            except subprocess.TimeoutExpired:
+                raise AssertionError("%s %s: airlock blocked" % (opts, cmd))
+            lines = p.stderr.decode().strip().splitlines()
+            expect(p.returncode == 125, "%s %s: exit %d" % (opts, cmd, p.returncode))
+            expect(len(lines) == 1 and word in lines[0], "%s %s: %s" % (opts, cmd, lines))
+
+
+@case
+def environment_configures_no_engine(env):
+    """The plan's environment is the module's, never node's: NODE_OPTIONS
+    asking node to --require a script (which would run JavaScript with
+    node's whole API, here writing a file into the copied-out scratch)
+    reaches the module as a plain variable and runs nothing."""
+    m = module(env, "escape")
+    with TempDir() as d:
+        os.mkdir(os.path.join(d, "in"))
+        hook = os.path.join(d, "in", "hook.cjs")
+        open(hook, "w").write("require('fs').writeFileSync('/work/hooked', 'x');\n"
+                              "console.log('HOOK RAN');\n")
+        out = os.path.join(d, "out")
+        p, _ = run(env, ["--ro", "%s:/input" % os.path.join(d, "in"),
+                         "--env", "NODE_OPTIONS=--require /input/hook.cjs",
+                         "--copy-out", "/work:%s" % out], [m, "/nowhere", "/nowhere2"])
+        expect(p.returncode == 0, "exit %d: %s" % (p.returncode, p.stderr[-300:]))
+        expect(b"HOOK RAN" not in p.stdout + p.stderr, "node ran the plan's NODE_OPTIONS")
+        expect(not os.path.exists(os.path.join(out, "hooked")), "the hook wrote the scratch")
+        expect(b"env NODE_OPTIONS=--require /input/hook.cjs" in p.stdout,
+               "the module lost its variable: %s" % p.stdout[-300:])
 
 
 def install_pyodide(into):

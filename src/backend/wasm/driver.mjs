@@ -18,6 +18,13 @@ import { basename } from 'node:path';
 
 const cfg = JSON.parse(process.argv[1]);
 const args = process.argv.slice(2);
+// The plan's environment: node got it prefixed (wasm.c's WASM_ENV_PREFIX)
+// so that none of it configures node itself (NODE_OPTIONS, OPENSSL_CONF).
+const PREFIX = 'AIRLOCK_WASM_ENV_';
+const env = {};
+for (const [k, v] of Object.entries(process.env))
+	if (k.startsWith(PREFIX))
+		env[k.slice(PREFIX.length)] = v;
 // WASI errno ENOSYS: what every call the module may not use answers.
 const ENOSYS = 52;
 // A module that failed with its memory this close to the cap ran out of it.
@@ -44,7 +51,6 @@ function verdict(code, memory) {
 
 async function runWasi() {
 	const { WASI } = await import('node:wasi');
-	const env = { ...process.env };
 	const wasi = new WASI({
 		version: 'preview1',
 		args: [cfg.name, ...args],
@@ -132,7 +138,7 @@ async function runPython() {
 		say('--language python takes -c CODE or a script and its arguments');
 		return 2;
 	}
-	const py = await loadPyodide({ indexURL: `${cfg.pyodide}/`, env: { ...process.env },
+	const py = await loadPyodide({ indexURL: `${cfg.pyodide}/`, env: { ...env },
 		stdout: () => {}, stderr: () => {} });
 	const out = (fd) => ({ write: (buf) => writeSync(fd, buf) });
 	py.setStdout(out(1));
