@@ -21,6 +21,7 @@ allocator stops at 2 GiB, the loop at the 3 s timeout).
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 
@@ -115,6 +116,52 @@ def memory_bomb_ends_for_memory(env):
     p, rec = run(env, ["--memory", "256M"], [m])
     expect(rec and rec["reason"] == "memory", "record: %s %s" % (rec, p.stderr[-300:]))
     expect(p.returncode == 137, "exit %d" % p.returncode)
+
+
+def leb(n):
+    """n as unsigned LEB128 (WebAssembly's integers)."""
+    out = bytearray()
+    while True:
+        b, n = n & 0x7f, n >> 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def table_bomb(path, tables=20):
+    """Writes a module whose _start grows each of `tables` externref tables
+    by 2^20 entries at a time until V8 refuses (its cap is 10^7 entries a
+    table): memory outside the linear memory, so no --wasm-max-mem-pages
+    applies. Bounded by itself (20 full tables are under 2 GiB)."""
+    def sec(i, body):
+        return bytes([i]) + leb(len(body)) + body
+
+    def name(t):
+        return leb(len(t)) + t.encode()
+    body = b"\x00"  # no locals
+    for t in range(tables):
+        # loop: table.grow t (ref.null, 2^20); repeat while it is not -1
+        body += (b"\x03\x40\xd0\x6f\x41\x80\x80\xc0\x00\xfc\x0f" + leb(t) +
+                 b"\x41\x7f\x47\x0d\x00\x0b")
+    body += b"\x0b"
+    m = b"\x00asm\x01\x00\x00\x00" + sec(1, b"\x01\x60\x00\x00") + sec(3, b"\x01\x00")
+    m += sec(4, leb(tables) + b"\x6f\x00\x00" * tables) + sec(5, b"\x01\x00\x01")
+    m += sec(7, b"\x02" + name("memory") + b"\x02\x00" + name("_start") + b"\x00\x00")
+    m += sec(10, b"\x01" + leb(len(body)) + body)
+    open(path, "wb").write(m)
+
+
+@case
+def tables_outside_linear_memory_end_for_memory(env):
+    """A module that exhausts memory through tables (V8's heap, outside the
+    capped linear memory, so the driver's verdict never sees it) is still
+    stopped by the run's cgroup, with reason memory."""
+    usable(env)
+    with TempDir() as d:
+        m = os.path.join(d, "tables.wasm")
+        table_bomb(m)
+        p, rec = run(env, ["--memory", "192M", "--timeout", "30"], [m])
+    expect(rec and rec["reason"] == "memory", "record: %s %s" % (rec, p.stderr[-300:]))
 
 
 @case
@@ -218,6 +265,80 @@ def pyodide_analysis_step(env):
         report = open(os.path.join(out, "report.txt")).read()
         expect("East" in report, "report: %s" % report)
         expect(SECRET not in report, "the host environment leaked")
+
+
+@case
+def pyodide_js_memory_ends_for_memory(env):
+    """Python allocating JavaScript buffers (outside Pyodide's linear
+    memory) is stopped by the run's cgroup with reason memory; the loop
+    stops by itself at 2.5 GiB."""
+    usable(env)
+    install_pyodide(os.path.join(os.path.dirname(env.airlock), "pyodide"))
+    code = ("import js\nkeep = []\nfor i in range(40):\n"
+            "    b = js.Uint8Array.new(64 << 20)\n    b.fill(1)\n    keep.append(b)\n"
+            "print('survived')\n")
+    p, rec = run(env, ["--language", "python", "--memory", "384M", "--timeout", "120"],
+                 ["-c", code], timeout=150)
+    expect(rec and rec["reason"] == "memory", "record: %s %s" % (rec, p.stderr[-300:]))
+    expect(b"survived" not in p.stdout, "the allocations were not stopped")
+
+
+# Python under Pyodide reaches node's whole API through its JavaScript
+# bridge (docs/backends.md says so): these are the bounds that still hold.
+NODE_API = r"""
+import js, sys
+from pyodide.ffi import to_js
+port, hostfile = int(sys.argv[1]), sys.argv[2]
+get = js.process.getBuiltinModule
+utf8 = to_js({"encoding": "utf8"}, dict_converter=js.Object.fromEntries)
+def t(name, f):
+    try:
+        print(name, "->", f())
+    except BaseException as e:
+        print(name, "denied", str(e).splitlines()[0][:200])
+t("env", lambda: js.JSON.stringify(js.process.env))
+t("read-host", lambda: get("fs").readFileSync(hostfile, "utf8"))
+t("write-input", lambda: get("fs").writeFileSync("/input/data.txt", "changed"))
+conn = ("require('net').connect(%d, '127.0.0.1').on('connect', () => console.log('connected'))"
+        ".on('error', e => console.log('error', e.code))" % port)
+t("connect", lambda: get("child_process").spawnSync("/usr/bin/node", to_js(["-e", conn]),
+                                                    utf8).stdout.strip())
+"""
+
+
+@case
+def pyodide_node_api_bounded_by_native(env):
+    """Python under Pyodide calls node's fs, child_process and net (the
+    layer's documented limit); the native layer around it still holds: no
+    host environment value, a host file outside the plan unreadable, the
+    input unchanged, and the host's loopback listener never reached."""
+    usable(env)
+    install_pyodide(os.path.join(os.path.dirname(env.airlock), "pyodide"))
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    listener.setblocking(False)
+    with TempDir() as d, listener:
+        os.mkdir(os.path.join(d, "in"))
+        src = os.path.join(d, "in", "data.txt")
+        open(src, "w").write("input\n")
+        hostfile = os.path.join(d, "hostfile")
+        open(hostfile, "w").write(SECRET)
+        p, rec = run(env, ["--language", "python", "--timeout", "120",
+                           "--ro", "%s:/input" % os.path.join(d, "in")],
+                     ["-c", NODE_API, str(listener.getsockname()[1]), hostfile], timeout=150)
+        out = p.stdout.decode()
+        expect(p.returncode == 0, "exit %d: %s" % (p.returncode, p.stderr[-500:]))
+        expect("env ->" in out and "connect ->" in out, "the probe did not run: %s" % out)
+        expect(SECRET not in out + p.stderr.decode(), "host env or file reached: %s" % out)
+        expect("read-host denied" in out and "write-input denied" in out, out)
+        expect(open(src).read() == "input\n", "the input changed")
+        try:
+            listener.accept()
+            raise AssertionError("the sandbox reached the host's loopback")
+        except BlockingIOError:
+            pass
+        expect("connected" not in out.replace("connect ->", ""), out)
 
 
 if __name__ == "__main__":

@@ -340,9 +340,12 @@ static int wasm_describe(const struct al_plan *p, FILE *f, json_t *json, struct 
 		json_t *v;
 		fprintf(f,
 			"wasm:       %s under %s (WASI preview 1), linear memory at most %llu "
-			"bytes, no sockets\n",
+			"bytes, %s\n",
 			p->language ? "Python (Pyodide)" : p->argv[0], w->plan.argv[0],
-			(unsigned long long)w->memory_cap);
+			(unsigned long long)w->memory_cap,
+			p->language ? "node's whole API through Pyodide's JavaScript bridge "
+				      "(held by the native layer only)"
+				    : "no sockets");
 		json_object_foreach(w->preopens, dir, v) fprintf(f, "  preopen   %s\n", dir);
 	} else {
 		json_object_set_new(json, "wasm",
@@ -474,7 +477,8 @@ static int wasm_usable(char *why, size_t len)
 
 static const struct al_backend_facts wasm_facts = {
     .summary = "WebAssembly modules (WASI preview 1; Python under Pyodide) in Node's V8, "
-	       "inside the native layer",
+	       "inside the native layer; Python reaches node's whole API (files, programs, "
+	       "sockets) through Pyodide's JavaScript bridge, held by the native layer only",
     .files = "WASI preopens of the plan's inputs and scratch only, within the native "
 	     "layer's read-only tree and landlock",
     .egress = "none: WASI preview 1 opens no socket (the driver answers every socket call "
