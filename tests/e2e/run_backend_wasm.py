@@ -128,27 +128,87 @@ def leb(n):
             return bytes(out)
 
 
+def sec(i, body):
+    """A module section: its id, its size, its body."""
+    return bytes([i]) + leb(len(body)) + body
+
+
+def name(text):
+    return leb(len(text)) + text.encode()
+
+
+MAGIC = b"\x00asm\x01\x00\x00\x00"
+MEMORY = sec(5, b"\x01\x00\x01")  # one memory of one page
+VOID = sec(1, b"\x01\x60\x00\x00")  # type 0: () -> ()
+
+
 def table_bomb(path, tables=20):
     """Writes a module whose _start grows each of `tables` externref tables
     by 2^20 entries at a time until V8 refuses (its cap is 10^7 entries a
     table): memory outside the linear memory, so no --wasm-max-mem-pages
     applies. Bounded by itself (20 full tables are under 2 GiB)."""
-    def sec(i, body):
-        return bytes([i]) + leb(len(body)) + body
-
-    def name(t):
-        return leb(len(t)) + t.encode()
     body = b"\x00"  # no locals
     for t in range(tables):
         # loop: table.grow t (ref.null, 2^20); repeat while it is not -1
         body += (b"\x03\x40\xd0\x6f\x41\x80\x80\xc0\x00\xfc\x0f" + leb(t) +
                  b"\x41\x7f\x47\x0d\x00\x0b")
     body += b"\x0b"
-    m = b"\x00asm\x01\x00\x00\x00" + sec(1, b"\x01\x60\x00\x00") + sec(3, b"\x01\x00")
-    m += sec(4, leb(tables) + b"\x6f\x00\x00" * tables) + sec(5, b"\x01\x00\x01")
+    m = MAGIC + VOID + sec(3, b"\x01\x00")
+    m += sec(4, leb(tables) + b"\x6f\x00\x00" * tables) + MEMORY
     m += sec(7, b"\x02" + name("memory") + b"\x02\x00" + name("_start") + b"\x00\x00")
     m += sec(10, b"\x01" + leb(len(body)) + body)
     open(path, "wb").write(m)
+
+
+def importer(path, module_name, field):
+    """Writes a module importing module_name.field as a function () -> ()
+    that its _start calls."""
+    m = MAGIC + VOID + sec(2, b"\x01" + name(module_name) + name(field) + b"\x00\x00")
+    m += sec(3, b"\x01\x00") + MEMORY
+    m += sec(7, b"\x02" + name("memory") + b"\x02\x00" + name("_start") + b"\x00\x01")
+    m += sec(10, b"\x01\x04\x00\x10\x00\x0b")
+    open(path, "wb").write(m)
+
+
+@case
+def unexpected_modules_refused(env):
+    """Modules that import node's internals through the WASI import object
+    (its constructor, _setMemory: C++ functions that abort node on a failed
+    check), import from `env`, or export no _start each end with exit 126
+    and one airlock-wasm line, never a crash of node."""
+    usable(env)
+    with TempDir() as d:
+        cases = []
+        for field in ("constructor", "_setMemory", "__proto__"):
+            path = os.path.join(d, "imp-%s.wasm" % field)
+            importer(path, "wasi_snapshot_preview1", field)
+            cases.append((path, "cannot be instantiated"))
+        path = os.path.join(d, "env.wasm")
+        importer(path, "env", "foo")
+        cases.append((path, "cannot be instantiated"))
+        path = os.path.join(d, "nostart.wasm")
+        open(path, "wb").write(MAGIC + MEMORY + sec(7, b"\x01" + name("memory") + b"\x02\x00"))
+        cases.append((path, "exports no _start"))
+        for path, word in cases:
+            p, rec = run(env, [], [path])
+            err = p.stderr.decode()
+            expect(p.returncode == 126, "%s: exit %d: %s" % (path, p.returncode, err[-400:]))
+            expect(word in err and "Native stack trace" not in err,
+                   "%s: %s" % (path, err[-400:]))
+            expect(rec and rec["reason"] == "exited", "%s: record %s" % (path, rec))
+
+
+@case
+def python_script_missing_one_line(env):
+    """--language python with a script that is not there ends with exit 2
+    and one airlock-wasm line naming it, not node's stack trace."""
+    usable(env)
+    install_pyodide(os.path.join(os.path.dirname(env.airlock), "pyodide"))
+    p, _ = run(env, ["--language", "python"], ["/nowhere/script.py"])
+    lines = p.stderr.decode().strip().splitlines()
+    expect(p.returncode == 2, "exit %d: %s" % (p.returncode, lines))
+    expect(len(lines) == 1 and "cannot read the script /nowhere/script.py" in lines[0],
+           "%s" % lines)
 
 
 @case

@@ -49,6 +49,18 @@ function verdict(code, memory) {
 	return code;
 }
 
+// What the module may import: the WASI calls by name, in objects with no
+// prototype. Node's own import object is its internal WASI binding, whose
+// other properties (constructor, _setMemory) are C++ functions the module
+// could import and call with numbers (node aborts on a failed CHECK).
+function moduleImports(calls) {
+	const wasi = Object.create(null);
+	for (const [name, fn] of Object.entries(calls))
+		if (/^[a-z]/.test(name) && typeof fn === 'function')
+			wasi[name] = fn;
+	return Object.assign(Object.create(null), { wasi_snapshot_preview1: wasi });
+}
+
 async function runWasi() {
 	const { WASI } = await import('node:wasi');
 	const wasi = new WASI({
@@ -79,12 +91,16 @@ async function runWasi() {
 	}
 	let instance;
 	try {
-		instance = await WebAssembly.instantiate(module, imports);
+		instance = await WebAssembly.instantiate(module, moduleImports(calls));
 	} catch (e) {
 		say(`${basename(cfg.name)} cannot be instantiated: ${e.message}`);
 		return 126;
 	}
 	memory = instance.exports.memory;
+	if (typeof instance.exports._start !== 'function') {
+		say(`${basename(cfg.name)} exports no _start function (not a WASI command)`);
+		return 126;
+	}
 	let code;
 	try {
 		wasi.start(instance);
@@ -131,7 +147,12 @@ async function runPython() {
 		filename = '<string>';
 		argv = ['-c', ...args.slice(2)];
 	} else if (args.length >= 1 && !args[0].startsWith('-')) {
-		code = readFileSync(args[0], 'utf8');
+		try {
+			code = readFileSync(args[0], 'utf8');
+		} catch (e) {
+			say(`cannot read the script ${args[0]}: ${e.message}`);
+			return 2;
+		}
 		filename = args[0];
 		argv = args;
 	} else {
