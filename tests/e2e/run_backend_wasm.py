@@ -14,8 +14,14 @@ with the memory reason, a loop at the timeout; network rules and -t are
 refused with one line; the seed's analysis step under Pyodide (the
 standard library's csv) writes its report (Pyodide installed with npm ci
 beside the binary first, from src/backend/wasm/pyodide's lock file). Then nothing of the runs is
-left (processes, cgroups, mounts). Every bomb is bounded by itself (the
-allocator stops at 2 GiB, the loop at the 3 s timeout).
+left (processes, cgroups, mounts). An attacker's cases: the plan's
+environment configures node in no way (NODE_OPTIONS), a FIFO or device as
+the module is refused at once, modules importing node's internals, `env` or
+exporting no _start end with one line, memory outside linear memory (tables,
+JS buffers under Pyodide) ends for memory, and Python's reach into node's
+API (documented) is still bounded by the native layer. Every bomb is
+bounded by itself (the allocator stops at 2 GiB, the tables under 2 GiB,
+the JS buffers at 2.5 GiB, the loop at the 3 s timeout).
 """
 
 import json
