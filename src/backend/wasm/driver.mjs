@@ -18,6 +18,13 @@ import { basename } from 'node:path';
 
 const cfg = JSON.parse(process.argv[1]);
 const args = process.argv.slice(2);
+// The plan's environment: node got it prefixed (wasm.c's WASM_ENV_PREFIX)
+// so that none of it configures node itself (NODE_OPTIONS, OPENSSL_CONF).
+const PREFIX = 'AIRLOCK_WASM_ENV_';
+const env = {};
+for (const [k, v] of Object.entries(process.env))
+	if (k.startsWith(PREFIX))
+		env[k.slice(PREFIX.length)] = v;
 // WASI errno ENOSYS: what every call the module may not use answers.
 const ENOSYS = 52;
 // A module that failed with its memory this close to the cap ran out of it.
@@ -42,9 +49,20 @@ function verdict(code, memory) {
 	return code;
 }
 
+// What the module may import: the WASI calls by name, in objects with no
+// prototype. Node's own import object is its internal WASI binding, whose
+// other properties (constructor, _setMemory) are C++ functions the module
+// could import and call with numbers (node aborts on a failed CHECK).
+function moduleImports(calls) {
+	const wasi = Object.create(null);
+	for (const [name, fn] of Object.entries(calls))
+		if (/^[a-z]/.test(name) && typeof fn === 'function')
+			wasi[name] = fn;
+	return Object.assign(Object.create(null), { wasi_snapshot_preview1: wasi });
+}
+
 async function runWasi() {
 	const { WASI } = await import('node:wasi');
-	const env = { ...process.env };
 	const wasi = new WASI({
 		version: 'preview1',
 		args: [cfg.name, ...args],
@@ -73,12 +91,16 @@ async function runWasi() {
 	}
 	let instance;
 	try {
-		instance = await WebAssembly.instantiate(module, imports);
+		instance = await WebAssembly.instantiate(module, moduleImports(calls));
 	} catch (e) {
 		say(`${basename(cfg.name)} cannot be instantiated: ${e.message}`);
 		return 126;
 	}
 	memory = instance.exports.memory;
+	if (typeof instance.exports._start !== 'function') {
+		say(`${basename(cfg.name)} exports no _start function (not a WASI command)`);
+		return 126;
+	}
 	let code;
 	try {
 		wasi.start(instance);
@@ -125,14 +147,19 @@ async function runPython() {
 		filename = '<string>';
 		argv = ['-c', ...args.slice(2)];
 	} else if (args.length >= 1 && !args[0].startsWith('-')) {
-		code = readFileSync(args[0], 'utf8');
+		try {
+			code = readFileSync(args[0], 'utf8');
+		} catch (e) {
+			say(`cannot read the script ${args[0]}: ${e.message}`);
+			return 2;
+		}
 		filename = args[0];
 		argv = args;
 	} else {
 		say('--language python takes -c CODE or a script and its arguments');
 		return 2;
 	}
-	const py = await loadPyodide({ indexURL: `${cfg.pyodide}/`, env: { ...process.env },
+	const py = await loadPyodide({ indexURL: `${cfg.pyodide}/`, env: { ...env },
 		stdout: () => {}, stderr: () => {} });
 	const out = (fd) => ({ write: (buf) => writeSync(fd, buf) });
 	py.setStdout(out(1));

@@ -40,6 +40,11 @@ extern const char al_wasm_driver[];
 #define NODE_RESERVE (128ull << 20)
 #define WASM_PAGE    65536ull
 #define WASM_MAX_CAP (65536ull * WASM_PAGE) /* wasm32's 4 GiB */
+/* The plan's environment reaches node under this prefix, which node reads
+ * nothing of: NODE_OPTIONS, OPENSSL_CONF and their kind are the engine's
+ * configuration (NODE_OPTIONS=--require runs JavaScript with node's whole
+ * API), never the module's. The driver strips the prefix again. */
+#define WASM_ENV_PREFIX "AIRLOCK_WASM_ENV_"
 
 static const char *const node_paths[] = {"/usr/bin/node", "/usr/local/bin/node", NULL};
 
@@ -49,6 +54,7 @@ struct wasm_run {
 	size_t n_orig_fs;	    /* plan.fs[n_orig_fs..] are ours */
 	uint64_t memory_cap;	    /* the module's linear memory, bytes */
 	json_t *preopens;	    /* sandbox directory → itself */
+	char **envp;		    /* the plan's, prefixed (plan.envp when set) */
 	const struct al_sandbox_events *orig_events;
 	struct al_sandbox_events events; /* forwards to orig_events */
 };
@@ -165,16 +171,33 @@ static int add_host(struct wasm_run *w, const char *host, const char *path, cons
 }
 
 /* The module named by argv[0] (a host path): a regular file that starts
- * with WebAssembly's magic, resolved with no link left in it. */
+ * with WebAssembly's magic, resolved with no link left in it. Opened
+ * without blocking and checked before the read, so that a FIFO or a device
+ * is refused rather than waited on; V8 compiles no module over 1 GiB. */
+#define WASM_MAX_MODULE (1ull << 30)
 static int module_path(const char *arg, char *real, struct al_error *err)
 {
 	unsigned char magic[4] = {0};
+	struct stat st;
 
 	if (!realpath(arg, real))
 		return al_error_setsys(err, errno, "backend wasm: module %s", arg);
-	_cleanup_close_ int fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	_cleanup_close_ int fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return al_error_setsys(err, errno, "backend wasm: module %s", real);
+	if (fstat(fd, &st) < 0)
+		return al_error_setsys(err, errno, "backend wasm: module %s", real);
+	if (!S_ISREG(st.st_mode))
+		return al_error_set(err, EINVAL,
+				    "backend wasm: module %s is not a regular file; give the "
+				    "module's path as the command",
+				    real);
+	if ((uint64_t)st.st_size > WASM_MAX_MODULE)
+		return al_error_set(err, EFBIG,
+				    "backend wasm: module %s is %lld bytes; the engine compiles "
+				    "at most %llu",
+				    real, (long long)st.st_size,
+				    (unsigned long long)WASM_MAX_MODULE);
 	if (read(fd, magic, sizeof(magic)) != sizeof(magic) || memcmp(magic, "\0asm", 4) != 0)
 		return al_error_set(err, EINVAL,
 				    "backend wasm: %s is not a WebAssembly module (no \\0asm "
@@ -194,6 +217,7 @@ static void wasm_run_free(struct wasm_run *w)
 	}
 	free(w->plan.fs);
 	al_strv_free(w->plan.argv);
+	al_strv_free(w->envp);
 	json_decref(w->preopens);
 	free(w);
 }
@@ -316,9 +340,12 @@ static int wasm_describe(const struct al_plan *p, FILE *f, json_t *json, struct 
 		json_t *v;
 		fprintf(f,
 			"wasm:       %s under %s (WASI preview 1), linear memory at most %llu "
-			"bytes, no sockets\n",
+			"bytes, %s\n",
 			p->language ? "Python (Pyodide)" : p->argv[0], w->plan.argv[0],
-			(unsigned long long)w->memory_cap);
+			(unsigned long long)w->memory_cap,
+			p->language ? "node's whole API through Pyodide's JavaScript bridge "
+				      "(held by the native layer only)"
+				    : "no sockets");
 		json_object_foreach(w->preopens, dir, v) fprintf(f, "  preopen   %s\n", dir);
 	} else {
 		json_object_set_new(json, "wasm",
@@ -390,6 +417,11 @@ static int wasm_prepare(struct al_sandbox *sb, struct al_error *err)
 				    "backend wasm runs one module per run: it has no sessions");
 	if ((r = derive(sb->plan, &w, err)) < 0)
 		return r;
+	/* node starts with no variable of the plan's under its own name. */
+	w->envp = xcalloc(1, sizeof(char *));
+	for (size_t i = 0; sb->plan->envp && sb->plan->envp[i]; i++)
+		al_strv_push_take(&w->envp, xasprintf(WASM_ENV_PREFIX "%s", sb->plan->envp[i]));
+	w->plan.envp = w->envp;
 	w->orig_events = sb->events;
 	w->events = (struct al_sandbox_events){.data = w,
 					       .meter = sb->events->meter,
@@ -447,7 +479,8 @@ static int wasm_usable(char *why, size_t len)
 
 static const struct al_backend_facts wasm_facts = {
     .summary = "WebAssembly modules (WASI preview 1; Python under Pyodide) in Node's V8, "
-	       "inside the native layer",
+	       "inside the native layer; Python reaches node's whole API (files, programs, "
+	       "sockets) through Pyodide's JavaScript bridge, held by the native layer only",
     .files = "WASI preopens of the plan's inputs and scratch only, within the native "
 	     "layer's read-only tree and landlock",
     .egress = "none: WASI preview 1 opens no socket (the driver answers every socket call "
