@@ -112,11 +112,19 @@ static void check_backend(struct al_decision *d, struct al_policy *task,
 			      ref ? ref : "the default backend", "", name, list);
 		return;
 	}
-	if (pr->backend_min && al_backend_strength(name) < al_backend_strength(pr->backend_min)) {
+	/* Python under wasm reaches node's whole API through Pyodide's bridge:
+	 * only the native layer around it holds, so it ranks as native. */
+	bool as_native = strcmp(name, "wasm") == 0 && task->language;
+	int strength = al_backend_strength(as_native ? "native" : name);
+
+	if (pr->backend_min && strength < al_backend_strength(pr->backend_min)) {
 		engine_refuse(d, ref ? ref : "backend (default)", name, pr->backend_min,
 			      engine_path(pr, "backend.minimum"),
-			      "%s: backend \"%s\" is weaker than the operator's minimum \"%s\"",
-			      ref ? ref : "the default backend", name, pr->backend_min);
+			      "%s: backend \"%s\"%s is weaker than the operator's minimum \"%s\"",
+			      ref ? ref : "the default backend", name,
+			      as_native ? " with --language (node's whole API: native's isolation)"
+					: "",
+			      pr->backend_min);
 		return;
 	}
 	/* Left out: the profile's own default when it has one, else

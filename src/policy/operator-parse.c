@@ -450,8 +450,8 @@ static int parse_backend(struct al_json_ctx *c, const json_t *j, const char *pat
 				     fail(c, path, "minimum \"%s\" is above every allowed backend",
 					  pr->backend_min));
 		else if (!pr->backend_default &&
-			 (!native_ok ||
-			  (pr->backend_min && al_backend_strength(pr->backend_min) > 0)))
+			 (!native_ok || (pr->backend_min && al_backend_strength(pr->backend_min) >
+								al_backend_strength("native"))))
 			al_json_note(&bad,
 				     fail(c, path,
 					  "a task that names no backend gets \"native\", which "

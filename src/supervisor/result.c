@@ -359,7 +359,7 @@ const char *al_result_describe(const struct al_plan *plan, const struct al_run_r
 			snprintf(
 			    buf, len,
 			    "limit: memory; the sandbox was killed (the WebAssembly module's "
-			    "linear memory reached its cap of %llu M)%s%s%s",
+			    "linear memory came within an eighth of its cap of %llu M)%s%s%s",
 			    (unsigned long long)(res->linear_memory_cap >> 20),
 			    plan ? ": the cap is what " : "",
 			    plan ? limit_flag(AL_OPL_MEMORY, plan->memory_bytes, flag, sizeof(flag))

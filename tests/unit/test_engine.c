@@ -186,6 +186,21 @@ static void backend_weak(const struct al_decision *d, const struct al_policy *ta
 	assert_refused(d, "task.json: backend.name", "native", "profiles.default.backend.minimum");
 }
 
+static void wasm_ok(const struct al_decision *d, const struct al_policy *task)
+{
+	assert_int_equal(d->n_refused, 0);
+	assert_string_equal(task->backend, "wasm");
+}
+
+/* Python under wasm has node's whole API: a minimum of wasm refuses it,
+ * a minimum of native does not. */
+static void wasm_python_weak(const struct al_decision *d, const struct al_policy *task)
+{
+	(void)task;
+	assert_int_equal(d->n_refused, 1);
+	assert_refused(d, "task.json: backend.name", "wasm", "profiles.default.backend.minimum");
+}
+
 static void test_backend(void **state)
 {
 	run_case(op_backends, "{\"version\": 1, \"backend\": {\"name\": \"native\"}}", -EPERM,
@@ -197,6 +212,14 @@ static void test_backend(void **state)
 		 "{\"version\": 1, \"backend\": {\"name\": \"native\"}}", -EPERM, backend_weak);
 	run_case(PROFILE("\"backend\": {\"minimum\": \"gvisor\", \"default\": \"gvisor\"}"),
 		 "{\"version\": 1, \"backend\": {\"name\": \"microvm\"}}", 0, backend_asked);
+	run_case(PROFILE("\"backend\": {\"minimum\": \"wasm\", \"default\": \"wasm\"}"),
+		 "{\"version\": 1, \"backend\": {\"name\": \"wasm\"}}", 0, wasm_ok);
+	run_case(PROFILE("\"backend\": {\"minimum\": \"wasm\", \"default\": \"wasm\"}"),
+		 "{\"version\": 1, \"backend\": {\"name\": \"wasm\", \"language\": \"python\"}}",
+		 -EPERM, wasm_python_weak);
+	run_case(PROFILE("\"backend\": {\"minimum\": \"native\"}"),
+		 "{\"version\": 1, \"backend\": {\"name\": \"wasm\", \"language\": \"python\"}}", 0,
+		 wasm_ok);
 }
 
 /* identity.host_ids: only the operator pins a range */
@@ -664,7 +687,7 @@ int main(void)
 {
 	/* The layers the design has, as a build with them would: choosing among
 	 * them is the engine's, whatever this build holds. */
-	static const char *const layers[] = {"native", "gvisor", "microvm", NULL};
+	static const char *const layers[] = {"native", "wasm", "gvisor", "microvm", NULL};
 	al_backends_built(layers);
 	/* clang-format off */
 	const struct CMUnitTest tests[] = {
