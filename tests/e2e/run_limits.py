@@ -500,15 +500,21 @@ def open_files_and_file_size(e, m):
 # ---- 9. SIGKILL of the supervisor -----------------------------------------------
 
 def sandbox_members(probe_pid):
-    """Host pids in the probe's pid namespace (init and the probe)."""
+    """Host pids in the probe's pid namespace (init and the probe); where
+    the sandbox has no pid namespace of its own (the process backend), the
+    host pids of the probe's uid, which is the run's own (the slot pool)."""
     try:
         ns = os.readlink("/proc/%d/ns/pid" % probe_pid)
+        uid = os.stat("/proc/%d" % probe_pid).st_uid
     except OSError:
         return []
+    own_ns = ns != os.readlink("/proc/self/ns/pid")
     members = []
     for pid in [int(d) for d in os.listdir("/proc") if d.isdigit()]:
         try:
-            if os.readlink("/proc/%d/ns/pid" % pid) == ns:
+            if own_ns and os.readlink("/proc/%d/ns/pid" % pid) == ns:
+                members.append(pid)
+            elif not own_ns and os.stat("/proc/%d" % pid).st_uid == uid:
                 members.append(pid)
         except OSError:
             pass
