@@ -3,16 +3,13 @@
 #include <errno.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "policy/kmem.h"
 
 /* Weakest first, as policy/operator-parse.c's backends[] ranks them; a
  * backend's name also goes in that file's built[] list. */
 const struct al_backend_ops *const al_backends[] = {
-    &al_backend_process,
-    &al_backend_native,
-    &al_backend_wasm,
-    &al_backend_gvisor,
-    NULL,
+    &al_backend_process, &al_backend_native, &al_backend_wasm, &al_backend_gvisor, NULL,
 };
 
 const struct al_backend_ops *al_backend_lookup(const char *name)
@@ -54,6 +51,15 @@ int al_backend_usable(const struct al_backend_ops *ops, char *why, size_t len)
 	if (len)
 		why[0] = '\0';
 	return ops->usable ? ops->usable(why, len) : 1;
+}
+
+void al_sandbox_gc_cgroups(const struct al_sandbox *sb)
+{
+	struct al_error err = {0};
+
+	if (sb->cg && al_cgroup_gc_except(sb->cg, &err) < 0)
+		al_debug("ignoring: %s", err.msg);
+	al_log_phase("stale cgroups collected");
 }
 
 void al_sandbox_cgroup_limits(const struct al_sandbox *sb, struct al_cgroup_limits *limits)

@@ -101,6 +101,9 @@ enum {
 	AL_BACKEND_PRIVATE_TMP = 1u << 4,      /* /tmp and the usual paths are the sandbox's */
 	AL_BACKEND_PRIVATE_LOOPBACK = 1u << 5, /* 127.0.0.1 is the sandbox's own */
 	AL_BACKEND_PAUSE = 1u << 6,	       /* a session can be frozen and thawed */
+	/* A host path shown at another path (--ro HOST:/input/x): the
+	 * process layer makes no mounts, so it shows a path only where it is. */
+	AL_BACKEND_MOUNTS_ELSEWHERE = 1u << 7,
 };
 
 /* How a layer keeps each promise, one short phrase each: `airlock
@@ -193,6 +196,12 @@ int al_gvisor_gc(struct al_error *err);
  * holds its sandbox in a cgroup (a session's also get a freezer and exec
  * cgroups below the run's). */
 void al_sandbox_cgroup_limits(const struct al_sandbox *sb, struct al_cgroup_limits *limits);
+
+/* Remove the run cgroups a killed supervisor left (al_cgroup_gc_except),
+ * once the sandbox's own setup is under way; a failure is only logged, the
+ * run goes on. Every backend whose sandbox has a run cgroup calls it from
+ * start(), so that the next run clears them and not only `airlock gc`. */
+void al_sandbox_gc_cgroups(const struct al_sandbox *sb);
 
 /* A sandbox handle with every fd closed (-1). */
 void al_sandbox_init_handle(struct al_sandbox *sb, const struct al_backend_ops *ops,

@@ -22,6 +22,7 @@ static const struct {
     {AL_BACKEND_PRIVATE_TMP, "private_tmp", "/tmp and the usual paths are the sandbox's own"},
     {AL_BACKEND_PRIVATE_LOOPBACK, "private_loopback", "127.0.0.1 is the sandbox's own"},
     {AL_BACKEND_PAUSE, "pause", "a session can be frozen and thawed"},
+    {AL_BACKEND_MOUNTS_ELSEWHERE, "mounts_elsewhere", "a host path shown at another path"},
 };
 
 static const struct {

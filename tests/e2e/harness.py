@@ -52,7 +52,7 @@ IS_ROOT = os.geteuid() == 0
 BACKEND = os.environ.get("AIRLOCK_TEST_BACKEND") or None
 BACKEND_COMMANDS = ("run", "check", "verify")
 FEATURES = ("exec", "tty", "network", "hides_processes", "private_tmp", "private_loopback",
-            "pause")
+            "pause", "mounts_elsewhere")
 _backend_facts = None  # the backend's entry of `airlock backends --json`
 
 
@@ -118,6 +118,70 @@ def require(env, *needs):
     if lacking:
         raise Skip("backend %s lacks %s (airlock backends --json)"
                    % (BACKEND, ", ".join("features." + n for n in lacking)))
+
+
+def _import_features():
+    """BACKEND's features (`airlock backends --json`), asked once at import
+    of the airlock every script takes as its first argument, since PROBE_IN
+    and the errnos below are constants the scripts import; {} when there is
+    no BACKEND or airlock cannot say (Suite.run then reports why)."""
+    if not BACKEND or len(sys.argv) < 3 or not os.access(sys.argv[1], os.X_OK):
+        return {}
+    try:
+        r = subprocess.run([sys.argv[1], "backends", "--json"], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, timeout=60)
+        listed = {b["name"]: b for b in json.loads(r.stdout)["backends"]}
+        return listed[BACKEND]["features"]
+    except (OSError, ValueError, KeyError, subprocess.SubprocessError):
+        return {}
+
+
+_FEATURES_AT_IMPORT = _import_features()
+
+
+def lacks(feature):
+    """BACKEND is known (at import) to lack feature; False without BACKEND."""
+    return _FEATURES_AT_IMPORT.get(feature, True) is False
+
+
+# A backend that shows host paths only at their own path (no
+# mounts_elsewhere: process) gets the probe at the probe's host path, and
+# inputs where they are (inside()), so that its cases judge its promises
+# rather than stop at the argument check.
+AT_HOST_PATHS = lacks("mounts_elsewhere")
+if AT_HOST_PATHS:
+    PROBE_IN = os.path.abspath(sys.argv[2])
+# How a host path outside the plan answers inside. Where the sandbox has a
+# root of its own, it does not exist (ENOENT). A backend that makes no
+# mounts shows the host's own tree under landlock: the path exists (stat
+# works, landlock does not cover it) but cannot be read or listed (EACCES),
+# so its cases read or list (HIDDEN_OP) where native's stat.
+HIDDEN = ("EACCES",) if AT_HOST_PATHS else ("ENOENT",)
+# A connect to a host loopback port that is not the run's: refused by the
+# sandbox's own loopback, or (no private_loopback: the host's is shared) by
+# landlock's TCP rule (EACCES).
+LOOPBACK_REFUSED = (("ECONNREFUSED", "ENETUNREACH", "EADDRNOTAVAIL")
+                    + (("EACCES",) if lacks("private_loopback") else ()))
+
+
+def hidden_step(label, path, is_dir):
+    """A probe step that must fail with an errno of HIDDEN for path."""
+    if not AT_HOST_PATHS:
+        return (label, ["stat", path])
+    return (label, ["ls", path] if is_dir else ["read", path])
+
+
+def inside(host, path):
+    """Where the sandbox sees host path host that a case binds at path:
+    path, or host itself on a backend that shows paths only where they are."""
+    return str(host) if AT_HOST_PATHS else path
+
+
+def bind(host, path):
+    """The --ro/--rw argument that shows host at inside(host, path)."""
+    return "%s:%s" % (host, inside(host, path))
+
+
 # What sandbox uid 1000 is on the host when the run is pinned to PIN_BASE
 # (as root), or rootless (always the caller).
 HOST_SANDBOX_UID = PIN_BASE + SANDBOX_UID if IS_ROOT else os.geteuid()
@@ -482,7 +546,11 @@ class TempDir:
         self.prefix = prefix
 
     def __enter__(self):
-        self.path = tempfile.mkdtemp(prefix=self.prefix)
+        # A backend that shows inputs at their host path (AT_HOST_PATHS)
+        # cannot show one under /tmp, its sandbox's scratch: there the dirs
+        # are made in /var/lib.
+        self.path = tempfile.mkdtemp(prefix=self.prefix,
+                                     dir="/var/lib" if AT_HOST_PATHS else None)
         os.chmod(self.path, self.mode)
         return self.path
 
@@ -876,9 +944,23 @@ def preflight(env):
     except AssertionError as err:
         return "airlock did not run the probe: %s" % err
     caps = res.text.replace("\t", "")
-    if res.rc != 0 or "Seccomp:2" not in caps or "NoNewPrivs:1" not in caps:
+    confined = res.rc == 0 and "Seccomp:2" in caps and "NoNewPrivs:1" in caps
+    if not confined and res.rc == 0 and "CapEff:0000000000000000" in caps:
+        # gvisor: the probe's system calls reach a second kernel (the
+        # sentry), whose /proc/self/status has no seccomp of the host's;
+        # that kernel answering /proc/version instead of the host's, with
+        # no capability, is what confined means there.
+        with open("/proc/version") as f:
+            host_version = f.read().strip()
+        ver = env.probe_run("read", "/proc/version")
+        confined = ver.rc == 0 and host_version not in ver.text and "Linux" in ver.text
+    if not confined:
         return "the probe is not confined:\n%s" % res.describe()
-    if ids.rc != 0 or kv(ids.text).get("uid") != str(SANDBOX_UID):
+    # The process backend runs the command as the run's own host uid (the
+    # slot pool's sandbox 1000), never root.
+    uid = kv(ids.text).get("uid", "")
+    if ids.rc != 0 or not (uid == str(SANDBOX_UID) or
+                           (lacks("hides_processes") and uid.isdigit() and in_pool_user(int(uid)))):
         return "the probe does not run as uid %d:\n%s" % (SANDBOX_UID, ids.describe())
     return None
 

@@ -26,7 +26,8 @@ from harness import (HOST_DISK_ID, HOST_SANDBOX_UID, in_pool_user, multi, pinned
                      finish, host_mount_count, kill_pid, kv, main, probe_listing,
                      procs_matching, read_line_with_timeout, run_host, sha256_file, shquote,
                      start, status_ids, tag, wait_for, write_file)
-from harness import per_backend
+from harness import (AT_HOST_PATHS, HIDDEN, LOOPBACK_REFUSED, bind, hidden_step, inside,
+                     per_backend)
 
 suite = Suite()
 case = suite.case
@@ -98,6 +99,16 @@ def host_environment_absent(e):
     got = dict(line.split("=", 1) for line in res.text.splitlines())
     want = {"PATH": SANDBOX_PATH, "HOME": "/work", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
             "FOO": "bar baz", "EMPTY": ""}
+    if AT_HOST_PATHS:
+        # No mounts (process): HOME and TMPDIR are the workdir and tmp of
+        # the run's private scratch at its host path, gone after the run.
+        home, tmp = got.get("HOME", ""), got.get("TMPDIR", "")
+        scratch = os.path.dirname(home)
+        expect(home.endswith("/work") and tmp == scratch + "/tmp" and scratch.startswith("/"),
+               "HOME %r and TMPDIR %r are not the scratch's work and tmp" % (home, tmp), res)
+        expect(wait_for(lambda: not os.path.lexists(scratch), 10),
+               "the scratch %s is still on the host after the run" % scratch, res)
+        want.update(HOME=home, TMPDIR=tmp)
     expect(got == want, "environment is %r, expected %r" % (got, want), res)
 
 
@@ -215,13 +226,16 @@ def no_capabilities(e):
 @per_backend()
 @case
 def host_private_paths_invisible(e):
-    """/root, /home and /etc/shadow do not exist inside (ENOENT), and
-    /etc/passwd is the synthesized one, not the host's."""
-    res, s = multi(e, [("root", ["stat", "/root"]), ("home", ["stat", "/home"]),
-                       ("shadow", ["read", "/etc/shadow"]), ("gshadow", ["read", "/etc/gshadow"]),
+    """/root, /home and /etc/shadow do not exist inside (ENOENT; on a
+    backend without mounts, process, they cannot be listed or read:
+    EACCES), and /etc/passwd is the synthesized one, not the host's (or,
+    process, unreadable)."""
+    res, s = multi(e, [hidden_step("root", "/root", True), hidden_step("home", "/home", True),
+                       hidden_step("shadow", "/etc/shadow", False),
+                       hidden_step("gshadow", "/etc/gshadow", False),
                        ("passwd", ["read", "/etc/passwd"])])
     for label in ("root", "home", "shadow", "gshadow"):
-        section_errno(res, s, label, ("ENOENT",))
+        section_errno(res, s, label, HIDDEN)
     host_users = set()
     with open("/etc/passwd") as f:
         host_users = {l.split(":")[0] for l in f if ":" in l}
@@ -239,15 +253,20 @@ def only_named_inputs_visible(e):
     with TempDir() as d:
         a = write_file(os.path.join(d, "a.txt"), "alpha\n")
         write_file(os.path.join(d, "b.txt"), "bravo\n")
-        res, s = multi(e, [("a", ["read", "/input/a.txt"]), ("b", ["stat", "/input/b.txt"]),
-                           ("hostdir", ["stat", d]), ("hostb", ["stat", os.path.join(d, "b.txt")]),
-                           ("ls", ["ls", "/input"])],
-                       opts=["--ro", "%s:/input/a.txt" % a])
+        # Without mounts (process) a.txt is at its host path, and its
+        # directory is the host's: listing it is refused (hostdir).
+        steps = [("a", ["read", inside(a, "/input/a.txt")]),
+                 hidden_step("hostdir", d, True),
+                 hidden_step("hostb", os.path.join(d, "b.txt"), False)]
+        if not AT_HOST_PATHS:
+            steps += [("b", ["stat", "/input/b.txt"]), ("ls", ["ls", "/input"])]
+        res, s = multi(e, steps, opts=["--ro", bind(a, "/input/a.txt")])
         expect(s["a"] == ["ok", "alpha"], "a.txt content %r" % s["a"], res)
-        section_errno(res, s, "b", ("ENOENT",))
-        section_errno(res, s, "hostdir", ("ENOENT",))
-        section_errno(res, s, "hostb", ("ENOENT",))
-        expect(s["ls"] == ["ok", "a.txt"], "/input lists %r" % s["ls"], res)
+        section_errno(res, s, "hostdir", HIDDEN)
+        section_errno(res, s, "hostb", HIDDEN)
+        if not AT_HOST_PATHS:
+            section_errno(res, s, "b", ("ENOENT",))
+            expect(s["ls"] == ["ok", "a.txt"], "/input lists %r" % s["ls"], res)
 
 
 def host_dir_outside_scratch():
@@ -324,11 +343,12 @@ def readonly_input_unmodifiable(e):
         f = write_file(os.path.join(d, "data.csv"), "a,b\n1,2\n")
         g = write_file(os.path.join(sub, "inner.txt"), "inner\n")
         before = (sha256_file(f), sha256_file(g), sorted(os.listdir(sub)))
-        res, s = multi(e, [("file", ["write", "/input/data.csv", "evil"]),
-                           ("inner", ["write", "/input/dir/inner.txt", "evil"]),
-                           ("new", ["write", "/input/dir/new.txt", "evil"]),
-                           ("mkdir", ["mkdir", "/input/dir/newdir"])],
-                       opts=["--ro", "%s:/input/data.csv" % f, "--ro", "%s:/input/dir" % sub])
+        di = inside(sub, "/input/dir")
+        res, s = multi(e, [("file", ["write", inside(f, "/input/data.csv"), "evil"]),
+                           ("inner", ["write", di + "/inner.txt", "evil"]),
+                           ("new", ["write", di + "/new.txt", "evil"]),
+                           ("mkdir", ["mkdir", di + "/newdir"])],
+                       opts=["--ro", bind(f, "/input/data.csv"), "--ro", bind(sub, "/input/dir")])
         for label in ("file", "inner", "new", "mkdir"):
             section_errno(res, s, label, WRITE_DENIED)
         after = (sha256_file(f), sha256_file(g), sorted(os.listdir(sub)))
@@ -815,7 +835,8 @@ def names_do_not_exist(e):
 @case
 def no_network_to_host(e):
     """A TCP listener on the host's 127.0.0.1 and ::1 is unreachable from inside
-    (ECONNREFUSED on the sandbox's own loopback) and never sees a connection."""
+    (ECONNREFUSED on the sandbox's own loopback; EACCES from landlock where
+    the loopback is the host's, process) and never sees a connection."""
     listeners = []
     try:
         for fam, addr in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
@@ -831,7 +852,7 @@ def no_network_to_host(e):
         steps = [(addr, ["connect", addr, str(s.getsockname()[1])]) for addr, s in listeners]
         res, sec = multi(e, steps)
         for addr, s in listeners:
-            section_errno(res, sec, addr, ("ECONNREFUSED", "ENETUNREACH", "EADDRNOTAVAIL"))
+            section_errno(res, sec, addr, LOOPBACK_REFUSED)
             try:
                 conn, peer = s.accept()
                 conn.close()

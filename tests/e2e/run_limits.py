@@ -33,7 +33,11 @@ from harness import (IS_ROOT, PROBE_IN, MarkedSuite, Skip, TempDir, ThrowawayUse
                      pid_starttime, read_outputs, run_cgroup_bases, run_cgroup_dirs,
                      signal_pending, start, wait_for)
 from harness import new_marker as new_marker_with
-from harness import per_backend
+from harness import BACKEND, per_backend
+
+# gvisor's sentry runs the command: no host process is the probe, so the
+# sandbox's processes are the run cgroup's (runsc, its gofer and sentry).
+COMMAND_IN_SENTRY = BACKEND == "gvisor"
 
 
 def new_marker():
@@ -500,19 +504,37 @@ def open_files_and_file_size(e, m):
 # ---- 9. SIGKILL of the supervisor -----------------------------------------------
 
 def sandbox_members(probe_pid):
-    """Host pids in the probe's pid namespace (init and the probe)."""
+    """Host pids in the probe's pid namespace (init and the probe); where
+    the sandbox has no pid namespace of its own (the process backend), the
+    host pids of the probe's uid, which is the run's own (the slot pool)."""
     try:
         ns = os.readlink("/proc/%d/ns/pid" % probe_pid)
+        uid = os.stat("/proc/%d" % probe_pid).st_uid
     except OSError:
         return []
+    own_ns = ns != os.readlink("/proc/self/ns/pid")
     members = []
     for pid in [int(d) for d in os.listdir("/proc") if d.isdigit()]:
         try:
-            if os.readlink("/proc/%d/ns/pid" % pid) == ns:
+            if own_ns and os.readlink("/proc/%d/ns/pid" % pid) == ns:
+                members.append(pid)
+            elif not own_ns and os.stat("/proc/%d" % pid).st_uid == uid:
                 members.append(pid)
         except OSError:
             pass
     return members
+
+
+def cgroup_procs(dirs):
+    """The pids in the cgroup.procs of dirs."""
+    pids = set()
+    for d in dirs:
+        try:
+            with open(os.path.join(d, "cgroup.procs")) as f:
+                pids |= {int(x) for x in f.read().split()}
+        except OSError:
+            pass
+    return pids
 
 
 def alive(pid):
@@ -525,14 +547,22 @@ def kill_supervisor_round(e, m, st, clear_with):
     argv = e.argv([PROBE_IN, "sleep", "30", m], ["--env", "AIRLOCK_MARK=" + m])
     p = start(argv)
     try:
-        found = wait_for(lambda: procs_matching(m), 10)
-        expect(found, "the sandboxed probe never appeared on the host")
-        members = set(sandbox_members(found[0])) | set(procs_with_marker(m, exclude=(p.pid,)))
-        expect(len(members) >= 2, "expected init and the probe, found %s" % sorted(members))
+        def my_dirs():
+            return sorted(d for d in run_cgroup_dirs(st.bases)
+                          if cgroup_supervisor(d) == (p.pid, pid_starttime(p.pid)))
+        if COMMAND_IN_SENTRY:
+            found = wait_for(lambda: len(cgroup_procs(my_dirs())) >= 2, 10)
+            expect(found, "the run cgroup never held runsc and its sandbox")
+            members = cgroup_procs(my_dirs())
+        else:
+            found = wait_for(lambda: procs_matching(m), 10)
+            expect(found, "the sandboxed probe never appeared on the host")
+            members = (set(sandbox_members(found[0]))
+                       | set(procs_with_marker(m, exclude=(p.pid,))))
+            expect(len(members) >= 2, "expected init and the probe, found %s" % sorted(members))
         # A run without --cpus / --cpu-time joins only memory and pids (v1).
         want = sorted(st.bases[h] for h in ("memory", "pids", "v2") if h in st.bases)
-        mine = sorted(d for d in run_cgroup_dirs(st.bases)
-                      if cgroup_supervisor(d) == (p.pid, pid_starttime(p.pid)))
+        mine = my_dirs()
         expect([os.path.dirname(d) for d in mine] == want,
                "expected one run cgroup dir under each of %s named after airlock pid %d, "
                "found %s" % (want, p.pid, mine))

@@ -493,6 +493,8 @@ static int gvisor_start(struct al_sandbox *sb, struct al_error *err)
 		r = al_error_setsys(err, errno ? errno : ENOMEM, "backend gvisor: watching runsc");
 		goto out;
 	}
+	/* What a killed supervisor left, while runsc starts (as native). */
+	al_sandbox_gc_cgroups(sb);
 out:
 	for (size_t i = 0; i < n_tasks; i++)
 		close(tasks[i]);
@@ -617,7 +619,7 @@ const struct al_backend_facts al_gvisor_facts = {
 	      "count (about 45 pids for an idle shell)",
     .exec = "none in this release of airlock",
     .features = AL_BACKEND_NETWORK | AL_BACKEND_HIDES_PIDS | AL_BACKEND_PRIVATE_TMP |
-		AL_BACKEND_PRIVATE_LOOPBACK,
+		AL_BACKEND_PRIVATE_LOOPBACK | AL_BACKEND_MOUNTS_ELSEWHERE,
 };
 
 const struct al_backend_ops al_backend_gvisor = {

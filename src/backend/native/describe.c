@@ -271,7 +271,8 @@ const struct al_backend_facts al_native_facts = {
 	      "watched, output capped by the supervisor",
     .exec = "yes: init in the sandbox forks each exec",
     .features = AL_BACKEND_EXEC | AL_BACKEND_TTY | AL_BACKEND_NETWORK | AL_BACKEND_HIDES_PIDS |
-		AL_BACKEND_PRIVATE_TMP | AL_BACKEND_PRIVATE_LOOPBACK | AL_BACKEND_PAUSE,
+		AL_BACKEND_PRIVATE_TMP | AL_BACKEND_PRIVATE_LOOPBACK | AL_BACKEND_PAUSE |
+		AL_BACKEND_MOUNTS_ELSEWHERE,
 };
 
 static long read_sysctl(const char *path)

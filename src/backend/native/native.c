@@ -444,10 +444,7 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 	 * overlaps its setup instead of delaying its clone. Ours is never
 	 * taken (its pid is alive), and where it is the only one no directory
 	 * is read. */
-	struct al_error gc_err = {0};
-	if (al_cgroup_gc_except(sb->cg, &gc_err) < 0)
-		al_debug("ignoring: %s", gc_err.msg);
-	al_log_phase("stale cgroups collected");
+	al_sandbox_gc_cgroups(sb);
 	return al_monitor_start(sb, err);
 }
 

@@ -302,7 +302,11 @@ out:
 	al_closep(&out[1]);
 	al_closep(&er[0]);
 	al_closep(&er[1]);
-	return r < 0 ? r : al_monitor_start(sb, err);
+	if (r < 0)
+		return r;
+	/* What a killed supervisor left, while the child starts (as native). */
+	al_sandbox_gc_cgroups(sb);
+	return al_monitor_start(sb, err);
 }
 
 static void process_destroy(struct al_sandbox *sb)

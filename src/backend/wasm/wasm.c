@@ -490,7 +490,8 @@ static const struct al_backend_facts wasm_facts = {
     .limits = "linear memory capped (V8's --wasm-max-mem-pages) under the run's cgroup; "
 	      "time: the run's timeout (no fuel)",
     .exec = "no: one module per run",
-    .features = AL_BACKEND_HIDES_PIDS | AL_BACKEND_PRIVATE_TMP | AL_BACKEND_PRIVATE_LOOPBACK,
+    .features = AL_BACKEND_HIDES_PIDS | AL_BACKEND_PRIVATE_TMP | AL_BACKEND_PRIVATE_LOOPBACK |
+		AL_BACKEND_MOUNTS_ELSEWHERE,
 };
 
 const struct al_backend_ops al_backend_wasm = {
