@@ -988,12 +988,15 @@ def own_mount_ns():
 
 # Prefixes of the temporary files and directories this project's tests and
 # scripts make in /tmp (other suites on the same host make them at any
-# time); airlock itself makes nothing in the host's /tmp, so a new entry
-# there with "airlock" in its name and none of these prefixes is a run's.
+# time), and the process backend's scratch (airlock-process.*, a tmpfs of
+# each such run, which another suite may be running at the same time; the
+# backend-process and e2e-process suites judge its removal). A native run
+# makes nothing in the host's /tmp, so a new entry there with "airlock" in
+# its name and none of these prefixes is a run's.
 TEST_TMP_PREFIXES = ("airlock-e2e-", "airlock-pinned-", "airlock-compat-", "airlock-cred-",
                      "airlock-limits-", "airlock-tenants-", "airlock-sec-", "airlock-tls-",
                      "airlock-test-tls-", "airlock-slots-", "airlock-unit-",
-                     "airlock-confine-", "airlock-demo")
+                     "airlock-confine-", "airlock-demo", "airlock-process.")
 
 
 def airlock_tmp_entries():
