@@ -581,7 +581,15 @@ void al_supervisor_finish(struct al_supervisor *l, struct al_run_result *out)
 		res->exit_code = res->err == ENOENT ? 127 : 126;
 		break;
 	default:
-		if (!l->have_status) {
+		if (!l->have_status && l->running && end.init_killable && end.code == CLD_KILLED) {
+			/* The sandbox's own code killed its init (kill(-1) as
+			 * the run's uid reaches it there): the run ends as
+			 * killed by that signal, and the cgroup's end takes
+			 * the rest. */
+			res->reason = AL_END_SIGNALED;
+			res->signal = end.status;
+			res->exit_code = 128 + res->signal;
+		} else if (!l->have_status) {
 			/* The sandbox died without a report: something killed it
 			 * from outside. */
 			setup_failed(l, l->running ? "supervise" : "setup", 0, "");

@@ -62,6 +62,10 @@ struct al_sandbox_end {
 	uint64_t user_us; /* CPU of everything in the sandbox, for when no cgroup counts it */
 	uint64_t system_us;
 	bool empty; /* nothing of the sandbox runs any more (its files hold still) */
+	/* Init shares the command's uid on this layer (process): a signal
+	 * that killed it may have come from the sandbox's own code, and ends
+	 * a running sandbox as that signal, not as a failure of airlock's. */
+	bool init_killable;
 };
 
 /* What the supervisor asks of the sandbox (the run layer binds it to the

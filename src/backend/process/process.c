@@ -334,6 +334,13 @@ static void process_destroy(struct al_sandbox *sb)
 	al_native_state_free(sb);
 }
 
+/* Init runs as the command's uid here, so the command can kill it. */
+static void process_finish(struct al_sandbox *sb, struct al_sandbox_end *end)
+{
+	al_monitor_finish(sb, end);
+	end->init_killable = true;
+}
+
 const struct al_backend_ops al_backend_process = {
     .name = "process",
     .facts = &al_process_facts,
@@ -345,6 +352,6 @@ const struct al_backend_ops al_backend_process = {
     .release = al_monitor_release,
     .stop = al_monitor_stop,
     .kill = al_monitor_kill,
-    .finish = al_monitor_finish,
+    .finish = process_finish,
     .destroy = process_destroy,
 };
