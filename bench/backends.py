@@ -6,7 +6,8 @@ noise hits all of them alike; the report gives each pair's median wall time
 and its ratio to native for the same command. A backend that `airlock
 backends` says is unusable here is left out, with its reason. Other layers add
 their rows to ROWS.
-Usage: bench/backends.py [--rounds N] [--airlock PATH] [--json FILE]
+Usage: bench/backends.py [--rounds N] [--airlock PATH] [--wasm-module M.wasm] [--json FILE]
+(the wasm row runs the no-op module M where the others run /bin/true)
 """
 import argparse
 import json
@@ -53,10 +54,17 @@ def main():
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--airlock", default=os.path.join(ROOT, "build", "airlock"))
     ap.add_argument("--json")
+    ap.add_argument("--wasm-module",
+                    help="a WASI module that exits at once (int main(void) { return 0; } built "
+                    "with clang --target=wasm32-wasi -O2): wasm's start-up row, beside "
+                    "/bin/true under the others (bench/wasm.py compares it with bare node)")
     a = ap.parse_args()
     have = usable(a.airlock)
     rows = []
-    for backend, label, cmd in ROWS:
+    table = list(ROWS)
+    if a.wasm_module:
+        table.insert(3, ("wasm", "/bin/true", [os.path.abspath(a.wasm_module)]))
+    for backend, label, cmd in table:
         ok, why = have.get(backend, (False, "not built"))
         if not ok:
             print("skipping %s: %s" % (backend, why), file=sys.stderr)
