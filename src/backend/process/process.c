@@ -68,6 +68,28 @@ static int make_scratch(struct al_sandbox *sb, struct al_process *pr, struct al_
  * wrote 'd' first: everything of the run is gone. A supervisor that died
  * leaves the table in place, so that what may still run of the uid stays
  * held, for `airlock gc`. */
+/* Every process of uid gets SIGKILL, from a child that takes that uid
+ * (kill(-1) then reaches exactly them), again until none is left. */
+static void kill_uid(uid_t uid)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid == 0) {
+		if (setresuid(uid, uid, uid) < 0)
+			_exit(1);
+		for (int i = 0; i < 1000; i++) {
+			if (kill(-1, SIGKILL) < 0 && errno == ESRCH)
+				_exit(0);
+			usleep(1000);
+		}
+		_exit(2);
+	}
+	if (pid > 0)
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+}
+
 static int start_remover(struct al_process *pr, uid_t uid, bool nft, struct al_error *err)
 {
 	int fds[2];
@@ -91,6 +113,13 @@ static int start_remover(struct al_process *pr, uid_t uid, bool nft, struct al_e
 		ssize_t n;
 		while ((n = read(0, &c, 1)) < 0 && errno == EINTR)
 			;
+		/* No "done": airlock died (or tears down a run it could not
+		 * see end). With no pid namespace nothing else ends the
+		 * command's processes (init's death reaches only its own
+		 * children): kill every process of the run's uid, which is
+		 * the run's alone, until none is left. */
+		if (!(n == 1 && c == 'd'))
+			kill_uid(uid);
 		struct al_error nerr = {0};
 		if (nft && n == 1 && c == 'd' && al_process_nft_del(uid, &nerr) < 0)
 			al_warn("%s", nerr.msg);
