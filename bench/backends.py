@@ -5,8 +5,11 @@ Each round runs every (backend, command) pair once, in turn, so that machine
 noise hits all of them alike; the report gives each pair's median wall time
 and its ratio to native for the same command. A backend that `airlock
 backends` says is unusable here is left out, with its reason. Other layers add
-their rows to ROWS.
-Usage: bench/backends.py [--rounds N] [--airlock PATH] [--wasm-module M.wasm] [--json FILE]
+their rows to ROWS. With --baseline OLD, OLD's airlock runs every usable
+(backend, command) pair too, in the same rounds, as backend "NAME@old"
+(its ratio is to the new native).
+Usage: bench/backends.py [--rounds N] [--airlock PATH] [--baseline OLD] [--wasm-module M.wasm]
+                         [--json FILE]
 (the wasm row runs the no-op module M where the others run /bin/true)
 """
 import argparse
@@ -53,6 +56,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--airlock", default=os.path.join(ROOT, "build", "airlock"))
+    ap.add_argument("--baseline", help="an older airlock, run side by side as NAME@old")
     ap.add_argument("--json")
     ap.add_argument("--wasm-module",
                     help="a WASI module that exits at once (int main(void) { return 0; } built "
@@ -70,6 +74,9 @@ def main():
             print("skipping %s: %s" % (backend, why), file=sys.stderr)
             continue
         rows.append((backend, label, [a.airlock, "run", "--backend", backend, "--"] + cmd))
+        if a.baseline:
+            rows.append((backend + "@old", label,
+                         [a.baseline, "run", "--backend", backend, "--"] + cmd))
     bare = {}
     for _, label, cmd in ROWS:
         bare.setdefault(label, cmd)
@@ -85,12 +92,12 @@ def main():
             if i >= a.warmup:
                 times[(b, l)].append(dt)
     med = {k: statistics.median(v) for k, v in times.items()}
-    print("%-8s %-15s %10s %10s %9s" % ("backend", "command", "median ms", "min ms", "x native"))
+    print("%-12s %-15s %10s %10s %9s" % ("backend", "command", "median ms", "min ms", "x native"))
     for (b, l), v in sorted(times.items(), key=lambda kv: (kv[0][1], kv[0][0] != "bare",
                                                               kv[0][0] != "native")):
         nat = med.get(("native", l))
         ratio = "%.2f" % (med[(b, l)] / nat) if nat and b != "bare" else "-"
-        print("%-8s %-15s %10.1f %10.1f %9s" % (b, l, med[(b, l)], min(v), ratio))
+        print("%-12s %-15s %10.1f %10.1f %9s" % (b, l, med[(b, l)], min(v), ratio))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"%s %s" % k: {"median_ms": med[k], "runs_ms": v}

@@ -11,9 +11,14 @@ gives each phase's median in µs with p10-p90, and the medians of the
 totals. Usage:
   bench/phases.py [--rounds N] [--floor PATH] [--airlock LABEL=PATH ...] [-- ARGS...]
 ARGS are given to `airlock run` before `-- /bin/true` (e.g. --ro DIR:/input).
+A --airlock value may carry arguments of its own after the path, for that
+binary alone: --airlock "process=build/airlock --backend process" and
+--airlock "native=build/airlock --backend native" compare two backends in
+the same rounds.
 """
 import argparse
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -36,8 +41,9 @@ def run_floor(floor):
 
 def run_airlock(path, extra):
     env = dict(os.environ, AIRLOCK_PHASES="1")
+    path, *own = shlex.split(path)
     t0 = time.monotonic_ns()
-    r = subprocess.run([path, "run"] + extra + ["--", TRUE], stdin=subprocess.DEVNULL,
+    r = subprocess.run([path, "run"] + own + extra + ["--", TRUE], stdin=subprocess.DEVNULL,
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     t1 = time.monotonic_ns()
     if r.returncode != 0:

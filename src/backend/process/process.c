@@ -59,15 +59,6 @@ static int make_scratch(struct al_sandbox *sb, struct al_process *pr, struct al_
 	return 0;
 }
 
-/* The scratch is removed by a helper forked now, before the supervisor
- * confines itself (after which it can neither unmount nor remove a
- * directory of /tmp): it waits for EOF on a pipe, which comes when destroy
- * closes our end or when this process dies however it dies, then unmounts
- * and removes the scratch. It also removes the run's nftables table (the
- * supervisor has no CAP_NET_ADMIN left by then), but only when destroy
- * wrote 'd' first: everything of the run is gone. A supervisor that died
- * leaves the table in place, so that what may still run of the uid stays
- * held, for `airlock gc`. */
 /* Every process of uid gets SIGKILL, from a child that takes that uid
  * (kill(-1) then reaches exactly them), again until none is left. */
 static void kill_uid(uid_t uid)
@@ -90,6 +81,17 @@ static void kill_uid(uid_t uid)
 			;
 }
 
+/* The scratch is removed by a helper forked once the child is released
+ * (process_start: the fork then overlaps the child's steps), before the
+ * supervisor confines itself (after which it can neither unmount nor
+ * remove a directory of /tmp): it waits for EOF on a pipe, which comes when
+ * destroy closes our end or when this process dies however it dies, then
+ * unmounts and removes the scratch. It also removes the run's nftables
+ * table (the supervisor has no CAP_NET_ADMIN left by then), but only when
+ * destroy wrote 'd' first: everything of the run is gone. A supervisor that
+ * died leaves the table in place for `airlock gc`, once the remover has
+ * killed every process of the run's uid (nothing else would: no pid
+ * namespace). */
 static int start_remover(struct al_process *pr, uid_t uid, bool nft, struct al_error *err)
 {
 	int fds[2];
@@ -134,12 +136,23 @@ static int start_remover(struct al_process *pr, uid_t uid, bool nft, struct al_e
 }
 
 /* gone: nothing of the run is left (its cgroup emptied). */
-static void remove_scratch(struct al_process *pr, bool gone)
+static void remove_scratch(struct al_process *pr, uid_t uid, bool gone)
 {
 	int status;
 
-	if (pr->remover <= 0)
+	if (pr->remover <= 0) {
+		/* No remover (the run ended before start forked it): this
+		 * process is not confined yet and removes the scratch and the
+		 * nftables table itself. */
+		struct al_error nerr = {0};
+		if (pr->nft_added && gone && al_process_nft_del(uid, &nerr) < 0)
+			al_warn("%s", nerr.msg);
+		if (pr->scratch_mounted && umount2(pr->scratch, MNT_DETACH) < 0)
+			al_warn("unmounting the scratch %s: %s", pr->scratch, strerror(errno));
+		if (pr->scratch && rmdir(pr->scratch) < 0 && errno != ENOENT)
+			al_warn("the scratch %s was not removed: %s", pr->scratch, strerror(errno));
 		return;
+	}
 	if (gone && write(pr->remover_fd, "d", 1) != 1)
 		al_warn("the scratch's remover: %s", strerror(errno));
 	al_closep(&pr->remover_fd);
@@ -238,12 +251,10 @@ static int process_prepare(struct al_sandbox *sb, struct al_error *err)
 	al_plan_host_ids(p, st->slot.slot, &sb->ids);
 	sb->have_ids = true;
 	sb->remove_dirfd = st->slot.dirfd;
-	r = make_scratch(sb, pr, err);
-	struct al_error rm_err = {0};
-	if (pr->scratch && start_remover(pr, sb->ids.uid, p->gateway, r < 0 ? &rm_err : err) < 0 &&
-	    r == 0)
-		r = -EIO;
-	if (r < 0)
+	/* The scratch's remover is forked in start, once the child runs: the
+	 * fork then overlaps the child's steps. Until then destroy removes the
+	 * scratch itself (the supervisor is not confined yet). */
+	if ((r = make_scratch(sb, pr, err)) < 0)
 		return r;
 	if (p->gateway && (r = start_egress(sb, pr, err)) < 0)
 		return r;
@@ -322,6 +333,10 @@ static int process_start(struct al_sandbox *sb, struct al_error *err)
 		goto out;
 	}
 	al_log_phase("process child released");
+	/* Before the monitor starts (and the supervisor confines itself). */
+	if (st->process->scratch &&
+	    (r = start_remover(st->process, sb->ids.uid, sb->plan->gateway, err)) < 0)
+		goto out;
 out:
 	al_closep(&sync[0]);
 	al_closep(&sync[1]);
@@ -356,7 +371,7 @@ static void process_destroy(struct al_sandbox *sb)
 		gone = false;
 	}
 	if (st->process)
-		remove_scratch(st->process, gone);
+		remove_scratch(st->process, sb->ids.uid, gone);
 	al_process_free(TAKE_PTR(st->process));
 	al_ids_release(&st->slot, st->pid < 0 || st->reaped || st->emptied);
 	sb->remove_dirfd = -1;
