@@ -8,11 +8,7 @@
 /* Weakest first, as policy/operator-parse.c's backends[] ranks them; a
  * backend's name also goes in that file's built[] list. */
 const struct al_backend_ops *const al_backends[] = {
-    &al_backend_process,
-    &al_backend_native,
-    &al_backend_wasm,
-    &al_backend_gvisor,
-    NULL,
+    &al_backend_process, &al_backend_native, &al_backend_wasm, &al_backend_gvisor, NULL,
 };
 
 const struct al_backend_ops *al_backend_lookup(const char *name)
@@ -84,5 +80,6 @@ void al_sandbox_init_handle(struct al_sandbox *sb, const struct al_backend_ops *
 				  .stdin_wr = -1,
 				  .stdout_rd = -1,
 				  .stderr_rd = -1,
-				  .remove_dirfd = -1};
+				  .remove_dirfd = -1,
+				  .slot_dirfd = -1};
 }
