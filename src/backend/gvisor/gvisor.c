@@ -705,7 +705,8 @@ const struct al_backend_facts al_gvisor_facts = {
 	      "--network=none",
     .pids = "the sentry's own pid namespace: the host's processes are invisible",
     .kernel = "the sentry's system calls (ptrace platform), which reach the host's kernel "
-	      "through a seccomp filter of gVisor's",
+	      "through a seccomp filter of gVisor's; runsc, its gofer and the sentry run as the "
+	      "run's own host ids in a user namespace, never as host root",
     .limits = "the run's cgroup around runsc: the sentry's and gofer's memory and threads "
 	      "count (about 45 pids for an idle shell)",
     .exec = "none in this release of airlock",
