@@ -90,5 +90,6 @@ void al_sandbox_init_handle(struct al_sandbox *sb, const struct al_backend_ops *
 				  .stdin_wr = -1,
 				  .stdout_rd = -1,
 				  .stderr_rd = -1,
-				  .remove_dirfd = -1};
+				  .remove_dirfd = -1,
+				  .slot_dirfd = -1};
 }

@@ -83,6 +83,10 @@ struct al_sandbox {
 	 * directories too, and listing them); false: files only (a host id
 	 * slot's lock file). */
 	bool remove_tree;
+	/* A second directory it removes a file of its own from, or -1: the
+	 * host id slot's, when remove_dirfd is a tree of the backend's own
+	 * (gvisor). */
+	int slot_dirfd;
 	/* A session (set before start): the sandbox starts no command and
 	 * serves execs; exec_events hears about them. */
 	bool session;

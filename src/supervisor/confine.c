@@ -164,6 +164,9 @@ int al_confine_prepare(const struct al_confine *c, int *ret_ruleset, struct al_e
 				    ? LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_READ_DIR
 				    : 0),
 			   err);
+	if (r == 0 && c->slot_dirfd >= 0)
+		r = add_fd(ruleset, c->slot_dirfd, "the host id slots' directory",
+			   LANDLOCK_ACCESS_FS_REMOVE_FILE, err);
 	if (r == 0)
 		*ret_ruleset = TAKE_FD(ruleset);
 	return r;

@@ -34,6 +34,9 @@ struct al_confine {
 	 * only: a native run's supervisor gets no more than its slot needs. */
 	int remove_dirfd;
 	bool remove_tree;
+	/* A second directory it removes files from (the slot's, when
+	 * remove_dirfd is gvisor's run directory), or -1. */
+	int slot_dirfd;
 	int landlock_abi; /* 0: no landlock on this machine (the plan allowed that) */
 };
 

@@ -83,6 +83,7 @@ struct al_sandbox_ctl {
 	 * keep; -1: none. */
 	int remove_dirfd;
 	bool remove_tree; /* a whole tree beneath it (directories too) */
+	int slot_dirfd;	  /* and a slot's file from here (-1: none; gvisor) */
 };
 
 /* Where the sandbox's stdio goes. */

@@ -9,7 +9,11 @@ unchanged, the scratch gone, the limits ending the run with the right
 reason in the result record, the refusals as one line, and nothing left
 behind (no runsc process, no run directory under /run/airlock/gvisor, no
 mount, no run cgroup), also after airlock itself was SIGKILLed and `airlock
-gc` ran. Where `airlock backends` says gvisor is unusable here, every case
+gc` ran. runsc runs in a user namespace of the run's own host ids: from
+/proc, no process of a run (runsc, its gofer, its sentry and the sentry's
+stubs) is host root or holds a capability in the host's user namespace, two
+concurrent runs' sentries have different host uids, and an input only its
+owner may read (0600 under a 0700 directory) still reads inside. Where `airlock backends` says gvisor is unusable here, every case
 skips with its reason. Bombs are bounded (the memory hog stops at 1 GB, the
 fork bomb at 200 children that sleep 5 s).
 """
@@ -114,6 +118,97 @@ def input_unchanged(env):
         expect(b"1,2" in res.out, "the input was not readable", res)
         expect(sha256_file(f) == before, "the input changed", res)
         expect(os.listdir(d) == ["data.csv"], "a file appeared in the input: %s" % os.listdir(d))
+
+
+@case
+def private_input_readable(env):
+    """An input only its owner (another user) may read, in a directory only
+    that owner may enter, reads inside: the supervisor opens it and runsc,
+    which is not host root, is handed the tree."""
+    need_gvisor(env)
+    with TempDir(mode=0o700) as d:
+        f = os.path.join(d, "private.csv")
+        write_file(f, "gv-private-4242\n")
+        os.chmod(f, 0o600)
+        os.chown(f, 4321, 4321)
+        os.chown(d, 4321, 4321)
+        res = gv(env, ["/bin/cat", "/input/private.csv"], ["--ro", "%s:/input" % d])
+        expect_rc(res, 0)
+        expect(b"gv-private-4242" in res.out, "the owner-only input did not read", res)
+
+
+def run_procs(runsc_pid):
+    """The processes in runsc_pid's cgroups (the run's: runsc, the gofer,
+    the sentry and its stubs): pid -> (uids, gids, CapEff, user ns)."""
+    with open("/proc/%d/cgroup" % runsc_pid) as f:
+        key = f.read()
+    expect("airlock" in key, "runsc is not in a cgroup of airlock's: %s" % key)
+    out = {}
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cgroup" % p) as f:
+                if f.read() != key:
+                    continue
+            with open("/proc/%s/status" % p) as f:
+                st = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
+            ns = os.readlink("/proc/%s/ns/user" % p)
+            with open("/proc/%s/cmdline" % p, "rb") as f:
+                cmd = f.read().split(b"\0")[0]
+        except OSError:
+            continue  # gone meanwhile
+        out[int(p)] = ([int(x) for x in st["Uid"].split()], [int(x) for x in st["Gid"].split()],
+                       int(st["CapEff"], 16), ns, cmd)
+    return out
+
+
+@case
+def no_host_root_no_host_capability(env):
+    """Two concurrent runs: every process of each (found by its cgroup) has
+    no host uid or gid 0 and no capability in the host's user namespace;
+    the sentries (runsc-sandbox) of the two runs have different host uids,
+    neither of them the host's nobody."""
+    need_gvisor(env)
+    host_ns = os.readlink("/proc/self/ns/user")
+    runs = [start([env.airlock, "run"] + GV + ["--timeout", "30s", "--", "/bin/sleep", "6"])
+            for _ in range(2)]
+    try:
+        def sentries():
+            out = []
+            for p in runsc_procs():
+                try:
+                    with open("/proc/%d/cmdline" % p, "rb") as f:
+                        if f.read().startswith(b"runsc-sandbox"):
+                            out.append(p)
+                except OSError:
+                    pass
+            return out
+        expect(wait_for(lambda: len(sentries()) == 2, 20),
+               "two sentries never ran: %s" % runsc_procs())
+        sentry_uids = []
+        for sp in sentries():
+            procs = run_procs(sp)
+            expect(len(procs) >= 3, "fewer than runsc, gofer and sentry: %s" % procs)
+            for pid, (uids, gids, cap, ns, cmd) in procs.items():
+                expect(0 not in uids and 0 not in gids,
+                       "%d (%s) has host id 0: uids %s gids %s" % (pid, cmd, uids, gids))
+                expect(cap == 0 or ns != host_ns,
+                       "%d (%s) holds host capabilities %x" % (pid, cmd, cap))
+            sentry_uids.append(procs[sp][0][0])
+        expect(sentry_uids[0] != sentry_uids[1],
+               "two runs' sentries share host uid %d" % sentry_uids[0])
+        expect(65534 not in sentry_uids, "a sentry is the host's nobody")
+    finally:
+        for p in runs:
+            try:
+                p.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                kill_pid(p.pid)
+                p.communicate()
+                run_host([env.airlock, "gc"])
+    for p in runs:
+        expect(p.returncode == 0, "a run failed: %s" % p.returncode)
 
 
 @case

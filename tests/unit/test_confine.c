@@ -87,6 +87,7 @@ static void child(const struct tree *t, int out)
 			       .n_read_files = 1,
 			       .out_dirfd = open(t->out, O_PATH | O_DIRECTORY | O_CLOEXEC),
 			       .remove_dirfd = -1,
+			       .slot_dirfd = -1,
 			       .landlock_abi = al_landlock_abi()};
 	struct al_error err = {0};
 	char res[16] = "", f[256], g[256];
@@ -197,6 +198,7 @@ static void test_missing_dir_is_an_error(void **state)
 		struct al_confine c = {.n_run_dirs = 1,
 				       .out_dirfd = -1,
 				       .remove_dirfd = -1,
+				       .slot_dirfd = -1,
 				       .landlock_abi = al_landlock_abi()};
 		c.run_dirs[0] = "/nonexistent/airlock-out";
 		struct al_error err = {0};
@@ -232,6 +234,7 @@ static void remove_dir_case(bool tree, const char *want)
 	if (pid == 0) {
 		struct al_confine c = {.out_dirfd = -1,
 				       .remove_dirfd = open(root, O_RDONLY | O_DIRECTORY),
+				       .slot_dirfd = -1,
 				       .remove_tree = tree,
 				       .landlock_abi = al_landlock_abi()};
 		struct al_error err = {0};

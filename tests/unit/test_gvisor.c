@@ -94,7 +94,11 @@ static bool has_namespace(json_t *cfg, const char *type)
 	return false;
 }
 
-/* Write the bundle for p in a new temporary directory; its config. */
+static const struct al_gvisor_inputs no_inputs;
+static const struct al_gvisor_inputs *inputs = &no_inputs;
+
+/* Write the bundle for p (with inputs) in a new temporary directory; its
+ * config. */
 static json_t *bundle(const struct al_plan *p, char *dir, size_t len)
 {
 	struct al_error err = {0};
@@ -107,7 +111,7 @@ static json_t *bundle(const struct al_plan *p, char *dir, size_t len)
 	assert_non_null(mkdtemp(dir));
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(fd >= 0);
-	if (al_gvisor_bundle(fd, p, "/S", &err) < 0)
+	if (al_gvisor_bundle(fd, p, "/S", inputs, &err) < 0)
 		fail_msg("al_gvisor_bundle: %s", err.msg);
 	close(fd);
 	cfgpath = xasprintf("%s/config.json", dir);
@@ -185,6 +189,33 @@ static void test_gateway_namespace(void **state)
 	assert_int_equal(al_gvisor_rmtree(-1, dir), 0);
 }
 
+/* A task's input is bound from where runsc's parent attaches the tree the
+ * supervisor opened (its entry's source in the run's directory), not from
+ * its host path, which runsc's user may not reach; the rest as before. */
+static void test_input_source(void **state)
+{
+	struct al_plan p;
+	char dir[64], *sources[sizeof(entries) / sizeof(entries[0])] = {0};
+	int fds[sizeof(entries) / sizeof(entries[0])];
+	const struct al_gvisor_inputs in = {fds, sources, sizeof(entries) / sizeof(entries[0])};
+	json_t *cfg, *m;
+
+	(void)state;
+	make_plan(&p);
+	sources[5] = "/run/airlock/gvisor/R/inputs/5"; /* /input/data.csv */
+	inputs = &in;
+	cfg = bundle(&p, dir, sizeof(dir));
+	inputs = &no_inputs;
+	assert_non_null(m = find_mount(cfg, "/input/data.csv"));
+	assert_string_equal(json_string_value(json_object_get(m, "source")),
+			    "/run/airlock/gvisor/R/inputs/5");
+	assert_true(has_option(m, "ro"));
+	assert_non_null(m = find_mount(cfg, "/usr"));
+	assert_string_equal(json_string_value(json_object_get(m, "source")), "/usr");
+	json_decref(cfg);
+	assert_int_equal(al_gvisor_rmtree(-1, dir), 0);
+}
+
 /* A file airlock would have to write inside a host mount is refused,
  * naming it. */
 static void test_file_under_mount(void **state)
@@ -214,7 +245,7 @@ static void test_file_under_mount(void **state)
 	p.n_fs = 2;
 	assert_non_null(mkdtemp(dir));
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_int_equal(al_gvisor_bundle(fd, &p, "/S", &err), -EOPNOTSUPP);
+	assert_int_equal(al_gvisor_bundle(fd, &p, "/S", &no_inputs, &err), -EOPNOTSUPP);
 	assert_non_null(strstr(err.msg, "/usr/x"));
 	close(fd);
 	assert_int_equal(al_gvisor_rmtree(-1, dir), 0);
@@ -247,7 +278,7 @@ static void test_entry_under_link(void **state)
 	p.n_fs = sizeof(bad) / sizeof(bad[0]);
 	assert_non_null(mkdtemp(dir));
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_int_equal(al_gvisor_bundle(fd, &p, "/S", &err), -ENOTDIR);
+	assert_int_equal(al_gvisor_bundle(fd, &p, "/S", &no_inputs, &err), -ENOTDIR);
 	assert_non_null(strstr(err.msg, "/l/sub"));
 	close(fd);
 	/* nothing was made through the link */
@@ -289,7 +320,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_config),	     cmocka_unit_test(test_gateway_namespace),
 	    cmocka_unit_test(test_file_under_mount), cmocka_unit_test(test_entry_under_link),
-	    cmocka_unit_test(test_refusals),
+	    cmocka_unit_test(test_refusals),	     cmocka_unit_test(test_input_source),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -93,7 +93,8 @@ static bool under_mount(json_t *mounts, const char *path)
 
 /* One entry of the plan's file tree into the rootfs or the mounts. */
 static int add_entry(int rootfd, json_t *mounts, const struct al_plan *p,
-		     const struct al_fs_entry *e, const char *scratch, struct al_error *err)
+		     const struct al_fs_entry *e, const char *scratch, const char *input,
+		     struct al_error *err)
 {
 	const char *rel = e->path + 1; /* the plan's paths are absolute and clean */
 	int r = 0;
@@ -132,9 +133,12 @@ static int add_entry(int rootfd, json_t *mounts, const struct al_plan *p,
 		}
 		break;
 	case AL_FS_HOST:
+		/* A task's input: where runsc's parent attaches the tree the
+		 * supervisor opened (userns.c). */
 		if ((r = mount_point(rootfd, rel, e->dir)) == 0)
-			json_array_append_new(mounts, mount(e->path, "bind", e->source, true,
-							    (e->access & AL_FS_EXEC) != 0));
+			json_array_append_new(mounts,
+					      mount(e->path, "bind", input ? input : e->source,
+						    true, (e->access & AL_FS_EXEC) != 0));
 		break;
 	case AL_FS_PROC:
 		if ((r = mount_point(rootfd, rel, true)) == 0)
@@ -161,7 +165,8 @@ static json_t *rlimit(const char *name, uint64_t v)
 			 (json_int_t)v);
 }
 
-int al_gvisor_bundle(int dirfd, const struct al_plan *p, const char *scratch, struct al_error *err)
+int al_gvisor_bundle(int dirfd, const struct al_plan *p, const char *scratch,
+		     const struct al_gvisor_inputs *in, struct al_error *err)
 {
 	_cleanup_close_ int rootfd = -1;
 	json_t *mounts = json_array(), *args = json_array(), *env = json_array();
@@ -175,7 +180,8 @@ int al_gvisor_bundle(int dirfd, const struct al_plan *p, const char *scratch, st
 		goto out;
 	}
 	for (size_t i = 0; i < p->n_fs && r == 0; i++)
-		r = add_entry(rootfd, mounts, p, &p->fs[i], scratch, err);
+		r = add_entry(rootfd, mounts, p, &p->fs[i], scratch,
+			      i < in->n ? in->sources[i] : NULL, err);
 	if (r < 0)
 		goto out;
 	for (size_t i = 0; p->argv[i]; i++)

@@ -3,6 +3,9 @@
  * off: --ignore-cgroups), so the sentry, the gofer and every thread of
  * theirs count against --memory, --pids and --cpu-time.
  *
+ * runsc runs as root of a user namespace of the run's own host ids
+ * (userns.c), never as host root.
+ *
  * Everything of a run is in its directory under AL_GVISOR_DIR: the bundle,
  * runsc's state (--root) and the scratch's mount point. runsc is started by
  * a child of airlock's own that first enters a private mount namespace and
@@ -15,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/netlink.h>
 #include <linux/sched.h>
 #include <sched.h>
@@ -38,6 +42,7 @@
 #include "core/log.h"
 #include "core/sys.h"
 #include "core/util.h"
+#include "ids/slots.h"
 #include "supervisor/copy.h"
 
 /* How often the cgroup's counters are read for the limits. */
@@ -54,6 +59,9 @@ struct al_backend_state {
 	/* The gateway's sockets in the run's network namespace, from the
 	 * child, handed to the supervisor from the loop (-1: none). */
 	int listeners[AL_GATEWAY_N_LISTENERS];
+	struct al_id_slot slot;		/* the run's host ids, when per run */
+	struct al_host_ids ids;		/* who runsc's namespace maps to */
+	struct al_gvisor_inputs inputs; /* the task's inputs, until the child has them */
 	struct al_watch *w_pidfd;
 	struct al_timer *ready, *tick;
 	bool reaped, stopping, reported;
@@ -117,6 +125,7 @@ static void state_free(struct al_sandbox *sb)
 	al_closep(&st->pidfd);
 	for (int k = 0; k < AL_GATEWAY_N_LISTENERS; k++)
 		al_closep(&st->listeners[k]);
+	al_gvisor_close_inputs(&st->inputs);
 	free(st->dir);
 	free(st->name);
 	free(st);
@@ -130,8 +139,21 @@ static int make_run_dir(struct al_backend_state *st, struct al_error *err)
 
 	al_proc_starttime(getpid(), &start);
 	if ((mkdir("/run/airlock", 0755) < 0 && errno != EEXIST) ||
-	    (mkdir(AL_GVISOR_DIR, 0700) < 0 && errno != EEXIST))
+	    (mkdir(AL_GVISOR_DIR, 0711) < 0 && errno != EEXIST))
 		return al_error_setsys(err, errno, "backend gvisor: making %s", AL_GVISOR_DIR);
+	/* One an older airlock made 0700: runsc, no longer host root, must
+	 * pass through it. */
+	_cleanup_close_ int fd =
+	    open(AL_GVISOR_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat sd;
+	if (fd < 0 || fstat(fd, &sd) < 0)
+		return al_error_setsys(err, errno, "backend gvisor: opening %s", AL_GVISOR_DIR);
+	if (sd.st_uid != 0 || (sd.st_mode & 022))
+		return al_error_set(err, EPERM,
+				    "backend gvisor: %s is not root's alone (owner %u, mode %04o)",
+				    AL_GVISOR_DIR, (unsigned)sd.st_uid, sd.st_mode & 07777);
+	if ((sd.st_mode & 07777) != 0711 && fchmod(fd, 0711) < 0)
+		return al_error_setsys(err, errno, "backend gvisor: chmod 0711 %s", AL_GVISOR_DIR);
 	st->name = xasprintf("%d-%llu-%u", (int)getpid(), start, counter++);
 	st->dir = xasprintf("%s/%s", AL_GVISOR_DIR, st->name);
 	if (mkdir(st->dir, 0700) < 0)
@@ -150,11 +172,24 @@ static int gvisor_prepare(struct al_sandbox *sb, struct al_error *err)
 
 	al_sandbox_cgroup_limits(sb, &limits);
 	st->pidfd = st->go = st->scratch = -1;
+	st->slot = (struct al_id_slot)AL_ID_SLOT_NONE;
 	for (int k = 0; k < AL_GATEWAY_N_LISTENERS; k++)
 		st->listeners[k] = -1;
 	sb->state = st;
 	if (!al_gvisor_host(&st->host, why, sizeof(why)))
 		return al_error_set(err, EOPNOTSUPP, "backend gvisor is not usable here: %s", why);
+	if (p->rootless)
+		return al_error_set(err, EOPNOTSUPP, "backend gvisor runs as root only");
+	/* The host ids runsc's user namespace maps to: a slot of the run's
+	 * own (released in destroy), unless the plan pins a fixed range. */
+	if (p->ids_per_run) {
+		if ((r = al_ids_take(NULL, sb->run_id, &st->slot, err)) < 0)
+			return al_error_wrap(err, "refusing to run");
+		sb->slot_dirfd = st->slot.dirfd;
+	}
+	al_plan_host_ids(p, st->slot.slot, &st->ids);
+	sb->ids = st->ids;
+	sb->have_ids = true;
 	if ((r = make_run_dir(st, err)) < 0)
 		return r;
 	/* A confined supervisor keeps the right to remove the run's
@@ -170,8 +205,14 @@ static int gvisor_prepare(struct al_sandbox *sb, struct al_error *err)
 	_cleanup_free_ char *scratch = xasprintf("%s/scratch", st->dir);
 	if (bundle < 0)
 		return al_error_setsys(err, errno, "backend gvisor: opening the bundle");
-	if ((r = al_gvisor_bundle(bundle, p, scratch, err)) < 0)
+	if ((r = al_gvisor_open_inputs(p, &st->ids, dirfd, st->dir, &st->inputs, err)) < 0 ||
+	    (r = al_gvisor_bundle(bundle, p, scratch, &st->inputs, err)) < 0)
 		return r;
+	/* All of it the slot's root's: runsc and its gofer read the bundle
+	 * and keep their state there as that user. */
+	if ((r = al_gvisor_chown_tree(sb->remove_dirfd, st->name, st->ids.root_uid,
+				      st->ids.root_gid)) < 0)
+		return al_error_setsys(err, -r, "backend gvisor: chown %s", st->dir);
 	al_log_phase("bundle written");
 	r = al_cgroup_create(&limits, &sb->cg, err);
 	if (r < 0 && p->cgroup_required)
@@ -187,7 +228,7 @@ static int gvisor_prepare(struct al_sandbox *sb, struct al_error *err)
 
 /* The scratch's faces, as the plan has them: each part made with its mode,
  * the sandbox's own where the plan says so. */
-static int make_scratch(const struct al_plan *p, const char *dir)
+static int make_scratch(const struct al_plan *p, const struct al_host_ids *ids, const char *dir)
 {
 	char opts[64];
 	int fd;
@@ -199,14 +240,20 @@ static int make_scratch(const struct al_plan *p, const char *dir)
 		return -1;
 	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return -1;
+	if (fchown(fd, ids->root_uid, ids->root_gid) < 0) {
+		close(fd);
+		return -1;
+	}
+	/* Owned by the namespace's root or, where the plan says, by the
+	 * sandbox user, as runsc's namespace maps them. */
 	for (size_t i = 0; i < p->n_fs; i++) {
 		const struct al_fs_entry *e = &p->fs[i];
 		if (e->kind != AL_FS_SCRATCH)
 			continue;
 		if ((mkdirat(fd, e->source, 0700) < 0 && errno != EEXIST) ||
-		    fchmodat(fd, e->source, e->mode, 0) < 0 ||
-		    (e->sandbox_owned &&
-		     fchownat(fd, e->source, AL_SANDBOX_UID, AL_SANDBOX_GID, 0) < 0)) {
+		    fchownat(fd, e->source, e->sandbox_owned ? ids->uid : ids->root_uid,
+			     e->sandbox_owned ? ids->gid : ids->root_gid, 0) < 0 ||
+		    fchmodat(fd, e->source, e->mode, 0) < 0) {
 			close(fd);
 			return -1;
 		}
@@ -290,9 +337,32 @@ static void child_network(int sock)
 		child_fail(sock, "the default route over lo", -r);
 }
 
+/* Into a user namespace of the run's ids (userns.c): no supplementary
+ * group of root's kept, the parent writes the maps ('U', answered 'M'),
+ * then root there, in a mount namespace that namespace owns. */
+static void enter_userns(int sock)
+{
+	char c = 0;
+
+	if (setgroups(0, NULL) < 0)
+		child_fail(sock, "dropping root's groups", errno);
+	if (unshare(CLONE_NEWUSER) < 0)
+		child_fail(sock, "unshare(CLONE_NEWUSER)", errno);
+	if (send(sock, "U", 1, MSG_NOSIGNAL) != 1 || recv(sock, &c, 1, 0) != 1 || c != 'M')
+		_exit(125);
+	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+		child_fail(sock, "becoming root of runsc's user namespace", errno);
+	/* A change of ids clears the parent-death signal. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || unshare(CLONE_NEWNS) < 0)
+		child_fail(sock, "runsc's mount namespace", errno);
+	if (send(sock, "R", 1, MSG_NOSIGNAL) != 1)
+		_exit(125);
+}
+
 /* The child: into the run's cgroup (v1: through the task files the parent
- * opened), a private mount namespace with the scratch mounted, its fd to
- * the parent, then wait for the go and exec runsc. Never returns. */
+ * opened), a private mount namespace with the scratch mounted (its fd to
+ * the parent) and the inputs attached, as host root; then into the user
+ * namespace, wait for the go and exec runsc. Never returns. */
 static _Noreturn void child(struct al_sandbox *sb, const int *tasks, size_t n_tasks, int sock,
 			    int gate, const int stdio[3])
 {
@@ -312,11 +382,14 @@ static _Noreturn void child(struct al_sandbox *sb, const int *tasks, size_t n_ta
 		child_fail(sock, "making the mount namespace private", errno);
 	if (sb->plan->gateway)
 		child_network(sock);
-	if ((fd = make_scratch(sb->plan, scratch)) < 0)
+	if ((fd = make_scratch(sb->plan, &st->ids, scratch)) < 0)
 		child_fail(sock, "mounting the scratch", errno);
 	if (send_fd(sock, 'S', 0, fd) < 0)
 		_exit(125);
 	close(fd);
+	if ((fd = al_gvisor_attach_inputs(&st->inputs)) < 0)
+		child_fail(sock, "attaching the inputs", -fd);
+	enter_userns(sock);
 	close(sock);
 	if (dup2(stdio[0], 0) < 0 || dup2(stdio[1], 1) < 0 || dup2(stdio[2], 2) < 0)
 		_exit(125);
@@ -451,11 +524,20 @@ static int gvisor_start(struct al_sandbox *sb, struct al_error *err)
 	st->pid = (pid_t)pid;
 	st->pidfd = pidfd;
 	al_closep(&sock[1]);
-	while (st->scratch < 0) {
+	for (bool in_userns = false; !in_userns;) {
 		char msg[300];
 		int fd;
 		ssize_t n = recv_msg(sock[0], msg, sizeof(msg), &fd);
-		if (n >= 2 && msg[0] == 'S' && fd >= 0) {
+		if (n == 1 && msg[0] == 'U' && fd < 0) {
+			if ((r = al_gvisor_write_maps(st->pid, &st->ids, err)) < 0)
+				goto out;
+			if (send(sock[0], "M", 1, MSG_NOSIGNAL) != 1) {
+				r = al_error_setsys(err, errno, "backend gvisor: runsc's parent");
+				goto out;
+			}
+		} else if (n == 1 && msg[0] == 'R' && fd < 0 && st->scratch >= 0) {
+			in_userns = true;
+		} else if (n >= 2 && msg[0] == 'S' && fd >= 0) {
 			st->scratch = fd;
 		} else if (n >= 2 && msg[0] == 'L' && fd >= 0 && msg[1] >= 0 &&
 			   msg[1] < AL_GATEWAY_N_LISTENERS && st->listeners[(int)msg[1]] < 0) {
@@ -469,10 +551,12 @@ static int gvisor_start(struct al_sandbox *sb, struct al_error *err)
 			goto out;
 		}
 	}
-	/* --copy-in: made in the scratch as the sandbox's user, whose files
-	 * the gofer makes with the same ids on the host. */
-	const struct al_copy_owner own = {AL_SANDBOX_UID, AL_SANDBOX_GID, (uid_t)-1,
-					  (gid_t)-1,	  false,	  false};
+	/* The child has attached the inputs: ours go. */
+	al_gvisor_close_inputs(&st->inputs);
+	/* --copy-in: made in the scratch as the sandbox's user's host ids,
+	 * which the gofer gives the files the command makes. */
+	const struct al_copy_owner own = {st->ids.uid, st->ids.gid, (uid_t)-1,
+					  (gid_t)-1,   false,	    false};
 	for (size_t i = 0; i < sb->plan->n_copy_in; i++) {
 		const struct al_copy_in *c = &sb->plan->copy_in[i];
 		if ((r = al_copy_in(c->host, c->dev, c->ino, st->scratch, c->part, &own, err)) <
@@ -589,12 +673,21 @@ static void gvisor_destroy(struct al_sandbox *sb)
 		al_sys_pidfd_send_signal(st->pidfd, SIGKILL);
 		while (waitid(P_PIDFD, (id_t)st->pidfd, &st->si, WEXITED) < 0 && errno == EINTR)
 			;
+		st->reaped = true;
 	}
+	/* The slot goes back once nothing of the run can hold its ids: runsc
+	 * was reaped and its cgroup (every process of the run) is gone, or
+	 * the run never started one. Otherwise `airlock gc` reclaims it. */
+	bool gone = st->pidfd < 0;
 	if (sb->cg) {
 		al_cgroup_kill(sb->cg);
 		if (al_cgroup_destroy(TAKE_PTR(sb->cg), &err) < 0)
 			al_warn("warning: %s", err.msg);
+		else
+			gone = gone || st->reaped;
 	}
+	al_ids_release(&st->slot, gone);
+	sb->slot_dirfd = -1;
 	al_closep(&sb->stdin_wr);
 	al_closep(&sb->stdout_rd);
 	al_closep(&sb->stderr_rd);
@@ -614,7 +707,8 @@ const struct al_backend_facts al_gvisor_facts = {
 	      "--network=none",
     .pids = "the sentry's own pid namespace: the host's processes are invisible",
     .kernel = "the sentry's system calls (ptrace platform), which reach the host's kernel "
-	      "through a seccomp filter of gVisor's",
+	      "through a seccomp filter of gVisor's; runsc, its gofer and the sentry run as the "
+	      "run's own host ids in a user namespace, never as host root",
     .limits = "the run's cgroup around runsc: the sentry's and gofer's memory and threads "
 	      "count (about 45 pids for an idle shell)",
     .exec = "none in this release of airlock",

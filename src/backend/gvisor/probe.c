@@ -230,7 +230,7 @@ static int probe_host(struct al_gvisor_host *h, char *why, size_t len)
 		snprintf(why, len, "cannot make /run/airlock: %s", strerror(errno));
 		return 0;
 	}
-	if ((mkdir(AL_GVISOR_DIR, 0700) < 0 && errno != EEXIST) ||
+	if ((mkdir(AL_GVISOR_DIR, 0711) < 0 && errno != EEXIST) ||
 	    (mkdir(dir, 0700) < 0 && errno != EEXIST)) {
 		snprintf(why, len, "cannot make %s: %s", dir, strerror(errno));
 		return 0;

@@ -37,7 +37,7 @@
 
 /* One user namespace per distinct owner, only to describe the mapping
  * owner → the sandbox user's host id; its process exits at once. */
-struct idmap {
+struct al_idmap {
 	uid_t uid;
 	gid_t gid;
 	bool disk_id;
@@ -132,7 +132,7 @@ static void disk_map(char *buf, size_t len, unsigned run, unsigned nobody)
 
 /* The user namespace of an input's idmapping: its owner (disk_id false)
  * or the root-owned "rw" map (true) as the sandbox user's host ids. */
-static int idmap_fd(struct idmap **maps, size_t *n, uid_t uid, gid_t gid, bool disk_id,
+static int idmap_fd(struct al_idmap **maps, size_t *n, uid_t uid, gid_t gid, bool disk_id,
 		    const struct al_host_ids *ids, struct al_error *err)
 {
 	char um[256], gm[256];
@@ -152,7 +152,7 @@ static int idmap_fd(struct idmap **maps, size_t *n, uid_t uid, gid_t gid, bool d
 	if ((fd = make_idmap(um, gm, err)) < 0)
 		return fd;
 	*maps = xrealloc(*maps, (*n + 1) * sizeof(**maps));
-	(*maps)[(*n)++] = (struct idmap){uid, gid, disk_id, fd};
+	(*maps)[(*n)++] = (struct al_idmap){uid, gid, disk_id, fd};
 	return fd;
 }
 
@@ -171,11 +171,29 @@ static const char *host_path(const struct al_mount_op *op)
 	return op->source + strlen("/oldroot");
 }
 
+static int open_input(const struct al_mount_op *op, const char *host, const struct al_host_ids *ids,
+		      struct al_idmap **maps, size_t *n_maps, bool *copy, struct al_error *err);
+
+int al_native_open_input(const struct al_mount_op *op, const char *host,
+			 const struct al_host_ids *ids, struct al_idmaps *maps, bool *copy,
+			 struct al_error *err)
+{
+	return open_input(op, host, ids, &maps->v, &maps->n, copy, err);
+}
+
+void al_idmaps_free(struct al_idmaps *maps)
+{
+	for (size_t i = 0; i < maps->n; i++)
+		close(maps->v[i].fd);
+	free(maps->v);
+	*maps = (struct al_idmaps){0};
+}
+
 /* Open one input as a detached tree with its flags and, where the
  * filesystem allows, the owner's idmapping. *copy is set when it must be
  * copied instead (the tree is then not needed: returns -1 with no error). */
-static int open_input(const struct al_mount_op *op, const struct al_host_ids *ids,
-		      struct idmap **maps, size_t *n_maps, bool *copy, struct al_error *err)
+static int open_input(const struct al_mount_op *op, const char *host, const struct al_host_ids *ids,
+		      struct al_idmap **maps, size_t *n_maps, bool *copy, struct al_error *err)
 {
 	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
 			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
@@ -186,18 +204,18 @@ static int open_input(const struct al_mount_op *op, const struct al_host_ids *id
 	struct stat st;
 
 	*copy = false;
-	src = al_sys_openat2(AT_FDCWD, host_path(op), &how, sizeof(how));
+	src = al_sys_openat2(AT_FDCWD, host, &how, sizeof(how));
 	if (src < 0)
-		return al_error_setsys(err, errno, "%s: opening %s", op->what, host_path(op));
+		return al_error_setsys(err, errno, "%s: opening %s", op->what, host);
 	if (fstat(src, &st) < 0)
-		return al_error_setsys(err, errno, "%s: stat %s", op->what, host_path(op));
+		return al_error_setsys(err, errno, "%s: stat %s", op->what, host);
 	if (st.st_dev != op->dev || st.st_ino != op->ino)
 		return al_error_set(err, ESTALE, "%s: %s changed between planning and opening",
-				    op->what, host_path(op));
+				    op->what, host);
 	tree = (int)syscall(SYS_open_tree, src, "",
 			    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
 	if (tree < 0)
-		return al_error_setsys(err, errno, "%s: open_tree %s", op->what, host_path(op));
+		return al_error_setsys(err, errno, "%s: open_tree %s", op->what, host);
 	/* A read-only file that others may read needs no idmapping (and its
 	 * user namespace, the costly part): the sandbox user reads it through
 	 * the other bits. A directory may hold files only its owner reads.
@@ -223,10 +241,9 @@ static int open_input(const struct al_mount_op *op, const struct al_host_ids *id
 	if (al_sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0) {
 		int e = errno;
 		if (!idmapped)
-			return al_error_setsys(err, e, "%s: setting flags on %s", op->what,
-					       host_path(op));
+			return al_error_setsys(err, e, "%s: setting flags on %s", op->what, host);
 		if (e != EINVAL && e != EPERM && e != EOPNOTSUPP)
-			return al_error_setsys(err, e, "%s: idmapping %s", op->what, host_path(op));
+			return al_error_setsys(err, e, "%s: idmapping %s", op->what, host);
 		if (write)
 			return al_error_set(
 			    err, EOPNOTSUPP,
@@ -234,7 +251,7 @@ static int open_input(const struct al_mount_op *op, const struct al_host_ids *id
 			    "sandbox could write there only as its run's own host id %u, not as "
 			    "%u; --rw refused (use --copy-out, or a directory on another "
 			    "filesystem)",
-			    op->what, host_path(op), strerror(e), (unsigned)ids->uid,
+			    op->what, host, strerror(e), (unsigned)ids->uid,
 			    disk_id ? AL_HOST_DISK_ID : (unsigned)op->owner_uid);
 		al_debug("%s: no idmapping (%s); shown with its own ids", op->what, strerror(e));
 		attr.attr_set = op->attr;
@@ -244,7 +261,7 @@ static int open_input(const struct al_mount_op *op, const struct al_host_ids *id
 		if (al_sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
 					 sizeof(attr)) < 0)
 			return al_error_setsys(err, errno, "%s: setting flags on %s", op->what,
-					       host_path(op));
+					       host);
 	}
 	if (!may(&st, as_owner, write)) {
 		if (op->copy && !write) {
@@ -260,13 +277,12 @@ static int open_input(const struct al_mount_op *op, const struct al_host_ids *id
 			    "others' bits, which do not let it; chown the directory to an "
 			    "unprivileged user (what the sandbox writes then belongs to that "
 			    "user) or add o+%s",
-			    op->what, host_path(op), (unsigned)op->owner_uid,
-			    (unsigned)op->owner_gid, st.st_mode & 07777,
-			    disk_id ? AL_HOST_DISK_ID : (unsigned)ids->uid,
+			    op->what, host, (unsigned)op->owner_uid, (unsigned)op->owner_gid,
+			    st.st_mode & 07777, disk_id ? AL_HOST_DISK_ID : (unsigned)ids->uid,
 			    S_ISDIR(st.st_mode) ? "rwx" : "rw");
 		return al_error_set(
-		    err, EACCES, "%s: %s (mode %04o) is not %s by %s%s; %s", op->what,
-		    host_path(op), st.st_mode & 07777, write ? "readable and writable" : "readable",
+		    err, EACCES, "%s: %s (mode %04o) is not %s by %s%s; %s", op->what, host,
+		    st.st_mode & 07777, write ? "readable and writable" : "readable",
 		    as_owner ? "its owner, whom the sandbox user acts as" : "others",
 		    unmappable ? " (its filesystem cannot be idmapped)" : "",
 		    write ? "change its mode"
@@ -302,7 +318,7 @@ static void make_copy(struct al_native_plan *np, struct al_mount_op *op)
 int al_native_open_inputs(struct al_native_plan *np, const struct al_plan *plan, int **ret,
 			  struct al_error *err)
 {
-	_cleanup_free_ struct idmap *maps = NULL;
+	_cleanup_free_ struct al_idmap *maps = NULL;
 	size_t n_maps = 0;
 	int *fds;
 	int r = 0;
@@ -318,7 +334,7 @@ int al_native_open_inputs(struct al_native_plan *np, const struct al_plan *plan,
 		bool copy;
 		if (op->input < 0)
 			continue;
-		int fd = open_input(op, &np->ids, &maps, &n_maps, &copy, err);
+		int fd = open_input(op, host_path(op), &np->ids, &maps, &n_maps, &copy, err);
 		if (fd < 0 && !copy) {
 			r = fd;
 			break;

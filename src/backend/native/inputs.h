@@ -26,5 +26,22 @@ int al_native_open_inputs(struct al_native_plan *np, const struct al_plan *plan,
 int al_native_fill_scratch(const struct al_native_plan *np, const struct al_plan *plan, int scratch,
 			   struct al_error *err);
 
+/* The user namespaces of idmappings made so far, shared by the inputs of
+ * one run (one per distinct owner). */
+struct al_idmap;
+struct al_idmaps {
+	struct al_idmap *v;
+	size_t n;
+};
+
+/* One input (op->input >= 0, with its attrs, identity and owner; host its
+ * host path) as a detached tree, as al_native_open_inputs() opens each,
+ * for a backend that lowers its own plan (gvisor). *copy: the sandbox
+ * user could not read it and op->copy allows a copy (no fd, no error). */
+int al_native_open_input(const struct al_mount_op *op, const char *host,
+			 const struct al_host_ids *ids, struct al_idmaps *maps, bool *copy,
+			 struct al_error *err);
+void al_idmaps_free(struct al_idmaps *maps);
+
 /* Close and free what al_native_open_inputs() returned; NULL is fine. */
 void al_native_close_inputs(int *fds, size_t n);
