@@ -149,6 +149,9 @@ def lacks(feature):
 # inputs where they are (inside()), so that its cases judge its promises
 # rather than stop at the argument check.
 AT_HOST_PATHS = lacks("mounts_elsewhere")
+# A backend whose code runs on a kernel of its own (gvisor's sentry): what
+# it shows in /dev and /proc/self/mountinfo is that kernel's, not the host's.
+OWN_KERNEL = BACKEND in ("gvisor", "microvm", "vm")
 if AT_HOST_PATHS:
     PROBE_IN = os.path.abspath(sys.argv[2])
 # How a host path outside the plan answers inside. Where the sandbox has a
