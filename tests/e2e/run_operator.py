@@ -457,18 +457,18 @@ def operator_file_validated(e):
 @case
 def backend_this_airlock_lacks_refused(e):
     """An operator policy whose profile allows or defaults to a backend this
-    airlock does not have (gvisor, microvm: not built yet) is refused when
-    it is read (exit 125), naming the field and the valid names, not
-    accepted and failed at run time."""
+    airlock does not have (microvm, vm: not built yet) is refused when it
+    is read (exit 125), naming the field and the valid names, not accepted
+    and failed at run time."""
     with TempDir() as d:
-        for backend, path in [({"allowed": ["native", "gvisor"]}, "backend.allowed[1]"),
+        for backend, path in [({"allowed": ["native", "vm"]}, "backend.allowed[1]"),
                               ({"default": "microvm"}, "backend.default")]:
             op = write_file(os.path.join(d, "op.json"), json.dumps({
                 "version": 1, "profiles": {"default": {"backend": backend}}}))
             os.chmod(op, 0o644)
             res = run_host([e.airlock, "check", "--operator-policy", op], env=no_operator_env())
             expect_rc(res, 125)
-            expect("profiles.default." + path in res.errtext and "valid: native" in res.errtext,
+            expect("profiles.default." + path in res.errtext and "valid: process, native" in res.errtext,
                    "no refusal naming %s and the valid names" % path, res)
 
 
