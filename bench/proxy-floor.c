@@ -134,7 +134,7 @@ static int listen_netns(unsigned short port, pid_t *ret_pid)
 	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
 	struct msghdr m = {
 	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-	struct cmsghdr *c;
+	struct cmsghdr *c = NULL;
 	int sv[2], fd;
 	pid_t pid;
 

@@ -28,6 +28,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			__builtin_trap();
 		n = al_gwp_encode_listener((enum al_gateway_listener)m.kind, out, sizeof(out));
 		break;
+	case AL_GWP_PEERS:
+		n = al_gwp_encode_peers(m.uid, out, sizeof(out));
+		break;
 	case AL_GWP_END:
 		n = al_gwp_encode_end(out, sizeof(out));
 		break;
@@ -101,6 +104,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (m.type == AL_GWP_STATS && memcmp(&m.stats, &again.stats, sizeof(m.stats)) != 0)
 		__builtin_trap();
 	if (m.type == AL_GWP_DEADLINE && m.deadline != again.deadline)
+		__builtin_trap();
+	if (m.type == AL_GWP_PEERS && m.uid != again.uid)
 		__builtin_trap();
 	if (m.type == AL_GWP_USAGE &&
 	    (strcmp(m.usage.host, again.usage.host) != 0 ||
