@@ -1,0 +1,166 @@
+/* The channel between a microvm/vm guest's agent (src/guest/agent.c) and
+ * the VMM process on the host side (src/backend/microvm/vmm.c): one byte
+ * stream (a virtio console) carrying framed messages.
+ *
+ * A frame is a 12-byte header, then len bytes of payload:
+ *   u8 type, u8 flags (0), u16 reserved (0), u32 id, u32 len
+ * little-endian, len <= AL_GUEST_MAX_PAYLOAD. id names the exec (EXEC_*,
+ * STDIN, STDOUT, STDERR, EXIT), the stream (OPEN, DATA, ...), the datagram
+ * exchange (DGRAM) or the file (FILE_*); 0 where a type has none. A
+ * receiver checks every header before it reads the payload: an unknown
+ * type, nonzero flags or reserved bits, a len over the maximum or over the
+ * type's own bound is a protocol error and ends the channel (the host side
+ * ends the run). The guest is hostile: the host side trusts no field, and
+ * no message makes it hold more than the bounds below.
+ *
+ * Flow control: each direction of each byte stream (a connection's DATA,
+ * an exec's STDIN, STDOUT and STDERR) may have at most AL_GUEST_WINDOW bytes
+ * sent and not yet acknowledged; the receiver sends WINDOW (payload: u32
+ * bytes consumed, for that id; flags say which stdio stream for execs:
+ * see below) as it writes them out. A sender past its window is a protocol
+ * error. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define AL_GUEST_PROTO_VERSION 1
+#define AL_GUEST_HEADER	       12
+#define AL_GUEST_MAX_PAYLOAD   65536u
+#define AL_GUEST_WINDOW	       (256u * 1024u)
+#define AL_GUEST_MAX_STREAMS   64u /* connections open at once */
+#define AL_GUEST_MAX_DGRAMS    64u /* DNS exchanges in flight */
+#define AL_GUEST_MAX_EXECS     16u /* execs alive at once (sessions) */
+#define AL_GUEST_MAX_ARGS      4096u /* argv + env entries of one EXEC */
+
+enum al_guest_type {
+	/* agent → host: the agent is up. payload: u32 version, then the
+	 * guest kernel's release (text). Exactly once, first. */
+	AL_G_HELLO = 1,
+	/* host → agent: run a command. id: the exec (nonzero, unused).
+	 * payload: u32 argc, u32 envc, then cwd, argv[], env[] as
+	 * NUL-terminated strings, nothing after. */
+	AL_G_EXEC = 2,
+	/* agent → host: the exec started (payload: u32 guest pid) or could not
+	 * (AL_G_EXEC_FAILED, payload: u32 errno, then text). */
+	AL_G_EXEC_STARTED = 3,
+	AL_G_EXEC_FAILED = 4,
+	/* host → agent: stdin bytes for id; len 0: end of stdin. */
+	AL_G_STDIN = 5,
+	/* agent → host: the command's output for id. */
+	AL_G_STDOUT = 6,
+	AL_G_STDERR = 7,
+	/* agent → host: exec id ended, everything of it gone; payload: struct
+	 * al_guest_exit (packed little-endian as listed). Its stdout and
+	 * stderr came before. */
+	AL_G_EXIT = 8,
+	/* host → agent: signal exec id (payload: u32 signal number). */
+	AL_G_SIGNAL = 9,
+	/* agent → host: a guest connection to carry. id: the stream (chosen
+	 * by the agent, nonzero, unused). payload: u8 proto (6 TCP), u8 0,
+	 * u16 port (big-endian), u32 IPv4 address (network order): where the
+	 * guest connected to. */
+	AL_G_OPEN = 10,
+	/* host → agent: the stream is connected (len 0) or not
+	 * (AL_G_OPEN_FAILED, payload: u32 errno). */
+	AL_G_OPEN_OK = 11,
+	AL_G_OPEN_FAILED = 12,
+	/* both ways: bytes of stream id (len > 0). */
+	AL_G_DATA = 13,
+	/* both ways: the sender will send no more on stream id (a FIN). */
+	AL_G_SHUT = 14,
+	/* both ways: stream id is gone (reset or both sides shut); no more
+	 * messages of it either way. */
+	AL_G_CLOSE = 15,
+	/* both ways: credit back for id (payload: u32 bytes); flags: 0 a
+	 * stream's DATA, 1 STDIN, 2 STDOUT, 3 STDERR. */
+	AL_G_WINDOW = 16,
+	/* agent → host: a UDP datagram to 127.0.0.1:53 (DNS), id the
+	 * exchange; host → agent: the answer with the same id. payload: the
+	 * datagram (at most 4096 bytes). */
+	AL_G_DGRAM = 17,
+	/* host → agent: are you there (payload: u64 token); agent → host:
+	 * AL_G_PONG with the same token. */
+	AL_G_PING = 18,
+	AL_G_PONG = 19,
+	/* Files of the scratch, either way (host → agent before the first
+	 * exec for --copy-in; agent → host after AL_G_FILES_GET for
+	 * --copy-out). FILE_BEGIN: id the file, payload: u32 mode, u8 kind
+	 * (AL_GUEST_FILE_*), then the path relative to /work (NUL-terminated,
+	 * no "..", no leading '/', no empty component). FILE_DATA: bytes of
+	 * the regular file id (in order). FILE_END: the file id is complete.
+	 * FILES_DONE: no more files (payload: u32 errno of a failure, 0). */
+	AL_G_FILE_BEGIN = 20,
+	AL_G_FILE_DATA = 21,
+	AL_G_FILE_END = 22,
+	AL_G_FILES_DONE = 23,
+	/* host → agent: send /work back (payload: u64 max bytes, u64 max
+	 * files): the agent sends at most that, then FILES_DONE. */
+	AL_G_FILES_GET = 24,
+	/* host → agent: power the guest off once everything is sent. */
+	AL_G_POWEROFF = 25,
+	/* agent → host: a line for the host's log (setup failures), at most
+	 * 1024 bytes of text. */
+	AL_G_LOG = 26,
+	AL_G_TYPE_MAX = 26,
+};
+
+enum { AL_GUEST_FILE_DIR = 1, AL_GUEST_FILE_REG = 2, AL_GUEST_FILE_LINK = 3 };
+
+/* AL_G_EXIT's payload. */
+struct al_guest_exit {
+	int32_t status;	     /* the wait status */
+	uint8_t oom;	     /* the exec's memory limit killed a process of it */
+	uint8_t pad[3];	     /* 0 */
+	uint64_t user_us;    /* CPU of the exec and its children, guest time */
+	uint64_t system_us;
+	uint64_t memory_peak; /* bytes (its cgroup's peak, else max RSS) */
+};
+#define AL_GUEST_EXIT_LEN 32
+
+struct al_guest_hdr {
+	uint8_t type, flags;
+	uint16_t reserved;
+	uint32_t id, len;
+};
+
+/* The most payload a type may carry (0 for types with none, -1 unknown). */
+long al_guest_max_len(uint8_t type);
+
+/* Encode a header into out[AL_GUEST_HEADER]. */
+void al_guest_hdr_put(uint8_t out[AL_GUEST_HEADER], uint8_t type, uint8_t flags, uint32_t id,
+		      uint32_t len);
+/* Decode and check one header: 0, or -EPROTO (unknown type, nonzero
+ * flags where the type has none or reserved, len over the type's bound). */
+int al_guest_hdr_get(const uint8_t in[AL_GUEST_HEADER], struct al_guest_hdr *h);
+
+/* Little-endian helpers for payloads. */
+static inline void al_guest_put32(uint8_t *p, uint32_t v)
+{
+	p[0] = v, p[1] = v >> 8, p[2] = v >> 16, p[3] = v >> 24;
+}
+static inline uint32_t al_guest_get32(const uint8_t *p)
+{
+	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline void al_guest_put64(uint8_t *p, uint64_t v)
+{
+	al_guest_put32(p, (uint32_t)v), al_guest_put32(p + 4, (uint32_t)(v >> 32));
+}
+static inline uint64_t al_guest_get64(const uint8_t *p)
+{
+	return al_guest_get32(p) | (uint64_t)al_guest_get32(p + 4) << 32;
+}
+
+/* EXEC's payload parsed in place (pointers into the payload); -EPROTO if
+ * the counts do not match the strings, a string is not terminated, or
+ * bytes are left over. argv and env are caller arrays of at most
+ * AL_GUEST_MAX_ARGS + 1 entries (NULL-terminated on return). */
+int al_guest_exec_parse(const uint8_t *p, uint32_t len, const char **cwd, const char **argv,
+			uint32_t *argc, const char **env, uint32_t *envc);
+void al_guest_exit_put(uint8_t out[AL_GUEST_EXIT_LEN], const struct al_guest_exit *e);
+int al_guest_exit_get(const uint8_t *p, uint32_t len, struct al_guest_exit *e);
+/* A FILE_BEGIN path: relative, no "." or ".." or empty component, no NUL
+ * before its end: 0 or -EPROTO. */
+int al_guest_path_ok(const char *path, size_t len);
