@@ -171,6 +171,8 @@ extern const struct al_backend_ops al_backend_process;
 extern const struct al_backend_ops al_backend_native;
 extern const struct al_backend_ops al_backend_wasm;
 extern const struct al_backend_ops al_backend_gvisor;
+extern const struct al_backend_ops al_backend_microvm;
+extern const struct al_backend_ops al_backend_vm;
 extern const struct al_backend_ops al_backend_fake;
 
 /* Every backend this airlock has, NULL-terminated, weakest first (the

@@ -29,7 +29,8 @@
  * built[], which src/backend/backend.c's al_backends[] lists too. */
 static const char *const backends[] = {"process", "native", "wasm", "gvisor",
 				       "microvm", "vm",	    NULL};
-static const char *const built_default[] = {"process", "native", "wasm", "gvisor", NULL};
+static const char *const built_default[] = {"process", "native", "wasm", "gvisor",
+					    "microvm", "vm",	   NULL};
 static const char *const *built = built_default;
 
 void al_backends_built(const char *const *names)

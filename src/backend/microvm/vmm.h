@@ -32,8 +32,8 @@
 
 #include <signal.h>
 
-#define AL_VMM_DIR	   "/.airlock"
-#define AL_VMM_SELF	   AL_VMM_DIR "/airlock"
+#define AL_VMM_DIR	  "/.airlock"
+#define AL_VMM_SELF	  AL_VMM_DIR "/airlock"
 #define AL_VMM_SIG_MEMORY SIGUSR2
 #define AL_VMM_SIG_GUEST  SIGUSR1
 

@@ -1,0 +1,75 @@
+/* The microvm and vm backends' own parts (microvm.c: the ops and the
+ * derived plan; guest.c: the host's QEMU, kernel, images and KVM, the
+ * guest's config and initramfs of a run, the VMM's config). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "backend/microvm/image.h"
+
+/* Where the VMM finds what it runs, in its sandbox (read-only). */
+#define AL_VMM_KERNEL "/.airlock/vmlinuz"
+#define AL_VMM_INITRD "/.airlock/initrd"
+#define AL_VMM_SYSTEM "/.airlock/system.ext4"
+/* A run's initramfs until its sandbox holds it (root; else $TMPDIR). */
+#define AL_VM_RUN_DIR "/run/airlock/vm"
+
+/* A machine: microvm or vm. */
+struct al_vm_kind {
+	const char *name;
+	const char *flavour; /* the Debian kernel's: "cloud-amd64", "amd64" */
+	const char *machine; /* QEMU's -M */
+	const char *bus;     /* virtio devices: "device" (mmio) or "pci" */
+	const char *const *modules;
+};
+
+/* What this host runs a kind with, found once per process. */
+struct al_vm_host {
+	const char *qemu; /* /usr/bin/qemu-system-x86_64 */
+	char qemu_version[64];
+	bool kvm; /* /dev/kvm works: a guest booted on it (probed once) */
+	struct al_vm_kernel kernel;
+	char agent[4096];	 /* the guest agent binary */
+	char initramfs[4096];	 /* the base initramfs (cached) */
+	char system_image[4096]; /* the system image (cached) */
+	char **modules;		 /* in the initramfs, load order */
+	size_t n_modules;
+};
+
+struct vm_run {
+	struct al_plan plan;	    /* the run's plan with our argv and fs */
+	const struct al_plan *orig; /* the run's (borrowed) */
+	size_t n_orig_fs;	    /* plan.fs[n_orig_fs..] are ours */
+	const struct al_vm_kind *kind;
+	const struct al_vm_host *host;
+	char *initrd; /* this run's initramfs on the host, until unlinked */
+	char **envp;
+	const struct al_sandbox_events *orig_events;
+	struct al_sandbox_events events; /* forwards to orig_events */
+};
+
+const struct al_vm_kind *al_vm_kind(const char *name);
+/* The guest's RAM for a plan: its memory limit and the guest kernel's
+ * share, at least 256 MiB. */
+uint64_t al_vm_guest_ram(const struct al_plan *p);
+void al_vm_run_free(struct vm_run *w);
+
+/* The host's means for kind: QEMU, the kernel, the agent, the base
+ * initramfs and the system image (built on first use). 0 or -errno with
+ * err naming what is missing and how to get it. */
+int al_vm_host(const struct al_vm_kind *kind, const struct al_vm_host **out, struct al_error *err);
+/* Only whether QEMU, a kernel of kind's flavour and the agent are here
+ * (for usable: it builds nothing): 1, or 0 with why. */
+int al_vm_host_check(const struct al_vm_kind *kind, char *why, size_t len);
+/* "kvm" or "tcg" once the host is known; "tcg" where /dev/kvm cannot be
+ * opened; NULL before a run has probed it. */
+const char *al_vm_platform(const struct al_vm_kind *kind);
+/* Write w's initramfs (the base, then this run's config and inputs) to a
+ * new file, w->initrd. */
+int al_vm_guest_initrd(struct vm_run *w, struct al_error *err);
+/* Remove w->initrd (once the sandbox holds it, or at the end). */
+void al_vm_guest_unlink(struct vm_run *w);
+/* The VMM's CONFIG_JSON (vmm.h) for w, malloc'd. */
+char *al_vm_vmm_config(const struct vm_run *w);
