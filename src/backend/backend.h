@@ -198,6 +198,10 @@ int al_backend_usable(const struct al_backend_ops *ops, char *why, size_t len);
  * many, or -errno. */
 int al_gvisor_gc(struct al_error *err);
 
+/* `airlock gc`: remove the microvm/vm initramfs files of runs whose
+ * airlock is gone (AL_VM_RUN_DIR): how many, or -errno. */
+int al_vm_gc(struct al_error *err);
+
 /* The run's cgroup limits from sb's plan, the same for every backend that
  * holds its sandbox in a cgroup (a session's also get a freezer and exec
  * cgroups below the run's). */

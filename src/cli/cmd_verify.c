@@ -187,6 +187,12 @@ int al_cmd_gc(int argc, char **argv)
 		return 125;
 	}
 	printf("removed %d gvisor run director%s\n", n, n == 1 ? "y" : "ies");
+	n = al_vm_gc(&err);
+	if (n < 0) {
+		al_err("%s", err.msg);
+		return 125;
+	}
+	printf("removed %d microvm initramfs file%s\n", n, n == 1 ? "" : "s");
 	/* Before the slots: a dead run's table is found by its slot. */
 	n = al_process_nft_gc(&err);
 	if (n < 0)

@@ -50,6 +50,12 @@ ALLOWED = {
         "the runsc probe's answer for the process: written once under pthread_once, then read",
     ("src_backend_gvisor_probe.c.o", "reason"):
         "the runsc probe's answer for the process: written once under pthread_once, then read",
+    ("src_backend_microvm_guest.c.o", "lock"):
+        "guards the microvm/vm hosts found for the process",
+    ("src_backend_microvm_guest.c.o", "hosts"):
+        "what each VM kind runs with here: written once under lock, then read",
+    ("src_backend_microvm_guest.c.o", "found"):
+        "whether hosts[] is filled: read and written under lock",
     ("src_mcp_server.c.o", "stop_flag"):
         "airlock mcp's SIGTERM/SIGINT/SIGHUP flag, set by its handler: al_mcp_serve runs "
         "once, in the process of the mcp command, never beside a run",

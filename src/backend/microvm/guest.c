@@ -2,11 +2,13 @@
  * runs with (found once per process), KVM when it really works (a guest
  * booted on it), and per run the guest's config and initramfs and the
  * VMM's config. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,6 +159,9 @@ static bool kvm_works(const struct al_vm_kind *kind, const struct al_vm_host *h)
 	return ok;
 }
 
+/* What each kind runs with here, found once per process under lock (the
+ * daemon's sessions start runs from several threads). */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct al_vm_host hosts[2];
 static bool found[2];
 
@@ -183,13 +188,19 @@ int al_vm_host_check(const struct al_vm_kind *kind, char *why, size_t len)
 const char *al_vm_platform(const struct al_vm_kind *kind)
 {
 	size_t i = strcmp(kind->name, "microvm") == 0 ? 0 : 1;
+	const char *r = NULL;
 
+	pthread_mutex_lock(&lock);
 	if (found[i])
-		return hosts[i].kvm ? "kvm" : "tcg";
-	return access("/dev/kvm", R_OK | W_OK) < 0 ? "tcg" : NULL;
+		r = hosts[i].kvm ? "kvm" : "tcg";
+	pthread_mutex_unlock(&lock);
+	if (!r && access("/dev/kvm", R_OK | W_OK) < 0)
+		r = "tcg";
+	return r;
 }
 
-int al_vm_host(const struct al_vm_kind *kind, const struct al_vm_host **out, struct al_error *err)
+static int find_host(const struct al_vm_kind *kind, const struct al_vm_host **out,
+		     struct al_error *err)
 {
 	size_t i = strcmp(kind->name, "microvm") == 0 ? 0 : 1;
 	struct al_vm_host *h = &hosts[i];
@@ -217,6 +228,14 @@ int al_vm_host(const struct al_vm_kind *kind, const struct al_vm_host **out, str
 	found[i] = true;
 	*out = h;
 	return 0;
+}
+
+int al_vm_host(const struct al_vm_kind *kind, const struct al_vm_host **out, struct al_error *err)
+{
+	pthread_mutex_lock(&lock);
+	int r = find_host(kind, out, err);
+	pthread_mutex_unlock(&lock);
+	return r;
 }
 
 /* The first component of an input's place in the guest may not be one the
@@ -463,4 +482,34 @@ char *al_vm_vmm_config(const struct vm_run *w)
 	s = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return s;
+}
+
+int al_vm_gc(struct al_error *err)
+{
+	DIR *d = opendir(AL_VM_RUN_DIR);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return errno == ENOENT ? 0
+				       : al_error_setsys(err, errno, "opening %s", AL_VM_RUN_DIR);
+	while ((de = readdir(d))) {
+		int pid;
+		char rest[16];
+		/* initrd-PID-XXXXXX: its airlock is gone when PID is. */
+		if (sscanf(de->d_name, "initrd-%d-%15s", &pid, rest) != 2 || pid <= 0 ||
+		    strlen(rest) != 6)
+			continue;
+		if (kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		if (unlinkat(dirfd(d), de->d_name, 0) == 0) {
+			n++;
+		} else if (errno != ENOENT) {
+			n = al_error_setsys(err, errno, "removing %s/%s", AL_VM_RUN_DIR,
+					    de->d_name);
+			break;
+		}
+	}
+	closedir(d);
+	return n;
 }

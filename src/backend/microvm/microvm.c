@@ -48,7 +48,7 @@
 static const struct al_vm_kind kinds[] = {
     {.name = "microvm",
      .flavour = "cloud-amd64",
-     .machine = "microvm,x-option-roms=off,rtc=off",
+     .machine = "microvm,x-option-roms=off,rtc=on",
      .bus = "device",
      .modules = (const char *const[]){"virtio_mmio", "virtio_console", "virtio_blk", NULL}},
     {.name = "vm",

@@ -37,5 +37,10 @@
 #define AL_VMM_SIG_MEMORY SIGUSR2
 #define AL_VMM_SIG_GUEST  SIGUSR1
 
+/* In the VMM's child, before it execs QEMU: answer ENOSYS to the calls
+ * QEMU only tries (io_uring, memfd_create), which the native layer would
+ * otherwise count as denials (quiet.c). 0 or -errno. */
+int al_vmm_quiet_filter(void);
+
 /* `airlock __vmm CONFIG_JSON` (argv[0] is AL_VMM_SELF): never returns. */
 int al_vmm_main(int argc, char **argv);
