@@ -72,10 +72,9 @@ static int header(struct al_cpio *c, const char *path, mode_t mode, uint64_t siz
 	if (c->error)
 		return c->error;
 	char h[111];
-	snprintf(h, sizeof(h),
-		 "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X", ++c->ino,
-		 (unsigned)mode, 0u, 0u, S_ISDIR(mode) ? 2u : 1u, 0u, (unsigned)size, 0u, 0u,
-		 0u, 0u, (unsigned)namesize, 0u);
+	snprintf(h, sizeof(h), "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X",
+		 ++c->ino, (unsigned)mode, 0u, 0u, S_ISDIR(mode) ? 2u : 1u, 0u, (unsigned)size, 0u,
+		 0u, 0u, 0u, (unsigned)namesize, 0u);
 	put(c, h, 110);
 	put(c, path, namesize);
 	pad4(c);
@@ -295,9 +294,8 @@ int al_cpio_finish(struct al_cpio *c)
 	if (r == 0) {
 		/* The trailer is a regular entry of no data, inode 0. */
 		char h[111];
-		snprintf(h, sizeof(h),
-			 "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X", 0u, 0u,
-			 0u, 0u, 1u, 0u, 0u, 0u, 0u, 0u, 0u, (unsigned)sizeof(trailer), 0u);
+		snprintf(h, sizeof(h), "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X",
+			 0u, 0u, 0u, 0u, 1u, 0u, 0u, 0u, 0u, 0u, 0u, (unsigned)sizeof(trailer), 0u);
 		put(c, h, 110);
 		put(c, trailer, sizeof(trailer));
 		pad4(c);

@@ -14,8 +14,9 @@
 
 #define DPKG_STATUS "/var/lib/dpkg/status"
 
+/* dash: the image's /bin/sh (what system(3) and subprocess's shell run). */
 const char *const al_vm_default_packages[] = {"python3", "python3-pandas", "coreutils", "bash",
-					      "libc-bin", NULL};
+					      "dash",	 "libc-bin",	   NULL};
 
 struct pkg {
 	char *name, *version, *depends, *provides;
@@ -222,7 +223,8 @@ int al_vm_package_closure(const char *const *packages, char ***names_out, char *
 	for (size_t i = 0; i < n && r == 0; i++) {
 		_cleanup_free_ char *deps = xstrdup(todo[i]->depends);
 		char *save = NULL;
-		for (char *rel = strtok_r(deps, ",", &save); rel; rel = strtok_r(NULL, ",", &save)) {
+		for (char *rel = strtok_r(deps, ",", &save); rel;
+		     rel = strtok_r(NULL, ",", &save)) {
 			if (!*(rel + strspn(rel, " \t")))
 				continue;
 			struct pkg *p = choose(&s, rel);

@@ -25,8 +25,8 @@
  * can rely on: its mount points (/dev, /proc, /sys, /mnt for the system
  * image) and its own tree (/airlock, with the modules, the config and the
  * inputs under it). */
-static const char *const base_dirs[] = {"/dev", "/proc", "/sys", "/mnt", "/airlock",
-					AL_GUEST_MODULES_DIR};
+static const char *const base_dirs[] = {"/dev", "/proc",    "/sys",
+					"/mnt", "/airlock", AL_GUEST_MODULES_DIR};
 
 int al_vm_cache_mkdir(const char *dir, struct al_error *err)
 {
@@ -123,8 +123,8 @@ static void fds_close(int *fds, size_t n)
 }
 
 /* The archive into a temporary file of dirfd, renamed to name when whole. */
-static int write_initramfs(int dirfd, const char *dir, const char *name, int agent_fd,
-			   char **mods, int *mod_fds, struct al_error *err)
+static int write_initramfs(int dirfd, const char *dir, const char *name, int agent_fd, char **mods,
+			   int *mod_fds, struct al_error *err)
 {
 	char tmp[64];
 	int fd = -1;

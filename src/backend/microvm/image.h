@@ -60,7 +60,7 @@ int al_vm_initramfs(const struct al_vm_kernel *k, const char *agent, const char 
 		    struct al_error *err);
 
 /* The default packages of a system image (NULL-terminated): python3 with
- * pandas (the seed's demo), coreutils, bash and libc-bin. */
+ * pandas (the seed's demo), coreutils, bash, dash (/bin/sh) and libc-bin. */
 extern const char *const al_vm_default_packages[];
 
 /* The installed packages a system image of packages (NULL: the default

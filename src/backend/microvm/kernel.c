@@ -15,9 +15,9 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 
-#define BOOT_DIR "/boot"
+#define BOOT_DIR    "/boot"
 #define MODULES_DIR "/lib/modules"
-#define DPKG_INFO "/var/lib/dpkg/info"
+#define DPKG_INFO   "/var/lib/dpkg/info"
 
 /* dpkg's order of one character of a non-digit run: '~' before anything,
  * even the end; letters before other characters. */
@@ -202,8 +202,8 @@ int al_vm_kernel_find(const char *flavour, struct al_vm_kernel *k, char *why, si
 	}
 	closedir(d);
 	if (!best) {
-		snprintf(why, len, "no Debian kernel of flavour %s: install linux-image-%s", flavour,
-			 flavour);
+		snprintf(why, len, "no Debian kernel of flavour %s: install linux-image-%s",
+			 flavour, flavour);
 		return 0;
 	}
 	return 1;
@@ -258,7 +258,8 @@ static int depmap_load(const char *dir, struct depmap *m, struct al_error *err)
 		*colon = '\0';
 		struct dep_line e = {xstrdup(line), xcalloc(1, sizeof(char *))};
 		char *save = NULL;
-		for (char *t = strtok_r(colon + 1, " \t", &save); t; t = strtok_r(NULL, " \t", &save))
+		for (char *t = strtok_r(colon + 1, " \t", &save); t;
+		     t = strtok_r(NULL, " \t", &save))
 			al_strv_push(&e.deps, t);
 		m->v = xrealloc(m->v, (m->n + 1) * sizeof(*m->v));
 		m->v[m->n++] = e;

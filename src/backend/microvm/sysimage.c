@@ -30,7 +30,8 @@
 #include "core/sys.h"
 #include "core/util.h"
 
-#define DPKG_INFO "/var/lib/dpkg/info"
+#define DPKG_INFO	  "/var/lib/dpkg/info"
+#define DPKG_ALTERNATIVES "/var/lib/dpkg/alternatives"
 
 /* What a guest does not need of a package. */
 static const char *const skipped[] = {"/usr/share/doc", "/usr/share/man", "/usr/share/locale",
@@ -53,12 +54,11 @@ static const struct {
 };
 
 struct stage {
-	int root;	     /* the staging directory */
-	const char *path;    /* its path, for messages */
-	uint64_t bytes;	     /* file data staged, in 4 KiB blocks */
-	uint64_t inodes;     /* entries staged */
-	char **alternatives; /* /etc/alternatives names that staged links point at */
-	char *last_dir;	     /* the last directory resolved, and what it resolved to */
+	int root;	  /* the staging directory */
+	const char *path; /* its path, for messages */
+	uint64_t bytes;	  /* file data staged, in 4 KiB blocks */
+	uint64_t inodes;  /* entries staged */
+	char *last_dir;	  /* the last directory resolved, and what it resolved to */
 	char *last_real;
 };
 
@@ -89,7 +89,8 @@ static int ensure_dir(struct stage *s, const char *dir, struct al_error *err)
 			st.st_mode = S_IFDIR | 0755, st.st_uid = 0, st.st_gid = 0;
 		if (mkdirat(s->root, p + 1, 0700) == 0) {
 			s->inodes++;
-			if (fchownat(s->root, p + 1, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0 ||
+			if (fchownat(s->root, p + 1, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) <
+				0 ||
 			    fchmodat(s->root, p + 1, st.st_mode & 07777, 0) < 0)
 				return al_error_setsys(err, errno, "%s%s", s->path, p);
 		} else if (errno != EEXIST) {
@@ -125,17 +126,6 @@ static int copy_file(struct stage *s, const char *host, const char *rel, const s
 	return 1;
 }
 
-/* The name under /etc/alternatives that a link's target goes through, or
- * NULL. */
-static const char *alternative(const char *target)
-{
-	static const char prefix[] = "/etc/alternatives/";
-	if (strncmp(target, prefix, sizeof(prefix) - 1) != 0)
-		return NULL;
-	const char *name = target + sizeof(prefix) - 1;
-	return *name && !strchr(name, '/') ? name : NULL;
-}
-
 /* One host path (absolute, its directory resolved) into the staging tree. */
 static int stage_entry(struct stage *s, const char *path, const char *dir, struct al_error *err)
 {
@@ -155,13 +145,11 @@ static int stage_entry(struct stage *s, const char *path, const char *dir, struc
 			return al_error_setsys(err, errno, "%s: readlink", path);
 		target[n] = '\0';
 		if (symlinkat(target, s->root, rel) < 0)
-			return errno == EEXIST ? 0 : al_error_setsys(err, errno, "%s/%s", s->path, rel);
+			return errno == EEXIST ? 0
+					       : al_error_setsys(err, errno, "%s/%s", s->path, rel);
 		s->inodes++;
 		if (fchownat(s->root, rel, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0)
 			return al_error_setsys(err, errno, "%s/%s", s->path, rel);
-		const char *alt = alternative(target);
-		if (alt)
-			al_strv_push(&s->alternatives, alt);
 		return 0;
 	}
 	if (!S_ISREG(st.st_mode))
@@ -245,8 +233,97 @@ static int write_at(struct stage *s, const char *rel, const char *text, struct a
 	return 0;
 }
 
-/* /etc for the guest, the alternatives the staged links go through (when
- * what they point at is staged too), and the merged-/usr links. */
+/* Whether the host path target (a file an alternative chose) is in the
+ * staging tree, seen through the host's links as the staging saw it. */
+static bool staged(struct stage *s, const char *target)
+{
+	char real[PATH_MAX];
+	struct stat st;
+	return realpath(target, real) && fstatat(s->root, real + 1, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* One link of an alternative (update-alternatives' links are in no
+ * package's list): link -> /etc/alternatives/name -> the chosen file,
+ * made in the image when the chosen file is staged. */
+static int stage_alternative(struct stage *s, const char *name, const char *link,
+			     struct al_error *err)
+{
+	_cleanup_free_ char *alt = xasprintf("/etc/alternatives/%s", name);
+	char target[PATH_MAX], via[PATH_MAX];
+	ssize_t n = readlink(alt, target, sizeof(target) - 1);
+	if (n <= 0 || strchr(name, '/'))
+		return 0;
+	target[n] = '\0';
+	if (target[0] != '/' || !staged(s, target))
+		return 0;
+	if (symlinkat(target, s->root, alt + 1) == 0)
+		s->inodes++;
+	else if (errno != EEXIST)
+		return al_error_setsys(err, errno, "%s%s", s->path, alt);
+	n = readlink(link, via, sizeof(via) - 1);
+	if (n <= 0)
+		return 0;
+	via[n] = '\0';
+	/* The link itself, at its path seen through the host's links. */
+	const char *slash = strrchr(link, '/');
+	_cleanup_free_ char *dir = strndup(link, (size_t)(slash - link));
+	char real[PATH_MAX];
+	if (!dir || !*dir || !realpath(dir, real) || is_skipped(real))
+		return 0;
+	int r = ensure_dir(s, real, err);
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *rel = xasprintf("%s/%s", real + 1, slash + 1);
+	if (symlinkat(via, s->root, rel) == 0)
+		s->inodes++;
+	else if (errno != EEXIST)
+		return al_error_setsys(err, errno, "%s/%s", s->path, rel);
+	return 0;
+}
+
+/* dpkg's alternatives database: each file NAME holds the mode, the master
+ * link, then pairs of a slave's name and link up to an empty line. */
+static int stage_alternatives(struct stage *s, struct al_error *err)
+{
+	DIR *d = opendir(DPKG_ALTERNATIVES);
+	if (!d)
+		return 0;
+	int r = 0;
+	struct dirent *de;
+	while (r == 0 && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		_cleanup_free_ char *file = xasprintf(DPKG_ALTERNATIVES "/%s", de->d_name);
+		_cleanup_fclose_ FILE *f = fopen(file, "re");
+		if (!f)
+			continue;
+		char *line = NULL, *name = xstrdup(de->d_name);
+		size_t cap = 0;
+		ssize_t n;
+		for (int i = 0; r == 0 && (n = getline(&line, &cap, f)) > 0; i++) {
+			if (line[n - 1] == '\n')
+				line[--n] = '\0';
+			if (n == 0)
+				break;
+			if (i == 0)
+				continue; /* the mode */
+			if (i > 1 && i % 2 == 0) {
+				free(name);
+				name = xstrdup(line); /* a slave's name; its link follows */
+				continue;
+			}
+			r = stage_alternative(s, name, line, err);
+		}
+		free(line);
+		free(name);
+	}
+	closedir(d);
+	return r;
+}
+
+/* /etc for the guest, the alternatives whose chosen file is staged (from
+ * dpkg's alternatives database: their links are in no package's list),
+ * and the merged-/usr links. */
 static int stage_rest(struct stage *s, struct al_error *err)
 {
 	int r = ensure_dir(s, "/etc/alternatives", err);
@@ -263,21 +340,8 @@ static int stage_rest(struct stage *s, struct al_error *err)
 			r = copy_file(s, "/etc/ld.so.cache", "etc/ld.so.cache", &st, err);
 		r = r < 0 ? r : 0;
 	}
-	for (size_t i = 0; s->alternatives && s->alternatives[i] && r == 0; i++) {
-		_cleanup_free_ char *link = xasprintf("/etc/alternatives/%s", s->alternatives[i]);
-		char target[PATH_MAX];
-		struct stat st;
-		ssize_t n = readlink(link, target, sizeof(target) - 1);
-		if (n <= 0 || target[0] != '/')
-			continue;
-		target[n] = '\0';
-		if (fstatat(s->root, target + 1, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue; /* its target is not in the image: leave the link dangling */
-		if (symlinkat(target, s->root, link + 1) == 0)
-			s->inodes++;
-		else if (errno != EEXIST)
-			r = al_error_setsys(err, errno, "%s%s", s->path, link);
-	}
+	if (r == 0)
+		r = stage_alternatives(s, err);
 	for (size_t i = 0; i < AL_ARRAY_SIZE(usr_links) && r == 0; i++) {
 		_cleanup_free_ char *host = xasprintf("/%s", usr_links[i]);
 		char target[PATH_MAX];
@@ -339,24 +403,15 @@ static int run_mkfs(const char *staging, const char *image, uint64_t size, uint6
 	char size_k[32], n_inodes[32];
 	snprintf(size_k, sizeof(size_k), "%lluk", (unsigned long long)(size / 1024));
 	snprintf(n_inodes, sizeof(n_inodes), "%llu", (unsigned long long)inodes);
-	char *const argv[] = {(char *)mkfs,
-			      "-q",
-			      "-d",
-			      (char *)staging,
-			      "-E",
-			      "root_owner=0:0",
-			      "-O",
-			      "^has_journal",
-			      "-L",
-			      "airlock-sys",
-			      "-b",
-			      "4096",
-			      "-m",
-			      "0",
-			      "-N",
-			      n_inodes,
-			      (char *)image,
-			      size_k,
+	char *const argv[] = {(char *)mkfs,  "-q",
+			      "-d",	     (char *)staging,
+			      "-E",	     "root_owner=0:0",
+			      "-O",	     "^has_journal",
+			      "-L",	     "airlock-sys",
+			      "-b",	     "4096",
+			      "-m",	     "0",
+			      "-N",	     n_inodes,
+			      (char *)image, size_k,
 			      NULL};
 	char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
 	int pipefd[2];
@@ -444,7 +499,6 @@ static int build(int dirfd, const char *cache_dir, const char *name, char **pkgs
 	if (s.root >= 0)
 		close(s.root);
 	remove_tree(dirfd, staging_name);
-	al_strv_free(s.alternatives);
 	free(s.last_dir);
 	free(s.last_real);
 	return r;
