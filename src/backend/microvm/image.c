@@ -142,6 +142,9 @@ static int write_initramfs(int dirfd, const char *dir, const char *name, int age
 	int r = 0;
 	for (size_t i = 0; i < AL_ARRAY_SIZE(base_dirs) && r == 0; i++)
 		r = al_cpio_dir(c, base_dirs[i], 0755);
+	/* The hash read the agent and the modules to their ends. */
+	if (r == 0 && lseek(agent_fd, 0, SEEK_SET) < 0)
+		r = -errno;
 	if (r == 0)
 		r = al_cpio_host_file(c, AL_GUEST_AGENT_PATH, 0755, agent_fd);
 	for (size_t i = 0; mods[i] && r == 0; i++) {
