@@ -126,6 +126,7 @@ int al_cmd_check(int argc, char **argv);
 int al_cmd_verify(int argc, char **argv);
 int al_cmd_gc(int argc, char **argv);
 int al_cmd_backends(int argc, char **argv);
+int al_cmd_vm_image(int argc, char **argv);
 /* airlock token verify|jwks|keygen|mint: the per-run JWTs (cmd_token.c). */
 int al_cmd_token(int argc, char **argv);
 /* airlock serve (cmd_serve.c): the daemon, in airlock-serve; the static

@@ -30,6 +30,8 @@ void al_cli_usage(FILE *f)
 		"                                    tables left by a killed airlock\n"
 		"  backends [--json]                 the isolation layers: usable here or why\n"
 		"                                    not, and how each keeps the promises\n"
+		"  vm-image [--packages P,P,...]     build the microvm/vm guests' system image\n"
+		"                                    from the host's packages; its path, size\n"
 		"  serve --socket PATH [OPTIONS]     serve the HTTP API (docs/api.md) on a Unix\n"
 		"                                    socket: one-shot runs, health, metrics\n"
 		"  mcp [--policy FILE] [--profile NAME] [--socket PATH]\n"
@@ -67,6 +69,8 @@ static int help(int argc, char **argv)
 		return al_cmd_backends(1, args + 1);
 	if (strcmp(cmd, "serve") == 0)
 		return al_cmd_serve(1, args + 1);
+	if (strcmp(cmd, "vm-image") == 0)
+		return al_cmd_vm_image(1, args + 1);
 	if (strcmp(cmd, "mcp") == 0)
 		return al_cmd_mcp(1, args + 1);
 	if (strcmp(cmd, "token") == 0)
@@ -134,6 +138,8 @@ int main(int argc, char **argv)
 		return al_cmd_token(argc - 2, argv + 2);
 	if (strcmp(cmd, "serve") == 0)
 		return al_cmd_serve(argc - 2, argv + 2);
+	if (strcmp(cmd, "vm-image") == 0)
+		return al_cmd_vm_image(argc - 2, argv + 2);
 	if (strcmp(cmd, "mcp") == 0)
 		return al_cmd_mcp(argc - 2, argv + 2);
 	if (strcmp(cmd, "__session") == 0)

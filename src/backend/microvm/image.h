@@ -59,6 +59,19 @@ int al_vm_initramfs(const struct al_vm_kernel *k, const char *agent, const char 
 		    char *path_out, size_t len, char ***mods_out, size_t *n_mods_out,
 		    struct al_error *err);
 
+/* The default packages of a system image (NULL-terminated): python3 with
+ * pandas (the seed's demo), coreutils, bash, dash (/bin/sh) and libc-bin. */
+extern const char *const al_vm_default_packages[];
+
+/* The installed packages a system image of packages (NULL: the default
+ * set) holds: those and their dependency closure through dpkg's status
+ * (Depends and Pre-Depends; of "a | b" the first installed; virtual
+ * packages through Provides; packages not installed skipped). names_out
+ * and versions_out: NULL-terminated, malloc'd, sorted by name. -ENOENT
+ * when a named package is not installed. */
+int al_vm_package_closure(const char *const *packages, char ***names_out, char ***versions_out,
+			  struct al_error *err);
+
 /* The system image of packages (NULL: the default set) and their
  * dependencies, from the host's installed files. Built once (under a lock)
  * and cached under AL_VM_CACHE_DIR by the packages' names and versions. */
