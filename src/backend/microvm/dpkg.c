@@ -16,7 +16,7 @@
 
 /* dash: the image's /bin/sh (what system(3) and subprocess's shell run). */
 const char *const al_vm_default_packages[] = {"python3", "python3-pandas", "coreutils", "bash",
-					      "dash",	 "libc-bin",	   NULL};
+					      "curl",	 "dash",	   "libc-bin",	NULL};
 
 struct pkg {
 	char *name, *version, *depends, *provides;
