@@ -257,15 +257,18 @@ static __attribute__((noreturn)) void die_verdict(int sig)
 	_exit(128 + sig);
 }
 
-/* Write what is left of the guest's output, blocking (the run's own
- * timeout bounds this if nobody reads). */
-static void drain_stdio(struct vmm *v)
+/* Write what is left of the guest's output: blocking at the command's
+ * end (the run's own timeout bounds this if nobody reads), one try
+ * without blocking when the run failed (a reader that does not read must
+ * not keep the failure from ending it). */
+static void drain_stdio(struct vmm *v, bool block)
 {
 	for (int i = 0; i < 2; i++) {
 		struct vmm_queue *q = &v->stdio[i];
 		while (q->len > 0) {
 			struct pollfd p = {.fd = v->fd_out[i], .events = POLLOUT};
-			poll(&p, 1, 1000);
+			if (poll(&p, 1, block ? 1000 : 0) == 0 && !block)
+				break;
 			ssize_t n = write(v->fd_out[i], q->b + q->off, q->len);
 			if (n < 0 && errno != EAGAIN && errno != EINTR)
 				break;
@@ -283,7 +286,7 @@ static __attribute__((noreturn)) void fail_end(struct vmm *v, struct qemu *q, bo
 	}
 	while (q->err >= 0)
 		read_tail(q);
-	drain_stdio(v);
+	drain_stdio(v, false);
 	dprintf(2, "airlock: microvm: %s\n", v->why);
 	if (tail && q->tail_len)
 		dprintf(2, "airlock: microvm: QEMU's last words:\n%.*s%s", (int)q->tail_len,
@@ -475,7 +478,7 @@ int al_vmm_main(int argc, char **argv)
 		}
 	}
 
-	drain_stdio(v);
+	drain_stdio(v, true);
 	int st = v->exit.status;
 	if (v->exit.oom && WIFSIGNALED(st))
 		die_verdict(AL_VMM_SIG_MEMORY);
