@@ -319,10 +319,12 @@ static size_t add(struct loop *l, int fd, short events)
 static void watch(struct loop *l, struct vmm *v, bool chan_eof)
 {
 	bool room = v->out.len < VMM_OUT_SOFT;
-	add(l, v->chan,
-	    (short)((!chan_eof && v->out.len < VMM_OUT_HARD && v->in_len < VMM_IN_CAP ? POLLIN
-										      : 0) |
-		    (v->out.len ? POLLOUT : 0)));
+	/* Once the channel ended it is not watched (it would poll ready at
+	 * once): QEMU's exit, or the 2 s after, ends the run. */
+	short cev = v->out.len ? POLLOUT : 0;
+	if (v->out.len < VMM_OUT_HARD && v->in_len < VMM_IN_CAP)
+		cev |= POLLIN;
+	add(l, v->chan, chan_eof ? 0 : cev);
 	for (int i = 0; i < 2; i++)
 		add(l, v->fd_out[i], v->stdio[i].len ? POLLOUT : 0);
 	add(l, v->fd_in,
@@ -466,7 +468,7 @@ int al_vmm_main(int argc, char **argv)
 		}
 		if (l.p[ierr].revents)
 			read_tail(&q);
-		if (l.p[ichan].revents & (POLLIN | POLLHUP | POLLERR)) {
+		if (!chan_eof && l.p[ichan].revents & (POLLIN | POLLHUP | POLLERR)) {
 			ssize_t n = read(v->chan, v->in + v->in_len, VMM_IN_CAP - v->in_len);
 			if (n > 0) {
 				v->in_len += (size_t)n;
