@@ -199,29 +199,43 @@ def mode_net():
         c.sendall(b"echo:" + data)
         c.close()
 
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 53))
+
+    def serve_udp():
+        data, peer = udp.recvfrom(4096)
+        udp.sendto(b"ans:" + data, peer)
+
     threading.Thread(target=serve, daemon=True).start()
+    threading.Thread(target=serve_udp, daemon=True).start()
     start()
     res = []
     send(OPEN, 7, struct.pack("!BBHI", 6, 0, 3128, 0x7f000001))
     t, _, ident, p = recv_not_ping(skip=(STDIN,))
     res.append("open=%d" % t)
-    send(DATA, 7, b"hello")
-    send(SHUT, 7)
-    got = b""
-    while True:
-        t, flags, ident, p = recv_not_ping(skip=(STDIN,))
-        if t == DATA:
-            got += p
-            send(WINDOW, 7, struct.pack("<I", len(p)))
-        elif t in (SHUT, CLOSE):
-            if t == CLOSE:
-                break
-        # WINDOW credits for our DATA are taken as they come
+    got = b"none"
+    if t == OPEN_OK:
+        got = b""
+        send(DATA, 7, b"hello")
+        send(SHUT, 7)
+        while True:
+            t, flags, ident, p = recv_not_ping(skip=(STDIN,))
+            if t == DATA:
+                got += p
+                send(WINDOW, 7, struct.pack("<I", len(p)))
+            elif t in (SHUT, CLOSE):
+                if t == CLOSE:
+                    break
+            # WINDOW credits for our DATA are taken as they come
     res.append("got=" + got.decode())
     for ident, port, addr in ((8, 22, 0x7f000001), (9, 80, 0x0a000001)):
         send(OPEN, ident, struct.pack("!BBHI", 6, 0, port, addr))
         t, _, _, p = recv_not_ping(skip=(STDIN, WINDOW))
         res.append("%d=%d/%d" % (port, t, struct.unpack("<I", p)[0] if len(p) == 4 else -1))
+    if got != b"none":  # without network a datagram is dropped: not waited for
+        send(DGRAM, 4, b"query")
+        t, _, ident, p = recv_not_ping(skip=(STDIN, WINDOW))
+        res.append("dgram=%d/%d/%s" % (t, ident, p.decode()))
     send(CLOSE, 7)
     send(STDOUT, 1, (" ".join(res) + "\n").encode())
     finish(0)

@@ -183,6 +183,14 @@ static bool allowed(uint32_t addr, uint16_t port)
 	return false;
 }
 
+/* OPEN_FAILED: the guest's messages of the stream that cross it are
+ * dropped, as after our CLOSE. */
+static int refuse(struct vmm *v, uint32_t id, int err)
+{
+	v->recent[v->recent_next++ % VMM_RECENT] = id;
+	return send_u32(v, AL_G_OPEN_FAILED, 0, id, (uint32_t)err);
+}
+
 static int on_open(struct vmm *v, uint32_t id, const uint8_t *p, uint32_t len)
 {
 	if (len != 8 || id == 0)
@@ -193,26 +201,26 @@ static int on_open(struct vmm *v, uint32_t id, const uint8_t *p, uint32_t len)
 	uint16_t port = (uint16_t)(p[2] << 8 | p[3]);
 	uint32_t addr = (uint32_t)p[4] << 24 | (uint32_t)p[5] << 16 | (uint32_t)p[6] << 8 | p[7];
 	if (!v->cfg->network || p[0] != IPPROTO_TCP || p[1] != 0 || !allowed(addr, port))
-		return send_u32(v, AL_G_OPEN_FAILED, 0, id, EACCES);
+		return refuse(v, id, EACCES);
 	size_t slot = AL_GUEST_MAX_STREAMS;
 	for (size_t i = 0; i < AL_GUEST_MAX_STREAMS && slot == AL_GUEST_MAX_STREAMS; i++)
 		if (!v->streams[i])
 			slot = i;
 	if (slot == AL_GUEST_MAX_STREAMS)
-		return send_u32(v, AL_G_OPEN_FAILED, 0, id, EMFILE);
+		return refuse(v, id, EMFILE);
 	int fd = -1;
 	bool connecting = false;
 	if (!v->dry) {
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0)
-			return send_u32(v, AL_G_OPEN_FAILED, 0, id, (uint32_t)errno);
+			return refuse(v, id, errno);
 		struct sockaddr_in sa = {
 		    .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(addr)};
 		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 			if (errno != EINPROGRESS) {
 				int e = errno;
 				close(fd);
-				return send_u32(v, AL_G_OPEN_FAILED, 0, id, (uint32_t)e);
+				return refuse(v, id, e);
 			}
 			connecting = true;
 		}
