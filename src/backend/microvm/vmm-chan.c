@@ -78,7 +78,8 @@ void vmm_free(struct vmm *v)
 		vmm_queue_free(&v->stdio[i]);
 }
 
-static int vfail(struct vmm *v, const char *prefix, const char *fmt, va_list ap)
+static __attribute__((format(printf, 3, 0))) int vfail(struct vmm *v, const char *prefix,
+						       const char *fmt, va_list ap)
 {
 	if (!v->failed) {
 		size_t n = (size_t)snprintf(v->why, sizeof(v->why), "%s", prefix);
