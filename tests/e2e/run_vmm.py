@@ -127,13 +127,12 @@ def flood_past_window():
     guest_failed(p, "the guest broke the channel protocol: STDOUT past its window", took, 4)
 
 
-@case
-def big_output_bounded():
-    """100 MiB of STDOUT within the windows: all of it out, and the VMM's
-    peak RSS (VmHWM, read by the guest from /proc/PPID) under 64 MiB."""
+def peak_kb(mode, rc):
+    """The VMM's VmHWM in kB at the guest's EXIT (the guest reads it from
+    /proc/PPID), and how many bytes came out on its stdout."""
     with tempfile.NamedTemporaryFile() as f:
         env = dict(os.environ, VMM_HWM_FILE=f.name)
-        p = subprocess.Popen([AIRLOCK, "__vmm", config("bigout")], stdin=subprocess.DEVNULL,
+        p = subprocess.Popen([AIRLOCK, "__vmm", config(mode)], stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         n = 0
         while True:
@@ -142,11 +141,20 @@ def big_output_bounded():
                 break
             n += len(b)
         err = p.stderr.read()
-        assert p.wait(timeout=30) == 0, (p.returncode, err)
-        assert n == 100 << 20, n
-        hwm = int(open(f.name).read())
-        assert hwm < 64 * 1024, "VmHWM %d kB" % hwm
-        print("# VMM VmHWM %d kB for 100 MiB of output" % hwm)
+        assert p.wait(timeout=30) == rc, (p.returncode, err)
+        return int(open(f.name).read()), n
+
+
+@case
+def big_output_bounded():
+    """100 MiB of STDOUT within the windows: all of it out, and the VMM's
+    peak RSS within 24 MiB of its peak for a run with almost no output (so that a sanitizer's own overhead does not count:
+    vmm-internal.h bounds the VMM's buffers at 19 MiB in all)."""
+    base, _ = peak_kb("ok", 3)
+    hwm, n = peak_kb("bigout", 0)
+    print("# VMM VmHWM %d kB for 100 MiB of output, %d kB for a line" % (hwm, base))
+    assert n == 100 << 20, n
+    assert hwm - base < 24 * 1024, (hwm, base)
 
 
 @case
