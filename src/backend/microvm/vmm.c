@@ -355,7 +355,7 @@ int al_vmm_main(int argc, char **argv)
 		fprintf(stderr, "usage: airlock __vmm CONFIG_JSON\n");
 		return 125;
 	}
-	static struct vmm_config cfg;
+	struct vmm_config cfg = {0}; /* lives as long as we do: we never return */
 	parse_config(argv[2], &cfg);
 
 	/* Our signals through a signalfd; QEMU gets the old mask back. */
