@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "backend/microvm/vmm.h"
 #include "cli.h"
 #include "config.h"
 #include "core/log.h"
@@ -148,6 +149,10 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "__front") == 0)
 		return al_cmd_front(argc - 2, argv + 2);
 #endif
+	/* The microvm and vm backends' VMM, the command of their native
+	 * sandbox (src/backend/microvm/vmm.h). */
+	if (strcmp(cmd, "__vmm") == 0)
+		return al_vmm_main(argc, argv);
 	if (strcmp(cmd, "__probe") == 0)
 		return al_cmd_probe(argc - 2, argv + 2);
 	if (strcmp(cmd, "help") == 0)

@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+"""A stand-in for QEMU and the guest agent, for run_vmm.py: `airlock __vmm`
+starts it as config.qemu with the channel on its stdin and stdout, and it
+speaks the channel protocol (src/guest/proto.h) as one scripted guest,
+well or badly: python3 vmm_guest.py MODE. Before its EXIT it writes its
+parent's (the VMM's) VmHWM to $VMM_HWM_FILE when that is set."""
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+
+(HELLO, EXEC, EXEC_STARTED, EXEC_FAILED, STDIN, STDOUT, STDERR, EXIT, SIGNAL, OPEN, OPEN_OK,
+ OPEN_FAILED, DATA, SHUT, CLOSE, WINDOW, DGRAM, PING, PONG, FILE_BEGIN, FILE_DATA, FILE_END,
+ FILES_DONE, FILES_GET, POWEROFF, LOG) = range(1, 27)
+WINDOW_BYTES = 256 * 1024
+MODE = sys.argv[1]
+inp = sys.stdin.buffer
+out = sys.stdout.buffer
+lock = threading.Lock()
+
+
+def send(t, ident=0, payload=b"", flags=0):
+    with lock:
+        out.write(struct.pack("<BBHII", t, flags, 0, ident, len(payload)) + payload)
+        out.flush()
+
+
+def read_exact(n):
+    b = b""
+    while len(b) < n:
+        c = inp.read(n - len(b))
+        if not c:
+            sys.exit(0)
+        b += c
+    return b
+
+
+def recv():
+    t, flags, _, ident, n = struct.unpack("<BBHII", read_exact(12))
+    return t, flags, ident, read_exact(n)
+
+
+def recv_not_ping(answer=True, skip=()):
+    """The next message that is not a PING (answered unless told) nor of
+    a type in skip."""
+    while True:
+        m = recv()
+        if m[0] in skip:
+            continue
+        if m[0] != PING:
+            return m
+        if answer:
+            send(PONG, 0, m[3])
+
+
+def exit_msg(status, oom=0):
+    return struct.pack("<iB3xQQQ", status, oom, 1000, 2000, 3 << 20)
+
+
+def hwm():
+    path = os.environ.get("VMM_HWM_FILE")
+    if not path:
+        return
+    with open("/proc/%d/status" % os.getppid()) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                with open(path, "w") as o:
+                    o.write(line.split()[1])
+
+
+def start():
+    send(HELLO, 0, struct.pack("<I", 1) + b"6.1.0-fake")
+    t, _, ident, p = recv_not_ping()
+    assert t == EXEC and ident == 1, (t, ident)
+    send(EXEC_STARTED, 1, struct.pack("<I", 42))
+    return p
+
+
+def finish(status, oom=0):
+    hwm()
+    send(EXIT, 1, exit_msg(status, oom))
+    while True:
+        t, _, _, p = recv_not_ping()
+        if t == POWEROFF:
+            sys.exit(0)
+
+
+def windowed_stdout(total, chunk=65536):
+    """total bytes of STDOUT, never past the window the VMM grants."""
+    credit = WINDOW_BYTES
+    sent = 0
+    while sent < total:
+        while credit < chunk:
+            t, flags, _, p = recv_not_ping()
+            if t == WINDOW and flags == 2:
+                credit += struct.unpack("<I", p)[0]
+        n = min(chunk, total - sent)
+        send(STDOUT, 1, b"x" * n)
+        credit -= n
+        sent += n
+
+
+def mode_ok():
+    p = start()
+    argc, envc = struct.unpack("<II", p[:8])
+    strs = p[8:].split(b"\0")[:-1]
+    send(STDOUT, 1, b"argv=" + b",".join(strs[1:1 + argc]) + b" cwd=" + strs[0] + b"\n")
+    send(STDERR, 1, b"env=" + b",".join(strs[1 + argc:]) + b"\n")
+    send(LOG, 0, b"a log line\x1b[31m")
+    finish(3 << 8)
+
+
+def mode_stdin():
+    start()
+    got = b""
+    while True:
+        t, _, _, p = recv_not_ping()
+        if t == STDIN:
+            if not p:
+                break
+            got += p
+            send(WINDOW, 1, struct.pack("<I", len(p)), flags=1)
+    send(STDOUT, 1, b"stdin=%d:%s\n" % (len(got), got[:20]))
+    finish(0)
+
+
+def mode_signal():
+    start()
+    finish(15)  # SIGTERM
+
+
+def mode_oom():
+    start()
+    finish(9, oom=1)
+
+
+def mode_garbage():
+    start()
+    with lock:
+        out.write(b"\xff" * 64)
+        out.flush()
+    time.sleep(5)
+
+
+def mode_flood():
+    """STDOUT far past the window the VMM granted."""
+    start()
+    try:
+        for _ in range(100 * 16):
+            send(STDOUT, 1, b"y" * 65536)
+    except BrokenPipeError:
+        pass
+    time.sleep(5)
+
+
+def mode_bigout():
+    """100 MiB of STDOUT within the windows: the VMM passes it on bounded."""
+    start()
+    windowed_stdout(100 << 20)
+    finish(0)
+
+
+def mode_nohello():
+    time.sleep(30)
+
+
+def mode_silent():
+    send(HELLO, 0, struct.pack("<I", 1) + b"6.1.0-fake")
+    recv()  # the EXEC
+    while True:
+        recv()  # PINGs, never answered
+
+
+def mode_qemu_dies():
+    send(HELLO, 0, struct.pack("<I", 1) + b"6.1.0-fake")
+    sys.stderr.write("qemu-system-x86_64: something broke\n")
+    sys.exit(3)
+
+
+def mode_net():
+    """A server of our own on 127.0.0.1:3128 in the VMM's network
+    namespace (the test made it); one stream carried there, echoed, and
+    two refused: a port and an address outside the allowed set."""
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", 3128))
+    srv.listen(4)
+
+    def serve():
+        c, _ = srv.accept()
+        data = b""
+        while True:
+            b = c.recv(4096)
+            if not b:
+                break
+            data += b
+        c.sendall(b"echo:" + data)
+        c.close()
+
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 53))
+
+    def serve_udp():
+        data, peer = udp.recvfrom(4096)
+        udp.sendto(b"ans:" + data, peer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    threading.Thread(target=serve_udp, daemon=True).start()
+    start()
+    res = []
+    send(OPEN, 7, struct.pack("!BBHI", 6, 0, 3128, 0x7f000001))
+    t, _, ident, p = recv_not_ping(skip=(STDIN,))
+    res.append("open=%d" % t)
+    got = b"none"
+    if t == OPEN_OK:
+        got = b""
+        send(DATA, 7, b"hello")
+        send(SHUT, 7)
+        while True:
+            t, flags, ident, p = recv_not_ping(skip=(STDIN,))
+            if t == DATA:
+                got += p
+                send(WINDOW, 7, struct.pack("<I", len(p)))
+            elif t in (SHUT, CLOSE):
+                if t == CLOSE:
+                    break
+            # WINDOW credits for our DATA are taken as they come
+    res.append("got=" + got.decode())
+    for ident, port, addr in ((8, 22, 0x7f000001), (9, 80, 0x0a000001)):
+        send(OPEN, ident, struct.pack("!BBHI", 6, 0, port, addr))
+        t, _, _, p = recv_not_ping(skip=(STDIN, WINDOW))
+        res.append("%d=%d/%d" % (port, t, struct.unpack("<I", p)[0] if len(p) == 4 else -1))
+    if got != b"none":  # without network a datagram is dropped: not waited for
+        send(DGRAM, 4, b"query")
+        t, _, ident, p = recv_not_ping(skip=(STDIN, WINDOW))
+        res.append("dgram=%d/%d/%s" % (t, ident, p.decode()))
+    send(CLOSE, 7)
+    send(STDOUT, 1, (" ".join(res) + "\n").encode())
+    finish(0)
+
+
+def files_in():
+    """The copy-in tree as sorted entries, then the EXEC's payload."""
+    send(HELLO, 0, struct.pack("<I", 1) + b"6.1.0-fake")
+    entries, cur = [], None
+    while True:
+        t, _, ident, p = recv_not_ping()
+        if t == EXEC:
+            break
+        if t == FILE_BEGIN:
+            kind = p[4]
+            cur = [{1: "DIR", 2: "REG", 3: "LINK"}[kind], p[5:-1].decode(), b""]
+        elif t == FILE_DATA:
+            cur[2] += p
+        elif t == FILE_END:
+            entries.append(cur[0] + " " + cur[1] + ("=" + cur[2].decode() if cur[0] != "DIR"
+                                                     else ""))
+    send(EXEC_STARTED, 1, struct.pack("<I", 42))
+    return sorted(entries)
+
+
+def file_msgs(ident, kind, path, data=None):
+    send(FILE_BEGIN, ident, struct.pack("<IB", 0o644, kind) + path + b"\0")
+    if data is not None:
+        send(FILE_DATA, ident, data)
+    send(FILE_END, ident)
+
+
+def until_files_get():
+    hwm()
+    send(EXIT, 1, exit_msg(0))
+    while True:
+        t, _, _, p = recv_not_ping()
+        if t == FILES_GET:
+            return
+
+
+def mode_files():
+    entries = files_in()
+    send(STDOUT, 1, ("in: " + "; ".join(entries) + "\n").encode())
+    until_files_get()
+    file_msgs(1, 1, b"out")
+    file_msgs(2, 2, b"out/new", b"newdata../x")
+    file_msgs(3, 3, b"out/link", b"../../etc/shadow")
+    send(FILES_DONE, 0, struct.pack("<I", 0))
+    while recv_not_ping()[0] != POWEROFF:
+        pass
+
+
+def mode_files_evil():
+    start()
+    until_files_get()
+    file_msgs(1, 2, b"../x", b"escaped")
+    time.sleep(5)
+
+
+globals()["mode_" + MODE.replace("-", "_")]()
