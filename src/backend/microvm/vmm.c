@@ -177,6 +177,9 @@ static void start_qemu(struct qemu *q, char **argv, int chan, const sigset_t *ol
 		if (dup2(chan, 0) < 0 || dup2(chan, 1) < 0 || dup2(errp[1], 2) < 0)
 			_exit(127);
 		sigprocmask(SIG_SETMASK, old, NULL);
+		/* Only quiets QEMU's probes (quiet.c): a failure costs a line
+		 * in the run's denials, nothing else. */
+		(void)al_vmm_quiet_filter();
 		execvp(argv[0], argv);
 		dprintf(2, "%s: %s\n", argv[0], strerror(errno));
 		_exit(127);
