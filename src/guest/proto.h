@@ -29,9 +29,9 @@
 #define AL_GUEST_HEADER	       12
 #define AL_GUEST_MAX_PAYLOAD   65536u
 #define AL_GUEST_WINDOW	       (256u * 1024u)
-#define AL_GUEST_MAX_STREAMS   64u /* connections open at once */
-#define AL_GUEST_MAX_DGRAMS    64u /* DNS exchanges in flight */
-#define AL_GUEST_MAX_EXECS     16u /* execs alive at once (sessions) */
+#define AL_GUEST_MAX_STREAMS   64u   /* connections open at once */
+#define AL_GUEST_MAX_DGRAMS    64u   /* DNS exchanges in flight */
+#define AL_GUEST_MAX_EXECS     16u   /* execs alive at once (sessions) */
 #define AL_GUEST_MAX_ARGS      4096u /* argv + env entries of one EXEC */
 
 enum al_guest_type {
@@ -106,14 +106,18 @@ enum al_guest_type {
 	AL_G_TYPE_MAX = 26,
 };
 
-enum { AL_GUEST_FILE_DIR = 1, AL_GUEST_FILE_REG = 2, AL_GUEST_FILE_LINK = 3 };
+enum {
+	AL_GUEST_FILE_DIR = 1,
+	AL_GUEST_FILE_REG = 2,
+	AL_GUEST_FILE_LINK = 3
+};
 
 /* AL_G_EXIT's payload. */
 struct al_guest_exit {
-	int32_t status;	     /* the wait status */
-	uint8_t oom;	     /* the exec's memory limit killed a process of it */
-	uint8_t pad[3];	     /* 0 */
-	uint64_t user_us;    /* CPU of the exec and its children, guest time */
+	int32_t status;	  /* the wait status */
+	uint8_t oom;	  /* the exec's memory limit killed a process of it */
+	uint8_t pad[3];	  /* 0 */
+	uint64_t user_us; /* CPU of the exec and its children, guest time */
 	uint64_t system_us;
 	uint64_t memory_peak; /* bytes (its cgroup's peak, else max RSS) */
 };
