@@ -1,20 +1,25 @@
-/* The channel's codec (proto.h): headers checked against each type's
- * bound, EXEC and EXIT payloads, FILE_BEGIN paths. Pure: no syscalls, so
- * the guest agent (static, in the initramfs) and the host share it. */
+/* The channel's codec (src/guest/proto.h): header bounds, EXEC and EXIT
+ * payloads, FILE_BEGIN paths. Pure: libc only, so that the static guest
+ * agent and the host's library both build it. */
 #include "guest/proto.h"
 
 #include <errno.h>
 #include <string.h>
 
-/* A FILE_BEGIN path's longest (the guest's and the host's PATH_MAX less
- * "/work/" and the NUL). */
-#define PATH_BOUND 4000u
+/* The longest kernel release uname() gives (struct utsname's field is 65
+ * bytes with its NUL). */
+#define HELLO_RELEASE_MAX 64
+/* EXEC_FAILED's and LOG's text. */
+#define TEXT_MAX 1024
+/* A FILE_BEGIN path (PATH_MAX with its NUL). */
+#define PATH_BYTES 4096
+#define DGRAM_MAX  4096
 
 long al_guest_max_len(uint8_t type)
 {
-	switch (type) {
+	switch ((enum al_guest_type)type) {
 	case AL_G_HELLO:
-		return 4 + 256; /* version, the kernel's release */
+		return 4 + HELLO_RELEASE_MAX;
 	case AL_G_EXEC:
 	case AL_G_STDIN:
 	case AL_G_STDOUT:
@@ -29,7 +34,7 @@ long al_guest_max_len(uint8_t type)
 	case AL_G_FILES_DONE:
 		return 4;
 	case AL_G_EXEC_FAILED:
-		return 4 + 1024; /* errno, then text */
+		return 4 + TEXT_MAX;
 	case AL_G_EXIT:
 		return AL_GUEST_EXIT_LEN;
 	case AL_G_OPEN:
@@ -43,16 +48,15 @@ long al_guest_max_len(uint8_t type)
 	case AL_G_POWEROFF:
 		return 0;
 	case AL_G_DGRAM:
-		return 4096;
+		return DGRAM_MAX;
 	case AL_G_FILE_BEGIN:
-		return 4 + 1 + PATH_BOUND + 1; /* mode, kind, path and its NUL */
+		return 5 + PATH_BYTES;
 	case AL_G_FILES_GET:
 		return 16;
 	case AL_G_LOG:
-		return 1024;
-	default:
-		return -1;
+		return TEXT_MAX;
 	}
+	return -1;
 }
 
 void al_guest_hdr_put(uint8_t out[AL_GUEST_HEADER], uint8_t type, uint8_t flags, uint32_t id,
@@ -75,15 +79,15 @@ int al_guest_hdr_get(const uint8_t in[AL_GUEST_HEADER], struct al_guest_hdr *h)
 	long max = al_guest_max_len(h->type);
 	if (max < 0 || h->reserved != 0 || h->len > (uint32_t)max)
 		return -EPROTO;
-	/* Only WINDOW has flags: which byte stream the credit is for. */
-	if (h->type == AL_G_WINDOW ? h->flags > 3 : h->flags != 0)
+	/* Only WINDOW has flags: which stream of an exec (0..3). */
+	if (h->flags != 0 && !(h->type == AL_G_WINDOW && h->flags <= 3))
 		return -EPROTO;
 	return 0;
 }
 
-/* The NUL-terminated string at *off in p[0..len): its start, *off moved
- * past its NUL; NULL when it is not terminated inside. */
-static const char *take_string(const uint8_t *p, uint32_t len, uint32_t *off)
+/* The NUL-terminated string at p[*off..len): its start, *off past it; NULL
+ * when no NUL ends it inside the payload. */
+static const char *take(const uint8_t *p, uint32_t len, uint32_t *off)
 {
 	if (*off >= len)
 		return NULL;
@@ -101,18 +105,18 @@ int al_guest_exec_parse(const uint8_t *p, uint32_t len, const char **cwd, const 
 	if (len < 8)
 		return -EPROTO;
 	uint32_t na = al_guest_get32(p), ne = al_guest_get32(p + 4);
-	/* Each count alone first: their sum must not wrap. */
+	/* At least a program name; argv and env together within the bound. */
 	if (na == 0 || na > AL_GUEST_MAX_ARGS || ne > AL_GUEST_MAX_ARGS ||
 	    na + ne > AL_GUEST_MAX_ARGS)
 		return -EPROTO;
 	uint32_t off = 8;
-	if (!(*cwd = take_string(p, len, &off)))
+	if (!(*cwd = take(p, len, &off)))
 		return -EPROTO;
 	for (uint32_t i = 0; i < na; i++)
-		if (!(argv[i] = take_string(p, len, &off)))
+		if (!(argv[i] = take(p, len, &off)))
 			return -EPROTO;
 	for (uint32_t i = 0; i < ne; i++)
-		if (!(env[i] = take_string(p, len, &off)))
+		if (!(env[i] = take(p, len, &off)))
 			return -EPROTO;
 	if (off != len)
 		return -EPROTO;
@@ -148,13 +152,14 @@ int al_guest_exit_get(const uint8_t *p, uint32_t len, struct al_guest_exit *e)
 
 int al_guest_path_ok(const char *path, size_t len)
 {
-	if (len == 0 || len > PATH_BOUND || memchr(path, 0, len) || path[0] == '/')
+	if (len == 0 || len >= PATH_BYTES || path[0] == '/' || memchr(path, 0, len))
 		return -EPROTO;
 	size_t start = 0;
 	for (size_t i = 0; i <= len; i++) {
 		if (i < len && path[i] != '/')
 			continue;
 		size_t n = i - start;
+		/* An empty component (a "//" or a trailing '/'), "." or "..". */
 		if (n == 0 || (n == 1 && path[start] == '.') ||
 		    (n == 2 && path[start] == '.' && path[start + 1] == '.'))
 			return -EPROTO;

@@ -1,14 +1,13 @@
-/* guest/proto.h: the channel's codec, which the host side runs on bytes a
- * hostile guest wrote. Headers past their type's bound, flags where the
- * type has none, unknown types; EXEC payloads whose counts and strings
- * disagree; EXIT payloads with junk in the padding; FILE_BEGIN paths that
- * would leave /work. Pure functions; nothing is created. */
+/* guest/proto.c and guest/config.c: the channel's header bounds for every
+ * type, EXEC's parser fed broken payloads, EXIT's round trip, the
+ * FILE_BEGIN path check, and the guest config written and read back (and
+ * refused where a value holds a tab or a newline). */
 #include "unit.h"
 
 #include <errno.h>
-#include <stdint.h>
-#include <string.h>
+#include <stdlib.h>
 
+#include "guest/config-parse.h"
 #include "guest/proto.h"
 
 static int hdr(uint8_t type, uint8_t flags, uint32_t len)
@@ -25,95 +24,283 @@ static int hdr(uint8_t type, uint8_t flags, uint32_t len)
 	return r;
 }
 
-static void test_headers(void **state)
+static void test_header_bounds(void **state)
 {
 	(void)state;
-	assert_int_equal(hdr(AL_G_STDOUT, 0, AL_GUEST_MAX_PAYLOAD), 0);
-	assert_int_equal(hdr(AL_G_STDOUT, 0, AL_GUEST_MAX_PAYLOAD + 1), -EPROTO);
-	assert_int_equal(hdr(AL_G_EXIT, 0, AL_GUEST_EXIT_LEN + 1), -EPROTO);
-	assert_int_equal(hdr(AL_G_CLOSE, 0, 1), -EPROTO);
-	assert_int_equal(hdr(AL_G_DGRAM, 0, 4097), -EPROTO);
-	assert_int_equal(hdr(AL_G_WINDOW, 3, 4), 0);
-	assert_int_equal(hdr(AL_G_WINDOW, 4, 4), -EPROTO);
-	assert_int_equal(hdr(AL_G_DATA, 1, 4), -EPROTO);
+	/* Every known type: its own bound passes, one more byte fails. */
+	for (unsigned t = 1; t <= AL_G_TYPE_MAX; t++) {
+		long max = al_guest_max_len((uint8_t)t);
+		assert_true(max >= 0);
+		assert_true(max <= (long)AL_GUEST_MAX_PAYLOAD);
+		assert_int_equal(hdr((uint8_t)t, 0, (uint32_t)max), 0);
+		assert_int_equal(hdr((uint8_t)t, 0, (uint32_t)max + 1), -EPROTO);
+	}
+	/* The tight ones. */
+	assert_int_equal(al_guest_max_len(AL_G_EXIT), AL_GUEST_EXIT_LEN);
+	assert_int_equal(al_guest_max_len(AL_G_PING), 8);
+	assert_int_equal(al_guest_max_len(AL_G_WINDOW), 4);
+	assert_int_equal(al_guest_max_len(AL_G_POWEROFF), 0);
+	assert_int_equal(al_guest_max_len(AL_G_OPEN), 8);
+	assert_int_equal(al_guest_max_len(AL_G_DGRAM), 4096);
+	assert_int_equal(al_guest_max_len(AL_G_LOG), 1024);
+	/* Unknown types. */
+	assert_int_equal(al_guest_max_len(0), -1);
+	assert_int_equal(al_guest_max_len(AL_G_TYPE_MAX + 1), -1);
 	assert_int_equal(hdr(0, 0, 0), -EPROTO);
 	assert_int_equal(hdr(AL_G_TYPE_MAX + 1, 0, 0), -EPROTO);
-	assert_int_equal(al_guest_max_len(AL_G_TYPE_MAX + 1), -1);
-	/* The reserved bits must be zero. */
+	assert_int_equal(hdr(255, 0, 0), -EPROTO);
+	/* A len far over everything (the top bit set). */
+	assert_int_equal(hdr(AL_G_DATA, 0, 0x80000000u), -EPROTO);
+	/* Flags: only WINDOW's 0..3. */
+	assert_int_equal(hdr(AL_G_DATA, 1, 1), -EPROTO);
+	assert_int_equal(hdr(AL_G_WINDOW, 3, 4), 0);
+	assert_int_equal(hdr(AL_G_WINDOW, 4, 4), -EPROTO);
+	/* Reserved bits. */
 	uint8_t b[AL_GUEST_HEADER];
 	struct al_guest_hdr h;
-	al_guest_hdr_put(b, AL_G_PING, 0, 0, 8);
+	al_guest_hdr_put(b, AL_G_PING, 0, 1, 8);
+	assert_int_equal(al_guest_hdr_get(b, &h), 0);
 	b[3] = 1;
 	assert_int_equal(al_guest_hdr_get(b, &h), -EPROTO);
-	/* A length of 2^32 - 1 never passes, whatever the type. */
-	for (unsigned t = 0; t < 256; t++)
-		assert_int_equal(hdr((uint8_t)t, 0, UINT32_MAX), -EPROTO);
+	/* The byte order is little-endian. */
+	al_guest_hdr_put(b, AL_G_DATA, 0, 0x01020304u, 0x0506);
+	assert_int_equal(b[4], 4);
+	assert_int_equal(b[7], 1);
+	assert_int_equal(b[8], 6);
+	assert_int_equal(b[9], 5);
 }
 
-static void test_exec(void **state)
+/* An EXEC payload of counts na, ne and the given strings (each with its
+ * NUL), in buf; its length. */
+static uint32_t exec_payload(uint8_t *buf, uint32_t na, uint32_t ne, const char *const *s, size_t n)
+{
+	al_guest_put32(buf, na);
+	al_guest_put32(buf + 4, ne);
+	uint32_t off = 8;
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(s[i]) + 1;
+		memcpy(buf + off, s[i], l);
+		off += (uint32_t)l;
+	}
+	return off;
+}
+
+static void test_exec_parse(void **state)
 {
 	(void)state;
 	static const char *argv[AL_GUEST_MAX_ARGS + 1], *env[AL_GUEST_MAX_ARGS + 1];
+	static uint8_t buf[AL_GUEST_MAX_PAYLOAD];
 	const char *cwd;
 	uint32_t argc, envc;
-	uint8_t p[64] = {0};
-	al_guest_put32(p, 2);
-	al_guest_put32(p + 4, 1);
-	memcpy(p + 8, "/work\0ls\0-l\0A=1", 16);
-	assert_int_equal(al_guest_exec_parse(p, 24, &cwd, argv, &argc, env, &envc), 0);
+	const char *s[] = {"/work", "/bin/echo", "hi", "PATH=/bin"};
+	uint32_t len = exec_payload(buf, 2, 1, s, 4);
+	assert_int_equal(al_guest_exec_parse(buf, len, &cwd, argv, &argc, env, &envc), 0);
 	assert_string_equal(cwd, "/work");
 	assert_int_equal(argc, 2);
-	assert_string_equal(argv[1], "-l");
-	assert_null(argv[2]);
 	assert_int_equal(envc, 1);
-	assert_string_equal(env[0], "A=1");
-	/* A byte left over, a string not terminated, a count too high. */
-	assert_int_equal(al_guest_exec_parse(p, 25, &cwd, argv, &argc, env, &envc), -EPROTO);
-	assert_int_equal(al_guest_exec_parse(p, 23, &cwd, argv, &argc, env, &envc), -EPROTO);
-	al_guest_put32(p + 4, 2);
-	assert_int_equal(al_guest_exec_parse(p, 24, &cwd, argv, &argc, env, &envc), -EPROTO);
-	al_guest_put32(p, UINT32_MAX);
-	al_guest_put32(p + 4, 2);
-	assert_int_equal(al_guest_exec_parse(p, 24, &cwd, argv, &argc, env, &envc), -EPROTO);
+	assert_string_equal(argv[1], "hi");
+	assert_null(argv[2]);
+	assert_string_equal(env[0], "PATH=/bin");
+	assert_null(env[1]);
+	/* The last string without its NUL. */
+	assert_int_equal(al_guest_exec_parse(buf, len - 1, &cwd, argv, &argc, env, &envc), -EPROTO);
+	/* A byte left over. */
+	buf[len] = 'x';
+	assert_int_equal(al_guest_exec_parse(buf, len + 1, &cwd, argv, &argc, env, &envc), -EPROTO);
+	/* Counts that do not match the strings: one more env, one fewer. */
+	al_guest_put32(buf + 4, 2);
+	assert_int_equal(al_guest_exec_parse(buf, len, &cwd, argv, &argc, env, &envc), -EPROTO);
+	al_guest_put32(buf + 4, 0);
+	assert_int_equal(al_guest_exec_parse(buf, len, &cwd, argv, &argc, env, &envc), -EPROTO);
+	/* No program, no counts, counts over the bound. */
+	len = exec_payload(buf, 0, 0, s, 1);
+	assert_int_equal(al_guest_exec_parse(buf, len, &cwd, argv, &argc, env, &envc), -EPROTO);
+	assert_int_equal(al_guest_exec_parse(buf, 7, &cwd, argv, &argc, env, &envc), -EPROTO);
+	al_guest_put32(buf, AL_GUEST_MAX_ARGS + 1);
+	assert_int_equal(al_guest_exec_parse(buf, len, &cwd, argv, &argc, env, &envc), -EPROTO);
+	al_guest_put32(buf, AL_GUEST_MAX_ARGS);
+	al_guest_put32(buf + 4, 1);
+	assert_int_equal(al_guest_exec_parse(buf, len, &cwd, argv, &argc, env, &envc), -EPROTO);
+	al_guest_put32(buf, 0xffffffffu);
+	al_guest_put32(buf + 4, 2);
+	assert_int_equal(al_guest_exec_parse(buf, len, &cwd, argv, &argc, env, &envc), -EPROTO);
+	/* Exactly AL_GUEST_MAX_ARGS empty strings pass (argv 1, env the rest). */
+	al_guest_put32(buf, 1);
+	al_guest_put32(buf + 4, AL_GUEST_MAX_ARGS - 1);
+	buf[8] = 0; /* cwd "" */
+	memset(buf + 9, 0, AL_GUEST_MAX_ARGS);
+	assert_int_equal(
+	    al_guest_exec_parse(buf, 9 + AL_GUEST_MAX_ARGS, &cwd, argv, &argc, env, &envc), 0);
+	assert_int_equal(envc, AL_GUEST_MAX_ARGS - 1);
+	assert_null(env[AL_GUEST_MAX_ARGS - 1]);
 }
 
 static void test_exit(void **state)
 {
 	(void)state;
-	struct al_guest_exit e = {.status = 9, .oom = 1, .user_us = 5, .memory_peak = 1ull << 40},
-			     back;
-	uint8_t p[AL_GUEST_EXIT_LEN];
-	al_guest_exit_put(p, &e);
-	assert_int_equal(al_guest_exit_get(p, sizeof(p), &back), 0);
-	assert_int_equal(back.status, 9);
-	assert_int_equal(back.oom, 1);
-	assert_int_equal(back.memory_peak, 1ull << 40);
-	assert_int_equal(al_guest_exit_get(p, sizeof(p) - 1, &back), -EPROTO);
-	p[6] = 1; /* padding */
-	assert_int_equal(al_guest_exit_get(p, sizeof(p), &back), -EPROTO);
+	struct al_guest_exit e = {.status = 9,
+				  .oom = 1,
+				  .user_us = 1ull << 40,
+				  .system_us = 3,
+				  .memory_peak = 0xfedcba9876543210ull},
+			     g;
+	uint8_t b[AL_GUEST_EXIT_LEN];
+	al_guest_exit_put(b, &e);
+	assert_int_equal(al_guest_exit_get(b, sizeof(b), &g), 0);
+	assert_int_equal(g.status, 9);
+	assert_int_equal(g.oom, 1);
+	assert_true(g.user_us == 1ull << 40);
+	assert_true(g.system_us == 3);
+	assert_true(g.memory_peak == 0xfedcba9876543210ull);
+	assert_int_equal(al_guest_exit_get(b, sizeof(b) - 1, &g), -EPROTO);
+	b[5] = 1; /* pad */
+	assert_int_equal(al_guest_exit_get(b, sizeof(b), &g), -EPROTO);
+	b[5] = 0;
+	b[4] = 2; /* oom is a boolean */
+	assert_int_equal(al_guest_exit_get(b, sizeof(b), &g), -EPROTO);
 }
 
-static void test_paths(void **state)
+#define OK(s)  assert_int_equal(al_guest_path_ok(s, strlen(s)), 0)
+#define BAD(s) assert_int_equal(al_guest_path_ok(s, strlen(s)), -EPROTO)
+
+static void test_path(void **state)
 {
 	(void)state;
-	static const char *const good[] = {"a", "a/b", "..a", "a/.b", "a..", "a/b.c/d"};
-	static const char *const bad[] = {"",	  "/a",	  "..", ".",	 "a/..",
-					  "../a", "a//b", "a/", "a/./b", "a/../b"};
-	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
-		assert_int_equal(al_guest_path_ok(good[i], strlen(good[i])), 0);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_int_equal(al_guest_path_ok(bad[i], strlen(bad[i])), -EPROTO);
+	OK("a");
+	OK("a/b.c/..d/...");
+	OK(".hidden");
+	BAD("");
+	BAD("/etc/passwd");
+	BAD("..");
+	BAD("a/../b");
+	BAD("a/..");
+	BAD("./a");
+	BAD("a/./b");
+	BAD("a//b");
+	BAD("a/");
+	/* A NUL before the end. */
 	assert_int_equal(al_guest_path_ok("a\0b", 3), -EPROTO);
+	/* Too long. */
+	char *longp = malloc(5000);
+	memset(longp, 'a', 5000);
+	assert_int_equal(al_guest_path_ok(longp, 5000), -EPROTO);
+	assert_int_equal(al_guest_path_ok(longp, 4095), 0);
+	free(longp);
+}
+
+static void test_config(void **state)
+{
+	(void)state;
+	const char *mods[] = {"/airlock/modules/virtio.ko", "/airlock/modules/virtio_blk.ko"};
+	struct al_guest_input ins[] = {{"/airlock/in/0", "/input", true},
+				       {"/airlock/in/1", "/data/x.csv", false}};
+	uint16_t pp[] = {3128, 1080}, cp[] = {80, 443};
+	struct al_guest_config c = {.modules = mods,
+				    .n_modules = 2,
+				    .root_device = "/dev/vda",
+				    .root_fstype = "ext4",
+				    .channel = "/dev/hvc0",
+				    .scratch_bytes = 64ull << 20,
+				    .inputs = ins,
+				    .n_inputs = 2,
+				    .hostname = "airlock",
+				    .uid = 1000,
+				    .gid = 1001,
+				    .memory_bytes = 1 << 27,
+				    .pids = 64,
+				    .network = true,
+				    .proxy_ports = pp,
+				    .n_proxy_ports = 2,
+				    .capture_ports = cp,
+				    .n_capture_ports = 2};
+	size_t len;
+	char *text = al_guest_config_format(&c, &len);
+	assert_non_null(text);
+	assert_int_equal(strlen(text), len);
+	struct al_guest_config_parsed p;
+	char err[256] = "";
+	assert_int_equal(al_guest_config_parse(text, len, &p, err, sizeof(err)), 0);
+	assert_int_equal(p.c.n_modules, 2);
+	assert_string_equal(p.c.modules[1], mods[1]);
+	assert_string_equal(p.c.root_device, "/dev/vda");
+	assert_string_equal(p.c.root_fstype, "ext4");
+	assert_string_equal(p.c.channel, "/dev/hvc0");
+	assert_true(p.c.scratch_bytes == 64ull << 20);
+	assert_int_equal(p.c.n_inputs, 2);
+	assert_string_equal(p.c.inputs[1].target, "/data/x.csv");
+	assert_true(p.c.inputs[0].dir);
+	assert_false(p.c.inputs[1].dir);
+	assert_string_equal(p.c.hostname, "airlock");
+	assert_int_equal(p.c.uid, 1000);
+	assert_int_equal(p.c.gid, 1001);
+	assert_true(p.c.memory_bytes == 1 << 27);
+	assert_true(p.c.pids == 64);
+	assert_true(p.c.network);
+	assert_int_equal(p.c.n_proxy_ports, 2);
+	assert_int_equal(p.c.proxy_ports[1], 1080);
+	assert_int_equal(p.c.capture_ports[1], 443);
+	free(text);
+
+	/* Values with a tab or a newline are refused. */
+	c.hostname = "a\tb";
+	errno = 0;
+	assert_null(al_guest_config_format(&c, &len));
+	assert_int_equal(errno, EINVAL);
+	c.hostname = "airlock";
+	ins[0].target = "/in\nput";
+	assert_null(al_guest_config_format(&c, &len));
+	ins[0].target = "/input";
+	c.root_device = NULL;
+	assert_null(al_guest_config_format(&c, &len));
+}
+
+/* The parser's refusals: each names the line and what is wrong. */
+static void refuse(const char *text, const char *why)
+{
+	char *t = strdup(text), err[256] = "";
+	struct al_guest_config_parsed p;
+	assert_int_equal(al_guest_config_parse(t, strlen(t), &p, err, sizeof(err)), -EINVAL);
+	assert_contains(err, why);
+	free(t);
+}
+
+#define BASE "root\t/dev/vda\text4\nchannel\t/dev/hvc0\nscratch\t100\nids\t1\t2\n"
+
+static void test_config_refusals(void **state)
+{
+	(void)state;
+	char *t = strdup(BASE);
+	struct al_guest_config_parsed p;
+	char err[256];
+	assert_int_equal(al_guest_config_parse(t, strlen(t), &p, err, sizeof(err)), 0);
+	free(t);
+	refuse(BASE "bogus\t1\n", "line 5: unknown record \"bogus\"");
+	refuse(BASE "scratch\t5\n", "line 5: \"scratch\" appears twice");
+	refuse(BASE "pids\t-1\n", "\"-1\" is not a number");
+	refuse(BASE "pids\t12x\n", "out of range");
+	refuse(BASE "proxy_port\t65536\n", "out of range");
+	refuse(BASE "input\t/a\tb\tdir\n", "\"b\" is not an absolute path");
+	refuse(BASE "input\t/a\t/b\tfifo\n", "neither dir nor file");
+	refuse(BASE "network\tyes\n", "neither 0 nor 1");
+	refuse(BASE "module\n", "wrong number of fields");
+	refuse(BASE "module\t/a\t/b\n", "wrong number of fields");
+	refuse(BASE "hostname\t\n", "an empty field");
+	refuse(BASE "pids\t1", "no newline");
+	refuse("root\t/dev/vda\text4\nscratch\t100\nids\t1\t2\n", "lacks");
+	char nul[] = BASE "pids\t1\0\n";
+	t = malloc(sizeof(nul));
+	memcpy(t, nul, sizeof(nul));
+	assert_int_equal(al_guest_config_parse(t, sizeof(nul) - 1, &p, err, sizeof(err)), -EINVAL);
+	assert_contains(err, "NUL");
+	free(t);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_headers),
-	    cmocka_unit_test(test_exec),
-	    cmocka_unit_test(test_exit),
-	    cmocka_unit_test(test_paths),
+	    cmocka_unit_test(test_header_bounds), cmocka_unit_test(test_exec_parse),
+	    cmocka_unit_test(test_exit),	  cmocka_unit_test(test_path),
+	    cmocka_unit_test(test_config),	  cmocka_unit_test(test_config_refusals),
 	};
-
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,471 @@
+/* The guest agent's loop: the channel (a bounded output queue written
+ * without blocking, frames read and checked header first), the execs (each
+ * in a cgroup of its own, as the config's uid and gid, stdio over pipes
+ * with the channel's windows), and dispatch to files and network. */
+#include "guest/agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* The queue's buffer: its bound plus one frame (a frame that starts below
+ * the bound always fits). */
+#define Q_CAP  (AGENT_Q_MAX + AL_GUEST_HEADER + AL_GUEST_MAX_PAYLOAD)
+#define IN_CAP (2 * (AL_GUEST_HEADER + AL_GUEST_MAX_PAYLOAD))
+
+static size_t pending(const struct agent *a)
+{
+	return a->qlen - a->qoff;
+}
+
+bool agent_q_room(const struct agent *a)
+{
+	return pending(a) < AGENT_Q_SOURCES;
+}
+
+void agent_send(struct agent *a, uint8_t type, uint8_t flags, uint32_t id, const void *p,
+		uint32_t len)
+{
+	if (!a->q && !(a->q = malloc(Q_CAP)))
+		return;
+	if (a->qoff && a->qlen + AL_GUEST_HEADER + len > Q_CAP) {
+		memmove(a->q, a->q + a->qoff, pending(a));
+		a->qlen -= a->qoff;
+		a->qoff = 0;
+	}
+	if (a->qlen + AL_GUEST_HEADER + len > Q_CAP) {
+		/* Every caller checks its room first: this is a bug. Say so
+		 * without queueing more. */
+		a->qlen = a->qoff = 0;
+		agent_die(a, "guest agent: output queue overflow (type %u)", type);
+	}
+	al_guest_hdr_put(a->q + a->qlen, type, flags, id, len);
+	if (len)
+		memcpy(a->q + a->qlen + AL_GUEST_HEADER, p, len);
+	a->qlen += AL_GUEST_HEADER + len;
+}
+
+static void flush(struct agent *a)
+{
+	while (pending(a)) {
+		ssize_t w = write(a->chan, a->q + a->qoff, pending(a));
+		if (w <= 0)
+			break;
+		a->qoff += (size_t)w;
+	}
+	if (!pending(a))
+		a->qoff = a->qlen = 0;
+}
+
+static struct agent_exec *find_exec(struct agent *a, uint32_t id)
+{
+	for (size_t i = 0; id && i < AL_GUEST_MAX_EXECS; i++)
+		if (a->execs[i].id == id)
+			return &a->execs[i];
+	return NULL;
+}
+
+static void exec_failed(struct agent *a, uint32_t id, int err, const char *what)
+{
+	uint8_t b[4 + 256];
+	int n = snprintf((char *)b + 4, sizeof(b) - 4, "%s: %s", what, strerror(err));
+	al_guest_put32(b, (uint32_t)err);
+	agent_send(a, AL_G_EXEC_FAILED, 0, id, b, 4 + (uint32_t)(n < 252 ? n : 252));
+}
+
+static int cg_write(int dir, const char *file, const char *val)
+{
+	int fd = openat(dir, file, O_WRONLY | O_CLOEXEC);
+	int r = fd >= 0 && write(fd, val, strlen(val)) == (ssize_t)strlen(val) ? 0 : -errno;
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+/* A cgroup key's value ("oom_kill 3" in memory.events), or the file's only
+ * number when key is NULL; 0 when absent. */
+static uint64_t cg_read(int dir, const char *file, const char *key)
+{
+	char b[1024], *s = b;
+	int fd = openat(dir, file, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, b, sizeof(b) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	b[n] = 0;
+	if (key) {
+		size_t kl = strlen(key);
+		for (s = b; s && (strncmp(s, key, kl) || s[kl] != ' ');)
+			if ((s = strchr(s, '\n')))
+				s++;
+		if (!s)
+			return 0;
+		s += kl + 1;
+	}
+	return strtoull(s, NULL, 10);
+}
+
+/* The child, between fork and exec: never returns. Its failure goes to the
+ * parent as {errno, step} over errfd. */
+static __attribute__((noreturn)) void child(struct agent *a, int cg, int fds[3], int errfd,
+					    const char *cwd, const char **argv, const char **env)
+{
+	extern char **environ;
+	const char *step = "cgroup";
+	sigset_t all;
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	if (cg_write(cg, "cgroup.procs", "0") < 0)
+		goto fail;
+	step = "stdio";
+	for (int i = 0; i < 3; i++)
+		if (dup2(fds[i], i) < 0)
+			goto fail;
+	step = "ids";
+	if (setsid() < 0 || setgroups(0, NULL) < 0 ||
+	    setresgid(a->cfg.c.gid, a->cfg.c.gid, a->cfg.c.gid) < 0 ||
+	    setresuid(a->cfg.c.uid, a->cfg.c.uid, a->cfg.c.uid) < 0 ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		goto fail;
+	step = "cwd";
+	if (chdir(cwd) < 0)
+		goto fail;
+	step = "exec";
+	/* execvp looks PATH up in environ: the command's own. */
+	environ = (char **)env;
+	execvp(argv[0], (char *const *)argv);
+fail:;
+	int e = errno;
+	char m[64];
+	memcpy(m, &e, sizeof(e));
+	size_t sl = strlen(step);
+	memcpy(m + sizeof(e), step, sl);
+	if (write(errfd, m, sizeof(e) + sl) < 0)
+		_exit(126);
+	_exit(127);
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static int exec_cgroup(struct agent *a, uint32_t id)
+{
+	char name[32], v[32];
+	snprintf(name, sizeof(name), "exec-%" PRIu32, id);
+	if (mkdirat(a->cgroot, name, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	int cg = openat(a->cgroot, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cg < 0)
+		return -errno;
+	if (a->cfg.c.memory_bytes) {
+		snprintf(v, sizeof(v), "%" PRIu64, a->cfg.c.memory_bytes);
+		if (cg_write(cg, "memory.max", v) < 0 || cg_write(cg, "memory.oom.group", "1") < 0)
+			agent_log(a, "guest agent: exec %" PRIu32 ": no memory limit", id);
+	}
+	if (a->cfg.c.pids) {
+		snprintf(v, sizeof(v), "%" PRIu64, a->cfg.c.pids);
+		if (cg_write(cg, "pids.max", v) < 0)
+			agent_log(a, "guest agent: exec %" PRIu32 ": no pids limit", id);
+	}
+	return cg;
+}
+
+static void exec_start(struct agent *a, uint32_t id, const uint8_t *p, uint32_t len)
+{
+	static const char *argv[AL_GUEST_MAX_ARGS + 1], *env[AL_GUEST_MAX_ARGS + 1];
+	const char *cwd;
+	uint32_t argc, envc;
+	struct agent_exec *e = NULL;
+	char name[32];
+	if (al_guest_exec_parse(p, len, &cwd, argv, &argc, env, &envc) < 0)
+		agent_die(a, "guest agent: a malformed EXEC from the host");
+	/* A free slot (id 0) for a nonzero id not in use. */
+	for (size_t i = 0; !e && id && !find_exec(a, id) && i < AL_GUEST_MAX_EXECS; i++)
+		if (!a->execs[i].id)
+			e = &a->execs[i];
+	if (!e)
+		return exec_failed(a, id, EBUSY, "no exec slot (or its id is in use)");
+	int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, ef[2] = {-1, -1};
+	int cg = exec_cgroup(a, id);
+	if (cg < 0)
+		return exec_failed(a, id, -cg, "the exec's cgroup");
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+	    pipe2(ef, O_CLOEXEC) < 0) {
+		int x = errno;
+		close_fd(&in[0]), close_fd(&in[1]), close_fd(&out[0]), close_fd(&out[1]);
+		close_fd(&err[0]), close_fd(&err[1]), close(cg);
+		return exec_failed(a, id, x, "pipes");
+	}
+	pid_t pid = fork();
+	if (pid == 0)
+		child(a, cg, (int[3]){in[0], out[1], err[1]}, ef[1], cwd, argv, env);
+	close(in[0]), close(out[1]), close(err[1]), close(ef[1]);
+	char m[64] = {0};
+	ssize_t n = pid < 0 ? -1 : read(ef[0], m, sizeof(m) - 1);
+	close(ef[0]);
+	if (pid < 0 || n > 0) {
+		int x = pid < 0 ? errno : *(int *)m;
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+		close(in[1]), close(out[0]), close(err[0]), close(cg);
+		snprintf(name, sizeof(name), "exec-%" PRIu32, id);
+		unlinkat(a->cgroot, name, AT_REMOVEDIR);
+		return exec_failed(a, id, x, pid < 0 ? "fork" : m + sizeof(int));
+	}
+	*e = (struct agent_exec){
+	    .id = id, .pid = pid, .in = in[1], .out = out[0], .err = err[0], .cg = cg};
+	fcntl(e->in, F_SETFL, O_NONBLOCK);
+	fcntl(e->out, F_SETFL, O_NONBLOCK);
+	fcntl(e->err, F_SETFL, O_NONBLOCK);
+	uint8_t b[4];
+	al_guest_put32(b, (uint32_t)pid);
+	agent_send(a, AL_G_EXEC_STARTED, 0, id, b, 4);
+}
+
+/* An exec whose process was reaped and whose output is all sent: EXIT. */
+static void exec_end(struct agent *a, struct agent_exec *e)
+{
+	char name[32];
+	uint8_t b[AL_GUEST_EXIT_LEN];
+	struct al_guest_exit x = {.status = e->status};
+	x.user_us = cg_read(e->cg, "cpu.stat", "user_usec");
+	x.system_us = cg_read(e->cg, "cpu.stat", "system_usec");
+	x.memory_peak = a->cg_mem ? cg_read(e->cg, "memory.peak", NULL) : 0;
+	if (!x.memory_peak)
+		x.memory_peak = (uint64_t)e->maxrss_kb * 1024;
+	x.oom = a->cg_mem && cg_read(e->cg, "memory.events", "oom_kill") > 0;
+	al_guest_exit_put(b, &x);
+	agent_send(a, AL_G_EXIT, 0, e->id, b, sizeof(b));
+	close_fd(&e->in);
+	close_fd(&e->cg);
+	snprintf(name, sizeof(name), "exec-%" PRIu32, e->id);
+	unlinkat(a->cgroot, name, AT_REMOVEDIR);
+	free(e->inbuf);
+	*e = (struct agent_exec){.in = -1, .out = -1, .err = -1, .cg = -1};
+}
+
+static void reap(struct agent *a, int sfd)
+{
+	struct signalfd_siginfo si;
+	while (read(sfd, &si, sizeof(si)) > 0)
+		;
+	int st;
+	struct rusage ru;
+	pid_t pid;
+	while ((pid = wait4(-1, &st, WNOHANG, &ru)) > 0)
+		for (size_t i = 0; i < AL_GUEST_MAX_EXECS; i++) {
+			struct agent_exec *e = &a->execs[i];
+			if (!e->id || e->pid != pid || e->reaped)
+				continue;
+			e->reaped = true;
+			e->status = st;
+			e->maxrss_kb = ru.ru_maxrss;
+			/* Everything of the exec ends with its first process: its
+			 * pipes then reach their end. */
+			cg_write(e->cg, "cgroup.kill", "1");
+		}
+}
+
+static void stdin_msg(struct agent *a, struct agent_exec *e, const uint8_t *p, uint32_t len)
+{
+	if (!e || e->in_eof)
+		return; /* it ended while the host sent: drop */
+	if (!len) {
+		e->in_eof = true;
+		return;
+	}
+	if (e->inlen + len > AL_GUEST_WINDOW)
+		agent_die(a, "guest agent: the host sent stdin past its window");
+	if (!e->inbuf && !(e->inbuf = malloc(AL_GUEST_WINDOW)))
+		agent_die(a, "guest agent: out of memory");
+	memcpy(e->inbuf + e->inlen, p, len);
+	e->inlen += len;
+}
+
+static void window_msg(struct agent *a, const struct al_guest_hdr *h, const uint8_t *p)
+{
+	struct agent_exec *e = find_exec(a, h->id);
+	if (h->flags == 0)
+		return agent_net_msg(a, h, p);
+	if (h->len != 4 || h->flags == 1)
+		agent_die(a, "guest agent: a malformed WINDOW from the host");
+	if (!e)
+		return;
+	uint32_t n = al_guest_get32(p), *u = h->flags == 2 ? &e->out_unacked : &e->err_unacked;
+	if (n > *u)
+		agent_die(a, "guest agent: WINDOW for more than was sent");
+	*u -= n;
+}
+
+static void dispatch(struct agent *a, const struct al_guest_hdr *h, const uint8_t *p)
+{
+	switch (h->type) {
+	case AL_G_EXEC:
+		return exec_start(a, h->id, p, h->len);
+	case AL_G_STDIN:
+		return stdin_msg(a, find_exec(a, h->id), p, h->len);
+	case AL_G_SIGNAL: {
+		struct agent_exec *e = find_exec(a, h->id);
+		uint32_t sig = h->len == 4 ? al_guest_get32(p) : 0;
+		if (sig < 1 || sig > 64)
+			agent_die(a, "guest agent: SIGNAL with no valid signal");
+		if (e && !e->reaped)
+			kill(e->pid, (int)sig);
+		return;
+	}
+	case AL_G_WINDOW:
+		return window_msg(a, h, p);
+	case AL_G_PING:
+		if (h->len != 8)
+			agent_die(a, "guest agent: PING without its token");
+		return agent_send(a, AL_G_PONG, 0, h->id, p, 8);
+	case AL_G_POWEROFF:
+		a->poweroff = true;
+		return;
+	case AL_G_FILE_BEGIN:
+	case AL_G_FILE_DATA:
+	case AL_G_FILE_END:
+	case AL_G_FILES_DONE:
+	case AL_G_FILES_GET:
+		return agent_files_msg(a, h, p);
+	case AL_G_OPEN_OK:
+	case AL_G_OPEN_FAILED:
+	case AL_G_DATA:
+	case AL_G_SHUT:
+	case AL_G_CLOSE:
+	case AL_G_DGRAM:
+		return agent_net_msg(a, h, p);
+	}
+	agent_die(a, "guest agent: message type %u is not the host's to send", h->type);
+}
+
+/* Handle the whole frames read so far, while the queue has room for any
+ * answer; what is left waits. */
+static void parse(struct agent *a)
+{
+	size_t off = 0;
+	struct al_guest_hdr h;
+	while (a->inlen - off >= AL_GUEST_HEADER && pending(a) < AGENT_Q_MAX - AGENT_Q_SOURCES) {
+		if (al_guest_hdr_get(a->in + off, &h) < 0)
+			agent_die(a, "guest agent: a malformed frame header from the host");
+		if (a->inlen - off < AL_GUEST_HEADER + h.len)
+			break;
+		dispatch(a, &h, a->in + off + AL_GUEST_HEADER);
+		off += AL_GUEST_HEADER + h.len;
+	}
+	memmove(a->in, a->in + off, a->inlen - off);
+	a->inlen -= off;
+}
+
+/* Output of an exec: read while its window and the queue allow. */
+static void pump_out(struct agent *a, struct agent_exec *e, bool err)
+{
+	static uint8_t buf[AL_GUEST_MAX_PAYLOAD];
+	int *fd = err ? &e->err : &e->out;
+	uint32_t *u = err ? &e->err_unacked : &e->out_unacked;
+	size_t room = AL_GUEST_WINDOW - *u;
+	ssize_t n = read(*fd, buf, room < sizeof(buf) ? room : sizeof(buf));
+	if (n > 0) {
+		agent_send(a, err ? AL_G_STDERR : AL_G_STDOUT, 0, e->id, buf, (uint32_t)n);
+		*u += (uint32_t)n;
+	} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+		close_fd(fd);
+	}
+}
+
+static void pump_in(struct agent *a, struct agent_exec *e)
+{
+	ssize_t n = write(e->in, e->inbuf, e->inlen);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	/* A closed pipe consumes the rest: the host's window must reopen. */
+	size_t done = n < 0 ? e->inlen : (size_t)n;
+	memmove(e->inbuf, e->inbuf + done, e->inlen - done);
+	e->inlen -= done;
+	uint8_t b[4];
+	al_guest_put32(b, (uint32_t)done);
+	agent_send(a, AL_G_WINDOW, 1, e->id, b, 4);
+	if (n < 0)
+		e->in_eof = true, close_fd(&e->in);
+}
+
+void agent_serve(struct agent *a)
+{
+	static struct pollfd pfd[AGENT_MAX_FDS];
+	struct pollfd *ex[AL_GUEST_MAX_EXECS][3];
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	int sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (!(a->in = malloc(IN_CAP)))
+		agent_die(a, "guest agent: out of memory");
+	for (;;) {
+		size_t n = 2;
+		parse(a);
+		for (size_t i = 0; i < AL_GUEST_MAX_EXECS; i++) {
+			struct agent_exec *e = &a->execs[i];
+			if (e->id && e->reaped && e->out < 0 && e->err < 0 && agent_q_room(a))
+				exec_end(a, e);
+			if (e->id && e->in >= 0 && e->in_eof && !e->inlen)
+				close_fd(&e->in);
+			ex[i][0] = ex[i][1] = ex[i][2] = NULL;
+			if (!e->id)
+				continue;
+			if (e->in >= 0 && e->inlen)
+				ex[i][0] = &pfd[n], pfd[n++] = (struct pollfd){e->in, POLLOUT, 0};
+			if (e->out >= 0 && agent_q_room(a) && e->out_unacked < AL_GUEST_WINDOW)
+				ex[i][1] = &pfd[n], pfd[n++] = (struct pollfd){e->out, POLLIN, 0};
+			if (e->err >= 0 && agent_q_room(a) && e->err_unacked < AL_GUEST_WINDOW)
+				ex[i][2] = &pfd[n], pfd[n++] = (struct pollfd){e->err, POLLIN, 0};
+		}
+		size_t net0 = n;
+		agent_net_poll(a, pfd, &n);
+		agent_files_pump(a);
+		if (a->poweroff && !pending(a))
+			agent_poweroff(a);
+		pfd[0] = (struct pollfd){a->chan, pending(a) ? POLLOUT : 0, 0};
+		if (a->inlen < IN_CAP && pending(a) < AGENT_Q_MAX - AGENT_Q_SOURCES)
+			pfd[0].events |= POLLIN;
+		pfd[1] = (struct pollfd){sfd, POLLIN, 0};
+		if (poll(pfd, n, 1000) < 0 && errno != EINTR)
+			agent_die(a, "guest agent: poll: %s", strerror(errno));
+		if (pfd[0].revents & POLLOUT)
+			flush(a);
+		if (pfd[0].revents & POLLIN) {
+			ssize_t r = read(a->chan, a->in + a->inlen, IN_CAP - a->inlen);
+			if (r > 0)
+				a->inlen += (size_t)r;
+		}
+		if (pfd[1].revents)
+			reap(a, sfd);
+		for (size_t i = 0; i < AL_GUEST_MAX_EXECS; i++) {
+			struct agent_exec *e = &a->execs[i];
+			if (ex[i][0] && ex[i][0]->revents)
+				pump_in(a, e);
+			if (ex[i][1] && ex[i][1]->revents)
+				pump_out(a, e, false);
+			if (ex[i][2] && ex[i][2]->revents)
+				pump_out(a, e, true);
+		}
+		agent_net_events(a, pfd + net0, n - net0);
+	}
+}
