@@ -35,7 +35,7 @@
 /* How long the devices may take to appear after their modules load. */
 #define DEVICE_WAIT_MS 5000
 
-static void vlog(struct agent *a, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void vlog(struct agent *a, const char *fmt, va_list ap)
 {
 	char m[1024];
 	int n = vsnprintf(m, sizeof(m), fmt, ap);

@@ -8,7 +8,11 @@
  *   guest_tool stdin              stdin copied to stdout
  *   guest_tool exit N             exits with N
  *   guest_tool tcp ADDR PORT MSG  connect, send MSG, shut, print the answer
- *   guest_tool udp ADDR PORT MSG  one datagram, print the answer */
+ *   guest_tool udp ADDR PORT MSG  one datagram, print the answer
+ *   guest_tool alloc MB           touch MB MiB, one at a time (a bounded bomb)
+ *   guest_tool fork N             N children that wait; prints how many started
+ *   guest_tool out N              N bytes of 'y' on stdout
+ *   guest_tool wait               waits for a signal */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int copy(int from)
@@ -78,6 +83,41 @@ int main(int argc, char **argv)
 		return net(SOCK_STREAM, argv[2], argv[3], argv[4]);
 	if (!strcmp(op, "udp") && argc == 5)
 		return net(SOCK_DGRAM, argv[2], argv[3], argv[4]);
+	if (!strcmp(op, "alloc") && argc == 3) {
+		for (int i = 0; i < atoi(argv[2]); i++) {
+			char *p = malloc(1 << 20);
+			if (!p)
+				return 3;
+			memset(p, i + 1, 1 << 20);
+		}
+		return 0;
+	}
+	if (!strcmp(op, "fork") && argc == 3) {
+		int n = 0;
+		for (int i = 0; i < atoi(argv[2]) && i < 200; i++) {
+			pid_t pid = fork();
+			if (pid == 0) {
+				pause();
+				_exit(0);
+			}
+			n += pid > 0;
+		}
+		printf("%d\n", n);
+		return 0;
+	}
+	if (!strcmp(op, "out") && argc == 3) {
+		static char b[65536];
+		memset(b, 'y', sizeof(b));
+		for (long left = atol(argv[2]); left > 0;) {
+			ssize_t w = write(1, b, left < (long)sizeof(b) ? (size_t)left : sizeof(b));
+			if (w <= 0)
+				return 1;
+			left -= w;
+		}
+		return 0;
+	}
+	if (!strcmp(op, "wait"))
+		return pause();
 	fprintf(stderr, "guest_tool: unknown use\n");
 	return 2;
 }

@@ -281,6 +281,54 @@ def check_net(ch):
     tap(st != 0 and "refused" in out.lower(), "no listener where the config has none", out)
 
 
+def check_limits(ch):
+    st, out, _, x = exec_run(ch, 40, ["guest_tool", "alloc", "200"])
+    tap(st is not None and st & 0x7f == 9 and x[0] == 1 and (32 << 20) < x[3] <= (66 << 20),
+        "200 MiB against the config's 64 MiB: killed, EXIT says oom, the peak is the cgroup's",
+        (st, x))
+    st, out, _, x = exec_run(ch, 41, ["guest_tool", "fork", "100"])
+    tap(st == 0 and out.strip().isdigit() and 10 < int(out) < 64,
+        "pids 64: fewer than 64 children start, and EXIT comes once the rest are killed",
+        (st, out))
+    ch.send(EXEC, 42, struct.pack("<II", 2, 0) + b"/work\0guest_tool\0wait\0")
+    t, _, i, p = ch.recv()
+    ch.send(SIGNAL, 42, struct.pack("<I", 15))
+    while t != EXIT:
+        t, _, i, p = ch.recv()
+    st = struct.unpack("<i", p[:4])[0]
+    tap(st & 0x7f == 15, "SIGNAL reaches the command", st)
+
+
+def check_window(ch):
+    """2 MiB of output with no WINDOW back: exactly the window comes, then
+    nothing until the credit does; then all of it."""
+    total = 2 << 20
+    ch.send(EXEC, 50, struct.pack("<II", 3, 1) + b"/work\0guest_tool\0out\0%d\0PATH=/bin\0" % total)
+    got, most, end = 0, 0, time.monotonic() + 60
+    while got < 256 * 1024 and time.monotonic() < end:
+        t, _, i, p = ch.recv()
+        if t == STDOUT:
+            got += len(p)
+            most = max(most, got)
+    try:
+        t, _, _, p = ch.recv(timeout=1)
+        late = (t, len(p))
+    except TimeoutError:
+        late = None
+    tap(most == 256 * 1024 and late is None,
+        "stdout stops at the window (256 KiB) while the host gives no credit", (most, late))
+    ch.send(WINDOW, 50, struct.pack("<I", got), flags=2)
+    while True:
+        t, _, i, p = ch.recv()
+        if t == STDOUT:
+            got += len(p)
+            ch.send(WINDOW, 50, struct.pack("<I", len(p)), flags=2)
+        elif t == EXIT:
+            break
+    tap(got == total and struct.unpack("<i", p[:4])[0] == 0,
+        "with credit given back, all 2 MiB arrive", got)
+
+
 def check_files_out(ch):
     ch.send(FILES_GET, 0, struct.pack("<QQ", 1 << 20, 100))
     files, cur = {}, {}
@@ -313,7 +361,7 @@ def check_files_out(ch):
 
 def main():
     kernel, version, mods = find_kernel()
-    print("1..20", flush=True)
+    print("1..25", flush=True)
     tmp = tempfile.mkdtemp(prefix="airlock-guest-agent-")
     proc = None
     try:
@@ -347,6 +395,8 @@ def main():
         check_files_in(ch)
         check_execs(ch)
         check_net(ch)
+        check_limits(ch)
+        check_window(ch)
         check_files_out(ch)
         ch.send(POWEROFF)
         try:
@@ -362,7 +412,7 @@ def main():
             proc.kill()
             proc.wait()
         shutil.rmtree(tmp, ignore_errors=True)
-    return 0 if all(results) and len(results) == 20 else 1
+    return 0 if all(results) and len(results) == 25 else 1
 
 
 sys.exit(main())
