@@ -21,6 +21,7 @@ connections end in this script.
 import glob
 import os
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -381,8 +382,9 @@ def main():
             cmd[i] = cmd[i].replace(" quiet", "")
             cmd += ["-serial", "file:" + console]
         start = time.monotonic()
+        # Its own process group: killing `timeout` alone would leave QEMU.
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL)
+                                stderr=subprocess.DEVNULL, start_new_session=True)
         ch = Channel(proc)
         t, _, _, p = ch.recv(timeout=100)
         boot = time.monotonic() - start
@@ -408,8 +410,12 @@ def main():
     except (TimeoutError, EOFError) as e:
         tap(False, "the session with the guest", e)
     finally:
-        if proc and proc.poll() is None:
-            proc.kill()
+        if proc:
+            # timeout and QEMU, the group this script made (by its id).
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             proc.wait()
         shutil.rmtree(tmp, ignore_errors=True)
     return 0 if all(results) and len(results) == 25 else 1
