@@ -165,7 +165,9 @@ static void get(struct agent *a, struct agent_files *f, const uint8_t *p, uint32
 		agent_die(a, "guest agent: a malformed FILES_GET from the host");
 	if (f->out)
 		return out_done(a, f, EBUSY);
-	int fd = dup(a->work);
+	/* Its own open file description: a dup would share the last walk's
+	 * directory offset. */
+	int fd = openat(a->work, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!d) {
 		if (fd >= 0)

@@ -35,7 +35,7 @@
 /* How long the devices may take to appear after their modules load. */
 #define DEVICE_WAIT_MS 5000
 
-static void vlog(struct agent *a, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void vlog(struct agent *a, const char *fmt, va_list ap)
 {
 	char m[1024];
 	int n = vsnprintf(m, sizeof(m), fmt, ap);
@@ -354,6 +354,13 @@ int main(void)
 		return fprintf(stderr, "airlock-guest-agent: runs as a guest's init only\n"), 2;
 	umask(022);
 	must_mount(a, "devtmpfs", "/dev", "devtmpfs", MS_NOSUID | MS_NOEXEC, NULL);
+	/* fds 0-2 on /dev/null: the kernel's /dev/console may be nothing, or
+	 * the channel itself. */
+	int null = open("/dev/null", O_RDWR);
+	for (int fd = 0; null >= 0 && fd < 3; fd++)
+		dup2(null, fd);
+	if (null > 2)
+		close(null);
 	must_mount(a, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 	must_mount(a, "sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 	must_mount(a, "cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC,

@@ -125,7 +125,7 @@ static bool kvm_works(const struct al_vm_kind *kind, const struct al_vm_host *h)
 		execl(QEMU, QEMU, "-M", kind->machine, "-accel", "kvm", "-cpu", "host", "-m", mem,
 		      "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-kernel",
 		      h->kernel.vmlinuz, "-initrd", h->initramfs, "-append",
-		      "quiet panic=-1 rdinit=/init", (char *)NULL);
+		      "console=ttyS0 quiet panic=-1 rdinit=/init", (char *)NULL);
 		_exit(127);
 	}
 	bool ok = false;
@@ -163,6 +163,30 @@ static bool kvm_works(const struct al_vm_kind *kind, const struct al_vm_host *h)
  * daemon's sessions start runs from several threads). */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct al_vm_host hosts[2];
+
+/* Under TCG the guest's TSC runs at the host's rate, and a guest that must
+ * measure it against the PIT (microvm has no HPET) hangs about one boot in
+ * two here when QEMU is not scheduled at the right moments: tell it the
+ * rate, where the host's TSC is constant. */
+static void tsc_arg(char *buf, size_t len)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/cpuinfo", "re");
+	char line[4096];
+	double mhz = 0;
+	bool constant = false;
+
+	buf[0] = '\0';
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!mhz && strncmp(line, "cpu MHz", 7) == 0 && strchr(line, ':'))
+			mhz = strtod(strchr(line, ':') + 1, NULL);
+		if (strncmp(line, "flags", 5) == 0 && strstr(line, " constant_tsc"))
+			constant = true;
+		if (strcmp(line, "\n") == 0)
+			break; /* the first CPU's */
+	}
+	if (constant && mhz > 100 && mhz < 100000)
+		snprintf(buf, len, " tsc_early_khz=%llu", (unsigned long long)(mhz * 1000));
+}
 static bool found[2];
 
 int al_vm_host_check(const struct al_vm_kind *kind, char *why, size_t len)
@@ -225,6 +249,8 @@ static int find_host(const struct al_vm_kind *kind, const struct al_vm_host **ou
 		return r;
 	qemu_version(h->qemu_version, sizeof(h->qemu_version));
 	h->kvm = kvm_works(kind, h);
+	if (!h->kvm)
+		tsc_arg(h->tsc_arg, sizeof(h->tsc_arg));
 	found[i] = true;
 	*out = h;
 	return 0;
@@ -448,7 +474,10 @@ char *al_vm_vmm_config(const struct vm_run *w)
 	ARG("-no-reboot");
 	ARG("-kernel"), ARG(AL_VMM_KERNEL);
 	ARG("-initrd"), ARG(AL_VMM_INITRD);
-	ARG("-append"), ARG("quiet panic=-1 rdinit=/init");
+	/* The kernel's console on ttyS0, which has no port here: without a
+	 * console= it would take the virtio console, the channel itself. */
+	ARG("-append");
+	ARGF("console=ttyS0 quiet panic=-1 rdinit=/init%s", w->host->tsc_arg);
 	ARG("-device");
 	ARGF("virtio-serial-%s", k->bus);
 	ARG("-chardev"), ARG("stdio,id=ch,signal=off");

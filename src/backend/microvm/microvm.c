@@ -131,11 +131,6 @@ static int refuse(const struct vm_run *w, const struct al_plan *p, struct al_err
 				    n);
 	if (p->language)
 		return al_error_set(err, EINVAL, "--language is for --backend wasm, not %s", n);
-	if (p->scratch_exec)
-		return al_error_set(err, EOPNOTSUPP,
-				    "backend %s: the guest's scratch is a tmpfs of its own "
-				    "(executable already); drop scratch_exec",
-				    n);
 	for (size_t i = 0; i < p->n_fs; i++) {
 		const struct al_fs_entry *e = &p->fs[i];
 		if (e->kind == AL_FS_HOST && (e->access & AL_FS_WRITE))

@@ -1,0 +1,424 @@
+#!/usr/bin/python3
+"""The guest agent booted for real (TAP), with this script as the host side.
+
+usage: run_guest_agent.py AGENT GUEST_TOOL
+
+Builds an initramfs (the agent as /init, the cloud kernel's virtio modules,
+a config in the format of src/guest/config.c, two inputs), an ext4 system
+image (guest_tool, /etc, a symbolic link), boots Debian's cloud kernel on
+QEMU's microvm machine under a timeout, and speaks the channel's protocol
+(src/guest/proto.h) on QEMU's stdin and stdout: HELLO, PING, files into
+/work, execs (their uid and gid, output, exit code, stdin, what they can
+see of the guest), the network (a TCP stream to the proxy port, one to a
+fake address's capture port, a DNS datagram: each reaches this script as
+OPEN/DATA/DGRAM with the guest's destination, and the answers go back),
+/work's files back, POWEROFF. One boot serves every case. Skips with the
+reason where the kernel, its modules, QEMU, cpio or mkfs.ext4 is missing.
+Nothing here touches the host's network: the guest has no NIC, and its
+connections end in this script.
+"""
+
+import glob
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import select
+
+AGENT, TOOL = sys.argv[1], sys.argv[2]
+MODULES = ["virtio_ring", "virtio", "virtio_mmio", "virtio_console", "virtio_blk"]
+(HELLO, EXEC, EXEC_STARTED, EXEC_FAILED, STDIN, STDOUT, STDERR, EXIT, SIGNAL, OPEN, OPEN_OK,
+ OPEN_FAILED, DATA, SHUT, CLOSE, WINDOW, DGRAM, PING, PONG, FILE_BEGIN, FILE_DATA, FILE_END,
+ FILES_DONE, FILES_GET, POWEROFF, LOG) = range(1, 27)
+UID, GID = 1000, 1000
+
+results = []
+
+
+def tap(ok, name, detail=""):
+    results.append(ok)
+    print("%s %d - %s" % ("ok" if ok else "not ok", len(results), name), flush=True)
+    if detail and (not ok or os.environ.get("AIRLOCK_TEST_VERBOSE")):
+        for line in str(detail).splitlines():
+            print("#   " + line, flush=True)
+
+
+def skip_all(why):
+    print("1..0 # SKIP " + why, flush=True)
+    sys.exit(0)
+
+
+def find_kernel():
+    kernels = sorted(glob.glob("/boot/vmlinuz-*-cloud-amd64"))
+    if not kernels:
+        skip_all("no /boot/vmlinuz-*-cloud-amd64 (Debian's linux-image-cloud-amd64)")
+    for tool in ("qemu-system-x86_64", "cpio", "mkfs.ext4"):
+        if not shutil.which(tool) and not os.path.exists("/usr/sbin/" + tool):
+            skip_all(tool + " is not installed")
+    kernel = kernels[-1]
+    version = os.path.basename(kernel)[len("vmlinuz-"):]
+    mods = []
+    for m in MODULES:
+        found = glob.glob("/lib/modules/%s/kernel/drivers/**/%s.ko" % (version, m), recursive=True)
+        if not found:
+            skip_all("module %s.ko of %s is missing (compressed or not installed)" % (m, version))
+        mods.append(found[0])
+    return kernel, version, mods
+
+
+def kernel_args():
+    """The guest kernel's command line. console=ttyS0 (a device microvm does not
+    have here) keeps the kernel's console off hvc0, the channel: without a
+    console= the first console registered, virtio's hvc0, gets the kernel's
+    messages and /dev/console. tsc_early_khz: under TCG the guest's TSC is the
+    host's, and on a busy host the guest's calibration of it against the PIT
+    fails and the boot stalls at the delay loop; the host's constant TSC's
+    frequency (its "cpu MHz") skips that calibration."""
+    args = "console=ttyS0 quiet panic=-1 rdinit=/init"
+    with open("/proc/cpuinfo") as f:
+        info = f.read()
+    mhz = [l.split(":")[1] for l in info.splitlines() if l.startswith("cpu MHz")]
+    if mhz and " constant_tsc" in info:
+        args += " tsc_early_khz=%d" % round(float(mhz[0]) * 1000)
+    return args
+
+
+def config_text(mods):
+    recs = [("module", "/airlock/modules/%s.ko" % m) for m in MODULES]
+    recs += [("root", "/dev/vda", "ext4"), ("channel", "/dev/hvc0"), ("scratch", str(16 << 20)),
+             ("input", "/airlock/in/0", "/input", "dir"),
+             ("input", "/airlock/in/1", "/data.txt", "file"),
+             ("hostname", "guest-test"), ("ids", str(UID), str(GID)),
+             ("memory", str(64 << 20)), ("pids", "64"), ("network", "1"),
+             ("proxy_port", "3128"), ("capture_port", "80")]
+    return "".join("\t".join(r) + "\n" for r in recs)
+
+
+def build(tmp, mods):
+    ird = os.path.join(tmp, "initrd")
+    os.makedirs(ird + "/airlock/modules")
+    os.makedirs(ird + "/airlock/in/0")
+    shutil.copy(AGENT, ird + "/init")
+    for m, path in zip(MODULES, mods):
+        shutil.copy(path, "%s/airlock/modules/%s.ko" % (ird, m))
+    with open(ird + "/airlock/in/0/input.txt", "w") as f:
+        f.write("an input\n")
+    with open(ird + "/airlock/in/1", "w") as f:
+        f.write("a single file\n")
+    with open(ird + "/airlock/config", "w") as f:
+        f.write(config_text(mods))
+    names = subprocess.run(["find", "."], cwd=ird, capture_output=True, check=True).stdout
+    cpio = os.path.join(tmp, "initrd.cpio")
+    with open(cpio, "wb") as out:
+        subprocess.run(["cpio", "-o", "-H", "newc", "--owner", "0:0", "--quiet"], cwd=ird,
+                       input=names, stdout=out, check=True)
+    sysd = os.path.join(tmp, "sys")
+    os.makedirs(sysd + "/bin")
+    os.makedirs(sysd + "/etc")
+    shutil.copy(TOOL, sysd + "/bin/guest_tool")
+    os.symlink("bin", sysd + "/sbin")
+    with open(sysd + "/etc/resolv.conf", "w") as f:
+        f.write("nameserver 192.0.2.1\n")
+    img = os.path.join(tmp, "sys.img")
+    mkfs = shutil.which("mkfs.ext4") or "/usr/sbin/mkfs.ext4"
+    subprocess.run([mkfs, "-q", "-F", "-E", "root_owner=0:0", "-d", sysd, img, "8M"],
+                   stdout=subprocess.DEVNULL, check=True)
+    return cpio, img
+
+
+class Channel:
+    """The host end of the channel: QEMU's stdin and stdout."""
+
+    def __init__(self, proc):
+        self.p = proc
+        self.buf = b""
+        self.logs = []
+
+    def send(self, t, ident=0, payload=b"", flags=0):
+        self.p.stdin.write(struct.pack("<BBHII", t, flags, 0, ident, len(payload)) + payload)
+        self.p.stdin.flush()
+
+    def recv(self, timeout=30):
+        end = time.monotonic() + timeout
+        fd = self.p.stdout.fileno()
+        while True:
+            if len(self.buf) >= 12:
+                t, flags, res, ident, n = struct.unpack("<BBHII", self.buf[:12])
+                if len(self.buf) >= 12 + n:
+                    payload, self.buf = self.buf[12:12 + n], self.buf[12 + n:]
+                    if t == LOG:
+                        self.logs.append(payload.decode(errors="replace"))
+                        continue
+                    return t, flags, ident, payload
+            left = end - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError("no message from the guest (logs: %r)" % self.logs)
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise EOFError("the channel closed (logs: %r)" % self.logs)
+            self.buf += chunk
+
+
+def exec_run(ch, ident, argv, stdin=None, env=("PATH=/bin",), cwd="/work", net=None):
+    """One exec to its EXIT: (status, stdout, stderr, exit fields). net(ch, msg) answers
+    the network's messages while it runs."""
+    strs = [cwd] + list(argv) + list(env)
+    ch.send(EXEC, ident, struct.pack("<II", len(argv), len(env)) +
+            b"".join(s.encode() + b"\0" for s in strs))
+    out, err = b"", b""
+    while True:
+        t, flags, i, p = ch.recv()
+        if t == EXEC_STARTED and stdin is not None:
+            for off in range(0, len(stdin), 65536):
+                ch.send(STDIN, ident, stdin[off:off + 65536])
+            ch.send(STDIN, ident, b"")
+        elif t == EXEC_FAILED:
+            return None, p[4:].decode(), b"", None
+        elif t in (STDOUT, STDERR):
+            if t == STDOUT:
+                out += p
+            else:
+                err += p
+            ch.send(WINDOW, ident, struct.pack("<I", len(p)), flags=2 if t == STDOUT else 3)
+        elif t == EXIT:
+            status, oom, _, _, _, user, system, peak = struct.unpack("<iBBBBQQQ", p)
+            return status, out.decode(errors="replace"), err.decode(errors="replace"), \
+                (oom, user, system, peak)
+        elif net:
+            net(ch, t, i, p)
+
+
+def check_files_in(ch):
+    def begin(ident, kind, mode, path):
+        ch.send(FILE_BEGIN, ident, struct.pack("<IB", mode, kind) + path.encode() + b"\0")
+    begin(1, 1, 0o755, "sub")
+    ch.send(FILE_END, 1)
+    begin(2, 2, 0o644, "sub/a.txt")
+    ch.send(FILE_DATA, 2, b"hello-in")
+    ch.send(FILE_END, 2)
+    begin(3, 3, 0o777, "sub/link")
+    ch.send(FILE_DATA, 3, b"a.txt")
+    ch.send(FILE_END, 3)
+    # A file through the link may not be made (O_NOFOLLOW on the way).
+    begin(4, 2, 0o644, "sub/link/x")
+    ch.send(FILE_END, 4)
+    ch.send(FILES_DONE)
+    t, _, _, p = ch.recv()
+    tap(t == FILES_DONE and struct.unpack("<I", p)[0] != 0,
+        "files in: a file through a link is refused (FILES_DONE carries the error)", (t, p))
+
+
+def check_execs(ch):
+    st, out, err, _ = exec_run(ch, 1, ["guest_tool", "id"])
+    tap(st == 0 and out == "uid=%d gid=%d groups=0\n" % (UID, GID),
+        "an exec runs as the config's uid and gid, no groups, PATH from its env", (st, out, err))
+    st, out, _, _ = exec_run(ch, 2, ["/bin/guest_tool", "exit", "7"])
+    tap(st is not None and st >> 8 == 7 and st & 0x7f == 0, "the exit code comes back", st)
+    st, out, _, _ = exec_run(ch, 3, ["guest_tool", "stdin"], stdin=b"x" * 100000 + b"end")
+    tap(st == 0 and out == "x" * 100000 + "end", "stdin reaches the command and its output returns",
+        (st, len(out)))
+    hidden = ["/init", "/airlock", "/airlock/config", "/dev/hvc0", "/dev/vda", "/sys/block",
+              "/dev/console", "/dev/mem"]
+    shown = ["/bin/guest_tool", "/sbin/guest_tool", "/dev/null", "/dev/urandom", "/dev/ptmx",
+             "/proc/self", "/work", "/tmp", "/input/input.txt", "/data.txt"]
+    st, out, _, _ = exec_run(ch, 4, ["guest_tool", "exists"] + hidden + shown)
+    want = "".join("%s no\n" % p for p in hidden) + "".join("%s yes\n" % p for p in shown)
+    tap(st == 0 and out == want,
+        "the command sees the image, /dev, /proc, the scratch and the inputs, and not the "
+        "initramfs, the config, the channel or the image's device", out)
+    st, out, _, _ = exec_run(ch, 5, ["guest_tool", "cat", "/work/sub/a.txt"])
+    tap(st == 0 and out == "hello-in", "files in: a regular file reached /work", (st, out))
+    st, out, _, _ = exec_run(ch, 6, ["guest_tool", "cat", "/input/input.txt"])
+    st2, out2, _, _ = exec_run(ch, 7, ["guest_tool", "cat", "/data.txt"])
+    tap(out == "an input\n" and out2 == "a single file\n", "the inputs are at their targets",
+        (out, out2))
+    bad = []
+    for i, path in enumerate(["/input/new", "/data.txt", "/bin/new", "/new", "/etc/resolv.conf"]):
+        st, out, _, _ = exec_run(ch, 10 + i, ["guest_tool", "write", path, "x"])
+        if st == 0:
+            bad.append(path)
+    tap(not bad, "the inputs, the image and the root are read-only", bad)
+    st, out, _, _ = exec_run(ch, 20, ["guest_tool", "write", "/work/out.txt", "made-in-guest"])
+    st2, _, _, _ = exec_run(ch, 21, ["guest_tool", "write", "/tmp/t", "x"])
+    tap(st == 0 and st2 == 0, "/work and /tmp are writable", (st, out, st2))
+    st, out, _, _ = exec_run(ch, 22, ["guest_tool", "cat", "/etc/resolv.conf"])
+    tap(out == "nameserver 127.0.0.1\n", "resolv.conf names the agent's DNS stub", out)
+    st, out, _, _ = exec_run(ch, 23, ["no_such_program"])
+    tap(st is None and "exec" in out, "a program that is not there: EXEC_FAILED", (st, out))
+
+
+def check_net(ch):
+    seen = {}
+
+    def net(ch, t, i, p):
+        if t == OPEN:
+            proto, _, port, addr = struct.unpack("!BBH4s", p)
+            seen.setdefault("open", []).append((proto, port, ".".join(map(str, addr))))
+            ch.send(OPEN_OK, i)
+        elif t == DATA:
+            seen.setdefault("data", []).append(p)
+            ch.send(WINDOW, i, struct.pack("<I", len(p)))
+            ch.send(DATA, i, b"answer:" + p)
+        elif t == SHUT:
+            ch.send(SHUT, i)
+        elif t == DGRAM:
+            seen.setdefault("dgram", []).append(p)
+            ch.send(DGRAM, i, b"dns:" + p)
+
+    st, out, _, _ = exec_run(ch, 30, ["guest_tool", "tcp", "127.0.0.1", "3128", "GET"], net=net)
+    st2, out2, _, _ = exec_run(ch, 31, ["guest_tool", "tcp", "198.18.0.7", "80", "HEAD"], net=net)
+    st3, out3, _, _ = exec_run(ch, 32, ["guest_tool", "udp", "127.0.0.1", "53", "q"], net=net)
+    tap(seen.get("open") == [(6, 3128, "127.0.0.1"), (6, 80, "198.18.0.7")],
+        "each guest connection reaches the host as OPEN with the guest's destination", seen)
+    tap(st == 0 and out == "answer:GET" and st2 == 0 and out2 == "answer:HEAD",
+        "a stream's bytes go both ways, and its ends", (st, out, st2, out2))
+    tap(st3 == 0 and out3 == "dns:q" and seen.get("dgram") == [b"q"],
+        "a DNS datagram goes out as DGRAM and its answer back to the client", (st3, out3, seen))
+    st, out, _, _ = exec_run(ch, 33, ["guest_tool", "tcp", "127.0.0.1", "25", "x"], net=net)
+    tap(st != 0 and "refused" in out.lower(), "no listener where the config has none", out)
+
+
+def check_limits(ch):
+    st, out, _, x = exec_run(ch, 40, ["guest_tool", "alloc", "200"])
+    tap(st is not None and st & 0x7f == 9 and x[0] == 1 and (32 << 20) < x[3] <= (66 << 20),
+        "200 MiB against the config's 64 MiB: killed, EXIT says oom, the peak is the cgroup's",
+        (st, x))
+    st, out, _, x = exec_run(ch, 41, ["guest_tool", "fork", "100"])
+    tap(st == 0 and out.strip().isdigit() and 10 < int(out) < 64,
+        "pids 64: fewer than 64 children start, and EXIT comes once the rest are killed",
+        (st, out))
+    ch.send(EXEC, 42, struct.pack("<II", 2, 0) + b"/work\0guest_tool\0wait\0")
+    t, _, i, p = ch.recv()
+    ch.send(SIGNAL, 42, struct.pack("<I", 15))
+    while t != EXIT:
+        t, _, i, p = ch.recv()
+    st = struct.unpack("<i", p[:4])[0]
+    tap(st & 0x7f == 15, "SIGNAL reaches the command", st)
+
+
+def check_window(ch):
+    """2 MiB of output with no WINDOW back: exactly the window comes, then
+    nothing until the credit does; then all of it."""
+    total = 2 << 20
+    ch.send(EXEC, 50, struct.pack("<II", 3, 1) + b"/work\0guest_tool\0out\0%d\0PATH=/bin\0" % total)
+    got, most, end = 0, 0, time.monotonic() + 60
+    while got < 256 * 1024 and time.monotonic() < end:
+        t, _, i, p = ch.recv()
+        if t == STDOUT:
+            got += len(p)
+            most = max(most, got)
+    try:
+        t, _, _, p = ch.recv(timeout=1)
+        late = (t, len(p))
+    except TimeoutError:
+        late = None
+    tap(most == 256 * 1024 and late is None,
+        "stdout stops at the window (256 KiB) while the host gives no credit", (most, late))
+    ch.send(WINDOW, 50, struct.pack("<I", got), flags=2)
+    while True:
+        t, _, i, p = ch.recv()
+        if t == STDOUT:
+            got += len(p)
+            ch.send(WINDOW, 50, struct.pack("<I", len(p)), flags=2)
+        elif t == EXIT:
+            break
+    tap(got == total and struct.unpack("<i", p[:4])[0] == 0,
+        "with credit given back, all 2 MiB arrive", got)
+
+
+def check_files_out(ch):
+    ch.send(FILES_GET, 0, struct.pack("<QQ", 1 << 20, 100))
+    files, cur = {}, {}
+    while True:
+        t, _, i, p = ch.recv()
+        if t == FILE_BEGIN:
+            cur[i] = [p[4], p[5:-1].decode(), b""]
+        elif t == FILE_DATA:
+            cur[i][2] += p
+        elif t == FILE_END:
+            kind, path, data = cur.pop(i)
+            files[path] = (kind, data)
+        elif t == FILES_DONE:
+            err = struct.unpack("<I", p)[0]
+            break
+    want = {"sub": (1, b""), "sub/a.txt": (2, b"hello-in"), "sub/link": (3, b"a.txt"),
+            "out.txt": (2, b"made-in-guest")}
+    tap(err == 0 and files == want, "/work comes back: directories, files, links as links",
+        (err, files))
+    ch.send(FILES_GET, 0, struct.pack("<QQ", 1 << 20, 2))
+    n = 0
+    while True:
+        t, _, i, p = ch.recv()
+        n += t == FILE_BEGIN
+        if t == FILES_DONE:
+            break
+    tap(n == 2 and struct.unpack("<I", p)[0] != 0, "FILES_GET stops at the files cap and says so",
+        (n, p))
+
+
+def main():
+    kernel, version, mods = find_kernel()
+    print("1..25", flush=True)
+    tmp = tempfile.mkdtemp(prefix="airlock-guest-agent-")
+    proc = None
+    try:
+        cpio, img = build(tmp, mods)
+        cmd = ["timeout", "280", "qemu-system-x86_64", "-M", "microvm,x-option-roms=off,rtc=off",
+               "-accel", "tcg", "-cpu", "max", "-m", "256", "-nodefaults", "-no-user-config",
+               "-nographic", "-no-reboot", "-kernel", kernel, "-initrd", cpio,
+               "-append", kernel_args(),
+               "-device", "virtio-serial-device", "-chardev", "stdio,id=ch,signal=off",
+               "-device", "virtconsole,chardev=ch",
+               "-drive", "file=%s,if=none,id=sys,format=raw,readonly=on" % img,
+               "-device", "virtio-blk-device,drive=sys"]
+        # The guest's console, for debugging this test: a file, named here.
+        console = os.environ.get("AIRLOCK_TEST_GUEST_CONSOLE")
+        if console:
+            i = cmd.index("-append") + 1
+            cmd[i] = cmd[i].replace(" quiet", "")
+            cmd += ["-serial", "file:" + console]
+        start = time.monotonic()
+        # Its own process group: killing `timeout` alone would leave QEMU.
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        ch = Channel(proc)
+        t, _, _, p = ch.recv(timeout=100)
+        boot = time.monotonic() - start
+        ok = t == HELLO and struct.unpack("<I", p[:4])[0] == 1 and p[4:].decode() == version
+        tap(ok, "HELLO with version 1 and the kernel's release (%.2f s after QEMU started)" % boot,
+            (t, p, ch.logs))
+        ch.send(PING, 0, struct.pack("<Q", 0x1122334455667788))
+        t, _, _, p = ch.recv()
+        tap(t == PONG and p == struct.pack("<Q", 0x1122334455667788), "PING gets its PONG")
+        check_files_in(ch)
+        check_execs(ch)
+        check_net(ch)
+        check_limits(ch)
+        check_window(ch)
+        check_files_out(ch)
+        ch.send(POWEROFF)
+        try:
+            rc = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            rc = None
+        tap(rc == 0, "POWEROFF ends the guest and QEMU", rc)
+        print("# guest logs: %r" % ch.logs, flush=True)
+    except (TimeoutError, EOFError) as e:
+        tap(False, "the session with the guest", e)
+    finally:
+        if proc:
+            # timeout and QEMU, the group this script made (by its id).
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0 if all(results) and len(results) == 25 else 1
+
+
+sys.exit(main())
