@@ -242,7 +242,8 @@ def mode_net():
 
 
 def files_in():
-    """The copy-in tree as sorted entries, then the EXEC's payload."""
+    """The copy-in tree as sorted entries (acknowledged with FILES_DONE),
+    then the EXEC's payload."""
     send(HELLO, 0, struct.pack("<I", 1) + b"6.1.0-fake")
     entries, cur = [], None
     while True:
@@ -257,6 +258,10 @@ def files_in():
         elif t == FILE_END:
             entries.append(cur[0] + " " + cur[1] + ("=" + cur[2].decode() if cur[0] != "DIR"
                                                      else ""))
+        elif t == FILES_DONE:
+            # As the agent does: the copy-in is acknowledged (no error)
+            # before the host sends the EXEC.
+            send(FILES_DONE, 0, struct.pack("<I", 0))
     send(EXEC_STARTED, 1, struct.pack("<I", 42))
     return sorted(entries)
 

@@ -55,8 +55,10 @@ static const struct al_vm_kind kinds[] = {
      .flavour = "amd64",
      .machine = "q35",
      .bus = "pci",
-     .modules =
-	 (const char *const[]){"virtio_pci", "virtio_console", "virtio_blk", "virtio_rng", NULL}},
+     /* The generic kernel has ext4 and crc32c (its metadata checksums)
+      * as modules; the cloud kernel has both built in. */
+     .modules = (const char *const[]){"virtio_pci", "virtio_console", "virtio_blk", "virtio_rng",
+				      "crc32c_generic", "ext4", NULL}},
 };
 
 const struct al_vm_kind *al_vm_kind(const char *name)
@@ -134,11 +136,12 @@ static int refuse(const struct vm_run *w, const struct al_plan *p, struct al_err
 	for (size_t i = 0; i < p->n_fs; i++) {
 		const struct al_fs_entry *e = &p->fs[i];
 		if (e->kind == AL_FS_HOST && (e->access & AL_FS_WRITE))
-			return al_error_set(err, EOPNOTSUPP,
-					    "backend %s cannot give the guest a writable host path "
-					    "(%s): inputs reach the guest as a read-only copy; use "
-					    "--ro and --copy-out, or --backend native",
-					    n, e->what ? e->what : e->path);
+			return al_error_set(
+			    err, EOPNOTSUPP,
+			    "backend %s cannot give the guest a writable host path "
+			    "(--rw %s): inputs reach the guest as a read-only copy; "
+			    "use --ro and --copy-out, or --backend native",
+			    n, e->path);
 	}
 	return 0;
 }
@@ -308,8 +311,11 @@ static void ev_exited(void *d, int status)
 		if (WTERMSIG(status) == AL_VMM_SIG_MEMORY)
 			al_meter_stop(m, AL_END_MEMORY, "guest-memory", w->orig->memory_bytes,
 				      w->orig->memory_bytes);
-		else if (WTERMSIG(status) == AL_VMM_SIG_GUEST)
+		else if (WTERMSIG(status) == AL_VMM_SIG_GUEST) {
+			/* The VMM said why on stderr and killed the guest. */
+			m->res->signal = SIGKILL;
 			al_meter_stop(m, AL_END_KILLED, "guest", 0, 0);
+		}
 	}
 	ORIG(d)->exited(ORIG(d)->data, status);
 }

@@ -47,8 +47,11 @@ static const struct {
 	const char *name, *text;
 } etc_files[] = {
     {"passwd", "root:x:0:0:root:/root:/bin/sh\n"
+	       "sandbox:x:1000:1000:sandbox:/work:/bin/sh\n"
 	       "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"},
-    {"group", "root:x:0:\nnogroup:x:65534:\n"},
+    {"group", "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n"},
+    /* The agent binds its own (nameserver 127.0.0.1) over this one. */
+    {"resolv.conf", ""},
     {"hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"},
     {"nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"},
 };

@@ -479,6 +479,15 @@ static int handle(struct vmm *v, const struct al_guest_hdr *h, const uint8_t *p)
 	case AL_G_FILE_DATA:
 	case AL_G_FILE_END:
 	case AL_G_FILES_DONE:
+		if (h->type == AL_G_FILES_DONE && v->phase == VMM_FILES_ACK) {
+			if (h->len != 4)
+				return vmm_proto(v, "FILES_DONE with a bad payload");
+			uint32_t e = al_guest_get32(p);
+			if (e)
+				return vmm_fail(v, "--copy-in: the guest could not write /work: %s",
+						strerror(e < 4096 ? (int)e : EIO));
+			return vmm_send_exec(v);
+		}
 		if (v->phase != VMM_FILES_OUT)
 			return vmm_proto(v, "a file (message type %u) nobody asked for", h->type);
 		if (h->type == AL_G_FILE_BEGIN)

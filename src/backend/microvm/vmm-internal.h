@@ -63,6 +63,7 @@ struct vmm_dgram {
 enum vmm_phase {
 	VMM_BOOT,      /* waiting for HELLO */
 	VMM_FILES_IN,  /* sending the copy-in tree */
+	VMM_FILES_ACK, /* the tree sent: waiting for the agent's FILES_DONE */
 	VMM_RUN,       /* EXEC sent, waiting for EXIT */
 	VMM_FILES_OUT, /* FILES_GET sent, receiving the guest's /work */
 	VMM_POWEROFF,  /* POWEROFF sent, waiting for QEMU to end */

@@ -151,8 +151,10 @@ int vmm_pump(struct vmm *v)
 		int r = vmm_walk_step(v);
 		if (r < 0)
 			return -1;
-		if (r == 1 && vmm_send_exec(v) < 0)
-			return -1;
+		/* The agent answers with FILES_DONE (its first error, or 0)
+		 * before the command starts. */
+		if (r == 1)
+			v->phase = VMM_FILES_ACK;
 	}
 	if (v->phase == VMM_RUN && v->started && v->stdin_open && v->stdin_credit > 0 && room(v)) {
 		size_t max =
