@@ -419,7 +419,8 @@ int al_vm_guest_initrd(struct vm_run *w, struct al_error *err)
 					 "most %llu MiB here",
 					 w->kind->name, (unsigned long long)(left >> 20));
 		} else {
-			r = al_cpio_host_file(cp, sources[k] + 1, 0444, hfd);
+			/* Its own permissions, less write and set-id bits. */
+			r = al_cpio_host_file(cp, sources[k] + 1, st.st_mode & 0555, hfd);
 			if (r < 0)
 				al_error_setsys(err, -r, "backend %s: input %s", w->kind->name,
 						e->source);

@@ -11,7 +11,7 @@
 
 /* Bumped when what a cached file holds changes for the same inputs, so
  * that an older airlock's file is not taken for a newer one's. */
-#define AL_VM_IMAGE_FORMAT "2"
+#define AL_VM_IMAGE_FORMAT "3"
 
 /* Create dir (and its parents) as root-owned 0755 directories where
  * missing; an existing one must be a directory. */

@@ -33,9 +33,11 @@
 #define DPKG_INFO	  "/var/lib/dpkg/info"
 #define DPKG_ALTERNATIVES "/var/lib/dpkg/alternatives"
 
-/* What a guest does not need of a package. */
+/* What a guest does not need of a package; and the host's home and boot
+ * directories, which no guest has (as under native: they do not exist). */
 static const char *const skipped[] = {"/usr/share/doc", "/usr/share/man", "/usr/share/locale",
-				      "/usr/share/info"};
+				      "/usr/share/info", "/root", "/home", "/boot", "/mnt",
+				      "/media", "/srv"};
 
 /* The host's top-level links into /usr (merged /usr), made again in the
  * image where the host has them. */
