@@ -33,6 +33,10 @@ struct stream {
 	uint32_t unacked;    /* DATA sent, no WINDOW back yet */
 	uint8_t *buf;	     /* the host's DATA not yet written (≤ window) */
 	size_t len;
+	/* The host closed (its connection was reset) while DATA it sent before
+	 * was still unwritten: the guest gets those bytes and an orderly end,
+	 * as a peer's data comes before its reset, then the stream goes. */
+	bool host_closed;
 };
 
 struct dgram {
@@ -237,11 +241,14 @@ static void write_stream(struct agent *a, struct stream *s)
 	if (w < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (w < 0) {
-		agent_send(a, AL_G_CLOSE, 0, s->id, NULL, 0);
+		if (!s->host_closed)
+			agent_send(a, AL_G_CLOSE, 0, s->id, NULL, 0);
 		return drop(s, true);
 	}
 	memmove(s->buf, s->buf + w, s->len - (size_t)w);
 	s->len -= (size_t)w;
+	if (s->host_closed)
+		return; /* the host forgot the stream: no credit back */
 	uint8_t b[4];
 	al_guest_put32(b, (uint32_t)w);
 	agent_send(a, AL_G_WINDOW, 0, s->id, b, 4);
@@ -319,7 +326,8 @@ void agent_net_events(struct agent *a, struct pollfd *pfd, size_t k)
 		if (s->id && s->wr_eof && !s->len)
 			shutdown(s->fd, SHUT_WR);
 		if (s->id && s->wr_eof && s->rd_eof && !s->len) {
-			agent_send(a, AL_G_CLOSE, 0, s->id, NULL, 0);
+			if (!s->host_closed)
+				agent_send(a, AL_G_CLOSE, 0, s->id, NULL, 0);
 			drop(s, false);
 		}
 	}
@@ -344,8 +352,15 @@ void agent_net_msg(struct agent *a, const struct al_guest_hdr *h, const uint8_t 
 		if (s)
 			s->ok = true;
 		return;
-	case AL_G_OPEN_FAILED:
 	case AL_G_CLOSE:
+		if (s && s->len) {
+			s->host_closed = s->wr_eof = s->rd_eof = true;
+			return;
+		}
+		if (s)
+			drop(s, true);
+		return;
+	case AL_G_OPEN_FAILED:
 		if (s)
 			drop(s, true);
 		return;

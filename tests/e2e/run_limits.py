@@ -37,7 +37,7 @@ from harness import BACKEND, per_backend
 
 # gvisor's sentry runs the command: no host process is the probe, so the
 # sandbox's processes are the run cgroup's (runsc, its gofer and sentry).
-COMMAND_IN_SENTRY = BACKEND == "gvisor"
+COMMAND_IN_SENTRY = BACKEND in ("gvisor", "microvm", "vm")
 
 
 def new_marker():
@@ -552,7 +552,7 @@ def kill_supervisor_round(e, m, st, clear_with):
                           if cgroup_supervisor(d) == (p.pid, pid_starttime(p.pid)))
         if COMMAND_IN_SENTRY:
             found = wait_for(lambda: len(cgroup_procs(my_dirs())) >= 2, 10)
-            expect(found, "the run cgroup never held runsc and its sandbox")
+            expect(found, "the run cgroup never held the layer's processes (runsc and its sandbox, or the VMM and QEMU)")
             members = cgroup_procs(my_dirs())
         else:
             found = wait_for(lambda: procs_matching(m), 10)

@@ -478,7 +478,8 @@ char *al_vm_vmm_config(const struct vm_run *w)
 	/* The kernel's console on ttyS0, which has no port here: without a
 	 * console= it would take the virtio console, the channel itself. */
 	ARG("-append");
-	ARGF("console=ttyS0 quiet panic=-1 rdinit=/init%s", w->host->tsc_arg);
+	/* airlock.guest=1 marks a guest's kernel (tests/e2e/probe.c). */
+	ARGF("console=ttyS0 quiet panic=-1 rdinit=/init airlock.guest=1%s", w->host->tsc_arg);
 	ARG("-device");
 	ARGF("virtio-serial-%s", k->bus);
 	ARG("-chardev"), ARG("stdio,id=ch,signal=off");
