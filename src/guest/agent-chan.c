@@ -251,6 +251,7 @@ static void exec_end(struct agent *a, struct agent_exec *e)
 	if (!x.memory_peak)
 		x.memory_peak = (uint64_t)e->maxrss_kb * 1024;
 	x.oom = a->cg_mem && cg_read(e->cg, "memory.events", "oom_kill") > 0;
+	x.pids = e->pids_hit;
 	al_guest_exit_put(b, &x);
 	agent_send(a, AL_G_EXIT, 0, e->id, b, sizeof(b));
 	close_fd(&e->in);
@@ -437,6 +438,19 @@ void agent_serve(struct agent *a)
 			if (e->err >= 0 && agent_q_room(a) && e->err_unacked < AL_GUEST_WINDOW)
 				ex[i][2] = &pfd[n], pfd[n++] = (struct pollfd){e->err, POLLIN, 0};
 		}
+		/* A fork the exec's pids limit refused ends the exec at once,
+		 * as the host's meter ends a run (checked every 100 ms). */
+		int wait_ms = 1000;
+		for (size_t i = 0; a->cfg.c.pids && i < AL_GUEST_MAX_EXECS; i++) {
+			struct agent_exec *e = &a->execs[i];
+			if (!e->id || e->reaped || e->pids_hit)
+				continue;
+			wait_ms = 100;
+			if (cg_read(e->cg, "pids.events", "max") > 0) {
+				e->pids_hit = true;
+				cg_write(e->cg, "cgroup.kill", "1");
+			}
+		}
 		size_t net0 = n;
 		agent_net_poll(a, pfd, &n);
 		agent_files_pump(a);
@@ -446,7 +460,7 @@ void agent_serve(struct agent *a)
 		if (a->inlen < IN_CAP && pending(a) < AGENT_Q_MAX - AGENT_Q_SOURCES)
 			pfd[0].events |= POLLIN;
 		pfd[1] = (struct pollfd){sfd, POLLIN, 0};
-		if (poll(pfd, n, 1000) < 0 && errno != EINTR)
+		if (poll(pfd, n, wait_ms) < 0 && errno != EINTR)
 			agent_die(a, "guest agent: poll: %s", strerror(errno));
 		if (pfd[0].revents & POLLOUT)
 			flush(a);

@@ -31,6 +31,7 @@ struct agent_exec {
 	bool in_eof;			   /* the host ended stdin */
 	uint32_t out_unacked, err_unacked; /* sent, no WINDOW back yet */
 	bool reaped;
+	bool pids_hit; /* its pids limit refused a fork: the agent ended it */
 	int status;
 	long maxrss_kb;
 };

@@ -131,7 +131,8 @@ void al_guest_exit_put(uint8_t out[AL_GUEST_EXIT_LEN], const struct al_guest_exi
 {
 	al_guest_put32(out, (uint32_t)e->status);
 	out[4] = e->oom;
-	out[5] = out[6] = out[7] = 0;
+	out[5] = e->pids;
+	out[6] = out[7] = 0;
 	al_guest_put64(out + 8, e->user_us);
 	al_guest_put64(out + 16, e->system_us);
 	al_guest_put64(out + 24, e->memory_peak);
@@ -139,11 +140,12 @@ void al_guest_exit_put(uint8_t out[AL_GUEST_EXIT_LEN], const struct al_guest_exi
 
 int al_guest_exit_get(const uint8_t *p, uint32_t len, struct al_guest_exit *e)
 {
-	if (len != AL_GUEST_EXIT_LEN || p[4] > 1 || p[5] || p[6] || p[7])
+	if (len != AL_GUEST_EXIT_LEN || p[4] > 1 || p[5] > 1 || p[6] || p[7])
 		return -EPROTO;
 	memset(e, 0, sizeof(*e));
 	e->status = (int32_t)al_guest_get32(p);
 	e->oom = p[4];
+	e->pids = p[5];
 	e->user_us = al_guest_get64(p + 8);
 	e->system_us = al_guest_get64(p + 16);
 	e->memory_peak = al_guest_get64(p + 24);

@@ -116,7 +116,8 @@ enum {
 struct al_guest_exit {
 	int32_t status;	  /* the wait status */
 	uint8_t oom;	  /* the exec's memory limit killed a process of it */
-	uint8_t pad[3];	  /* 0 */
+	uint8_t pids;	  /* its pids limit refused a fork (the agent then ended it) */
+	uint8_t pad[2];	  /* 0 */
 	uint64_t user_us; /* CPU of the exec and its children, guest time */
 	uint64_t system_us;
 	uint64_t memory_peak; /* bytes (its cgroup's peak, else max RSS) */

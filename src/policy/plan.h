@@ -259,6 +259,10 @@ struct al_plan {
 	 * replaced, a directory of theirs merged into; otherwise both are
 	 * skipped and the run exits AL_COPY_OUT_EXISTS_EXIT. */
 	bool copy_out_replace;
+	/* A layer's own (never from a policy): the backend reads the scratch
+	 * after the run (microvm's VMM report), so it is handed over as for
+	 * --copy-out. */
+	bool scratch_read_after;
 	/* The second, in-kernel layer of file access control (landlock on
 	 * native) is required; false only when the policy asked for
 	 * best-effort. */

@@ -77,6 +77,10 @@ void al_meter_record(struct al_meter *m, const struct al_cgroup_stats *st)
 
 	m->res->have_cgroup = true;
 	m->res->cgroup = *st;
+	m->res->cgroup.oom_kills += m->inner_oom_kills;
+	m->res->cgroup.pids_max_hits += m->inner_pids_hits;
+	if (m->inner_memory_peak)
+		m->res->cgroup.memory_peak = m->inner_memory_peak;
 	budget_cost(m, st);
 	/* v2 has no peak for socket buffers: keep the largest value read. */
 	if (peak > m->res->cgroup.socket_peak)

@@ -45,6 +45,13 @@ struct al_meter {
 	/* The budget: what CPU and memory cost so far, for the gateway (it
 	 * refuses a request that would pass the budget); may be NULL. */
 	void (*spent)(void *data, uint64_t nano);
+	/* What a layer counted inside its sandbox, where the run's cgroup
+	 * does not see it (a guest's own cgroup): added to the cgroup's. */
+	uint64_t inner_oom_kills, inner_pids_hits;
+	/* The command's own memory peak where the run's cgroup holds more
+	 * than the command (a guest's: the VMM and the guest's RAM); 0: the
+	 * cgroup's peak is the command's. */
+	uint64_t inner_memory_peak;
 };
 
 /* Free what the meter allocated (its host table). */

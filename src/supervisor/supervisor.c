@@ -290,7 +290,10 @@ static void ev_scratch(void *data, int fd)
 	struct al_supervisor *l = data;
 	struct al_error err = {0};
 
-	if (l->scratch_fd >= 0 || (!l->plan->n_copy_out && !l->session))
+	/* The backend hands the scratch only where something reads it after
+	 * the run: --copy-out, a session's files, a layer's own report (the
+	 * microvm VMM's, read by the backend through its own copy). */
+	if (l->scratch_fd >= 0)
 		return;
 	l->scratch_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	if (l->scratch_fd < 0) {

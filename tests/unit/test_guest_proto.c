@@ -153,7 +153,13 @@ static void test_exit(void **state)
 	assert_true(g.system_us == 3);
 	assert_true(g.memory_peak == 0xfedcba9876543210ull);
 	assert_int_equal(al_guest_exit_get(b, sizeof(b) - 1, &g), -EPROTO);
-	b[5] = 1; /* pad */
+	b[6] = 1; /* pad */
+	assert_int_equal(al_guest_exit_get(b, sizeof(b), &g), -EPROTO);
+	b[6] = 0;
+	b[5] = 1; /* pids: a boolean */
+	assert_int_equal(al_guest_exit_get(b, sizeof(b), &g), 0);
+	assert_int_equal(g.pids, 1);
+	b[5] = 2;
 	assert_int_equal(al_guest_exit_get(b, sizeof(b), &g), -EPROTO);
 	b[5] = 0;
 	b[4] = 2; /* oom is a boolean */

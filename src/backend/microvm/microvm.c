@@ -88,6 +88,8 @@ void al_vm_run_free(struct vm_run *w)
 	al_strv_free(w->plan.argv);
 	al_strv_free(w->envp);
 	al_vm_guest_unlink(w);
+	if (w->scratch >= 0)
+		close(w->scratch);
 	free(w);
 }
 
@@ -155,6 +157,7 @@ static int derive(const struct al_vm_kind *kind, const struct al_plan *p, bool f
 	int r;
 
 	w->kind = kind;
+	w->scratch = -1;
 	w->orig = p;
 	w->plan = *p;
 	w->plan.argv = NULL;
@@ -216,6 +219,7 @@ static int derive(const struct al_vm_kind *kind, const struct al_plan *p, bool f
 	 * agent's cgroup); CPU time and the timeout count the VMM's. */
 	w->plan.memory_bytes = al_vm_guest_ram(p) + VMM_OVERHEAD;
 	w->plan.pids = VMM_PIDS;
+	w->plan.scratch_read_after = true;
 	w->plan.envp = w->envp = NULL;
 	al_strv_push(&w->envp, "PATH=/usr/bin:/bin");
 	w->plan.envp = w->envp;
@@ -286,7 +290,34 @@ static void ev_listener(void *d, enum al_gateway_listener kind, int fd)
 }
 static void ev_scratch(void *d, int fd)
 {
+	struct vm_run *w = d;
+	if (w->scratch < 0)
+		w->scratch = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	ORIG(d)->scratch(ORIG(d)->data, fd);
+}
+
+/* The VMM's report (vmm.h), read from the scratch without following a
+ * link or blocking; written by sandboxed code, so only numbers it could
+ * claim anyway come from it: the command's memory peak. */
+static void read_report(struct vm_run *w)
+{
+	char buf[160] = {0};
+	struct stat st;
+	int fd = w->scratch < 0 ? -1
+				: openat(w->scratch, AL_VMM_REPORT_SCRATCH,
+					 O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < (off_t)sizeof(buf) &&
+	    read(fd, buf, sizeof(buf) - 1) > 0) {
+		int status;
+		unsigned oom, pids;
+		unsigned long long user, sys, peak;
+		if (sscanf(buf, "%d %u %u %llu %llu %llu", &status, &oom, &pids, &user, &sys,
+			   &peak) == 6)
+			w->orig_events->meter->inner_memory_peak = peak;
+	}
+	close(fd);
 }
 static void ev_terminal(void *d, int fd)
 {
@@ -307,11 +338,22 @@ static void ev_exited(void *d, int status)
 	struct vm_run *w = d;
 	struct al_meter *m = w->orig_events->meter;
 
+	read_report(w);
+	if (m->inner_memory_peak)
+		m->res->cgroup.memory_peak = m->inner_memory_peak;
 	if (WIFSIGNALED(status) && !m->hit) {
-		if (WTERMSIG(status) == AL_VMM_SIG_MEMORY)
-			al_meter_stop(m, AL_END_MEMORY, "guest-memory", w->orig->memory_bytes,
-				      w->orig->memory_bytes);
-		else if (WTERMSIG(status) == AL_VMM_SIG_GUEST) {
+		/* The guest's cgroup counted them: the record's denials. */
+		if (WTERMSIG(status) == AL_VMM_SIG_MEMORY) {
+			m->inner_oom_kills = 1;
+			m->res->cgroup.oom_kills += 1;
+			al_meter_stop(m, AL_END_MEMORY, "memory", w->orig->memory_bytes,
+				      m->inner_memory_peak ? m->inner_memory_peak
+							   : w->orig->memory_bytes);
+		} else if (WTERMSIG(status) == AL_VMM_SIG_PIDS) {
+			m->inner_pids_hits = 1;
+			m->res->cgroup.pids_max_hits += 1;
+			al_meter_stop(m, AL_END_PIDS, "pids", w->orig->pids, 1);
+		} else if (WTERMSIG(status) == AL_VMM_SIG_GUEST) {
 			/* The VMM said why on stderr and killed the guest. */
 			m->res->signal = SIGKILL;
 			al_meter_stop(m, AL_END_KILLED, "guest", 0, 0);

@@ -46,6 +46,7 @@ struct vm_run {
 	const struct al_vm_kind *kind;
 	const struct al_vm_host *host;
 	char *initrd; /* this run's initramfs on the host, until unlinked */
+	int scratch;  /* the scratch's root (a dup), for the VMM's report; -1 */
 	char **envp;
 	const struct al_sandbox_events *orig_events;
 	struct al_sandbox_events events; /* forwards to orig_events */

@@ -12,8 +12,8 @@
 
 int al_vmm_quiet_filter(void)
 {
-	static const char *const calls[] = {"io_uring_setup", "io_uring_enter",
-					    "io_uring_register", "memfd_create"};
+	static const char *const calls[] = {"io_uring_setup", "io_uring_enter", "io_uring_register",
+					    "memfd_create"};
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	int r = ctx ? 0 : -ENOMEM;
 

@@ -35,9 +35,16 @@
 
 /* What a guest does not need of a package; and the host's home and boot
  * directories, which no guest has (as under native: they do not exist). */
-static const char *const skipped[] = {"/usr/share/doc", "/usr/share/man", "/usr/share/locale",
-				      "/usr/share/info", "/root", "/home", "/boot", "/mnt",
-				      "/media", "/srv"};
+static const char *const skipped[] = {"/usr/share/doc",
+				      "/usr/share/man",
+				      "/usr/share/locale",
+				      "/usr/share/info",
+				      "/root",
+				      "/home",
+				      "/boot",
+				      "/mnt",
+				      "/media",
+				      "/srv"};
 
 /* The host's top-level links into /usr (merged /usr), made again in the
  * image where the host has them. */

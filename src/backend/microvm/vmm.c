@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -234,7 +235,7 @@ static __attribute__((noreturn)) void die_by(int sig)
 	setrlimit(RLIMIT_CORE, &none); /* the guest's SIGSEGV leaves no core here */
 	fflush(NULL);
 	if (sig != SIGKILL && sig != SIGSTOP && sig != AL_VMM_SIG_GUEST &&
-	    sig != AL_VMM_SIG_MEMORY && sig > 0 && sig < 65) {
+	    sig != AL_VMM_SIG_MEMORY && sig != AL_VMM_SIG_PIDS && sig > 0 && sig < 65) {
 		signal(sig, SIG_DFL);
 		sigset_t s;
 		sigemptyset(&s);
@@ -248,6 +249,22 @@ static __attribute__((noreturn)) void die_by(int sig)
 }
 
 /* Our own verdicts (SIG_GUEST, SIG_MEMORY): by the signal itself. */
+/* What the guest measured of the command (its cgroup in the guest), for
+ * the run's record: one line in AL_VMM_REPORT, which the backend reads
+ * from the scratch after the VMM ended. Best effort. */
+static void report(const struct al_guest_exit *x)
+{
+	/* 0644: the supervisor reads it without the sandbox user's rights. */
+	int fd = open(AL_VMM_REPORT, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	fchmod(fd, 0644); /* whatever the umask */
+	dprintf(fd, "%d %u %u %llu %llu %llu\n", x->status, x->oom, x->pids,
+		(unsigned long long)x->user_us, (unsigned long long)x->system_us,
+		(unsigned long long)x->memory_peak);
+	close(fd);
+}
+
 static __attribute__((noreturn)) void die_verdict(int sig)
 {
 	signal(sig, SIG_DFL);
@@ -484,9 +501,12 @@ int al_vmm_main(int argc, char **argv)
 	}
 
 	drain_stdio(v, true);
+	report(&v->exit);
 	int st = v->exit.status;
 	if (v->exit.oom && WIFSIGNALED(st))
 		die_verdict(AL_VMM_SIG_MEMORY);
+	if (v->exit.pids)
+		die_verdict(AL_VMM_SIG_PIDS);
 	if (WIFSIGNALED(st))
 		die_by(WTERMSIG(st));
 	fflush(NULL);

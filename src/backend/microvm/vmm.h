@@ -25,6 +25,7 @@
  * - the guest command exited with code c: exit(c);
  * - it died by signal s: the VMM dies by s (SIGUSR1/SIGUSR2: exit(128+s));
  * - the guest's memory limit killed it: dies by AL_VMM_SIG_MEMORY;
+ * - its pids limit refused a fork (the agent ended it): AL_VMM_SIG_PIDS;
  * - the guest or its agent failed (no boot, garbage or silence on the
  *   channel, QEMU died): one line "airlock: microvm: REASON" on stderr,
  *   then dies by AL_VMM_SIG_GUEST. */
@@ -36,6 +37,12 @@
 #define AL_VMM_SELF	  AL_VMM_DIR "/airlock"
 #define AL_VMM_SIG_MEMORY SIGUSR2
 #define AL_VMM_SIG_GUEST  SIGUSR1
+#define AL_VMM_SIG_PIDS	  SIGSTKFLT
+/* The VMM's last words for the record, in its /tmp (the scratch's "tmp"
+ * face): "STATUS OOM PIDS USER_US SYSTEM_US MEMORY_PEAK\n" of the guest's
+ * command. */
+#define AL_VMM_REPORT	      "/tmp/.airlock-vmm"
+#define AL_VMM_REPORT_SCRATCH "tmp/.airlock-vmm"
 
 /* In the VMM's child, before it execs QEMU: answer ENOSYS to the calls
  * QEMU only tries (io_uring, memfd_create), which the native layer would

@@ -341,7 +341,7 @@ int al_native_lower_session(const struct al_plan *p, bool session, struct al_nat
 		al_plan_host_ids(p, -1, &ids);
 		al_native_set_ids(np, &ids);
 	}
-	np->want_scratch = p->n_copy_in > 0 || p->n_copy_out > 0;
+	np->want_scratch = p->n_copy_in > 0 || p->n_copy_out > 0 || p->scratch_read_after;
 	add_ll(&l, "/", LANDLOCK_ACCESS_FS_READ_DIR);
 	lower_scratch(&l, p);
 	for (size_t i = 0; i < p->n_fs; i++)
