@@ -8,6 +8,10 @@ backends` says is unusable here is left out, with its reason. Other layers add
 their rows to ROWS. With --baseline OLD, OLD's airlock runs every usable
 (backend, command) pair too, in the same rounds, as backend "NAME@old"
 (its ratio is to the new native).
+microvm and vm rows add the VMM's phases (the guest's boot to the agent's
+HELLO, the exec, the command, the power-off), medians in ms; under TCG
+(no /dev/kvm) every guest instruction is emulated, which `airlock backends`
+says as the platform.
 Usage: bench/backends.py [--rounds N] [--airlock PATH] [--baseline OLD] [--wasm-module M.wasm]
                          [--json FILE]
 (the wasm row runs the no-op module M where the others run /bin/true)
@@ -32,17 +36,35 @@ ROWS = [
     ("native", "import pandas", [PY, "-c", "import pandas"]),
     ("process", "import pandas", [PY, "-c", "import pandas"]),
     ("gvisor", "import pandas", [PY, "-c", "import pandas"]),
+    ("microvm", "/bin/true", ["/bin/true"]),
+    ("vm", "/bin/true", ["/bin/true"]),
+    ("microvm", "import pandas", [PY, "-c", "import pandas"]),
+    ("vm", "import pandas", [PY, "-c", "import pandas"]),
 ]
+# microvm and vm: the VMM's own times ($AIRLOCK_PHASES), in µs, per run:
+# QEMU's start to the agent's HELLO (the boot), HELLO to the command's
+# start (the exec), the command, its end to QEMU's (the power-off).
+VM_PHASES = ("boot", "exec", "command", "poweroff")
+VM_BACKENDS = ("microvm", "vm")
 
 
-def run_once(argv):
+def run_once(argv, phases=None):
+    """Wall ms of one run; with phases (a dict), the VMM's phase times
+    (ms) are appended to it from its $AIRLOCK_PHASES line."""
+    env = dict(os.environ, AIRLOCK_PHASES="1") if phases is not None else None
     t = time.perf_counter()
     r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE)
+                       stderr=subprocess.PIPE, env=env)
     dt = (time.perf_counter() - t) * 1000.0
     if r.returncode != 0:
         sys.exit("backends: %s exited %d: %s" % (" ".join(argv), r.returncode,
                                                  r.stderr.decode(errors="replace")[-300:]))
+    if phases is not None:
+        for line in r.stderr.decode(errors="replace").splitlines():
+            if line.startswith("airlock: vmm phases: "):
+                for part in line.split(": ", 2)[2].split(", "):
+                    name, us, _ = part.split(" ")
+                    phases.setdefault(name, []).append(int(us) / 1000.0)
     return dt
 
 
@@ -82,13 +104,15 @@ def main():
         bare.setdefault(label, cmd)
     times = {(b, l): [] for b, l, _ in rows}
     times.update({("bare", l): [] for l in bare})
+    phases = {}
     for i in range(a.warmup + a.rounds):
         for label, cmd in bare.items():
             dt = run_once(cmd)
             if i >= a.warmup:
                 times[("bare", label)].append(dt)
         for b, l, argv in rows:
-            dt = run_once(argv)
+            ph = phases.setdefault((b, l), {}) if b.split("@")[0] in VM_BACKENDS else None
+            dt = run_once(argv, ph if i >= a.warmup else None)
             if i >= a.warmup:
                 times[(b, l)].append(dt)
     med = {k: statistics.median(v) for k, v in times.items()}
@@ -98,6 +122,16 @@ def main():
         nat = med.get(("native", l))
         ratio = "%.2f" % (med[(b, l)] / nat) if nat and b != "bare" else "-"
         print("%-12s %-15s %10.1f %10.1f %9s" % (b, l, med[(b, l)], min(v), ratio))
+    if phases:
+        print()
+        print("%-12s %-15s %s" % ("backend", "command",
+                                  "  ".join("%10s" % ("%s ms" % n) for n in VM_PHASES)))
+        for (b, l), ph in sorted(phases.items()):
+            print("%-12s %-15s %s" % (b, l, "  ".join(
+                "%10.1f" % statistics.median(ph[n]) if ph.get(n) else "%10s" % "-"
+                for n in VM_PHASES)))
+        print("(an exec in a live microvm session: not measured, the layer has no "
+              "sessions yet)")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"%s %s" % k: {"median_ms": med[k], "runs_ms": v}

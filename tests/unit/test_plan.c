@@ -333,8 +333,8 @@ static void test_unknown_backend(void **state)
 	_cleanup_(al_policy_freep) struct al_policy *p = new_policy();
 	struct al_plan *plan;
 
-	p->backend = xstrdup("microvm");
-	BUILD_BAD(p, "unknown backend", "\"microvm\"");
+	p->backend = xstrdup("firecracker");
+	BUILD_BAD(p, "unknown backend", "\"firecracker\"");
 	free(p->backend);
 	p->backend = xstrdup("native");
 	plan = build_ok(p);

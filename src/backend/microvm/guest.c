@@ -504,6 +504,9 @@ char *al_vm_vmm_config(const struct vm_run *w)
 		      (json_int_t)(kvm ? SILENCE_KVM_MS : SILENCE_TCG_MS), "exec", "argv", argv,
 		      "env", env, "cwd", p->workdir ? p->workdir : "/work", "network", p->gateway,
 		      "copy_in", p->n_copy_in > 0);
+	/* $AIRLOCK_PHASES: the VMM prints the guest's boot and exec times. */
+	if (getenv("AIRLOCK_PHASES"))
+		json_object_set_new(o, "phases", json_true());
 	if (p->n_copy_out)
 		json_object_set_new(o, "copy_out",
 				    json_pack("{s:I, s:I}", "bytes", (json_int_t)p->copy_out_bytes,

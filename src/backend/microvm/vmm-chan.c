@@ -355,6 +355,7 @@ static int on_hello(struct vmm *v, const uint8_t *p, uint32_t len)
 				AL_GUEST_PROTO_VERSION);
 	v->pings = 0;
 	v->next_ping_ms = v->now_ms + 1000;
+	v->t_hello = vmm_now_us();
 	return next_phase(v);
 }
 
@@ -451,12 +452,14 @@ static int handle(struct vmm *v, const struct al_guest_hdr *h, const uint8_t *p)
 			return exec_ended(v);
 		}
 		v->started = true;
+		v->t_started = vmm_now_us();
 		v->stdin_open = v->fd_in >= 0;
 		return 0;
 	case AL_G_STDOUT:
 	case AL_G_STDERR:
 		return on_output(v, h, p);
 	case AL_G_EXIT:
+		v->t_exit = vmm_now_us();
 		return on_exit_msg(v, h->id, p, h->len);
 	case AL_G_OPEN:
 		return on_open(v, h->id, p, h->len);

@@ -75,6 +75,7 @@ struct vmm_config {
 	char **argv, **env;
 	char *cwd;
 	bool network, copy_in, copy_out;
+	bool phases; /* print the boot's and the exec's times at the end */
 	uint64_t out_bytes, out_files;
 };
 
@@ -87,6 +88,9 @@ struct vmm {
 	int work_fd;   /* the VMM's /work (-1 in dry mode) */
 
 	enum vmm_phase phase;
+	/* When QEMU started, HELLO came, EXEC_STARTED came and EXIT came (µs,
+	 * CLOCK_MONOTONIC; 0: not yet), for "phases". */
+	uint64_t t_qemu, t_hello, t_started, t_exit;
 	bool failed;
 	char why[512]; /* the one line after "airlock: microvm: " */
 
@@ -153,6 +157,8 @@ int vmm_pump(struct vmm *v);
 void vmm_stream_free(struct vmm *v, size_t i, bool send_close);
 /* Queue the EXEC of the configured command. */
 int vmm_send_exec(struct vmm *v);
+/* CLOCK_MONOTONIC in µs. */
+uint64_t vmm_now_us(void);
 
 /* vmm-files.c */
 /* Send more of the copy-in tree while the queue has room: 1 once

@@ -86,7 +86,7 @@ static void parse_config(const char *text, struct vmm_config *c)
 	if (!json_is_object(root))
 		config_error("expected an object");
 	static const char *const keys[] = {"qemu",    "boot_timeout_ms", "silence_ms", "exec",
-					   "network", "copy_in",	 "copy_out"};
+					   "network", "copy_in",	 "copy_out",   "phases"};
 	const char *key;
 	json_t *val;
 	json_object_foreach(root, key, val)
@@ -128,6 +128,7 @@ static void parse_config(const char *text, struct vmm_config *c)
 		    size, count, AL_GUEST_MAX_PAYLOAD, AL_GUEST_MAX_ARGS);
 	c->network = boolean(root, "network");
 	c->copy_in = boolean(root, "copy_in");
+	c->phases = json_object_get(root, "phases") && boolean(root, "phases");
 	json_t *out = json_object_get(root, "copy_out");
 	if (!out)
 		config_error("copy_out: missing (null or {\"bytes\": N, \"files\": N})");
@@ -153,6 +154,13 @@ struct qemu {
 	char tail[VMM_TAIL];
 	size_t tail_len;
 };
+
+uint64_t vmm_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
 
 static uint64_t now_ms(void)
 {
@@ -394,12 +402,14 @@ int al_vmm_main(int argc, char **argv)
 		return 125;
 	}
 	struct qemu q = {.err = -1};
+	uint64_t t_qemu = vmm_now_us();
 	start_qemu(&q, cfg.qemu, sv[1], &old);
 	close(sv[1]);
 	signal(SIGPIPE, SIG_IGN); /* a closed socket or stdout is an error, not our death */
 
 	struct vmm *v = xmalloc(sizeof(*v));
 	vmm_init(v, &cfg, sv[0], false);
+	v->t_qemu = t_qemu;
 	if (fcntl(0, F_GETFL) < 0)
 		v->fd_in = -1;
 	/* Our stdio is the run's (the native sandbox's pipes): never blocked on. */
@@ -502,6 +512,17 @@ int al_vmm_main(int argc, char **argv)
 
 	drain_stdio(v, true);
 	report(&v->exit);
+	if (v->cfg->phases && v->t_exit) {
+		uint64_t end = vmm_now_us();
+		/* bench/backends.py reads this line. */
+		dprintf(2,
+			"airlock: vmm phases: boot %llu us, exec %llu us, command %llu us, "
+			"poweroff %llu us\n",
+			(unsigned long long)(v->t_hello - v->t_qemu),
+			(unsigned long long)(v->t_started - v->t_hello),
+			(unsigned long long)(v->t_exit - v->t_started),
+			(unsigned long long)(end - v->t_exit));
+	}
 	int st = v->exit.status;
 	if (v->exit.oom && WIFSIGNALED(st))
 		die_verdict(AL_VMM_SIG_MEMORY);
