@@ -3,6 +3,7 @@
 without a VM: config.qemu is vmm_guest.py, a scripted guest speaking the
 channel protocol on its stdin and stdout. Proves: the guest command's
 output, stdin (past one window) and exit code relayed; its death by a
+signal that only stops (SIGTSTP) as exit 148, not a stopped VMM; its death by a
 signal and the memory verdict passed on as vmm.h says; a guest that sends
 garbage, floods STDOUT past its window, never says HELLO, stops answering
 pings or whose QEMU dies ends with its one line and SIGUSR1, quickly; 100
@@ -97,6 +98,15 @@ def death_by_signal():
     """The guest command killed by SIGTERM: the VMM dies by SIGTERM."""
     p, _ = vmm("signal")
     assert p.returncode == -signal.SIGTERM, (p.returncode, p.stderr)
+
+
+@case
+def stop_signal_not_raised():
+    """A wait status naming a signal that stops rather than ends (SIGTSTP):
+    the VMM must not raise it on itself (it would stop, and the run hang
+    until its timeout) but exit with 128 + 20."""
+    p, took = vmm("stopsig", timeout=10)
+    assert p.returncode == 128 + signal.SIGTSTP, (p.returncode, p.stderr)
 
 
 @case

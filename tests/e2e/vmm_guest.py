@@ -136,6 +136,13 @@ def mode_oom():
     finish(9, oom=1)
 
 
+def mode_stopsig():
+    """The command "killed" by SIGTSTP, a signal whose default action
+    stops rather than ends (no real process dies of it)."""
+    start()
+    finish(20)
+
+
 def mode_garbage():
     start()
     with lock:
