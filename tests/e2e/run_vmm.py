@@ -3,7 +3,8 @@
 without a VM: config.qemu is vmm_guest.py, a scripted guest speaking the
 channel protocol on its stdin and stdout. Proves: the guest command's
 output, stdin (past one window) and exit code relayed; its death by a
-signal that only stops (SIGTSTP) as exit 148, not a stopped VMM; its death by a
+signal that only stops (SIGTSTP) as exit 148, not a stopped VMM; the
+guest's LOG lines bounded (100); its death by a
 signal and the memory verdict passed on as vmm.h says; a guest that sends
 garbage, floods STDOUT past its window, never says HELLO, stops answering
 pings or whose QEMU dies ends with its one line and SIGUSR1, quickly; 100
@@ -107,6 +108,19 @@ def stop_signal_not_raised():
     until its timeout) but exit with 128 + 20."""
     p, took = vmm("stopsig", timeout=10)
     assert p.returncode == 128 + signal.SIGTSTP, (p.returncode, p.stderr)
+
+
+@case
+def log_lines_bounded():
+    """5000 LOG lines from the guest: the first 100 on stderr, one line
+    saying the rest were dropped, and the run ends as the guest said."""
+    p, _ = vmm("logflood")
+    err = p.stderr.decode(errors="replace")
+    assert p.returncode == 0, (p.returncode, err[-500:])
+    lines = [x for x in err.splitlines() if x.startswith("airlock: microvm: guest: ")]
+    assert len(lines) == 101, len(lines)
+    assert lines[99] == "airlock: microvm: guest: line 99", lines[99]
+    assert "more than 100 lines: the rest dropped" in lines[100], lines[100]
 
 
 @case

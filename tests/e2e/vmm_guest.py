@@ -143,6 +143,14 @@ def mode_stopsig():
     finish(20)
 
 
+def mode_logflood():
+    """5000 LOG lines (outside any window), then a normal end."""
+    start()
+    for i in range(5000):
+        send(LOG, 0, b"line %d" % i)
+    finish(0)
+
+
 def mode_garbage():
     start()
     with lock:
