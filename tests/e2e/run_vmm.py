@@ -222,6 +222,30 @@ def connection_carried():
 
 
 @case
+def hostile_channel():
+    """Stream ids and credits confused, EXIT forged: each ends the run with
+    its protocol error at once (in a network namespace of the test's own,
+    with the guest's server on 127.0.0.1:3128 there); OPENs to 127.0.0.2,
+    port 0, a fake address (198.18.1.1) at ports other than 80 and 443, and
+    198.20.0.1:443 (outside 198.18.0.0/15) refused with EACCES."""
+    for what, line in (
+            ("exit-before-start", "EXIT for exec 1, which is not running"),
+            ("exit-twice", "message type 8 after POWEROFF"),
+            ("stdin-credit", "WINDOW of stdin acknowledges more than was sent"),
+            ("window-unknown", "message type 16 for stream 99, which is not open"),
+            ("close-then-data", "message type 13 for stream 7, which is not open"),
+            ("reuse", "OPEN of stream 7, which is open"),
+            ("credit-overflow", "WINDOW of stream 7 acknowledges more than was sent")):
+        p, took = vmm("hostile", wrap=in_namespace("-n"), network=True,
+                      env=dict(os.environ, HOSTILE=what))
+        guest_failed(p, "the guest broke the channel protocol: " + line, took, 4)
+    p, _ = vmm("hostile", wrap=in_namespace("-n"), network=True,
+               env=dict(os.environ, HOSTILE="refused"))
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    assert p.stdout == b"12/13 12/13 12/13 12/13 12/13\n", p.stdout
+
+
+@case
 def no_network_refused():
     """network false: every OPEN refused (the server is never reached)."""
     p, _ = vmm("net", wrap=in_namespace("-n"), timeout=15)
@@ -265,6 +289,25 @@ def copy_out_escape_refused():
         p.stderr
     assert p.stdout == b"rc=138\n", p.stdout
     assert b"ls: cannot access '/x'" in p.stderr, p.stderr
+
+
+@case
+def copy_out_links_refused():
+    """The guest's copy-out making a link and then a file below it, a file
+    over its own link, or a directory over its own file: each ends the run
+    with the path named, and nothing is written through the link (to /x)."""
+    cmd = in_namespace("-m", setup="mount -t tmpfs tmpfs /work")
+    airlock, guest = copies()
+    cfg = config("files-evil", guest=guest, copy_out={"bytes": 1000, "files": 10})
+    for what, line in (("link-parent", "--copy-out: /work/l/f: "),
+                       ("link-over", "--copy-out: /work/l: File exists"),
+                       ("replace", "--copy-out: /work/d: File exists")):
+        p = subprocess.run(cmd + ["sh", "-c", '"$0" __vmm "$1"; echo rc=$?; ls /x',
+                                  airlock, cfg], capture_output=True, timeout=30,
+                           env=dict(os.environ, EVIL=what))
+        assert ("airlock: microvm: " + line).encode() in p.stderr, (what, p.stderr)
+        assert p.stdout == b"rc=138\n", (what, p.stdout)
+        assert b"ls: cannot access '/x'" in p.stderr, (what, p.stderr)
 
 
 @case
