@@ -12,7 +12,11 @@ MiB of output passes with the VMM's peak RSS under 64 MiB; a connection
 carried to a TCP server of the test's own on 127.0.0.1:3128 inside a
 network namespace the test made, and two refused; a DNS datagram answered; --copy-in and
 --copy-out through the VMM's /work (a tmpfs in a mount namespace of the
-test's), and a guest path with ".." refused; a bad CONFIG_JSON refused
+test's), and a guest path with ".." refused, as are a file below a link
+the guest made, a file over its link and a directory over its file;
+stream ids and credits confused and EXIT forged (before EXEC_STARTED,
+twice) end the run with their protocol error, OPENs outside the allowed
+set refused; a bad CONFIG_JSON refused
 with exit 125 naming the field. TAP."""
 import atexit
 import json
