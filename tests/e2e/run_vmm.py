@@ -3,6 +3,8 @@
 without a VM: config.qemu is vmm_guest.py, a scripted guest speaking the
 channel protocol on its stdin and stdout. Proves: the guest command's
 output, stdin (past one window) and exit code relayed; its death by a
+signal that only stops (SIGTSTP) as exit 148, not a stopped VMM; the
+guest's LOG lines bounded (100); its death by a
 signal and the memory verdict passed on as vmm.h says; a guest that sends
 garbage, floods STDOUT past its window, never says HELLO, stops answering
 pings or whose QEMU dies ends with its one line and SIGUSR1, quickly; 100
@@ -10,7 +12,11 @@ MiB of output passes with the VMM's peak RSS under 64 MiB; a connection
 carried to a TCP server of the test's own on 127.0.0.1:3128 inside a
 network namespace the test made, and two refused; a DNS datagram answered; --copy-in and
 --copy-out through the VMM's /work (a tmpfs in a mount namespace of the
-test's), and a guest path with ".." refused; a bad CONFIG_JSON refused
+test's), and a guest path with ".." refused, as are a file below a link
+the guest made, a file over its link and a directory over its file;
+stream ids and credits confused and EXIT forged (before EXEC_STARTED,
+twice) end the run with their protocol error, OPENs outside the allowed
+set refused; a bad CONFIG_JSON refused
 with exit 125 naming the field. TAP."""
 import atexit
 import json
@@ -97,6 +103,28 @@ def death_by_signal():
     """The guest command killed by SIGTERM: the VMM dies by SIGTERM."""
     p, _ = vmm("signal")
     assert p.returncode == -signal.SIGTERM, (p.returncode, p.stderr)
+
+
+@case
+def stop_signal_not_raised():
+    """A wait status naming a signal that stops rather than ends (SIGTSTP):
+    the VMM must not raise it on itself (it would stop, and the run hang
+    until its timeout) but exit with 128 + 20."""
+    p, took = vmm("stopsig", timeout=10)
+    assert p.returncode == 128 + signal.SIGTSTP, (p.returncode, p.stderr)
+
+
+@case
+def log_lines_bounded():
+    """5000 LOG lines from the guest: the first 100 on stderr, one line
+    saying the rest were dropped, and the run ends as the guest said."""
+    p, _ = vmm("logflood")
+    err = p.stderr.decode(errors="replace")
+    assert p.returncode == 0, (p.returncode, err[-500:])
+    lines = [x for x in err.splitlines() if x.startswith("airlock: microvm: guest: ")]
+    assert len(lines) == 101, len(lines)
+    assert lines[99] == "airlock: microvm: guest: line 99", lines[99]
+    assert "more than 100 lines: the rest dropped" in lines[100], lines[100]
 
 
 @case
@@ -198,6 +226,30 @@ def connection_carried():
 
 
 @case
+def hostile_channel():
+    """Stream ids and credits confused, EXIT forged: each ends the run with
+    its protocol error at once (in a network namespace of the test's own,
+    with the guest's server on 127.0.0.1:3128 there); OPENs to 127.0.0.2,
+    port 0, a fake address (198.18.1.1) at ports other than 80 and 443, and
+    198.20.0.1:443 (outside 198.18.0.0/15) refused with EACCES."""
+    for what, line in (
+            ("exit-before-start", "EXIT for exec 1, which is not running"),
+            ("exit-twice", "message type 8 after POWEROFF"),
+            ("stdin-credit", "WINDOW of stdin acknowledges more than was sent"),
+            ("window-unknown", "message type 16 for stream 99, which is not open"),
+            ("close-then-data", "message type 13 for stream 7, which is not open"),
+            ("reuse", "OPEN of stream 7, which is open"),
+            ("credit-overflow", "WINDOW of stream 7 acknowledges more than was sent")):
+        p, took = vmm("hostile", wrap=in_namespace("-n"), network=True,
+                      env=dict(os.environ, HOSTILE=what))
+        guest_failed(p, "the guest broke the channel protocol: " + line, took, 4)
+    p, _ = vmm("hostile", wrap=in_namespace("-n"), network=True,
+               env=dict(os.environ, HOSTILE="refused"))
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    assert p.stdout == b"12/13 12/13 12/13 12/13 12/13\n", p.stdout
+
+
+@case
 def no_network_refused():
     """network false: every OPEN refused (the server is never reached)."""
     p, _ = vmm("net", wrap=in_namespace("-n"), timeout=15)
@@ -241,6 +293,25 @@ def copy_out_escape_refused():
         p.stderr
     assert p.stdout == b"rc=138\n", p.stdout
     assert b"ls: cannot access '/x'" in p.stderr, p.stderr
+
+
+@case
+def copy_out_links_refused():
+    """The guest's copy-out making a link and then a file below it, a file
+    over its own link, or a directory over its own file: each ends the run
+    with the path named, and nothing is written through the link (to /x)."""
+    cmd = in_namespace("-m", setup="mount -t tmpfs tmpfs /work")
+    airlock, guest = copies()
+    cfg = config("files-evil", guest=guest, copy_out={"bytes": 1000, "files": 10})
+    for what, line in (("link-parent", "--copy-out: /work/l/f: "),
+                       ("link-over", "--copy-out: /work/l: File exists"),
+                       ("replace", "--copy-out: /work/d: File exists")):
+        p = subprocess.run(cmd + ["sh", "-c", '"$0" __vmm "$1"; echo rc=$?; ls /x',
+                                  airlock, cfg], capture_output=True, timeout=30,
+                           env=dict(os.environ, EVIL=what))
+        assert ("airlock: microvm: " + line).encode() in p.stderr, (what, p.stderr)
+        assert p.stdout == b"rc=138\n", (what, p.stdout)
+        assert b"ls: cannot access '/x'" in p.stderr, (what, p.stderr)
 
 
 @case

@@ -136,6 +136,21 @@ def mode_oom():
     finish(9, oom=1)
 
 
+def mode_stopsig():
+    """The command "killed" by SIGTSTP, a signal whose default action
+    stops rather than ends (no real process dies of it)."""
+    start()
+    finish(20)
+
+
+def mode_logflood():
+    """5000 LOG lines (outside any window), then a normal end."""
+    start()
+    for i in range(5000):
+        send(LOG, 0, b"line %d" % i)
+    finish(0)
+
+
 def mode_garbage():
     start()
     with lock:
@@ -297,7 +312,71 @@ def mode_files():
 def mode_files_evil():
     start()
     until_files_get()
-    file_msgs(1, 2, b"../x", b"escaped")
+    what = os.environ.get("EVIL", "dotdot")
+    if what == "dotdot":
+        file_msgs(1, 2, b"../x", b"escaped")
+    elif what == "link-parent":
+        # A link made earlier in the same copy-out, then a file below it.
+        file_msgs(1, 3, b"l", b"/x")
+        file_msgs(2, 2, b"l/f", b"escaped")
+    elif what == "replace":
+        # A file, then a directory (and a link) of the same name.
+        file_msgs(1, 2, b"d", b"file")
+        file_msgs(2, 1, b"d")
+    elif what == "link-over":
+        file_msgs(1, 3, b"l", b"/x")
+        file_msgs(2, 2, b"l", b"escaped")
+    time.sleep(5)
+
+
+def open_ok(ident, port=3128, addr=0x7f000001):
+    send(OPEN, ident, struct.pack("!BBHI", 6, 0, port, addr))
+    while True:
+        t, _, i, p = recv_not_ping()
+        if t in (OPEN_OK, OPEN_FAILED) and i == ident:
+            return t, p
+
+
+def mode_hostile():
+    """One attack on the VMM, named by $HOSTILE; the run_vmm case checks
+    that the VMM ends it with the right line (or refuses the OPENs)."""
+    what = os.environ["HOSTILE"]
+    if what == "exit-before-start":
+        send(HELLO, 0, struct.pack("<I", 1) + b"6.1.0-fake")
+        recv_not_ping()
+        send(EXIT, 1, exit_msg(0))
+    elif what == "exit-twice":
+        start()
+        send(EXIT, 1, exit_msg(0))
+        send(EXIT, 1, exit_msg(9, 1))
+    elif what == "stdin-credit":
+        start()
+        send(WINDOW, 1, struct.pack("<I", 0xffffffff), flags=1)
+    elif what == "window-unknown":
+        start()
+        send(WINDOW, 99, struct.pack("<I", 1))
+    else:
+        srv = socket.socket()
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        srv.bind(("127.0.0.1", 3128))
+        srv.listen(4)
+        start()
+        if what == "refused":
+            res = []
+            for port, addr in ((3128, 0x7f000002), (0, 0x7f000001), (22, 0xc6120101),
+                               (3128, 0xc6120101), (443, 0xc6140001)):
+                t, p = open_ok(len(res) + 10, port, addr)
+                res.append("%d/%d" % (t, struct.unpack("<I", p)[0]))
+            send(STDOUT, 1, (" ".join(res) + "\n").encode())
+            finish(0)
+        assert open_ok(7)[0] == OPEN_OK
+        if what == "close-then-data":
+            send(CLOSE, 7)
+            send(DATA, 7, b"x")
+        elif what == "reuse":
+            send(OPEN, 7, struct.pack("!BBHI", 6, 0, 3128, 0x7f000001))
+        elif what == "credit-overflow":
+            send(WINDOW, 7, struct.pack("<I", 0xffffffff))
     time.sleep(5)
 
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "backend/microvm/image-internal.h"
+#include "backend/microvm/microvm.h"
 #include "core/cleanup.h"
 #include "core/error.h"
 #include "core/util.h"
@@ -281,6 +282,56 @@ static void test_cpio_refusals(void **state)
 		   "/in/pipe: not a regular file, directory or symbolic link");
 }
 
+/* The inputs reach the guest in its RAM: all of them together, trees
+ * included, within half of it (128 MiB for the smallest guest). The same
+ * tree of one sparse 80 MiB file named twice must be refused at the
+ * second, not written twice into the run's initramfs. */
+static void test_initrd_inputs_budget(void **state)
+{
+	_cleanup_free_ char *dir = xasprintf("%s/big", tmp);
+	_cleanup_free_ char *f = xasprintf("%s/big/sparse", tmp);
+	_cleanup_free_ char *base = xasprintf("%s/base.cpio", tmp);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	write_file(f, "", 0644);
+	assert_int_equal(truncate(f, 80ll << 20), 0);
+	write_file(base, "", 0644);
+	_cleanup_free_ char *tmpdir = xstrdup(tmp);
+	setenv("TMPDIR", tmpdir, 1); /* where an unprivileged run writes it */
+	struct stat st;
+	assert_int_equal(stat(dir, &st), 0);
+	struct al_fs_entry fs[2];
+	char *paths[2] = {"/in1", "/in2"}, *whats[2] = {"ro /in1", "ro /in2"};
+	for (int i = 0; i < 2; i++)
+		fs[i] = (struct al_fs_entry){.kind = AL_FS_HOST,
+					     .path = paths[i],
+					     .source = dir,
+					     .dir = true,
+					     .dev = st.st_dev,
+					     .ino = st.st_ino,
+					     .what = whats[i]};
+	struct al_plan plan = {.memory_bytes = 64ull << 20, .fs = fs, .n_fs = 2};
+	struct al_vm_kind kind = {.name = "microvm"};
+	struct al_vm_host host = {0};
+	snprintf(host.initramfs, sizeof(host.initramfs), "%s", base);
+	struct vm_run w = {.orig = &plan, .kind = &kind, .host = &host};
+	struct al_error err = {0};
+	int r = al_vm_guest_initrd(&w, &err);
+	al_vm_guest_unlink(&w);
+	assert_int_equal(r, -EFBIG);
+	/* The input named, with what is left of the budget (128 - 80 MiB). */
+	_cleanup_free_ char *want = xasprintf("input %s: the inputs reach the guest in its RAM, "
+					      "at most 48 MiB in all here: airlock/in/1/sparse: "
+					      "the tree holds more than",
+					      dir);
+	assert_contains(err.msg, want);
+	assert_null(w.initrd);
+	/* Named once, it fits. */
+	plan.n_fs = 1;
+	if (al_vm_guest_initrd(&w, &err) < 0)
+		fail_msg("%s", err.msg);
+	al_vm_guest_unlink(&w);
+}
+
 static void test_package_closure(void **state)
 {
 	const char *pkgs[] = {"bash", NULL};
@@ -461,7 +512,7 @@ int main(void)
 	    cmocka_unit_test(test_module_closure_fake), cmocka_unit_test(test_module_closure_host),
 	    cmocka_unit_test(test_cpio_round_trip),	cmocka_unit_test(test_cpio_refusals),
 	    cmocka_unit_test(test_package_closure),	cmocka_unit_test(test_initramfs_cache),
-	    cmocka_unit_test(test_system_image_cache),
+	    cmocka_unit_test(test_system_image_cache),	cmocka_unit_test(test_initrd_inputs_budget),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

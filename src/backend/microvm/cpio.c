@@ -287,6 +287,11 @@ int al_cpio_host_tree(struct al_cpio *c, const char *path, int host_dirfd, uint6
 	return walk(c, path, host_dirfd, 0, max_bytes, max_files, err);
 }
 
+uint64_t al_cpio_tree_bytes(const struct al_cpio *c)
+{
+	return c->data;
+}
+
 int al_cpio_finish(struct al_cpio *c)
 {
 	static const char trailer[] = "TRAILER!!!";

@@ -413,6 +413,12 @@ int al_vm_guest_initrd(struct vm_run *w, struct al_error *err)
 		}
 		if (e->dir) {
 			r = al_cpio_host_tree(cp, sources[k] + 1, hfd, left, INPUT_FILES_MAX, err);
+			if (r == -EFBIG)
+				al_error_wrap(err,
+					      "backend %s: input %s: the inputs reach the guest in "
+					      "its RAM, at most %llu MiB in all here",
+					      w->kind->name, e->source,
+					      (unsigned long long)(left >> 20));
 		} else if ((uint64_t)st.st_size > left) {
 			r = al_error_set(err, EFBIG,
 					 "backend %s: the inputs reach the guest in its RAM: at "
@@ -425,8 +431,10 @@ int al_vm_guest_initrd(struct vm_run *w, struct al_error *err)
 				al_error_setsys(err, -r, "backend %s: input %s", w->kind->name,
 						e->source);
 		}
-		if (r == 0 && !e->dir)
-			left -= (uint64_t)st.st_size;
+		/* One budget for all the inputs, trees included (each tree
+		 * is walked within what is left). */
+		if (r == 0)
+			left -= e->dir ? al_cpio_tree_bytes(cp) : (uint64_t)st.st_size;
 		k++;
 	}
 	int f = al_cpio_finish(cp);

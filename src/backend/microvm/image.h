@@ -47,6 +47,8 @@ int al_cpio_host_file(struct al_cpio *c, const char *path, mode_t mode, int host
  * max_bytes of file data and max_files entries (-EFBIG past them). */
 int al_cpio_host_tree(struct al_cpio *c, const char *path, int host_dirfd, uint64_t max_bytes,
 		      uint64_t max_files, struct al_error *err);
+/* The file bytes (and link targets) of the last host tree written. */
+uint64_t al_cpio_tree_bytes(const struct al_cpio *c);
 /* The trailer; frees c. Returns 0 or -errno (of any write before). */
 int al_cpio_finish(struct al_cpio *c);
 

@@ -411,6 +411,17 @@ static int on_log(struct vmm *v, const uint8_t *p, uint32_t len)
 {
 	char line[1100];
 	size_t n = 0;
+	/* LOG is outside the windows: a guest sending it without end would
+	 * fill our stderr past the command's own flow control. The agent logs
+	 * setup failures only; past VMM_LOG_LINES lines the rest are dropped. */
+	if (++v->logs > VMM_LOG_LINES) {
+		if (v->logs == VMM_LOG_LINES + 1 && !v->dry)
+			dprintf(2,
+				"airlock: microvm: guest: more than %u lines: the rest dropped\n",
+				VMM_LOG_LINES);
+		v->logs = VMM_LOG_LINES + 2; /* stays past the bound */
+		return 0;
+	}
 	/* One line of printable text whatever the guest sent. */
 	for (uint32_t i = 0; i < len && n < sizeof(line) - 1; i++)
 		line[n++] = p[i] >= 0x20 && p[i] < 0x7f ? (char)p[i] : '?';

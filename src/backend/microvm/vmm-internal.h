@@ -28,14 +28,15 @@
 
 #include "guest/proto.h"
 
-#define VMM_IN_CAP   (AL_GUEST_HEADER + AL_GUEST_MAX_PAYLOAD)
-#define VMM_OUT_SOFT (256u * 1024u)
-#define VMM_OUT_HARD (1024u * 1024u)
-#define VMM_OUT_CAP  (VMM_OUT_HARD + 80u * 1024u)
-#define VMM_TAIL     4096u
-#define VMM_RECENT   256u /* ids of streams closed lately (see vmm-chan.c) */
-#define VMM_DEPTH    64u  /* --copy-in's deepest directory */
-#define VMM_EXEC_ID  1u
+#define VMM_IN_CAP    (AL_GUEST_HEADER + AL_GUEST_MAX_PAYLOAD)
+#define VMM_OUT_SOFT  (256u * 1024u)
+#define VMM_OUT_HARD  (1024u * 1024u)
+#define VMM_OUT_CAP   (VMM_OUT_HARD + 80u * 1024u)
+#define VMM_TAIL      4096u
+#define VMM_RECENT    256u /* ids of streams closed lately (see vmm-chan.c) */
+#define VMM_DEPTH     64u  /* --copy-in's deepest directory */
+#define VMM_EXEC_ID   1u
+#define VMM_LOG_LINES 100u /* the guest's LOG lines passed to stderr in a run */
 
 /* A byte queue of fixed capacity: bytes at b[off .. off+len). */
 struct vmm_queue {
@@ -99,6 +100,7 @@ struct vmm {
 	struct vmm_queue out;
 	uint64_t now_ms, last_rx_ms, next_ping_ms;
 	uint64_t pings; /* the last PING's token */
+	uint32_t logs;	/* LOG lines so far */
 
 	/* The exec. */
 	bool started, exited, stdin_open;

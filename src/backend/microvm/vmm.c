@@ -236,14 +236,23 @@ static void reap(struct qemu *q, bool block)
 	}
 }
 
-/* Die by sig if its default action ends us, else exit(128 + sig). */
+/* A signal whose default action stops the process: raised on ourselves it
+ * would leave us stopped and the run hanging until its timeout. */
+static bool stops(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+/* Die by sig if its default action ends us, else exit(128 + sig). The
+ * guest reports any wait status it likes: a signal that only stops (or is
+ * ignored) ends us by the exit. */
 static __attribute__((noreturn)) void die_by(int sig)
 {
 	struct rlimit none = {0, 0};
 	setrlimit(RLIMIT_CORE, &none); /* the guest's SIGSEGV leaves no core here */
 	fflush(NULL);
-	if (sig != SIGKILL && sig != SIGSTOP && sig != AL_VMM_SIG_GUEST &&
-	    sig != AL_VMM_SIG_MEMORY && sig != AL_VMM_SIG_PIDS && sig > 0 && sig < 65) {
+	if (sig != SIGKILL && !stops(sig) && sig != AL_VMM_SIG_GUEST && sig != AL_VMM_SIG_MEMORY &&
+	    sig != AL_VMM_SIG_PIDS && sig > 0 && sig < 65) {
 		signal(sig, SIG_DFL);
 		sigset_t s;
 		sigemptyset(&s);

@@ -23,7 +23,9 @@
  *
  * How it ends (the backend's exited() maps these):
  * - the guest command exited with code c: exit(c);
- * - it died by signal s: the VMM dies by s (SIGUSR1/SIGUSR2: exit(128+s));
+ * - it died by signal s: the VMM dies by s (SIGUSR1, SIGUSR2, and the
+ *   signals that stop rather than end, SIGSTOP SIGTSTP SIGTTIN SIGTTOU,
+ *   which a hostile guest may name: exit(128+s));
  * - the guest's memory limit killed it: dies by AL_VMM_SIG_MEMORY;
  * - its pids limit refused a fork (the agent ended it): AL_VMM_SIG_PIDS;
  * - the guest or its agent failed (no boot, garbage or silence on the
