@@ -9,7 +9,13 @@
 /* Weakest first, as policy/operator-parse.c's backends[] ranks them; a
  * backend's name also goes in that file's built[] list. */
 const struct al_backend_ops *const al_backends[] = {
-    &al_backend_process, &al_backend_native, &al_backend_wasm, &al_backend_gvisor, &al_backend_microvm, &al_backend_vm, NULL,
+    &al_backend_process,
+    &al_backend_native,
+    &al_backend_wasm,
+    &al_backend_gvisor,
+    &al_backend_microvm,
+    &al_backend_vm,
+    NULL,
 };
 
 const struct al_backend_ops *al_backend_lookup(const char *name)

@@ -60,6 +60,11 @@ static void print_text(const struct al_backend_ops *ops, int usable, const char 
 	printf("%s: %s%s%s\n", ops->name,
 	       usable ? "usable here" : "not usable here: ", usable ? "" : why, "");
 	printf("  %s\n", f->summary);
+	/* What the layer runs on here (gvisor: ptrace or kvm; microvm and
+	 * vm: tcg or kvm), where it says. */
+	const char *platform = usable && ops->platform ? ops->platform() : NULL;
+	if (platform)
+		printf("  %-15s %s\n", "platform", platform);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		printf("  %-15s %s\n", rows[i].label, row(f, i));
 	printf("  %-15s", "cannot");
@@ -81,6 +86,9 @@ static json_t *as_json(const struct al_backend_ops *ops, int usable, const char 
 
 	if (!usable)
 		json_object_set_new(o, "why", json_string(why));
+	const char *platform = usable && ops->platform ? ops->platform() : NULL;
+	if (platform)
+		json_object_set_new(o, "platform", json_string(platform));
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		json_object_set_new(o, rows[i].key, json_string(row(f, i)));
 	for (size_t i = 0; i < sizeof(features) / sizeof(features[0]); i++)

@@ -30,7 +30,7 @@
 static const char *const backends[] = {"process", "native", "wasm", "gvisor",
 				       "microvm", "vm",	    NULL};
 static const char *const built_default[] = {"process", "native", "wasm", "gvisor",
-					    "microvm", "vm",	   NULL};
+					    "microvm", "vm",	 NULL};
 static const char *const *built = built_default;
 
 void al_backends_built(const char *const *names)

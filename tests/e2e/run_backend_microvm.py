@@ -161,6 +161,23 @@ def scratch_gone_copy_in_out(env):
     expect(not initrds(), "initramfs files left: %s" % initrds())
 
 
+@case
+def stdio_streams(env):
+    """12 MB of output and 5 MB of stdin cross the channel whole (the
+    windows of both directions, many times over)."""
+    need(env)
+    res = vm(env, ["/bin/sh", "-c", "head -c 12000000 /dev/zero"])
+    expect_rc(res, 0)
+    expect(len(res.out) == 12000000 and res.out.count(b"\0") == 12000000,
+           "stdout: %d bytes" % len(res.out), res)
+    data = os.urandom(5000000)
+    res = vm(env, ["/bin/sh", "-c", "cat | sha256sum"], input=data)
+    expect_rc(res, 0)
+    import hashlib
+    expect(res.text.split()[0] == hashlib.sha256(data).hexdigest(),
+           "stdin did not arrive whole", res)
+
+
 def seed(env, kind):
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     with TempDir() as d:
@@ -201,6 +218,11 @@ def vm_basics(env):
     expect(b"vm-secret-4712" not in res.out, "the host's variable reached the guest", res)
     expect(record["backend"] == "vm" and record["platform"] in ("tcg", "kvm"),
            "the record: %s %s" % (record.get("backend"), record.get("platform")), res)
+    # `airlock backends` says the same platform for both kinds.
+    res = run_host([env.airlock, "backends", "--json"])
+    plat = {b["name"]: b.get("platform") for b in json.loads(res.text)["backends"]}
+    expect(plat.get("vm") == record["platform"] and plat.get("microvm") == record["platform"],
+           "airlock backends says %s, the record %s" % (plat, record["platform"]), res)
 
 
 @case

@@ -220,6 +220,14 @@ const char *al_vm_platform(const struct al_vm_kind *kind)
 	pthread_mutex_unlock(&lock);
 	if (!r && access("/dev/kvm", R_OK | W_OK) < 0)
 		r = "tcg";
+	if (!r) {
+		/* kvm_works()'s answer for this boot of the host, if probed. */
+		char boot[64] = {0}, cached[96] = {0};
+		if (read_small("/proc/sys/kernel/random/boot_id", boot, sizeof(boot)) > 0 &&
+		    read_small(AL_VM_RUN_DIR "/kvm", cached, sizeof(cached)) > 2 &&
+		    strncmp(cached + 2, boot, strcspn(boot, "\n")) == 0)
+			r = cached[0] == '1' ? "kvm" : "tcg";
+	}
 	return r;
 }
 
