@@ -99,3 +99,66 @@ void al_sandbox_init_handle(struct al_sandbox *sb, const struct al_backend_ops *
 				  .remove_dirfd = -1,
 				  .slot_dirfd = -1};
 }
+
+/* The events at the first member of d's struct. */
+#define RELAY(d) (*(const struct al_sandbox_events *const *)(d))
+
+static void rl_listener(void *d, enum al_gateway_listener kind, int fd)
+{
+	RELAY(d)->listener(RELAY(d)->data, kind, fd);
+}
+static void rl_peers(void *d, uid_t uid, int diag)
+{
+	RELAY(d)->peers(RELAY(d)->data, uid, diag);
+}
+static void rl_scratch(void *d, int fd)
+{
+	RELAY(d)->scratch(RELAY(d)->data, fd);
+}
+static void rl_terminal(void *d, int fd)
+{
+	RELAY(d)->terminal(RELAY(d)->data, fd);
+}
+static void rl_ready(void *d)
+{
+	RELAY(d)->ready(RELAY(d)->data);
+}
+static void rl_running(void *d)
+{
+	RELAY(d)->running(RELAY(d)->data);
+}
+static void rl_exited(void *d, int status)
+{
+	RELAY(d)->exited(RELAY(d)->data, status);
+}
+static void rl_exec_failed(void *d, int e, const char *what)
+{
+	RELAY(d)->exec_failed(RELAY(d)->data, e, what);
+}
+static void rl_failed(void *d, const char *step, int e, const char *msg)
+{
+	RELAY(d)->failed(RELAY(d)->data, step, e, msg);
+}
+static void rl_gone(void *d)
+{
+	RELAY(d)->gone(RELAY(d)->data);
+}
+
+void al_sandbox_events_relay(struct al_sandbox_events *ev, void *data)
+{
+	const struct al_sandbox_events *o = RELAY(data);
+
+	*ev = (struct al_sandbox_events){.data = data,
+					 .meter = o->meter,
+					 .res = o->res,
+					 .listener = o->listener ? rl_listener : NULL,
+					 .peers = o->peers ? rl_peers : NULL,
+					 .scratch = o->scratch ? rl_scratch : NULL,
+					 .terminal = o->terminal ? rl_terminal : NULL,
+					 .ready = rl_ready,
+					 .running = rl_running,
+					 .exited = rl_exited,
+					 .exec_failed = rl_exec_failed,
+					 .failed = rl_failed,
+					 .gone = rl_gone};
+}

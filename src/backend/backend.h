@@ -213,6 +213,13 @@ void al_sandbox_cgroup_limits(const struct al_sandbox *sb, struct al_cgroup_limi
  * start(), so that the next run clears them and not only `airlock gc`. */
 void al_sandbox_gc_cgroups(const struct al_sandbox *sb);
 
+/* A backend that runs its sandbox through the native one (wasm, microvm,
+ * vm) hears native's events first. al_sandbox_events_relay() fills ev with
+ * callbacks that pass every event on unchanged to the events whose pointer
+ * is the first member of the struct at data (its own state), meter and res
+ * included; the caller then sets the few it handles itself. */
+void al_sandbox_events_relay(struct al_sandbox_events *ev, void *data);
+
 /* A sandbox handle with every fd closed (-1). */
 void al_sandbox_init_handle(struct al_sandbox *sb, const struct al_backend_ops *ops,
 			    const struct al_plan *plan, struct al_audit *audit,

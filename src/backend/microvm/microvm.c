@@ -280,20 +280,16 @@ static int vm_describe_kind(const struct al_vm_kind *kind, const struct al_plan 
 	return r;
 }
 
-/* The native backend's events, forwarded; the VMM's signals (vmm.h) end
- * the run for the guest's memory limit or a failed guest. */
-#define ORIG(d) (((struct vm_run *)(d))->orig_events)
-
-static void ev_listener(void *d, enum al_gateway_listener kind, int fd)
-{
-	ORIG(d)->listener(ORIG(d)->data, kind, fd);
-}
+/* The native backend's events, relayed (al_sandbox_events_relay); the
+ * VMM's signals (vmm.h) end the run for the guest's memory or pids limit or
+ * a failed guest, and its report gives the command's memory peak. */
 static void ev_scratch(void *d, int fd)
 {
 	struct vm_run *w = d;
 	if (w->scratch < 0)
 		w->scratch = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	ORIG(d)->scratch(ORIG(d)->data, fd);
+	if (w->orig_events->scratch)
+		w->orig_events->scratch(w->orig_events->data, fd);
 }
 
 /* The VMM's report (vmm.h), read from the scratch without following a
@@ -319,19 +315,12 @@ static void read_report(struct vm_run *w)
 	}
 	close(fd);
 }
-static void ev_terminal(void *d, int fd)
-{
-	ORIG(d)->terminal(ORIG(d)->data, fd);
-}
 static void ev_ready(void *d)
 {
 	/* The sandbox holds its initramfs by a mount now: the file goes. */
-	al_vm_guest_unlink(d);
-	ORIG(d)->ready(ORIG(d)->data);
-}
-static void ev_running(void *d)
-{
-	ORIG(d)->running(ORIG(d)->data);
+	struct vm_run *w = d;
+	al_vm_guest_unlink(w);
+	w->orig_events->ready(w->orig_events->data);
 }
 static void ev_exited(void *d, int status)
 {
@@ -359,19 +348,7 @@ static void ev_exited(void *d, int status)
 			al_meter_stop(m, AL_END_KILLED, "guest", 0, 0);
 		}
 	}
-	ORIG(d)->exited(ORIG(d)->data, status);
-}
-static void ev_exec_failed(void *d, int e, const char *what)
-{
-	ORIG(d)->exec_failed(ORIG(d)->data, e, what);
-}
-static void ev_failed(void *d, const char *step, int e, const char *msg)
-{
-	ORIG(d)->failed(ORIG(d)->data, step, e, msg);
-}
-static void ev_gone(void *d)
-{
-	ORIG(d)->gone(ORIG(d)->data);
+	w->orig_events->exited(w->orig_events->data, status);
 }
 
 static int vm_prepare_kind(const struct al_vm_kind *kind, struct al_sandbox *sb,
@@ -388,18 +365,10 @@ static int vm_prepare_kind(const struct al_vm_kind *kind, struct al_sandbox *sb,
 	if ((r = derive(kind, sb->plan, true, &w, err)) < 0)
 		return r;
 	w->orig_events = sb->events;
-	w->events = (struct al_sandbox_events){.data = w,
-					       .meter = sb->events->meter,
-					       .res = sb->events->res,
-					       .listener = ev_listener,
-					       .scratch = ev_scratch,
-					       .terminal = ev_terminal,
-					       .ready = ev_ready,
-					       .running = ev_running,
-					       .exited = ev_exited,
-					       .exec_failed = ev_exec_failed,
-					       .failed = ev_failed,
-					       .gone = ev_gone};
+	al_sandbox_events_relay(&w->events, w);
+	w->events.scratch = ev_scratch;
+	w->events.ready = ev_ready;
+	w->events.exited = ev_exited;
 	sb->plan = &w->plan;
 	sb->events = &w->events;
 	r = al_backend_native.prepare(sb, err);

@@ -40,6 +40,8 @@ struct al_vm_host {
 };
 
 struct vm_run {
+	/* First: the events it relays to (al_sandbox_events_relay). */
+	const struct al_sandbox_events *orig_events;
 	struct al_plan plan;	    /* the run's plan with our argv and fs */
 	const struct al_plan *orig; /* the run's (borrowed) */
 	size_t n_orig_fs;	    /* plan.fs[n_orig_fs..] are ours */
@@ -48,7 +50,6 @@ struct vm_run {
 	char *initrd; /* this run's initramfs on the host, until unlinked */
 	int scratch;  /* the scratch's root (a dup), for the VMM's report; -1 */
 	char **envp;
-	const struct al_sandbox_events *orig_events;
 	struct al_sandbox_events events; /* forwards to orig_events */
 };
 

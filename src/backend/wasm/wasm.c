@@ -49,13 +49,14 @@ extern const char al_wasm_driver[];
 static const char *const node_paths[] = {"/usr/bin/node", "/usr/local/bin/node", NULL};
 
 struct wasm_run {
-	struct al_plan plan;	    /* the run's plan with our argv and fs */
-	const struct al_plan *orig; /* the run's (borrowed) */
-	size_t n_orig_fs;	    /* plan.fs[n_orig_fs..] are ours */
-	uint64_t memory_cap;	    /* the module's linear memory, bytes */
-	json_t *preopens;	    /* sandbox directory → itself */
-	char **envp;		    /* the plan's, prefixed (plan.envp when set) */
+	/* First: the events it relays to (al_sandbox_events_relay). */
 	const struct al_sandbox_events *orig_events;
+	struct al_plan plan;		 /* the run's plan with our argv and fs */
+	const struct al_plan *orig;	 /* the run's (borrowed) */
+	size_t n_orig_fs;		 /* plan.fs[n_orig_fs..] are ours */
+	uint64_t memory_cap;		 /* the module's linear memory, bytes */
+	json_t *preopens;		 /* sandbox directory → itself */
+	char **envp;			 /* the plan's, prefixed (plan.envp when set) */
 	struct al_sandbox_events events; /* forwards to orig_events */
 };
 
@@ -359,30 +360,8 @@ static int wasm_describe(const struct al_plan *p, FILE *f, json_t *json, struct 
 	return r;
 }
 
-/* The native backend's events, forwarded; the driver's memory verdict (it
+/* The native backend's events, relayed; the driver's memory verdict (it
  * dies by SIGUSR2, which the module cannot raise) ends the run for memory. */
-#define ORIG(d) (((struct wasm_run *)(d))->orig_events)
-
-static void ev_listener(void *d, enum al_gateway_listener kind, int fd)
-{
-	ORIG(d)->listener(ORIG(d)->data, kind, fd);
-}
-static void ev_scratch(void *d, int fd)
-{
-	ORIG(d)->scratch(ORIG(d)->data, fd);
-}
-static void ev_terminal(void *d, int fd)
-{
-	ORIG(d)->terminal(ORIG(d)->data, fd);
-}
-static void ev_ready(void *d)
-{
-	ORIG(d)->ready(ORIG(d)->data);
-}
-static void ev_running(void *d)
-{
-	ORIG(d)->running(ORIG(d)->data);
-}
 static void ev_exited(void *d, int status)
 {
 	struct wasm_run *w = d;
@@ -392,19 +371,7 @@ static void ev_exited(void *d, int status)
 		al_meter_stop(w->orig_events->meter, AL_END_MEMORY, "wasm-memory", w->memory_cap,
 			      w->memory_cap);
 	}
-	ORIG(d)->exited(ORIG(d)->data, status);
-}
-static void ev_exec_failed(void *d, int e, const char *what)
-{
-	ORIG(d)->exec_failed(ORIG(d)->data, e, what);
-}
-static void ev_failed(void *d, const char *step, int e, const char *msg)
-{
-	ORIG(d)->failed(ORIG(d)->data, step, e, msg);
-}
-static void ev_gone(void *d)
-{
-	ORIG(d)->gone(ORIG(d)->data);
+	w->orig_events->exited(w->orig_events->data, status);
 }
 
 static int wasm_prepare(struct al_sandbox *sb, struct al_error *err)
@@ -423,18 +390,8 @@ static int wasm_prepare(struct al_sandbox *sb, struct al_error *err)
 		al_strv_push_take(&w->envp, xasprintf(WASM_ENV_PREFIX "%s", sb->plan->envp[i]));
 	w->plan.envp = w->envp;
 	w->orig_events = sb->events;
-	w->events = (struct al_sandbox_events){.data = w,
-					       .meter = sb->events->meter,
-					       .res = sb->events->res,
-					       .listener = ev_listener,
-					       .scratch = ev_scratch,
-					       .terminal = ev_terminal,
-					       .ready = ev_ready,
-					       .running = ev_running,
-					       .exited = ev_exited,
-					       .exec_failed = ev_exec_failed,
-					       .failed = ev_failed,
-					       .gone = ev_gone};
+	al_sandbox_events_relay(&w->events, w);
+	w->events.exited = ev_exited;
 	sb->plan = &w->plan;
 	sb->events = &w->events;
 	r = al_backend_native.prepare(sb, err);
