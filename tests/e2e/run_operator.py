@@ -457,12 +457,13 @@ def operator_file_validated(e):
 @case
 def backend_this_airlock_lacks_refused(e):
     """An operator policy whose profile allows or defaults to a backend this
-    airlock does not have (microvm, vm: not built yet) is refused when it
-    is read (exit 125), naming the field and the valid names, not accepted
-    and failed at run time."""
+    airlock does not have (every layer of the design is built now, so a
+    name no build has: firecracker) is refused when it is read (exit 125),
+    naming the field and the valid names, not accepted and failed at run
+    time."""
     with TempDir() as d:
-        for backend, path in [({"allowed": ["native", "vm"]}, "backend.allowed[1]"),
-                              ({"default": "microvm"}, "backend.default")]:
+        for backend, path in [({"allowed": ["native", "firecracker"]}, "backend.allowed[1]"),
+                              ({"default": "firecracker"}, "backend.default")]:
             op = write_file(os.path.join(d, "op.json"), json.dumps({
                 "version": 1, "profiles": {"default": {"backend": backend}}}))
             os.chmod(op, 0o644)
