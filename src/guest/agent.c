@@ -88,8 +88,8 @@ static void must_mount(struct agent *a, const char *src, const char *dst, const 
 {
 	mkdir(dst, 0755);
 	if (mount(src, dst, type, flags, data) < 0)
-		agent_die(a, "guest agent: mount %s on %s (%s): %s", src, dst, type ? type : "bind",
-			  strerror(errno));
+		agent_die(a, "guest agent: mount %s on %s (%s): %s", src ? src : "none", dst,
+			  type ? type : "bind", strerror(errno));
 }
 
 /* A bind mount made read-only (the remount is what makes a bind ro). */

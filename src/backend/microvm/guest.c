@@ -398,9 +398,9 @@ int al_vm_guest_initrd(struct vm_run *w, struct al_error *err)
 	cp = al_cpio_new(fd);
 	r = al_cpio_dir(cp, "airlock", 0755);
 	if (r == 0)
-		r = al_cpio_file(cp, AL_GUEST_CONFIG_PATH + 1, 0644, text, len);
+		r = al_cpio_file(cp, &AL_GUEST_CONFIG_PATH[1], 0644, text, len);
 	if (r == 0 && n_in)
-		r = al_cpio_dir(cp, AL_GUEST_INPUTS_DIR + 1, 0755);
+		r = al_cpio_dir(cp, &AL_GUEST_INPUTS_DIR[1], 0755);
 	for (size_t i = 0, k = 0; r == 0 && i < p->n_fs; i++) {
 		const struct al_fs_entry *e = &p->fs[i];
 		if (!is_input(e))
