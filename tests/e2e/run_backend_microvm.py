@@ -25,8 +25,8 @@ import json
 import os
 import time
 
-from harness import (Skip, Suite, TempDir, expect, expect_rc, kill_pid, main, run_host,
-                     start, wait_for, write_file)
+from harness import (Skip, Suite, TempDir, cgroup_supervisor, expect, expect_rc, kill_pid, main,
+                     pid_starttime, run_host, start, wait_for, write_file)
 
 suite = Suite()
 case = suite.case
@@ -64,11 +64,44 @@ def qemu_procs():
     return out
 
 
-def initrds():
+def supervisor_of(pid):
+    """The airlock (pid, starttime) whose run cgroup holds pid, or None."""
     try:
-        return [d for d in os.listdir(RUN_DIR) if d.startswith("initrd-")]
+        with open("/proc/%d/cgroup" % pid) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        for part in line.split(":", 2)[-1].split("/"):
+            sup = cgroup_supervisor(part)
+            if sup:
+                return sup
+    return None
+
+
+def left_qemu(owner=None):
+    """QEMU processes of runs whose airlock is gone (left behind); with
+    owner (an airlock pid), those of that airlock's runs, gone or not.
+    Other suites' live runs may have QEMU processes at the same time: this
+    suite runs beside them."""
+    out = []
+    for pid in qemu_procs():
+        sup = supervisor_of(pid)
+        if owner is not None:
+            if sup and sup[0] == owner:
+                out.append(pid)
+        elif not sup or pid_starttime(sup[0]) != sup[1]:
+            out.append(pid)
+    return out
+
+
+def initrds():
+    """Initramfs files of runs whose airlock is gone (initrd-PID-XXXXXX)."""
+    try:
+        names = [d for d in os.listdir(RUN_DIR) if d.startswith("initrd-")]
     except FileNotFoundError:
         return []
+    return [d for d in names if not os.path.exists("/proc/%s" % d.split("-")[1])]
 
 
 def vm(al, cmd, opts=(), kind="microvm", timeout=120, **kw):
@@ -245,13 +278,13 @@ def killed_airlock_leaves_nothing_after_gc(env):
     argv = [env.airlock, "run", "--backend", "microvm", "--timeout", "60s", "--",
             "/bin/sleep", "50"]
     p = start(argv)
-    expect(wait_for(lambda: qemu_procs(), 30), "QEMU never started")
+    expect(wait_for(lambda: left_qemu(p.pid), 60), "QEMU never started")
     time.sleep(0.5)
     kill_pid(p.pid)
     p.communicate()
     res = run_host([env.airlock, "gc"])
     expect_rc(res, 0)
-    expect(wait_for(lambda: not qemu_procs(), 15), "QEMU left: %s" % qemu_procs())
+    expect(wait_for(lambda: not left_qemu(p.pid), 15), "QEMU left: %s" % left_qemu(p.pid))
     expect(not initrds(), "initramfs files left after gc: %s" % initrds())
 
 
@@ -259,7 +292,7 @@ def killed_airlock_leaves_nothing_after_gc(env):
 def nothing_left(env):
     """After every case: no QEMU process and no initramfs file."""
     need(env)
-    expect(not qemu_procs(), "QEMU processes left: %s" % qemu_procs())
+    expect(not left_qemu(), "QEMU processes left: %s" % left_qemu())
     expect(not initrds(), "initramfs files left: %s" % initrds())
 
 

@@ -90,7 +90,7 @@ def kernel_args():
 
 def config_text(mods):
     recs = [("module", "/airlock/modules/%s.ko" % m) for m in MODULES]
-    recs += [("root", "/dev/vda", "ext4"), ("channel", "/dev/hvc0"), ("scratch", str(16 << 20)),
+    recs += [("root", "/dev/vda", "ext4"), ("channel", "/dev/vport0p1"), ("scratch", str(16 << 20)),
              ("input", "/airlock/in/0", "/input", "dir"),
              ("input", "/airlock/in/1", "/data.txt", "file"),
              ("hostname", "guest-test"), ("ids", str(UID), str(GID)),
@@ -223,7 +223,7 @@ def check_execs(ch):
     st, out, _, _ = exec_run(ch, 3, ["guest_tool", "stdin"], stdin=b"x" * 100000 + b"end")
     tap(st == 0 and out == "x" * 100000 + "end", "stdin reaches the command and its output returns",
         (st, len(out)))
-    hidden = ["/init", "/airlock", "/airlock/config", "/dev/hvc0", "/dev/vda", "/sys/block",
+    hidden = ["/init", "/airlock", "/airlock/config", "/dev/vport0p1", "/dev/hvc0", "/dev/vda", "/sys/block",
               "/dev/console", "/dev/mem"]
     shown = ["/bin/guest_tool", "/sbin/guest_tool", "/dev/null", "/dev/urandom", "/dev/ptmx",
              "/proc/self", "/work", "/tmp", "/input/input.txt", "/data.txt"]
@@ -305,12 +305,11 @@ def check_limits(ch):
 
 
 def check_window(ch):
-    """512 KiB of output (twice the window) with no WINDOW back: exactly
-    the window comes, then nothing until the credit does; then all of it.
-    (With this Python peer crediting each frame as it reads it, a 2 MiB
-    stream stalled at 768 KiB on an idle host; through the VMM, 12 MB
-    pass: the backend-microvm suite's output case.)"""
-    total = 512 << 10
+    """2 MiB of output with no WINDOW back: exactly the window comes, then
+    nothing until the credit does; then all of it. (On a virtio console
+    port QEMU dropped bytes its host end could not take at once, and this
+    stalled at 768 KiB: the channel is a plain serial port.)"""
+    total = 2 << 20
     ch.send(EXEC, 50, struct.pack("<II", 3, 1) + b"/work\0guest_tool\0out\0%d\0PATH=/bin\0" % total)
     got, most, end = 0, 0, time.monotonic() + 60
     while got < 256 * 1024 and time.monotonic() < end:
@@ -334,7 +333,7 @@ def check_window(ch):
         elif t == EXIT:
             break
     tap(got == total and struct.unpack("<i", p[:4])[0] == 0,
-        "with credit given back, all 512 KiB arrive", got)
+        "with credit given back, all 2 MiB arrive", got)
 
 
 def check_files_out(ch):
@@ -379,7 +378,7 @@ def main():
                "-nographic", "-no-reboot", "-kernel", kernel, "-initrd", cpio,
                "-append", kernel_args(),
                "-device", "virtio-serial-device", "-chardev", "stdio,id=ch,signal=off",
-               "-device", "virtconsole,chardev=ch",
+               "-device", "virtserialport,chardev=ch,name=airlock",
                "-drive", "file=%s,if=none,id=sys,format=raw,readonly=on" % img,
                "-device", "virtio-blk-device,drive=sys"]
         # The guest's console, for debugging this test: a file, named here.

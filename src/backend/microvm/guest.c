@@ -345,7 +345,7 @@ int al_vm_guest_initrd(struct vm_run *w, struct al_error *err)
 				    .n_modules = w->host->n_modules,
 				    .root_device = "/dev/vda",
 				    .root_fstype = "ext4",
-				    .channel = "/dev/hvc0",
+				    .channel = "/dev/vport0p1",
 				    .scratch_bytes = p->scratch_bytes,
 				    .inputs = in,
 				    .n_inputs = n_in,
@@ -491,15 +491,18 @@ char *al_vm_vmm_config(const struct vm_run *w)
 	ARG("-no-reboot");
 	ARG("-kernel"), ARG(AL_VMM_KERNEL);
 	ARG("-initrd"), ARG(AL_VMM_INITRD);
-	/* The kernel's console on ttyS0, which has no port here: without a
-	 * console= it would take the virtio console, the channel itself. */
+	/* The kernel's console on ttyS0, which has no port here: never on
+	 * the channel. */
 	ARG("-append");
 	/* airlock.guest=1 marks a guest's kernel (tests/e2e/probe.c). */
 	ARGF("console=ttyS0 quiet panic=-1 rdinit=/init airlock.guest=1%s", w->host->tsc_arg);
 	ARG("-device");
 	ARGF("virtio-serial-%s", k->bus);
 	ARG("-chardev"), ARG("stdio,id=ch,signal=off");
-	ARG("-device"), ARG("virtconsole,chardev=ch");
+	/* A plain port, not a console one: QEMU drops a console port's
+	 * bytes when its chardev cannot take them (EAGAIN), where it holds a
+	 * plain port's back until it can. */
+	ARG("-device"), ARG("virtserialport,chardev=ch,name=airlock");
 	ARG("-drive");
 	ARG("file=" AL_VMM_SYSTEM ",if=none,id=sys,format=raw,readonly=on,file.locking=off");
 	ARG("-device");
