@@ -30,7 +30,14 @@ static int send_with_fd(struct al_gateway_proc *gp, const uint8_t *buf, int n, i
 	if (n <= 0)
 		r = al_error_set(err, ENOSPC, "gateway: encoding %s", what);
 	else if (sendmsg(gp->sock, &mh, MSG_NOSIGNAL) != n)
-		r = al_error_setsys(err, errno, "gateway: handing over %s", what);
+		/* Its end is gone: the gateway died (or closed its socket)
+		 * before it took what the run hands it. */
+		r = (errno == EPIPE || errno == ECONNRESET)
+			? al_error_setsys(err, errno,
+					  "gateway: the gateway process died or closed its socket "
+					  "while airlock handed over %s",
+					  what)
+			: al_error_setsys(err, errno, "gateway: handing over %s", what);
 	close(fd);
 	return r;
 }
