@@ -326,16 +326,19 @@ int al_vm_guest_initrd(struct vm_run *w, struct al_error *err)
 		const struct al_fs_entry *e = &p->fs[i];
 		if (!is_input(e))
 			continue;
-		if (n_in == sizeof(in) / sizeof(*in))
-			return al_error_set(err, E2BIG, "backend %s takes at most %zu inputs",
-					    w->kind->name, sizeof(in) / sizeof(*in));
-		if (reserved_target(e->path))
-			return al_error_set(
-			    err, EINVAL,
-			    "backend %s: input %s: the guest's %s is its own "
-			    "(the system image's or the agent's); put it elsewhere, "
-			    "e.g. /input",
-			    w->kind->name, e->path, e->path);
+		if (n_in == sizeof(in) / sizeof(*in)) {
+			r = al_error_set(err, E2BIG, "backend %s takes at most %zu inputs",
+					 w->kind->name, sizeof(in) / sizeof(*in));
+			goto out;
+		}
+		if (reserved_target(e->path)) {
+			r = al_error_set(err, EINVAL,
+					 "backend %s: input %s: the guest's %s is its own "
+					 "(the system image's or the agent's); put it elsewhere, "
+					 "e.g. /input",
+					 w->kind->name, e->path, e->path);
+			goto out;
+		}
 		sources[n_in] = xasprintf(AL_GUEST_INPUTS_DIR "/%zu", n_in);
 		in[n_in] = (struct al_guest_input){
 		    .source = sources[n_in], .target = e->path, .dir = e->dir};
