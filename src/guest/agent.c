@@ -184,11 +184,14 @@ static void make_dev(struct agent *a)
 	}
 	must_mount(a, "devpts", NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
 		   "newinstance,ptmxmode=0666,mode=0620");
-	symlink("pts/ptmx", NEWROOT "/dev/ptmx");
-	symlink("/proc/self/fd", NEWROOT "/dev/fd");
-	symlink("/proc/self/fd/0", NEWROOT "/dev/stdin");
-	symlink("/proc/self/fd/1", NEWROOT "/dev/stdout");
-	symlink("/proc/self/fd/2", NEWROOT "/dev/stderr");
+	static const char *const links[][2] = {{"pts/ptmx", NEWROOT "/dev/ptmx"},
+					       {"/proc/self/fd", NEWROOT "/dev/fd"},
+					       {"/proc/self/fd/0", NEWROOT "/dev/stdin"},
+					       {"/proc/self/fd/1", NEWROOT "/dev/stdout"},
+					       {"/proc/self/fd/2", NEWROOT "/dev/stderr"}};
+	for (size_t i = 0; i < sizeof(links) / sizeof(*links); i++)
+		if (symlink(links[i][0], links[i][1]) < 0)
+			agent_die(a, "guest agent: the link %s: %s", links[i][1], strerror(errno));
 	must_mount(a, SCRATCH "/shm", NEWROOT "/dev/shm", NULL, MS_BIND, NULL);
 }
 

@@ -442,7 +442,7 @@ KIND_OPS(vm, 1)
 		 "the inputs as a read-only copy in the initramfs, a guest tmpfs for /work and "   \
 		 "/tmp; no host path reaches the guest",                                           \
 	.egress = "no NIC: the guest agent carries the proxy, DNS and captured connections "       \
-		  "over a virtio serial port to the VMM, which makes them in the native layer's "    \
+		  "over a virtio serial port to the VMM, which makes them in the native layer's "  \
 		  "network namespace, through the run's gateway",                                  \
 	.pids = "the guest's own kernel and processes; QEMU in the native layer's pid "            \
 		"namespace",                                                                       \
