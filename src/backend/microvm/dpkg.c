@@ -206,7 +206,7 @@ int al_vm_package_closure(const char *const *packages, char ***names_out, char *
 	if (r < 0)
 		return r;
 	/* A work list of packages taken whose dependencies are not yet read. */
-	struct pkg **todo = xcalloc(s.n + 1, sizeof(*todo));
+	struct pkg **queue = xcalloc(s.n + 1, sizeof(*queue));
 	size_t n = 0;
 	for (size_t i = 0; packages[i]; i++) {
 		struct pkg *p = resolve(&s, packages[i]);
@@ -217,11 +217,11 @@ int al_vm_package_closure(const char *const *packages, char ***names_out, char *
 		}
 		if (!p->taken) {
 			p->taken = true;
-			todo[n++] = p;
+			queue[n++] = p;
 		}
 	}
 	for (size_t i = 0; i < n && r == 0; i++) {
-		_cleanup_free_ char *deps = xstrdup(todo[i]->depends);
+		_cleanup_free_ char *deps = xstrdup(queue[i]->depends);
 		char *save = NULL;
 		for (char *rel = strtok_r(deps, ",", &save); rel;
 		     rel = strtok_r(NULL, ",", &save)) {
@@ -230,24 +230,24 @@ int al_vm_package_closure(const char *const *packages, char ***names_out, char *
 			struct pkg *p = choose(&s, rel);
 			if (p && !p->taken) {
 				p->taken = true;
-				todo[n++] = p;
+				queue[n++] = p;
 			}
 		}
 	}
 	if (r == 0) {
 		/* Sorted by name: the image's hash must not depend on the order
 		 * the packages were named or found in. */
-		qsort(todo, n, sizeof(*todo), cmp_pkg);
+		qsort(queue, n, sizeof(*queue), cmp_pkg);
 		char **names = xcalloc(n + 1, sizeof(*names));
 		char **versions = xcalloc(n + 1, sizeof(*versions));
 		for (size_t i = 0; i < n; i++) {
-			names[i] = xstrdup(todo[i]->name);
-			versions[i] = xstrdup(todo[i]->version);
+			names[i] = xstrdup(queue[i]->name);
+			versions[i] = xstrdup(queue[i]->version);
 		}
 		*names_out = names;
 		*versions_out = versions;
 	}
-	free(todo);
+	free(queue);
 	status_free(&s);
 	return r;
 }

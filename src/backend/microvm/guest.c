@@ -160,7 +160,9 @@ static bool kvm_works(const struct al_vm_kind *kind, const struct al_vm_host *h)
 }
 
 /* What each kind runs with here, found once per process under lock (the
- * daemon's sessions start runs from several threads). */
+ * daemon's sessions start runs from several threads). A host is the
+ * machine's, not a run's: once found it is never written again, so the
+ * pointer al_vm_host() hands out is read without the lock. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct al_vm_host hosts[2];
 
