@@ -58,6 +58,8 @@ void vmm_init(struct vmm *v, const struct vmm_config *cfg, int chan, bool dry)
 	vmm_queue_init(&v->out, VMM_OUT_CAP);
 	for (size_t i = 0; i < AL_GUEST_MAX_DGRAMS; i++)
 		v->dgrams[i].fd = -1;
+	for (size_t i = 0; i < AL_GUEST_MAX_EXECS; i++)
+		v->draining[i] = -1;
 	v->walk.reg = -1;
 	v->get.fd = v->get.dir = -1;
 }
@@ -73,9 +75,12 @@ void vmm_free(struct vmm *v)
 	vmm_walk_free(v);
 	vmm_file_abort(v);
 	vmm_queue_free(&v->out);
-	for (size_t i = 0; i < AL_GUEST_MAX_EXECS; i++)
+	for (size_t i = 0; i < AL_GUEST_MAX_EXECS; i++) {
 		if (v->execs[i])
 			vmm_exec_free(v, i);
+		if (v->draining[i] >= 0)
+			close(v->draining[i]);
+	}
 }
 
 static __attribute__((format(printf, 3, 0))) int vfail(struct vmm *v, const char *prefix,

@@ -19,7 +19,8 @@
  *   execs: 8 MiB;
  * - a session client's request being read: at most VMM_REQ_MAX (64 KiB +
  *   8) each, for at most AL_GUEST_MAX_EXECS clients (one per exec slot;
- *   a connection past them is answered FAILED EAGAIN and closed): 1 MiB;
+ *   a connection past them is answered FAILED EAGAIN, its request read
+ *   and dropped through a 4 KiB buffer for at most 2 s): 1 MiB;
  * - each connection's bytes on their way to its socket: one window
  *   (256 KiB), for at most AL_GUEST_MAX_STREAMS (64) connections: 16 MiB;
  * - a DNS exchange: a socket, no buffer (the answer goes to the queue);
@@ -139,8 +140,14 @@ struct vmm {
 
 	/* The execs: the configured one, or a session's. */
 	struct vmm_exec *execs[AL_GUEST_MAX_EXECS];
-	uint32_t next_id;	   /* a session's last exec id */
-	int listen_fd;		   /* a session's socket (-1: none) */
+	uint32_t next_id; /* a session's last exec id */
+	int listen_fd;	  /* a session's socket (-1: none) */
+	/* Connections answered FAILED whose request is still read and
+	 * dropped (closing one with bytes unread would reset it, and the
+	 * client would lose the answer), each until the client's close or
+	 * its deadline (-1: a free place). */
+	int draining[AL_GUEST_MAX_EXECS];
+	uint64_t drain_end[AL_GUEST_MAX_EXECS];
 	struct al_guest_exit exit; /* the configured exec's end */
 
 	/* Connections and DNS exchanges. */

@@ -122,6 +122,64 @@ static void send_signal(struct vmm *v, struct vmm_exec *x, uint32_t sig)
 	vmm_send(v, AL_G_SIGNAL, 0, x->id, p, 4);
 }
 
+/* Answer FAILED err and let the client go: its connection is shut for
+ * writing and kept, what it still sends dropped (drain), so that the
+ * answer is not lost to a reset; closed at once when all places are
+ * taken. */
+static void refuse(struct vmm *v, int conn, uint32_t err)
+{
+	answer_u32(conn, AL_VMM_ANS_FAILED, err);
+	shutdown(conn, SHUT_WR);
+	for (size_t i = 0; i < AL_GUEST_MAX_EXECS; i++)
+		if (v->draining[i] < 0) {
+			v->draining[i] = conn;
+			v->drain_end[i] = v->now_ms + 2000;
+			return;
+		}
+	close(conn);
+}
+
+/* Read and drop what a refused client sends (fds closed) until its close
+ * or its deadline. */
+static void drain(struct vmm *v)
+{
+	for (size_t i = 0; i < AL_GUEST_MAX_EXECS; i++) {
+		int fd = v->draining[i];
+		if (fd < 0)
+			continue;
+		ssize_t n;
+		do {
+			char b[4096];
+			union {
+				struct cmsghdr h;
+				char b[CMSG_SPACE(16 * sizeof(int))];
+			} c;
+			struct iovec io = {.iov_base = b, .iov_len = sizeof(b)};
+			struct msghdr m = {.msg_iov = &io,
+					   .msg_iovlen = 1,
+					   .msg_control = c.b,
+					   .msg_controllen = sizeof(c.b)};
+			n = recvmsg(fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+			for (struct cmsghdr *h = n > 0 ? CMSG_FIRSTHDR(&m) : NULL; h;
+			     h = CMSG_NXTHDR(&m, h)) {
+				if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+					continue;
+				for (size_t j = 0; j < (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+				     j++) {
+					int x;
+					memcpy(&x, CMSG_DATA(h) + j * sizeof(int), sizeof(int));
+					close(x);
+				}
+			}
+		} while (n > 0);
+		if ((n < 0 && errno == EAGAIN && v->now_ms < v->drain_end[i]) ||
+		    (n < 0 && errno == EINTR))
+			continue;
+		close(fd);
+		v->draining[i] = -1;
+	}
+}
+
 int vmm_sess_listen(void)
 {
 	const char *tmp = AL_VMM_SOCK ".new";
@@ -153,8 +211,7 @@ static void accept_clients(struct vmm *v)
 		uint32_t id = v->next_id + 1;
 		struct vmm_exec *x = id > VMM_EXEC_ID ? vmm_exec_add(v, id, -1, -1, -1) : NULL;
 		if (!x) {
-			answer_u32(fd, AL_VMM_ANS_FAILED, EAGAIN);
-			close(fd);
+			refuse(v, fd, EAGAIN);
 			continue;
 		}
 		v->next_id = id;
@@ -248,8 +305,10 @@ static int take_request(struct vmm_exec *x)
 static void client_gone(struct vmm *v, size_t slot, int err)
 {
 	struct vmm_exec *x = v->execs[slot];
-	if (err == -EINVAL)
-		answer_u32(x->conn, AL_VMM_ANS_FAILED, EINVAL);
+	if (err == -EINVAL) {
+		refuse(v, x->conn, EINVAL);
+		x->conn = -1;
+	}
 	if (!x->sent || x->exited) {
 		vmm_exec_free(v, slot);
 		return;
@@ -329,6 +388,7 @@ void vmm_sess_pump(struct vmm *v)
 	if (v->listen_fd < 0)
 		return;
 	accept_clients(v);
+	drain(v);
 	for (size_t i = 0; i < AL_GUEST_MAX_EXECS && !v->failed; i++)
 		if (v->execs[i] && v->execs[i]->owns)
 			client_step(v, i);

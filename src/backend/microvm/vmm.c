@@ -361,7 +361,7 @@ static void describe_exit(struct vmm *v, const struct qemu *q)
 /* --- The loop ---------------------------------------------------------- */
 
 struct loop {
-	struct pollfd p[8 + AL_GUEST_MAX_STREAMS + AL_GUEST_MAX_DGRAMS + 4 * AL_GUEST_MAX_EXECS];
+	struct pollfd p[8 + AL_GUEST_MAX_STREAMS + AL_GUEST_MAX_DGRAMS + 5 * AL_GUEST_MAX_EXECS];
 	size_t n;
 };
 
@@ -383,6 +383,9 @@ static void watch(struct loop *l, struct vmm *v, bool chan_eof)
 	/* Each exec's stdio, and a session client's connection (its
 	 * requests, signals and hang-up), read by vmm_sess_pump. */
 	add(l, v->listen_fd, v->listen_fd >= 0 ? POLLIN : 0);
+	for (size_t k = 0; k < AL_GUEST_MAX_EXECS; k++)
+		if (v->draining[k] >= 0)
+			add(l, v->draining[k], POLLIN);
 	for (size_t k = 0; k < AL_GUEST_MAX_EXECS; k++) {
 		struct vmm_exec *x = v->execs[k];
 		if (!x)
