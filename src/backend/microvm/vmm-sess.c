@@ -353,7 +353,9 @@ static void client_step(struct vmm *v, size_t slot)
 		x->sent = true;
 		x->req_len = 0;
 	}
-	while (x->conn >= 0) {
+	/* Each SIGNAL read adds a frame to the queue to the guest: read while
+	 * it has room, as every other source. */
+	while (x->conn >= 0 && v->out.len < VMM_OUT_SOFT) {
 		int r = read_msg(x);
 		if (r == 0)
 			break;

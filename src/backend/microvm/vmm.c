@@ -394,7 +394,7 @@ static void watch(struct loop *l, struct vmm *v, bool chan_eof)
 			add(l, x->fd_out[i], x->stdio[i].len ? POLLOUT : 0);
 		add(l, x->fd_in,
 		    x->started && x->stdin_open && x->stdin_credit && room ? POLLIN : 0);
-		add(l, x->conn, x->conn >= 0 && (!x->requested || x->sent) ? POLLIN : 0);
+		add(l, x->conn, x->conn >= 0 && (!x->requested || x->sent) && room ? POLLIN : 0);
 	}
 	for (size_t i = 0; i < AL_GUEST_MAX_STREAMS; i++) {
 		struct vmm_stream *s = v->streams[i];
