@@ -289,6 +289,11 @@ static void ev_scratch(void *d, int fd)
 	struct vm_run *w = d;
 	if (w->scratch < 0)
 		w->scratch = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	/* A session's files are the guest's, which the VMM's scratch does
+	 * not hold: the run gets no scratch, so its file API refuses (403)
+	 * rather than act on the VMM's /work and /tmp (its socket there). */
+	if (w->session)
+		return;
 	if (w->orig_events->scratch)
 		w->orig_events->scratch(w->orig_events->data, fd);
 }

@@ -364,7 +364,7 @@ static void client_step(struct vmm *v, size_t slot)
 		if (!x->requested) {
 			if (take_request(x) < 0)
 				return client_gone(v, slot, -EINVAL);
-			return; /* sent above, on the next turn */
+			return client_step(v, slot); /* sent now if the guest is up */
 		}
 		uint32_t sig = al_guest_get32(x->req + VMM_REQ_HEADER);
 		x->req_len = 0;

@@ -499,6 +499,9 @@ int al_vmm_main(int argc, char **argv)
 		vmm_pump(v);
 		if (vmm_flush(v) < 0 && !chan_eof)
 			chan_eof = true, eof_end = now + 2000;
+		/* An exec whose output the flush just wrote out is answered
+		 * ENDED now, not at the next wake-up. */
+		vmm_sess_pump(v);
 		if (v->failed)
 			fail_end(v, &q, false);
 		if (q.gone && v->phase != VMM_POWEROFF) {
