@@ -167,7 +167,9 @@ static int derive(const struct al_vm_kind *kind, const struct al_plan *p, bool f
 	memcpy(w->plan.fs, p->fs, p->n_fs * sizeof(*p->fs));
 	if ((r = refuse(w, p, err)) < 0)
 		goto fail;
-	if (!session && (!p->argv || !p->argv[0])) {
+	/* A session's plan has no command; a probe does not know whether
+	 * the plan is a session's, so only a run's is checked here. */
+	if (for_run && !session && (!p->argv || !p->argv[0])) {
 		r = al_error_set(err, EINVAL, "backend %s: no command given", kind->name);
 		goto fail;
 	}
