@@ -37,7 +37,7 @@ struct al_guest_config {
 	 * entries become the guest root's, bound read-only. */
 	const char *root_device; /* "/dev/vda" */
 	const char *root_fstype; /* "ext4" */
-	/* The channel to the host side (virtio console): "/dev/hvc0". */
+	/* The channel to the host side (a virtio serial port): "/dev/vport0p1". */
 	const char *channel;
 	/* One tmpfs of this size holds /work (the workdir, HOME) and /tmp. */
 	uint64_t scratch_bytes;

@@ -4,7 +4,7 @@
  * Each op lowers the run's plan to a derived native plan (struct vm_run),
  * the way the wasm backend does with node: the native sandbox's command is
  * airlock itself (`/.airlock/airlock __vmm CONFIG`, vmm.h), which starts
- * QEMU and speaks with the guest agent (src/guest) over a virtio console.
+ * QEMU and speaks with the guest agent (src/guest) over a virtio serial port.
  * The file tree gains /.airlock with airlock, the guest kernel, the
  * initramfs of this run and the system image, all read-only. So the VMM is
  * held by everything the native layer holds a command to: its namespaces
@@ -455,7 +455,7 @@ KIND_OPS(vm, 1)
 		 "the inputs as a read-only copy in the initramfs, a guest tmpfs for /work and "   \
 		 "/tmp; no host path reaches the guest",                                           \
 	.egress = "no NIC: the guest agent carries the proxy, DNS and captured connections "       \
-		  "over the virtio console to the VMM, which makes them in the native layer's "    \
+		  "over a virtio serial port to the VMM, which makes them in the native layer's "  \
 		  "network namespace, through the run's gateway",                                  \
 	.pids = "the guest's own kernel and processes; QEMU in the native layer's pid "            \
 		"namespace",                                                                       \

@@ -58,7 +58,7 @@ int vmm_flush(struct vmm *v)
 				q->len = q->off = 0;
 				n = (long)had;
 			}
-			if (n > 0 && !x->exited)
+			if (n > 0)
 				credit(v, (uint8_t)(2 + i), x->id, (uint32_t)n);
 		}
 	}
