@@ -20,6 +20,7 @@
 
 #include "backend/microvm/vmm-internal.h"
 #include "backend/microvm/vmm.h"
+#include "core/cleanup.h"
 #include "core/util.h"
 
 struct vmm_exec *vmm_exec_find(struct vmm *v, uint32_t id, size_t *slot)
@@ -280,7 +281,9 @@ static int read_msg(struct vmm_exec *x)
 /* The whole EXEC request: three fds and a payload the agent would take. */
 static int take_request(struct vmm_exec *x)
 {
-	static const char *argv[AL_GUEST_MAX_ARGS + 1], *env[AL_GUEST_MAX_ARGS + 1];
+	/* The parser's arrays (64 KiB together): for this call only. */
+	_cleanup_free_ const char **argv = xcalloc(2 * (AL_GUEST_MAX_ARGS + 1), sizeof(char *));
+	const char **env = argv + AL_GUEST_MAX_ARGS + 1;
 	const char *cwd;
 	uint32_t argc, envc;
 	if (x->n_fds != 3 ||
