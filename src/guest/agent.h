@@ -38,7 +38,7 @@ struct agent_exec {
 
 struct agent {
 	struct al_guest_config_parsed cfg;
-	int chan;    /* the virtio console, raw, nonblocking */
+	int chan;    /* the virtio serial port, nonblocking */
 	int cgroot;  /* /sys/fs/cgroup */
 	int work;    /* the scratch's /work */
 	bool cg_mem; /* the memory controller is on for the execs' cgroups */

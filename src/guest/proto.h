@@ -1,6 +1,6 @@
 /* The channel between a microvm/vm guest's agent (src/guest/agent.c) and
  * the VMM process on the host side (src/backend/microvm/vmm.c): one byte
- * stream (a virtio console) carrying framed messages.
+ * stream (a virtio serial port) carrying framed messages.
  *
  * A frame is a 12-byte header, then len bytes of payload:
  *   u8 type, u8 flags (0), u16 reserved (0), u32 id, u32 len

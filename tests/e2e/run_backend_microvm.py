@@ -21,8 +21,11 @@ KVM case skips where /dev/kvm is missing. Bombs are bounded (the memory hog
 stops at 1 GB).
 """
 
+import http.client
 import json
 import os
+import signal
+import socket
 import time
 
 from harness import (Skip, Suite, TempDir, cgroup_supervisor, expect, expect_rc, kill_pid, main,
@@ -293,6 +296,82 @@ def nothing_left(env):
     """After every case: no QEMU process and no initramfs file."""
     need(env)
     expect(not left_qemu(), "QEMU processes left: %s" % left_qemu())
+    expect(not initrds(), "initramfs files left: %s" % initrds())
+
+
+class UnixHTTP(http.client.HTTPConnection):
+    def __init__(self, path, timeout=120):
+        super().__init__("localhost", timeout=timeout)
+        self.path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.path)
+
+
+def api(sock, method, path, body=None):
+    c = UnixHTTP(sock)
+    try:
+        c.request(method, path, body=json.dumps(body) if body is not None else b"")
+        r = c.getresponse()
+        data = r.read()
+        return r.status, json.loads(data) if data else None
+    finally:
+        c.close()
+
+
+@case
+def session_execs(env):
+    """airlock serve (on a socket of the test's own): POST /v1/sandboxes
+    with backend microvm boots one guest, then execs in it: the first writes
+    /work/note and prints the guest's kernel, the second (with stdin and an
+    env variable of its own) reads the note back in the same guest, a
+    missing command ends exec-failed, two at once both end; DELETE leaves
+    no QEMU process and no initramfs file."""
+    need(env)
+    with TempDir(mode=0o755) as d:
+        sock = os.path.join(d, "sock")
+        p = start([env.airlock, "serve", "--socket", sock])
+        try:
+            expect(wait_for(lambda: os.path.exists(sock), 10), "serve did not start")
+            st, sb = api(sock, "POST", "/v1/sandboxes", {"backend": {"name": "microvm"}})
+            expect(st == 201, "create: %s %s" % (st, sb))
+            base = "/v1/sandboxes/%s" % sb["id"]
+            st, a = api(sock, "POST", base + "/exec", {
+                "argv": ["/bin/sh", "-c", "echo kept > /work/note; uname -r; id -u"],
+                "wait": True})
+            expect(st == 200 and a["reason"] == "exited" and a["exit_code"] == 0,
+                   "first exec: %s %s" % (st, a))
+            kernel, uid = a["stdout"].split()
+            expect(kernel != os.uname().release and uid == "1000",
+                   "not the guest's kernel or user: %r" % a["stdout"])
+            st, b = api(sock, "POST", base + "/exec", {
+                "argv": ["/bin/sh", "-c", "cat /work/note; cat; echo $MINE; exit 3"],
+                "stdin": "from stdin\n", "env": {"MINE": "mine"}, "wait": True})
+            expect(st == 200 and b["exit_code"] == 3 and
+                   b["stdout"] == "kept\nfrom stdin\nmine\n",
+                   "second exec: %s %s" % (st, b))
+            st, c = api(sock, "POST", base + "/exec", {"argv": ["/no/such"], "wait": True})
+            expect(st == 200 and c["reason"] == "exec-failed", "missing: %s %s" % (st, c))
+            ids = []
+            for i in range(2):
+                st, x = api(sock, "POST", base + "/exec", {
+                    "argv": ["/bin/sh", "-c", "sleep 1; echo %d" % i], "background": True})
+                expect(st == 201, "background exec: %s %s" % (st, x))
+                ids.append(x["exec_id"])
+            def ended():
+                execs = api(sock, "GET", base + "/execs")[1]["execs"]
+                res = {x["exec_id"]: x.get("result") or {} for x in execs}
+                return all(res.get(i, {}).get("reason") == "exited" for i in ids)
+            expect(wait_for(ended, 60, step=0.5), "the background execs did not both end: %s"
+                   % api(sock, "GET", base + "/execs")[1])
+            st, _ = api(sock, "DELETE", base)
+            expect(st == 200, "delete: %s" % st)
+        finally:
+            kill_pid(p.pid, signal.SIGTERM)
+            p.wait(30)
+    expect(wait_for(lambda: not qemu_procs(), 10), "QEMU left: %s" % qemu_procs())
     expect(not initrds(), "initramfs files left: %s" % initrds())
 
 

@@ -16,16 +16,23 @@ test's), and a guest path with ".." refused, as are a file below a link
 the guest made, a file over its link and a directory over its file;
 stream ids and credits confused and EXIT forged (before EXEC_STARTED,
 twice) end the run with their protocol error, OPENs outside the allowed
-set refused; a bad CONFIG_JSON refused
+set refused; a session's execs on the VMM's socket (several at once,
+stdin, signals, a hang-up that kills, the 16-exec bound, bad requests
+refused without harm to the session); a bad CONFIG_JSON refused
 with exit 125 naming the field. TAP."""
+import array
 import atexit
+import errno
 import json
 import shutil
 import os
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -325,13 +332,202 @@ def copy_out_caps():
     assert b"protocol: more bytes than the 5 asked for" in p.stderr, p.stderr
 
 
+REQ_EXEC, REQ_SIGNAL = 1, 2
+ANS_STARTED, ANS_FAILED, ANS_ENDED = 1, 2, 3
+
+
+def exec_payload(argv, env=(), cwd="/work"):
+    strs = [cwd] + list(argv) + list(env)
+    return struct.pack("<II", len(argv), len(env)) + b"".join(x.encode() + b"\0" for x in strs)
+
+
+class Client:
+    """One exec of a session's VMM: a connection to its socket, the request
+    with three pipes' ends (or what a case passes instead), and threads
+    that read the exec's stdout and stderr whole."""
+
+    def __init__(self, path, argv, env=(), stdin=b"", nfds=3, header=None):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.settimeout(20)
+        self.s.connect(path)
+        pipes = [os.pipe() for _ in range(3)]
+        payload = exec_payload(argv, env)
+        hdr = header or struct.pack("<BBHI", REQ_EXEC, 0, 0, len(payload))
+        far = [pipes[0][0], pipes[1][1], pipes[2][1]][:nfds]
+        self.s.sendmsg([hdr + payload], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                          array.array("i", far))])
+        for fd in (pipes[0][0], pipes[1][1], pipes[2][1]):
+            os.close(fd)
+        self.got = [b"", b""]
+        self.readers = [threading.Thread(target=self._read, args=(i, pipes[1 + i][0]))
+                        for i in range(2)]
+        for t in self.readers:
+            t.start()
+        self.stdin = pipes[0][1]
+        self.writer = threading.Thread(target=self._write, args=(stdin,))
+        self.writer.start()
+
+    def _read(self, i, fd):
+        with os.fdopen(fd, "rb") as f:
+            self.got[i] = f.read()
+
+    def _write(self, data):
+        try:
+            with os.fdopen(self.stdin, "wb") as f:
+                f.write(data)
+        except BrokenPipeError:
+            pass
+
+    def answer(self):
+        """(type, payload), or None when the VMM closed the connection."""
+        b = b""
+        while len(b) < 8:
+            c = self.s.recv(8 - len(b))
+            if not c:
+                return None
+            b += c
+        t, _, _, n = struct.unpack("<BBHI", b)
+        p = b""
+        while len(p) < n:
+            c = self.s.recv(n - len(p))
+            assert c, "the answer cut short"
+            p += c
+        return t, p
+
+    def started(self):
+        a = self.answer()
+        assert a and a[0] == ANS_STARTED and len(a[1]) == 4, a
+        return struct.unpack("<I", a[1])[0]
+
+    def failed(self):
+        a = self.answer()
+        assert a and a[0] == ANS_FAILED and len(a[1]) == 4, a
+        assert self.answer() is None, "the connection stays open after FAILED"
+        return struct.unpack("<I", a[1])[0]
+
+    def ended(self):
+        """The wait status, once the output is whole (it came before)."""
+        a = self.answer()
+        assert a and a[0] == ANS_ENDED and len(a[1]) == 32, a
+        assert self.answer() is None, "the connection stays open after ENDED"
+        for t in self.readers:
+            t.join(20)
+        return struct.unpack("<iB3xQQQ", a[1])
+
+    def signal(self, sig):
+        self.s.sendall(struct.pack("<BBHII", REQ_SIGNAL, 0, 0, 4, sig))
+
+    def close(self):
+        self.s.close()
+        for t in self.readers + [self.writer]:
+            t.join(20)
+
+
+def session_vmm():
+    """A session's VMM in a mount namespace of the test's own (its socket
+    goes to /tmp there, a tmpfs), and its socket's path from here."""
+    airlock, guest = copies()
+    c = json.loads(config("session", guest=guest))
+    del c["exec"]
+    c["session"] = True
+    cmd = in_namespace("-m", setup="mount -t tmpfs tmpfs /tmp")
+    p = subprocess.Popen(cmd + [airlock, "__vmm", json.dumps(c)], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    path = "/proc/%d/root/tmp/.airlock-vmm.sock" % p.pid
+    deadline = time.monotonic() + 20
+    while not os.path.exists(path):
+        assert p.poll() is None and time.monotonic() < deadline, p.stderr.read()
+        time.sleep(0.01)
+    return p, path
+
+
+@case
+def session_execs():
+    """A session ("session": true): execs on the VMM's socket, one
+    connection each. An exec asked for during the boot runs once the guest
+    is up (id 2, its argv, cwd, env, stdout and stderr through the passed
+    fds, ENDED after them); two at once, one with 300 KiB of stdin (past
+    one window) sent back whole while the other is signalled (SIGTERM,
+    ended by it); a missing command FAILED ENOENT; a hang-up kills its
+    exec (SIGNAL 9); 16 execs at once and the 17th FAILED EAGAIN, the
+    slots free again once their clients went; a request with two fds, a
+    bad header or signal 0 FAILED EINVAL, the session unharmed; SIGTERM
+    ends the VMM by SIGTERM."""
+    p, path = session_vmm()
+    try:
+        a = Client(path, ["echo", "a b"], env=["K=V"])  # while the guest boots
+        assert a.started() == 102
+        assert a.ended()[0] == 0
+        assert a.got == [b"id=2 argv=echo,a b cwd=/work\n", b"env=K=V\n"], a.got
+
+        data = bytes(range(256)) * 1200
+        cat = Client(path, ["cat"], stdin=data)
+        sleep = Client(path, ["sleep"])
+        cat.started(), sleep.started()
+        sleep.signal(15)
+        st = sleep.ended()
+        assert st[0] == 15, st
+        assert cat.ended()[0] == 0
+        assert cat.got[0] == data, len(cat.got[0])
+
+        assert Client(path, ["missing"]).failed() == errno.ENOENT
+
+        gone = Client(path, ["sleep"])
+        gone_pid = gone.started()
+        gone.close()
+
+        many = [Client(path, ["sleep"]) for _ in range(16)]
+        for m in many:
+            m.started()
+        assert Client(path, ["echo"]).failed() == errno.EAGAIN
+        for m in many:
+            m.close()
+        deadline = time.monotonic() + 20
+        while True:  # the slots come free as the guest reports each end
+            e = Client(path, ["events"])
+            a = e.answer()
+            if a[0] == ANS_STARTED:
+                break
+            assert a == (ANS_FAILED, struct.pack("<I", errno.EAGAIN)), a
+            assert time.monotonic() < deadline, "the slots never came free"
+            e.close()
+            time.sleep(0.05)
+        assert e.ended()[0] == 0
+        events = e.got[0].decode()
+        assert "%d:9" % (gone_pid - 100) in events.split("seen=")[0].split(), events
+        seen = events.split("seen=")[1].split(",")
+        assert len(seen) == len(set(seen)), events
+
+        assert Client(path, ["echo"], nfds=2).failed() == errno.EINVAL
+        assert Client(path, ["echo"], header=struct.pack("<BBHI", REQ_EXEC, 1, 0, 20)
+                      ).failed() == errno.EINVAL
+        bad = Client(path, ["sleep"])
+        bad.started()
+        bad.signal(0)
+        assert bad.failed() == errno.EINVAL
+        ok = Client(path, ["echo"])
+        ok.started()
+        assert ok.ended()[0] == 0 and ok.got[0].startswith(b"id="), ok.got
+    finally:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+        rc = p.wait(20)
+        err = p.stderr.read().decode(errors="replace")
+    assert rc == -signal.SIGTERM, (rc, err)
+    assert "airlock: microvm" not in err, err
+
+
 @case
 def bad_config():
     """A missing or wrong field: exit 125 and a line naming it."""
     for mangle, what in ((lambda c: c.pop("silence_ms"), "silence_ms"),
                          (lambda c: c["exec"].update(argv=[]), "exec.argv"),
                          (lambda c: c.update(copy_out=7), "copy_out"),
-                         (lambda c: c.update(extra=1), "extra: unknown field")):
+                         (lambda c: c.update(extra=1), "extra: unknown field"),
+                         (lambda c: c.update(session=True), "exec: not with"),
+                         (lambda c: (c.pop("exec"), c.update(session=True,
+                                                             copy_out={"bytes": 1, "files": 1})),
+                          "copy_out: must be null with")):
         c = json.loads(config("ok"))
         mangle(c)
         p = subprocess.run([AIRLOCK, "__vmm", json.dumps(c)], capture_output=True, timeout=10)

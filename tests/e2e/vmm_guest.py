@@ -380,4 +380,82 @@ def mode_hostile():
     time.sleep(5)
 
 
+
+def mode_session():
+    """A session's guest: HELLO after half a second (requests made during
+    the boot wait for it), then several EXECs served at once, each by its
+    argv[0]: "echo" prints its id, argv, cwd and env; "cat" sends its stdin
+    back on STDOUT (within the windows both ways) until stdin ends;
+    "sleep" waits for a SIGNAL and dies by it; "missing" fails with ENOENT;
+    "big N" writes N bytes within the windows; "events" prints the SIGNALs
+    every exec got ("id:sig ...") and the ids seen. The VMM's EXITs come
+    with oom 0 and fixed CPU figures."""
+    time.sleep(0.5)
+    send(HELLO, 0, struct.pack("<I", 1) + b"6.1.0-fake")
+    execs = {}  # id -> {"argv", "credit", "pending", "eof", "mode"}
+    signals, seen = [], []
+
+    def flush(ident):
+        x = execs[ident]
+        while x["pending"] and x["credit"]:
+            n = min(len(x["pending"]), x["credit"], 65536)
+            send(STDOUT, ident, x["pending"][:n])
+            x["pending"] = x["pending"][n:]
+            x["credit"] -= n
+        if not x["pending"] and x["done"] is not None:
+            send(EXIT, ident, exit_msg(x["done"]))
+            del execs[ident]
+
+    while True:
+        t, flags, ident, p = recv_not_ping()
+        if t == EXEC:
+            argc, envc = struct.unpack("<II", p[:8])
+            strs = [x.decode() for x in p[8:].split(b"\0")[:-1]]
+            cwd, argv, env = strs[0], strs[1:1 + argc], strs[1 + argc:]
+            seen.append(ident)
+            if argv[0] == "missing":
+                send(EXEC_FAILED, ident, struct.pack("<I", 2) + b"no such file")
+                continue
+            send(EXEC_STARTED, ident, struct.pack("<I", 100 + ident))
+            x = execs[ident] = {"argv": argv, "credit": WINDOW_BYTES, "pending": b"",
+                                "done": None}
+            if argv[0] == "echo":
+                x["pending"] = ("id=%d argv=%s cwd=%s\n" % (ident, ",".join(argv), cwd)).encode()
+                send(STDERR, ident, ("env=%s\n" % ",".join(env)).encode())
+                x["done"] = 0
+            elif argv[0] == "big":
+                x["pending"] = b"b" * int(argv[1])
+                x["done"] = 0
+            elif argv[0] == "events":
+                x["pending"] = ("signals=%s seen=%s\n" % (
+                    " ".join("%d:%d" % s for s in signals),
+                    ",".join(str(i) for i in seen))).encode()
+                x["done"] = 0
+            flush(ident)
+        elif t == STDIN:
+            x = execs.get(ident)
+            if x is None:
+                continue
+            if not p:
+                if x["argv"][0] == "cat":
+                    x["done"] = 0
+            else:
+                x["pending"] += p
+                send(WINDOW, ident, struct.pack("<I", len(p)), flags=1)
+            flush(ident)
+        elif t == WINDOW and flags == 2 and ident in execs:
+            execs[ident]["credit"] += struct.unpack("<I", p)[0]
+            flush(ident)
+        elif t == SIGNAL:
+            sig = struct.unpack("<I", p)[0]
+            signals.append((ident, sig))
+            x = execs.get(ident)
+            if x is not None and x["done"] is None:
+                x["pending"] = b""
+                x["done"] = sig
+                flush(ident)
+        elif t == POWEROFF:
+            sys.exit(0)
+
+
 globals()["mode_" + MODE.replace("-", "_")]()

@@ -31,9 +31,12 @@ static void check(const struct vmm *v)
 	if (v->in_len > VMM_IN_CAP || v->out.len > VMM_OUT_CAP ||
 	    v->out.off + v->out.len > v->out.cap)
 		__builtin_trap();
-	for (int i = 0; i < 2; i++)
-		if (v->stdio[i].len > AL_GUEST_WINDOW || v->stdio[i].cap != AL_GUEST_WINDOW)
-			__builtin_trap();
+	for (size_t k = 0; k < AL_GUEST_MAX_EXECS; k++)
+		for (int i = 0; v->execs[k] && i < 2; i++)
+			if (v->execs[k]->stdio[i].len > AL_GUEST_WINDOW ||
+			    v->execs[k]->stdio[i].cap != AL_GUEST_WINDOW ||
+			    v->execs[k]->stdin_credit > AL_GUEST_WINDOW)
+				__builtin_trap();
 	for (size_t i = 0; i < AL_GUEST_MAX_STREAMS; i++) {
 		if (!v->streams[i])
 			continue;
@@ -42,7 +45,7 @@ static void check(const struct vmm *v)
 		    v->streams[i]->credit > AL_GUEST_WINDOW)
 			__builtin_trap();
 	}
-	if (streams > AL_GUEST_MAX_STREAMS || v->stdin_credit > AL_GUEST_WINDOW)
+	if (streams > AL_GUEST_MAX_STREAMS)
 		__builtin_trap();
 }
 

@@ -522,16 +522,24 @@ char *al_vm_vmm_config(const struct vm_run *w)
 		json_array_append_new(argv, json_string(p->argv[i]));
 	for (size_t i = 0; p->envp && p->envp[i]; i++)
 		json_array_append_new(env, json_string(p->envp[i]));
-	json_t *o =
-	    json_pack("{s:o, s:I, s:I, s:{s:o, s:o, s:s}, s:b, s:b}", "qemu", q, "boot_timeout_ms",
-		      (json_int_t)(kvm ? BOOT_KVM_MS : BOOT_TCG_MS), "silence_ms",
-		      (json_int_t)(kvm ? SILENCE_KVM_MS : SILENCE_TCG_MS), "exec", "argv", argv,
-		      "env", env, "cwd", p->workdir ? p->workdir : "/work", "network", p->gateway,
-		      "copy_in", p->n_copy_in > 0);
+	json_t *o = json_pack("{s:o, s:I, s:I, s:b, s:b}", "qemu", q, "boot_timeout_ms",
+			      (json_int_t)(kvm ? BOOT_KVM_MS : BOOT_TCG_MS), "silence_ms",
+			      (json_int_t)(kvm ? SILENCE_KVM_MS : SILENCE_TCG_MS), "network",
+			      p->gateway, "copy_in", p->n_copy_in > 0);
+	/* A session's VMM serves execs on its socket (vm-exec.c). */
+	if (w->session) {
+		json_object_set_new(o, "session", json_true());
+		json_decref(argv);
+		json_decref(env);
+	} else {
+		json_object_set_new(o, "exec",
+				    json_pack("{s:o, s:o, s:s}", "argv", argv, "env", env, "cwd",
+					      p->workdir ? p->workdir : "/work"));
+	}
 	/* $AIRLOCK_PHASES: the VMM prints the guest's boot and exec times. */
 	if (getenv("AIRLOCK_PHASES"))
 		json_object_set_new(o, "phases", json_true());
-	if (p->n_copy_out)
+	if (p->n_copy_out && !w->session)
 		json_object_set_new(o, "copy_out",
 				    json_pack("{s:I, s:I}", "bytes", (json_int_t)p->copy_out_bytes,
 					      "files", (json_int_t)p->copy_out_files));

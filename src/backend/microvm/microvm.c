@@ -149,7 +149,7 @@ static int refuse(const struct vm_run *w, const struct al_plan *p, struct al_err
 }
 
 static int derive(const struct al_vm_kind *kind, const struct al_plan *p, bool for_run,
-		  struct vm_run **out, struct al_error *err)
+		  bool session, struct vm_run **out, struct al_error *err)
 {
 	struct vm_run *w = xcalloc(1, sizeof(*w));
 	char self[PATH_MAX];
@@ -158,6 +158,7 @@ static int derive(const struct al_vm_kind *kind, const struct al_plan *p, bool f
 
 	w->kind = kind;
 	w->scratch = -1;
+	w->session = session;
 	w->orig = p;
 	w->plan = *p;
 	w->plan.argv = NULL;
@@ -166,7 +167,9 @@ static int derive(const struct al_vm_kind *kind, const struct al_plan *p, bool f
 	memcpy(w->plan.fs, p->fs, p->n_fs * sizeof(*p->fs));
 	if ((r = refuse(w, p, err)) < 0)
 		goto fail;
-	if (!p->argv || !p->argv[0]) {
+	/* A session's plan has no command; a probe does not know whether
+	 * the plan is a session's, so only a run's is checked here. */
+	if (for_run && !session && (!p->argv || !p->argv[0])) {
 		r = al_error_set(err, EINVAL, "backend %s: no command given", kind->name);
 		goto fail;
 	}
@@ -240,7 +243,7 @@ static int vm_probe_kind(const struct al_vm_kind *kind, const struct al_plan *p,
 	struct vm_run *w = NULL;
 	int r;
 
-	if ((r = derive(kind, p, false, &w, err)) < 0)
+	if ((r = derive(kind, p, false, false, &w, err)) < 0)
 		return r;
 	r = al_backend_native.probe(&w->plan, err);
 	al_vm_run_free(w);
@@ -253,7 +256,7 @@ static int vm_describe_kind(const struct al_vm_kind *kind, const struct al_plan 
 	struct vm_run *w = NULL;
 	int r;
 
-	if ((r = derive(kind, p, false, &w, err)) < 0)
+	if ((r = derive(kind, p, false, false, &w, err)) < 0)
 		return r;
 	const struct al_vm_host *h = w->host;
 	if (f) {
@@ -288,6 +291,11 @@ static void ev_scratch(void *d, int fd)
 	struct vm_run *w = d;
 	if (w->scratch < 0)
 		w->scratch = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	/* A session's files are the guest's, which the VMM's scratch does
+	 * not hold: the run gets no scratch, so its file API refuses (403)
+	 * rather than act on the VMM's /work and /tmp (its socket there). */
+	if (w->session)
+		return;
 	if (w->orig_events->scratch)
 		w->orig_events->scratch(w->orig_events->data, fd);
 }
@@ -357,13 +365,15 @@ static int vm_prepare_kind(const struct al_vm_kind *kind, struct al_sandbox *sb,
 	struct vm_run *w = NULL;
 	int r;
 
-	if (sb->session)
-		return al_error_set(err, EOPNOTSUPP,
-				    "backend %s runs one command per guest so far: it has no "
-				    "sessions yet",
-				    kind->name);
-	if ((r = derive(kind, sb->plan, true, &w, err)) < 0)
+	/* A session is a native run of one command, the VMM, which serves
+	 * the session's execs (vm-exec.c): the native layer is told of no
+	 * session. */
+	bool session = sb->session;
+	if ((r = derive(kind, sb->plan, true, session, &w, err)) < 0)
 		return r;
+	w->loop = sb->loop;
+	w->exec_events = sb->exec_events;
+	sb->session = false;
 	w->orig_events = sb->events;
 	al_sandbox_events_relay(&w->events, w);
 	w->events.scratch = ev_scratch;
@@ -377,6 +387,7 @@ static int vm_prepare_kind(const struct al_vm_kind *kind, struct al_sandbox *sb,
 	} else {
 		sb->plan = w->orig;
 		sb->events = w->orig_events;
+		sb->session = session;
 		al_vm_run_free(w);
 	}
 	return r;
@@ -391,6 +402,8 @@ static void vm_destroy(struct al_sandbox *sb)
 {
 	struct vm_run *w = sb->state ? sb->state->outer : NULL;
 
+	if (w)
+		al_vm_execs_end(w);
 	al_backend_native.destroy(sb);
 	if (w) {
 		sb->plan = w->orig;
@@ -449,9 +462,11 @@ KIND_OPS(vm, 1)
 	.limits = "memory and pids: a cgroup in the guest (the guest's RAM above it); the VMM "    \
 		  "in the run's cgroup; CPU time and budget: the VMM's (the emulator's under "     \
 		  "TCG)",                                                                          \
-	.exec = "no: one command per guest so far",                                                \
-	.features = AL_BACKEND_NETWORK | AL_BACKEND_HIDES_PIDS | AL_BACKEND_PRIVATE_TMP |          \
-		    AL_BACKEND_PRIVATE_LOOPBACK | AL_BACKEND_MOUNTS_ELSEWHERE
+	.exec = "yes: the VMM serves each exec over its socket to the guest agent, at most 16 at " \
+		"once; no terminal, no memory limit of an exec's own",                             \
+	.features = AL_BACKEND_EXEC | AL_BACKEND_NETWORK | AL_BACKEND_HIDES_PIDS |                 \
+		    AL_BACKEND_PRIVATE_TMP | AL_BACKEND_PRIVATE_LOOPBACK |                         \
+		    AL_BACKEND_MOUNTS_ELSEWHERE
 
 static const struct al_backend_facts microvm_facts = {
     .summary = "a guest kernel of its own (Debian's cloud kernel) on QEMU's microvm machine "
@@ -477,7 +492,7 @@ static const struct al_backend_facts vm_facts = {
 		.platform = id##_platform, .probe = id##_probe, .describe = id##_describe,         \
 		.prepare = id##_prepare, .start = vm_start, .release = al_monitor_release,         \
 		.stop = al_monitor_stop, .kill = al_monitor_kill, .finish = al_monitor_finish,     \
-		.destroy = vm_destroy,                                                             \
+		.destroy = vm_destroy, .exec = al_vm_exec, .exec_signal = al_vm_exec_signal,       \
 	}
 
 const struct al_backend_ops al_backend_microvm = OPS(microvm);

@@ -51,6 +51,11 @@ struct vm_run {
 	int scratch;  /* the scratch's root (a dup), for the VMM's report; -1 */
 	char **envp;
 	struct al_sandbox_events events; /* forwards to orig_events */
+	/* A session: the VMM serves execs on its socket (vm-exec.c). */
+	bool session;
+	struct al_loop *loop;			  /* the run's */
+	const struct al_exec_events *exec_events; /* the run's */
+	struct vm_exec *execs;			  /* those not ended yet */
 };
 
 const struct al_vm_kind *al_vm_kind(const char *name);
@@ -76,3 +81,11 @@ int al_vm_guest_initrd(struct vm_run *w, struct al_error *err);
 void al_vm_guest_unlink(struct vm_run *w);
 /* The VMM's CONFIG_JSON (vmm.h) for w, malloc'd. */
 char *al_vm_vmm_config(const struct vm_run *w);
+
+/* vm-exec.c: a session's execs, each a connection to the VMM's socket
+ * (vmm.h) reached through the scratch's root; the answers read from the
+ * run's loop and reported through exec_events. */
+int al_vm_exec(struct al_sandbox *sb, const struct al_sandbox_exec *x, struct al_error *err);
+int al_vm_exec_signal(struct al_sandbox *sb, uint32_t id, int sig);
+/* Every exec still open ends as killed (the VMM is gone or going). */
+void al_vm_execs_end(struct vm_run *w);

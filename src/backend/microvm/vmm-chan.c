@@ -52,13 +52,14 @@ void vmm_init(struct vmm *v, const struct vmm_config *cfg, int chan, bool dry)
 	v->fd_out[1] = 2;
 	v->fd_in = 0;
 	v->work_fd = -1;
+	v->listen_fd = -1;
+	v->next_id = VMM_EXEC_ID; /* a session's execs from 2 */
 	v->phase = VMM_BOOT;
 	vmm_queue_init(&v->out, VMM_OUT_CAP);
-	for (int i = 0; i < 2; i++)
-		vmm_queue_init(&v->stdio[i], AL_GUEST_WINDOW);
-	v->stdin_credit = AL_GUEST_WINDOW;
 	for (size_t i = 0; i < AL_GUEST_MAX_DGRAMS; i++)
 		v->dgrams[i].fd = -1;
+	for (size_t i = 0; i < AL_GUEST_MAX_EXECS; i++)
+		v->draining[i] = -1;
 	v->walk.reg = -1;
 	v->get.fd = v->get.dir = -1;
 }
@@ -74,8 +75,12 @@ void vmm_free(struct vmm *v)
 	vmm_walk_free(v);
 	vmm_file_abort(v);
 	vmm_queue_free(&v->out);
-	for (int i = 0; i < 2; i++)
-		vmm_queue_free(&v->stdio[i]);
+	for (size_t i = 0; i < AL_GUEST_MAX_EXECS; i++) {
+		if (v->execs[i])
+			vmm_exec_free(v, i);
+		if (v->draining[i] >= 0)
+			close(v->draining[i]);
+	}
 }
 
 static __attribute__((format(printf, 3, 0))) int vfail(struct vmm *v, const char *prefix,
@@ -329,16 +334,23 @@ int vmm_send_exec(struct vmm *v)
 		n = strlen(*s) + 1, memcpy(buf + off, *s, n), off += n;
 	for (char **s = c->env; s && *s; s++)
 		n = strlen(*s) + 1, memcpy(buf + off, *s, n), off += n;
+	struct vmm_exec *x = vmm_exec_add(v, VMM_EXEC_ID, v->fd_in, v->fd_out[0], v->fd_out[1]);
+	x->sent = true;
 	v->phase = VMM_RUN;
 	return vmm_send(v, AL_G_EXEC, 0, VMM_EXEC_ID, buf, (uint32_t)off);
 }
 
-/* After HELLO, or once the copy-in tree is sent. */
-static int next_phase(struct vmm *v)
+/* After HELLO, or once the copy-in tree is sent: the configured exec, or
+ * a session's clients served (vmm_sess_pump sends their EXECs). */
+int vmm_ready(struct vmm *v)
 {
 	if (v->phase == VMM_BOOT && v->cfg->copy_in) {
 		v->phase = VMM_FILES_IN;
 		return 0; /* vmm_pump walks the tree */
+	}
+	if (v->cfg->session) {
+		v->phase = VMM_SERVE;
+		return 0;
 	}
 	return vmm_send_exec(v);
 }
@@ -356,18 +368,22 @@ static int on_hello(struct vmm *v, const uint8_t *p, uint32_t len)
 	v->pings = 0;
 	v->next_ping_ms = v->now_ms + 1000;
 	v->t_hello = vmm_now_us();
-	return next_phase(v);
+	return vmm_ready(v);
 }
 
 static int on_output(struct vmm *v, const struct al_guest_hdr *h, const uint8_t *p)
 {
-	struct vmm_queue *q = &v->stdio[h->type == AL_G_STDERR];
-	if (h->id != VMM_EXEC_ID || !v->started || v->exited)
+	struct vmm_exec *x = vmm_exec_find(v, h->id, NULL);
+	if (!x || !x->started || x->exited)
 		return vmm_proto(v, "%s for exec %u, which is not running",
 				 h->type == AL_G_STDERR ? "STDERR" : "STDOUT", h->id);
+	int i = h->type == AL_G_STDERR;
+	struct vmm_queue *q = &x->stdio[i];
 	if (q->len + h->len > AL_GUEST_WINDOW)
 		return vmm_proto(v, "%s past its window",
 				 h->type == AL_G_STDERR ? "STDERR" : "STDOUT");
+	if (x->fd_out[i] < 0) /* its client went: dropped, acknowledged */
+		return h->len ? send_u32(v, AL_G_WINDOW, (uint8_t)(2 + i), h->id, h->len) : 0;
 	if (h->len) {
 		memcpy(vmm_queue_room(q, h->len), p, h->len);
 		q->len += h->len;
@@ -375,11 +391,19 @@ static int on_output(struct vmm *v, const struct al_guest_hdr *h, const uint8_t 
 	return 0;
 }
 
-/* The exec is over: the guest's /work back (--copy-out), or power off. */
-static int exec_ended(struct vmm *v)
+/* The exec is over: a session's is answered once its output is out
+ * (vmm_sess_pump); after the configured one, the guest's /work back
+ * (--copy-out), or power off. */
+static int exec_ended(struct vmm *v, struct vmm_exec *x, size_t slot)
 {
-	v->exited = true;
-	v->stdin_open = false;
+	x->exited = true;
+	x->stdin_open = false;
+	if (v->cfg->session) {
+		if (x->gone)
+			vmm_exec_free(v, slot);
+		return 0;
+	}
+	v->exit = x->exit;
 	if (v->cfg->copy_out) {
 		if (vmm_work_clear(v) < 0)
 			return -1;
@@ -395,16 +419,18 @@ static int exec_ended(struct vmm *v)
 
 static int on_exit_msg(struct vmm *v, uint32_t id, const uint8_t *p, uint32_t len)
 {
-	if (id != VMM_EXEC_ID || !v->started || v->exited)
+	size_t slot;
+	struct vmm_exec *x = vmm_exec_find(v, id, &slot);
+	if (!x || !x->started || x->exited)
 		return vmm_proto(v, "EXIT for exec %u, which is not running", id);
-	if (al_guest_exit_get(p, len, &v->exit) < 0)
+	if (al_guest_exit_get(p, len, &x->exit) < 0)
 		return vmm_proto(v, "EXIT with a bad payload");
-	int st = v->exit.status;
+	int st = x->exit.status;
 	bool code = (st & 0x7f) == 0 && (st & ~0xff00) == 0;
 	bool sig = (st & 0x7f) != 0 && (st & 0x7f) < 0x7f && (st & ~0xff) == 0;
 	if (!code && !sig)
 		return vmm_proto(v, "EXIT with wait status %#x", (unsigned)st);
-	return exec_ended(v);
+	return exec_ended(v, x, slot);
 }
 
 static int on_log(struct vmm *v, const uint8_t *p, uint32_t len)
@@ -431,8 +457,40 @@ static int on_log(struct vmm *v, const uint8_t *p, uint32_t len)
 	return 0;
 }
 
+static int on_started(struct vmm *v, const struct al_guest_hdr *h, const uint8_t *p)
+{
+	size_t slot;
+	struct vmm_exec *x = vmm_exec_find(v, h->id, &slot);
+	if (!x || !x->sent || x->started)
+		return vmm_proto(v, "EXEC_%s for exec %u, which was not asked for",
+				 h->type == AL_G_EXEC_FAILED ? "FAILED" : "STARTED", h->id);
+	if (h->len < 4 || (h->type == AL_G_EXEC_STARTED && h->len != 4))
+		return vmm_proto(v, "EXEC_STARTED or EXEC_FAILED with a bad payload");
+	uint32_t e = al_guest_get32(p);
+	if (h->type == AL_G_EXEC_FAILED && v->cfg->session) {
+		vmm_sess_failed(v, slot, e);
+		return 0;
+	}
+	x->started = true;
+	if (h->type == AL_G_EXEC_FAILED) {
+		/* The shell's convention: 127 not found, 126 not runnable. */
+		x->exit.status = (e == ENOENT ? 127 : 126) << 8;
+		if (!v->dry)
+			dprintf(2, "airlock: microvm: cannot run %s: %s\n", v->cfg->argv[0],
+				strerror((int)(e < 4096 ? e : EIO)));
+		return exec_ended(v, x, slot);
+	}
+	x->stdin_open = x->fd_in >= 0;
+	if (v->cfg->session)
+		vmm_sess_started(v, x, e);
+	else
+		v->t_started = vmm_now_us();
+	return 0;
+}
+
 static int handle(struct vmm *v, const struct al_guest_hdr *h, const uint8_t *p)
 {
+	struct vmm_exec *x;
 	v->last_rx_ms = v->now_ms;
 	if (h->type != AL_G_HELLO && v->phase == VMM_BOOT && h->type != AL_G_LOG)
 		return vmm_proto(v, "message type %u before HELLO", h->type);
@@ -447,25 +505,7 @@ static int handle(struct vmm *v, const struct al_guest_hdr *h, const uint8_t *p)
 		return 0;
 	case AL_G_EXEC_STARTED:
 	case AL_G_EXEC_FAILED:
-		if (h->id != VMM_EXEC_ID || v->phase != VMM_RUN || v->started)
-			return vmm_proto(v, "EXEC_%s for exec %u, which was not asked for",
-					 h->type == AL_G_EXEC_FAILED ? "FAILED" : "STARTED", h->id);
-		if (h->len < 4 || (h->type == AL_G_EXEC_STARTED && h->len != 4))
-			return vmm_proto(v, "EXEC_STARTED or EXEC_FAILED with a bad payload");
-		if (h->type == AL_G_EXEC_FAILED) {
-			uint32_t e = al_guest_get32(p);
-			/* The shell's convention: 127 not found, 126 not runnable. */
-			v->exit.status = (e == ENOENT ? 127 : 126) << 8;
-			if (!v->dry)
-				dprintf(2, "airlock: microvm: cannot run %s: %s\n", v->cfg->argv[0],
-					strerror((int)(e < 4096 ? e : EIO)));
-			v->started = true;
-			return exec_ended(v);
-		}
-		v->started = true;
-		v->t_started = vmm_now_us();
-		v->stdin_open = v->fd_in >= 0;
-		return 0;
+		return on_started(v, h, p);
 	case AL_G_STDOUT:
 	case AL_G_STDERR:
 		return on_output(v, h, p);
@@ -481,11 +521,12 @@ static int handle(struct vmm *v, const struct al_guest_hdr *h, const uint8_t *p)
 	case AL_G_WINDOW:
 		if (h->flags == 0)
 			return on_stream_msg(v, h, p);
-		if (h->flags != 1 || h->id != VMM_EXEC_ID || !v->started || h->len != 4)
+		x = vmm_exec_find(v, h->id, NULL);
+		if (h->flags != 1 || !x || !x->started || h->len != 4)
 			return vmm_proto(v, "WINDOW for no stdin");
-		if (al_guest_get32(p) > AL_GUEST_WINDOW - v->stdin_credit)
+		if (al_guest_get32(p) > AL_GUEST_WINDOW - x->stdin_credit)
 			return vmm_proto(v, "WINDOW of stdin acknowledges more than was sent");
-		v->stdin_credit += al_guest_get32(p);
+		x->stdin_credit += al_guest_get32(p);
 		return 0;
 	case AL_G_DGRAM:
 		return on_dgram(v, h->id, p, h->len);
@@ -500,7 +541,7 @@ static int handle(struct vmm *v, const struct al_guest_hdr *h, const uint8_t *p)
 			if (e)
 				return vmm_fail(v, "--copy-in: the guest could not write /work: %s",
 						strerror(e < 4096 ? (int)e : EIO));
-			return vmm_send_exec(v);
+			return vmm_ready(v);
 		}
 		if (v->phase != VMM_FILES_OUT)
 			return vmm_proto(v, "a file (message type %u) nobody asked for", h->type);

@@ -1,6 +1,7 @@
 /* The VMM's state (vmm.c: QEMU and the poll loop; vmm-chan.c: the
  * channel's decoder and each message's handling; vmm-files.c: the
- * --copy-in walker and the --copy-out writer), shared by those files and
+ * --copy-in walker and the --copy-out writer; vmm-sess.c: a session's
+ * socket and its clients' execs), shared by those files and
  * the fuzz target (tests/fuzz/fuzz_guest_channel.c), which drives the
  * handling with no QEMU, no sockets and no files (`dry`).
  *
@@ -12,13 +13,20 @@
  *   holds less than VMM_OUT_SOFT, and the channel is read only while it
  *   holds less than VMM_OUT_HARD, each frame adding at most one small
  *   reply;
- * - the guest's stdout and stderr on their way to fds 1 and 2: one window
- *   each (256 KiB), since the guest may not send more than we acknowledged;
+ * - each exec's stdout and stderr on their way to its fds (1 and 2, or a
+ *   session client's): one window each (256 KiB), since the guest may not
+ *   send more than we acknowledged, for at most AL_GUEST_MAX_EXECS (16)
+ *   execs: 8 MiB;
+ * - a session client's request being read: at most VMM_REQ_MAX (64 KiB +
+ *   8) each, for at most AL_GUEST_MAX_EXECS clients (one per exec slot;
+ *   a connection past them is answered FAILED EAGAIN, its request read
+ *   and dropped through a 4 KiB buffer for at most 2 s): 1 MiB;
  * - each connection's bytes on their way to its socket: one window
  *   (256 KiB), for at most AL_GUEST_MAX_STREAMS (64) connections: 16 MiB;
  * - a DNS exchange: a socket, no buffer (the answer goes to the queue);
  * - QEMU's stderr: its last 4 KiB.
- * In all under 19 MiB, whatever the guest does. */
+ * In all under 19 MiB for one exec, under 28 MiB for a session, whatever
+ * the guest and the session's clients do. */
 #pragma once
 
 #include <stdbool.h>
@@ -37,6 +45,9 @@
 #define VMM_DEPTH     64u  /* --copy-in's deepest directory */
 #define VMM_EXEC_ID   1u
 #define VMM_LOG_LINES 100u /* the guest's LOG lines passed to stderr in a run */
+/* A session client's request: the header, then a channel EXEC payload. */
+#define VMM_REQ_HEADER 8u
+#define VMM_REQ_MAX    (VMM_REQ_HEADER + AL_GUEST_MAX_PAYLOAD)
 
 /* A byte queue of fixed capacity: bytes at b[off .. off+len). */
 struct vmm_queue {
@@ -61,11 +72,35 @@ struct vmm_dgram {
 	uint64_t deadline;
 };
 
+/* One exec in the guest: the configured command (id VMM_EXEC_ID, our own
+ * stdio), or a session client's (vmm-sess.c). */
+struct vmm_exec {
+	uint32_t id;
+	int fd_in;     /* its stdin (-1: none, or ended) */
+	int fd_out[2]; /* where its stdout and stderr go (-1: dropped) */
+	int conn;      /* a session client's connection (-1: none, or gone) */
+	bool sent;     /* EXEC sent to the guest */
+	bool started, exited, stdin_open;
+	bool gone;	      /* the client went before the end: SIGNAL 9 sent (or due) */
+	bool owns;	      /* its fds are ours to close (a session client's) */
+	bool requested;	      /* the client's EXEC request is whole */
+	uint32_t pending_sig; /* a SIGNAL asked for before STARTED */
+	uint32_t stdin_credit;
+	struct vmm_queue stdio[2];
+	struct al_guest_exit exit;
+	/* The client's messages as they come (VMM_REQ_MAX bytes). */
+	uint8_t *req;
+	size_t req_len;
+	int req_fds[3];
+	int n_fds;
+};
+
 enum vmm_phase {
 	VMM_BOOT,      /* waiting for HELLO */
 	VMM_FILES_IN,  /* sending the copy-in tree */
 	VMM_FILES_ACK, /* the tree sent: waiting for the agent's FILES_DONE */
 	VMM_RUN,       /* EXEC sent, waiting for EXIT */
+	VMM_SERVE,     /* a session: serving its clients' execs until stopped */
 	VMM_FILES_OUT, /* FILES_GET sent, receiving the guest's /work */
 	VMM_POWEROFF,  /* POWEROFF sent, waiting for QEMU to end */
 };
@@ -75,6 +110,7 @@ struct vmm_config {
 	uint64_t boot_timeout_ms, silence_ms;
 	char **argv, **env;
 	char *cwd;
+	bool session; /* no exec: serve execs on AL_VMM_SOCK (vmm-sess.c) */
 	bool network, copy_in, copy_out;
 	bool phases; /* print the boot's and the exec's times at the end */
 	uint64_t out_bytes, out_files;
@@ -84,8 +120,8 @@ struct vmm {
 	const struct vmm_config *cfg;
 	bool dry;      /* fuzz: no connection, no file, no DNS socket */
 	int chan;      /* our end of the channel (QEMU's stdin and stdout) */
-	int fd_out[2]; /* where the guest's stdout and stderr go */
-	int fd_in;     /* the exec's stdin (-1: none) */
+	int fd_out[2]; /* where the configured exec's stdout and stderr go */
+	int fd_in;     /* its stdin (-1: none) */
 	int work_fd;   /* the VMM's /work (-1 in dry mode) */
 
 	enum vmm_phase phase;
@@ -102,11 +138,17 @@ struct vmm {
 	uint64_t pings; /* the last PING's token */
 	uint32_t logs;	/* LOG lines so far */
 
-	/* The exec. */
-	bool started, exited, stdin_open;
-	uint32_t stdin_credit;
-	struct vmm_queue stdio[2];
-	struct al_guest_exit exit;
+	/* The execs: the configured one, or a session's. */
+	struct vmm_exec *execs[AL_GUEST_MAX_EXECS];
+	uint32_t next_id; /* a session's last exec id */
+	int listen_fd;	  /* a session's socket (-1: none) */
+	/* Connections answered FAILED whose request is still read and
+	 * dropped (closing one with bytes unread would reset it, and the
+	 * client would lose the answer), each until the client's close or
+	 * its deadline (-1: a free place). */
+	int draining[AL_GUEST_MAX_EXECS];
+	uint64_t drain_end[AL_GUEST_MAX_EXECS];
+	struct al_guest_exit exit; /* the configured exec's end */
 
 	/* Connections and DNS exchanges. */
 	struct vmm_stream *streams[AL_GUEST_MAX_STREAMS];
@@ -159,8 +201,29 @@ int vmm_pump(struct vmm *v);
 void vmm_stream_free(struct vmm *v, size_t i, bool send_close);
 /* Queue the EXEC of the configured command. */
 int vmm_send_exec(struct vmm *v);
+/* The guest is up and has the copy-in tree: the exec, or serve. */
+int vmm_ready(struct vmm *v);
 /* CLOCK_MONOTONIC in µs. */
 uint64_t vmm_now_us(void);
+
+/* The exec of id, and its slot. */
+struct vmm_exec *vmm_exec_find(struct vmm *v, uint32_t id, size_t *slot);
+/* A new exec in a free slot (NULL: none free), its fds not owned. */
+struct vmm_exec *vmm_exec_add(struct vmm *v, uint32_t id, int fd_in, int out, int err);
+void vmm_exec_free(struct vmm *v, size_t slot);
+
+/* vmm-sess.c */
+/* Bind and listen at AL_VMM_SOCK (at a temporary name renamed into
+ * place, so that the path exists only once it takes connections): the
+ * fd, or -errno. */
+int vmm_sess_listen(void);
+/* Accept clients, read their requests and signals, send the EXECs whose
+ * request is whole once the guest is up, and answer ENDED once an exec's
+ * output is out. */
+void vmm_sess_pump(struct vmm *v);
+/* The guest's answers for a client's exec. */
+void vmm_sess_started(struct vmm *v, struct vmm_exec *x, uint32_t pid);
+void vmm_sess_failed(struct vmm *v, size_t slot, uint32_t err);
 
 /* vmm-files.c */
 /* Send more of the copy-in tree while the queue has room: 1 once

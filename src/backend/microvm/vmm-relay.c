@@ -42,21 +42,25 @@ static void credit(struct vmm *v, uint8_t flags, uint32_t id, uint32_t n)
 
 int vmm_flush(struct vmm *v)
 {
-	for (int i = 0; i < 2; i++) {
-		struct vmm_queue *q = &v->stdio[i];
-		if (q->len == 0)
-			continue;
-		size_t had = q->len;
-		long n = drain(v->fd_out[i], q);
-		if (n < 0) {
-			/* Nobody reads our stdout (or stderr) any more: the
-			 * bytes are dropped, as a pipe's writer would die, and
-			 * still acknowledged so that the guest is not stuck. */
-			q->len = q->off = 0;
-			n = (long)had;
+	for (size_t k = 0; k < AL_GUEST_MAX_EXECS; k++) {
+		struct vmm_exec *x = v->execs[k];
+		for (int i = 0; x && i < 2; i++) {
+			struct vmm_queue *q = &x->stdio[i];
+			if (q->len == 0)
+				continue;
+			size_t had = q->len;
+			long n = drain(x->fd_out[i], q);
+			if (n < 0) {
+				/* Nobody reads its stdout (or stderr) any more:
+				 * the bytes are dropped, as a pipe's writer
+				 * would die, and still acknowledged so that the
+				 * guest is not stuck. */
+				q->len = q->off = 0;
+				n = (long)had;
+			}
+			if (n > 0)
+				credit(v, (uint8_t)(2 + i), x->id, (uint32_t)n);
 		}
-		if (n > 0)
-			credit(v, (uint8_t)(2 + i), VMM_EXEC_ID, (uint32_t)n);
 	}
 	for (size_t i = 0; i < AL_GUEST_MAX_STREAMS; i++) {
 		struct vmm_stream *s = v->streams[i];
@@ -156,16 +160,19 @@ int vmm_pump(struct vmm *v)
 		if (r == 1)
 			v->phase = VMM_FILES_ACK;
 	}
-	if (v->phase == VMM_RUN && v->started && v->stdin_open && v->stdin_credit > 0 && room(v)) {
+	for (size_t k = 0; k < AL_GUEST_MAX_EXECS; k++) {
+		struct vmm_exec *x = v->execs[k];
+		if (!x || !x->started || !x->stdin_open || x->stdin_credit == 0 || !room(v))
+			continue;
 		size_t max =
-		    v->stdin_credit < AL_GUEST_MAX_PAYLOAD ? v->stdin_credit : AL_GUEST_MAX_PAYLOAD;
-		long n = take(v, v->fd_in, false, AL_G_STDIN, VMM_EXEC_ID, max);
+		    x->stdin_credit < AL_GUEST_MAX_PAYLOAD ? x->stdin_credit : AL_GUEST_MAX_PAYLOAD;
+		long n = take(v, x->fd_in, false, AL_G_STDIN, x->id, max);
 		if (n > 0) {
-			v->stdin_credit -= (uint32_t)n;
+			x->stdin_credit -= (uint32_t)n;
 		} else if (n != -EAGAIN) {
 			/* The end of stdin (or an error reading it): len 0. */
-			v->stdin_open = false;
-			vmm_send(v, AL_G_STDIN, 0, VMM_EXEC_ID, NULL, 0);
+			x->stdin_open = false;
+			vmm_send(v, AL_G_STDIN, 0, x->id, NULL, 0);
 		}
 	}
 	for (size_t i = 0; i < AL_GUEST_MAX_STREAMS; i++)

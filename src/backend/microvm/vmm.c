@@ -77,32 +77,13 @@ static bool boolean(json_t *o, const char *key)
 	return json_is_true(b);
 }
 
-static void parse_config(const char *text, struct vmm_config *c)
+/* "exec": the configured command, checked to fit one EXEC frame. */
+static void parse_exec(json_t *exec, struct vmm_config *c)
 {
-	json_error_t jerr;
-	json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root)
-		config_error("line %d column %d: %s", jerr.line, jerr.column, jerr.text);
-	if (!json_is_object(root))
-		config_error("expected an object");
-	static const char *const keys[] = {"qemu",    "boot_timeout_ms", "silence_ms", "exec",
-					   "network", "copy_in",	 "copy_out",   "phases"};
 	const char *key;
 	json_t *val;
-	json_object_foreach(root, key, val)
-	{
-		size_t k = 0;
-		while (k < sizeof(keys) / sizeof(keys[0]) && strcmp(keys[k], key) != 0)
-			k++;
-		if (k == sizeof(keys) / sizeof(keys[0]))
-			config_error("%s: unknown field", key);
-	}
-	c->qemu = strings(json_object_get(root, "qemu"), "qemu", true);
-	c->boot_timeout_ms = number(root, "boot_timeout_ms", "", 1, 3600000);
-	c->silence_ms = number(root, "silence_ms", "", 1000, 3600000);
-	json_t *exec = json_object_get(root, "exec");
 	if (!json_is_object(exec))
-		config_error("exec: expected an object");
+		config_error("exec: expected an object (or \"session\": true)");
 	json_object_foreach(exec, key, val) if (strcmp(key, "argv") && strcmp(key, "env") &&
 						strcmp(key, "cwd"))
 	    config_error("exec.%s: unknown field", key);
@@ -126,6 +107,39 @@ static void parse_config(const char *text, struct vmm_config *c)
 		config_error(
 		    "exec: %zu bytes in %zu strings, over the channel's %u bytes or %u strings",
 		    size, count, AL_GUEST_MAX_PAYLOAD, AL_GUEST_MAX_ARGS);
+}
+
+static void parse_config(const char *text, struct vmm_config *c)
+{
+	json_error_t jerr;
+	json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		config_error("line %d column %d: %s", jerr.line, jerr.column, jerr.text);
+	if (!json_is_object(root))
+		config_error("expected an object");
+	static const char *const keys[] = {"qemu",    "boot_timeout_ms", "silence_ms",
+					   "exec",    "session",	 "network",
+					   "copy_in", "copy_out",	 "phases"};
+	const char *key;
+	json_t *val;
+	json_object_foreach(root, key, val)
+	{
+		size_t k = 0;
+		while (k < sizeof(keys) / sizeof(keys[0]) && strcmp(keys[k], key) != 0)
+			k++;
+		if (k == sizeof(keys) / sizeof(keys[0]))
+			config_error("%s: unknown field", key);
+	}
+	c->qemu = strings(json_object_get(root, "qemu"), "qemu", true);
+	c->boot_timeout_ms = number(root, "boot_timeout_ms", "", 1, 3600000);
+	c->silence_ms = number(root, "silence_ms", "", 1000, 3600000);
+	c->session = json_object_get(root, "session") && boolean(root, "session");
+	json_t *exec = json_object_get(root, "exec");
+	if (c->session && exec)
+		config_error("exec: not with \"session\": true (a session's execs come on %s)",
+			     AL_VMM_SOCK);
+	if (!c->session)
+		parse_exec(exec, c);
 	c->network = boolean(root, "network");
 	c->copy_in = boolean(root, "copy_in");
 	c->phases = json_object_get(root, "phases") && boolean(root, "phases");
@@ -141,6 +155,9 @@ static void parse_config(const char *text, struct vmm_config *c)
 	} else if (!json_is_null(out)) {
 		config_error("copy_out: expected null or {\"bytes\": N, \"files\": N}");
 	}
+	if (c->session && c->copy_out)
+		config_error("copy_out: must be null with \"session\": true (a session's files "
+			     "come back through its file requests)");
 	json_decref(root);
 }
 
@@ -300,13 +317,14 @@ static __attribute__((noreturn)) void die_verdict(int sig)
  * not keep the failure from ending it). */
 static void drain_stdio(struct vmm *v, bool block)
 {
-	for (int i = 0; i < 2; i++) {
-		struct vmm_queue *q = &v->stdio[i];
+	struct vmm_exec *x = vmm_exec_find(v, VMM_EXEC_ID, NULL);
+	for (int i = 0; x && i < 2; i++) {
+		struct vmm_queue *q = &x->stdio[i];
 		while (q->len > 0) {
-			struct pollfd p = {.fd = v->fd_out[i], .events = POLLOUT};
+			struct pollfd p = {.fd = x->fd_out[i], .events = POLLOUT};
 			if (poll(&p, 1, block ? 1000 : 0) == 0 && !block)
 				break;
-			ssize_t n = write(v->fd_out[i], q->b + q->off, q->len);
+			ssize_t n = write(x->fd_out[i], q->b + q->off, q->len);
 			if (n < 0 && errno != EAGAIN && errno != EINTR)
 				break;
 			if (n > 0)
@@ -343,7 +361,7 @@ static void describe_exit(struct vmm *v, const struct qemu *q)
 /* --- The loop ---------------------------------------------------------- */
 
 struct loop {
-	struct pollfd p[8 + AL_GUEST_MAX_STREAMS + AL_GUEST_MAX_DGRAMS];
+	struct pollfd p[8 + AL_GUEST_MAX_STREAMS + AL_GUEST_MAX_DGRAMS + 5 * AL_GUEST_MAX_EXECS];
 	size_t n;
 };
 
@@ -362,11 +380,22 @@ static void watch(struct loop *l, struct vmm *v, bool chan_eof)
 	if (v->out.len < VMM_OUT_HARD && v->in_len < VMM_IN_CAP)
 		cev |= POLLIN;
 	add(l, v->chan, chan_eof ? 0 : cev);
-	for (int i = 0; i < 2; i++)
-		add(l, v->fd_out[i], v->stdio[i].len ? POLLOUT : 0);
-	add(l, v->fd_in,
-	    v->phase == VMM_RUN && v->started && v->stdin_open && v->stdin_credit && room ? POLLIN
-											  : 0);
+	/* Each exec's stdio, and a session client's connection (its
+	 * requests, signals and hang-up), read by vmm_sess_pump. */
+	add(l, v->listen_fd, v->listen_fd >= 0 ? POLLIN : 0);
+	for (size_t k = 0; k < AL_GUEST_MAX_EXECS; k++)
+		if (v->draining[k] >= 0)
+			add(l, v->draining[k], POLLIN);
+	for (size_t k = 0; k < AL_GUEST_MAX_EXECS; k++) {
+		struct vmm_exec *x = v->execs[k];
+		if (!x)
+			continue;
+		for (int i = 0; i < 2; i++)
+			add(l, x->fd_out[i], x->stdio[i].len ? POLLOUT : 0);
+		add(l, x->fd_in,
+		    x->started && x->stdin_open && x->stdin_credit && room ? POLLIN : 0);
+		add(l, x->conn, x->conn >= 0 && (!x->requested || x->sent) && room ? POLLIN : 0);
+	}
 	for (size_t i = 0; i < AL_GUEST_MAX_STREAMS; i++) {
 		struct vmm_stream *s = v->streams[i];
 		if (!s || s->fd < 0)
@@ -410,6 +439,13 @@ int al_vmm_main(int argc, char **argv)
 			strerror(errno));
 		return 125;
 	}
+	/* A session's socket before QEMU: a request may come during the boot
+	 * and waits for the guest. */
+	int listen_fd = -1;
+	if (cfg.session && (listen_fd = vmm_sess_listen()) < 0) {
+		fprintf(stderr, "airlock: microvm: %s: %s\n", AL_VMM_SOCK, strerror(-listen_fd));
+		return 125;
+	}
 	struct qemu q = {.err = -1};
 	uint64_t t_qemu = vmm_now_us();
 	start_qemu(&q, cfg.qemu, sv[1], &old);
@@ -418,6 +454,7 @@ int al_vmm_main(int argc, char **argv)
 
 	struct vmm *v = xmalloc(sizeof(*v));
 	vmm_init(v, &cfg, sv[0], false);
+	v->listen_fd = listen_fd;
 	v->t_qemu = t_qemu;
 	if (fcntl(0, F_GETFL) < 0)
 		v->fd_in = -1;
@@ -458,9 +495,13 @@ int al_vmm_main(int argc, char **argv)
 		}
 		if (!chan_eof && v->out.len < VMM_OUT_HARD)
 			vmm_handle_input(v);
+		vmm_sess_pump(v);
 		vmm_pump(v);
 		if (vmm_flush(v) < 0 && !chan_eof)
 			chan_eof = true, eof_end = now + 2000;
+		/* An exec whose output the flush just wrote out is answered
+		 * ENDED now, not at the next wake-up. */
+		vmm_sess_pump(v);
 		if (v->failed)
 			fail_end(v, &q, false);
 		if (q.gone && v->phase != VMM_POWEROFF) {

@@ -15,6 +15,8 @@
  *    "boot_timeout_ms": N,       no HELLO from the agent by then: end
  *    "silence_ms": N,            no answer to a ping for this long: end
  *    "exec": {"argv": [...], "env": ["K=V", ...], "cwd": "/work"},
+ *                                or, instead of "exec":
+ *    "session": true,            serve execs on AL_VMM_SOCK (below)
  *    "network": BOOL,            carry the guest's connections
  *    "copy_in": BOOL,            send the VMM's /work tree to the guest first
  *    "copy_out": {"bytes": N, "files": N} or null
@@ -30,16 +32,52 @@
  * - its pids limit refused a fork (the agent ended it): AL_VMM_SIG_PIDS;
  * - the guest or its agent failed (no boot, garbage or silence on the
  *   channel, QEMU died): one line "airlock: microvm: REASON" on stderr,
- *   then dies by AL_VMM_SIG_GUEST. */
+ *   then dies by AL_VMM_SIG_GUEST.
+ *
+ * A session ("session": true) runs no command of its own: once the guest
+ * is up (and the copy-in tree sent) the VMM serves execs on a Unix socket
+ * at AL_VMM_SOCK, one connection per exec, until it is stopped by a
+ * signal (it then dies by that signal) or the guest fails (as above). The
+ * socket's path exists only once it takes connections; a request that
+ * comes during the boot waits for the guest. Messages both ways are an
+ * 8-byte header, u8 type, u8 flags (0), u16 reserved (0), u32 len
+ * (little-endian, at most AL_GUEST_MAX_PAYLOAD), then len bytes.
+ * client → VMM:
+ *   AL_VMM_REQ_EXEC, first and once: a channel EXEC payload (proto.h: u32
+ *     argc >= 1, u32 envc, cwd, argv[], env[]), with exactly three fds
+ *     (SCM_RIGHTS, on the message's first bytes): the exec's stdin,
+ *     stdout and stderr;
+ *   AL_VMM_REQ_SIGNAL, once STARTED came: u32 signal (1 to 64).
+ * VMM → client:
+ *   AL_VMM_ANS_STARTED: u32 the exec's pid in the guest;
+ *   AL_VMM_ANS_FAILED: u32 errno, then the connection closes: the guest
+ *     could not run it (ENOENT, EACCES, ...), EAGAIN when
+ *     AL_GUEST_MAX_EXECS execs are alive, EINVAL for a bad request or
+ *     signal;
+ *   AL_VMM_ANS_ENDED: struct al_guest_exit (proto.h, AL_GUEST_EXIT_LEN
+ *     bytes), once all of its stdout and stderr is written to its fds;
+ *     then the connection closes.
+ * The client closing the connection before ENDED kills the exec (SIGNAL
+ * 9) and drops the rest of its output. */
 #pragma once
 
 #include <signal.h>
 
-#define AL_VMM_DIR	  "/.airlock"
-#define AL_VMM_SELF	  AL_VMM_DIR "/airlock"
-#define AL_VMM_SIG_MEMORY SIGUSR2
-#define AL_VMM_SIG_GUEST  SIGUSR1
-#define AL_VMM_SIG_PIDS	  SIGSTKFLT
+#define AL_VMM_DIR	    "/.airlock"
+#define AL_VMM_SELF	    AL_VMM_DIR "/airlock"
+#define AL_VMM_SIG_MEMORY   SIGUSR2
+#define AL_VMM_SIG_GUEST    SIGUSR1
+#define AL_VMM_SIG_PIDS	    SIGSTKFLT
+#define AL_VMM_SOCK	    "/tmp/.airlock-vmm.sock"
+#define AL_VMM_SOCK_SCRATCH "tmp/.airlock-vmm.sock"
+enum {
+	AL_VMM_REQ_EXEC = 1,
+	AL_VMM_REQ_SIGNAL = 2,
+	AL_VMM_ANS_STARTED = 1,
+	AL_VMM_ANS_FAILED = 2,
+	AL_VMM_ANS_ENDED = 3,
+};
+
 /* The VMM's last words for the record, in its /tmp (the scratch's "tmp"
  * face): "STATUS OOM PIDS USER_US SYSTEM_US MEMORY_PEAK\n" of the guest's
  * command. */

@@ -1,0 +1,297 @@
+/* A microvm or vm session's execs, on the host's side (microvm.h): the
+ * native sandbox's command is the VMM in session mode, which serves execs
+ * on a Unix socket in its scratch (vmm.h). Each exec is one connection,
+ * made through the scratch's root that the native layer handed over
+ * (/proc/self/fd/N/tmp/.airlock-vmm.sock): the request (the channel's
+ * EXEC payload: cwd, argv, the plan's environment with the exec's over
+ * it) with the exec's three pipe ends, then the VMM's answers read from
+ * the run's loop: STARTED, FAILED or ENDED. The VMM is sandboxed code:
+ * every answer is checked, and one that is not what we asked for ends
+ * the exec as killed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend/microvm/microvm.h"
+#include "backend/microvm/vmm.h"
+#include "backend/native/state.h"
+#include "core/cleanup.h"
+#include "core/loop.h"
+#include "core/util.h"
+#include "guest/proto.h"
+
+#define ANSWER_MAX (8 + AL_GUEST_EXIT_LEN)
+/* The VMM listens within moments of its start: an exec asked for before
+ * that waits for its socket this long at most (the run's loop with it). */
+#define CONNECT_WAIT_MS 3000
+
+struct vm_exec {
+	struct vm_exec *next;
+	struct vm_run *w;
+	uint32_t id;
+	struct al_watch *watch; /* the connection */
+	uint8_t in[ANSWER_MAX];
+	size_t in_len;
+	bool started;
+};
+
+static struct vm_run *run_of(struct al_sandbox *sb)
+{
+	return sb->state ? sb->state->outer : NULL;
+}
+
+/* Whether env (NAME=VALUE entries) sets the name of entry e. */
+static bool overridden(char *const *env, const char *e)
+{
+	size_t n = strcspn(e, "=");
+	for (size_t i = 0; env && env[i]; i++)
+		if (strncmp(env[i], e, n) == 0 && env[i][n] == '=')
+			return true;
+	return false;
+}
+
+/* The request: the header, then u32 argc, u32 envc, cwd, argv, env (the
+ * plan's environment, less what the exec sets, then the exec's). */
+static uint8_t *request(const struct vm_run *w, const struct al_sandbox_exec *x, size_t *len,
+			struct al_error *err)
+{
+	const char *cwd = x->cwd ? x->cwd : w->orig->workdir ? w->orig->workdir : "/work";
+	size_t size = 8 + 8 + strlen(cwd) + 1, argc = 0, envc = 0;
+	char *const *penv = w->orig->envp;
+	for (size_t i = 0; x->argv[i]; i++, argc++)
+		size += strlen(x->argv[i]) + 1;
+	for (size_t i = 0; penv && penv[i]; i++)
+		if (!overridden(x->env, penv[i]))
+			size += strlen(penv[i]) + 1, envc++;
+	for (size_t i = 0; x->env && x->env[i]; i++, envc++)
+		size += strlen(x->env[i]) + 1;
+	if (argc == 0) {
+		al_error_set(err, EINVAL, "exec: no command given");
+		return NULL;
+	}
+	if (size - 8 > AL_GUEST_MAX_PAYLOAD || argc + envc > AL_GUEST_MAX_ARGS) {
+		al_error_set(err, E2BIG,
+			     "exec: argv, env and cwd are %zu bytes in %zu strings, over backend "
+			     "%s's %u bytes or %u strings",
+			     size - 8, argc + envc, w->kind->name, AL_GUEST_MAX_PAYLOAD,
+			     AL_GUEST_MAX_ARGS);
+		return NULL;
+	}
+	uint8_t *b = xcalloc(1, size), *at = b + 16;
+	b[0] = AL_VMM_REQ_EXEC;
+	al_guest_put32(b + 4, (uint32_t)(size - 8));
+	al_guest_put32(b + 8, (uint32_t)argc);
+	al_guest_put32(b + 12, (uint32_t)envc);
+#define PUT(s) (memcpy(at, (s), strlen(s) + 1), at += strlen(s) + 1)
+	PUT(cwd);
+	for (size_t i = 0; x->argv[i]; i++)
+		PUT(x->argv[i]);
+	for (size_t i = 0; penv && penv[i]; i++)
+		if (!overridden(x->env, penv[i]))
+			PUT(penv[i]);
+	for (size_t i = 0; x->env && x->env[i]; i++)
+		PUT(x->env[i]);
+#undef PUT
+	*len = size;
+	return b;
+}
+
+/* Connect to the VMM's socket, waiting for it a little after the start. */
+static int connect_vmm(const struct vm_run *w, struct al_error *err)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/%s", w->scratch,
+		 AL_VMM_SOCK_SCRATCH);
+	for (int waited = 0;; waited += 10) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return al_error_setsys(err, errno, "exec: socket");
+		if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
+			return fd;
+		int e = errno;
+		close(fd);
+		if ((e != ENOENT && e != ECONNREFUSED) || waited >= CONNECT_WAIT_MS)
+			return al_error_setsys(err, e, "exec: backend %s: the VMM's socket",
+					       w->kind->name);
+		nanosleep(&(struct timespec){.tv_nsec = 10 * 1000000}, NULL);
+	}
+}
+
+static void exec_free(struct vm_exec *e)
+{
+	for (struct vm_exec **p = &e->w->execs; *p; p = &(*p)->next)
+		if (*p == e) {
+			*p = e->next;
+			break;
+		}
+	al_watch_close(e->watch);
+	free(e);
+}
+
+/* The exec is over: reported once, then forgotten. */
+static void ended(struct vm_exec *e, int status, int exec_err, const struct al_guest_exit *x)
+{
+	const struct al_exec_events *ev = e->w->exec_events;
+	uint32_t id = e->id;
+	exec_free(e);
+	if (ev)
+		ev->ended(ev->data, id, status, exec_err, x ? x->user_us : 0, x ? x->system_us : 0,
+			  x ? x->memory_peak : 0, x && x->oom);
+}
+
+/* One whole answer in e->in: 0 handled (e may be gone), -1 not one we
+ * could have been sent. */
+static int answer(struct vm_exec *e, uint8_t type, const uint8_t *p, uint32_t len)
+{
+	const struct al_exec_events *ev = e->w->exec_events;
+	if (type == AL_VMM_ANS_STARTED && len == 4 && !e->started) {
+		e->started = true;
+		if (ev)
+			ev->started(ev->data, e->id, (pid_t)al_guest_get32(p));
+		return 0;
+	}
+	if (type == AL_VMM_ANS_FAILED && len == 4 && !e->started) {
+		uint32_t err = al_guest_get32(p);
+		ended(e, (err == ENOENT ? 127 : 126) << 8, err && err < 4096 ? (int)err : EIO,
+		      NULL);
+		return 0;
+	}
+	if (type == AL_VMM_ANS_ENDED && len == AL_GUEST_EXIT_LEN && e->started) {
+		struct al_guest_exit x;
+		if (al_guest_exit_get(p, len, &x) < 0)
+			return -1;
+		ended(e, x.status, 0, &x);
+		return 0;
+	}
+	return -1;
+}
+
+static void on_conn(struct al_watch *wt, uint32_t events, void *data)
+{
+	struct vm_exec *e = data;
+	(void)wt, (void)events;
+	for (;;) {
+		size_t want = 8;
+		if (e->in_len >= 8) {
+			uint32_t len = al_guest_get32(e->in + 4);
+			if (len > AL_GUEST_EXIT_LEN || e->in[1] || e->in[2] || e->in[3])
+				break; /* not an answer of the VMM's */
+			want = 8 + len;
+		}
+		if (e->in_len == want) {
+			uint32_t id = e->id;
+			struct vm_run *w = e->w;
+			if (answer(e, e->in[0], e->in + 8, (uint32_t)(want - 8)) < 0)
+				break;
+			/* Still ours? (an end freed it) */
+			struct vm_exec *f = w->execs;
+			while (f && f != e)
+				f = f->next;
+			if (!f || f->id != id)
+				return;
+			e->in_len = 0;
+			continue;
+		}
+		ssize_t n =
+		    recv(al_watch_fd(e->watch), e->in + e->in_len, want - e->in_len, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0)
+			break; /* the VMM closed it before the end: it is gone */
+		e->in_len += (size_t)n;
+	}
+	ended(e, SIGKILL, 0, NULL);
+}
+
+int al_vm_exec(struct al_sandbox *sb, const struct al_sandbox_exec *x, struct al_error *err)
+{
+	struct vm_run *w = run_of(sb);
+	if (!w || !w->session || w->scratch < 0)
+		return al_error_set(err, EOPNOTSUPP, "exec: the sandbox is not a session's");
+	if (x->tty)
+		return al_error_set(err, EOPNOTSUPP,
+				    "exec: backend %s has no terminal to give an exec yet (tty)",
+				    w->kind->name);
+	if (x->memory_asked)
+		return al_error_set(
+		    err, EOPNOTSUPP,
+		    "exec: backend %s cannot give an exec a memory limit of its own "
+		    "(the session's holds every exec in the guest)",
+		    w->kind->name);
+	size_t len;
+	_cleanup_free_ uint8_t *req = request(w, x, &len, err);
+	if (!req)
+		return -err->code;
+	int fd = connect_vmm(w, err);
+	if (fd < 0)
+		return fd;
+	/* The request is at most 64 KiB, which a Unix socket's buffer holds:
+	 * sent whole, or the VMM is not reading (a timeout, not a hang). */
+	struct timeval tv = {.tv_sec = 2};
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	int fds[3] = {x->stdin_rd, x->stdout_wr, x->stderr_wr};
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(fds))];
+	} c = {0};
+	struct iovec io = {.iov_base = req, .iov_len = len};
+	struct msghdr m = {
+	    .msg_iov = &io, .msg_iovlen = 1, .msg_control = c.b, .msg_controllen = sizeof(c.b)};
+	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(h), fds, sizeof(fds));
+	ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL);
+	if (n != (ssize_t)len) {
+		int e = n < 0 ? errno : EAGAIN;
+		close(fd);
+		return al_error_setsys(err, e, "exec: backend %s: sending the request to the VMM",
+				       w->kind->name);
+	}
+	struct vm_exec *e = xcalloc(1, sizeof(*e));
+	e->w = w;
+	e->id = x->id;
+	e->watch = al_loop_add(w->loop, fd, EPOLLIN, on_conn, e);
+	if (!e->watch) {
+		int r = al_error_setsys(err, errno, "exec: watching the VMM's answer");
+		close(fd);
+		free(e);
+		return r;
+	}
+	e->next = w->execs;
+	w->execs = e;
+	return 0;
+}
+
+int al_vm_exec_signal(struct al_sandbox *sb, uint32_t id, int sig)
+{
+	struct vm_run *w = run_of(sb);
+	struct vm_exec *e = w ? w->execs : NULL;
+	while (e && e->id != id)
+		e = e->next;
+	if (!e || sig < 1 || sig > 64)
+		return -ESRCH;
+	uint8_t b[12] = {AL_VMM_REQ_SIGNAL};
+	al_guest_put32(b + 4, 4);
+	al_guest_put32(b + 8, (uint32_t)sig);
+	/* 12 bytes on a socket the VMM reads: a full buffer means it does
+	 * not, and the exec's end comes with the session's. */
+	return send(al_watch_fd(e->watch), b, sizeof(b), MSG_DONTWAIT | MSG_NOSIGNAL) ==
+		       (ssize_t)sizeof(b)
+		   ? 0
+		   : -errno;
+}
+
+void al_vm_execs_end(struct vm_run *w)
+{
+	while (w->execs)
+		ended(w->execs, SIGKILL, 0, NULL);
+}
