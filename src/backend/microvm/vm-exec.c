@@ -2,7 +2,7 @@
  * native sandbox's command is the VMM in session mode, which serves execs
  * on a Unix socket in its scratch (vmm.h). Each exec is one connection,
  * made through the scratch's root that the native layer handed over
- * (/proc/self/fd/N/tmp/.airlock-vmm.sock): the request (the channel's
+ * (tmp/.airlock-vmm.sock beneath it, no link followed): the request (the channel's
  * EXEC payload: cwd, argv, the plan's environment with the exec's over
  * it) with the exec's three pipe ends, then the VMM's answers read from
  * the run's loop: STARTED, FAILED or ENDED. The VMM is sandboxed code:
@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include "backend/native/state.h"
 #include "core/cleanup.h"
 #include "core/loop.h"
+#include "core/sys.h"
 #include "core/util.h"
 #include "guest/proto.h"
 
@@ -103,20 +105,43 @@ static uint8_t *request(const struct vm_run *w, const struct al_sandbox_exec *x,
 	return b;
 }
 
-/* Connect to the VMM's socket, waiting for it a little after the start. */
+/* Connect to the VMM's socket, waiting for it a little after the start.
+ * The scratch is the VMM's, and the VMM is sandboxed code next to a
+ * guest: a link there (the socket's name, or tmp/ itself, made a link to
+ * a socket of the host's) must not lead this connect, made by the host's
+ * side with the host's view, anywhere else. So the socket is opened with
+ * openat2 beneath the scratch's root, no link followed, checked to be a
+ * socket, and connected to through that descriptor (/proc/self/fd/N of an
+ * O_PATH descriptor names the inode itself, never a path again). */
 static int connect_vmm(const struct vm_run *w, struct al_error *err)
 {
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/%s", w->scratch,
-		 AL_VMM_SOCK_SCRATCH);
+	struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+					  RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
 	for (int waited = 0;; waited += 10) {
-		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
+		int e, fd = -1;
+		_cleanup_close_ int path =
+		    al_sys_openat2(w->scratch, AL_VMM_SOCK_SCRATCH, &how, sizeof(how));
+		struct stat st;
+		if (path < 0)
+			e = errno;
+		else if (fstat(path, &st) < 0)
+			e = errno;
+		else if (!S_ISSOCK(st.st_mode))
+			return al_error_set(err, EPROTO,
+					    "exec: backend %s: the VMM's socket is not a socket "
+					    "(the VMM is not airlock's any more)",
+					    w->kind->name);
+		else if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
 			return al_error_setsys(err, errno, "exec: socket");
-		if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
-			return fd;
-		int e = errno;
-		close(fd);
+		else {
+			struct sockaddr_un a = {.sun_family = AF_UNIX};
+			snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d", path);
+			if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
+				return fd;
+			e = errno;
+			close(fd);
+		}
 		if ((e != ENOENT && e != ECONNREFUSED) || waited >= CONNECT_WAIT_MS)
 			return al_error_setsys(err, e, "exec: backend %s: the VMM's socket",
 					       w->kind->name);
