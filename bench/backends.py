@@ -15,8 +15,18 @@ says as the platform.
 Usage: bench/backends.py [--rounds N] [--airlock PATH] [--baseline OLD] [--wasm-module M.wasm]
                          [--json FILE]
 (the wasm row runs the no-op module M where the others run /bin/true)
+
+Then, unless --no-session: an exec of /bin/true in a live session of each
+backend that takes execs (`airlock serve` on a socket of the bench's own:
+one sandbox per backend, created first and timed with its first exec
+as "create+1st" (a guest may boot after the create's answer); each round
+then execs /bin/true once in each, in turn, timed at the client over one
+HTTP connection per sandbox), its ratio to native's exec.
 """
 import argparse
+import shutil
+import signal
+import tempfile
 import json
 import os
 import statistics
@@ -68,9 +78,76 @@ def run_once(argv, phases=None):
     return dt
 
 
+def session_execs(airlock, backends, rounds, warmup):
+    """Per backend: the create's ms and the execs' ms in a live sandbox."""
+    sys.path.insert(0, HERE)
+    from serve import Client  # bench/serve.py's persistent HTTP client
+    d = tempfile.mkdtemp(prefix="airlock-bench-backends-")
+    sock = os.path.join(d, "sock")
+    log = open(os.path.join(d, "log"), "w+")
+    p = subprocess.Popen([airlock, "serve", "--socket", sock, "--max-sandboxes",
+                          str(len(backends) + 1)], stdout=log, stderr=log)
+    made = {}
+    try:
+        deadline = time.monotonic() + 10
+        while not os.path.exists(sock):
+            if p.poll() is not None or time.monotonic() > deadline:
+                log.seek(0)
+                sys.exit("backends: airlock serve did not start: " + log.read()[-500:])
+            time.sleep(0.05)
+        clients, create_ms = {}, {}
+        exec_body = json.dumps({"argv": ["/bin/true"], "wait": True})
+        for b in backends:
+            cl = Client(sock)
+            body = json.dumps({"backend": {"name": b}, "limits": {"timeout": "3600s"}})
+            t = time.perf_counter()
+            st, data = cl.request("POST", "/v1/sandboxes", body)
+            if st != 201:
+                sys.exit("backends: create on %s: %d %s" % (b, st, data[:300]))
+            made[b] = json.loads(data)["id"]
+            clients[b] = cl
+            # The guest may still boot after the create's answer: its
+            # first exec waits for it, so "create" is both.
+            st, data = cl.request("POST", "/v1/sandboxes/%s/exec" % made[b], exec_body)
+            create_ms[b] = (time.perf_counter() - t) * 1000.0
+            if st != 200 or json.loads(data).get("exit_code") != 0:
+                sys.exit("backends: first exec on %s: %d %s" % (b, st, data[:300]))
+        body = exec_body
+        times = {b: [] for b in backends}
+        for i in range(warmup + rounds):
+            for b in backends:
+                t = time.perf_counter()
+                st, data = clients[b].request("POST", "/v1/sandboxes/%s/exec" % made[b], body)
+                dt = (time.perf_counter() - t) * 1000.0
+                if st != 200 or json.loads(data).get("exit_code") != 0:
+                    sys.exit("backends: exec on %s: %d %s" % (b, st, data[:300]))
+                if i >= warmup:
+                    times[b].append(dt)
+        return create_ms, times
+    finally:
+        for b, sid in made.items():
+            try:
+                Client(sock).request("DELETE", "/v1/sandboxes/%s" % sid)
+            except OSError:
+                pass
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        log.close()
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def usable(airlock):
     out = subprocess.run([airlock, "backends", "--json"], capture_output=True, check=True)
     return {b["name"]: (b["usable"], b.get("why", "")) for b in json.loads(out.stdout)["backends"]}
+
+
+def backend_features(airlock):
+    out = subprocess.run([airlock, "backends", "--json"], capture_output=True, check=True)
+    return {b["name"]: b.get("features", {}) for b in json.loads(out.stdout)["backends"]}
 
 
 def main():
@@ -80,12 +157,15 @@ def main():
     ap.add_argument("--airlock", default=os.path.join(ROOT, "build", "airlock"))
     ap.add_argument("--baseline", help="an older airlock, run side by side as NAME@old")
     ap.add_argument("--json")
+    ap.add_argument("--no-session", action="store_true",
+                    help="leave out the exec in a live session")
     ap.add_argument("--wasm-module",
                     help="a WASI module that exits at once (int main(void) { return 0; } built "
                     "with clang --target=wasm32-wasi -O2): wasm's start-up row, beside "
                     "/bin/true under the others (bench/wasm.py compares it with bare node)")
     a = ap.parse_args()
     have = usable(a.airlock)
+    features = backend_features(a.airlock)
     rows = []
     table = list(ROWS)
     if a.wasm_module:
@@ -130,12 +210,25 @@ def main():
             print("%-12s %-15s %s" % (b, l, "  ".join(
                 "%10.1f" % statistics.median(ph[n]) if ph.get(n) else "%10s" % "-"
                 for n in VM_PHASES)))
-        print("(an exec in a live microvm session: not measured, the layer has no "
-              "sessions yet)")
+    out = {"%s %s" % k: {"median_ms": med[k], "runs_ms": v} for k, v in times.items()}
+    if not a.no_session:
+        live = [b for b in ("native", "process", "gvisor", "microvm", "vm")
+                if have.get(b, (False,))[0] and features.get(b, {}).get("exec")]
+        create_ms, st = session_execs(a.airlock, live, a.rounds, a.warmup)
+        print()
+        print("%-12s %-15s %10s %10s %9s %12s" % ("backend", "live session", "median ms",
+                                                  "min ms", "x native", "create+1st ms"))
+        nat = statistics.median(st["native"]) if st.get("native") else None
+        for b in live:
+            m = statistics.median(st[b])
+            print("%-12s %-15s %10.1f %10.1f %9s %12.1f" % (
+                b, "exec /bin/true", m, min(st[b]), "%.2f" % (m / nat) if nat else "-",
+                create_ms[b]))
+            out["%s session exec" % b] = {"median_ms": m, "runs_ms": st[b],
+                                          "create_ms": create_ms[b]}
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"%s %s" % k: {"median_ms": med[k], "runs_ms": v}
-                       for k, v in times.items()}, f, indent=1)
+            json.dump(out, f, indent=1)
 
 
 if __name__ == "__main__":
