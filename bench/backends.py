@@ -175,10 +175,13 @@ def main():
         if not ok:
             print("skipping %s: %s" % (backend, why), file=sys.stderr)
             continue
-        rows.append((backend, label, [a.airlock, "run", "--backend", backend, "--"] + cmd))
+        # Emulated guests on a busy machine may pass the default 60 s.
+        limit = ["--timeout", "600s"] if backend in VM_BACKENDS else []
+        rows.append((backend, label, [a.airlock, "run", "--backend", backend] + limit + ["--"] +
+                     cmd))
         if a.baseline:
             rows.append((backend + "@old", label,
-                         [a.baseline, "run", "--backend", backend, "--"] + cmd))
+                         [a.baseline, "run", "--backend", backend] + limit + ["--"] + cmd))
     bare = {}
     for _, label, cmd in ROWS:
         bare.setdefault(label, cmd)

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/microvm/image.h"
 #include "backend/process/process.h"
 #include "cgroup/cgroup.h"
 #include "config.h"
@@ -193,6 +194,13 @@ int al_cmd_gc(int argc, char **argv)
 		return 125;
 	}
 	printf("removed %d microvm initramfs file%s\n", n, n == 1 ? "" : "s");
+	n = al_vm_cache_gc(&err);
+	if (n < 0) {
+		al_err("%s", err.msg);
+		return 125;
+	}
+	printf("removed %d cached guest image%s unused for %d days\n", n, n == 1 ? "" : "s",
+	       AL_VM_CACHE_UNUSED_DAYS);
 	/* Before the slots: a dead run's table is found by its slot. */
 	n = al_process_nft_gc(&err);
 	if (n < 0)

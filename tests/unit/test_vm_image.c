@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -505,14 +506,68 @@ static void test_system_image_cache(void **state)
 	assert_true(st2.st_ino != st.st_ino);
 }
 
+/* airlock gc's cache sweep: cached files unread and unchanged for
+ * AL_VM_CACHE_UNUSED_DAYS go, younger ones and other names stay; a
+ * builder's temporary file goes after a day; a missing cache is 0. */
+static void test_cache_gc(void **state)
+{
+	(void)state;
+	_cleanup_free_ char *cache = xasprintf("%s/gccache", tmp);
+	struct al_error err = {0};
+	time_t now = time(NULL), day = 86400;
+	struct {
+		const char *name;
+		time_t age;
+		bool gone;
+	} files[] = {
+	    {"initramfs-6.1-aaaa.cpio", 8 * day, true},
+	    {"initramfs-6.1-bbbb.cpio", 6 * day, false},
+	    {"system-cccc.ext4", 30 * day, true},
+	    {"system-dddd.ext4", 0, false},
+	    {".initramfs-eeee.tmp", 2 * day, true},
+	    {".system-ffff.tmp", day / 2, false},
+	    {"notes.txt", 60 * day, false},
+	    {"system-gggg.ext4.bak", 60 * day, false},
+	};
+
+	assert_int_equal(al_vm_cache_gc_in(cache, now, &err), 0);
+	assert_int_equal(al_vm_cache_mkdir(cache, &err), 0);
+	for (size_t i = 0; i < AL_ARRAY_SIZE(files); i++) {
+		_cleanup_free_ char *p = xasprintf("%s/%s", cache, files[i].name);
+		write_file(p, "x", 0644);
+		struct timespec ts[2] = {{.tv_sec = now - files[i].age},
+					 {.tv_sec = now - files[i].age}};
+		assert_int_equal(utimensat(AT_FDCWD, p, ts, 0), 0);
+	}
+	/* Read a day ago, made long before: still in use. */
+	_cleanup_free_ char *used = xasprintf("%s/system-hhhh.ext4", cache);
+	write_file(used, "x", 0644);
+	struct timespec ts[2] = {{.tv_sec = now - day}, {.tv_sec = now - 90 * day}};
+	assert_int_equal(utimensat(AT_FDCWD, used, ts, 0), 0);
+
+	assert_int_equal(al_vm_cache_gc_in(cache, now, &err), 3);
+	for (size_t i = 0; i < AL_ARRAY_SIZE(files); i++) {
+		_cleanup_free_ char *p = xasprintf("%s/%s", cache, files[i].name);
+		assert_int_equal(access(p, F_OK) != 0, files[i].gone);
+	}
+	assert_int_equal(access(used, F_OK), 0);
+	assert_int_equal(al_vm_cache_gc_in(cache, now, &err), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_version_order),	cmocka_unit_test(test_kernel_find),
-	    cmocka_unit_test(test_module_closure_fake), cmocka_unit_test(test_module_closure_host),
-	    cmocka_unit_test(test_cpio_round_trip),	cmocka_unit_test(test_cpio_refusals),
-	    cmocka_unit_test(test_package_closure),	cmocka_unit_test(test_initramfs_cache),
-	    cmocka_unit_test(test_system_image_cache),	cmocka_unit_test(test_initrd_inputs_budget),
+	    cmocka_unit_test(test_version_order),
+	    cmocka_unit_test(test_kernel_find),
+	    cmocka_unit_test(test_module_closure_fake),
+	    cmocka_unit_test(test_module_closure_host),
+	    cmocka_unit_test(test_cpio_round_trip),
+	    cmocka_unit_test(test_cpio_refusals),
+	    cmocka_unit_test(test_package_closure),
+	    cmocka_unit_test(test_initramfs_cache),
+	    cmocka_unit_test(test_system_image_cache),
+	    cmocka_unit_test(test_initrd_inputs_budget),
+	    cmocka_unit_test(test_cache_gc),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

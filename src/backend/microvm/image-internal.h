@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "backend/microvm/image.h"
 #include "core/error.h"
@@ -39,3 +40,6 @@ int al_vm_initramfs_in(const char *cache_dir, const struct al_vm_kernel *k, cons
 		       size_t *n_mods_out, struct al_error *err);
 int al_vm_system_image_in(const char *cache_dir, const char *const *packages, char *path_out,
 			  size_t len, struct al_error *err);
+
+/* al_vm_cache_gc with the cache in cache_dir and the time now. */
+int al_vm_cache_gc_in(const char *cache_dir, time_t now, struct al_error *err);

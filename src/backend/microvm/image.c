@@ -5,6 +5,7 @@
  * writer; the kernel unpacks concatenated archives one after the other. */
 /* The low-level SHA-256, as supervisor/copy.c uses it. */
 #define OPENSSL_SUPPRESS_DEPRECATED
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -12,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -244,4 +247,77 @@ int al_vm_system_image(const char *const *packages, char *path_out, size_t len,
 		       struct al_error *err)
 {
 	return al_vm_system_image_in(AL_VM_CACHE_DIR, packages, path_out, len, err);
+}
+
+/* Whether name is a cached file (initramfs-*.cpio, system-*.ext4) or a
+ * builder's temporary one (.initramfs-*.tmp, .system-*.tmp): 1 cached, 2
+ * temporary, 0 neither (left alone). */
+static int cache_kind(const char *name)
+{
+	size_t n = strlen(name);
+	bool cpio = n > 5 && !strcmp(name + n - 5, ".cpio");
+	bool ext4 = n > 5 && !strcmp(name + n - 5, ".ext4");
+	bool tmp = n > 4 && !strcmp(name + n - 4, ".tmp");
+
+	if ((!strncmp(name, "initramfs-", 10) && cpio) || (!strncmp(name, "system-", 7) && ext4))
+		return 1;
+	if ((!strncmp(name, ".initramfs-", 11) || !strncmp(name, ".system-", 8)) && tmp)
+		return 2;
+	return 0;
+}
+
+int al_vm_cache_gc_in(const char *cache_dir, time_t now, struct al_error *err)
+{
+	_cleanup_close_ int dirfd =
+	    open(cache_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dirfd < 0)
+		return errno == ENOENT ? 0 : al_error_setsys(err, errno, "%s", cache_dir);
+	/* The system image's builder holds this lock while it writes and
+	 * renames: none is half-made while the directory is read. */
+	_cleanup_close_ int lock =
+	    openat(dirfd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (lock < 0)
+		return al_error_setsys(err, errno, "%s/.lock", cache_dir);
+	while (flock(lock, LOCK_EX) < 0)
+		if (errno != EINTR)
+			return al_error_setsys(err, errno, "%s/.lock: flock", cache_dir);
+	int d2 = dup(dirfd);
+	DIR *d = d2 < 0 ? NULL : fdopendir(d2);
+	if (!d) {
+		if (d2 >= 0)
+			close(d2);
+		return al_error_setsys(err, errno, "%s", cache_dir);
+	}
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		struct stat st;
+		int kind = cache_kind(de->d_name);
+		if (!kind || fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		/* A run reads its cached files at every start (the kernel
+		 * refreshes atime at least daily under relatime): one unread
+		 * and unchanged for AL_VM_CACHE_UNUSED_DAYS is one no current
+		 * airlock uses (an older airlock's, or packages since
+		 * upgraded). A builder's temporary file a day old is one whose
+		 * builder died. */
+		time_t age = kind == 1 ? (time_t)AL_VM_CACHE_UNUSED_DAYS * 86400 : 86400;
+		time_t last = st.st_atime > st.st_mtime ? st.st_atime : st.st_mtime;
+		if (now - last < age)
+			continue;
+		if (unlinkat(dirfd, de->d_name, 0) == 0) {
+			n++;
+		} else if (errno != ENOENT) {
+			n = al_error_setsys(err, errno, "removing %s/%s", cache_dir, de->d_name);
+			break;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+int al_vm_cache_gc(struct al_error *err)
+{
+	return al_vm_cache_gc_in(AL_VM_CACHE_DIR, time(NULL), err);
 }

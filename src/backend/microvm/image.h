@@ -79,3 +79,13 @@ int al_vm_package_closure(const char *const *packages, char ***names_out, char *
  * and cached under AL_VM_CACHE_DIR by the packages' names and versions. */
 int al_vm_system_image(const char *const *packages, char *path_out, size_t len,
 		       struct al_error *err);
+
+/* `airlock gc`: remove the cached files (initramfs and system images) that
+ * no run has read and nothing has changed for AL_VM_CACHE_UNUSED_DAYS
+ * (their atime and mtime: a run reads its cached files at every start),
+ * and builders' temporary files a day old; under the cache's lock. How
+ * many, or -errno. A run that starts at that very moment with a file
+ * unused for that long can fail once naming it; its next run builds it
+ * again. */
+#define AL_VM_CACHE_UNUSED_DAYS 7
+int al_vm_cache_gc(struct al_error *err);
