@@ -91,6 +91,10 @@ struct al_sandbox {
 	 * serves execs; exec_events hears about them. */
 	bool session;
 	const struct al_exec_events *exec_events;
+	/* Pausable though not a session to this backend: a layer above
+	 * runs a session's sandbox as one command here (microvm's VMM) and
+	 * pauses it by freezing its cgroup, which then gets a freezer. */
+	bool pausable;
 	/* The backend's own (made by prepare, freed by destroy; NULL before). */
 	struct al_backend_state *state;
 };

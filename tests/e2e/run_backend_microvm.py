@@ -50,6 +50,26 @@ def need(env, kind="microvm"):
         raise Skip("%s is not usable here: %s" % (kind, _usable[kind]))
 
 
+def descends_from(pid, ancestor):
+    """Whether process pid is ancestor's descendant."""
+    while pid > 1:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+        if pid == ancestor:
+            return True
+    return False
+
+
+def cpu_ticks(pid):
+    """User and system CPU of process pid (all its threads), in ticks."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
 def qemu_procs():
     """Pids of QEMU processes started by a run (their command line names the
     guest kernel's place in the VMM's sandbox)."""
@@ -327,8 +347,9 @@ def session_execs(env):
     with backend microvm boots one guest, then execs in it: the first writes
     /work/note and prints the guest's kernel, the second (with stdin and an
     env variable of its own) reads the note back in the same guest, a
-    missing command ends exec-failed, two at once both end; DELETE leaves
-    no QEMU process and no initramfs file."""
+    missing command ends exec-failed, two at once both end; pause freezes
+    QEMU (no CPU time gained by a spinning exec's guest) and resume brings
+    it back; DELETE leaves no QEMU process and no initramfs file."""
     need(env)
     with TempDir(mode=0o755) as d:
         sock = os.path.join(d, "sock")
@@ -366,12 +387,31 @@ def session_execs(env):
                 return all(res.get(i, {}).get("reason") == "exited" for i in ids)
             expect(wait_for(ended, 60, step=0.5), "the background execs did not both end: %s"
                    % api(sock, "GET", base + "/execs")[1])
+            # Pause freezes QEMU with its guest: a spinning exec's QEMU
+            # gains no CPU time while paused (host-side, from /proc); after
+            # the resume the session answers as before.
+            st, spin = api(sock, "POST", base + "/exec", {
+                "argv": ["/bin/sh", "-c", "while :; do :; done"], "background": True})
+            expect(st == 201, "spinner: %s %s" % (st, spin))
+            ours = [q for q in qemu_procs() if descends_from(q, p.pid)]
+            expect(len(ours) == 1, "not one QEMU of this daemon: %s" % ours)
+            st, x = api(sock, "POST", base + "/pause")
+            expect(st == 200 and x["state"] == "paused", "pause: %s %s" % (st, x))
+            before = cpu_ticks(ours[0])
+            time.sleep(1.5)
+            expect(cpu_ticks(ours[0]) == before, "QEMU ran while paused: %s -> %s ticks"
+                   % (before, cpu_ticks(ours[0])))
+            st, x = api(sock, "POST", base + "/resume")
+            expect(st == 200 and x["state"] == "running", "resume: %s %s" % (st, x))
+            st, d = api(sock, "POST", base + "/exec", {"argv": ["/bin/echo", "back"],
+                                                       "wait": True})
+            expect(st == 200 and d["stdout"] == "back\n", "after resume: %s %s" % (st, d))
             st, _ = api(sock, "DELETE", base)
             expect(st == 200, "delete: %s" % st)
         finally:
             kill_pid(p.pid, signal.SIGTERM)
             p.wait(30)
-    expect(wait_for(lambda: not qemu_procs(), 10), "QEMU left: %s" % qemu_procs())
+    expect(wait_for(lambda: not left_qemu(), 10), "QEMU left: %s" % left_qemu())
     expect(not initrds(), "initramfs files left: %s" % initrds())
 
 

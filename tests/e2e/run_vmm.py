@@ -423,11 +423,11 @@ class Client:
             t.join(20)
 
 
-def session_vmm():
+def session_vmm(**kw):
     """A session's VMM in a mount namespace of the test's own (its socket
     goes to /tmp there, a tmpfs), and its socket's path from here."""
     airlock, guest = copies()
-    c = json.loads(config("session", guest=guest))
+    c = json.loads(config("session", guest=guest, **kw))
     del c["exec"]
     c["session"] = True
     cmd = in_namespace("-m", setup="mount -t tmpfs tmpfs /tmp")
@@ -515,6 +515,34 @@ def session_execs():
         err = p.stderr.read().decode(errors="replace")
     assert rc == -signal.SIGTERM, (rc, err)
     assert "airlock: microvm" not in err, err
+
+
+@case
+def paused_session_not_silent():
+    """A session's VMM that did not run for longer than its silence limit
+    (stopped here as a pause freezes the run's cgroup; the scripted guest
+    runs on) does not blame the guest: after it runs again, an exec works
+    and the VMM ends by SIGTERM, not by "stopped answering"."""
+    p, path = session_vmm(silence_ms=1500)
+    try:
+        a = Client(path, ["echo", "before"])
+        a.started()
+        assert a.ended()[0] == 0
+        os.kill(p.pid, signal.SIGSTOP)
+        time.sleep(3.5)
+        os.kill(p.pid, signal.SIGCONT)
+        time.sleep(0.5)
+        assert p.poll() is None, p.stderr.read()
+        b = Client(path, ["echo", "after"])
+        b.started()
+        assert b.ended()[0] == 0, b.got
+    finally:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+        rc = p.wait(20)
+        err = p.stderr.read().decode(errors="replace")
+    assert rc == -signal.SIGTERM, (rc, err)
+    assert "stopped answering" not in err, err
 
 
 @case

@@ -374,6 +374,7 @@ static int vm_prepare_kind(const struct al_vm_kind *kind, struct al_sandbox *sb,
 	w->loop = sb->loop;
 	w->exec_events = sb->exec_events;
 	sb->session = false;
+	sb->pausable = session; /* its pause freezes the VMM with its guest */
 	w->orig_events = sb->events;
 	al_sandbox_events_relay(&w->events, w);
 	w->events.scratch = ev_scratch;
@@ -463,9 +464,10 @@ KIND_OPS(vm, 1)
 		  "in the run's cgroup; CPU time and budget: the VMM's (the emulator's under "     \
 		  "TCG)",                                                                          \
 	.exec = "yes: the VMM serves each exec over its socket to the guest agent, at most 16 at " \
-		"once; no terminal, no memory limit of an exec's own",                             \
-	.features = AL_BACKEND_EXEC | AL_BACKEND_NETWORK | AL_BACKEND_HIDES_PIDS |                 \
-		    AL_BACKEND_PRIVATE_TMP | AL_BACKEND_PRIVATE_LOOPBACK |                         \
+		"once; no terminal, no memory limit of an exec's own; pause freezes QEMU with "    \
+		"its guest",                                                                       \
+	.features = AL_BACKEND_EXEC | AL_BACKEND_PAUSE | AL_BACKEND_NETWORK |                      \
+		    AL_BACKEND_HIDES_PIDS | AL_BACKEND_PRIVATE_TMP | AL_BACKEND_PRIVATE_LOOPBACK | \
 		    AL_BACKEND_MOUNTS_ELSEWHERE
 
 static const struct al_backend_facts microvm_facts = {
@@ -493,6 +495,7 @@ static const struct al_backend_facts vm_facts = {
 		.prepare = id##_prepare, .start = vm_start, .release = al_monitor_release,         \
 		.stop = al_monitor_stop, .kill = al_monitor_kill, .finish = al_monitor_finish,     \
 		.destroy = vm_destroy, .exec = al_vm_exec, .exec_signal = al_vm_exec_signal,       \
+		.pause = al_monitor_pause,                                                         \
 	}
 
 const struct al_backend_ops al_backend_microvm = OPS(microvm);

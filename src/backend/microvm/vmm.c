@@ -464,10 +464,23 @@ int al_vmm_main(int argc, char **argv)
 	fcntl(v->chan, F_SETFL, O_NONBLOCK);
 
 	uint64_t start = now_ms(), boot_end = start + cfg.boot_timeout_ms;
-	uint64_t eof_end = 0, off_end = 0;
+	uint64_t eof_end = 0, off_end = 0, last_loop = start;
 	bool chan_eof = false;
 	for (;;) {
 		uint64_t now = v->now_ms = now_ms();
+		/* The loop wakes at least once a second. Time past that in
+		 * which it did not run at all (the session paused: the run's
+		 * cgroup frozen, QEMU and its guest with it; or this process
+		 * stopped) is no silence of the guest's and no boot time:
+		 * the deadlines move by it. A guest cannot make it happen. */
+		if (now - last_loop > 2000) {
+			uint64_t lost = now - last_loop - 1000;
+			v->last_rx_ms += lost;
+			boot_end += lost;
+			if (v->next_ping_ms)
+				v->next_ping_ms = now;
+		}
+		last_loop = now;
 		if (v->phase == VMM_BOOT && now >= boot_end) {
 			vmm_fail(v, "the guest did not boot within %llu s",
 				 (unsigned long long)(cfg.boot_timeout_ms + 999) / 1000);
