@@ -43,6 +43,13 @@ struct al_sandbox_exec {
 	/* The request set memory_bytes (not the sandbox's): refused where
 	 * the exec cannot have a cgroup of its own to hold it. */
 	bool memory_asked;
+	/* A file operation of the daemon's file API, not a program: argv is
+	 * [OP, PATH] (guest/proto.h AL_GUEST_EXEC_FILE_OP says what each OP
+	 * does and writes), env and cwd unused; done in the sandbox by the
+	 * backend's own agent as the sandbox's user. Only a backend with
+	 * AL_BACKEND_EXEC_FILES is asked (run/session.c refuses it for the
+	 * others). */
+	bool file_op;
 };
 
 /* What happens to a session's execs, as the backend reports it. */
@@ -112,6 +119,12 @@ enum {
 	/* A host path shown at another path (--ro HOST:/input/x): the
 	 * process layer makes no mounts, so it shows a path only where it is. */
 	AL_BACKEND_MOUNTS_ELSEWHERE = 1u << 7,
+	/* A session's exec may be a file operation (al_sandbox_exec.file_op):
+	 * the file API's way in where the run has no scratch of its own on
+	 * the host (microvm, vm: the scratch is a tmpfs in the guest). Not
+	 * shown by `airlock backends`: it says how the daemon's file API
+	 * reaches the files, not whether it does. */
+	AL_BACKEND_EXEC_FILES = 1u << 8,
 };
 
 /* How a layer keeps each promise, one short phrase each: `airlock

@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -118,9 +119,12 @@ static uint64_t cg_read(int dir, const char *file, const char *key)
 }
 
 /* The child, between fork and exec: never returns. Its failure goes to the
- * parent as {errno, step} over errfd. */
+ * parent as {errno, step} over errfd. A file operation (fop) does the
+ * operation itself once its cgroup, stdio and ids are set, instead of the
+ * exec. */
 static __attribute__((noreturn)) void child(struct agent *a, int cg, int fds[3], int errfd,
-					    const char *cwd, const char **argv, const char **env)
+					    const char *cwd, const char **argv, const char **env,
+					    bool fop)
 {
 	extern char **environ;
 	const char *step = "cgroup";
@@ -140,6 +144,15 @@ static __attribute__((noreturn)) void child(struct agent *a, int cg, int fds[3],
 	    setresuid(a->cfg.c.uid, a->cfg.c.uid, a->cfg.c.uid) < 0 ||
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		goto fail;
+	if (fop) {
+		/* No exec closes the agent's descriptors (the channel, other
+		 * execs' pipes, whose ends would stay open): closed here, errfd
+		 * with them (the parent reads its EOF as "started"). */
+		if (syscall(SYS_close_range, 3, ~0u, 0) < 0)
+			for (int fd = 3; fd < 4096; fd++) /* PID 1's hard RLIMIT_NOFILE */
+				close(fd);
+		agent_fop(argv[0], argv[1]);
+	}
 	step = "cwd";
 	if (chdir(cwd) < 0)
 		goto fail;
@@ -187,7 +200,7 @@ static int exec_cgroup(struct agent *a, uint32_t id)
 	return cg;
 }
 
-static void exec_start(struct agent *a, uint32_t id, const uint8_t *p, uint32_t len)
+static void exec_start(struct agent *a, uint32_t id, uint8_t flags, const uint8_t *p, uint32_t len)
 {
 	static const char *argv[AL_GUEST_MAX_ARGS + 1], *env[AL_GUEST_MAX_ARGS + 1];
 	const char *cwd;
@@ -202,6 +215,11 @@ static void exec_start(struct agent *a, uint32_t id, const uint8_t *p, uint32_t 
 			e = &a->execs[i];
 	if (!e)
 		return exec_failed(a, id, EBUSY, "no exec slot (or its id is in use)");
+	/* A file operation is [OP, PATH] and nothing else (agent-fop.c
+	 * checks both). */
+	bool fop = flags == AL_GUEST_EXEC_FILE_OP;
+	if (fop && (argc != 2 || envc != 0))
+		return exec_failed(a, id, EINVAL, "a file operation is [OP, PATH], no env");
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, ef[2] = {-1, -1};
 	int cg = exec_cgroup(a, id);
 	if (cg < 0)
@@ -215,7 +233,7 @@ static void exec_start(struct agent *a, uint32_t id, const uint8_t *p, uint32_t 
 	}
 	pid_t pid = fork();
 	if (pid == 0)
-		child(a, cg, (int[3]){in[0], out[1], err[1]}, ef[1], cwd, argv, env);
+		child(a, cg, (int[3]){in[0], out[1], err[1]}, ef[1], cwd, argv, env, fop);
 	close(in[0]), close(out[1]), close(err[1]), close(ef[1]);
 	char m[64] = {0};
 	ssize_t n = pid < 0 ? -1 : read(ef[0], m, sizeof(m) - 1);
@@ -319,7 +337,7 @@ static void dispatch(struct agent *a, const struct al_guest_hdr *h, const uint8_
 {
 	switch (h->type) {
 	case AL_G_EXEC:
-		return exec_start(a, h->id, p, h->len);
+		return exec_start(a, h->id, h->flags, p, h->len);
 	case AL_G_STDIN:
 		return stdin_msg(a, find_exec(a, h->id), p, h->len);
 	case AL_G_SIGNAL: {

@@ -1,6 +1,7 @@
 /* The guest agent's parts (agent.c: setup and the loop's start;
  * agent-chan.c: the channel and the execs; agent-files.c: FILE_* both
- * ways; agent-net.c: the guest's listeners and streams). Internal to the
+ * ways; agent-fop.c: the file API's operations; agent-net.c: the guest's
+ * listeners and streams). Internal to the
  * static airlock-guest-agent binary. */
 #pragma once
 
@@ -74,6 +75,11 @@ __attribute__((noreturn)) void agent_serve(struct agent *a);
 void agent_files_msg(struct agent *a, const struct al_guest_hdr *h, const uint8_t *p);
 /* Send more of a FILES_GET walk while the queue has room. */
 void agent_files_pump(struct agent *a);
+
+/* agent-fop.c: the file operation op on path (proto.h
+ * AL_GUEST_EXEC_FILE_OP), in an exec's child already in its cgroup, ids
+ * and stdio: exits 0 or with the errno that stopped it. */
+__attribute__((noreturn)) void agent_fop(const char *op, const char *path);
 
 /* agent-net.c: lo up, the route for the fake addresses, the listeners
  * (before the switch of root); 0 or -errno with a LOG sent. */

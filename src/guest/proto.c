@@ -79,8 +79,10 @@ int al_guest_hdr_get(const uint8_t in[AL_GUEST_HEADER], struct al_guest_hdr *h)
 	long max = al_guest_max_len(h->type);
 	if (max < 0 || h->reserved != 0 || h->len > (uint32_t)max)
 		return -EPROTO;
-	/* Only WINDOW has flags: which stream of an exec (0..3). */
-	if (h->flags != 0 && !(h->type == AL_G_WINDOW && h->flags <= 3))
+	/* Only WINDOW has flags, which stream of an exec (0..3), and EXEC,
+	 * whether it is a file operation. */
+	if (h->flags != 0 && !(h->type == AL_G_WINDOW && h->flags <= 3) &&
+	    !(h->type == AL_G_EXEC && h->flags == AL_GUEST_EXEC_FILE_OP))
 		return -EPROTO;
 	return 0;
 }

@@ -3,7 +3,8 @@
  * stream (a virtio serial port) carrying framed messages.
  *
  * A frame is a 12-byte header, then len bytes of payload:
- *   u8 type, u8 flags (0), u16 reserved (0), u32 id, u32 len
+ *   u8 type, u8 flags (0 but for EXEC and WINDOW), u16 reserved (0), u32 id,
+ *   u32 len
  * little-endian, len <= AL_GUEST_MAX_PAYLOAD. id names the exec (EXEC_*,
  * STDIN, STDOUT, STDERR, EXIT), the stream (OPEN, DATA, ...), the datagram
  * exchange (DGRAM) or the file (FILE_*); 0 where a type has none. A
@@ -40,7 +41,9 @@ enum al_guest_type {
 	AL_G_HELLO = 1,
 	/* host → agent: run a command. id: the exec (nonzero, unused).
 	 * payload: u32 argc, u32 envc, then cwd, argv[], env[] as
-	 * NUL-terminated strings, nothing after. */
+	 * NUL-terminated strings, nothing after. flags: 0, or
+	 * AL_GUEST_EXEC_FILE_OP: a file operation of the daemon's file API
+	 * (below) instead of a program. */
 	AL_G_EXEC = 2,
 	/* agent → host: the exec started (payload: u32 guest pid) or could not
 	 * (AL_G_EXEC_FAILED, payload: u32 errno, then text). */
@@ -112,6 +115,36 @@ enum {
 	AL_GUEST_FILE_LINK = 3
 };
 
+/* EXEC's flag for a file operation (the daemon's file API on a session,
+ * docs/api.md): argv is exactly [OP, PATH], envc 0, cwd ignored. PATH is
+ * a sandbox path in one of the scratch's faces in the guest (/work, /tmp,
+ * /dev/shm), absolute, with no empty, "." or ".." component. The agent
+ * runs it as an exec (its own cgroup, the command's uid and gid,
+ * no_new_privs, the exec's stdio; STARTED, output, EXIT as for any exec),
+ * but the child does the operation itself: every path resolved with
+ * openat2 beneath its face's directory, no link followed, no other mount
+ * crossed; regular files and directories only. It exits 0 or with the
+ * errno that stopped it as its exit code. OP:
+ *   get:    stdout is 'f' then a regular file's bytes (EFBIG, with its size
+ *           in decimal on stderr, when it is over AL_GUEST_FILE_OP_MAX;
+ *           never more than AL_GUEST_FILE_OP_MAX + 1 bytes after the 'f'),
+ *           or 'd' then a directory's listing: at most
+ *           AL_GUEST_FILE_OP_LIST entries, "." and ".." left out, each
+ *           "T SIZE MODE NAME\0": T one of f d l o (regular file, directory,
+ *           symbolic link, other), SIZE decimal, MODE octal (permission
+ *           bits), NAME the entry's bytes (a name may hold any byte but '/'
+ *           and NUL, a newline too: hence NUL-terminated). ENXIO: neither.
+ *   put:    stdin becomes the regular file PATH (created 0644 or truncated;
+ *           O_NOFOLLOW, nonblocking open: a FIFO is ENXIO, a directory
+ *           EISDIR); at most AL_GUEST_FILE_OP_MAX bytes (EFBIG past it).
+ *   mkdir:  the directory PATH (0755).
+ *   delete: the file, or the empty directory, PATH.
+ * The host side trusts none of it: every exit code and listing is checked
+ * again (src/serve/sfiles-vm.c). */
+#define AL_GUEST_EXEC_FILE_OP 1
+#define AL_GUEST_FILE_OP_MAX  (32u << 20)
+#define AL_GUEST_FILE_OP_LIST 10000u
+
 /* AL_G_EXIT's payload. */
 struct al_guest_exit {
 	int32_t status;	  /* the wait status */
@@ -136,8 +169,9 @@ long al_guest_max_len(uint8_t type);
 /* Encode a header into out[AL_GUEST_HEADER]. */
 void al_guest_hdr_put(uint8_t out[AL_GUEST_HEADER], uint8_t type, uint8_t flags, uint32_t id,
 		      uint32_t len);
-/* Decode and check one header: 0, or -EPROTO (unknown type, nonzero
- * flags where the type has none or reserved, len over the type's bound). */
+/* Decode and check one header: 0, or -EPROTO (unknown type, flags other
+ * than a WINDOW's stream (0 to 3) or an EXEC's AL_GUEST_EXEC_FILE_OP,
+ * nonzero reserved, len over the type's bound). */
 int al_guest_hdr_get(const uint8_t in[AL_GUEST_HEADER], struct al_guest_hdr *h);
 
 /* Little-endian helpers for payloads. */

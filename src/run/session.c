@@ -312,17 +312,21 @@ bool al_run_session_ready(const struct al_run *run)
 	return run->req.session && !run->ended && al_supervisor_running(run->sup);
 }
 
-/* Its three pipes: the far ends in child[], ours in its relay. */
-static int make_pipes(struct al_exec *x, int child[3], struct al_error *err)
+/* Its three pipes: the far ends in child[], ours in its relay. With
+ * stdin_fd (> 0), a dup of it is its stdin instead of a pipe. */
+static int make_pipes(struct al_exec *x, int stdin_fd, int child[3], struct al_error *err)
 {
 	int p[3][2];
 
 	for (int i = 0; i < 3; i++) {
-		if (pipe2(p[i], O_CLOEXEC) < 0) {
+		if (i == 0 && stdin_fd > 0)
+			p[0][0] = fcntl(stdin_fd, F_DUPFD_CLOEXEC, 3), p[0][1] = -1;
+		if (i == 0 && stdin_fd > 0 ? p[0][0] < 0 : pipe2(p[i], O_CLOEXEC) < 0) {
 			int e = errno;
 			for (int j = 0; j < i; j++) {
 				close(p[j][0]);
-				close(p[j][1]);
+				if (p[j][1] >= 0)
+					close(p[j][1]);
 			}
 			return al_error_setsys(err, e, "exec: pipe2");
 		}
@@ -330,7 +334,7 @@ static int make_pipes(struct al_exec *x, int child[3], struct al_error *err)
 	child[0] = p[0][0];
 	child[1] = p[1][1];
 	child[2] = p[2][1];
-	int r = al_relay_in(&x->relay, p[0][1], err);
+	int r = p[0][1] < 0 ? 0 : al_relay_in(&x->relay, p[0][1], err);
 	if (r == 0)
 		r = al_relay_out(&x->relay, 0, p[1][0], err);
 	else
@@ -362,6 +366,11 @@ int al_run_exec(struct al_run *run, const struct al_exec_request *req, const str
 	if (run->req.pool && !run->claim)
 		return al_error_set(err, EPERM,
 				    "exec: a pool's sandbox runs nothing before it is claimed");
+	if (req->file_op &&
+	    (!al_run_exec_files(run) || req->tty || !req->argv[0] || !req->argv[1] || req->argv[2]))
+		return al_error_set(err, EOPNOTSUPP,
+				    "exec: backend %s does no file operations in its sandbox",
+				    run->sb.ops->name);
 	if (run->n_execs >= max)
 		return al_error_set(err, EAGAIN, "exec: %u execs already run in this sandbox", max);
 	if (req->timeout_ms < 0)
@@ -379,7 +388,8 @@ int al_run_exec(struct al_run *run, const struct al_exec_request *req, const str
 				    "exec's limits may only be lower)",
 				    asked, have);
 	}
-	if (req->output_bytes && p->output_bytes && req->output_bytes > p->output_bytes) {
+	if (!req->file_op && req->output_bytes && p->output_bytes &&
+	    req->output_bytes > p->output_bytes) {
 		al_format_size(p->output_bytes, have, sizeof(have));
 		al_format_size(req->output_bytes, asked, sizeof(asked));
 		return al_error_set(err, EINVAL,
@@ -391,15 +401,17 @@ int al_run_exec(struct al_run *run, const struct al_exec_request *req, const str
 	x->run = run;
 	x->num = ++run->next_exec;
 	x->io = *io;
-	uint64_t cap = req->output_bytes ? req->output_bytes : p->output_bytes;
+	uint64_t cap = req->output_bytes || req->file_op ? req->output_bytes : p->output_bytes;
 	al_relay_init(&x->relay, run->loop, &relay_ops, x, cap ? cap : UINT64_MAX,
 		      &x->res.stdout_bytes, &x->res.stderr_bytes, STDIN_QUEUE_MAX);
 	snprintf(x->res.id, sizeof(x->res.id), "e%u", (unsigned)x->num);
 	clock_gettime(CLOCK_MONOTONIC, &x->t0);
 	x->tty = x->tty_wait = req->tty;
 	x->relay.src[0].filtered = req->tty && req->ttyfilter;
-	if (!req->tty && (r = make_pipes(x, child, err)) < 0)
+	if (!req->tty && (r = make_pipes(x, req->stdin_fd, child, err)) < 0)
 		goto fail;
+	if (!req->tty && req->stdin_fd > 0)
+		al_relay_in_close(&x->relay); /* its stdin is the caller's: none to queue */
 	if (!(x->timeout = al_loop_timer(run->loop, on_timeout, x)) ||
 	    !(x->drain = al_loop_timer(run->loop, on_drain, x))) {
 		r = al_error_setsys(err, errno, "exec: its timers");
@@ -430,6 +442,7 @@ int al_run_exec(struct al_run *run, const struct al_exec_request *req, const str
 	    .memory_bytes = req->memory_bytes ? req->memory_bytes : p->memory_bytes,
 	    .pids = p->pids,
 	    .memory_asked = req->memory_bytes != 0,
+	    .file_op = req->file_op,
 	};
 	r = run->sb.ops->exec(&run->sb, &sx, err);
 	al_strv_free(env);
@@ -444,9 +457,11 @@ int al_run_exec(struct al_run *run, const struct al_exec_request *req, const str
 	json_t *argv = json_array();
 	for (size_t i = 0; req->argv[i]; i++)
 		json_array_append_new(argv, al_json_text(req->argv[i]));
-	al_audit_emit(run->req.audit, "exec.request",
-		      json_pack("{s:s, s:o, s:s?, s:I}", "exec_id", x->res.id, "argv", argv, "cwd",
-				req->cwd, "timeout_ms", (json_int_t)req->timeout_ms));
+	json_t *ev = json_pack("{s:s, s:o, s:s?, s:I}", "exec_id", x->res.id, "argv", argv, "cwd",
+			       req->cwd, "timeout_ms", (json_int_t)req->timeout_ms);
+	if (req->file_op)
+		json_object_set_new(ev, "file_op", json_true());
+	al_audit_emit(run->req.audit, "exec.request", ev);
 	*ret = x;
 	return 0;
 fail:
@@ -506,6 +521,12 @@ const char *al_exec_id(const struct al_exec *x)
 int al_run_scratch_fd(struct al_run *run)
 {
 	return al_supervisor_scratch_fd(run->sup);
+}
+
+bool al_run_exec_files(const struct al_run *run)
+{
+	const struct al_backend_ops *o = run->sb.ops;
+	return o && o->facts && (o->facts->features & AL_BACKEND_EXEC_FILES);
 }
 
 /* Stop (paused) or restart each exec's timeout: what was left of it is

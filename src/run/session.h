@@ -34,6 +34,17 @@ struct al_exec_request {
 	int64_t timeout_ms;    /* 0: none beyond the sandbox's lifetime */
 	uint64_t memory_bytes; /* 0: the sandbox's */
 	uint64_t output_bytes; /* stdout + stderr; 0: the sandbox's */
+	/* A file operation of the daemon's file API instead of a program
+	 * (backend.h al_sandbox_exec.file_op: argv [OP, PATH], env, cwd and
+	 * tty unused), for a backend with AL_BACKEND_EXEC_FILES only
+	 * (-EOPNOTSUPP otherwise). Its output_bytes is the caller's cap on
+	 * what the operation returns, not bounded by the sandbox's output
+	 * limit (it is no output of the sandbox's code). */
+	bool file_op;
+	/* > 0: the exec's stdin is this descriptor (borrowed: a sealed memfd
+	 * of a file to write, read from its offset to its end) instead of a
+	 * pipe; al_exec_stdin then answers -EPIPE. */
+	int stdin_fd;
 };
 
 enum al_exec_reason {
@@ -94,8 +105,11 @@ json_t *al_exec_result_json(const struct al_exec_result *res);
 const char *al_exec_reason_name(enum al_exec_reason r);
 
 /* The scratch's root (O_PATH, borrowed), or -1 (no scratch: the fake
- * backend). */
+ * backend; microvm and vm, whose scratch is in the guest). */
 int al_run_scratch_fd(struct al_run *run);
+/* Whether the run's backend does file operations in its sandbox
+ * (al_exec_request.file_op; AL_BACKEND_EXEC_FILES). */
+bool al_run_exec_files(const struct al_run *run);
 
 /* Claim a warm pool's sandbox (a run started with pool and session, ready,
  * not claimed before) for the request whose final plan is wanted

@@ -23,9 +23,14 @@
 /* Execs at once in a sandbox whose create names no max_execs (a warm
  * pool's sandboxes are made with this: another count is made cold). */
 #define AL_SESS_MAX_EXECS 8
+/* File operations in flight at once in a sandbox whose files are its
+ * agent's (sfiles-vm.c; 429 past it). Each is also one of its max_execs
+ * while it runs. */
+#define AL_SESS_FILE_OPS_MAX 4
 
 struct spool;
 struct sctx;
+struct sfop;
 
 /* An exec the session starts for itself (a code context's interpreter,
  * sctx.c): its output and its end go to these instead of its event log. */
@@ -115,6 +120,9 @@ struct sess {
 	struct sctx **ctx;
 	size_t n_ctx;
 	unsigned ctx_seq;
+	/* File operations in flight in the sandbox (sfiles-vm.c). */
+	struct sfop *fops;
+	unsigned n_fops;
 };
 
 /* Answers to the front's request req (through the monitor). */
@@ -189,7 +197,8 @@ void sess_exec_denial(struct sess *s, json_t *event);
 void sess_exec_cancel(struct sess *s, uint64_t req);
 unsigned sess_exec_running(const struct sess *s);
 /* What keeps the sandbox from being idle: execs running but a code
- * context's interpreter waiting for its next run. */
+ * context's interpreter waiting for its next run, and file operations in
+ * flight. */
 unsigned sess_exec_busy(const struct sess *s);
 /* The run ended: every exec's followers get the end. */
 void sess_exec_finish(struct sess *s);
@@ -211,6 +220,9 @@ void sess_put_output(json_t *o, const char *name, const char *p, size_t n, bool 
 /* sfiles.c: GET, PUT, DELETE files/PATH (rest: PATH). */
 void sess_files(struct sess *s, uint64_t req, const char *method, const char *rest,
 		const char *query, const uint8_t *body, size_t len);
+/* sfiles-vm.c: the sandbox ended; a file operation still in flight is
+ * answered 500. */
+void sess_files_free(struct sess *s);
 
 /* sctx.c: code contexts. contexts[/CID[/run]] with method (rest: what
  * follows "contexts"). */

@@ -578,6 +578,7 @@ static void end_run(struct sess *s)
 			sess_event(s, AL_SEV_LIMIT, limit, 0);
 		sess_exec_finish(s);
 		sess_ctx_free(s);
+		sess_files_free(s);
 		al_run_free(s->run);
 		s->run = NULL;
 	}
@@ -774,6 +775,7 @@ int al_session_main(int fd, const char *operator_env)
 	end_run(&s);
 	sess_pool_free(&s); /* the pool's plan, once its run is gone */
 	sess_ctx_free(&s);
+	sess_files_free(&s);
 	sess_exec_free(&s);
 	al_audit_close(s.audit_stream);
 	al_request_clear(&s.rq);

@@ -145,7 +145,7 @@ unsigned sess_exec_busy(const struct sess *s)
 
 	for (size_t i = 0; i < s->n_x; i++)
 		n += s->x[i]->x != NULL && !s->x[i]->tap;
-	return n + sess_ctx_busy(s);
+	return n + sess_ctx_busy(s) + s->n_fops;
 }
 
 static void on_output(void *data, int which, const void *p, size_t n)

@@ -8,8 +8,10 @@
  * system ids of the scratch face's owner (the sandbox's user) and its
  * group as the only supplementary one, so what is
  * written is the sandbox's own and nothing the sandbox could not do
- * itself is done for it. */
-#include "serve/sess.h"
+ * itself is done for it. A run with no scratch on the host whose backend
+ * does file operations in its sandbox (microvm, vm: AL_BACKEND_EXEC_FILES)
+ * is served by sfiles-vm.c instead, after the same path checks here. */
+#include "serve/sfiles.h"
 
 #include <dirent.h>
 #include <grp.h>
@@ -34,23 +36,16 @@
 #define RESOLVE_FLAGS                                                                              \
 	(RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
 
-struct where {
-	char spath[4100]; /* in the sandbox */
-	char *part;	  /* relative to the scratch's root */
-	char *parent;	  /* part's directory ("." for none) */
-	const char *name; /* part's last component */
-	bool is_face;	  /* the face itself (/tmp) */
-	uid_t uid;	  /* the sandbox user's (its workdir's owner) */
-	gid_t gid;
-};
-
 /* The sandbox path rel (no leading slash) inside the scratch: 0, or an
- * HTTP status with the answer sent. */
-static unsigned locate(struct sess *s, uint64_t req, const char *rel, struct where *w)
+ * HTTP status with the answer sent. With no scratch on the host but file
+ * operations in the sandbox (w->by_exec), the same checks and no owner. */
+static unsigned locate(struct sess *s, uint64_t req, const char *rel, struct sfile_where *w)
 {
 	const struct al_plan *p = s->rq.plan;
 	const struct al_fs_entry *face = NULL;
 	int root = al_run_scratch_fd(s->run);
+
+	w->by_exec = root < 0 && al_run_exec_files(s->run);
 
 	if (!*rel) {
 		sess_error(s, req, 400,
@@ -93,7 +88,7 @@ static unsigned locate(struct sess *s, uint64_t req, const char *rel, struct whe
 		    (!face || strlen(e->path) > strlen(face->path)))
 			face = e;
 	}
-	if (!face || root < 0) {
+	if (!face || (root < 0 && !w->by_exec)) {
 		_cleanup_free_ char *faces = xstrdup("");
 		for (size_t i = 0; i < p->n_fs; i++)
 			if (p->fs[i].kind == AL_FS_SCRATCH) {
@@ -114,6 +109,8 @@ static unsigned locate(struct sess *s, uint64_t req, const char *rel, struct whe
 	w->name = slash ? slash + 1 : w->part;
 	/* Whose the sandbox's files are: the owner of its own scratch face
 	 * (the workdir), else of this one. */
+	if (w->by_exec)
+		return 0; /* the sandbox's own agent acts as its user */
 	const struct al_fs_entry *own = face;
 	for (size_t i = 0; i < p->n_fs; i++)
 		if (p->fs[i].kind == AL_FS_SCRATCH && p->fs[i].sandbox_owned) {
@@ -130,14 +127,13 @@ static unsigned locate(struct sess *s, uint64_t req, const char *rel, struct whe
 	return 0;
 }
 
-static void where_clear(struct where *w)
+static void where_clear(struct sfile_where *w)
 {
 	free(w->part);
 	free(w->parent);
 }
 
-/* errno from resolving or acting on w, as an answer. */
-static void fail(struct sess *s, uint64_t req, const struct where *w, const char *what, int e)
+void sfile_fail(struct sess *s, uint64_t req, const struct sfile_where *w, const char *what, int e)
 {
 	switch (e) {
 	case ELOOP:
@@ -186,7 +182,21 @@ static const char *type_name(mode_t m)
 	return S_ISREG(m) ? "file" : S_ISDIR(m) ? "dir" : S_ISLNK(m) ? "symlink" : "other";
 }
 
-static void list_dir(struct sess *s, uint64_t req, const struct where *w, int fd)
+json_t *sfile_entry(const char *raw, const char *type, long long size, unsigned mode)
+{
+	/* A name that is not UTF-8 is listed with those bytes as \xNN and
+	 * "escaped": true (the file API cannot name it; the sandbox's own
+	 * code can rename it). */
+	char name[1024];
+	bool escaped = al_utf8_escape(name, sizeof(name), raw);
+	json_t *e = json_pack("{s:s, s:s, s:I, s:i}", "name", name, "type", type, "size",
+			      (json_int_t)size, "mode", (int)(mode & 07777));
+	if (e && escaped)
+		json_object_set_new(e, "escaped", json_true());
+	return e;
+}
+
+static void list_dir(struct sess *s, uint64_t req, const struct sfile_where *w, int fd)
 {
 	DIR *d = fdopendir(fd);
 	struct dirent *de;
@@ -195,24 +205,16 @@ static void list_dir(struct sess *s, uint64_t req, const struct where *w, int fd
 	if (!d) {
 		close(fd);
 		json_decref(a);
-		return fail(s, req, w, "list", errno);
+		return sfile_fail(s, req, w, "list", errno);
 	}
-	while ((de = readdir(d)) && json_array_size(a) < 10000) {
+	while ((de = readdir(d)) && json_array_size(a) < SFILE_LIST_MAX) {
 		struct stat st;
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
-		/* A name that is not UTF-8 is listed with those bytes as \xNN
-		 * and "escaped": true (the file API cannot name it; the
-		 * sandbox's own code can rename it). */
-		char name[1024];
-		bool escaped = al_utf8_escape(name, sizeof(name), de->d_name);
-		json_t *e =
-		    json_pack("{s:s, s:s, s:I, s:i}", "name", name, "type", type_name(st.st_mode),
-			      "size", (json_int_t)st.st_size, "mode", (int)(st.st_mode & 07777));
-		if (e && escaped)
-			json_object_set_new(e, "escaped", json_true());
+		json_t *e = sfile_entry(de->d_name, type_name(st.st_mode), (long long)st.st_size,
+					(unsigned)st.st_mode);
 		if (e)
 			json_array_append_new(a, e);
 	}
@@ -220,18 +222,18 @@ static void list_dir(struct sess *s, uint64_t req, const struct where *w, int fd
 	sess_answer(s, req, 200, json_pack("{s:s, s:o}", "path", w->spath, "entries", a));
 }
 
-static void get(struct sess *s, uint64_t req, const struct where *w, const char *query)
+static void get(struct sess *s, uint64_t req, const struct sfile_where *w, const char *query)
 {
 	int root = al_run_scratch_fd(s->run);
 	int fd = open_in(root, w->part, O_RDONLY | O_NONBLOCK);
 	struct stat st;
 
 	if (fd < 0)
-		return fail(s, req, w, "read", errno);
+		return sfile_fail(s, req, w, "read", errno);
 	if (fstat(fd, &st) < 0) {
 		int e = errno;
 		close(fd);
-		return fail(s, req, w, "read", e);
+		return sfile_fail(s, req, w, "read", e);
 	}
 	if (S_ISDIR(st.st_mode))
 		return list_dir(s, req, w, fd);
@@ -256,7 +258,7 @@ static void get(struct sess *s, uint64_t req, const struct where *w, const char 
 	free(buf);
 }
 
-static void put(struct sess *s, uint64_t req, const struct where *w, const char *query,
+static void put(struct sess *s, uint64_t req, const struct sfile_where *w, const char *query,
 		const uint8_t *body, size_t len)
 {
 	int root = al_run_scratch_fd(s->run);
@@ -271,12 +273,12 @@ static void put(struct sess *s, uint64_t req, const struct where *w, const char 
 		return sess_error(s, req, 413, "the file is %zu bytes; at most %u", len,
 				  AL_SERVE_FILE_MAX);
 	if ((pfd = open_in(root, w->parent, O_PATH | O_DIRECTORY)) < 0)
-		return fail(s, req, w, mkdir_ ? "mkdir" : "write", errno);
+		return sfile_fail(s, req, w, mkdir_ ? "mkdir" : "write", errno);
 	if (mkdir_) {
 		e = mkdirat(pfd, w->name, 0755) < 0 ? errno : 0;
 		close(pfd);
 		if (e)
-			return fail(s, req, w, "mkdir", e);
+			return sfile_fail(s, req, w, "mkdir", e);
 		return sess_answer(s, req, 201,
 				   json_pack("{s:s, s:s}", "path", w->spath, "type", "dir"));
 	}
@@ -284,22 +286,22 @@ static void put(struct sess *s, uint64_t req, const struct where *w, const char 
 	e = errno;
 	close(pfd);
 	if (fd < 0)
-		return fail(s, req, w, "write", e);
+		return sfile_fail(s, req, w, "write", e);
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return fail(s, req, w, "write", S_ISDIR(st.st_mode) ? EISDIR : ENXIO);
+		return sfile_fail(s, req, w, "write", S_ISDIR(st.st_mode) ? EISDIR : ENXIO);
 	}
 	if (ftruncate(fd, 0) < 0 || al_write_all(fd, body, len) < 0)
 		e = errno;
 	close(fd);
 	if (e && e != EAGAIN)
-		return fail(s, req, w, "write", e);
+		return sfile_fail(s, req, w, "write", e);
 	sess_answer(s, req, 201,
 		    json_pack("{s:s, s:s, s:I}", "path", w->spath, "type", "file", "size",
 			      (json_int_t)len));
 }
 
-static void del(struct sess *s, uint64_t req, const struct where *w)
+static void del(struct sess *s, uint64_t req, const struct sfile_where *w)
 {
 	int root = al_run_scratch_fd(s->run);
 	int pfd, e = 0;
@@ -308,7 +310,7 @@ static void del(struct sess *s, uint64_t req, const struct where *w)
 		return sess_error(s, req, 400, "%s is a scratch face; it cannot be removed",
 				  w->spath);
 	if ((pfd = open_in(root, w->parent, O_PATH | O_DIRECTORY)) < 0)
-		return fail(s, req, w, "remove", errno);
+		return sfile_fail(s, req, w, "remove", errno);
 	if (unlinkat(pfd, w->name, 0) < 0) {
 		e = errno;
 		if (e == EISDIR || e == EPERM)
@@ -316,17 +318,21 @@ static void del(struct sess *s, uint64_t req, const struct where *w)
 	}
 	close(pfd);
 	if (e)
-		return fail(s, req, w, "remove", e);
+		return sfile_fail(s, req, w, "remove", e);
 	sess_answer(s, req, 200, json_pack("{s:s, s:b}", "path", w->spath, "removed", 1));
 }
 
 void sess_files(struct sess *s, uint64_t req, const char *method, const char *rest,
 		const char *query, const uint8_t *body, size_t len)
 {
-	struct where w = {0};
+	struct sfile_where w = {0};
 
 	if (locate(s, req, rest, &w) != 0)
 		return where_clear(&w);
+	if (w.by_exec) {
+		sfile_by_exec(s, req, method, &w, query, body, len);
+		return where_clear(&w);
+	}
 	/* As the face's owner: the kernel checks what the sandbox's user
 	 * may do, and what is made is its own. The process is single
 	 * threaded; the ids go back right after. */

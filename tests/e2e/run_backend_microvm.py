@@ -341,15 +341,74 @@ def api(sock, method, path, body=None):
         c.close()
 
 
+def raw(sock, method, path, body=b""):
+    """(status, body bytes) of one request with a raw body."""
+    c = UnixHTTP(sock)
+    try:
+        c.request(method, path, body=body)
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+def session_files(sock, base):
+    """The file API on the live guest, as docs/api.md says it works on
+    native: done by the guest agent, as the sandbox's user, no link
+    followed, inside the scratch only, within the cap."""
+    f = base + "/files/"
+    data = bytes(range(256)) * 64 + b"\0end\n"
+    st, doc = raw(sock, "PUT", f + "work/up.bin", data)
+    expect(st == 201 and json.loads(doc) == {"path": "/work/up.bin", "type": "file",
+                                             "size": len(data)}, "put: %s %s" % (st, doc))
+    st, got = raw(sock, "GET", f + "work/up.bin")
+    expect(st == 200 and got == data, "get back: %s, %d bytes" % (st, len(got)))
+    st, a = api(sock, "POST", base + "/exec", {
+        "argv": ["/bin/sh", "-c", "stat -c '%u %g %s' /work/up.bin; stat -c %a /work/note; "
+                 "ln -s /etc/passwd /work/pw; ln -s /etc /work/etc; "
+                 "mkfifo /work/fifo; truncate -s 33554433 /work/big"],
+        "wait": True})
+    lines = a["stdout"].split("\n") if st == 200 else ["", ""]
+    expect(st == 200 and a["exit_code"] == 0 and lines[0] == "1000 1000 %d" % len(data),
+           "the upload is not the sandbox user's: %s %s" % (st, a))
+    st, d = api(sock, "GET", f + "work")
+    names = {e["name"]: e for e in d["entries"]} if st == 200 else {}
+    expect(st == 200 and d["path"] == "/work" and names.get("up.bin", {}).get("size") ==
+           len(data) and names["up.bin"]["type"] == "file" and names["pw"]["type"] == "symlink"
+           and names["fifo"]["type"] == "other" and names["note"]["mode"] == int(lines[1], 8),
+           "list: %s %s" % (st, d))
+    for method, path, code, words in (
+            ("GET", "work/pw", 400, "symbolic link"), ("GET", "work/etc/passwd", 400,
+                                                        "symbolic link"),
+            ("PUT", "work/pw", 400, "symbolic link"), ("PUT", "work/etc/x", 400,
+                                                        "symbolic link"),
+            ("GET", "work/fifo", 400, "not a regular file"),
+            ("GET", "etc/passwd", 403, "not in the sandbox's scratch"),
+            ("GET", "work/big", 413, "33554433 bytes"),
+            ("GET", "work/up.bin?list=1", 400, "?list is for directories"),
+            ("GET", "work/none", 404, "no such file"),
+            ("DELETE", "work", 400, "scratch face"),
+            ("PUT", "work/d?mkdir=1", 201, ""), ("PUT", "work/d?mkdir=1", 409, "exists"),
+            ("PUT", "work/d/in", 201, ""), ("DELETE", "work/d", 409, "not empty"),
+            ("DELETE", "work/d/in", 200, ""), ("DELETE", "work/d", 200, ""),
+            ("GET", "work/d", 404, "")):
+        st, doc = raw(sock, method, f + path, b"x" if method == "PUT" else b"")
+        expect(st == code and words in json.loads(doc).get("error", ""),
+               "%s %s: %s %s (wanted %d %r)" % (method, path, st, doc[:300], code, words))
+    st, doc = api(sock, "GET", f + "tmp")
+    expect(st == 200 and doc["path"] == "/tmp", "list /tmp: %s %s" % (st, doc))
+
+
 @case
 def session_execs(env):
     """airlock serve (on a socket of the test's own): POST /v1/sandboxes
     with backend microvm boots one guest, then execs in it: the first writes
     /work/note and prints the guest's kernel, the second (with stdin and an
     env variable of its own) reads the note back in the same guest, a
-    missing command ends exec-failed, two at once both end; pause freezes
-    QEMU (no CPU time gained by a spinning exec's guest) and resume brings
-    it back; DELETE leaves no QEMU process and no initramfs file."""
+    missing command ends exec-failed, two at once both end; the file API
+    in the same guest (session_files); pause freezes QEMU (no CPU time
+    gained by a spinning exec's guest) and resume brings it back; DELETE
+    leaves no QEMU process and no initramfs file."""
     need(env)
     with TempDir(mode=0o755) as d:
         sock = os.path.join(d, "sock")
@@ -387,6 +446,7 @@ def session_execs(env):
                 return all(res.get(i, {}).get("reason") == "exited" for i in ids)
             expect(wait_for(ended, 60, step=0.5), "the background execs did not both end: %s"
                    % api(sock, "GET", base + "/execs")[1])
+            session_files(sock, base)
             # Pause freezes QEMU with its guest: a spinning exec's QEMU
             # gains no CPU time while paused (host-side, from /proc); after
             # the resume the session answers as before.

@@ -12,12 +12,14 @@ QEMU's microvm machine under a timeout, and speaks the channel's protocol
 see of the guest), the network (a TCP stream to the proxy port, one to a
 fake address's capture port, a DNS datagram: each reaches this script as
 OPEN/DATA/DGRAM with the guest's destination, and the answers go back),
-/work's files back, POWEROFF. One boot serves every case. Skips with the
+/work's files back, the file API's operations (EXEC with flags 1), POWEROFF.
+One boot serves every case. Skips with the
 reason where the kernel, its modules, QEMU, cpio or mkfs.ext4 is missing.
 Nothing here touches the host's network: the guest has no NIC, and its
 connections end in this script.
 """
 
+import errno
 import glob
 import os
 import shutil
@@ -165,12 +167,14 @@ class Channel:
             self.buf += chunk
 
 
-def exec_run(ch, ident, argv, stdin=None, env=("PATH=/bin",), cwd="/work", net=None):
+def exec_run(ch, ident, argv, stdin=None, env=("PATH=/bin",), cwd="/work", net=None, flags=0,
+             raw=False):
     """One exec to its EXIT: (status, stdout, stderr, exit fields). net(ch, msg) answers
-    the network's messages while it runs."""
+    the network's messages while it runs. flags 1: a file operation; raw: stdout as
+    bytes."""
     strs = [cwd] + list(argv) + list(env)
     ch.send(EXEC, ident, struct.pack("<II", len(argv), len(env)) +
-            b"".join(s.encode() + b"\0" for s in strs))
+            b"".join(s.encode() + b"\0" for s in strs), flags=flags)
     out, err = b"", b""
     while True:
         t, flags, i, p = ch.recv()
@@ -188,8 +192,8 @@ def exec_run(ch, ident, argv, stdin=None, env=("PATH=/bin",), cwd="/work", net=N
             ch.send(WINDOW, ident, struct.pack("<I", len(p)), flags=2 if t == STDOUT else 3)
         elif t == EXIT:
             status, oom, pids, _, _, user, system, peak = struct.unpack("<iBBBBQQQ", p)
-            return status, out.decode(errors="replace"), err.decode(errors="replace"), \
-                (oom, user, system, peak, pids)
+            return status, out if raw else out.decode(errors="replace"), \
+                err.decode(errors="replace"), (oom, user, system, peak, pids)
         elif net:
             net(ch, t, i, p)
 
@@ -366,9 +370,46 @@ def check_files_out(ch):
         (n, p))
 
 
+def check_fops(ch):
+    """File operations (EXEC flags 1, proto.h AL_GUEST_EXEC_FILE_OP): done by
+    the agent as the command's user beneath the scratch's faces, no link
+    followed, exit code the errno."""
+    def fop(ident, op, path, stdin=None, env=()):
+        st, out, err, _ = exec_run(ch, ident, [op, path], stdin=stdin, env=env, cwd="/",
+                                   flags=1, raw=True)
+        return (None if st is None else st >> 8), out, err
+    data = bytes(range(256)) * 300 + b"\0"
+    put = fop(40, "put", "/work/fop.bin", stdin=data)
+    got = fop(41, "get", "/work/fop.bin")
+    tap(put[0] == 0 and got == (0, b"f" + data, ""),
+        "fop: put then get gives the bytes back, a NUL among them", (put, got[0], len(got[1])))
+    st, listing, _ = fop(43, "get", "/work/sub")
+    recs = sorted(listing[1:].split(b"\0")[:-1]) if listing[:1] == b"d" else listing
+    tap(st == 0 and recs == [b"f 8 644 a.txt", b"l 5 777 link"],
+        "fop: a directory's listing, the link listed as a link", (st, listing))
+    refused = [fop(44, "get", "/work/sub/link")[0], fop(45, "put", "/work/sub/link/x", b"x")[0],
+               fop(46, "get", "/etc/resolv.conf")[0], fop(47, "get", "/input/input.txt")[0],
+               fop(48, "get", "/work/../etc/resolv.conf")[0], fop(49, "chmod", "/work/sub")[0],
+               fop(50, "delete", "/work")[0]]
+    want = [errno.ELOOP, errno.ELOOP, errno.EACCES, errno.EACCES, errno.EINVAL, errno.EINVAL,
+            errno.EISDIR]
+    tap(refused == want, "fop: a link, paths outside /work /tmp /dev/shm, '..', an unknown "
+        "op and the face itself refused with their errno", (refused, want))
+    made = [fop(51, "mkdir", "/work/d")[0], fop(52, "mkdir", "/work/d")[0],
+            fop(53, "put", "/work/d/f", b"y")[0], fop(54, "delete", "/work/d")[0],
+            fop(55, "delete", "/work/d/f")[0], fop(56, "delete", "/work/d")[0],
+            fop(57, "delete", "/work/fop.bin")[0], fop(58, "get", "/work/d")[0]]
+    tap(made == [0, errno.EEXIST, 0, errno.ENOTEMPTY, 0, 0, 0, errno.ENOENT],
+        "fop: mkdir, its EEXIST, a non-empty directory kept, files and directories removed",
+        made)
+    bad = [fop(59, "get", "/work/sub", env=["A=B"])[0],
+           exec_run(ch, 60, ["get", "/work", "x"], env=(), cwd="/", flags=1)[0]]
+    tap(bad == [None, None], "fop: an env or a third argument is EXEC_FAILED", bad)
+
+
 def main():
     kernel, version, mods = find_kernel()
-    print("1..25", flush=True)
+    print("1..30", flush=True)
     tmp = tempfile.mkdtemp(prefix="airlock-guest-agent-")
     proc = None
     try:
@@ -410,6 +451,7 @@ def main():
         check_limits(ch)
         check_window(ch)
         check_files_out(ch)
+        check_fops(ch)
         ch.send(POWEROFF)
         try:
             rc = proc.wait(timeout=30)
@@ -428,7 +470,7 @@ def main():
                 pass
             proc.wait()
         shutil.rmtree(tmp, ignore_errors=True)
-    return 0 if all(results) and len(results) == 25 else 1
+    return 0 if all(results) and len(results) == 30 else 1
 
 
 sys.exit(main())

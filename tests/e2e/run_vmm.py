@@ -18,8 +18,8 @@ stream ids and credits confused and EXIT forged (before EXEC_STARTED,
 twice) end the run with their protocol error, OPENs outside the allowed
 set refused; a session's execs on the VMM's socket (several at once,
 stdin, signals, a hang-up that kills, the 16-exec bound, bad requests
-refused without harm to the session); a bad CONFIG_JSON refused
-with exit 125 naming the field. TAP."""
+refused without harm to the session, a file operation's flag passed on);
+a bad CONFIG_JSON refused with exit 125 naming the field. TAP."""
 import array
 import atexit
 import errno
@@ -346,13 +346,13 @@ class Client:
     with three pipes' ends (or what a case passes instead), and threads
     that read the exec's stdout and stderr whole."""
 
-    def __init__(self, path, argv, env=(), stdin=b"", nfds=3, header=None):
+    def __init__(self, path, argv, env=(), stdin=b"", nfds=3, header=None, flags=0):
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.s.settimeout(20)
         self.s.connect(path)
         pipes = [os.pipe() for _ in range(3)]
         payload = exec_payload(argv, env)
-        hdr = header or struct.pack("<BBHI", REQ_EXEC, 0, 0, len(payload))
+        hdr = header or struct.pack("<BBHI", REQ_EXEC, flags, 0, len(payload))
         far = [pipes[0][0], pipes[1][1], pipes[2][1]][:nfds]
         self.s.sendmsg([hdr + payload], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
                                           array.array("i", far))])
@@ -451,7 +451,9 @@ def session_execs():
     ended by it); a missing command FAILED ENOENT; a hang-up kills its
     exec (SIGNAL 9); 16 execs at once and the 17th FAILED EAGAIN, the
     slots free again once their clients went; a request with two fds, a
-    bad header or signal 0 FAILED EINVAL, the session unharmed; SIGTERM
+    bad header, flags other than 0 and 1, or signal 0 FAILED EINVAL, the
+    session unharmed; a file operation's flag 1 reaches the guest's EXEC;
+    SIGTERM
     ends the VMM by SIGTERM."""
     p, path = session_vmm()
     try:
@@ -499,8 +501,13 @@ def session_execs():
         assert len(seen) == len(set(seen)), events
 
         assert Client(path, ["echo"], nfds=2).failed() == errno.EINVAL
-        assert Client(path, ["echo"], header=struct.pack("<BBHI", REQ_EXEC, 1, 0, 20)
+        assert Client(path, ["echo"], header=struct.pack("<BBHI", REQ_EXEC, 2, 0, 20)
                       ).failed() == errno.EINVAL
+        assert Client(path, ["echo"], flags=3).failed() == errno.EINVAL
+        # A file operation's flag (1) passes to the guest's EXEC unchanged.
+        fop = Client(path, ["echo", "/work/x"], flags=1)
+        fop.started()
+        assert fop.ended()[0] == 0 and fop.got[0].endswith(b" flags=1\n"), fop.got
         bad = Client(path, ["sleep"])
         bad.started()
         bad.signal(0)

@@ -389,7 +389,8 @@ def mode_session():
     "sleep" waits for a SIGNAL and dies by it; "missing" fails with ENOENT;
     "big N" writes N bytes within the windows; "events" prints the SIGNALs
     every exec got ("id:sig ...") and the ids seen. The VMM's EXITs come
-    with oom 0 and fixed CPU figures."""
+    with oom 0 and fixed CPU figures. "echo" also prints the EXEC's flags
+    when they are not 0 (a file operation's, passed through)."""
     time.sleep(0.5)
     send(HELLO, 0, struct.pack("<I", 1) + b"6.1.0-fake")
     execs = {}  # id -> {"argv", "credit", "pending", "eof", "mode"}
@@ -420,7 +421,8 @@ def mode_session():
             x = execs[ident] = {"argv": argv, "credit": WINDOW_BYTES, "pending": b"",
                                 "done": None}
             if argv[0] == "echo":
-                x["pending"] = ("id=%d argv=%s cwd=%s\n" % (ident, ",".join(argv), cwd)).encode()
+                x["pending"] = ("id=%d argv=%s cwd=%s%s\n" % (
+                    ident, ",".join(argv), cwd, " flags=%d" % flags if flags else "")).encode()
                 send(STDERR, ident, ("env=%s\n" % ",".join(env)).encode())
                 x["done"] = 0
             elif argv[0] == "big":

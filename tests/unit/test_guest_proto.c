@@ -51,10 +51,15 @@ static void test_header_bounds(void **state)
 	assert_int_equal(hdr(255, 0, 0), -EPROTO);
 	/* A len far over everything (the top bit set). */
 	assert_int_equal(hdr(AL_G_DATA, 0, 0x80000000u), -EPROTO);
-	/* Flags: only WINDOW's 0..3. */
+	/* Flags: only WINDOW's 0..3 and EXEC's file operation bit. */
 	assert_int_equal(hdr(AL_G_DATA, 1, 1), -EPROTO);
 	assert_int_equal(hdr(AL_G_WINDOW, 3, 4), 0);
 	assert_int_equal(hdr(AL_G_WINDOW, 4, 4), -EPROTO);
+	assert_int_equal(hdr(AL_G_EXEC, AL_GUEST_EXEC_FILE_OP, 16), 0);
+	assert_int_equal(hdr(AL_G_EXEC, 2, 16), -EPROTO);
+	assert_int_equal(hdr(AL_G_EXEC, 3, 16), -EPROTO);
+	assert_int_equal(hdr(AL_G_EXEC_STARTED, AL_GUEST_EXEC_FILE_OP, 4), -EPROTO);
+	assert_int_equal(hdr(AL_G_FILE_BEGIN, AL_GUEST_EXEC_FILE_OP, 8), -EPROTO);
 	/* Reserved bits. */
 	uint8_t b[AL_GUEST_HEADER];
 	struct al_guest_hdr h;

@@ -60,20 +60,26 @@ static bool overridden(char *const *env, const char *e)
 }
 
 /* The request: the header, then u32 argc, u32 envc, cwd, argv, env (the
- * plan's environment, less what the exec sets, then the exec's). */
+ * plan's environment, less what the exec sets, then the exec's). A file
+ * operation (argv [OP, PATH]) has flags AL_GUEST_EXEC_FILE_OP, cwd "/" and
+ * no environment (proto.h). */
 static uint8_t *request(const struct vm_run *w, const struct al_sandbox_exec *x, size_t *len,
 			struct al_error *err)
 {
-	const char *cwd = x->cwd ? x->cwd : w->orig->workdir ? w->orig->workdir : "/work";
+	const char *cwd = x->file_op	     ? "/"
+			  : x->cwd	     ? x->cwd
+			  : w->orig->workdir ? w->orig->workdir
+					     : "/work";
 	size_t size = 8 + 8 + strlen(cwd) + 1, argc = 0, envc = 0;
-	char *const *penv = w->orig->envp;
+	char *const *penv = x->file_op ? NULL : w->orig->envp;
+	char *const *xenv = x->file_op ? NULL : x->env;
 	for (size_t i = 0; x->argv[i]; i++, argc++)
 		size += strlen(x->argv[i]) + 1;
 	for (size_t i = 0; penv && penv[i]; i++)
-		if (!overridden(x->env, penv[i]))
+		if (!overridden(xenv, penv[i]))
 			size += strlen(penv[i]) + 1, envc++;
-	for (size_t i = 0; x->env && x->env[i]; i++, envc++)
-		size += strlen(x->env[i]) + 1;
+	for (size_t i = 0; xenv && xenv[i]; i++, envc++)
+		size += strlen(xenv[i]) + 1;
 	if (argc == 0) {
 		al_error_set(err, EINVAL, "exec: no command given");
 		return NULL;
@@ -88,6 +94,7 @@ static uint8_t *request(const struct vm_run *w, const struct al_sandbox_exec *x,
 	}
 	uint8_t *b = xcalloc(1, size), *at = b + 16;
 	b[0] = AL_VMM_REQ_EXEC;
+	b[1] = x->file_op ? AL_GUEST_EXEC_FILE_OP : 0;
 	al_guest_put32(b + 4, (uint32_t)(size - 8));
 	al_guest_put32(b + 8, (uint32_t)argc);
 	al_guest_put32(b + 12, (uint32_t)envc);
@@ -96,10 +103,10 @@ static uint8_t *request(const struct vm_run *w, const struct al_sandbox_exec *x,
 	for (size_t i = 0; x->argv[i]; i++)
 		PUT(x->argv[i]);
 	for (size_t i = 0; penv && penv[i]; i++)
-		if (!overridden(x->env, penv[i]))
+		if (!overridden(xenv, penv[i]))
 			PUT(penv[i]);
-	for (size_t i = 0; x->env && x->env[i]; i++)
-		PUT(x->env[i]);
+	for (size_t i = 0; xenv && xenv[i]; i++)
+		PUT(xenv[i]);
 #undef PUT
 	*len = size;
 	return b;

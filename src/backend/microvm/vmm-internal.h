@@ -84,6 +84,7 @@ struct vmm_exec {
 	bool gone;	      /* the client went before the end: SIGNAL 9 sent (or due) */
 	bool owns;	      /* its fds are ours to close (a session client's) */
 	bool requested;	      /* the client's EXEC request is whole */
+	uint8_t flags;	      /* its EXEC's flags (AL_GUEST_EXEC_FILE_OP or 0) */
 	uint32_t pending_sig; /* a SIGNAL asked for before STARTED */
 	uint32_t stdin_credit;
 	struct vmm_queue stdio[2];

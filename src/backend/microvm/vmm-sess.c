@@ -232,7 +232,9 @@ static int read_msg(struct vmm_exec *x)
 		if (x->req_len >= VMM_REQ_HEADER) {
 			uint32_t len = al_guest_get32(x->req + 4);
 			uint8_t type = x->req[0];
-			if (x->req[1] || x->req[2] || x->req[3] || len > AL_GUEST_MAX_PAYLOAD ||
+			/* Flags: an EXEC's AL_GUEST_EXEC_FILE_OP only (vmm.h). */
+			if (x->req[1] > (type == AL_VMM_REQ_EXEC ? AL_GUEST_EXEC_FILE_OP : 0) ||
+			    x->req[2] || x->req[3] || len > AL_GUEST_MAX_PAYLOAD ||
 			    (type == AL_VMM_REQ_EXEC) == x->requested ||
 			    (type != AL_VMM_REQ_EXEC && type != AL_VMM_REQ_SIGNAL) ||
 			    (type == AL_VMM_REQ_SIGNAL && len != 4))
@@ -298,6 +300,7 @@ static int take_request(struct vmm_exec *x)
 		fcntl(x->req_fds[k], F_SETFL, fcntl(x->req_fds[k], F_GETFL) | O_NONBLOCK);
 		x->req_fds[k] = -1;
 	}
+	x->flags = x->req[1]; /* passed on to the guest's EXEC */
 	x->requested = true;
 	return 0;
 }
@@ -351,7 +354,7 @@ static void client_step(struct vmm *v, size_t slot)
 		 * the queue: under VMM_OUT_SOFT a whole frame always fits). */
 		if (v->phase != VMM_SERVE || v->out.len >= VMM_OUT_SOFT)
 			return;
-		vmm_send(v, AL_G_EXEC, 0, x->id, x->req + VMM_REQ_HEADER,
+		vmm_send(v, AL_G_EXEC, x->flags, x->id, x->req + VMM_REQ_HEADER,
 			 (uint32_t)(x->req_len - VMM_REQ_HEADER));
 		x->sent = true;
 		x->req_len = 0;

@@ -40,13 +40,15 @@
  * signal (it then dies by that signal) or the guest fails (as above). The
  * socket's path exists only once it takes connections; a request that
  * comes during the boot waits for the guest. Messages both ways are an
- * 8-byte header, u8 type, u8 flags (0), u16 reserved (0), u32 len
- * (little-endian, at most AL_GUEST_MAX_PAYLOAD), then len bytes.
+ * 8-byte header, u8 type, u8 flags (0 but for EXEC), u16 reserved (0), u32
+ * len (little-endian, at most AL_GUEST_MAX_PAYLOAD), then len bytes.
  * client → VMM:
  *   AL_VMM_REQ_EXEC, first and once: a channel EXEC payload (proto.h: u32
  *     argc >= 1, u32 envc, cwd, argv[], env[]), with exactly three fds
  *     (SCM_RIGHTS, on the message's first bytes): the exec's stdin,
- *     stdout and stderr;
+ *     stdout and stderr; flags 0, or AL_GUEST_EXEC_FILE_OP (proto.h: a
+ *     file operation of the daemon's file API, argv [OP, PATH]), passed
+ *     on unchanged as the guest EXEC's flags (the agent checks the rest);
  *   AL_VMM_REQ_SIGNAL, once STARTED came: u32 signal (1 to 64).
  * VMM → client:
  *   AL_VMM_ANS_STARTED: u32 the exec's pid in the guest;
