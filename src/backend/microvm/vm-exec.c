@@ -33,6 +33,8 @@
 /* The VMM listens within moments of its start: an exec asked for before
  * that waits for its socket this long at most (the run's loop with it). */
 #define CONNECT_WAIT_MS 3000
+/* The most a connect or the request's send waits for the VMM. */
+#define SEND_WAIT_S 2
 
 struct vm_exec {
 	struct vm_exec *next;
@@ -135,13 +137,24 @@ static int connect_vmm(const struct vm_run *w, struct al_error *err)
 		else if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
 			return al_error_setsys(err, errno, "exec: socket");
 		else {
+			/* A listener that does not accept fills its backlog,
+			 * and a blocking connect then waits for room without
+			 * end (the run's loop with it): the send timeout bounds
+			 * that wait too (EAGAIN), and the request's send. */
+			struct timeval tv = {.tv_sec = SEND_WAIT_S};
 			struct sockaddr_un a = {.sun_family = AF_UNIX};
+			setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 			snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d", path);
 			if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
 				return fd;
 			e = errno;
 			close(fd);
 		}
+		if (e == EAGAIN)
+			return al_error_set(err, EAGAIN,
+					    "exec: backend %s: the VMM's socket took no connection "
+					    "in %d s (the VMM does not accept)",
+					    w->kind->name, SEND_WAIT_S);
 		if ((e != ENOENT && e != ECONNREFUSED) || waited >= CONNECT_WAIT_MS)
 			return al_error_setsys(err, e, "exec: backend %s: the VMM's socket",
 					       w->kind->name);
@@ -258,9 +271,8 @@ int al_vm_exec(struct al_sandbox *sb, const struct al_sandbox_exec *x, struct al
 	if (fd < 0)
 		return fd;
 	/* The request is at most 64 KiB, which a Unix socket's buffer holds:
-	 * sent whole, or the VMM is not reading (a timeout, not a hang). */
-	struct timeval tv = {.tv_sec = 2};
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	 * sent whole, or the VMM is not reading (the send timeout that
+	 * connect_vmm set: a timeout, not a hang). */
 	int fds[3] = {x->stdin_rd, x->stdout_wr, x->stderr_wr};
 	union {
 		struct cmsghdr h;
