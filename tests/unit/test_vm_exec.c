@@ -335,6 +335,42 @@ static void test_random_answers(void **state)
 	host_free(&h);
 }
 
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Once the VMM took a connection, its socket is there until it dies: a
+ * refused or missing socket then fails the exec at once. It waited 3 s
+ * each time (the run's loop with it), for as many execs as were asked. */
+static void test_vmm_gone(void **state)
+{
+	(void)state;
+	struct host h;
+	struct al_error err = {0};
+	uint32_t id;
+	host_init(&h);
+	int lfd = vmm_listen(16);
+	assert_int_equal(exec_one(&h, &id, &err), 0);
+	close(vmm_accept(lfd));
+	until_ended(&h, id);
+	assert_int_equal(n_ended[id], 1);
+	close(lfd); /* the VMM died: its socket refuses */
+	for (int i = 0; i < 2; i++) {
+		double t = now_s();
+		assert_true(exec_one(&h, &id, &err) < 0);
+		assert_contains(err.msg, "the VMM's socket");
+		/* No wait: well under the 3 s it waited at the start. */
+		if (now_s() - t > 2)
+			fail_msg("exec %u failed after %.1f s: %s", id, now_s() - t, err.msg);
+		unlink(sock_path); /* then it is missing */
+	}
+	assert_int_equal(n_ended[id], 0);
+	host_free(&h);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -366,6 +402,7 @@ int main(void)
 	    cmocka_unit_test(test_hostile_answers),
 	    cmocka_unit_test(test_random_answers),
 	    cmocka_unit_test(test_backlog_full),
+	    cmocka_unit_test(test_vmm_gone),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -31,7 +31,9 @@
 
 #define ANSWER_MAX (8 + AL_GUEST_EXIT_LEN)
 /* The VMM listens within moments of its start: an exec asked for before
- * that waits for its socket this long at most (the run's loop with it). */
+ * that waits for its socket this long at most (the run's loop with it).
+ * Once a connection was made the socket stays until the VMM dies, so a
+ * later exec does not wait: refused or missing then, the VMM is gone. */
 #define CONNECT_WAIT_MS 3000
 /* The most a connect or the request's send waits for the VMM. */
 #define SEND_WAIT_S 2
@@ -115,7 +117,7 @@ static uint8_t *request(const struct vm_run *w, const struct al_sandbox_exec *x,
  * openat2 beneath the scratch's root, no link followed, checked to be a
  * socket, and connected to through that descriptor (/proc/self/fd/N of an
  * O_PATH descriptor names the inode itself, never a path again). */
-static int connect_vmm(const struct vm_run *w, struct al_error *err)
+static int connect_vmm(struct vm_run *w, struct al_error *err)
 {
 	struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
 			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
@@ -145,8 +147,10 @@ static int connect_vmm(const struct vm_run *w, struct al_error *err)
 			struct sockaddr_un a = {.sun_family = AF_UNIX};
 			setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 			snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d", path);
-			if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
+			if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
+				w->vmm_reached = true;
 				return fd;
+			}
 			e = errno;
 			close(fd);
 		}
@@ -155,7 +159,8 @@ static int connect_vmm(const struct vm_run *w, struct al_error *err)
 					    "exec: backend %s: the VMM's socket took no connection "
 					    "in %d s (the VMM does not accept)",
 					    w->kind->name, SEND_WAIT_S);
-		if ((e != ENOENT && e != ECONNREFUSED) || waited >= CONNECT_WAIT_MS)
+		if ((e != ENOENT && e != ECONNREFUSED) || waited >= CONNECT_WAIT_MS ||
+		    w->vmm_reached)
 			return al_error_setsys(err, e, "exec: backend %s: the VMM's socket",
 					       w->kind->name);
 		nanosleep(&(struct timespec){.tv_nsec = 10 * 1000000}, NULL);
