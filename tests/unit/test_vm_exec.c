@@ -242,7 +242,7 @@ static void test_hostile_answers(void **state)
 		uint8_t b[256];
 		size_t len;
 		bool with_fd;
-	} cases[16];
+	} cases[24];
 	size_t n = 0, k;
 #define CASE(w)	     (cases[n].what = (w), cases[n].with_fd = false, k = 0)
 #define ADD(t, p, l) (k += answer(cases[n].b + k, (t), (p), (l)), cases[n].len = k)
@@ -259,6 +259,15 @@ static void test_hostile_answers(void **state)
 	CASE("STARTED short"), ADD(AL_VMM_ANS_STARTED, pid, 3), n++;
 	CASE("half a header"), ADD(AL_VMM_ANS_STARTED, pid, 4), cases[n].len = 4, n++;
 	CASE("STARTED with an fd"), ADD(AL_VMM_ANS_STARTED, pid, 4), cases[n].with_fd = true, n++;
+	/* Wait statuses no process ends with: a signal past 64 (126), a
+	 * stopped process, bits past the exit code. */
+	int32_t bogus[] = {0x7e, 0x137f, 0x10000};
+	for (size_t b = 0; b < 3; b++) {
+		uint8_t ex[AL_GUEST_EXIT_LEN] = {0};
+		al_guest_put32(ex, (uint32_t)bogus[b]);
+		CASE("ENDED with a wait status no process has"), ADD(AL_VMM_ANS_STARTED, pid, 4),
+		    ADD(AL_VMM_ANS_ENDED, ex, AL_GUEST_EXIT_LEN), n++;
+	}
 #undef CASE
 #undef ADD
 	int fds0 = count_fds();
@@ -293,6 +302,47 @@ static void test_hostile_answers(void **state)
 		assert_int_equal(n_ended[id], 1);
 	}
 	assert_int_equal(count_fds(), fds0);
+	close(lfd);
+	unlink(sock_path);
+	host_free(&h);
+}
+
+/* The answers the VMM sends: STARTED then ENDED with the exit code,
+ * FAILED with the errno (127 for ENOENT), each reported once. */
+static void test_valid_answers(void **state)
+{
+	(void)state;
+	struct host h;
+	struct al_error err = {0};
+	uint32_t id;
+	uint8_t b[64], p[4], ex[AL_GUEST_EXIT_LEN] = {0};
+	host_init(&h);
+	int lfd = vmm_listen(16);
+
+	assert_int_equal(exec_one(&h, &id, &err), 0);
+	int c = vmm_accept(lfd);
+	al_guest_put32(p, 42);
+	size_t len = answer(b, AL_VMM_ANS_STARTED, p, 4);
+	al_guest_put32(ex, 3 << 8);
+	len += answer(b + len, AL_VMM_ANS_ENDED, ex, AL_GUEST_EXIT_LEN);
+	assert_int_equal(send(c, b, len, 0), (ssize_t)len);
+	until_ended(&h, id);
+	assert_int_equal(n_started[id], 1);
+	assert_int_equal(n_ended[id], 1);
+	assert_int_equal(end_status[id], 3 << 8);
+	close(c);
+
+	assert_int_equal(exec_one(&h, &id, &err), 0);
+	c = vmm_accept(lfd);
+	al_guest_put32(p, ENOENT);
+	len = answer(b, AL_VMM_ANS_FAILED, p, 4);
+	assert_int_equal(send(c, b, len, 0), (ssize_t)len);
+	until_ended(&h, id);
+	assert_int_equal(n_started[id], 0);
+	assert_int_equal(n_ended[id], 1);
+	assert_int_equal(end_status[id], 127 << 8);
+	assert_int_equal(end_err[id], ENOENT);
+	close(c);
 	close(lfd);
 	unlink(sock_path);
 	host_free(&h);
@@ -399,9 +449,8 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_hostile_answers),
-	    cmocka_unit_test(test_random_answers),
-	    cmocka_unit_test(test_backlog_full),
+	    cmocka_unit_test(test_valid_answers),  cmocka_unit_test(test_hostile_answers),
+	    cmocka_unit_test(test_random_answers), cmocka_unit_test(test_backlog_full),
 	    cmocka_unit_test(test_vmm_gone),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

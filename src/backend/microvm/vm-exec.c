@@ -189,6 +189,17 @@ static void ended(struct vm_exec *e, int status, int exec_err, const struct al_g
 			  x ? x->memory_peak : 0, x && x->oom);
 }
 
+/* A wait status a process can end with: an exit code, or death by one
+ * of Linux's signals (1 to 64, with or without a core). Any other (a
+ * stopped process, bits past those) the VMM made up: the record would
+ * show an exit or a signal that never was. */
+static bool wait_status_ok(int st)
+{
+	if ((st & 0x7f) == 0)
+		return (st & ~0xff00) == 0;
+	return (st & 0x7f) <= 64 && (st & ~0xff) == 0;
+}
+
 /* One whole answer in e->in: 0 handled (e may be gone), -1 not one we
  * could have been sent. */
 static int answer(struct vm_exec *e, uint8_t type, const uint8_t *p, uint32_t len)
@@ -208,7 +219,7 @@ static int answer(struct vm_exec *e, uint8_t type, const uint8_t *p, uint32_t le
 	}
 	if (type == AL_VMM_ANS_ENDED && len == AL_GUEST_EXIT_LEN && e->started) {
 		struct al_guest_exit x;
-		if (al_guest_exit_get(p, len, &x) < 0)
+		if (al_guest_exit_get(p, len, &x) < 0 || !wait_status_ok(x.status))
 			return -1;
 		ended(e, x.status, 0, &x);
 		return 0;
