@@ -18,8 +18,11 @@ stream ids and credits confused and EXIT forged (before EXEC_STARTED,
 twice) end the run with their protocol error, OPENs outside the allowed
 set refused; a session's execs on the VMM's socket (several at once,
 stdin, signals, a hang-up that kills, the 16-exec bound, bad requests
-refused without harm to the session, a file operation's flag passed on);
-a bad CONFIG_JSON refused with exit 125 naming the field. TAP."""
+refused without harm to the session, a file operation's flag passed on,
+a pause longer than the silence limit not taken for a silent guest), and
+a session's guest sending STARTED, STDOUT or EXIT for an id it was not
+given ended with its protocol error; a bad CONFIG_JSON refused with exit
+125 naming the field. TAP."""
 import array
 import atexit
 import errno
@@ -439,6 +442,33 @@ def session_vmm(**kw):
         assert p.poll() is None and time.monotonic() < deadline, p.stderr.read()
         time.sleep(0.01)
     return p, path
+
+
+@case
+def session_forged_ids():
+    """A session's guest that sends EXEC_STARTED, STDOUT or EXIT for an
+    exec id it was not given (one not yet asked for, the configured exec's
+    id 1, one never used): the VMM ends the session with its protocol
+    error (SIGUSR1), and the client's exec ends with the connection."""
+    for what, line in (("started", "EXEC_STARTED for exec 3, which was not asked for"),
+                       ("stdout", "STDOUT for exec 1, which is not running"),
+                       ("exit", "EXIT for exec 7, which is not running")):
+        p, path = session_vmm()
+        try:
+            c = Client(path, ["forge", what])
+            a = c.answer()
+            if what == "exit":
+                assert a and a[0] == ANS_STARTED, a
+                a = c.answer()
+            assert a is None, a
+            c.close()
+        finally:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+            rc = p.wait(20)
+            err = p.stderr.read().decode(errors="replace")
+        assert rc == -signal.SIGUSR1, (what, rc, err)
+        assert "the guest broke the channel protocol: " + line in err, (what, err)
 
 
 @case

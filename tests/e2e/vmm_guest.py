@@ -387,6 +387,9 @@ def mode_session():
     argv[0]: "echo" prints its id, argv, cwd and env; "cat" sends its stdin
     back on STDOUT (within the windows both ways) until stdin ends;
     "sleep" waits for a SIGNAL and dies by it; "missing" fails with ENOENT;
+    "forge started|stdout|exit" sends EXEC_STARTED for the next id, STDOUT
+    for id 1 (the configured exec's, never a session's) or EXIT for an id
+    five on;
     "big N" writes N bytes within the windows; "events" prints the SIGNALs
     every exec got ("id:sig ...") and the ids seen. The VMM's EXITs come
     with oom 0 and fixed CPU figures. "echo" also prints the EXEC's flags
@@ -416,6 +419,15 @@ def mode_session():
             seen.append(ident)
             if argv[0] == "missing":
                 send(EXEC_FAILED, ident, struct.pack("<I", 2) + b"no such file")
+                continue
+            if argv[0] == "forge":  # messages for ids this guest was not given
+                if argv[1] == "started":
+                    send(EXEC_STARTED, ident + 1, struct.pack("<I", 1))
+                elif argv[1] == "stdout":
+                    send(STDOUT, 1, b"x")
+                else:
+                    send(EXEC_STARTED, ident, struct.pack("<I", 100 + ident))
+                    send(EXIT, ident + 5, exit_msg(0))
                 continue
             send(EXEC_STARTED, ident, struct.pack("<I", 100 + ident))
             x = execs[ident] = {"argv": argv, "credit": WINDOW_BYTES, "pending": b"",

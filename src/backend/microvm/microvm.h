@@ -56,6 +56,7 @@ struct vm_run {
 	struct al_loop *loop;			  /* the run's */
 	const struct al_exec_events *exec_events; /* the run's */
 	struct vm_exec *execs;			  /* those not ended yet */
+	bool vmm_reached;			  /* a connection to the VMM's socket was made */
 };
 
 const struct al_vm_kind *al_vm_kind(const char *name);

@@ -31,8 +31,12 @@
 
 #define ANSWER_MAX (8 + AL_GUEST_EXIT_LEN)
 /* The VMM listens within moments of its start: an exec asked for before
- * that waits for its socket this long at most (the run's loop with it). */
+ * that waits for its socket this long at most (the run's loop with it).
+ * Once a connection was made the socket stays until the VMM dies, so a
+ * later exec does not wait: refused or missing then, the VMM is gone. */
 #define CONNECT_WAIT_MS 3000
+/* The most a connect or the request's send waits for the VMM. */
+#define SEND_WAIT_S 2
 
 struct vm_exec {
 	struct vm_exec *next;
@@ -120,7 +124,7 @@ static uint8_t *request(const struct vm_run *w, const struct al_sandbox_exec *x,
  * openat2 beneath the scratch's root, no link followed, checked to be a
  * socket, and connected to through that descriptor (/proc/self/fd/N of an
  * O_PATH descriptor names the inode itself, never a path again). */
-static int connect_vmm(const struct vm_run *w, struct al_error *err)
+static int connect_vmm(struct vm_run *w, struct al_error *err)
 {
 	struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
 			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
@@ -142,14 +146,28 @@ static int connect_vmm(const struct vm_run *w, struct al_error *err)
 		else if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
 			return al_error_setsys(err, errno, "exec: socket");
 		else {
+			/* A listener that does not accept fills its backlog,
+			 * and a blocking connect then waits for room without
+			 * end (the run's loop with it): the send timeout bounds
+			 * that wait too (EAGAIN), and the request's send. */
+			struct timeval tv = {.tv_sec = SEND_WAIT_S};
 			struct sockaddr_un a = {.sun_family = AF_UNIX};
+			setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 			snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d", path);
-			if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
+			if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
+				w->vmm_reached = true;
 				return fd;
+			}
 			e = errno;
 			close(fd);
 		}
-		if ((e != ENOENT && e != ECONNREFUSED) || waited >= CONNECT_WAIT_MS)
+		if (e == EAGAIN)
+			return al_error_set(err, EAGAIN,
+					    "exec: backend %s: the VMM's socket took no connection "
+					    "in %d s (the VMM does not accept)",
+					    w->kind->name, SEND_WAIT_S);
+		if ((e != ENOENT && e != ECONNREFUSED) || waited >= CONNECT_WAIT_MS ||
+		    w->vmm_reached)
 			return al_error_setsys(err, e, "exec: backend %s: the VMM's socket",
 					       w->kind->name);
 		nanosleep(&(struct timespec){.tv_nsec = 10 * 1000000}, NULL);
@@ -178,6 +196,17 @@ static void ended(struct vm_exec *e, int status, int exec_err, const struct al_g
 			  x ? x->memory_peak : 0, x && x->oom);
 }
 
+/* A wait status a process can end with: an exit code, or death by one
+ * of Linux's signals (1 to 64, with or without a core). Any other (a
+ * stopped process, bits past those) the VMM made up: the record would
+ * show an exit or a signal that never was. */
+static bool wait_status_ok(int st)
+{
+	if ((st & 0x7f) == 0)
+		return (st & ~0xff00) == 0;
+	return (st & 0x7f) <= 64 && (st & ~0xff) == 0;
+}
+
 /* One whole answer in e->in: 0 handled (e may be gone), -1 not one we
  * could have been sent. */
 static int answer(struct vm_exec *e, uint8_t type, const uint8_t *p, uint32_t len)
@@ -197,7 +226,7 @@ static int answer(struct vm_exec *e, uint8_t type, const uint8_t *p, uint32_t le
 	}
 	if (type == AL_VMM_ANS_ENDED && len == AL_GUEST_EXIT_LEN && e->started) {
 		struct al_guest_exit x;
-		if (al_guest_exit_get(p, len, &x) < 0)
+		if (al_guest_exit_get(p, len, &x) < 0 || !wait_status_ok(x.status))
 			return -1;
 		ended(e, x.status, 0, &x);
 		return 0;
@@ -265,9 +294,8 @@ int al_vm_exec(struct al_sandbox *sb, const struct al_sandbox_exec *x, struct al
 	if (fd < 0)
 		return fd;
 	/* The request is at most 64 KiB, which a Unix socket's buffer holds:
-	 * sent whole, or the VMM is not reading (a timeout, not a hang). */
-	struct timeval tv = {.tv_sec = 2};
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	 * sent whole, or the VMM is not reading (the send timeout that
+	 * connect_vmm set: a timeout, not a hang). */
 	int fds[3] = {x->stdin_rd, x->stdout_wr, x->stderr_wr};
 	union {
 		struct cmsghdr h;
