@@ -178,17 +178,22 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-static int exec_cgroup(struct agent *a, uint32_t id)
+/* The exec's cgroup: the session's memory and pids limits, or its own
+ * memory limit where the EXEC carried one (never above the session's). */
+static int exec_cgroup(struct agent *a, uint32_t id, uint64_t memory)
 {
 	char name[32], v[32];
+	uint64_t mem = a->cfg.c.memory_bytes;
+	if (memory && (!mem || memory < mem))
+		mem = memory;
 	snprintf(name, sizeof(name), "exec-%" PRIu32, id);
 	if (mkdirat(a->cgroot, name, 0755) < 0 && errno != EEXIST)
 		return -errno;
 	int cg = openat(a->cgroot, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cg < 0)
 		return -errno;
-	if (a->cfg.c.memory_bytes) {
-		snprintf(v, sizeof(v), "%" PRIu64, a->cfg.c.memory_bytes);
+	if (mem) {
+		snprintf(v, sizeof(v), "%" PRIu64, mem);
 		if (cg_write(cg, "memory.max", v) < 0 || cg_write(cg, "memory.oom.group", "1") < 0)
 			agent_log(a, "guest agent: exec %" PRIu32 ": no memory limit", id);
 	}
@@ -207,7 +212,9 @@ static void exec_start(struct agent *a, uint32_t id, uint8_t flags, const uint8_
 	uint32_t argc, envc;
 	struct agent_exec *e = NULL;
 	char name[32];
-	if (al_guest_exec_parse(p, len, &cwd, argv, &argc, env, &envc) < 0)
+	uint64_t memory;
+	if (al_guest_exec_limits(p, &len, flags, &memory) < 0 ||
+	    al_guest_exec_parse(p, len, &cwd, argv, &argc, env, &envc) < 0)
 		agent_die(a, "guest agent: a malformed EXEC from the host");
 	/* A free slot (id 0) for a nonzero id not in use. */
 	for (size_t i = 0; !e && id && !find_exec(a, id) && i < AL_GUEST_MAX_EXECS; i++)
@@ -221,7 +228,7 @@ static void exec_start(struct agent *a, uint32_t id, uint8_t flags, const uint8_
 	if (fop && (argc != 2 || envc != 0))
 		return exec_failed(a, id, EINVAL, "a file operation is [OP, PATH], no env");
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, ef[2] = {-1, -1};
-	int cg = exec_cgroup(a, id);
+	int cg = exec_cgroup(a, id, memory);
 	if (cg < 0)
 		return exec_failed(a, id, -cg, "the exec's cgroup");
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||

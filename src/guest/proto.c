@@ -82,9 +82,22 @@ int al_guest_hdr_get(const uint8_t in[AL_GUEST_HEADER], struct al_guest_hdr *h)
 	/* Only WINDOW has flags, which stream of an exec (0..3), and EXEC,
 	 * whether it is a file operation. */
 	if (h->flags != 0 && !(h->type == AL_G_WINDOW && h->flags <= 3) &&
-	    !(h->type == AL_G_EXEC && h->flags == AL_GUEST_EXEC_FILE_OP))
+	    !(h->type == AL_G_EXEC &&
+	      (h->flags == AL_GUEST_EXEC_FILE_OP || h->flags == AL_GUEST_EXEC_LIMITS)))
 		return -EPROTO;
 	return 0;
+}
+
+int al_guest_exec_limits(const uint8_t *p, uint32_t *len, uint8_t flags, uint64_t *memory)
+{
+	*memory = 0;
+	if (flags == 0 || flags == AL_GUEST_EXEC_FILE_OP)
+		return 0;
+	if (flags != AL_GUEST_EXEC_LIMITS || *len < AL_GUEST_EXEC_LIMITS_LEN)
+		return -EPROTO;
+	*len -= AL_GUEST_EXEC_LIMITS_LEN;
+	*memory = al_guest_get64(p + *len);
+	return *memory ? 0 : -EPROTO;
 }
 
 /* The NUL-terminated string at p[*off..len): its start, *off past it; NULL

@@ -142,8 +142,14 @@ enum {
  * The host side trusts none of it: every exit code and listing is checked
  * again (src/serve/sfiles-vm.c). */
 #define AL_GUEST_EXEC_FILE_OP 1
-#define AL_GUEST_FILE_OP_MAX  (32u << 20)
-#define AL_GUEST_FILE_OP_LIST 10000u
+/* EXEC flags AL_GUEST_EXEC_LIMITS (with a program, never with a file
+ * operation): the payload ends with AL_GUEST_EXEC_LIMITS_LEN bytes more,
+ * u64 memory.max of the exec's cgroup in bytes (nonzero; at most the
+ * session's, which the agent also holds it to). */
+#define AL_GUEST_EXEC_LIMITS	 2
+#define AL_GUEST_EXEC_LIMITS_LEN 8
+#define AL_GUEST_FILE_OP_MAX	 (32u << 20)
+#define AL_GUEST_FILE_OP_LIST	 10000u
 
 /* AL_G_EXIT's payload. */
 struct al_guest_exit {
@@ -170,9 +176,14 @@ long al_guest_max_len(uint8_t type);
 void al_guest_hdr_put(uint8_t out[AL_GUEST_HEADER], uint8_t type, uint8_t flags, uint32_t id,
 		      uint32_t len);
 /* Decode and check one header: 0, or -EPROTO (unknown type, flags other
- * than a WINDOW's stream (0 to 3) or an EXEC's AL_GUEST_EXEC_FILE_OP,
- * nonzero reserved, len over the type's bound). */
+ * than a WINDOW's stream (0 to 3) or an EXEC's AL_GUEST_EXEC_FILE_OP or
+ * AL_GUEST_EXEC_LIMITS (one of them), nonzero reserved, len over the
+ * type's bound). */
 int al_guest_hdr_get(const uint8_t in[AL_GUEST_HEADER], struct al_guest_hdr *h);
+/* An EXEC payload of flags: its limits trailer taken off (*len shortened,
+ * *memory set; 0 without AL_GUEST_EXEC_LIMITS). -EPROTO: flags other than
+ * those EXEC may have, or a trailer missing or zero. */
+int al_guest_exec_limits(const uint8_t *p, uint32_t *len, uint8_t flags, uint64_t *memory);
 
 /* Little-endian helpers for payloads. */
 static inline void al_guest_put32(uint8_t *p, uint32_t v)

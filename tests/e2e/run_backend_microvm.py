@@ -406,7 +406,8 @@ def session_execs(env):
     /work/note and prints the guest's kernel, the second (with stdin and an
     env variable of its own) reads the note back in the same guest, a
     missing command ends exec-failed, two at once both end; the file API
-    in the same guest (session_files); pause freezes QEMU (no CPU time
+    in the same guest (session_files); an exec's own memory limit ends it
+    as memory; pause freezes QEMU (no CPU time
     gained by a spinning exec's guest) and resume brings it back; DELETE
     leaves no QEMU process and no initramfs file."""
     need(env)
@@ -447,6 +448,13 @@ def session_execs(env):
             expect(wait_for(ended, 60, step=0.5), "the background execs did not both end: %s"
                    % api(sock, "GET", base + "/execs")[1])
             session_files(sock, base)
+            # An exec's own memory limit, below the sandbox's 512 MiB: held
+            # by its cgroup in the guest (150 MiB touched under 64 MiB).
+            st, m = api(sock, "POST", base + "/exec", {
+                "argv": ["/usr/bin/python3", "-c", "b = b'x' * (150 << 20); print(len(b))"],
+                "memory": "64M", "wait": True})
+            expect(st == 200 and m["reason"] == "memory" and not m["stdout"],
+                   "an exec's own memory limit: %s %s" % (st, m))
             # Pause freezes QEMU with its guest: a spinning exec's QEMU
             # gains no CPU time while paused (host-side, from /proc); after
             # the resume the session answers as before.

@@ -18,7 +18,8 @@ stream ids and credits confused and EXIT forged (before EXEC_STARTED,
 twice) end the run with their protocol error, OPENs outside the allowed
 set refused; a session's execs on the VMM's socket (several at once,
 stdin, signals, a hang-up that kills, the 16-exec bound, bad requests
-refused without harm to the session, a file operation's flag passed on,
+refused without harm to the session, a file operation's flag and an
+exec's memory limit passed on,
 a pause longer than the silence limit not taken for a silent guest), and
 a session's guest sending STARTED, STDOUT or EXIT for an id it was not
 given ended with its protocol error; a bad CONFIG_JSON refused with exit
@@ -349,12 +350,13 @@ class Client:
     with three pipes' ends (or what a case passes instead), and threads
     that read the exec's stdout and stderr whole."""
 
-    def __init__(self, path, argv, env=(), stdin=b"", nfds=3, header=None, flags=0):
+    def __init__(self, path, argv, env=(), stdin=b"", nfds=3, header=None, flags=0,
+                 trailer=b""):
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.s.settimeout(20)
         self.s.connect(path)
         pipes = [os.pipe() for _ in range(3)]
-        payload = exec_payload(argv, env)
+        payload = exec_payload(argv, env) + trailer
         hdr = header or struct.pack("<BBHI", REQ_EXEC, flags, 0, len(payload))
         far = [pipes[0][0], pipes[1][1], pipes[2][1]][:nfds]
         self.s.sendmsg([hdr + payload], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
@@ -481,10 +483,10 @@ def session_execs():
     ended by it); a missing command FAILED ENOENT; a hang-up kills its
     exec (SIGNAL 9); 16 execs at once and the 17th FAILED EAGAIN, the
     slots free again once their clients went; a request with two fds, a
-    bad header, flags other than 0 and 1, or signal 0 FAILED EINVAL, the
-    session unharmed; a file operation's flag 1 reaches the guest's EXEC;
-    SIGTERM
-    ends the VMM by SIGTERM."""
+    bad header, flags other than 0, 1 and 2, a memory limit missing or
+    zero, or signal 0 FAILED EINVAL, the session unharmed; a file
+    operation's flag 1 and an exec's memory limit (flag 2 and its trailer)
+    reach the guest's EXEC; SIGTERM ends the VMM by SIGTERM."""
     p, path = session_vmm()
     try:
         a = Client(path, ["echo", "a b"], env=["K=V"])  # while the guest boots
@@ -531,9 +533,17 @@ def session_execs():
         assert len(seen) == len(set(seen)), events
 
         assert Client(path, ["echo"], nfds=2).failed() == errno.EINVAL
-        assert Client(path, ["echo"], header=struct.pack("<BBHI", REQ_EXEC, 2, 0, 20)
+        assert Client(path, ["echo"], header=struct.pack("<BBHI", REQ_EXEC, 4, 0, 20)
                       ).failed() == errno.EINVAL
         assert Client(path, ["echo"], flags=3).failed() == errno.EINVAL
+        # An exec's own memory limit (flag 2): the trailer reaches the
+        # guest's EXEC; one missing or zero is refused.
+        mem = Client(path, ["echo"], flags=2, trailer=struct.pack("<Q", 64 << 20))
+        mem.started()
+        assert mem.ended()[0] == 0 and mem.got[0].endswith(b" flags=2 memory=67108864\n"), \
+            mem.got
+        assert Client(path, ["echo"], flags=2).failed() == errno.EINVAL
+        assert Client(path, ["echo"], flags=2, trailer=bytes(8)).failed() == errno.EINVAL
         # A file operation's flag (1) passes to the guest's EXEC unchanged.
         fop = Client(path, ["echo", "/work/x"], flags=1)
         fop.started()

@@ -413,6 +413,9 @@ def mode_session():
     while True:
         t, flags, ident, p = recv_not_ping()
         if t == EXEC:
+            memory = None
+            if flags == 2:  # an exec's own memory limit: the trailer
+                memory, p = struct.unpack("<Q", p[-8:])[0], p[:-8]
             argc, envc = struct.unpack("<II", p[:8])
             strs = [x.decode() for x in p[8:].split(b"\0")[:-1]]
             cwd, argv, env = strs[0], strs[1:1 + argc], strs[1 + argc:]
@@ -433,8 +436,9 @@ def mode_session():
             x = execs[ident] = {"argv": argv, "credit": WINDOW_BYTES, "pending": b"",
                                 "done": None}
             if argv[0] == "echo":
-                x["pending"] = ("id=%d argv=%s cwd=%s%s\n" % (
-                    ident, ",".join(argv), cwd, " flags=%d" % flags if flags else "")).encode()
+                x["pending"] = ("id=%d argv=%s cwd=%s%s%s\n" % (
+                    ident, ",".join(argv), cwd, " flags=%d" % flags if flags else "",
+                    " memory=%d" % memory if memory is not None else "")).encode()
                 send(STDERR, ident, ("env=%s\n" % ",".join(env)).encode())
                 x["done"] = 0
             elif argv[0] == "big":

@@ -51,13 +51,15 @@ static void test_header_bounds(void **state)
 	assert_int_equal(hdr(255, 0, 0), -EPROTO);
 	/* A len far over everything (the top bit set). */
 	assert_int_equal(hdr(AL_G_DATA, 0, 0x80000000u), -EPROTO);
-	/* Flags: only WINDOW's 0..3 and EXEC's file operation bit. */
+	/* Flags: only WINDOW's 0..3 and EXEC's file operation or limits. */
 	assert_int_equal(hdr(AL_G_DATA, 1, 1), -EPROTO);
 	assert_int_equal(hdr(AL_G_WINDOW, 3, 4), 0);
 	assert_int_equal(hdr(AL_G_WINDOW, 4, 4), -EPROTO);
 	assert_int_equal(hdr(AL_G_EXEC, AL_GUEST_EXEC_FILE_OP, 16), 0);
-	assert_int_equal(hdr(AL_G_EXEC, 2, 16), -EPROTO);
+	assert_int_equal(hdr(AL_G_EXEC, AL_GUEST_EXEC_LIMITS, 16), 0);
 	assert_int_equal(hdr(AL_G_EXEC, 3, 16), -EPROTO);
+	assert_int_equal(hdr(AL_G_EXEC, 4, 16), -EPROTO);
+	assert_int_equal(hdr(AL_G_EXEC_STARTED, AL_GUEST_EXEC_LIMITS, 4), -EPROTO);
 	assert_int_equal(hdr(AL_G_EXEC_STARTED, AL_GUEST_EXEC_FILE_OP, 4), -EPROTO);
 	assert_int_equal(hdr(AL_G_FILE_BEGIN, AL_GUEST_EXEC_FILE_OP, 8), -EPROTO);
 	/* Reserved bits. */
@@ -138,6 +140,32 @@ static void test_exec_parse(void **state)
 	    al_guest_exec_parse(buf, 9 + AL_GUEST_MAX_ARGS, &cwd, argv, &argc, env, &envc), 0);
 	assert_int_equal(envc, AL_GUEST_MAX_ARGS - 1);
 	assert_null(env[AL_GUEST_MAX_ARGS - 1]);
+}
+
+/* An EXEC's limits trailer: taken off with AL_GUEST_EXEC_LIMITS only,
+ * never missing, short or zero. */
+static void test_exec_limits(void **state)
+{
+	(void)state;
+	uint8_t p[24] = {0};
+	uint32_t len = sizeof(p);
+	uint64_t mem = 1;
+
+	al_guest_put64(p + 16, 64u << 20);
+	assert_int_equal(al_guest_exec_limits(p, &len, 0, &mem), 0);
+	assert_int_equal(len, 24);
+	assert_int_equal(mem, 0);
+	assert_int_equal(al_guest_exec_limits(p, &len, AL_GUEST_EXEC_FILE_OP, &mem), 0);
+	assert_int_equal(len, 24);
+	assert_int_equal(al_guest_exec_limits(p, &len, AL_GUEST_EXEC_LIMITS, &mem), 0);
+	assert_int_equal(len, 16);
+	assert_int_equal(mem, 64u << 20);
+	len = 7;
+	assert_int_equal(al_guest_exec_limits(p, &len, AL_GUEST_EXEC_LIMITS, &mem), -EPROTO);
+	len = 16; /* its last 8 bytes are zero */
+	assert_int_equal(al_guest_exec_limits(p, &len, AL_GUEST_EXEC_LIMITS, &mem), -EPROTO);
+	len = 24;
+	assert_int_equal(al_guest_exec_limits(p, &len, 3, &mem), -EPROTO);
 }
 
 static void test_exit(void **state)
@@ -309,9 +337,13 @@ static void test_config_refusals(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_header_bounds), cmocka_unit_test(test_exec_parse),
-	    cmocka_unit_test(test_exit),	  cmocka_unit_test(test_path),
-	    cmocka_unit_test(test_config),	  cmocka_unit_test(test_config_refusals),
+	    cmocka_unit_test(test_header_bounds),
+	    cmocka_unit_test(test_exec_parse),
+	    cmocka_unit_test(test_exec_limits),
+	    cmocka_unit_test(test_exit),
+	    cmocka_unit_test(test_path),
+	    cmocka_unit_test(test_config),
+	    cmocka_unit_test(test_config_refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -464,7 +464,8 @@ KIND_OPS(vm, 1)
 		  "in the run's cgroup; CPU time and budget: the VMM's (the emulator's under "     \
 		  "TCG)",                                                                          \
 	.exec = "yes: the VMM serves each exec over its socket to the guest agent, at most 16 at " \
-		"once; no terminal, no memory limit of an exec's own; the file API done by the "   \
+		"once, each with its own memory limit where asked; no terminal; the file API "     \
+		"done by the "                                                                     \
 		"agent; pause freezes QEMU with its guest",                                        \
 	.features = AL_BACKEND_EXEC | AL_BACKEND_PAUSE | AL_BACKEND_NETWORK |                      \
 		    AL_BACKEND_HIDES_PIDS | AL_BACKEND_PRIVATE_TMP | AL_BACKEND_PRIVATE_LOOPBACK | \

@@ -88,6 +88,11 @@ static uint8_t *request(const struct vm_run *w, const struct al_sandbox_exec *x,
 		al_error_set(err, EINVAL, "exec: no command given");
 		return NULL;
 	}
+	/* An exec's own memory limit: the EXEC's limits trailer, for the
+	 * agent to set on the exec's cgroup in the guest. */
+	bool limits = x->memory_asked && !x->file_op && x->memory_bytes;
+	if (limits)
+		size += AL_GUEST_EXEC_LIMITS_LEN;
 	if (size - 8 > AL_GUEST_MAX_PAYLOAD || argc + envc > AL_GUEST_MAX_ARGS) {
 		al_error_set(err, E2BIG,
 			     "exec: argv, env and cwd are %zu bytes in %zu strings, over backend "
@@ -98,7 +103,7 @@ static uint8_t *request(const struct vm_run *w, const struct al_sandbox_exec *x,
 	}
 	uint8_t *b = xcalloc(1, size), *at = b + 16;
 	b[0] = AL_VMM_REQ_EXEC;
-	b[1] = x->file_op ? AL_GUEST_EXEC_FILE_OP : 0;
+	b[1] = x->file_op ? AL_GUEST_EXEC_FILE_OP : limits ? AL_GUEST_EXEC_LIMITS : 0;
 	al_guest_put32(b + 4, (uint32_t)(size - 8));
 	al_guest_put32(b + 8, (uint32_t)argc);
 	al_guest_put32(b + 12, (uint32_t)envc);
@@ -112,6 +117,8 @@ static uint8_t *request(const struct vm_run *w, const struct al_sandbox_exec *x,
 	for (size_t i = 0; xenv && xenv[i]; i++)
 		PUT(xenv[i]);
 #undef PUT
+	if (limits)
+		al_guest_put64(at, x->memory_bytes);
 	*len = size;
 	return b;
 }
@@ -280,12 +287,6 @@ int al_vm_exec(struct al_sandbox *sb, const struct al_sandbox_exec *x, struct al
 		return al_error_set(err, EOPNOTSUPP,
 				    "exec: backend %s has no terminal to give an exec yet (tty)",
 				    w->kind->name);
-	if (x->memory_asked)
-		return al_error_set(
-		    err, EOPNOTSUPP,
-		    "exec: backend %s cannot give an exec a memory limit of its own "
-		    "(the session's holds every exec in the guest)",
-		    w->kind->name);
 	size_t len;
 	_cleanup_free_ uint8_t *req = request(w, x, &len, err);
 	if (!req)

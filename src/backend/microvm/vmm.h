@@ -46,9 +46,11 @@
  *   AL_VMM_REQ_EXEC, first and once: a channel EXEC payload (proto.h: u32
  *     argc >= 1, u32 envc, cwd, argv[], env[]), with exactly three fds
  *     (SCM_RIGHTS, on the message's first bytes): the exec's stdin,
- *     stdout and stderr; flags 0, or AL_GUEST_EXEC_FILE_OP (proto.h: a
- *     file operation of the daemon's file API, argv [OP, PATH]), passed
- *     on unchanged as the guest EXEC's flags (the agent checks the rest);
+ *     stdout and stderr; flags 0, AL_GUEST_EXEC_FILE_OP (proto.h: a
+ *     file operation of the daemon's file API, argv [OP, PATH]) or
+ *     AL_GUEST_EXEC_LIMITS (the payload ends with the exec's own memory
+ *     limit, nonzero: checked here), passed on unchanged as the guest
+ *     EXEC's flags (the agent checks the rest);
  *   AL_VMM_REQ_SIGNAL, once STARTED came: u32 signal (1 to 64).
  * VMM → client:
  *   AL_VMM_ANS_STARTED: u32 the exec's pid in the guest;
