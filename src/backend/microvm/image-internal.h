@@ -18,6 +18,10 @@
  * missing; an existing one must be a directory. */
 int al_vm_cache_mkdir(const char *dir, struct al_error *err);
 
+/* The cache's lock (.lock in dirfd, the directory cache_dir), taken
+ * exclusively: the descriptor that holds it, or -errno. */
+int al_vm_cache_lock(int dirfd, const char *cache_dir, struct al_error *err);
+
 /* Whether name in dirfd may be used as a cached file: a regular file (not
  * followed if a link) owned by root and not writable by group or others. */
 bool al_vm_cache_usable(int dirfd, const char *name);

@@ -249,6 +249,20 @@ int al_vm_system_image(const char *const *packages, char *path_out, size_t len,
 	return al_vm_system_image_in(AL_VM_CACHE_DIR, packages, path_out, len, err);
 }
 
+int al_vm_cache_lock(int dirfd, const char *cache_dir, struct al_error *err)
+{
+	int lock = openat(dirfd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (lock < 0)
+		return al_error_setsys(err, errno, "%s/.lock", cache_dir);
+	while (flock(lock, LOCK_EX) < 0)
+		if (errno != EINTR) {
+			int e = errno;
+			close(lock);
+			return al_error_setsys(err, e, "%s/.lock: flock", cache_dir);
+		}
+	return lock;
+}
+
 /* Whether name is a cached file (initramfs-*.cpio, system-*.ext4) or a
  * builder's temporary one (.initramfs-*.tmp, .system-*.tmp): 1 cached, 2
  * temporary, 0 neither (left alone). */
@@ -274,13 +288,9 @@ int al_vm_cache_gc_in(const char *cache_dir, time_t now, struct al_error *err)
 		return errno == ENOENT ? 0 : al_error_setsys(err, errno, "%s", cache_dir);
 	/* The system image's builder holds this lock while it writes and
 	 * renames: none is half-made while the directory is read. */
-	_cleanup_close_ int lock =
-	    openat(dirfd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	_cleanup_close_ int lock = al_vm_cache_lock(dirfd, cache_dir, err);
 	if (lock < 0)
-		return al_error_setsys(err, errno, "%s/.lock", cache_dir);
-	while (flock(lock, LOCK_EX) < 0)
-		if (errno != EINTR)
-			return al_error_setsys(err, errno, "%s/.lock: flock", cache_dir);
+		return lock;
 	int d2 = dup(dirfd);
 	DIR *d = d2 < 0 ? NULL : fdopendir(d2);
 	if (!d) {

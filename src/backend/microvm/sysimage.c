@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -549,13 +548,9 @@ int al_vm_system_image_in(const char *cache_dir, const char *const *packages, ch
 	if (al_vm_cache_usable(dirfd, name))
 		return 0;
 	/* One builder at a time: a second run waits, then finds the file. */
-	_cleanup_close_ int lock =
-	    openat(dirfd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	_cleanup_close_ int lock = al_vm_cache_lock(dirfd, cache_dir, err);
 	if (lock < 0)
-		return al_error_setsys(err, errno, "%s/.lock", cache_dir);
-	while (flock(lock, LOCK_EX) < 0)
-		if (errno != EINTR)
-			return al_error_setsys(err, errno, "%s/.lock: flock", cache_dir);
+		return lock;
 	if (al_vm_cache_usable(dirfd, name))
 		return 0;
 	r = build(dirfd, cache_dir, name, names, err);
