@@ -66,7 +66,23 @@ static void out(const void *p, size_t n)
 static int open_in(int face, const char *rel, uint64_t flags)
 {
 	struct open_how how = {.flags = flags | O_CLOEXEC, .resolve = RESOLVE_FLAGS};
+	if (flags & O_CREAT)
+		how.mode = 0644;
 	return (int)syscall(SYS_openat2, face, rel, &how, sizeof(how));
+}
+
+/* 0, or EXDEV when name in pfd is a mount point (an input bound inside a
+ * face): it is not the scratch's, as for get, which no mount crosses.
+ * Only the agent mounts, so this cannot change between the check and
+ * the operation. */
+static int on_mount(int pfd, const char *name)
+{
+	struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_XDEV};
+	int fd = (int)syscall(SYS_openat2, pfd, name, &how, sizeof(how));
+	if (fd >= 0)
+		close(fd);
+	return fd < 0 && errno == EXDEV ? EXDEV : 0;
 }
 
 static char type_char(mode_t m)
@@ -142,7 +158,9 @@ static __attribute__((noreturn)) void get(int face, const char *rel)
 /* stdin into the regular file name in pfd (made 0644, or truncated). */
 static __attribute__((noreturn)) void put(int pfd, const char *name)
 {
-	int fd = openat(pfd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+	/* No link followed and no mount crossed at the name either: a file
+	 * bound there (an input) is EXDEV, never opened for writing. */
+	int fd = open_in(pfd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0)
 		leave(errno);
@@ -211,8 +229,10 @@ void agent_fop(const char *op, const char *path)
 		put(pfd, name);
 	if (!strcmp(op, "mkdir"))
 		leave(mkdirat(pfd, name, 0755) < 0 ? errno : 0);
-	/* delete: a file, else an empty directory. */
-	int e = 0;
+	/* delete: a file, else an empty directory; not a mount point. */
+	int e = on_mount(pfd, name);
+	if (e)
+		leave(e);
 	if (unlinkat(pfd, name, 0) < 0) {
 		e = errno;
 		if (e == EISDIR || e == EPERM)

@@ -136,9 +136,11 @@ enum {
  *           and NUL, a newline too: hence NUL-terminated). ENXIO: neither.
  *   put:    stdin becomes the regular file PATH (created 0644 or truncated;
  *           O_NOFOLLOW, nonblocking open: a FIFO is ENXIO, a directory
- *           EISDIR); at most AL_GUEST_FILE_OP_MAX bytes (EFBIG past it).
+ *           EISDIR, a mount point such as an input bound in a face
+ *           EXDEV); at most AL_GUEST_FILE_OP_MAX bytes (EFBIG past it).
  *   mkdir:  the directory PATH (0755).
- *   delete: the file, or the empty directory, PATH.
+ *   delete: the file, or the empty directory, PATH (a mount point:
+ *           EXDEV).
  * The host side trusts none of it: every exit code and listing is checked
  * again (src/serve/sfiles-vm.c). */
 #define AL_GUEST_EXEC_FILE_OP 1

@@ -56,7 +56,7 @@ struct sfop {
 	char *out; /* stdout: at most 1 + AL_SERVE_FILE_MAX bytes */
 	size_t len;
 	bool over; /* more came */
-	char err[FOP_ERR_MAX + 1];
+	char err[FOP_ERR_MAX];
 	size_t elen;
 };
 
@@ -119,24 +119,54 @@ bad:
 	return NULL;
 }
 
+enum sfile_output sfile_vm_output(const char *out, size_t len, json_t **list)
+{
+	*list = NULL;
+	if (len && out[0] == 'f' && len - 1 <= AL_SERVE_FILE_MAX)
+		return SFILE_OUT_FILE;
+	if (len && out[0] == 'd' && (*list = parse_list(out + 1, len - 1)))
+		return SFILE_OUT_LIST;
+	return SFILE_OUT_BAD;
+}
+
+long long sfile_vm_size(const char *err, size_t len)
+{
+	/* 1 to 19 digits and nothing else (strtoull would take a sign or
+	 * spaces, and wrap "-1" to the largest size); 19 digits cannot wrap
+	 * an unsigned long long. */
+	unsigned long long size = 0;
+	if (!len || len > 19)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		if (err[i] < '0' || err[i] > '9')
+			return -1;
+		size = size * 10 + (unsigned)(err[i] - '0');
+	}
+	return size > INT64_MAX ? -1 : (long long)size;
+}
+
 /* GET's answer once the agent exited 0. */
 static void got(struct sess *s, struct sfop *f)
 {
 	const struct sfile_where *w = &f->w;
-	if (f->len && f->out[0] == 'f') {
+	json_t *a;
+	switch (sfile_vm_output(f->out, f->len, &a)) {
+	case SFILE_OUT_FILE:
 		if (f->list_asked)
 			return sess_error(s, f->req, 400, "read %s: ?list is for directories",
 					  w->spath);
 		return sess_answer_raw(s, f->req, 200, "application/octet-stream", f->out + 1,
 				       f->len - 1);
+	case SFILE_OUT_LIST:
+		return sess_answer(s, f->req, 200,
+				   json_pack("{s:s, s:o}", "path", w->spath, "entries", a));
+	case SFILE_OUT_BAD:
+		break;
 	}
-	json_t *a = f->len && f->out[0] == 'd' ? parse_list(f->out + 1, f->len - 1) : NULL;
-	if (!a)
-		return sess_error(s, f->req, 500,
-				  "read %s: the sandbox's agent answered with something that is "
-				  "neither a file nor a listing",
-				  w->spath);
-	sess_answer(s, f->req, 200, json_pack("{s:s, s:o}", "path", w->spath, "entries", a));
+	sess_error(s, f->req, 500,
+		   "read %s: the sandbox's agent answered with something that is "
+		   "neither a file nor a listing",
+		   w->spath);
 }
 
 static void answer(struct sess *s, struct sfop *f, const struct al_exec_result *res)
@@ -170,12 +200,10 @@ static void answer(struct sess *s, struct sfop *f, const struct al_exec_result *
 	int e = res->exit_code;
 	if (e == EFBIG) {
 		/* get: its size on stderr, as digits (else said without it). */
-		char *end;
-		f->err[f->elen] = '\0';
-		unsigned long long size = f->elen ? strtoull(f->err, &end, 10) : 0;
-		if (f->kind == FOP_GET && f->elen && !*end && size > AL_SERVE_FILE_MAX)
+		long long size = sfile_vm_size(f->err, f->elen);
+		if (f->kind == FOP_GET && size > AL_SERVE_FILE_MAX)
 			return sess_error(s, f->req, 413,
-					  "read %s: %llu bytes; the file API gives at most %u",
+					  "read %s: %lld bytes; the file API gives at most %u",
 					  w->spath, size, AL_SERVE_FILE_MAX);
 		return sess_error(s, f->req, 413,
 				  "%s %s: over %u bytes; the file API gives at most %u", what,

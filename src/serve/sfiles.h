@@ -40,3 +40,20 @@ json_t *sfile_entry(const char *raw, const char *type, long long size, unsigned 
  * the sandbox's file operation ends. */
 void sfile_by_exec(struct sess *s, uint64_t req, const char *method, const struct sfile_where *w,
 		   const char *query, const uint8_t *body, size_t len);
+
+/* What a GET's output from the sandbox's agent is (sfiles-vm.c; guest/
+ * proto.h AL_GUEST_EXEC_FILE_OP), judged from its bytes alone, none of
+ * them trusted: a file ('f', then at most AL_SERVE_FILE_MAX bytes), a
+ * directory's listing ('d', then at most SFILE_LIST_MAX well-formed
+ * records; *list: its entries as sfile_entry makes them, a new
+ * reference), or neither (anything else, e.g. a record whose name holds
+ * a '/', or is "." or "..", or whose size or mode is out of range). */
+enum sfile_output {
+	SFILE_OUT_BAD,
+	SFILE_OUT_FILE,
+	SFILE_OUT_LIST
+};
+enum sfile_output sfile_vm_output(const char *out, size_t len, json_t **list);
+/* The size a get over the cap gave on its stderr (1 to 19 decimal digits,
+ * nothing else), or -1. */
+long long sfile_vm_size(const char *err, size_t len);

@@ -12,7 +12,10 @@
  *   guest_tool alloc MB           touch MB MiB, one at a time (a bounded bomb)
  *   guest_tool fork N             N children that wait; prints how many started
  *   guest_tool out N              N bytes of 'y' on stdout
- *   guest_tool wait               waits for a signal */
+ *   guest_tool wait               waits for a signal
+ *   guest_tool mkfifo PATH        makes a FIFO (mode 0666)
+ *   guest_tool owner PATH         "UID:GID MODE" of PATH, not followed
+ *   guest_tool mkfiles DIR N      DIR (made) with the empty files 0 .. N-1 */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -118,6 +122,29 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(op, "wait"))
 		return pause();
+	if (!strcmp(op, "mkfifo") && argc == 3)
+		return mkfifo(argv[2], 0666) < 0 ? (printf("mkfifo: %s\n", strerror(errno)), 1) : 0;
+	if (!strcmp(op, "owner") && argc == 3) {
+		struct stat st;
+		if (lstat(argv[2], &st) < 0)
+			return printf("lstat: %s\n", strerror(errno)), 1;
+		printf("%u:%u %o\n", (unsigned)st.st_uid, (unsigned)st.st_gid,
+		       (unsigned)(st.st_mode & 07777));
+		return 0;
+	}
+	if (!strcmp(op, "mkfiles") && argc == 4) {
+		char p[4200];
+		if (mkdir(argv[2], 0755) < 0)
+			return printf("mkdir: %s\n", strerror(errno)), 1;
+		for (long i = 0; i < atol(argv[3]) && i < 20000; i++) {
+			snprintf(p, sizeof(p), "%s/%ld", argv[2], i);
+			int fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0644);
+			if (fd < 0)
+				return printf("open %s: %s\n", p, strerror(errno)), 1;
+			close(fd);
+		}
+		return 0;
+	}
 	fprintf(stderr, "guest_tool: unknown use\n");
 	return 2;
 }

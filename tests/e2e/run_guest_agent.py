@@ -12,7 +12,9 @@ QEMU's microvm machine under a timeout, and speaks the channel's protocol
 see of the guest), the network (a TCP stream to the proxy port, one to a
 fake address's capture port, a DNS datagram: each reaches this script as
 OPEN/DATA/DGRAM with the guest's destination, and the answers go back),
-/work's files back, the file API's operations (EXEC with flags 1), POWEROFF.
+/work's files back, the file API's operations (EXEC with flags 1), also
+against what the sandbox's own code set up (a FIFO, an input bound in
+/tmp, a link at the end, odd names, 10001 entries), POWEROFF.
 One boot serves every case. Skips with the
 reason where the kernel, its modules, QEMU, cpio or mkfs.ext4 is missing.
 Nothing here touches the host's network: the guest has no NIC, and its
@@ -95,6 +97,7 @@ def config_text(mods):
     recs += [("root", "/dev/vda", "ext4"), ("channel", "/dev/vport0p1"), ("scratch", str(16 << 20)),
              ("input", "/airlock/in/0", "/input", "dir"),
              ("input", "/airlock/in/1", "/data.txt", "file"),
+             ("input", "/airlock/in/1", "/tmp/in.txt", "file"),
              ("hostname", "guest-test"), ("ids", str(UID), str(GID)),
              ("memory", str(64 << 20)), ("pids", "64"), ("network", "1"),
              ("proxy_port", "3128"), ("capture_port", "80")]
@@ -174,7 +177,8 @@ def exec_run(ch, ident, argv, stdin=None, env=("PATH=/bin",), cwd="/work", net=N
     bytes."""
     strs = [cwd] + list(argv) + list(env)
     ch.send(EXEC, ident, struct.pack("<II", len(argv), len(env)) +
-            b"".join(s.encode() + b"\0" for s in strs), flags=flags)
+            b"".join((s if isinstance(s, bytes) else s.encode()) + b"\0" for s in strs),
+            flags=flags)
     out, err = b"", b""
     while True:
         t, flags, i, p = ch.recv()
@@ -407,9 +411,61 @@ def check_fops(ch):
     tap(bad == [None, None], "fop: an env or a third argument is EXEC_FAILED", bad)
 
 
+def check_fop_attacks(ch):
+    """File operations against what the sandbox's own code (uid 1000) set up:
+    a FIFO (refused at once, never waited on), an input bound inside a face
+    (neither read nor written nor removed through it), a link at the end (not
+    followed by put, removed itself by delete), names with a newline and
+    bytes that are not UTF-8 (listed as they are), a directory of 10001
+    entries (10000 listed), and what a put or mkdir makes is the sandbox
+    user's."""
+    def fop(ident, op, path, stdin=None):
+        st, out, err, _ = exec_run(ch, ident, [op, path], stdin=stdin, env=(), cwd="/",
+                                   flags=1, raw=True)
+        return (None if st is None else st >> 8), out, err
+
+    def tool(ident, *argv):
+        st, out, _, _ = exec_run(ch, ident, ["guest_tool"] + list(argv))
+        return st, out
+    made = tool(70, "mkfifo", "/work/ff")
+    fifo = [fop(71, "get", "/work/ff")[0], fop(72, "put", "/work/ff", b"x")[0]]
+    tap(made[0] == 0 and fifo == [errno.ENXIO, errno.ENXIO],
+        "fop: a FIFO the sandbox made is neither read nor written (ENXIO, no wait)",
+        (made, fifo))
+    inp = [fop(73, "get", "/tmp/in.txt")[0], fop(74, "put", "/tmp/in.txt", b"changed")[0],
+           fop(75, "delete", "/tmp/in.txt")[0], tool(76, "cat", "/tmp/in.txt")]
+    tap(inp == [errno.EXDEV, errno.EXDEV, errno.EXDEV, (0, "a single file\n")],
+        "fop: an input bound inside /tmp is not reached: get, put and delete say EXDEV, "
+        "the input unchanged", inp)
+    link = [fop(77, "put", "/work/sub/link", b"through")[0], fop(78, "get", "/work/sub/a.txt"),
+            fop(79, "delete", "/work/sub/link")[0], fop(80, "get", "/work/sub/a.txt")[1]]
+    tap(link == [errno.ELOOP, (0, b"fhello-in", ""), 0, b"fhello-in"],
+        "fop: put onto a link is ELOOP and its target unchanged; delete removes the link, "
+        "not its target", link)
+    names = [fop(81, "mkdir", "/work/names")[0],
+             fop(82, "put", b"/work/names/new\nline", b"1")[0],
+             fop(83, "put", b"/work/names/\xff\xfe", b"22")[0]]
+    st, listing, _ = fop(84, "get", "/work/names")
+    recs = sorted(listing[1:].split(b"\0")[:-1]) if listing[:1] == b"d" else listing
+    tap(names == [0, 0, 0] and st == 0 and
+        recs == [b"f 1 644 new\nline", b"f 2 644 \xff\xfe"],
+        "fop: names with a newline or bytes that are not UTF-8 are listed as they are",
+        (names, st, listing))
+    owned = [fop(85, "put", "/tmp/owned", b"o")[0], fop(86, "mkdir", "/tmp/owned-d")[0],
+             tool(87, "owner", "/tmp/owned"), tool(88, "owner", "/tmp/owned-d")]
+    tap(owned == [0, 0, (0, "%d:%d 644\n" % (UID, GID)), (0, "%d:%d 755\n" % (UID, GID))],
+        "fop: what put and mkdir make is the sandbox user's", owned)
+    many = tool(89, "mkfiles", "/work/many", "10001")
+    st, listing, _ = fop(90, "get", "/work/many")
+    n = listing.count(b"\0") if listing[:1] == b"d" else None
+    tap(many[0] == 0 and st == 0 and n == 10000,
+        "fop: a directory of 10001 entries lists 10000 (AL_GUEST_FILE_OP_LIST)",
+        (many, st, n, len(listing)))
+
+
 def main():
     kernel, version, mods = find_kernel()
-    print("1..30", flush=True)
+    print("1..36", flush=True)
     tmp = tempfile.mkdtemp(prefix="airlock-guest-agent-")
     proc = None
     try:
@@ -452,6 +508,7 @@ def main():
         check_window(ch)
         check_files_out(ch)
         check_fops(ch)
+        check_fop_attacks(ch)
         ch.send(POWEROFF)
         try:
             rc = proc.wait(timeout=30)
@@ -470,7 +527,7 @@ def main():
                 pass
             proc.wait()
         shutil.rmtree(tmp, ignore_errors=True)
-    return 0 if all(results) and len(results) == 30 else 1
+    return 0 if all(results) and len(results) == 36 else 1
 
 
 sys.exit(main())
