@@ -348,6 +348,47 @@ static void test_valid_answers(void **state)
 	host_free(&h);
 }
 
+/* A VMM that takes a SIGKILL for a started exec and never answers ENDED
+ * (or whose guest never sends the EXIT): the exec is ended here as killed
+ * once the kill's wait is over, its connection closed, so its caller (a
+ * timeout, a file operation's 504) and its slot do not wait for the
+ * session's end. */
+static void test_kill_unanswered(void **state)
+{
+	(void)state;
+	struct host h;
+	struct al_error err = {0};
+	uint32_t id;
+	uint8_t b[64], p[4];
+	host_init(&h);
+	h.w.kill_wait_ms = 300;
+	int lfd = vmm_listen(16);
+
+	assert_int_equal(exec_one(&h, &id, &err), 0);
+	int c = vmm_accept(lfd);
+	al_guest_put32(p, 42);
+	size_t len = answer(b, AL_VMM_ANS_STARTED, p, 4);
+	assert_int_equal(send(c, b, len, 0), (ssize_t)len);
+	for (int i = 0; i < 50 && !n_started[id]; i++)
+		al_loop_dispatch(h.loop, 100);
+	assert_int_equal(n_started[id], 1);
+	assert_int_equal(al_vm_exec_signal(&h.sb, id, SIGKILL), 0);
+	/* The SIGNAL request came, and nothing is answered. */
+	uint8_t sig[12];
+	assert_int_equal(recv(c, sig, sizeof(sig), MSG_WAITALL), (ssize_t)sizeof(sig));
+	assert_int_equal(sig[0], AL_VMM_REQ_SIGNAL);
+	assert_int_equal(al_guest_get32(sig + 8), SIGKILL);
+	until_ended(&h, id);
+	assert_int_equal(n_ended[id], 1);
+	assert_int_equal(end_status[id], SIGKILL);
+	/* Its connection is closed: the VMM sees the hang-up. */
+	assert_int_equal(recv(c, b, sizeof(b), 0), 0);
+	close(c);
+	close(lfd);
+	unlink(sock_path);
+	host_free(&h);
+}
+
 /* Random bytes from the VMM (a fixed seed): the host never crashes, each
  * exec ends once, no fd is left. */
 static void test_random_answers(void **state)
@@ -451,7 +492,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_valid_answers),  cmocka_unit_test(test_hostile_answers),
 	    cmocka_unit_test(test_random_answers), cmocka_unit_test(test_backlog_full),
-	    cmocka_unit_test(test_vmm_gone),
+	    cmocka_unit_test(test_vmm_gone),	   cmocka_unit_test(test_kill_unanswered),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -57,6 +57,9 @@ struct vm_run {
 	const struct al_exec_events *exec_events; /* the run's */
 	struct vm_exec *execs;			  /* those not ended yet */
 	bool vmm_reached;			  /* a connection to the VMM's socket was made */
+	/* How long a killed exec's ENDED may take before it is ended here
+	 * (vm-exec.c; 0: KILL_WAIT_MS, the tests' shorter). */
+	unsigned kill_wait_ms;
 };
 
 const struct al_vm_kind *al_vm_kind(const char *name);

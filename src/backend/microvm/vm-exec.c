@@ -30,6 +30,9 @@
 #include "guest/proto.h"
 
 #define ANSWER_MAX (8 + AL_GUEST_EXIT_LEN)
+/* A killed exec's ENDED is this late at the most (a guest under TCG on a
+ * busy host reports a kill within a second or two). */
+#define KILL_WAIT_MS 10000
 /* The VMM listens within moments of its start: an exec asked for before
  * that waits for its socket this long at most (the run's loop with it).
  * Once a connection was made the socket stays until the VMM dies, so a
@@ -46,6 +49,8 @@ struct vm_exec {
 	uint8_t in[ANSWER_MAX];
 	size_t in_len;
 	bool started;
+	/* Armed by a SIGKILL: the VMM has this long to answer ENDED. */
+	struct al_timer *kill_wait;
 };
 
 static struct vm_run *run_of(struct al_sandbox *sb)
@@ -189,6 +194,7 @@ static void exec_free(struct vm_exec *e)
 			break;
 		}
 	al_watch_close(e->watch);
+	al_timer_free(e->kill_wait);
 	free(e);
 }
 
@@ -332,6 +338,17 @@ int al_vm_exec(struct al_sandbox *sb, const struct al_sandbox_exec *x, struct al
 	return 0;
 }
 
+/* A killed exec the VMM did not report ended in KILL_WAIT_MS (a VMM
+ * that does not answer, or a guest that never sends its EXIT): ended
+ * here as killed, and its connection closed, which makes an airlock VMM
+ * kill it in the guest. Its caller (a timeout, a file operation's 504)
+ * and its slot do not wait for the session's end. */
+static void on_kill_wait(struct al_timer *t, uint64_t n, void *data)
+{
+	(void)t, (void)n;
+	ended(data, SIGKILL, 0, NULL);
+}
+
 int al_vm_exec_signal(struct al_sandbox *sb, uint32_t id, int sig)
 {
 	struct vm_run *w = run_of(sb);
@@ -340,6 +357,9 @@ int al_vm_exec_signal(struct al_sandbox *sb, uint32_t id, int sig)
 		e = e->next;
 	if (!e || sig < 1 || sig > 64)
 		return -ESRCH;
+	if (sig == SIGKILL && !e->kill_wait &&
+	    (e->kill_wait = al_loop_timer(w->loop, on_kill_wait, e)))
+		al_timer_arm(e->kill_wait, w->kill_wait_ms ? w->kill_wait_ms : KILL_WAIT_MS, false);
 	uint8_t b[12] = {AL_VMM_REQ_SIGNAL};
 	al_guest_put32(b + 4, 4);
 	al_guest_put32(b + 8, (uint32_t)sig);
