@@ -181,10 +181,12 @@ def host_files_invisible(env):
 
 @case
 def rw_input_refused(env):
-    """--rw, -t and a session are refused with one line naming the field."""
+    """--rw, -t and --workdir (the guest's is /work) are refused with one
+    line naming the field."""
     need(env)
     with TempDir() as d:
-        for opts, word in ((["--rw", "%s:/out" % d], b"--rw"), (["-t"], b"-t")):
+        for opts, word in ((["--rw", "%s:/out" % d], b"--rw"), (["-t"], b"-t"),
+                           (["--workdir", "/home/w"], b"--workdir /home/w")):
             res = vm(env, ["/bin/true"], opts)
             expect_rc(res, 125)
             lines = [l for l in res.err.splitlines() if l.strip()]

@@ -135,6 +135,14 @@ static int refuse(const struct vm_run *w, const struct al_plan *p, struct al_err
 				    n);
 	if (p->language)
 		return al_error_set(err, EINVAL, "--language is for --backend wasm, not %s", n);
+	/* The guest's scratch faces are the agent's: /work, /tmp and
+	 * /dev/shm on its one tmpfs. */
+	if (p->workdir && strcmp(p->workdir, "/work") != 0)
+		return al_error_set(
+		    err, EOPNOTSUPP,
+		    "backend %s runs the command in the guest's /work, not --workdir "
+		    "%s; leave --workdir out, or use --backend native",
+		    n, p->workdir);
 	for (size_t i = 0; i < p->n_fs; i++) {
 		const struct al_fs_entry *e = &p->fs[i];
 		if (e->kind == AL_FS_HOST && (e->access & AL_FS_WRITE))
