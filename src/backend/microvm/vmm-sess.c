@@ -291,9 +291,9 @@ static int take_request(struct vmm_exec *x)
 	const char **env = argv + AL_GUEST_MAX_ARGS + 1;
 	const char *cwd;
 	uint32_t argc, envc, len = (uint32_t)(x->req_len - VMM_REQ_HEADER);
-	uint64_t memory;
+	struct al_guest_exec_opts o;
 	if (x->n_fds != 3 ||
-	    al_guest_exec_limits(x->req + VMM_REQ_HEADER, &len, x->req[1], &memory) < 0 ||
+	    al_guest_exec_trailers(x->req + VMM_REQ_HEADER, &len, x->req[1], &o) < 0 ||
 	    al_guest_exec_parse(x->req + VMM_REQ_HEADER, len, &cwd, argv, &argc, env, &envc) < 0 ||
 	    argc == 0 || cwd[0] != '/')
 		return -EINVAL;
