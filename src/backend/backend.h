@@ -94,6 +94,10 @@ struct al_sandbox {
 	 * host id slot's, when remove_dirfd is a tree of the backend's own
 	 * (gvisor). */
 	int slot_dirfd;
+	/* Set by prepare: the run's side opens ptys of the host's devpts for
+	 * a session's tty execs (microvm, vm: vm-exec.c), which a confined
+	 * supervisor must keep (landlock: /dev/ptmx and /dev/pts). */
+	bool host_ptys;
 	/* A session (set before start): the sandbox starts no command and
 	 * serves execs; exec_events hears about them. */
 	bool session;

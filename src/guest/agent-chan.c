@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -121,10 +122,11 @@ static uint64_t cg_read(int dir, const char *file, const char *key)
 /* The child, between fork and exec: never returns. Its failure goes to the
  * parent as {errno, step} over errfd. A file operation (fop) does the
  * operation itself once its cgroup, stdio and ids are set, instead of the
- * exec. */
+ * exec. With a terminal (tty: fds are its pty's slave) the slave becomes
+ * the controlling terminal of the child's new session. */
 static __attribute__((noreturn)) void child(struct agent *a, int cg, int fds[3], int errfd,
 					    const char *cwd, const char **argv, const char **env,
-					    bool fop)
+					    bool fop, bool tty)
 {
 	extern char **environ;
 	const char *step = "cgroup";
@@ -139,7 +141,7 @@ static __attribute__((noreturn)) void child(struct agent *a, int cg, int fds[3],
 		if (dup2(fds[i], i) < 0)
 			goto fail;
 	step = "ids";
-	if (setsid() < 0 || setgroups(0, NULL) < 0 ||
+	if (setsid() < 0 || (tty && ioctl(0, TIOCSCTTY, 0) < 0) || setgroups(0, NULL) < 0 ||
 	    setresgid(a->cfg.c.gid, a->cfg.c.gid, a->cfg.c.gid) < 0 ||
 	    setresuid(a->cfg.c.uid, a->cfg.c.uid, a->cfg.c.uid) < 0 ||
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -205,6 +207,69 @@ static int exec_cgroup(struct agent *a, uint32_t id, uint64_t memory)
 	return cg;
 }
 
+/* A pty of the guest's devpts (the command's /dev/pts) of the asked size,
+ * its slave owned by the command's user as a login's is: the slave, with
+ * the master in *master, or -errno. */
+static int open_pty(struct agent *a, const struct al_guest_exec_opts *o, int *master)
+{
+	struct winsize ws = {.ws_row = o->rows, .ws_col = o->cols};
+	int unlock = 0, slave = -1;
+	*master = open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (*master < 0)
+		return -errno;
+	if (ioctl(*master, TIOCSPTLCK, &unlock) < 0 || ioctl(*master, TIOCSWINSZ, &ws) < 0 ||
+	    (slave = ioctl(*master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0 ||
+	    fchown(slave, a->cfg.c.uid, a->cfg.c.gid) < 0) {
+		int e = errno;
+		close_fd(master);
+		if (slave >= 0)
+			close(slave);
+		return -e;
+	}
+	return slave;
+}
+
+/* The exec's stdio: three pipes, or a pty (tty). ours: stdin's write
+ * end, stdout's and stderr's read ends (a tty's: a dup of its master, the
+ * master, -1: one stream); theirs: the child's 0, 1 and 2 (a tty's: its
+ * slave, three times). 0, or -errno with nothing left open. */
+static int exec_stdio(struct agent *a, const struct al_guest_exec_opts *o, int ours[3],
+		      int theirs[3])
+{
+	int p[3][2];
+	if (o->tty) {
+		int master, slave = open_pty(a, o, &master);
+		if (slave < 0)
+			return slave;
+		if ((ours[0] = fcntl(master, F_DUPFD_CLOEXEC, 3)) < 0) {
+			int e = errno;
+			close(master), close(slave);
+			return -e;
+		}
+		ours[1] = master, ours[2] = -1;
+		theirs[0] = theirs[1] = theirs[2] = slave;
+		return 0;
+	}
+	for (int i = 0; i < 3; i++)
+		if (pipe2(p[i], O_CLOEXEC) < 0) {
+			int e = errno;
+			for (int k = 0; k < i; k++)
+				close(p[k][0]), close(p[k][1]);
+			return -e;
+		}
+	ours[0] = p[0][1], theirs[0] = p[0][0];
+	ours[1] = p[1][0], theirs[1] = p[1][1];
+	ours[2] = p[2][0], theirs[2] = p[2][1];
+	return 0;
+}
+
+static void close_ends(int fds[3])
+{
+	for (int i = 0; i < 3; i++)
+		if (fds[i] >= 0 && (i == 0 || fds[i] != fds[i - 1]))
+			close(fds[i]);
+}
+
 static void exec_start(struct agent *a, uint32_t id, uint8_t flags, const uint8_t *p, uint32_t len)
 {
 	static const char *argv[AL_GUEST_MAX_ARGS + 1], *env[AL_GUEST_MAX_ARGS + 1];
@@ -212,8 +277,8 @@ static void exec_start(struct agent *a, uint32_t id, uint8_t flags, const uint8_
 	uint32_t argc, envc;
 	struct agent_exec *e = NULL;
 	char name[32];
-	uint64_t memory;
-	if (al_guest_exec_limits(p, &len, flags, &memory) < 0 ||
+	struct al_guest_exec_opts o;
+	if (al_guest_exec_trailers(p, &len, flags, &o) < 0 ||
 	    al_guest_exec_parse(p, len, &cwd, argv, &argc, env, &envc) < 0)
 		agent_die(a, "guest agent: a malformed EXEC from the host");
 	/* A free slot (id 0) for a nonzero id not in use. */
@@ -227,21 +292,25 @@ static void exec_start(struct agent *a, uint32_t id, uint8_t flags, const uint8_
 	bool fop = flags == AL_GUEST_EXEC_FILE_OP;
 	if (fop && (argc != 2 || envc != 0))
 		return exec_failed(a, id, EINVAL, "a file operation is [OP, PATH], no env");
-	int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, ef[2] = {-1, -1};
-	int cg = exec_cgroup(a, id, memory);
+	int ours[3], theirs[3], ef[2] = {-1, -1};
+	int cg = exec_cgroup(a, id, o.memory);
 	if (cg < 0)
 		return exec_failed(a, id, -cg, "the exec's cgroup");
-	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
-	    pipe2(ef, O_CLOEXEC) < 0) {
-		int x = errno;
-		close_fd(&in[0]), close_fd(&in[1]), close_fd(&out[0]), close_fd(&out[1]);
-		close_fd(&err[0]), close_fd(&err[1]), close(cg);
-		return exec_failed(a, id, x, "pipes");
+	snprintf(name, sizeof(name), "exec-%" PRIu32, id);
+	int r = exec_stdio(a, &o, ours, theirs);
+	if (r == 0 && pipe2(ef, O_CLOEXEC) < 0) {
+		r = -errno;
+		close_ends(ours), close_ends(theirs);
+	}
+	if (r < 0) {
+		close(cg);
+		unlinkat(a->cgroot, name, AT_REMOVEDIR);
+		return exec_failed(a, id, -r, o.tty ? "its pty" : "pipes");
 	}
 	pid_t pid = fork();
 	if (pid == 0)
-		child(a, cg, (int[3]){in[0], out[1], err[1]}, ef[1], cwd, argv, env, fop);
-	close(in[0]), close(out[1]), close(err[1]), close(ef[1]);
+		child(a, cg, theirs, ef[1], cwd, argv, env, fop, o.tty);
+	close_ends(theirs), close(ef[1]);
 	char m[64] = {0};
 	ssize_t n = pid < 0 ? -1 : read(ef[0], m, sizeof(m) - 1);
 	close(ef[0]);
@@ -249,19 +318,37 @@ static void exec_start(struct agent *a, uint32_t id, uint8_t flags, const uint8_
 		int x = pid < 0 ? errno : *(int *)m;
 		if (pid > 0)
 			waitpid(pid, NULL, 0);
-		close(in[1]), close(out[0]), close(err[0]), close(cg);
-		snprintf(name, sizeof(name), "exec-%" PRIu32, id);
+		close_ends(ours), close(cg);
 		unlinkat(a->cgroot, name, AT_REMOVEDIR);
 		return exec_failed(a, id, x, pid < 0 ? "fork" : m + sizeof(int));
 	}
-	*e = (struct agent_exec){
-	    .id = id, .pid = pid, .in = in[1], .out = out[0], .err = err[0], .cg = cg};
-	fcntl(e->in, F_SETFL, O_NONBLOCK);
-	fcntl(e->out, F_SETFL, O_NONBLOCK);
-	fcntl(e->err, F_SETFL, O_NONBLOCK);
+	*e = (struct agent_exec){.id = id,
+				 .pid = pid,
+				 .in = ours[0],
+				 .out = ours[1],
+				 .err = ours[2],
+				 .cg = cg,
+				 .tty = o.tty};
+	for (int i = 0; i < 3; i++)
+		if (ours[i] >= 0)
+			fcntl(ours[i], F_SETFL, O_NONBLOCK);
 	uint8_t b[4];
 	al_guest_put32(b, (uint32_t)pid);
 	agent_send(a, AL_G_EXEC_STARTED, 0, id, b, 4);
+}
+
+/* WINSIZE: the new size on a tty exec's pty (the kernel signals its
+ * foreground SIGWINCH). One for an exec that is gone, not yet started or
+ * has no terminal is dropped: it may have crossed the exec's end. */
+static void winsize_msg(struct agent *a, const struct al_guest_hdr *h, const uint8_t *p)
+{
+	uint16_t rows, cols;
+	if (al_guest_winsize_get(p, h->len, &rows, &cols) < 0)
+		agent_die(a, "guest agent: WINSIZE with no valid size");
+	struct agent_exec *e = find_exec(a, h->id);
+	int fd = !e || !e->tty ? -1 : e->out >= 0 ? e->out : e->in;
+	if (fd >= 0)
+		ioctl(fd, TIOCSWINSZ, &(struct winsize){.ws_row = rows, .ws_col = cols});
 }
 
 /* An exec whose process was reaped and whose output is all sent: EXIT. */
@@ -358,6 +445,8 @@ static void dispatch(struct agent *a, const struct al_guest_hdr *h, const uint8_
 	}
 	case AL_G_WINDOW:
 		return window_msg(a, h, p);
+	case AL_G_WINSIZE:
+		return winsize_msg(a, h, p);
 	case AL_G_PING:
 		if (h->len != 8)
 			agent_die(a, "guest agent: PING without its token");

@@ -33,6 +33,7 @@ struct agent_exec {
 	uint32_t out_unacked, err_unacked; /* sent, no WINDOW back yet */
 	bool reaped;
 	bool pids_hit; /* its pids limit refused a fork: the agent ended it */
+	bool tty;      /* in and out are its pty's master (a dup, and itself); no err */
 	int status;
 	long maxrss_kb;
 };

@@ -32,6 +32,7 @@ long al_guest_max_len(uint8_t type)
 	case AL_G_OPEN_FAILED:
 	case AL_G_WINDOW:
 	case AL_G_FILES_DONE:
+	case AL_G_WINSIZE:
 		return 4;
 	case AL_G_EXEC_FAILED:
 		return 4 + TEXT_MAX;
@@ -59,6 +60,13 @@ long al_guest_max_len(uint8_t type)
 	return -1;
 }
 
+/* EXEC's flags: a file operation alone, or a program's trailers. */
+static bool exec_flags_ok(uint8_t flags)
+{
+	return flags == AL_GUEST_EXEC_FILE_OP ||
+	       (flags && !(flags & ~(AL_GUEST_EXEC_LIMITS | AL_GUEST_EXEC_TTY)));
+}
+
 void al_guest_hdr_put(uint8_t out[AL_GUEST_HEADER], uint8_t type, uint8_t flags, uint32_t id,
 		      uint32_t len)
 {
@@ -80,24 +88,53 @@ int al_guest_hdr_get(const uint8_t in[AL_GUEST_HEADER], struct al_guest_hdr *h)
 	if (max < 0 || h->reserved != 0 || h->len > (uint32_t)max)
 		return -EPROTO;
 	/* Only WINDOW has flags, which stream of an exec (0..3), and EXEC,
-	 * whether it is a file operation. */
+	 * a file operation or a program's trailers. */
 	if (h->flags != 0 && !(h->type == AL_G_WINDOW && h->flags <= 3) &&
-	    !(h->type == AL_G_EXEC &&
-	      (h->flags == AL_GUEST_EXEC_FILE_OP || h->flags == AL_GUEST_EXEC_LIMITS)))
+	    !(h->type == AL_G_EXEC && exec_flags_ok(h->flags)))
 		return -EPROTO;
 	return 0;
 }
 
-int al_guest_exec_limits(const uint8_t *p, uint32_t *len, uint8_t flags, uint64_t *memory)
+static bool size_ok(uint16_t rows, uint16_t cols)
 {
-	*memory = 0;
-	if (flags == 0 || flags == AL_GUEST_EXEC_FILE_OP)
-		return 0;
-	if (flags != AL_GUEST_EXEC_LIMITS || *len < AL_GUEST_EXEC_LIMITS_LEN)
+	return rows >= 1 && rows <= AL_GUEST_TTY_MAX && cols >= 1 && cols <= AL_GUEST_TTY_MAX;
+}
+
+int al_guest_exec_trailers(const uint8_t *p, uint32_t *len, uint8_t flags,
+			   struct al_guest_exec_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	if (flags != 0 && !exec_flags_ok(flags))
 		return -EPROTO;
-	*len -= AL_GUEST_EXEC_LIMITS_LEN;
-	*memory = al_guest_get64(p + *len);
-	return *memory ? 0 : -EPROTO;
+	/* From the end: TTY's trailer is the last one. */
+	if (flags & AL_GUEST_EXEC_TTY) {
+		if (*len < AL_GUEST_EXEC_TTY_LEN)
+			return -EPROTO;
+		*len -= AL_GUEST_EXEC_TTY_LEN;
+		o->tty = true;
+		o->rows = al_guest_get16(p + *len);
+		o->cols = al_guest_get16(p + *len + 2);
+		if (!size_ok(o->rows, o->cols) || al_guest_get32(p + *len + 4) != 0)
+			return -EPROTO;
+	}
+	if (flags & AL_GUEST_EXEC_LIMITS) {
+		if (*len < AL_GUEST_EXEC_LIMITS_LEN)
+			return -EPROTO;
+		*len -= AL_GUEST_EXEC_LIMITS_LEN;
+		o->memory = al_guest_get64(p + *len);
+		if (!o->memory)
+			return -EPROTO;
+	}
+	return 0;
+}
+
+int al_guest_winsize_get(const uint8_t *p, uint32_t len, uint16_t *rows, uint16_t *cols)
+{
+	if (len != 4)
+		return -EPROTO;
+	*rows = al_guest_get16(p);
+	*cols = al_guest_get16(p + 2);
+	return size_ok(*rows, *cols) ? 0 : -EPROTO;
 }
 
 /* The NUL-terminated string at p[*off..len): its start, *off past it; NULL

@@ -41,9 +41,11 @@ enum al_guest_type {
 	AL_G_HELLO = 1,
 	/* host → agent: run a command. id: the exec (nonzero, unused).
 	 * payload: u32 argc, u32 envc, then cwd, argv[], env[] as
-	 * NUL-terminated strings, nothing after. flags: 0, or
-	 * AL_GUEST_EXEC_FILE_OP: a file operation of the daemon's file API
-	 * (below) instead of a program. */
+	 * NUL-terminated strings, then the trailers its flags ask for
+	 * (below), nothing after. flags: 0; AL_GUEST_EXEC_FILE_OP alone: a
+	 * file operation of the daemon's file API (below) instead of a
+	 * program; or AL_GUEST_EXEC_LIMITS and AL_GUEST_EXEC_TTY, either or
+	 * both. */
 	AL_G_EXEC = 2,
 	/* agent → host: the exec started (payload: u32 guest pid) or could not
 	 * (AL_G_EXEC_FAILED, payload: u32 errno, then text). */
@@ -106,7 +108,14 @@ enum al_guest_type {
 	/* agent → host: a line for the host's log (setup failures), at most
 	 * 1024 bytes of text. */
 	AL_G_LOG = 26,
-	AL_G_TYPE_MAX = 26,
+	/* host → agent: the terminal of tty exec id (AL_GUEST_EXEC_TTY) has
+	 * a new size: payload u16 rows, u16 cols (1 to AL_GUEST_TTY_MAX
+	 * each). The agent sets it on the exec's pty (the kernel sends the
+	 * exec's foreground SIGWINCH); for an exec that is gone or has no
+	 * terminal it is dropped (a resize may cross the exec's end), a bad
+	 * size is a protocol error. */
+	AL_G_WINSIZE = 27,
+	AL_G_TYPE_MAX = 27,
 };
 
 enum {
@@ -144,12 +153,25 @@ enum {
  * The host side trusts none of it: every exit code and listing is checked
  * again (src/serve/sfiles-vm.c). */
 #define AL_GUEST_EXEC_FILE_OP 1
-/* EXEC flags AL_GUEST_EXEC_LIMITS (with a program, never with a file
- * operation): the payload ends with AL_GUEST_EXEC_LIMITS_LEN bytes more,
- * u64 memory.max of the exec's cgroup in bytes (nonzero; at most the
- * session's, which the agent also holds it to). */
+/* EXEC's flags with a program (never with a file operation), each adding
+ * a trailer at the payload's end, in this order:
+ * AL_GUEST_EXEC_LIMITS: AL_GUEST_EXEC_LIMITS_LEN bytes, u64 memory.max of
+ *   the exec's cgroup in bytes (nonzero; at most the session's, which the
+ *   agent also holds it to);
+ * AL_GUEST_EXEC_TTY: AL_GUEST_EXEC_TTY_LEN bytes, u16 rows, u16 cols (1
+ *   to AL_GUEST_TTY_MAX each), u32 0: the exec gets a pty of the guest's
+ *   devpts of that size as its controlling terminal and its stdin,
+ *   stdout and stderr. The guest's pty does the line discipline (echo,
+ *   ^C, ^D); its master's output is the exec's STDOUT (no STDERR comes),
+ *   STDIN is written to the master, and the end of STDIN (len 0) changes
+ *   nothing (the host types the end of a terminal's input, ^D, as a
+ *   byte, as the native layer does; the master stays open for the
+ *   output). */
 #define AL_GUEST_EXEC_LIMITS	 2
 #define AL_GUEST_EXEC_LIMITS_LEN 8
+#define AL_GUEST_EXEC_TTY	 4
+#define AL_GUEST_EXEC_TTY_LEN	 8
+#define AL_GUEST_TTY_MAX	 1000
 #define AL_GUEST_FILE_OP_MAX	 (32u << 20)
 #define AL_GUEST_FILE_OP_LIST	 10000u
 
@@ -178,14 +200,34 @@ long al_guest_max_len(uint8_t type);
 void al_guest_hdr_put(uint8_t out[AL_GUEST_HEADER], uint8_t type, uint8_t flags, uint32_t id,
 		      uint32_t len);
 /* Decode and check one header: 0, or -EPROTO (unknown type, flags other
- * than a WINDOW's stream (0 to 3) or an EXEC's AL_GUEST_EXEC_FILE_OP or
- * AL_GUEST_EXEC_LIMITS (one of them), nonzero reserved, len over the
- * type's bound). */
+ * than a WINDOW's stream (0 to 3) or an EXEC's (AL_GUEST_EXEC_FILE_OP
+ * alone, or AL_GUEST_EXEC_LIMITS and AL_GUEST_EXEC_TTY in any
+ * combination), nonzero reserved, len over the type's bound). */
 int al_guest_hdr_get(const uint8_t in[AL_GUEST_HEADER], struct al_guest_hdr *h);
-/* An EXEC payload of flags: its limits trailer taken off (*len shortened,
- * *memory set; 0 without AL_GUEST_EXEC_LIMITS). -EPROTO: flags other than
- * those EXEC may have, or a trailer missing or zero. */
-int al_guest_exec_limits(const uint8_t *p, uint32_t *len, uint8_t flags, uint64_t *memory);
+
+/* What an EXEC's trailers say (zero where its flags ask for none). */
+struct al_guest_exec_opts {
+	uint64_t memory;     /* AL_GUEST_EXEC_LIMITS: nonzero */
+	bool tty;	     /* AL_GUEST_EXEC_TTY */
+	uint16_t rows, cols; /* with tty: 1 to AL_GUEST_TTY_MAX */
+};
+/* An EXEC payload of flags: its trailers taken off (*len shortened to the
+ * strings' end, *o filled). -EPROTO: flags EXEC may not have (unknown
+ * bits, FILE_OP with another), a trailer missing or short, a memory of 0,
+ * rows or cols 0 or over AL_GUEST_TTY_MAX, or TTY's last u32 not 0. */
+int al_guest_exec_trailers(const uint8_t *p, uint32_t *len, uint8_t flags,
+			   struct al_guest_exec_opts *o);
+/* WINSIZE's payload: 0 with *rows and *cols set, or -EPROTO (not 4 bytes,
+ * a size 0 or over AL_GUEST_TTY_MAX). */
+int al_guest_winsize_get(const uint8_t *p, uint32_t len, uint16_t *rows, uint16_t *cols);
+static inline void al_guest_put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8);
+}
+static inline uint16_t al_guest_get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
 
 /* Little-endian helpers for payloads. */
 static inline void al_guest_put32(uint8_t *p, uint32_t v)

@@ -181,17 +181,67 @@ def host_files_invisible(env):
 
 @case
 def rw_input_refused(env):
-    """--rw, -t and --workdir (the guest's is /work) are refused with one
-    line naming the field."""
+    """--rw and --workdir (the guest's is /work) are refused with one line
+    naming the field."""
     need(env)
     with TempDir() as d:
-        for opts, word in ((["--rw", "%s:/out" % d], b"--rw"), (["-t"], b"-t"),
+        for opts, word in ((["--rw", "%s:/out" % d], b"--rw"),
                            (["--workdir", "/home/w"], b"--workdir /home/w")):
             res = vm(env, ["/bin/true"], opts)
             expect_rc(res, 125)
             lines = [l for l in res.err.splitlines() if l.strip()]
             expect(len(lines) == 1 and word in lines[0] and b"microvm" in lines[0],
                    "not one line naming %r" % word, res)
+
+
+class _NoProbe:
+    """run_tty.Term's env: airlock's argv without the probe bound in."""
+
+    def __init__(self, env):
+        self.env = env
+
+    def argv(self, cmd, opts):
+        return self.env.argv(cmd, opts, bind_probe=False)
+
+
+@case
+def tty_run(env):
+    """airlock run -t --backend microvm under a pty this script holds (as
+    run_tty.py drives native -t): an interactive sh in the guest; what is
+    typed echoes once (the guest's pty does the line discipline; the native
+    layer's pty and the VMM's pass bytes raw), `tty` names a /dev/pts
+    device, `stty size` the outer terminal's size, and after the outer
+    terminal is resized the new one (SIGWINCH to airlock, then to the VMM,
+    WINSIZE to the guest); the exit code comes back and the outer
+    terminal's modes are restored."""
+    need(env)
+    from run_tty import PROMPT, Term, expect_restored, set_size
+    with Term(_NoProbe(env), ["/bin/sh", "-i"],
+              ["--backend", "microvm", "--env", "PS1=" + PROMPT, "--timeout", "120"],
+              rows=27, cols=91) as t:
+        t.expect(PROMPT, timeout=90, what="the guest's sh prompt")
+        t.send("tty; stty size\r")
+        t.expect(r"tty; stty size\r\n", what="the echo of what was typed")
+        t.expect(r"/dev/pts/\d+\r\n", what="a /dev/pts device from tty")
+        t.expect(r"27 91\r\n", what="27 91 from stty size")
+        t.expect(PROMPT)
+        set_size(t.master, 41, 123)
+        deadline = time.monotonic() + 30
+        while True:  # the resize travels through three layers
+            t.send("stty size\r")
+            m = t.expect(r"\r\n(\d+ \d+)\r\n", what="stty size")
+            t.expect(PROMPT)
+            if m.group(1) == b"41 123":
+                break
+            expect(time.monotonic() < deadline, "the resize never reached the guest: %r"
+                   % m.group(1))
+        t.send("echo typed-$((6*7))\r")
+        m = t.expect(r"typed-42\r\n", what="typed-42")
+        t.send("exit 6\r")
+        rc = t.wait(60)
+        expect(rc == 6, "-t: exit code %s, not 6" % rc)
+        expect_restored(t)
+    expect(wait_for(lambda: not left_qemu(), 10), "QEMU left: %s" % left_qemu())
 
 
 @case
@@ -401,13 +451,96 @@ def session_files(sock, base):
     expect(st == 200 and doc["path"] == "/tmp", "list /tmp: %s %s" % (st, doc))
 
 
+def session_process(daemon):
+    """The pid of the daemon's one session process (`airlock __session`;
+    not its gateway, a child of it by the same command line)."""
+    def session(pid):
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                return b"__session" in f.read()
+        except OSError:
+            return False
+    found = [int(q) for q in os.listdir("/proc") if q.isdigit() and session(int(q)) and
+             descends_from(int(q), daemon) and not session(parent_of(int(q)))]
+    expect(len(found) == 1, "not one session process: %s" % found)
+    return found[0]
+
+
+def parent_of(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def ptys_held(pid):
+    """The descriptors of process pid that are ptys (host side)."""
+    out = []
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            t = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if t == "/dev/ptmx" or t.startswith("/dev/pts/"):
+            out.append(t)
+    return out
+
+
+def session_tty(sock, base, daemon):
+    """A tty exec in the live guest, as docs/api.md says it works: started
+    streamed with rows and cols, typed to through execs/{eid}/stdin (the
+    guest's pty echoes it), resized through execs/{eid}/resize; `tty` names
+    a /dev/pts device, `stty size` the sizes asked for; its exit code comes
+    back; the session process (confined, landlock) opened the host's pty
+    and holds none of it afterwards."""
+    sess = session_process(daemon)
+    c = UnixHTTP(sock)
+    try:
+        c.request("POST", base + "/exec", body=json.dumps({
+            "argv": ["/bin/sh", "-c", "stty size; tty; read x; echo got=$x; stty size; exit 5"],
+            "tty": True, "rows": 30, "cols": 100}))
+        r = c.getresponse()
+        expect(r.status == 200, "tty exec: %d" % r.status)
+        eid = json.loads(r.readline())["exec_id"]
+        out, end = "", None
+
+        def until(pred):
+            nonlocal out, end
+            deadline = time.monotonic() + 60
+            while end is None and not pred(out) and time.monotonic() < deadline:
+                line = r.readline()
+                if not line:
+                    break
+                ev = json.loads(line)
+                if ev["type"] == "stdout":
+                    out += ev["data"]
+                elif ev["type"] == "end":
+                    end = ev
+        until(lambda o: "/dev/pts/" in o and o.endswith("\n"))
+        expect(out.startswith("30 100\r\n/dev/pts/"), "stty size; tty: %r %s" % (out, end))
+        st, doc = api(sock, "POST", base + "/execs/%s/resize" % eid, {"rows": 40, "cols": 120})
+        expect(st == 200, "resize: %s %s" % (st, doc))
+        st, doc = raw(sock, "POST", base + "/execs/%s/stdin" % eid, b"hello\n")
+        expect(st == 200, "stdin: %s %s" % (st, doc))
+        until(lambda o: False)
+        expect("hello\r\ngot=hello\r\n40 120\r\n" in out,
+               "typed input echoed, read, and the new size: %r" % out)
+        expect(end and end["result"]["exit_code"] == 5, "the end: %s" % end)
+    finally:
+        c.close()
+    expect(wait_for(lambda: not ptys_held(sess), 10),
+           "the session process holds ptys: %s" % ptys_held(sess))
+
+
 @case
 def session_execs(env):
     """airlock serve (on a socket of the test's own): POST /v1/sandboxes
     with backend microvm boots one guest, then execs in it: the first writes
     /work/note and prints the guest's kernel, the second (with stdin and an
     env variable of its own) reads the note back in the same guest, a
-    missing command ends exec-failed, two at once both end; the file API
+    missing command ends exec-failed, two at once both end; a tty exec
+    (session_tty); the file API
     in the same guest (session_files); an exec's own memory limit ends it
     as memory; pause freezes QEMU (no CPU time
     gained by a spinning exec's guest) and resume brings it back; DELETE
@@ -429,6 +562,7 @@ def session_execs(env):
             kernel, uid = a["stdout"].split()
             expect(kernel != os.uname().release and uid == "1000",
                    "not the guest's kernel or user: %r" % a["stdout"])
+            session_tty(sock, base, p.pid)
             st, b = api(sock, "POST", base + "/exec", {
                 "argv": ["/bin/sh", "-c", "cat /work/note; cat; echo $MINE; exit 3"],
                 "stdin": "from stdin\n", "env": {"MINE": "mine"}, "wait": True})

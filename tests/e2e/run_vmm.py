@@ -22,11 +22,13 @@ refused without harm to the session, a file operation's flag and an
 exec's memory limit passed on,
 a pause longer than the silence limit not taken for a silent guest), and
 a session's guest sending STARTED, STDOUT or EXIT for an id it was not
-given ended with its protocol error; a bad CONFIG_JSON refused with exit
+given ended with its protocol error; terminals (a session's tty exec, and
+-t's "tty": true): raw, the size in the EXEC, resizes as WINSIZE; a bad CONFIG_JSON refused with exit
 125 naming the field. TAP."""
 import array
 import atexit
 import errno
+import fcntl
 import json
 import shutil
 import os
@@ -35,7 +37,9 @@ import socket
 import struct
 import subprocess
 import sys
+import select
 import tempfile
+import termios
 import threading
 import time
 import traceback
@@ -351,13 +355,18 @@ class Client:
     that read the exec's stdout and stderr whole."""
 
     def __init__(self, path, argv, env=(), stdin=b"", nfds=3, header=None, flags=0,
-                 trailer=b""):
+                 trailer=b"", tty=None):
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.s.settimeout(20)
         self.s.connect(path)
-        pipes = [os.pipe() for _ in range(3)]
         payload = exec_payload(argv, env) + trailer
         hdr = header or struct.pack("<BBHI", REQ_EXEC, flags, 0, len(payload))
+        if tty is not None:  # a pty's slave, three times (vmm.h); the test reads its master
+            self.s.sendmsg([hdr + payload], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                              array.array("i", [tty] * 3))])
+            self.readers = []
+            return
+        pipes = [os.pipe() for _ in range(3)]
         far = [pipes[0][0], pipes[1][1], pipes[2][1]][:nfds]
         self.s.sendmsg([hdr + payload], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
                                           array.array("i", far))])
@@ -483,7 +492,8 @@ def session_execs():
     ended by it); a missing command FAILED ENOENT; a hang-up kills its
     exec (SIGNAL 9); 16 execs at once and the 17th FAILED EAGAIN, the
     slots free again once their clients went; a request with two fds, a
-    bad header, flags other than 0, 1 and 2, a memory limit missing or
+    bad header, flags other than 0, 1, 2 (and 4, 6: session_tty), a memory
+    limit missing or
     zero, or signal 0 FAILED EINVAL, the session unharmed; a file
     operation's flag 1 and an exec's memory limit (flag 2 and its trailer)
     reach the guest's EXEC; SIGTERM ends the VMM by SIGTERM."""
@@ -533,7 +543,7 @@ def session_execs():
         assert len(seen) == len(set(seen)), events
 
         assert Client(path, ["echo"], nfds=2).failed() == errno.EINVAL
-        assert Client(path, ["echo"], header=struct.pack("<BBHI", REQ_EXEC, 4, 0, 20)
+        assert Client(path, ["echo"], header=struct.pack("<BBHI", REQ_EXEC, 8, 0, 20)
                       ).failed() == errno.EINVAL
         assert Client(path, ["echo"], flags=3).failed() == errno.EINVAL
         # An exec's own memory limit (flag 2): the trailer reaches the
@@ -562,6 +572,139 @@ def session_execs():
         err = p.stderr.read().decode(errors="replace")
     assert rc == -signal.SIGTERM, (rc, err)
     assert "airlock: microvm" not in err, err
+
+
+def read_until(fd, want, timeout=10):
+    """What fd gives until want is in it (or its end, EIO for a pty's
+    master), within timeout."""
+    got, end = b"", time.monotonic() + timeout
+    while want not in got:
+        left = end - time.monotonic()
+        assert left > 0, (want, got)
+        r, _, _ = select.select([fd], [], [], left)
+        if not r:
+            continue
+        try:
+            c = os.read(fd, 4096)
+        except OSError as e:
+            assert e.errno == errno.EIO, e
+            c = b""
+        if not c:
+            break
+        got += c
+    return got
+
+
+def set_size(fd, rows, cols):
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("<HHHH", rows, cols, 0, 0))
+
+
+@case
+def session_tty():
+    """A session's tty exec (flag 4, rows and cols in its trailer): the
+    request's fds are a pty's slave, which the VMM makes raw (no echo, no
+    line mode, no CR/NL translation either way: the guest's pty does the
+    discipline), the guest's EXEC carries flag 4 and the size; input typed
+    on the master reaches the guest unchanged and its output comes back
+    unchanged; a resize of the pty reaches the guest as WINSIZE with the
+    new size within the VMM's wake-up (a second); with a memory limit too
+    (flag 6) both trailers reach the guest; the exit code comes back and
+    the master reads its end once the exec ended (the VMM kept no slave).
+    A tty request whose fds are pipes, or with rows 0, rows 1001 or a
+    short trailer, is refused EINVAL, the session unharmed."""
+    p, path = session_vmm()
+    try:
+        master, slave = os.openpty()
+        set_size(master, 30, 100)
+        c = Client(path, ["tty"], flags=4, trailer=struct.pack("<HHI", 30, 100, 0), tty=slave)
+        os.close(slave)
+        c.started()
+        assert b"tty=30x100\n" in read_until(master, b"tty=30x100\n")
+        attrs = termios.tcgetattr(master)
+        assert not attrs[3] & (termios.ECHO | termios.ICANON | termios.ISIG), attrs
+        assert not attrs[1] & termios.OPOST and not attrs[0] & termios.ICRNL, attrs
+        os.write(master, b"a\rb\n\x03")
+        assert read_until(master, b"a\rb\n\x03").endswith(b"a\rb\n\x03")
+        set_size(master, 50, 160)
+        t = time.monotonic()
+        read_until(master, b"winsize=50x160\n", timeout=5)
+        assert time.monotonic() - t < 3, time.monotonic() - t
+        os.write(master, b"q")
+        assert c.ended()[0] == 7 << 8
+        read_until(master, b"never", timeout=10)  # the end (EIO): nothing holds the slave
+        os.close(master)
+
+        m2, s2 = os.openpty()
+        set_size(m2, 24, 80)
+        both = Client(path, ["tty"], flags=6,
+                      trailer=struct.pack("<Q", 64 << 20) + struct.pack("<HHI", 24, 80, 0),
+                      tty=s2)
+        os.close(s2)
+        both.started()
+        read_until(m2, b"tty=24x80\n")
+        os.write(m2, b"q")
+        assert both.ended()[0] == 7 << 8
+        os.close(m2)
+
+        for trailer in (struct.pack("<HHI", 0, 80, 0), struct.pack("<HHI", 1001, 80, 0),
+                        struct.pack("<HH", 24, 80)):
+            m3, s3 = os.openpty()
+            bad = Client(path, ["tty"], flags=4, trailer=trailer, tty=s3)
+            os.close(s3)
+            assert bad.failed() == errno.EINVAL, trailer
+            os.close(m3)
+        assert Client(path, ["tty"], flags=4,
+                      trailer=struct.pack("<HHI", 24, 80, 0)).failed() == errno.EINVAL
+        ok = Client(path, ["echo"])
+        ok.started()
+        assert ok.ended()[0] == 0 and ok.got[0].startswith(b"id="), ok.got
+    finally:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+        rc = p.wait(20)
+        err = p.stderr.read().decode(errors="replace")
+    assert rc == -signal.SIGTERM, (rc, err)
+    assert "airlock: microvm" not in err, err
+
+
+@case
+def oneshot_tty():
+    """-t ("tty": true): the VMM's stdio is a pty's slave (its controlling
+    terminal, as the native layer gives it): the EXEC carries flag 4 and
+    the pty's size, the pty is made raw, typed bytes pass unchanged, a
+    resize (SIGWINCH) reaches the guest as WINSIZE, the exit code comes
+    back. "tty": true with stdin not a terminal: exit 125, said."""
+    master, slave = os.openpty()
+    set_size(master, 33, 111)
+
+    def ctty():
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    p = subprocess.Popen([AIRLOCK, "__vmm", config("tty", tty=True)], stdin=slave,
+                         stdout=slave, stderr=subprocess.PIPE, preexec_fn=ctty)
+    os.close(slave)
+    try:
+        read_until(master, b"tty=33x111 flags=4\n")
+        attrs = termios.tcgetattr(master)
+        assert not attrs[3] & (termios.ECHO | termios.ICANON), attrs
+        os.write(master, b"x\ry")
+        read_until(master, b"x\ry")
+        set_size(master, 40, 120)
+        t = time.monotonic()
+        read_until(master, b"winsize=40x120\n", timeout=5)
+        assert time.monotonic() - t < 2, time.monotonic() - t
+        os.write(master, b"q")
+        rc = p.wait(20)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        os.close(master)
+    assert rc == 7, (rc, p.stderr.read())
+    q, _ = vmm("tty", tty=True)
+    assert q.returncode == 125, q.returncode
+    assert b'"tty": true, but stdin' in q.stderr, q.stderr
 
 
 @case

@@ -13,7 +13,7 @@ import time
 
 (HELLO, EXEC, EXEC_STARTED, EXEC_FAILED, STDIN, STDOUT, STDERR, EXIT, SIGNAL, OPEN, OPEN_OK,
  OPEN_FAILED, DATA, SHUT, CLOSE, WINDOW, DGRAM, PING, PONG, FILE_BEGIN, FILE_DATA, FILE_END,
- FILES_DONE, FILES_GET, POWEROFF, LOG) = range(1, 27)
+ FILES_DONE, FILES_GET, POWEROFF, LOG, WINSIZE) = range(1, 28)
 WINDOW_BYTES = 256 * 1024
 MODE = sys.argv[1]
 inp = sys.stdin.buffer
@@ -124,6 +124,28 @@ def mode_stdin():
             send(WINDOW, 1, struct.pack("<I", len(p)), flags=1)
     send(STDOUT, 1, b"stdin=%d:%s\n" % (len(got), got[:20]))
     finish(0)
+
+
+def mode_tty():
+    """-t ("tty": true): the EXEC's flags and its terminal's size ("tty=RxC
+    flags=F"), then each STDIN chunk back on STDOUT as it came and each
+    WINSIZE as "winsize=RxC"; a "q" typed ends it with exit code 7."""
+    send(HELLO, 0, struct.pack("<I", 1) + b"6.1.0-fake")
+    t, flags, ident, p = recv_not_ping()
+    assert t == EXEC and ident == 1, (t, ident)
+    send(EXEC_STARTED, 1, struct.pack("<I", 42))
+    rows, cols, zero = struct.unpack("<HHI", p[-8:]) if flags & 4 else (0, 0, 0)
+    assert zero == 0, zero
+    send(STDOUT, 1, b"tty=%dx%d flags=%d\n" % (rows, cols, flags))
+    while True:
+        t, _, _, p = recv_not_ping()
+        if t == STDIN and p:
+            send(WINDOW, 1, struct.pack("<I", len(p)), flags=1)
+            if b"q" in p:
+                finish(7 << 8)
+            send(STDOUT, 1, p)
+        elif t == WINSIZE:
+            send(STDOUT, 1, b"winsize=%dx%d\n" % struct.unpack("<HH", p))
 
 
 def mode_signal():
@@ -393,7 +415,10 @@ def mode_session():
     "big N" writes N bytes within the windows; "events" prints the SIGNALs
     every exec got ("id:sig ...") and the ids seen. The VMM's EXITs come
     with oom 0 and fixed CPU figures. "echo" also prints the EXEC's flags
-    when they are not 0 (a file operation's, passed through)."""
+    when they are not 0 (a file operation's, passed through). "tty" (flag
+    4, a terminal) prints "tty=RxC" from its trailer, then sends its stdin
+    back and each WINSIZE for it as "winsize=RxC"; a "q" ends it with
+    exit code 7."""
     time.sleep(0.5)
     send(HELLO, 0, struct.pack("<I", 1) + b"6.1.0-fake")
     execs = {}  # id -> {"argv", "credit", "pending", "eof", "mode"}
@@ -413,8 +438,10 @@ def mode_session():
     while True:
         t, flags, ident, p = recv_not_ping()
         if t == EXEC:
-            memory = None
-            if flags == 2:  # an exec's own memory limit: the trailer
+            memory = tty = None
+            if flags & 4:  # a terminal: its trailer is the last
+                tty, p = struct.unpack("<HHI", p[-8:])[:2], p[:-8]
+            if flags & 2:  # an exec's own memory limit: the trailer
                 memory, p = struct.unpack("<Q", p[-8:])[0], p[:-8]
             argc, envc = struct.unpack("<II", p[:8])
             strs = [x.decode() for x in p[8:].split(b"\0")[:-1]]
@@ -441,6 +468,8 @@ def mode_session():
                     " memory=%d" % memory if memory is not None else "")).encode()
                 send(STDERR, ident, ("env=%s\n" % ",".join(env)).encode())
                 x["done"] = 0
+            elif argv[0] == "tty":
+                x["pending"] = b"tty=%dx%d\n" % tty
             elif argv[0] == "big":
                 x["pending"] = b"b" * int(argv[1])
                 x["done"] = 0
@@ -457,12 +486,18 @@ def mode_session():
             if not p:
                 if x["argv"][0] == "cat":
                     x["done"] = 0
+            elif x["argv"][0] == "tty" and b"q" in p:
+                send(WINDOW, ident, struct.pack("<I", len(p)), flags=1)
+                x["done"] = 7 << 8
             else:
                 x["pending"] += p
                 send(WINDOW, ident, struct.pack("<I", len(p)), flags=1)
             flush(ident)
         elif t == WINDOW and flags == 2 and ident in execs:
             execs[ident]["credit"] += struct.unpack("<I", p)[0]
+            flush(ident)
+        elif t == WINSIZE and ident in execs:
+            execs[ident]["pending"] += b"winsize=%dx%d\n" % struct.unpack("<HH", p)
             flush(ident)
         elif t == SIGNAL:
             sig = struct.unpack("<I", p)[0]

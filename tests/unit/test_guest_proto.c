@@ -51,14 +51,18 @@ static void test_header_bounds(void **state)
 	assert_int_equal(hdr(255, 0, 0), -EPROTO);
 	/* A len far over everything (the top bit set). */
 	assert_int_equal(hdr(AL_G_DATA, 0, 0x80000000u), -EPROTO);
-	/* Flags: only WINDOW's 0..3 and EXEC's file operation or limits. */
+	/* Flags: only WINDOW's 0..3 and EXEC's file operation, or limits and
+	 * tty. */
 	assert_int_equal(hdr(AL_G_DATA, 1, 1), -EPROTO);
 	assert_int_equal(hdr(AL_G_WINDOW, 3, 4), 0);
 	assert_int_equal(hdr(AL_G_WINDOW, 4, 4), -EPROTO);
 	assert_int_equal(hdr(AL_G_EXEC, AL_GUEST_EXEC_FILE_OP, 16), 0);
 	assert_int_equal(hdr(AL_G_EXEC, AL_GUEST_EXEC_LIMITS, 16), 0);
+	assert_int_equal(hdr(AL_G_EXEC, AL_GUEST_EXEC_TTY, 16), 0);
+	assert_int_equal(hdr(AL_G_EXEC, AL_GUEST_EXEC_TTY | AL_GUEST_EXEC_LIMITS, 16), 0);
 	assert_int_equal(hdr(AL_G_EXEC, 3, 16), -EPROTO);
-	assert_int_equal(hdr(AL_G_EXEC, 4, 16), -EPROTO);
+	assert_int_equal(hdr(AL_G_EXEC, AL_GUEST_EXEC_FILE_OP | AL_GUEST_EXEC_TTY, 16), -EPROTO);
+	assert_int_equal(hdr(AL_G_EXEC, 8, 16), -EPROTO);
 	assert_int_equal(hdr(AL_G_EXEC_STARTED, AL_GUEST_EXEC_LIMITS, 4), -EPROTO);
 	assert_int_equal(hdr(AL_G_EXEC_STARTED, AL_GUEST_EXEC_FILE_OP, 4), -EPROTO);
 	assert_int_equal(hdr(AL_G_FILE_BEGIN, AL_GUEST_EXEC_FILE_OP, 8), -EPROTO);
@@ -142,30 +146,99 @@ static void test_exec_parse(void **state)
 	assert_null(env[AL_GUEST_MAX_ARGS - 1]);
 }
 
-/* An EXEC's limits trailer: taken off with AL_GUEST_EXEC_LIMITS only,
- * never missing, short or zero. */
-static void test_exec_limits(void **state)
+/* An EXEC's trailers: LIMITS' then TTY's at the payload's end, taken off
+ * with their flags only, never missing, short, zero or out of range. */
+static void test_exec_trailers(void **state)
 {
 	(void)state;
-	uint8_t p[24] = {0};
-	uint32_t len = sizeof(p);
-	uint64_t mem = 1;
+	uint8_t p[32] = {0};
+	uint32_t len = 24;
+	struct al_guest_exec_opts o = {.memory = 1};
 
 	al_guest_put64(p + 16, 64u << 20);
-	assert_int_equal(al_guest_exec_limits(p, &len, 0, &mem), 0);
+	assert_int_equal(al_guest_exec_trailers(p, &len, 0, &o), 0);
 	assert_int_equal(len, 24);
-	assert_int_equal(mem, 0);
-	assert_int_equal(al_guest_exec_limits(p, &len, AL_GUEST_EXEC_FILE_OP, &mem), 0);
+	assert_int_equal(o.memory, 0);
+	assert_false(o.tty);
+	assert_int_equal(al_guest_exec_trailers(p, &len, AL_GUEST_EXEC_FILE_OP, &o), 0);
 	assert_int_equal(len, 24);
-	assert_int_equal(al_guest_exec_limits(p, &len, AL_GUEST_EXEC_LIMITS, &mem), 0);
+	assert_int_equal(al_guest_exec_trailers(p, &len, AL_GUEST_EXEC_LIMITS, &o), 0);
 	assert_int_equal(len, 16);
-	assert_int_equal(mem, 64u << 20);
+	assert_int_equal(o.memory, 64u << 20);
 	len = 7;
-	assert_int_equal(al_guest_exec_limits(p, &len, AL_GUEST_EXEC_LIMITS, &mem), -EPROTO);
+	assert_int_equal(al_guest_exec_trailers(p, &len, AL_GUEST_EXEC_LIMITS, &o), -EPROTO);
 	len = 16; /* its last 8 bytes are zero */
-	assert_int_equal(al_guest_exec_limits(p, &len, AL_GUEST_EXEC_LIMITS, &mem), -EPROTO);
+	assert_int_equal(al_guest_exec_trailers(p, &len, AL_GUEST_EXEC_LIMITS, &o), -EPROTO);
+	/* Unknown bits, and a file operation with another flag. */
 	len = 24;
-	assert_int_equal(al_guest_exec_limits(p, &len, 3, &mem), -EPROTO);
+	assert_int_equal(al_guest_exec_trailers(p, &len, 3, &o), -EPROTO);
+	assert_int_equal(al_guest_exec_trailers(p, &len, 5, &o), -EPROTO);
+	assert_int_equal(al_guest_exec_trailers(p, &len, 8, &o), -EPROTO);
+	assert_int_equal(al_guest_exec_trailers(p, &len, 0x80 | AL_GUEST_EXEC_TTY, &o), -EPROTO);
+
+	/* TTY alone: u16 rows, u16 cols, u32 0 at the end. */
+	al_guest_put16(p + 24, 40);
+	al_guest_put16(p + 26, 132);
+	len = 32;
+	assert_int_equal(al_guest_exec_trailers(p, &len, AL_GUEST_EXEC_TTY, &o), 0);
+	assert_int_equal(len, 24);
+	assert_true(o.tty);
+	assert_int_equal(o.rows, 40);
+	assert_int_equal(o.cols, 132);
+	assert_int_equal(o.memory, 0);
+	/* Both: LIMITS' trailer before TTY's. */
+	len = 32;
+	assert_int_equal(
+	    al_guest_exec_trailers(p, &len, AL_GUEST_EXEC_LIMITS | AL_GUEST_EXEC_TTY, &o), 0);
+	assert_int_equal(len, 16);
+	assert_int_equal(o.memory, 64u << 20);
+	assert_int_equal(o.rows, 40);
+	/* Both, with room for one trailer only. */
+	len = 8;
+	al_guest_put16(p, 40), al_guest_put16(p + 2, 132);
+	assert_int_equal(
+	    al_guest_exec_trailers(p, &len, AL_GUEST_EXEC_LIMITS | AL_GUEST_EXEC_TTY, &o), -EPROTO);
+	len = 7;
+	assert_int_equal(al_guest_exec_trailers(p, &len, AL_GUEST_EXEC_TTY, &o), -EPROTO);
+	/* Sizes: 0 and past AL_GUEST_TTY_MAX refused, the bounds taken. */
+	static const uint16_t sizes[][3] = {{0, 80, 0},	    {24, 0, 0},	    {1001, 80, 0},
+					    {24, 1001, 0},  {65535, 80, 0}, {1, 1, 1},
+					    {1000, 1000, 1}};
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(*sizes); i++) {
+		al_guest_put16(p + 24, sizes[i][0]);
+		al_guest_put16(p + 26, sizes[i][1]);
+		len = 32;
+		assert_int_equal(al_guest_exec_trailers(p, &len, AL_GUEST_EXEC_TTY, &o),
+				 sizes[i][2] ? 0 : -EPROTO);
+	}
+	/* Its last u32 must be 0. */
+	al_guest_put16(p + 24, 24), al_guest_put16(p + 26, 80);
+	p[31] = 1;
+	len = 32;
+	assert_int_equal(al_guest_exec_trailers(p, &len, AL_GUEST_EXEC_TTY, &o), -EPROTO);
+}
+
+/* WINSIZE: 4 bytes, each size 1 to AL_GUEST_TTY_MAX; its header takes no
+ * flags and no more than 4 bytes. */
+static void test_winsize(void **state)
+{
+	(void)state;
+	uint8_t p[4];
+	uint16_t r = 0, c = 0;
+
+	al_guest_put16(p, 50), al_guest_put16(p + 2, 200);
+	assert_int_equal(al_guest_winsize_get(p, 4, &r, &c), 0);
+	assert_int_equal(r, 50);
+	assert_int_equal(c, 200);
+	assert_int_equal(al_guest_winsize_get(p, 3, &r, &c), -EPROTO);
+	al_guest_put16(p, 0);
+	assert_int_equal(al_guest_winsize_get(p, 4, &r, &c), -EPROTO);
+	al_guest_put16(p, 24), al_guest_put16(p + 2, 1001);
+	assert_int_equal(al_guest_winsize_get(p, 4, &r, &c), -EPROTO);
+	assert_int_equal(al_guest_max_len(AL_G_WINSIZE), 4);
+	assert_int_equal(hdr(AL_G_WINSIZE, 0, 4), 0);
+	assert_int_equal(hdr(AL_G_WINSIZE, 0, 5), -EPROTO);
+	assert_int_equal(hdr(AL_G_WINSIZE, AL_GUEST_EXEC_TTY, 4), -EPROTO);
 }
 
 static void test_exit(void **state)
@@ -337,13 +410,10 @@ static void test_config_refusals(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_header_bounds),
-	    cmocka_unit_test(test_exec_parse),
-	    cmocka_unit_test(test_exec_limits),
-	    cmocka_unit_test(test_exit),
-	    cmocka_unit_test(test_path),
-	    cmocka_unit_test(test_config),
-	    cmocka_unit_test(test_config_refusals),
+	    cmocka_unit_test(test_header_bounds), cmocka_unit_test(test_exec_parse),
+	    cmocka_unit_test(test_exec_trailers), cmocka_unit_test(test_winsize),
+	    cmocka_unit_test(test_exit),	  cmocka_unit_test(test_path),
+	    cmocka_unit_test(test_config),	  cmocka_unit_test(test_config_refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

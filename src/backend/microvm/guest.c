@@ -536,6 +536,10 @@ char *al_vm_vmm_config(const struct vm_run *w)
 				    json_pack("{s:o, s:o, s:s}", "argv", argv, "env", env, "cwd",
 					      p->workdir ? p->workdir : "/work"));
 	}
+	/* -t: the native layer gives the VMM the plan's pty as its stdio,
+	 * and the VMM asks the guest for a terminal of its own (vmm.h). */
+	if (p->tty && !w->session)
+		json_object_set_new(o, "tty", json_true());
 	/* $AIRLOCK_PHASES: the VMM prints the guest's boot and exec times. */
 	if (getenv("AIRLOCK_PHASES"))
 		json_object_set_new(o, "phases", json_true());

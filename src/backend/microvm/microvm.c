@@ -128,11 +128,6 @@ static int refuse(const struct vm_run *w, const struct al_plan *p, struct al_err
 {
 	const char *n = w->kind->name;
 
-	if (p->tty)
-		return al_error_set(err, EOPNOTSUPP,
-				    "backend %s has no terminal to give the command yet (-t, "
-				    "\"tty\"); run it without one, or use --backend native",
-				    n);
 	if (p->language)
 		return al_error_set(err, EINVAL, "--language is for --backend wasm, not %s", n);
 	/* The guest's scratch faces are the agent's: /work, /tmp and
@@ -382,7 +377,8 @@ static int vm_prepare_kind(const struct al_vm_kind *kind, struct al_sandbox *sb,
 	w->loop = sb->loop;
 	w->exec_events = sb->exec_events;
 	sb->session = false;
-	sb->pausable = session; /* its pause freezes the VMM with its guest */
+	sb->pausable = session;	 /* its pause freezes the VMM with its guest */
+	sb->host_ptys = session; /* its tty execs' ptys are the host's (vm-exec.c) */
 	w->orig_events = sb->events;
 	al_sandbox_events_relay(&w->events, w);
 	w->events.scratch = ev_scratch;
@@ -472,10 +468,10 @@ KIND_OPS(vm, 1)
 		  "in the run's cgroup; CPU time and budget: the VMM's (the emulator's under "     \
 		  "TCG)",                                                                          \
 	.exec = "yes: the VMM serves each exec over its socket to the guest agent, at most 16 at " \
-		"once, each with its own memory limit where asked; no terminal; the file API "     \
-		"done by the "                                                                     \
-		"agent; pause freezes QEMU with its guest",                                        \
-	.features = AL_BACKEND_EXEC | AL_BACKEND_PAUSE | AL_BACKEND_NETWORK |                      \
+		"once, each with its own memory limit where asked, and a terminal (a pty of the "  \
+		"guest's) where asked; the file API done by the agent; pause freezes QEMU with "   \
+		"its guest",                                                                       \
+	.features = AL_BACKEND_EXEC | AL_BACKEND_PAUSE | AL_BACKEND_NETWORK | AL_BACKEND_TTY |     \
 		    AL_BACKEND_HIDES_PIDS | AL_BACKEND_PRIVATE_TMP | AL_BACKEND_PRIVATE_LOOPBACK | \
 		    AL_BACKEND_MOUNTS_ELSEWHERE | AL_BACKEND_EXEC_FILES
 

@@ -4,8 +4,9 @@
  * made through the scratch's root that the native layer handed over
  * (tmp/.airlock-vmm.sock beneath it, no link followed): the request (the channel's
  * EXEC payload: cwd, argv, the plan's environment with the exec's over
- * it) with the exec's three pipe ends, then the VMM's answers read from
- * the run's loop: STARTED, FAILED or ENDED. The VMM is sandboxed code:
+ * it) with the exec's three pipe ends (a tty exec: the slave of a pty made
+ * here, whose master goes to the run layer), then the VMM's answers read
+ * from the run's loop: STARTED, FAILED or ENDED. The VMM is sandboxed code:
  * every answer is checked, and one that is not what we asked for ends
  * the exec as killed. */
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -51,6 +53,9 @@ struct vm_exec {
 	bool started;
 	/* Armed by a SIGKILL: the VMM has this long to answer ENDED. */
 	struct al_timer *kill_wait;
+	/* A tty exec's pty master until STARTED hands it to the run layer
+	 * (which knows the exec only once the exec op returned); -1: none. */
+	int master;
 };
 
 static struct vm_run *run_of(struct al_sandbox *sb)
@@ -66,6 +71,41 @@ static bool overridden(char *const *env, const char *e)
 		if (strncmp(env[i], e, n) == 0 && env[i][n] == '=')
 			return true;
 	return false;
+}
+
+/* A tty exec's size: the request's (the API holds it to 1 to 1000),
+ * 24 x 80 where it gave none, never past the channel's AL_GUEST_TTY_MAX. */
+static struct winsize tty_size(const struct al_sandbox_exec *x)
+{
+	struct winsize ws = {.ws_row = x->rows ? x->rows : 24, .ws_col = x->cols ? x->cols : 80};
+	if (ws.ws_row > AL_GUEST_TTY_MAX)
+		ws.ws_row = AL_GUEST_TTY_MAX;
+	if (ws.ws_col > AL_GUEST_TTY_MAX)
+		ws.ws_col = AL_GUEST_TTY_MAX;
+	return ws;
+}
+
+/* A pty of the host's devpts for a tty exec, of its size: the slave,
+ * with the master in *master, or -errno. The slave goes to the VMM (its
+ * stdio for the exec, made raw there: the guest's own pty does the line
+ * discipline); the master to the run layer (exec_events->terminal),
+ * which reads the output from it, writes the input and sets the size the
+ * VMM passes on to the guest. */
+static int open_pty(const struct al_sandbox_exec *x, int *master)
+{
+	struct winsize ws = tty_size(x);
+	int slave = -1;
+	*master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (*master < 0)
+		return -errno;
+	if (unlockpt(*master) < 0 || ioctl(*master, TIOCSWINSZ, &ws) < 0 ||
+	    (slave = ioctl(*master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+		int e = errno;
+		close(*master);
+		*master = -1;
+		return -e;
+	}
+	return slave;
 }
 
 /* The request: the header, then u32 argc, u32 envc, cwd, argv, env (the
@@ -98,6 +138,10 @@ static uint8_t *request(const struct vm_run *w, const struct al_sandbox_exec *x,
 	bool limits = x->memory_asked && !x->file_op && x->memory_bytes;
 	if (limits)
 		size += AL_GUEST_EXEC_LIMITS_LEN;
+	/* A terminal: its size in the TTY trailer, after LIMITS'. */
+	bool tty = x->tty && !x->file_op;
+	if (tty)
+		size += AL_GUEST_EXEC_TTY_LEN;
 	if (size - 8 > AL_GUEST_MAX_PAYLOAD || argc + envc > AL_GUEST_MAX_ARGS) {
 		al_error_set(err, E2BIG,
 			     "exec: argv, env and cwd are %zu bytes in %zu strings, over backend "
@@ -108,7 +152,8 @@ static uint8_t *request(const struct vm_run *w, const struct al_sandbox_exec *x,
 	}
 	uint8_t *b = xcalloc(1, size), *at = b + 16;
 	b[0] = AL_VMM_REQ_EXEC;
-	b[1] = x->file_op ? AL_GUEST_EXEC_FILE_OP : limits ? AL_GUEST_EXEC_LIMITS : 0;
+	b[1] = x->file_op ? AL_GUEST_EXEC_FILE_OP
+			  : (limits ? AL_GUEST_EXEC_LIMITS : 0) | (tty ? AL_GUEST_EXEC_TTY : 0);
 	al_guest_put32(b + 4, (uint32_t)(size - 8));
 	al_guest_put32(b + 8, (uint32_t)argc);
 	al_guest_put32(b + 12, (uint32_t)envc);
@@ -123,7 +168,13 @@ static uint8_t *request(const struct vm_run *w, const struct al_sandbox_exec *x,
 		PUT(xenv[i]);
 #undef PUT
 	if (limits)
-		al_guest_put64(at, x->memory_bytes);
+		al_guest_put64(at, x->memory_bytes), at += AL_GUEST_EXEC_LIMITS_LEN;
+	if (tty) {
+		struct winsize ws = tty_size(x);
+		al_guest_put16(at, ws.ws_row);
+		al_guest_put16(at + 2, ws.ws_col);
+		al_guest_put32(at + 4, 0);
+	}
 	*len = size;
 	return b;
 }
@@ -195,6 +246,8 @@ static void exec_free(struct vm_exec *e)
 		}
 	al_watch_close(e->watch);
 	al_timer_free(e->kill_wait);
+	if (e->master >= 0)
+		close(e->master);
 	free(e);
 }
 
@@ -227,6 +280,12 @@ static int answer(struct vm_exec *e, uint8_t type, const uint8_t *p, uint32_t le
 	const struct al_exec_events *ev = e->w->exec_events;
 	if (type == AL_VMM_ANS_STARTED && len == 4 && !e->started) {
 		e->started = true;
+		/* The terminal before started (backend.h). */
+		if (e->master >= 0 && ev && ev->terminal) {
+			int m = e->master;
+			e->master = -1;
+			ev->terminal(ev->data, e->id, m);
+		}
 		if (ev)
 			ev->started(ev->data, e->id, (pid_t)al_guest_get32(p));
 		return 0;
@@ -289,21 +348,27 @@ int al_vm_exec(struct al_sandbox *sb, const struct al_sandbox_exec *x, struct al
 	struct vm_run *w = run_of(sb);
 	if (!w || !w->session || w->scratch < 0)
 		return al_error_set(err, EOPNOTSUPP, "exec: the sandbox is not a session's");
-	if (x->tty)
-		return al_error_set(err, EOPNOTSUPP,
-				    "exec: backend %s has no terminal to give an exec yet (tty)",
-				    w->kind->name);
 	size_t len;
 	_cleanup_free_ uint8_t *req = request(w, x, &len, err);
 	if (!req)
 		return -err->code;
+	_cleanup_close_ int master = -1;
+	_cleanup_close_ int slave = -1;
+	if (x->tty && !x->file_op && (slave = open_pty(x, &master)) < 0)
+		return al_error_setsys(err, -slave, "exec: backend %s: a pty for its terminal",
+				       w->kind->name);
 	int fd = connect_vmm(w, err);
 	if (fd < 0)
 		return fd;
 	/* The request is at most 64 KiB, which a Unix socket's buffer holds:
 	 * sent whole, or the VMM is not reading (the send timeout that
-	 * connect_vmm set: a timeout, not a hang). */
+	 * connect_vmm set: a timeout, not a hang). A terminal's slave goes
+	 * as all three (vmm.h); ours closes on return, so the master reads
+	 * its end once the VMM lets the exec's go. The master is held here
+	 * meanwhile: the slave hangs up when the last master goes. */
 	int fds[3] = {x->stdin_rd, x->stdout_wr, x->stderr_wr};
+	if (slave >= 0)
+		fds[0] = fds[1] = fds[2] = slave;
 	union {
 		struct cmsghdr h;
 		char b[CMSG_SPACE(sizeof(fds))];
@@ -324,6 +389,7 @@ int al_vm_exec(struct al_sandbox *sb, const struct al_sandbox_exec *x, struct al
 				       w->kind->name);
 	}
 	struct vm_exec *e = xcalloc(1, sizeof(*e));
+	e->master = -1;
 	e->w = w;
 	e->id = x->id;
 	e->watch = al_loop_add(w->loop, fd, EPOLLIN, on_conn, e);
@@ -333,6 +399,8 @@ int al_vm_exec(struct al_sandbox *sb, const struct al_sandbox_exec *x, struct al
 		free(e);
 		return r;
 	}
+	e->master = master;
+	master = -1;
 	e->next = w->execs;
 	w->execs = e;
 	return 0;

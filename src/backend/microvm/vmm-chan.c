@@ -337,7 +337,19 @@ int vmm_send_exec(struct vmm *v)
 	struct vmm_exec *x = vmm_exec_add(v, VMM_EXEC_ID, v->fd_in, v->fd_out[0], v->fd_out[1]);
 	x->sent = true;
 	v->phase = VMM_RUN;
-	return vmm_send(v, AL_G_EXEC, 0, VMM_EXEC_ID, buf, (uint32_t)off);
+	/* -t: our stdin's terminal (raw since the start) and its size now;
+	 * a later size goes as WINSIZE (vmm_pump). 24x80 where it has none. */
+	if (c->tty) {
+		x->tty = true;
+		if (vmm_tty_size(v->fd_in, &x->rows, &x->cols) < 0)
+			x->rows = 24, x->cols = 80;
+		al_guest_put16(buf + off, x->rows);
+		al_guest_put16(buf + off + 2, x->cols);
+		al_guest_put32(buf + off + 4, 0);
+		off += AL_GUEST_EXEC_TTY_LEN;
+	}
+	return vmm_send(v, AL_G_EXEC, c->tty ? AL_GUEST_EXEC_TTY : 0, VMM_EXEC_ID, buf,
+			(uint32_t)off);
 }
 
 /* After HELLO, or once the copy-in tree is sent: the configured exec, or

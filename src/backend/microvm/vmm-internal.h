@@ -81,10 +81,14 @@ struct vmm_exec {
 	int conn;      /* a session client's connection (-1: none, or gone) */
 	bool sent;     /* EXEC sent to the guest */
 	bool started, exited, stdin_open;
-	bool gone;	      /* the client went before the end: SIGNAL 9 sent (or due) */
-	bool owns;	      /* its fds are ours to close (a session client's) */
-	bool requested;	      /* the client's EXEC request is whole */
-	uint8_t flags;	      /* its EXEC's flags (AL_GUEST_EXEC_FILE_OP or 0) */
+	bool gone;	/* the client went before the end: SIGNAL 9 sent (or due) */
+	bool owns;	/* its fds are ours to close (a session client's) */
+	bool requested; /* the client's EXEC request is whole */
+	uint8_t flags;	/* its EXEC's flags (proto.h AL_GUEST_EXEC_*) */
+	/* A terminal (AL_GUEST_EXEC_TTY): fd_in is a pty's slave (raw), and
+	 * rows x cols the size the guest was last told. */
+	bool tty;
+	uint16_t rows, cols;
 	uint32_t pending_sig; /* a SIGNAL asked for before STARTED */
 	uint32_t stdin_credit;
 	struct vmm_queue stdio[2];
@@ -112,6 +116,7 @@ struct vmm_config {
 	char **argv, **env;
 	char *cwd;
 	bool session; /* no exec: serve execs on AL_VMM_SOCK (vmm-sess.c) */
+	bool tty;     /* the exec's stdio is our stdin's terminal (one-shot -t) */
 	bool network, copy_in, copy_out;
 	bool phases; /* print the boot's and the exec's times at the end */
 	uint64_t out_bytes, out_files;
@@ -197,8 +202,16 @@ size_t vmm_feed(struct vmm *v, const uint8_t *p, size_t n);
 /* Move queued bytes to their fds (the channel, fds 1 and 2, sockets)
  * without blocking, with the WINDOW credits that frees. */
 int vmm_flush(struct vmm *v);
-/* Relay what is readable now: stdin, sockets, DNS answers. */
+/* Relay what is readable now: stdin, sockets, DNS answers; and a tty
+ * exec's new terminal size (vmm_tty_size). */
 int vmm_pump(struct vmm *v);
+/* A terminal's size for the guest (TIOCGWINSZ of fd): 0 with *rows and
+ * *cols set (each clamped to AL_GUEST_TTY_MAX), or -1 when fd has none
+ * (not a terminal, or a size of 0). */
+int vmm_tty_size(int fd, uint16_t *rows, uint16_t *cols);
+/* Make terminal fd raw (cfmakeraw: the bytes pass as they are; the
+ * guest's pty does the line discipline): 0 or -errno. */
+int vmm_tty_raw(int fd);
 void vmm_stream_free(struct vmm *v, size_t i, bool send_close);
 /* Queue the EXEC of the configured command. */
 int vmm_send_exec(struct vmm *v);

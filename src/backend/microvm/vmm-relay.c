@@ -5,7 +5,9 @@
  * the guest has granted a window for it. */
 #include <errno.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "backend/microvm/vmm-internal.h"
@@ -149,6 +151,41 @@ static void pump_stream(struct vmm *v, size_t i)
 		vmm_stream_free(v, i, true);
 }
 
+int vmm_tty_size(int fd, uint16_t *rows, uint16_t *cols)
+{
+	struct winsize ws;
+	if (fd < 0 || ioctl(fd, TIOCGWINSZ, &ws) < 0 || !ws.ws_row || !ws.ws_col)
+		return -1;
+	*rows = ws.ws_row < AL_GUEST_TTY_MAX ? ws.ws_row : AL_GUEST_TTY_MAX;
+	*cols = ws.ws_col < AL_GUEST_TTY_MAX ? ws.ws_col : AL_GUEST_TTY_MAX;
+	return 0;
+}
+
+int vmm_tty_raw(int fd)
+{
+	struct termios t;
+	if (tcgetattr(fd, &t) < 0)
+		return -errno;
+	cfmakeraw(&t);
+	return tcsetattr(fd, TCSANOW, &t) < 0 ? -errno : 0;
+}
+
+/* A tty exec's terminal resized since the guest was last told (looked at
+ * each time the loop wakes, at least once a second, and at once on our
+ * own SIGWINCH): WINSIZE with the new size. */
+static void pump_winsize(struct vmm *v, struct vmm_exec *x)
+{
+	uint16_t rows, cols;
+	if (!x->tty || !x->started || x->exited || !room(v) ||
+	    vmm_tty_size(x->fd_in, &rows, &cols) < 0 || (rows == x->rows && cols == x->cols))
+		return;
+	uint8_t p[4];
+	al_guest_put16(p, rows);
+	al_guest_put16(p + 2, cols);
+	x->rows = rows, x->cols = cols;
+	vmm_send(v, AL_G_WINSIZE, 0, x->id, p, 4);
+}
+
 int vmm_pump(struct vmm *v)
 {
 	if (v->phase == VMM_FILES_IN && room(v)) {
@@ -162,6 +199,8 @@ int vmm_pump(struct vmm *v)
 	}
 	for (size_t k = 0; k < AL_GUEST_MAX_EXECS; k++) {
 		struct vmm_exec *x = v->execs[k];
+		if (x)
+			pump_winsize(v, x);
 		if (!x || !x->started || !x->stdin_open || x->stdin_credit == 0 || !room(v))
 			continue;
 		size_t max =

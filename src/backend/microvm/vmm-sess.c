@@ -232,11 +232,11 @@ static int read_msg(struct vmm_exec *x)
 		if (x->req_len >= VMM_REQ_HEADER) {
 			uint32_t len = al_guest_get32(x->req + 4);
 			uint8_t type = x->req[0];
-			/* Flags: an EXEC's AL_GUEST_EXEC_FILE_OP or
-			 * AL_GUEST_EXEC_LIMITS only (vmm.h). */
-			if ((x->req[1] &&
-			     (type != AL_VMM_REQ_EXEC || (x->req[1] != AL_GUEST_EXEC_FILE_OP &&
-							  x->req[1] != AL_GUEST_EXEC_LIMITS))) ||
+			/* Flags: an EXEC's only (vmm.h), no unknown bit;
+			 * checked with its trailers once it is whole. */
+			if ((x->req[1] && type != AL_VMM_REQ_EXEC) ||
+			    (x->req[1] &
+			     ~(AL_GUEST_EXEC_FILE_OP | AL_GUEST_EXEC_LIMITS | AL_GUEST_EXEC_TTY)) ||
 			    x->req[2] || x->req[3] || len > AL_GUEST_MAX_PAYLOAD ||
 			    (type == AL_VMM_REQ_EXEC) == x->requested ||
 			    (type != AL_VMM_REQ_EXEC && type != AL_VMM_REQ_SIGNAL) ||
@@ -291,12 +291,18 @@ static int take_request(struct vmm_exec *x)
 	const char **env = argv + AL_GUEST_MAX_ARGS + 1;
 	const char *cwd;
 	uint32_t argc, envc, len = (uint32_t)(x->req_len - VMM_REQ_HEADER);
-	uint64_t memory;
+	struct al_guest_exec_opts o;
 	if (x->n_fds != 3 ||
-	    al_guest_exec_limits(x->req + VMM_REQ_HEADER, &len, x->req[1], &memory) < 0 ||
+	    al_guest_exec_trailers(x->req + VMM_REQ_HEADER, &len, x->req[1], &o) < 0 ||
 	    al_guest_exec_parse(x->req + VMM_REQ_HEADER, len, &cwd, argv, &argc, env, &envc) < 0 ||
 	    argc == 0 || cwd[0] != '/')
 		return -EINVAL;
+	/* A terminal: its slave (the client's pty), made raw so that the
+	 * guest's pty alone does the line discipline. */
+	if (o.tty && (!isatty(x->req_fds[0]) || vmm_tty_raw(x->req_fds[0]) < 0))
+		return -EINVAL;
+	x->tty = o.tty;
+	x->rows = o.rows, x->cols = o.cols;
 	x->fd_in = x->req_fds[0];
 	x->fd_out[0] = x->req_fds[1];
 	x->fd_out[1] = x->req_fds[2];

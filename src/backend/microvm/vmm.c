@@ -103,7 +103,9 @@ static void parse_exec(json_t *exec, struct vmm_config *c)
 			config_error("exec.env: \"%s\": expected KEY=VALUE", *s);
 		size += strlen(*s) + 1;
 	}
-	if (size > AL_GUEST_MAX_PAYLOAD || count > AL_GUEST_MAX_ARGS)
+	/* With "tty" the payload ends with its trailer. */
+	if (size + (c->tty ? AL_GUEST_EXEC_TTY_LEN : 0) > AL_GUEST_MAX_PAYLOAD ||
+	    count > AL_GUEST_MAX_ARGS)
 		config_error(
 		    "exec: %zu bytes in %zu strings, over the channel's %u bytes or %u strings",
 		    size, count, AL_GUEST_MAX_PAYLOAD, AL_GUEST_MAX_ARGS);
@@ -117,9 +119,9 @@ static void parse_config(const char *text, struct vmm_config *c)
 		config_error("line %d column %d: %s", jerr.line, jerr.column, jerr.text);
 	if (!json_is_object(root))
 		config_error("expected an object");
-	static const char *const keys[] = {"qemu",    "boot_timeout_ms", "silence_ms",
-					   "exec",    "session",	 "network",
-					   "copy_in", "copy_out",	 "phases"};
+	static const char *const keys[] = {
+	    "qemu",    "boot_timeout_ms", "silence_ms", "exec",	  "session",
+	    "network", "copy_in",	  "copy_out",	"phases", "tty"};
 	const char *key;
 	json_t *val;
 	json_object_foreach(root, key, val)
@@ -138,6 +140,10 @@ static void parse_config(const char *text, struct vmm_config *c)
 	if (c->session && exec)
 		config_error("exec: not with \"session\": true (a session's execs come on %s)",
 			     AL_VMM_SOCK);
+	c->tty = json_object_get(root, "tty") && boolean(root, "tty");
+	if (c->session && c->tty)
+		config_error("tty: not with \"session\": true (a session's execs ask for "
+			     "their own terminals)");
 	if (!c->session)
 		parse_exec(exec, c);
 	c->network = boolean(root, "network");
@@ -431,6 +437,9 @@ int al_vmm_main(int argc, char **argv)
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
+	/* -t: our terminal's resize only wakes the loop (vmm_pump reads the
+	 * new size). */
+	sigaddset(&mask, SIGWINCH);
 	sigprocmask(SIG_BLOCK, &mask, &old);
 	int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	int sv[2];
@@ -446,6 +455,13 @@ int al_vmm_main(int argc, char **argv)
 		fprintf(stderr, "airlock: microvm: %s: %s\n", AL_VMM_SOCK, strerror(-listen_fd));
 		return 125;
 	}
+	/* -t: the native layer gave us a pty as stdin, stdout and stderr;
+	 * raw, so that the guest's pty alone does the line discipline. */
+	int e = !cfg.tty ? 0 : !isatty(0) ? ENOTTY : -vmm_tty_raw(0);
+	if (e) {
+		fprintf(stderr, "airlock: microvm: \"tty\": true, but stdin: %s\n", strerror(e));
+		return 125;
+	}
 	struct qemu q = {.err = -1};
 	uint64_t t_qemu = vmm_now_us();
 	start_qemu(&q, cfg.qemu, sv[1], &old);
@@ -458,6 +474,7 @@ int al_vmm_main(int argc, char **argv)
 	v->t_qemu = t_qemu;
 	if (fcntl(0, F_GETFL) < 0)
 		v->fd_in = -1;
+
 	/* Our stdio is the run's (the native sandbox's pipes): never blocked on. */
 	for (int fd = v->fd_in >= 0 ? 0 : 1; fd < 3; fd++)
 		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -552,6 +569,8 @@ int al_vmm_main(int argc, char **argv)
 					reap(&q, false);
 					continue;
 				}
+				if (si.ssi_signo == SIGWINCH)
+					continue;
 				/* Stopped from outside: QEMU goes, and we end by
 				 * the same signal. */
 				kill(q.pid, SIGKILL);

@@ -17,6 +17,12 @@
  *    "exec": {"argv": [...], "env": ["K=V", ...], "cwd": "/work"},
  *                                or, instead of "exec":
  *    "session": true,            serve execs on AL_VMM_SOCK (below)
+ *    "tty": BOOL,                (optional, not with "session") -t: our
+ *                                stdin, stdout and stderr are a pty's slave
+ *                                (the native layer's terminal): made raw,
+ *                                the EXEC asks for a terminal of its size
+ *                                (AL_GUEST_EXEC_TTY), and each resize (our
+ *                                SIGWINCH) goes to the guest as WINSIZE
  *    "network": BOOL,            carry the guest's connections
  *    "copy_in": BOOL,            send the VMM's /work tree to the guest first
  *    "copy_out": {"bytes": N, "files": N} or null
@@ -47,10 +53,18 @@
  *     argc >= 1, u32 envc, cwd, argv[], env[]), with exactly three fds
  *     (SCM_RIGHTS, on the message's first bytes): the exec's stdin,
  *     stdout and stderr; flags 0, AL_GUEST_EXEC_FILE_OP (proto.h: a
- *     file operation of the daemon's file API, argv [OP, PATH]) or
- *     AL_GUEST_EXEC_LIMITS (the payload ends with the exec's own memory
- *     limit, nonzero: checked here), passed on unchanged as the guest
- *     EXEC's flags (the agent checks the rest);
+ *     file operation of the daemon's file API, argv [OP, PATH]), or
+ *     AL_GUEST_EXEC_LIMITS and AL_GUEST_EXEC_TTY, either or both, with
+ *     their trailers (proto.h: the exec's own memory limit, nonzero; the
+ *     terminal's rows and cols, 1 to 1000), checked here and passed on
+ *     unchanged as the guest EXEC's (the agent checks the rest). With
+ *     AL_GUEST_EXEC_TTY the three fds are one terminal, the slave of a
+ *     pty the client made and holds the master of: the VMM makes it raw
+ *     (cfmakeraw: the guest's pty does the line discipline), relays it as
+ *     the exec's stdin and stdout, and at each wake-up of its loop (at
+ *     least once a second) reads its size (TIOCGWINSZ) and sends the guest
+ *     WINSIZE when it changed; the master reads its end once the exec
+ *     ended (the VMM keeps no slave);
  *   AL_VMM_REQ_SIGNAL, once STARTED came: u32 signal (1 to 64).
  * VMM → client:
  *   AL_VMM_ANS_STARTED: u32 the exec's pid in the guest;
