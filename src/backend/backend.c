@@ -79,8 +79,8 @@ void al_sandbox_cgroup_limits(const struct al_sandbox *sb, struct al_cgroup_limi
 	    .cpu_period_us = AL_CPU_PERIOD_US,
 	    .want_cpu_time = p->cpu_time_ms != 0 || p->budget.cpu_second != 0,
 	    .socket_bytes = al_kmem_socket_limit(p),
-	    .want_freezer = sb->session || sb->pausable, /* its pause */
-	    .exec_children = sb->session,		 /* each exec's cgroup */
+	    .want_freezer = sb->session || sb->hosts_session, /* its pause */
+	    .exec_children = sb->session,		      /* each exec's cgroup */
 	};
 }
 

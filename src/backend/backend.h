@@ -94,18 +94,15 @@ struct al_sandbox {
 	 * host id slot's, when remove_dirfd is a tree of the backend's own
 	 * (gvisor). */
 	int slot_dirfd;
-	/* Set by prepare: the run's side opens ptys of the host's devpts for
-	 * a session's tty execs (microvm, vm: vm-exec.c), which a confined
-	 * supervisor must keep (landlock: /dev/ptmx and /dev/pts). */
-	bool host_ptys;
 	/* A session (set before start): the sandbox starts no command and
 	 * serves execs; exec_events hears about them. */
 	bool session;
 	const struct al_exec_events *exec_events;
-	/* Pausable though not a session to this backend: a layer above
-	 * runs a session's sandbox as one command here (microvm's VMM) and
-	 * pauses it by freezing its cgroup, which then gets a freezer. */
-	bool pausable;
+	/* Not a session to this backend, but a session's sandbox that a
+	 * layer above runs as one command here (microvm's VMM): its cgroup
+	 * gets a freezer (that layer's pause freezes it) and the sandbox a
+	 * devpts of its own (the ptys of that layer's tty execs). */
+	bool hosts_session;
 	/* The backend's own (made by prepare, freed by destroy; NULL before). */
 	struct al_backend_state *state;
 };

@@ -184,8 +184,7 @@ int al_run_start(const struct al_run_request *req, const struct al_supervisor_io
 					   .finish = ctl_finish,
 					   .remove_dirfd = run->sb.remove_dirfd,
 					   .remove_tree = run->sb.remove_tree,
-					   .slot_dirfd = run->sb.slot_dirfd,
-					   .host_ptys = run->sb.host_ptys};
+					   .slot_dirfd = run->sb.slot_dirfd};
 	/* The supervisor takes our ends of the command's stdio. */
 	r = al_supervisor_attach(run->sup, &ctl, TAKE_FD(run->sb.stdin_wr),
 				 TAKE_FD(run->sb.stdout_rd), TAKE_FD(run->sb.stderr_rd), run->sb.cg,

@@ -152,14 +152,6 @@ int al_confine_prepare(const struct al_confine *c, int *ret_ruleset, struct al_e
 		r = add_path(ruleset, "/proc/self", true,
 			     LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR, err);
 #endif
-	/* A pty: open /dev/ptmx and its slave read-write, set their sizes. */
-	const uint64_t pty = (LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |
-			      LANDLOCK_ACCESS_FS_IOCTL_DEV) &
-			     all;
-	if (r == 0 && c->ptys)
-		r = add_path(ruleset, "/dev/ptmx", false, pty, err);
-	if (r == 0 && c->ptys)
-		r = add_path(ruleset, "/dev/pts", true, pty, err);
 	if (r == 0 && c->out_dirfd >= 0)
 		r = add_fd(ruleset, c->out_dirfd, "the result's directory",
 			   LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_WRITE_FILE |

@@ -37,10 +37,6 @@ struct al_confine {
 	/* A second directory it removes files from (the slot's, when
 	 * remove_dirfd is gvisor's run directory), or -1. */
 	int slot_dirfd;
-	/* It opens ptys of the host's devpts (/dev/ptmx, and their slaves by
-	 * TIOCGPTPEER beneath /dev/pts): a microvm or vm session's tty execs,
-	 * whose terminal the host side makes (backend/microvm/vm-exec.c). */
-	bool ptys;
 	int landlock_abi; /* 0: no landlock on this machine (the plan allowed that) */
 };
 

@@ -84,7 +84,6 @@ struct al_sandbox_ctl {
 	int remove_dirfd;
 	bool remove_tree; /* a whole tree beneath it (directories too) */
 	int slot_dirfd;	  /* and a slot's file from here (-1: none; gvisor) */
-	bool host_ptys;	  /* it opens host ptys (struct al_confine's ptys) */
 };
 
 /* Where the sandbox's stdio goes. */

@@ -361,9 +361,9 @@ class Client:
         self.s.connect(path)
         payload = exec_payload(argv, env) + trailer
         hdr = header or struct.pack("<BBHI", REQ_EXEC, flags, 0, len(payload))
-        if tty is not None:  # a pty's slave, three times (vmm.h); the test reads its master
-            self.s.sendmsg([hdr + payload], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
-                                              array.array("i", [tty] * 3))])
+        self.master = None
+        if tty:  # no fds: the VMM makes the pty and sends its master with STARTED
+            self.s.sendall(hdr + payload)
             self.readers = []
             return
         pipes = [os.pipe() for _ in range(3)]
@@ -407,6 +407,23 @@ class Client:
             assert c, "the answer cut short"
             p += c
         return t, p
+
+    def started_tty(self):
+        """STARTED of a tty exec, with the pty's master (SCM_RIGHTS on its
+        first bytes): the pid; the master in self.master."""
+        fds = array.array("i")
+        msg, anc, _, _ = self.s.recvmsg(12, socket.CMSG_SPACE(4 * fds.itemsize))
+        for level, kind, data in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
+        while len(msg) < 12:
+            c = self.s.recv(12 - len(msg))
+            assert c, "STARTED cut short"
+            msg += c
+        t, _, _, n = struct.unpack("<BBHI", msg[:8])
+        assert t == ANS_STARTED and n == 4 and len(fds) == 1, (msg, list(fds))
+        self.master = fds[0]
+        return struct.unpack("<I", msg[8:])[0]
 
     def started(self):
         a = self.answer()
@@ -601,24 +618,23 @@ def set_size(fd, rows, cols):
 
 @case
 def session_tty():
-    """A session's tty exec (flag 4, rows and cols in its trailer): the
-    request's fds are a pty's slave, which the VMM makes raw (no echo, no
-    line mode, no CR/NL translation either way: the guest's pty does the
-    discipline), the guest's EXEC carries flag 4 and the size; input typed
+    """A session's tty exec (flag 4, rows and cols in its trailer, no fds):
+    the VMM makes a pty of its size and sends its master with STARTED; its
+    slave is raw (no echo, no line mode, no CR/NL translation either way:
+    the guest's pty does the discipline), the guest's EXEC carries flag 4 and the size; input typed
     on the master reaches the guest unchanged and its output comes back
     unchanged; a resize of the pty reaches the guest as WINSIZE with the
     new size within the VMM's wake-up (a second); with a memory limit too
     (flag 6) both trailers reach the guest; the exit code comes back and
     the master reads its end once the exec ended (the VMM kept no slave).
-    A tty request whose fds are pipes, or with rows 0, rows 1001 or a
-    short trailer, is refused EINVAL, the session unharmed."""
+    A tty request that brings fds, or with rows 0, rows 1001 or a short
+    trailer, is refused EINVAL, the session unharmed."""
     p, path = session_vmm()
     try:
-        master, slave = os.openpty()
-        set_size(master, 30, 100)
-        c = Client(path, ["tty"], flags=4, trailer=struct.pack("<HHI", 30, 100, 0), tty=slave)
-        os.close(slave)
-        c.started()
+        c = Client(path, ["tty"], flags=4, trailer=struct.pack("<HHI", 30, 100, 0), tty=True)
+        c.started_tty()
+        master = c.master
+        assert os.isatty(master)
         assert b"tty=30x100\n" in read_until(master, b"tty=30x100\n")
         attrs = termios.tcgetattr(master)
         assert not attrs[3] & (termios.ECHO | termios.ICANON | termios.ISIG), attrs
@@ -634,25 +650,20 @@ def session_tty():
         read_until(master, b"never", timeout=10)  # the end (EIO): nothing holds the slave
         os.close(master)
 
-        m2, s2 = os.openpty()
-        set_size(m2, 24, 80)
         both = Client(path, ["tty"], flags=6,
                       trailer=struct.pack("<Q", 64 << 20) + struct.pack("<HHI", 24, 80, 0),
-                      tty=s2)
-        os.close(s2)
-        both.started()
-        read_until(m2, b"tty=24x80\n")
-        os.write(m2, b"q")
+                      tty=True)
+        both.started_tty()
+        read_until(both.master, b"tty=24x80\n")
+        os.write(both.master, b"q")
         assert both.ended()[0] == 7 << 8
-        os.close(m2)
+        os.close(both.master)
 
         for trailer in (struct.pack("<HHI", 0, 80, 0), struct.pack("<HHI", 1001, 80, 0),
                         struct.pack("<HH", 24, 80)):
-            m3, s3 = os.openpty()
-            bad = Client(path, ["tty"], flags=4, trailer=trailer, tty=s3)
-            os.close(s3)
+            bad = Client(path, ["tty"], flags=4, trailer=trailer, tty=True)
             assert bad.failed() == errno.EINVAL, trailer
-            os.close(m3)
+        # A tty request that brings fds (the pty is the VMM's to make).
         assert Client(path, ["tty"], flags=4,
                       trailer=struct.pack("<HHI", 24, 80, 0)).failed() == errno.EINVAL
         ok = Client(path, ["echo"])

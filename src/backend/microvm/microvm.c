@@ -377,8 +377,9 @@ static int vm_prepare_kind(const struct al_vm_kind *kind, struct al_sandbox *sb,
 	w->loop = sb->loop;
 	w->exec_events = sb->exec_events;
 	sb->session = false;
-	sb->pausable = session;	 /* its pause freezes the VMM with its guest */
-	sb->host_ptys = session; /* its tty execs' ptys are the host's (vm-exec.c) */
+	/* Its pause freezes the VMM with its guest; its tty execs' ptys are
+	 * the VMM's sandbox's (vmm-sess.c). */
+	sb->hosts_session = session;
 	w->orig_events = sb->events;
 	al_sandbox_events_relay(&w->events, w);
 	w->events.scratch = ev_scratch;

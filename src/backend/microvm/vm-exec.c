@@ -4,9 +4,10 @@
  * made through the scratch's root that the native layer handed over
  * (tmp/.airlock-vmm.sock beneath it, no link followed): the request (the channel's
  * EXEC payload: cwd, argv, the plan's environment with the exec's over
- * it) with the exec's three pipe ends (a tty exec: the slave of a pty made
- * here, whose master goes to the run layer), then the VMM's answers read
- * from the run's loop: STARTED, FAILED or ENDED. The VMM is sandboxed code:
+ * it) with the exec's three pipe ends (a tty exec: none; the VMM makes the
+ * pty in its own sandbox's devpts and sends its master with STARTED, for
+ * the run layer: the host opens no pty), then the VMM's answers read from
+ * the run's loop: STARTED, FAILED or ENDED. The VMM is sandboxed code:
  * every answer is checked, and one that is not what we asked for ends
  * the exec as killed. */
 #include <errno.h>
@@ -53,8 +54,9 @@ struct vm_exec {
 	bool started;
 	/* Armed by a SIGKILL: the VMM has this long to answer ENDED. */
 	struct al_timer *kill_wait;
-	/* A tty exec's pty master until STARTED hands it to the run layer
-	 * (which knows the exec only once the exec op returned); -1: none. */
+	bool tty;
+	/* A tty exec's pty master, come from the VMM with STARTED's first
+	 * bytes and checked to be one (pty_master_ok); -1: none. */
 	int master;
 };
 
@@ -83,29 +85,6 @@ static struct winsize tty_size(const struct al_sandbox_exec *x)
 	if (ws.ws_col > AL_GUEST_TTY_MAX)
 		ws.ws_col = AL_GUEST_TTY_MAX;
 	return ws;
-}
-
-/* A pty of the host's devpts for a tty exec, of its size: the slave,
- * with the master in *master, or -errno. The slave goes to the VMM (its
- * stdio for the exec, made raw there: the guest's own pty does the line
- * discipline); the master to the run layer (exec_events->terminal),
- * which reads the output from it, writes the input and sets the size the
- * VMM passes on to the guest. */
-static int open_pty(const struct al_sandbox_exec *x, int *master)
-{
-	struct winsize ws = tty_size(x);
-	int slave = -1;
-	*master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-	if (*master < 0)
-		return -errno;
-	if (unlockpt(*master) < 0 || ioctl(*master, TIOCSWINSZ, &ws) < 0 ||
-	    (slave = ioctl(*master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
-		int e = errno;
-		close(*master);
-		*master = -1;
-		return -e;
-	}
-	return slave;
 }
 
 /* The request: the header, then u32 argc, u32 envc, cwd, argv, env (the
@@ -279,6 +258,10 @@ static int answer(struct vm_exec *e, uint8_t type, const uint8_t *p, uint32_t le
 {
 	const struct al_exec_events *ev = e->w->exec_events;
 	if (type == AL_VMM_ANS_STARTED && len == 4 && !e->started) {
+		/* A tty exec's STARTED brings its master; no other answer
+		 * brings a descriptor (on_conn). */
+		if (e->tty != (e->master >= 0))
+			return -1;
 		e->started = true;
 		/* The terminal before started (backend.h). */
 		if (e->master >= 0 && ev && ev->terminal) {
@@ -304,6 +287,51 @@ static int answer(struct vm_exec *e, uint8_t type, const uint8_t *p, uint32_t le
 		return 0;
 	}
 	return -1;
+}
+
+/* Whether fd, come from the VMM (sandboxed code), is what a tty exec's
+ * STARTED may bring: the master of a pty (a character device that
+ * answers TIOCGPTN). Any other descriptor is closed unused. */
+static bool pty_master_ok(int fd)
+{
+	struct stat st;
+	unsigned n;
+	return fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && ioctl(fd, TIOCGPTN, &n) == 0;
+}
+
+/* Read from the VMM into e->in: bytes, and the one descriptor a tty
+ * exec's STARTED may carry (kept in e->master when it is a pty master
+ * and none came before; any other, or more, makes it -EPROTO). */
+static ssize_t recv_answer(struct vm_exec *e, size_t want)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(4 * sizeof(int))];
+	} c;
+	struct iovec io = {.iov_base = e->in + e->in_len, .iov_len = want - e->in_len};
+	struct msghdr m = {
+	    .msg_iov = &io, .msg_iovlen = 1, .msg_control = c.b, .msg_controllen = sizeof(c.b)};
+	ssize_t n = recvmsg(al_watch_fd(e->watch), &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return -errno;
+	bool bad = (m.msg_flags & MSG_CTRUNC) != 0;
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (h->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
+			/* Only on STARTED's first bytes, of a tty exec. */
+			if (!bad && e->tty && e->master < 0 && !e->started && e->in_len == 0 &&
+			    pty_master_ok(fd)) {
+				e->master = fd;
+				continue;
+			}
+			bad = true;
+			close(fd);
+		}
+	}
+	return bad ? -EPROTO : n;
 }
 
 static void on_conn(struct al_watch *wt, uint32_t events, void *data)
@@ -332,12 +360,11 @@ static void on_conn(struct al_watch *wt, uint32_t events, void *data)
 			e->in_len = 0;
 			continue;
 		}
-		ssize_t n =
-		    recv(al_watch_fd(e->watch), e->in + e->in_len, want - e->in_len, MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		ssize_t n = recv_answer(e, want);
+		if (n == -EAGAIN || n == -EINTR)
 			return;
 		if (n <= 0)
-			break; /* the VMM closed it before the end: it is gone */
+			break; /* the VMM closed it before the end, or broke the protocol */
 		e->in_len += (size_t)n;
 	}
 	ended(e, SIGKILL, 0, NULL);
@@ -352,35 +379,31 @@ int al_vm_exec(struct al_sandbox *sb, const struct al_sandbox_exec *x, struct al
 	_cleanup_free_ uint8_t *req = request(w, x, &len, err);
 	if (!req)
 		return -err->code;
-	_cleanup_close_ int master = -1;
-	_cleanup_close_ int slave = -1;
-	if (x->tty && !x->file_op && (slave = open_pty(x, &master)) < 0)
-		return al_error_setsys(err, -slave, "exec: backend %s: a pty for its terminal",
-				       w->kind->name);
+	bool tty = x->tty && !x->file_op;
 	int fd = connect_vmm(w, err);
 	if (fd < 0)
 		return fd;
 	/* The request is at most 64 KiB, which a Unix socket's buffer holds:
 	 * sent whole, or the VMM is not reading (the send timeout that
-	 * connect_vmm set: a timeout, not a hang). A terminal's slave goes
-	 * as all three (vmm.h); ours closes on return, so the master reads
-	 * its end once the VMM lets the exec's go. The master is held here
-	 * meanwhile: the slave hangs up when the last master goes. */
+	 * connect_vmm set: a timeout, not a hang). A tty exec sends no
+	 * descriptor: its pty is the VMM's (vmm.h). */
 	int fds[3] = {x->stdin_rd, x->stdout_wr, x->stderr_wr};
-	if (slave >= 0)
-		fds[0] = fds[1] = fds[2] = slave;
 	union {
 		struct cmsghdr h;
 		char b[CMSG_SPACE(sizeof(fds))];
 	} c = {0};
 	struct iovec io = {.iov_base = req, .iov_len = len};
-	struct msghdr m = {
-	    .msg_iov = &io, .msg_iovlen = 1, .msg_control = c.b, .msg_controllen = sizeof(c.b)};
-	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-	h->cmsg_level = SOL_SOCKET;
-	h->cmsg_type = SCM_RIGHTS;
-	h->cmsg_len = CMSG_LEN(sizeof(fds));
-	memcpy(CMSG_DATA(h), fds, sizeof(fds));
+	struct msghdr m = {.msg_iov = &io,
+			   .msg_iovlen = 1,
+			   .msg_control = tty ? NULL : c.b,
+			   .msg_controllen = tty ? 0 : sizeof(c.b)};
+	if (!tty) {
+		struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(sizeof(fds));
+		memcpy(CMSG_DATA(h), fds, sizeof(fds));
+	}
 	ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL);
 	if (n != (ssize_t)len) {
 		int e = n < 0 ? errno : EAGAIN;
@@ -399,8 +422,7 @@ int al_vm_exec(struct al_sandbox *sb, const struct al_sandbox_exec *x, struct al
 		free(e);
 		return r;
 	}
-	e->master = master;
-	master = -1;
+	e->tty = tty;
 	e->next = w->execs;
 	w->execs = e;
 	return 0;

@@ -97,6 +97,9 @@ struct vmm_exec {
 	uint8_t *req;
 	size_t req_len;
 	int req_fds[3];
+	/* A tty exec's pty master (of our sandbox's devpts), sent to the
+	 * client with STARTED; -1: none. */
+	int master;
 	int n_fds;
 };
 

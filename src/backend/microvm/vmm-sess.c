@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -50,6 +52,7 @@ struct vmm_exec *vmm_exec_add(struct vmm *v, uint32_t id, int fd_in, int out, in
 			vmm_queue_init(&x->stdio[k], AL_GUEST_WINDOW);
 		for (int k = 0; k < 3; k++)
 			x->req_fds[k] = -1;
+		x->master = -1;
 		v->execs[i] = x;
 		return x;
 	}
@@ -73,6 +76,7 @@ static void let_go(struct vmm *v, struct vmm_exec *x)
 		return;
 	for (int k = 0; k < 3; k++)
 		close_fd(&x->req_fds[k]);
+	close_fd(&x->master);
 	close_fd(&x->fd_in);
 	x->stdin_open = false;
 	for (int i = 0; i < 2; i++) {
@@ -107,6 +111,28 @@ static void answer(int conn, uint8_t type, const void *p, uint32_t len)
 	memcpy(b + VMM_REQ_HEADER, p, len);
 	if (conn >= 0)
 		(void)!send(conn, b, VMM_REQ_HEADER + len, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/* STARTED with a tty exec's pty master (SCM_RIGHTS, on its first byte). */
+static void answer_started_tty(int conn, uint32_t pid, int master)
+{
+	uint8_t b[VMM_REQ_HEADER + 4] = {AL_VMM_ANS_STARTED};
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cm = {0};
+	struct iovec io = {.iov_base = b, .iov_len = sizeof(b)};
+	struct msghdr m = {
+	    .msg_iov = &io, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof(cm.b)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	al_guest_put32(b + 4, 4);
+	al_guest_put32(b + 8, pid);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &master, sizeof(int));
+	if (conn >= 0)
+		(void)!sendmsg(conn, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 static void answer_u32(int conn, uint8_t type, uint32_t x)
@@ -283,7 +309,33 @@ static int read_msg(struct vmm_exec *x)
 	}
 }
 
-/* The whole EXEC request: three fds and a payload the agent would take. */
+/* A pty of our sandbox's own devpts (native gives the VMM of a session
+ * one) for a tty exec, of rows x cols: the slave (made raw: the guest's
+ * pty alone does the line discipline, ours passes bytes), the master in
+ * *master; or -errno. The master goes to the client with STARTED: the
+ * host never opens a pty for it (its supervisor's landlock allows none). */
+static int open_pty(uint16_t rows, uint16_t cols, int *master)
+{
+	struct winsize ws = {.ws_row = rows, .ws_col = cols};
+	int unlock = 0, slave = -1;
+	*master = open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (*master < 0)
+		return -errno;
+	if (ioctl(*master, TIOCSPTLCK, &unlock) < 0 || ioctl(*master, TIOCSWINSZ, &ws) < 0 ||
+	    (slave = ioctl(*master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0 ||
+	    vmm_tty_raw(slave) < 0) {
+		int e = errno;
+		if (slave >= 0)
+			close(slave);
+		close(*master);
+		*master = -1;
+		return -e;
+	}
+	return slave;
+}
+
+/* The whole EXEC request: three fds (none for a tty exec, whose pty we
+ * make) and a payload the agent would take. */
 static int take_request(struct vmm_exec *x)
 {
 	/* The parser's arrays (64 KiB together): for this call only. */
@@ -292,15 +344,21 @@ static int take_request(struct vmm_exec *x)
 	const char *cwd;
 	uint32_t argc, envc, len = (uint32_t)(x->req_len - VMM_REQ_HEADER);
 	struct al_guest_exec_opts o;
-	if (x->n_fds != 3 ||
-	    al_guest_exec_trailers(x->req + VMM_REQ_HEADER, &len, x->req[1], &o) < 0 ||
+	if (al_guest_exec_trailers(x->req + VMM_REQ_HEADER, &len, x->req[1], &o) < 0 ||
+	    x->n_fds != (o.tty ? 0 : 3) ||
 	    al_guest_exec_parse(x->req + VMM_REQ_HEADER, len, &cwd, argv, &argc, env, &envc) < 0 ||
 	    argc == 0 || cwd[0] != '/')
 		return -EINVAL;
-	/* A terminal: its slave (the client's pty), made raw so that the
-	 * guest's pty alone does the line discipline. */
-	if (o.tty && (!isatty(x->req_fds[0]) || vmm_tty_raw(x->req_fds[0]) < 0))
-		return -EINVAL;
+	if (o.tty) {
+		int slave = open_pty(o.rows, o.cols, &x->master);
+		if (slave < 0)
+			return slave;
+		x->req_fds[0] = slave;
+		x->req_fds[1] = dup(slave);
+		x->req_fds[2] = dup(slave);
+		if (x->req_fds[1] < 0 || x->req_fds[2] < 0)
+			return -errno;
+	}
 	x->tty = o.tty;
 	x->rows = o.rows, x->cols = o.cols;
 	x->fd_in = x->req_fds[0];
@@ -341,7 +399,12 @@ void vmm_sess_started(struct vmm *v, struct vmm_exec *x, uint32_t pid)
 		send_signal(v, x, 9);
 		return;
 	}
-	answer_u32(x->conn, AL_VMM_ANS_STARTED, pid);
+	if (x->master >= 0) {
+		answer_started_tty(x->conn, pid, x->master);
+		close_fd(&x->master);
+	} else {
+		answer_u32(x->conn, AL_VMM_ANS_STARTED, pid);
+	}
 	if (x->pending_sig)
 		send_signal(v, x, x->pending_sig);
 }
@@ -378,7 +441,13 @@ static void client_step(struct vmm *v, size_t slot)
 		if (r < 0)
 			return client_gone(v, slot, r);
 		if (!x->requested) {
-			if (take_request(x) < 0)
+			int e = take_request(x);
+			if (e < 0 && e != -EINVAL) { /* a pty we could not make */
+				refuse(v, x->conn, (uint32_t)-e);
+				x->conn = -1;
+				return client_gone(v, slot, 0);
+			}
+			if (e < 0)
 				return client_gone(v, slot, -EINVAL);
 			return client_step(v, slot); /* sent now if the guest is up */
 		}

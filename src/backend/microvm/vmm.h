@@ -58,16 +58,19 @@
  *     their trailers (proto.h: the exec's own memory limit, nonzero; the
  *     terminal's rows and cols, 1 to 1000), checked here and passed on
  *     unchanged as the guest EXEC's (the agent checks the rest). With
- *     AL_GUEST_EXEC_TTY the three fds are one terminal, the slave of a
- *     pty the client made and holds the master of: the VMM makes it raw
- *     (cfmakeraw: the guest's pty does the line discipline), relays it as
- *     the exec's stdin and stdout, and at each wake-up of its loop (at
- *     least once a second) reads its size (TIOCGWINSZ) and sends the guest
- *     WINSIZE when it changed; the master reads its end once the exec
- *     ended (the VMM keeps no slave);
+ *     AL_GUEST_EXEC_TTY the request brings no fd: the VMM opens a pty of
+ *     its own sandbox's devpts (/dev/pts/ptmx) of the trailer's size,
+ *     makes its slave raw (cfmakeraw: the guest's pty does the line
+ *     discipline), relays the slave as the exec's stdin and stdout, sends
+ *     the master with STARTED, and at each wake-up of its loop (at least
+ *     once a second) reads the slave's size (TIOCGWINSZ) and sends the
+ *     guest WINSIZE when it changed; the master reads its end once the
+ *     exec ended (the VMM keeps no slave);
  *   AL_VMM_REQ_SIGNAL, once STARTED came: u32 signal (1 to 64).
  * VMM → client:
- *   AL_VMM_ANS_STARTED: u32 the exec's pid in the guest;
+ *   AL_VMM_ANS_STARTED: u32 the exec's pid in the guest; a tty exec's
+ *     comes with the pty's master (SCM_RIGHTS, on its first byte), the
+ *     only answer that brings a descriptor;
  *   AL_VMM_ANS_FAILED: u32 errno, then the connection closes: the guest
  *     could not run it (ENOENT, EACCES, ...), EAGAIN when
  *     AL_GUEST_MAX_EXECS execs are alive, EINVAL for a bad request or

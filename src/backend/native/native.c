@@ -179,7 +179,8 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 	al_sandbox_cgroup_limits(sb, &limits);
 
 	al_native_state_new(sb);
-	if ((r = al_native_lower_session(p, sb->session, &sb->state->lowered, err)) < 0)
+	if ((r = al_native_lower_session(p, sb->session || sb->hosts_session, &sb->state->lowered,
+					 err)) < 0)
 		return r;
 	al_log_phase("plan lowered");
 	/* A session keeps the scratch's root for the file operations. */
