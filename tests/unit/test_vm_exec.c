@@ -55,7 +55,21 @@ static void ev_ended(void *data, uint32_t id, int status, int exec_err, uint64_t
 	end_err[id] = exec_err;
 }
 
-static const struct al_exec_events events = {.started = ev_started, .ended = ev_ended};
+static int n_terminal[MAX_ID];
+
+static void ev_terminal(void *data, uint32_t id, int master)
+{
+	(void)data;
+	assert_true(id < MAX_ID);
+	/* Before started, a pty's master (the callee's to close). */
+	assert_int_equal(n_started[id], 0);
+	assert_true(isatty(master));
+	n_terminal[id]++;
+	close(master);
+}
+
+static const struct al_exec_events events = {
+    .started = ev_started, .ended = ev_ended, .terminal = ev_terminal};
 
 /* One session's host side, as microvm.c sets it up, over the scratch. */
 struct host {
@@ -87,6 +101,7 @@ static void host_init(struct host *h)
 	h->next_id = 1;
 	memset(n_started, 0, sizeof(n_started));
 	memset(n_ended, 0, sizeof(n_ended));
+	memset(n_terminal, 0, sizeof(n_terminal));
 }
 
 static void host_free(struct host *h)
@@ -389,6 +404,80 @@ static void test_kill_unanswered(void **state)
 	host_free(&h);
 }
 
+/* STARTED sent by the stand-in VMM with fd attached (SCM_RIGHTS). */
+static void started_with_fd(int c, int fd)
+{
+	uint8_t b[12] = {AL_VMM_ANS_STARTED};
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cm = {0};
+	struct iovec io = {.iov_base = b, .iov_len = sizeof(b)};
+	struct msghdr m = {
+	    .msg_iov = &io, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof(cm.b)};
+	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+	al_guest_put32(b + 4, 4);
+	al_guest_put32(b + 8, 42);
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(h), &fd, sizeof(int));
+	assert_int_equal(sendmsg(c, &m, 0), (ssize_t)sizeof(b));
+}
+
+/* A tty exec's master comes from the VMM with STARTED: taken only there,
+ * only for a tty exec and only when it is a pty's master (handed to the
+ * run layer before started); a descriptor that is not one (here
+ * /dev/null), or one for an exec without a terminal, ends the exec as
+ * killed and is closed. No descriptor is left either way. */
+static void test_tty_master(void **state)
+{
+	(void)state;
+	struct host h;
+	struct al_error err = {0};
+	char *argv[] = {"/bin/sh", NULL};
+	host_init(&h);
+	int lfd = vmm_listen(16);
+	int before = count_fds();
+
+	for (int round = 0; round < 3; round++) {
+		bool tty = round < 2;
+		struct al_sandbox_exec x = {.id = h.next_id++,
+					    .argv = argv,
+					    .tty = tty,
+					    .rows = 24,
+					    .cols = 80,
+					    .stdin_rd = tty ? -1 : h.null,
+					    .stdout_wr = tty ? -1 : h.null,
+					    .stderr_wr = tty ? -1 : h.null};
+		assert_int_equal(al_vm_exec(&h.sb, &x, &err), 0);
+		int c = vmm_accept(lfd);
+		int fd = round == 0 ? open("/dev/null", O_RDWR | O_CLOEXEC)
+				    : posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+		assert_true(fd >= 0);
+		started_with_fd(c, fd);
+		close(fd);
+		for (int i = 0; i < 50 && !n_started[x.id] && !n_ended[x.id]; i++)
+			al_loop_dispatch(h.loop, 100);
+		if (round == 1) { /* a tty exec and a pty master: its terminal */
+			assert_int_equal(n_terminal[x.id], 1);
+			assert_int_equal(n_started[x.id], 1);
+			assert_int_equal(n_ended[x.id], 0);
+		} else { /* /dev/null, or a master for an exec without a tty */
+			assert_int_equal(n_terminal[x.id], 0);
+			assert_int_equal(n_started[x.id], 0);
+			assert_int_equal(n_ended[x.id], 1);
+			assert_int_equal(end_status[x.id], SIGKILL);
+		}
+		al_vm_execs_end(&h.w);
+		close(c);
+	}
+	assert_int_equal(count_fds(), before);
+	close(lfd);
+	unlink(sock_path);
+	host_free(&h);
+}
+
 /* Random bytes from the VMM (a fixed seed): the host never crashes, each
  * exec ends once, no fd is left. */
 static void test_random_answers(void **state)
@@ -493,6 +582,7 @@ int main(void)
 	    cmocka_unit_test(test_valid_answers),  cmocka_unit_test(test_hostile_answers),
 	    cmocka_unit_test(test_random_answers), cmocka_unit_test(test_backlog_full),
 	    cmocka_unit_test(test_vmm_gone),	   cmocka_unit_test(test_kill_unanswered),
+	    cmocka_unit_test(test_tty_master),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
