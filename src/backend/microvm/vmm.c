@@ -421,6 +421,18 @@ static uint64_t soonest(uint64_t a, uint64_t b)
 	return b && b < a ? b : a;
 }
 
+/* What parse_config allocated, for the ends before the loop (the loop
+ * itself never returns). */
+static int config_free(struct vmm_config *c)
+{
+	al_strv_free(c->qemu);
+	al_strv_free(c->argv);
+	al_strv_free(c->env);
+	free(c->cwd);
+	*c = (struct vmm_config){0};
+	return 125;
+}
+
 int al_vmm_main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -446,21 +458,21 @@ int al_vmm_main(int argc, char **argv)
 	if (sfd < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
 		fprintf(stderr, "airlock: microvm: %s: %s\n", sfd < 0 ? "signalfd" : "socketpair",
 			strerror(errno));
-		return 125;
+		return config_free(&cfg);
 	}
 	/* A session's socket before QEMU: a request may come during the boot
 	 * and waits for the guest. */
 	int listen_fd = -1;
 	if (cfg.session && (listen_fd = vmm_sess_listen()) < 0) {
 		fprintf(stderr, "airlock: microvm: %s: %s\n", AL_VMM_SOCK, strerror(-listen_fd));
-		return 125;
+		return config_free(&cfg);
 	}
 	/* -t: the native layer gave us a pty as stdin, stdout and stderr;
 	 * raw, so that the guest's pty alone does the line discipline. */
 	int e = !cfg.tty ? 0 : !isatty(0) ? ENOTTY : -vmm_tty_raw(0);
 	if (e) {
 		fprintf(stderr, "airlock: microvm: \"tty\": true, but stdin: %s\n", strerror(e));
-		return 125;
+		return config_free(&cfg);
 	}
 	struct qemu q = {.err = -1};
 	uint64_t t_qemu = vmm_now_us();
