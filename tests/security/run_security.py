@@ -862,7 +862,11 @@ def socket_buffers_lowered_listener_bounded(e):
     memory with an estimate from the listener's current buffer)."""
     need_counted_sockets(e)
     res, record, drop = fill_sockets(e, ["lowered", 1, 400, 2000000, 3])
-    expect_stopped_near(res, record, expect_held(res, record, drop, "lowered listener"), 48)
+    # How far past the stop the peak gets is what the writer charges
+    # between two of the supervisor's 2 ms checks, which depends on the
+    # machine: 49 MB past it seen once in CI (2026-12-06). 64 MB of slack,
+    # still far below the 769 MB of no bound.
+    expect_stopped_near(res, record, expect_held(res, record, drop, "lowered listener"), 64)
 
 
 @case
