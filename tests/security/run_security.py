@@ -850,7 +850,12 @@ def socket_buffers_accept_queue_bounded(e):
     namespace's sockets stops this (842 MB of host memory before)."""
     need_counted_sockets(e)
     res, record, drop = fill_sockets(e, ["backlog", 8, 1200, 100000, 3])
-    expect_stopped_near(res, record, expect_held(res, record, drop, "accept queue"), 16)
+    # A supervisor built with ASan takes several times as long for its
+    # 2 ms check while 8 writers charge (20 MB past the stop seen once in
+    # CI, 2026-12-06): 64 MB of slack there, as socket_buffers_tcp_bounded.
+    sanitized = os.environ.get("AIRLOCK_TEST_SANITIZE", "none") != "none"
+    expect_stopped_near(res, record, expect_held(res, record, drop, "accept queue"),
+                        64 if sanitized else 16)
 
 
 @case
