@@ -181,7 +181,9 @@ static void close_fd(int *fd)
 }
 
 /* The exec's cgroup: the session's memory and pids limits, or its own
- * memory limit where the EXEC carried one (never above the session's). */
+ * memory limit where the EXEC carried one (never above the session's).
+ * A limit that cannot be set fails the exec (-errno, the cgroup gone):
+ * it never runs without it. */
 static int exec_cgroup(struct agent *a, uint32_t id, uint64_t memory)
 {
 	char name[32], v[32];
@@ -194,15 +196,25 @@ static int exec_cgroup(struct agent *a, uint32_t id, uint64_t memory)
 	int cg = openat(a->cgroot, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cg < 0)
 		return -errno;
+	int r = 0;
+	const char *what = NULL;
 	if (mem) {
 		snprintf(v, sizeof(v), "%" PRIu64, mem);
-		if (cg_write(cg, "memory.max", v) < 0 || cg_write(cg, "memory.oom.group", "1") < 0)
-			agent_log(a, "guest agent: exec %" PRIu32 ": no memory limit", id);
+		if ((r = cg_write(cg, "memory.max", v)) < 0 ||
+		    (r = cg_write(cg, "memory.oom.group", "1")) < 0)
+			what = "memory";
 	}
-	if (a->cfg.c.pids) {
+	if (r == 0 && a->cfg.c.pids) {
 		snprintf(v, sizeof(v), "%" PRIu64, a->cfg.c.pids);
-		if (cg_write(cg, "pids.max", v) < 0)
-			agent_log(a, "guest agent: exec %" PRIu32 ": no pids limit", id);
+		if ((r = cg_write(cg, "pids.max", v)) < 0)
+			what = "pids";
+	}
+	if (r < 0) {
+		agent_log(a, "guest agent: exec %" PRIu32 ": its %s limit: %s", id, what,
+			  strerror(-r));
+		close(cg);
+		unlinkat(a->cgroot, name, AT_REMOVEDIR);
+		return r;
 	}
 	return cg;
 }

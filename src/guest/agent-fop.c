@@ -26,7 +26,9 @@
 /* The scratch's faces in the guest (agent.c binds them from its tmpfs). */
 static const char *const faces[] = {"/work", "/tmp", "/dev/shm"};
 
-/* Output to stdout through one buffer (a listing is many small records). */
+/* Output to stdout through one buffer (a listing is many small records).
+ * File-scope state of a file operation's child alone: it does one
+ * operation and exits (leave); the agent itself never touches these. */
 static char out_buf[65536];
 static size_t out_len;
 
