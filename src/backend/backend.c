@@ -44,6 +44,12 @@ int al_backend_admit(const struct al_backend_ops *ops, const struct al_plan *pla
 				    "backend %s cannot give the command a terminal (-t, the "
 				    "policy's \"tty\")",
 				    ops->name);
+	if (plan->root && !(f & AL_BACKEND_OCI_ROOT))
+		return al_error_set(
+		    err, EOPNOTSUPP,
+		    "backend %s cannot run a container's own root filesystem "
+		    "(io.airlock.backend: the OCI runtime's containers run on native)",
+		    ops->name);
 	if (plan->gateway && !(f & AL_BACKEND_NETWORK))
 		return al_error_set(err, EOPNOTSUPP,
 				    "backend %s has no network: it cannot keep egress rules "

@@ -126,6 +126,9 @@ enum {
 	 * shown by `airlock backends`: it says how the daemon's file API
 	 * reaches the files, not whether it does. */
 	AL_BACKEND_EXEC_FILES = 1u << 8,
+	/* A container's own root (the OCI runtime's plans, plan->root): the
+	 * bundle's root filesystem as "/", its files with their own ids. */
+	AL_BACKEND_OCI_ROOT = 1u << 9,
 };
 
 /* How a layer keeps each promise, one short phrase each: `airlock
@@ -201,6 +204,7 @@ extern const struct al_backend_ops *const al_backends[];
 /* What no plan may ask of a layer without the feature, refused here for
  * every backend alike (so that none repeats it in its probe), with one
  * line naming the plan's field: a terminal (-t) without AL_BACKEND_TTY,
+ * a container's own root without AL_BACKEND_OCI_ROOT,
  * egress rules without AL_BACKEND_NETWORK and, when live (a session's
  * sandbox, a warm pool's), a layer without AL_BACKEND_EXEC. A backend
  * without facts (the fake one) is taken to have every feature. 0 or

@@ -23,6 +23,7 @@ static const struct {
     {AL_BACKEND_PRIVATE_LOOPBACK, "private_loopback", "127.0.0.1 is the sandbox's own"},
     {AL_BACKEND_PAUSE, "pause", "a session can be frozen and thawed"},
     {AL_BACKEND_MOUNTS_ELSEWHERE, "mounts_elsewhere", "a host path shown at another path"},
+    {AL_BACKEND_OCI_ROOT, "oci_root", "a container's own root filesystem (airlock oci)"},
 };
 
 static const struct {

@@ -131,8 +131,9 @@ void al_plan_host_ids(const struct al_plan *p, int slot, struct al_host_ids *ids
 	}
 	ids->root_uid = ids->owner = base;
 	ids->root_gid = base;
-	ids->uid = base + AL_SANDBOX_UID;
-	ids->gid = base + AL_SANDBOX_GID;
+	/* The command's: a container's user, or the sandbox's. */
+	ids->uid = base + (p->root ? p->uid : AL_SANDBOX_UID);
+	ids->gid = base + (p->root ? p->gid : AL_SANDBOX_GID);
 	ids->slot = p->ids_per_run ? slot : -1;
 }
 

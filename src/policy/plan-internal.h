@@ -11,6 +11,19 @@
  * directory airlock makes, both read-only. Parents first. */
 void al_plan_add_file(struct al_plan *p, const char *path, char *content, mode_t mode);
 void al_plan_add_dir(struct al_plan *p, const char *path, mode_t mode);
+/* Any entry (source taken), and a host path (resolved, no links) with
+ * its identity from st. */
+struct al_fs_entry *al_plan_add_fs(struct al_plan *p, enum al_fs_kind kind, const char *path,
+				   char *source, unsigned access, const char *what);
+struct stat;
+struct al_fs_entry *al_plan_add_host(struct al_plan *p, enum al_fs_kind kind, const char *host,
+				     const char *path, const struct stat *st, unsigned access,
+				     const char *what);
+
+/* plan-root.c: the tree on a container's own root (pol->root), in place
+ * of airlock's own; its ids and the command's identity. */
+void al_plan_build_root(struct al_plan *p, const struct al_policy *pol, struct al_errors *errs);
+void al_plan_free_root(struct al_plan *p);
 
 /* plan-ids.c: the host ids (identity.host_ids, rootless) and the user
  * namespace's limits. */

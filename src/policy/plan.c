@@ -72,6 +72,13 @@ void al_plan_add_dir(struct al_plan *p, const char *path, mode_t mode)
 	add_fs(&b, AL_FS_DIR, path, NULL, AL_FS_READ, path)->mode = mode;
 }
 
+struct al_fs_entry *al_plan_add_fs(struct al_plan *p, enum al_fs_kind kind, const char *path,
+				   char *source, unsigned access, const char *what)
+{
+	struct builder b = {.plan = p};
+	return add_fs(&b, kind, path, source, access, what);
+}
+
 /* A host path (already resolved, no symlinks) at a sandbox path. */
 static struct al_fs_entry *add_host(struct builder *b, enum al_fs_kind kind, const char *host,
 				    const char *path, const struct stat *st, unsigned access,
@@ -83,6 +90,14 @@ static struct al_fs_entry *add_host(struct builder *b, enum al_fs_kind kind, con
 	e->ino = st->st_ino;
 	e->nlink = st->st_nlink;
 	return e;
+}
+
+struct al_fs_entry *al_plan_add_host(struct al_plan *p, enum al_fs_kind kind, const char *host,
+				     const char *path, const struct stat *st, unsigned access,
+				     const char *what)
+{
+	struct builder b = {.plan = p};
+	return add_host(&b, kind, host, path, st, access, what);
 }
 
 /* A face of the scratch; part names which (each face is its own part). */
@@ -599,12 +614,14 @@ static bool build_request(struct al_plan *p, const struct al_policy *pol, unsign
 	if (!al_hostname_is_valid(p->hostname))
 		al_errors_add(errs, EINVAL, NULL, NULL, "hostname \"%s\" is not a valid host name",
 			      p->hostname);
-	p->workdir = xstrdup(pol->workdir ? pol->workdir : AL_DEFAULT_WORKDIR);
+	p->workdir = xstrdup(pol->workdir ? pol->workdir : pol->root ? "/" : AL_DEFAULT_WORKDIR);
+	p->uid = AL_SANDBOX_UID;
+	p->gid = AL_SANDBOX_GID;
 	if (!al_path_is_clean_absolute(p->workdir)) {
 		al_errors_add(errs, EINVAL, NULL, NULL,
 			      "workdir \"%s\" is not a clean absolute path", p->workdir);
 		workdir_ok = false;
-	} else if (is_reserved(p, system, p->workdir, &why)) {
+	} else if (!pol->root && is_reserved(p, system, p->workdir, &why)) {
 		al_errors_add(errs, EINVAL, NULL, NULL, "workdir %s would cover or sit inside %s",
 			      p->workdir, why);
 		workdir_ok = false;
@@ -682,7 +699,7 @@ int al_plan_build_all(const struct al_policy *pol, unsigned flags, struct al_pla
 	_cleanup_free_ bool *bad_path = xcalloc(pol->n_mounts + 1, sizeof(bool));
 	bool workdir_is_mount = false;
 
-	if (build_request(p, pol, flags, system, errs))
+	if (build_request(p, pol, flags, system, errs) && !pol->root)
 		workdir_is_mount = check_mounts_vs_scratch(p, pol, bad_path, errs);
 	al_plan_build_ids(p, pol, errs);
 	build_network(p, pol, errs);
@@ -691,6 +708,15 @@ int al_plan_build_all(const struct al_policy *pol, unsigned flags, struct al_pla
 	al_plan_build_cred(p, pol, errs);
 	p->landlock_required = pol->landlock != AL_LANDLOCK_BEST_EFFORT;
 
+	if (pol->root) {
+		if (pol->system || pol->n_copy_in || pol->n_copy_out)
+			al_errors_add(errs, EINVAL, NULL, NULL,
+				      "a container's own root takes no system directories and "
+				      "no copies in or out");
+		al_plan_build_root(p, pol, errs);
+		al_plan_check_cred_sources(p, pol, errs);
+		goto built;
+	}
 	/* Order matters: parents before children. */
 	build_scratch(&b, workdir_is_mount);
 	build_system(&b, system, pol->system != NULL);
@@ -700,7 +726,7 @@ int al_plan_build_all(const struct al_policy *pol, unsigned flags, struct al_pla
 	build_mounts(&b, pol, system, bad_path);
 	build_copies(&b, pol);
 	al_plan_check_cred_sources(p, pol, errs);
-
+built:
 	if (al_errors_count(errs) > before) {
 		if (flags & AL_PLAN_PARTIAL)
 			*ret = TAKE_PTR(p);
@@ -752,6 +778,7 @@ void al_plan_free(struct al_plan *p)
 		free(p->fs[i].what);
 	}
 	free(p->fs);
+	al_plan_free_root(p);
 	for (size_t i = 0; i < p->n_copy_in; i++) {
 		free(p->copy_in[i].host);
 		free(p->copy_in[i].path);

@@ -85,6 +85,10 @@ enum al_fs_kind {
 	AL_FS_PTYS,    /* the sandbox's own terminals (a devpts of its own: /dev/pts) */
 	AL_FS_SCRATCH, /* a face of the run's one scratch (scratch_bytes in all): the
 			* part named source ("tmp", "work", "shm"), each its own */
+	/* A container's own root only (plan->root), last in the tree: */
+	AL_FS_MASK,   /* path, where it exists, hidden under an empty read-only file or
+		       * directory (linux.maskedPaths) */
+	AL_FS_RDONLY, /* path, where it exists, made read-only (linux.readonlyPaths) */
 };
 
 /* What the sandbox may do at an entry (and, for directories, beneath it). */
@@ -115,6 +119,10 @@ struct al_fs_entry {
 	 * idmapping on its filesystem), copy it into the scratch instead of
 	 * refusing ("copy": true). */
 	bool copy;
+	/* HOST in a plan with a container's root: shown with the root's ids
+	 * (plan->root's maps: disk ids as the engine gave them), not as its
+	 * owner. */
+	bool root_ids;
 	char *what; /* for messages and dumps: "system /usr", "ro /input/data.csv" */
 };
 
@@ -159,6 +167,16 @@ struct al_host_map {
 	struct in6_addr addr; /* IPv4 as IPv4-mapped */
 };
 
+/* A container's own root (policy.h struct al_policy_root): fs[0] is a
+ * HOST entry at "/" for it. */
+struct al_plan_root {
+	bool readonly;
+	/* disk ids → the sandbox's (inner the sandbox's, outer the disk's);
+	 * never empty: the same ids 0 to 65535 when the engine gave none */
+	struct al_id_range *uid_map, *gid_map;
+	size_t n_uid_map, n_gid_map;
+};
+
 struct al_plan {
 	char **argv;
 	char **envp;
@@ -198,6 +216,16 @@ struct al_plan {
 	 * without a usable cgroup goes ahead with a warning instead. */
 	bool cgroup_required;
 	unsigned cgroup_asked; /* which: AL_CGROUP_ASKED_*, for the refusal */
+
+	/* A container's own root (the OCI front end), or NULL: airlock's own
+	 * tree. With one, the sandbox's user namespace maps the whole slot
+	 * (sandbox ids 0 to 65535) and the command runs as uid:gid with
+	 * groups; without, it runs as AL_SANDBOX_UID:GID. */
+	struct al_plan_root *root;
+	uid_t uid;
+	gid_t gid;
+	gid_t *groups;
+	size_t n_groups;
 
 	/* identities: who the sandbox's ids are on the host (al_plan_host_ids) */
 	bool rootless;	  /* airlock itself is not root: map only our own ids */

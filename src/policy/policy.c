@@ -81,7 +81,22 @@ void al_policy_free(struct al_policy *p)
 	free(p->rule_opts);
 	al_budget_clear(&p->budget);
 	al_policy_operator_free(p->op);
+	al_policy_root_free(p->root);
 	free(p);
+}
+
+void al_policy_root_free(struct al_policy_root *r)
+{
+	if (!r)
+		return;
+	free(r->host);
+	free(r->uid_map);
+	free(r->gid_map);
+	free(r->groups);
+	al_strv_free(r->tmpfs);
+	al_strv_free(r->masked);
+	al_strv_free(r->readonly_paths);
+	free(r);
 }
 
 void al_policy_operator_free(struct al_policy_operator *o)

@@ -53,6 +53,38 @@ enum al_kmem_mode {
 	AL_KMEM_BEST_EFFORT, /* the policy said "best-effort" in words */
 };
 
+/* An id range: [inner, inner + count) is [outer, outer + count). */
+struct al_id_range {
+	uint32_t inner, outer, count;
+};
+
+/* A container's own root (the OCI front end's, src/oci/: no policy file
+ * or flag sets it). The sandbox's "/" is the bundle's root filesystem
+ * instead of airlock's own tree of host system directories and a made
+ * /etc; its files, and the host binds the container asks for, are shown
+ * with the ids the engine gave them, and the sandbox's user namespace
+ * holds a whole slot of ids (0 to 65535) so that they all exist inside. */
+struct al_policy_root {
+	char *host;    /* the root filesystem, absolute */
+	bool readonly; /* root.readonly */
+	/* How an id on its disk becomes the sandbox's: inner the sandbox's,
+	 * outer the disk's (the engine's uidMappings, container → host).
+	 * None: the same ids, 0 to 65535. */
+	struct al_id_range *uid_map, *gid_map;
+	size_t n_uid_map, n_gid_map;
+	/* The command's identity in the sandbox. */
+	uint32_t uid, gid;
+	uint32_t *groups;
+	size_t n_groups;
+	/* Sandbox paths that are each a face of the scratch (its tmpfs
+	 * mounts), in any order. */
+	char **tmpfs;
+	/* linux.maskedPaths (an empty read-only file or directory over each
+	 * that exists) and linux.readonlyPaths (made read-only where they
+	 * exist). */
+	char **masked, **readonly_paths;
+};
+
 struct al_policy {
 	char *source;  /* file it came from, or "command line" */
 	char *profile; /* the operator policy's profile asked for ("profile", --profile) */
@@ -135,6 +167,9 @@ struct al_policy {
 	size_t n_rule_opts;
 	struct al_budget budget;
 
+	/* A container's own root (the OCI front end), or NULL. */
+	struct al_policy_root *root;
+
 	/* The operator policy the request is held to: set by the engine
 	 * (al_engine_request, engine.h), never by a file or a flag, and
 	 * carried into the plan. NULL: none. */
@@ -157,6 +192,7 @@ struct al_policy_operator {
 };
 
 void al_policy_operator_free(struct al_policy_operator *o);
+void al_policy_root_free(struct al_policy_root *r);
 
 /* A new empty (all unset) policy. Free with al_policy_free(). */
 struct al_policy *al_policy_new(const char *source);

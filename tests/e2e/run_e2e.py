@@ -1432,7 +1432,7 @@ def backend_names_in_help_and_docs(e):
 
 
 BACKEND_FEATURES = {"exec", "tty", "network", "hides_processes", "private_tmp",
-                    "private_loopback", "pause", "mounts_elsewhere"}
+                    "private_loopback", "pause", "mounts_elsewhere", "oci_root"}
 BACKEND_ROWS = ("files", "egress", "processes", "kernel", "limits", "exec")
 BACKENDS_DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",
                             "backends.md")

@@ -283,8 +283,9 @@ _Noreturn void al_sandbox_child(const struct al_plan *plan, const struct al_nati
 			     .np = np,
 			     .fds = fds,
 			     .sync = fds->sync,
-			     .uid = AL_SANDBOX_UID,
-			     .gid = AL_SANDBOX_GID};
+			     /* A container's user; otherwise always the sandbox's */
+			     .uid = plan->root ? plan->uid : AL_SANDBOX_UID,
+			     .gid = plan->root ? plan->gid : AL_SANDBOX_GID};
 
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
 		int r = steps[i].run(&c);

@@ -29,6 +29,10 @@ static const char *kind_name(enum al_op_kind k)
 		return "proc";
 	case AL_OP_DEVPTS:
 		return "devpts";
+	case AL_OP_MASK:
+		return "mask";
+	case AL_OP_RDONLY:
+		return "rdonly";
 	}
 	return "?";
 }
@@ -182,7 +186,10 @@ void al_native_dump_text(const struct al_native_plan *p, FILE *f)
 			attr_string(op->attr, attr, sizeof(attr));
 			fprintf(f, "  bind     %-28s <- %s (%s)\n", visible(op->target),
 				visible(op->source), attr);
-			if (op->input >= 0)
+			if (op->input >= 0 && op->root_ids)
+				fprintf(f, "           opened by the supervisor; shown with the "
+					   "container's ids (idmapped)\n");
+			else if (op->input >= 0)
 				fprintf(
 				    f,
 				    "           opened by the supervisor; the sandbox user acts as "
@@ -205,11 +212,17 @@ void al_native_dump_text(const struct al_native_plan *p, FILE *f)
 			fprintf(f, "  file     %-28s (%zu bytes, synthesized)\n",
 				visible(op->target), op->len);
 			break;
+		case AL_OP_MASK:
+		case AL_OP_RDONLY:
+			fprintf(f, "  %-8s %-28s (where it exists)\n", kind_name(op->kind),
+				visible(op->target));
+			break;
 		case AL_OP_MKDIR:
 			break; /* implied by the mounts; the JSON dump lists them */
 		}
 	}
-	fprintf(f, "  root     /                            read-only after pivot_root\n");
+	if (!p->rooted || p->ops[p->root_op].seal)
+		fprintf(f, "  root     /                            read-only after pivot_root\n");
 	if (p->landlock_abi)
 		fprintf(f, "landlock:   ABI %d, %zu rules%s\n", p->landlock_abi, p->n_ll_rules,
 			p->landlock_scoped ? ", scoped (abstract unix sockets, signals)" : "");
@@ -272,7 +285,7 @@ const struct al_backend_facts al_native_facts = {
     .exec = "yes: init in the sandbox forks each exec",
     .features = AL_BACKEND_EXEC | AL_BACKEND_TTY | AL_BACKEND_NETWORK | AL_BACKEND_HIDES_PIDS |
 		AL_BACKEND_PRIVATE_TMP | AL_BACKEND_PRIVATE_LOOPBACK | AL_BACKEND_PAUSE |
-		AL_BACKEND_MOUNTS_ELSEWHERE,
+		AL_BACKEND_MOUNTS_ELSEWHERE | AL_BACKEND_OCI_ROOT,
 };
 
 static long read_sysctl(const char *path)

@@ -297,6 +297,64 @@ static int open_input(const struct al_mount_op *op, const char *host, const stru
 	return high;
 }
 
+/* An id map of a container's root ("disk id, the slot's host id, count"
+ * a line): what the engine gave its files is the sandbox's id. */
+static void root_map(char *buf, size_t len, const struct al_id_range *m, size_t n, unsigned base)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%u %u %u\n", m[i].outer,
+					base + m[i].inner, m[i].count);
+}
+
+/* A container's root, or one of its host binds (op->root_ids), as a
+ * detached tree idmapped with the root's maps (their user namespace made
+ * once, in *userns). Refused where its filesystem cannot be idmapped:
+ * its files would show as nobody's. */
+static int open_root_input(const struct al_mount_op *op, const char *host,
+			   const struct al_plan *plan, const struct al_host_ids *ids, int *userns,
+			   struct al_error *err)
+{
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	_cleanup_close_ int src = -1, tree = -1;
+	struct stat st;
+
+	src = al_sys_openat2(AT_FDCWD, host, &how, sizeof(how));
+	if (src < 0)
+		return al_error_setsys(err, errno, "%s: opening %s", op->what, host);
+	if (fstat(src, &st) < 0)
+		return al_error_setsys(err, errno, "%s: stat %s", op->what, host);
+	if (st.st_dev != op->dev || st.st_ino != op->ino)
+		return al_error_set(err, ESTALE, "%s: %s changed between planning and opening",
+				    op->what, host);
+	/* Not recursive: what is mounted below it on the host stays out. */
+	tree = (int)syscall(SYS_open_tree, src, "",
+			    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	if (tree < 0)
+		return al_error_setsys(err, errno, "%s: open_tree %s", op->what, host);
+	if (*userns < 0) {
+		char um[1024], gm[1024];
+		root_map(um, sizeof(um), plan->root->uid_map, plan->root->n_uid_map, ids->root_uid);
+		root_map(gm, sizeof(gm), plan->root->gid_map, plan->root->n_gid_map, ids->root_gid);
+		if ((*userns = make_idmap(um, gm, err)) < 0)
+			return *userns;
+	}
+	struct mount_attr attr = {.attr_set = op->attr | MOUNT_ATTR_IDMAP,
+				  .userns_fd = (uint64_t)*userns};
+	if (al_sys_mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+		return al_error_setsys(err, errno,
+				       "%s: %s cannot be shown with the container's ids "
+				       "(an idmapped mount)",
+				       op->what, host);
+	int high = fcntl(tree, F_DUPFD_CLOEXEC, AL_INPUT_FD_MIN);
+	if (high < 0)
+		return al_error_setsys(err, errno, "%s: fcntl F_DUPFD_CLOEXEC", op->what);
+	return high;
+}
+
 /* "copy": true: bind the scratch's part ro/N instead, which the supervisor
  * fills once the sandbox is built (monitor.c). */
 static void make_copy(struct al_native_plan *np, struct al_mount_op *op)
@@ -319,6 +377,7 @@ int al_native_open_inputs(struct al_native_plan *np, const struct al_plan *plan,
 			  struct al_error *err)
 {
 	_cleanup_free_ struct al_idmap *maps = NULL;
+	_cleanup_close_ int root_userns = -1;
 	size_t n_maps = 0;
 	int *fds;
 	int r = 0;
@@ -334,6 +393,16 @@ int al_native_open_inputs(struct al_native_plan *np, const struct al_plan *plan,
 		bool copy;
 		if (op->input < 0)
 			continue;
+		if (op->root_ids) {
+			int fd =
+			    open_root_input(op, host_path(op), plan, &np->ids, &root_userns, err);
+			if (fd < 0) {
+				r = fd;
+				break;
+			}
+			fds[op->input] = fd;
+			continue;
+		}
 		int fd = open_input(op, host_path(op), &np->ids, &maps, &n_maps, &copy, err);
 		if (fd < 0 && !copy) {
 			r = fd;

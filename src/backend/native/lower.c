@@ -12,6 +12,7 @@
 #include "core/cleanup.h"
 #include "core/sys.h"
 #include "core/util.h"
+#include "ids/slots.h"
 
 #define OLD	"/oldroot"
 #define NEW	"/newroot"
@@ -54,6 +55,10 @@ static bool holds_devices(const struct lowering *l, const struct al_fs_entry *di
 	const struct al_plan *p = l->plan;
 
 	if (l->session && al_path_is_under("/dev/pts", dir->path))
+		return true;
+	/* On a container's root nothing is made in its files but the
+	 * mountpoints: every directory airlock makes is a tmpfs of its own. */
+	if (p->root)
 		return true;
 	for (size_t i = 0; i < p->n_fs; i++)
 		if ((p->fs[i].kind == AL_FS_DEVICE || p->fs[i].kind == AL_FS_PTYS) &&
@@ -176,11 +181,12 @@ static struct al_mount_op *add_bind(struct lowering *l, const struct al_fs_entry
 	op->attr = attr;
 	op->dev = e->dev;
 	op->ino = e->ino;
-	if (e->as_owner) {
+	if (e->as_owner || e->root_ids) {
 		op->input = (int)l->np->n_inputs++;
 		op->owner_uid = e->owner_uid;
 		op->owner_gid = e->owner_gid;
 		op->copy = e->copy;
+		op->root_ids = e->root_ids;
 	}
 	if (op->dir)
 		al_strv_push(&l->dirs, op->target);
@@ -205,10 +211,59 @@ static void lower_scratch(struct lowering *l, const struct al_plan *p)
 	}
 }
 
+/* The container's root: bound at /newroot itself, writable while the tree
+ * is built (its mountpoints), read-only at the end when the plan says. */
+static void lower_root(struct lowering *l, const struct al_fs_entry *e)
+{
+	struct al_mount_op *op =
+	    add_op(l, AL_OP_BIND, xstrdup(NEW), xasprintf(OLD "%s", e->source), e->what);
+	op->dir = true;
+	op->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+	op->seal = !(e->access & AL_FS_WRITE);
+	op->dev = e->dev;
+	op->ino = e->ino;
+	op->input = (int)l->np->n_inputs++;
+	op->root_ids = true;
+	l->np->root_op = l->np->n_ops - 1;
+	add_ll(l, "/", ll_access(e->access));
+}
+
+/* A file airlock writes on a container's root: made in the staging view's
+ * own /files and bound read-only over its path, so nothing is written into
+ * the container's files. */
+static void lower_root_file(struct lowering *l, const struct al_fs_entry *e)
+{
+	struct al_mount_op *op;
+	char *staged = xasprintf("/files/%zu", l->np->n_ops);
+
+	if (!dir_known(l, "/files")) {
+		add_op(l, AL_OP_MKDIR, xstrdup("/files"), NULL, "airlock's files")->mode = 0755;
+		al_strv_push(&l->dirs, "/files");
+		op = add_op(l, AL_OP_TMPFS, xstrdup("/files"),
+			    xstrdup("size=4m,nr_inodes=256,mode=0755"), "airlock's files");
+		op->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+	}
+	op = add_op(l, AL_OP_FILE, xstrdup(staged), xstrdup(e->source), e->what);
+	op->len = e->len;
+	op->mode = e->mode;
+	mkdir_parent(l, e->path, e->what);
+	op = add_op(l, AL_OP_BIND, xasprintf(NEW "%s", e->path), staged, e->what);
+	op->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+	add_ll(l, e->path, LL_READ & ~(uint64_t)LL_DIR_ONLY);
+}
+
 static void lower_entry(struct lowering *l, const struct al_fs_entry *e)
 {
 	struct al_mount_op *op;
 
+	if (l->plan->root && e->kind == AL_FS_HOST && strcmp(e->path, "/") == 0) {
+		lower_root(l, e);
+		return;
+	}
+	if (l->plan->root && e->kind == AL_FS_FILE) {
+		lower_root_file(l, e);
+		return;
+	}
 	switch (e->kind) {
 	case AL_FS_HOST: {
 		uint64_t ll = ll_access(e->access);
@@ -271,8 +326,10 @@ static void lower_entry(struct lowering *l, const struct al_fs_entry *e)
 		_cleanup_free_ char *t = xasprintf(NEW "%s", e->path);
 		mkdir_p(l, t, e->mode, false, e->what);
 		op = add_op(l, AL_OP_DEVPTS, xstrdup(t),
-			    xasprintf("newinstance,ptmxmode=0666,mode=0600,uid=%d,gid=%d,max=%u",
-				      AL_SANDBOX_UID, AL_SANDBOX_GID, AL_TTY_MAX_PTYS),
+			    xasprintf("newinstance,ptmxmode=0666,mode=0600,uid=%u,gid=%u,max=%u",
+				      l->plan->root ? (unsigned)l->plan->uid : AL_SANDBOX_UID,
+				      l->plan->root ? (unsigned)l->plan->gid : AL_SANDBOX_GID,
+				      AL_TTY_MAX_PTYS),
 			    e->what);
 		op->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
 		add_ll(l, e->path, LL_READ | LL_DEVICE);
@@ -288,13 +345,27 @@ static void lower_entry(struct lowering *l, const struct al_fs_entry *e)
 		add_ll(l, e->path, ll_access(e->access));
 		break;
 	}
+	case AL_FS_MASK:
+	case AL_FS_RDONLY:
+		op = add_op(l, e->kind == AL_FS_MASK ? AL_OP_MASK : AL_OP_RDONLY,
+			    xasprintf(NEW "%s", e->path), NULL, e->what);
+		/* A masked file is /dev/null's bind: nodev left off. */
+		op->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC |
+			   (e->kind == AL_FS_RDONLY ? MOUNT_ATTR_NODEV : 0);
+		break;
 	}
 }
 
 void al_native_set_ids(struct al_native_plan *np, const struct al_host_ids *ids)
 {
 	np->ids = *ids;
-	if (!ids->rootless) {
+	if (np->rooted) {
+		/* The whole slot: the container's files keep their ids. */
+		snprintf(np->uid_map, sizeof(np->uid_map), "0 %u %u\n", ids->root_uid,
+			 AL_IDS_SLOT_SIZE);
+		snprintf(np->gid_map, sizeof(np->gid_map), "0 %u %u\n", ids->root_gid,
+			 AL_IDS_SLOT_SIZE);
+	} else if (!ids->rootless) {
 		snprintf(np->uid_map, sizeof(np->uid_map), "0 %u 1\n%u %u 1\n", ids->root_uid,
 			 AL_SANDBOX_UID, ids->uid);
 		snprintf(np->gid_map, sizeof(np->gid_map), "0 %u 1\n%u %u 1\n", ids->root_gid,
@@ -328,6 +399,7 @@ int al_native_lower_session(const struct al_plan *p, bool session, struct al_nat
 	int r;
 
 	np->landlock_abi = al_landlock_abi();
+	np->rooted = p->root != NULL;
 	if ((r = al_native_check(p, err)) < 0)
 		return r;
 	if (np->landlock_abi > 0) {
@@ -346,7 +418,7 @@ int al_native_lower_session(const struct al_plan *p, bool session, struct al_nat
 	lower_scratch(&l, p);
 	for (size_t i = 0; i < p->n_fs; i++)
 		lower_entry(&l, &p->fs[i]);
-	if (session && !p->tty) {
+	if (session && !p->tty && !p->root) {
 		/* A session's execs may each ask for a terminal: the sandbox's
 		 * own devpts and /dev/ptmx, as a -t plan has them (mounted
 		 * after the rest of /dev, which is sealed only at the end). */

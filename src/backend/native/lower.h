@@ -34,12 +34,16 @@ enum al_op_kind {
 	AL_OP_BIND,    /* bind source on target (a placeholder is made first), then attr */
 	AL_OP_PROC,    /* mount a fresh proc on target, then attr */
 	AL_OP_DEVPTS,  /* mount a new devpts instance on target, options in source, then attr */
+	/* A container's own root only (rooted.c): */
+	AL_OP_MASK,   /* where target exists: an empty read-only file or directory over it */
+	AL_OP_RDONLY, /* where target exists: made read-only */
 };
 
 /* The ops that mount something (and have mount flags). */
 static inline bool al_op_mounts(enum al_op_kind k)
 {
-	return k == AL_OP_BIND || k == AL_OP_TMPFS || k == AL_OP_PROC || k == AL_OP_DEVPTS;
+	return k == AL_OP_BIND || k == AL_OP_TMPFS || k == AL_OP_PROC || k == AL_OP_DEVPTS ||
+	       k == AL_OP_MASK || k == AL_OP_RDONLY;
 }
 
 struct al_mount_op {
@@ -61,7 +65,11 @@ struct al_mount_op {
 	int input;
 	uid_t owner_uid;
 	gid_t owner_gid;
-	bool copy;   /* may become a copy in the scratch ("copy": true) */
+	bool copy; /* may become a copy in the scratch ("copy": true) */
+	/* BIND of a host path in a plan with a container's root (the plan's
+	 * root_ids): opened by the supervisor like an input, shown with the
+	 * root's ids (inputs.c). */
+	bool root_ids;
 	bool copied; /* it did: source is the scratch's empty part to bind */
 	char *what;  /* for messages and dumps: "system /usr", "input /input/data.csv" */
 };
@@ -76,6 +84,11 @@ struct al_native_plan {
 	 * the child's user namespace: set by al_native_set_ids() once the
 	 * run holds its ids (empty maps before, as for check). */
 	struct al_host_ids ids;
+	/* A container's own root (plan->root): ops[0] binds it at /newroot,
+	 * every later target below /newroot is reached inside it (rooted.c),
+	 * and the user namespace maps the whole slot. */
+	bool rooted;
+	size_t root_op; /* rooted: the op that binds the root (sealed: read-only) */
 	char uid_map[96];
 	char gid_map[96];
 

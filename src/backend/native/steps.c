@@ -35,10 +35,9 @@
 #define SYNC_FD 3
 #define STAGING "/tmp"
 
-static int fail(struct al_child *c, int e, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#define fail al_step_fail
 
-static int fail(struct al_child *c, int e, const char *fmt, ...)
+int al_step_fail(struct al_child *c, int e, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -207,8 +206,9 @@ int step_staging_root(struct al_child *c)
 	if (mkdir(STAGING "/oldroot", 0755) < 0 || mkdir(STAGING "/newroot", 0755) < 0 ||
 	    mkdir(STAGING "/scratch", 0755) < 0)
 		return fail(c, errno, "mkdir in the staging tmpfs");
-	if (mount("airlock-root", STAGING "/newroot", "tmpfs", MS_NOSUID | MS_NODEV,
-		  "size=1m,nr_inodes=4096,mode=0755") < 0)
+	/* A container's own root is bound there instead (rooted.c). */
+	if (!c->np->rooted && mount("airlock-root", STAGING "/newroot", "tmpfs",
+				    MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=0755") < 0)
 		return fail(c, errno, "mounting the root tmpfs");
 	if (al_sys_pivot_root(STAGING, STAGING "/oldroot") < 0)
 		return fail(c, errno, "pivot_root onto the staging tmpfs");
@@ -275,7 +275,7 @@ static int make_copy_part(struct al_child *c, const struct al_mount_op *op)
  * whatever the plan says) and only then attached, so it is never visible
  * with weaker flags. A host source is opened without following any
  * symlink and must still be the inode the parent resolved. */
-static int do_bind(struct al_child *c, const struct al_mount_op *op)
+int al_step_bind_tree(struct al_child *c, const struct al_mount_op *op, int *ret)
 {
 	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
 			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
@@ -286,11 +286,13 @@ static int do_bind(struct al_child *c, const struct al_mount_op *op)
 	if (op->copied && (r = make_copy_part(c, op)) < 0)
 		return r;
 	if (op->input >= 0 && !op->copied) {
-		/* Opened and idmapped by the supervisor (inputs.c). */
+		/* Opened and idmapped by the supervisor (inputs.c); the child
+		 * owns its descriptor (closed by the caller). */
 		tree = c->fds->inputs ? c->fds->inputs[op->input] : -1;
 		if (tree < 0)
 			return fail(c, EBADF, "%s was not opened by the supervisor", op->what);
-		goto attach;
+		*ret = tree;
+		return 0;
 	}
 	src = al_sys_openat2(AT_FDCWD, op->source, &how, sizeof(how));
 	if (src < 0)
@@ -317,7 +319,16 @@ static int do_bind(struct al_child *c, const struct al_mount_op *op)
 		close(tree);
 		return r;
 	}
-attach:
+	*ret = tree;
+	return 0;
+}
+
+static int do_bind(struct al_child *c, const struct al_mount_op *op)
+{
+	int tree, r;
+
+	if ((r = al_step_bind_tree(c, op, &tree)) < 0)
+		return r;
 	if ((r = make_placeholder(c, op)) < 0) {
 		close(tree);
 		return r;
@@ -345,50 +356,62 @@ static int do_file(struct al_child *c, const struct al_mount_op *op)
 	return owner(c, op);
 }
 
+int al_step_op(struct al_child *c, const struct al_mount_op *op)
+{
+	int r;
+
+	switch (op->kind) {
+	case AL_OP_MKDIR:
+		if (mkdir(op->target, op->mode) < 0 && errno != EEXIST)
+			return fail(c, errno, "mkdir %s for %s", op->target, op->what);
+		if ((r = owner(c, op)) < 0)
+			return r;
+		break;
+	case AL_OP_FILE:
+		if ((r = do_file(c, op)) < 0)
+			return r;
+		break;
+	case AL_OP_SYMLINK:
+		if (symlink(op->source, op->target) < 0)
+			return fail(c, errno, "symlink %s", op->what);
+		break;
+	case AL_OP_TMPFS:
+		if (mount("tmpfs", op->target, "tmpfs",
+			  ms_flags(op->seal ? op->attr & ~(uint64_t)MOUNT_ATTR_RDONLY : op->attr),
+			  op->source) < 0)
+			return fail(c, errno, "mounting tmpfs for %s", op->what);
+		break;
+	case AL_OP_PROC:
+		if (mount("proc", op->target, "proc", ms_flags(op->attr), NULL) < 0)
+			return fail(c, errno, "mounting %s", op->what);
+		break;
+	case AL_OP_DEVPTS:
+		if (mount("devpts", op->target, "devpts", ms_flags(op->attr), op->source) < 0)
+			return fail(c, errno, "mounting %s", op->what);
+		break;
+	case AL_OP_BIND:
+		if ((r = do_bind(c, op)) < 0)
+			return r;
+		break;
+	case AL_OP_MASK:
+	case AL_OP_RDONLY:
+		return fail(c, EINVAL, "%s outside a container's root", op->what);
+	}
+	return 0;
+}
+
 int step_build_root(struct al_child *c)
 {
 	const struct al_native_plan *np = c->np;
 	int r;
 
-	for (size_t i = 0; i < np->n_ops; i++) {
-		const struct al_mount_op *op = &np->ops[i];
-		switch (op->kind) {
-		case AL_OP_MKDIR:
-			if (mkdir(op->target, op->mode) < 0 && errno != EEXIST)
-				return fail(c, errno, "mkdir %s for %s", op->target, op->what);
-			if ((r = owner(c, op)) < 0)
-				return r;
-			break;
-		case AL_OP_FILE:
-			if ((r = do_file(c, op)) < 0)
-				return r;
-			break;
-		case AL_OP_SYMLINK:
-			if (symlink(op->source, op->target) < 0)
-				return fail(c, errno, "symlink %s", op->what);
-			break;
-		case AL_OP_TMPFS:
-			if (mount("tmpfs", op->target, "tmpfs",
-				  ms_flags(op->seal ? op->attr & ~(uint64_t)MOUNT_ATTR_RDONLY
-						    : op->attr),
-				  op->source) < 0)
-				return fail(c, errno, "mounting tmpfs for %s", op->what);
-			break;
-		case AL_OP_PROC:
-			if (mount("proc", op->target, "proc", ms_flags(op->attr), NULL) < 0)
-				return fail(c, errno, "mounting %s", op->what);
-			break;
-		case AL_OP_DEVPTS:
-			if (mount("devpts", op->target, "devpts", ms_flags(op->attr), op->source) <
-			    0)
-				return fail(c, errno, "mounting %s", op->what);
-			break;
-		case AL_OP_BIND:
-			if ((r = do_bind(c, op)) < 0)
-				return r;
-			break;
-		}
-	}
+	if (np->rooted)
+		r = al_rooted_build(c);
+	else
+		for (size_t i = r = 0; i < np->n_ops && r == 0; i++)
+			r = al_step_op(c, &np->ops[i]);
+	if (r < 0)
+		return r;
 	if (np->want_scratch) {
 		/* The supervisor's way into the scratch: copies in before the
 		 * command, copies out after it (supervisor/copy.c). */
@@ -417,12 +440,17 @@ int step_pivot_root(struct al_child *c)
 		return fail(c, errno, "detaching the old root");
 	if (chdir("/") < 0)
 		return fail(c, errno, "chdir /");
-	if (al_sys_mount_setattr(AT_FDCWD, "/", 0, &ro, sizeof(ro)) < 0)
+	/* A container's root stays writable unless its plan says (its own
+	 * op is sealed then). */
+	if ((!c->np->rooted || c->np->ops[c->np->root_op].seal) &&
+	    al_sys_mount_setattr(AT_FDCWD, "/", 0, &ro, sizeof(ro)) < 0)
 		return fail(c, errno, "making / read-only");
 	/* Seal the tmpfs we populated (like /dev); their submounts keep their
 	 * own flags. */
 	for (size_t i = 0; i < c->np->n_ops; i++) {
 		const struct al_mount_op *op = &c->np->ops[i];
+		if (c->np->rooted && i == c->np->root_op)
+			continue;
 		if (op->seal && al_sys_mount_setattr(AT_FDCWD, op->target + 8 /* "/newroot" */, 0,
 						     &ro, sizeof(ro)) < 0)
 			return fail(c, errno, "sealing %s read-only", op->what);
@@ -583,6 +611,10 @@ int step_drop_privileges(struct al_child *c)
 	}
 	if (prctl(PR_SET_SECUREBITS, secbits, 0, 0, 0) < 0)
 		return fail(c, errno, "prctl(PR_SET_SECUREBITS)");
+	/* A container's supplementary groups (none otherwise: become-ns-root
+	 * cleared them). */
+	if (c->plan->root && c->plan->n_groups && setgroups(c->plan->n_groups, c->plan->groups) < 0)
+		return fail(c, errno, "setgroups (%zu groups)", c->plan->n_groups);
 	if (setresgid(c->gid, c->gid, c->gid) < 0)
 		return fail(c, errno, "setresgid(%u)", (unsigned)c->gid);
 	if (setresuid(c->uid, c->uid, c->uid) < 0)

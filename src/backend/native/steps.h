@@ -43,6 +43,17 @@ int step_landlock(struct al_child *c);
 int step_seccomp(struct al_child *c);
 int step_report_ready(struct al_child *c);
 
+/* Helpers of the steps, shared with rooted.c: c->msg set from fmt, -e
+ * returned; one op of the tree run by path in the staging view; an op's
+ * bind source as a detached tree with its flags (*ret, the caller's). */
+int al_step_fail(struct al_child *c, int e, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int al_step_op(struct al_child *c, const struct al_mount_op *op);
+int al_step_bind_tree(struct al_child *c, const struct al_mount_op *op, int *ret);
+
+/* rooted.c: the tree on a container's own root (lower.h np->rooted). */
+int al_rooted_build(struct al_child *c);
+
 /* Send one sync message, with an fd attached when fd >= 0. */
 /* m on the sync socket, with fd (>= 0) as SCM_RIGHTS; EINTR retried. */
 void al_child_send_msg(int sync, const struct al_sync_msg *m, int fd);

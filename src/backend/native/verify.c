@@ -126,6 +126,9 @@ static void check_mounts(const struct al_native_plan *p, pid_t pid, struct al_ru
 		unescape(mp);
 		n_seen++;
 		if (strcmp(mp, "/") == 0) {
+			/* A container's root is writable unless its plan says. */
+			if (p->rooted && !p->ops[p->root_op].seal)
+				continue;
 			if (!has_opt(opts, "ro")) {
 				add(res, "mounts", false, "/ is mounted %s, not read-only", opts);
 				return;
@@ -141,6 +144,11 @@ static void check_mounts(const struct al_native_plan *p, pid_t pid, struct al_ru
 				under = v && p->ops[i].kind == AL_OP_BIND && p->ops[i].ino &&
 					al_path_is_under(mp, v) && strcmp(mp, v) != 0;
 			}
+			/* On a container's root a mountpoint may be a link in
+			 * its image, resolved inside it (rooted.c): the mount
+			 * is then elsewhere, but airlock's all the same. */
+			if (!under && p->rooted && has_opt(opts, "nosuid"))
+				under = true;
 			if (!under) {
 				add(res, "mounts", false, "unexpected mount at %s", mp);
 				return;
@@ -169,12 +177,15 @@ static void check_mounts(const struct al_native_plan *p, pid_t pid, struct al_ru
 			}
 		}
 	}
-	if (n_seen != n_expected) {
+	/* A container's masked and read-only paths are mounts only where
+	 * they exist. */
+	if (n_seen != n_expected && !p->rooted) {
 		add(res, "mounts", false, "%zu mounts inside, the plan has %zu", n_seen,
 		    n_expected);
 		return;
 	}
-	add(res, "mounts", true, "%zu mounts, each with its planned flags; / read-only", n_seen);
+	add(res, "mounts", true, "%zu mounts, each with its planned flags; / %s", n_seen,
+	    p->rooted && !p->ops[p->root_op].seal ? "the container's, writable" : "read-only");
 }
 
 /* "Key:\tvalue" from /proc/PID/status. */
@@ -231,9 +242,10 @@ static void check_status(const struct al_native_plan *np, pid_t pid, int userns,
 		    ids->owner);
 	else
 		add(res, "identity", true,
-		    "uid/gid %d inside = host %u/%u%s; user namespace owned by %u%s",
-		    AL_SANDBOX_UID, ids->uid, ids->gid, slot, ids->owner,
-		    ids->rootless ? " (rootless: you)" : ", never host root");
+		    "uid/gid %u/%u inside = host %u/%u%s; user namespace owned by %u%s",
+		    ids->rootless ? AL_SANDBOX_UID : ids->uid - ids->root_uid,
+		    ids->rootless ? AL_SANDBOX_GID : ids->gid - ids->root_gid, ids->uid, ids->gid,
+		    slot, ids->owner, ids->rootless ? " (rootless: you)" : ", never host root");
 
 	for (size_t i = 0; i < AL_ARRAY_SIZE(caps); i++) {
 		if (!status_field(status, caps[i], v, sizeof(v)) || strtoull(v, NULL, 16) != 0) {

@@ -1,0 +1,290 @@
+/* Plan building for a container's own root (policy.h struct
+ * al_policy_root, the OCI front end's). "/" is the bundle's root
+ * filesystem, shown with the ids the engine gave its files; on it airlock
+ * puts its own /proc and /dev (its devices, its own terminals, /dev/shm a
+ * face of the scratch), the container's tmpfs mounts as faces of the one
+ * scratch, its host binds (shown with the same ids), the files airlock
+ * writes (resolv.conf for the gateway's DNS stub), and last the masked and
+ * read-only paths. Like plan.c, it only looks at the host. */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "ids/slots.h"
+#include "policy/plan-internal.h"
+
+static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty", NULL};
+static const char *const dev_links[][2] = {{"/dev/fd", "/proc/self/fd"},
+					   {"/dev/stdin", "/proc/self/fd/0"},
+					   {"/dev/stdout", "/proc/self/fd/1"},
+					   {"/dev/stderr", "/proc/self/fd/2"},
+					   {"/dev/ptmx", "pts/ptmx"}};
+/* Where airlock's own tree is: nothing of the container's goes there. */
+static const char *const own[] = {"/proc", "/dev", NULL};
+/* The most lines of one id map airlock takes from an engine. */
+#define MAP_MAX 16
+
+static void *dup_mem(const void *src, size_t n)
+{
+	return memcpy(xmalloc(n), src, n);
+}
+
+/* One of the engine's id maps, checked: every sandbox id inside the slot,
+ * no two ranges over one id. The same ids 0 to 65535 when it gave none. */
+static void take_map(const char *what, const struct al_id_range *in, size_t n,
+		     struct al_id_range **out, size_t *n_out, struct al_errors *errs)
+{
+	if (n == 0) {
+		*out = xcalloc(1, sizeof(**out));
+		**out = (struct al_id_range){0, 0, AL_IDS_SLOT_SIZE};
+		*n_out = 1;
+		return;
+	}
+	if (n > MAP_MAX) {
+		al_errors_add(errs, EINVAL, NULL, what, "%zu ranges; airlock takes at most %d", n,
+			      MAP_MAX);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t in_end = (uint64_t)in[i].inner + in[i].count;
+		uint64_t out_end = (uint64_t)in[i].outer + in[i].count;
+		if (in[i].count == 0 || in_end > AL_IDS_SLOT_SIZE || out_end > UINT32_MAX) {
+			al_errors_add(errs, EINVAL, NULL, what,
+				      "range %zu (container %u, host %u, size %u): the container's "
+				      "ids must lie in 0 to %u, the sandbox's whole range",
+				      i, in[i].inner, in[i].outer, in[i].count,
+				      AL_IDS_SLOT_SIZE - 1);
+			return;
+		}
+		for (size_t j = 0; j < i; j++)
+			if (in[i].inner < in[j].inner + in[j].count && in[j].inner < in_end) {
+				al_errors_add(errs, EINVAL, NULL, what,
+					      "ranges %zu and %zu overlap in the container", j, i);
+				return;
+			}
+	}
+	*out = dup_mem(in, n * sizeof(*in));
+	*n_out = n;
+}
+
+static bool is_own(const char *path)
+{
+	for (size_t i = 0; own[i]; i++)
+		if (al_path_is_under(path, own[i]))
+			return true;
+	return false;
+}
+
+/* What goes on the root besides airlock's /proc and /dev, to be put in
+ * path order (parents first): a tmpfs face, a host bind, a file. */
+struct item {
+	const char *path;
+	const struct al_policy_mount *mount; /* or NULL */
+	bool file;			     /* resolv.conf */
+	size_t face;			     /* the tmpfs's index */
+};
+
+static int cmp_item(const void *a, const void *b)
+{
+	const struct item *x = a, *y = b;
+	int c = strcmp(x->path, y->path);
+	/* At one path, the gateway's resolv.conf first: the engine's bind
+	 * there gives way to it; two others are refused below. */
+	if (c == 0 && x->file != y->file)
+		return x->file ? -1 : 1;
+	return c ? c : (x > y) - (x < y);
+}
+
+static void add_bind(struct al_plan *p, const struct al_policy_mount *m, struct al_errors *errs)
+{
+	char real[PATH_MAX], what[PATH_MAX + 32];
+	struct stat st;
+
+	if (!realpath(m->host, real)) {
+		al_errors_add(errs, errno, NULL, NULL, "%s: %s: %s", m->origin, m->host,
+			      strerror(errno));
+		return;
+	}
+	if (stat(real, &st) < 0) {
+		al_errors_add(errs, errno, NULL, NULL, "%s: %s: %s", m->origin, real,
+			      strerror(errno));
+		return;
+	}
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+		al_errors_add(errs, EINVAL, NULL, NULL,
+			      "%s: %s is neither a regular file nor a directory", m->origin, real);
+		return;
+	}
+	unsigned access = AL_FS_READ | (m->mode == AL_MOUNT_RW ? AL_FS_WRITE : 0) |
+			  (m->exec != 0 ? AL_FS_EXEC : 0);
+	snprintf(what, sizeof(what), "%s %s", m->mode == AL_MOUNT_RW ? "rw" : "ro", m->path);
+	al_plan_add_host(p, AL_FS_HOST, real, m->path, &st, access, what)->root_ids = true;
+}
+
+static void build_items(struct al_plan *p, const struct al_policy *pol, struct al_errors *errs)
+{
+	const struct al_policy_root *r = pol->root;
+	size_t n_tmpfs = al_strv_len(r->tmpfs), n = 0;
+	_cleanup_free_ struct item *items = xcalloc(n_tmpfs + pol->n_mounts + 1, sizeof(*items));
+	unsigned scratch = AL_FS_READ | AL_FS_WRITE | (p->scratch_exec ? AL_FS_EXEC : 0);
+
+	for (size_t i = 0; i < n_tmpfs; i++)
+		items[n++] = (struct item){.path = r->tmpfs[i], .face = i};
+	for (size_t i = 0; i < pol->n_mounts; i++)
+		items[n++] = (struct item){.path = pol->mounts[i].path, .mount = &pol->mounts[i]};
+	if (p->gateway)
+		items[n++] = (struct item){.path = "/etc/resolv.conf", .file = true};
+	qsort(items, n, sizeof(*items), cmp_item);
+	for (size_t i = 0; i < n; i++) {
+		const struct item *it = &items[i];
+		const char *origin = it->mount	? it->mount->origin
+				     : it->file ? "resolv.conf"
+						: "tmpfs";
+		if (!al_path_is_clean_absolute(it->path) || strcmp(it->path, "/") == 0) {
+			al_errors_add(errs, EINVAL, NULL, NULL,
+				      "%s: \"%s\" is not a clean absolute path below /", origin,
+				      it->path);
+			continue;
+		}
+		/* /dev/shm is the scratch's own face already. */
+		if (!it->mount && !it->file && strcmp(it->path, "/dev/shm") == 0)
+			continue;
+		if (is_own(it->path)) {
+			al_errors_add(errs, EINVAL, NULL, NULL,
+				      "%s: %s would cover or sit inside airlock's own %s", origin,
+				      it->path,
+				      al_path_is_under(it->path, "/proc") ? "/proc" : "/dev");
+			continue;
+		}
+		if (i > 0 && strcmp(items[i - 1].path, it->path) == 0) {
+			if (!items[i - 1].file)
+				al_errors_add(errs, EINVAL, NULL, NULL, "%s: a second mount at %s",
+					      origin, it->path);
+			continue;
+		}
+		if (it->file) {
+			al_plan_add_file(p, it->path,
+					 xstrdup("nameserver 127.0.0.1\n"
+						 "options timeout:1 attempts:1\n"),
+					 0644);
+		} else if (it->mount) {
+			add_bind(p, it->mount, errs);
+		} else {
+			char part[32], what[PATH_MAX + 32];
+			snprintf(part, sizeof(part), "t%zu", it->face);
+			snprintf(what, sizeof(what), "tmpfs %s (scratch)", it->path);
+			struct al_fs_entry *e = al_plan_add_fs(p, AL_FS_SCRATCH, it->path,
+							       xstrdup(part), scratch, what);
+			e->mode = 01777;
+		}
+	}
+}
+
+static void build_dev(struct al_plan *p)
+{
+	al_plan_add_fs(p, AL_FS_PROC, "/proc", NULL, AL_FS_READ, "/proc")->mode = 0555;
+	al_plan_add_fs(p, AL_FS_DIR, "/dev", NULL, AL_FS_READ, "/dev")->mode = 0755;
+	for (size_t i = 0; dev_nodes[i]; i++) {
+		struct stat st;
+		char host[32];
+		snprintf(host, sizeof(host), "/dev/%s", dev_nodes[i]);
+		if (stat(host, &st) < 0 || !S_ISCHR(st.st_mode))
+			continue;
+		al_plan_add_host(p, AL_FS_DEVICE, host, host, &st, AL_FS_READ | AL_FS_WRITE, host);
+	}
+	al_plan_add_fs(p, AL_FS_PTYS, "/dev/pts", NULL, AL_FS_READ | AL_FS_WRITE,
+		       "/dev/pts (the sandbox's)")
+	    ->mode = 0755;
+	for (size_t i = 0; i < AL_ARRAY_SIZE(dev_links); i++)
+		al_plan_add_fs(p, AL_FS_LINK, dev_links[i][0], xstrdup(dev_links[i][1]), AL_FS_READ,
+			       dev_links[i][0]);
+	al_plan_add_fs(p, AL_FS_SCRATCH, "/dev/shm", xstrdup("shm"), AL_FS_READ | AL_FS_WRITE,
+		       "/dev/shm (scratch)")
+	    ->mode = 01777;
+}
+
+static void build_hidden(struct al_plan *p, char *const *paths, enum al_fs_kind kind,
+			 const char *what, struct al_errors *errs)
+{
+	for (size_t i = 0; paths && paths[i]; i++) {
+		if (!al_path_is_clean_absolute(paths[i]) || strcmp(paths[i], "/") == 0) {
+			al_errors_add(errs, EINVAL, NULL, NULL,
+				      "%s[%zu]: \"%s\" is not a clean absolute path below /", what,
+				      i, paths[i]);
+			continue;
+		}
+		char w[PATH_MAX + 32];
+		snprintf(w, sizeof(w), "%s %s", kind == AL_FS_MASK ? "masked" : "read-only",
+			 paths[i]);
+		al_plan_add_fs(p, kind, paths[i], NULL, AL_FS_READ, w);
+	}
+}
+
+void al_plan_build_root(struct al_plan *p, const struct al_policy *pol, struct al_errors *errs)
+{
+	const struct al_policy_root *r = pol->root;
+	struct al_plan_root *pr = xcalloc(1, sizeof(*pr));
+	char real[PATH_MAX];
+	struct stat st;
+
+	p->root = pr;
+	pr->readonly = r->readonly;
+	take_map("linux.uidMappings", r->uid_map, r->n_uid_map, &pr->uid_map, &pr->n_uid_map, errs);
+	take_map("linux.gidMappings", r->gid_map, r->n_gid_map, &pr->gid_map, &pr->n_gid_map, errs);
+	p->uid = r->uid;
+	p->gid = r->gid;
+	if (r->uid >= AL_IDS_SLOT_SIZE || r->gid >= AL_IDS_SLOT_SIZE)
+		al_errors_add(errs, EINVAL, NULL, "process.user",
+			      "uid %u, gid %u: the sandbox's ids are 0 to %u", r->uid, r->gid,
+			      AL_IDS_SLOT_SIZE - 1);
+	for (size_t i = 0; i < r->n_groups; i++)
+		if (r->groups[i] >= AL_IDS_SLOT_SIZE)
+			al_errors_add(errs, EINVAL, NULL, "process.user.additionalGids",
+				      "gid %u: the sandbox's ids are 0 to %u", r->groups[i],
+				      AL_IDS_SLOT_SIZE - 1);
+	if (r->n_groups) {
+		p->groups = dup_mem(r->groups, r->n_groups * sizeof(*r->groups));
+		p->n_groups = r->n_groups;
+	}
+	if (p->rootless)
+		al_errors_add(errs, EPERM, NULL, "root",
+			      "a container's own root needs airlock to run as root (its files "
+			      "keep the ids the engine gave them, in a whole slot of host ids)");
+	else if (!p->ids_per_run)
+		al_errors_add(errs, EINVAL, NULL, "identity.host_ids",
+			      "a container's own root needs a slot of the pool per run (its "
+			      "65536 ids), not a fixed range");
+	if (!r->host || !realpath(r->host, real)) {
+		al_errors_add(errs, r->host ? errno : EINVAL, NULL, "root.path", "%s: %s",
+			      r->host ? r->host : "(none)", strerror(r->host ? errno : EINVAL));
+		return;
+	}
+	if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		al_errors_add(errs, ENOTDIR, NULL, "root.path", "%s is not a directory", real);
+		return;
+	}
+	unsigned access = AL_FS_READ | AL_FS_EXEC | (r->readonly ? 0 : AL_FS_WRITE);
+	al_plan_add_host(p, AL_FS_HOST, real, "/", &st, access,
+			 r->readonly ? "root (the container's, read-only)"
+				     : "root (the container's)")
+	    ->root_ids = true;
+	build_dev(p);
+	build_items(p, pol, errs);
+	al_plan_build_cred_files(p);
+	build_hidden(p, r->masked, AL_FS_MASK, "linux.maskedPaths", errs);
+	build_hidden(p, r->readonly_paths, AL_FS_RDONLY, "linux.readonlyPaths", errs);
+}
+
+void al_plan_free_root(struct al_plan *p)
+{
+	if (p->root) {
+		free(p->root->uid_map);
+		free(p->root->gid_map);
+		free(p->root);
+	}
+	free(p->groups);
+}
