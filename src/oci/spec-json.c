@@ -302,12 +302,11 @@ int oci_pairs(struct oci_ctx *c, const json_t *j, const char *path, char ***out)
 		const char *p = MAPKEY(path, key);
 		int r = 0;
 
+		/* jansson refuses a key with a NUL byte as a syntax error */
 		if (key_len == 0)
 			r = oci_fail(c, path, "has an empty key");
 		else if (key_len > AL_OCI_MAX_STRING)
 			r = oci_fail(c, p, "key is longer than %u bytes", AL_OCI_MAX_STRING);
-		else if (memchr(key, '\0', key_len))
-			r = oci_fail(c, p, "key contains a NUL byte");
 		else if (!(v[i] = strdup(key)))
 			r = oci_nomem(c);
 		if (r == 0)
@@ -364,10 +363,10 @@ int oci_idmaps(struct oci_ctx *c, const json_t *j, const char *path, struct al_o
 		cid = oci_need(c, e, p, "containerID");
 		hid = oci_need(c, e, p, "hostID");
 		size = oci_need(c, e, p, "size");
-		if (!cid || !hid || !size ||
-		    oci_u32(c, cid, KEY(p, "containerID"), &m->container_id) ||
-		    oci_u32(c, hid, KEY(p, "hostID"), &m->host_id) ||
-		    oci_u32(c, size, KEY(p, "size"), &m->size)) {
+		if ((cid && oci_u32(c, cid, KEY(p, "containerID"), &m->container_id)) | !cid |
+		    (hid && oci_u32(c, hid, KEY(p, "hostID"), &m->host_id)) | !hid |
+		    (size && oci_u32(c, size, KEY(p, "size"), &m->size)) | !size) {
+			m->size = 0; /* not compared with the next ones */
 			bad++;
 			continue;
 		}

@@ -126,9 +126,10 @@ static int parse_rlimit(struct oci_ctx *c, const json_t *j, const char *p, size_
 	t = oci_need(c, j, p, "type");
 	soft = oci_need(c, j, p, "soft");
 	hard = oci_need(c, j, p, "hard");
-	if (!t || !soft || !hard || oci_str(c, t, KEY(p, "type"), &type) ||
-	    oci_uint(c, soft, KEY(p, "soft"), UINT64_MAX, &rl->soft) ||
-	    oci_uint(c, hard, KEY(p, "hard"), UINT64_MAX, &rl->hard))
+	/* each member checked, so that all their errors are reported */
+	if ((t && oci_str(c, t, KEY(p, "type"), &type)) | !t |
+	    (soft && oci_uint(c, soft, KEY(p, "soft"), UINT64_MAX, &rl->soft)) | !soft |
+	    (hard && oci_uint(c, hard, KEY(p, "hard"), UINT64_MAX, &rl->hard)) | !hard)
 		return -EINVAL;
 	for (k = 0; k < sizeof(rlimits) / sizeof(rlimits[0]); k++)
 		if (strcmp(type, rlimits[k].name) == 0)
@@ -476,10 +477,11 @@ int al_oci_config_parse(const char *json, size_t len, struct al_oci_config **ret
 	if (!doc)
 		return al_errors_add_syntax(errs, "config.json", jerr.line, jerr.column, jerr.text);
 	if (!json_is_object(doc)) {
+		const char *what = json_is_array(doc) ? "an array" : "a scalar";
+
 		json_decref(doc);
 		return al_errors_add(errs, EINVAL, "config.json", NULL,
-				     "must be a JSON object, not %s",
-				     json_is_array(doc) ? "an array" : "a scalar");
+				     "must be a JSON object, not %s", what);
 	}
 	if (!(cfg = calloc(1, sizeof(*cfg)))) {
 		json_decref(doc);
