@@ -333,6 +333,15 @@ int oci_pairs(struct oci_ctx *c, const json_t *j, const char *path, char ***out)
 	return 0;
 }
 
+/* A required uint32 member key of obj (at path p). */
+static int need_u32(struct oci_ctx *c, const json_t *obj, const char *p, const char *key,
+		    uint32_t *out)
+{
+	json_t *v = oci_need(c, obj, p, key);
+
+	return v ? oci_u32(c, v, KEY(p, key), out) : -EINVAL;
+}
+
 /* Two ranges [a, a + n) and [b, b + m) share an id. */
 static bool overlap(uint64_t a, uint64_t n, uint64_t b, uint64_t m)
 {
@@ -354,18 +363,15 @@ int oci_idmaps(struct oci_ctx *c, const json_t *j, const char *path, struct al_o
 		const json_t *e = json_array_get(j, i);
 		const char *p = IDX(path, i);
 		struct al_oci_idmap *m = &v[i];
-		json_t *cid, *hid, *size;
 
 		if (!oci_object(c, e, p)) {
 			bad++;
 			continue;
 		}
-		cid = oci_need(c, e, p, "containerID");
-		hid = oci_need(c, e, p, "hostID");
-		size = oci_need(c, e, p, "size");
-		if ((cid && oci_u32(c, cid, KEY(p, "containerID"), &m->container_id)) | !cid |
-		    (hid && oci_u32(c, hid, KEY(p, "hostID"), &m->host_id)) | !hid |
-		    (size && oci_u32(c, size, KEY(p, "size"), &m->size)) | !size) {
+		/* all three checked, so that each one's error is reported */
+		if ((need_u32(c, e, p, "containerID", &m->container_id) |
+		     need_u32(c, e, p, "hostID", &m->host_id) |
+		     need_u32(c, e, p, "size", &m->size)) < 0) {
 			m->size = 0; /* not compared with the next ones */
 			bad++;
 			continue;

@@ -127,9 +127,9 @@ static int parse_rlimit(struct oci_ctx *c, const json_t *j, const char *p, size_
 	soft = oci_need(c, j, p, "soft");
 	hard = oci_need(c, j, p, "hard");
 	/* each member checked, so that all their errors are reported */
-	if ((t && oci_str(c, t, KEY(p, "type"), &type)) | !t |
-	    (soft && oci_uint(c, soft, KEY(p, "soft"), UINT64_MAX, &rl->soft)) | !soft |
-	    (hard && oci_uint(c, hard, KEY(p, "hard"), UINT64_MAX, &rl->hard)) | !hard)
+	if (((t ? oci_str(c, t, KEY(p, "type"), &type) : -EINVAL) |
+	     (soft ? oci_uint(c, soft, KEY(p, "soft"), UINT64_MAX, &rl->soft) : -EINVAL) |
+	     (hard ? oci_uint(c, hard, KEY(p, "hard"), UINT64_MAX, &rl->hard) : -EINVAL)) < 0)
 		return -EINVAL;
 	for (k = 0; k < sizeof(rlimits) / sizeof(rlimits[0]); k++)
 		if (strcmp(type, rlimits[k].name) == 0)
