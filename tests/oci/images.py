@@ -322,6 +322,9 @@ class Podman:
         _unmount_below(self.base)
 
 
+# Where containerd 1.6's runc v2 shim puts its socket (s/), whatever the
+# daemon's state directory.
+SHIM_RUN_DIR = "/run/containerd"
 CONTAINERD_CONFIG = """version = 2
 root = "{root}"
 state = "{state}"
@@ -359,6 +362,9 @@ class Containerd:
         self.config = os.path.join(base, "config.toml")
         self.log = os.path.join(base, "containerd.log")
         self.proc = None
+        # The shim's socket directory (see run_flags()): removed at close
+        # when this daemon's run made it and it is empty again.
+        self.made_run_dir = not os.path.exists(SHIM_RUN_DIR)
 
     def start(self, timeout=30):
         os.makedirs(self.root, exist_ok=True)
@@ -401,6 +407,14 @@ class Containerd:
                                                           r.stderr.decode(errors="replace")))
         return r
 
+    def run_flags(self):
+        """Flags of `ctr run` that keep its FIFOs and the runtime's state
+        under base (ctr and the runc shim default to /run/containerd/fifo
+        and /run/containerd/runc/NAMESPACE). The runc v2 shim of 1.6 still
+        puts its socket in /run/containerd/s, removed when it ends."""
+        return ["--fifo-dir", os.path.join(self.base, "fifo"),
+                "--runc-root", os.path.join(self.base, "runc-root")]
+
     def import_root(self, root, name):
         """Import root as image name (localhost/NAME:latest), unpacked for
         the snapshotter."""
@@ -430,6 +444,13 @@ class Containerd:
                 self.proc.kill()
                 self.proc.wait(10)
         _unmount_below(self.base)
+        if self.made_run_dir:
+            for d in (os.path.join(SHIM_RUN_DIR, "s"), os.path.join(SHIM_RUN_DIR, "fifo"),
+                      SHIM_RUN_DIR):
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    pass
 
 
 def selftest():
@@ -451,8 +472,8 @@ def selftest():
         print("podman: %s" % r.stdout.decode().strip())
         ctd = Containerd(os.path.join(base, "containerd")).start()
         ctd.import_root(bb, "localhost/al-busybox:latest")
-        r = ctd.ctr("run", "--rm", "localhost/al-busybox:latest", "al-selftest", "/bin/sh", "-c",
-                    "echo ctr ok")
+        r = ctd.ctr("run", "--rm", *ctd.run_flags(), "localhost/al-busybox:latest",
+                    "al-selftest", "/bin/sh", "-c", "echo ctr ok")
         print("containerd: %s" % r.stdout.decode().strip())
     finally:
         if pod:
