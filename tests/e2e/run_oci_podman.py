@@ -1,0 +1,522 @@
+#!/usr/bin/python3
+"""podman with an OCI runtime under test (TAP): airlock's runc-compatible
+command line, or runc itself as the reference.
+
+usage: run_oci_podman.py RUNTIME [NAME] [CASE-SUBSTRING...]
+
+RUNTIME is the path podman gets as --runtime (airlock-runc, or runc); NAME
+is how the messages call it (default: its file name). The cases that need
+airlock's own promises (egress by annotation, its audit stream) run only
+when `RUNTIME --version` says "airlock", and are skipped with that reason
+otherwise.
+
+Everything lives under one temporary directory removed at the end, even on
+failure (tests/oci/images.py): the busybox and python roots made from this
+host's files, imported into a private podman store (storage driver overlay,
+its own containers.conf: default_ulimits of 1024 since root here lacks
+CAP_SYS_RESOURCE, cgroupfs, events to a file, no network by default).
+Every container is run with --network none, so podman hands the runtime a
+config asking for a new, empty network namespace (no path).
+
+Judged from the host: exit codes, podman inspect's State, the container's
+cgroup files read through /proc/PID/cgroup of its process while it runs,
+and after `rm` no mount, cgroup directory, process or runtime state of the
+container. Bombs are bounded: the memory hog allocates at most 256 MiB,
+the fork loop starts at most 100 sleeps.
+"""
+
+import http.server
+import json
+import os
+import pty
+import re
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import fcntl
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oci"))
+
+import images  # noqa: E402
+from harness import Skip, Suite, children_of, expect, kill_pid, own_mount_ns, wait_for  # noqa: E402
+
+class PodmanSuite(Suite):
+    def nothing_left_behind(self, env):
+        """After all cases: no child process of the test, no trace of any
+        container a case made (see nothing_left_after_rm), podman's store
+        lists no container."""
+        r = env.podman("ps", "--all", "--quiet")
+        expect(not text(r).strip(), "podman still lists containers: %s" % text(r))
+        def traces():
+            return {c[:12]: t for c in env.made for t in [container_traces(env, c)] if t}
+        wait_for(lambda: not traces(), 15, step=0.2)  # podman's cleanup, as above
+        left = traces()
+        expect(not left, "traces of the cases' containers remain: %s" % left)
+        kids = [k for k in children_of(os.getpid())]
+        expect(not kids, "child processes of the test remain: %s" % kids)
+
+
+suite = PodmanSuite()
+case = suite.case
+
+BUSYBOX = "localhost/al-busybox"
+PYTHON = "localhost/al-python"
+# Where a runtime keeps its state when the engine passes no --root (podman
+# 4.3's conmon passes none): each runtime's own default.
+STATE_ROOTS = {"runc": "/run/runc", "crun": "/run/crun"}
+# The audit events that say a connection was denied (docs/audit.md:
+# net.connect, and net.dns for a name no rule allows), with "decision":
+# "deny" and the host in "name".
+DENY_EVENTS = ("net.connect", "net.dns")
+
+
+class Env:
+    """The runtime under test and the private store the cases share."""
+
+    def __init__(self, runtime, name):
+        self.runtime = os.path.abspath(runtime)
+        self.name = name
+        ver = subprocess.run([self.runtime, "--version"], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, timeout=30)
+        self.version = ver.stdout.decode(errors="replace").strip()
+        self.is_airlock = "airlock" in self.version.lower()
+        self.base = tempfile.mkdtemp(prefix="airlock-e2e-oci-podman-")
+        self.pod = images.Podman(os.path.join(self.base, "podman"), runtime=self.runtime)
+        self.made = []  # ids of every container a case made, for the final checks
+        self.state_root = STATE_ROOTS.get(os.path.basename(self.runtime))
+
+    def setup(self):
+        t0 = time.monotonic()
+        bb = images.busybox_root(os.path.join(self.base, "busybox"))
+        py = images.python_root(os.path.join(self.base, "python"))
+        self.pod.import_root(bb, BUSYBOX)
+        self.pod.import_root(py, PYTHON)
+        return time.monotonic() - t0
+
+    def podman(self, *args, timeout=120):
+        return self.pod.run(*args, timeout=timeout)
+
+    def close(self):
+        self.pod.close()
+        left = images.mounts_below(self.base)
+        shutil.rmtree(self.base, ignore_errors=True)
+        return left
+
+
+def text(r):
+    return r.stdout.decode(errors="replace")
+
+
+def describe(r):
+    return "command: %s\nexit: %d\nstdout: %r\nstderr: %r" % (
+        " ".join(r.args), r.returncode, r.stdout[-1500:], r.stderr[-1500:])
+
+
+def expect_rc(r, rc):
+    expect(r.returncode == rc, "expected exit %d, got %d\n%s" % (rc, r.returncode, describe(r)))
+
+
+def run_args(*args):
+    """podman run's arguments every case gives: no network."""
+    return ("run", "--network", "none") + args
+
+
+def inspect(env, cid):
+    r = env.podman("inspect", "--type", "container", cid)
+    expect_rc(r, 0)
+    return json.loads(r.stdout)[0]
+
+
+def start_detached(env, image, *cmd, opts=()):
+    """podman run -d; the container's full id (recorded for the final checks)."""
+    r = env.podman(*run_args("-d", *opts, image, *cmd))
+    expect_rc(r, 0)
+    cid = text(r).strip().splitlines()[-1]
+    env.made.append(cid)
+    return cid
+
+
+def cgroup_dir(pid, controller):
+    """The host path of pid's cgroup of controller (v1), or its v2 cgroup."""
+    with open("/proc/%d/cgroup" % pid) as f:
+        lines = f.read().splitlines()
+    for line in lines:
+        _, ctrls, path = line.split(":", 2)
+        if controller in ctrls.split(","):
+            return "/sys/fs/cgroup/%s%s" % (controller, path)
+    for line in lines:
+        if line.startswith("0::"):
+            return "/sys/fs/cgroup" + line[3:]
+    raise AssertionError("pid %d has no %s cgroup: %s" % (pid, controller, lines))
+
+
+def read(path):
+    with open(path) as f:
+        return f.read().strip()
+
+
+def remove(env, cid):
+    r = env.podman("rm", "--force", "--time", "0", cid)
+    expect_rc(r, 0)
+
+
+@case
+def true_exits_0(env):
+    """`podman run --rm IMAGE /bin/true` exits 0."""
+    t0 = time.monotonic()
+    r = env.podman(*run_args("--rm", BUSYBOX, "/bin/true"))
+    expect_rc(r, 0)
+    print("# %s: run --rm /bin/true took %.2fs" % (env.name, time.monotonic() - t0))
+
+
+@case
+def exit_code_returned(env):
+    """`podman run --rm IMAGE sh -c 'exit 7'` exits 7, and the command's
+    output reaches podman's stdout."""
+    r = env.podman(*run_args("--rm", BUSYBOX, "sh", "-c", "echo out-marker; exit 7"))
+    expect_rc(r, 7)
+    expect(text(r).strip() == "out-marker", "output not relayed\n%s" % describe(r))
+
+
+@case
+def missing_command_fails(env):
+    """A command that is not in the image fails the run with podman's 127
+    (the runtime could not exec it), not 0."""
+    r = env.podman(*run_args("--rm", BUSYBOX, "/no/such/binary"))
+    expect(r.returncode in (126, 127), "expected 126/127, got %d\n%s" % (r.returncode, describe(r)))
+
+
+@case
+def detached_exec_stop_rm(env):
+    """`run -d`, then `exec` (output and exit code), `stop` (the container's
+    SIGTERM trap exits 0 and inspect says it exited 0), `rm` (inspect no
+    longer finds it)."""
+    cid = start_detached(env, BUSYBOX, "sh", "-c",
+                         "trap 'exit 0' TERM; while :; do sleep 1 & wait; done")
+    st = inspect(env, cid)["State"]
+    expect(st["Running"] and st["Pid"] > 0, "not running after run -d: %s" % st)
+    r = env.podman("exec", cid, "sh", "-c", "echo exec-marker; cat /etc/hostname")
+    expect_rc(r, 0)
+    expect(text(r).startswith("exec-marker\n"), "exec output wrong\n%s" % describe(r))
+    r = env.podman("exec", cid, "sh", "-c", "exit 3")
+    expect_rc(r, 3)
+    r = env.podman("stop", "--time", "10", cid)
+    expect_rc(r, 0)
+    st = inspect(env, cid)["State"]
+    expect(not st["Running"] and st["ExitCode"] == 0, "after stop: %s" % st)
+    r = env.podman("rm", cid)
+    expect_rc(r, 0)
+    r = env.podman("inspect", "--type", "container", cid)
+    expect(r.returncode != 0, "inspect still finds the container after rm\n%s" % describe(r))
+
+
+HOG = ("import sys\n"
+       "b = []\n"
+       "for i in range(256):\n"
+       "    b.append(bytearray(1 << 20)); b[-1][::4096] = b'x' * 256\n"
+       "print('hog survived', flush=True)")
+
+
+def oom_kills(cg):
+    """How many OOM kills the memory cgroup cg has seen (v1's
+    memory.oom_control, or v2's memory.events)."""
+    name = "memory.oom_control" if os.path.exists(os.path.join(cg, "memory.oom_control")) \
+        else "memory.events"
+    for line in read(os.path.join(cg, name)).splitlines():
+        k, _, v = line.partition(" ")
+        if k == "oom_kill":
+            return int(v)
+    raise AssertionError("%s/%s has no oom_kill line" % (cg, name))
+
+
+@case
+def memory_limit_enforced(env):
+    """`--memory 64m --memory-swap 64m`: the container's memory cgroup holds
+    that limit (read from the host while it runs, before the hog is told to
+    start), and a hog of up to 256 MiB in 1 MiB steps run by the container's
+    shell is killed by SIGKILL (the shell sees 137) and the cgroup counts an
+    OOM kill. (The shell stays so that the cgroup can be read afterwards:
+    podman 4.3's inspect does not say OOMKilled for runc on cgroup v1.)"""
+    cid = start_detached(env, PYTHON, "sh", "-c",
+                         "while [ ! -e /tmp/go ]; do sleep 0.05; done;"
+                         " python3 -c \"$HOG\"; echo hog-rc=$?; sleep 300",
+                         opts=("--memory", "64m", "--memory-swap", "64m", "--env", "HOG=" + HOG))
+    try:
+        pid = inspect(env, cid)["State"]["Pid"]
+        cg = cgroup_dir(pid, "memory")
+        limit_file = "memory.limit_in_bytes" if "/memory/" in cg else "memory.max"
+        limit = int(read(os.path.join(cg, limit_file)))
+        expect(limit == 64 << 20, "%s/%s is %d, not 64 MiB" % (cg, limit_file, limit))
+        expect_rc(env.podman("exec", cid, "touch", "/tmp/go"), 0)  # the hog starts
+        done = wait_for(lambda: "hog-rc=" in text(env.podman("logs", cid)), 60, step=0.2)
+        logs = text(env.podman("logs", cid))
+        expect(done, "the hog did not end within 60 s: %r" % logs)
+        expect("hog survived" not in logs, "the hog got 256 MiB under a 64 MiB limit")
+        expect("hog-rc=137" in logs, "the hog did not end by SIGKILL: %r" % logs)
+        expect(oom_kills(cg) >= 1, "the memory cgroup %s counts no OOM kill" % cg)
+    finally:
+        remove(env, cid)
+
+
+FORKER = ("import os, time\n"
+          "ok = failed = 0\n"
+          "for i in range(100):\n"
+          "    try:\n"
+          "        pid = os.fork()\n"
+          "    except OSError:\n"
+          "        failed += 1\n"
+          "        continue\n"
+          "    if pid == 0:\n"
+          "        time.sleep(300)\n"
+          "        os._exit(0)\n"
+          "    ok += 1\n"
+          "print('forks', ok, failed, flush=True)\n"
+          "time.sleep(300)")
+
+
+@case
+def pids_limit_enforced(env):
+    """`--pids-limit 32`: a loop trying 100 forks stops at the limit. The
+    loop itself says it made 28 to 31 children and failed the rest; from
+    the host: the pids cgroup's pids.max is 32, its pids.current and the
+    processes in it at most 32."""
+    cid = start_detached(env, PYTHON, "python3", "-c", FORKER, opts=("--pids-limit", "32"))
+    try:
+        pid = inspect(env, cid)["State"]["Pid"]
+        cg = cgroup_dir(pid, "pids")
+        done = wait_for(lambda: "forks" in text(env.podman("logs", cid)), 30, step=0.2)
+        logs = text(env.podman("logs", cid))
+        expect(done, "the fork loop did not finish within 30 s: %r" % logs)
+        ok, failed = map(int, logs.split("forks", 1)[1].split()[:2])
+        pmax, cur = read(os.path.join(cg, "pids.max")), int(read(os.path.join(cg, "pids.current")))
+        procs = read(os.path.join(cg, "cgroup.procs")).split()
+    finally:
+        remove(env, cid)
+    expect(pmax == "32", "%s/pids.max is %s, not 32" % (cg, pmax))
+    expect(28 <= ok <= 31 and ok + failed == 100, "forks made %d, failed %d (limit 32)"
+           % (ok, failed))
+    expect(cur <= 32, "pids.current is %d (limit 32)" % cur)
+    expect(len(procs) <= 32, "%d processes in the cgroup (limit 32)" % len(procs))
+
+
+def set_size(fd, rows, cols):
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+
+def run_in_pty(env, args, rows=37, cols=101, timeout=60):
+    """podman ARGS on the slave of a pty of ours (its stdin, stdout and
+    stderr; podman the session leader), sized rows x cols; returns (exit
+    code, everything read from the master)."""
+    master, slave = pty.openpty()
+    set_size(slave, rows, cols)
+
+    def own_tty():
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    p = subprocess.Popen(env.pod.argv(*args), stdin=slave, stdout=slave, stderr=slave,
+                         env=env.pod.env, preexec_fn=own_tty)
+    os.close(slave)
+    out = b""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                try:
+                    data = os.read(master, 4096)
+                except OSError:  # EIO: every slave closed
+                    break
+                if not data:
+                    break
+                out += data
+            elif p.poll() is not None:
+                break
+        else:
+            kill_pid(p.pid)
+            raise AssertionError("podman -it did not end within %ds; output %r" % (timeout, out))
+        return p.wait(30), out
+    finally:
+        os.close(master)
+
+
+@case
+def interactive_terminal(env):
+    """`podman run --rm -it` through a pty: the command's stdin is a
+    terminal (`tty` prints /dev/pts/N), it has the outer terminal's size
+    (`stty size`), and what is typed reaches it."""
+    rc, out = run_in_pty(env, run_args("--rm", "-it", BUSYBOX, "sh", "-c",
+                                       "tty; stty size; echo status=$?"))
+    s = out.decode(errors="replace").replace("\r", "")
+    expect(rc == 0, "podman -it exited %d; output %r" % (rc, s))
+    expect(re.search(r"^/dev/pts/\d+$", s, re.M), "tty did not print /dev/pts/N: %r" % s)
+    expect(re.search(r"^37 101$", s, re.M), "stty size did not say 37 101: %r" % s)
+
+
+def container_traces(env, cid):
+    """What of container cid is still on the host: mounts naming it, cgroup
+    directories named after it, processes with it in their command line,
+    the runtime's state directory of it."""
+    found = []
+    with open("/proc/self/mountinfo") as f:
+        found += ["mount " + l.split()[4] for l in f if cid in l]
+    for ctrl in os.listdir("/sys/fs/cgroup"):
+        top = os.path.join("/sys/fs/cgroup", ctrl)
+        if not os.path.isdir(top) or os.path.islink(top):
+            continue
+        for parent in (top, os.path.join(top, "libpod_parent"), os.path.join(top, "machine.slice")):
+            try:
+                found += ["cgroup " + os.path.join(parent, n) for n in os.listdir(parent)
+                          if cid in n]
+            except OSError:
+                pass
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % p, "rb") as f:
+                    cmd = f.read()
+                if cid.encode() in cmd:
+                    found.append("process %s: %s" % (p, cmd.replace(b"\0", b" ")[:300]))
+            except OSError:
+                pass
+    if env.state_root and os.path.exists(os.path.join(env.state_root, cid)):
+        found.append("runtime state " + os.path.join(env.state_root, cid))
+    r = subprocess.run([env.runtime, "state", cid], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=30)
+    if r.returncode == 0:
+        found.append("`%s state` still answers: %s" % (env.name, r.stdout[:200]))
+    return found
+
+
+@case
+def nothing_left_after_rm(env):
+    """A container run -d, exec'd into and rm -f'd leaves nothing: no mount,
+    cgroup, process (conmon and podman's cleanup included) or runtime state
+    naming its id, and `RUNTIME state ID` fails."""
+    cid = start_detached(env, BUSYBOX, "sleep", "300", opts=("--memory", "64m",
+                                                             "--pids-limit", "32"))
+    r = env.podman("exec", cid, "true")
+    expect_rc(r, 0)
+    expect(container_traces(env, cid), "a running container shows no trace (the check is blind)")
+    remove(env, cid)
+    # conmon runs podman's exit command (`podman container cleanup`) when the
+    # container ends, beside the rm: it may outlive rm by a moment.
+    wait_for(lambda: not container_traces(env, cid), 15, step=0.2)
+    left = container_traces(env, cid)
+    expect(not left, "left 15 s after rm: %s" % left)
+
+
+class _Api(http.server.BaseHTTPRequestHandler):
+    hits = []
+
+    def do_GET(self):
+        _Api.hits.append((self.headers.get("Host"), self.path))
+        body = b"api-answer-marker\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def expect_audit_denied(audit_path, host):
+    """The audit stream at audit_path (JSON lines) holds a denial of host: an
+    event of DENY_EVENTS with "decision": "deny" and "name" host."""
+    try:
+        with open(audit_path) as f:
+            events = [json.loads(l) for l in f if l.strip()]
+    except OSError as err:
+        raise AssertionError("no audit stream at %s: %s" % (audit_path, err))
+    denied = [e for e in events if e.get("event") in DENY_EVENTS
+              and e.get("decision") == "deny" and e.get("name") == host]
+    expect(denied, "the audit stream has no denial of %s; events: %s"
+           % (host, [(e.get("event"), e.get("name"), e.get("decision")) for e in events]))
+
+
+@case
+def annotation_allows_loopback_api(env):
+    """airlock only: `io.airlock.network.allow=api.test:PORT` with
+    `io.airlock.network.hosts=api.test=127.0.0.1` lets the container reach
+    the test's HTTP server on the host's 127.0.0.1:PORT as
+    http://api.test:PORT/; denied.test (not allowed) gets nothing and the
+    server sees no request for it; the audit stream (io.airlock.audit) says
+    denied.test was denied."""
+    if not env.is_airlock:
+        raise Skip("%s is not airlock (--version: %s): egress annotations are airlock's"
+                   % (env.name, env.version.splitlines()[0] if env.version else "?"))
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Api)
+    port = srv.server_address[1]
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    audit = os.path.join(env.base, "audit.jsonl")
+    _Api.hits.clear()
+    try:
+        code = ("import urllib.request\n"
+                "print(urllib.request.urlopen('http://api.test:%d/ok', timeout=10).read().decode(), end='')\n"
+                "try:\n"
+                "    urllib.request.urlopen('http://denied.test:%d/no', timeout=10)\n"
+                "    print('denied-host-reached')\n"
+                "except Exception as e:\n"
+                "    print('denied-host-failed', type(e).__name__)\n" % (port, port))
+        r = env.podman(*run_args(
+            "--rm",
+            "--annotation", "io.airlock.network.allow=api.test:%d" % port,
+            "--annotation", "io.airlock.network.hosts=api.test=127.0.0.1",
+            "--annotation", "io.airlock.audit=%s" % audit,
+            PYTHON, "python3", "-c", code), timeout=120)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    expect_rc(r, 0)
+    out = text(r)
+    expect("api-answer-marker" in out, "the allowed API did not answer\n%s" % describe(r))
+    expect("denied-host-failed" in out, "the denied host was reached\n%s" % describe(r))
+    expect(not any(p == "/no" for _, p in _Api.hits),
+           "the server got the denied host's request: %s" % _Api.hits)
+    expect_audit_denied(audit, "denied.test")
+
+
+def main():
+    if len(sys.argv) < 2:
+        print("usage: %s RUNTIME [NAME] [CASE-SUBSTRING...]" % sys.argv[0], file=sys.stderr)
+        return 2
+    runtime = sys.argv[1]
+    name = sys.argv[2] if len(sys.argv) > 2 else os.path.basename(runtime)
+    if not os.access(runtime, os.X_OK):
+        print("1..0 # SKIP runtime %s not found" % runtime)
+        return 0
+    if shutil.which("podman") is None:
+        print("1..0 # SKIP podman is not installed")
+        return 0
+    if os.geteuid() != 0:
+        print("1..0 # SKIP needs root (rootful podman)")
+        return 0
+    t0 = time.monotonic()
+    own_mount_ns()  # podman's mounts in a namespace of ours (Suite.run makes another)
+    env = Env(runtime, name)
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))
+    try:
+        print("# runtime %s (%s): %s" % (name, env.runtime, env.version.splitlines()[0]))
+        print("# images built and imported in %.1fs under %s" % (env.setup(), env.base),
+              flush=True)
+        rc = suite.run(env, only=sys.argv[3:])
+    finally:
+        left = env.close()
+        print("# total %.1fs" % (time.monotonic() - t0), flush=True)
+    if left:
+        print("# mounts left below %s after cleanup: %s" % (env.base, left))
+        return 1
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
