@@ -48,6 +48,43 @@ static pid_t *read_procs(const char *dir, size_t *n)
 	return pids;
 }
 
+/* dir's pids and those of the cgroups below it (an exec's), appended. */
+static void procs_below(const char *dir, int depth, pid_t **pids, size_t *n)
+{
+	size_t k;
+	_cleanup_free_ pid_t *here = read_procs(dir, &k);
+	DIR *d;
+	struct dirent *de;
+
+	if (k) {
+		*pids = xrealloc(*pids, (*n + k) * sizeof(**pids));
+		memcpy(*pids + *n, here, k * sizeof(*here));
+		*n += k;
+	}
+	if (depth >= 4 || !(d = opendir(dir)))
+		return;
+	while ((de = readdir(d)))
+		if (de->d_type == DT_DIR && de->d_name[0] != '.') {
+			_cleanup_free_ char *sub = xasprintf("%s/%s", dir, de->d_name);
+			procs_below(sub, depth + 1, pids, n);
+		}
+	closedir(d);
+}
+
+int al_cgroup_pids(const struct al_cgroup *cg, pid_t **ret, size_t *n)
+{
+	const char *dir = cg ? al_cgroup_path(cg, "pids") : NULL;
+
+	*ret = NULL;
+	*n = 0;
+	if (!dir)
+		return -ENOENT;
+	procs_below(dir, 0, ret, n);
+	if (*n)
+		qsort(*ret, *n, sizeof(**ret), cmp_pid);
+	return 0;
+}
+
 /* SIGKILL every process in a v1 cgroup (no cgroup.kill there). By pidfd,
  * and only for pids still listed after their pidfd was opened: a pid that
  * had exited and been reused by a process outside the cgroup is not

@@ -134,6 +134,8 @@ int al_cmd_token(int argc, char **argv);
  * of it (cmd_session.c; the static airlock's when it started the daemon). */
 int al_cmd_serve(int argc, char **argv);
 int al_cmd_mcp(int argc, char **argv);
+/* `airlock oci` and `airlock-runc` (name: which, for messages). */
+int al_cmd_oci(int argc, char **argv, const char *name);
 int al_cmd_session(int argc, char **argv);
 /* The hidden `__front`: the daemon's HTTP front (cmd_session.c,
  * airlock-serve only). */

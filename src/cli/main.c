@@ -39,6 +39,9 @@ void al_cli_usage(FILE *f)
 		"  mcp [--policy FILE] [--profile NAME] [--socket PATH]\n"
 		"                                    serve the Model Context Protocol on stdio:\n"
 		"                                    tools that run code in one sandbox\n"
+		"  oci [GLOBAL OPTIONS] VERB ...     an OCI runtime with runc's command line\n"
+		"                                    (also as airlock-runc): podman,\n"
+		"                                    containerd and CRI-O run airlock sandboxes\n"
 		"  token verify|jwks|keygen|mint     the per-run JWTs: verify one, print the\n"
 		"                                    JWKS, make a key, mint one by hand\n"
 		"  help [COMMAND]                    show this help, or COMMAND's\n"
@@ -110,6 +113,13 @@ int main(int argc, char **argv)
 	const char *cmd = argc > 1 ? argv[1] : NULL;
 
 	ensure_stdio();
+	/* Under the name airlock-runc (a link in the package), runc's command
+	 * line and nothing else: engines given that path never meet airlock's
+	 * own commands. */
+	const char *base = argc > 0 ? strrchr(argv[0], '/') : NULL;
+	base = base ? base + 1 : argc > 0 ? argv[0] : "";
+	if (strcmp(base, "airlock-runc") == 0)
+		return al_cmd_oci(argc - 1, argv + 1, "airlock-runc");
 	/* jansson's hash seed, from getrandom(): its own opens and reads
 	 * /dev/urandom (three system calls on every command). Without one,
 	 * jansson seeds itself as before. */
@@ -144,6 +154,8 @@ int main(int argc, char **argv)
 		return al_cmd_vm_image(argc - 2, argv + 2);
 	if (strcmp(cmd, "mcp") == 0)
 		return al_cmd_mcp(argc - 2, argv + 2);
+	if (strcmp(cmd, "oci") == 0)
+		return al_cmd_oci(argc - 2, argv + 2, "airlock oci");
 	if (strcmp(cmd, "__session") == 0)
 		return al_cmd_session(argc - 2, argv + 2);
 #ifdef AL_SERVE_BINARY

@@ -22,8 +22,16 @@ enum al_log_level al_log_get_level(void)
 	return (enum al_log_level)atomic_load_explicit(&current_level, memory_order_relaxed);
 }
 
+static void (*_Atomic sink)(enum al_log_level level, const char *line);
+
+void al_log_set_sink(void (*fn)(enum al_log_level level, const char *line))
+{
+	atomic_store(&sink, fn);
+}
+
 void al_log(enum al_log_level level, const char *fmt, ...)
 {
+	void (*fn)(enum al_log_level, const char *);
 	char line[2048];
 	va_list ap;
 
@@ -32,6 +40,10 @@ void al_log(enum al_log_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	if ((fn = atomic_load(&sink))) {
+		fn(level, line);
+		return;
+	}
 	/* One write per line so lines from concurrent runs never interleave. */
 	fprintf(stderr, "airlock: %s\n", line);
 }

@@ -15,6 +15,11 @@ enum al_log_level al_log_get_level(void);
 
 void al_log(enum al_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Send every message to fn instead of stderr (the OCI runtime's --log,
+ * whose container supervisor must write nothing on the container's
+ * stderr); NULL: stderr again. Process-wide, set before threads start. */
+void al_log_set_sink(void (*fn)(enum al_log_level level, const char *line));
+
 /* -v timing: "+1.234 ms: what", measured from the first call; with
  * al_log_phases_on() (the CLI's $AIRLOCK_PHASES) instead "phase T ms:
  * what" at any level, T the CLOCK_MONOTONIC time. */

@@ -85,6 +85,7 @@ struct item {
 	const char *path;
 	const struct al_policy_mount *mount; /* or NULL */
 	bool file;			     /* resolv.conf */
+	const char *special;		     /* a kernel file system's type */
 	size_t face;			     /* the tmpfs's index */
 };
 
@@ -128,14 +129,18 @@ static void add_bind(struct al_plan *p, const struct al_policy_mount *m, struct 
 static void build_items(struct al_plan *p, const struct al_policy *pol, struct al_errors *errs)
 {
 	const struct al_policy_root *r = pol->root;
-	size_t n_tmpfs = al_strv_len(r->tmpfs), n = 0;
-	_cleanup_free_ struct item *items = xcalloc(n_tmpfs + pol->n_mounts + 1, sizeof(*items));
+	size_t n_tmpfs = al_strv_len(r->tmpfs), n_special = al_strv_len(r->special) / 2, n = 0;
+	_cleanup_free_ struct item *items =
+	    xcalloc(n_tmpfs + n_special + pol->n_mounts + 1, sizeof(*items));
 	unsigned scratch = AL_FS_READ | AL_FS_WRITE | (p->scratch_exec ? AL_FS_EXEC : 0);
 
 	for (size_t i = 0; i < n_tmpfs; i++)
 		items[n++] = (struct item){.path = r->tmpfs[i], .face = i};
 	for (size_t i = 0; i < pol->n_mounts; i++)
 		items[n++] = (struct item){.path = pol->mounts[i].path, .mount = &pol->mounts[i]};
+	for (size_t i = 0; i < n_special; i++)
+		items[n++] =
+		    (struct item){.path = r->special[2 * i], .special = r->special[2 * i + 1]};
 	if (p->gateway)
 		items[n++] = (struct item){.path = "/etc/resolv.conf", .file = true};
 	qsort(items, n, sizeof(*items), cmp_item);
@@ -151,9 +156,13 @@ static void build_items(struct al_plan *p, const struct al_policy *pol, struct a
 			continue;
 		}
 		/* /dev/shm is the scratch's own face already. */
-		if (!it->mount && !it->file && strcmp(it->path, "/dev/shm") == 0)
+		if (!it->mount && !it->file && !it->special && strcmp(it->path, "/dev/shm") == 0)
 			continue;
-		if (is_own(it->path)) {
+		/* A kernel file system or a tmpfs may go in airlock's /dev
+		 * (/dev/mqueue); nothing of the host's may. */
+		bool in_dev = al_path_is_under(it->path, "/dev") && strcmp(it->path, "/dev") != 0 &&
+			      !al_path_is_under(it->path, "/dev/pts") && !it->mount && !it->file;
+		if (is_own(it->path) && !in_dev) {
 			al_errors_add(errs, EINVAL, NULL, NULL,
 				      "%s: %s would cover or sit inside airlock's own %s", origin,
 				      it->path,
@@ -173,6 +182,18 @@ static void build_items(struct al_plan *p, const struct al_policy *pol, struct a
 					 0644);
 		} else if (it->mount) {
 			add_bind(p, it->mount, errs);
+		} else if (it->special) {
+			char what[PATH_MAX + 32];
+			bool rw = strcmp(it->special, "mqueue") == 0;
+			if (!rw && strcmp(it->special, "sysfs") && strcmp(it->special, "cgroup2")) {
+				al_errors_add(errs, EINVAL, NULL, NULL, "%s: no file system \"%s\"",
+					      it->path, it->special);
+				continue;
+			}
+			snprintf(what, sizeof(what), "%s %s (the sandbox's own)", it->special,
+				 it->path);
+			al_plan_add_fs(p, AL_FS_SPECIAL, it->path, xstrdup(it->special),
+				       AL_FS_READ | (rw ? AL_FS_WRITE : 0), what);
 		} else {
 			char part[32], what[PATH_MAX + 32];
 			snprintf(part, sizeof(part), "t%zu", it->face);

@@ -86,9 +86,11 @@ enum al_fs_kind {
 	AL_FS_SCRATCH, /* a face of the run's one scratch (scratch_bytes in all): the
 			* part named source ("tmp", "work", "shm"), each its own */
 	/* A container's own root only (plan->root), last in the tree: */
-	AL_FS_MASK,   /* path, where it exists, hidden under an empty read-only file or
+	AL_FS_MASK,    /* path, where it exists, hidden under an empty read-only file or
 		       * directory (linux.maskedPaths) */
-	AL_FS_RDONLY, /* path, where it exists, made read-only (linux.readonlyPaths) */
+	AL_FS_RDONLY,  /* path, where it exists, made read-only (linux.readonlyPaths) */
+	AL_FS_SPECIAL, /* a new mount of the kernel file system named source ("sysfs",
+			* "cgroup2", "mqueue"), the sandbox's own view */
 };
 
 /* What the sandbox may do at an entry (and, for directories, beneath it). */

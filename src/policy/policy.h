@@ -79,6 +79,9 @@ struct al_policy_root {
 	/* Sandbox paths that are each a face of the scratch (its tmpfs
 	 * mounts), in any order. */
 	char **tmpfs;
+	/* Kernel file systems of the sandbox's own, NULL-terminated (path,
+	 * type) pairs: "sysfs" and "cgroup2" read-only, "mqueue" writable. */
+	char **special;
 	/* linux.maskedPaths (an empty read-only file or directory over each
 	 * that exists) and linux.readonlyPaths (made read-only where they
 	 * exist). */

@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "core/sys.h"
 #include "core/util.h"
+#include "cgroup/cgroup.h"
 #include "supervisor/relay.h"
 
 #define DEFAULT_MAX_EXECS 16
@@ -498,6 +499,12 @@ int al_exec_signal(struct al_exec *x, int sig)
 	return run_backend_signal(x, sig);
 }
 
+void al_exec_output_hold(struct al_exec *x, int which, bool hold)
+{
+	if (which == 0 || which == 1)
+		al_relay_out_pause(&x->relay, which, hold);
+}
+
 void al_exec_resize(struct al_exec *x, unsigned short rows, unsigned short cols)
 {
 	struct winsize ws = {.ws_row = rows, .ws_col = cols};
@@ -631,4 +638,17 @@ void al_session_thaw(struct al_run *run)
 void al_run_sync_gateway(struct al_run *run)
 {
 	al_supervisor_sync_gateway(run->sup);
+}
+
+int al_run_pids(struct al_run *run, pid_t **ret, size_t *n)
+{
+	return al_cgroup_pids(run->sb.cg, ret, n);
+}
+
+int al_run_cgroup_stats(struct al_run *run, struct al_cgroup_stats *st)
+{
+	if (!run->sb.cg)
+		return -ENOENT;
+	al_cgroup_stats(run->sb.cg, st);
+	return 0;
 }

@@ -95,6 +95,11 @@ void al_exec_close_stdin(struct al_exec *x);
  * its reason becomes killed. A signal asked for before the exec started
  * (init has not reported it yet) is sent when it starts. */
 int al_exec_signal(struct al_exec *x, int sig);
+/* Stop reading its output (which: 0 stdout, a terminal's too; 1 stderr)
+ * while the caller cannot take more, and read it again (hold false).
+ * Once it has ended, output still held after the drain grace (200 ms) is
+ * lost, as output held open elsewhere is. */
+void al_exec_output_hold(struct al_exec *x, int which, bool hold);
 /* Its terminal's size (ignored without one; asked before its terminal
  * came, set on it when it comes). */
 void al_exec_resize(struct al_exec *x, unsigned short rows, unsigned short cols);
@@ -156,6 +161,12 @@ bool al_run_paused(const struct al_run *run);
  * not claimed yet, -EINVAL 0 ms, -EAGAIN the gateway's channel was full
  * (the deadline is unchanged). */
 int al_run_extend(struct al_run *run, uint64_t ms_from_now, struct al_error *err);
+
+/* The host pids of the sandbox's processes (its cgroup's, sorted; *ret
+ * the caller's), and its cgroup's counters. -ENOENT with no cgroup. */
+int al_run_pids(struct al_run *run, pid_t **ret, size_t *n);
+struct al_cgroup_stats;
+int al_run_cgroup_stats(struct al_run *run, struct al_cgroup_stats *st);
 
 /* The running time left before the run's deadline (ms; 0: none or due). */
 uint64_t al_run_remaining_ms(const struct al_run *run);

@@ -129,7 +129,7 @@ int al_confine_prepare(const struct al_confine *c, int *ret_ruleset, struct al_e
 		r = add_path(ruleset, c->run_dirs[i], true,
 			     (LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR |
 			      LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
-			      trunc) &
+			      (c->make_run_dirs ? LANDLOCK_ACCESS_FS_MAKE_DIR : 0) | trunc) &
 				 all,
 			     err);
 	for (size_t i = 0; i < c->n_write_fds && r == 0; i++)
@@ -139,6 +139,10 @@ int al_confine_prepare(const struct al_confine *c, int *ret_ruleset, struct al_e
 			    LANDLOCK_ACCESS_FS_READ_DIR | trunc) &
 			       all,
 			   err);
+	if (c->make_run_dirs && r == 0)
+		r = add_path(ruleset, "/proc/self/fdinfo", true,
+			     (LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR) & all,
+			     err);
 	for (size_t i = 0; i < c->n_parent_dirs && r == 0; i++)
 		r = add_path(ruleset, c->parent_dirs[i], true, LANDLOCK_ACCESS_FS_REMOVE_DIR, err);
 	for (size_t i = 0; i < c->n_read_files && r == 0; i++)

@@ -14,6 +14,10 @@ struct al_confine {
 	 * process lists), write them (kill), remove directories below. */
 	const char *run_dirs[AL_CONFINE_MAX_DIRS];
 	size_t n_run_dirs;
+	/* A session's: make directories below them too (each exec's cgroup),
+	 * and read its own /proc/self/fdinfo (each exec's pid, from its
+	 * pidfd). */
+	bool make_run_dirs;
 	/* Their parents: remove the run's directories from them. */
 	const char *parent_dirs[AL_CONFINE_MAX_DIRS];
 	size_t n_parent_dirs;

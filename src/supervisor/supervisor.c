@@ -111,7 +111,8 @@ static int prepare_confinement(struct al_supervisor *l, const struct al_cgroup *
 			       .n_write_fds = l->plan->n_copy_out,
 			       .remove_dirfd = l->ctl.remove_dirfd,
 			       .remove_tree = l->ctl.remove_tree,
-			       .slot_dirfd = l->ctl.slot_dirfd};
+			       .slot_dirfd = l->ctl.slot_dirfd,
+			       .make_run_dirs = l->session};
 
 	c.n_run_dirs = c.n_parent_dirs =
 	    al_cgroup_dirs(cg, c.run_dirs, c.parent_dirs, AL_CONFINE_MAX_DIRS);

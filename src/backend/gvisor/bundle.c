@@ -103,7 +103,8 @@ static int add_entry(int rootfd, json_t *mounts, const struct al_plan *p,
 		return 0; /* the root itself */
 	switch (e->kind) {
 	case AL_FS_MASK:
-	case AL_FS_RDONLY: /* a container's root: refused (backend.c admit) */
+	case AL_FS_RDONLY:
+	case AL_FS_SPECIAL: /* a container's root: refused (backend.c admit) */
 	case AL_FS_DEVICE:
 	case AL_FS_PTYS:
 		return 0; /* gVisor's own /dev */

@@ -33,6 +33,8 @@ static const char *kind_name(enum al_op_kind k)
 		return "mask";
 	case AL_OP_RDONLY:
 		return "rdonly";
+	case AL_OP_SPECIAL:
+		return "kernfs";
 	}
 	return "?";
 }
@@ -200,6 +202,7 @@ void al_native_dump_text(const struct al_native_plan *p, FILE *f)
 		case AL_OP_TMPFS:
 		case AL_OP_PROC:
 		case AL_OP_DEVPTS:
+		case AL_OP_SPECIAL:
 			attr_string(op->attr, attr, sizeof(attr));
 			fprintf(f, "  %-8s %-28s %s%s(%s)\n", kind_name(op->kind),
 				visible(op->target), op->source ? op->source : "",

@@ -345,6 +345,15 @@ static void lower_entry(struct lowering *l, const struct al_fs_entry *e)
 		add_ll(l, e->path, ll_access(e->access));
 		break;
 	}
+	case AL_FS_SPECIAL: {
+		_cleanup_free_ char *t = xasprintf(NEW "%s", e->path);
+		mkdir_p(l, t, 0755, false, e->what);
+		op = add_op(l, AL_OP_SPECIAL, xstrdup(t), xstrdup(e->source), e->what);
+		op->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC |
+			   (e->access & AL_FS_WRITE ? 0 : MOUNT_ATTR_RDONLY);
+		add_ll(l, e->path, ll_access(e->access));
+		break;
+	}
 	case AL_FS_MASK:
 	case AL_FS_RDONLY:
 		op = add_op(l, e->kind == AL_FS_MASK ? AL_OP_MASK : AL_OP_RDONLY,

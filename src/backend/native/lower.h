@@ -35,15 +35,16 @@ enum al_op_kind {
 	AL_OP_PROC,    /* mount a fresh proc on target, then attr */
 	AL_OP_DEVPTS,  /* mount a new devpts instance on target, options in source, then attr */
 	/* A container's own root only (rooted.c): */
-	AL_OP_MASK,   /* where target exists: an empty read-only file or directory over it */
-	AL_OP_RDONLY, /* where target exists: made read-only */
+	AL_OP_MASK,    /* where target exists: an empty read-only file or directory over it */
+	AL_OP_RDONLY,  /* where target exists: made read-only */
+	AL_OP_SPECIAL, /* a new mount of the file system named source, then attr */
 };
 
 /* The ops that mount something (and have mount flags). */
 static inline bool al_op_mounts(enum al_op_kind k)
 {
 	return k == AL_OP_BIND || k == AL_OP_TMPFS || k == AL_OP_PROC || k == AL_OP_DEVPTS ||
-	       k == AL_OP_MASK || k == AL_OP_RDONLY;
+	       k == AL_OP_MASK || k == AL_OP_RDONLY || k == AL_OP_SPECIAL;
 }
 
 struct al_mount_op {

@@ -191,6 +191,9 @@ static int op_mount(struct rooted *R, const struct al_mount_op *op, const char *
 	case AL_OP_PROC:
 		tree = fs_mount(R, op, "proc", NULL, op->attr);
 		break;
+	case AL_OP_SPECIAL:
+		tree = fs_mount(R, op, op->source, NULL, op->attr);
+		break;
 	default: /* AL_OP_DEVPTS */
 		tree = fs_mount(R, op, "devpts", op->source, op->attr);
 		break;

@@ -395,6 +395,7 @@ int al_step_op(struct al_child *c, const struct al_mount_op *op)
 		break;
 	case AL_OP_MASK:
 	case AL_OP_RDONLY:
+	case AL_OP_SPECIAL:
 		return fail(c, EINVAL, "%s outside a container's root", op->what);
 	}
 	return 0;

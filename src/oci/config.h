@@ -1,0 +1,34 @@
+/* A bundle's config (spec.h's model) → airlock's task policy, and what
+ * airlock does with each field (docs/oci.md has the table). Anything the
+ * config asks that airlock cannot honour is refused, naming the field,
+ * with three exceptions applied the same way every time and listed in the
+ * audit's run.start (notes): the capabilities are dropped, a user
+ * namespace is added when the config has none, and an engine-made network
+ * namespace is replaced by airlock's own. airlock's promises come from
+ * the io.airlock.* annotations. Pure but for the bundle's root path made
+ * absolute. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "core/error.h"
+#include "oci/spec.h"
+#include "policy/policy.h"
+
+/* What the container gets beside its policy. */
+struct al_oci_extra {
+	bool tty;
+	unsigned short rows, cols; /* consoleSize, 0: none */
+	char *audit;		   /* io.airlock.audit: a sink's name, or NULL */
+	/* The documented exceptions applied, for run.start: an array of
+	 * {"field": ..., "applied": ...}. */
+	json_t *notes;
+};
+
+void al_oci_extra_clear(struct al_oci_extra *x);
+
+/* The policy for config c of the bundle at bundle (absolute). 0, or < 0
+ * with every refusal in errs. */
+int al_oci_policy(const struct al_oci_config *c, const char *bundle, struct al_policy **ret,
+		  struct al_oci_extra *x, struct al_errors *errs);

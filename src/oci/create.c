@@ -1,0 +1,319 @@
+/* `create`: the bundle's config through the request layer to a final
+ * plan, everything checked before anything is made; then the state
+ * directory, the terminal for the engine's console socket, the
+ * supervisor's socket, and the supervisor forked (super.h), which builds
+ * the sandbox and says when it is ready. Only then are state.json and the
+ * pid file written and the supervisor told to go on; if create dies
+ * before that, the supervisor removes the container again. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "audit/audit.h"
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/sys.h"
+#include "core/util.h"
+#include "oci/config.h"
+#include "oci/internal.h"
+#include "oci/oci.h"
+#include "oci/proto.h"
+#include "oci/spec.h"
+#include "oci/state.h"
+#include "oci/super.h"
+#include "request/request.h"
+
+#define READY_WAIT_MS 120000
+
+int al_oci_read_config(const char *bundle, char **real, struct al_oci_config **ret,
+		       struct al_errors *errs)
+{
+	char path[PATH_MAX], *buf;
+	struct stat st;
+
+	if (!realpath(bundle ? bundle : ".", path))
+		return al_errors_add(errs, errno, NULL, "--bundle", "%s: %s", bundle ? bundle : ".",
+				     strerror(errno));
+	*real = xstrdup(path);
+	_cleanup_free_ char *file = xasprintf("%s/config.json", path);
+	_cleanup_close_ int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return al_errors_add(errs, errno, NULL, NULL, "%s: %s", file, strerror(errno));
+	if (!S_ISREG(st.st_mode) || st.st_size > AL_OCI_MAX_CONFIG)
+		return al_errors_add(errs, EINVAL, NULL, NULL,
+				     "%s: not a regular file of at most %u bytes", file,
+				     AL_OCI_MAX_CONFIG);
+	buf = xmalloc((size_t)st.st_size + 1);
+	ssize_t n = 0, k;
+	while (n < st.st_size && (k = read(fd, buf + n, (size_t)(st.st_size - n))) != 0) {
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			free(buf);
+			return al_errors_add(errs, errno, NULL, NULL, "%s: %s", file,
+					     strerror(errno));
+		}
+		n += k;
+	}
+	int r = al_oci_config_parse(buf, (size_t)n, ret, errs);
+	free(buf);
+	return r;
+}
+
+/* A host pty for the container's terminal: the master to the engine's
+ * console socket, the slave (raw: the line discipline is the sandbox's
+ * own pty's) is ours. */
+int al_oci_console(const char *sock_path, unsigned short rows, unsigned short cols, int *slave,
+		   struct al_error *err)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct termios t;
+	char name[64];
+	int master = -1, s = -1, sock = -1, r;
+
+	if (strlen(sock_path) >= sizeof(sa.sun_path))
+		return al_error_set(err, ENAMETOOLONG, "--console-socket %s: too long", sock_path);
+	strcpy(sa.sun_path, sock_path);
+	master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (master < 0 || grantpt(master) < 0 || unlockpt(master) < 0 ||
+	    ptsname_r(master, name, sizeof(name)) != 0 ||
+	    (s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+		r = al_error_setsys(err, errno, "making a terminal for the container");
+		goto fail;
+	}
+	if (tcgetattr(s, &t) == 0) {
+		cfmakeraw(&t);
+		tcsetattr(s, TCSANOW, &t);
+	}
+	if (rows && cols) {
+		struct winsize ws = {.ws_row = rows, .ws_col = cols};
+		ioctl(master, TIOCSWINSZ, &ws);
+	}
+	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (sock < 0 || connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = al_error_setsys(err, errno, "--console-socket %s", sock_path);
+		goto fail;
+	}
+	char ctl[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov = {.iov_base = name, .iov_len = strlen(name)};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &master, sizeof(int));
+	if (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0) {
+		r = al_error_setsys(err, errno, "sending the terminal to --console-socket %s",
+				    sock_path);
+		goto fail;
+	}
+	close(sock);
+	close(master);
+	*slave = s;
+	return 0;
+fail:
+	if (sock >= 0)
+		close(sock);
+	if (s >= 0)
+		close(s);
+	if (master >= 0)
+		close(master);
+	return r;
+}
+
+static void timestamp(char *buf, size_t len)
+{
+	struct timespec ts;
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	size_t n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, len - n, ".%09ldZ", ts.tv_nsec);
+}
+
+int al_oci_write_pid_file(const char *path, pid_t pid, struct al_error *err)
+{
+	_cleanup_free_ char *tmp = xasprintf("%s.airlock-tmp", path);
+	char text[32];
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+
+	snprintf(text, sizeof(text), "%d", (int)pid);
+	if (fd < 0)
+		return al_error_setsys(err, errno, "--pid-file %s", path);
+	int r = al_write_all(fd, text, strlen(text));
+	close(fd);
+	if (r < 0 || rename(tmp, path) < 0) {
+		int e = r < 0 ? -r : errno;
+		unlink(tmp);
+		return al_error_setsys(err, e, "--pid-file %s", path);
+	}
+	return 0;
+}
+
+/* The supervisor's answer on the sync socket, within READY_WAIT_MS. */
+static int wait_ready(int sync, pid_t child, struct al_error *err)
+{
+	struct pollfd pf = {.fd = sync, .events = POLLIN};
+	char buf[700];
+
+	int n = poll(&pf, 1, READY_WAIT_MS);
+	ssize_t k = n > 0 ? recv(sync, buf, sizeof(buf) - 1, 0) : -1;
+	if (k <= 0) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		return al_error_set(
+		    err, n == 0 ? ETIMEDOUT : EPIPE, "the container's supervisor %s",
+		    n == 0 ? "did not say it was ready in time" : "died while starting");
+	}
+	buf[k] = '\0';
+	if (strcmp(buf, "ready") == 0)
+		return 0;
+	waitpid(child, NULL, 0);
+	return al_error_set(err, EIO, "%s", strncmp(buf, "error: ", 7) == 0 ? buf + 7 : buf);
+}
+
+int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oci_create_opts *o,
+		  struct al_error *err)
+{
+	_cleanup_(al_errors_clear) struct al_errors errs = {0};
+	_cleanup_(al_oci_config_freep) struct al_oci_config *cfg = NULL;
+	_cleanup_(al_policy_freep) struct al_policy *pol = NULL;
+	_cleanup_(al_request_clear) struct al_request rq = {0};
+	_cleanup_(al_oci_extra_clear) struct al_oci_extra x = {0};
+	_cleanup_free_ char *bundle = NULL;
+	_cleanup_close_ int rootfd = -1, dirfd = -1, lsock = -1, slave = -1;
+	int sync[2] = {-1, -1};
+	char run_id[24], sock_path[64];
+	int r;
+
+	if ((r = al_oci_id_check(id, err)) < 0)
+		return r;
+	if (al_oci_read_config(o->bundle, &bundle, &cfg, &errs) < 0 ||
+	    al_oci_policy(cfg, bundle, &pol, &x, &errs) < 0)
+		return al_oci_errors(&errs, err);
+	if (x.tty && !o->console_socket)
+		return al_error_set(err, EINVAL,
+				    "process.terminal is set: a --console-socket is needed to "
+				    "receive the terminal");
+	al_random_id(run_id, sizeof(run_id));
+	struct al_request_config rc = {.operator_file = g->operator_file,
+				       .operator_env = g->operator_env,
+				       .term = g->term,
+				       .run_id = run_id};
+	al_request_init(&rq, &rc, pol);
+	if (al_request_plan(&rq, &errs) < 0) {
+		if (rq.refused)
+			al_request_refusals(&rq, &errs);
+		return al_oci_errors(&errs, err);
+	}
+	if ((r = al_request_probe(&rq, NULL, err)) < 0)
+		return r;
+	if (rq.plan->n_secrets || rq.plan->intercept) {
+		struct rlimit no_core = {0, 0};
+		if (setrlimit(RLIMIT_CORE, &no_core) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+			return al_error_setsys(err, errno, "turning off core dumps before secrets");
+	}
+	if ((r = al_request_finish(&rq, err)) < 0)
+		return r;
+	if ((r = al_oci_root_open(g->root, &rootfd, err)) < 0 ||
+	    (r = al_oci_dir_make(rootfd, id, &dirfd, err)) < 0)
+		return r;
+	/* From here on a failure removes the directory again. */
+	if (x.tty && (r = al_oci_console(o->console_socket, x.rows, x.cols, &slave, err)) < 0)
+		goto fail;
+	al_oci_dir_path(dirfd, "sock", sock_path, sizeof(sock_path));
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+	lsock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (lsock < 0 || bind(lsock, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(lsock, 16) < 0) {
+		r = al_error_setsys(err, errno, "the container's socket");
+		goto fail;
+	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0) {
+		r = al_error_setsys(err, errno, "socketpair");
+		goto fail;
+	}
+	pid_t child = fork();
+	if (child < 0) {
+		r = al_error_setsys(err, errno, "fork");
+		goto fail;
+	}
+	if (child == 0) {
+		close(sync[0]);
+		setsid();
+		if (slave >= 0) {
+			/* The terminal is the supervisor's own, as the
+			 * container's: SIGWINCH tells it the engine's size. */
+			if (ioctl(slave, TIOCSCTTY, 0) < 0 || dup2(slave, 0) < 0 ||
+			    dup2(slave, 1) < 0 || dup2(slave, 2) < 0)
+				_exit(125);
+		}
+		struct al_oci_super s = {.plan = rq.plan,
+					 .cred = rq.cred,
+					 .run_id = run_id,
+					 .id = id,
+					 .dirfd = dirfd,
+					 .listen_fd = lsock,
+					 .sync_fd = sync[1],
+					 .tty = x.tty,
+					 .keep_fd = g->log_fd};
+		al_oci_super_main(&s);
+	}
+	close(sync[1]);
+	sync[1] = -1;
+	if ((r = wait_ready(sync[0], child, err)) < 0)
+		goto fail;
+	char created[64];
+	timestamp(created, sizeof(created));
+	json_t *ann = json_object();
+	for (size_t i = 0; cfg->annotations && cfg->annotations[i]; i += 2)
+		json_object_set_new(ann, cfg->annotations[i], json_string(cfg->annotations[i + 1]));
+	struct al_oci_state st = {.id = (char *)id,
+				  .bundle = bundle,
+				  .created = created,
+				  .oci_version = cfg->oci_version,
+				  .pid = child,
+				  .start_time = al_oci_start_time(child),
+				  .annotations = ann};
+	r = al_oci_state_write(dirfd, &st, err);
+	json_decref(ann);
+	if (r == 0 && o->pid_file)
+		r = al_oci_write_pid_file(o->pid_file, child, err);
+	if (r < 0) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		goto fail;
+	}
+	if (send(sync[0], "go", 2, MSG_NOSIGNAL) != 2) {
+		r = al_error_setsys(err, errno, "telling the supervisor to go on");
+		waitpid(child, NULL, 0);
+		goto fail;
+	}
+	close(sync[0]);
+	return 0;
+fail:
+	if (sync[0] >= 0)
+		close(sync[0]);
+	if (sync[1] >= 0)
+		close(sync[1]);
+	al_oci_dir_remove(rootfd, id, NULL);
+	return r;
+}
