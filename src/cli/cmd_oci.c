@@ -23,40 +23,7 @@
 #include "oci/oci.h"
 #include "oci/state.h"
 
-static int log_fd = -1;
-static bool log_json;
 static const char *prog = "airlock-runc";
-
-static void log_line(enum al_log_level level, const char *msg)
-{
-	static const char *const names[] = {"error", "warning", "info", "debug"};
-	char ts[64];
-	struct timespec now;
-	struct tm tm;
-
-	if (log_fd < 0)
-		return;
-	clock_gettime(CLOCK_REALTIME, &now);
-	gmtime_r(&now.tv_sec, &tm);
-	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	char *line;
-	if (log_json) {
-		json_t *o =
-		    json_pack("{s:s, s:s, s:s}", "level", names[level], "msg", msg, "time", ts);
-		char *t = json_dumps(o, JSON_COMPACT);
-		line = xasprintf("%s\n", t ? t : "{}");
-		free(t);
-		json_decref(o);
-	} else {
-		json_t *s = json_string(msg);
-		char *q = json_dumps(s, JSON_ENCODE_ANY);
-		line = xasprintf("time=\"%s\" level=%s msg=%s\n", ts, names[level], q ? q : "\"\"");
-		free(q);
-		json_decref(s);
-	}
-	(void)al_write_all(log_fd, line, strlen(line)); /* nowhere else to say it */
-	free(line);
-}
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail(const char *fmt, ...)
@@ -68,7 +35,7 @@ static int fail(const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "%s: %s\n", prog, msg);
-	log_line(AL_LOG_ERROR, msg);
+	al_oci_log_line(AL_LOG_ERROR, msg);
 	return 1;
 }
 
@@ -84,7 +51,9 @@ static void usage(FILE *f)
 		"  --log-format text|json     how they are written there (default text)\n"
 		"  --systemd-cgroup           refused where systemd is not PID 1\n"
 		"  --operator-policy FILE     airlock's operator policy (or\n"
-		"                             $AIRLOCK_OPERATOR_POLICY)\n\n"
+		"                             $AIRLOCK_OPERATOR_POLICY)\n"
+		"  --audit-dir DIR            each container's audit stream, DIR/ID.jsonl\n"
+		"                             (io.airlock.audit=NAME: DIR/NAME.jsonl)\n\n"
 		"Verbs:\n"
 		"  create [--bundle DIR] [--pid-file F] [--console-socket S] ID\n"
 		"  start ID                   run the config's process\n"
@@ -394,7 +363,8 @@ int al_cmd_oci(int argc, char **argv, const char *name)
 		if (opt_value(argv, argc, &i, "root", NULL, &g.root, &bad) ||
 		    opt_value(argv, argc, &i, "log", NULL, &log, &bad) ||
 		    opt_value(argv, argc, &i, "log-format", NULL, &format, &bad) ||
-		    opt_value(argv, argc, &i, "operator-policy", NULL, &g.operator_file, &bad))
+		    opt_value(argv, argc, &i, "operator-policy", NULL, &g.operator_file, &bad) ||
+		    opt_value(argv, argc, &i, "audit-dir", NULL, &g.audit_dir, &bad))
 			continue;
 		if (opt_flag(argv[i], "systemd-cgroup", NULL, &systemd) ||
 		    opt_flag(argv[i], "debug", NULL, &flag) ||
@@ -414,16 +384,16 @@ int al_cmd_oci(int argc, char **argv, const char *name)
 		return 1;
 	if (strcmp(format, "json") && strcmp(format, "text"))
 		return fail("--log-format %s: text or json", format);
-	log_json = strcmp(format, "json") == 0;
+	if (g.audit_dir && g.audit_dir[0] != '/')
+		return fail("--audit-dir %s: not an absolute path", g.audit_dir);
 	if (log) {
-		log_fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (log_fd < 0)
+		g.log_fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (g.log_fd < 0)
 			return fail("--log %s: %s", log, strerror(errno));
-		g.log_fd = log_fd;
 	}
 	/* Everything airlock says goes to the log (never to a container's
 	 * stdio, which its supervisor holds). */
-	al_log_set_sink(log_line);
+	al_oci_log_open(g.log_fd, strcmp(format, "json") == 0);
 	if (systemd && getppid() && access("/run/systemd/system", F_OK) < 0)
 		return fail("--systemd-cgroup: systemd is not PID 1 on this machine; airlock "
 			    "places each container in a cgroup of its own (cgroupfs)");

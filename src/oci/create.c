@@ -208,6 +208,20 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 	if (al_oci_read_config(o->bundle, &bundle, &cfg, &errs) < 0 ||
 	    al_oci_policy(cfg, bundle, &pol, &x, &errs) < 0)
 		return al_oci_errors(&errs, err);
+	/* The audit stream: in the operator's --audit-dir, the file the
+	 * annotation names (NAME.jsonl) or the container's (ID.jsonl). */
+	_cleanup_free_ char *audit = NULL;
+	if (x.audit && !g->audit_dir)
+		return al_error_set(err, EPERM,
+				    "io.airlock.audit: this runtime has no --audit-dir for "
+				    "audit streams");
+	if (x.audit && (al_oci_id_check(x.audit, NULL) < 0 || x.audit[0] == '.'))
+		return al_error_set(err, EINVAL,
+				    "io.airlock.audit: \"%.64s\" is not a sink's name (letters, "
+				    "digits, _ + - .)",
+				    x.audit);
+	if (g->audit_dir)
+		audit = xasprintf("%s/%s.jsonl", g->audit_dir, x.audit ? x.audit : id);
 	if (x.tty && !o->console_socket)
 		return al_error_set(err, EINVAL,
 				    "process.terminal is set: a --console-socket is needed to "
@@ -251,6 +265,9 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 		r = al_error_setsys(err, errno, "socketpair");
 		goto fail;
 	}
+	json_t *start_extra =
+	    json_pack("{s:{s:s, s:s, s:o}}", "oci", "id", id, "bundle", bundle, "exceptions",
+		      x.notes ? json_incref(x.notes) : json_array());
 	pid_t child = fork();
 	if (child < 0) {
 		r = al_error_setsys(err, errno, "fork");
@@ -259,6 +276,14 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 	if (child == 0) {
 		close(sync[0]);
 		setsid();
+		/* Without --log (podman passes none), the supervisor's messages
+		 * go to the container's own log, state directory's "log". */
+		int keep = g->log_fd;
+		if (keep < 0 &&
+		    (keep = openat(dirfd, "log",
+				   O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600)) >=
+			0)
+			al_oci_log_to(keep);
 		if (slave >= 0) {
 			/* The terminal is the supervisor's own, as the
 			 * container's: SIGWINCH tells it the engine's size. */
@@ -274,9 +299,12 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 					 .listen_fd = lsock,
 					 .sync_fd = sync[1],
 					 .tty = x.tty,
-					 .keep_fd = g->log_fd};
+					 .audit_path = audit,
+					 .start_extra = start_extra,
+					 .keep_fd = keep};
 		al_oci_super_main(&s);
 	}
+	json_decref(start_extra);
 	close(sync[1]);
 	sync[1] = -1;
 	if ((r = wait_ready(sync[0], child, err)) < 0)

@@ -17,6 +17,11 @@ struct al_oci_ctx {
 	const char *operator_file; /* --operator-policy, or NULL */
 	const char *operator_env;  /* $AIRLOCK_OPERATOR_POLICY's value, or NULL */
 	const char *term;	   /* $TERM */
+	/* --audit-dir: where the containers' audit streams go (the runtime's
+	 * configuration, the operator's: io.airlock.audit only names a file
+	 * there, NAME.jsonl; without the annotation, ID.jsonl). NULL: none,
+	 * and the annotation is refused. */
+	const char *audit_dir;
 };
 
 struct al_oci_create_opts {
@@ -62,6 +67,15 @@ int al_oci_exec(const struct al_oci_ctx *g, const char *id, const struct al_oci_
  * as for exec. */
 int al_oci_run(const struct al_oci_ctx *g, const char *id, const struct al_oci_create_opts *o,
 	       bool detach, int *status, struct al_error *err);
+
+/* Where airlock's messages go (log.c): to fd (-1: nowhere) as runc's
+ * --log-format writes them, text or JSON lines; every al_log() of the
+ * process goes there from now on. al_oci_log_to() changes the fd (a
+ * container's supervisor without --log: its state directory's "log"). */
+#include "core/log.h"
+void al_oci_log_open(int fd, bool json);
+void al_oci_log_to(int fd);
+void al_oci_log_line(enum al_log_level level, const char *msg);
 
 /* `features`: what this runtime takes (the runtime spec's features.json). */
 void al_oci_features(FILE *out);

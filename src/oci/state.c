@@ -256,12 +256,13 @@ unsigned long long al_oci_start_time(pid_t pid)
 	if (al_read_file(path, buf, sizeof(buf)) <= 0)
 		return 0;
 	/* After the command's name, which may hold anything but ends at the
-	 * last ')': field 22 is the start time, 20 fields further on. */
+	 * last ')': p at the space before field 3 (the state), field 22 (the
+	 * start time) 19 spaces on. */
 	char *p = strrchr(buf, ')');
 	if (!p)
 		return 0;
 	p++;
-	for (int field = 2; field < 22 && p; field++)
+	for (int field = 3; field < 22 && p; field++)
 		p = strchr(p + 1, ' ');
 	return p ? strtoull(p + 1, NULL, 10) : 0;
 }

@@ -131,6 +131,7 @@ static void record_end(struct sup *S, const char *reason, int code, int sig)
 
 	if (S->ended)
 		return;
+	al_info("container %s: ended: %s (code %d, signal %d)", S->s->id, reason, code, sig);
 	S->ended = true;
 	S->reason = reason;
 	S->code = code;
@@ -519,6 +520,8 @@ static void on_signal(struct al_signals *sigs, int sig, void *data)
 	struct sup *S = data;
 
 	(void)sigs;
+	if (sig != SIGWINCH)
+		al_info("container %s: signal %d", S->s->id, sig);
 	if (sig == SIGWINCH) {
 		struct winsize ws;
 		if (S->main && ioctl(0, TIOCGWINSZ, &ws) == 0)
@@ -588,9 +591,17 @@ _Noreturn void al_oci_super_main(const struct al_oci_super *s)
 		sigaddset(&set, handled[i]);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	close_others(s);
+	struct al_audit *audit = NULL;
+	if (s->audit_path && al_audit_open(s->audit_path, s->run_id, &audit, &err) < 0) {
+		char msg[600];
+		snprintf(msg, sizeof(msg), "error: io.airlock.audit: %s", err.msg);
+		sync_say(s->sync_fd, msg);
+		_exit(1);
+	}
 	struct al_supervisor_io io = {.stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1};
 	struct al_run_request req = {.plan = s->plan,
-				     .audit = s->audit,
+				     .audit = audit,
+				     .start_extra = s->start_extra,
 				     .run_id = s->run_id,
 				     .cred = s->cred,
 				     .result_dirfd = s->dirfd,

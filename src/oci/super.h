@@ -18,7 +18,9 @@
 struct al_oci_super {
 	const struct al_plan *plan; /* final */
 	struct al_cred *cred;	    /* may be NULL */
-	struct al_audit *audit;	    /* may be NULL */
+	/* The audit stream's file (opened by the supervisor itself), or NULL. */
+	const char *audit_path;
+	json_t *start_extra; /* for run.start: the container, the exceptions applied */
 	const char *run_id;
 	const char *id; /* the container's */
 	int dirfd;	/* the state directory (O_PATH) */

@@ -142,6 +142,8 @@ int al_run_start(const struct al_run_request *req, const struct al_supervisor_io
 		json_object_set(start, "credentials", creds);
 		run->creds = creds;
 	}
+	if (req->start_extra)
+		json_object_update(start, req->start_extra);
 	al_audit_emit(req->audit, "run.start", start);
 	if (!ops) {
 		r = al_error_set(err, EINVAL, "unknown backend \"%s\"", req->plan->backend);

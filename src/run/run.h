@@ -56,6 +56,9 @@ struct al_run_request {
 	 * counted from al_run_claim(), which a request must call before its
 	 * first exec. */
 	bool pool;
+	/* More members for run.start (borrowed, may be NULL): the OCI
+	 * runtime's container, and the exceptions its config got. */
+	json_t *start_extra;
 	/* The caller probed the backend for this plan (request/request.h
 	 * al_request_probe()): the run does not probe it again. */
 	bool probed;

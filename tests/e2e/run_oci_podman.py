@@ -157,6 +157,50 @@ def cgroup_dir(pid, controller):
     raise AssertionError("pid %d has no %s cgroup: %s" % (pid, controller, lines))
 
 
+def container_pid(env, cid):
+    """A process of the container, from the runtime's own `ps --format
+    json` (runc: its init; airlock: a process of its sandbox; the pid
+    podman's inspect gives is airlock's supervisor, outside the sandbox's
+    cgroup)."""
+    r = subprocess.run([env.runtime, "ps", "--format", "json", cid], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=30)
+    expect(r.returncode == 0, "%s ps: %s" % (env.runtime, r.stderr.decode(errors="replace")))
+    pids = json.loads(r.stdout)
+    expect(pids, "%s ps lists no process of %s" % (env.runtime, cid))
+    return min(pids)
+
+
+def limit_dir(pid, controller, files, unlimited):
+    """The cgroup of pid that holds its limit: pid's own, or the nearest
+    parent whose file (the first of files that exists there) is not
+    unlimited (an exec's cgroup below the container's takes the
+    container's limit from its parent). (dir, file, value)."""
+    cg = cgroup_dir(pid, controller)
+    top = "/sys/fs/cgroup/%s" % controller if "/%s/" % controller in cg + "/" else "/sys/fs/cgroup"
+    while True:
+        for name in files:
+            path = os.path.join(cg, name)
+            if os.path.exists(path):
+                value = read(path)
+                if value not in unlimited:
+                    return cg, name, value
+                break
+        if cg.rstrip("/") == top or "/" not in cg.rstrip("/"):
+            return cgroup_dir(pid, controller), files[0], None
+        cg = os.path.dirname(cg.rstrip("/"))
+
+
+def procs_below(cg):
+    """The processes in cg and the cgroups below it."""
+    procs = []
+    for root, _, _ in os.walk(cg):
+        try:
+            procs += read(os.path.join(root, "cgroup.procs")).split()
+        except OSError:
+            pass
+    return procs
+
+
 def read(path):
     with open(path) as f:
         return f.read().strip()
@@ -225,15 +269,22 @@ HOG = ("import sys\n"
 
 
 def oom_kills(cg):
-    """How many OOM kills the memory cgroup cg has seen (v1's
-    memory.oom_control, or v2's memory.events)."""
-    name = "memory.oom_control" if os.path.exists(os.path.join(cg, "memory.oom_control")) \
-        else "memory.events"
-    for line in read(os.path.join(cg, name)).splitlines():
-        k, _, v = line.partition(" ")
-        if k == "oom_kill":
-            return int(v)
-    raise AssertionError("%s/%s has no oom_kill line" % (cg, name))
+    """How many OOM kills the memory cgroup cg and those below it have seen
+    (v1's memory.oom_control, or v2's memory.events; airlock's execs each
+    have a cgroup below the container's)."""
+    total = 0
+    for root, _, _ in os.walk(cg):
+        name = "memory.oom_control" if os.path.exists(os.path.join(root, "memory.oom_control")) \
+            else "memory.events"
+        try:
+            lines = read(os.path.join(root, name)).splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            k, _, v = line.partition(" ")
+            if k == "oom_kill":
+                total += int(v)
+    return total
 
 
 @case
@@ -249,11 +300,11 @@ def memory_limit_enforced(env):
                          " python3 -c \"$HOG\"; echo hog-rc=$?; sleep 300",
                          opts=("--memory", "64m", "--memory-swap", "64m", "--env", "HOG=" + HOG))
     try:
-        pid = inspect(env, cid)["State"]["Pid"]
-        cg = cgroup_dir(pid, "memory")
-        limit_file = "memory.limit_in_bytes" if "/memory/" in cg else "memory.max"
-        limit = int(read(os.path.join(cg, limit_file)))
-        expect(limit == 64 << 20, "%s/%s is %d, not 64 MiB" % (cg, limit_file, limit))
+        pid = container_pid(env, cid)
+        cg, limit_file, limit = limit_dir(pid, "memory", ("memory.limit_in_bytes", "memory.max"),
+                                          ("max", "9223372036854771712"))
+        expect(limit is not None and int(limit) == 64 << 20,
+               "%s/%s is %s, not 64 MiB" % (cg, limit_file, limit))
         expect_rc(env.podman("exec", cid, "touch", "/tmp/go"), 0)  # the hog starts
         done = wait_for(lambda: "hog-rc=" in text(env.podman("logs", cid)), 60, step=0.2)
         logs = text(env.podman("logs", cid))
@@ -289,14 +340,14 @@ def pids_limit_enforced(env):
     processes in it at most 32."""
     cid = start_detached(env, PYTHON, "python3", "-c", FORKER, opts=("--pids-limit", "32"))
     try:
-        pid = inspect(env, cid)["State"]["Pid"]
-        cg = cgroup_dir(pid, "pids")
+        pid = container_pid(env, cid)
+        cg, _, _ = limit_dir(pid, "pids", ("pids.max",), ("max",))
         done = wait_for(lambda: "forks" in text(env.podman("logs", cid)), 30, step=0.2)
         logs = text(env.podman("logs", cid))
         expect(done, "the fork loop did not finish within 30 s: %r" % logs)
         ok, failed = map(int, logs.split("forks", 1)[1].split()[:2])
         pmax, cur = read(os.path.join(cg, "pids.max")), int(read(os.path.join(cg, "pids.current")))
-        procs = read(os.path.join(cg, "cgroup.procs")).split()
+        procs = procs_below(cg)
     finally:
         remove(env, cid)
     expect(pmax == "32", "%s/pids.max is %s, not 32" % (cg, pmax))
@@ -457,7 +508,9 @@ def annotation_allows_loopback_api(env):
     port = srv.server_address[1]
     th = threading.Thread(target=srv.serve_forever, daemon=True)
     th.start()
-    audit = os.path.join(env.base, "audit.jsonl")
+    audit_dir = os.path.join(env.base, "audit")
+    os.makedirs(audit_dir, exist_ok=True)
+    audit = os.path.join(audit_dir, "egress-test.jsonl")
     _Api.hits.clear()
     try:
         code = ("import urllib.request\n"
@@ -467,11 +520,11 @@ def annotation_allows_loopback_api(env):
                 "    print('denied-host-reached')\n"
                 "except Exception as e:\n"
                 "    print('denied-host-failed', type(e).__name__)\n" % (port, port))
-        r = env.podman(*run_args(
+        r = env.podman("--runtime-flag", "audit-dir=%s" % audit_dir, *run_args(
             "--rm",
             "--annotation", "io.airlock.network.allow=api.test:%d" % port,
             "--annotation", "io.airlock.network.hosts=api.test=127.0.0.1",
-            "--annotation", "io.airlock.audit=%s" % audit,
+            "--annotation", "io.airlock.audit=egress-test",
             PYTHON, "python3", "-c", code), timeout=120)
     finally:
         srv.shutdown()

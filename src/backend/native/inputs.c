@@ -344,11 +344,21 @@ static int open_root_input(const struct al_mount_op *op, const char *host,
 	}
 	struct mount_attr attr = {.attr_set = op->attr | MOUNT_ATTR_IDMAP,
 				  .userns_fd = (uint64_t)*userns};
-	if (al_sys_mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
-		return al_error_setsys(err, errno,
-				       "%s: %s cannot be shown with the container's ids "
-				       "(an idmapped mount)",
-				       op->what, host);
+	if (al_sys_mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
+		int e = errno;
+		if (e != EINVAL && e != EOPNOTSUPP && e != EPERM)
+			return al_error_setsys(err, e, "%s: idmapping %s", op->what, host);
+		/* A file system that cannot be idmapped (overlayfs: podman's
+		 * and containerd's roots): its files keep their host ids,
+		 * which the sandbox's user namespace does not hold, so they
+		 * show as nobody's; the sandbox never acts as their owner. */
+		al_debug("%s: %s cannot be idmapped (%s): shown with its host ids", op->what, host,
+			 strerror(e));
+		attr = (struct mount_attr){.attr_set = op->attr};
+		if (al_sys_mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+			return al_error_setsys(err, errno, "%s: setting flags on %s", op->what,
+					       host);
+	}
 	int high = fcntl(tree, F_DUPFD_CLOEXEC, AL_INPUT_FD_MIN);
 	if (high < 0)
 		return al_error_setsys(err, errno, "%s: fcntl F_DUPFD_CLOEXEC", op->what);

@@ -26,6 +26,7 @@
 #include "backend/native/child.h"
 #include "backend/native/inputs.h"
 #include "backend/native/lower.h"
+#include "backend/native/steps.h"
 #include "backend/native/monitor.h"
 #include "backend/native/state.h"
 
@@ -188,6 +189,8 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 	if ((r = take_ids(sb, err)) < 0)
 		return r;
 	if ((r = al_native_open_inputs(sb->state->lowered, p, &sb->state->inputs, err)) < 0)
+		return r;
+	if (p->root && (r = al_rooted_prepare(sb->state->lowered, p, err)) < 0)
 		return r;
 	r = al_cgroup_create(&limits, &sb->cg, err);
 	al_log_phase("cgroup created");

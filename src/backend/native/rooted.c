@@ -11,6 +11,7 @@
  * written there. Ops elsewhere (the scratch, airlock's /files) run as
  * steps.c runs them. Like every step, nothing here allocates. */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <linux/mount.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 
 #include "backend/native/steps.h"
 #include "core/sys.h"
+#include "core/util.h"
 
 #define NEW "/newroot"
 
@@ -327,5 +329,105 @@ int al_rooted_build(struct al_child *c)
 	}
 	if (R.root >= 0)
 		close(R.root);
+	return r;
+}
+
+/* --- on the host, before clone --------------------------------------------- */
+
+/* Whether target lies below a mount of an earlier op (other than the
+ * root's): its mountpoint is then the child's to make, in that mount. */
+static bool below_mount(const struct al_native_plan *np, size_t i)
+{
+	for (size_t k = 0; k < i; k++) {
+		const struct al_mount_op *op = &np->ops[k];
+		if (k == np->root_op || !al_op_mounts(op->kind) || !in_root(op))
+			continue;
+		size_t n = strlen(op->target);
+		if (strncmp(np->ops[i].target, op->target, n) == 0 && np->ops[i].target[n] == '/')
+			return true;
+	}
+	return false;
+}
+
+/* Each component of rel, made inside the root where missing (directories;
+ * the last an empty file for a file's bind). */
+static int make_in_root(int root, const char *rel, bool last_dir, const char *what,
+			struct al_error *err)
+{
+	char path[4096];
+
+	if (strlen(rel) >= sizeof(path))
+		return al_error_set(err, ENAMETOOLONG, "%s: mountpoint too long", what);
+	snprintf(path, sizeof(path), "%s", rel);
+	for (char *c = path;; c++) {
+		if (*c != '/' && *c != '\0')
+			continue;
+		char saved = *c;
+		bool last = saved == '\0';
+		*c = '\0';
+		int fd = open_in(root, path, 0);
+		if (fd >= 0) {
+			close(fd);
+		} else if (errno == ENOENT) {
+			char *slash = strrchr(path, '/');
+			const char *base = slash ? slash + 1 : path;
+			int pfd = slash ? (*slash = '\0', open_in(root, path, O_DIRECTORY))
+					: open_in(root, ".", O_DIRECTORY);
+			if (slash)
+				*slash = '/';
+			if (pfd < 0)
+				return al_error_setsys(err, errno, "%s: the container's root: %s",
+						       what, path);
+			int r = (!last || last_dir)
+				    ? mkdirat(pfd, base, 0755)
+				    : openat(pfd, base,
+					     O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
+					     0644);
+			int e = errno;
+			if (r >= 0 && last && !last_dir)
+				close(r);
+			close(pfd);
+			if (r < 0 && e != EEXIST)
+				return al_error_setsys(err, e,
+						       "%s: making the mountpoint %s in the "
+						       "container's root",
+						       what, path);
+		} else {
+			return al_error_setsys(err, errno, "%s: the container's root: %s", what,
+					       path);
+		}
+		*c = saved;
+		if (last)
+			return 0;
+	}
+}
+
+int al_rooted_prepare(const struct al_native_plan *np, const struct al_plan *plan,
+		      struct al_error *err)
+{
+	const struct al_fs_entry *root = NULL;
+	int r = 0;
+
+	for (size_t i = 0; i < plan->n_fs && !root; i++)
+		if (plan->fs[i].kind == AL_FS_HOST && strcmp(plan->fs[i].path, "/") == 0)
+			root = &plan->fs[i];
+	if (!root)
+		return al_error_set(err, EINVAL, "a container's plan without its root");
+	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	int rootfd = al_sys_openat2(AT_FDCWD, root->source, &how, sizeof(how));
+	if (rootfd < 0)
+		return al_error_setsys(err, errno, "the container's root %s", root->source);
+	for (size_t i = 0; i < np->n_ops && r == 0; i++) {
+		const struct al_mount_op *op = &np->ops[i];
+		const char *rel = in_root(op);
+		bool mounts =
+		    al_op_mounts(op->kind) && op->kind != AL_OP_MASK && op->kind != AL_OP_RDONLY;
+		if (!rel || i == np->root_op || (!mounts && op->kind != AL_OP_MKDIR) ||
+		    below_mount(np, i))
+			continue;
+		r = make_in_root(rootfd, rel, op->kind != AL_OP_BIND || op->dir, op->what, err);
+	}
+	close(rootfd);
 	return r;
 }

@@ -51,8 +51,13 @@ int al_step_fail(struct al_child *c, int e, const char *fmt, ...)
 int al_step_op(struct al_child *c, const struct al_mount_op *op);
 int al_step_bind_tree(struct al_child *c, const struct al_mount_op *op, int *ret);
 
-/* rooted.c: the tree on a container's own root (lower.h np->rooted). */
+/* rooted.c: the tree on a container's own root (lower.h np->rooted).
+ * Before clone, on the host: the mountpoints that lie in the root's own
+ * files made there by the supervisor (as root: where the root cannot be
+ * idmapped, its files are not the sandbox's to add to). */
 int al_rooted_build(struct al_child *c);
+int al_rooted_prepare(const struct al_native_plan *np, const struct al_plan *plan,
+		      struct al_error *err);
 
 /* Send one sync message, with an fd attached when fd >= 0. */
 /* m on the sync socket, with fd (>= 0) as SCM_RIGHTS; EINTR retried. */
