@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
 #include <sys/resource.h>
 
 #include "core/cleanup.h"
@@ -457,6 +458,12 @@ int al_oci_policy(const struct al_oci_config *c, const char *bundle, struct al_p
 		al_errors_add(errs, EOPNOTSUPP, "config.json", "linux.sysctl",
 			      "not set by this airlock yet");
 	resources(c, p, errs);
+	struct sock_filter *prog = NULL;
+	size_t prog_len = 0;
+	if (al_oci_seccomp(c, &prog, &prog_len, errs) == 0 && prog) {
+		p->root->seccomp = prog;
+		p->root->seccomp_len = prog_len;
+	}
 	for (size_t i = 0; i < c->n_devices; i++)
 		al_errors_add(errs, EPERM, "config.json", "linux.devices",
 			      "%s: a sandbox's devices are airlock's own (null, zero, full, "

@@ -28,6 +28,12 @@ struct al_oci_extra {
 
 void al_oci_extra_clear(struct al_oci_extra *x);
 
+/* seccomp.c: c's linux.seccomp compiled (*ret malloc()ed, *len
+ * instructions; none without one). 0, or < 0 with errs naming the field. */
+struct sock_filter;
+int al_oci_seccomp(const struct al_oci_config *c, struct sock_filter **ret, size_t *len,
+		   struct al_errors *errs);
+
 /* The policy for config c of the bundle at bundle (absolute). 0, or < 0
  * with every refusal in errs. */
 int al_oci_policy(const struct al_oci_config *c, const char *bundle, struct al_policy **ret,

@@ -7,6 +7,7 @@
  * writes (resolv.conf for the gateway's DNS stub), and last the masked and
  * read-only paths. Like plan.c, it only looks at the host. */
 #include <errno.h>
+#include <linux/filter.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -254,6 +255,10 @@ void al_plan_build_root(struct al_plan *p, const struct al_policy *pol, struct a
 
 	p->root = pr;
 	pr->readonly = r->readonly;
+	if (r->seccomp_len) {
+		pr->seccomp = dup_mem(r->seccomp, r->seccomp_len * sizeof(struct sock_filter));
+		pr->seccomp_len = r->seccomp_len;
+	}
 	take_map("linux.uidMappings", r->uid_map, r->n_uid_map, &pr->uid_map, &pr->n_uid_map, errs);
 	take_map("linux.gidMappings", r->gid_map, r->n_gid_map, &pr->gid_map, &pr->n_gid_map, errs);
 	p->uid = r->uid;
@@ -305,6 +310,7 @@ void al_plan_free_root(struct al_plan *p)
 	if (p->root) {
 		free(p->root->uid_map);
 		free(p->root->gid_map);
+		free(p->root->seccomp);
 		free(p->root);
 	}
 	free(p->groups);

@@ -177,6 +177,11 @@ struct al_plan_root {
 	 * never empty: the same ids 0 to 65535 when the engine gave none */
 	struct al_id_range *uid_map, *gid_map;
 	size_t n_uid_map, n_gid_map;
+	/* The container's own seccomp program (BPF instructions, seccomp_len
+	 * of them), installed in each of its processes right before it execs,
+	 * on top of airlock's; NULL: none. */
+	void *seccomp;
+	size_t seccomp_len;
 };
 
 struct al_plan {

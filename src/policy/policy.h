@@ -79,6 +79,11 @@ struct al_policy_root {
 	/* Sandbox paths that are each a face of the scratch (its tmpfs
 	 * mounts), in any order. */
 	char **tmpfs;
+	/* The container's own seccomp program (linux.seccomp, compiled: BPF
+	 * instructions, owned), stacked on airlock's in each of its
+	 * processes; NULL: none. */
+	void *seccomp;
+	size_t seccomp_len;
 	/* Kernel file systems of the sandbox's own, NULL-terminated (path,
 	 * type) pairs: "sysfs" and "cgroup2" read-only, "mqueue" writable. */
 	char **special;

@@ -35,6 +35,9 @@
 #include "backend/native/child.h"
 
 #include <errno.h>
+#include <sys/syscall.h>
+#include <linux/seccomp.h>
+#include <linux/filter.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -101,6 +104,15 @@ static void noop_handler(int sig)
 	(void)sig;
 }
 
+int al_own_seccomp(const struct al_plan *p)
+{
+	if (!p->root || !p->root->seccomp_len)
+		return 0;
+	struct sock_fprog prog = {.len = (unsigned short)p->root->seccomp_len,
+				  .filter = p->root->seccomp};
+	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+}
+
 int al_exec_path(char *const *argv, char *const *envp)
 {
 	const char *path = AL_DEFAULT_PATH;
@@ -161,7 +173,7 @@ static _Noreturn void run_command(const struct al_plan *p, int sync, int errpipe
 	} else if (p->tty && ioctl(0, TIOCSCTTY, 0) < 0) {
 		se.err = errno;
 		se.terminal = true;
-	} else if (chdir(p->workdir) < 0) {
+	} else if (chdir(p->workdir) < 0 || al_own_seccomp(p) < 0) {
 		se.err = errno;
 	} else {
 		se.err = al_exec_path(p->argv, p->envp);

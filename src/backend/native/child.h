@@ -157,6 +157,11 @@ _Noreturn void al_sandbox_child(const struct al_plan *plan, const struct al_nati
 _Noreturn void al_sandbox_init(const struct al_plan *plan, int sync, const int *cg_leave,
 			       size_t n_cg);
 
+/* A container's own seccomp program (plan->root->seccomp), on top of
+ * airlock's, installed in the command's process alone right before it
+ * execs (init keeps only airlock's): 0, or -1 with errno. */
+int al_own_seccomp(const struct al_plan *p);
+
 /* Search PATH from envp (like execvp, without allocating) and exec argv;
  * returns the errno of the most telling failure. */
 int al_exec_path(char *const *argv, char *const *envp);

@@ -12,6 +12,8 @@
 #include "backend/native/child.h"
 
 #include <errno.h>
+#include <linux/seccomp.h>
+#include <linux/filter.h>
 #include <linux/close_range.h>
 #include <stddef.h>
 #include <fcntl.h>
@@ -191,7 +193,7 @@ static _Noreturn void exec_child(const struct al_plan *p, int sync, const int *f
 	/* A terminal exec's pty becomes its controlling terminal once it
 	 * leads a session of its own. */
 	if (setsid() < 0 || (tty && ioctl(0, TIOCSCTTY, 0) < 0) ||
-	    chdir(cwd ? cwd : p->workdir) < 0)
+	    chdir(cwd ? cwd : p->workdir) < 0 || al_own_seccomp(p) < 0)
 		e = errno;
 	else
 		e = al_exec_path(req_argv, merged_env);
