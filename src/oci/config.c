@@ -14,12 +14,7 @@
 
 #include "core/cleanup.h"
 #include "core/util.h"
-
-/* net sysctls of the sandbox's own network namespace that a container may
- * set (linux.sysctl): nothing else. */
-static const char *const sysctl_allowed[] = {"net.ipv4.ping_group_range",
-					     "net.ipv4.ip_unprivileged_port_start",
-					     "net.ipv4.ip_local_port_range", NULL};
+#include "policy/plan.h"
 
 void al_oci_extra_clear(struct al_oci_extra *x)
 {
@@ -167,6 +162,28 @@ static void rlimits(const struct al_oci_config *c, struct al_policy *p, struct a
 	}
 }
 
+static const char *ns_name(int type)
+{
+	switch (type) {
+	case CLONE_NEWPID:
+		return "pid";
+	case CLONE_NEWNET:
+		return "network";
+	case CLONE_NEWIPC:
+		return "ipc";
+	case CLONE_NEWUTS:
+		return "uts";
+	case CLONE_NEWNS:
+		return "mount";
+	case CLONE_NEWUSER:
+		return "user";
+	case CLONE_NEWCGROUP:
+		return "cgroup";
+	default:
+		return "a";
+	}
+}
+
 static void namespaces(const struct al_oci_config *c, struct al_oci_extra *x,
 		       struct al_errors *errs)
 {
@@ -193,18 +210,19 @@ static void namespaces(const struct al_oci_config *c, struct al_oci_extra *x,
 			user = true;
 		if (ns->type == CLONE_NEWCGROUP)
 			cgroup = true;
-		if (ns->path && ns->type == CLONE_NEWNET) {
-			al_errors_add(errs, EOPNOTSUPP, "config.json", where,
-				      "the engine's network namespace %s: airlock gives each "
-				      "container a namespace of its own, whose only way out is "
-				      "its gateway; run the container with no network of the "
-				      "engine's (podman --network none)",
-				      ns->path);
-		} else if (ns->path) {
-			al_errors_add(errs, EPERM, "config.json", where,
-				      "joining %s: airlock makes every namespace of a container "
-				      "its own",
-				      ns->path);
+		if (ns->path) {
+			/* Never joined: an engine's network namespace has its
+			 * routes out, another container's would share its
+			 * processes, memory or files. The container gets a
+			 * namespace of its own, stricter (exception 3). */
+			char applied[600];
+			snprintf(applied, sizeof(applied),
+				 "%s namespace %s not joined: airlock's own made instead%s",
+				 ns_name(ns->type), ns->path,
+				 ns->type == CLONE_NEWNET
+				     ? " (loopback only; out only through the gateway)"
+				     : "");
+			note(x, where, applied);
 		}
 	}
 	for (size_t k = 0; k < AL_ARRAY_SIZE(want); k++) {
@@ -447,16 +465,15 @@ int al_oci_policy(const struct al_oci_config *c, const char *bundle, struct al_p
 		p->root->n_gid_map = c->n_gid_maps;
 	}
 	for (size_t i = 0; c->sysctl && c->sysctl[i]; i += 2) {
-		bool ok = false;
-		for (size_t k = 0; sysctl_allowed[k]; k++)
-			ok |= strcmp(c->sysctl[i], sysctl_allowed[k]) == 0;
-		if (!ok)
+		if (!al_plan_sysctl_allowed(c->sysctl[i]))
 			al_errors_add(errs, EPERM, "config.json", "linux.sysctl",
-				      "\"%s\" is not among those a sandbox may set", c->sysctl[i]);
+				      "\"%s\" is not among those a sandbox may set (its own "
+				      "network namespace's ping_group_range, "
+				      "ip_unprivileged_port_start, ip_local_port_range)",
+				      c->sysctl[i]);
+		al_strv_push(&p->root->sysctl, c->sysctl[i]);
+		al_strv_push(&p->root->sysctl, c->sysctl[i + 1]);
 	}
-	if (c->sysctl && c->sysctl[0])
-		al_errors_add(errs, EOPNOTSUPP, "config.json", "linux.sysctl",
-			      "not set by this airlock yet");
 	resources(c, p, errs);
 	struct sock_filter *prog = NULL;
 	size_t prog_len = 0;

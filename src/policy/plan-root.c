@@ -246,6 +246,18 @@ static void build_hidden(struct al_plan *p, char *const *paths, enum al_fs_kind 
 	}
 }
 
+static const char *const sysctl_allowed[] = {"net.ipv4.ping_group_range",
+					     "net.ipv4.ip_unprivileged_port_start",
+					     "net.ipv4.ip_local_port_range", NULL};
+
+bool al_plan_sysctl_allowed(const char *key)
+{
+	for (size_t i = 0; sysctl_allowed[i]; i++)
+		if (strcmp(key, sysctl_allowed[i]) == 0)
+			return true;
+	return false;
+}
+
 void al_plan_build_root(struct al_plan *p, const struct al_policy *pol, struct al_errors *errs)
 {
 	const struct al_policy_root *r = pol->root;
@@ -255,6 +267,15 @@ void al_plan_build_root(struct al_plan *p, const struct al_policy *pol, struct a
 
 	p->root = pr;
 	pr->readonly = r->readonly;
+	for (size_t i = 0; r->sysctl && r->sysctl[i] && r->sysctl[i + 1]; i += 2) {
+		const char *v = r->sysctl[i + 1];
+		if (!al_plan_sysctl_allowed(r->sysctl[i]) || strlen(v) > 64 ||
+		    strspn(v, "0123456789 \t") != strlen(v))
+			al_errors_add(errs, EPERM, NULL, "linux.sysctl",
+				      "%s = \"%.64s\": not a sysctl a sandbox may set",
+				      r->sysctl[i], v);
+	}
+	pr->sysctl = al_strv_dup(r->sysctl);
 	if (r->seccomp_len) {
 		pr->seccomp = dup_mem(r->seccomp, r->seccomp_len * sizeof(struct sock_filter));
 		pr->seccomp_len = r->seccomp_len;
@@ -311,6 +332,7 @@ void al_plan_free_root(struct al_plan *p)
 		free(p->root->uid_map);
 		free(p->root->gid_map);
 		free(p->root->seccomp);
+		al_strv_free(p->root->sysctl);
 		free(p->root);
 	}
 	free(p->groups);

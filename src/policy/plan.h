@@ -177,6 +177,9 @@ struct al_plan_root {
 	 * never empty: the same ids 0 to 65535 when the engine gave none */
 	struct al_id_range *uid_map, *gid_map;
 	size_t n_uid_map, n_gid_map;
+	/* linux.sysctl: NULL-terminated (key, value) pairs set in the sandbox's own network
+	 * namespace before anything runs (al_plan_sysctl_allowed()). */
+	char **sysctl;
 	/* The container's own seccomp program (BPF instructions, seccomp_len
 	 * of them), installed in each of its processes right before it execs,
 	 * on top of airlock's; NULL: none. */
@@ -386,6 +389,10 @@ static inline void al_plan_freep(struct al_plan **p)
 {
 	al_plan_free(*p);
 }
+
+/* The sysctls a container may set: net keys of its own network
+ * namespace only. */
+bool al_plan_sysctl_allowed(const char *key);
 
 /* Human-readable dump of the plan to f (used by `airlock check`, which
  * adds the backend's description of how it makes it). */

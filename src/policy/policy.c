@@ -95,6 +95,7 @@ void al_policy_root_free(struct al_policy_root *r)
 	free(r->groups);
 	al_strv_free(r->tmpfs);
 	al_strv_free(r->special);
+	al_strv_free(r->sysctl);
 	free(r->seccomp);
 	al_strv_free(r->masked);
 	al_strv_free(r->readonly_paths);

@@ -79,6 +79,9 @@ struct al_policy_root {
 	/* Sandbox paths that are each a face of the scratch (its tmpfs
 	 * mounts), in any order. */
 	char **tmpfs;
+	/* linux.sysctl: NULL-terminated (key, value) pairs, of the few net
+	 * keys a sandbox's own network namespace may set (plan-root.c). */
+	char **sysctl;
 	/* The container's own seccomp program (linux.seccomp, compiled: BPF
 	 * instructions, owned), stacked on airlock's in each of its
 	 * processes; NULL: none. */

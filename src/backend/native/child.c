@@ -68,6 +68,7 @@ static const struct step steps[] = {
 	{"become-ns-root",   step_become_ns_root},
 	{"loopback",         step_loopback},
 	{"gateway",          step_gateway_listeners},
+	{"sysctl",           step_sysctl},
 	{"stdio",            step_stdio},
 	{"private-mounts",   step_private_mounts},
 	{"staging-root",     step_staging_root},

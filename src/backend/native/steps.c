@@ -498,6 +498,28 @@ int step_hostname(struct al_child *c)
 	return 0;
 }
 
+/* A container's linux.sysctl (plan-root.c allows net keys alone): written
+ * through the host's /proc before the staging root, which a net sysctl
+ * resolves in the writer's network namespace: the sandbox's own. */
+int step_sysctl(struct al_child *c)
+{
+	char path[256];
+	char *const *kv = c->plan->root ? c->plan->root->sysctl : NULL;
+
+	for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2) {
+		if (!al_plan_sysctl_allowed(kv[i]))
+			return fail(c, EPERM, "sysctl %s", kv[i]);
+		int n = snprintf(path, sizeof(path), "/proc/sys/%s", kv[i]);
+		for (int k = 10; k < n; k++)
+			if (path[k] == '.')
+				path[k] = '/';
+		int r = al_write_file_at(AT_FDCWD, path, kv[i + 1], strlen(kv[i + 1]));
+		if (r < 0)
+			return fail(c, -r, "sysctl %s = %s", kv[i], kv[i + 1]);
+	}
+	return 0;
+}
+
 int step_loopback(struct al_child *c)
 {
 	int fd = al_netns_loopback_up();

@@ -33,6 +33,7 @@ int step_pivot_root(struct al_child *c);
 int step_terminal(struct al_child *c);
 int step_hostname(struct al_child *c);
 int step_loopback(struct al_child *c);
+int step_sysctl(struct al_child *c);
 int step_gateway_listeners(struct al_child *c);
 int step_rlimits(struct al_child *c);
 int step_close_fds(struct al_child *c);
