@@ -210,7 +210,7 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 		return al_oci_errors(&errs, err);
 	/* The audit stream: in the operator's --audit-dir, the file the
 	 * annotation names (NAME.jsonl) or the container's (ID.jsonl). */
-	_cleanup_free_ char *audit = NULL;
+	_cleanup_free_ char *audit = NULL, *record = NULL;
 	if (x.audit && !g->audit_dir)
 		return al_error_set(err, EPERM,
 				    "io.airlock.audit: this runtime has no --audit-dir for "
@@ -220,8 +220,10 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 				    "io.airlock.audit: \"%.64s\" is not a sink's name (letters, "
 				    "digits, _ + - .)",
 				    x.audit);
-	if (g->audit_dir)
+	if (g->audit_dir) {
 		audit = xasprintf("%s/%s.jsonl", g->audit_dir, x.audit ? x.audit : id);
+		record = xasprintf("%s/%s.result.json", g->audit_dir, x.audit ? x.audit : id);
+	}
 	if (x.tty && !o->console_socket)
 		return al_error_set(err, EINVAL,
 				    "process.terminal is set: a --console-socket is needed to "
@@ -320,7 +322,8 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 				  .oci_version = cfg->oci_version,
 				  .pid = child,
 				  .start_time = al_oci_start_time(child),
-				  .annotations = ann};
+				  .annotations = ann,
+				  .record = record};
 	r = al_oci_state_write(dirfd, &st, err);
 	json_decref(ann);
 	if (r == 0 && o->pid_file)

@@ -20,6 +20,7 @@ void al_oci_state_clear(struct al_oci_state *st)
 	free(st->bundle);
 	free(st->created);
 	free(st->oci_version);
+	free(st->record);
 	json_decref(st->annotations);
 	*st = (struct al_oci_state){0};
 }
@@ -162,6 +163,8 @@ int al_oci_state_write(int dirfd, const struct al_oci_state *st, struct al_error
 			      st->bundle, "created", st->created, "ociVersion", st->oci_version,
 			      "pid", (int)st->pid, "start_time", (json_int_t)st->start_time,
 			      "annotations", st->annotations ? st->annotations : json_object());
+	if (o && st->record)
+		json_object_set_new(o, "record", json_string(st->record));
 	int r = o ? al_oci_json_write(dirfd, "state.json", o, err)
 		  : al_error_set(err, ENOMEM, "writing state.json");
 	json_decref(o);
@@ -196,6 +199,8 @@ int al_oci_state_read(int dirfd, struct al_oci_state *st, struct al_error *err)
 	st->pid = pid;
 	st->start_time = (unsigned long long)start;
 	st->annotations = json_incref(ann);
+	const char *rec = json_string_value(json_object_get(o, "record"));
+	st->record = rec && rec[0] == '/' ? xstrdup(rec) : NULL;
 	json_decref(o);
 	return 0;
 }

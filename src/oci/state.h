@@ -26,6 +26,9 @@ struct al_oci_state {
 	pid_t pid;		       /* the supervisor's: the container's pid for the engine */
 	unsigned long long start_time; /* its start in clock ticks since boot (/proc/PID/stat) */
 	json_t *annotations;	       /* an object, owned */
+	/* Where the run's record is kept once the container is deleted
+	 * (--audit-dir's NAME.result.json, beside its audit stream), or NULL. */
+	char *record;
 };
 
 void al_oci_state_clear(struct al_oci_state *st);

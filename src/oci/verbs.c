@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/cleanup.h"
+#include "core/log.h"
 #include "core/sys.h"
 #include "core/util.h"
 #include "oci/internal.h"
@@ -238,6 +239,25 @@ int al_oci_kill(const struct al_oci_ctx *g, const char *id, int sig, bool all, s
 	return r;
 }
 
+/* The run's record (its state directory's result.json) kept where the
+ * audit stream is, when the runtime had an --audit-dir at create: the
+ * state directory goes with delete. */
+static void keep_record(const struct al_oci_box *b)
+{
+	json_t *o;
+	struct al_error err = {0};
+
+	if (!b->st.record || !(o = al_oci_json_read(b->dirfd, "result.json")))
+		return;
+	char *slash = strrchr(b->st.record, '/');
+	_cleanup_free_ char *dir = xasprintf("%.*s", (int)(slash - b->st.record), b->st.record);
+	_cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0 || al_oci_json_write(dfd, slash + 1, o, &err) < 0)
+		al_warn("container %s: keeping its record in %s: %s", b->st.id, b->st.record,
+			err.msg[0] ? err.msg : strerror(errno));
+	json_decref(o);
+}
+
 int al_oci_delete(const struct al_oci_ctx *g, const char *id, bool force, struct al_error *err)
 {
 	struct al_oci_box b;
@@ -269,6 +289,7 @@ int al_oci_delete(const struct al_oci_ctx *g, const char *id, bool force, struct
 			goto out;
 		}
 	}
+	keep_record(&b);
 	r = al_oci_dir_remove(b.rootfd, id, err);
 out:
 	al_oci_box_close(&b);

@@ -536,6 +536,14 @@ def annotation_allows_loopback_api(env):
     expect(not any(p == "/no" for _, p in _Api.hits),
            "the server got the denied host's request: %s" % _Api.hits)
     expect_audit_denied(audit, "denied.test")
+    # The run's record, kept beside the audit stream once podman removed
+    # the container (--rm): how it ended and what the gateway refused.
+    record = os.path.join(audit_dir, "egress-test.result.json")
+    expect(wait_for(lambda: os.path.exists(record), 15, step=0.2),
+           "no run record at %s after rm" % record)
+    with open(record) as f:
+        rec = json.load(f)
+    expect(rec.get("reason") and rec.get("network"), "the record says too little: %s" % rec)
 
 
 def main():
