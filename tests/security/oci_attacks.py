@@ -342,6 +342,81 @@ def state_root_reachable_from_a_container():
         runc("delete", "--force", "waiting")
 
 
+@case
+def exec_client_killed_mid_exec():
+    """The engine's `exec` killed while its process runs (a probe's
+    timeout in containerd's shim, ^C on podman exec): the container must go
+    on. Today its supervisor frees the exec's connection twice and dies
+    ("double free or corruption"), and the container with it:
+    src/oci/super.c on_conn frees the connection when its verb hangs up
+    (conn_free, which only signals the exec), and exec_ended frees it again
+    when the exec ends."""
+    r = runc("create", "-b", bundle("probe", ["/bin/sleep", "60"]), "probe", detach=True)
+    sup = None
+    try:
+        expect(r.returncode == 0, "create failed: %s" % out(r))
+        sup = json.loads(runc("state", "probe").stdout)["pid"]
+        expect(runc("start", "probe").returncode == 0, "start failed")
+        x = subprocess.Popen([RUNC, "--root", os.path.join(TMP, "state"), "exec", "probe",
+                              "/bin/sleep", "2"], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # Its exec started (the supervisor made its cgroup, exec-2: the
+        # container's own process is exec-1), then the verb
+        # is killed by its pid.
+        ok = _wait(lambda: any(os.path.isdir(d + "/exec-2") for d in _cgroups_of(sup)), 20)
+        x.kill()
+        x.wait()
+        expect(ok, "the exec did not start")
+        # The exec's own end (2 s), and a second for the supervisor.
+        _wait(lambda: False, 3.5)
+        s = runc("state", "probe")
+        got = json.loads(s.stdout) if s.returncode == 0 else {}
+        diag("state after: %s; the supervisor's output: %s" %
+             (got.get("status"), read(os.path.join(TMP, "create.out")).strip()[:200]))
+        expect(got.get("status") == "running",
+               "the container is %s after its exec's verb was killed" % got.get("status"))
+    finally:
+        runc("delete", "--force", "probe")
+        if sup:
+            _remove_cgroups(sup)
+
+
+def _wait(pred, timeout):
+    import time
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return pred()
+
+
+def _cgroups_of(sup):
+    """The run cgroups of the supervisor with pid sup, in every hierarchy
+    (named PID-START-N under airlock/)."""
+    found = []
+    base = "/sys/fs/cgroup"
+    for h in os.listdir(base):
+        for parent in (os.path.join(base, h, "airlock"), os.path.join(base, h)):
+            if not os.path.isdir(parent):
+                continue
+            for name in os.listdir(parent):
+                if name.startswith("%d-" % sup):
+                    found.append(os.path.join(parent, name))
+    return found
+
+
+def _remove_cgroups(sup):
+    """A crashed supervisor's cgroups (empty once its sandbox is gone),
+    removed deepest first."""
+    for d in _cgroups_of(sup):
+        for dirpath, _dirs, _files in sorted(os.walk(d), key=lambda t: -len(t[0])):
+            try:
+                os.rmdir(dirpath)
+            except OSError:
+                pass
+
+
 def _end_orphans():
     """Supervisors this script started that delete could not find (their
     state.json removed by an attack): found by their command line naming
