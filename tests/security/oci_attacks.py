@@ -343,6 +343,32 @@ def state_root_reachable_from_a_container():
 
 
 @case
+def profile_annotation_picks_any_profile():
+    """io.airlock.profile lets a config pick any profile of the operator
+    policy: a pod names the one the operator keeps for trusted work (here
+    "admin", rw on a root-owned directory) and gets its bounds. The OCI
+    runtime has no caller identity to grant profiles to (the request layer's
+    grant_profile runs only with one, src/request/request.c), so the
+    annotation must be refused unless the operator says which profiles a
+    container may choose. Today the pod reads and changes the file."""
+    v = victim_dir("victim-profile")
+    op = os.path.join(TMP, "operator-profiles.json")
+    with open(op, "w") as f:
+        json.dump({"version": 1, "profiles": {
+            "default": {"filesystem": {"ro": [os.path.join(TMP, "bundles-only")]}},
+            "admin": {"filesystem": {"rw": [v]}}}}, f)
+    b = bundle("profile", ["/bin/sh", "-c", "cat /v/secret; echo changed > /v/secret"],
+               mounts=[{"destination": "/v", "type": "bind", "source": v,
+                        "options": ["rbind", "rw"]}],
+               annotations={"io.airlock.profile": "admin"})
+    r = run("profile", b, operator=op)
+    diag("run: rc %d: %s" % (r.returncode, out(r)[:300]))
+    expect(r.returncode != 0, "a pod chose the operator's \"admin\" profile")
+    expect(read(os.path.join(v, "secret")) == "TOPSECRET\n",
+           "the pod changed a file only the admin profile may write")
+
+
+@case
 def exec_client_killed_mid_exec():
     """The engine's `exec` killed while its process runs (a probe's
     timeout in containerd's shim, ^C on podman exec): the container must go
