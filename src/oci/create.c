@@ -152,7 +152,9 @@ int al_oci_write_pid_file(const char *path, pid_t pid, struct al_error *err)
 {
 	_cleanup_free_ char *tmp = xasprintf("%s.airlock-tmp", path);
 	char text[32];
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	/* A new file: never one planted there (a link, a hard link). */
+	unlink(tmp);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 
 	snprintf(text, sizeof(text), "%d", (int)pid);
 	if (fd < 0)
@@ -215,30 +217,56 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 		return al_error_set(err, EPERM,
 				    "io.airlock.audit: this runtime has no --audit-dir for "
 				    "audit streams");
-	if (x.audit && (al_oci_id_check(x.audit, NULL) < 0 || x.audit[0] == '.'))
+	if (x.audit && (al_oci_id_check(x.audit, NULL) < 0 || x.audit[0] == '.' ||
+			strncmp(x.audit, "container-", 10) == 0))
 		return al_error_set(err, EINVAL,
 				    "io.airlock.audit: \"%.64s\" is not a sink's name (letters, "
-				    "digits, _ + - .)",
+				    "digits, _ + - .; not container-*, each container's own)",
 				    x.audit);
 	if (g->audit_dir) {
-		audit = xasprintf("%s/%s.jsonl", g->audit_dir, x.audit ? x.audit : id);
-		record = xasprintf("%s/%s.result.json", g->audit_dir, x.audit ? x.audit : id);
+		/* A container's own stream is container-ID.jsonl, which no
+		 * annotation can name. */
+		_cleanup_free_ char *own = xasprintf("container-%s", id);
+		const char *name = x.audit ? x.audit : own;
+		audit = xasprintf("%s/%s.jsonl", g->audit_dir, name);
+		record = x.audit ? xasprintf("%s/%s.%s.result.json", g->audit_dir, name, id)
+				 : xasprintf("%s/%s.result.json", g->audit_dir, name);
 	}
 	if (x.tty && !o->console_socket)
 		return al_error_set(err, EINVAL,
 				    "process.terminal is set: a --console-socket is needed to "
 				    "receive the terminal");
 	al_random_id(run_id, sizeof(run_id));
+	/* No container shows the runtime's own places: the containers' state
+	 * (their supervisors' sockets), the id pool, the audit streams, the
+	 * engines' sockets. */
+	const char *const never[] = {g->root,
+				     "/run/airlock",
+				     g->audit_dir ? g->audit_dir : "/run/airlock",
+				     "/run/containerd",
+				     "/run/podman",
+				     "/run/crio",
+				     "/run/docker.sock",
+				     "/var/run/docker.sock",
+				     NULL};
 	struct al_request_config rc = {.operator_file = g->operator_file,
 				       .operator_env = g->operator_env,
 				       .term = g->term,
-				       .run_id = run_id};
+				       .run_id = run_id,
+				       .never_paths = never};
 	al_request_init(&rq, &rc, pol);
 	if (al_request_plan(&rq, &errs) < 0) {
 		if (rq.refused)
 			al_request_refusals(&rq, &errs);
 		return al_oci_errors(&errs, err);
 	}
+	/* Which profile a container is held to is the operator's: the
+	 * default one, the policy not granting containers a choice. */
+	if (rq.file && pol->profile && strcmp(pol->profile, "default") != 0)
+		return al_error_set(err, EPERM,
+				    "io.airlock.profile: \"%s\": the operator policy %s holds "
+				    "containers to its default profile",
+				    pol->profile, rq.file);
 	if ((r = al_request_probe(&rq, NULL, err)) < 0)
 		return r;
 	if (rq.plan->n_secrets || rq.plan->intercept) {

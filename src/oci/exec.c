@@ -138,8 +138,9 @@ static int follow(int sock, int tty, int *sig)
 			       signo > 0 && signo < NSIG
 			   ? (int)signo
 			   : 0;
+		bool failed = reason && strcmp(reason, "exec-failed") == 0;
 		json_decref(msg);
-		if (reason && strcmp(reason, "exec-failed") == 0)
+		if (failed)
 			return 127;
 		return code >= 0 && code < 256 ? (int)code : 255;
 	}

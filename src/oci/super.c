@@ -67,6 +67,7 @@ struct conn {
 	struct al_exec *x;
 	struct al_oci_attach io;
 	bool io_set;
+	bool gone; /* its verb hung up while its exec ran: freed at the exec's end */
 };
 
 static json_t *error_json(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -95,12 +96,17 @@ static void conn_free(struct conn *c)
 	for (size_t i = 0; i < MAX_CONNS; i++)
 		if (S->conns[i] == c)
 			S->conns[i] = NULL;
-	if (c->x)
-		al_exec_signal(c->x, SIGKILL); /* its verb is gone: so is its exec */
+	al_watch_removep(&c->w);
+	al_closep(&c->fd);
+	if (c->x) {
+		/* Its verb is gone: so is its exec. Its end (exec_ended, which
+		 * the kill brings) frees the rest: its output still comes. */
+		c->gone = true;
+		al_exec_signal(c->x, SIGKILL);
+		return;
+	}
 	if (c->io_set)
 		al_oci_attach_free(&c->io);
-	al_watch_remove(c->w);
-	close(c->fd);
 	free(c);
 }
 
@@ -373,9 +379,10 @@ static void exec_ended(void *data, const struct al_exec_result *res)
 
 	c->x = NULL;
 	al_oci_attach_stop(&c->io);
-	al_oci_attach_drain(&c->io, DRAIN_EXEC_MS);
-	json_t *r = al_exec_result_json(res);
-	answer(c, json_pack("{s:o}", "ended", r));
+	if (!c->gone) {
+		al_oci_attach_drain(&c->io, DRAIN_EXEC_MS);
+		answer(c, json_pack("{s:o}", "ended", al_exec_result_json(res)));
+	}
 	conn_free(c);
 }
 

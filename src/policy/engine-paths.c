@@ -169,6 +169,13 @@ int al_engine_plan(struct al_decision *d, const struct al_policy *task, const st
 		const struct al_op_path *n;
 		bool inside;
 		m = e->kind == AL_FS_HOST ? task_mount(task, e->path) : NULL;
+		if (plan->root && e->kind == AL_FS_HOST && strcmp(e->path, "/") == 0) {
+			/* A container's root is the task's as a mount is: the
+			 * profile's paths bound it (rw unless read-only). */
+			check_path(d, "config.json: root.path", "root /", e->source, true, e->dev,
+				   e->ino, (e->access & AL_FS_WRITE) != 0, false);
+			continue;
+		}
 		if (e->kind == AL_FS_DEVICE ||
 		    (e->kind == AL_FS_HOST && strncmp(e->what, "system ", 7) != 0 &&
 		     (!m || m->own))) {

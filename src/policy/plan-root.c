@@ -61,6 +61,16 @@ static void take_map(const char *what, const struct al_id_range *in, size_t n,
 				      AL_IDS_SLOT_SIZE - 1);
 			return;
 		}
+		/* Never the pool's ids: they are other runs'. */
+		if ((uint64_t)in[i].outer <
+			AL_IDS_POOL_BASE + (uint64_t)AL_IDS_POOL_SLOTS * AL_IDS_SLOT_SIZE &&
+		    out_end > AL_IDS_POOL_BASE) {
+			al_errors_add(errs, EPERM, NULL, what,
+				      "range %zu (host %u, size %u) reaches airlock's pool of host "
+				      "ids, which are other runs'",
+				      i, in[i].outer, in[i].count);
+			return;
+		}
 		for (size_t j = 0; j < i; j++)
 			if (in[i].inner < in[j].inner + in[j].count && in[j].inner < in_end) {
 				al_errors_add(errs, EINVAL, NULL, what,
@@ -124,8 +134,21 @@ static void add_bind(struct al_plan *p, const struct al_policy_mount *m, struct 
 	unsigned access = AL_FS_READ | (m->mode == AL_MOUNT_RW ? AL_FS_WRITE : 0) |
 			  (m->exec != 0 ? AL_FS_EXEC : 0);
 	snprintf(what, sizeof(what), "%s %s", m->mode == AL_MOUNT_RW ? "rw" : "ro", m->path);
-	al_plan_add_host(p, AL_FS_HOST, real, m->path, &st, access, what)->root_ids = true;
+	/* As airlock run's inputs: the container's user acts as the file's
+	 * owner (never as host root: a root-owned one is shown with its own
+	 * ids, written through the others' bits), mounted as asked and left
+	 * to its modes. */
+	struct al_fs_entry *e = al_plan_add_host(p, AL_FS_HOST, real, m->path, &st, access, what);
+	e->as_owner = true;
+	e->owner_uid = st.st_uid;
+	e->owner_gid = st.st_gid;
+	e->lenient = true;
 }
+
+/* Host directories no container's root may be, nor hold. */
+static const char *const host_dirs[] = {"/etc",	  "/usr",  "/bin",  "/sbin", "/lib",
+					"/lib64", "/boot", "/root", "/home", "/var",
+					"/run",	  "/proc", "/sys",  "/dev",  NULL};
 
 static void build_items(struct al_plan *p, const struct al_policy *pol, struct al_errors *errs)
 {
@@ -314,6 +337,14 @@ void al_plan_build_root(struct al_plan *p, const struct al_policy *pol, struct a
 		al_errors_add(errs, ENOTDIR, NULL, "root.path", "%s is not a directory", real);
 		return;
 	}
+	for (size_t i = 0; host_dirs[i]; i++)
+		if (al_path_is_under(host_dirs[i], real)) {
+			al_errors_add(errs, EPERM, NULL, "root.path",
+				      "%s holds the host's %s: a container's root is a directory "
+				      "of its own",
+				      real, host_dirs[i]);
+			return;
+		}
 	unsigned access = AL_FS_READ | AL_FS_EXEC | (r->readonly ? 0 : AL_FS_WRITE);
 	al_plan_add_host(p, AL_FS_HOST, real, "/", &st, access,
 			 r->readonly ? "root (the container's, read-only)"

@@ -121,6 +121,10 @@ struct al_fs_entry {
 	 * idmapping on its filesystem), copy it into the scratch instead of
 	 * refusing ("copy": true). */
 	bool copy;
+	/* HOST, as_owner, a container's bind: mounted as the config asks and
+	 * left to the file's modes, not refused ahead where they would keep
+	 * the container out (podman's rw /etc/hosts, root's 0644). */
+	bool lenient;
 	/* HOST in a plan with a container's root: shown with the root's ids
 	 * (plan->root's maps: disk ids as the engine gave them), not as its
 	 * owner. */

@@ -538,10 +538,12 @@ def annotation_allows_loopback_api(env):
     expect_audit_denied(audit, "denied.test")
     # The run's record, kept beside the audit stream once podman removed
     # the container (--rm): how it ended and what the gateway refused.
-    record = os.path.join(audit_dir, "egress-test.result.json")
-    expect(wait_for(lambda: os.path.exists(record), 15, step=0.2),
-           "no run record at %s after rm" % record)
-    with open(record) as f:
+    def records():
+        return [n for n in os.listdir(audit_dir)
+                if n.startswith("egress-test.") and n.endswith(".result.json")]
+    expect(wait_for(lambda: records(), 15, step=0.2),
+           "no run record egress-test.ID.result.json in %s after rm" % audit_dir)
+    with open(os.path.join(audit_dir, records()[0])) as f:
         rec = json.load(f)
     expect(rec.get("reason") and rec.get("network"), "the record says too little: %s" % rec)
 

@@ -246,27 +246,29 @@ def uid_map_host_ids_chosen_by_config():
 
 @case
 def audit_annotation_names_another_stream():
-    """io.airlock.audit may name any file of the operator's --audit-dir,
-    among them another container's own stream (ID.jsonl): a hostile pod's
-    events land in its neighbour's audit. It must be refused (or the
-    annotation limited to sinks the operator lists). Today the attacker's
-    run.start is appended to victim.jsonl (src/oci/create.c: the name is
-    checked only for its characters)."""
+    """io.airlock.audit names a shared sink of the operator's --audit-dir
+    (NAME.jsonl): it can never name another container's own stream
+    (container-ID.jsonl), so a hostile pod's events never land in its
+    neighbour's audit. The attacker naming the victim's stream is refused;
+    the victim's stream holds its own events alone."""
     ad = os.path.join(TMP, "audit")
     os.mkdir(ad, 0o700)
     r1 = run("victim", bundle("victim", ["/bin/true"]), audit_dir=ad)
     expect(r1.returncode == 0, "the victim did not run: %s" % out(r1))
-    run("attacker", bundle("attacker", ["/bin/true"],
-                           annotations={"io.airlock.audit": "victim"}), audit_dir=ad)
+    r2 = run("attacker", bundle("attacker", ["/bin/true"],
+                                annotations={"io.airlock.audit": "container-victim"}),
+             audit_dir=ad)
+    expect(r2.returncode != 0 and "io.airlock.audit" in out(r2),
+           "naming the victim's own stream was not refused: %s" % out(r2))
     ids = set()
-    with open(os.path.join(ad, "victim.jsonl")) as f:
+    with open(os.path.join(ad, "container-victim.jsonl")) as f:
         for line in f:
             ev = json.loads(line)
             oci = ev.get("oci") or (ev.get("data") or {}).get("oci")
             if isinstance(oci, dict):
                 ids.add(oci.get("id"))
-    diag("containers in victim.jsonl: %s" % sorted(i for i in ids if i))
-    expect("attacker" not in ids, "the attacker's events are in the victim's audit stream")
+    diag("containers in container-victim.jsonl: %s" % sorted(i for i in ids if i))
+    expect(ids == {"victim"}, "the victim's audit stream holds %s" % sorted(ids))
 
 
 @case

@@ -229,6 +229,10 @@ static int open_input(const struct al_mount_op *op, const char *host, const stru
 	bool disk_id = write && root_owned && ids->slot >= 0;
 	as_owner =
 	    (write && !root_owned) || (!write && (S_ISDIR(st.st_mode) || !(st.st_mode & S_IROTH)));
+	/* A container's bind (its config may be anyone's): never read as
+	 * host root either, only through the others' bits. */
+	if (op->lenient && root_owned)
+		as_owner = false;
 	if (as_owner || disk_id) {
 		int userns =
 		    idmap_fd(maps, n_maps, op->owner_uid, op->owner_gid, disk_id, ids, err);
@@ -263,7 +267,7 @@ static int open_input(const struct al_mount_op *op, const char *host, const stru
 			return al_error_setsys(err, errno, "%s: setting flags on %s", op->what,
 					       host);
 	}
-	if (!may(&st, as_owner, write)) {
+	if (!may(&st, as_owner, write) && !op->lenient) {
 		if (op->copy && !write) {
 			*copy = true;
 			return -1;
@@ -335,6 +339,17 @@ static int open_root_input(const struct al_mount_op *op, const char *host,
 			    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
 	if (tree < 0)
 		return al_error_setsys(err, errno, "%s: open_tree %s", op->what, host);
+	/* Without an operator policy nothing bounds where a config's root is:
+	 * its files keep their host ids, so that no host root's file becomes
+	 * the container's own. With one, the root lies where the operator
+	 * allows, and is shown with the ids the engine gave it. */
+	if (!plan->operator_file) {
+		struct mount_attr plain = {.attr_set = op->attr};
+		if (al_sys_mount_setattr(tree, "", AT_EMPTY_PATH, &plain, sizeof(plain)) < 0)
+			return al_error_setsys(err, errno, "%s: setting flags on %s", op->what,
+					       host);
+		goto done;
+	}
 	if (*userns < 0) {
 		char um[1024], gm[1024];
 		root_map(um, sizeof(um), plan->root->uid_map, plan->root->n_uid_map, ids->root_uid);
@@ -359,6 +374,7 @@ static int open_root_input(const struct al_mount_op *op, const char *host,
 			return al_error_setsys(err, errno, "%s: setting flags on %s", op->what,
 					       host);
 	}
+done:;
 	int high = fcntl(tree, F_DUPFD_CLOEXEC, AL_INPUT_FD_MIN);
 	if (high < 0)
 		return al_error_setsys(err, errno, "%s: fcntl F_DUPFD_CLOEXEC", op->what);

@@ -187,6 +187,7 @@ static struct al_mount_op *add_bind(struct lowering *l, const struct al_fs_entry
 		op->owner_gid = e->owner_gid;
 		op->copy = e->copy;
 		op->root_ids = e->root_ids;
+		op->lenient = e->lenient;
 	}
 	if (op->dir)
 		al_strv_push(&l->dirs, op->target);

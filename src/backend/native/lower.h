@@ -71,8 +71,9 @@ struct al_mount_op {
 	 * root_ids): opened by the supervisor like an input, shown with the
 	 * root's ids (inputs.c). */
 	bool root_ids;
-	bool copied; /* it did: source is the scratch's empty part to bind */
-	char *what;  /* for messages and dumps: "system /usr", "input /input/data.csv" */
+	bool lenient; /* a container's bind: mounted as asked, its modes decide (plan.h) */
+	bool copied;  /* it did: source is the scratch's empty part to bind */
+	char *what;   /* for messages and dumps: "system /usr", "input /input/data.csv" */
 };
 
 struct al_landlock_rule {
