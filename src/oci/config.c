@@ -443,10 +443,15 @@ int al_oci_policy(const struct al_oci_config *c, const char *bundle, struct al_p
 	process(c, p, x, errs);
 	for (size_t i = 0; i < c->n_mounts; i++)
 		mount_one(c, i, p, errs);
+	/* Hooks run on the host as root: create runs them only where the
+	 * operator policy allows (oci.hooks); those that would run inside the
+	 * container are never airlock's to run. */
+	if (c->n_hooks[AL_OCI_HOOK_CREATE_CONTAINER] || c->n_hooks[AL_OCI_HOOK_START_CONTAINER])
+		al_errors_add(errs, EPERM, "config.json", "hooks",
+			      "createContainer and startContainer hooks would run inside the "
+			      "container: airlock runs nothing of the engine's in a sandbox");
 	for (size_t t = 0; t < AL_OCI_HOOK_KINDS; t++)
-		if (c->n_hooks[t])
-			al_errors_add(errs, EPERM, "config.json", "hooks",
-				      "hooks run on the host as root: airlock runs none");
+		x->hooks |= c->n_hooks[t] > 0;
 	namespaces(c, x, errs);
 	if (c->n_uid_maps) {
 		p->root->uid_map = xcalloc(c->n_uid_maps, sizeof(*p->root->uid_map));

@@ -21,6 +21,7 @@ struct al_oci_extra {
 	bool tty;
 	unsigned short rows, cols; /* consoleSize, 0: none */
 	char *audit;		   /* io.airlock.audit: a sink's name, or NULL */
+	bool hooks;		   /* the config has hooks (the operator policy decides) */
 	/* The documented exceptions applied, for run.start: an array of
 	 * {"field": ..., "applied": ...}. */
 	json_t *notes;

@@ -262,11 +262,18 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 	}
 	/* Which profile a container is held to is the operator's: the
 	 * default one, the policy not granting containers a choice. */
-	if (rq.file && pol->profile && strcmp(pol->profile, "default") != 0)
+	bool granted = false;
+	for (size_t i = 0; rq.op && rq.op->oci.profiles && rq.op->oci.profiles[i]; i++)
+		granted |= pol->profile && strcmp(rq.op->oci.profiles[i], pol->profile) == 0;
+	if (rq.file && pol->profile && strcmp(pol->profile, "default") != 0 && !granted)
 		return al_error_set(err, EPERM,
-				    "io.airlock.profile: \"%s\": the operator policy %s holds "
-				    "containers to its default profile",
+				    "io.airlock.profile: \"%s\" is not among the profiles the "
+				    "operator policy %s lets containers choose (oci.profiles)",
 				    pol->profile, rq.file);
+	if (x.hooks && (!rq.op || !rq.op->oci.hooks))
+		return al_error_set(err, EPERM,
+				    "hooks: they would run on the host as root; the operator "
+				    "policy does not allow them (\"oci\": {\"hooks\": true})");
 	if ((r = al_request_probe(&rq, NULL, err)) < 0)
 		return r;
 	if (rq.plan->n_secrets || rq.plan->intercept) {
@@ -339,6 +346,24 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 	sync[1] = -1;
 	if ((r = wait_ready(sync[0], child, err)) < 0)
 		goto fail;
+	if (x.hooks) {
+		json_t *hooks = al_oci_hooks_json(cfg);
+		json_t *hs =
+		    json_pack("{s:s, s:s, s:s, s:i, s:s}", "ociVersion", cfg->oci_version, "id", id,
+			      "status", "creating", "pid", (int)child, "bundle", bundle);
+		r = al_oci_json_write(dirfd, "hooks.json", hooks, err);
+		if (r == 0)
+			r = al_oci_hooks_run(hooks, "prestart", hs, bundle, err);
+		if (r == 0)
+			r = al_oci_hooks_run(hooks, "createRuntime", hs, bundle, err);
+		json_decref(hooks);
+		json_decref(hs);
+		if (r < 0) {
+			kill(child, SIGKILL);
+			waitpid(child, NULL, 0);
+			goto fail;
+		}
+	}
 	char created[64];
 	timestamp(created, sizeof(created));
 	json_t *ann = json_object();

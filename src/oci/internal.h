@@ -40,3 +40,11 @@ bool al_oci_box_wait_gone(const struct al_oci_box *b, int ms);
 /* How the container's process ended (exit.json): the status to exit
  * with (code, or 128 + signal), and its signal (0: none). -1: unknown. */
 int al_oci_box_exit(const struct al_oci_box *b, int *sig);
+
+/* hooks.c: the config's hooks as JSON (kept in the state directory's
+ * hooks.json), and those of one kind ("prestart", ...) run in order with
+ * state on their stdin: 0, or the first failure. */
+#include <jansson.h>
+json_t *al_oci_hooks_json(const struct al_oci_config *c);
+int al_oci_hooks_run(json_t *hooks, const char *kind, json_t *state, const char *bundle,
+		     struct al_error *err);

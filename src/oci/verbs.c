@@ -171,6 +171,27 @@ static const char *status_of(const struct al_oci_box *b, char *why, size_t len)
 	return s;
 }
 
+/* The hooks of kind create kept (hooks.json), run with the state as it is
+ * now; a failure is a warning (poststart, poststop). */
+static void after_hooks(const struct al_oci_box *b, const char *kind, const char *status)
+{
+	json_t *hooks = al_oci_json_read(b->dirfd, "hooks.json");
+	struct al_error err = {0};
+
+	if (!hooks)
+		return;
+	json_t *st =
+	    json_pack("{s:s, s:s, s:s, s:i, s:s, s:O}", "ociVersion",
+		      b->st.oci_version ? b->st.oci_version : "1.0.2", "id", b->st.id, "status",
+		      status, "pid", strcmp(status, "stopped") ? (int)b->st.pid : 0, "bundle",
+		      b->st.bundle ? b->st.bundle : "", "annotations",
+		      b->st.annotations ? b->st.annotations : json_object());
+	if (al_oci_hooks_run(hooks, kind, st, b->st.bundle, &err) < 0)
+		al_warn("container %s: %s", b->st.id, err.msg);
+	json_decref(st);
+	json_decref(hooks);
+}
+
 int al_oci_start(const struct al_oci_ctx *g, const char *id, struct al_error *err)
 {
 	struct al_oci_box b;
@@ -184,6 +205,8 @@ int al_oci_start(const struct al_oci_ctx *g, const char *id, struct al_error *er
 				 b.complete ? "stopped" : "not created yet");
 	else
 		r = al_oci_box_call(&b, "start", NULL, &ans, err);
+	if (r == 0)
+		after_hooks(&b, "poststart", "running");
 	json_decref(ans);
 	al_oci_box_close(&b);
 	return r;
@@ -290,6 +313,8 @@ int al_oci_delete(const struct al_oci_ctx *g, const char *id, bool force, struct
 		}
 	}
 	keep_record(&b);
+	if (b.complete)
+		after_hooks(&b, "poststop", "stopped");
 	r = al_oci_dir_remove(b.rootfd, id, err);
 out:
 	al_oci_box_close(&b);

@@ -24,3 +24,5 @@ void al_op_add_rule_opts(struct al_op_profile *pr, struct al_rule_opts *o);
 int al_op_parse_decider(struct al_json_ctx *c, const json_t *j);
 /* The top level's "serve", after the profiles (it names them). */
 int al_op_parse_serve(struct al_json_ctx *c, const json_t *j);
+/* The top level's "oci" (operator-serve.c), after the profiles. */
+int al_op_parse_oci(struct al_json_ctx *c, const json_t *j);

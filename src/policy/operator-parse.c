@@ -624,8 +624,9 @@ static int parse_profile(struct al_json_ctx *c, const char *name, const json_t *
 
 static int parse_root(struct al_json_ctx *c, const json_t *root)
 {
-	static const char *const keys[] = {"version", "profiles", "decider", "description",
-					   "secrets", "tokens",	  "serve",   NULL};
+	static const char *const keys[] = {"version",	  "profiles", "decider",
+					   "description", "secrets",  "tokens",
+					   "serve",	  "oci",      NULL};
 	const json_t *v, *profiles;
 	const char *name;
 	json_t *e;
@@ -678,6 +679,8 @@ static int parse_root(struct al_json_ctx *c, const json_t *root)
 	}
 	if ((v = json_object_get(root, "serve")))
 		al_json_note(&bad, al_op_parse_serve(c, v));
+	if ((v = json_object_get(root, "oci")))
+		al_json_note(&bad, al_op_parse_oci(c, v));
 	return bad;
 }
 

@@ -352,3 +352,28 @@ unsigned al_op_serve_pool(const struct al_operator *op, const char *profile)
 			return op->serve.pool[i].count;
 	return 0;
 }
+
+int al_op_parse_oci(struct al_json_ctx *c, const json_t *j)
+{
+	static const char *const keys[] = {"hooks", "profiles", NULL};
+	struct al_op_oci *o = &c->op->oci;
+	const json_t *v;
+	int bad = 0, hooks = 0;
+
+	if (al_json_want(c, j, JSON_OBJECT, "oci", "an object") < 0)
+		return -EINVAL;
+	al_json_note(&bad, al_json_check_keys(c, j, "oci", keys));
+	if ((v = json_object_get(j, "hooks")) &&
+	    al_json_note(&bad, al_json_bool(c, v, "oci.hooks", &hooks)) == 0)
+		o->hooks = hooks > 0;
+	if ((v = json_object_get(j, "profiles")) &&
+	    al_json_note(&bad, al_json_strings(c, v, "oci.profiles", false, false, &o->profiles)) ==
+		0)
+		for (size_t i = 0; o->profiles && o->profiles[i]; i++)
+			if (!al_operator_profile(c->op, o->profiles[i]))
+				al_json_note(&bad, al_json_fail(c, "oci.profiles",
+								"\"%s\" is not a profile of this "
+								"policy",
+								o->profiles[i]));
+	return bad;
+}

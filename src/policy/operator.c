@@ -97,6 +97,7 @@ void al_operator_free(struct al_operator *op)
 		al_secret_def_free(op->secrets[i]);
 	free(op->secrets);
 	al_op_serve_clear(&op->serve);
+	al_strv_free(op->oci.profiles);
 	free(op->file);
 	free(op);
 }

@@ -179,6 +179,12 @@ struct al_identity {
 	size_t n_gids;
 };
 
+/* The OCI runtime's section ("oci"): what containers may ask of it. */
+struct al_op_oci {
+	bool hooks; /* the config's prestart, createRuntime, poststart and poststop hooks run */
+	char **profiles; /* the profiles io.airlock.profile may name (NULL: default alone) */
+};
+
 struct al_operator {
 	char *file;	 /* the file it came from */
 	char sha256[65]; /* of the file's bytes, hex */
@@ -189,6 +195,7 @@ struct al_operator {
 	struct al_secret_def **secrets;
 	size_t n_secrets;
 	struct al_op_serve serve; /* airlock serve's section (zeroed: none) */
+	struct al_op_oci oci;	  /* airlock oci's section (zeroed: none) */
 };
 
 /* Parse an operator policy (JSON, strict, version 1) held in memory; name
