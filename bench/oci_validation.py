@@ -2,8 +2,8 @@
 """Run the OCI runtime-tools validation programs against OCI runtimes and
 count what passes.
 
-usage: oci_validation.py [--json FILE] [--timeout S] [--only SUBSTR]...
-                         BINDIR NAME=RUNTIME [NAME=RUNTIME...]
+usage: oci_validation.py [--json FILE] [--tap-dir DIR] [--timeout S]
+                         [--only SUBSTR]... BINDIR NAME=RUNTIME [NAME=RUNTIME...]
 
 BINDIR holds the validation programs built by hand from
 github.com/opencontainers/runtime-tools (validation/*/NAME.go built as
@@ -28,7 +28,9 @@ there and none is "not ok", and it planned at least one; a program that
 exits 0 with the plan 1..0 (the hook programs do so here) is counted
 apart, as having run no test. Printed: one line per program and runtime, and
 per runtime the programs passed cleanly and the ok / not ok / skip totals;
---json FILE writes all of it, with every failing test point's text.
+--json FILE writes all of it, with every failing test point's text;
+--tap-dir DIR keeps each program's whole output (TAP and the program's own
+messages) as DIR/NAME/PROGRAM.tap.
 """
 
 import argparse
@@ -108,7 +110,7 @@ def unmount_below(path):
     return below
 
 
-def run_program(prog, runtime, bindir, timeout):
+def run_program(prog, runtime, bindir, timeout, tap_path=None):
     """One validation program against one runtime: its parsed TAP, exit
     code, time and what had to be cleaned up after it."""
     work = tempfile.mkdtemp(prefix="al-oci-validation-")
@@ -131,6 +133,9 @@ def run_program(prog, runtime, bindir, timeout):
         out, _ = p.communicate()
     elapsed = time.monotonic() - t0
     text = out.decode(errors="replace")
+    if tap_path:
+        with open(tap_path, "w") as f:
+            f.write(text)
     res = parse_tap(text)
     leftover = []
     after = runtime_list(runtime)
@@ -170,6 +175,8 @@ def main():
     ap.add_argument("bindir")
     ap.add_argument("runtimes", nargs="+", metavar="NAME=RUNTIME")
     ap.add_argument("--json", metavar="FILE", help="write the results as JSON to FILE")
+    ap.add_argument("--tap-dir", metavar="DIR",
+                    help="keep each program's whole output as DIR/NAME/PROGRAM.tap")
     ap.add_argument("--timeout", type=float, default=120, help="seconds per program (120)")
     ap.add_argument("--only", action="append", default=[], metavar="SUBSTR",
                     help="run only the programs whose name contains SUBSTR (repeatable)")
@@ -195,10 +202,14 @@ def main():
             ap.error("runtime %s: %s is not an executable" % (name, path))
         runtimes.append((name, os.path.abspath(path)))
     results = {name: [] for name, _ in runtimes}
+    if args.tap_dir:
+        for name, _ in runtimes:
+            os.makedirs(os.path.join(args.tap_dir, name), exist_ok=True)
     # Interleaved: each program against every runtime before the next one.
     for prog in programs:
         for name, path in runtimes:
-            r = run_program(prog, path, bindir, args.timeout)
+            tap = os.path.join(args.tap_dir, name, prog + ".tap") if args.tap_dir else None
+            r = run_program(prog, path, bindir, args.timeout, tap)
             results[name].append(r)
             print("%-8s %-40s %-5s ok %2d  not ok %2d  skip %2d%s%s  (%.1fs)"
                   % (name, prog, "CLEAN" if r["clean"] else "empty" if r["empty"] else "fail",

@@ -55,6 +55,10 @@ struct sup {
 	int code, sig;
 	const char *reason;
 	struct conn *conns[MAX_CONNS];
+	/* The start verb's connection, answered once the process has
+	 * started (as runc's start returns once its process runs), so that a
+	 * kill right after start finds it. */
+	struct conn *start_conn;
 	struct al_watch *w_listen;
 	struct al_signals *sigs;
 };
@@ -96,6 +100,8 @@ static void conn_free(struct conn *c)
 	for (size_t i = 0; i < MAX_CONNS; i++)
 		if (S->conns[i] == c)
 			S->conns[i] = NULL;
+	if (S->start_conn == c)
+		S->start_conn = NULL;
 	al_watch_removep(&c->w);
 	al_closep(&c->fd);
 	if (c->x) {
@@ -156,11 +162,36 @@ static void main_output(void *data, int which, const void *buf, size_t len)
 	al_oci_attach_output(&S->main_io, which, buf, len);
 }
 
+/* start's answer, once: ok, or why the process did not run. */
+static void answer_start(struct sup *S, json_t *ans)
+{
+	struct conn *c = S->start_conn;
+
+	S->start_conn = NULL;
+	if (c)
+		answer(c, ans);
+	else
+		json_decref(ans);
+}
+
+static void main_started(void *data, pid_t pid)
+{
+	(void)pid;
+	answer_start(data, json_pack("{s:b}", "ok", true));
+}
+
 static void main_ended(void *data, const struct al_exec_result *res)
 {
 	struct sup *S = data;
 
 	S->main = NULL;
+	/* Ended before it was reported started (its process could not be
+	 * made): start says so. */
+	answer_start(S, res->reason == AL_EXEC_FAILED
+			    ? error_json(res->exec_errno ? res->exec_errno : EIO,
+					 "the container's process could not be run: %s",
+					 strerror(res->exec_errno ? res->exec_errno : EIO))
+			    : json_pack("{s:b}", "ok", true));
 	if (S->main_io_set)
 		al_oci_attach_stop(&S->main_io);
 	record_end(S, al_exec_reason_name(res->reason), res->exit_code,
@@ -181,8 +212,10 @@ static json_t *state_json(struct sup *S)
 			 al_run_paused(S->run));
 }
 
-static json_t *do_start(struct sup *S)
+/* NULL: the answer comes when the process has started (start_conn). */
+static json_t *do_start(struct conn *c)
 {
+	struct sup *S = c->sup;
 	struct al_error err = {0};
 	const struct al_plan *p = S->s->plan;
 
@@ -204,16 +237,19 @@ static json_t *do_start(struct sup *S)
 	    err_fd = S->s->tty ? out : fcntl(2, F_DUPFD_CLOEXEC, 3);
 	al_oci_attach_init(&S->main_io, S->loop, in, out, err_fd);
 	S->main_io_set = true;
-	struct al_exec_io io = {.data = S, .output = main_output, .ended = main_ended};
+	struct al_exec_io io = {
+	    .data = S, .output = main_output, .started = main_started, .ended = main_ended};
+	S->start_conn = c; /* before: a backend may report it at once */
 	int r = al_run_exec(S->run, &req, &io, &S->main, &err);
 	if (r < 0) {
+		S->start_conn = NULL;
 		al_oci_attach_free(&S->main_io);
 		S->main_io_set = false;
 		return error_json(-r, "starting the container's process: %s", err.msg);
 	}
 	al_oci_attach_start(&S->main_io, S->main);
 	S->status = RUNNING;
-	return json_pack("{s:b}", "ok", true);
+	return NULL;
 }
 
 static bool terminates(int sig)
@@ -463,7 +499,7 @@ static void on_conn(struct al_watch *w, uint32_t events, void *data)
 	else if (strcmp(op, "state") == 0)
 		ans = state_json(S);
 	else if (strcmp(op, "start") == 0)
-		ans = do_start(S);
+		ans = do_start(c);
 	else if (strcmp(op, "kill") == 0)
 		ans = do_kill(S, req);
 	else if (strcmp(op, "pause") == 0)

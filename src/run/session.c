@@ -235,6 +235,8 @@ static void ev_started(void *data, uint32_t id, pid_t pid)
 	for (int sig = 1; sig <= 64; sig++)
 		if ((pend & (1ULL << (sig - 1))) && run_backend_signal(x, sig) < 0)
 			al_debug("exec %s: signal %d: not running", x->res.id, sig);
+	if (x->io.started)
+		x->io.started(x->io.data, pid);
 }
 
 static void ev_ended(void *data, uint32_t id, int status, int exec_err, uint64_t user_us,

@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "core/error.h"
 
@@ -72,6 +73,9 @@ struct al_exec_io {
 	void *data;
 	/* A chunk of its output (which: 0 stdout, 1 stderr). Must not block. */
 	void (*output)(void *data, int which, const void *buf, size_t len);
+	/* Optional: the backend reported its process (host pid), which can
+	 * be signalled from now on and is about to exec the command. */
+	void (*started)(void *data, pid_t pid);
 	/* It ended and its output is drained; the exec is freed right after
 	 * this returns (res too). */
 	void (*ended)(void *data, const struct al_exec_result *res);
