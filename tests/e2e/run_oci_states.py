@@ -6,9 +6,13 @@ on one id, and the runtime's own processes killed at bad moments.
 
 usage: run_oci_states.py RUNTIME [CASE-SUBSTRING...]
 
-RUNTIME is airlock-runc (or runc, as a reference: the cases judge only
-what the runtime spec and runc's command line say, plus what airlock
-documents of its supervisor where a case says so).
+RUNTIME is airlock-runc. The cases hold it to the runtime spec and runc's
+command line, and to airlock's own promises where runc differs: every
+error names the id or the value that was wrong, a container's process is
+not the PID 1 of its namespace (TERM ends a `sleep`), kill with signal 0
+is refused, the pid file's process is airlock's supervisor (it dies of
+the container's signal). Run against runc, most
+cases fail on those (runc's "container does not exist" names no id).
 
 Everything lives under one temporary directory removed at the end, even
 on failure: a busybox root made from this host's files
@@ -477,8 +481,9 @@ def kill_created(env):
 
 @case
 def kill_bad_signal(env):
-    """kill with a signal that is none (a name, 0, 65, -1) fails naming
-    it, and the container still runs."""
+    """kill with a signal that is none (a name, 0, 65, SIGFOO) fails
+    naming it, and the container still runs. (runc takes 0 as a probe;
+    airlock refuses it.)"""
     cid = running(env, "badsig")
     for sig in ("NOPE", "0", "65", "SIGFOO"):
         r = env.rt("kill", cid, sig)
