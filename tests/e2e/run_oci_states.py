@@ -1,0 +1,944 @@
+#!/usr/bin/python3
+"""The OCI runtime spec's lifecycle against a runtime's command line (TAP):
+every order of create, start, kill and delete the spec allows and refuses,
+unknown and invalid ids, pause/resume, ps, exec, events, concurrent verbs
+on one id, and the runtime's own processes killed at bad moments.
+
+usage: run_oci_states.py RUNTIME [CASE-SUBSTRING...]
+
+RUNTIME is airlock-runc. The cases hold it to the runtime spec and runc's
+command line, and to airlock's own promises where runc differs: every
+error names the id or the value that was wrong, a container's process is
+not the PID 1 of its namespace (TERM ends a `sleep`), kill with signal 0
+is refused, the pid file's process is airlock's supervisor (it dies of
+the container's signal). Run against runc, most
+cases fail on those (runc's "container does not exist" names no id).
+
+Everything lives under one temporary directory removed at the end, even
+on failure: a busybox root made from this host's files
+(tests/oci/images.py), one bundle per case whose config.json points at
+that root (read-only), and the runtime's state under a private --root.
+Every container id carries this run's tag, so that its processes (the
+supervisor is a fork of `create`, same command line) can be found on the
+host. Containers are judged from the host: /proc/PID/stat of the pid
+file's process and of the processes `ps --format json` names, their
+cgroup directories (/proc/PID/cgroup, read while they run), the state
+directory ROOT/ID. A container a case leaves is deleted with --force at
+the end and its processes killed by pid.
+
+Exit statuses of the pid file's process are read as conmon reads them: a
+helper process of the test sets PR_SET_CHILD_SUBREAPER, runs `create`
+(whose supervisor then becomes its child when create exits), and waits
+for the pid in the pid file (oci_reaper below).
+"""
+
+import faulthandler
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oci"))
+
+import images  # noqa: E402
+from harness import (Suite, children_of, expect, kill_pid, pid_starttime,  # noqa: E402
+                     proc_read, wait_for)
+
+TAG = "st" + secrets.token_hex(3)
+CMD_TIMEOUT = 60
+
+# A subreaper that runs the given commands in order (each must exit 0;
+# the first's stdout and stderr go to the files given, since a create's
+# supervisor keeps them as the container's), prints the pid in the pid
+# file, then waits for that pid (reaping every other orphan too) and
+# prints how it ended. Commands given on stdin after the pid line run
+# while it waits ("run ARGV-JSON" lines), for verbs that must come
+# from the same place (start).
+REAPER = r"""
+import ctypes, json, os, subprocess, sys, time
+spec = json.loads(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
+    print(json.dumps({"error": "prctl: %d" % ctypes.get_errno()}), flush=True)
+    sys.exit(1)
+rcs = []
+for i, argv in enumerate(spec["steps"]):
+    out = open(spec["out"], "ab") if i == 0 else subprocess.DEVNULL
+    err = open(spec["err"], "ab") if i == 0 else subprocess.DEVNULL
+    rcs.append(subprocess.call(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                               timeout=60))
+    if rcs[-1] != 0:
+        print(json.dumps({"steps": rcs}), flush=True)
+        sys.exit(1)
+with open(spec["pid_file"]) as f:
+    pid = int(f.read())
+print(json.dumps({"steps": rcs, "pid": pid}), flush=True)
+deadline = time.monotonic() + spec["wait_s"]
+while time.monotonic() < deadline:
+    try:
+        got, status = os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        break
+    if got == pid:
+        res = {"pid": pid}
+        if os.WIFEXITED(status):
+            res["exited"] = os.WEXITSTATUS(status)
+        if os.WIFSIGNALED(status):
+            res["signaled"] = os.WTERMSIG(status)
+        print(json.dumps(res), flush=True)
+        sys.exit(0)
+    if got == 0:
+        time.sleep(0.02)
+print(json.dumps({"pid": pid, "timeout": True}), flush=True)
+sys.exit(1)
+"""
+
+
+class StatesSuite(Suite):
+    def nothing_left_behind(self, env):
+        """After all cases: no container of this run in the runtime's
+        --root, no process anywhere with this run's tag in its command
+        line, none of the cgroup directories the cases saw their
+        containers in, no child process of the test."""
+        left = sorted(os.listdir(env.root)) if os.path.isdir(env.root) else []
+        expect(not left, "state directories remain under --root: %s" % left)
+        procs = wait_for(lambda: not tagged_procs(), 10, step=0.1)
+        expect(procs, "processes of this run's containers remain: %s" % tagged_procs())
+        cgs = sorted(d for d in env.cgroups if os.path.isdir(d))
+        expect(not cgs, "cgroup directories of the containers remain: %s" % cgs)
+        kids = children_of(os.getpid())
+        expect(not kids, "child processes of the test remain: %s" % kids)
+
+
+suite = StatesSuite()
+
+
+def case(fn):
+    """A case whose containers are deleted (--force) when it ends, passed
+    or not, so that one failure does not leave state for the next."""
+    import functools
+
+    @functools.wraps(fn)
+    def run(env):
+        first = len(env.ids)
+        try:
+            fn(env)
+        finally:
+            for cid in env.ids[first:]:
+                if os.path.isdir(os.path.join(env.root, cid)):
+                    env.rt("delete", "--force", cid, timeout=30)
+    return suite.case(run)
+
+
+def tagged_procs():
+    """Live processes (not zombies, not us) with TAG in their command line."""
+    found = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit() or int(p) == os.getpid():
+            continue
+        cmd = proc_read(int(p), "cmdline") or b""
+        if TAG.encode() in cmd:
+            stat = proc_read(int(p), "stat") or b""
+            if stat.rsplit(b")", 1)[-1].split()[:1] != [b"Z"]:
+                found.append("%s: %s" % (p, cmd.replace(b"\0", b" ")[:200].decode(
+                    errors="replace")))
+    return found
+
+
+def alive(pid, start=None):
+    """pid runs (not a zombie), and it is the same process (start time)."""
+    stat = proc_read(pid, "stat")
+    if not stat:
+        return False
+    fields = stat.rsplit(b")", 1)[-1].split()
+    if fields[0] == b"Z":
+        return False
+    return start is None or int(fields[19]) == start
+
+
+def cpu_ticks(pid):
+    """utime + stime of pid, from the host's /proc/PID/stat."""
+    fields = (proc_read(pid, "stat") or b"").rsplit(b")", 1)[-1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+class Res:
+    def __init__(self, argv, rc, out, err):
+        self.argv, self.rc, self.out, self.err = argv, rc, out, err
+
+    def describe(self):
+        return "command: %s\nexit: %s\nstdout: %r\nstderr: %r" % (
+            " ".join(self.argv), self.rc, self.out[-1500:], self.err[-1500:])
+
+
+class Env:
+    def __init__(self, runtime):
+        self.runtime = os.path.abspath(runtime)
+        self.base = tempfile.mkdtemp(prefix="airlock-e2e-oci-states-")
+        self.root = os.path.join(self.base, "state")
+        self.rootfs = os.path.join(self.base, "rootfs")
+        self.ids = []  # every id a case used, deleted with --force at the end
+        self.pids = set()  # (pid, start time) of every container's pid-file process
+        self.cgroups = set()  # every cgroup directory a container's process was in
+
+    def setup(self):
+        images.busybox_root(self.rootfs)
+
+    def argv(self, *args):
+        return [self.runtime, "--root", self.root] + [str(a) for a in args]
+
+    def rt(self, *args, input=None, timeout=CMD_TIMEOUT):
+        """A verb whose process ends with it (not create: see create())."""
+        argv = self.argv(*args)
+        p = subprocess.Popen(argv, stdin=subprocess.PIPE if input is not None
+                             else subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            out, err = p.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_pid(p.pid)
+            p.communicate()
+            raise AssertionError("%s did not end within %ds" % (" ".join(argv), timeout))
+        return Res(argv, p.returncode, out.decode(errors="replace"),
+                   err.decode(errors="replace"))
+
+    def new_id(self, name):
+        cid = "%s-%s" % (TAG, name)
+        self.ids.append(cid)
+        return cid
+
+    def bundle(self, name, args, terminal=False):
+        """A bundle named name whose process is args, on the shared root."""
+        d = os.path.join(self.base, "bundles", name)
+        os.makedirs(d, exist_ok=True)
+        if not os.path.exists(os.path.join(d, "config.json")):
+            r = self.rt("spec", "--bundle", d)
+            expect(r.rc == 0, "spec failed\n%s" % r.describe())
+        path = os.path.join(d, "config.json")
+        with open(path) as f:
+            cfg = json.load(f)
+        cfg["process"]["terminal"] = terminal
+        cfg["process"]["args"] = list(args)
+        cfg["root"] = {"path": self.rootfs, "readonly": True}
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        return d
+
+    def files(self, cid):
+        """The pid file and the stdout/stderr files of container cid."""
+        d = os.path.join(self.base, "io")
+        os.makedirs(d, exist_ok=True)
+        return tuple(os.path.join(d, "%s.%s" % (cid, k)) for k in ("pid", "out", "err"))
+
+    def create_popen(self, cid, bundle, pid_file=None, out=None, err=None):
+        """`create` started: its stdout and stderr are files, since the
+        supervisor it leaves keeps them as the container's stdio."""
+        pf, o, e = self.files(cid)
+        argv = self.argv("create", "--bundle", bundle, "--pid-file", pid_file or pf, cid)
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=open(out or o, "ab"),
+                                stderr=open(err or e, "ab"), start_new_session=True)
+
+    def create(self, cid, bundle, expect_ok=True):
+        """`create`; (rc, its stderr); on success the pid file's process is
+        recorded for the final checks."""
+        pf, o, e = self.files(cid)
+        p = self.create_popen(cid, bundle)
+        try:
+            rc = p.wait(CMD_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            kill_pid(p.pid)
+            p.wait()
+            raise AssertionError("create %s did not end within %ds" % (cid, CMD_TIMEOUT))
+        err = read(e)
+        if expect_ok:
+            expect(rc == 0, "create %s exited %d: %s" % (cid, rc, err))
+        if rc == 0:
+            pid = int(read(pf))
+            self.pids.add((pid, pid_starttime(pid)))
+        return rc, err
+
+    def pid_of(self, cid):
+        return int(read(self.files(cid)[0]))
+
+    def state(self, cid):
+        r = self.rt("state", cid)
+        expect(r.rc == 0, "state %s failed\n%s" % (cid, r.describe()))
+        return json.loads(r.out)
+
+    def status(self, cid):
+        return self.state(cid)["status"]
+
+    def wait_status(self, cid, want, timeout=15):
+        wait_for(lambda: self.status(cid) == want, timeout, step=0.05)
+        st = self.state(cid)
+        expect(st["status"] == want, "%s is %s, not %s, after %ds: %s"
+               % (cid, st["status"], want, timeout, st))
+        return st
+
+    def ps(self, cid):
+        r = self.rt("ps", "--format", "json", cid)
+        expect(r.rc == 0, "ps failed\n%s" % r.describe())
+        return json.loads(r.out)
+
+    def note_cgroups(self, cid):
+        """The cgroup directories of the container's processes (ps), noted
+        for the checks that they are gone; the processes with their start
+        times."""
+        procs = []
+        for pid in self.ps(cid):
+            try:
+                with open("/proc/%d/cgroup" % pid) as f:
+                    lines = f.read().splitlines()
+            except OSError:
+                continue
+            procs.append((pid, pid_starttime(pid)))
+            for line in lines:
+                _, ctrls, path = line.split(":", 2)
+                if path == "/" or not ctrls or ctrls.startswith("name="):
+                    continue
+                d = "/sys/fs/cgroup/%s%s" % (ctrls.split(",")[0], path)
+                if os.path.isdir(d):
+                    self.cgroups.add(d)
+                    mine.setdefault(cid, set()).add(d)
+        return procs
+
+    def gone(self, cid, procs=()):
+        """The container leaves nothing: no state directory, `state` fails
+        naming it, its pid file's process and procs ended, its cgroups
+        removed."""
+        pid = self.pid_of(cid) if os.path.exists(self.files(cid)[0]) else None
+        start = next((s for p, s in self.pids if p == pid), None)
+        left = lambda: [p for p, s in procs if alive(p, s)] + (
+            [pid] if pid and start and alive(pid, start) else [])
+        wait_for(lambda: not left(), 10, step=0.05)
+        expect(not left(), "processes of %s remain: %s" % (cid, left()))
+        d = os.path.join(self.root, cid)
+        expect(not os.path.exists(d), "state directory %s remains: %s"
+               % (d, os.listdir(d) if os.path.isdir(d) else "?"))
+        r = self.rt("state", cid)
+        expect(r.rc != 0 and cid in r.err, "state of a deleted %s\n%s" % (cid, r.describe()))
+        cgs = [c for c in mine.get(cid, ()) if os.path.isdir(c)]
+        wait_for(lambda: not [c for c in cgs if os.path.isdir(c)], 5, step=0.05)
+        cgs = [c for c in cgs if os.path.isdir(c)]
+        expect(not cgs, "cgroups of %s remain: %s" % (cid, cgs))
+
+    def close(self):
+        for cid in self.ids:
+            if os.path.isdir(os.path.join(self.root, cid)):
+                self.rt("delete", "--force", cid, timeout=30)
+        for pid, start in self.pids:
+            if start and alive(pid, start):
+                kill_pid(pid)
+        # What a killed supervisor leaves (see supervisor_killed): its
+        # cgroups, removed deepest first once empty, and its host id slot,
+        # which `airlock gc` takes back.
+        for d in sorted(self.cgroups, key=len, reverse=True):
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+        gc = os.path.join(os.path.dirname(self.runtime), "airlock")
+        if os.access(gc, os.X_OK):
+            subprocess.run([gc, "gc"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           timeout=60)
+        left = images.mounts_below(self.base)
+        shutil.rmtree(self.base, ignore_errors=True)
+        return left
+
+
+mine = {}  # container id: its cgroup directories
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def expect_fail(r, *words):
+    """r failed (non-zero) and its stderr says each of words."""
+    expect(r.rc != 0, "expected a failure\n%s" % r.describe())
+    for w in words:
+        expect(w in r.err, "the error does not say %r\n%s" % (w, r.describe()))
+
+
+SLEEP = ("sleep", "300")
+
+
+def running(env, name, args=SLEEP, wait=True):
+    """A created and started container of args (running, unless wait is
+    False); its id."""
+    cid = env.new_id(name)
+    env.create(cid, env.bundle(name, args))
+    r = env.rt("start", cid)
+    expect(r.rc == 0, "start failed\n%s" % r.describe())
+    if wait:
+        env.wait_status(cid, "running")
+    return cid
+
+
+@case
+def lifecycle_create_start_kill_delete(env):
+    """create: state is created, its pid the pid file's, that process
+    alive; start: running, the process the config named runs (ps); kill
+    TERM: stopped; delete: no state directory, no process, no cgroup, and
+    `state` fails naming the id."""
+    cid = env.new_id("life")
+    env.create(cid, env.bundle("life", SLEEP))
+    st = env.state(cid)
+    pid = env.pid_of(cid)
+    expect(st["status"] == "created", "after create: %s" % st)
+    expect(st["pid"] == pid, "state's pid %s is not the pid file's %d" % (st["pid"], pid))
+    expect(alive(pid), "the pid file's process %d is not alive" % pid)
+    expect(st["id"] == cid and st["bundle"].endswith("/life"), "state: %s" % st)
+    r = env.rt("start", cid)
+    expect(r.rc == 0, "start failed\n%s" % r.describe())
+    env.wait_status(cid, "running")
+    procs = env.note_cgroups(cid)
+    expect(any(b"sleep" in (proc_read(p, "cmdline") or b"") for p, _ in procs),
+           "ps lists no process running sleep: %s" % procs)
+    r = env.rt("kill", cid, "TERM")
+    expect(r.rc == 0, "kill TERM failed\n%s" % r.describe())
+    st = env.wait_status(cid, "stopped")
+    r = env.rt("delete", cid)
+    expect(r.rc == 0, "delete of a stopped container failed\n%s" % r.describe())
+    env.gone(cid, procs)
+
+
+@case
+def start_twice(env):
+    """A second start of a running container fails (non-zero exit, a
+    message naming its state), and the container still runs."""
+    cid = running(env, "twice")
+    r = env.rt("start", cid)
+    expect_fail(r, "running")
+    expect(env.status(cid) == "running", "no longer running after a second start")
+    expect(env.rt("delete", "--force", cid).rc == 0, "delete --force failed")
+
+
+@case
+def start_after_exit(env):
+    """start of a container whose process has exited fails (non-zero, a
+    message saying it is stopped)."""
+    cid = running(env, "exited", ("true",), wait=False)
+    env.wait_status(cid, "stopped")
+    r = env.rt("start", cid)
+    expect_fail(r, "stopped")
+    expect(env.rt("delete", cid).rc == 0, "delete failed")
+    env.gone(cid)
+
+
+@case
+def delete_running_needs_force(env):
+    """delete of a running container without --force fails naming it and
+    leaves it running (its processes alive); with --force it is removed:
+    no state directory, no process of it on the host, no cgroup."""
+    cid = running(env, "busy", ("sh", "-c", "sleep 300 & sleep 301"))
+    procs = env.note_cgroups(cid)
+    expect(len(procs) >= 2, "ps lists %s" % procs)
+    r = env.rt("delete", cid)
+    expect_fail(r, cid, "--force")
+    expect(env.status(cid) == "running", "not running after a refused delete")
+    dead = [p for p, s in procs if not alive(p, s)]
+    expect(not dead, "processes died after a refused delete: %s" % dead)
+    r = env.rt("delete", "--force", cid)
+    expect(r.rc == 0, "delete --force failed\n%s" % r.describe())
+    env.gone(cid, procs)
+
+
+@case
+def delete_created(env):
+    """delete of a created (never started) container removes it and its
+    process."""
+    cid = env.new_id("delcreated")
+    env.create(cid, env.bundle("delcreated", SLEEP))
+    r = env.rt("delete", cid)
+    expect(r.rc == 0, "delete of a created container failed\n%s" % r.describe())
+    env.gone(cid)
+
+
+@case
+def kill_created(env):
+    """kill TERM of a created container: it is stopped (its process never
+    ran), start then fails, delete removes it."""
+    cid = env.new_id("killcreated")
+    env.create(cid, env.bundle("killcreated", ("sh", "-c", "echo started-marker; sleep 300")))
+    r = env.rt("kill", cid, "TERM")
+    expect(r.rc == 0, "kill of a created container failed\n%s" % r.describe())
+    env.wait_status(cid, "stopped")
+    expect_fail(env.rt("start", cid))
+    expect(env.rt("delete", cid).rc == 0, "delete failed")
+    env.gone(cid)
+    expect("started-marker" not in read(env.files(cid)[1]), "the process ran")
+
+
+@case
+def kill_bad_signal(env):
+    """kill with a signal that is none (a name, 0, 65, SIGFOO) fails
+    naming it, and the container still runs. (runc takes 0 as a probe;
+    airlock refuses it.)"""
+    cid = running(env, "badsig")
+    for sig in ("NOPE", "0", "65", "SIGFOO"):
+        r = env.rt("kill", cid, sig)
+        expect_fail(r, sig)
+    expect(env.status(cid) == "running", "not running after bad kills")
+    expect(env.rt("delete", "--force", cid).rc == 0, "delete --force failed")
+
+
+@case
+def unknown_id(env):
+    """state, start, kill, delete (with and without --force), pause, ps,
+    exec and events of an id that does not exist fail, naming the id."""
+    cid = "%s-nosuch" % TAG
+    for verb in (("state",), ("start",), ("kill",), ("delete",), ("delete", "--force"),
+                 ("pause",), ("resume",), ("ps", "--format", "json"), ("events", "--stats")):
+        r = env.rt(*verb, cid)
+        expect_fail(r, cid)
+        expect("does not exist" in r.err, "%s: not 'does not exist'\n%s"
+               % (verb[0], r.describe()))
+    r = env.rt("exec", cid, "true")
+    expect_fail(r, cid)
+
+
+@case
+def create_existing_id(env):
+    """create with the id of a running container fails ("already
+    exists"), and the first is untouched: same pid, still running,
+    its state directory and process alive."""
+    cid = running(env, "dup")
+    pid = env.pid_of(cid)
+    pf = os.path.join(env.base, "dup-second.pid")
+    p = env.create_popen(cid, env.bundle("dup2", SLEEP), pid_file=pf,
+                         err=os.path.join(env.base, "dup-second.err"))
+    rc = p.wait(CMD_TIMEOUT)
+    err = read(os.path.join(env.base, "dup-second.err"))
+    expect(rc != 0 and "already exists" in err and cid in err,
+           "second create: exit %d, %r" % (rc, err))
+    expect(not os.path.exists(pf), "the failed create wrote a pid file")
+    st = env.state(cid)
+    expect(st["status"] == "running" and st["pid"] == pid and alive(pid),
+           "the first container changed: %s (pid file %d)" % (st, pid))
+    expect(st["bundle"].endswith("/dup"), "the bundle changed: %s" % st)
+    expect(env.rt("delete", "--force", cid).rc == 0, "delete --force failed")
+    env.gone(cid)
+
+
+@case
+def invalid_ids(env):
+    """create (and state) with ids that are not ids fail with a message
+    naming what is wrong: "../x" (a path), "" (empty), 1025 bytes (too
+    long), "a/b"; nothing is made in --root or beside it."""
+    before = set(os.listdir(env.base))
+    bundle = env.bundle("badid", SLEEP)
+    for bad, word in (("../%s-x" % TAG, "invalid"), ("", "empty"), ("a" * 1025, "1024"),
+                      ("%s/b" % TAG, "invalid"), ("..", "invalid")):
+        err = os.path.join(env.base, "badid.err")
+        p = env.create_popen(bad, bundle, pid_file=os.path.join(env.base, "badid.pid"),
+                             out=os.devnull, err=err)
+        rc = p.wait(CMD_TIMEOUT)
+        msg = read(err)
+        os.unlink(err)
+        expect(rc != 0 and word in msg, "create %r: exit %d, %r (wanted %r)"
+               % (bad[:40], rc, msg, word))
+        r = env.rt("state", bad)
+        expect(r.rc != 0 and r.err, "state %r\n%s" % (bad[:40], r.describe()))
+    expect(not os.path.exists(os.path.join(env.base, "badid.pid")), "a pid file was written")
+    made = set(os.listdir(env.base)) - before - {"bundles", "io"}
+    expect(not made, "made beside --root: %s" % made)
+    left = os.listdir(env.root) if os.path.isdir(env.root) else []
+    expect(not any("-x" in n or n == "b" for n in left), "made in --root: %s" % left)
+
+
+@case
+def pause_resume(env):
+    """pause: state says paused and a busy loop of the container gains no
+    CPU time (its utime+stime in the host's /proc/PID/stat, the pid from
+    ps) for a second; resume: running, and it gains CPU time again."""
+    cid = running(env, "pause", ("sh", "-c", "while :; do :; done"))
+    try:
+        procs = env.note_cgroups(cid)
+        busy = [p for p, _ in procs if b"while" in (proc_read(p, "cmdline") or b"")]
+        expect(busy, "ps lists no busy loop: %s" % procs)
+        pid = busy[0]
+        t0 = cpu_ticks(pid)
+        expect(wait_for(lambda: cpu_ticks(pid) > t0, 15, step=0.05),
+               "the loop gained no CPU time while running")
+        r = env.rt("pause", cid)
+        expect(r.rc == 0, "pause failed\n%s" % r.describe())
+        expect(env.status(cid) == "paused", "state after pause: %s" % env.state(cid))
+        time.sleep(0.2)  # pause waits for FROZEN; a tick being charged then shows late
+        t1 = cpu_ticks(pid)
+        time.sleep(1.0)
+        t2 = cpu_ticks(pid)
+        expect(t2 == t1, "the paused loop gained %d ticks in 1s" % (t2 - t1))
+        r = env.rt("resume", cid)
+        expect(r.rc == 0, "resume failed\n%s" % r.describe())
+        expect(env.status(cid) == "running", "state after resume: %s" % env.state(cid))
+        expect(wait_for(lambda: cpu_ticks(pid) > t2, 15, step=0.05),
+               "the loop gained no CPU time after resume")
+    finally:
+        env.rt("delete", "--force", cid)
+    env.gone(cid, procs)
+
+
+@case
+def ps_lists_processes(env):
+    """ps --format json lists the container's processes: its shell and
+    the two sleeps it started, each in the container's cgroups, and not
+    the supervisor (which is outside the container)."""
+    cid = running(env, "ps", ("sh", "-c", "sleep 300 & sleep 301 & wait"))
+    wait_for(lambda: len(env.ps(cid)) >= 3, 10, step=0.05)
+    pids = env.ps(cid)
+    cmds = {p: (proc_read(p, "cmdline") or b"").replace(b"\0", b" ") for p in pids}
+    for want in (b"sleep 300", b"sleep 301", b"sh -c"):
+        expect(any(c.startswith(want) for c in cmds.values()), "ps lists no %r: %s"
+               % (want, cmds))
+    expect(env.pid_of(cid) not in pids, "ps lists the supervisor")
+    procs = env.note_cgroups(cid)
+    expect(env.rt("delete", "--force", cid).rc == 0, "delete --force failed")
+    env.gone(cid, procs)
+
+
+def reaper(env, steps, pid_file, wait_s=60):
+    """The subreaper helper (REAPER) started: runs steps, prints the pid
+    file's pid, waits for it."""
+    spec = {"steps": steps, "pid_file": pid_file, "wait_s": wait_s,
+            "out": os.path.join(env.base, "reaper.out"),
+            "err": os.path.join(env.base, "reaper.err")}
+    return subprocess.Popen([sys.executable, "-c", REAPER, json.dumps(spec)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+
+
+def reaper_line(p, timeout):
+    """The next JSON line of the reaper, within timeout seconds (read from
+    its pipe unbuffered: a line read ahead would hide from select)."""
+    import select
+    buf = getattr(p, "linebuf", b"")
+    deadline = time.monotonic() + timeout
+    while b"\n" not in buf:
+        left = deadline - time.monotonic()
+        ready, _, _ = select.select([p.stdout.fileno()], [], [], max(left, 0))
+        expect(ready, "the reaper said nothing within %ds (so far %r)" % (timeout, buf))
+        chunk = os.read(p.stdout.fileno(), 4096)
+        expect(chunk, "the reaper ended after %r" % buf)
+        buf += chunk
+    line, p.linebuf = buf.split(b"\n", 1)
+    return json.loads(line)
+
+
+@case
+def exec_code_stdio_detach(env):
+    """exec: the exit code of the process is exec's (5); stdin reaches it
+    and its stdout comes back (cat); --detach --pid-file returns at once,
+    and the pid file's process ends when the exec ends, with its code
+    (3; waited for as its subreaper)."""
+    cid = running(env, "exec")
+    try:
+        r = env.rt("exec", cid, "sh", "-c", "exit 5")
+        expect(r.rc == 5, "exec exit 5\n%s" % r.describe())
+        r = env.rt("exec", cid, "sh", "-c", "cat; echo err-marker >&2", input=b"in-marker\n")
+        expect(r.rc == 0 and r.out == "in-marker\n" and "err-marker" in r.err,
+               "stdio not relayed\n%s" % r.describe())
+        pf = os.path.join(env.base, "exec-detach.pid")
+        p = reaper(env, [env.argv("exec", "--detach", "--pid-file", pf, cid, "sh", "-c",
+                                  "while [ ! -e /tmp/go ]; do sleep 0.05; done; exit 3")], pf)
+        try:
+            first = reaper_line(p, CMD_TIMEOUT)
+            expect(first.get("steps") == [0], "exec --detach failed: %s %r"
+                   % (first, read(os.path.join(env.base, "reaper.err"))))
+            expect(alive(first["pid"]), "the pid file's process %s is gone while its exec "
+                   "waits" % first)
+            r = env.rt("exec", cid, "touch", "/tmp/go")
+            expect(r.rc == 0, "exec touch\n%s" % r.describe())
+            end = reaper_line(p, CMD_TIMEOUT)
+            expect(end.get("exited") == 3, "the pid file's process ended: %s" % end)
+        finally:
+            kill_pid(p.pid)
+            p.wait()
+    finally:
+        env.rt("delete", "--force", cid)
+
+
+@case
+def events_stats(env):
+    """events --stats prints one JSON object: type stats, the id, data
+    with memory (usage > 0) and pids (current >= 1)."""
+    cid = running(env, "events")
+    try:
+        r = env.rt("events", "--stats", cid)
+        expect(r.rc == 0, "events --stats failed\n%s" % r.describe())
+        ev = json.loads(r.out)
+        expect(ev.get("type") == "stats" and ev.get("id") == cid, "events: %s" % ev)
+        data = ev.get("data", {})
+        expect(data.get("memory", {}).get("usage", 0) > 0, "no memory usage: %s" % data)
+        expect(data.get("pids", {}).get("current", 0) >= 1, "no pids: %s" % data)
+    finally:
+        env.rt("delete", "--force", cid)
+
+
+def parallel(env, n, *args):
+    """n runs of the verb args at once; their Res."""
+    ps = [subprocess.Popen(env.argv(*args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, start_new_session=True) for _ in range(n)]
+    out = []
+    for p in ps:
+        try:
+            o, e = p.communicate(timeout=CMD_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            kill_pid(p.pid)
+            o, e = p.communicate()
+        out.append(Res(env.argv(*args), p.returncode, o.decode(errors="replace"),
+                       e.decode(errors="replace")))
+    return out
+
+
+@case
+def concurrent_state(env):
+    """10 `state` of one running container at once all succeed and say
+    running."""
+    cid = running(env, "cstate")
+    try:
+        rs = parallel(env, 10, "state", cid)
+        bad = [r.describe() for r in rs if r.rc != 0 or json.loads(r.out)["status"] != "running"]
+        expect(not bad, "%d of 10 failed:\n%s" % (len(bad), "\n".join(bad[:3])))
+    finally:
+        env.rt("delete", "--force", cid)
+
+
+@case
+def concurrent_start(env):
+    """5 `start` of one created container at once: exactly one succeeds,
+    the others fail; the process ran once (its marker once on stdout)."""
+    cid = env.new_id("cstart")
+    env.create(cid, env.bundle("cstart", ("sh", "-c", "echo start-marker; sleep 300")))
+    try:
+        rs = parallel(env, 5, "start", cid)
+        ok = [r for r in rs if r.rc == 0]
+        expect(len(ok) == 1, "%d of 5 starts succeeded:\n%s"
+               % (len(ok), "\n".join(r.describe() for r in rs)))
+        env.wait_status(cid, "running")
+        out = env.files(cid)[1]
+        wait_for(lambda: "start-marker" in read(out), 10, step=0.05)
+        n = read(out).count("start-marker")
+        expect(n == 1, "the process printed its marker %d times" % n)
+    finally:
+        env.rt("delete", "--force", cid)
+
+
+@case
+def concurrent_delete_force(env):
+    """2 `delete --force` of one running container at once: both end, each
+    succeeds or says the container does not exist, and it is gone."""
+    cid = running(env, "cdelete")
+    procs = env.note_cgroups(cid)
+    rs = parallel(env, 2, "delete", "--force", cid)
+    bad = [r.describe() for r in rs if r.rc != 0 and "does not exist" not in r.err]
+    expect(not bad, "a delete failed otherwise:\n%s" % "\n".join(bad))
+    env.gone(cid, procs)
+
+
+@case
+def concurrent_create(env):
+    """3 `create` of one id at once: exactly one succeeds, the others fail
+    saying it already exists; the container is the winner's (its pid
+    file's pid), created."""
+    cid = env.new_id("ccreate")
+    bundle = env.bundle("ccreate", SLEEP)
+    ps, files = [], []
+    for i in range(3):
+        f = [os.path.join(env.base, "ccreate%d.%s" % (i, k)) for k in ("pid", "err")]
+        files.append(f)
+        ps.append(env.create_popen(cid, bundle, pid_file=f[0], err=f[1]))
+    rcs = [p.wait(CMD_TIMEOUT) for p in ps]
+    errs = [read(f[1]) for f in files]
+    ok = [i for i, rc in enumerate(rcs) if rc == 0]
+    for i in ok:
+        pid = int(read(files[i][0]))
+        env.pids.add((pid, pid_starttime(pid)))
+    expect(len(ok) == 1, "%d of 3 creates succeeded: %s %s" % (len(ok), rcs, errs))
+    for i, rc in enumerate(rcs):
+        if rc != 0:
+            expect("already exists" in errs[i], "create %d: %r" % (i, errs[i]))
+            expect(not os.path.exists(files[i][0]), "a failed create wrote its pid file")
+    st = env.state(cid)
+    pid = int(read(files[ok[0]][0]))
+    expect(st["status"] == "created" and st["pid"] == pid, "state %s, winner's pid %d"
+           % (st, pid))
+    expect(env.rt("delete", cid).rc == 0, "delete failed")
+    expect(wait_for(lambda: not alive(pid), 10), "the winner's supervisor remains")
+
+
+def new_run_cgroups(before):
+    """Run cgroup directories (ROOT/.../airlock/PID-START-N) that were not
+    there before and whose supervisor is one of ours (its command line has
+    TAG) or is gone."""
+    from harness import run_cgroup_dirs, cgroup_supervisor
+    found = []
+    for d in run_cgroup_dirs() - before:
+        sup = cgroup_supervisor(d)
+        if not sup:
+            continue
+        if alive(sup[0], sup[1]) and TAG.encode() not in (proc_read(sup[0], "cmdline") or b""):
+            continue  # another airlock's, on this shared host
+        found.append(d)
+    return found
+
+
+@case
+def create_killed_midway(env):
+    """The create process killed by SIGKILL at several points (after 0, 2,
+    5, 10, 20, 50 and 100 ms): then `state` says stopped or that the
+    container does not exist (never created/running/creating), `delete
+    --force` leaves nothing (no state directory, no process with the id,
+    no run cgroup of its supervisor)."""
+    from harness import run_cgroup_dirs
+    problems = []
+    for ms in (0, 2, 5, 10, 20, 50, 100):
+        cid = env.new_id("k%d" % ms)
+        bundle = env.bundle("killed", SLEEP)
+        before = run_cgroup_dirs()
+        p = env.create_popen(cid, bundle)
+        time.sleep(ms / 1000.0)
+        kill_pid(p.pid)
+        rc = p.wait(CMD_TIMEOUT)
+        # What the supervisor does about it takes a moment: give it one.
+        time.sleep(0.3)
+        r = env.rt("state", cid)
+        if r.rc == 0:
+            st = json.loads(r.out)["status"]
+            if st != "stopped" and not (rc == 0 and st == "created"):
+                problems.append("%dms (create exit %s): state says %s" % (ms, rc, st))
+        elif "does not exist" not in r.err:
+            problems.append("%dms: state failed otherwise: %s" % (ms, r.err.strip()))
+        r = env.rt("delete", "--force", cid)
+        if r.rc != 0 and "does not exist" not in r.err:
+            problems.append("%dms: delete --force: %s" % (ms, r.err.strip()))
+        wait_for(lambda: not [t for t in tagged_procs() if cid in t], 10, step=0.05)
+        procs = [t for t in tagged_procs() if cid in t]
+        if procs:
+            problems.append("%dms: processes remain: %s" % (ms, procs))
+        if os.path.exists(os.path.join(env.root, cid)):
+            problems.append("%dms: state directory remains: %s"
+                            % (ms, os.listdir(os.path.join(env.root, cid))))
+            env.rt("delete", "--force", cid)
+        wait_for(lambda: not new_run_cgroups(before), 5, step=0.05)
+        cgs = new_run_cgroups(before)
+        if cgs:
+            problems.append("%dms: run cgroups remain: %s" % (ms, cgs))
+            env.cgroups.update(cgs)
+        print("# killed after %dms: create exit %s" % (ms, rc), flush=True)
+    expect(not problems, "\n".join(problems))
+
+
+@case
+def supervisor_killed(env):
+    """The pid file's process (airlock's supervisor) killed by SIGKILL:
+    the container's processes end, `state` says stopped with
+    io.airlock.end naming the supervisor, delete removes it and leaves
+    nothing (no process, no cgroup, no state directory)."""
+    cid = running(env, "supkill", ("sh", "-c", "sleep 300 & sleep 301"))
+    procs = env.note_cgroups(cid)
+    pid = env.pid_of(cid)
+    kill_pid(pid)
+    wait_for(lambda: not alive(pid), 10)
+    st = env.wait_status(cid, "stopped")
+    end = st.get("io.airlock.end", "")
+    expect("supervisor" in end and str(pid) in end, "io.airlock.end: %r" % end)
+    wait_for(lambda: not [p for p, s in procs if alive(p, s)], 10, step=0.05)
+    left = [p for p, s in procs if alive(p, s)]
+    r = env.rt("delete", cid)
+    expect(r.rc == 0, "delete failed\n%s" % r.describe())
+    expect(not left, "the container's processes outlived its supervisor: %s" % left)
+    try:
+        env.gone(cid, procs)
+    finally:
+        # Reported above; removed here so that the final check judges
+        # only what no case has reported.
+        for d in sorted(mine.get(cid, ()), key=len, reverse=True):
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+
+
+@case
+def exit_code_of_pid_file_process(env):
+    """The pid file's process, waited for as its subreaper (as conmon
+    does): exits 42 when the container's process exits 42; dies of
+    SIGTERM when the container is killed with TERM (its process dying of
+    it)."""
+    cid = env.new_id("code42")
+    pf, _, _ = env.files(cid)
+    p = reaper(env, [env.argv("create", "--bundle", env.bundle("code42", (
+        "sh", "-c", "sleep 0.5; exit 42")), "--pid-file", pf, cid), env.argv("start", cid)], pf)
+    try:
+        first = reaper_line(p, CMD_TIMEOUT)
+        expect(first.get("steps") == [0, 0], "create/start failed: %s %r"
+               % (first, read(os.path.join(env.base, "reaper.err"))))
+        env.pids.add((first["pid"], pid_starttime(first["pid"])))
+        end = reaper_line(p, CMD_TIMEOUT)
+        expect(end.get("exited") == 42, "the pid file's process ended: %s" % end)
+    finally:
+        kill_pid(p.pid)
+        p.wait()
+    expect(env.status(cid) == "stopped", "state %s" % env.state(cid))
+    expect(env.rt("delete", cid).rc == 0, "delete failed")
+
+    cid = env.new_id("term")
+    pf, _, _ = env.files(cid)
+    p = reaper(env, [env.argv("create", "--bundle", env.bundle("term", SLEEP), "--pid-file",
+                              pf, cid), env.argv("start", cid)], pf)
+    try:
+        first = reaper_line(p, CMD_TIMEOUT)
+        expect(first.get("steps") == [0, 0], "create/start failed: %s" % first)
+        env.pids.add((first["pid"], pid_starttime(first["pid"])))
+        env.wait_status(cid, "running")
+        r = env.rt("kill", cid, "TERM")
+        expect(r.rc == 0, "kill failed\n%s" % r.describe())
+        end = reaper_line(p, CMD_TIMEOUT)
+        expect(end.get("signaled") == signal.SIGTERM, "the pid file's process ended: %s" % end)
+    finally:
+        kill_pid(p.pid)
+        p.wait()
+    expect(env.rt("delete", cid).rc == 0, "delete failed")
+    env.gone(cid)
+
+
+def main():
+    if len(sys.argv) < 2:
+        print("usage: %s RUNTIME [CASE-SUBSTRING...]" % sys.argv[0], file=sys.stderr)
+        return 2
+    runtime = sys.argv[1]
+    if not os.access(runtime, os.X_OK):
+        print("1..0 # SKIP runtime %s not found" % runtime)
+        return 0
+    if os.geteuid() != 0:
+        print("1..0 # SKIP needs root (an OCI runtime's containers)")
+        return 0
+    t0 = time.monotonic()
+    env = Env(runtime)
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))
+    faulthandler.register(signal.SIGUSR1)  # where a stuck run is: kill -USR1 PID
+    try:
+        env.setup()
+        print("# runtime %s, state under %s, tag %s" % (env.runtime, env.root, TAG), flush=True)
+        rc = suite.run(env, only=sys.argv[2:])
+    finally:
+        left = env.close()
+        print("# total %.1fs" % (time.monotonic() - t0), flush=True)
+    if left:
+        print("# mounts left below %s after cleanup: %s" % (env.base, left))
+        return 1
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
