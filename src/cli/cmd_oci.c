@@ -133,7 +133,7 @@ static int parse_signal(const char *s)
 	long n = strtol(s, &end, 10);
 
 	if (*s && !*end)
-		return n > 0 && n < NSIG ? (int)n : -1;
+		return n >= 0 && n < NSIG ? (int)n : -1;
 	if (strncasecmp(s, "SIG", 3) == 0)
 		s += 3;
 	for (size_t i = 0; i < AL_ARRAY_SIZE(names); i++)

@@ -252,6 +252,9 @@ int al_proc_starttime(pid_t pid, unsigned long long *ret)
 	char *p = strrchr(buf, ')');
 	if (!p)
 		return -EINVAL;
+	/* A zombie (or a dying one) is gone: it only waits to be reaped. */
+	if (p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X' || p[2] == 'x'))
+		return -ESRCH;
 	/* Field 22 (starttime); p points at the end of field 2. */
 	for (int field = 2; field < 22 && p; field++)
 		p = strchr(p + 1, ' ');

@@ -103,7 +103,7 @@ void al_random_id(char *buf, size_t len);
 
 /* Field 22 of /proc/PID/stat, the process's start time in clock ticks
  * since boot: with the pid, an identity that survives pid reuse. 0 or
- * -errno. */
+ * -errno (-ESRCH: a zombie, gone but not yet reaped). */
 int al_proc_starttime(pid_t pid, unsigned long long *ret);
 
 /* A stack for a clone(CLONE_VM) child that runs on the caller's memory:

@@ -392,9 +392,7 @@ static void process(const struct al_oci_config *c, struct al_policy *p, struct a
 		       c->n_additional_gids * sizeof(uint32_t));
 		p->root->n_groups = c->n_additional_gids;
 	}
-	if (c->has_umask && c->umask != 022)
-		al_errors_add(errs, EINVAL, "config.json", "process.user.umask",
-			      "%04o: airlock's processes start with 0022", c->umask);
+	p->root->umask = c->has_umask ? c->umask : 022;
 	if (c->command_line || c->username)
 		al_errors_add(errs, EINVAL, "config.json", "process",
 			      "commandLine and username are Windows-only");
@@ -417,6 +415,8 @@ static void process(const struct al_oci_config *c, struct al_policy *p, struct a
 		al_errors_add(errs, EPERM, "config.json", "process.oomScoreAdj",
 			      "%d: a sandbox is never made less likely to be killed",
 			      c->oom_score_adj);
+	else if (c->has_oom_score_adj)
+		p->root->oom_score_adj = c->oom_score_adj;
 	if (c->io_priority_class)
 		al_errors_add(errs, EOPNOTSUPP, "config.json", "process.ioPriority",
 			      "not airlock's to set");

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -200,7 +201,7 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 	_cleanup_(al_request_clear) struct al_request rq = {0};
 	_cleanup_(al_oci_extra_clear) struct al_oci_extra x = {0};
 	_cleanup_free_ char *bundle = NULL;
-	_cleanup_close_ int rootfd = -1, dirfd = -1, lsock = -1, slave = -1;
+	_cleanup_close_ int rootfd = -1, dirfd = -1, lsock = -1, slave = -1, lockfd = -1;
 	int sync[2] = {-1, -1};
 	char run_id[24], sock_path[64];
 	int r;
@@ -286,6 +287,13 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 	if ((r = al_oci_root_open(g->root, &rootfd, err)) < 0 ||
 	    (r = al_oci_dir_make(rootfd, id, &dirfd, err)) < 0)
 		return r;
+	/* Held until create ends: a directory without state.json whose lock
+	 * is free is a create that died (state.h). */
+	lockfd = openat(rootfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (lockfd < 0 || flock(lockfd, LOCK_EX) < 0) {
+		r = al_error_setsys(err, errno, "locking the state directory of %s", id);
+		goto fail;
+	}
 	/* From here on a failure removes the directory again. */
 	if (x.tty && (r = al_oci_console(o->console_socket, x.rows, x.cols, &slave, err)) < 0)
 		goto fail;
@@ -333,6 +341,7 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 					 .run_id = run_id,
 					 .id = id,
 					 .dirfd = dirfd,
+					 .rootfd = rootfd,
 					 .listen_fd = lsock,
 					 .sync_fd = sync[1],
 					 .tty = x.tty,

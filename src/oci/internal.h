@@ -26,6 +26,7 @@ struct al_oci_box {
 	int rootfd, dirfd;
 	struct al_oci_state st;
 	bool complete, alive;
+	bool abandoned; /* no state.json, and its create is gone */
 };
 int al_oci_box_open(const struct al_oci_ctx *g, const char *id, struct al_oci_box *b,
 		    struct al_error *err);

@@ -255,21 +255,9 @@ char **al_oci_ids(int rootfd)
 
 unsigned long long al_oci_start_time(pid_t pid)
 {
-	char path[64], buf[4096];
+	unsigned long long t = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (al_read_file(path, buf, sizeof(buf)) <= 0)
-		return 0;
-	/* After the command's name, which may hold anything but ends at the
-	 * last ')': p at the space before field 3 (the state), field 22 (the
-	 * start time) 19 spaces on. */
-	char *p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	p++;
-	for (int field = 3; field < 22 && p; field++)
-		p = strchr(p + 1, ' ');
-	return p ? strtoull(p + 1, NULL, 10) : 0;
+	return al_proc_starttime(pid, &t) == 0 ? t : 0;
 }
 
 bool al_oci_alive(const struct al_oci_state *st)

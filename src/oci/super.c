@@ -592,7 +592,7 @@ static void close_others(const struct al_oci_super *s)
 	while ((de = readdir(d))) {
 		int fd = atoi(de->d_name);
 		if (de->d_name[0] == '.' || fd <= 2 || fd == dirfd(d) || fd == s->dirfd ||
-		    fd == s->listen_fd || fd == s->sync_fd || fd == s->keep_fd)
+		    fd == s->rootfd || fd == s->listen_fd || fd == s->sync_fd || fd == s->keep_fd)
 			continue;
 		close(fd);
 	}
@@ -616,7 +616,8 @@ static _Noreturn void abandon(struct sup *S, const char *why)
 		al_run_wait(S->run, NULL);
 		al_run_free(S->run);
 	}
-	(void)err;
+	if (al_oci_dir_remove(S->s->rootfd, S->s->id, &err) < 0)
+		al_err("container %s: %s", S->s->id, err.msg);
 	_exit(1);
 }
 

@@ -24,6 +24,7 @@ struct al_oci_super {
 	const char *run_id;
 	const char *id; /* the container's */
 	int dirfd;	/* the state directory (O_PATH) */
+	int rootfd;	/* the runtime's root (O_PATH): an abandoned create's directory removed */
 	int listen_fd;	/* its socket, listening */
 	/* To create's parent: "ready" or "error: ..." once the sandbox is
 	 * built and checked; then the parent's "go" once it has written

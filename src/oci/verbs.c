@@ -9,15 +9,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup/cgroup.h"
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/sys.h"
 #include "core/util.h"
 #include "oci/internal.h"
+#include "ids/slots.h"
 #include "oci/proto.h"
 
 int al_oci_errors(const struct al_errors *errs, struct al_error *err)
@@ -57,8 +60,16 @@ int al_oci_box_open(const struct al_oci_ctx *g, const char *id, struct al_oci_bo
 		return r;
 	}
 	r = al_oci_state_read(b->dirfd, &b->st, &e);
-	if (r == -ENOENT)
-		return 0; /* a create that did not finish */
+	if (r == -ENOENT) {
+		/* A create that did not finish: still under way while its lock
+		 * is held, abandoned once it is free. */
+		int fd = openat(b->rootfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		b->abandoned = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
+		if (fd >= 0)
+			close(fd);
+		b->st.id = xstrdup(id);
+		return 0;
+	}
 	if (r < 0) {
 		al_oci_box_close(b);
 		return al_error_set(err, -r, "container %s: %s", id, e.msg);
@@ -151,6 +162,10 @@ static const char *status_of(const struct al_oci_box *b, char *why, size_t len)
 	static char s[16];
 
 	why[0] = '\0';
+	if (!b->complete && b->abandoned) {
+		snprintf(why, len, "its create did not finish");
+		return "stopped";
+	}
 	if (!b->complete)
 		return "creating";
 	if (!b->alive || al_oci_box_call(b, "state", NULL, &ans, &err) < 0) {
@@ -248,12 +263,14 @@ int al_oci_kill(const struct al_oci_ctx *g, const char *id, int sig, bool all, s
 	json_t *ans = NULL;
 	int r;
 
-	if (!sig_ok(sig))
+	if (!sig_ok(sig) && sig != 0)
 		return al_error_set(err, EINVAL, "%d is not a signal", sig);
 	if ((r = al_oci_box_open(g, id, &b, err)) < 0)
 		return r;
 	if (!b.complete || !b.alive)
 		r = al_error_set(err, ESRCH, "container %s is not running", id);
+	else if (sig == 0) /* as kill(2)'s 0: whether it runs, nothing sent */
+		r = 0;
 	else
 		r = al_oci_box_call(&b, "kill", json_pack("{s:i, s:b}", "signal", sig, "all", all),
 				    &ans, err);
@@ -315,6 +332,15 @@ int al_oci_delete(const struct al_oci_ctx *g, const char *id, bool force, struct
 	keep_record(&b);
 	if (b.complete)
 		after_hooks(&b, "poststop", "stopped");
+	int sig;
+	if (b.complete && al_oci_box_exit(&b, &sig) < 0) {
+		/* Its supervisor died without its end: what it would have
+		 * removed (the run's cgroups, its id slot) goes as `airlock gc`
+		 * removes a killed airlock's. */
+		struct al_error e = {0};
+		if (al_cgroup_gc(&e) < 0 || al_ids_gc(NULL, &e) < 0)
+			al_warn("container %s: cleaning up after its supervisor: %s", id, e.msg);
+	}
 	r = al_oci_dir_remove(b.rootfd, id, err);
 out:
 	al_oci_box_close(&b);

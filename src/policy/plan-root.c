@@ -290,6 +290,12 @@ void al_plan_build_root(struct al_plan *p, const struct al_policy *pol, struct a
 
 	p->root = pr;
 	pr->readonly = r->readonly;
+	pr->umask = r->umask & 0777;
+	pr->oom_score_adj = r->oom_score_adj;
+	if (r->oom_score_adj < 0 || r->oom_score_adj > 1000)
+		al_errors_add(errs, EPERM, NULL, "process.oomScoreAdj",
+			      "%d: 0 to 1000 (a sandbox is never made less likely to be killed)",
+			      r->oom_score_adj);
 	for (size_t i = 0; r->sysctl && r->sysctl[i] && r->sysctl[i + 1]; i += 2) {
 		const char *v = r->sysctl[i + 1];
 		if (!al_plan_sysctl_allowed(r->sysctl[i]) || strlen(v) > 64 ||

@@ -72,8 +72,11 @@ struct al_policy_root {
 	 * None: the same ids, 0 to 65535. */
 	struct al_id_range *uid_map, *gid_map;
 	size_t n_uid_map, n_gid_map;
-	/* The command's identity in the sandbox. */
+	/* The command's identity in the sandbox, its umask, its OOM score
+	 * adjustment (0 to 1000: never made less likely to be killed). */
 	uint32_t uid, gid;
+	uint32_t umask;
+	int oom_score_adj;
 	uint32_t *groups;
 	size_t n_groups;
 	/* Sandbox paths that are each a face of the scratch (its tmpfs

@@ -133,9 +133,9 @@ static void test_refusals(void **state)
 		       "", "process.rlimits[0]");
 	expect_refused(", \"rlimits\": [{\"type\": \"RLIMIT_NOFILE\", \"soft\": 1, \"hard\": 2}]",
 		       "", "", "soft and hard");
-	expect_refused(", \"user\": {\"uid\": 0, \"gid\": 0, \"umask\": 0}", "", "",
-		       "process.user.umask");
-	expect_refused("", ", \"hooks\": {\"prestart\": [{\"path\": \"/bin/true\"}]}", "", "hooks");
+	expect_refused(", \"oomScoreAdj\": -997", "", "", "process.oomScoreAdj");
+	expect_refused("", ", \"hooks\": {\"createContainer\": [{\"path\": \"/bin/true\"}]}", "",
+		       "hooks");
 	expect_refused("", ", \"domainname\": \"x\"", "", "domainname");
 	expect_refused("", "", ", \"sysctl\": {\"kernel.shmmax\": \"1\"}", "linux.sysctl");
 	expect_refused("", "",

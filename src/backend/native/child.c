@@ -163,7 +163,9 @@ static _Noreturn void run_command(const struct al_plan *p, int sync, int errpipe
 		if (sig != SIGKILL && sig != SIGSTOP)
 			signal(sig, SIG_DFL);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	umask(022);  /* setup ran with 0 for exact modes; the command gets the usual */
+	/* setup ran with 0 for exact modes; the command gets the usual, or
+	 * a container's own */
+	umask(p->root ? (mode_t)p->root->umask : 022);
 	close(sync); /* the sync socket is init's alone; the cgroup fds are
 		      * close-on-exec */
 	/* A session of its own; with tty, the pty on 0-2 becomes its

@@ -149,6 +149,13 @@ static int fs_mount(struct rooted *R, const struct al_mount_op *op, const char *
 		close(fs);
 		return al_step_fail(R->c, E2BIG, "options of %s", op->what);
 	}
+	/* The source shown in mountinfo: the type, as mount(8) and runc
+	 * name kernel file systems ("none" otherwise). */
+	if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "source", type, 0) < 0) {
+		int e = errno;
+		close(fs);
+		return al_step_fail(R->c, e, "%s source for %s", type, op->what);
+	}
 	snprintf(buf, sizeof(buf), "%s", options ? options : "");
 	for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv;
 	     kv = strtok_r(NULL, ",", &save)) {

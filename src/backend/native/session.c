@@ -189,7 +189,7 @@ static _Noreturn void exec_child(const struct al_plan *p, int sync, const int *f
 		;
 	if (go != 0)
 		_exit(137);
-	umask(022);
+	umask(p->root ? (mode_t)p->root->umask : 022);
 	/* A terminal exec's pty becomes its controlling terminal once it
 	 * leads a session of its own. */
 	if (setsid() < 0 || (tty && ioctl(0, TIOCSCTTY, 0) < 0) ||
