@@ -159,7 +159,6 @@ static const char *status_of(const struct al_oci_box *b, char *why, size_t len)
 {
 	json_t *ans = NULL;
 	struct al_error err = {0};
-	static char s[16];
 
 	why[0] = '\0';
 	if (!b->complete && b->abandoned) {
@@ -180,10 +179,14 @@ static const char *status_of(const struct al_oci_box *b, char *why, size_t len)
 		return "stopped";
 	}
 	bool paused = json_is_true(json_object_get(ans, "paused"));
-	snprintf(s, sizeof(s), "%s",
-		 paused ? "paused" : json_string_value(json_object_get(ans, "status")));
+	const char *st = json_string_value(json_object_get(ans, "status"));
+	static const char *const known[] = {"created", "running", "stopped"};
+	const char *s = "stopped";
+	for (size_t i = 0; st && i < AL_ARRAY_SIZE(known); i++)
+		if (strcmp(st, known[i]) == 0)
+			s = known[i];
 	json_decref(ans);
-	return s;
+	return paused ? "paused" : s;
 }
 
 /* The hooks of kind create kept (hooks.json), run with the state as it is

@@ -34,6 +34,12 @@ ALLOWED = {
         "the origin of -v's phase times: atomic, set once",
     ("src_core_log.c.o", "phases_on"):
         "$AIRLOCK_PHASES, set by the CLI's main: atomic, process-wide by design",
+    ("src_core_log.c.o", "sink"):
+        "where the process's messages go (the OCI runtime's --log): atomic, process-wide by design",
+    ("src_oci_log.c.o", "log_fd"):
+        "the OCI runtime's --log (one verb, or one container's supervisor, a process): process-wide by design",
+    ("src_oci_log.c.o", "log_json"):
+        "the OCI runtime's --log-format, set with log_fd: process-wide by design",
     ("src_serve_api_front.c.o", "F"):
         "the daemon's HTTP front: its own confined process, one per daemon, never a run's",
     ("src_policy_operator-parse.c.o", "built"):
