@@ -20,6 +20,7 @@
 #include "cgroup/cgroup.h"
 #include "core/cleanup.h"
 #include "core/log.h"
+#include "core/sys.h"
 #include "core/util.h"
 #include "oci/attach.h"
 #include "oci/proto.h"
@@ -635,6 +636,21 @@ _Noreturn void al_oci_super_main(const struct al_oci_super *s)
 		sigaddset(&set, handled[i]);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	close_others(s);
+	/* process.oomScoreAdj (0 to 1000: raising it needs no privilege):
+	 * ours, so that the sandbox's init and every process of the
+	 * container inherit it. */
+	if (s->plan->root && s->plan->root->oom_score_adj > 0) {
+		char v[16];
+		snprintf(v, sizeof(v), "%d", s->plan->root->oom_score_adj);
+		int r = al_write_file_at(AT_FDCWD, "/proc/self/oom_score_adj", v, strlen(v));
+		if (r < 0) {
+			char msg[128];
+			snprintf(msg, sizeof(msg), "error: process.oomScoreAdj %d: %s",
+				 s->plan->root->oom_score_adj, strerror(-r));
+			sync_say(s->sync_fd, msg);
+			_exit(1);
+		}
+	}
 	struct al_audit *audit = NULL;
 	if (s->audit_path && al_audit_open(s->audit_path, s->run_id, &audit, &err) < 0) {
 		char msg[600];

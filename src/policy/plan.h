@@ -182,7 +182,7 @@ struct al_plan_root {
 	struct al_id_range *uid_map, *gid_map;
 	size_t n_uid_map, n_gid_map;
 	uint32_t umask;	   /* each process's at exec */
-	int oom_score_adj; /* 0 to 1000, set on init (its processes inherit it) */
+	int oom_score_adj; /* 0 to 1000, the OCI supervisor's own (the sandbox inherits it) */
 	/* linux.sysctl: NULL-terminated (key, value) pairs set in the sandbox's own network
 	 * namespace before anything runs (al_plan_sysctl_allowed()). */
 	char **sysctl;

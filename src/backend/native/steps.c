@@ -587,16 +587,6 @@ int step_rlimits(struct al_child *c)
 
 	if (setrlimit(RLIMIT_CORE, &none) < 0)
 		return fail(c, errno, "setrlimit(RLIMIT_CORE, 0)");
-	/* A container's OOM score adjustment (0 to 1000: raising needs no
-	 * privilege), set on init before landlock closes /proc to writes;
-	 * every process it forks inherits it. */
-	if (p->root && p->root->oom_score_adj > 0) {
-		char v[16];
-		snprintf(v, sizeof(v), "%d", p->root->oom_score_adj);
-		int r = al_write_file_at(AT_FDCWD, "/proc/self/oom_score_adj", v, strlen(v));
-		if (r < 0)
-			return fail(c, -r, "oom_score_adj %d", p->root->oom_score_adj);
-	}
 	if (setrlimit(RLIMIT_NOFILE, &files) < 0)
 		return fail(c, errno, "setrlimit(RLIMIT_NOFILE, %llu)",
 			    (unsigned long long)p->open_files);
