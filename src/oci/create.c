@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <linux/nsfs.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -170,6 +171,34 @@ int al_oci_write_pid_file(const char *path, pid_t pid, struct al_error *err)
 	return 0;
 }
 
+/* A namespace path the config names is never joined (config.c), but it
+ * must be what it says: a namespace of that type. */
+static int check_ns_paths(const struct al_oci_config *c, struct al_errors *errs)
+{
+	size_t before = al_errors_count(errs);
+
+	for (size_t i = 0; i < c->n_namespaces; i++) {
+		const struct al_oci_ns *ns = &c->namespaces[i];
+		char where[64];
+		if (!ns->path)
+			continue;
+		snprintf(where, sizeof(where), "linux.namespaces[%zu].path", i);
+		int fd = open(ns->path, O_RDONLY | O_CLOEXEC);
+		int type = fd >= 0 ? ioctl(fd, NS_GET_NSTYPE) : -1;
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		if (fd < 0)
+			al_errors_add(errs, e, "config.json", where, "%s: %s", ns->path,
+				      strerror(e));
+		else if (type != ns->type)
+			al_errors_add(errs, EINVAL, "config.json", where,
+				      "%s is not a namespace of the type the entry names",
+				      ns->path);
+	}
+	return al_errors_count(errs) > before ? -EINVAL : 0;
+}
+
 /* The supervisor's answer on the sync socket, within READY_WAIT_MS. */
 static int wait_ready(int sync, pid_t child, struct al_error *err)
 {
@@ -209,7 +238,7 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 	if ((r = al_oci_id_check(id, err)) < 0)
 		return r;
 	if (al_oci_read_config(o->bundle, &bundle, &cfg, &errs) < 0 ||
-	    al_oci_policy(cfg, bundle, &pol, &x, &errs) < 0)
+	    al_oci_policy(cfg, bundle, &pol, &x, &errs) < 0 || check_ns_paths(cfg, &errs) < 0)
 		return al_oci_errors(&errs, err);
 	/* The audit stream: in the operator's --audit-dir, the file the
 	 * annotation names (NAME.jsonl) or the container's (ID.jsonl). */
