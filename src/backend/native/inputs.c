@@ -171,6 +171,31 @@ static const char *host_path(const struct al_mount_op *op)
 	return op->source + strlen("/oldroot");
 }
 
+/* host opened without following a link, checked to be the inode the plan
+ * resolved (*st its stat), and cloned as a detached tree (with what is
+ * mounted below it, or not): the tree's fd, or -errno with err set. */
+static int clone_checked(const struct al_mount_op *op, const char *host, bool recursive,
+			 struct stat *st, struct al_error *err)
+{
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	_cleanup_close_ int src = al_sys_openat2(AT_FDCWD, host, &how, sizeof(how));
+
+	if (src < 0)
+		return al_error_setsys(err, errno, "%s: opening %s", op->what, host);
+	if (fstat(src, st) < 0)
+		return al_error_setsys(err, errno, "%s: stat %s", op->what, host);
+	if (st->st_dev != op->dev || st->st_ino != op->ino)
+		return al_error_set(err, ESTALE, "%s: %s changed between planning and opening",
+				    op->what, host);
+	int tree = (int)syscall(SYS_open_tree, src, "",
+				OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
+				    (recursive ? AT_RECURSIVE : 0));
+	if (tree < 0)
+		return al_error_setsys(err, errno, "%s: open_tree %s", op->what, host);
+	return tree;
+}
+
 static int open_input(const struct al_mount_op *op, const char *host, const struct al_host_ids *ids,
 		      struct al_idmap **maps, size_t *n_maps, bool *copy, struct al_error *err);
 
@@ -195,27 +220,15 @@ void al_idmaps_free(struct al_idmaps *maps)
 static int open_input(const struct al_mount_op *op, const char *host, const struct al_host_ids *ids,
 		      struct al_idmap **maps, size_t *n_maps, bool *copy, struct al_error *err)
 {
-	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
-			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
 	struct mount_attr attr = {.attr_set = op->attr};
 	bool write = !(op->attr & MOUNT_ATTR_RDONLY), idmapped = false, as_owner = false;
 	bool unmappable = false;
-	_cleanup_close_ int src = -1, tree = -1;
+	_cleanup_close_ int tree = -1;
 	struct stat st;
 
 	*copy = false;
-	src = al_sys_openat2(AT_FDCWD, host, &how, sizeof(how));
-	if (src < 0)
-		return al_error_setsys(err, errno, "%s: opening %s", op->what, host);
-	if (fstat(src, &st) < 0)
-		return al_error_setsys(err, errno, "%s: stat %s", op->what, host);
-	if (st.st_dev != op->dev || st.st_ino != op->ino)
-		return al_error_set(err, ESTALE, "%s: %s changed between planning and opening",
-				    op->what, host);
-	tree = (int)syscall(SYS_open_tree, src, "",
-			    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
-	if (tree < 0)
-		return al_error_setsys(err, errno, "%s: open_tree %s", op->what, host);
+	if ((tree = clone_checked(op, host, true, &st, err)) < 0)
+		return tree;
 	/* A read-only file that others may read needs no idmapping (and its
 	 * user namespace, the costly part): the sandbox user reads it through
 	 * the other bits. A directory may hold files only its owner reads.
@@ -313,32 +326,20 @@ static void root_map(char *buf, size_t len, const struct al_id_range *m, size_t 
 					base + m[i].inner, m[i].count);
 }
 
-/* A container's root, or one of its host binds (op->root_ids), as a
+/* A container's root (op->root_ids) as a
  * detached tree idmapped with the root's maps (their user namespace made
- * once, in *userns). Refused where its filesystem cannot be idmapped:
- * its files would show as nobody's. */
+ * once, in *userns): under an operator policy, where its file system can
+ * be idmapped; otherwise its files keep their host ids. */
 static int open_root_input(const struct al_mount_op *op, const char *host,
 			   const struct al_plan *plan, const struct al_host_ids *ids, int *userns,
 			   struct al_error *err)
 {
-	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
-			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
-	_cleanup_close_ int src = -1, tree = -1;
+	_cleanup_close_ int tree = -1;
 	struct stat st;
 
-	src = al_sys_openat2(AT_FDCWD, host, &how, sizeof(how));
-	if (src < 0)
-		return al_error_setsys(err, errno, "%s: opening %s", op->what, host);
-	if (fstat(src, &st) < 0)
-		return al_error_setsys(err, errno, "%s: stat %s", op->what, host);
-	if (st.st_dev != op->dev || st.st_ino != op->ino)
-		return al_error_set(err, ESTALE, "%s: %s changed between planning and opening",
-				    op->what, host);
 	/* Not recursive: what is mounted below it on the host stays out. */
-	tree = (int)syscall(SYS_open_tree, src, "",
-			    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-	if (tree < 0)
-		return al_error_setsys(err, errno, "%s: open_tree %s", op->what, host);
+	if ((tree = clone_checked(op, host, false, &st, err)) < 0)
+		return tree;
 	/* Without an operator policy nothing bounds where a config's root is:
 	 * its files keep their host ids, so that no host root's file becomes
 	 * the container's own. With one, the root lies where the operator
