@@ -240,8 +240,9 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 	if (al_oci_read_config(o->bundle, &bundle, &cfg, &errs) < 0 ||
 	    al_oci_policy(cfg, bundle, &pol, &x, &errs) < 0 || check_ns_paths(cfg, &errs) < 0)
 		return al_oci_errors(&errs, err);
-	/* The audit stream: in the operator's --audit-dir, the file the
-	 * annotation names (NAME.jsonl) or the container's (ID.jsonl). */
+	/* The audit stream: in the operator's --audit-dir, the sink the
+	 * annotation names (NAME.jsonl) or the container's own
+	 * (container-ID.jsonl). */
 	_cleanup_free_ char *audit = NULL, *record = NULL;
 	if (x.audit && !g->audit_dir)
 		return al_error_set(err, EPERM,
@@ -291,7 +292,7 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 		return al_oci_errors(&errs, err);
 	}
 	/* Which profile a container is held to is the operator's: the
-	 * default one, the policy not granting containers a choice. */
+	 * default one, or one its oci.profiles lets containers choose. */
 	bool granted = false;
 	for (size_t i = 0; rq.op && rq.op->oci.profiles && rq.op->oci.profiles[i]; i++)
 		granted |= pol->profile && strcmp(rq.op->oci.profiles[i], pol->profile) == 0;

@@ -671,7 +671,6 @@ _Noreturn void al_oci_super_main(const struct al_oci_super *s)
 				     .session = true,
 				     .probed = true};
 	if (al_run_start(&req, &io, &S.run, &err) < 0) {
-		snprintf(buf, sizeof(buf), "error");
 		char msg[600];
 		snprintf(msg, sizeof(msg), "error: %s", err.msg);
 		sync_say(s->sync_fd, msg);
