@@ -78,6 +78,8 @@ static int help(int argc, char **argv)
 		return al_cmd_vm_image(1, args + 1);
 	if (strcmp(cmd, "mcp") == 0)
 		return al_cmd_mcp(1, args + 1);
+	if (strcmp(cmd, "oci") == 0)
+		return al_cmd_oci(1, args + 1, "airlock oci");
 	if (strcmp(cmd, "token") == 0)
 		return argc > 1 ? al_cmd_token(2, args) : al_cmd_token(1, args + 1);
 	if (strcmp(cmd, "version") == 0) {
