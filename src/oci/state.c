@@ -159,10 +159,11 @@ json_t *al_oci_json_read(int dirfd, const char *name)
 
 int al_oci_state_write(int dirfd, const struct al_oci_state *st, struct al_error *err)
 {
-	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:O}", "id", st->id, "bundle",
-			      st->bundle, "created", st->created, "ociVersion", st->oci_version,
-			      "pid", (int)st->pid, "start_time", (json_int_t)st->start_time,
-			      "annotations", st->annotations ? st->annotations : json_object());
+	json_t *o =
+	    json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:o}", "id", st->id, "bundle", st->bundle,
+		      "created", st->created, "ociVersion", st->oci_version, "pid", (int)st->pid,
+		      "start_time", (json_int_t)st->start_time, "annotations",
+		      st->annotations ? json_incref(st->annotations) : json_object());
 	if (o && st->record)
 		json_object_set_new(o, "record", json_string(st->record));
 	int r = o ? al_oci_json_write(dirfd, "state.json", o, err)

@@ -199,11 +199,11 @@ static void after_hooks(const struct al_oci_box *b, const char *kind, const char
 	if (!hooks)
 		return;
 	json_t *st =
-	    json_pack("{s:s, s:s, s:s, s:i, s:s, s:O}", "ociVersion",
+	    json_pack("{s:s, s:s, s:s, s:i, s:s, s:o}", "ociVersion",
 		      b->st.oci_version ? b->st.oci_version : "1.0.2", "id", b->st.id, "status",
 		      status, "pid", strcmp(status, "stopped") ? (int)b->st.pid : 0, "bundle",
 		      b->st.bundle ? b->st.bundle : "", "annotations",
-		      b->st.annotations ? b->st.annotations : json_object());
+		      b->st.annotations ? json_incref(b->st.annotations) : json_object());
 	if (al_oci_hooks_run(hooks, kind, st, b->st.bundle, &err) < 0)
 		al_warn("container %s: %s", b->st.id, err.msg);
 	json_decref(st);
@@ -239,12 +239,12 @@ int al_oci_state(const struct al_oci_ctx *g, const char *id, FILE *out, struct a
 	if ((r = al_oci_box_open(g, id, &b, err)) < 0)
 		return r;
 	const char *status = status_of(&b, why, sizeof(why));
-	json_t *o =
-	    json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:O}", "ociVersion",
-		      b.st.oci_version ? b.st.oci_version : "1.0.2", "id", id, "status", status,
-		      "pid", strcmp(status, "stopped") ? (int)b.st.pid : 0, "bundle",
-		      b.st.bundle ? b.st.bundle : "", "created", b.st.created ? b.st.created : "",
-		      "annotations", b.st.annotations ? b.st.annotations : json_object());
+	json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:o}", "ociVersion",
+			      b.st.oci_version ? b.st.oci_version : "1.0.2", "id", id, "status",
+			      status, "pid", strcmp(status, "stopped") ? (int)b.st.pid : 0,
+			      "bundle", b.st.bundle ? b.st.bundle : "", "created",
+			      b.st.created ? b.st.created : "", "annotations",
+			      b.st.annotations ? json_incref(b.st.annotations) : json_object());
 	if (why[0])
 		json_object_set_new(o, "io.airlock.end", json_string(why));
 	char *text = json_dumps(o, JSON_INDENT(2));
