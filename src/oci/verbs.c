@@ -255,6 +255,29 @@ int al_oci_state(const struct al_oci_ctx *g, const char *id, FILE *out, struct a
 	return 0;
 }
 
+/* op asked of a container's supervisor, when it runs (-code with err
+ * naming it otherwise): 0 with *ans, or -errno. */
+static int call_running(const struct al_oci_ctx *g, const char *id, const char *op, json_t *extra,
+			int code, json_t **ans, struct al_error *err)
+{
+	struct al_oci_box b;
+	int r;
+
+	*ans = NULL;
+	if ((r = al_oci_box_open(g, id, &b, err)) < 0) {
+		json_decref(extra);
+		return r;
+	}
+	if (!b.complete || !b.alive) {
+		json_decref(extra);
+		r = al_error_set(err, code, "container %s is not running", id);
+	} else {
+		r = al_oci_box_call(&b, op, extra, ans, err);
+	}
+	al_oci_box_close(&b);
+	return r;
+}
+
 static bool sig_ok(int sig)
 {
 	return sig > 0 && sig < NSIG;
@@ -262,23 +285,17 @@ static bool sig_ok(int sig)
 
 int al_oci_kill(const struct al_oci_ctx *g, const char *id, int sig, bool all, struct al_error *err)
 {
-	struct al_oci_box b;
 	json_t *ans = NULL;
 	int r;
 
 	if (!sig_ok(sig) && sig != 0)
 		return al_error_set(err, EINVAL, "%d is not a signal", sig);
-	if ((r = al_oci_box_open(g, id, &b, err)) < 0)
-		return r;
-	if (!b.complete || !b.alive)
-		r = al_error_set(err, ESRCH, "container %s is not running", id);
-	else if (sig == 0) /* as kill(2)'s 0: whether it runs, nothing sent */
-		r = 0;
-	else
-		r = al_oci_box_call(&b, "kill", json_pack("{s:i, s:b}", "signal", sig, "all", all),
-				    &ans, err);
+	/* 0, as kill(2)'s: whether it runs, nothing sent. */
+	r = sig == 0
+		? call_running(g, id, "state", NULL, ESRCH, &ans, err)
+		: call_running(g, id, "kill", json_pack("{s:i, s:b}", "signal", sig, "all", all),
+			       ESRCH, &ans, err);
 	json_decref(ans);
-	al_oci_box_close(&b);
 	return r;
 }
 
@@ -352,18 +369,10 @@ out:
 
 int al_oci_pause(const struct al_oci_ctx *g, const char *id, bool pause, struct al_error *err)
 {
-	struct al_oci_box b;
 	json_t *ans = NULL;
-	int r;
+	int r = call_running(g, id, pause ? "pause" : "resume", NULL, EINVAL, &ans, err);
 
-	if ((r = al_oci_box_open(g, id, &b, err)) < 0)
-		return r;
-	if (!b.complete || !b.alive)
-		r = al_error_set(err, EINVAL, "container %s is not running", id);
-	else
-		r = al_oci_box_call(&b, pause ? "pause" : "resume", NULL, &ans, err);
 	json_decref(ans);
-	al_oci_box_close(&b);
 	return r;
 }
 
@@ -410,16 +419,8 @@ int al_oci_events(const struct al_oci_ctx *g, const char *id, bool stats, unsign
 		  FILE *out, struct al_error *err)
 {
 	for (;;) {
-		struct al_oci_box b;
 		json_t *ans = NULL;
-		int r;
-		if ((r = al_oci_box_open(g, id, &b, err)) < 0)
-			return r;
-		if (!b.complete || !b.alive)
-			r = al_error_set(err, ESRCH, "container %s is not running", id);
-		else
-			r = al_oci_box_call(&b, "stats", NULL, &ans, err);
-		al_oci_box_close(&b);
+		int r = call_running(g, id, "stats", NULL, ESRCH, &ans, err);
 		if (r < 0)
 			return stats ? r : 0;
 		json_t *o = json_pack("{s:s, s:s, s:o}", "type", "stats", "id", id, "data", ans);

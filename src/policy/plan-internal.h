@@ -20,6 +20,10 @@ struct al_fs_entry *al_plan_add_host(struct al_plan *p, enum al_fs_kind kind, co
 				     const char *path, const struct stat *st, unsigned access,
 				     const char *what);
 
+/* The host's character devices /dev/NAME for each of names
+ * (NULL-terminated) that exists, each at its own path. */
+void al_plan_add_dev_nodes(struct al_plan *p, const char *const *names);
+
 /* plan-root.c: the tree on a container's own root (pol->root), in place
  * of airlock's own; its ids and the command's identity. */
 void al_plan_build_root(struct al_plan *p, const struct al_policy *pol, struct al_errors *errs);

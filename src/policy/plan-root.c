@@ -233,14 +233,7 @@ static void build_dev(struct al_plan *p)
 {
 	al_plan_add_fs(p, AL_FS_PROC, "/proc", NULL, AL_FS_READ, "/proc")->mode = 0555;
 	al_plan_add_fs(p, AL_FS_DIR, "/dev", NULL, AL_FS_READ, "/dev")->mode = 0755;
-	for (size_t i = 0; dev_nodes[i]; i++) {
-		struct stat st;
-		char host[32];
-		snprintf(host, sizeof(host), "/dev/%s", dev_nodes[i]);
-		if (stat(host, &st) < 0 || !S_ISCHR(st.st_mode))
-			continue;
-		al_plan_add_host(p, AL_FS_DEVICE, host, host, &st, AL_FS_READ | AL_FS_WRITE, host);
-	}
+	al_plan_add_dev_nodes(p, dev_nodes);
 	al_plan_add_fs(p, AL_FS_PTYS, "/dev/pts", NULL, AL_FS_READ | AL_FS_WRITE,
 		       "/dev/pts (the sandbox's)")
 	    ->mode = 0755;

@@ -100,6 +100,18 @@ struct al_fs_entry *al_plan_add_host(struct al_plan *p, enum al_fs_kind kind, co
 	return add_host(&b, kind, host, path, st, access, what);
 }
 
+void al_plan_add_dev_nodes(struct al_plan *p, const char *const *names)
+{
+	for (size_t i = 0; names[i]; i++) {
+		struct stat st;
+		char host[32];
+		snprintf(host, sizeof(host), "/dev/%s", names[i]);
+		if (stat(host, &st) < 0 || !S_ISCHR(st.st_mode))
+			continue;
+		al_plan_add_host(p, AL_FS_DEVICE, host, host, &st, AL_FS_READ | AL_FS_WRITE, host);
+	}
+}
+
 /* A face of the scratch; part names which (each face is its own part). */
 static void add_scratch(struct builder *b, const char *path, const char *part, mode_t mode,
 			bool sandbox_owned, unsigned access, const char *what)
@@ -224,14 +236,7 @@ static void build_proc_dev(struct builder *b)
 {
 	add_fs(b, AL_FS_PROC, "/proc", NULL, AL_FS_READ, "/proc")->mode = 0555;
 	add_fs(b, AL_FS_DIR, "/dev", NULL, AL_FS_READ, "/dev")->mode = 0755;
-	for (size_t i = 0; dev_nodes[i]; i++) {
-		struct stat st;
-		char host[32];
-		snprintf(host, sizeof(host), "/dev/%s", dev_nodes[i]);
-		if (stat(host, &st) < 0 || !S_ISCHR(st.st_mode))
-			continue;
-		add_host(b, AL_FS_DEVICE, host, host, &st, AL_FS_READ | AL_FS_WRITE, host);
-	}
+	al_plan_add_dev_nodes(b->plan, dev_nodes);
 	for (size_t i = 0; i < AL_ARRAY_SIZE(dev_links); i++)
 		add_fs(b, AL_FS_LINK, dev_links[i][0], xstrdup(dev_links[i][1]), AL_FS_READ,
 		       dev_links[i][0]);
