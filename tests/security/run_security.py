@@ -867,7 +867,14 @@ def socket_buffers_lowered_listener_bounded(e):
     memory with an estimate from the listener's current buffer)."""
     need_counted_sockets(e)
     res, record, drop = fill_sockets(e, ["lowered", 1, 400, 2000000, 3])
-    expect_stopped_near(res, record, expect_held(res, record, drop, "lowered listener"))
+    # The full counts that see these connections come at most every ten
+    # times as long as the last one took (docs/security.md), and a
+    # sanitizer makes the supervisor's count several times slower: 81 MB
+    # past the stop were seen under ASan (59 MB without). Under a
+    # sanitizer the case proves the stop, with a quarter of the 769 MB.
+    sanitized = os.environ.get("AIRLOCK_TEST_SANITIZE", "none") != "none"
+    expect_stopped_near(res, record, expect_held(res, record, drop, "lowered listener"),
+                        192 if sanitized else STOP_SLACK_MB)
 
 
 @case
