@@ -27,11 +27,12 @@
 #define PROBE_TIMEOUT_MS 10000
 
 /* Run argv with its stdout and stderr into out (at most len - 1 bytes,
- * the rest discarded), killed after PROBE_TIMEOUT_MS. Its wait status,
- * or -errno (-ETIMEDOUT when it was killed). */
+ * the rest discarded), in a process group of its own that is killed
+ * after PROBE_TIMEOUT_MS (runsc's sandbox and gofer with it). Its wait
+ * status, or -errno (-ETIMEDOUT when it was killed). */
 static int run_capture(char *const argv[], char *out, size_t len)
 {
-	int pipefd[2], pidfd = -1, status = 0, r = 0;
+	int pipefd[2], status = 0, r = 0;
 	size_t got = 0;
 	uint64_t deadline = al_now_ms() + PROBE_TIMEOUT_MS;
 	pid_t pid;
@@ -48,14 +49,13 @@ static int run_capture(char *const argv[], char *out, size_t len)
 	}
 	if (pid == 0) {
 		int devnull = open("/dev/null", O_RDONLY);
-		if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(pipefd[1], 1) < 0 ||
-		    dup2(pipefd[1], 2) < 0)
+		if (setpgid(0, 0) < 0 || devnull < 0 || dup2(devnull, 0) < 0 ||
+		    dup2(pipefd[1], 1) < 0 || dup2(pipefd[1], 2) < 0)
 			_exit(126);
 		execv(argv[0], argv);
 		_exit(127);
 	}
 	close(pipefd[1]);
-	pidfd = al_sys_pidfd_open(pid, 0);
 	for (;;) {
 		uint64_t now = al_now_ms();
 		struct pollfd p = {.fd = pipefd[0], .events = POLLIN};
@@ -66,10 +66,14 @@ static int run_capture(char *const argv[], char *out, size_t len)
 			r = -ETIMEDOUT;
 			break;
 		}
-		if (poll(&p, 1, (int)(deadline - now)) < 0 && errno != EINTR) {
+		int ready = poll(&p, 1, (int)(deadline - now));
+		if (ready < 0 && errno != EINTR) {
 			r = -errno;
 			break;
 		}
+		if (ready <= 0)
+			continue; /* the deadline is checked above: never read a pipe that is
+				     not ready (a hung runsc holds it open) */
 		n = read(pipefd[0], buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -83,12 +87,12 @@ static int run_capture(char *const argv[], char *out, size_t len)
 		}
 	}
 	close(pipefd[0]);
-	if (r < 0)
+	if (r < 0) {
+		kill(-pid, SIGKILL);
 		kill(pid, SIGKILL);
+	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (pidfd >= 0)
-		close(pidfd);
 	return r < 0 ? r : status;
 }
 
@@ -214,10 +218,11 @@ static int probe_host(struct al_gvisor_host *h, char *why, size_t len)
 	/* The platforms this runsc knows, from its own flag's help. */
 	argv[1] = "flags";
 	st = run_capture(argv, out, sizeof(out));
+	bool ptrace = st >= 0 && strstr(out, "ptrace");
 	h->platform = "ptrace";
 	if (st >= 0 && strstr(out, "kvm") && access("/dev/kvm", R_OK | W_OK) == 0)
 		h->platform = "kvm";
-	else if (st < 0 || !strstr(out, "ptrace")) {
+	else if (!ptrace) {
 		snprintf(
 		    why, len,
 		    "%s lists no platform this machine can use (no ptrace; kvm needs /dev/kvm)",
@@ -242,6 +247,15 @@ static int probe_host(struct al_gvisor_host *h, char *why, size_t len)
 			  "--ignore-cgroups", "do", "/bin/true", NULL};
 	st = run_capture(doargv, out, sizeof(out));
 	al_gvisor_rmtree(-1, dir);
+	/* A nested /dev/kvm may open and yet hang or fail every sandbox (seen
+	 * on a VM: the sentry spun for minutes): then ptrace, if runsc has it. */
+	if ((st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) && strcmp(h->platform, "kvm") == 0 &&
+	    ptrace) {
+		h->platform = "ptrace";
+		snprintf(platform, sizeof(platform), "--platform=%s", h->platform);
+		st = mkdir(dir, 0700) < 0 ? -errno : run_capture(doargv, out, sizeof(out));
+		al_gvisor_rmtree(-1, dir);
+	}
 	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		char line[200];
 		first_line(out, line, sizeof(line));
