@@ -811,21 +811,26 @@ def create_killed_midway(env):
         time.sleep(ms / 1000.0)
         kill_pid(p.pid)
         rc = p.wait(CMD_TIMEOUT)
-        # What the supervisor does about it takes a moment: give it one.
-        time.sleep(0.3)
-        r = env.rt("state", cid)
-        if r.rc == 0:
+        # create commits by writing the pid file and telling the
+        # supervisor to go on; killed after that (under ASan its exit
+        # alone takes tens of ms) the container is rightly created, with
+        # the pid file's process as state's pid. Killed before, the
+        # supervisor removes what was made, which under load takes a
+        # while: wait (up to 10 s) until the state has settled.
+        def wrong():
+            """What state says that it should not, or None."""
+            r = env.rt("state", cid)
+            if r.rc != 0:
+                return None if "does not exist" in r.err else "state failed: " + r.err.strip()
             state = json.loads(r.out)
-            st = state["status"]
-            # create commits by writing the pid file and telling the
-            # supervisor to go on; killed after that (under ASan its exit
-            # alone takes tens of ms) the container is rightly created,
-            # with the pid file's process as state's pid.
             committed = rc == 0 or read(env.files(cid)[0]) == str(state.get("pid"))
-            if st != "stopped" and not (committed and st == "created"):
-                problems.append("%dms (create exit %s): state says %s" % (ms, rc, st))
-        elif "does not exist" not in r.err:
-            problems.append("%dms: state failed otherwise: %s" % (ms, r.err.strip()))
+            if state["status"] == "stopped" or (committed and state["status"] == "created"):
+                return None
+            return "state says " + state["status"]
+        wait_for(lambda: wrong() is None, 10, step=0.05)
+        w = wrong()
+        if w:
+            problems.append("%dms (create exit %s): %s" % (ms, rc, w))
         r = env.rt("delete", "--force", cid)
         if r.rc != 0 and "does not exist" not in r.err:
             problems.append("%dms: delete --force: %s" % (ms, r.err.strip()))
