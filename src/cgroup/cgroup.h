@@ -36,6 +36,14 @@ struct al_cgroup_limits {
 	 * (al_cgroup_clone_fd) and enables its controllers for its
 	 * children. */
 	bool exec_children;
+	/* A container's cgroupsPath (checked by al_cgroup_path_check, absolute
+	 * form; borrowed), or NULL: the run's cgroup is made at that path
+	 * below each hierarchy's root instead of under "<own>/airlock/<id>",
+	 * in every v1 hierarchy of memory, pids, cpu, cpuacct and freezer
+	 * the host has (so that an engine finds each controller's files
+	 * there), or in v2. The path must not exist yet (EEXIST); missing
+	 * parents are made and left at the end. */
+	const char *path;
 };
 
 /* How a run's socket buffers are held to its memory limit. */
@@ -70,6 +78,28 @@ const char *al_cgroup_layout(void);
  * with a message saying how to delegate. */
 int al_cgroup_create(const struct al_cgroup_limits *limits, struct al_cgroup **ret,
 		     struct al_error *err);
+
+#define AL_CGROUP_PATH_MAX	512
+#define AL_CGROUP_COMPONENT_MAX 255
+
+/* A container's cgroupsPath (hostile: the bundle's author wrote it), as
+ * the cgroupfs driver takes it: "/a/b" or "a/b", both below the root of
+ * each hierarchy. Refused: empty, the hierarchy's root, the systemd form
+ * ("slice:prefix:name"), more than AL_CGROUP_PATH_MAX bytes, a byte
+ * other than letters, digits, "._-+@=" and "/", an empty component,
+ * one that starts with "." (so no "." or ".."), one of more than
+ * AL_CGROUP_COMPONENT_MAX bytes, and one named "airlock" (airlock's own
+ * run cgroups). Pure. 0 with *ret (may be NULL) the absolute form
+ * (malloc()ed), or -errno with err saying what is wrong (without the
+ * field's name: the caller adds it). */
+int al_cgroup_path_check(const char *path, char **ret, struct al_error *err);
+
+/* Kill what is in the cgroup at path (absolute form, checked) and remove
+ * it, with the cgroups below it, in every hierarchy al_cgroup_create
+ * makes one in for a path: for a container whose supervisor died before
+ * its end. Missing directories are fine. 0, or -errno with err naming
+ * a directory that could not be removed. */
+int al_cgroup_remove_at(const char *path, struct al_error *err);
 
 /* What the run's cgroup does with socket buffers (see al_sockmem). */
 enum al_sockmem al_cgroup_socket_mode(const struct al_cgroup *cg);

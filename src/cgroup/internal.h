@@ -16,6 +16,10 @@ struct hier {
 	char *base;	/* <mount><own path>/airlock */
 	char *own;	/* <mount><own path>: where the supervisor itself is */
 	char *dir;	/* <base>/<id>: the run's cgroup */
+	/* With a path (al_cgroup_limits.path): the hierarchy's mount, dir
+	 * being <mount><path> and base its parent; NULL otherwise */
+	char *mount;
+	bool made; /* dir was made by this run (and is removed at the end) */
 };
 
 /* The counter files al_cgroup_stats reads on every tick (cgroup.c). */
@@ -56,6 +60,13 @@ extern const char *const al_cg_v1_controllers[];
  * pidfds, only those still listed once their pidfd is open (never a pid
  * that was reaped and reused meanwhile). */
 void al_cg_kill_listed(const char *dir);
+
+/* at.c: the parents of <mount><path> that are missing, made (path
+ * checked by al_cgroup_path_check; dir itself not made). v2: the
+ * memory, pids and cpu controllers enabled for the children of each
+ * parent from the mount on. 0 or -errno with err naming the directory or
+ * file. Parents are left at the end, made or not. */
+int al_cg_mkdir_parents(const char *mount, const char *path, bool v2, struct al_error *err);
 
 /* Our own cgroup path for a v1 controller, or v2 (NULL). */
 char *al_cg_own_path(const char *controller);

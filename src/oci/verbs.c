@@ -358,7 +358,8 @@ int al_oci_delete(const struct al_oci_ctx *g, const char *id, bool force, struct
 		 * removed (the run's cgroups, its id slot) goes as `airlock gc`
 		 * removes a killed airlock's. */
 		struct al_error e = {0};
-		if (al_cgroup_gc(&e) < 0 || al_ids_gc(NULL, &e) < 0)
+		if ((b.st.cgroup_path && al_cgroup_remove_at(b.st.cgroup_path, &e) < 0) ||
+		    al_cgroup_gc(&e) < 0 || al_ids_gc(NULL, &e) < 0)
 			al_warn("container %s: cleaning up after its supervisor: %s", id, e.msg);
 	}
 	r = al_oci_dir_remove(b.rootfd, id, err);
