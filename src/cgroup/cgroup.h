@@ -2,7 +2,9 @@
  * cpu and cpuacct hierarchies beside a v2 mount without controllers).
  *
  * Each run gets its own cgroup under "<own cgroup>/airlock/<id>" in every
- * hierarchy it needs, created before the child starts and removed after.
+ * hierarchy it needs (or, for an OCI container, at the cgroupsPath its
+ * engine gave: al_cgroup_limits.path), created before the child starts
+ * and removed after.
  * The id carries the supervisor's pid and start time, so a directory left
  * by a killed supervisor is recognised as stale by the next run or by
  * `airlock gc`. */
