@@ -3,13 +3,20 @@
 #include "cgroup/internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
 
 #include "core/cleanup.h"
+#include "core/log.h"
 #include "core/util.h"
+
+const char *const al_cg_tag_names[] = {"blkio", "perf_event", "net_cls", "hugetlb", NULL};
 
 int al_cg_mkdir_parents(const char *mount, const char *path, bool v2, struct al_error *err)
 {
@@ -38,4 +45,82 @@ int al_cg_mkdir_parents(const char *mount, const char *path, bool v2, struct al_
 	if (v2)
 		return al_cg_write_str(dir, "cgroup.subtree_control", "+memory +pids +cpu", err);
 	return 0;
+}
+
+void al_cg_tags_find(struct al_cgroup *cg, const char *path)
+{
+	for (size_t i = 0; al_cg_tag_names[i] && cg->n_tags < MAX_TAGS; i++) {
+		_cleanup_free_ char *mount = xasprintf(CG_ROOT "/%s", al_cg_tag_names[i]);
+		struct statfs sf;
+		char real[4096];
+		bool dup = false;
+
+		if (statfs(mount, &sf) < 0 || (long)sf.f_type != CGROUP_SUPER_MAGIC ||
+		    !realpath(mount, real))
+			continue;
+		for (size_t j = 0; j < cg->n_tags; j++)
+			dup |= strcmp(cg->tag[j].mount, real) == 0; /* co-mounted */
+		for (size_t j = 0; j < cg->n; j++)
+			dup |= cg->h[j].mount && strcmp(cg->h[j].mount, real) == 0;
+		if (dup)
+			continue;
+		struct tag *t = &cg->tag[cg->n_tags++];
+		t->mount = xstrdup(real);
+		t->dir = xasprintf("%s%s", real, path);
+		t->base = xstrdup(t->dir);
+		*strrchr(t->base, '/') = '\0';
+		t->back_fd = -1;
+	}
+}
+
+int al_cg_tags_enter(struct al_cgroup *cg, const char *path, struct al_error *err)
+{
+	int r;
+
+	for (size_t i = 0; i < cg->n_tags; i++) {
+		struct tag *t = &cg->tag[i];
+		/* The way back: where we are now in this hierarchy (its mount
+		 * is named after its controllers: "net_cls,net_prio"). */
+		const char *c = strrchr(t->mount, '/') + 1;
+		_cleanup_free_ char *first = xasprintf("%.*s", (int)strcspn(c, ","), c);
+		_cleanup_free_ char *own = al_cg_own_path(first);
+		if (!own)
+			return al_error_set(err, ENOENT, "cgroup: not in any cgroup of %s",
+					    t->mount);
+		_cleanup_free_ char *back =
+		    xasprintf("%s%s/cgroup.procs", t->mount, strcmp(own, "/") == 0 ? "" : own);
+		t->back_fd = open(back, O_WRONLY | O_CLOEXEC);
+		if (t->back_fd < 0)
+			return al_error_setsys(err, errno, "cgroup: open %s", back);
+		if ((r = al_cg_mkdir_parents(t->mount, path, false, err)) < 0)
+			return r;
+		if (mkdir(t->dir, 0755) < 0)
+			return al_error_setsys(err, errno, "linux.cgroupsPath \"%s\": mkdir %s",
+					       path, t->dir);
+		t->made = true;
+		if ((r = al_cg_write_str(t->dir, "cgroup.procs", "0", err)) < 0)
+			return r;
+		t->in = true;
+	}
+	return 0;
+}
+
+void al_cg_tags_leave(struct al_cgroup *cg)
+{
+	for (size_t i = 0; i < cg->n_tags; i++) {
+		struct tag *t = &cg->tag[i];
+		/* Never rmdir (nor kill what is in) a directory we may still
+		 * be in: it is left for `delete` then. */
+		if (t->in && (t->back_fd < 0 || write(t->back_fd, "0", 1) != 1))
+			al_warn("cgroup: cannot leave %s: %s; left for delete", t->dir,
+				strerror(errno));
+		else if (t->made && rmdir(t->dir) < 0 && errno != ENOENT)
+			al_warn("cgroup: cannot remove %s: %s; left for delete", t->dir,
+				strerror(errno));
+		al_closep(&t->back_fd);
+		free(t->mount);
+		free(t->dir);
+		free(t->base);
+	}
+	cg->n_tags = 0;
 }

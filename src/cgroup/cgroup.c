@@ -484,12 +484,14 @@ static int path_is_new(const struct al_cgroup *cg, const char *path, struct al_e
 {
 	struct stat st;
 
-	for (size_t i = 0; i < cg->n; i++)
-		if (lstat(cg->h[i].dir, &st) == 0 || errno != ENOENT)
+	for (size_t i = 0; i < cg->n + cg->n_tags; i++) {
+		const char *d = i < cg->n ? cg->h[i].dir : cg->tag[i - cg->n].dir;
+		if (lstat(d, &st) == 0 || errno != ENOENT)
 			return al_error_set(err, EEXIST,
 					    "linux.cgroupsPath: \"%s\": %s exists already (a "
 					    "container's cgroup is made by create)",
-					    path, cg->h[i].dir);
+					    path, d);
+	}
 	return 0;
 }
 
@@ -535,6 +537,8 @@ int al_cgroup_create(const struct al_cgroup_limits *limits, struct al_cgroup **r
 		r = setup_v2(cg, v2m, v2own, limits->path, id, err);
 	else
 		r = setup_v1(cg, limits, id, err);
+	if (r == 0 && !cg->v2 && limits->path)
+		al_cg_tags_find(cg, limits->path);
 	if (r < 0 || (r = make_dirs(cg, limits->path, err)) < 0)
 		goto fail;
 	r = cg->v2 ? write_limits_v2(cg, limits, err) : write_limits_v1(cg, limits, err);
@@ -560,6 +564,10 @@ int al_cgroup_create(const struct al_cgroup_limits *limits, struct al_cgroup **r
 			goto fail;
 		}
 	}
+	/* Last: from here on this process is in them, and so is all it
+	 * clones (the sandbox). */
+	if ((r = al_cg_tags_enter(cg, limits->path, err)) < 0)
+		goto fail;
 	snprintf(cg->desc, sizeof(cg->desc), "%s %s%s", cg->v2 ? "v2" : "v1", cg->h[0].dir,
 		 cg->leaf ? " (init in " AL_CG_INIT_LEAF "/)" : "");
 	*ret = cg;
@@ -719,6 +727,11 @@ size_t al_cgroup_dirs(const struct al_cgroup *cg, const char **dirs, const char 
 			continue;
 		dirs[n] = cg->h[i].dir;
 		parents[n] = cg->h[i].base;
+		n++;
+	}
+	for (size_t i = 0; cg && i < cg->n_tags && n < max; i++) {
+		dirs[n] = cg->tag[i].dir;
+		parents[n] = cg->tag[i].base;
 		n++;
 	}
 	return n;

@@ -22,6 +22,19 @@ struct hier {
 	bool made; /* dir was made by this run (and is removed at the end) */
 };
 
+/* cgroup v1 with a path: a hierarchy that holds no limit of airlock's
+ * (blkio, perf_event, net_cls, hugetlb), where the process that makes the
+ * run's cgroup (a container's supervisor) moves itself to the path, so
+ * that the sandbox it clones is there too. Why: podman finds a
+ * container's cgroup from /proc/PID/cgroup of the state's pid, the
+ * supervisor, taking its longest path: it is then the container's. */
+#define MAX_TAGS 4
+struct tag {
+	char *mount, *dir, *base; /* base: dir's parent */
+	int back_fd;		  /* <own>/cgroup.procs, open for the way back out */
+	bool made, in;
+};
+
 /* The counter files al_cgroup_stats reads on every tick (cgroup.c). */
 enum al_cg_counter {
 	AL_CG_CPU_STAT,	   /* v2 cpu.stat, v1 cpuacct.stat */
@@ -46,6 +59,8 @@ struct al_cgroup {
 	 * that the run's own cgroup holds no process and can enable
 	 * controllers for its children (the init leaf and each exec-N) */
 	char *leaf;
+	struct tag tag[MAX_TAGS];
+	size_t n_tags;
 	enum al_sockmem sockmem;
 	int sockfd; /* v1 limited: memory.kmem.tcp.usage_in_bytes, for pread */
 	/* Each counter's file, open from its first read on (-1 before) */
@@ -67,6 +82,16 @@ void al_cg_kill_listed(const char *dir);
  * parent from the mount on. 0 or -errno with err naming the directory or
  * file. Parents are left at the end, made or not. */
 int al_cg_mkdir_parents(const char *mount, const char *path, bool v2, struct al_error *err);
+
+/* at.c: the v1 hierarchies of no limit where cg's path goes too (see
+ * struct tag), found; made, the caller moved in; the caller moved back
+ * out and they removed (at the run's end, once its processes are gone;
+ * a directory that cannot be removed is left for `delete`). */
+void al_cg_tags_find(struct al_cgroup *cg, const char *path);
+int al_cg_tags_enter(struct al_cgroup *cg, const char *path, struct al_error *err);
+void al_cg_tags_leave(struct al_cgroup *cg);
+/* Their names, NULL-terminated. */
+extern const char *const al_cg_tag_names[];
 
 /* Our own cgroup path for a v1 controller, or v2 (NULL). */
 char *al_cg_own_path(const char *controller);

@@ -212,6 +212,8 @@ int al_cgroup_destroy(struct al_cgroup *cg, struct al_error *err)
 		free(cg->h[i].own);
 		free(cg->h[i].mount);
 	}
+	/* Once the run's processes are gone from the cgroups above. */
+	al_cg_tags_leave(cg);
 	free(cg->leaf); /* removed with the run's children (remove_dir) */
 	free(cg);
 	return r;
@@ -287,6 +289,19 @@ static int gc_base(const char *base, const char *ours)
 	return removed;
 }
 
+/* kill_remove of <hierarchy of name><path>; 0 where it is not mounted. */
+static int remove_in(const char *name, const char *path, struct al_error *err)
+{
+	_cleanup_free_ char *mount = xasprintf(CG_ROOT "/%s", name);
+	char real[4096];
+
+	if (!realpath(mount, real))
+		return 0;
+	_cleanup_free_ char *dir = xasprintf("%s%s", real, path);
+	int q = kill_remove(dir);
+	return q < 0 ? al_error_setsys(err, -q, "cgroup: removing %s", dir) : 0;
+}
+
 int al_cgroup_remove_at(const char *path, struct al_error *err)
 {
 	_cleanup_free_ char *v2own = NULL;
@@ -298,15 +313,14 @@ int al_cgroup_remove_at(const char *path, struct al_error *err)
 		int q = kill_remove(dir);
 		return q < 0 ? al_error_setsys(err, -q, "cgroup: removing %s", dir) : 0;
 	}
+	/* The first failure is the one told. */
 	for (size_t i = 0; i < AL_ARRAY_SIZE(gc_order); i++) {
-		_cleanup_free_ char *mount = xasprintf(CG_ROOT "/%s", gc_order[i]);
-		char real[4096];
-		if (!realpath(mount, real))
-			continue;
-		_cleanup_free_ char *dir = xasprintf("%s%s", real, path);
-		int q = kill_remove(dir);
-		if (q < 0 && r == 0)
-			r = al_error_setsys(err, -q, "cgroup: removing %s", dir);
+		int q = remove_in(gc_order[i], path, r < 0 ? NULL : err);
+		r = r < 0 ? r : q;
+	}
+	for (size_t i = 0; al_cg_tag_names[i]; i++) {
+		int q = remove_in(al_cg_tag_names[i], path, r < 0 ? NULL : err);
+		r = r < 0 ? r : q;
 	}
 	return r;
 }

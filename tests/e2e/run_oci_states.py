@@ -877,20 +877,26 @@ CG = "/sys/fs/cgroup"
 # The v1 hierarchies airlock makes a container's cgroup in at its
 # cgroupsPath (docs/oci.md), where the host has them.
 CG_V1 = ("memory", "pids", "cpu", "cpuacct", "freezer")
+# The v1 hierarchies without a limit of airlock's where the supervisor
+# itself goes to the path (podman takes the longest path of the state
+# pid's /proc/PID/cgroup as the container's cgroup).
+CG_TAGS = ("blkio", "perf_event", "net_cls", "hugetlb")
 
 
-def cg_dirs(path):
-    """Where the cgroup at path is in each hierarchy airlock uses: the v1
-    ones mounted here, or the v2 mount."""
+def cg_dirs(path, tags=False):
+    """Where the cgroup at path is in each hierarchy airlock uses (tags: and
+    in those where only the supervisor goes): the v1 ones mounted here, or
+    the v2 mount."""
     if os.path.isdir(os.path.join(CG, "memory")):
-        return {c: CG + "/" + c + path for c in CG_V1 if os.path.isdir(os.path.join(CG, c))}
+        return {c: CG + "/" + c + path for c in CG_V1 + (CG_TAGS if tags else ())
+                if os.path.isdir(os.path.join(CG, c)) and not os.path.islink(os.path.join(CG, c))}
     return {"": CG + path}
 
 
 def cg_parent_removed(top):
     """The test's own parent cgroup (top: "/airlock-test-...") removed in
     every hierarchy, deepest directories first (what a failed case left)."""
-    for d in cg_dirs(top).values():
+    for d in cg_dirs(top, tags=True).values():
         for root, _, _ in sorted(os.walk(d), key=lambda w: -len(w[0])):
             try:
                 os.rmdir(root)
@@ -918,8 +924,11 @@ def cgroups_path_placed(env):
     of config.json read back from the files there (memory.limit_in_bytes
     64 MiB, pids.max 40, cpu.cfs_quota_us 50000 per 100000; v2's
     memory.max, pids.max, cpu.max), `events --stats` reads that cgroup;
-    after delete the cgroup is gone in every hierarchy (its parent, made
-    by create, is left, as runc leaves it: the test removes it)."""
+    the pid file's process (airlock's supervisor) is at the path in the v1
+    hierarchies airlock sets no limit in (blkio...: podman takes the
+    longest path of that pid's cgroups as the container's); after delete
+    the cgroup is gone in every hierarchy (its parent, made by create, is
+    left, as runc leaves it: the test removes it)."""
     top = "/airlock-test-" + TAG
     path = top + "/c1"
     res = {"memory": {"limit": 64 << 20}, "pids": {"limit": 40},
@@ -958,6 +967,10 @@ def cgroups_path_placed(env):
             below += read(os.path.join(root, "cgroup.procs")).split()
         expect(str(sleeper[0]) in below, "%s is not in the path's cgroup.procs or below: %s"
                % (sleeper[0], below))
+        sup = env.pid_of(cid)
+        for ctrl in set(cg_dirs(path, tags=True)) - set(dirs):
+            got = cg_of(sup, ctrl)
+            expect(got == path, "the supervisor's %s cgroup is %s, not %s" % (ctrl, got, path))
         r = env.rt("events", "--stats", cid)
         expect(r.rc == 0, "events --stats failed\n%s" % r.describe())
         pcur = json.loads(r.out).get("data", {}).get("pids", {}).get("current", 0)
@@ -969,7 +982,7 @@ def cgroups_path_placed(env):
         r = env.rt("delete", cid)
         expect(r.rc == 0, "delete failed\n%s" % r.describe())
         env.gone(cid, procs)
-        left = [d for d in dirs.values() if os.path.exists(d)]
+        left = [d for d in cg_dirs(path, tags=True).values() if os.path.exists(d)]
         expect(not left, "cgroups at the path remain after delete: %s" % left)
         kept = [d for d in cg_dirs(top).values() if not os.path.isdir(d)]
         expect(not kept, "the parent made by create was removed: %s" % kept)
@@ -1006,11 +1019,13 @@ def cgroups_path_refused(env):
                    "a state directory of %s remains" % cid)
         expect(os.path.isdir(taken) and not read(os.path.join(taken, "cgroup.procs")),
                "the test's own cgroup %s is gone or holds processes" % taken)
-        made = {c: sorted(os.listdir(d)) for c, d in cg_dirs(top).items() if os.path.isdir(d)
+        made = {c: sorted(os.listdir(d)) for c, d in cg_dirs(top, tags=True).items()
+                if os.path.isdir(d)
                 and [n for n in os.listdir(d) if os.path.isdir(os.path.join(d, n))
                      and n != "taken"]}
         expect(not made, "cgroups made below %s by refused creates: %s" % (top, made))
-        others = [d for c, d in cg_dirs(top).items() if c != first and os.path.exists(d)]
+        others = [d for c, d in cg_dirs(top, tags=True).items()
+                  if c != first and os.path.exists(d)]
         expect(not others, "a refused create made %s" % others)
     finally:
         cg_parent_removed(top)
@@ -1034,13 +1049,13 @@ def cgroups_path_supervisor_killed(env):
         kill_pid(pid)
         wait_for(lambda: not alive(pid), 10)
         env.wait_status(cid, "stopped")
-        dirs = cg_dirs(path)
+        dirs = cg_dirs(path, tags=True)
         expect([d for d in dirs.values() if os.path.isdir(d)],
                "no cgroup at the path after the supervisor died (the check is blind)")
         r = env.rt("delete", cid)
         expect(r.rc == 0, "delete failed\n%s" % r.describe())
         env.gone(cid, procs)
-        left = [d for d in dirs.values() if os.path.exists(d)]
+        left = [d for d in cg_dirs(path, tags=True).values() if os.path.exists(d)]
         expect(not left, "cgroups at the path remain after delete: %s" % left)
     finally:
         env.rt("delete", "--force", "%s-cgdead" % TAG)
