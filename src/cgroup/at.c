@@ -14,6 +14,7 @@
 
 #include "core/cleanup.h"
 #include "core/log.h"
+#include "core/sys.h"
 #include "core/util.h"
 
 const char *const al_cg_tag_names[] = {"blkio", "perf_event", "net_cls", "hugetlb", NULL};
@@ -44,6 +45,36 @@ int al_cg_mkdir_parents(const char *mount, const char *path, bool v2, struct al_
 	}
 	if (v2)
 		return al_cg_write_str(dir, "cgroup.subtree_control", "+memory +pids +cpu", err);
+	return 0;
+}
+
+/* dir/cgroup.procs lists a process. */
+static bool holds_procs(const char *dir)
+{
+	_cleanup_free_ char *p = xasprintf("%s/cgroup.procs", dir);
+	char buf[16];
+
+	return al_read_file(p, buf, sizeof(buf)) > 0;
+}
+
+int al_cg_check_ancestors(const char *mount, const char *path, bool v2, struct al_error *err)
+{
+	_cleanup_free_ char *dir = xstrdup(mount);
+	const char *s = path;
+
+	for (const char *slash; (slash = strchr(s + 1, '/')); s = slash) {
+		char *next = xasprintf("%s%.*s", dir, (int)(slash - s), s);
+		free(dir);
+		dir = next;
+		_cleanup_free_ char *leaf = xasprintf("%s/" AL_CG_INIT_LEAF, dir);
+		if (holds_procs(dir) || (v2 && holds_procs(leaf)))
+			return al_error_set(
+			    err, EBUSY,
+			    "linux.cgroupsPath: \"%s\": %s holds processes (a "
+			    "container's?); a container's cgroup is not made inside "
+			    "one",
+			    path, dir);
+	}
 	return 0;
 }
 

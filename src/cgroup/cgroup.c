@@ -501,6 +501,9 @@ static int make_dirs(struct al_cgroup *cg, const char *path, struct al_error *er
 
 	if (path && (r = path_is_new(cg, path, err)) < 0)
 		return r;
+	for (size_t i = 0; path && i < cg->n; i++)
+		if ((r = al_cg_check_ancestors(cg->h[i].mount, path, cg->v2, err)) < 0)
+			return r;
 	for (size_t i = 0; i < cg->n; i++) {
 		struct hier *h = &cg->h[i];
 		r = path ? al_cg_mkdir_parents(h->mount, path, cg->v2, err)

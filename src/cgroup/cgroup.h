@@ -43,8 +43,9 @@ struct al_cgroup_limits {
 	 * below each hierarchy's root instead of under "<own>/airlock/<id>",
 	 * in every v1 hierarchy of memory, pids, cpu, cpuacct and freezer
 	 * the host has (so that an engine finds each controller's files
-	 * there), or in v2. The path must not exist yet (EEXIST); missing
-	 * parents are made and left at the end. On v1 the calling process
+	 * there), or in v2. The path must not exist yet (EEXIST), nor lie
+	 * below a cgroup that holds processes (EBUSY); missing parents are
+	 * made and left at the end. On v1 the calling process
 	 * also moves itself to the path in the hierarchies that hold no
 	 * limit (blkio, perf_event, net_cls, hugetlb; internal.h's struct
 	 * tag), so that an engine that finds the container's cgroup from

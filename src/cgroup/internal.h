@@ -83,6 +83,13 @@ void al_cg_kill_listed(const char *dir);
  * file. Parents are left at the end, made or not. */
 int al_cg_mkdir_parents(const char *mount, const char *path, bool v2, struct al_error *err);
 
+/* at.c: refuse (EBUSY, naming linux.cgroupsPath) a path below a cgroup
+ * of the hierarchy at mount that holds processes of its own (v2: or in
+ * its child "init", a session's leaf): another container's, whose
+ * limits, ps, kill and removal would then take this one's processes in.
+ * The hierarchy's root does not count. */
+int al_cg_check_ancestors(const char *mount, const char *path, bool v2, struct al_error *err);
+
 /* at.c: the v1 hierarchies of no limit where cg's path goes too (see
  * struct tag), found; made, the caller moved in; the caller moved back
  * out and they removed (at the run's end, once its processes are gone;

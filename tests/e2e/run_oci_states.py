@@ -1032,6 +1032,37 @@ def cgroups_path_refused(env):
 
 
 @case
+def cgroups_path_nested_refused(env):
+    """A container whose cgroupsPath lies inside a running container's
+    cgroup (/airlock-test-TAG/a/b under /airlock-test-TAG/a) is refused
+    naming linux.cgroupsPath and the cgroup that holds processes; nothing
+    is made below the first, whose processes still run."""
+    top = "/airlock-test-" + TAG
+    try:
+        first = env.new_id("cgouter")
+        env.create(first, env.bundle("cgouter", SLEEP, linux={"cgroupsPath": top + "/a"}))
+        r = env.rt("start", first)
+        expect(r.rc == 0, "start failed\n%s" % r.describe())
+        env.wait_status(first, "running")
+        before = env.ps(first)
+        cid = env.new_id("cginner")
+        rc, err = env.create(cid, env.bundle("cginner", SLEEP,
+                                             linux={"cgroupsPath": top + "/a/b"}),
+                             expect_ok=False)
+        expect(rc != 0, "a container inside another's cgroup was made")
+        expect("linux.cgroupsPath" in err and "holds processes" in err,
+               "the refusal does not say linux.cgroupsPath and why: %s" % err)
+        made = [d for d in cg_dirs(top + "/a/b", tags=True).values() if os.path.exists(d)]
+        expect(not made, "the refused create made %s" % made)
+        expect(not os.path.exists(os.path.join(env.root, cid)), "a state directory of %s" % cid)
+        expect(env.status(first) == "running" and all(alive(p) for p in before),
+               "the first container was touched: %s, %s" % (env.status(first), before))
+    finally:
+        env.rt("delete", "--force", "%s-cgouter" % TAG)
+        cg_parent_removed(top)
+
+
+@case
 def cgroups_path_supervisor_killed(env):
     """A container at a cgroupsPath whose supervisor is killed by SIGKILL:
     its cgroup at the path is left by the dead supervisor, and `delete`
