@@ -141,13 +141,14 @@ void al_cg_tags_leave(struct al_cgroup *cg)
 	for (size_t i = 0; i < cg->n_tags; i++) {
 		struct tag *t = &cg->tag[i];
 		/* Never rmdir (nor kill what is in) a directory we may still
-		 * be in: it is left for `delete` then. */
+		 * be in: `delete` removes it once we are gone. */
+		int r = 0;
 		if (t->in && (t->back_fd < 0 || write(t->back_fd, "0", 1) != 1))
 			al_warn("cgroup: cannot leave %s: %s; left for delete", t->dir,
 				strerror(errno));
-		else if (t->made && rmdir(t->dir) < 0 && errno != ENOENT)
+		else if (t->made && (r = al_cg_rmdir_wait(t->dir)) < 0)
 			al_warn("cgroup: cannot remove %s: %s; left for delete", t->dir,
-				strerror(errno));
+				strerror(-r));
 		al_closep(&t->back_fd);
 		free(t->mount);
 		free(t->dir);

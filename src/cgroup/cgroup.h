@@ -103,12 +103,15 @@ int al_cgroup_create(const struct al_cgroup_limits *limits, struct al_cgroup **r
  * field's name: the caller adds it). */
 int al_cgroup_path_check(const char *path, char **ret, struct al_error *err);
 
-/* Kill what is in the cgroup at path (absolute form, checked) and remove
- * it, with the cgroups below it, in every hierarchy al_cgroup_create
- * makes one in for a path: for a container whose supervisor died before
- * its end. Missing directories are fine. 0, or -errno with err naming
- * a directory that could not be removed. */
-int al_cgroup_remove_at(const char *path, struct al_error *err);
+/* What is left of a container's cgroup at path (absolute form, checked)
+ * once its supervisor is gone: its directories in the v1 hierarchies of
+ * no limit (blkio...) removed once empty (nothing in them killed); with
+ * dead (the supervisor died before its end), also what is in the cgroup
+ * killed and it removed, with the cgroups below it, in every hierarchy
+ * al_cgroup_create makes one in for a path. Missing directories are
+ * fine. 0, or -errno with err naming a directory that could not be
+ * removed. */
+int al_cgroup_remove_at(const char *path, bool dead, struct al_error *err);
 
 /* What the run's cgroup does with socket buffers (see al_sockmem). */
 enum al_sockmem al_cgroup_socket_mode(const struct al_cgroup *cg);

@@ -100,6 +100,10 @@ void al_cg_tags_leave(struct al_cgroup *cg);
 /* Their names, NULL-terminated. */
 extern const char *const al_cg_tag_names[];
 
+/* teardown.c: rmdir, retried for about a second while it is EBUSY (the
+ * last tasks leaving); nothing killed. 0 (also when missing) or -errno. */
+int al_cg_rmdir_wait(const char *dir);
+
 /* Our own cgroup path for a v1 controller, or v2 (NULL). */
 char *al_cg_own_path(const char *controller);
 char *al_cg_join(const char *mount, const char *path);

@@ -289,8 +289,22 @@ static int gc_base(const char *base, const char *ours)
 	return removed;
 }
 
-/* kill_remove of <hierarchy of name><path>; 0 where it is not mounted. */
-static int remove_in(const char *name, const char *path, struct al_error *err)
+int al_cg_rmdir_wait(const char *dir)
+{
+	for (int i = 0; i < 200; i++) {
+		if (rmdir(dir) == 0 || errno == ENOENT)
+			return 0;
+		if (errno != EBUSY)
+			return -errno;
+		struct timespec ts = {0, 5 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	return -EBUSY;
+}
+
+/* <hierarchy of name><path> removed: kill_remove, or (tag) only once
+ * empty, nothing in it killed; 0 where it is not mounted. */
+static int remove_in(const char *name, const char *path, bool tag, struct al_error *err)
 {
 	_cleanup_free_ char *mount = xasprintf(CG_ROOT "/%s", name);
 	char real[4096];
@@ -298,11 +312,11 @@ static int remove_in(const char *name, const char *path, struct al_error *err)
 	if (!realpath(mount, real))
 		return 0;
 	_cleanup_free_ char *dir = xasprintf("%s%s", real, path);
-	int q = kill_remove(dir);
+	int q = tag ? al_cg_rmdir_wait(dir) : kill_remove(dir);
 	return q < 0 ? al_error_setsys(err, -q, "cgroup: removing %s", dir) : 0;
 }
 
-int al_cgroup_remove_at(const char *path, struct al_error *err)
+int al_cgroup_remove_at(const char *path, bool dead, struct al_error *err)
 {
 	_cleanup_free_ char *v2own = NULL;
 	const char *v2m = NULL;
@@ -310,16 +324,16 @@ int al_cgroup_remove_at(const char *path, struct al_error *err)
 
 	if (al_cg_v2_usable(&v2m, &v2own)) {
 		_cleanup_free_ char *dir = xasprintf("%s%s", v2m, path);
-		int q = kill_remove(dir);
+		int q = dead ? kill_remove(dir) : 0;
 		return q < 0 ? al_error_setsys(err, -q, "cgroup: removing %s", dir) : 0;
 	}
 	/* The first failure is the one told. */
-	for (size_t i = 0; i < AL_ARRAY_SIZE(gc_order); i++) {
-		int q = remove_in(gc_order[i], path, r < 0 ? NULL : err);
+	for (size_t i = 0; dead && i < AL_ARRAY_SIZE(gc_order); i++) {
+		int q = remove_in(gc_order[i], path, false, r < 0 ? NULL : err);
 		r = r < 0 ? r : q;
 	}
 	for (size_t i = 0; al_cg_tag_names[i]; i++) {
-		int q = remove_in(al_cg_tag_names[i], path, r < 0 ? NULL : err);
+		int q = remove_in(al_cg_tag_names[i], path, true, r < 0 ? NULL : err);
 		r = r < 0 ? r : q;
 	}
 	return r;

@@ -445,7 +445,7 @@ fail:
 	if (sync[1] >= 0)
 		close(sync[1]);
 	if (cgroup_path)
-		al_cgroup_remove_at(cgroup_path, NULL);
+		al_cgroup_remove_at(cgroup_path, true, NULL);
 	al_oci_dir_remove(rootfd, id, NULL);
 	return r;
 }
