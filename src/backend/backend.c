@@ -87,6 +87,7 @@ void al_sandbox_cgroup_limits(const struct al_sandbox *sb, struct al_cgroup_limi
 	    .socket_bytes = al_kmem_socket_limit(p),
 	    .want_freezer = sb->session || sb->hosts_session, /* its pause */
 	    .exec_children = sb->session,		      /* each exec's cgroup */
+	    .path = p->root ? p->root->cgroup_path : NULL,
 	};
 }
 

@@ -283,6 +283,21 @@ static int mkdir_base(const char *base, struct al_error *err)
 	return 0;
 }
 
+/* h's base and dir: "<own>/airlock/<id>", or <mount><path> and its
+ * parent. */
+static void at_path(struct hier *h, const char *mount, const char *path, const char *id)
+{
+	if (!path) {
+		h->base = xasprintf("%s/airlock", h->own);
+		h->dir = xasprintf("%s/%s", h->base, id);
+		return;
+	}
+	h->mount = xstrdup(mount);
+	h->dir = xasprintf("%s%s", mount, path);
+	h->base = xstrdup(h->dir);
+	*strrchr(h->base, '/') = '\0';
+}
+
 static int setup_v1(struct al_cgroup *cg, const struct al_cgroup_limits *l, const char *id,
 		    struct al_error *err)
 {
@@ -293,10 +308,11 @@ static int setup_v1(struct al_cgroup *cg, const struct al_cgroup_limits *l, cons
 		const char *c = al_cg_v1_controllers[i];
 		/* Each v1 hierarchy costs a mkdir and an rmdir per run: join
 		 * cpu and cpuacct only when a limit needs them, freezer only
-		 * for a session (its pause). */
-		if ((strcmp(c, "cpu") == 0 && !l->cpu_quota_us) ||
-		    (strcmp(c, "cpuacct") == 0 && !l->want_cpu_time) ||
-		    (strcmp(c, "freezer") == 0 && !l->want_freezer))
+		 * for a session (its pause). At a path an engine chose, all of
+		 * them: it reads each one's files there. */
+		if (!l->path && ((strcmp(c, "cpu") == 0 && !l->cpu_quota_us) ||
+				 (strcmp(c, "cpuacct") == 0 && !l->want_cpu_time) ||
+				 (strcmp(c, "freezer") == 0 && !l->want_freezer)))
 			continue;
 		_cleanup_free_ char *mount = xasprintf(CG_ROOT "/%s", c);
 		_cleanup_free_ char *own = NULL;
@@ -333,13 +349,13 @@ static int setup_v1(struct al_cgroup *cg, const struct al_cgroup_limits *l, cons
 		struct hier *h = &cg->h[cg->n++];
 		snprintf(h->ctrls, sizeof(h->ctrls), "%s", c);
 		h->own = al_cg_join(real, own);
-		h->base = xasprintf("%s/airlock", h->own);
-		h->dir = xasprintf("%s/%s", h->base, id);
+		at_path(h, real, l->path, id);
 	}
 	return 0;
 }
 
-static int setup_v2(struct al_cgroup *cg, const char *own, const char *id, struct al_error *err)
+static int setup_v2(struct al_cgroup *cg, const char *mount, const char *own, const char *path,
+		    const char *id, struct al_error *err)
 {
 	struct hier *h = &cg->h[cg->n++];
 	_cleanup_free_ char *sub = xasprintf("%s/cgroup.subtree_control", own);
@@ -347,8 +363,9 @@ static int setup_v2(struct al_cgroup *cg, const char *own, const char *id, struc
 
 	cg->v2 = true;
 	h->own = xstrdup(own);
-	h->base = xasprintf("%s/airlock", own);
-	h->dir = xasprintf("%s/%s", h->base, id);
+	at_path(h, mount, path, id);
+	if (path)
+		return 0; /* its parents are made and enabled on the way down */
 	/* Controllers must be enabled on the way down. */
 	if (!file_has_word(sub, "memory") || !file_has_word(sub, "pids") ||
 	    !file_has_word(sub, "cpu")) {
@@ -459,6 +476,52 @@ static int write_limits_v2(struct al_cgroup *cg, const struct al_cgroup_limits *
 	return 0;
 }
 
+/* A path an engine chose must be new in every hierarchy: an existing
+ * cgroup may hold processes that are not the container's, or be another
+ * container's. Checked in all before any is made, so that a refusal
+ * leaves nothing; a mkdir's EEXIST (a race) refuses all the same. */
+static int path_is_new(const struct al_cgroup *cg, const char *path, struct al_error *err)
+{
+	struct stat st;
+
+	for (size_t i = 0; i < cg->n + cg->n_tags; i++) {
+		const char *d = i < cg->n ? cg->h[i].dir : cg->tag[i - cg->n].dir;
+		if (lstat(d, &st) == 0 || errno != ENOENT)
+			return al_error_set(err, EEXIST,
+					    "linux.cgroupsPath: \"%s\": %s exists already (a "
+					    "container's cgroup is made by create)",
+					    path, d);
+	}
+	return 0;
+}
+
+static int make_dirs(struct al_cgroup *cg, const char *path, struct al_error *err)
+{
+	int r;
+
+	if (path && (r = path_is_new(cg, path, err)) < 0)
+		return r;
+	for (size_t i = 0; path && i < cg->n; i++)
+		if ((r = al_cg_check_ancestors(cg->h[i].mount, path, cg->v2, err)) < 0)
+			return r;
+	for (size_t i = 0; i < cg->n; i++) {
+		struct hier *h = &cg->h[i];
+		r = path ? al_cg_mkdir_parents(h->mount, path, cg->v2, err)
+			 : mkdir_base(h->base, err);
+		if (r < 0)
+			return path ? al_error_wrap(err, "linux.cgroupsPath \"%s\"", path) : r;
+		if (mkdir(h->dir, 0755) < 0) {
+			if (path && errno == EEXIST)
+				return al_error_set(err, EEXIST,
+						    "linux.cgroupsPath: \"%s\": %s exists already",
+						    path, h->dir);
+			return al_error_setsys(err, errno, "cgroup: mkdir %s", h->dir);
+		}
+		h->made = true;
+	}
+	return 0;
+}
+
 int al_cgroup_create(const struct al_cgroup_limits *limits, struct al_cgroup **ret,
 		     struct al_error *err)
 {
@@ -474,19 +537,13 @@ int al_cgroup_create(const struct al_cgroup_limits *limits, struct al_cgroup **r
 		cg->ctrfd[i] = -1;
 	make_id(id, sizeof(id));
 	if (al_cg_v2_usable(&v2m, &v2own))
-		r = setup_v2(cg, v2own, id, err);
+		r = setup_v2(cg, v2m, v2own, limits->path, id, err);
 	else
 		r = setup_v1(cg, limits, id, err);
-	if (r < 0)
+	if (r == 0 && !cg->v2 && limits->path)
+		al_cg_tags_find(cg, limits->path);
+	if (r < 0 || (r = make_dirs(cg, limits->path, err)) < 0)
 		goto fail;
-	for (size_t i = 0; i < cg->n; i++) {
-		if ((r = mkdir_base(cg->h[i].base, err)) < 0)
-			goto fail;
-		if (mkdir(cg->h[i].dir, 0755) < 0) {
-			r = al_error_setsys(err, errno, "cgroup: mkdir %s", cg->h[i].dir);
-			goto fail;
-		}
-	}
 	r = cg->v2 ? write_limits_v2(cg, limits, err) : write_limits_v1(cg, limits, err);
 	if (r < 0)
 		goto fail;
@@ -510,6 +567,10 @@ int al_cgroup_create(const struct al_cgroup_limits *limits, struct al_cgroup **r
 			goto fail;
 		}
 	}
+	/* Last: from here on this process is in them, and so is all it
+	 * clones (the sandbox). */
+	if ((r = al_cg_tags_enter(cg, limits->path, err)) < 0)
+		goto fail;
 	snprintf(cg->desc, sizeof(cg->desc), "%s %s%s", cg->v2 ? "v2" : "v1", cg->h[0].dir,
 		 cg->leaf ? " (init in " AL_CG_INIT_LEAF "/)" : "");
 	*ret = cg;
@@ -669,6 +730,11 @@ size_t al_cgroup_dirs(const struct al_cgroup *cg, const char **dirs, const char 
 			continue;
 		dirs[n] = cg->h[i].dir;
 		parents[n] = cg->h[i].base;
+		n++;
+	}
+	for (size_t i = 0; cg && i < cg->n_tags && n < max; i++) {
+		dirs[n] = cg->tag[i].dir;
+		parents[n] = cg->tag[i].base;
 		n++;
 	}
 	return n;

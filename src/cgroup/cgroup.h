@@ -2,7 +2,9 @@
  * cpu and cpuacct hierarchies beside a v2 mount without controllers).
  *
  * Each run gets its own cgroup under "<own cgroup>/airlock/<id>" in every
- * hierarchy it needs, created before the child starts and removed after.
+ * hierarchy it needs (or, for an OCI container, at the cgroupsPath its
+ * engine gave: al_cgroup_limits.path), created before the child starts
+ * and removed after.
  * The id carries the supervisor's pid and start time, so a directory left
  * by a killed supervisor is recognised as stale by the next run or by
  * `airlock gc`. */
@@ -36,6 +38,21 @@ struct al_cgroup_limits {
 	 * (al_cgroup_clone_fd) and enables its controllers for its
 	 * children. */
 	bool exec_children;
+	/* A container's cgroupsPath (checked by al_cgroup_path_check, absolute
+	 * form; borrowed), or NULL: the run's cgroup is made at that path
+	 * below each hierarchy's root instead of under "<own>/airlock/<id>",
+	 * in every v1 hierarchy of memory, pids, cpu, cpuacct and freezer
+	 * the host has (so that an engine finds each controller's files
+	 * there), or in v2. The path must not exist yet (EEXIST), nor lie
+	 * below a cgroup that holds processes (EBUSY); missing parents are
+	 * made and left at the end. On v1 the calling process
+	 * also moves itself to the path in the hierarchies that hold no
+	 * limit (blkio, perf_event, net_cls, hugetlb; internal.h's struct
+	 * tag), so that an engine that finds the container's cgroup from
+	 * the state's pid (the supervisor: podman) finds this one; it moves
+	 * back at al_cgroup_destroy. For a process that holds one run (the
+	 * OCI supervisor). */
+	const char *path;
 };
 
 /* How a run's socket buffers are held to its memory limit. */
@@ -70,6 +87,31 @@ const char *al_cgroup_layout(void);
  * with a message saying how to delegate. */
 int al_cgroup_create(const struct al_cgroup_limits *limits, struct al_cgroup **ret,
 		     struct al_error *err);
+
+#define AL_CGROUP_PATH_MAX	512
+#define AL_CGROUP_COMPONENT_MAX 255
+
+/* A container's cgroupsPath (hostile: the bundle's author wrote it), as
+ * the cgroupfs driver takes it: "/a/b" or "a/b", both below the root of
+ * each hierarchy. Refused: empty, the hierarchy's root, the systemd form
+ * ("slice:prefix:name"), more than AL_CGROUP_PATH_MAX bytes, a byte
+ * other than letters, digits, "._-+@=" and "/", an empty component,
+ * one that starts with "." (so no "." or ".."), one of more than
+ * AL_CGROUP_COMPONENT_MAX bytes, and one named "airlock" (airlock's own
+ * run cgroups). Pure. 0 with *ret (may be NULL) the absolute form
+ * (malloc()ed), or -errno with err saying what is wrong (without the
+ * field's name: the caller adds it). */
+int al_cgroup_path_check(const char *path, char **ret, struct al_error *err);
+
+/* What is left of a container's cgroup at path (absolute form, checked)
+ * once its supervisor is gone: its directories in the v1 hierarchies of
+ * no limit (blkio...) removed once empty (nothing in them killed); with
+ * dead (the supervisor died before its end), also what is in the cgroup
+ * killed and it removed, with the cgroups below it, in every hierarchy
+ * al_cgroup_create makes one in for a path. Missing directories are
+ * fine. 0, or -errno with err naming a directory that could not be
+ * removed. */
+int al_cgroup_remove_at(const char *path, bool dead, struct al_error *err);
 
 /* What the run's cgroup does with socket buffers (see al_sockmem). */
 enum al_sockmem al_cgroup_socket_mode(const struct al_cgroup *cg);

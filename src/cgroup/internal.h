@@ -16,6 +16,23 @@ struct hier {
 	char *base;	/* <mount><own path>/airlock */
 	char *own;	/* <mount><own path>: where the supervisor itself is */
 	char *dir;	/* <base>/<id>: the run's cgroup */
+	/* With a path (al_cgroup_limits.path): the hierarchy's mount, dir
+	 * being <mount><path> and base its parent; NULL otherwise */
+	char *mount;
+	bool made; /* dir was made by this run (and is removed at the end) */
+};
+
+/* cgroup v1 with a path: a hierarchy that holds no limit of airlock's
+ * (blkio, perf_event, net_cls, hugetlb), where the process that makes the
+ * run's cgroup (a container's supervisor) moves itself to the path, so
+ * that the sandbox it clones is there too. Why: podman finds a
+ * container's cgroup from /proc/PID/cgroup of the state's pid, the
+ * supervisor, taking its longest path: it is then the container's. */
+#define MAX_TAGS 4
+struct tag {
+	char *mount, *dir, *base; /* base: dir's parent */
+	int back_fd;		  /* <own>/cgroup.procs, open for the way back out */
+	bool made, in;
 };
 
 /* The counter files al_cgroup_stats reads on every tick (cgroup.c). */
@@ -42,6 +59,8 @@ struct al_cgroup {
 	 * that the run's own cgroup holds no process and can enable
 	 * controllers for its children (the init leaf and each exec-N) */
 	char *leaf;
+	struct tag tag[MAX_TAGS];
+	size_t n_tags;
 	enum al_sockmem sockmem;
 	int sockfd; /* v1 limited: memory.kmem.tcp.usage_in_bytes, for pread */
 	/* Each counter's file, open from its first read on (-1 before) */
@@ -56,6 +75,34 @@ extern const char *const al_cg_v1_controllers[];
  * pidfds, only those still listed once their pidfd is open (never a pid
  * that was reaped and reused meanwhile). */
 void al_cg_kill_listed(const char *dir);
+
+/* at.c: the parents of <mount><path> that are missing, made (path
+ * checked by al_cgroup_path_check; dir itself not made). v2: the
+ * memory, pids and cpu controllers enabled for the children of each
+ * parent from the mount on. 0 or -errno with err naming the directory or
+ * file. Parents are left at the end, made or not. */
+int al_cg_mkdir_parents(const char *mount, const char *path, bool v2, struct al_error *err);
+
+/* at.c: refuse (EBUSY, naming linux.cgroupsPath) a path below a cgroup
+ * of the hierarchy at mount that holds processes of its own (v2: or in
+ * its child "init", a session's leaf): another container's, whose
+ * limits, ps, kill and removal would then take this one's processes in.
+ * The hierarchy's root does not count. */
+int al_cg_check_ancestors(const char *mount, const char *path, bool v2, struct al_error *err);
+
+/* at.c: the v1 hierarchies of no limit where cg's path goes too (see
+ * struct tag), found; made, the caller moved in; the caller moved back
+ * out and they removed (at the run's end, once its processes are gone;
+ * a directory that cannot be removed is left for `delete`). */
+void al_cg_tags_find(struct al_cgroup *cg, const char *path);
+int al_cg_tags_enter(struct al_cgroup *cg, const char *path, struct al_error *err);
+void al_cg_tags_leave(struct al_cgroup *cg);
+/* Their names, NULL-terminated. */
+extern const char *const al_cg_tag_names[];
+
+/* teardown.c: rmdir, retried for about a second while it is EBUSY (the
+ * last tasks leaving); nothing killed. 0 (also when missing) or -errno. */
+int al_cg_rmdir_wait(const char *dir);
 
 /* Our own cgroup path for a v1 controller, or v2 (NULL). */
 char *al_cg_own_path(const char *controller);

@@ -203,14 +203,17 @@ int al_cgroup_destroy(struct al_cgroup *cg, struct al_error *err)
 	for (size_t i = 0; i < AL_CG_N_COUNTERS; i++)
 		al_closep(&cg->ctrfd[i]);
 	for (size_t i = 0; i < cg->n; i++) {
-		int q = cg->h[i].dir ? remove_dir(cg->h[i].dir) : 0;
+		int q = cg->h[i].made ? remove_dir(cg->h[i].dir) : 0;
 		if (q < 0 && r == 0)
 			r = al_error_setsys(err, -q, "cgroup: removing %s (left for airlock gc)",
 					    cg->h[i].dir);
 		free(cg->h[i].dir);
 		free(cg->h[i].base);
 		free(cg->h[i].own);
+		free(cg->h[i].mount);
 	}
+	/* Once the run's processes are gone from the cgroups above. */
+	al_cg_tags_leave(cg);
 	free(cg->leaf); /* removed with the run's children (remove_dir) */
 	free(cg);
 	return r;
@@ -231,6 +234,20 @@ static bool run_is_stale(const char *name)
 	if (al_proc_starttime(pid, &now) < 0)
 		return true; /* the supervisor is gone */
 	return now != st;    /* the pid was reused */
+}
+
+/* The freezer first: a frozen session's tasks die only once thawed, and
+ * their other cgroups are removed only once they are gone. */
+static const char *const gc_order[] = {"freezer", "memory", "pids", "cpu", "cpuacct"};
+
+/* Kill what is in dir (v2: cgroup.kill; v1: thawed, then each listed) and
+ * remove it with its children. */
+static int kill_remove(const char *dir)
+{
+	_cleanup_free_ char *kill_file = xasprintf("%s/cgroup.kill", dir);
+	if (al_write_file_at(AT_FDCWD, kill_file, "1", 1) < 0)
+		kill_tree(dir);
+	return remove_dir(dir);
 }
 
 static int gc_base(const char *base, const char *ours)
@@ -260,10 +277,7 @@ static int gc_base(const char *base, const char *ours)
 		if (e->d_type != DT_DIR || e->d_name[0] == '.' || !run_is_stale(e->d_name))
 			continue;
 		_cleanup_free_ char *dir = xasprintf("%s/%s", base, e->d_name);
-		_cleanup_free_ char *kill_file = xasprintf("%s/cgroup.kill", dir);
-		if (al_write_file_at(AT_FDCWD, kill_file, "1", 1) < 0)
-			kill_tree(dir);
-		int r = remove_dir(dir);
+		int r = kill_remove(dir);
 		if (r == 0) {
 			al_debug("gc: removed stale cgroup %s", dir);
 			removed++;
@@ -275,6 +289,56 @@ static int gc_base(const char *base, const char *ours)
 	return removed;
 }
 
+int al_cg_rmdir_wait(const char *dir)
+{
+	for (int i = 0; i < 200; i++) {
+		if (rmdir(dir) == 0 || errno == ENOENT)
+			return 0;
+		if (errno != EBUSY)
+			return -errno;
+		struct timespec ts = {0, 5 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	return -EBUSY;
+}
+
+/* <hierarchy of name><path> removed: kill_remove, or (tag) only once
+ * empty, nothing in it killed; 0 where it is not mounted. */
+static int remove_in(const char *name, const char *path, bool tag, struct al_error *err)
+{
+	_cleanup_free_ char *mount = xasprintf(CG_ROOT "/%s", name);
+	char real[4096];
+
+	if (!realpath(mount, real))
+		return 0;
+	_cleanup_free_ char *dir = xasprintf("%s%s", real, path);
+	int q = tag ? al_cg_rmdir_wait(dir) : kill_remove(dir);
+	return q < 0 ? al_error_setsys(err, -q, "cgroup: removing %s", dir) : 0;
+}
+
+int al_cgroup_remove_at(const char *path, bool dead, struct al_error *err)
+{
+	_cleanup_free_ char *v2own = NULL;
+	const char *v2m = NULL;
+	int r = 0;
+
+	if (al_cg_v2_usable(&v2m, &v2own)) {
+		_cleanup_free_ char *dir = xasprintf("%s%s", v2m, path);
+		int q = dead ? kill_remove(dir) : 0;
+		return q < 0 ? al_error_setsys(err, -q, "cgroup: removing %s", dir) : 0;
+	}
+	/* The first failure is the one told. */
+	for (size_t i = 0; dead && i < AL_ARRAY_SIZE(gc_order); i++) {
+		int q = remove_in(gc_order[i], path, false, r < 0 ? NULL : err);
+		r = r < 0 ? r : q;
+	}
+	for (size_t i = 0; al_cg_tag_names[i]; i++) {
+		int q = remove_in(al_cg_tag_names[i], path, true, r < 0 ? NULL : err);
+		r = r < 0 ? r : q;
+	}
+	return r;
+}
+
 int al_cgroup_gc(struct al_error *err)
 {
 	return al_cgroup_gc_except(NULL, err);
@@ -283,7 +347,7 @@ int al_cgroup_gc(struct al_error *err)
 int al_cgroup_gc_except(const struct al_cgroup *cg, struct al_error *err)
 {
 	/* Our run's directory name: the same in every hierarchy. */
-	const char *ours = cg && cg->n ? strrchr(cg->h[0].dir, '/') + 1 : NULL;
+	const char *ours = cg && cg->n && !cg->h[0].mount ? strrchr(cg->h[0].dir, '/') + 1 : NULL;
 	_cleanup_free_ char *v2own = NULL;
 	const char *v2m = NULL;
 	int total = 0;
@@ -292,12 +356,9 @@ int al_cgroup_gc_except(const struct al_cgroup *cg, struct al_error *err)
 		_cleanup_free_ char *base = xasprintf("%s/airlock", v2own);
 		return gc_base(base, ours);
 	}
-	/* The freezer first: a frozen session's tasks die only once thawed,
-	 * and their other cgroups are removed only once they are gone. */
-	static const char *const order[] = {"freezer", "memory", "pids", "cpu", "cpuacct"};
-	for (size_t i = 0; i < AL_ARRAY_SIZE(order); i++) {
-		_cleanup_free_ char *own = al_cg_own_path(order[i]);
-		_cleanup_free_ char *mount = xasprintf(CG_ROOT "/%s", order[i]);
+	for (size_t i = 0; i < AL_ARRAY_SIZE(gc_order); i++) {
+		_cleanup_free_ char *own = al_cg_own_path(gc_order[i]);
+		_cleanup_free_ char *mount = xasprintf(CG_ROOT "/%s", gc_order[i]);
 		char real[4096];
 		if (!own || !realpath(mount, real))
 			continue;

@@ -12,6 +12,7 @@
 #include <linux/filter.h>
 #include <sys/resource.h>
 
+#include "cgroup/cgroup.h"
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "policy/plan.h"
@@ -275,6 +276,10 @@ static void resources(const struct al_oci_config *c, struct al_policy *p, struct
 	if (c->unified && c->unified[0])
 		al_errors_add(errs, EOPNOTSUPP, "config.json", "linux.resources.unified",
 			      "cgroup v2 files of the engine's are not airlock's to write");
+	struct al_error err = {0};
+	if (c->cgroups_path &&
+	    al_cgroup_path_check(c->cgroups_path, &p->root->cgroup_path, &err) < 0)
+		al_errors_add(errs, err.code, "config.json", "linux.cgroupsPath", "%s", err.msg);
 }
 
 /* "a,b,c" → the vector's entries (empty ones refused). */

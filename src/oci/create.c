@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
+#include "cgroup/cgroup.h"
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/sys.h"
@@ -233,6 +234,7 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 	_cleanup_close_ int rootfd = -1, dirfd = -1, lsock = -1, slave = -1, lockfd = -1;
 	int sync[2] = {-1, -1};
 	char run_id[24], sock_path[64];
+	const char *cgroup_path = NULL;
 	int r;
 
 	if ((r = al_oci_id_check(id, err)) < 0)
@@ -385,6 +387,10 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 	sync[1] = -1;
 	if ((r = wait_ready(sync[0], child, err)) < 0)
 		goto fail;
+	/* From here on a failure ends the supervisor (waited for) before it
+	 * removes what it made: a cgroup at linux.cgroupsPath goes with it
+	 * (airlock gc finds none of those). */
+	cgroup_path = rq.plan->root->cgroup_path;
 	if (x.hooks) {
 		json_t *hooks = al_oci_hooks_json(cfg);
 		json_t *hs =
@@ -415,7 +421,8 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 				  .pid = child,
 				  .start_time = al_oci_start_time(child),
 				  .annotations = ann,
-				  .record = record};
+				  .record = record,
+				  .cgroup_path = rq.plan->root->cgroup_path};
 	r = al_oci_state_write(dirfd, &st, err);
 	json_decref(ann);
 	if (r == 0 && o->pid_file)
@@ -437,6 +444,8 @@ fail:
 		close(sync[0]);
 	if (sync[1] >= 0)
 		close(sync[1]);
+	if (cgroup_path)
+		al_cgroup_remove_at(cgroup_path, true, NULL);
 	al_oci_dir_remove(rootfd, id, NULL);
 	return r;
 }

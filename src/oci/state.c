@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cgroup/cgroup.h"
 #include "core/cleanup.h"
 #include "core/sys.h"
 #include "core/util.h"
@@ -21,6 +22,7 @@ void al_oci_state_clear(struct al_oci_state *st)
 	free(st->created);
 	free(st->oci_version);
 	free(st->record);
+	free(st->cgroup_path);
 	json_decref(st->annotations);
 	*st = (struct al_oci_state){0};
 }
@@ -166,6 +168,8 @@ int al_oci_state_write(int dirfd, const struct al_oci_state *st, struct al_error
 		      st->annotations ? json_incref(st->annotations) : json_object());
 	if (o && st->record)
 		json_object_set_new(o, "record", json_string(st->record));
+	if (o && st->cgroup_path)
+		json_object_set_new(o, "cgroupsPath", json_string(st->cgroup_path));
 	int r = o ? al_oci_json_write(dirfd, "state.json", o, err)
 		  : al_error_set(err, ENOMEM, "writing state.json");
 	json_decref(o);
@@ -202,6 +206,13 @@ int al_oci_state_read(int dirfd, struct al_oci_state *st, struct al_error *err)
 	st->annotations = json_incref(ann);
 	const char *rec = json_string_value(json_object_get(o, "record"));
 	st->record = rec && rec[0] == '/' ? xstrdup(rec) : NULL;
+	/* Checked again: the cleanup of a dead supervisor removes it. */
+	const char *cgp = json_string_value(json_object_get(o, "cgroupsPath"));
+	if (cgp && al_cgroup_path_check(cgp, &st->cgroup_path, NULL) < 0) {
+		json_decref(o);
+		al_oci_state_clear(st);
+		return al_error_set(err, EIO, "state.json: cgroupsPath is not airlock's");
+	}
 	json_decref(o);
 	return 0;
 }

@@ -29,6 +29,9 @@ struct al_oci_state {
 	/* Where the run's record is kept once the container is deleted
 	 * (--audit-dir's NAME.result.json, beside its audit stream), or NULL. */
 	char *record;
+	/* linux.cgroupsPath in its absolute form, or NULL: where the run's
+	 * cgroup is, for a delete after its supervisor died. */
+	char *cgroup_path;
 };
 
 void al_oci_state_clear(struct al_oci_state *st);

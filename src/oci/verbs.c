@@ -353,14 +353,16 @@ int al_oci_delete(const struct al_oci_ctx *g, const char *id, bool force, struct
 	if (b.complete)
 		after_hooks(&b, "poststop", "stopped");
 	int sig;
-	if (b.complete && al_oci_box_exit(&b, &sig) < 0) {
-		/* Its supervisor died without its end: what it would have
-		 * removed (the run's cgroups, its id slot) goes as `airlock gc`
-		 * removes a killed airlock's. */
-		struct al_error e = {0};
-		if (al_cgroup_gc(&e) < 0 || al_ids_gc(NULL, &e) < 0)
-			al_warn("container %s: cleaning up after its supervisor: %s", id, e.msg);
-	}
+	bool dead = b.complete && al_oci_box_exit(&b, &sig) < 0;
+	struct al_error e = {0};
+	/* Its supervisor is gone: at a cgroupsPath, what it could not
+	 * remove; if it died without its end, also what it would have
+	 * removed (the run's cgroups, its id slot), as `airlock gc` removes
+	 * a killed airlock's. */
+	if (b.complete && b.st.cgroup_path && al_cgroup_remove_at(b.st.cgroup_path, dead, &e) < 0)
+		al_warn("container %s: cleaning up its cgroup: %s", id, e.msg);
+	if (dead && (al_cgroup_gc(&e) < 0 || al_ids_gc(NULL, &e) < 0))
+		al_warn("container %s: cleaning up after its supervisor: %s", id, e.msg);
 	r = al_oci_dir_remove(b.rootfd, id, err);
 out:
 	al_oci_box_close(&b);

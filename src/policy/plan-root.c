@@ -298,6 +298,7 @@ void al_plan_build_root(struct al_plan *p, const struct al_policy *pol, struct a
 				      r->sysctl[i], v);
 	}
 	pr->sysctl = al_strv_dup(r->sysctl);
+	pr->cgroup_path = r->cgroup_path ? xstrdup(r->cgroup_path) : NULL;
 	if (r->seccomp_len) {
 		pr->seccomp = dup_mem(r->seccomp, r->seccomp_len * sizeof(struct sock_filter));
 		pr->seccomp_len = r->seccomp_len;
@@ -363,6 +364,7 @@ void al_plan_free_root(struct al_plan *p)
 		free(p->root->gid_map);
 		free(p->root->seccomp);
 		al_strv_free(p->root->sysctl);
+		free(p->root->cgroup_path);
 		free(p->root);
 	}
 	free(p->groups);

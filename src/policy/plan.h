@@ -191,6 +191,9 @@ struct al_plan_root {
 	 * on top of airlock's; NULL: none. */
 	void *seccomp;
 	size_t seccomp_len;
+	/* linux.cgroupsPath, absolute (al_cgroup_path_check), or NULL: the
+	 * run's cgroup made there in each hierarchy (cgroup.h) */
+	char *cgroup_path;
 };
 
 struct al_plan {

@@ -98,6 +98,7 @@ void al_policy_root_free(struct al_policy_root *r)
 	al_strv_free(r->sysctl);
 	free(r->seccomp);
 	al_strv_free(r->masked);
+	free(r->cgroup_path);
 	al_strv_free(r->readonly_paths);
 	free(r);
 }

@@ -97,6 +97,9 @@ struct al_policy_root {
 	 * that exists) and linux.readonlyPaths (made read-only where they
 	 * exist). */
 	char **masked, **readonly_paths;
+	/* linux.cgroupsPath in its absolute form (al_cgroup_path_check), or
+	 * NULL: where the run's cgroup is made instead of airlock's own place */
+	char *cgroup_path;
 };
 
 struct al_policy {

@@ -109,9 +109,16 @@ def expect_rc(r, rc):
 
 def traces(env, cid):
     """What of container cid is on the host: mounts naming it, processes
-    with it in their command line (the shim's and the runtime's), the
-    runtime's state under the private runc root, a `RUNTIME state` answer."""
+    with it in their command line (the shim's and the runtime's), its
+    cgroup at the cgroupsPath ctr gives (/NAMESPACE/ID) in any hierarchy,
+    the runtime's state under the private runc root, a `RUNTIME state`
+    answer."""
     found = []
+    for top in ["/sys/fs/cgroup"] + [os.path.join("/sys/fs/cgroup", c)
+                                     for c in os.listdir("/sys/fs/cgroup")]:
+        d = os.path.join(top, images.Containerd.NAMESPACE, cid)
+        if os.path.isdir(d):
+            found.append("cgroup " + d)
     with open("/proc/self/mountinfo") as f:
         found += ["mount " + l.split()[4] for l in f if cid in l]
     for p in os.listdir("/proc"):
@@ -180,7 +187,8 @@ def runc_binary_is_used(env):
 def task_exec_kill_delete(env):
     """A task started with `ctr run -d`, an exec in it (exit code 4), then
     `ctr task kill -s SIGKILL`, `task delete`, `container delete`: nothing of
-    it is left (no process, mount or runtime state; RUNTIME state fails)."""
+    it is left (no process, mount, cgroup at its cgroupsPath or runtime
+    state; RUNTIME state fails); while it runs, its cgroup is there."""
     cid = env.new_id()
     r = env.ctr("run", "-d", *env.ctd.run_flags(), "--runc-binary", env.runtime, IMAGE, cid,
                 "sleep", "300")
@@ -192,7 +200,10 @@ def task_exec_kill_delete(env):
         r = env.ctr("task", "list")
         expect(cid in r.stdout.decode() and "RUNNING" in r.stdout.decode(),
                "the task is not listed running\n%s" % describe(r))
-        expect(traces(env, cid), "a running container shows no trace (the check is blind)")
+        found = traces(env, cid)
+        expect([t for t in found if t.startswith("cgroup ")],
+               "a running container shows no cgroup at /%s/%s (the check is blind): %s"
+               % (images.Containerd.NAMESPACE, cid, found))
         expect_rc(env.ctr("task", "kill", "--signal", "SIGKILL", cid), 0)
         stopped = wait_for(lambda: "STOPPED" in env.ctr("task", "list").stdout.decode(), 30,
                            step=0.2)

@@ -316,6 +316,62 @@ def memory_limit_enforced(env):
         remove(env, cid)
 
 
+SIZE_UNITS = {"B": 1, "kB": 1000, "KB": 1000, "MB": 1000 ** 2, "GB": 1000 ** 3}
+
+
+def human_bytes(v):
+    """podman's "41.94MB" (decimal units) as a number of bytes."""
+    m = re.match(r"^\s*([0-9.]+)\s*([kKMG]?B)\s*$", v)
+    expect(m, "not a size: %r" % v)
+    return float(m.group(1)) * SIZE_UNITS[m.group(2)]
+
+
+def cgroups_path(env, cid):
+    """The linux.cgroupsPath podman gave the runtime for container cid."""
+    r = env.podman("inspect", "--type", "container", "--format", "{{.OCIConfigPath}}", cid)
+    expect_rc(r, 0)
+    with open(text(r).strip()) as f:
+        path = json.load(f).get("linux", {}).get("cgroupsPath")
+    expect(path and path.startswith("/"), "podman gave no cgroupsPath: %r" % path)
+    return path
+
+
+@case
+def stats_show_container(env):
+    """`podman stats --no-stream` on a running container whose shell has put
+    40 MiB in /dev/shm under `--memory 64m`: it shows a memory usage of at
+    least 40 MiB and the 64 MiB limit, and so does the container's cgroup
+    at the cgroupsPath podman gave (memory.usage_in_bytes,
+    memory.limit_in_bytes; v2: memory.current, memory.max). (podman 4.3
+    reads the cgroup of the state's pid: with airlock, its supervisor, which
+    holds only a few MiB of its own.)"""
+    cid = start_detached(env, BUSYBOX, "sh", "-c",
+                         "head -c 41943040 /dev/zero > /dev/shm/fill && echo filled;"
+                         " sleep 300", opts=("--memory", "64m", "--memory-swap", "64m"))
+    try:
+        filled = wait_for(lambda: "filled" in text(env.podman("logs", cid)), 30, step=0.2)
+        expect(filled, "the shell did not fill /dev/shm: %r" % text(env.podman("logs", cid)))
+        path = cgroups_path(env, cid)
+        v1 = os.path.isdir("/sys/fs/cgroup/memory")
+        cg = "/sys/fs/cgroup/memory" + path if v1 else "/sys/fs/cgroup" + path
+        usage = int(read(os.path.join(cg, "memory.usage_in_bytes" if v1 else "memory.current")))
+        limit = int(read(os.path.join(cg, "memory.limit_in_bytes" if v1 else "memory.max")))
+        expect(usage >= 40 << 20 and limit == 64 << 20,
+               "the cgroup at %s: usage %d, limit %d" % (cg, usage, limit))
+        r = env.podman("stats", "--no-stream", "--format", "json", cid)
+        expect_rc(r, 0)
+        st = json.loads(r.stdout)[0]
+        used, _, lim = st["mem_usage"].partition("/")
+        expect(human_bytes(used) >= 40 << 20,
+               "podman stats shows %s used, not the container's 40 MiB and more: %s"
+               % (used.strip(), st))
+        expect(abs(human_bytes(lim) - (64 << 20)) < 100000,
+               "podman stats shows a limit of %s, not 64 MiB: %s" % (lim.strip(), st))
+        print("# %s: podman stats: %s, pids %s" % (env.name, st["mem_usage"], st["pids"]))
+    finally:
+        remove(env, cid)
+
+
 FORKER = ("import os, time\n"
           "ok = failed = 0\n"
           "for i in range(100):\n"
@@ -449,13 +505,19 @@ def container_traces(env, cid):
 @case
 def nothing_left_after_rm(env):
     """A container run -d, exec'd into and rm -f'd leaves nothing: no mount,
-    cgroup, process (conmon and podman's cleanup included) or runtime state
-    naming its id, and `RUNTIME state ID` fails."""
+    cgroup (its cgroup at the cgroupsPath podman gave, there while it runs,
+    included), process (conmon and podman's cleanup included) or runtime
+    state naming its id, and `RUNTIME state ID` fails."""
     cid = start_detached(env, BUSYBOX, "sleep", "300", opts=("--memory", "64m",
                                                              "--pids-limit", "32"))
     r = env.podman("exec", cid, "true")
     expect_rc(r, 0)
-    expect(container_traces(env, cid), "a running container shows no trace (the check is blind)")
+    traces = container_traces(env, cid)
+    expect(traces, "a running container shows no trace (the check is blind)")
+    # Its cgroup at the cgroupsPath podman gave: there while it runs.
+    path = cgroups_path(env, cid)
+    at_path = [t for t in traces if t.startswith("cgroup ") and t.endswith(path)]
+    expect(at_path, "no cgroup at the cgroupsPath %s among the traces: %s" % (path, traces))
     remove(env, cid)
     # conmon runs podman's exit command (`podman container cleanup`) when the
     # container ends, beside the rm: it may outlive rm by a moment.

@@ -212,8 +212,9 @@ class Env:
         self.ids.append(cid)
         return cid
 
-    def bundle(self, name, args, terminal=False):
-        """A bundle named name whose process is args, on the shared root."""
+    def bundle(self, name, args, terminal=False, linux=None):
+        """A bundle named name whose process is args, on the shared root;
+        linux: members set in its config's "linux" object."""
         d = os.path.join(self.base, "bundles", name)
         os.makedirs(d, exist_ok=True)
         if not os.path.exists(os.path.join(d, "config.json")):
@@ -225,6 +226,7 @@ class Env:
         cfg["process"]["terminal"] = terminal
         cfg["process"]["args"] = list(args)
         cfg["root"] = {"path": self.rootfs, "readonly": True}
+        cfg["linux"].update(linux or {})
         with open(path, "w") as f:
             json.dump(cfg, f)
         return d
@@ -880,6 +882,226 @@ def supervisor_killed(env):
                 os.rmdir(d)
             except OSError:
                 pass
+
+
+CG = "/sys/fs/cgroup"
+# The v1 hierarchies airlock makes a container's cgroup in at its
+# cgroupsPath (docs/oci.md), where the host has them.
+CG_V1 = ("memory", "pids", "cpu", "cpuacct", "freezer")
+# The v1 hierarchies without a limit of airlock's where the supervisor
+# itself goes to the path (podman takes the longest path of the state
+# pid's /proc/PID/cgroup as the container's cgroup).
+CG_TAGS = ("blkio", "perf_event", "net_cls", "hugetlb")
+
+
+def cg_dirs(path, tags=False):
+    """Where the cgroup at path is in each hierarchy airlock uses (tags: and
+    in those where only the supervisor goes): the v1 ones mounted here, or
+    the v2 mount."""
+    if os.path.isdir(os.path.join(CG, "memory")):
+        return {c: CG + "/" + c + path for c in CG_V1 + (CG_TAGS if tags else ())
+                if os.path.isdir(os.path.join(CG, c)) and not os.path.islink(os.path.join(CG, c))}
+    return {"": CG + path}
+
+
+def cg_parent_removed(top):
+    """The test's own parent cgroup (top: "/airlock-test-...") removed in
+    every hierarchy, deepest directories first (what a failed case left)."""
+    for d in cg_dirs(top, tags=True).values():
+        for root, _, _ in sorted(os.walk(d), key=lambda w: -len(w[0])):
+            try:
+                os.rmdir(root)
+            except OSError:
+                pass
+
+
+def cg_of(pid, ctrl):
+    """pid's cgroup path in the hierarchy of ctrl ("" for v2)."""
+    with open("/proc/%d/cgroup" % pid) as f:
+        for line in f.read().splitlines():
+            _, ctrls, path = line.split(":", 2)
+            if (ctrl and ctrl in ctrls.split(",")) or (not ctrl and not ctrls):
+                return path
+    return None
+
+
+@case
+def cgroups_path_placed(env):
+    """linux.cgroupsPath /airlock-test-TAG/c1 (a parent that does not
+    exist): while the container runs, its process's /proc/PID/cgroup names
+    that path (or airlock's cgroup of the exec below it) for memory, pids,
+    cpu, cpuacct and freezer (v1; or v2's), the pid is in the path's
+    cgroup.procs or below, the limits
+    of config.json read back from the files there (memory.limit_in_bytes
+    64 MiB, pids.max 40, cpu.cfs_quota_us 50000 per 100000; v2's
+    memory.max, pids.max, cpu.max), `events --stats` reads that cgroup;
+    the pid file's process (airlock's supervisor) is at the path in the v1
+    hierarchies airlock sets no limit in (blkio...: podman takes the
+    longest path of that pid's cgroups as the container's); after delete
+    the cgroup is gone in every hierarchy (its parent, made by create, is
+    left, as runc leaves it: the test removes it)."""
+    top = "/airlock-test-" + TAG
+    path = top + "/c1"
+    res = {"memory": {"limit": 64 << 20}, "pids": {"limit": 40},
+           "cpu": {"quota": 50000, "period": 100000}}
+    try:
+        cid = env.new_id("cgpath")
+        env.create(cid, env.bundle("cgpath", SLEEP, linux={"cgroupsPath": path,
+                                                          "resources": res}))
+        dirs = cg_dirs(path)
+        expect(all(os.path.isdir(d) for d in dirs.values()),
+               "after create, not every cgroup at the path exists: %s"
+               % {c: os.path.isdir(d) for c, d in dirs.items()})
+        r = env.rt("start", cid)
+        expect(r.rc == 0, "start failed\n%s" % r.describe())
+        env.wait_status(cid, "running")
+        pids = env.ps(cid)
+        sleeper = [p for p in pids if b"sleep" in (proc_read(p, "cmdline") or b"")]
+        expect(sleeper, "ps lists no sleep: %s" % pids)
+        for ctrl in dirs:
+            got = cg_of(sleeper[0], ctrl)
+            expect(got == path or (got or "").startswith(path + "/"),
+                   "the container's %s cgroup is %s, not %s or below it"
+                   % (ctrl or "v2", got, path))
+        if "memory" in dirs:
+            want = {("memory", "memory.limit_in_bytes"): str(64 << 20),
+                    ("pids", "pids.max"): "40", ("cpu", "cpu.cfs_quota_us"): "50000",
+                    ("cpu", "cpu.cfs_period_us"): "100000"}
+        else:
+            want = {("", "memory.max"): str(64 << 20), ("", "pids.max"): "40",
+                    ("", "cpu.max"): "50000 100000"}
+        for (ctrl, name), v in want.items():
+            got = read(os.path.join(dirs[ctrl], name))
+            expect(got == v, "%s/%s reads %r, not %r" % (dirs[ctrl], name, got, v))
+        below = []
+        for root, _, _ in os.walk(dirs.get("pids", dirs.get(""))):
+            below += read(os.path.join(root, "cgroup.procs")).split()
+        expect(str(sleeper[0]) in below, "%s is not in the path's cgroup.procs or below: %s"
+               % (sleeper[0], below))
+        sup = env.pid_of(cid)
+        for ctrl in set(cg_dirs(path, tags=True)) - set(dirs):
+            got = cg_of(sup, ctrl)
+            expect(got == path, "the supervisor's %s cgroup is %s, not %s" % (ctrl, got, path))
+        r = env.rt("events", "--stats", cid)
+        expect(r.rc == 0, "events --stats failed\n%s" % r.describe())
+        pcur = json.loads(r.out).get("data", {}).get("pids", {}).get("current", 0)
+        expect(pcur >= 1, "events --stats: no pids: %s" % r.out)
+        procs = env.note_cgroups(cid)
+        r = env.rt("kill", cid, "KILL")
+        expect(r.rc == 0, "kill failed\n%s" % r.describe())
+        env.wait_status(cid, "stopped")
+        r = env.rt("delete", cid)
+        expect(r.rc == 0, "delete failed\n%s" % r.describe())
+        env.gone(cid, procs)
+        left = [d for d in cg_dirs(path, tags=True).values() if os.path.exists(d)]
+        expect(not left, "cgroups at the path remain after delete: %s" % left)
+        kept = [d for d in cg_dirs(top).values() if not os.path.isdir(d)]
+        expect(not kept, "the parent made by create was removed: %s" % kept)
+    finally:
+        env.rt("delete", "--force", "%s-cgpath" % TAG)
+        cg_parent_removed(top)
+
+
+@case
+def cgroups_path_refused(env):
+    """A cgroupsPath that exists already (made by the test in one
+    hierarchy), one with "..", the systemd form and one of 600 bytes: each
+    create fails naming linux.cgroupsPath and leaves nothing (no state
+    directory, nothing made at or beside the path, the test's own cgroup
+    still there and empty)."""
+    top = "/airlock-test-" + TAG
+    first = next(iter(cg_dirs(top)))
+    taken = cg_dirs(top + "/taken")[first]
+    bad = {"exists": (top + "/taken", "exists already"),
+           "dotdot": (top + "/a/../b", "\".\""),
+           "systemd": ("system.slice:airlock:x", "systemd"),
+           "long": ("/" + "x" * 600, "at most")}
+    try:
+        os.makedirs(taken)
+        for name, (path, why) in bad.items():
+            cid = env.new_id("cgbad-" + name)
+            rc, err = env.create(cid, env.bundle("cgbad-" + name, SLEEP,
+                                                 linux={"cgroupsPath": path}), expect_ok=False)
+            expect(rc != 0, "create with cgroupsPath %r succeeded" % path)
+            expect("linux.cgroupsPath" in err and why in err,
+                   "create with cgroupsPath %r: the error does not say linux.cgroupsPath "
+                   "and %r: %s" % (path, why, err))
+            expect(not os.path.exists(os.path.join(env.root, cid)),
+                   "a state directory of %s remains" % cid)
+        expect(os.path.isdir(taken) and not read(os.path.join(taken, "cgroup.procs")),
+               "the test's own cgroup %s is gone or holds processes" % taken)
+        made = {c: sorted(os.listdir(d)) for c, d in cg_dirs(top, tags=True).items()
+                if os.path.isdir(d)
+                and [n for n in os.listdir(d) if os.path.isdir(os.path.join(d, n))
+                     and n != "taken"]}
+        expect(not made, "cgroups made below %s by refused creates: %s" % (top, made))
+        others = [d for c, d in cg_dirs(top, tags=True).items()
+                  if c != first and os.path.exists(d)]
+        expect(not others, "a refused create made %s" % others)
+    finally:
+        cg_parent_removed(top)
+
+
+@case
+def cgroups_path_nested_refused(env):
+    """A container whose cgroupsPath lies inside a running container's
+    cgroup (/airlock-test-TAG/a/b under /airlock-test-TAG/a) is refused
+    naming linux.cgroupsPath and the cgroup that holds processes; nothing
+    is made below the first, whose processes still run."""
+    top = "/airlock-test-" + TAG
+    try:
+        first = env.new_id("cgouter")
+        env.create(first, env.bundle("cgouter", SLEEP, linux={"cgroupsPath": top + "/a"}))
+        r = env.rt("start", first)
+        expect(r.rc == 0, "start failed\n%s" % r.describe())
+        env.wait_status(first, "running")
+        before = env.ps(first)
+        cid = env.new_id("cginner")
+        rc, err = env.create(cid, env.bundle("cginner", SLEEP,
+                                             linux={"cgroupsPath": top + "/a/b"}),
+                             expect_ok=False)
+        expect(rc != 0, "a container inside another's cgroup was made")
+        expect("linux.cgroupsPath" in err and "holds processes" in err,
+               "the refusal does not say linux.cgroupsPath and why: %s" % err)
+        made = [d for d in cg_dirs(top + "/a/b", tags=True).values() if os.path.exists(d)]
+        expect(not made, "the refused create made %s" % made)
+        expect(not os.path.exists(os.path.join(env.root, cid)), "a state directory of %s" % cid)
+        expect(env.status(first) == "running" and all(alive(p) for p in before),
+               "the first container was touched: %s, %s" % (env.status(first), before))
+    finally:
+        env.rt("delete", "--force", "%s-cgouter" % TAG)
+        cg_parent_removed(top)
+
+
+@case
+def cgroups_path_supervisor_killed(env):
+    """A container at a cgroupsPath whose supervisor is killed by SIGKILL:
+    its cgroup at the path is left by the dead supervisor, and `delete`
+    removes it in every hierarchy (airlock gc knows only its own place)."""
+    top = "/airlock-test-" + TAG
+    path = top + "/dead"
+    try:
+        cid = env.new_id("cgdead")
+        env.create(cid, env.bundle("cgdead", SLEEP, linux={"cgroupsPath": path}))
+        r = env.rt("start", cid)
+        expect(r.rc == 0, "start failed\n%s" % r.describe())
+        env.wait_status(cid, "running")
+        procs = env.note_cgroups(cid)
+        pid = env.pid_of(cid)
+        kill_pid(pid)
+        wait_for(lambda: not alive(pid), 10)
+        env.wait_status(cid, "stopped")
+        dirs = cg_dirs(path, tags=True)
+        expect([d for d in dirs.values() if os.path.isdir(d)],
+               "no cgroup at the path after the supervisor died (the check is blind)")
+        r = env.rt("delete", cid)
+        expect(r.rc == 0, "delete failed\n%s" % r.describe())
+        env.gone(cid, procs)
+        left = [d for d in cg_dirs(path, tags=True).values() if os.path.exists(d)]
+        expect(not left, "cgroups at the path remain after delete: %s" % left)
+    finally:
+        env.rt("delete", "--force", "%s-cgdead" % TAG)
+        cg_parent_removed(top)
 
 
 @case

@@ -444,6 +444,15 @@ class Containerd:
                 self.proc.kill()
                 self.proc.wait(10)
         _unmount_below(self.base)
+        # The parent of the containers' cgroups (ctr's cgroupsPath is
+        # /NAMESPACE/ID), made by the runtime and left, as runc leaves it:
+        # removed where empty.
+        for top in ["/sys/fs/cgroup"] + [os.path.join("/sys/fs/cgroup", c)
+                                         for c in os.listdir("/sys/fs/cgroup")]:
+            try:
+                os.rmdir(os.path.join(top, self.NAMESPACE))
+            except OSError:
+                pass
         if self.made_run_dir:
             for d in (os.path.join(SHIM_RUN_DIR, "s"), os.path.join(SHIM_RUN_DIR, "fifo"),
                       SHIM_RUN_DIR):

@@ -131,10 +131,54 @@ static void test_session_steps(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+static void put(const char *dir, const char *rel, const char *procs)
+{
+	_cleanup_free_ char *d = xasprintf("%s%s", dir, rel);
+	_cleanup_free_ char *cmd = xasprintf("mkdir -p %s", d);
+	assert_int_equal(system(cmd), 0);
+	_cleanup_free_ char *p = xasprintf("%s/cgroup.procs", d);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(procs, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* A cgroupsPath below a cgroup that holds processes (another container's)
+ * is refused, naming it; v2 also looks in a session's init leaf; the
+ * hierarchy's own root does not count. On a fake tree. */
+static void test_path_ancestors(void **state)
+{
+	char tmp[] = "/tmp/al-cg-anc-XXXXXX";
+	struct al_error err = {0};
+	(void)state;
+
+	assert_non_null(mkdtemp(tmp));
+	put(tmp, "", "1\n");
+	put(tmp, "/ctr", "4242\n");
+	put(tmp, "/parent", "");
+	put(tmp, "/parent/child", "");
+	put(tmp, "/sess", "");
+	put(tmp, "/sess/init", "77\n");
+
+	assert_int_equal(al_cg_check_ancestors(tmp, "/ctr/b", false, &err), -EBUSY);
+	assert_non_null(strstr(err.msg, "linux.cgroupsPath"));
+	assert_non_null(strstr(err.msg, "/ctr holds processes"));
+	assert_int_equal(al_cg_check_ancestors(tmp, "/ctr/x/y/z", false, &err), -EBUSY);
+	assert_int_equal(al_cg_check_ancestors(tmp, "/parent/child/new", false, &err), 0);
+	assert_int_equal(al_cg_check_ancestors(tmp, "/missing/new", false, &err), 0);
+	assert_int_equal(al_cg_check_ancestors(tmp, "/top", false, &err), 0);
+	assert_int_equal(al_cg_check_ancestors(tmp, "/sess/b", false, &err), 0);
+	assert_int_equal(al_cg_check_ancestors(tmp, "/sess/b", true, &err), -EBUSY);
+
+	_cleanup_free_ char *cmd = xasprintf("rm -rf %s", tmp);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_session_steps),
+	    cmocka_unit_test(test_path_ancestors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

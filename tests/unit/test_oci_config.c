@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cgroup/cgroup.h"
 #include "core/cleanup.h"
 #include "core/error.h"
 #include "core/util.h"
@@ -86,6 +87,11 @@ static void test_podman_config(void **state)
 	assert_int_equal(p->memory_bytes, 64u << 20);
 	assert_int_equal(p->pids, 100);
 	assert_non_null(p->command);
+	/* Its cgroupsPath taken, to be made by create. */
+	assert_string_equal(
+	    p->root->cgroup_path,
+	    "/libpod_parent/"
+	    "libpod-e10c04b3ab1d946ff83335a0603745022a1bd90f1eaffeaf30199e2d714122f3");
 	/* The exceptions, each noted; podman's seccomp compiled. */
 	assert_true(notes_have(&x, "no capability"));
 	assert_true(notes_have(&x, "user namespace"));
@@ -164,6 +170,74 @@ static void test_refusals(void **state)
 		       "io.airlock.timeout");
 }
 
+/* The cgroupsPath of config json: absolute form, or refused naming the
+ * field and saying why. */
+static void expect_cgroups_path(const char *value, const char *want, const char *why)
+{
+	_cleanup_free_ char *q = xasprintf(", \"cgroupsPath\": \"%s\"", value);
+	_cleanup_free_ char *json = config_with("", "", q);
+	struct al_oci_extra x = {0};
+	char errs[4096];
+
+	struct al_policy *p = map(json, &x, errs, sizeof(errs));
+	if (want) {
+		if (!p)
+			fail_msg("cgroupsPath \"%s\" refused: %s", value, errs);
+		assert_string_equal(p->root->cgroup_path, want);
+	} else {
+		if (p)
+			fail_msg("cgroupsPath \"%s\" accepted", value);
+		assert_contains(errs, "linux.cgroupsPath");
+		assert_contains(errs, why);
+	}
+	al_policy_free(p);
+	al_oci_extra_clear(&x);
+}
+
+static void test_cgroups_path(void **state)
+{
+	char name[AL_CGROUP_COMPONENT_MAX + 2], longp[AL_CGROUP_PATH_MAX + 2];
+	_cleanup_free_ char *at_max = NULL;
+	(void)state;
+
+	/* kubelet's cgroupfs form, podman's, a relative one (below the root). */
+	expect_cgroups_path("/kubepods/burstable/pod1f0e-22/abc123",
+			    "/kubepods/burstable/pod1f0e-22/abc123", NULL);
+	expect_cgroups_path("/libpod_parent/libpod-e10c", "/libpod_parent/libpod-e10c", NULL);
+	expect_cgroups_path("ctr/c1", "/ctr/c1", NULL);
+	expect_cgroups_path("/a.b_c-d+e@f=g", "/a.b_c-d+e@f=g", NULL);
+	/* Refused, each saying why. */
+	expect_cgroups_path("", NULL, "empty");
+	expect_cgroups_path("/", NULL, "root");
+	expect_cgroups_path("/a/../b", NULL, "\"..\"");
+	expect_cgroups_path("..", NULL, "\"..\"");
+	expect_cgroups_path("/a/./b", NULL, "\".\"");
+	expect_cgroups_path("/a//b", NULL, "empty component");
+	expect_cgroups_path("/a/b/", NULL, "empty component");
+	expect_cgroups_path("system.slice:airlock:c1", NULL, "systemd");
+	expect_cgroups_path("/a b", NULL, "offset 2");
+	expect_cgroups_path("/a\\nb", NULL, "offset 2");
+	expect_cgroups_path("/x/airlock/y", NULL, "airlock's own");
+	expect_cgroups_path("/airlock", NULL, "airlock's own");
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	_cleanup_free_ char *longname = xasprintf("/a/%s", name);
+	expect_cgroups_path(longname, NULL, "a component of 256 bytes");
+	memset(longp, 'p', sizeof(longp) - 1);
+	longp[0] = '/';
+	longp[100] = '/';
+	longp[300] = '/';
+	longp[sizeof(longp) - 1] = '\0';
+	expect_cgroups_path(longp, NULL, "513 bytes");
+	longp[sizeof(longp) - 2] = '\0'; /* 512: the most */
+	at_max = xstrdup(longp);
+	expect_cgroups_path(longp, at_max, NULL);
+	/* The pure check itself: the absolute form only when asked. */
+	struct al_error err = {0};
+	assert_int_equal(al_cgroup_path_check("/a/b", NULL, &err), 0);
+	assert_int_equal(al_cgroup_path_check(NULL, NULL, &err), -EINVAL);
+}
+
 /* Sharing the host's pid namespace (none asked for) is refused; a path is
  * never joined but noted (exception 3); time namespaces are refused. */
 static void test_namespaces(void **state)
@@ -225,10 +299,9 @@ static void test_annotations(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_podman_config),
-	    cmocka_unit_test(test_refusals),
-	    cmocka_unit_test(test_namespaces),
-	    cmocka_unit_test(test_annotations),
+	    cmocka_unit_test(test_podman_config), cmocka_unit_test(test_refusals),
+	    cmocka_unit_test(test_namespaces),	  cmocka_unit_test(test_annotations),
+	    cmocka_unit_test(test_cgroups_path),
 	};
 	data_dir = argc > 1 ? argv[1] : "data/oci";
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -215,7 +215,7 @@ static int gvisor_prepare(struct al_sandbox *sb, struct al_error *err)
 		return al_error_setsys(err, -r, "backend gvisor: chown %s", st->dir);
 	al_log_phase("bundle written");
 	r = al_cgroup_create(&limits, &sb->cg, err);
-	if (r < 0 && p->cgroup_required)
+	if (r < 0 && (p->cgroup_required || limits.path))
 		return al_error_wrap(err, "backend gvisor: the plan's limits need a cgroup");
 	if (r < 0) {
 		al_warn("warning: running without a cgroup, so the default memory and pids limits "

@@ -196,6 +196,10 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 	al_log_phase("cgroup created");
 	if (r == 0)
 		return check_socket_memory(sb, err);
+	/* A container's cgroupsPath is where its engine reads it: never
+	 * run elsewhere, or without. */
+	if (limits.path)
+		return r;
 	if (p->cgroup_required)
 		return cgroup_refused(p, err);
 	/* Only defaults were in play: run, but say out loud that the memory,
