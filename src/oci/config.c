@@ -185,7 +185,7 @@ static const char *ns_name(int type)
 	}
 }
 
-static void namespaces(const struct al_oci_config *c, struct al_oci_extra *x,
+static void namespaces(const struct al_oci_config *c, struct al_policy *p, struct al_oci_extra *x,
 		       struct al_errors *errs)
 {
 	static const struct {
@@ -211,18 +211,27 @@ static void namespaces(const struct al_oci_config *c, struct al_oci_extra *x,
 			user = true;
 		if (ns->type == CLONE_NEWCGROUP)
 			cgroup = true;
-		if (ns->path) {
-			/* Never joined: an engine's network namespace has its
-			 * routes out, another container's would share its
-			 * processes, memory or files. The container gets a
+		if (ns->path && ns->type == CLONE_NEWNET && !p->root->netns) {
+			/* Joined: the engine's addresses, routes and published
+			 * ports stay; airlock's rules go in, so that nothing
+			 * leaves but through the gateway (exception 3). */
+			char applied[700];
+			snprintf(applied, sizeof(applied),
+				 "network namespace %s joined: airlock's rules installed in it "
+				 "(out only through the gateway; with no gateway, nothing out), "
+				 "removed when the container ends",
+				 ns->path);
+			note(x, where, applied);
+			p->root->netns = xstrdup(ns->path);
+			p->root->netns_field = xasprintf("%s.path", where);
+		} else if (ns->path) {
+			/* Never joined: another container's namespace would share
+			 * its processes, memory or files. The container gets a
 			 * namespace of its own, stricter (exception 3). */
 			char applied[600];
 			snprintf(applied, sizeof(applied),
-				 "%s namespace %s not joined: airlock's own made instead%s",
-				 ns_name(ns->type), ns->path,
-				 ns->type == CLONE_NEWNET
-				     ? " (loopback only; out only through the gateway)"
-				     : "");
+				 "%s namespace %s not joined: airlock's own made instead",
+				 ns_name(ns->type), ns->path);
 			note(x, where, applied);
 		}
 	}
@@ -457,7 +466,7 @@ int al_oci_policy(const struct al_oci_config *c, const char *bundle, struct al_p
 			      "container: airlock runs nothing of the engine's in a sandbox");
 	for (size_t t = 0; t < AL_OCI_HOOK_KINDS; t++)
 		x->hooks |= c->n_hooks[t] > 0;
-	namespaces(c, x, errs);
+	namespaces(c, p, x, errs);
 	if (c->n_uid_maps) {
 		p->root->uid_map = xcalloc(c->n_uid_maps, sizeof(*p->root->uid_map));
 		for (size_t i = 0; i < c->n_uid_maps; i++)

@@ -299,6 +299,11 @@ void al_plan_build_root(struct al_plan *p, const struct al_policy *pol, struct a
 	}
 	pr->sysctl = al_strv_dup(r->sysctl);
 	pr->cgroup_path = r->cgroup_path ? xstrdup(r->cgroup_path) : NULL;
+	if (r->netns) {
+		pr->netns = xstrdup(r->netns);
+		pr->netns_field =
+		    xstrdup(r->netns_field ? r->netns_field : "the network namespace's path");
+	}
 	if (r->seccomp_len) {
 		pr->seccomp = dup_mem(r->seccomp, r->seccomp_len * sizeof(struct sock_filter));
 		pr->seccomp_len = r->seccomp_len;
@@ -365,6 +370,8 @@ void al_plan_free_root(struct al_plan *p)
 		free(p->root->seccomp);
 		al_strv_free(p->root->sysctl);
 		free(p->root->cgroup_path);
+		free(p->root->netns);
+		free(p->root->netns_field);
 		free(p->root);
 	}
 	free(p->groups);

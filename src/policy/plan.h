@@ -186,6 +186,11 @@ struct al_plan_root {
 	/* linux.sysctl: NULL-terminated (key, value) pairs set in the sandbox's own network
 	 * namespace before anything runs (al_plan_sysctl_allowed()). */
 	char **sysctl;
+	/* An engine's network namespace (its path) the sandbox joins instead
+	 * of a namespace of its own, and the config field that named it (for
+	 * messages); NULL: its own. The native backend installs airlock's
+	 * rules in it (backend/native/netns.h, docs/oci.md exception 3). */
+	char *netns, *netns_field;
 	/* The container's own seccomp program (BPF instructions, seccomp_len
 	 * of them), installed in each of its processes right before it execs,
 	 * on top of airlock's; NULL: none. */

@@ -96,6 +96,8 @@ void al_policy_root_free(struct al_policy_root *r)
 	al_strv_free(r->tmpfs);
 	al_strv_free(r->special);
 	al_strv_free(r->sysctl);
+	free(r->netns);
+	free(r->netns_field);
 	free(r->seccomp);
 	al_strv_free(r->masked);
 	free(r->cgroup_path);

@@ -85,6 +85,9 @@ struct al_policy_root {
 	/* linux.sysctl: NULL-terminated (key, value) pairs, of the few net
 	 * keys a sandbox's own network namespace may set (plan-root.c). */
 	char **sysctl;
+	/* An engine's network namespace to join (linux.namespaces[i].path,
+	 * named by netns_field in messages), or NULL: airlock's own. */
+	char *netns, *netns_field;
 	/* The container's own seccomp program (linux.seccomp, compiled: BPF
 	 * instructions, owned), stacked on airlock's in each of its
 	 * processes; NULL: none. */

@@ -610,6 +610,147 @@ def annotation_allows_loopback_api(env):
     expect(rec.get("reason") and rec.get("network"), "the record says too little: %s" % rec)
 
 
+# A listener for 120 s at most, in the namespace it is started in: answers
+# each connection with its marker and notes it in the hits file.
+LISTENER = r"""
+import socket, sys, time
+addr, port, marker, hits = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((addr, port))
+s.listen(16)
+s.settimeout(0.2)
+print("listening", flush=True)
+end = time.monotonic() + 120
+while time.monotonic() < end:
+    try:
+        c, a = s.accept()
+    except socket.timeout:
+        continue
+    with open(hits, "a") as f:
+        f.write(a[0] + "\n")
+    c.sendall(marker.encode() + b"\n")
+    c.close()
+"""
+
+CONNECT = r"""
+import socket, sys
+try:
+    c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3)
+    print(c.recv(100).decode().strip())
+except OSError as e:
+    print("failed", e)
+"""
+
+
+def in_ns(nsfd, *argv):
+    """argv run in the network namespace nsfd (ours, open) holds."""
+    return subprocess.run(["nsenter", "--net=/proc/%d/fd/%d" % (os.getpid(), nsfd)]
+                          + list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=30, pass_fds=(nsfd,))
+
+
+@case
+def engine_network_namespace_joined(env):
+    """airlock only: on podman's bridge network the container's processes
+    are in the network namespace podman made (inspect's SandboxKey) and
+    keep podman's address; airlock's tables are in it while the container
+    runs and gone once it was removed (the test holds the namespace); a
+    listener the test runs inside that namespace on the container's own
+    (non-loopback) address gets no connection from the container (nor from
+    the namespace outside the sandbox: the rules are the namespace's),
+    while loopback works inside. (The bridge's address on the host is not
+    tried: it is not in a namespace the test made.)"""
+    if not env.is_airlock:
+        raise Skip("%s is not airlock: airlock's rules are airlock's" % env.name)
+    had_bridge = os.path.exists("/sys/class/net/cni-podman0")
+    had_cni = cni_traces()
+    nsfd, lis = -1, None
+    hits = os.path.join(env.base, "own-address.hits")
+    open(hits, "w").close()
+    r = env.podman("run", "-d", "--network", "bridge", BUSYBOX, "sleep", "300")
+    expect_rc(r, 0)
+    cid = text(r).strip().splitlines()[-1]
+    env.made.append(cid)
+    try:
+        net = inspect(env, cid)["NetworkSettings"]
+        key = net.get("SandboxKey")
+        addr = net.get("IPAddress") or next(
+            (n.get("IPAddress") for n in (net.get("Networks") or {}).values()), None)
+        expect(key and addr, "podman gave no namespace or address: %s" % net)
+        nsfd = os.open(key, os.O_RDONLY | os.O_CLOEXEC)
+        pid = container_pid(env, cid)
+        expect(os.stat("/proc/%d/ns/net" % pid).st_ino == os.fstat(nsfd).st_ino,
+               "the container's process %d is not in podman's namespace %s" % (pid, key))
+        rules = in_ns(nsfd, "nft", "list", "ruleset").stdout.decode()
+        expect("table ip airlock" in rules and "table ip6 airlock" in rules,
+               "airlock's tables are not in podman's namespace:\n%s" % rules)
+        r = env.podman("exec", cid, "cat", "/proc/net/dev")
+        expect_rc(r, 0)
+        expect("eth0" in text(r), "podman's interface is not in the container: %s" % text(r))
+        lis = subprocess.Popen(["nsenter", "--net=%s" % key, sys.executable, "-c", LISTENER,
+                                addr, "8099", "own-marker", hits], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True)
+        expect(lis.stdout.readline().decode().strip() == "listening", "the listener failed")
+        # The rules are the namespace's: a connect of the test's own from
+        # it (outside the sandbox) gets nothing either.
+        got = in_ns(nsfd, sys.executable, "-c", CONNECT, addr, "8099").stdout.decode().strip()
+        expect(got.startswith("failed"), "%s answered in the namespace: %r" % (addr, got))
+        before = read(hits).split()
+        r = env.podman("exec", cid, "sh", "-c",
+                       "echo lo-marker | nc -l -p 7777 & sleep 0.5; "
+                       "echo \"lo:$(timeout 3 nc 127.0.0.1 7777 </dev/null)\"; "
+                       "echo \"own:$(timeout 3 nc %s 8099 </dev/null)\"" % addr)
+        expect_rc(r, 0)
+        out = text(r)
+        expect("lo:lo-marker" in out, "loopback inside failed: %r" % out)
+        expect("own:\n" in out, "the container reached %s: %r" % (addr, out))
+        expect(read(hits).split() == before, "the listener saw the container: %s" % read(hits))
+        remove(env, cid)
+        wait_for(lambda: "airlock" not in in_ns(nsfd, "nft", "list", "ruleset").stdout.decode(),
+                 15, step=0.2)
+        rules = in_ns(nsfd, "nft", "list", "ruleset").stdout.decode()
+        expect("airlock" not in rules, "airlock's tables remain after rm:\n%s" % rules)
+    finally:
+        if lis:
+            kill_pid(lis.pid)
+            lis.wait()
+        if nsfd >= 0:
+            os.close(nsfd)
+        env.podman("rm", "--force", "--time", "0", cid)
+        # The bridge podman made for this case (none was there before),
+        # once no container is on it.
+        brif = "/sys/class/net/cni-podman0/brif"
+        if not had_bridge and os.path.isdir(brif) and not os.listdir(brif):
+            subprocess.run(["ip", "link", "del", "cni-podman0"], timeout=30)
+            remove_cni_traces(had_cni)
+
+
+CNI_IPAM = "/var/lib/cni/networks/podman"
+
+
+def cni_traces():
+    """What CNI keeps on the host past a container: its firewall chains,
+    its address allocations."""
+    r = subprocess.run(["iptables", "-S"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                       timeout=30)
+    return {"chains": b"-N CNI-FORWARD" in r.stdout, "ipam": os.path.isdir(CNI_IPAM)}
+
+
+def remove_cni_traces(had):
+    """Those of cni_traces() that were not there before the case."""
+    if not had["chains"]:
+        for argv in (["-D", "FORWARD", "-m", "comment", "--comment",
+                      "CNI firewall plugin rules", "-j", "CNI-FORWARD"],
+                     ["-F", "CNI-FORWARD"], ["-X", "CNI-FORWARD"], ["-F", "CNI-ADMIN"],
+                     ["-X", "CNI-ADMIN"]):
+            subprocess.run(["iptables"] + argv, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=30)
+    if not had["ipam"]:
+        shutil.rmtree(CNI_IPAM, ignore_errors=True)
+
+
 def main():
     if len(sys.argv) < 2:
         print("usage: %s RUNTIME [NAME] [CASE-SUBSTRING...]" % sys.argv[0], file=sys.stderr)

@@ -99,6 +99,55 @@ static void test_listing_matches_nft_text(void **state)
 	assert_string_equal(ours, theirs);
 }
 
+/* The rulesets for an engine's namespace: each lists as its text does,
+ * a second install is refused (EEXIST) without touching the first, and
+ * the removal leaves nothing. */
+static void check_joined(const struct al_capture_ruleset *rules, const char *want)
+{
+	static char ours[16384], theirs[16384];
+	struct al_error err = {0};
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+
+	assert_true(fd >= 0);
+	if (al_capture_apply(fd, rules, &err) < 0)
+		fail_msg("%s", err.msg);
+	list(ours, sizeof(ours));
+	assert_contains(ours, "ct direction reply accept");
+	assert_contains(ours, want);
+	assert_contains(ours, "ip6 daddr != ::1 drop");
+	/* Either ruleset after either: refused as a whole. */
+	assert_int_equal(al_capture_apply(fd, &al_capture_joined_rules, &err), -EEXIST);
+	assert_int_equal(al_capture_apply(fd, &al_capture_joined_drop_rules, &err), -EEXIST);
+	list(theirs, sizeof(theirs));
+	assert_string_equal(ours, theirs);
+	assert_int_equal(al_capture_apply(fd, &al_capture_remove_rules, &err), 0);
+	list(theirs, sizeof(theirs));
+	assert_string_equal(theirs, "");
+	close(fd);
+	/* The same text, loaded by nft itself, lists the same. */
+	int rc = nft(NFT " -f -", rules->text, theirs, sizeof(theirs));
+	if (rc != 0)
+		fail_msg("nft refused the ruleset's text: %s", theirs);
+	list(theirs, sizeof(theirs));
+	assert_string_equal(ours, theirs);
+}
+
+static void test_joined_capture(void **state)
+{
+	(void)state;
+	check_joined(&al_capture_joined_rules, "redirect to :15001");
+}
+
+static void test_joined_drop(void **state)
+{
+	static char out[16384];
+
+	(void)state;
+	check_joined(&al_capture_joined_drop_rules, "ip daddr != 127.0.0.0/8 drop");
+	list(out, sizeof(out));
+	assert_not_contains(out, "redirect");
+}
+
 /* A namespace whose raw_out chain is already another type: the kernel
  * refuses that message, the error names it, and the batch is one
  * transaction: nothing else of it stays. */
@@ -160,6 +209,8 @@ int main(void)
 	    cmocka_unit_test_setup(test_listing_matches_nft_text, fresh_netns),
 	    cmocka_unit_test_setup(test_refusal_names_part_and_keeps_nothing, fresh_netns),
 	    cmocka_unit_test_setup(test_without_net_admin, fresh_netns),
+	    cmocka_unit_test_setup(test_joined_capture, fresh_netns),
+	    cmocka_unit_test_setup(test_joined_drop, fresh_netns),
 	};
 	if (access(NFT, X_OK) != 0) {
 		printf("SKIP: %s is not installed (Debian package nftables; the test reads the "

@@ -238,8 +238,10 @@ static void test_cgroups_path(void **state)
 	assert_int_equal(al_cgroup_path_check(NULL, NULL, &err), -EINVAL);
 }
 
-/* Sharing the host's pid namespace (none asked for) is refused; a path is
- * never joined but noted (exception 3); time namespaces are refused. */
+/* Sharing the host's pid namespace (none asked for) is refused; a network
+ * namespace's path is joined (the plan carries it, with the field that
+ * named it), another namespace's path is not (both noted, exception 3);
+ * time namespaces are refused. */
 static void test_namespaces(void **state)
 {
 	_cleanup_free_ char *no_pid = xstrdup(
@@ -251,7 +253,8 @@ static void test_namespaces(void **state)
 	    "{\"ociVersion\": \"1.0.2\", \"root\": {\"path\": \"/r\"}, \"process\": {\"args\": "
 	    "[\"sh\"], \"cwd\": \"/\", \"user\": {\"uid\": 0, \"gid\": 0}}, \"linux\": "
 	    "{\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"mount\"}, {\"type\": \"ipc\"}, "
-	    "{\"type\": \"uts\"}, {\"type\": \"network\", \"path\": \"/run/netns/x\"}]}}");
+	    "{\"type\": \"uts\", \"path\": \"/proc/1/ns/uts\"}, {\"type\": \"network\", "
+	    "\"path\": \"/run/netns/x\"}]}}");
 	struct al_oci_extra x = {0};
 	char errs[4096];
 	(void)state;
@@ -262,7 +265,11 @@ static void test_namespaces(void **state)
 	struct al_policy *p = map(netns, &x, errs, sizeof(errs));
 	if (!p)
 		fail_msg("refused: %s", errs);
-	assert_true(notes_have(&x, "/run/netns/x not joined"));
+	assert_true(notes_have(&x, "/run/netns/x joined: airlock's rules installed in it"));
+	assert_true(notes_have(&x, "uts namespace /proc/1/ns/uts not joined"));
+	assert_false(notes_have(&x, "/run/netns/x not joined"));
+	assert_string_equal(p->root->netns, "/run/netns/x");
+	assert_string_equal(p->root->netns_field, "linux.namespaces[4].path");
 	al_policy_free(p);
 	al_oci_extra_clear(&x);
 }

@@ -6,9 +6,16 @@
  * ruleset first). Each rule is written here twice: as the nft text a
  * person reads (and that tests/unit/test_capture.c loads with the real nft
  * to compare listings) and as the expressions that text compiles to.
+ * Four rulesets come out: the capture of airlock's own network namespace
+ * (al_capture_*), the capture and the drop-only ruleset for a network
+ * namespace an engine made and the container joins (al_capture_joined_*,
+ * al_capture_joined_drop_*: the table is made exclusively, and replies
+ * of connections made from outside pass), and the removal of the
+ * latter (al_capture_remove_*).
  * Usage: capture-gen OUT.c */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +29,7 @@
 #include <libnftnl/rule.h>
 #include <libnftnl/table.h>
 #include <linux/netfilter.h>
+#include <linux/netfilter/nf_conntrack_common.h>
 #include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
@@ -72,13 +80,30 @@ static void next_msg(void)
 		die("batch buffer too small");
 }
 
+/* The variant being built (see the top). */
+static bool joined;
+
 static void table(uint16_t family, const char *what)
+{
+	struct nftnl_table *t = nftnl_table_alloc();
+	/* In a namespace that is not airlock's own, a table of that name
+	 * already there is another container's (or one a dead supervisor
+	 * left): never share or change it. */
+	uint16_t flags = NLM_F_CREATE | (joined ? NLM_F_EXCL : 0);
+	nftnl_table_set_u32(t, NFTNL_TABLE_FAMILY, family);
+	nftnl_table_set_str(t, NFTNL_TABLE_NAME, TABLE);
+	nftnl_table_set_u32(t, NFTNL_TABLE_FLAGS, 0);
+	nftnl_table_nlmsg_build_payload(begin_msg(NFT_MSG_NEWTABLE, family, flags, what), t);
+	nftnl_table_free(t);
+	next_msg();
+}
+
+static void del_table(uint16_t family, const char *what)
 {
 	struct nftnl_table *t = nftnl_table_alloc();
 	nftnl_table_set_u32(t, NFTNL_TABLE_FAMILY, family);
 	nftnl_table_set_str(t, NFTNL_TABLE_NAME, TABLE);
-	nftnl_table_set_u32(t, NFTNL_TABLE_FLAGS, 0);
-	nftnl_table_nlmsg_build_payload(begin_msg(NFT_MSG_NEWTABLE, family, NLM_F_CREATE, what), t);
+	nftnl_table_nlmsg_build_payload(begin_msg(NFT_MSG_DELTABLE, family, 0, what), t);
 	nftnl_table_free(t);
 	next_msg();
 }
@@ -184,11 +209,60 @@ static void l4proto_tcp(enum nft_cmp_ops op)
 	cmp(op, &tcp, 1);
 }
 
-static void verdict_drop(void)
+static void verdict(uint32_t v)
 {
 	struct nftnl_expr *e = expr("immediate");
 	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
-	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, NF_DROP);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, v);
+}
+
+static void verdict_drop(void)
+{
+	verdict(NF_DROP);
+}
+
+/* In a joined namespace, "ct direction reply accept" first in filter_out:
+ * the engine's inbound (a published port, a probe, the pod's address)
+ * gets its answers; a connection made from inside never has a reply
+ * direction, its first packet being dropped (or redirected). */
+static void replies_pass(uint16_t family, const char *chain_name)
+{
+	uint8_t reply = IP_CT_DIR_REPLY;
+	struct nftnl_expr *e;
+
+	if (!joined)
+		return;
+	begin_rule("ct direction reply accept");
+	e = expr("ct");
+	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_DIRECTION);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
+	cmp(NFT_CMP_EQ, &reply, 1);
+	verdict(NF_ACCEPT);
+	end_rule(family, chain_name);
+}
+
+/* Whatever else is not for loopback is dropped, v4 (the ip table's
+ * filter_out, opened here) and v6 (a table of its own). */
+static void drop_rest(void)
+{
+	chain(NFPROTO_IPV4, "filter_out", "filter", 0);
+	replies_pass(NFPROTO_IPV4, "filter_out");
+	begin_rule("ip daddr != 127.0.0.0/8 drop");
+	ip_daddr_loopback(NFT_CMP_NEQ);
+	verdict_drop();
+	end_rule(NFPROTO_IPV4, "filter_out");
+	fprintf(out, "\t\"  }\\n\"\n\t\"}\\n\"\n");
+
+	fprintf(out, "\t\"table ip6 " TABLE " {\\n\"\n");
+	table(NFPROTO_IPV6, "table ip6 " TABLE);
+	chain(NFPROTO_IPV6, "filter_out", "filter", 0);
+	replies_pass(NFPROTO_IPV6, "filter_out");
+	begin_rule("ip6 daddr != ::1 drop");
+	payload(NFT_PAYLOAD_NETWORK_HEADER, 24, 16);
+	cmp(NFT_CMP_NEQ, &in6addr_loopback, sizeof(in6addr_loopback));
+	verdict_drop();
+	end_rule(NFPROTO_IPV6, "filter_out");
+	fprintf(out, "\t\"  }\\n\"\n\t\"}\\n\";\n\n");
 }
 
 /* The nat table makes the kernel track every connection in the sandbox's
@@ -200,14 +274,14 @@ static void verdict_drop(void)
  * and nat_out takes at most 5,000 new redirected connections a second: at
  * most about 25,000 entries (6 MB) linger (docs/security.md, "Kernel
  * memory"). */
-static void build(void)
+static void build_capture(const char *prefix)
 {
 	const uint16_t port = htons(PORT);
 	const uint32_t localhost = htonl(INADDR_LOOPBACK);
 	char text[160];
 	struct nftnl_expr *e;
 
-	fprintf(out, "const char al_capture_nft_text[] =\n\t\"table ip " TABLE " {\\n\"\n");
+	fprintf(out, "const char %s_nft_text[] =\n\t\"table ip " TABLE " {\\n\"\n", prefix);
 	table(NFPROTO_IPV4, "table ip " TABLE);
 
 	/* Short timeouts for redirected connections that are closing or
@@ -304,23 +378,61 @@ static void build(void)
 	end_rule(NFPROTO_IPV4, "nat_out");
 	fprintf(out, "\t\"  }\\n\"\n");
 
-	/* Whatever else is not for loopback is dropped. */
-	chain(NFPROTO_IPV4, "filter_out", "filter", 0);
-	begin_rule("ip daddr != 127.0.0.0/8 drop");
-	ip_daddr_loopback(NFT_CMP_NEQ);
-	verdict_drop();
-	end_rule(NFPROTO_IPV4, "filter_out");
-	fprintf(out, "\t\"  }\\n\"\n\t\"}\\n\"\n");
+	drop_rest();
+}
 
-	fprintf(out, "\t\"table ip6 " TABLE " {\\n\"\n");
-	table(NFPROTO_IPV6, "table ip6 " TABLE);
-	chain(NFPROTO_IPV6, "filter_out", "filter", 0);
-	begin_rule("ip6 daddr != ::1 drop");
-	payload(NFT_PAYLOAD_NETWORK_HEADER, 24, 16);
-	cmp(NFT_CMP_NEQ, &in6addr_loopback, sizeof(in6addr_loopback));
-	verdict_drop();
-	end_rule(NFPROTO_IPV6, "filter_out");
-	fprintf(out, "\t\"  }\\n\"\n\t\"}\\n\";\n\n");
+/* A namespace that is not airlock's own: only what leaves is dropped,
+ * nothing is redirected (the container has no gateway). */
+static void build_drop(const char *prefix)
+{
+	fprintf(out, "const char %s_nft_text[] =\n\t\"table ip " TABLE " {\\n\"\n", prefix);
+	table(NFPROTO_IPV4, "table ip " TABLE);
+	drop_rest();
+}
+
+static void build_remove(const char *prefix)
+{
+	fprintf(out,
+		"const char %s_nft_text[] =\n\t\"delete table ip " TABLE "\\n\"\n"
+		"\t\"delete table ip6 " TABLE "\\n\";\n\n",
+		prefix);
+	del_table(NFPROTO_IPV4, "delete table ip " TABLE);
+	del_table(NFPROTO_IPV6, "delete table ip6 " TABLE);
+}
+
+/* One ruleset as PREFIX_nft_text, PREFIX_batch, PREFIX_msgs and the
+ * struct al_capture_ruleset PREFIX_rules that holds them. */
+static void emit(const char *prefix, void (*build)(const char *prefix), bool in_joined)
+{
+	joined = in_joined;
+	seq = 1;
+	n_made = 0;
+	batch = mnl_nlmsg_batch_start(buf, sizeof(buf));
+	nftnl_batch_begin(mnl_nlmsg_batch_current(batch), seq++);
+	next_msg();
+	build(prefix);
+	last_msg->nlmsg_flags |= NLM_F_ACK;
+	nftnl_batch_end(mnl_nlmsg_batch_current(batch), seq++);
+	next_msg();
+
+	const unsigned char *bytes = mnl_nlmsg_batch_head(batch);
+	size_t size = mnl_nlmsg_batch_size(batch);
+	fprintf(out, "const unsigned char %s_batch[] = {", prefix);
+	for (size_t i = 0; i < size; i++)
+		fprintf(out, "%s0x%02x,", i % 12 ? " " : "\n\t", bytes[i]);
+	fprintf(out, "\n};\n\nconst size_t %s_batch_size = %zu;\n\n", prefix, size);
+	fprintf(out, "const struct al_capture_msg %s_msgs[] = {\n", prefix);
+	for (size_t i = 0; i < n_made; i++) {
+		fprintf(out, "\t{%u, \"", made[i].seq);
+		put_escaped(made[i].what);
+		fprintf(out, "\"},\n");
+	}
+	fprintf(out, "};\n\nconst size_t %s_n_msgs = %zu;\n\n", prefix, n_made);
+	fprintf(out,
+		"const struct al_capture_ruleset %s_rules = {\n\t%s_nft_text, %s_batch, %zu, "
+		"%s_msgs, %zu};\n\n",
+		prefix, prefix, prefix, size, prefix, n_made);
+	mnl_nlmsg_batch_stop(batch);
 }
 
 int main(int argc, char **argv)
@@ -337,29 +449,10 @@ int main(int argc, char **argv)
 	fprintf(out, "/* Generated by capture-gen from src/backend/native/capture-gen.c; do not "
 		     "edit. */\n"
 		     "#include \"backend/native/capture.h\"\n\n");
-
-	batch = mnl_nlmsg_batch_start(buf, sizeof(buf));
-	nftnl_batch_begin(mnl_nlmsg_batch_current(batch), seq++);
-	next_msg();
-	build();
-	last_msg->nlmsg_flags |= NLM_F_ACK;
-	nftnl_batch_end(mnl_nlmsg_batch_current(batch), seq++);
-	next_msg();
-
-	const unsigned char *bytes = mnl_nlmsg_batch_head(batch);
-	size_t size = mnl_nlmsg_batch_size(batch);
-	fprintf(out, "const unsigned char al_capture_batch[] = {");
-	for (size_t i = 0; i < size; i++)
-		fprintf(out, "%s0x%02x,", i % 12 ? " " : "\n\t", bytes[i]);
-	fprintf(out, "\n};\n\nconst size_t al_capture_batch_size = %zu;\n\n", size);
-	fprintf(out, "const struct al_capture_msg al_capture_msgs[] = {\n");
-	for (size_t i = 0; i < n_made; i++) {
-		fprintf(out, "\t{%u, \"", made[i].seq);
-		put_escaped(made[i].what);
-		fprintf(out, "\"},\n");
-	}
-	fprintf(out, "};\n\nconst size_t al_capture_n_msgs = %zu;\n", n_made);
-	mnl_nlmsg_batch_stop(batch);
+	emit("al_capture", build_capture, false);
+	emit("al_capture_joined", build_capture, true);
+	emit("al_capture_joined_drop", build_drop, true);
+	emit("al_capture_remove", build_remove, true);
 	if (fclose(out) != 0) {
 		perror(argv[1]);
 		return 1;

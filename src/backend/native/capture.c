@@ -8,11 +8,11 @@
 #include <string.h>
 #include <sys/socket.h>
 
-static const char *what_of(uint32_t seq)
+static const char *what_of(const struct al_capture_ruleset *rules, uint32_t seq)
 {
-	for (size_t i = 0; i < al_capture_n_msgs; i++)
-		if (al_capture_msgs[i].seq == seq)
-			return al_capture_msgs[i].what;
+	for (size_t i = 0; i < rules->n_msgs; i++)
+		if (rules->msgs[i].seq == seq)
+			return rules->msgs[i].what;
 	return "batch";
 }
 
@@ -33,9 +33,9 @@ static struct nlmsghdr *next_msg(struct nlmsghdr *nh, size_t *left)
  * commit is reported against the batch's start, seq 1, before anything
  * else), and the acknowledgement the last message asked for, which so
  * means the whole batch was committed. */
-static int read_answers(int fd, struct al_error *err)
+static int read_answers(int fd, const struct al_capture_ruleset *rules, struct al_error *err)
 {
-	const uint32_t last = al_capture_msgs[al_capture_n_msgs - 1].seq;
+	const uint32_t last = rules->msgs[rules->n_msgs - 1].seq;
 	alignas(struct nlmsghdr) char buf[8192];
 
 	for (;;) {
@@ -59,7 +59,7 @@ static int read_answers(int fd, struct al_error *err)
 				return al_error_setsys(
 				    err, -e->error,
 				    "gateway: the kernel refused the transparent capture's %s",
-				    what_of(nh->nlmsg_seq));
+				    what_of(rules, nh->nlmsg_seq));
 			if (nh->nlmsg_seq == last)
 				return 0;
 		}
@@ -68,15 +68,25 @@ static int read_answers(int fd, struct al_error *err)
 
 int al_capture_install(int fd, struct al_error *err)
 {
+	return al_capture_apply(fd, &al_capture_rules, err);
+}
+
+int al_capture_apply(int fd, const struct al_capture_ruleset *rules, struct al_error *err)
+{
 	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
 	int one = 1;
 
+	/* A batch the kernel refused may have left answers to later messages
+	 * of it (each failing one is answered): not this batch's. */
+	alignas(struct nlmsghdr) char old[4096];
+	while (recv(fd, old, sizeof(old), MSG_DONTWAIT) > 0)
+		;
 	/* Errors without a copy of the request: smaller answers. */
 	(void)setsockopt(fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
-	ssize_t sent = sendto(fd, al_capture_batch, al_capture_batch_size, 0,
-			      (struct sockaddr *)&kernel, sizeof(kernel));
-	if (sent != (ssize_t)al_capture_batch_size)
+	ssize_t sent =
+	    sendto(fd, rules->batch, rules->size, 0, (struct sockaddr *)&kernel, sizeof(kernel));
+	if (sent != (ssize_t)rules->size)
 		return al_error_setsys(err, sent < 0 ? errno : EMSGSIZE,
 				       "gateway: sending the transparent-capture rules");
-	return read_answers(fd, err);
+	return read_answers(fd, rules, err);
 }

@@ -14,20 +14,36 @@ struct al_capture_msg {
 	const char *what;
 };
 
-/* The ruleset as nft text (what the batch makes; docs and the unit test,
+/* A ruleset as nft text (what the batch makes; docs and the unit test,
  * which loads it with nft and compares the listings), the batch itself and
- * what each of its messages makes. Every TCP connection to a non-loopback
- * address goes to the transparent listener; other traffic to non-loopback
- * addresses is dropped. */
-extern const char al_capture_nft_text[];
-extern const unsigned char al_capture_batch[];
-extern const size_t al_capture_batch_size;
-extern const struct al_capture_msg al_capture_msgs[];
-extern const size_t al_capture_n_msgs;
+ * what each of its messages makes. */
+struct al_capture_ruleset {
+	const char *text;
+	const unsigned char *batch;
+	size_t size;
+	const struct al_capture_msg *msgs;
+	size_t n_msgs;
+};
 
-/* Install the ruleset through fd, a NETLINK_NETFILTER socket (opened in the
+/* airlock's own network namespace with a gateway: every TCP connection to
+ * a non-loopback address goes to the transparent listener; other traffic
+ * to non-loopback addresses is dropped. */
+extern const char al_capture_nft_text[];
+extern const struct al_capture_ruleset al_capture_rules;
+/* An engine's network namespace a container joins (docs/oci.md, exception
+ * 3): the same capture with a gateway, only the drop without one; in both
+ * the replies of connections made from outside pass, and the tables are
+ * made exclusively (a table "airlock" already there is refused, EEXIST). */
+extern const struct al_capture_ruleset al_capture_joined_rules;
+extern const struct al_capture_ruleset al_capture_joined_drop_rules;
+/* Their removal (both tables). */
+extern const struct al_capture_ruleset al_capture_remove_rules;
+
+/* Install rules through fd, a NETLINK_NETFILTER socket (opened in the
  * network namespace the rules are for; its opener and the caller both need
  * CAP_NET_ADMIN there): 0 once the kernel has committed the whole batch,
  * else -errno with err naming what the kernel refused. The batch is one
  * transaction: on failure nothing of it is in place. */
+int al_capture_apply(int fd, const struct al_capture_ruleset *rules, struct al_error *err);
+/* al_capture_apply() of al_capture_rules. */
 int al_capture_install(int fd, struct al_error *err);

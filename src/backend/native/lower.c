@@ -410,6 +410,7 @@ int al_native_lower_session(const struct al_plan *p, bool session, struct al_nat
 
 	np->landlock_abi = al_landlock_abi();
 	np->rooted = p->root != NULL;
+	np->netns_sysfs = -1;
 	if ((r = al_native_check(p, err)) < 0)
 		return r;
 	if (np->landlock_abi > 0) {
@@ -462,6 +463,7 @@ void al_native_plan_free(struct al_native_plan *np)
 {
 	if (!np)
 		return;
+	al_closep(&np->netns_sysfs);
 	for (size_t i = 0; i < np->n_ops; i++) {
 		free(np->ops[i].target);
 		free(np->ops[i].source);

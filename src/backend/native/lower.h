@@ -93,6 +93,17 @@ struct al_native_plan {
 	size_t root_op; /* rooted: the op that binds the root (sealed: read-only) */
 	char uid_map[96];
 	char gid_map[96];
+	/* The sandbox joins an engine's network namespace (plan->root->netns),
+	 * which the supervisor set up: the child leaves lo, the gateway's
+	 * listeners, the routes and the sysctls alone; verify checks it is in
+	 * that namespace (its identity). */
+	bool netns_joined;
+	dev_t netns_dev;
+	ino_t netns_ino;
+	/* Joined: the sysfs the supervisor mounted in that namespace for the
+	 * AL_OP_SPECIAL "sysfs" op (its own fd, inherited by the child), or
+	 * -1. */
+	int netns_sysfs;
 
 	/* filesystem, in the order the child runs it */
 	struct al_mount_op *ops;

@@ -17,6 +17,7 @@
 #include "backend/native/capture.h"
 #include "backend/native/child.h"
 #include "backend/native/inputs.h"
+#include "backend/native/netns.h"
 #include "backend/native/sockdiag.h"
 #include "backend/native/state.h"
 #include "backend/native/verify.h"
@@ -631,6 +632,17 @@ int al_monitor_start(struct al_sandbox *sb, struct al_error *err)
 	st->mon = m;
 	m->res->sockmem = al_cgroup_socket_mode(sb->cg);
 	m->pending_bytes = al_sockdiag_pending_bytes();
+	if (st->join) {
+		/* The engine's namespace was set up by us (netns.h): its rules
+		 * are in force, its socket view and listeners are ours. */
+		m->diagfd = al_netns_join_take_diag(st->join);
+		m->captured = al_netns_join_captured(st->join);
+		for (int k = 0; sb->plan->gateway && k < AL_GATEWAY_N_LISTENERS; k++) {
+			int fd = al_netns_join_take_listener(st->join, (enum al_gateway_listener)k);
+			if (fd >= 0)
+				m->ev->listener(m->ev->data, (enum al_gateway_listener)k, fd);
+		}
+	}
 	if (!(m->w_pidfd = al_loop_add(sb->loop, st->pidfd, EPOLLIN, on_pidfd, m)) ||
 	    !(m->w_sync = al_loop_add(sb->loop, st->sync, EPOLLIN, on_sync_event, m)))
 		return al_error_setsys(err, errno, "epoll_ctl");

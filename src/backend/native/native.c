@@ -26,6 +26,7 @@
 #include "backend/native/child.h"
 #include "backend/native/inputs.h"
 #include "backend/native/lower.h"
+#include "backend/native/netns.h"
 #include "backend/native/steps.h"
 #include "backend/native/monitor.h"
 #include "backend/native/state.h"
@@ -192,6 +193,23 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 		return r;
 	if (p->root && (r = al_rooted_prepare(sb->state->lowered, p, err)) < 0)
 		return r;
+	if (p->root && p->root->netns) {
+		struct al_native_plan *np = sb->state->lowered;
+		if ((r = al_netns_join_open(p, &sb->state->join, err)) < 0)
+			return r;
+		np->netns_joined = true;
+		al_netns_join_id(sb->state->join, &np->netns_dev, &np->netns_ino);
+		/* A sysfs needs the namespace's owner to mount it: ours. */
+		for (size_t i = 0; i < np->n_ops && np->netns_sysfs < 0; i++) {
+			const struct al_mount_op *op = &np->ops[i];
+			if (op->kind != AL_OP_SPECIAL || strcmp(op->source, "sysfs") != 0)
+				continue;
+			if ((r = al_netns_join_sysfs(sb->state->join, op->attr, err)) < 0)
+				return r;
+			np->netns_sysfs = r;
+		}
+		al_log_phase("engine's network namespace set up");
+	}
 	r = al_cgroup_create(&limits, &sb->cg, err);
 	al_log_phase("cgroup created");
 	if (r == 0)
@@ -379,13 +397,27 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 		 * namespace (step "cgroup"). */
 		args.flags &= ~(uint64_t)CLONE_NEWCGROUP;
 	}
+	/* The engine's network namespace: the child is born in it (the
+	 * setns needs our capabilities, before the id change), and we go
+	 * back to ours right after. */
+	if (st->join) {
+		args.flags &= ~(uint64_t)CLONE_NEWNET;
+		if ((r = al_netns_join_enter(st->join, err)) < 0) {
+			fdset_close(&f);
+			return r;
+		}
+	}
 	if ((r = become_owner(st->lowered, true, &saved, err)) < 0) {
+		if (st->join)
+			al_netns_join_leave(st->join);
 		fdset_close(&f);
 		return r;
 	}
 	pid = al_sys_clone3(&args, sizeof(args));
 	if (pid != 0)
 		become_owner(st->lowered, false, &saved, NULL);
+	if (pid != 0 && st->join)
+		al_netns_join_leave(st->join);
 	if (pid > 0)
 		al_log_phase("cloned into new namespaces");
 	if (pid != 0) {
@@ -467,6 +499,9 @@ static void native_destroy(struct al_sandbox *sb)
 		return;
 	}
 	al_monitor_release_all(sb);
+	/* Nothing of the sandbox runs any more: its rules leave the engine's
+	 * namespace, which outlives it. */
+	al_netns_join_free(TAKE_PTR(st->join));
 	if (st->lowered)
 		al_native_close_inputs(TAKE_PTR(st->inputs), st->lowered->n_inputs);
 	if (al_cgroup_destroy(TAKE_PTR(sb->cg), &err) < 0)

@@ -9,6 +9,8 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -61,6 +63,11 @@ int al_netns_listen(enum al_gateway_listener kind)
  * no usable source address and nothing is sent. */
 int al_netns_default_route(void)
 {
+	return al_netns_route_lo(0, 0, true);
+}
+
+int al_netns_route_lo(uint32_t dst, int prefix_len, bool add)
+{
 	struct {
 		struct nlmsghdr nh;
 		struct rtmsg rt;
@@ -68,12 +75,15 @@ int al_netns_default_route(void)
 		int oif;
 		struct rtattr src_attr;
 		struct in_addr src;
+		struct rtattr dst_attr;
+		struct in_addr dst;
 	} req = {
 	    .nh = {.nlmsg_len = sizeof(req),
-		   .nlmsg_type = RTM_NEWROUTE,
-		   .nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK,
+		   .nlmsg_type = add ? RTM_NEWROUTE : RTM_DELROUTE,
+		   .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | (add ? NLM_F_CREATE | NLM_F_EXCL : 0),
 		   .nlmsg_seq = 1},
 	    .rt = {.rtm_family = AF_INET,
+		   .rtm_dst_len = (unsigned char)prefix_len,
 		   .rtm_table = RT_TABLE_MAIN,
 		   .rtm_protocol = RTPROT_BOOT,
 		   .rtm_scope = RT_SCOPE_LINK,
@@ -82,6 +92,8 @@ int al_netns_default_route(void)
 	    .oif = (int)if_nametoindex("lo"),
 	    .src_attr = {.rta_len = RTA_LENGTH(sizeof(struct in_addr)), .rta_type = RTA_PREFSRC},
 	    .src = {htonl(INADDR_LOOPBACK)},
+	    .dst_attr = {.rta_len = RTA_LENGTH(sizeof(struct in_addr)), .rta_type = RTA_DST},
+	    .dst = {htonl(dst)},
 	};
 	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
 	struct {

@@ -201,6 +201,13 @@ static int op_mount(struct rooted *R, const struct al_mount_op *op, const char *
 		tree = fs_mount(R, op, "proc", NULL, op->attr);
 		break;
 	case AL_OP_SPECIAL:
+		/* In an engine's network namespace, the supervisor's. */
+		if (R->c->np->netns_sysfs >= 0 && strcmp(op->source, "sysfs") == 0) {
+			tree = fcntl(R->c->np->netns_sysfs, F_DUPFD_CLOEXEC, 0);
+			if (tree < 0)
+				return al_step_fail(R->c, errno, "%s", op->what);
+			break;
+		}
 		tree = fs_mount(R, op, op->source, NULL, op->attr);
 		break;
 	default: /* AL_OP_DEVPTS */

@@ -11,6 +11,7 @@
 #include "ids/slots.h"
 
 struct al_monitor;
+struct al_netns_join;
 struct al_native_exec;
 struct al_native_plan;
 struct al_process;
@@ -29,6 +30,9 @@ struct al_backend_state {
 	int *inputs; /* native, as root: the task's inputs as detached mounts, until clone */
 	/* native, as root: the pool's slot the sandbox's host ids come from. */
 	struct al_id_slot slot;
+	/* native: the engine's network namespace the sandbox joins, set up
+	 * by us (netns.h); NULL: a namespace of its own. */
+	struct al_netns_join *join;
 	/* A session's execs (exec.c). */
 	struct al_native_exec *execs;
 	size_t n_execs;

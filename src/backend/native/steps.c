@@ -506,6 +506,9 @@ int step_sysctl(struct al_child *c)
 	char path[256];
 	char *const *kv = c->plan->root ? c->plan->root->sysctl : NULL;
 
+	/* An engine's namespace: the supervisor wrote them (netns.h). */
+	if (c->np->netns_joined)
+		return 0;
 	for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2) {
 		if (!al_plan_sysctl_allowed(kv[i]))
 			return fail(c, EPERM, "sysctl %s", kv[i]);
@@ -522,8 +525,14 @@ int step_sysctl(struct al_child *c)
 
 int step_loopback(struct al_child *c)
 {
-	int fd = al_netns_loopback_up();
+	int fd;
 
+	/* An engine's namespace, which we have no capability over: the
+	 * supervisor did this and the gateway's step from its side
+	 * (netns.h). */
+	if (c->np->netns_joined)
+		return 0;
+	fd = al_netns_loopback_up();
 	if (fd < 0)
 		return fail(c, -fd, "bringing up lo");
 	/* The supervisor adds up this namespace's socket memory through it
@@ -560,7 +569,7 @@ int step_gateway_listeners(struct al_child *c)
 {
 	int r;
 
-	if (!c->plan->gateway)
+	if (!c->plan->gateway || c->np->netns_joined)
 		return 0;
 	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
 	if (fd < 0)

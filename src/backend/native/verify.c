@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -352,11 +353,34 @@ static void check_ns_limits(const struct al_plan *p, int userns, struct al_run_r
 		    (unsigned long long)p->inotify_watches);
 }
 
-static void check_network(pid_t pid, struct al_run_result *res)
+/* In the engine's namespace it was given, where the supervisor
+ * installed airlock's rules (the monitor refuses to start without them). */
+static void check_joined_network(const struct al_native_plan *np, pid_t pid,
+				 struct al_run_result *res)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	if (stat(path, &st) < 0) {
+		add(res, "network", false, "cannot stat %s", path);
+		return;
+	}
+	add(res, "network", st.st_dev == np->netns_dev && st.st_ino == np->netns_ino, "%s",
+	    st.st_ino == np->netns_ino ? "the engine's namespace, airlock's rules installed in it"
+				       : "not in the engine's namespace it was given");
+}
+
+static void check_network(const struct al_native_plan *np, pid_t pid, struct al_run_result *res)
 {
 	char path[64], buf[4096];
 	int n_if = 0;
 	bool only_lo = true;
+
+	if (np->netns_joined) {
+		check_joined_network(np, pid, res);
+		return;
+	}
 
 	snprintf(path, sizeof(path), "/proc/%d/net/dev", (int)pid);
 	if (al_read_file(path, buf, sizeof(buf)) <= 0) {
@@ -487,7 +511,7 @@ int al_verify_child(const struct al_plan *plan, const struct al_native_plan *np,
 		add(res, "landlock", landlock_abi == np->landlock_abi,
 		    "ABI %d ruleset, %zu path rules%s", landlock_abi, np->n_ll_rules,
 		    np->landlock_scoped ? ", scoped signals and abstract sockets" : "");
-	check_network(pid, res);
+	check_network(np, pid, res);
 	check_rlimits(plan, pid, res);
 	if (cg || plan->cgroup_required) {
 		check_cgroup(cg, pid, res);

@@ -1,0 +1,335 @@
+/* An engine's network namespace, joined by a container (netns.h): the
+ * supervisor sets it up from inside, as root of the init user namespace,
+ * which owns it. */
+#include "backend/native/netns.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <linux/netlink.h>
+#include <linux/nsfs.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backend/native/capture.h"
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/sys.h"
+#include "core/util.h"
+#include "cred/store.h"
+#include "policy/plan.h"
+
+struct al_netns_join {
+	int ns;	  /* the engine's namespace */
+	int own;  /* ours, to return to */
+	int diag; /* NETLINK_SOCK_DIAG in it, or -1 */
+	int listeners[AL_GATEWAY_N_LISTENERS];
+	bool installed;
+	bool routed;   /* the fake addresses' route over lo is ours */
+	pid_t keeper;  /* removes what we installed (keeper()), or -1 */
+	int keeper_wr; /* its pipe: closed (or our death) tells it to */
+	dev_t dev;
+	ino_t ino;
+};
+
+static void join_close(struct al_netns_join *j)
+{
+	al_closep(&j->keeper_wr);
+	al_closep(&j->ns);
+	al_closep(&j->own);
+	al_closep(&j->diag);
+	for (int k = 0; k < AL_GATEWAY_N_LISTENERS; k++)
+		al_closep(&j->listeners[k]);
+	free(j);
+}
+
+/* What we installed, removed from inside the namespace (we are in it). */
+static int remove_ours(bool installed, bool routed, struct al_error *err)
+{
+	int r = 0;
+
+	if (installed) {
+		int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+		r = fd < 0 ? al_error_setsys(err, errno, "NETLINK_NETFILTER socket")
+			   : al_capture_apply(fd, &al_capture_remove_rules, err);
+		if (fd >= 0)
+			close(fd);
+	}
+	if (routed && al_netns_route_lo(AL_GATEWAY_FAKE_NET, 15, false) < 0 && r == 0)
+		r = al_error_set(err, EIO, "removing the route of 198.18.0.0/15 over lo");
+	return r;
+}
+
+/* The keeper: a process of ours in the engine's namespace that keeps the
+ * capabilities the supervisor gives up when it confines itself, and
+ * removes airlock's rules when its pipe closes: at the container's end,
+ * or when the supervisor is killed. It holds nothing else of the
+ * supervisor's (no descriptor, no secret, its own session: a signal to
+ * the container's process group is not for it). */
+static _Noreturn void keeper(int rd, bool installed, bool routed)
+{
+	struct al_error err = {0};
+	char c;
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	al_cred_wipe_copies();
+	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
+	    dup2(rd, 3) < 0 || al_sys_close_range(4, ~0U, 0) < 0)
+		_exit(1);
+	setsid();
+	while (read(3, &c, 1) < 0 && errno == EINTR)
+		;
+	_exit(remove_ours(installed, routed, &err) < 0 ? 2 : 0);
+}
+
+static int start_keeper(struct al_netns_join *j, struct al_error *err)
+{
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return al_error_setsys(err, errno, "pipe2");
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		return al_error_setsys(err, e, "fork of the process that removes the rules");
+	}
+	if (pid == 0)
+		keeper(p[0], j->installed, j->routed);
+	close(p[0]);
+	j->keeper = pid;
+	j->keeper_wr = p[1];
+	return 0;
+}
+
+void al_netns_join_free(struct al_netns_join *j)
+{
+	struct al_error err = {0};
+	int st = 0;
+
+	if (!j)
+		return;
+	if (j->keeper > 0) {
+		/* The container has ended: the keeper removes the rules (told
+		 * by a byte: a copy of the pipe's end elsewhere would hide our
+		 * close); wait, so that they are gone when the supervisor's end
+		 * is seen. */
+		(void)!write(j->keeper_wr, "", 1);
+		al_closep(&j->keeper_wr);
+		while (waitpid(j->keeper, &st, 0) < 0 && errno == EINTR)
+			;
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			al_warn("removing airlock's rules from the engine's network namespace "
+				"failed (status %d): nft delete table ip airlock; nft delete "
+				"table ip6 airlock",
+				st);
+	} else if ((j->installed || j->routed) && al_netns_join_enter(j, &err) == 0) {
+		/* Still setting up (no keeper yet): we hold the capabilities. */
+		if (remove_ours(j->installed, j->routed, &err) < 0)
+			al_warn("removing airlock's rules from the engine's network namespace: %s",
+				err.msg);
+		al_netns_join_leave(j);
+	}
+	join_close(j);
+}
+
+int al_netns_join_enter(const struct al_netns_join *j, struct al_error *err)
+{
+	if (setns(j->ns, CLONE_NEWNET) < 0)
+		return al_error_setsys(err, errno, "entering the engine's network namespace");
+	return 0;
+}
+
+void al_netns_join_leave(const struct al_netns_join *j)
+{
+	if (setns(j->own, CLONE_NEWNET) < 0) {
+		/* Never go on with the gateway's upstream in the engine's
+		 * namespace. */
+		al_err("returning to the supervisor's own network namespace: %s", strerror(errno));
+		_exit(125);
+	}
+}
+
+void al_netns_join_id(const struct al_netns_join *j, dev_t *dev, ino_t *ino)
+{
+	*dev = j->dev;
+	*ino = j->ino;
+}
+
+int al_netns_join_take_diag(struct al_netns_join *j)
+{
+	return TAKE_FD(j->diag);
+}
+
+int al_netns_join_take_listener(struct al_netns_join *j, enum al_gateway_listener kind)
+{
+	return TAKE_FD(j->listeners[kind]);
+}
+
+int al_netns_join_sysfs(const struct al_netns_join *j, uint64_t attr, struct al_error *err)
+{
+	int fs, m = -1, r;
+
+	if ((r = al_netns_join_enter(j, err)) < 0)
+		return r;
+	fs = (int)syscall(SYS_fsopen, "sysfs", FSOPEN_CLOEXEC);
+	if (fs < 0 || syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "source", "sysfs", 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
+	    (m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, (unsigned)attr)) < 0)
+		r = al_error_setsys(err, errno, "a sysfs of the engine's network namespace");
+	if (fs >= 0)
+		close(fs);
+	al_netns_join_leave(j);
+	if (m < 0)
+		return r;
+	/* Above the numbers the child parks its own descriptors at. */
+	int high = fcntl(m, F_DUPFD_CLOEXEC, 100);
+	close(m);
+	return high < 0 ? al_error_setsys(err, errno, "fcntl(F_DUPFD_CLOEXEC)") : high;
+}
+
+bool al_netns_join_captured(const struct al_netns_join *j)
+{
+	return j->installed;
+}
+
+/* The namespace must be a network namespace, and neither ours nor the
+ * host's (rules there would be the host's). */
+static int check_ns(struct al_netns_join *j, struct al_error *err)
+{
+	struct stat own, host, st;
+
+	int type = ioctl(j->ns, NS_GET_NSTYPE);
+	if (type < 0)
+		return al_error_setsys(err, errno, "not a namespace");
+	if (type != CLONE_NEWNET)
+		return al_error_set(err, EINVAL, "not a network namespace");
+	if (fstat(j->ns, &st) < 0 || fstat(j->own, &own) < 0)
+		return al_error_setsys(err, errno, "fstat");
+	j->dev = st.st_dev;
+	j->ino = st.st_ino;
+	if ((st.st_dev == own.st_dev && st.st_ino == own.st_ino) ||
+	    (stat("/proc/1/ns/net", &host) == 0 && st.st_dev == host.st_dev &&
+	     st.st_ino == host.st_ino))
+		return al_error_set(err, EPERM,
+				    "the host's own network namespace: a container never shares "
+				    "it");
+	return 0;
+}
+
+/* linux.sysctl's net keys, in this namespace (a net sysctl is the
+ * opener's namespace's): as runc would, in the namespace the engine
+ * gave. */
+static int write_sysctls(const struct al_plan *p, struct al_error *err)
+{
+	char path[256];
+	char *const *kv = p->root->sysctl;
+
+	for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2) {
+		if (!al_plan_sysctl_allowed(kv[i]))
+			return al_error_set(err, EPERM, "sysctl %s", kv[i]);
+		int n = snprintf(path, sizeof(path), "/proc/sys/%s", kv[i]);
+		for (int k = 10; k < n; k++)
+			if (path[k] == '.')
+				path[k] = '/';
+		int r = al_write_file_at(AT_FDCWD, path, kv[i + 1], strlen(kv[i + 1]));
+		if (r < 0)
+			return al_error_setsys(err, -r, "sysctl %s = %s", kv[i], kv[i + 1]);
+	}
+	return 0;
+}
+
+static int install(struct al_netns_join *j, const struct al_plan *p, struct al_error *err)
+{
+	const struct al_capture_ruleset *rules =
+	    p->gateway ? &al_capture_joined_rules : &al_capture_joined_drop_rules;
+	_cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+	int r;
+
+	if (fd < 0)
+		return al_error_setsys(err, errno,
+				       "NETLINK_NETFILTER socket for airlock's rules (a kernel "
+				       "without nf_tables?)");
+	if ((r = al_capture_apply(fd, rules, err)) == -EEXIST)
+		return al_error_set(err, EEXIST,
+				    "a table \"airlock\" is already in it: another airlock "
+				    "container runs in this namespace (or one whose supervisor "
+				    "was killed left its rules: nft delete table ip airlock; nft "
+				    "delete table ip6 airlock)");
+	if (r < 0)
+		return r;
+	j->installed = true;
+	return 0;
+}
+
+/* Everything that is done inside the namespace. */
+static int set_up(struct al_netns_join *j, const struct al_plan *p, struct al_error *err)
+{
+	int r;
+
+	if ((r = al_netns_loopback_up()) < 0)
+		return al_error_setsys(err, -r, "bringing up lo");
+	if ((r = write_sysctls(p, err)) < 0)
+		return r;
+	/* The meter adds up this namespace's socket memory through it
+	 * (sockdiag.h); the monitor refuses to start the command without. */
+	j->diag = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (j->diag < 0 && !p->kernel_memory_best_effort)
+		return al_error_setsys(err, errno,
+				       "NETLINK_SOCK_DIAG socket, to account for socket memory");
+	if ((r = install(j, p, err)) < 0)
+		return r;
+	for (int k = 0; p->gateway && k < AL_GATEWAY_N_LISTENERS; k++) {
+		j->listeners[k] = al_netns_listen((enum al_gateway_listener)k);
+		if (j->listeners[k] < 0)
+			return al_error_setsys(err, -j->listeners[k],
+					       "gateway listener on 127.0.0.1:%u",
+					       al_gateway_listeners[k].port);
+	}
+	/* The gateway's made-up addresses (its DNS stub's answers) go over
+	 * lo, whatever routes the engine gave: to the redirect, never out
+	 * (an engine's namespace may have no default route at all). */
+	if (p->gateway) {
+		r = al_netns_route_lo(AL_GATEWAY_FAKE_NET, 15, true);
+		if (r < 0 && r != -EEXIST)
+			return al_error_setsys(err, -r, "adding a route of 198.18.0.0/15 over lo");
+		j->routed = r == 0;
+	}
+	return start_keeper(j, err);
+}
+
+int al_netns_join_open(const struct al_plan *p, struct al_netns_join **ret, struct al_error *err)
+{
+	struct al_netns_join *j = xcalloc(1, sizeof(*j));
+	const char *path = p->root->netns, *field = p->root->netns_field;
+	int r;
+
+	j->diag = j->keeper_wr = -1;
+	j->keeper = -1;
+	for (int k = 0; k < AL_GATEWAY_N_LISTENERS; k++)
+		j->listeners[k] = -1;
+	j->ns = open(path, O_RDONLY | O_CLOEXEC);
+	j->own = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (j->ns < 0 || j->own < 0)
+		r = al_error_setsys(err, errno, "open %s", j->ns < 0 ? path : "our own netns");
+	else if ((r = check_ns(j, err)) == 0 && (r = al_netns_join_enter(j, err)) == 0) {
+		r = set_up(j, p, err);
+		al_netns_join_leave(j);
+	}
+	if (r < 0) {
+		al_error_wrap(err, "%s %s: airlock's rules cannot be installed in it", field, path);
+		al_netns_join_free(j);
+		return r;
+	}
+	*ret = j;
+	return 0;
+}
