@@ -90,6 +90,7 @@ int al_cgroup_create(const struct al_cgroup_limits *limits, struct al_cgroup **r
 
 #define AL_CGROUP_PATH_MAX	512
 #define AL_CGROUP_COMPONENT_MAX 255
+#define AL_CGROUP_DEPTH_MAX	16
 
 /* A container's cgroupsPath (hostile: the bundle's author wrote it), as
  * the cgroupfs driver takes it: "/a/b" or "a/b", both below the root of
@@ -97,8 +98,11 @@ int al_cgroup_create(const struct al_cgroup_limits *limits, struct al_cgroup **r
  * ("slice:prefix:name"), more than AL_CGROUP_PATH_MAX bytes, a byte
  * other than letters, digits, "._-+@=" and "/", an empty component,
  * one that starts with "." (so no "." or ".."), one of more than
- * AL_CGROUP_COMPONENT_MAX bytes, and one named "airlock" (airlock's own
- * run cgroups). Pure. 0 with *ret (may be NULL) the absolute form
+ * AL_CGROUP_COMPONENT_MAX bytes, more than AL_CGROUP_DEPTH_MAX
+ * components, one named "airlock" (airlock's own run cgroups), and one
+ * named as a cgroup file: "tasks", "notify_on_release", "release_agent",
+ * or one that starts with "cgroup." or a controller's name and a dot
+ * ("memory.", "pids.", ...). Pure. 0 with *ret (may be NULL) the absolute form
  * (malloc()ed), or -errno with err saying what is wrong (without the
  * field's name: the caller adds it). */
 int al_cgroup_path_check(const char *path, char **ret, struct al_error *err);

@@ -8,6 +8,15 @@
 
 #include "core/util.h"
 
+/* Files of a cgroup directory: names no component may have or start
+ * with (v1 and v2; the controllers' files start with their name and a
+ * dot). */
+static const char *const control_names[] = {"tasks", "notify_on_release", "release_agent", NULL};
+static const char *const control_prefixes[] = {
+    "cgroup.",	"memory.", "pids.",    "cpu.",	   "cpuacct.",	"blkio.",
+    "freezer.", "io.",	   "hugetlb.", "net_cls.", "net_prio.", "perf_event.",
+    "devices.", "cpuset.", "rdma.",    "misc.",	   NULL};
+
 /* One component of the path (len bytes at s). */
 static int check_component(const char *s, size_t len, struct al_error *err)
 {
@@ -26,6 +35,19 @@ static int check_component(const char *s, size_t len, struct al_error *err)
 	 * is never taken for a stale run by gc, nor put inside one. */
 	if (len == strlen("airlock") && strncmp(s, "airlock", len) == 0)
 		return al_error_set(err, EPERM, "\"airlock\" is airlock's own (its run cgroups)");
+	/* The name of a cgroupfs file: its mkdir fails (EEXIST) only once
+	 * the parents are made, or it reads as a control file to tools. */
+	for (size_t i = 0; control_names[i]; i++)
+		if (len == strlen(control_names[i]) && strncmp(s, control_names[i], len) == 0)
+			return al_error_set(err, EINVAL, "\"%.*s\" is the name of a cgroup file",
+					    (int)len, s);
+	for (size_t i = 0; control_prefixes[i]; i++)
+		if (len >= strlen(control_prefixes[i]) &&
+		    strncmp(s, control_prefixes[i], strlen(control_prefixes[i])) == 0)
+			return al_error_set(err, EINVAL,
+					    "\"%.*s\": a component may not start with \"%s\" (the "
+					    "cgroup files' prefix)",
+					    (int)len, s, control_prefixes[i]);
 	return 0;
 }
 
@@ -56,9 +78,14 @@ int al_cgroup_path_check(const char *path, char **ret, struct al_error *err)
 		s++;
 	if (*s == '\0')
 		return al_error_set(err, EPERM, "the root of the hierarchy is not a container's");
-	for (;;) {
+	for (size_t depth = 1;; depth++) {
 		const char *slash = strchr(s, '/');
 		size_t n = slash ? (size_t)(slash - s) : strlen(s);
+		/* Each component is a cgroup in every hierarchy (v1 memory
+		 * cgroup ids are a host-wide 65535). */
+		if (depth > AL_CGROUP_DEPTH_MAX)
+			return al_error_set(err, EINVAL, "more than %d components",
+					    AL_CGROUP_DEPTH_MAX);
 		if ((r = check_component(s, n, err)) < 0)
 			return r;
 		if (!slash)

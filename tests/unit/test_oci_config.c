@@ -219,6 +219,21 @@ static void test_cgroups_path(void **state)
 	expect_cgroups_path("/a\\nb", NULL, "offset 2");
 	expect_cgroups_path("/x/airlock/y", NULL, "airlock's own");
 	expect_cgroups_path("/airlock", NULL, "airlock's own");
+	/* Named as a cgroup file: refused before anything is made. */
+	expect_cgroups_path("/t/cf/tasks", NULL, "\"tasks\" is the name of a cgroup file");
+	expect_cgroups_path("/notify_on_release", NULL, "name of a cgroup file");
+	expect_cgroups_path("/a/release_agent/b", NULL, "name of a cgroup file");
+	expect_cgroups_path("/a/cgroup.procs", NULL, "may not start with \"cgroup.\"");
+	expect_cgroups_path("/memory.limit_in_bytes/a", NULL, "\"memory.\"");
+	expect_cgroups_path("/a/cpuset.cpus", NULL, "\"cpuset.\"");
+	expect_cgroups_path("/a/pids.max", NULL, "\"pids.\"");
+	expect_cgroups_path("/a/io.max", NULL, "\"io.\"");
+	expect_cgroups_path("/a/memory/tasks2/cpus", "/a/memory/tasks2/cpus", NULL);
+	/* At most 16 components. */
+	expect_cgroups_path("/1/2/3/4/5/6/7/8/9/10/11/12/13/14/15/16",
+			    "/1/2/3/4/5/6/7/8/9/10/11/12/13/14/15/16", NULL);
+	expect_cgroups_path("/1/2/3/4/5/6/7/8/9/10/11/12/13/14/15/16/17", NULL,
+			    "more than 16 components");
 	memset(name, 'n', sizeof(name) - 1);
 	name[sizeof(name) - 1] = '\0';
 	_cleanup_free_ char *longname = xasprintf("/a/%s", name);
