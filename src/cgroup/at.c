@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/file.h>
 #include <sys/statfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "core/cleanup.h"
@@ -18,6 +20,60 @@
 #include "core/util.h"
 
 const char *const al_cg_tag_names[] = {"blkio", "perf_event", "net_cls", "hugetlb", NULL};
+
+int al_cg_mark(const char *dir, const char *what, struct al_error *err)
+{
+	if (setxattr(dir, AL_CG_XATTR, what, strlen(what), 0) < 0)
+		return al_error_setsys(err, errno,
+				       "cgroup: marking %s as airlock's (xattr " AL_CG_XATTR
+				       "); without the mark a container could be made inside "
+				       "another's, refusing",
+				       dir);
+	return 0;
+}
+
+bool al_cg_marked(const char *dir, const char *what)
+{
+	char v[32];
+	ssize_t n = getxattr(dir, AL_CG_XATTR, v, sizeof(v));
+
+	return n == (ssize_t)strlen(what) && memcmp(v, what, (size_t)n) == 0;
+}
+
+int al_cg_at_lock(struct al_error *err)
+{
+	if (mkdir("/run/airlock", 0755) < 0 && errno != EEXIST)
+		return al_error_setsys(err, errno, "cgroup: mkdir /run/airlock");
+	int fd = open(AL_CG_AT_LOCK, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return al_error_setsys(err, errno, "cgroup: open " AL_CG_AT_LOCK);
+	while (flock(fd, LOCK_EX) < 0) {
+		if (errno != EINTR) {
+			int e = errno;
+			close(fd);
+			return al_error_setsys(err, e, "cgroup: flock " AL_CG_AT_LOCK);
+		}
+	}
+	return fd;
+}
+
+void al_cg_remove_parents(const char *mount, const char *path)
+{
+	_cleanup_free_ char *dir = xasprintf("%s%s", mount, path);
+
+	/* Deepest first; the first that is not ours, or not empty (another
+	 * container's parent too), ends the walk: those above hold it. */
+	for (char *slash; (slash = strrchr(dir, '/')) && slash > dir + strlen(mount);) {
+		*slash = '\0';
+		if (!al_cg_marked(dir, AL_CG_MARK_PARENT))
+			return;
+		if (rmdir(dir) < 0) {
+			if (errno != EBUSY && errno != ENOTEMPTY)
+				al_debug("cgroup: ignoring rmdir %s: %s", dir, strerror(errno));
+			return;
+		}
+	}
+}
 
 int al_cg_mkdir_parents(const char *mount, const char *path, bool v2, struct al_error *err)
 {
@@ -40,8 +96,15 @@ int al_cg_mkdir_parents(const char *mount, const char *path, bool v2, struct al_
 						 err)) < 0)
 				return r;
 		}
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		if (mkdir(dir, 0755) == 0) {
+			/* Ours to remove once empty (al_cg_remove_parents). */
+			if ((r = al_cg_mark(dir, AL_CG_MARK_PARENT, err)) < 0) {
+				rmdir(dir);
+				return r;
+			}
+		} else if (errno != EEXIST) {
 			return al_error_setsys(err, errno, "cgroup: mkdir %s", dir);
+		}
 	}
 	if (v2)
 		return al_cg_write_str(dir, "cgroup.subtree_control", "+memory +pids +cpu", err);
@@ -67,6 +130,12 @@ int al_cg_check_ancestors(const char *mount, const char *path, bool v2, struct a
 		free(dir);
 		dir = next;
 		_cleanup_free_ char *leaf = xasprintf("%s/" AL_CG_INIT_LEAF, dir);
+		if (al_cg_marked(dir, AL_CG_MARK_CONTAINER))
+			return al_error_set(err, EBUSY,
+					    "linux.cgroupsPath: \"%s\": %s is another airlock "
+					    "container's cgroup; a container's cgroup is not made "
+					    "inside one",
+					    path, dir);
 		if (holds_procs(dir) || (v2 && holds_procs(leaf)))
 			return al_error_set(
 			    err, EBUSY,

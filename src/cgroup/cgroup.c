@@ -518,6 +518,10 @@ static int make_dirs(struct al_cgroup *cg, const char *path, struct al_error *er
 			return al_error_setsys(err, errno, "cgroup: mkdir %s", h->dir);
 		}
 		h->made = true;
+		/* Recognisable as a container's from here on, before any
+		 * process joins it (al_cg_check_ancestors). */
+		if (path && (r = al_cg_mark(h->dir, AL_CG_MARK_CONTAINER, err)) < 0)
+			return r;
 	}
 	return 0;
 }
@@ -530,6 +534,9 @@ int al_cgroup_create(const struct al_cgroup_limits *limits, struct al_cgroup **r
 	const char *v2m = NULL;
 	char id[96];
 	int r = 0;
+	/* At a caller's path: held until the cgroups are made and marked
+	 * (and, on failure, the parents made removed again). */
+	_cleanup_(al_closep) int lock = -1;
 
 	cg->dirfd = -1;
 	cg->sockfd = -1;
@@ -542,6 +549,8 @@ int al_cgroup_create(const struct al_cgroup_limits *limits, struct al_cgroup **r
 		r = setup_v1(cg, limits, id, err);
 	if (r == 0 && !cg->v2 && limits->path)
 		al_cg_tags_find(cg, limits->path);
+	if (r == 0 && limits->path && (lock = al_cg_at_lock(err)) < 0)
+		r = lock;
 	if (r < 0 || (r = make_dirs(cg, limits->path, err)) < 0)
 		goto fail;
 	r = cg->v2 ? write_limits_v2(cg, limits, err) : write_limits_v1(cg, limits, err);
@@ -577,6 +586,8 @@ int al_cgroup_create(const struct al_cgroup_limits *limits, struct al_cgroup **r
 	return 0;
 fail:
 	al_cgroup_destroy(cg, NULL);
+	if (lock >= 0)
+		al_cg_remove_parents_all(limits->path);
 	return r;
 }
 

@@ -83,6 +83,11 @@ const char *al_cgroup_layout(void);
 
 /* Create the run's cgroup(s) and write the limits, then read them back:
  * a limit that does not read back as written fails the call (fail closed).
+ * At a path (limits->path, a container's cgroupsPath): under the
+ * host-wide lock /run/airlock/cgroups-at.lock, refused where the path
+ * exists or lies below another airlock container's cgroup or below one
+ * holding processes; the parents made and the cgroup marked (xattr
+ * trusted.airlock), the parents removed again when the call fails.
  * Unprivileged callers without a writable (delegated) cgroup get EACCES
  * with a message saying how to delegate. */
 int al_cgroup_create(const struct al_cgroup_limits *limits, struct al_cgroup **ret,
@@ -111,10 +116,14 @@ int al_cgroup_path_check(const char *path, char **ret, struct al_error *err);
  * once its supervisor is gone: its directories in the v1 hierarchies of
  * no limit (blkio...) removed once empty (nothing in them killed); with
  * dead (the supervisor died before its end), also what is in the cgroup
- * killed and it removed, with the cgroups below it, in every hierarchy
- * al_cgroup_create makes one in for a path. Missing directories are
- * fine. 0, or -errno with err naming a directory that could not be
- * removed. */
+ * killed and it removed, with airlock's own cgroups below it (as
+ * al_cgroup_kill and al_cgroup_destroy: another child is left, and so is
+ * the directory, with a warning), in every hierarchy al_cgroup_create
+ * makes one in for a path; then, where the path is gone, the parents a
+ * create made there (marked so), deepest first, once empty. Holds
+ * /run/airlock/cgroups-at.lock meanwhile. Missing directories are fine.
+ * 0, or -errno with err naming a directory that could not be removed or
+ * the lock file. */
 int al_cgroup_remove_at(const char *path, bool dead, struct al_error *err);
 
 /* What the run's cgroup does with socket buffers (see al_sockmem). */
@@ -151,16 +160,20 @@ int al_cgroup_task_fds(const struct al_cgroup *cg, bool outer, int *fds, size_t 
 void al_cgroup_stats(struct al_cgroup *cg, struct al_cgroup_stats *st);
 
 /* Kill every process in the run cgroup (v2 cgroup.kill; v1 SIGKILL to each
- * listed pid). */
+ * listed pid). At a caller's path (al_cgroup_limits.path), only those in
+ * it and in airlock's own children ("init", "exec-N"), never in a child
+ * cgroup someone else made there. */
 void al_cgroup_kill(const struct al_cgroup *cg);
 
-/* The host pids in the run's cgroup and those below it (its execs'),
- * sorted (init's 1 and below left out: pids of another namespace never
+/* The host pids in the run's cgroup and those below it (its execs'; at
+ * a caller's path, only in airlock's own children), sorted (init's 1 and below left out: pids of another namespace never
  * appear here). 0, or -ENOENT with no cgroup. */
 int al_cgroup_pids(const struct al_cgroup *cg, pid_t **ret, size_t *n);
 
 /* Remove the run's directories (retrying briefly while the last tasks
- * leave) and free cg. Returns 0 or -errno (the directory is left for gc). */
+ * leave) and free cg. At a caller's path, only airlock's own children are
+ * removed with it; a directory that holds another child is left, with a
+ * warning, and that is not an error. Returns 0 or -errno (the directory is left for gc). */
 int al_cgroup_destroy(struct al_cgroup *cg, struct al_error *err);
 
 /* A short description for the plan dump: "v1 memory,pids,cpu,cpuacct at ...". */

@@ -76,16 +76,52 @@ extern const char *const al_cg_v1_controllers[];
  * that was reaped and reused meanwhile). */
 void al_cg_kill_listed(const char *dir);
 
+/* A cgroup airlock made at a caller's path is marked with this xattr
+ * (trusted.*: only CAP_SYS_ADMIN sets one): "container" on a container's
+ * cgroup, from its mkdir on (so that a path below it is refused even
+ * before its processes joined), "parent" on each parent a create made
+ * (removed once empty, and only those). */
+#define AL_CG_XATTR	     "trusted.airlock"
+#define AL_CG_MARK_CONTAINER "container"
+#define AL_CG_MARK_PARENT    "parent"
+#define AL_CG_AT_LOCK	     "/run/airlock/cgroups-at.lock"
+
+/* at.c: dir marked as what; 0 or -errno with err naming dir (a
+ * cgroupfs without xattrs: refused, the marks are what keeps containers
+ * apart). */
+int al_cg_mark(const char *dir, const char *what, struct al_error *err);
+/* at.c: dir carries the mark what. */
+bool al_cg_marked(const char *dir, const char *what);
+
+/* at.c: AL_CG_AT_LOCK opened (made 0600 if missing) and locked
+ * exclusively, host-wide: held around the checks and mkdirs of a
+ * create at a path and around the removal of parents, so that a check
+ * never sees another create half-done. The fd (close it to unlock), or
+ * -errno with err naming the file. */
+int al_cg_at_lock(struct al_error *err);
+
+/* at.c: the parents of <mount><path> marked AL_CG_MARK_PARENT removed,
+ * deepest first, while they are empty; the walk stops at the first that
+ * is not marked or not empty. The caller holds al_cg_at_lock. */
+void al_cg_remove_parents(const char *mount, const char *path);
+
+/* teardown.c: in every hierarchy where <path> is gone, its parents a
+ * create made removed (al_cg_remove_parents). The caller holds
+ * al_cg_at_lock. */
+void al_cg_remove_parents_all(const char *path);
+
 /* at.c: the parents of <mount><path> that are missing, made (path
- * checked by al_cgroup_path_check; dir itself not made). v2: the
- * memory, pids and cpu controllers enabled for the children of each
- * parent from the mount on. 0 or -errno with err naming the directory or
- * file. Parents are left at the end, made or not. */
+ * checked by al_cgroup_path_check; dir itself not made), each marked
+ * AL_CG_MARK_PARENT. v2: the memory, pids and cpu controllers enabled
+ * for the children of each parent from the mount on. 0 or -errno with
+ * err naming the directory or file (what was made is left for
+ * al_cg_remove_parents). */
 int al_cg_mkdir_parents(const char *mount, const char *path, bool v2, struct al_error *err);
 
 /* at.c: refuse (EBUSY, naming linux.cgroupsPath) a path below a cgroup
- * of the hierarchy at mount that holds processes of its own (v2: or in
- * its child "init", a session's leaf): another container's, whose
+ * of the hierarchy at mount marked AL_CG_MARK_CONTAINER, or that holds
+ * processes of its own (v2: or in its child "init", a session's leaf):
+ * another container's, whose
  * limits, ps, kill and removal would then take this one's processes in.
  * The hierarchy's root does not count. */
 int al_cg_check_ancestors(const char *mount, const char *path, bool v2, struct al_error *err);

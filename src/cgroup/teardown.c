@@ -48,8 +48,22 @@ static pid_t *read_procs(const char *dir, size_t *n)
 	return pids;
 }
 
-/* dir's pids and those of the cgroups below it (an exec's), appended. */
-static void procs_below(const char *dir, int depth, pid_t **pids, size_t *n)
+/* A child cgroup airlock makes in a run's: a session's init leaf, an
+ * exec's "exec-N". At a caller's path, only those are the run's: any
+ * other child was made by someone else (another runtime's container). */
+static bool own_child(const char *name)
+{
+	const char *n = name + strlen("exec-");
+
+	if (strcmp(name, AL_CG_INIT_LEAF) == 0)
+		return true;
+	return strncmp(name, "exec-", strlen("exec-")) == 0 && *n &&
+	       strspn(n, "0123456789") == strlen(n);
+}
+
+/* dir's pids and those of the cgroups below it (an exec's), appended;
+ * own_only: of dir's children, only airlock's own (own_child). */
+static void procs_below(const char *dir, int depth, bool own_only, pid_t **pids, size_t *n)
 {
 	size_t k;
 	_cleanup_free_ pid_t *here = read_procs(dir, &k);
@@ -64,9 +78,10 @@ static void procs_below(const char *dir, int depth, pid_t **pids, size_t *n)
 	if (depth >= 4 || !(d = opendir(dir)))
 		return;
 	while ((de = readdir(d)))
-		if (de->d_type == DT_DIR && de->d_name[0] != '.') {
+		if (de->d_type == DT_DIR && de->d_name[0] != '.' &&
+		    (!own_only || own_child(de->d_name))) {
 			_cleanup_free_ char *sub = xasprintf("%s/%s", dir, de->d_name);
-			procs_below(sub, depth + 1, pids, n);
+			procs_below(sub, depth + 1, false, pids, n);
 		}
 	closedir(d);
 }
@@ -79,7 +94,7 @@ int al_cgroup_pids(const struct al_cgroup *cg, pid_t **ret, size_t *n)
 	*n = 0;
 	if (!dir)
 		return -ENOENT;
-	procs_below(dir, 0, ret, n);
+	procs_below(dir, 0, cg->h[0].mount != NULL, ret, n);
 	if (*n)
 		qsort(*ret, *n, sizeof(**ret), cmp_pid);
 	return 0;
@@ -115,8 +130,9 @@ static void kill_listed(const char *dir)
 }
 
 /* Calls fn for each child cgroup of dir (a session's exec-N), one level
- * down: that is all the depth airlock makes. */
-static void each_child(const char *dir, void (*fn)(const char *dir))
+ * down: that is all the depth airlock makes. own_only: only airlock's
+ * own children (own_child). */
+static void each_child(const char *dir, bool own_only, void (*fn)(const char *dir))
 {
 	_cleanup_(al_closep) int fd = open(dir, O_DIRECTORY | O_CLOEXEC);
 	struct dirent *e;
@@ -127,7 +143,8 @@ static void each_child(const char *dir, void (*fn)(const char *dir))
 	if (fd < 0 || fstat(fd, &st) < 0 || st.st_nlink <= 2 || !(d = fdopendir(TAKE_FD(fd))))
 		return;
 	while ((e = readdir(d))) {
-		if (e->d_type != DT_DIR || e->d_name[0] == '.')
+		if (e->d_type != DT_DIR || e->d_name[0] == '.' ||
+		    (own_only && !own_child(e->d_name)))
 			continue;
 		_cleanup_free_ char *sub = xasprintf("%s/%s", dir, e->d_name);
 		fn(sub);
@@ -135,28 +152,69 @@ static void each_child(const char *dir, void (*fn)(const char *dir))
 	closedir(d);
 }
 
-/* Everything in dir and its exec children, thawed first (a frozen v1 task
- * does not die until thawed). */
-static void kill_tree(const char *dir)
+/* The first child cgroup of dir that airlock did not make, into name;
+ * false when there is none. */
+static bool foreign_child(const char *dir, char *name, size_t len)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool found = false;
+
+	while (d && !found && (e = readdir(d)))
+		if (e->d_type == DT_DIR && e->d_name[0] != '.' && !own_child(e->d_name)) {
+			snprintf(name, len, "%s", e->d_name);
+			found = true;
+		}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* dir, the run's at a caller's path that its supervisor removed, is
+ * still there because of a cgroup someone else made in it: said. */
+static void left_warn(const char *dir)
+{
+	char name[256];
+
+	if (access(dir, F_OK) == 0 && foreign_child(dir, name, sizeof(name)))
+		al_warn("cgroup: %s holds a cgroup airlock did not make (%s); leaving it", dir,
+			name);
+}
+
+/* One of airlock's leaves: v2's cgroup.kill, v1 each listed. */
+static void kill_leaf(const char *dir)
+{
+	_cleanup_free_ char *kill_file = xasprintf("%s/cgroup.kill", dir);
+	if (al_write_file_at(AT_FDCWD, kill_file, "1", 1) < 0)
+		kill_listed(dir);
+}
+
+/* Everything in dir and its exec children (own_only: only airlock's
+ * own, see own_child), thawed first (a frozen v1 task does not die
+ * until thawed). */
+static void kill_tree(const char *dir, bool own_only)
 {
 	al_cg_thaw_dir(dir);
 	kill_listed(dir);
-	each_child(dir, kill_listed);
+	each_child(dir, own_only, kill_leaf);
 }
 
 void al_cgroup_kill(const struct al_cgroup *cg)
 {
 	if (!cg)
 		return;
-	/* v2's cgroup.kill takes the whole subtree, frozen or not. */
-	if (cg->v2 && al_cg_write_str(cg->h[0].dir, "cgroup.kill", "1", NULL) == 0)
+	/* v2's cgroup.kill takes the whole subtree, frozen or not: at a
+	 * caller's path, where a child may be someone else's, only
+	 * airlock's own leaves are killed so (kill_tree). */
+	bool at = cg->h[0].mount != NULL;
+	if (cg->v2 && !at && al_cg_write_str(cg->h[0].dir, "cgroup.kill", "1", NULL) == 0)
 		return;
 	/* Thawed before any is killed: the freezer is a hierarchy of its own
 	 * on v1, and its tasks are the same as the others'. */
 	if (al_cg_freezer_dir(cg))
 		al_cg_thaw_dir(al_cg_freezer_dir(cg));
 	for (size_t i = 0; i < cg->n; i++)
-		kill_tree(cg->h[i].dir);
+		kill_tree(cg->h[i].dir, at);
 }
 
 static int remove_one(const char *dir)
@@ -185,10 +243,19 @@ static void remove_child(const char *dir)
 }
 
 /* dir and the exec children a killed session left in it (the kernel
- * refuses to remove a cgroup that has children). */
-static int remove_dir(const char *dir)
+ * refuses to remove a cgroup that has children). own_only: at a caller's
+ * path, only airlock's own children; with another one there, dir is
+ * left (warned about), not an error. */
+static int remove_dir(const char *dir, bool own_only)
 {
-	each_child(dir, remove_child);
+	char name[256];
+
+	each_child(dir, own_only, remove_child);
+	if (own_only && foreign_child(dir, name, sizeof(name))) {
+		al_warn("cgroup: %s holds a cgroup airlock did not make (%s); leaving it", dir,
+			name);
+		return 0;
+	}
 	return remove_one(dir);
 }
 
@@ -203,7 +270,7 @@ int al_cgroup_destroy(struct al_cgroup *cg, struct al_error *err)
 	for (size_t i = 0; i < AL_CG_N_COUNTERS; i++)
 		al_closep(&cg->ctrfd[i]);
 	for (size_t i = 0; i < cg->n; i++) {
-		int q = cg->h[i].made ? remove_dir(cg->h[i].dir) : 0;
+		int q = cg->h[i].made ? remove_dir(cg->h[i].dir, cg->h[i].mount != NULL) : 0;
 		if (q < 0 && r == 0)
 			r = al_error_setsys(err, -q, "cgroup: removing %s (left for airlock gc)",
 					    cg->h[i].dir);
@@ -240,14 +307,31 @@ static bool run_is_stale(const char *name)
  * their other cgroups are removed only once they are gone. */
 static const char *const gc_order[] = {"freezer", "memory", "pids", "cpu", "cpuacct"};
 
+/* In the hierarchy of name, where <path> is gone: the parents a create
+ * made there, removed once empty. */
+static void remove_parents_in(const char *name, const char *path)
+{
+	_cleanup_free_ char *mount = xasprintf(CG_ROOT "/%s", name);
+	_cleanup_free_ char *dir = NULL;
+	char real[4096];
+
+	if (!realpath(mount, real))
+		return;
+	dir = xasprintf("%s%s", real, path);
+	left_warn(dir);
+	if (access(dir, F_OK) < 0)
+		al_cg_remove_parents(real, path);
+}
+
 /* Kill what is in dir (v2: cgroup.kill; v1: thawed, then each listed) and
- * remove it with its children. */
-static int kill_remove(const char *dir)
+ * remove it with its children; own_only: only airlock's own children
+ * (see remove_dir). */
+static int kill_remove(const char *dir, bool own_only)
 {
 	_cleanup_free_ char *kill_file = xasprintf("%s/cgroup.kill", dir);
-	if (al_write_file_at(AT_FDCWD, kill_file, "1", 1) < 0)
-		kill_tree(dir);
-	return remove_dir(dir);
+	if (own_only || al_write_file_at(AT_FDCWD, kill_file, "1", 1) < 0)
+		kill_tree(dir, own_only);
+	return remove_dir(dir, own_only);
 }
 
 static int gc_base(const char *base, const char *ours)
@@ -277,7 +361,7 @@ static int gc_base(const char *base, const char *ours)
 		if (e->d_type != DT_DIR || e->d_name[0] == '.' || !run_is_stale(e->d_name))
 			continue;
 		_cleanup_free_ char *dir = xasprintf("%s/%s", base, e->d_name);
-		int r = kill_remove(dir);
+		int r = kill_remove(dir, false);
 		if (r == 0) {
 			al_debug("gc: removed stale cgroup %s", dir);
 			removed++;
@@ -302,9 +386,10 @@ int al_cg_rmdir_wait(const char *dir)
 	return -EBUSY;
 }
 
-/* <hierarchy of name><path> removed: kill_remove, or (tag) only once
- * empty, nothing in it killed; 0 where it is not mounted. */
-static int remove_in(const char *name, const char *path, bool tag, struct al_error *err)
+/* <hierarchy of name><path> removed: kill_remove (only airlock's own),
+ * or (tag) only once empty, nothing in it killed; then the parents its
+ * create made, once empty. 0 where it is not mounted. */
+static int remove_in(const char *name, const char *path, bool kill, struct al_error *err)
 {
 	_cleanup_free_ char *mount = xasprintf(CG_ROOT "/%s", name);
 	char real[4096];
@@ -312,8 +397,11 @@ static int remove_in(const char *name, const char *path, bool tag, struct al_err
 	if (!realpath(mount, real))
 		return 0;
 	_cleanup_free_ char *dir = xasprintf("%s%s", real, path);
-	int q = tag ? al_cg_rmdir_wait(dir) : kill_remove(dir);
-	return q < 0 ? al_error_setsys(err, -q, "cgroup: removing %s", dir) : 0;
+	int q = kill ? kill_remove(dir, true) : al_cg_rmdir_wait(dir);
+	if (q < 0)
+		return al_error_setsys(err, -q, "cgroup: removing %s", dir);
+	al_cg_remove_parents(real, path);
+	return 0;
 }
 
 int al_cgroup_remove_at(const char *path, bool dead, struct al_error *err)
@@ -322,21 +410,52 @@ int al_cgroup_remove_at(const char *path, bool dead, struct al_error *err)
 	const char *v2m = NULL;
 	int r = 0;
 
+	/* Parents are removed under the lock a create at a path holds while
+	 * it checks and makes them. */
+	_cleanup_(al_closep) int lock = al_cg_at_lock(err);
+	if (lock < 0)
+		return lock;
 	if (al_cg_v2_usable(&v2m, &v2own)) {
 		_cleanup_free_ char *dir = xasprintf("%s%s", v2m, path);
-		int q = dead ? kill_remove(dir) : 0;
-		return q < 0 ? al_error_setsys(err, -q, "cgroup: removing %s", dir) : 0;
+		int q = dead ? kill_remove(dir, true) : 0;
+		if (q < 0)
+			return al_error_setsys(err, -q, "cgroup: removing %s", dir);
+		if (!dead)
+			left_warn(dir);
+		if (access(dir, F_OK) < 0)
+			al_cg_remove_parents(v2m, path);
+		return 0;
 	}
-	/* The first failure is the one told. */
-	for (size_t i = 0; dead && i < AL_ARRAY_SIZE(gc_order); i++) {
-		int q = remove_in(gc_order[i], path, false, r < 0 ? NULL : err);
+	/* The first failure is the one told. Without dead, the supervisor
+	 * removed the run's cgroups: their parents are removed here. */
+	for (size_t i = 0; i < AL_ARRAY_SIZE(gc_order); i++) {
+		int q = 0;
+		if (dead)
+			q = remove_in(gc_order[i], path, true, r < 0 ? NULL : err);
+		else
+			remove_parents_in(gc_order[i], path);
 		r = r < 0 ? r : q;
 	}
 	for (size_t i = 0; al_cg_tag_names[i]; i++) {
-		int q = remove_in(al_cg_tag_names[i], path, true, r < 0 ? NULL : err);
+		int q = remove_in(al_cg_tag_names[i], path, false, r < 0 ? NULL : err);
 		r = r < 0 ? r : q;
 	}
 	return r;
+}
+
+void al_cg_remove_parents_all(const char *path)
+{
+	_cleanup_free_ char *v2own = NULL;
+	const char *v2m = NULL;
+
+	if (al_cg_v2_usable(&v2m, &v2own)) {
+		al_cg_remove_parents(v2m, path);
+		return;
+	}
+	for (size_t i = 0; i < AL_ARRAY_SIZE(gc_order); i++)
+		remove_parents_in(gc_order[i], path);
+	for (size_t i = 0; al_cg_tag_names[i]; i++)
+		remove_parents_in(al_cg_tag_names[i], path);
 }
 
 int al_cgroup_gc(struct al_error *err)

@@ -940,8 +940,8 @@ def cgroups_path_placed(env):
     the pid file's process (airlock's supervisor) is at the path in the v1
     hierarchies airlock sets no limit in (blkio...: podman takes the
     longest path of that pid's cgroups as the container's); after delete
-    the cgroup is gone in every hierarchy (its parent, made by create, is
-    left, as runc leaves it: the test removes it)."""
+    the cgroup is gone in every hierarchy, and so is its parent, which
+    create made (one that was there before create stays)."""
     top = "/airlock-test-" + TAG
     path = top + "/c1"
     res = {"memory": {"limit": 64 << 20}, "pids": {"limit": 40},
@@ -997,8 +997,8 @@ def cgroups_path_placed(env):
         env.gone(cid, procs)
         left = [d for d in cg_dirs(path, tags=True).values() if os.path.exists(d)]
         expect(not left, "cgroups at the path remain after delete: %s" % left)
-        kept = [d for d in cg_dirs(top).values() if not os.path.isdir(d)]
-        expect(not kept, "the parent made by create was removed: %s" % kept)
+        kept = [d for d in cg_dirs(top, tags=True).values() if os.path.isdir(d)]
+        expect(not kept, "the parent made by create remains after delete: %s" % kept)
     finally:
         env.rt("delete", "--force", "%s-cgpath" % TAG)
         cg_parent_removed(top)
@@ -1017,7 +1017,9 @@ def cgroups_path_refused(env):
     bad = {"exists": (top + "/taken", "exists already"),
            "dotdot": (top + "/a/../b", "\".\""),
            "systemd": ("system.slice:airlock:x", "systemd"),
-           "long": ("/" + "x" * 600, "at most")}
+           "long": ("/" + "x" * 600, "at most"),
+           "control": (top + "/cf/tasks", "cgroup file"),
+           "deep": (top + "/d" * 16, "more than 16 components")}
     try:
         os.makedirs(taken)
         for name, (path, why) in bad.items():
@@ -1048,7 +1050,7 @@ def cgroups_path_refused(env):
 def cgroups_path_nested_refused(env):
     """A container whose cgroupsPath lies inside a running container's
     cgroup (/airlock-test-TAG/a/b under /airlock-test-TAG/a) is refused
-    naming linux.cgroupsPath and the cgroup that holds processes; nothing
+    naming linux.cgroupsPath and the other container's cgroup; nothing
     is made below the first, whose processes still run."""
     top = "/airlock-test-" + TAG
     try:
@@ -1063,7 +1065,7 @@ def cgroups_path_nested_refused(env):
                                              linux={"cgroupsPath": top + "/a/b"}),
                              expect_ok=False)
         expect(rc != 0, "a container inside another's cgroup was made")
-        expect("linux.cgroupsPath" in err and "holds processes" in err,
+        expect("linux.cgroupsPath" in err and "another airlock container's" in err,
                "the refusal does not say linux.cgroupsPath and why: %s" % err)
         made = [d for d in cg_dirs(top + "/a/b", tags=True).values() if os.path.exists(d)]
         expect(not made, "the refused create made %s" % made)
@@ -1103,6 +1105,145 @@ def cgroups_path_supervisor_killed(env):
         expect(not left, "cgroups at the path remain after delete: %s" % left)
     finally:
         env.rt("delete", "--force", "%s-cgdead" % TAG)
+        cg_parent_removed(top)
+
+
+def foreign_cgroup(path):
+    """A cgroup made by the test at path in the first hierarchy airlock
+    uses (not airlock's: another runtime's container, say), holding a
+    `sleep 60` of the test's (bounded: it ends by itself); (dir, process)."""
+    d = next(iter(cg_dirs(path).values()))
+    os.mkdir(d)
+    victim = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    with open(os.path.join(d, "cgroup.procs"), "w") as f:
+        f.write(str(victim.pid))
+    return d, victim
+
+
+def foreign_cgroup_removed(d, victim):
+    if victim.poll() is None:
+        victim.kill()
+    victim.wait()
+    wait_for(lambda: not read(os.path.join(d, "cgroup.procs")), 5, step=0.05)
+    try:
+        os.rmdir(d)
+    except OSError:
+        pass
+
+
+@case
+def cgroups_path_foreign_child(env):
+    """A cgroup someone else made below a running container's cgroupsPath
+    (the test's, holding a process of the test's): `ps` does not list
+    that process, and `delete --force` ends the container's processes but
+    not that one; delete succeeds, warning that it leaves the path's
+    directory, which is left with the foreign cgroup in it."""
+    top = "/airlock-test-" + TAG
+    path = top + "/f"
+    d = victim = None
+    try:
+        cid = env.new_id("cgforeign")
+        env.create(cid, env.bundle("cgforeign", SLEEP, linux={"cgroupsPath": path}))
+        expect(env.rt("start", cid).rc == 0, "start failed")
+        env.wait_status(cid, "running")
+        d, victim = foreign_cgroup(path + "/foreign")
+        ps = env.ps(cid)
+        expect(victim.pid not in ps, "ps of the container lists the foreign process: %s" % ps)
+        procs = env.note_cgroups(cid)
+        log = os.path.join(env.base, "cgforeign.log")
+        r = env.rt("--log", log, "delete", "--force", cid)
+        expect(r.rc == 0, "delete --force failed\n%s" % r.describe())
+        said = read(log)
+        expect("level=warning" in said and "did not make" in said
+               and os.path.dirname(d) + " " in said,
+               "delete does not warn that it leaves the path's directory: %r" % said)
+        left = wait_for(lambda: not [p for p, st in procs if alive(p, st)], 10, step=0.05)
+        expect(left, "the container's processes remain: %s" % procs)
+        time.sleep(0.3)
+        expect(victim.poll() is None, "the foreign cgroup's process was killed")
+        expect(os.path.isdir(d) and read(os.path.join(d, "cgroup.procs")) == str(victim.pid),
+               "the foreign cgroup was touched: %s" % read(os.path.join(d, "cgroup.procs")))
+    finally:
+        env.rt("delete", "--force", "%s-cgforeign" % TAG)
+        if d:
+            foreign_cgroup_removed(d, victim)
+        cg_parent_removed(top)
+
+
+@case
+def cgroups_path_dead_supervisor_neighbour(env):
+    """A container at /airlock-test-TAG/d whose supervisor was SIGKILLed:
+    a second container at /airlock-test-TAG/d/b is refused (its cgroup is
+    still airlock's), and `delete` of the first kills nothing in a cgroup
+    below it that someone else made (the test's /d/b, holding a process)."""
+    top = "/airlock-test-" + TAG
+    path = top + "/d"
+    d = victim = None
+    try:
+        cid = env.new_id("cgdeada")
+        env.create(cid, env.bundle("cgdeada", SLEEP, linux={"cgroupsPath": path}))
+        expect(env.rt("start", cid).rc == 0, "start failed")
+        env.wait_status(cid, "running")
+        procs = env.note_cgroups(cid)
+        pid = env.pid_of(cid)
+        kill_pid(pid)
+        wait_for(lambda: not alive(pid), 10)
+        env.wait_status(cid, "stopped")
+        other = env.new_id("cgdeadb")
+        rc, err = env.create(other, env.bundle("cgdeadb", SLEEP,
+                                               linux={"cgroupsPath": path + "/b"}),
+                             expect_ok=False)
+        expect(rc != 0 and "linux.cgroupsPath" in err and "another airlock container's" in err,
+               "a container below a dead one's cgroup: rc %d, %s" % (rc, err))
+        d, victim = foreign_cgroup(path + "/b")
+        r = env.rt("delete", cid)
+        expect(r.rc == 0, "delete failed\n%s" % r.describe())
+        left = wait_for(lambda: not [p for p, st in procs if alive(p, st)], 10, step=0.05)
+        expect(left, "the container's processes remain: %s" % procs)
+        time.sleep(0.3)
+        expect(victim.poll() is None, "delete killed the process in the cgroup below")
+    finally:
+        env.rt("delete", "--force", "%s-cgdeada" % TAG)
+        if d:
+            foreign_cgroup_removed(d, victim)
+        cg_parent_removed(top)
+
+
+@case
+def cgroups_path_nested_created(env):
+    """A container created but not started at /airlock-test-TAG/n/c (no
+    process in its cgroup yet): one at /airlock-test-TAG/n/c/b (below) is
+    refused naming linux.cgroupsPath and the other container's cgroup,
+    one at /airlock-test-TAG/n (above) naming linux.cgroupsPath, both
+    making nothing. After delete, the parents create made are gone in
+    every hierarchy, but /airlock-test-TAG, which the test made first in
+    one hierarchy, stays there."""
+    top = "/airlock-test-" + TAG
+    path = top + "/n/c"
+    first = next(iter(cg_dirs(top)))
+    try:
+        os.makedirs(cg_dirs(top)[first])
+        cid = env.new_id("cgcreated")
+        env.create(cid, env.bundle("cgcreated", SLEEP, linux={"cgroupsPath": path}))
+        for name, p, why in (("below", path + "/b", "another airlock container's"),
+                             ("above", top + "/n", "exists already")):
+            other = env.new_id("cg" + name)
+            rc, err = env.create(other, env.bundle("cg" + name, SLEEP,
+                                                   linux={"cgroupsPath": p}), expect_ok=False)
+            expect(rc != 0 and "linux.cgroupsPath" in err and why in err,
+                   "a container %s a created one's cgroup: rc %d, %s" % (name, rc, err))
+            expect(not os.path.exists(os.path.join(env.root, other)),
+                   "a state directory of %s" % other)
+        made = [d for d in cg_dirs(path + "/b", tags=True).values() if os.path.exists(d)]
+        expect(not made, "a refused create made %s" % made)
+        expect(env.status(cid) == "created", "the first container is %s" % env.status(cid))
+        r = env.rt("delete", cid)
+        expect(r.rc == 0, "delete failed\n%s" % r.describe())
+        left = [d for d in cg_dirs(top + "/n", tags=True).values() if os.path.exists(d)]
+        expect(not left, "parents made by create remain after delete: %s" % left)
+        expect(os.path.isdir(cg_dirs(top)[first]), "the test's own parent was removed")
+    finally:
+        env.rt("delete", "--force", "%s-cgcreated" % TAG)
         cg_parent_removed(top)
 
 
