@@ -120,7 +120,7 @@ int al_cgroup_path_check(const char *path, char **ret, struct al_error *err);
  * al_cgroup_kill and al_cgroup_destroy: another child is left, and so is
  * the directory, with a warning), in every hierarchy al_cgroup_create
  * makes one in for a path; then, where the path is gone, the parents a
- * create made there (marked so), deepest first, once empty. Holds
+ * create made there (marked so), deepest first, once empty, holding
  * /run/airlock/cgroups-at.lock meanwhile. Missing directories are fine.
  * 0, or -errno with err naming a directory that could not be removed or
  * the lock file. */

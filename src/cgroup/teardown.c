@@ -318,7 +318,6 @@ static void remove_parents_in(const char *name, const char *path)
 	if (!realpath(mount, real))
 		return;
 	dir = xasprintf("%s%s", real, path);
-	left_warn(dir);
 	if (access(dir, F_OK) < 0)
 		al_cg_remove_parents(real, path);
 }
@@ -387,21 +386,25 @@ int al_cg_rmdir_wait(const char *dir)
 }
 
 /* <hierarchy of name><path> removed: kill_remove (only airlock's own),
- * or (tag) only once empty, nothing in it killed; then the parents its
- * create made, once empty. 0 where it is not mounted. */
-static int remove_in(const char *name, const char *path, bool kill, struct al_error *err)
+ * or (tag) only once empty, nothing in it killed; without kill and not
+ * tag (the supervisor removed it), a directory still there because of a
+ * cgroup someone else made in it is said. 0 where it is not mounted. */
+static int remove_in(const char *name, const char *path, bool kill, bool tag, struct al_error *err)
 {
 	_cleanup_free_ char *mount = xasprintf(CG_ROOT "/%s", name);
 	char real[4096];
+	int q = 0;
 
 	if (!realpath(mount, real))
 		return 0;
 	_cleanup_free_ char *dir = xasprintf("%s%s", real, path);
-	int q = kill ? kill_remove(dir, true) : al_cg_rmdir_wait(dir);
-	if (q < 0)
-		return al_error_setsys(err, -q, "cgroup: removing %s", dir);
-	al_cg_remove_parents(real, path);
-	return 0;
+	if (kill)
+		q = kill_remove(dir, true);
+	else if (tag)
+		q = al_cg_rmdir_wait(dir);
+	else
+		left_warn(dir);
+	return q < 0 ? al_error_setsys(err, -q, "cgroup: removing %s", dir) : 0;
 }
 
 int al_cgroup_remove_at(const char *path, bool dead, struct al_error *err)
@@ -410,11 +413,6 @@ int al_cgroup_remove_at(const char *path, bool dead, struct al_error *err)
 	const char *v2m = NULL;
 	int r = 0;
 
-	/* Parents are removed under the lock a create at a path holds while
-	 * it checks and makes them. */
-	_cleanup_(al_closep) int lock = al_cg_at_lock(err);
-	if (lock < 0)
-		return lock;
 	if (al_cg_v2_usable(&v2m, &v2own)) {
 		_cleanup_free_ char *dir = xasprintf("%s%s", v2m, path);
 		int q = dead ? kill_remove(dir, true) : 0;
@@ -422,24 +420,24 @@ int al_cgroup_remove_at(const char *path, bool dead, struct al_error *err)
 			return al_error_setsys(err, -q, "cgroup: removing %s", dir);
 		if (!dead)
 			left_warn(dir);
-		if (access(dir, F_OK) < 0)
-			al_cg_remove_parents(v2m, path);
-		return 0;
+	} else {
+		/* The first failure is the one told. */
+		for (size_t i = 0; i < AL_ARRAY_SIZE(gc_order); i++) {
+			int q = remove_in(gc_order[i], path, dead, false, r < 0 ? NULL : err);
+			r = r < 0 ? r : q;
+		}
+		for (size_t i = 0; al_cg_tag_names[i]; i++) {
+			int q =
+			    remove_in(al_cg_tag_names[i], path, false, true, r < 0 ? NULL : err);
+			r = r < 0 ? r : q;
+		}
 	}
-	/* The first failure is the one told. Without dead, the supervisor
-	 * removed the run's cgroups: their parents are removed here. */
-	for (size_t i = 0; i < AL_ARRAY_SIZE(gc_order); i++) {
-		int q = 0;
-		if (dead)
-			q = remove_in(gc_order[i], path, true, r < 0 ? NULL : err);
-		else
-			remove_parents_in(gc_order[i], path);
-		r = r < 0 ? r : q;
-	}
-	for (size_t i = 0; al_cg_tag_names[i]; i++) {
-		int q = remove_in(al_cg_tag_names[i], path, false, r < 0 ? NULL : err);
-		r = r < 0 ? r : q;
-	}
+	/* The parents, under the lock a create at a path holds while it
+	 * checks and makes them. */
+	_cleanup_(al_closep) int lock = al_cg_at_lock(r < 0 ? NULL : err);
+	if (lock < 0)
+		return r < 0 ? r : lock;
+	al_cg_remove_parents_all(path);
 	return r;
 }
 
@@ -449,7 +447,9 @@ void al_cg_remove_parents_all(const char *path)
 	const char *v2m = NULL;
 
 	if (al_cg_v2_usable(&v2m, &v2own)) {
-		al_cg_remove_parents(v2m, path);
+		_cleanup_free_ char *dir = xasprintf("%s%s", v2m, path);
+		if (access(dir, F_OK) < 0)
+			al_cg_remove_parents(v2m, path);
 		return;
 	}
 	for (size_t i = 0; i < AL_ARRAY_SIZE(gc_order); i++)

@@ -1248,6 +1248,29 @@ def cgroups_path_nested_created(env):
 
 
 @case
+def cgroups_path_deep_parents_removed(env):
+    """A container at a path of 16 components (the most), none of which
+    existed: it runs there, and after it ended and was deleted no cgroup
+    directory is left of the 15 parents create made, in any hierarchy."""
+    top = "/airlock-test-" + TAG
+    path = top + "".join("/p%d" % i for i in range(15))
+    try:
+        cid = env.new_id("cgdeep")
+        env.create(cid, env.bundle("cgdeep", ("true",), linux={"cgroupsPath": path}))
+        made = [d for d in cg_dirs(path).values() if not os.path.isdir(d)]
+        expect(not made, "after create, not every cgroup at the path exists: %s" % made)
+        expect(env.rt("start", cid).rc == 0, "start failed")
+        env.wait_status(cid, "stopped")
+        r = env.rt("delete", cid)
+        expect(r.rc == 0, "delete failed\n%s" % r.describe())
+        left = [root for d in cg_dirs(top, tags=True).values() for root, _, _ in os.walk(d)]
+        expect(not left, "%d cgroup directories left after delete: %s" % (len(left), left[:4]))
+    finally:
+        env.rt("delete", "--force", "%s-cgdeep" % TAG)
+        cg_parent_removed(top)
+
+
+@case
 def exit_code_of_pid_file_process(env):
     """The pid file's process, waited for as its subreaper (as conmon
     does): exits 42 when the container's process exits 42; dies of
