@@ -19,7 +19,11 @@ too, so that the bundles it makes are below it. After each program: the
 containers it left in the runtime (new ids in `RUNTIME list --quiet`,
 where the runtime has `list`, whose bundle is below that directory: never
 another user's) are deleted with `delete --force`, mounts
-below the directory are unmounted, and the directory is removed.
+below the directory are unmounted, the directory is removed, and the
+suite's fixed cgroup `/cgrouptest` is removed (empty, deepest first) in
+every hierarchy where the program left it (crun's failed creates leave it
+in pids here, which airlock, refusing a cgroupsPath that exists, would
+meet in the next runtime's turn).
 
 Its TAP output is parsed: "ok" / "not ok" lines, a "# SKIP" directive
 counted as a skip, "# TODO" as a todo. A program passes cleanly when it
@@ -110,6 +114,39 @@ def unmount_below(path):
     return below
 
 
+# The suite's programs give the fixed linux.cgroupsPath /cgrouptest (and
+# relative ones below the runtime's own cgroup); a runtime whose create
+# fails may leave the directory (crun 1.8 here, in pids), and the next
+# runtime then meets a cgroup that exists already (which airlock refuses).
+SUITE_CGROUP = "cgrouptest"
+
+
+def suite_cgroups():
+    """The suite's fixed cgroup directories that exist now, in every
+    hierarchy."""
+    root = "/sys/fs/cgroup"
+    found = set()
+    for h in os.listdir(root):
+        d = os.path.join(root, h, SUITE_CGROUP)
+        if os.path.isdir(d):
+            found.add(d)
+    return found
+
+
+def remove_cgroups(dirs):
+    """Remove the (empty) cgroup directories dirs and what is below them,
+    deepest first: a cgroup that still holds a process stays."""
+    left = []
+    for top in dirs:
+        below = [os.path.join(w, d) for w, ds, _ in os.walk(top) for d in ds]
+        for d in sorted(below, key=len, reverse=True) + [top]:
+            try:
+                os.rmdir(d)
+            except OSError:
+                left.append(d)
+    return left
+
+
 def run_program(prog, runtime, bindir, timeout, tap_path=None):
     """One validation program against one runtime: its parsed TAP, exit
     code, time and what had to be cleaned up after it."""
@@ -119,6 +156,7 @@ def run_program(prog, runtime, bindir, timeout, tap_path=None):
     for name in ("runtimetest", "rootfs-amd64.tar.gz"):
         shutil.copy2(os.path.join(bindir, name), os.path.join(work, name))
     before = runtime_list(runtime)
+    cgroups_before = suite_cgroups()
     env = dict(os.environ, RUNTIME=runtime, TMPDIR=work)
     t0 = time.monotonic()
     p = subprocess.Popen([os.path.join(bindir, prog)], cwd=work, env=env,
@@ -150,13 +188,15 @@ def run_program(prog, runtime, bindir, timeout, tap_path=None):
                            stderr=subprocess.DEVNULL, timeout=30)
     mounts = unmount_below(work)
     shutil.rmtree(work, ignore_errors=True)
+    cgroups = sorted(suite_cgroups() - cgroups_before)
+    remove_cgroups(cgroups)
     planned = res["plan"] if res["plan"] is not None else -1
     seen = res["ok"] + res["not_ok"] + res["skip"] + res["todo"]
     res.update(program=prog, exit=p.returncode, timed_out=timed_out, seconds=round(elapsed, 2),
                clean=(p.returncode == 0 and not timed_out and not res["bailed"]
                       and res["not_ok"] == 0 and planned == seen and planned > 0),
                empty=(p.returncode == 0 and planned == 0 and seen == 0),
-               containers_left=leftover, mounts_left=len(mounts),
+               containers_left=leftover, mounts_left=len(mounts), cgroups_left=cgroups,
                output_tail=text[-2000:] if p.returncode != 0 or res["not_ok"] else "")
     return res
 
