@@ -1416,6 +1416,70 @@ def engine_netns_supervisor_killed(env):
         expect("airlock" not in lab.ruleset(), "rules remain after delete")
 
 
+@case
+def engine_netns_foreign_userns_refused(env):
+    """A network namespace owned by another user namespace (made by
+    unshare -Urn as uid 65534, held by a sleeping process of the test):
+    its root could remove airlock's rules, so create refuses it naming
+    the field, leaving no state directory and no table in it."""
+    sleeper = ["unshare", "-Urn", "sh", "-c", "echo ready; exec sleep 60"]
+    p = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+                         + sleeper, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        line = p.stdout.readline().decode().strip()
+        if line != "ready":
+            # No unprivileged user namespaces here: root's own unshare -Urn
+            # makes one owned by another user namespace just as well.
+            p.wait()
+            p = subprocess.Popen(sleeper, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, start_new_session=True)
+            line = p.stdout.readline().decode().strip()
+        if line != "ready":
+            raise AssertionError("unshare -Urn failed: %r" % p.stderr.read(300))
+        # unshare execs sh, which execs sleep: p.pid holds the namespace.
+        path = "/proc/%d/ns/net" % p.pid
+        cid = env.new_id("foreignuser")
+        rc, err = env.create(cid, netns_bundle(env, "foreignuser", "exec sleep 60", path),
+                             expect_ok=False)
+        expect(rc != 0 and "linux.namespaces[" in err and "another user namespace" in err,
+               "a namespace owned by another user namespace: rc %d: %s" % (rc, err))
+        expect(not os.path.exists(os.path.join(env.root, cid)),
+               "the refused create left its state directory")
+        rules = sh("nsenter", "--net=" + path, "nft", "list", "ruleset")
+        expect("airlock" not in rules, "airlock's tables are in the namespace:\n%s" % rules)
+    finally:
+        kill_pid(p.pid)
+        p.wait()
+
+
+@case
+def engine_netns_fifo_refused(env):
+    """A FIFO as the network namespace's path: create is refused at once
+    (never blocked in an open of it) naming the field."""
+    fifo = os.path.join(env.base, "netns-fifo")
+    os.mkfifo(fifo)
+    cid = env.new_id("fifo")
+    p = env.create_popen(cid, netns_bundle(env, "fifo", "true", fifo))
+    try:
+        rc = p.wait(10)
+    except subprocess.TimeoutExpired:
+        # Unblock the open (a writer), so that create ends.
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        p.wait(CMD_TIMEOUT)
+        raise AssertionError("create with a FIFO as the network namespace hangs")
+    finally:
+        if p.poll() is None:
+            kill_pid(p.pid)
+            p.wait()
+        os.unlink(fifo)
+    err = read(env.files(cid)[2])
+    expect(rc != 0 and "linux.namespaces[" in err and "not a namespace" in err,
+           "a FIFO as the namespace: rc %d: %s" % (rc, err))
+    expect(not os.path.exists(os.path.join(env.root, cid)),
+           "the refused create left its state directory")
+
+
 class _Api(http.server.BaseHTTPRequestHandler):
     hits = []
 

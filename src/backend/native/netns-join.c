@@ -202,11 +202,22 @@ bool al_netns_join_captured(const struct al_netns_join *j)
 	return j->installed;
 }
 
-/* The namespace must be a network namespace, and neither ours nor the
- * host's (rules there would be the host's). */
+/* Whether fd's namespace and the one at path are the same. */
+static bool same_ns(const struct stat *st, const char *path)
+{
+	struct stat o;
+
+	return stat(path, &o) == 0 && st->st_dev == o.st_dev && st->st_ino == o.st_ino;
+}
+
+/* The namespace must be a network namespace, neither ours nor the
+ * host's (rules there would be the host's), and owned by our own user
+ * namespace: the root of another one (an unprivileged user's, after
+ * unshare -Urn) would hold CAP_NET_ADMIN over it and could remove our
+ * rules while the container runs. */
 static int check_ns(struct al_netns_join *j, struct al_error *err)
 {
-	struct stat own, host, st;
+	struct stat own, st, owner;
 
 	int type = ioctl(j->ns, NS_GET_NSTYPE);
 	if (type < 0)
@@ -217,12 +228,19 @@ static int check_ns(struct al_netns_join *j, struct al_error *err)
 		return al_error_setsys(err, errno, "fstat");
 	j->dev = st.st_dev;
 	j->ino = st.st_ino;
-	if ((st.st_dev == own.st_dev && st.st_ino == own.st_ino) ||
-	    (stat("/proc/1/ns/net", &host) == 0 && st.st_dev == host.st_dev &&
-	     st.st_ino == host.st_ino))
+	if ((st.st_dev == own.st_dev && st.st_ino == own.st_ino) || same_ns(&st, "/proc/1/ns/net"))
 		return al_error_set(err, EPERM,
 				    "the host's own network namespace: a container never shares "
 				    "it");
+	_cleanup_close_ int user = ioctl(j->ns, NS_GET_USERNS);
+	if (user < 0)
+		return al_error_setsys(err, errno, "ioctl(NS_GET_USERNS)");
+	if (fstat(user, &owner) < 0)
+		return al_error_setsys(err, errno, "fstat of its user namespace");
+	if (!same_ns(&owner, "/proc/self/ns/user"))
+		return al_error_set(err, EPERM,
+				    "owned by another user namespace: its root could remove "
+				    "airlock's rules");
 	return 0;
 }
 
@@ -317,10 +335,15 @@ int al_netns_join_open(const struct al_plan *p, struct al_netns_join **ret, stru
 	j->keeper = -1;
 	for (int k = 0; k < AL_GATEWAY_N_LISTENERS; k++)
 		j->listeners[k] = -1;
-	j->ns = open(path, O_RDONLY | O_CLOEXEC);
+	/* Never opened as whatever it is (a FIFO, a device): al_open_ns(). */
+	j->ns = al_open_ns(path);
 	j->own = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (j->ns < 0 || j->own < 0)
-		r = al_error_setsys(err, errno, "open %s", j->ns < 0 ? path : "our own netns");
+	if (j->ns == -EINVAL)
+		r = al_error_set(err, EINVAL, "not a namespace (not a file of nsfs)");
+	else if (j->ns < 0)
+		r = al_error_setsys(err, -j->ns, "open");
+	else if (j->own < 0)
+		r = al_error_setsys(err, errno, "open our own network namespace");
 	else if ((r = check_ns(j, err)) == 0 && (r = al_netns_join_enter(j, err)) == 0) {
 		r = set_up(j, p, err);
 		al_netns_join_leave(j);
