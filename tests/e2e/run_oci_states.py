@@ -1454,6 +1454,41 @@ def engine_netns_foreign_userns_refused(env):
 
 
 @case
+def engine_netns_pod_sandbox_not_joined(env):
+    """A pod's sandbox (pause) container, as containerd's CRI marks it,
+    given the test's namespace: it is not joined (the container's
+    processes are in another namespace, with only lo) and no airlock
+    table goes into it, so that the pod's app container can join it
+    after; the same with CRI-O's annotation."""
+    with NetLab(env) as lab:
+        path = "/run/netns/" + NET_C
+        for key in ("io.kubernetes.cri.container-type", "io.kubernetes.cri-o.ContainerType"):
+            cid = env.new_id("podsandbox")
+            env.create(cid, netns_bundle(env, "podsandbox", "exec sleep 300", path,
+                                         {key: "sandbox"}))
+            expect(env.rt("start", cid).rc == 0, "start failed")
+            procs = env.note_cgroups(cid)
+            expect(procs, "ps shows no process of the sandbox container")
+            pids = [p for p, _ in procs]
+            expect(in_netns(pids, path) == pids,
+                   "%s=sandbox: processes in the given namespace: %s" % (key, pids))
+            links = sh("nsenter", "--net=/proc/%d/ns/net" % pids[0], "ip", "-o", "link")
+            expect(": lo:" in links and "vc" + TAG not in links,
+                   "the sandbox container's namespace has the lab's veth:\n%s" % links)
+            ruleset = lab.ruleset()
+            expect("airlock" not in ruleset,
+                   "%s=sandbox: airlock's tables in the given namespace:\n%s" % (key, ruleset))
+            # The pod's app container then joins it.
+            app = env.new_id("podapp")
+            env.create(app, netns_bundle(env, "podapp", "true", path))
+            expect("table ip airlock" in lab.ruleset(), "the app container's rules are missing")
+            expect(env.rt("delete", "--force", app).rc == 0, "delete failed")
+            expect(env.rt("delete", "--force", cid).rc == 0, "delete failed")
+            env.gone(cid, procs)
+            expect("airlock" not in lab.ruleset(), "rules remain after delete")
+
+
+@case
 def engine_netns_fifo_refused(env):
     """A FIFO as the network namespace's path: create is refused at once
     (never blocked in an open of it) naming the field."""
