@@ -1394,26 +1394,99 @@ def engine_netns_joined_rules_in_and_out(env):
                    % (addr, port, got))
 
 
+# A UDP listener of the peer's for lifetime seconds at most: notes each
+# datagram in the hits file.
+UDP_LISTENER = r"""
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.settimeout(0.2)
+print("listening", flush=True)
+end = time.monotonic() + 120
+while time.monotonic() < end:
+    try:
+        d, a = s.recvfrom(100)
+    except socket.timeout:
+        continue
+    with open(sys.argv[3], "a") as f:
+        f.write(a[0] + "\n")
+"""
+
+
 @case
 def engine_netns_supervisor_killed(env):
     """The supervisor of a container in the test's namespace killed
-    (SIGKILL): airlock's tables still leave the namespace (removed by the
-    process airlock keeps in it for that), and a new container can use
-    the namespace."""
+    (SIGKILL) while the container sends UDP to the peer without pause
+    (eight loops, bounded to 60 s, and 60 sleeping processes): the container is killed before
+    airlock's tables leave the namespace, so that the peer receives
+    nothing, in several rounds (the test's own UDP from the namespace,
+    outside any sandbox, does reach it); the tables still leave (removed
+    by the process airlock keeps in it for that), and a new container can
+    use the namespace."""
+    rounds = 10
     with NetLab(env) as lab:
         path = "/run/netns/" + NET_C
-        cid = env.new_id("netnskill")
-        env.create(cid, netns_bundle(env, "netnskill", "exec sleep 300", path))
-        expect("table ip airlock" in lab.ruleset(), "no rules after create")
-        kill_pid(env.pid_of(cid))
-        wait_for(lambda: "airlock" not in lab.ruleset(), 10, step=0.1)
-        ruleset = lab.ruleset()
-        expect("airlock" not in ruleset, "rules remain after the supervisor died:\n%s" % ruleset)
-        expect(env.rt("delete", "--force", cid).rc == 0, "delete failed")
+        udp = subprocess.Popen(["ip", "netns", "exec", NET_P, sys.executable, "-c",
+                                UDP_LISTENER, ADDR_P, "9999", lab.hits_file("udp")],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, start_new_session=True)
+        lab.procs.append(udp)
+        expect(udp.stdout.readline().decode().strip() == "listening", "no UDP listener")
+        send = ("import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                "s.sendto(b'control', ('%s', 9999))" % ADDR_P)
+        sh("ip", "netns", "exec", NET_C, sys.executable, "-c", send)
+        wait_for(lambda: lab.hits("udp"), 5, step=0.05)
+        expect(len(lab.hits("udp")) == 1, "the control datagram did not reach the peer: the "
+               "case would be blind")
+        loop = ("end=$(($(date +%%s) + 60)); while [ $(date +%%s) -lt $end ]; do "
+                "tftp -g -r f -l /dev/null %s 9999 2>/dev/null; done" % ADDR_P)
+        for i in range(rounds):
+            cid = env.new_id("netnskill%d" % i)
+            env.create(cid, netns_bundle(env, "netnskill%d" % i,
+                                         # 60 sleepers: a pid namespace
+                                         # slower to die.
+                                         "for i in $(seq 60); do sleep 60 & done; "
+                                         + "(%s) & " * 7 % ((loop,) * 7) + loop, path))
+            expect("table ip airlock" in lab.ruleset(), "no rules after create")
+            expect(env.rt("start", cid).rc == 0, "start failed")
+            time.sleep(0.5)
+            procs = env.note_cgroups(cid)
+            expect(len(procs) >= 9, "the container's loops are not running: %s" % procs)
+            kill_pid(env.pid_of(cid))
+            wait_for(lambda: "airlock" not in lab.ruleset(), 10, step=0.05)
+            ruleset = lab.ruleset()
+            expect("airlock" not in ruleset,
+                   "rules remain after the supervisor died:\n%s" % ruleset)
+            left = [p for p, t in procs if alive(p, t)]
+            expect(not left, "processes of the container outlive the rules: %s" % left)
+            time.sleep(0.2)
+            expect(len(lab.hits("udp")) == 1, "round %d: the container's UDP reached the peer "
+                   "around its supervisor's death: %s" % (i, lab.hits("udp")))
+            expect(env.rt("delete", "--force", cid).rc == 0, "delete failed")
         cid2 = env.new_id("netnsagain")
         env.create(cid2, netns_bundle(env, "netnsagain", "true", path))
         expect(env.rt("delete", "--force", cid2).rc == 0, "delete failed")
         expect("airlock" not in lab.ruleset(), "rules remain after delete")
+
+
+@case
+def engine_netns_one_table_gone(env):
+    """One of airlock's two tables removed by hand while the container
+    runs (ip6, then ip in a second round): delete still removes the
+    other, and a new container can use the namespace."""
+    with NetLab(env) as lab:
+        path = "/run/netns/" + NET_C
+        for fam in ("ip6", "ip"):
+            cid = env.new_id("onegone" + fam)
+            env.create(cid, netns_bundle(env, "onegone" + fam, "exec sleep 300", path))
+            sh("nsenter", "--net=" + path, "nft", "delete", "table", fam, "airlock")
+            expect(env.rt("delete", "--force", cid).rc == 0, "delete failed")
+            ruleset = lab.ruleset()
+            expect("airlock" not in ruleset, "with table %s gone first, the other remains "
+                   "after delete:\n%s" % (fam, ruleset))
+            again = env.new_id("onegoneagain" + fam)
+            env.create(again, netns_bundle(env, "onegoneagain", "true", path))
+            expect(env.rt("delete", "--force", again).rc == 0, "delete failed")
 
 
 @case

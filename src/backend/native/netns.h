@@ -70,6 +70,15 @@ int al_netns_join_sysfs(const struct al_netns_join *j, uint64_t attr, struct al_
 /* Whether the rules are in force. */
 bool al_netns_join_captured(const struct al_netns_join *j);
 
+/* Hand the keeper (the process that removes the rules) the pidfd of the
+ * container's init (borrowed: the keeper gets its own copy), right after
+ * the clone: if the supervisor dies, the keeper kills the container and
+ * waits for its init to be gone before it removes the rules. 0, or
+ * -errno with err set (the run must not go on: the rules could leave
+ * while the container still sends). Only when j has a keeper (after
+ * al_netns_join_open()). */
+int al_netns_join_give_pidfd(struct al_netns_join *j, int pidfd, struct al_error *err);
+
 /* Remove the rules from the namespace (it outlives the container), and
  * close everything. NULL is fine. */
 void al_netns_join_free(struct al_netns_join *j);
