@@ -1490,6 +1490,41 @@ def engine_netns_one_table_gone(env):
 
 
 @case
+def engine_netns_refused_writes_no_sysctl(env):
+    """A second container in the namespace, refused (the first one's
+    tables are there), whose config sets a net sysctl: the namespace's
+    value is unchanged; the first container, given the same key, did set
+    it."""
+    with NetLab(env) as lab:
+        path = "/run/netns/" + NET_C
+        key = "/proc/sys/net/ipv4/ip_local_port_range"
+
+        def port_range():
+            return sh("ip", "netns", "exec", NET_C, "cat", key).split()
+
+        def with_sysctl(name, value):
+            d = netns_bundle(env, name, "exec sleep 300", path)
+            cfgp = os.path.join(d, "config.json")
+            with open(cfgp) as f:
+                cfg = json.load(f)
+            cfg["linux"]["sysctl"] = {"net.ipv4.ip_local_port_range": value}
+            with open(cfgp, "w") as f:
+                json.dump(cfg, f)
+            return d
+
+        cid = env.new_id("sysctlfirst")
+        env.create(cid, with_sysctl("sysctlfirst", "40000 40200"))
+        expect(port_range() == ["40000", "40200"], "the first container's sysctl is not "
+               "in the namespace: %s" % port_range())
+        cid2 = env.new_id("sysctlsecond")
+        rc, err = env.create(cid2, with_sysctl("sysctlsecond", "41000 41100"), expect_ok=False)
+        expect(rc != 0 and "already" in err, "the second container: rc %d: %s" % (rc, err))
+        expect(port_range() == ["40000", "40200"], "the refused create changed the "
+               "namespace's sysctl: %s" % port_range())
+        expect(env.rt("delete", "--force", cid).rc == 0, "delete failed")
+
+
+@case
 def engine_netns_foreign_userns_refused(env):
     """A network namespace owned by another user namespace (made by
     unshare -Urn as uid 65534, held by a sleeping process of the test):

@@ -394,8 +394,6 @@ static int set_up(struct al_netns_join *j, const struct al_plan *p, struct al_er
 
 	if ((r = al_netns_loopback_up()) < 0)
 		return al_error_setsys(err, -r, "bringing up lo");
-	if ((r = write_sysctls(p, err)) < 0)
-		return r;
 	/* The meter adds up this namespace's socket memory through it
 	 * (sockdiag.h); the monitor refuses to start the command without. */
 	j->diag = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
@@ -403,6 +401,10 @@ static int set_up(struct al_netns_join *j, const struct al_plan *p, struct al_er
 		return al_error_setsys(err, errno,
 				       "NETLINK_SOCK_DIAG socket, to account for socket memory");
 	if ((r = install(j, p, err)) < 0)
+		return r;
+	/* After the rules: a create refused (the namespace holds another
+	 * container's table) changes nothing in it. */
+	if ((r = write_sysctls(p, err)) < 0)
 		return r;
 	for (int k = 0; p->gateway && k < AL_GATEWAY_N_LISTENERS; k++) {
 		j->listeners[k] = al_netns_listen((enum al_gateway_listener)k);

@@ -38,14 +38,16 @@ struct al_plan;
 
 #include "core/error.h"
 
-/* Open p's namespace (it must be a network namespace, and not the host's
- * nor ours), and from inside it: bring lo up, write p's sysctls, open a
- * NETLINK_SOCK_DIAG socket (unless refused and p lets kernel memory go
- * unbounded), install airlock's rules (the capture with a gateway, else
- * the drop-only ruleset: backend/native/capture.h; refused when a table
- * "airlock" is already there), and with a gateway make its listeners on
- * 127.0.0.1. On failure err names the config field and the path, and
- * nothing is left (no rules). *ret is freed with al_netns_join_free(). */
+/* Open p's namespace (never as a FIFO or device: al_open_ns(); it must
+ * be a network namespace, not the host's nor ours, and owned by our user
+ * namespace), and from inside it: bring lo up, open a NETLINK_SOCK_DIAG
+ * socket (unless refused and p lets kernel memory go unbounded), install
+ * airlock's rules (the capture with a gateway, else the drop-only
+ * ruleset: backend/native/capture.h; refused when a table "airlock" is
+ * already there), then write p's sysctls, and with a gateway make its
+ * listeners on 127.0.0.1. On failure err names the config field and the
+ * path, and nothing is left (no rules; sysctls written stay, as with
+ * runc). *ret is freed with al_netns_join_free(). */
 int al_netns_join_open(const struct al_plan *p, struct al_netns_join **ret, struct al_error *err);
 
 /* Enter j's namespace, for the clone that makes the sandbox's child in
