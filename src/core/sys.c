@@ -2,12 +2,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,6 +188,26 @@ int al_write_all(int fd, const void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+int al_open_ns(const char *path)
+{
+	struct statfs fs;
+	char self[40];
+	int o = open(path, O_PATH | O_CLOEXEC);
+
+	if (o < 0)
+		return -errno;
+	int e = fstatfs(o, &fs) < 0 ? errno : fs.f_type != NSFS_MAGIC ? EINVAL : 0;
+	if (e) {
+		close(o);
+		return -e;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", o);
+	int fd = open(self, O_RDONLY | O_CLOEXEC);
+	e = errno;
+	close(o);
+	return fd < 0 ? -e : fd;
 }
 
 int al_write_file_at(int dirfd, const char *path, const char *data, size_t len)

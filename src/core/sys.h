@@ -91,6 +91,14 @@ int al_fd_check_writable(int fd, const char *what, struct al_error *err);
  * /proc/PID/uid_map. Returns 0 or -errno. */
 int al_write_file_at(int dirfd, const char *path, const char *data, size_t len);
 
+/* Open a namespace file (/proc/PID/ns/net, a bind mount of one under
+ * /run/netns): first as O_PATH, which never blocks on a FIFO nor opens a
+ * device, then, once fstatfs says it is of nsfs, again through
+ * /proc/self/fd as O_RDONLY (setns and the NS_GET_* ioctls need a real
+ * descriptor). Returns the fd (O_CLOEXEC), -EINVAL when the path is not a
+ * namespace file, or -errno. */
+int al_open_ns(const char *path);
+
 /* Write all of buf to fd, retrying on EINTR and short writes. 0 or -errno. */
 int al_write_all(int fd, const void *buf, size_t len);
 

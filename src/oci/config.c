@@ -185,6 +185,22 @@ static const char *ns_name(int type)
 	}
 }
 
+/* The annotation that says the container is a pod's sandbox (its pause
+ * process, made by containerd's CRI or CRI-O with the pod's runtime
+ * handler), or NULL. */
+static const char *pod_sandbox(const struct al_oci_config *c)
+{
+	static const char *const keys[] = {"io.kubernetes.cri.container-type",
+					   "io.kubernetes.cri-o.ContainerType"};
+
+	for (size_t i = 0; c->annotations && c->annotations[i]; i += 2)
+		for (size_t k = 0; k < AL_ARRAY_SIZE(keys); k++)
+			if (strcmp(c->annotations[i], keys[k]) == 0 &&
+			    strcmp(c->annotations[i + 1], "sandbox") == 0)
+				return keys[k];
+	return NULL;
+}
+
 static void namespaces(const struct al_oci_config *c, struct al_policy *p, struct al_oci_extra *x,
 		       struct al_errors *errs)
 {
@@ -197,6 +213,7 @@ static void namespaces(const struct al_oci_config *c, struct al_policy *p, struc
 		    {CLONE_NEWUTS, "uts"},
 		    {CLONE_NEWNET, "network"}};
 	bool user = false, cgroup = false;
+	const char *sandbox = pod_sandbox(c);
 
 	for (size_t i = 0; i < c->n_namespaces; i++) {
 		const struct al_oci_ns *ns = &c->namespaces[i];
@@ -211,7 +228,20 @@ static void namespaces(const struct al_oci_config *c, struct al_policy *p, struc
 			user = true;
 		if (ns->type == CLONE_NEWCGROUP)
 			cgroup = true;
-		if (ns->path && ns->type == CLONE_NEWNET && !p->root->netns) {
+		if (ns->path && ns->type == CLONE_NEWNET && sandbox) {
+			/* A pod's sandbox (pause) container: joining would put
+			 * its rules in the pod's namespace first, and every app
+			 * container of the pod would then be refused. The
+			 * engine holds the pod's namespace itself; the pause
+			 * process gets airlock's own, loopback only (stricter,
+			 * whoever set the annotation). */
+			char applied[700];
+			snprintf(applied, sizeof(applied),
+				 "network namespace %s not joined (%s: the pod's sandbox "
+				 "container): airlock's own, loopback only, made instead",
+				 ns->path, sandbox);
+			note(x, where, applied);
+		} else if (ns->path && ns->type == CLONE_NEWNET && !p->root->netns) {
 			/* Joined: the engine's addresses, routes and published
 			 * ports stay; airlock's rules go in, so that nothing
 			 * leaves but through the gateway (exception 3). */

@@ -172,8 +172,10 @@ int al_oci_write_pid_file(const char *path, pid_t pid, struct al_error *err)
 	return 0;
 }
 
-/* A namespace path the config names is never joined (config.c), but it
- * must be what it says: a namespace of that type. */
+/* A namespace path the config names must be what it says: a namespace
+ * of that type (config.c says which are joined: a network namespace's,
+ * but for a pod's sandbox container; the others never are). Opened without following it into a FIFO or a device
+ * (al_open_ns()): create never hangs nor opens one as root. */
 static int check_ns_paths(const struct al_oci_config *c, struct al_errors *errs)
 {
 	size_t before = al_errors_count(errs);
@@ -184,14 +186,16 @@ static int check_ns_paths(const struct al_oci_config *c, struct al_errors *errs)
 		if (!ns->path)
 			continue;
 		snprintf(where, sizeof(where), "linux.namespaces[%zu].path", i);
-		int fd = open(ns->path, O_RDONLY | O_CLOEXEC);
+		int fd = al_open_ns(ns->path);
 		int type = fd >= 0 ? ioctl(fd, NS_GET_NSTYPE) : -1;
-		int e = errno;
 		if (fd >= 0)
 			close(fd);
-		if (fd < 0)
-			al_errors_add(errs, e, "config.json", where, "%s: %s", ns->path,
-				      strerror(e));
+		if (fd == -EINVAL)
+			al_errors_add(errs, EINVAL, "config.json", where,
+				      "%s is not a namespace (not a file of nsfs)", ns->path);
+		else if (fd < 0)
+			al_errors_add(errs, -fd, "config.json", where, "%s: %s", ns->path,
+				      strerror(-fd));
 		else if (type != ns->type)
 			al_errors_add(errs, EINVAL, "config.json", where,
 				      "%s is not a namespace of the type the entry names",

@@ -1558,26 +1558,233 @@ def engine_netns_joined_rules_in_and_out(env):
                    % (addr, port, got))
 
 
+# A UDP listener of the peer's for lifetime seconds at most: notes each
+# datagram in the hits file.
+UDP_LISTENER = r"""
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.settimeout(0.2)
+print("listening", flush=True)
+end = time.monotonic() + 120
+while time.monotonic() < end:
+    try:
+        d, a = s.recvfrom(100)
+    except socket.timeout:
+        continue
+    with open(sys.argv[3], "a") as f:
+        f.write(a[0] + "\n")
+"""
+
+
 @case
 def engine_netns_supervisor_killed(env):
     """The supervisor of a container in the test's namespace killed
-    (SIGKILL): airlock's tables still leave the namespace (removed by the
-    process airlock keeps in it for that), and a new container can use
-    the namespace."""
+    (SIGKILL) while the container sends UDP to the peer without pause
+    (eight loops, bounded to 60 s, and 60 sleeping processes): the container is killed before
+    airlock's tables leave the namespace, so that the peer receives
+    nothing, in several rounds (the test's own UDP from the namespace,
+    outside any sandbox, does reach it); the tables still leave (removed
+    by the process airlock keeps in it for that), and a new container can
+    use the namespace."""
+    rounds = 10
     with NetLab(env) as lab:
         path = "/run/netns/" + NET_C
-        cid = env.new_id("netnskill")
-        env.create(cid, netns_bundle(env, "netnskill", "exec sleep 300", path))
-        expect("table ip airlock" in lab.ruleset(), "no rules after create")
-        kill_pid(env.pid_of(cid))
-        wait_for(lambda: "airlock" not in lab.ruleset(), 10, step=0.1)
-        ruleset = lab.ruleset()
-        expect("airlock" not in ruleset, "rules remain after the supervisor died:\n%s" % ruleset)
-        expect(env.rt("delete", "--force", cid).rc == 0, "delete failed")
+        udp = subprocess.Popen(["ip", "netns", "exec", NET_P, sys.executable, "-c",
+                                UDP_LISTENER, ADDR_P, "9999", lab.hits_file("udp")],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, start_new_session=True)
+        lab.procs.append(udp)
+        expect(udp.stdout.readline().decode().strip() == "listening", "no UDP listener")
+        send = ("import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                "s.sendto(b'control', ('%s', 9999))" % ADDR_P)
+        sh("ip", "netns", "exec", NET_C, sys.executable, "-c", send)
+        wait_for(lambda: lab.hits("udp"), 5, step=0.05)
+        expect(len(lab.hits("udp")) == 1, "the control datagram did not reach the peer: the "
+               "case would be blind")
+        loop = ("end=$(($(date +%%s) + 60)); while [ $(date +%%s) -lt $end ]; do "
+                "tftp -g -r f -l /dev/null %s 9999 2>/dev/null; done" % ADDR_P)
+        for i in range(rounds):
+            cid = env.new_id("netnskill%d" % i)
+            env.create(cid, netns_bundle(env, "netnskill%d" % i,
+                                         # 60 sleepers: a pid namespace
+                                         # slower to die.
+                                         "for i in $(seq 60); do sleep 60 & done; "
+                                         + "(%s) & " * 7 % ((loop,) * 7) + loop, path))
+            expect("table ip airlock" in lab.ruleset(), "no rules after create")
+            expect(env.rt("start", cid).rc == 0, "start failed")
+            time.sleep(0.5)
+            procs = env.note_cgroups(cid)
+            expect(len(procs) >= 9, "the container's loops are not running: %s" % procs)
+            kill_pid(env.pid_of(cid))
+            wait_for(lambda: "airlock" not in lab.ruleset(), 10, step=0.05)
+            ruleset = lab.ruleset()
+            expect("airlock" not in ruleset,
+                   "rules remain after the supervisor died:\n%s" % ruleset)
+            left = [p for p, t in procs if alive(p, t)]
+            expect(not left, "processes of the container outlive the rules: %s" % left)
+            time.sleep(0.2)
+            expect(len(lab.hits("udp")) == 1, "round %d: the container's UDP reached the peer "
+                   "around its supervisor's death: %s" % (i, lab.hits("udp")))
+            expect(env.rt("delete", "--force", cid).rc == 0, "delete failed")
         cid2 = env.new_id("netnsagain")
         env.create(cid2, netns_bundle(env, "netnsagain", "true", path))
         expect(env.rt("delete", "--force", cid2).rc == 0, "delete failed")
         expect("airlock" not in lab.ruleset(), "rules remain after delete")
+
+
+@case
+def engine_netns_one_table_gone(env):
+    """One of airlock's two tables removed by hand while the container
+    runs (ip6, then ip in a second round): delete still removes the
+    other, and a new container can use the namespace."""
+    with NetLab(env) as lab:
+        path = "/run/netns/" + NET_C
+        for fam in ("ip6", "ip"):
+            cid = env.new_id("onegone" + fam)
+            env.create(cid, netns_bundle(env, "onegone" + fam, "exec sleep 300", path))
+            sh("nsenter", "--net=" + path, "nft", "delete", "table", fam, "airlock")
+            expect(env.rt("delete", "--force", cid).rc == 0, "delete failed")
+            ruleset = lab.ruleset()
+            expect("airlock" not in ruleset, "with table %s gone first, the other remains "
+                   "after delete:\n%s" % (fam, ruleset))
+            again = env.new_id("onegoneagain" + fam)
+            env.create(again, netns_bundle(env, "onegoneagain", "true", path))
+            expect(env.rt("delete", "--force", again).rc == 0, "delete failed")
+
+
+@case
+def engine_netns_refused_writes_no_sysctl(env):
+    """A second container in the namespace, refused (the first one's
+    tables are there), whose config sets a net sysctl: the namespace's
+    value is unchanged; the first container, given the same key, did set
+    it."""
+    with NetLab(env) as lab:
+        path = "/run/netns/" + NET_C
+        key = "/proc/sys/net/ipv4/ip_local_port_range"
+
+        def port_range():
+            return sh("ip", "netns", "exec", NET_C, "cat", key).split()
+
+        def with_sysctl(name, value):
+            d = netns_bundle(env, name, "exec sleep 300", path)
+            cfgp = os.path.join(d, "config.json")
+            with open(cfgp) as f:
+                cfg = json.load(f)
+            cfg["linux"]["sysctl"] = {"net.ipv4.ip_local_port_range": value}
+            with open(cfgp, "w") as f:
+                json.dump(cfg, f)
+            return d
+
+        cid = env.new_id("sysctlfirst")
+        env.create(cid, with_sysctl("sysctlfirst", "40000 40200"))
+        expect(port_range() == ["40000", "40200"], "the first container's sysctl is not "
+               "in the namespace: %s" % port_range())
+        cid2 = env.new_id("sysctlsecond")
+        rc, err = env.create(cid2, with_sysctl("sysctlsecond", "41000 41100"), expect_ok=False)
+        expect(rc != 0 and "already" in err, "the second container: rc %d: %s" % (rc, err))
+        expect(port_range() == ["40000", "40200"], "the refused create changed the "
+               "namespace's sysctl: %s" % port_range())
+        expect(env.rt("delete", "--force", cid).rc == 0, "delete failed")
+
+
+@case
+def engine_netns_foreign_userns_refused(env):
+    """A network namespace owned by another user namespace (made by
+    unshare -Urn as uid 65534, held by a sleeping process of the test):
+    its root could remove airlock's rules, so create refuses it naming
+    the field, leaving no state directory and no table in it."""
+    sleeper = ["unshare", "-Urn", "sh", "-c", "echo ready; exec sleep 60"]
+    p = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+                         + sleeper, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        line = p.stdout.readline().decode().strip()
+        if line != "ready":
+            # No unprivileged user namespaces here: root's own unshare -Urn
+            # makes one owned by another user namespace just as well.
+            p.wait()
+            p = subprocess.Popen(sleeper, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, start_new_session=True)
+            line = p.stdout.readline().decode().strip()
+        if line != "ready":
+            raise AssertionError("unshare -Urn failed: %r" % p.stderr.read(300))
+        # unshare execs sh, which execs sleep: p.pid holds the namespace.
+        path = "/proc/%d/ns/net" % p.pid
+        cid = env.new_id("foreignuser")
+        rc, err = env.create(cid, netns_bundle(env, "foreignuser", "exec sleep 60", path),
+                             expect_ok=False)
+        expect(rc != 0 and "linux.namespaces[" in err and "another user namespace" in err,
+               "a namespace owned by another user namespace: rc %d: %s" % (rc, err))
+        expect(not os.path.exists(os.path.join(env.root, cid)),
+               "the refused create left its state directory")
+        rules = sh("nsenter", "--net=" + path, "nft", "list", "ruleset")
+        expect("airlock" not in rules, "airlock's tables are in the namespace:\n%s" % rules)
+    finally:
+        kill_pid(p.pid)
+        p.wait()
+
+
+@case
+def engine_netns_pod_sandbox_not_joined(env):
+    """A pod's sandbox (pause) container, as containerd's CRI marks it,
+    given the test's namespace: it is not joined (the container's
+    processes are in another namespace, with only lo) and no airlock
+    table goes into it, so that the pod's app container can join it
+    after; the same with CRI-O's annotation."""
+    with NetLab(env) as lab:
+        path = "/run/netns/" + NET_C
+        for key in ("io.kubernetes.cri.container-type", "io.kubernetes.cri-o.ContainerType"):
+            cid = env.new_id("podsandbox")
+            env.create(cid, netns_bundle(env, "podsandbox", "exec sleep 300", path,
+                                         {key: "sandbox"}))
+            expect(env.rt("start", cid).rc == 0, "start failed")
+            procs = env.note_cgroups(cid)
+            expect(procs, "ps shows no process of the sandbox container")
+            pids = [p for p, _ in procs]
+            expect(in_netns(pids, path) == pids,
+                   "%s=sandbox: processes in the given namespace: %s" % (key, pids))
+            links = sh("nsenter", "--net=/proc/%d/ns/net" % pids[0], "ip", "-o", "link")
+            expect(": lo:" in links and "vc" + TAG not in links,
+                   "the sandbox container's namespace has the lab's veth:\n%s" % links)
+            ruleset = lab.ruleset()
+            expect("airlock" not in ruleset,
+                   "%s=sandbox: airlock's tables in the given namespace:\n%s" % (key, ruleset))
+            # The pod's app container then joins it.
+            app = env.new_id("podapp")
+            env.create(app, netns_bundle(env, "podapp", "true", path))
+            expect("table ip airlock" in lab.ruleset(), "the app container's rules are missing")
+            expect(env.rt("delete", "--force", app).rc == 0, "delete failed")
+            expect(env.rt("delete", "--force", cid).rc == 0, "delete failed")
+            env.gone(cid, procs)
+            expect("airlock" not in lab.ruleset(), "rules remain after delete")
+
+
+@case
+def engine_netns_fifo_refused(env):
+    """A FIFO as the network namespace's path: create is refused at once
+    (never blocked in an open of it) naming the field."""
+    fifo = os.path.join(env.base, "netns-fifo")
+    os.mkfifo(fifo)
+    cid = env.new_id("fifo")
+    p = env.create_popen(cid, netns_bundle(env, "fifo", "true", fifo))
+    try:
+        rc = p.wait(10)
+    except subprocess.TimeoutExpired:
+        # Unblock the open (a writer), so that create ends.
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        p.wait(CMD_TIMEOUT)
+        raise AssertionError("create with a FIFO as the network namespace hangs")
+    finally:
+        if p.poll() is None:
+            kill_pid(p.pid)
+            p.wait()
+        os.unlink(fifo)
+    err = read(env.files(cid)[2])
+    expect(rc != 0 and "linux.namespaces[" in err and "not a namespace" in err,
+           "a FIFO as the namespace: rc %d: %s" % (rc, err))
+    expect(not os.path.exists(os.path.join(env.root, cid)),
+           "the refused create left its state directory")
 
 
 class _Api(http.server.BaseHTTPRequestHandler):

@@ -120,7 +120,13 @@ static void check_joined(const struct al_capture_ruleset *rules, const char *wan
 	assert_int_equal(al_capture_apply(fd, &al_capture_joined_drop_rules, &err), -EEXIST);
 	list(theirs, sizeof(theirs));
 	assert_string_equal(ours, theirs);
-	assert_int_equal(al_capture_apply(fd, &al_capture_remove_rules, &err), 0);
+	/* Each table removed on its own: one gone does not keep the other. */
+	assert_int_equal(al_capture_apply(fd, &al_capture_remove_ip6_rules, &err), 0);
+	list(theirs, sizeof(theirs));
+	assert_contains(theirs, "table ip airlock");
+	assert_true(strstr(theirs, "table ip6 airlock") == NULL);
+	assert_int_equal(al_capture_apply(fd, &al_capture_remove_ip6_rules, &err), -ENOENT);
+	assert_int_equal(al_capture_apply(fd, &al_capture_remove_ip_rules, &err), 0);
 	list(theirs, sizeof(theirs));
 	assert_string_equal(theirs, "");
 	close(fd);

@@ -289,6 +289,45 @@ static void test_namespaces(void **state)
 	al_oci_extra_clear(&x);
 }
 
+/* A pod's sandbox (pause) container, as containerd's CRI or CRI-O says,
+ * never joins the pod's network namespace (its rules would refuse every
+ * app container of the pod): the plan carries no netns, and the note says
+ * why. Any other value of the annotation joins as before. */
+static void test_pod_sandbox(void **state)
+{
+	static const char *const keys[] = {"io.kubernetes.cri.container-type",
+					   "io.kubernetes.cri-o.ContainerType"};
+	char errs[4096];
+	(void)state;
+
+	for (size_t k = 0; k < 2; k++)
+		for (int sandbox = 0; sandbox < 2; sandbox++) {
+			struct al_oci_extra x = {0};
+			_cleanup_free_ char *json = xasprintf(
+			    "{\"ociVersion\": \"1.0.2\", \"root\": {\"path\": \"/r\"}, "
+			    "\"process\": {\"args\": [\"pause\"], \"cwd\": \"/\", \"user\": "
+			    "{\"uid\": 0, \"gid\": 0}}, \"annotations\": {\"%s\": \"%s\"}, "
+			    "\"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": "
+			    "\"mount\"}, {\"type\": \"ipc\"}, {\"type\": \"uts\"}, {\"type\": "
+			    "\"network\", \"path\": \"/run/netns/cni-1\"}]}}",
+			    keys[k], sandbox ? "sandbox" : "container");
+			struct al_policy *p = map(json, &x, errs, sizeof(errs));
+			if (!p)
+				fail_msg("refused: %s", errs);
+			if (sandbox) {
+				assert_null(p->root->netns);
+				assert_null(p->root->netns_field);
+				assert_true(notes_have(&x, "/run/netns/cni-1 not joined"));
+				assert_true(notes_have(&x, keys[k]));
+			} else {
+				assert_string_equal(p->root->netns, "/run/netns/cni-1");
+				assert_true(notes_have(&x, "/run/netns/cni-1 joined"));
+			}
+			al_policy_free(p);
+			al_oci_extra_clear(&x);
+		}
+}
+
 static void test_annotations(void **state)
 {
 	_cleanup_free_ char *json = config_with(
@@ -322,8 +361,8 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_podman_config), cmocka_unit_test(test_refusals),
-	    cmocka_unit_test(test_namespaces),	  cmocka_unit_test(test_annotations),
-	    cmocka_unit_test(test_cgroups_path),
+	    cmocka_unit_test(test_namespaces),	  cmocka_unit_test(test_pod_sandbox),
+	    cmocka_unit_test(test_annotations),	  cmocka_unit_test(test_cgroups_path),
 	};
 	data_dir = argc > 1 ? argv[1] : "data/oci";
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -390,13 +390,18 @@ static void build_drop(const char *prefix)
 	drop_rest();
 }
 
-static void build_remove(const char *prefix)
+/* The removal of one table each: one already gone (ENOENT) does not keep
+ * the other. */
+static void build_remove_ip(const char *prefix)
 {
-	fprintf(out,
-		"const char %s_nft_text[] =\n\t\"delete table ip " TABLE "\\n\"\n"
-		"\t\"delete table ip6 " TABLE "\\n\";\n\n",
-		prefix);
+	fprintf(out, "const char %s_nft_text[] =\n\t\"delete table ip " TABLE "\\n\";\n\n", prefix);
 	del_table(NFPROTO_IPV4, "delete table ip " TABLE);
+}
+
+static void build_remove_ip6(const char *prefix)
+{
+	fprintf(out, "const char %s_nft_text[] =\n\t\"delete table ip6 " TABLE "\\n\";\n\n",
+		prefix);
 	del_table(NFPROTO_IPV6, "delete table ip6 " TABLE);
 }
 
@@ -452,7 +457,8 @@ int main(int argc, char **argv)
 	emit("al_capture", build_capture, false);
 	emit("al_capture_joined", build_capture, true);
 	emit("al_capture_joined_drop", build_drop, true);
-	emit("al_capture_remove", build_remove, true);
+	emit("al_capture_remove_ip", build_remove_ip, true);
+	emit("al_capture_remove_ip6", build_remove_ip6, true);
 	if (fclose(out) != 0) {
 		perror(argv[1]);
 		return 1;

@@ -36,8 +36,10 @@ extern const struct al_capture_ruleset al_capture_rules;
  * made exclusively (a table "airlock" already there is refused, EEXIST). */
 extern const struct al_capture_ruleset al_capture_joined_rules;
 extern const struct al_capture_ruleset al_capture_joined_drop_rules;
-/* Their removal (both tables). */
-extern const struct al_capture_ruleset al_capture_remove_rules;
+/* Their removal, one table each (ip, ip6): each its own transaction, so
+ * that one already gone (-ENOENT) does not keep the other. */
+extern const struct al_capture_ruleset al_capture_remove_ip_rules;
+extern const struct al_capture_ruleset al_capture_remove_ip6_rules;
 
 /* Install rules through fd, a NETLINK_NETFILTER socket (opened in the
  * network namespace the rules are for; its opener and the caller both need

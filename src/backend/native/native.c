@@ -455,6 +455,8 @@ static int native_start(struct al_sandbox *sb, struct al_error *err)
 	st->pid = (pid_t)pid;
 	st->pidfd = pidfd;
 	fdset_hand_over(&f, sb);
+	if (st->join && (r = al_netns_join_give_pidfd(st->join, pidfd, err)) < 0)
+		return r;
 
 	if ((r = write_maps(st->lowered, sb->plan->rootless, (pid_t)pid, err)) < 0)
 		return r;

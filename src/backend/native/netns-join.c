@@ -8,7 +8,9 @@
 #include <linux/mount.h>
 #include <linux/netlink.h>
 #include <linux/nsfs.h>
+#include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +37,8 @@ struct al_netns_join {
 	bool installed;
 	bool routed;   /* the fake addresses' route over lo is ours */
 	pid_t keeper;  /* removes what we installed (keeper()), or -1 */
-	int keeper_wr; /* its pipe: closed (or our death) tells it to */
+	int keeper_wr; /* its socket: the container's pidfd goes over it; a
+			* byte, or our death, tells it to remove */
 	dev_t dev;
 	ino_t ino;
 };
@@ -57,9 +60,19 @@ static int remove_ours(bool installed, bool routed, struct al_error *err)
 	int r = 0;
 
 	if (installed) {
+		/* Each table on its own: one removed by hand already (ENOENT)
+		 * must not keep the other, which would refuse every later
+		 * container in the namespace. */
+		const struct al_capture_ruleset *const tables[] = {&al_capture_remove_ip_rules,
+								   &al_capture_remove_ip6_rules};
 		int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
-		r = fd < 0 ? al_error_setsys(err, errno, "NETLINK_NETFILTER socket")
-			   : al_capture_apply(fd, &al_capture_remove_rules, err);
+		if (fd < 0)
+			r = al_error_setsys(err, errno, "NETLINK_NETFILTER socket");
+		for (size_t k = 0; fd >= 0 && k < AL_ARRAY_SIZE(tables); k++) {
+			int q = al_capture_apply(fd, tables[k], err);
+			if (q < 0 && q != -ENOENT && r == 0)
+				r = q;
+		}
 		if (fd >= 0)
 			close(fd);
 	}
@@ -68,25 +81,81 @@ static int remove_ours(bool installed, bool routed, struct al_error *err)
 	return r;
 }
 
+/* The keeper's message: the container's init's pidfd attached to it. */
+#define PIDFD_BYTE 'p'
+
+/* One byte from the supervisor, with the pidfd it may carry in *pidfd.
+ * 1, or 0 at EOF (the supervisor died, or closed without the end byte). */
+static int keeper_recv(int fd, char *c, int *pidfd)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct iovec iov = {.iov_base = c, .iov_len = 1};
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = u.buf,
+			   .msg_controllen = sizeof(u.buf)};
+	ssize_t n;
+
+	while ((n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+		;
+	if (n <= 0)
+		return 0;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+		    cm->cmsg_len == CMSG_LEN(sizeof(int)) && *pidfd < 0)
+			memcpy(pidfd, CMSG_DATA(cm), sizeof(int));
+	return 1;
+}
+
+/* The supervisor died with the container running: kill the container's
+ * init and wait for it to be gone (its exit waits for every other process
+ * of its pid namespace), so that the rules leave only once nothing of the
+ * container can send. */
+static void keeper_kill_container(int pidfd)
+{
+	struct pollfd pf = {.fd = pidfd, .events = POLLIN};
+
+	if (al_sys_pidfd_send_signal(pidfd, SIGKILL) < 0 && errno != ESRCH)
+		_exit(3); /* the rules stay: fail closed */
+	while (poll(&pf, 1, -1) < 0 && errno == EINTR)
+		;
+}
+
 /* The keeper: a process of ours in the engine's namespace that keeps the
  * capabilities the supervisor gives up when it confines itself, and
- * removes airlock's rules when its pipe closes: at the container's end,
- * or when the supervisor is killed. It holds nothing else of the
- * supervisor's (no descriptor, no secret, its own session: a signal to
- * the container's process group is not for it). */
-static _Noreturn void keeper(int rd, bool installed, bool routed)
+ * removes airlock's rules at the container's end (a byte on its socket),
+ * or when the supervisor is killed (EOF): then, once it holds the
+ * container's init's pidfd, only after killing the container and seeing
+ * its init gone (before the clone, nothing of the container ever ran).
+ * It holds nothing else of the supervisor's (no other descriptor, no
+ * secret, no blocked signal, its own session: a signal to the container's
+ * process group is not for it). */
+static _Noreturn void keeper(int sock, bool installed, bool routed)
 {
 	struct al_error err = {0};
-	char c;
+	sigset_t none;
+	char c = 0;
+	int pidfd = -1;
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
 	al_cred_wipe_copies();
+	sigemptyset(&none);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
-	    dup2(rd, 3) < 0 || al_sys_close_range(4, ~0U, 0) < 0)
+	    dup2(sock, 3) < 0 || al_sys_close_range(4, ~0U, 0) < 0 ||
+	    sigprocmask(SIG_SETMASK, &none, NULL) < 0)
 		_exit(1);
 	setsid();
-	while (read(3, &c, 1) < 0 && errno == EINTR)
-		;
+	bool ended = false;
+	while (keeper_recv(3, &c, &pidfd) == 1)
+		if (c != PIDFD_BYTE) {
+			ended = true;
+			break;
+		}
+	if (!ended && pidfd >= 0)
+		keeper_kill_container(pidfd);
 	_exit(remove_ours(installed, routed, &err) < 0 ? 2 : 0);
 }
 
@@ -94,8 +163,8 @@ static int start_keeper(struct al_netns_join *j, struct al_error *err)
 {
 	int p[2];
 
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return al_error_setsys(err, errno, "pipe2");
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0)
+		return al_error_setsys(err, errno, "socketpair");
 	pid_t pid = fork();
 	if (pid < 0) {
 		int e = errno;
@@ -111,6 +180,35 @@ static int start_keeper(struct al_netns_join *j, struct al_error *err)
 	return 0;
 }
 
+int al_netns_join_give_pidfd(struct al_netns_join *j, int pidfd, struct al_error *err)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	char c = PIDFD_BYTE;
+	struct iovec iov = {.iov_base = &c, .iov_len = 1};
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = u.buf,
+			   .msg_controllen = sizeof(u.buf)};
+	ssize_t n;
+
+	memset(u.buf, 0, sizeof(u.buf));
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &pidfd, sizeof(int));
+	while ((n = sendmsg(j->keeper_wr, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (n != 1)
+		return al_error_setsys(err, n < 0 ? errno : EIO,
+				       "handing the container's pidfd to the process that removes "
+				       "airlock's rules");
+	return 0;
+}
+
 void al_netns_join_free(struct al_netns_join *j)
 {
 	struct al_error err = {0};
@@ -120,9 +218,9 @@ void al_netns_join_free(struct al_netns_join *j)
 		return;
 	if (j->keeper > 0) {
 		/* The container has ended: the keeper removes the rules (told
-		 * by a byte: a copy of the pipe's end elsewhere would hide our
-		 * close); wait, so that they are gone when the supervisor's end
-		 * is seen. */
+		 * by a byte: a copy of the socket's end elsewhere would hide
+		 * our close); wait, so that they are gone when the
+		 * supervisor's end is seen. */
 		(void)!write(j->keeper_wr, "", 1);
 		al_closep(&j->keeper_wr);
 		while (waitpid(j->keeper, &st, 0) < 0 && errno == EINTR)
@@ -202,11 +300,22 @@ bool al_netns_join_captured(const struct al_netns_join *j)
 	return j->installed;
 }
 
-/* The namespace must be a network namespace, and neither ours nor the
- * host's (rules there would be the host's). */
+/* Whether fd's namespace and the one at path are the same. */
+static bool same_ns(const struct stat *st, const char *path)
+{
+	struct stat o;
+
+	return stat(path, &o) == 0 && st->st_dev == o.st_dev && st->st_ino == o.st_ino;
+}
+
+/* The namespace must be a network namespace, neither ours nor the
+ * host's (rules there would be the host's), and owned by our own user
+ * namespace: the root of another one (an unprivileged user's, after
+ * unshare -Urn) would hold CAP_NET_ADMIN over it and could remove our
+ * rules while the container runs. */
 static int check_ns(struct al_netns_join *j, struct al_error *err)
 {
-	struct stat own, host, st;
+	struct stat own, st, owner;
 
 	int type = ioctl(j->ns, NS_GET_NSTYPE);
 	if (type < 0)
@@ -217,12 +326,19 @@ static int check_ns(struct al_netns_join *j, struct al_error *err)
 		return al_error_setsys(err, errno, "fstat");
 	j->dev = st.st_dev;
 	j->ino = st.st_ino;
-	if ((st.st_dev == own.st_dev && st.st_ino == own.st_ino) ||
-	    (stat("/proc/1/ns/net", &host) == 0 && st.st_dev == host.st_dev &&
-	     st.st_ino == host.st_ino))
+	if ((st.st_dev == own.st_dev && st.st_ino == own.st_ino) || same_ns(&st, "/proc/1/ns/net"))
 		return al_error_set(err, EPERM,
 				    "the host's own network namespace: a container never shares "
 				    "it");
+	_cleanup_close_ int user = ioctl(j->ns, NS_GET_USERNS);
+	if (user < 0)
+		return al_error_setsys(err, errno, "ioctl(NS_GET_USERNS)");
+	if (fstat(user, &owner) < 0)
+		return al_error_setsys(err, errno, "fstat of its user namespace");
+	if (!same_ns(&owner, "/proc/self/ns/user"))
+		return al_error_set(err, EPERM,
+				    "owned by another user namespace: its root could remove "
+				    "airlock's rules");
 	return 0;
 }
 
@@ -278,8 +394,6 @@ static int set_up(struct al_netns_join *j, const struct al_plan *p, struct al_er
 
 	if ((r = al_netns_loopback_up()) < 0)
 		return al_error_setsys(err, -r, "bringing up lo");
-	if ((r = write_sysctls(p, err)) < 0)
-		return r;
 	/* The meter adds up this namespace's socket memory through it
 	 * (sockdiag.h); the monitor refuses to start the command without. */
 	j->diag = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
@@ -287,6 +401,10 @@ static int set_up(struct al_netns_join *j, const struct al_plan *p, struct al_er
 		return al_error_setsys(err, errno,
 				       "NETLINK_SOCK_DIAG socket, to account for socket memory");
 	if ((r = install(j, p, err)) < 0)
+		return r;
+	/* After the rules: a create refused (the namespace holds another
+	 * container's table) changes nothing in it. */
+	if ((r = write_sysctls(p, err)) < 0)
 		return r;
 	for (int k = 0; p->gateway && k < AL_GATEWAY_N_LISTENERS; k++) {
 		j->listeners[k] = al_netns_listen((enum al_gateway_listener)k);
@@ -317,10 +435,15 @@ int al_netns_join_open(const struct al_plan *p, struct al_netns_join **ret, stru
 	j->keeper = -1;
 	for (int k = 0; k < AL_GATEWAY_N_LISTENERS; k++)
 		j->listeners[k] = -1;
-	j->ns = open(path, O_RDONLY | O_CLOEXEC);
+	/* Never opened as whatever it is (a FIFO, a device): al_open_ns(). */
+	j->ns = al_open_ns(path);
 	j->own = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (j->ns < 0 || j->own < 0)
-		r = al_error_setsys(err, errno, "open %s", j->ns < 0 ? path : "our own netns");
+	if (j->ns == -EINVAL)
+		r = al_error_set(err, EINVAL, "not a namespace (not a file of nsfs)");
+	else if (j->ns < 0)
+		r = al_error_setsys(err, -j->ns, "open");
+	else if (j->own < 0)
+		r = al_error_setsys(err, errno, "open our own network namespace");
 	else if ((r = check_ns(j, err)) == 0 && (r = al_netns_join_enter(j, err)) == 0) {
 		r = set_up(j, p, err);
 		al_netns_join_leave(j);

@@ -38,14 +38,16 @@ struct al_plan;
 
 #include "core/error.h"
 
-/* Open p's namespace (it must be a network namespace, and not the host's
- * nor ours), and from inside it: bring lo up, write p's sysctls, open a
- * NETLINK_SOCK_DIAG socket (unless refused and p lets kernel memory go
- * unbounded), install airlock's rules (the capture with a gateway, else
- * the drop-only ruleset: backend/native/capture.h; refused when a table
- * "airlock" is already there), and with a gateway make its listeners on
- * 127.0.0.1. On failure err names the config field and the path, and
- * nothing is left (no rules). *ret is freed with al_netns_join_free(). */
+/* Open p's namespace (never as a FIFO or device: al_open_ns(); it must
+ * be a network namespace, not the host's nor ours, and owned by our user
+ * namespace), and from inside it: bring lo up, open a NETLINK_SOCK_DIAG
+ * socket (unless refused and p lets kernel memory go unbounded), install
+ * airlock's rules (the capture with a gateway, else the drop-only
+ * ruleset: backend/native/capture.h; refused when a table "airlock" is
+ * already there), then write p's sysctls, and with a gateway make its
+ * listeners on 127.0.0.1. On failure err names the config field and the
+ * path, and nothing is left (no rules; sysctls written stay, as with
+ * runc). *ret is freed with al_netns_join_free(). */
 int al_netns_join_open(const struct al_plan *p, struct al_netns_join **ret, struct al_error *err);
 
 /* Enter j's namespace, for the clone that makes the sandbox's child in
@@ -69,6 +71,15 @@ int al_netns_join_sysfs(const struct al_netns_join *j, uint64_t attr, struct al_
 
 /* Whether the rules are in force. */
 bool al_netns_join_captured(const struct al_netns_join *j);
+
+/* Hand the keeper (the process that removes the rules) the pidfd of the
+ * container's init (borrowed: the keeper gets its own copy), right after
+ * the clone: if the supervisor dies, the keeper kills the container and
+ * waits for its init to be gone before it removes the rules. 0, or
+ * -errno with err set (the run must not go on: the rules could leave
+ * while the container still sends). Only when j has a keeper (after
+ * al_netns_join_open()). */
+int al_netns_join_give_pidfd(struct al_netns_join *j, int pidfd, struct al_error *err);
 
 /* Remove the rules from the namespace (it outlives the container), and
  * close everything. NULL is fine. */
