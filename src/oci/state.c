@@ -219,24 +219,34 @@ int al_oci_state_read(int dirfd, struct al_oci_state *st, struct al_error *err)
 
 int al_oci_dir_remove(int rootfd, const char *id, struct al_error *err)
 {
-	int fd = openat(rootfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	struct dirent *de;
+	/* A supervisor that is ending (its create died before the commit, so
+	 * `delete` does not wait for it) may still write its result.json
+	 * while the directory is emptied: empty it again, a few times, for
+	 * about a second. Once the directory is gone its writes fail. */
+	for (int tries = 0;; tries++) {
+		int fd = openat(rootfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+		struct dirent *de;
 
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		if (errno == ENOENT)
+		if (!d) {
+			if (fd >= 0)
+				close(fd);
+			if (errno == ENOENT)
+				return 0;
+			return al_error_setsys(err, errno, "removing the state directory of %s",
+					       id);
+		}
+		while ((de = readdir(d)))
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+				unlinkat(dirfd(d), de->d_name, 0);
+		closedir(d);
+		if (unlinkat(rootfd, id, AT_REMOVEDIR) == 0 || errno == ENOENT)
 			return 0;
-		return al_error_setsys(err, errno, "removing the state directory of %s", id);
+		if (errno != ENOTEMPTY || tries >= 50)
+			return al_error_setsys(err, errno, "removing the state directory of %s",
+					       id);
+		usleep(20000);
 	}
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			unlinkat(dirfd(d), de->d_name, 0);
-	closedir(d);
-	if (unlinkat(rootfd, id, AT_REMOVEDIR) < 0 && errno != ENOENT)
-		return al_error_setsys(err, errno, "removing the state directory of %s", id);
-	return 0;
 }
 
 static int cmp_str(const void *a, const void *b)
