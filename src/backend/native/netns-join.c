@@ -342,28 +342,6 @@ static int check_ns(struct al_netns_join *j, struct al_error *err)
 	return 0;
 }
 
-/* linux.sysctl's net keys, in this namespace (a net sysctl is the
- * opener's namespace's): as runc would, in the namespace the engine
- * gave. */
-static int write_sysctls(const struct al_plan *p, struct al_error *err)
-{
-	char path[256];
-	char *const *kv = p->root->sysctl;
-
-	for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2) {
-		if (!al_plan_sysctl_allowed(kv[i]))
-			return al_error_set(err, EPERM, "sysctl %s", kv[i]);
-		int n = snprintf(path, sizeof(path), "/proc/sys/%s", kv[i]);
-		for (int k = 10; k < n; k++)
-			if (path[k] == '.')
-				path[k] = '/';
-		int r = al_write_file_at(AT_FDCWD, path, kv[i + 1], strlen(kv[i + 1]));
-		if (r < 0)
-			return al_error_setsys(err, -r, "sysctl %s = %s", kv[i], kv[i + 1]);
-	}
-	return 0;
-}
-
 static int install(struct al_netns_join *j, const struct al_plan *p, struct al_error *err)
 {
 	const struct al_capture_ruleset *rules =
@@ -404,7 +382,7 @@ static int set_up(struct al_netns_join *j, const struct al_plan *p, struct al_er
 		return r;
 	/* After the rules: a create refused (the namespace holds another
 	 * container's table) changes nothing in it. */
-	if ((r = write_sysctls(p, err)) < 0)
+	if ((r = al_netns_write_sysctls(p->root->sysctl, err)) < 0)
 		return r;
 	for (int k = 0; p->gateway && k < AL_GATEWAY_N_LISTENERS; k++) {
 		j->listeners[k] = al_netns_listen((enum al_gateway_listener)k);

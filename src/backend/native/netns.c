@@ -1,20 +1,26 @@
 /* The gateway's side of a sandbox's network namespace, made from inside it
  * (netns.h): lo up, the gateway's listeners on 127.0.0.1, the default
- * route over lo. */
+ * route over lo, a container's sysctls. */
 #include "backend/native/netns.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include "core/error.h"
+#include "core/sys.h"
+#include "policy/plan.h"
 
 int al_netns_loopback_up(void)
 {
@@ -111,4 +117,22 @@ int al_netns_route_lo(uint32_t dst, int prefix_len, bool add)
 		e = -ack.err.error;
 	close(fd);
 	return -e;
+}
+
+int al_netns_write_sysctls(char *const *kv, struct al_error *err)
+{
+	char path[256];
+
+	for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2) {
+		if (!al_plan_sysctl_allowed(kv[i]))
+			return al_error_set(err, EPERM, "sysctl %s", kv[i]);
+		int n = snprintf(path, sizeof(path), "/proc/sys/%s", kv[i]);
+		for (int k = 10; k < n; k++)
+			if (path[k] == '.')
+				path[k] = '/';
+		int r = al_write_file_at(AT_FDCWD, path, kv[i + 1], strlen(kv[i + 1]));
+		if (r < 0)
+			return al_error_setsys(err, -r, "sysctl %s = %s", kv[i], kv[i + 1]);
+	}
+	return 0;
 }

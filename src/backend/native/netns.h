@@ -24,6 +24,14 @@ int al_netns_default_route(void);
  * order; add refuses a route already there, EEXIST). */
 int al_netns_route_lo(uint32_t dst, int prefix_len, bool add);
 
+struct al_error;
+
+/* A container's linux.sysctl (KEY, VALUE pairs; net keys alone, each
+ * checked again by al_plan_sysctl_allowed) written through /proc/sys,
+ * which resolves a net sysctl in the writer's network namespace: call it
+ * from inside the one meant. */
+int al_netns_write_sysctls(char *const *kv, struct al_error *err);
+
 /* An engine's network namespace a container joins (plan->root->netns;
  * docs/oci.md, exception 3). The sandbox's child has no capability over
  * it (its user namespace does not own it), so the supervisor, root in the

@@ -503,23 +503,13 @@ int step_hostname(struct al_child *c)
  * resolves in the writer's network namespace: the sandbox's own. */
 int step_sysctl(struct al_child *c)
 {
-	char path[256];
-	char *const *kv = c->plan->root ? c->plan->root->sysctl : NULL;
+	struct al_error err = {0};
 
 	/* An engine's namespace: the supervisor wrote them (netns.h). */
-	if (c->np->netns_joined)
+	if (c->np->netns_joined || !c->plan->root)
 		return 0;
-	for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2) {
-		if (!al_plan_sysctl_allowed(kv[i]))
-			return fail(c, EPERM, "sysctl %s", kv[i]);
-		int n = snprintf(path, sizeof(path), "/proc/sys/%s", kv[i]);
-		for (int k = 10; k < n; k++)
-			if (path[k] == '.')
-				path[k] = '/';
-		int r = al_write_file_at(AT_FDCWD, path, kv[i + 1], strlen(kv[i + 1]));
-		if (r < 0)
-			return fail(c, -r, "sysctl %s = %s", kv[i], kv[i + 1]);
-	}
+	if (al_netns_write_sysctls(c->plan->root->sysctl, &err) < 0)
+		return fail(c, err.code, "%s", err.msg);
 	return 0;
 }
 
