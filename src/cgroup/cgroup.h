@@ -166,8 +166,9 @@ void al_cgroup_stats(struct al_cgroup *cg, struct al_cgroup_stats *st);
 void al_cgroup_kill(const struct al_cgroup *cg);
 
 /* The host pids in the run's cgroup and those below it (its execs'; at
- * a caller's path, only in airlock's own children), sorted (init's 1 and below left out: pids of another namespace never
- * appear here). 0, or -ENOENT with no cgroup. */
+ * a caller's path, only in airlock's own children), sorted (init's 1 and
+ * below left out: pids of another namespace never appear here). 0, or
+ * -ENOENT with no cgroup. */
 int al_cgroup_pids(const struct al_cgroup *cg, pid_t **ret, size_t *n);
 
 /* Remove the run's directories (retrying briefly while the last tasks

@@ -174,8 +174,9 @@ int al_oci_write_pid_file(const char *path, pid_t pid, struct al_error *err)
 
 /* A namespace path the config names must be what it says: a namespace
  * of that type (config.c says which are joined: a network namespace's,
- * but for a pod's sandbox container; the others never are). Opened without following it into a FIFO or a device
- * (al_open_ns()): create never hangs nor opens one as root. */
+ * but for a pod's sandbox container; the others never are). Opened
+ * without following it into a FIFO or a device (al_open_ns()): create
+ * never hangs nor opens one as root. */
 static int check_ns_paths(const struct al_oci_config *c, struct al_errors *errs)
 {
 	size_t before = al_errors_count(errs);
