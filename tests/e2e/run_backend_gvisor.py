@@ -171,7 +171,9 @@ def no_host_root_no_host_capability(env):
     neither of them the host's nobody."""
     need_gvisor(env)
     host_ns = os.readlink("/proc/self/ns/user")
-    runs = [start([env.airlock, "run"] + GV + ["--timeout", "30s", "--", "/bin/sleep", "6"])
+    # Long enough that both still run when the second has started on a
+    # loaded machine; the test waits for both at the end.
+    runs = [start([env.airlock, "run"] + GV + ["--timeout", "30s", "--", "/bin/sleep", "12"])
             for _ in range(2)]
     try:
         def sentries():
@@ -184,10 +186,10 @@ def no_host_root_no_host_capability(env):
                 except OSError:
                     pass
             return out
-        expect(wait_for(lambda: len(sentries()) == 2, 20),
-               "two sentries never ran: %s" % runsc_procs())
+        both = wait_for(lambda: (lambda s: s if len(s) == 2 else None)(sentries()), 20)
+        expect(both, "two sentries never ran: %s" % runsc_procs())
         sentry_uids = []
-        for sp in sentries():
+        for sp in both:
             procs = run_procs(sp)
             expect(len(procs) >= 3, "fewer than runsc, gofer and sentry: %s" % procs)
             for pid, (uids, gids, cap, ns, cmd) in procs.items():

@@ -335,12 +335,28 @@ def vm_basics(env):
 
 @case
 def kvm_boot(env):
-    """Where /dev/kvm works, the guest boots on it (the record says kvm)."""
+    """Where /dev/kvm works, the guest boots on it (the record says kvm).
+    A nested /dev/kvm may open and still hang every guest (this kind of VM
+    had one on 2026-12-07): airlock's bounded boot on it, kept for this
+    boot of the host in /run/airlock/vm/kvm, then says "0", and the case is
+    skipped saying so."""
     need(env)
     if not os.path.exists("/dev/kvm"):
         raise Skip("no /dev/kvm on this machine: the KVM path is not exercised here")
     res, record = record_of(env, ["/bin/true"], [])
     expect_rc(res, 0)
+    if record["platform"] != "kvm":
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+        try:
+            with open("/run/airlock/vm/kvm") as f:
+                probed = f.read().split()
+        except OSError:
+            probed = []
+        if probed == ["0", boot]:
+            raise Skip("/dev/kvm exists but a guest does not boot on it here (airlock's "
+                       "bounded boot on it failed this boot of the host): the KVM path "
+                       "is not exercised")
     expect(record["platform"] == "kvm",
            "/dev/kvm exists but the guest ran on %s" % record["platform"], res)
 
