@@ -6,12 +6,14 @@
  * ruleset first). Each rule is written here twice: as the nft text a
  * person reads (and that tests/unit/test_capture.c loads with the real nft
  * to compare listings) and as the expressions that text compiles to.
- * Four rulesets come out: the capture of airlock's own network namespace
+ * Five rulesets come out: the capture of airlock's own network namespace
  * (al_capture_*), the capture and the drop-only ruleset for a network
  * namespace an engine made and the container joins (al_capture_joined_*,
  * al_capture_joined_drop_*: the table is made exclusively, and replies
  * of connections made from outside pass), and the removal of the
- * latter (al_capture_remove_*).
+ * latter, one table each (al_capture_remove_ip_*, al_capture_remove_ip6_*).
+ * This is a build-time program: its file-scope state (the variant being
+ * built, the batch) never lives in the library or a daemon.
  * Usage: capture-gen OUT.c */
 #include <arpa/inet.h>
 #include <errno.h>
