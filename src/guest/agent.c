@@ -32,8 +32,12 @@
 #define SYSIMG	"/airlock/sysimg"
 #define NEWROOT "/airlock/root"
 #define SCRATCH "/airlock/scratch"
-/* How long the devices may take to appear after their modules load. */
-#define DEVICE_WAIT_MS 5000
+/* How long the devices may take to appear after their modules load: longer
+ * than any boot deadline of the host's (BOOT_*_MS in
+ * src/backend/microvm/guest.c), so that a slow boot (TCG on
+ * a loaded host) is ended by the host, saying so, never by a guest that
+ * gave up first with nobody to tell. */
+#define DEVICE_WAIT_MS 120000
 
 __attribute__((format(printf, 2, 0))) static void vlog(struct agent *a, const char *fmt, va_list ap)
 {
@@ -152,9 +156,18 @@ static void open_channel(struct agent *a)
 {
 	const char *ch = a->cfg.c.channel;
 	struct termios t;
-	if (wait_device(ch) < 0)
-		agent_die(a, "no channel device %s", ch);
-	a->chan = open(ch, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	/* The port's node appears (device_create) before virtio_console has
+	 * put the port on its list, and an open in between fails ENXIO: a
+	 * window that a loaded host's slow vCPU made wide enough to hit. */
+	for (long end = now_ms() + DEVICE_WAIT_MS;;) {
+		if (wait_device(ch) < 0)
+			agent_die(a, "no channel device %s", ch);
+		a->chan = open(ch, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+		if (a->chan >= 0 || (errno != ENXIO && errno != ENODEV && errno != ENOENT) ||
+		    now_ms() > end)
+			break;
+		nanosleep(&(struct timespec){.tv_nsec = 5000000}, NULL);
+	}
 	if (a->chan < 0)
 		agent_die(NULL, "open %s", ch);
 	/* Raw: no line discipline may touch the frames' bytes. */
