@@ -92,6 +92,7 @@ struct al_supervisor {
 	unsigned short rows, cols;  /* tty: the size it gets */
 	bool gone;		    /* the sandbox is gone */
 	bool running;		    /* the command was started */
+	bool released;		    /* the sandbox was told to start the command */
 	int scratch_fd;		    /* the scratch's root from the backend, for --copy-out */
 	int *out_fds;		    /* each --copy-out's HOSTDIR, opened at attach */
 	bool have_status;

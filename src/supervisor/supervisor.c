@@ -127,6 +127,7 @@ static void release(struct al_supervisor *l)
 		al_sup_stop(l);
 		return;
 	}
+	l->released = true;
 	l->ctl.release(l->ctl.data);
 }
 
@@ -586,11 +587,14 @@ void al_supervisor_finish(struct al_supervisor *l, struct al_run_result *out)
 		res->exit_code = res->err == ENOENT ? 127 : 126;
 		break;
 	default:
-		if (!l->have_status && l->running && end.init_killable && end.code == CLD_KILLED) {
+		if (!l->have_status && (l->running || l->released) && end.init_killable &&
+		    end.code == CLD_KILLED) {
 			/* The sandbox's own code killed its init (kill(-1) as
 			 * the run's uid reaches it there): the run ends as
 			 * killed by that signal, and the cgroup's end takes
-			 * the rest. */
+			 * the rest. Released is enough: the command, exec'd,
+			 * can kill init before init has said RUNNING (it says
+			 * so once the exec closed its pipe). */
 			res->reason = AL_END_SIGNALED;
 			res->signal = end.status;
 			res->exit_code = 128 + res->signal;
