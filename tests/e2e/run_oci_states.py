@@ -1657,6 +1657,30 @@ def engine_netns_one_table_gone(env):
 
 
 @case
+def engine_netns_later_tables_kept(env):
+    """A's tables removed by hand while A runs, then B made in the same
+    namespace: deleting A leaves B's tables (removed by their handles,
+    not by name); deleting B removes
+    them."""
+    with NetLab(env) as lab:
+        path = "/run/netns/" + NET_C
+        a = env.new_id("handlea")
+        env.create(a, netns_bundle(env, "handlea", "exec sleep 300", path))
+        for fam in ("ip", "ip6"):
+            sh("nsenter", "--net=" + path, "nft", "delete", "table", fam, "airlock")
+        b = env.new_id("handleb")
+        env.create(b, netns_bundle(env, "handleb", "exec sleep 300", path))
+        before = lab.ruleset()
+        expect(env.rt("delete", "--force", a).rc == 0, "delete of A failed")
+        after = lab.ruleset()
+        expect(after == before and "table ip airlock" in after and "table ip6 airlock" in after,
+               "deleting A changed B's tables:\n%s\nbefore:\n%s" % (after, before))
+        expect(env.rt("delete", "--force", b).rc == 0, "delete of B failed")
+        ruleset = lab.ruleset()
+        expect("airlock" not in ruleset, "B's tables remain after its delete:\n%s" % ruleset)
+
+
+@case
 def engine_netns_refused_writes_no_sysctl(env):
     """A second container in the namespace, refused (the first one's
     tables are there), whose config sets a net sysctl: the namespace's

@@ -154,6 +154,49 @@ static void test_joined_drop(void **state)
 	assert_not_contains(out, "redirect");
 }
 
+/* Removal by handle removes the table that handle named and no other: a
+ * table of the same name made after it (another container's, in an
+ * engine's namespace, once ours was removed by hand) stays. */
+static void test_remove_by_handle(void **state)
+{
+	static char out[16384];
+	struct al_error err = {0};
+	uint64_t old4 = 0, old6 = 0, new4 = 0, new6 = 0;
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(al_capture_table_handle(fd, AF_INET, &old4, &err), -ENOENT);
+	assert_contains(err.msg, "table ip airlock");
+	if (al_capture_apply(fd, &al_capture_joined_drop_rules, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(al_capture_table_handle(fd, AF_INET, &old4, &err), 0);
+	assert_int_equal(al_capture_table_handle(fd, AF_INET6, &old6, &err), 0);
+	assert_true(old4 != 0 && old6 != 0);
+	/* Removed by hand, and made again: new tables, new handles. */
+	assert_int_equal(al_capture_apply(fd, &al_capture_remove_ip_rules, &err), 0);
+	assert_int_equal(al_capture_apply(fd, &al_capture_remove_ip6_rules, &err), 0);
+	if (al_capture_apply(fd, &al_capture_joined_drop_rules, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(al_capture_table_handle(fd, AF_INET, &new4, &err), 0);
+	assert_int_equal(al_capture_table_handle(fd, AF_INET6, &new6, &err), 0);
+	assert_true(new4 != old4 && new6 != old6);
+	assert_int_equal(al_capture_remove_table(fd, AF_INET, old4, &err), -ENOENT);
+	assert_int_equal(al_capture_remove_table(fd, AF_INET6, old6, &err), -ENOENT);
+	list(out, sizeof(out));
+	assert_contains(out, "table ip airlock");
+	assert_contains(out, "table ip6 airlock");
+	/* Each family's own: the ip6 handle does not reach the ip table. */
+	assert_int_equal(al_capture_remove_table(fd, AF_INET6, new6, &err), 0);
+	list(out, sizeof(out));
+	assert_contains(out, "table ip airlock");
+	assert_not_contains(out, "table ip6 airlock");
+	assert_int_equal(al_capture_remove_table(fd, AF_INET, new4, &err), 0);
+	list(out, sizeof(out));
+	assert_string_equal(out, "");
+	close(fd);
+}
+
 /* A namespace whose raw_out chain is already another type: the kernel
  * refuses that message, the error names it, and the batch is one
  * transaction: nothing else of it stays. */
@@ -217,6 +260,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_without_net_admin, fresh_netns),
 	    cmocka_unit_test_setup(test_joined_capture, fresh_netns),
 	    cmocka_unit_test_setup(test_joined_drop, fresh_netns),
+	    cmocka_unit_test_setup(test_remove_by_handle, fresh_netns),
 	};
 	if (access(NFT, X_OK) != 0) {
 		printf("SKIP: %s is not installed (Debian package nftables; the test reads the "

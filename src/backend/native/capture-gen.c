@@ -37,9 +37,10 @@
 #include <linux/netfilter/nfnetlink.h>
 #include <netinet/in.h>
 
+#include "backend/native/capture.h"
 #include "net/layout.h"
 
-#define TABLE "airlock"
+#define TABLE AL_CAPTURE_TABLE
 #define PORT  AL_GATEWAY_TRANSPARENT_PORT
 
 static char buf[16384];

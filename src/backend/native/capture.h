@@ -8,6 +8,10 @@
 
 #include "core/error.h"
 
+/* The name of the capture's tables, ip and ip6 (the process backend's are
+ * inet, named by uid: backend/process/nft.c). */
+#define AL_CAPTURE_TABLE "airlock"
+
 /* What one message of the batch makes (for errors). */
 struct al_capture_msg {
 	uint32_t seq;
@@ -49,3 +53,13 @@ extern const struct al_capture_ruleset al_capture_remove_ip6_rules;
 int al_capture_apply(int fd, const struct al_capture_ruleset *rules, struct al_error *err);
 /* al_capture_apply() of al_capture_rules. */
 int al_capture_install(int fd, struct al_error *err);
+
+/* Table "airlock" of family (NFPROTO_IPV4 or NFPROTO_IPV6) in fd's
+ * namespace: its handle in *handle, the kernel's own number for that one
+ * table (a table of the same name made later has another). 0, or -errno
+ * (-ENOENT: no such table). */
+int al_capture_table_handle(int fd, uint8_t family, uint64_t *handle, struct al_error *err);
+/* Remove the table of family whose handle that was, and no other: 0, or
+ * -ENOENT when it is gone already (removed by hand, whatever took its
+ * name since). */
+int al_capture_remove_table(int fd, uint8_t family, uint64_t handle, struct al_error *err);

@@ -35,9 +35,10 @@ struct al_netns_join {
 	int diag; /* NETLINK_SOCK_DIAG in it, or -1 */
 	int listeners[AL_GATEWAY_N_LISTENERS];
 	bool installed;
-	bool routed;   /* the fake addresses' route over lo is ours */
-	pid_t keeper;  /* removes what we installed (keeper()), or -1 */
-	int keeper_wr; /* its socket: the container's pidfd goes over it; a
+	uint64_t handle[2]; /* of our tables ip and ip6 (al_capture_table_handle) */
+	bool routed;	    /* the fake addresses' route over lo is ours */
+	pid_t keeper;	    /* removes what we installed (keeper()), or -1 */
+	int keeper_wr;	    /* its socket: the container's pidfd goes over it; a
 			* byte, or our death, tells it to remove */
 	dev_t dev;
 	ino_t ino;
@@ -54,8 +55,13 @@ static void join_close(struct al_netns_join *j)
 	free(j);
 }
 
-/* What we installed, removed from inside the namespace (we are in it). */
-static int remove_ours(bool installed, bool routed, struct al_error *err)
+/* nf_tables' families ip and ip6 (NFPROTO_IPV4 and _IPV6 are these). */
+static const uint8_t families[2] = {AF_INET, AF_INET6};
+
+/* What we installed, removed from inside the namespace (we are in it):
+ * our tables by their handles, where known, so that a table of another
+ * container's, made after ours was removed by hand, stays. */
+static int remove_ours(bool installed, const uint64_t handle[2], bool routed, struct al_error *err)
 {
 	int r = 0;
 
@@ -63,13 +69,14 @@ static int remove_ours(bool installed, bool routed, struct al_error *err)
 		/* Each table on its own: one removed by hand already (ENOENT)
 		 * must not keep the other, which would refuse every later
 		 * container in the namespace. */
-		const struct al_capture_ruleset *const tables[] = {&al_capture_remove_ip_rules,
-								   &al_capture_remove_ip6_rules};
+		const struct al_capture_ruleset *const by_name[] = {&al_capture_remove_ip_rules,
+								    &al_capture_remove_ip6_rules};
 		int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
 		if (fd < 0)
 			r = al_error_setsys(err, errno, "NETLINK_NETFILTER socket");
-		for (size_t k = 0; fd >= 0 && k < AL_ARRAY_SIZE(tables); k++) {
-			int q = al_capture_apply(fd, tables[k], err);
+		for (size_t k = 0; fd >= 0 && k < AL_ARRAY_SIZE(families); k++) {
+			int q = handle[k] ? al_capture_remove_table(fd, families[k], handle[k], err)
+					  : al_capture_apply(fd, by_name[k], err);
 			if (q < 0 && q != -ENOENT && r == 0)
 				r = q;
 		}
@@ -133,7 +140,7 @@ static void keeper_kill_container(int pidfd)
  * It holds nothing else of the supervisor's (no other descriptor, no
  * secret, no blocked signal, its own session: a signal to the container's
  * process group is not for it). */
-static _Noreturn void keeper(int sock, bool installed, bool routed)
+static _Noreturn void keeper(int sock, bool installed, const uint64_t handle[2], bool routed)
 {
 	struct al_error err = {0};
 	sigset_t none;
@@ -156,7 +163,7 @@ static _Noreturn void keeper(int sock, bool installed, bool routed)
 		}
 	if (!ended && pidfd >= 0)
 		keeper_kill_container(pidfd);
-	_exit(remove_ours(installed, routed, &err) < 0 ? 2 : 0);
+	_exit(remove_ours(installed, handle, routed, &err) < 0 ? 2 : 0);
 }
 
 static int start_keeper(struct al_netns_join *j, struct al_error *err)
@@ -173,7 +180,7 @@ static int start_keeper(struct al_netns_join *j, struct al_error *err)
 		return al_error_setsys(err, e, "fork of the process that removes the rules");
 	}
 	if (pid == 0)
-		keeper(p[0], j->installed, j->routed);
+		keeper(p[0], j->installed, j->handle, j->routed);
 	close(p[0]);
 	j->keeper = pid;
 	j->keeper_wr = p[1];
@@ -232,7 +239,7 @@ void al_netns_join_free(struct al_netns_join *j)
 				st);
 	} else if ((j->installed || j->routed) && al_netns_join_enter(j, &err) == 0) {
 		/* Still setting up (no keeper yet): we hold the capabilities. */
-		if (remove_ours(j->installed, j->routed, &err) < 0)
+		if (remove_ours(j->installed, j->handle, j->routed, &err) < 0)
 			al_warn("removing airlock's rules from the engine's network namespace: %s",
 				err.msg);
 		al_netns_join_leave(j);
@@ -362,6 +369,14 @@ static int install(struct al_netns_join *j, const struct al_plan *p, struct al_e
 	if (r < 0)
 		return r;
 	j->installed = true;
+	/* Made exclusively just now, in a namespace whose only other root is
+	 * the engine's: these are ours. Until both are known, the removal is
+	 * by name. */
+	uint64_t h[2];
+	for (size_t k = 0; k < AL_ARRAY_SIZE(families); k++)
+		if ((r = al_capture_table_handle(fd, families[k], &h[k], err)) < 0)
+			return r;
+	memcpy(j->handle, h, sizeof(h));
 	return 0;
 }
 
