@@ -169,7 +169,11 @@ static struct al_vm_host hosts[2];
 /* Under TCG the guest's TSC runs at the host's rate, and a guest that must
  * measure it against the PIT (microvm has no HPET) hangs about one boot in
  * two here when QEMU is not scheduled at the right moments: tell it the
- * rate, where the host's TSC is constant. */
+ * rate, where the host's TSC is constant. And that the TSC is reliable:
+ * its clocksource watchdog measures it against jiffies, which lose the
+ * ticks of a QEMU not scheduled, and found it "skewed" in every boot
+ * here, leaving the guest's clock on jiffies, behind whenever the host is
+ * loaded. */
 static void tsc_arg(char *buf, size_t len)
 {
 	_cleanup_fclose_ FILE *f = fopen("/proc/cpuinfo", "re");
@@ -187,7 +191,8 @@ static void tsc_arg(char *buf, size_t len)
 			break; /* the first CPU's */
 	}
 	if (constant && mhz > 100 && mhz < 100000)
-		snprintf(buf, len, " tsc_early_khz=%llu", (unsigned long long)(mhz * 1000));
+		snprintf(buf, len, " tsc_early_khz=%llu tsc=reliable",
+			 (unsigned long long)(mhz * 1000));
 }
 static bool found[2];
 

@@ -34,7 +34,7 @@ struct al_vm_host {
 	char agent[4096];	 /* the guest agent binary */
 	char initramfs[4096];	 /* the base initramfs (cached) */
 	char system_image[4096]; /* the system image (cached) */
-	char tsc_arg[48];	 /* " tsc_early_khz=N" under TCG, or "" */
+	char tsc_arg[48];	 /* " tsc_early_khz=N tsc=reliable" under TCG, or "" */
 	char **modules;		 /* in the initramfs, load order */
 	size_t n_modules;
 };
