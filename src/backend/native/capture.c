@@ -139,7 +139,7 @@ static const char *family_name(uint8_t family)
 int al_capture_table_handle(int fd, uint8_t family, uint64_t *handle, struct al_error *err)
 {
 	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
-	alignas(struct nlmsghdr) unsigned char req[64];
+	alignas(struct nlmsghdr) unsigned char req[64] = {0};
 	alignas(struct nlmsghdr) char buf[8192];
 	bool found = false;
 
@@ -201,7 +201,7 @@ int al_capture_table_handle(int fd, uint8_t family, uint64_t *handle, struct al_
 
 int al_capture_remove_table(int fd, uint8_t family, uint64_t handle, struct al_error *err)
 {
-	alignas(struct nlmsghdr) unsigned char batch[128];
+	alignas(struct nlmsghdr) unsigned char batch[128] = {0};
 	char what[96];
 	uint64_t be = htobe64(handle);
 
