@@ -222,6 +222,22 @@ def qemu_dies():
     assert "qemu-system-x86_64: something broke" in p.stderr.decode(), p.stderr
 
 
+@case
+def off_at_boot():
+    """A guest powering off before HELLO (its agent could not set up):
+    said so, not as a bare QEMU exit status; pointing at the guest's own
+    lines when it sent some first."""
+    p, took = vmm("off-at-boot")
+    guest_failed(p, "the guest powered off during its boot, before its agent answered", took, 5)
+    assert "QEMU exited with status" not in p.stderr.decode(), p.stderr
+    assert "had a channel" in p.stderr.decode(), p.stderr
+    # One that said why first: its line, and the message pointing at it.
+    p, took = vmm("off-at-boot-said")
+    guest_failed(p, "the guest powered off during its boot, before its agent answered: its "
+                 "setup failed", took, 5)
+    assert "guest agent: mount none on /airlock/root: no space" in p.stderr.decode(), p.stderr
+
+
 def in_namespace(*flags, setup="ip link set lo up"):
     if os.geteuid() != 0:
         raise Skip("needs root for unshare %s" % " ".join(flags))

@@ -210,6 +210,18 @@ def mode_silent():
         recv()  # PINGs, never answered
 
 
+def mode_off_at_boot():
+    """The agent's death before its channel: the guest powers off, QEMU
+    exits 0, nothing was said."""
+    sys.exit(0)
+
+
+def mode_off_at_boot_said():
+    """The agent's death after its channel opened: its LOG, then off."""
+    send(LOG, 0, b"guest agent: mount none on /airlock/root: no space")
+    sys.exit(0)
+
+
 def mode_qemu_dies():
     send(HELLO, 0, struct.pack("<I", 1) + b"6.1.0-fake")
     sys.stderr.write("qemu-system-x86_64: something broke\n")

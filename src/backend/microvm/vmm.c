@@ -357,7 +357,18 @@ static __attribute__((noreturn)) void fail_end(struct vmm *v, struct qemu *q, bo
 
 static void describe_exit(struct vmm *v, const struct qemu *q)
 {
-	if (WIFEXITED(q->status))
+	/* A guest powers off on its own only when its agent could not set
+	 * up; before HELLO it had no channel to say why on. */
+	bool off = v->phase == VMM_BOOT && WIFEXITED(q->status) && WEXITSTATUS(q->status) == 0;
+	if (off && v->logs)
+		vmm_fail(v, "the guest powered off during its boot, before its agent answered: "
+			    "its setup failed (the guest's lines above say how)");
+	else if (off)
+		vmm_fail(v,
+			 "the guest powered off during its boot, before its agent answered (its "
+			 "setup failed before the agent had a channel to say why on; the guest's "
+			 "console is not kept)");
+	else if (WIFEXITED(q->status))
 		vmm_fail(v, "QEMU exited with status %d", WEXITSTATUS(q->status));
 	else
 		vmm_fail(v, "QEMU was killed by signal %d (%s)", WTERMSIG(q->status),
