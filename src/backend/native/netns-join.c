@@ -38,8 +38,8 @@ struct al_netns_join {
 	uint64_t handle[2]; /* of our tables ip and ip6 (al_capture_table_handle) */
 	bool routed;	    /* the fake addresses' route over lo is ours */
 	pid_t keeper;	    /* removes what we installed (keeper()), or -1 */
-	int keeper_wr;	    /* its socket: the container's pidfd goes over it; a
-			* byte, or our death, tells it to remove */
+	int keeper_wr;	    /* its socket: the container's pidfd goes over it;
+			     * a byte, or our death, tells it to remove */
 	dev_t dev;
 	ino_t ino;
 };
