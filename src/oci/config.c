@@ -131,14 +131,24 @@ static void rlimits(const struct al_oci_config *c, struct al_policy *p, struct a
 		const struct al_oci_rlimit *r = &c->rlimits[i];
 		char where[64];
 		snprintf(where, sizeof(where), "process.rlimits[%zu]", i);
-		if (r->soft != r->hard) {
+		if (r->soft != r->hard && r->resource != RLIMIT_NOFILE) {
 			al_errors_add(errs, EINVAL, "config.json", where,
-				      "%s: airlock sets one value for soft and hard", r->name);
+				      "%s: airlock sets one value for soft and hard (but for "
+				      "RLIMIT_NOFILE)",
+				      r->name);
 			continue;
 		}
 		switch (r->resource) {
 		case RLIMIT_NOFILE:
+			/* spec.c refused a soft value above the hard one. */
+			if (r->soft == 0) {
+				al_errors_add(errs, EINVAL, "config.json", where,
+					      "RLIMIT_NOFILE: a soft value of 0 leaves the "
+					      "process no descriptor");
+				break;
+			}
 			p->open_files = r->hard;
+			p->open_files_soft = r->soft < r->hard ? r->soft : 0;
 			break;
 		case RLIMIT_NPROC:
 			/* Processes are bounded by the pids cgroup of the

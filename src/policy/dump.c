@@ -98,6 +98,8 @@ void al_plan_dump_text(const struct al_plan *p, FILE *f)
 		fprintf(f, ", cpu-time %" PRIu64 " ms", p->cpu_time_ms);
 	al_format_size(p->output_bytes, size, sizeof(size));
 	fprintf(f, ", output %s, open files %" PRIu64, size, p->open_files);
+	if (p->open_files_soft)
+		fprintf(f, " (soft %" PRIu64 ")", p->open_files_soft);
 	if (p->file_size) {
 		al_format_size(p->file_size, size, sizeof(size));
 		fprintf(f, ", file size %s", size);
@@ -184,14 +186,15 @@ char *al_plan_dump_json(const struct al_plan *p)
 	json_object_set_new(root, "network", o);
 	json_object_set_new(
 	    root, "limits",
-	    json_pack("{s:I, s:I, s:I, s:I, s:o, s:o, s:I, s:I, s:o, s:b}", "timeout_ms",
+	    json_pack("{s:I, s:I, s:I, s:I, s:o, s:o, s:I, s:I, s:o, s:o, s:b}", "timeout_ms",
 		      (json_int_t)p->timeout_ms, "scratch_bytes", (json_int_t)p->scratch_bytes,
 		      "memory_bytes", (json_int_t)p->memory_bytes, "pids", (json_int_t)p->pids,
 		      "cpus",
 		      p->cpus_milli ? json_real((double)p->cpus_milli / 1000.0) : json_null(),
 		      "cpu_time_ms", opt_count(p->cpu_time_ms), "output_bytes",
 		      (json_int_t)p->output_bytes, "open_files", (json_int_t)p->open_files,
-		      "file_size", opt_count(p->file_size), "cgroup_required", p->cgroup_required));
+		      "open_files_soft", opt_count(p->open_files_soft), "file_size",
+		      opt_count(p->file_size), "cgroup_required", p->cgroup_required));
 	a = json_array();
 	for (size_t i = 0; p->envp[i]; i++) {
 		_cleanup_free_ char *e = env_shown(p, p->envp[i]);

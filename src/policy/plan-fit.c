@@ -112,6 +112,7 @@ static void limits(struct fit *f, const struct al_plan *a, const struct al_plan 
 	    {"limits.cpu_time", a->cpu_time_ms, b->cpu_time_ms},
 	    {"limits.output", a->output_bytes, b->output_bytes},
 	    {"limits.open_files", a->open_files, b->open_files},
+	    {"limits.open_files_soft", a->open_files_soft, b->open_files_soft},
 	    {"limits.file_size", a->file_size, b->file_size},
 	    {"limits.socket_stop", a->socket_stop, b->socket_stop},
 	    {"limits.msgqueue", a->msgqueue_bytes, b->msgqueue_bytes},

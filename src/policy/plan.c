@@ -639,6 +639,8 @@ static bool build_request(struct al_plan *p, const struct al_policy *pol, unsign
 	p->cpu_time_ms = pol->cpu_time_ms;
 	p->output_bytes = pol->output_bytes ? pol->output_bytes : AL_DEFAULT_OUTPUT_BYTES;
 	p->open_files = pol->open_files ? pol->open_files : AL_DEFAULT_OPEN_FILES;
+	/* Never above the hard value, whatever lowered it. */
+	p->open_files_soft = pol->open_files_soft < p->open_files ? pol->open_files_soft : 0;
 	p->file_size = pol->file_size;
 	p->cgroup_asked = (pol->memory_bytes ? AL_CGROUP_ASKED_MEMORY : 0) |
 			  (pol->pids ? AL_CGROUP_ASKED_PIDS : 0) |

@@ -223,7 +223,8 @@ struct al_plan {
 	uint64_t cpus_milli;
 	uint64_t cpu_time_ms;
 	uint64_t output_bytes;
-	uint64_t open_files;
+	uint64_t open_files;	  /* RLIMIT_NOFILE: hard, and soft unless: */
+	uint64_t open_files_soft; /* its soft value, below open_files; 0: open_files */
 	uint64_t file_size;
 	/* Kernel memory outside the memory limit (docs/security.md): the
 	 * sandbox's socket buffers and the connections waiting to be accepted

@@ -195,6 +195,8 @@ void al_policy_merge(struct al_policy *base, const struct al_policy *over)
 		base->output_bytes = over->output_bytes;
 	if (over->open_files)
 		base->open_files = over->open_files;
+	if (over->open_files_soft)
+		base->open_files_soft = over->open_files_soft;
 	if (over->file_size)
 		base->file_size = over->file_size;
 	if (over->copy_out_bytes)

@@ -141,6 +141,8 @@ struct al_policy {
 	uint64_t cpu_time_ms;  /* CPU seconds across all processes */
 	uint64_t output_bytes; /* stdout + stderr */
 	uint64_t open_files;
+	uint64_t open_files_soft; /* RLIMIT_NOFILE's soft value below it (a container's
+				     process.rlimits), or 0: the same */
 	uint64_t file_size;
 	uint64_t copy_out_bytes; /* caps of what copy-out brings back */
 	uint64_t copy_out_files;

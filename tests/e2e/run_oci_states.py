@@ -389,6 +389,29 @@ def running(env, name, args=SLEEP, wait=True):
 
 
 @case
+def nofile_soft_below_hard(env):
+    """process.rlimits RLIMIT_NOFILE 512 soft, 1024 hard (an engine's
+    --ulimit nofile=512:1024): the container's process has both, read
+    from its own /proc/self/limits."""
+    cid = env.new_id("nofile")
+    d = env.bundle("nofile", ["sh", "-c", "grep 'Max open files' /proc/self/limits"])
+    cfgp = os.path.join(d, "config.json")
+    with open(cfgp) as f:
+        cfg = json.load(f)
+    cfg["process"]["rlimits"] = [{"type": "RLIMIT_NOFILE", "soft": 512, "hard": 1024}]
+    with open(cfgp, "w") as f:
+        json.dump(cfg, f)
+    env.create(cid, d)
+    r = env.rt("start", cid)
+    expect(r.rc == 0, "start failed\n%s" % r.describe())
+    env.wait_status(cid, "stopped")
+    got = read(env.files(cid)[1]).split()
+    expect(got[3:5] == ["512", "1024"], "limits: %r" % got)
+    expect(env.rt("delete", cid).rc == 0, "delete failed")
+    env.gone(cid)
+
+
+@case
 def lifecycle_create_start_kill_delete(env):
     """create: state is created, its pid the pid file's, that process
     alive; start: running, the process the config named runs (ps); kill

@@ -131,14 +131,45 @@ static void expect_refused(const char *pe, const char *te, const char *le, const
 	al_oci_extra_clear(&x);
 }
 
+/* RLIMIT_NOFILE's soft value below its hard one: both kept (engines'
+ * --ulimit nofile=S:H); equal, no soft of its own. */
+static void test_nofile_soft(void **state)
+{
+	struct al_oci_extra x = {0};
+	char errs[4096];
+
+	(void)state;
+	_cleanup_free_ char *json = config_with(
+	    ", \"rlimits\": [{\"type\": \"RLIMIT_NOFILE\", \"soft\": 512, \"hard\": 1024}]", "",
+	    "");
+	struct al_policy *p = map(json, &x, errs, sizeof(errs));
+	if (!p)
+		fail_msg("refused: %s", errs);
+	assert_int_equal(p->open_files, 1024);
+	assert_int_equal(p->open_files_soft, 512);
+	al_policy_free(p);
+	al_oci_extra_clear(&x);
+	_cleanup_free_ char *same = config_with(
+	    ", \"rlimits\": [{\"type\": \"RLIMIT_NOFILE\", \"soft\": 256, \"hard\": 256}]", "", "");
+	p = map(same, &x, errs, sizeof(errs));
+	if (!p)
+		fail_msg("refused: %s", errs);
+	assert_int_equal(p->open_files, 256);
+	assert_int_equal(p->open_files_soft, 0);
+	al_policy_free(p);
+	al_oci_extra_clear(&x);
+}
+
 static void test_refusals(void **state)
 {
 	(void)state;
 	expect_refused(", \"apparmorProfile\": \"x\"", "", "", "process.apparmorProfile");
 	expect_refused(", \"rlimits\": [{\"type\": \"RLIMIT_AS\", \"soft\": 1, \"hard\": 1}]", "",
 		       "", "process.rlimits[0]");
-	expect_refused(", \"rlimits\": [{\"type\": \"RLIMIT_NOFILE\", \"soft\": 1, \"hard\": 2}]",
+	expect_refused(", \"rlimits\": [{\"type\": \"RLIMIT_NPROC\", \"soft\": 1, \"hard\": 2}]",
 		       "", "", "soft and hard");
+	expect_refused(", \"rlimits\": [{\"type\": \"RLIMIT_NOFILE\", \"soft\": 0, \"hard\": 2}]",
+		       "", "", "no descriptor");
 	expect_refused(", \"oomScoreAdj\": -997", "", "", "process.oomScoreAdj");
 	expect_refused("", ", \"hooks\": {\"createContainer\": [{\"path\": \"/bin/true\"}]}", "",
 		       "hooks");
@@ -360,9 +391,10 @@ static void test_annotations(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_podman_config), cmocka_unit_test(test_refusals),
-	    cmocka_unit_test(test_namespaces),	  cmocka_unit_test(test_pod_sandbox),
-	    cmocka_unit_test(test_annotations),	  cmocka_unit_test(test_cgroups_path),
+	    cmocka_unit_test(test_podman_config), cmocka_unit_test(test_nofile_soft),
+	    cmocka_unit_test(test_refusals),	  cmocka_unit_test(test_namespaces),
+	    cmocka_unit_test(test_pod_sandbox),	  cmocka_unit_test(test_annotations),
+	    cmocka_unit_test(test_cgroups_path),
 	};
 	data_dir = argc > 1 ? argv[1] : "data/oci";
 	return cmocka_run_group_tests(tests, NULL, NULL);

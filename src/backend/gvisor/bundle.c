@@ -162,10 +162,10 @@ static int add_entry(int rootfd, json_t *mounts, const struct al_plan *p,
 	return 0;
 }
 
-static json_t *rlimit(const char *name, uint64_t v)
+static json_t *rlimit(const char *name, uint64_t soft, uint64_t hard)
 {
-	return json_pack("{s:s, s:I, s:I}", "type", name, "hard", (json_int_t)v, "soft",
-			 (json_int_t)v);
+	return json_pack("{s:s, s:I, s:I}", "type", name, "hard", (json_int_t)hard, "soft",
+			 (json_int_t)soft);
 }
 
 int al_gvisor_bundle(int dirfd, const struct al_plan *p, const char *scratch,
@@ -192,9 +192,12 @@ int al_gvisor_bundle(int dirfd, const struct al_plan *p, const char *scratch,
 	for (size_t i = 0; p->envp && p->envp[i]; i++)
 		json_array_append_new(env, json_string(p->envp[i]));
 	if (p->open_files)
-		json_array_append_new(rlimits, rlimit("RLIMIT_NOFILE", p->open_files));
+		json_array_append_new(
+		    rlimits,
+		    rlimit("RLIMIT_NOFILE", p->open_files_soft ? p->open_files_soft : p->open_files,
+			   p->open_files));
 	if (p->file_size)
-		json_array_append_new(rlimits, rlimit("RLIMIT_FSIZE", p->file_size));
+		json_array_append_new(rlimits, rlimit("RLIMIT_FSIZE", p->file_size, p->file_size));
 	/* No capabilities at all, no new privileges; namespaces of its own. */
 	cfg = json_pack("{s:s, s:{s:b, s:{s:i, s:i}, s:o, s:o, s:s, s:o, s:b, s:{s:[], s:[], s:[], "
 			"s:[], s:[]}},"

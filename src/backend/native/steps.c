@@ -581,7 +581,8 @@ int step_rlimits(struct al_child *c)
 {
 	const struct al_plan *p = c->plan;
 	struct rlimit none = {0, 0};
-	struct rlimit files = {p->open_files, p->open_files};
+	struct rlimit files = {p->open_files_soft ? p->open_files_soft : p->open_files,
+			       p->open_files};
 	struct rlimit fsize = {p->file_size, p->file_size};
 
 	if (setrlimit(RLIMIT_CORE, &none) < 0)

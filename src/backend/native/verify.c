@@ -428,20 +428,25 @@ static void check_cgroup(const struct al_cgroup *cg, pid_t pid, struct al_run_re
 		add(res, "cgroup", false, "not in %s", al_cgroup_describe(cg));
 }
 
-/* A row of /proc/PID/limits ("Max open files  1024  1024  files"): both
- * the soft and the hard value must be want. */
-static bool limit_is(const char *text, const char *row, uint64_t want)
+/* A row of /proc/PID/limits ("Max open files  1024  2048  files"): its
+ * soft and hard values. */
+static bool limits_are(const char *text, const char *row, uint64_t soft, uint64_t hard)
 {
 	const char *l = strstr(text, row);
 	char *end;
 
 	if (!l || strlen(l) < 26 || !isdigit((unsigned char)l[26]))
 		return false;
-	if (strtoull(l + 26, &end, 10) != want)
+	if (strtoull(l + 26, &end, 10) != soft)
 		return false;
 	while (*end == ' ')
 		end++;
-	return isdigit((unsigned char)*end) && strtoull(end, NULL, 10) == want;
+	return isdigit((unsigned char)*end) && strtoull(end, NULL, 10) == hard;
+}
+
+static bool limit_is(const char *text, const char *row, uint64_t want)
+{
+	return limits_are(text, row, want, want);
 }
 
 static void check_rlimits(const struct al_plan *p, pid_t pid, struct al_run_result *res)
@@ -453,11 +458,13 @@ static void check_rlimits(const struct al_plan *p, pid_t pid, struct al_run_resu
 		add(res, "rlimits", false, "cannot read %s", path);
 		return;
 	}
-	bool ok = limit_is(buf, "Max core file size", 0) &&
-		  limit_is(buf, "Max open files", p->open_files) &&
-		  limit_is(buf, "Max msgqueue size", p->msgqueue_bytes) &&
-		  limit_is(buf, "Max pending signals", p->sigpending) &&
-		  limit_is(buf, "Max locked memory", p->memlock_bytes);
+	bool ok =
+	    limit_is(buf, "Max core file size", 0) &&
+	    limits_are(buf, "Max open files",
+		       p->open_files_soft ? p->open_files_soft : p->open_files, p->open_files) &&
+	    limit_is(buf, "Max msgqueue size", p->msgqueue_bytes) &&
+	    limit_is(buf, "Max pending signals", p->sigpending) &&
+	    limit_is(buf, "Max locked memory", p->memlock_bytes);
 	add(res, "rlimits", ok,
 	    "no core dumps, %" PRIu64 " open files, %" PRIu64 "K message queues, %" PRIu64
 	    " pending signals, %" PRIu64 "K locked",
