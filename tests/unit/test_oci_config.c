@@ -131,33 +131,32 @@ static void expect_refused(const char *pe, const char *te, const char *le, const
 	al_oci_extra_clear(&x);
 }
 
+/* A config whose RLIMIT_NOFILE is soft/hard maps to open_files and
+ * open_files_soft. */
+static void expect_nofile(unsigned soft, unsigned hard, uint64_t want_soft)
+{
+	struct al_oci_extra x = {0};
+	char errs[4096];
+	_cleanup_free_ char *rl =
+	    xasprintf(", \"rlimits\": [{\"type\": \"RLIMIT_NOFILE\", \"soft\": %u, \"hard\": %u}]",
+		      soft, hard);
+	_cleanup_free_ char *json = config_with(rl, "", "");
+	struct al_policy *p = map(json, &x, errs, sizeof(errs));
+	if (!p)
+		fail_msg("refused: %s", errs);
+	assert_int_equal(p->open_files, hard);
+	assert_int_equal(p->open_files_soft, want_soft);
+	al_policy_free(p);
+	al_oci_extra_clear(&x);
+}
+
 /* RLIMIT_NOFILE's soft value below its hard one: both kept (engines'
  * --ulimit nofile=S:H); equal, no soft of its own. */
 static void test_nofile_soft(void **state)
 {
-	struct al_oci_extra x = {0};
-	char errs[4096];
-
 	(void)state;
-	_cleanup_free_ char *json = config_with(
-	    ", \"rlimits\": [{\"type\": \"RLIMIT_NOFILE\", \"soft\": 512, \"hard\": 1024}]", "",
-	    "");
-	struct al_policy *p = map(json, &x, errs, sizeof(errs));
-	if (!p)
-		fail_msg("refused: %s", errs);
-	assert_int_equal(p->open_files, 1024);
-	assert_int_equal(p->open_files_soft, 512);
-	al_policy_free(p);
-	al_oci_extra_clear(&x);
-	_cleanup_free_ char *same = config_with(
-	    ", \"rlimits\": [{\"type\": \"RLIMIT_NOFILE\", \"soft\": 256, \"hard\": 256}]", "", "");
-	p = map(same, &x, errs, sizeof(errs));
-	if (!p)
-		fail_msg("refused: %s", errs);
-	assert_int_equal(p->open_files, 256);
-	assert_int_equal(p->open_files_soft, 0);
-	al_policy_free(p);
-	al_oci_extra_clear(&x);
+	expect_nofile(512, 1024, 512);
+	expect_nofile(256, 256, 0);
 }
 
 static void test_refusals(void **state)
