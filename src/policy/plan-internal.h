@@ -29,6 +29,10 @@ void al_plan_add_dev_nodes(struct al_plan *p, const char *const *names);
 void al_plan_build_root(struct al_plan *p, const struct al_policy *pol, struct al_errors *errs);
 void al_plan_free_root(struct al_plan *p);
 
+/* plan-copy.c: --copy-in and --copy-out (after the file tree: they go in
+ * its scratch faces), with the copy-out caps. */
+void al_plan_build_copies(struct al_plan *p, const struct al_policy *pol, struct al_errors *errs);
+
 /* plan-ids.c: the host ids (identity.host_ids, rootless) and the user
  * namespace's limits. */
 void al_plan_build_ids(struct al_plan *p, const struct al_policy *pol, struct al_errors *errs);
