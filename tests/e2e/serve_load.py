@@ -295,13 +295,18 @@ def sigkill_under_load(e):
 
         def kill_in_the_middle():
             pids = []
+            cgroups = []
 
+            # Busy means many processes and at least one run cgroup whose
+            # supervisor the sampler has seen: a session is made in steps,
+            # so the processes can be there before any cgroup is.
             def busy():
                 pids[:] = descendants(d.p.pid)
-                return len(pids) > 8
+                cgroups[:] = watch.cgroups(run_cgroup_dirs() - before)
+                return len(pids) > 8 and cgroups
             wait_for(busy, 20)
             killed["pids"] = pids
-            killed["cgroups"] = watch.cgroups(run_cgroup_dirs() - before)
+            killed["cgroups"] = cgroups
             kill_pid(d.p.pid)
             d.p.wait(10)
         load.go(0, clients=60, on_the_way=kill_in_the_middle)
