@@ -9,10 +9,12 @@ AL_DEB_PACKAGES=(debhelper dpkg-dev lintian man-db)
 AL_DEMO_PACKAGES=(python3 python3-pandas)
 # qemu-system-x86 and Debian's two kernels: the microvm and vm backends.
 # podman, containerd, runc and busybox-static: the OCI suites (oci-podman,
-# oci-containerd in tests/e2e/meson.build), whose test images are a busybox
-# root and the host's own python3.
+# oci-containerd, oci-cri in tests/e2e/meson.build), whose test images are a
+# busybox root and the host's own python3; python3-grpcio: oci-cri's client
+# of the Kubernetes CRI (gRPC) that containerd's CRI plugin serves.
 AL_TEST_PACKAGES=(podman containerd runc busybox-static qemu-system-x86 linux-image-cloud-amd64 linux-image-amd64 cpio e2fsprogs python3 python3-pandas python3-numpy curl git make nodejs iproute2 nftables clang libclang-rt-14-dev bubblewrap wasi-libc libclang-rt-14-dev-wasm32 runsc
-	hyperfine util-linux clang-format python3-jwt python3-cryptography python3-botocore python3-yaml python3-pytest node-typescript)
+	hyperfine util-linux clang-format python3-jwt python3-cryptography python3-botocore python3-yaml python3-pytest node-typescript
+	python3-grpcio)
 
 al_say() {
 	printf '==> %s\n' "$*"

@@ -20,6 +20,7 @@
 void al_oci_extra_clear(struct al_oci_extra *x)
 {
 	free(x->audit);
+	free(x->pod_netns);
 	json_decref(x->notes);
 	*x = (struct al_oci_extra){0};
 }
@@ -238,19 +239,24 @@ static void namespaces(const struct al_oci_config *c, struct al_policy *p, struc
 			user = true;
 		if (ns->type == CLONE_NEWCGROUP)
 			cgroup = true;
-		if (ns->path && ns->type == CLONE_NEWNET && sandbox) {
+		if (ns->path && ns->type == CLONE_NEWNET && sandbox && !x->pod_netns) {
 			/* A pod's sandbox (pause) container: joining would put
 			 * its rules in the pod's namespace first, and every app
 			 * container of the pod would then be refused. The
-			 * engine holds the pod's namespace itself; the pause
-			 * process gets airlock's own, loopback only (stricter,
-			 * whoever set the annotation). */
+			 * pause process gets airlock's own, loopback only
+			 * (stricter, whoever set the annotation). Its
+			 * supervisor, the state's pid, enters the pod's:
+			 * containerd's CRI gives the pod's app containers
+			 * /proc/PID/ns/net of that pid to join. */
 			char applied[700];
 			snprintf(applied, sizeof(applied),
-				 "network namespace %s not joined (%s: the pod's sandbox "
-				 "container): airlock's own, loopback only, made instead",
-				 ns->path, sandbox);
+				 "network namespace %s not joined by the container (%s: the "
+				 "pod's sandbox container): airlock's own, loopback only, made "
+				 "for it; its supervisor (the state's pid) enters %s, where the "
+				 "pod's app containers find it",
+				 ns->path, sandbox, ns->path);
 			note(x, where, applied);
+			x->pod_netns = xstrdup(ns->path);
 		} else if (ns->path && ns->type == CLONE_NEWNET && !p->root->netns) {
 			/* Joined: the engine's addresses, routes and published
 			 * ports stay; airlock's rules go in, so that nothing
@@ -353,11 +359,29 @@ static int split_list(const char *s, const char *what, char ***out, struct al_er
 static void annotations(const struct al_oci_config *c, struct al_policy *p, struct al_oci_extra *x,
 			struct al_errors *errs)
 {
+	const char *sandbox = pod_sandbox(c);
+
 	for (size_t i = 0; c->annotations && c->annotations[i]; i += 2) {
 		const char *k = c->annotations[i], *v = c->annotations[i + 1];
 		struct al_error err = {0};
 		if (strncmp(k, "io.airlock.", 11) != 0)
 			continue;
+		if (sandbox && (strcmp(k, "io.airlock.network.allow") == 0 ||
+				strcmp(k, "io.airlock.network.hosts") == 0 ||
+				strcmp(k, "io.airlock.secrets") == 0)) {
+			/* The engine passes the pod's annotations to its
+			 * sandbox container too: its pause process has no
+			 * egress (its supervisor sits in the pod's namespace,
+			 * where no gateway of the pause's may make upstream
+			 * connections); they are the app containers'. */
+			char applied[200];
+			snprintf(applied, sizeof(applied),
+				 "not applied to the pod's sandbox container (%s): it has no "
+				 "egress; the pod's app containers get it",
+				 sandbox);
+			note(x, k, applied);
+			continue;
+		}
 		if (strcmp(k, "io.airlock.network.allow") == 0) {
 			_cleanup_(al_strv_freep) char **rules = NULL;
 			if (split_list(v, k, &rules, errs) < 0)

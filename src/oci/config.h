@@ -22,6 +22,10 @@ struct al_oci_extra {
 	unsigned short rows, cols; /* consoleSize, 0: none */
 	char *audit;		   /* io.airlock.audit: a sink's name, or NULL */
 	bool hooks;		   /* the config has hooks (the operator policy decides) */
+	/* A pod's sandbox (pause) container: the pod's network namespace
+	 * (its config's path), which its supervisor enters and the sandbox
+	 * never does (docs/oci.md, Kubernetes); NULL otherwise. */
+	char *pod_netns;
 	/* The documented exceptions applied, for run.start: an array of
 	 * {"field": ..., "applied": ...}. */
 	json_t *notes;

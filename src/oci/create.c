@@ -205,6 +205,29 @@ static int check_ns_paths(const struct al_oci_config *c, struct al_errors *errs)
 	return al_errors_count(errs) > before ? -EINVAL : 0;
 }
 
+/* A pod's sandbox container: the pod's network namespace at path, which
+ * its supervisor will enter (super.h), opened into *fd. Never the one
+ * this runtime runs in (the host's, as a rule): app containers told to
+ * join the sandbox's would be given it. */
+static int pod_netns_open(const char *path, int *fd, struct al_error *err)
+{
+	struct stat ours, pod;
+
+	*fd = al_open_ns(path);
+	if (*fd < 0)
+		return al_error_setsys(err, -*fd,
+				       "linux.namespaces: the pod's network namespace %s", path);
+	if (stat("/proc/self/ns/net", &ours) < 0 || fstat(*fd, &pod) < 0)
+		return al_error_setsys(err, errno, "linux.namespaces: comparing %s with ours",
+				       path);
+	if (ours.st_dev == pod.st_dev && ours.st_ino == pod.st_ino)
+		return al_error_set(err, EPERM,
+				    "linux.namespaces: %s is the runtime's own network namespace "
+				    "(the host's): a pod's sandbox container never sits there",
+				    path);
+	return 0;
+}
+
 /* The supervisor's answer on the sync socket, within READY_WAIT_MS. */
 static int wait_ready(int sync, pid_t child, struct al_error *err)
 {
@@ -236,7 +259,8 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 	_cleanup_(al_request_clear) struct al_request rq = {0};
 	_cleanup_(al_oci_extra_clear) struct al_oci_extra x = {0};
 	_cleanup_free_ char *bundle = NULL;
-	_cleanup_close_ int rootfd = -1, dirfd = -1, lsock = -1, slave = -1, lockfd = -1;
+	_cleanup_close_ int rootfd = -1, dirfd = -1, lsock = -1, slave = -1, lockfd = -1,
+			    podns = -1;
 	int sync[2] = {-1, -1};
 	char run_id[24], sock_path[64];
 	const char *cgroup_path = NULL;
@@ -321,6 +345,12 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 	}
 	if ((r = al_request_finish(&rq, err)) < 0)
 		return r;
+	if (x.pod_netns && rq.plan->gateway)
+		return al_error_set(err, EPERM,
+				    "a pod's sandbox container has no egress, but its plan has a "
+				    "gateway (io.airlock.profile's network?)");
+	if (x.pod_netns && (r = pod_netns_open(x.pod_netns, &podns, err)) < 0)
+		return r;
 	if ((r = al_oci_root_open(g->root, &rootfd, err)) < 0 ||
 	    (r = al_oci_dir_make(rootfd, id, &dirfd, err)) < 0)
 		return r;
@@ -384,7 +414,8 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 					 .tty = x.tty,
 					 .audit_path = audit,
 					 .start_extra = start_extra,
-					 .keep_fd = keep};
+					 .keep_fd = keep,
+					 .pod_netns_fd = podns};
 		al_oci_super_main(&s);
 	}
 	json_decref(start_extra);

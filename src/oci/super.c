@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,7 +280,7 @@ static json_t *do_kill(struct sup *S, json_t *req)
 		return error_json(EINVAL, "kill: not a signal number");
 	int sig = (int)json_integer_value(js);
 	if (S->status == STOPPED)
-		return error_json(ESRCH, "container %s is not running", S->s->id);
+		return error_json(ESRCH, "kill %s: container not running", S->s->id);
 	if (S->status == CREATED) {
 		/* Its process has not started: a signal that would end it ends
 		 * the container; others do nothing, as to a process that
@@ -635,6 +636,21 @@ _Noreturn void al_oci_super_main(const struct al_oci_super *s)
 	for (size_t i = 0; i < AL_ARRAY_SIZE(handled); i++)
 		sigaddset(&set, handled[i]);
 	sigprocmask(SIG_BLOCK, &set, NULL);
+	/* Before anything is made: the sandbox, its cgroups and (without a
+	 * gateway: a pod's sandbox container has none) nothing of the
+	 * run's opens a socket of this namespace. */
+	if (s->pod_netns_fd >= 0) {
+		if (setns(s->pod_netns_fd, CLONE_NEWNET) < 0) {
+			char msg[128];
+			snprintf(msg, sizeof(msg),
+				 "error: entering the pod's network namespace (the sandbox "
+				 "container's supervisor): %s",
+				 strerror(errno));
+			sync_say(s->sync_fd, msg);
+			_exit(1);
+		}
+		close(s->pod_netns_fd);
+	}
 	close_others(s);
 	/* process.oomScoreAdj (0 to 1000: raising it needs no privilege):
 	 * ours, so that the sandbox's init and every process of the

@@ -36,6 +36,10 @@ struct al_oci_super {
 	 * controlling terminal (its size is read at SIGWINCH). */
 	bool tty;
 	int keep_fd; /* another descriptor to keep (the --log file), or -1 */
+	/* A pod's sandbox container: the pod's network namespace, which the
+	 * supervisor enters first (the sandbox gets its own), so that
+	 * /proc/PID/ns/net of the state's pid is the pod's; or -1. */
+	int pod_netns_fd;
 };
 
 /* Run the container's supervisor in this (forked, single-threaded)

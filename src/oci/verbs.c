@@ -270,7 +270,9 @@ static int call_running(const struct al_oci_ctx *g, const char *id, const char *
 	}
 	if (!b.complete || !b.alive) {
 		json_decref(extra);
-		r = al_error_set(err, code, "container %s is not running", id);
+		/* runc's words, which engines match (containerd's shim takes a
+		 * kill's "container not running" as the process being gone). */
+		r = al_error_set(err, code, "%s %s: container not running", op, id);
 	} else {
 		r = al_oci_box_call(&b, op, extra, ans, err);
 	}

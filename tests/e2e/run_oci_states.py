@@ -1780,8 +1780,10 @@ def engine_netns_pod_sandbox_not_joined(env):
     """A pod's sandbox (pause) container, as containerd's CRI marks it,
     given the test's namespace: it is not joined (the container's
     processes are in another namespace, with only lo) and no airlock
-    table goes into it, so that the pod's app container can join it
-    after; the same with CRI-O's annotation."""
+    table goes into it, but its supervisor, the state's pid, is in it;
+    the pod's app container then joins it as containerd's CRI names it,
+    /proc/PID/ns/net of that pid; the same with CRI-O's annotation. A
+    sandbox container given the host's namespace is refused."""
     with NetLab(env) as lab:
         path = "/run/netns/" + NET_C
         for key in ("io.kubernetes.cri.container-type", "io.kubernetes.cri-o.ContainerType"):
@@ -1800,14 +1802,29 @@ def engine_netns_pod_sandbox_not_joined(env):
             ruleset = lab.ruleset()
             expect("airlock" not in ruleset,
                    "%s=sandbox: airlock's tables in the given namespace:\n%s" % (key, ruleset))
-            # The pod's app container then joins it.
+            sup = env.state(cid)["pid"]
+            expect(sup > 0 and not in_netns([sup], path),
+                   "%s=sandbox: the state's pid %d is not in the given namespace"
+                   % (key, sup))
+            # The pod's app container then joins it, as containerd's CRI
+            # gives it: the sandbox's pid's namespace.
             app = env.new_id("podapp")
-            env.create(app, netns_bundle(env, "podapp", "true", path))
+            env.create(app, netns_bundle(env, "podapp", "true", "/proc/%d/ns/net" % sup))
             expect("table ip airlock" in lab.ruleset(), "the app container's rules are missing")
             expect(env.rt("delete", "--force", app).rc == 0, "delete failed")
             expect(env.rt("delete", "--force", cid).rc == 0, "delete failed")
             env.gone(cid, procs)
             expect("airlock" not in lab.ruleset(), "rules remain after delete")
+        # Its supervisor never sits in the runtime's own (the host's)
+        # namespace: app containers told to join it would be given it.
+        cid = env.new_id("podsandbox-host")
+        rc, err = env.create(cid, netns_bundle(
+            env, "podsandbox-host", "exec sleep 300", "/proc/%d/ns/net" % os.getpid(),
+            {"io.kubernetes.cri.container-type": "sandbox"}), expect_ok=False)
+        expect(rc != 0 and "runtime's own network namespace" in err,
+               "a pod sandbox given the host's namespace: rc %d: %s" % (rc, err))
+        expect(not os.path.exists(os.path.join(env.root, cid)),
+               "the refused create left its state directory")
 
 
 @case

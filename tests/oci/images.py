@@ -328,7 +328,7 @@ SHIM_RUN_DIR = "/run/containerd"
 CONTAINERD_CONFIG = """version = 2
 root = "{root}"
 state = "{state}"
-disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.btrfs",
+disabled_plugins = [{cri}"io.containerd.snapshotter.v1.btrfs",
                     "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
                     "io.containerd.snapshotter.v1.aufs", "io.containerd.tracing.processor.v1.otlp",
                     "io.containerd.internal.v1.tracing"]
@@ -352,9 +352,13 @@ class Containerd:
 
     NAMESPACE = "airlock-test"
 
-    def __init__(self, base, snapshotter="overlayfs", runtimes=""):
+    def __init__(self, base, snapshotter="overlayfs", runtimes="", cri=None):
+        """cri: the CRI plugin's TOML (run_oci_cri.py); None: no CRI plugin.
+        With it, images go to the CRI's namespace, k8s.io."""
         self.base = base
         self.runtimes = runtimes
+        self.cri = cri
+        self.namespace = "k8s.io" if cri is not None else self.NAMESPACE
         self.snapshotter = snapshotter
         self.root = os.path.join(base, "root")
         self.state = os.path.join(base, "state")
@@ -370,8 +374,10 @@ class Containerd:
         os.makedirs(self.root, exist_ok=True)
         os.makedirs(self.state, exist_ok=True)
         with open(self.config, "w") as f:
-            f.write(CONTAINERD_CONFIG.format(root=self.root, state=self.state, sock=self.sock,
-                                             runtimes=self.runtimes))
+            f.write(CONTAINERD_CONFIG.format(
+                root=self.root, state=self.state, sock=self.sock,
+                cri="" if self.cri is not None else '"io.containerd.grpc.v1.cri", ',
+                runtimes=self.runtimes + (self.cri or "")))
         logf = open(self.log, "wb")
         self.proc = subprocess.Popen(["containerd", "--config", self.config], stdout=logf,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -396,7 +402,7 @@ class Containerd:
             return ""
 
     def ctr_argv(self, *args):
-        return ["ctr", "--address", self.sock, "--namespace", self.NAMESPACE] + list(args)
+        return ["ctr", "--address", self.sock, "--namespace", self.namespace] + list(args)
 
     def ctr(self, *args, timeout=120, check=True, input=None):
         r = subprocess.run(self.ctr_argv(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -415,10 +421,10 @@ class Containerd:
         return ["--fifo-dir", os.path.join(self.base, "fifo"),
                 "--runc-root", os.path.join(self.base, "runc-root")]
 
-    def import_root(self, root, name):
+    def import_root(self, root, name, cmd=("/bin/sh",)):
         """Import root as image name (localhost/NAME:latest), unpacked for
-        the snapshotter."""
-        archive = oci_archive(root, name, os.path.join(self.base, "image.tar"))
+        the snapshotter; cmd: the image's Cmd."""
+        archive = oci_archive(root, name, os.path.join(self.base, "image.tar"), cmd)
         try:
             self.ctr("images", "import", "--snapshotter", self.snapshotter, archive, timeout=300)
         finally:

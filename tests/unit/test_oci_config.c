@@ -321,8 +321,10 @@ static void test_namespaces(void **state)
 
 /* A pod's sandbox (pause) container, as containerd's CRI or CRI-O says,
  * never joins the pod's network namespace (its rules would refuse every
- * app container of the pod): the plan carries no netns, and the note says
- * why. Any other value of the annotation joins as before. */
+ * app container of the pod): the plan carries no netns, the path goes to
+ * its supervisor (x.pod_netns), the pod's egress annotations are not its
+ * own, and the notes say why. Any other value of the annotation joins as
+ * before and takes them. */
 static void test_pod_sandbox(void **state)
 {
 	static const char *const keys[] = {"io.kubernetes.cri.container-type",
@@ -336,7 +338,9 @@ static void test_pod_sandbox(void **state)
 			_cleanup_free_ char *json = xasprintf(
 			    "{\"ociVersion\": \"1.0.2\", \"root\": {\"path\": \"/r\"}, "
 			    "\"process\": {\"args\": [\"pause\"], \"cwd\": \"/\", \"user\": "
-			    "{\"uid\": 0, \"gid\": 0}}, \"annotations\": {\"%s\": \"%s\"}, "
+			    "{\"uid\": 0, \"gid\": 0}}, \"annotations\": {\"%s\": \"%s\", "
+			    "\"io.airlock.network.allow\": \"api.test:443\", "
+			    "\"io.airlock.network.hosts\": \"api.test=127.0.0.1\"}, "
 			    "\"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": "
 			    "\"mount\"}, {\"type\": \"ipc\"}, {\"type\": \"uts\"}, {\"type\": "
 			    "\"network\", \"path\": \"/run/netns/cni-1\"}]}}",
@@ -347,11 +351,17 @@ static void test_pod_sandbox(void **state)
 			if (sandbox) {
 				assert_null(p->root->netns);
 				assert_null(p->root->netns_field);
+				assert_string_equal(x.pod_netns, "/run/netns/cni-1");
 				assert_true(notes_have(&x, "/run/netns/cni-1 not joined"));
 				assert_true(notes_have(&x, keys[k]));
+				assert_null(p->net_allow);
+				assert_true(notes_have(&x, "not applied to the pod's sandbox"));
 			} else {
 				assert_string_equal(p->root->netns, "/run/netns/cni-1");
+				assert_null(x.pod_netns);
 				assert_true(notes_have(&x, "/run/netns/cni-1 joined"));
+				assert_non_null(p->net_allow);
+				assert_string_equal(p->net_allow[0], "api.test:443");
 			}
 			al_policy_free(p);
 			al_oci_extra_clear(&x);

@@ -1,0 +1,466 @@
+#!/usr/bin/python3
+"""Kubernetes' path to an OCI runtime, without a kubelet (TAP): the calls a
+kubelet makes for a pod with `runtimeClassName: airlock`, made here on
+containerd's CRI plugin, whose `runtimes.airlock` handler runs the runc v2
+shim with RUNTIME as its BinaryName and passes the pod's `io.airlock.*`
+annotations (`pod_annotations`).
+
+usage: run_oci_cri.py RUNTIME [NAME] [CASE-SUBSTRING...]
+
+The test starts a containerd of its own with the CRI plugin (tests/oci/
+images.py; its own root, state, socket, runtime root, log directory, the
+stream server on 127.0.0.1 at a port the kernel picks), speaks CRI to it
+with tests/oci/cri.py (python3-grpcio), and imports two images made from
+this host's files into the CRI's namespace: the busybox root, and the same
+root as the pods' sandbox image (its command sleeps). The pods' network is
+a CNI plugin the test writes itself (type al-net, also serving `loopback`):
+in the namespace the CRI made for the pod it adds eth0 with 192.0.2.2/24
+(TEST-NET-1, never reached) and a default route through it, the shape of
+an engine's pod network; eth0 is one end of a veth pair whose other end
+is in the same namespace, without an address and with forwarding off, so
+nothing sent there leaves the namespace; it records each namespace path
+it was given.
+
+  - a pod runs: its sandbox (pause) container under RUNTIME too, in a
+    network namespace of airlock's own, so the pod's namespace holds no
+    airlock table until the app container runs in it;
+  - the app container's egress by the pod's annotations: an allowed name
+    mapped to the test's HTTP server on 127.0.0.1 answers (ExecSync), a
+    denied one gets nothing and the server sees no request for it; the
+    pod's namespace holds airlock's tables while the container runs, and
+    none once it is removed;
+  - a container's memory limit (as the kubelet passes it) is its cgroup's
+    at the cgroupsPath the CRI gives (the pod's cgroup parent);
+  - ExecSync's exit code and output; a container's own exit code and its
+    log (CRI's log format) after it ends;
+  - after the pod is stopped and removed: no process, mount, cgroup or
+    network namespace of it, and the CRI lists no pod.
+
+Skipped with the reason when containerd is missing, the test is not root,
+python3-grpcio is missing, or the daemon does not start here.
+"""
+
+import http.server
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "oci"))
+
+import images  # noqa: E402
+from harness import Skip, Suite, children_of, expect, own_mount_ns, wait_for  # noqa: E402
+
+IMAGE = "localhost/al-busybox:latest"
+PAUSE = "localhost/al-pause:latest"
+HANDLER = "airlock"
+CGROUP_PARENT = "/airlock-cri-test"
+MiB = 1024 * 1024
+
+# The pods' CNI plugin (see the module doc). CNI: the command in
+# CNI_COMMAND, the network's config on stdin, the result on stdout.
+CNI_PLUGIN = r'''#!/usr/bin/python3
+import json, os, subprocess, sys
+cmd, netns = os.environ.get("CNI_COMMAND"), os.environ.get("CNI_NETNS", "")
+conf = json.load(sys.stdin) if cmd != "VERSION" else {}
+ver = conf.get("cniVersion", "0.4.0")
+if cmd == "VERSION":
+    print(json.dumps({"cniVersion": "0.4.0",
+                      "supportedVersions": ["0.3.0", "0.3.1", "0.4.0"]}))
+    sys.exit(0)
+def ns(*argv):
+    subprocess.run(["nsenter", "--net=" + netns] + list(argv), check=True)
+if cmd == "ADD":
+    if conf.get("type") == "loopback":
+        ns("ip", "link", "set", "lo", "up")
+        res = {"cniVersion": ver, "interfaces": [{"name": "lo", "sandbox": netns}],
+               "ips": [{"version": "4", "address": "127.0.0.1/8", "interface": 0}]}
+    else:
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "netns.log"), "a") as f:
+            f.write(netns + "\n")
+        ifname = os.environ.get("CNI_IFNAME", "eth0")
+        ns("ip", "link", "add", ifname, "type", "veth", "peer", "name", "al-peer0")
+        ns("ip", "addr", "add", "192.0.2.2/24", "dev", ifname)
+        ns("ip", "link", "set", "al-peer0", "up")
+        ns("ip", "link", "set", ifname, "up")
+        ns("ip", "route", "add", "default", "dev", ifname)
+        res = {"cniVersion": ver, "interfaces": [{"name": ifname, "sandbox": netns}],
+               "ips": [{"version": "4", "address": "192.0.2.2/24", "interface": 0}],
+               "routes": [{"dst": "0.0.0.0/0"}], "dns": {}}
+    print(json.dumps(res))
+sys.exit(0)
+'''
+
+CRI_CONFIG = """
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "{pause}"
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  enable_selinux = false
+  disable_apparmor = true
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "{handler}"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.{handler}]
+      runtime_type = "io.containerd.runc.v2"
+      pod_annotations = ["io.airlock.*"]
+      container_annotations = ["io.airlock.*"]
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.{handler}.options]
+        BinaryName = "{runtime}"
+        Root = "{runc_root}"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "{cni_bin}"
+    conf_dir = "{cni_conf}"
+"""
+
+
+class CriSuite(Suite):
+    def nothing_left_behind(self, env):
+        """After all cases: the CRI lists no pod and no container, no
+        trace of any pod a case made (see pod_traces), no child process of
+        the test but the daemon."""
+        expect(not env.cri.list_pods(), "the CRI still lists pods: %s" % env.cri.list_pods())
+        expect(not env.cri.list_containers(),
+               "the CRI still lists containers: %s" % env.cri.list_containers())
+        left = {p: t for p in env.pods for t in [pod_traces(env, p)] if t}
+        expect(not left, "traces of the cases' pods remain: %s" % left)
+        kids = [k for k in children_of(os.getpid()) if k != env.ctd.proc.pid]
+        expect(not kids, "child processes of the test remain: %s" % kids)
+
+
+suite = CriSuite()
+case = suite.case
+
+
+class Env:
+    def __init__(self, runtime, name):
+        import cri  # python3-grpcio: main() checks it first
+        self.cri_mod = cri
+        self.runtime = os.path.abspath(runtime)
+        self.name = name
+        self.base = tempfile.mkdtemp(prefix="airlock-e2e-oci-cri-")
+        self.cni_bin = os.path.join(self.base, "cni-bin")
+        self.cni_conf = os.path.join(self.base, "cni-conf")
+        self.logs = os.path.join(self.base, "pod-logs")
+        self.runc_root = os.path.join(self.base, "runc-root")
+        self.ctd = images.Containerd(os.path.join(self.base, "containerd"), cri=CRI_CONFIG.format(
+            pause=PAUSE, handler=HANDLER, runtime=self.runtime, runc_root=self.runc_root,
+            cni_bin=self.cni_bin, cni_conf=self.cni_conf))
+        r = subprocess.run([self.runtime, "--version"], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, timeout=30)
+        self.is_airlock = r.stdout.startswith(b"airlock")
+        self.cri = None
+        self.pods = {}  # pod id -> its uid (metadata), for traces
+        self.seq = 0
+
+    def setup(self):
+        t0 = time.monotonic()
+        for d in (self.cni_bin, self.cni_conf, self.logs):
+            os.makedirs(d)
+        for name in ("al-net", "loopback"):
+            with open(os.path.join(self.cni_bin, name), "w") as f:
+                f.write(CNI_PLUGIN)
+            os.chmod(os.path.join(self.cni_bin, name), 0o755)
+        with open(os.path.join(self.cni_conf, "10-al-net.conflist"), "w") as f:
+            json.dump({"cniVersion": "0.4.0", "name": "al-net",
+                       "plugins": [{"type": "al-net"}]}, f)
+        self.ctd.start()
+        bb = images.busybox_root(os.path.join(self.base, "busybox"))
+        self.ctd.import_root(bb, IMAGE)
+        self.ctd.import_root(bb, PAUSE, cmd=("/bin/sleep", "2147483647"))
+        self.cri = self.cri_mod.Client(self.ctd.sock)
+        # The CRI learns of imported images by containerd's events: wait
+        # until it answers for the runtime.
+        v = self.cri.version()
+        if v["runtime_api_version"] != "v1":
+            raise RuntimeError("the CRI answers %s" % v)
+        return time.monotonic() - t0
+
+    def netns_paths(self):
+        try:
+            with open(os.path.join(self.cni_bin, "netns.log")) as f:
+                return f.read().split()
+        except OSError:
+            return []
+
+    def run_pod(self, annotations=None):
+        """A pod as the kubelet asks for one with runtimeClassName airlock:
+        (its id, its config, the network namespace the CNI plugin was
+        given)."""
+        self.seq += 1
+        uid = "al-cri-%d-%d" % (os.getpid(), self.seq)
+        log_dir = os.path.join(self.logs, uid)
+        os.makedirs(log_dir)
+        config = self.cri_mod.Client.pod_config(
+            "pod%d" % self.seq, uid, log_dir, annotations=annotations,
+            cgroup_parent="%s/%s" % (CGROUP_PARENT, uid))
+        before = len(self.netns_paths())
+        pod = self.cri.run_pod(config, HANDLER)
+        self.pods[pod] = uid
+        paths = self.netns_paths()
+        expect(len(paths) == before + 1, "the CNI plugin was not called once for the pod: %s"
+               % paths[before:])
+        return pod, config, paths[-1]
+
+    def remove_pod(self, pod):
+        try:
+            self.cri.stop_pod(pod)
+            self.cri.remove_pod(pod)
+        except Exception as err:  # noqa: BLE001 - cleanup: say it, go on
+            print("# removing pod %s: %s" % (pod, err))
+
+    def close(self):
+        if self.cri:
+            for pod in list(self.pods):
+                if pod in self.cri.list_pods():
+                    self.remove_pod(pod)
+            self.cri.close()
+        self.ctd.close()
+        # The pods' cgroup parent, made by the runtime's cgroupsPath (as runc
+        # leaves it): removed where empty, deepest first.
+        for top in cgroup_tops():
+            for uid in self.pods.values():
+                rmdir_quiet(os.path.join(top, CGROUP_PARENT.lstrip("/"), uid))
+            rmdir_quiet(os.path.join(top, CGROUP_PARENT.lstrip("/")))
+        left = images.mounts_below(self.base)
+        shutil.rmtree(self.base, ignore_errors=True)
+        return left
+
+
+def rmdir_quiet(path):
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
+def cgroup_tops():
+    tops = ["/sys/fs/cgroup"]
+    for c in os.listdir("/sys/fs/cgroup"):
+        p = os.path.join("/sys/fs/cgroup", c)
+        if os.path.isdir(p) and not os.path.islink(p):
+            tops.append(p)
+    return tops
+
+
+def pod_traces(env, pod):
+    """What of pod (its id; its uid names its cgroup parent) is on the
+    host: processes naming its id (the shim, the runtime), mounts naming
+    it, cgroups below its cgroup parent, its network namespace's pin."""
+    found = []
+    uid = env.pods[pod]
+    for top in cgroup_tops():
+        d = os.path.join(top, CGROUP_PARENT.lstrip("/"), uid)
+        if os.path.isdir(d):
+            kids = [k for k in os.listdir(d) if os.path.isdir(os.path.join(d, k))]
+            if kids:
+                found.append("cgroups %s/%s" % (d, kids))
+    with open("/proc/self/mountinfo") as f:
+        found += ["mount " + l.split()[4] for l in f if pod in l]
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % p, "rb") as f:
+                    cmd = f.read()
+            except OSError:
+                continue
+            if pod.encode() in cmd:
+                found.append("process %s: %s" % (p, cmd.replace(b"\0", b" ")[:200]))
+    return found
+
+
+def in_daemons_mounts(env, *argv):
+    """argv run in containerd's mount namespace, where the CRI pins the
+    pods' network namespaces (the suite's own, made after the daemon
+    started, does not see mounts made there since)."""
+    return subprocess.run(["nsenter", "--mount=/proc/%d/ns/mnt" % env.ctd.proc.pid, "--"]
+                          + list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=30)
+
+
+def airlock_tables(env, netns):
+    """The airlock tables in the namespace at netns ("ip airlock", ...)."""
+    r = in_daemons_mounts(env, "nsenter", "--net=" + netns, "nft", "list", "tables")
+    expect(r.returncode == 0, "nft list tables in %s: %s" % (netns, r.stderr.decode()))
+    return sorted(" ".join(l.split()[1:]) for l in r.stdout.decode().splitlines()
+                  if l.split()[-1:] == ["airlock"])
+
+
+def wait_state(env, cid, state, timeout=30):
+    ok = wait_for(lambda: env.cri.status(cid)["state"] == state, timeout, step=0.2)
+    st = env.cri.status(cid)
+    expect(ok, "container %s is not in state %d after %d s: %s" % (cid, state, timeout, st))
+    return st
+
+
+class _Api(http.server.BaseHTTPRequestHandler):
+    hits = []
+
+    def do_GET(self):
+        _Api.hits.append((self.headers.get("Host"), self.path))
+        body = b"api-answer-marker\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@case
+def pod_egress_by_annotation(env):
+    """A pod with `io.airlock.network.allow=api.test:PORT` and
+    `io.airlock.network.hosts=api.test=127.0.0.1`: its sandbox container
+    leaves the pod's namespace without airlock tables; its app container
+    (sleep) puts them there, reaches the test's server as api.test (an
+    ExecSync of wget), denied.test gets nothing, its memory limit is its
+    cgroup's; once removed, its tables are gone; the pod then goes with
+    nothing left."""
+    if not env.is_airlock:
+        raise Skip("%s is not airlock: egress annotations and tables are airlock's" % env.name)
+    C = env.cri_mod
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Api)
+    port = srv.server_address[1]
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    _Api.hits.clear()
+    pod = None
+    try:
+        pod, config, netns = env.run_pod({
+            "io.airlock.network.allow": "api.test:%d" % port,
+            "io.airlock.network.hosts": "api.test=127.0.0.1"})
+        expect(airlock_tables(env, netns) == [],
+               "the pod's namespace holds airlock tables with only its sandbox: %s"
+               % airlock_tables(env, netns))
+        cid = env.cri.create(pod, config, "app", IMAGE, ["/bin/sleep", "600"], "app.log",
+                             memory_limit=64 * MiB)
+        env.cri.start(cid)
+        wait_state(env, cid, C.CONTAINER_RUNNING)
+        tables = airlock_tables(env, netns)
+        expect(tables == ["ip airlock", "ip6 airlock"],
+               "the running app container's rules are not in the pod's namespace: %s" % tables)
+        out, err, rc = env.cri.exec_sync(cid, ["wget", "-q", "-O-",
+                                               "http://api.test:%d/ok" % port])
+        expect(rc == 0 and b"api-answer-marker" in out,
+               "the allowed API did not answer: exit %d, %r %r" % (rc, out, err))
+        out, err, rc = env.cri.exec_sync(cid, ["wget", "-q", "-O-",
+                                               "http://denied.test:%d/no" % port])
+        expect(rc != 0, "the denied host answered: %r" % out)
+        expect(not any(p == "/no" for _, p in _Api.hits),
+               "the server got the denied host's request: %s" % _Api.hits)
+        limits = []
+        for top in cgroup_tops():
+            f = os.path.join(top, CGROUP_PARENT.lstrip("/"), env.pods[pod], cid,
+                             "memory.limit_in_bytes")
+            if os.path.exists(f):
+                limits.append(int(open(f).read()))
+            f = os.path.join(top, CGROUP_PARENT.lstrip("/"), env.pods[pod], cid, "memory.max")
+            if os.path.exists(f):
+                limits.append(int(open(f).read()))
+        expect(limits and all(v == 64 * MiB for v in limits),
+               "the container's cgroup at its cgroupsPath has memory limits %s, not 64 MiB"
+               % limits)
+        env.cri.stop(cid, timeout=0)
+        wait_state(env, cid, C.CONTAINER_EXITED)
+        env.cri.remove(cid)
+        gone = wait_for(lambda: airlock_tables(env, netns) == [], 15, step=0.2)
+        expect(gone, "the removed container's tables stay in the pod's namespace: %s"
+               % airlock_tables(env, netns))
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        if pod:
+            env.remove_pod(pod)
+    expect(in_daemons_mounts(env, "test", "-e", netns).returncode != 0,
+           "the pod's namespace %s is still pinned" % netns)
+    wait_for(lambda: not pod_traces(env, pod), 15, step=0.2)
+    left = pod_traces(env, pod)
+    expect(not left, "left 15 s after the pod was removed: %s" % left)
+
+
+@case
+def exit_codes_and_log(env):
+    """In a pod without annotations: ExecSync returns the command's exit
+    code (4) and output; a container whose command ends returns its exit
+    code (3) in ContainerStatus, and its output is in its CRI log."""
+    C = env.cri_mod
+    pod, config, _ = env.run_pod()
+    try:
+        cid = env.cri.create(pod, config, "svc", IMAGE, ["/bin/sleep", "600"], "svc.log")
+        env.cri.start(cid)
+        wait_state(env, cid, C.CONTAINER_RUNNING)
+        out, err, rc = env.cri.exec_sync(cid, ["sh", "-c", "echo exec-marker; exit 4"])
+        expect(rc == 4 and out == b"exec-marker\n",
+               "ExecSync: exit %d, stdout %r, stderr %r" % (rc, out, err))
+        env.cri.stop(cid, timeout=0)
+        wait_state(env, cid, C.CONTAINER_EXITED)
+        env.cri.remove(cid)
+        cid = env.cri.create(pod, config, "job", IMAGE,
+                             ["sh", "-c", "echo log-marker; exit 3"], "job.log")
+        env.cri.start(cid)
+        st = wait_state(env, cid, C.CONTAINER_EXITED)
+        expect(st["exit_code"] == 3, "the job's exit code: %s" % st)
+        log = os.path.join(env.logs, env.pods[pod], "job.log")
+        with open(log) as f:
+            lines = f.read().splitlines()
+        # CRI's log format: TIME STREAM TAG TEXT
+        expect(any(l.split(" ", 3)[1:] == ["stdout", "F", "log-marker"] for l in lines),
+               "the job's log %s: %s" % (log, lines))
+        env.cri.remove(cid)
+    finally:
+        env.remove_pod(pod)
+
+
+def main():
+    if len(sys.argv) < 2:
+        print("usage: %s RUNTIME [NAME] [CASE-SUBSTRING...]" % sys.argv[0], file=sys.stderr)
+        return 2
+    runtime = sys.argv[1]
+    name = sys.argv[2] if len(sys.argv) > 2 else os.path.basename(runtime)
+    for prog in ("containerd", "containerd-shim-runc-v2", "nsenter", "nft", "ip"):
+        if shutil.which(prog) is None:
+            print("1..0 # SKIP %s is not installed" % prog)
+            return 0
+    # Found, not imported: gRPC's threads would keep own_mount_ns() from
+    # unsharing (a namespace is a whole process's only while it has one).
+    if importlib.util.find_spec("grpc") is None:
+        print("1..0 # SKIP python3-grpcio is not installed (the CRI client's gRPC)")
+        return 0
+    if not os.access(runtime, os.X_OK):
+        print("1..0 # SKIP runtime %s not found" % runtime)
+        return 0
+    if os.geteuid() != 0:
+        print("1..0 # SKIP needs root (containerd)")
+        return 0
+    t0 = time.monotonic()
+    own_mount_ns()  # the daemon's and the shims' mounts in a namespace of ours
+    env = Env(runtime, name)
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))
+    try:
+        try:
+            took = env.setup()
+        except RuntimeError as err:
+            print("1..0 # SKIP containerd's CRI cannot run here: %s" % str(err).splitlines()[0])
+            return 0
+        print("# runtime %s (%s); containerd with CRI started and images imported in %.1fs"
+              % (name, env.runtime, took), flush=True)
+        rc = suite.run(env, only=sys.argv[3:])
+    finally:
+        left = env.close()
+        print("# total %.1fs" % (time.monotonic() - t0), flush=True)
+    if left:
+        print("# mounts left below %s after cleanup: %s" % (env.base, left))
+        return 1
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
