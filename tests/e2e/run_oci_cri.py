@@ -31,6 +31,9 @@ it was given.
     none once it is removed;
   - a container's memory limit (as the kubelet passes it) is its cgroup's
     at the cgroupsPath the CRI gives (the pod's cgroup parent);
+  - init containers: each reaches the server, and its tables leave the
+    pod's namespace when it exits, so the next one and the app container
+    can run there;
   - ExecSync's exit code and output; a container's own exit code and its
     log (CRI's log format) after it ends;
   - after the pod is stopped and removed: no process, mount, cgroup or
@@ -384,6 +387,50 @@ def pod_egress_by_annotation(env):
     wait_for(lambda: not pod_traces(env, pod), 15, step=0.2)
     left = pod_traces(env, pod)
     expect(not left, "left 15 s after the pod was removed: %s" % left)
+
+
+@case
+def init_containers_then_app(env):
+    """A pod's init containers, as the kubelet runs them: one after the
+    other, each left exited (not removed) before the next is made. Each
+    reaches the test's server by the pod's annotations (its own rules in
+    the pod's namespace), and once it has exited its tables are gone, so
+    the next one and then the app container can put theirs there."""
+    if not env.is_airlock:
+        raise Skip("%s is not airlock: egress annotations and tables are airlock's" % env.name)
+    C = env.cri_mod
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Api)
+    port = srv.server_address[1]
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    _Api.hits.clear()
+    pod = None
+    try:
+        pod, config, netns = env.run_pod({
+            "io.airlock.network.allow": "api.test:%d" % port,
+            "io.airlock.network.hosts": "api.test=127.0.0.1"})
+        for i in range(2):
+            cid = env.cri.create(pod, config, "init%d" % i, IMAGE,
+                                 ["wget", "-q", "-O-", "http://api.test:%d/init%d" % (port, i)],
+                                 "init%d.log" % i)
+            env.cri.start(cid)
+            st = wait_state(env, cid, C.CONTAINER_EXITED)
+            expect(st["exit_code"] == 0, "init container %d: %s" % (i, st))
+            expect(airlock_tables(env, netns) == [],
+                   "init container %d exited, its tables stay: %s"
+                   % (i, airlock_tables(env, netns)))
+        expect([p for _, p in _Api.hits] == ["/init0", "/init1"],
+               "the server saw %s, not each init container once" % _Api.hits)
+        cid = env.cri.create(pod, config, "app", IMAGE, ["/bin/sleep", "600"], "app.log")
+        env.cri.start(cid)
+        wait_state(env, cid, C.CONTAINER_RUNNING)
+        expect(airlock_tables(env, netns) == ["ip airlock", "ip6 airlock"],
+               "the app container's rules are not in the pod's namespace: %s"
+               % airlock_tables(env, netns))
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        if pod:
+            env.remove_pod(pod)
 
 
 @case
