@@ -512,6 +512,45 @@ def signal_pending(pid, sig):
     return False
 
 
+class LoopbackApi:
+    """The tests' API: an HTTP server on the host's 127.0.0.1 at a port the
+    kernel picks (port), in a thread of its own while the `with` lasts.
+    Every GET is answered 200 with "api-answer-marker" and noted in hits as
+    (its Host header, its path)."""
+
+    def __init__(self):
+        import http.server
+        import threading
+        hits = self.hits = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                hits.append((self.headers.get("Host"), self.path))
+                body = b"api-answer-marker\n"
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.srv.server_address[1]
+        self.thread = threading.Thread(target=self.srv.serve_forever, daemon=True)
+
+    def paths(self):
+        return [p for _, p in self.hits]
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
 def wait_for(pred, timeout, step=0.02):
     deadline = time.monotonic() + timeout
     while True:

@@ -43,7 +43,6 @@ Skipped with the reason when containerd is missing, the test is not root,
 python3-grpcio is missing, or the daemon does not start here.
 """
 
-import http.server
 import importlib.util
 import json
 import os
@@ -52,14 +51,14 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "oci"))
 
 import images  # noqa: E402
-from harness import Skip, Suite, children_of, expect, own_mount_ns, wait_for  # noqa: E402
+from harness import LoopbackApi, Skip, Suite, children_of, expect, own_mount_ns, \
+    wait_for  # noqa: E402
 
 IMAGE = "localhost/al-busybox:latest"
 PAUSE = "localhost/al-pause:latest"
@@ -214,7 +213,11 @@ class Env:
         return pod, config, paths[-1]
 
     def remove_pod(self, pod):
+        """Stop and remove pod, once: a pod the CRI no longer lists is left
+        alone."""
         try:
+            if pod not in self.cri.list_pods():
+                return
             self.cri.stop_pod(pod)
             self.cri.remove_pod(pod)
         except Exception as err:  # noqa: BLE001 - cleanup: say it, go on
@@ -223,8 +226,7 @@ class Env:
     def close(self):
         if self.cri:
             for pod in list(self.pods):
-                if pod in self.cri.list_pods():
-                    self.remove_pod(pod)
+                self.remove_pod(pod)
             self.cri.close()
         self.ctd.close()
         # The pods' cgroup parent, made by the runtime's cgroupsPath (as runc
@@ -304,19 +306,21 @@ def wait_state(env, cid, state, timeout=30):
     return st
 
 
-class _Api(http.server.BaseHTTPRequestHandler):
-    hits = []
-
-    def do_GET(self):
-        _Api.hits.append((self.headers.get("Host"), self.path))
-        body = b"api-answer-marker\n"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+def in_egress_pod(env, checks):
+    """checks(env, api, pod, config, netns) in a pod whose annotations
+    allow api.test:PORT, mapped to the host's 127.0.0.1 where the test's
+    API listens; the pod removed after, whatever happened. (pod, netns)."""
+    if not env.is_airlock:
+        raise Skip("%s is not airlock: egress annotations and tables are airlock's" % env.name)
+    with LoopbackApi() as api:
+        pod, config, netns = env.run_pod({
+            "io.airlock.network.allow": "api.test:%d" % api.port,
+            "io.airlock.network.hosts": "api.test=127.0.0.1"})
+        try:
+            checks(env, api, pod, config, netns)
+        finally:
+            env.remove_pod(pod)
+    return pod, netns
 
 
 @case
@@ -328,65 +332,53 @@ def pod_egress_by_annotation(env):
     ExecSync of wget), denied.test gets nothing, its memory limit is its
     cgroup's; once removed, its tables are gone; the pod then goes with
     nothing left."""
-    if not env.is_airlock:
-        raise Skip("%s is not airlock: egress annotations and tables are airlock's" % env.name)
-    C = env.cri_mod
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Api)
-    port = srv.server_address[1]
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    _Api.hits.clear()
-    pod = None
-    try:
-        pod, config, netns = env.run_pod({
-            "io.airlock.network.allow": "api.test:%d" % port,
-            "io.airlock.network.hosts": "api.test=127.0.0.1"})
-        expect(airlock_tables(env, netns) == [],
-               "the pod's namespace holds airlock tables with only its sandbox: %s"
-               % airlock_tables(env, netns))
-        cid = env.cri.create(pod, config, "app", IMAGE, ["/bin/sleep", "600"], "app.log",
-                             memory_limit=64 * MiB)
-        env.cri.start(cid)
-        wait_state(env, cid, C.CONTAINER_RUNNING)
-        tables = airlock_tables(env, netns)
-        expect(tables == ["ip airlock", "ip6 airlock"],
-               "the running app container's rules are not in the pod's namespace: %s" % tables)
-        out, err, rc = env.cri.exec_sync(cid, ["wget", "-q", "-O-",
-                                               "http://api.test:%d/ok" % port])
-        expect(rc == 0 and b"api-answer-marker" in out,
-               "the allowed API did not answer: exit %d, %r %r" % (rc, out, err))
-        out, err, rc = env.cri.exec_sync(cid, ["wget", "-q", "-O-",
-                                               "http://denied.test:%d/no" % port])
-        expect(rc != 0, "the denied host answered: %r" % out)
-        expect(not any(p == "/no" for _, p in _Api.hits),
-               "the server got the denied host's request: %s" % _Api.hits)
-        limits = []
-        for top in cgroup_tops():
-            f = os.path.join(top, CGROUP_PARENT.lstrip("/"), env.pods[pod], cid,
-                             "memory.limit_in_bytes")
-            if os.path.exists(f):
-                limits.append(int(open(f).read()))
-            f = os.path.join(top, CGROUP_PARENT.lstrip("/"), env.pods[pod], cid, "memory.max")
-            if os.path.exists(f):
-                limits.append(int(open(f).read()))
-        expect(limits and all(v == 64 * MiB for v in limits),
-               "the container's cgroup at its cgroupsPath has memory limits %s, not 64 MiB"
-               % limits)
-        env.cri.stop(cid, timeout=0)
-        wait_state(env, cid, C.CONTAINER_EXITED)
-        env.cri.remove(cid)
-        gone = wait_for(lambda: airlock_tables(env, netns) == [], 15, step=0.2)
-        expect(gone, "the removed container's tables stay in the pod's namespace: %s"
-               % airlock_tables(env, netns))
-    finally:
-        srv.shutdown()
-        srv.server_close()
-        if pod:
-            env.remove_pod(pod)
+    pod, netns = in_egress_pod(env, pod_egress_checks)
     expect(in_daemons_mounts(env, "test", "-e", netns).returncode != 0,
            "the pod's namespace %s is still pinned" % netns)
     wait_for(lambda: not pod_traces(env, pod), 15, step=0.2)
     left = pod_traces(env, pod)
     expect(not left, "left 15 s after the pod was removed: %s" % left)
+
+
+def pod_egress_checks(env, api, pod, config, netns):
+    C, port = env.cri_mod, api.port
+    expect(airlock_tables(env, netns) == [],
+           "the pod's namespace holds airlock tables with only its sandbox: %s"
+           % airlock_tables(env, netns))
+    cid = env.cri.create(pod, config, "app", IMAGE, ["/bin/sleep", "600"], "app.log",
+                         memory_limit=64 * MiB)
+    env.cri.start(cid)
+    wait_state(env, cid, C.CONTAINER_RUNNING)
+    tables = airlock_tables(env, netns)
+    expect(tables == ["ip airlock", "ip6 airlock"],
+           "the running app container's rules are not in the pod's namespace: %s" % tables)
+    out, err, rc = env.cri.exec_sync(cid, ["wget", "-q", "-O-",
+                                           "http://api.test:%d/ok" % port])
+    expect(rc == 0 and b"api-answer-marker" in out,
+           "the allowed API did not answer: exit %d, %r %r" % (rc, out, err))
+    out, err, rc = env.cri.exec_sync(cid, ["wget", "-q", "-O-",
+                                           "http://denied.test:%d/no" % port])
+    expect(rc != 0, "the denied host answered: %r" % out)
+    expect("/no" not in api.paths(),
+           "the server got the denied host's request: %s" % api.hits)
+    limits = []
+    for top in cgroup_tops():
+        f = os.path.join(top, CGROUP_PARENT.lstrip("/"), env.pods[pod], cid,
+                         "memory.limit_in_bytes")
+        if os.path.exists(f):
+            limits.append(int(open(f).read()))
+        f = os.path.join(top, CGROUP_PARENT.lstrip("/"), env.pods[pod], cid, "memory.max")
+        if os.path.exists(f):
+            limits.append(int(open(f).read()))
+    expect(limits and all(v == 64 * MiB for v in limits),
+           "the container's cgroup at its cgroupsPath has memory limits %s, not 64 MiB"
+           % limits)
+    env.cri.stop(cid, timeout=0)
+    wait_state(env, cid, C.CONTAINER_EXITED)
+    env.cri.remove(cid)
+    gone = wait_for(lambda: airlock_tables(env, netns) == [], 15, step=0.2)
+    expect(gone, "the removed container's tables stay in the pod's namespace: %s"
+           % airlock_tables(env, netns))
 
 
 @case
@@ -396,41 +388,29 @@ def init_containers_then_app(env):
     reaches the test's server by the pod's annotations (its own rules in
     the pod's namespace), and once it has exited its tables are gone, so
     the next one and then the app container can put theirs there."""
-    if not env.is_airlock:
-        raise Skip("%s is not airlock: egress annotations and tables are airlock's" % env.name)
-    C = env.cri_mod
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Api)
-    port = srv.server_address[1]
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    _Api.hits.clear()
-    pod = None
-    try:
-        pod, config, netns = env.run_pod({
-            "io.airlock.network.allow": "api.test:%d" % port,
-            "io.airlock.network.hosts": "api.test=127.0.0.1"})
-        for i in range(2):
-            cid = env.cri.create(pod, config, "init%d" % i, IMAGE,
-                                 ["wget", "-q", "-O-", "http://api.test:%d/init%d" % (port, i)],
-                                 "init%d.log" % i)
-            env.cri.start(cid)
-            st = wait_state(env, cid, C.CONTAINER_EXITED)
-            expect(st["exit_code"] == 0, "init container %d: %s" % (i, st))
-            expect(airlock_tables(env, netns) == [],
-                   "init container %d exited, its tables stay: %s"
-                   % (i, airlock_tables(env, netns)))
-        expect([p for _, p in _Api.hits] == ["/init0", "/init1"],
-               "the server saw %s, not each init container once" % _Api.hits)
-        cid = env.cri.create(pod, config, "app", IMAGE, ["/bin/sleep", "600"], "app.log")
+    in_egress_pod(env, init_then_app_checks)
+
+
+def init_then_app_checks(env, api, pod, config, netns):
+    C, port = env.cri_mod, api.port
+    for i in range(2):
+        cid = env.cri.create(pod, config, "init%d" % i, IMAGE,
+                             ["wget", "-q", "-O-", "http://api.test:%d/init%d" % (port, i)],
+                             "init%d.log" % i)
         env.cri.start(cid)
-        wait_state(env, cid, C.CONTAINER_RUNNING)
-        expect(airlock_tables(env, netns) == ["ip airlock", "ip6 airlock"],
-               "the app container's rules are not in the pod's namespace: %s"
-               % airlock_tables(env, netns))
-    finally:
-        srv.shutdown()
-        srv.server_close()
-        if pod:
-            env.remove_pod(pod)
+        st = wait_state(env, cid, C.CONTAINER_EXITED)
+        expect(st["exit_code"] == 0, "init container %d: %s" % (i, st))
+        expect(airlock_tables(env, netns) == [],
+               "init container %d exited, its tables stay: %s"
+               % (i, airlock_tables(env, netns)))
+    expect(api.paths() == ["/init0", "/init1"],
+           "the server saw %s, not each init container once" % api.hits)
+    cid = env.cri.create(pod, config, "app", IMAGE, ["/bin/sleep", "600"], "app.log")
+    env.cri.start(cid)
+    wait_state(env, cid, C.CONTAINER_RUNNING)
+    expect(airlock_tables(env, netns) == ["ip airlock", "ip6 airlock"],
+           "the app container's rules are not in the pod's namespace: %s"
+           % airlock_tables(env, netns))
 
 
 @case

@@ -25,7 +25,6 @@ container. Bombs are bounded: the memory hog allocates at most 256 MiB,
 the fork loop starts at most 100 sleeps.
 """
 
-import http.server
 import json
 import os
 import pty
@@ -39,13 +38,13 @@ import sys
 import tempfile
 import termios
 import fcntl
-import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oci"))
 
 import images  # noqa: E402
-from harness import Skip, Suite, children_of, expect, kill_pid, own_mount_ns, wait_for  # noqa: E402
+from harness import LoopbackApi, Skip, Suite, children_of, expect, kill_pid, own_mount_ns, \
+    wait_for  # noqa: E402
 
 class PodmanSuite(Suite):
     def nothing_left_behind(self, env):
@@ -526,21 +525,6 @@ def nothing_left_after_rm(env):
     expect(not left, "left 15 s after rm: %s" % left)
 
 
-class _Api(http.server.BaseHTTPRequestHandler):
-    hits = []
-
-    def do_GET(self):
-        _Api.hits.append((self.headers.get("Host"), self.path))
-        body = b"api-answer-marker\n"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 def expect_audit_denied(audit_path, host):
     """The audit stream at audit_path (JSON lines) holds a denial of host: an
     event of DENY_EVENTS with "decision": "deny" and "name" host."""
@@ -566,15 +550,11 @@ def annotation_allows_loopback_api(env):
     if not env.is_airlock:
         raise Skip("%s is not airlock (--version: %s): egress annotations are airlock's"
                    % (env.name, env.version.splitlines()[0] if env.version else "?"))
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Api)
-    port = srv.server_address[1]
-    th = threading.Thread(target=srv.serve_forever, daemon=True)
-    th.start()
     audit_dir = os.path.join(env.base, "audit")
     os.makedirs(audit_dir, exist_ok=True)
     audit = os.path.join(audit_dir, "egress-test.jsonl")
-    _Api.hits.clear()
-    try:
+    with LoopbackApi() as api:
+        port = api.port
         code = ("import urllib.request\n"
                 "print(urllib.request.urlopen('http://api.test:%d/ok', timeout=10).read().decode(), end='')\n"
                 "try:\n"
@@ -588,15 +568,11 @@ def annotation_allows_loopback_api(env):
             "--annotation", "io.airlock.network.hosts=api.test=127.0.0.1",
             "--annotation", "io.airlock.audit=egress-test",
             PYTHON, "python3", "-c", code), timeout=120)
-    finally:
-        srv.shutdown()
-        srv.server_close()
     expect_rc(r, 0)
     out = text(r)
     expect("api-answer-marker" in out, "the allowed API did not answer\n%s" % describe(r))
     expect("denied-host-failed" in out, "the denied host was reached\n%s" % describe(r))
-    expect(not any(p == "/no" for _, p in _Api.hits),
-           "the server got the denied host's request: %s" % _Api.hits)
+    expect("/no" not in api.paths(), "the server got the denied host's request: %s" % api.hits)
     expect_audit_denied(audit, "denied.test")
     # The run's record, kept beside the audit stream once podman removed
     # the container (--rm): how it ended and what the gateway refused.

@@ -33,7 +33,6 @@ for the pid in the pid file (oci_reaper below).
 """
 
 import faulthandler
-import http.server
 import json
 import os
 import secrets
@@ -42,13 +41,12 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oci"))
 
 import images  # noqa: E402
-from harness import (Suite, children_of, expect, kill_pid, pid_starttime,  # noqa: E402
+from harness import (LoopbackApi, Suite, children_of, expect, kill_pid, pid_starttime,  # noqa: E402
                      proc_read, wait_for)
 
 TAG = "st" + secrets.token_hex(3)
@@ -1854,21 +1852,6 @@ def engine_netns_fifo_refused(env):
            "the refused create left its state directory")
 
 
-class _Api(http.server.BaseHTTPRequestHandler):
-    hits = []
-
-    def do_GET(self):
-        _Api.hits.append(self.path)
-        body = b"api-answer-marker\n"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @case
 def engine_netns_gateway(env):
     """With io.airlock.network.allow and io.airlock.network.hosts mapping
@@ -1877,50 +1860,41 @@ def engine_netns_gateway(env):
     through the gateway (its resolver is airlock's stub at 127.0.0.1),
     while the peer in its namespace gets nothing; the tables are gone once
     the container ended by itself."""
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Api)
-    port = srv.server_address[1]
-    th = threading.Thread(target=srv.serve_forever, daemon=True)
-    th.start()
-    _Api.hits.clear()
-    try:
-        with NetLab(env) as lab:
-            path = "/run/netns/" + NET_C
-            before = len(lab.hits("peer"))
-            # nc, not busybox's wget (which crashes on its proxy answer):
-            # the transparent capture, the way a program that ignores
-            # http_proxy goes.
-            script = ("echo \"resolv:$(grep nameserver /etc/resolv.conf | tr '\\n' ' ')\"; "
-                      "printf 'GET /ok HTTP/1.0\\r\\nHost: api.test\\r\\n\\r\\n' | "
-                      "timeout 10 nc api.test %d | tail -n 1 | sed 's/^/api:/'; "
-                      "echo \"peer:$(timeout 3 nc %s %d </dev/null)\"; echo probes-done"
-                      % (port, ADDR_P, PEER_PORT))
-            cid = env.new_id("netnsgw")
-            env.create(cid, netns_bundle(env, "netnsgw", script, path, {
-                "io.airlock.network.allow": "api.test:%d" % port,
-                "io.airlock.network.hosts": "api.test=127.0.0.1"}))
-            ruleset = lab.ruleset()
-            expect("redirect to :15001" in ruleset,
-                   "no capture in the namespace after create:\n%s" % ruleset)
-            expect(env.rt("start", cid).rc == 0, "start failed")
-            env.wait_status(cid, "stopped", timeout=60)
-            out = read(env.files(cid)[1])
-            got = probe_lines(out)
-            expect(got.get("resolv", "").split() == ["nameserver", "127.0.0.1"],
-                   "the resolver is not airlock's stub: %r" % out)
-            expect(got.get("api") == "api-answer-marker", "the API was not reached: %r" % out)
-            expect(_Api.hits == ["/ok"], "the API saw %s" % _Api.hits)
-            expect(got.get("peer") == "" and len(lab.hits("peer")) == before,
-                   "the peer answered: %r, hits %s" % (out, lab.hits("peer")))
-            expect(env.rt("delete", cid).rc == 0, "delete failed")
-            env.gone(cid)
-            ruleset = lab.ruleset()
-            expect("airlock" not in ruleset, "airlock's tables remain:\n%s" % ruleset)
-            routes = sh("ip", "-n", NET_C, "route", "show", "table", "all")
-            expect("198.18.0.0/15" not in routes, "the gateway's route remains:\n%s" % routes)
-    finally:
-        srv.shutdown()
-        srv.server_close()
-
+    with LoopbackApi() as api, NetLab(env) as lab:
+        port = api.port
+        path = "/run/netns/" + NET_C
+        before = len(lab.hits("peer"))
+        # nc, not busybox's wget (which crashes on its proxy answer):
+        # the transparent capture, the way a program that ignores
+        # http_proxy goes.
+        script = ("echo \"resolv:$(grep nameserver /etc/resolv.conf | tr '\\n' ' ')\"; "
+                  "printf 'GET /ok HTTP/1.0\\r\\nHost: api.test\\r\\n\\r\\n' | "
+                  "timeout 10 nc api.test %d | tail -n 1 | sed 's/^/api:/'; "
+                  "echo \"peer:$(timeout 3 nc %s %d </dev/null)\"; echo probes-done"
+                  % (port, ADDR_P, PEER_PORT))
+        cid = env.new_id("netnsgw")
+        env.create(cid, netns_bundle(env, "netnsgw", script, path, {
+            "io.airlock.network.allow": "api.test:%d" % port,
+            "io.airlock.network.hosts": "api.test=127.0.0.1"}))
+        ruleset = lab.ruleset()
+        expect("redirect to :15001" in ruleset,
+               "no capture in the namespace after create:\n%s" % ruleset)
+        expect(env.rt("start", cid).rc == 0, "start failed")
+        env.wait_status(cid, "stopped", timeout=60)
+        out = read(env.files(cid)[1])
+        got = probe_lines(out)
+        expect(got.get("resolv", "").split() == ["nameserver", "127.0.0.1"],
+               "the resolver is not airlock's stub: %r" % out)
+        expect(got.get("api") == "api-answer-marker", "the API was not reached: %r" % out)
+        expect(api.paths() == ["/ok"], "the API saw %s" % api.hits)
+        expect(got.get("peer") == "" and len(lab.hits("peer")) == before,
+               "the peer answered: %r, hits %s" % (out, lab.hits("peer")))
+        expect(env.rt("delete", cid).rc == 0, "delete failed")
+        env.gone(cid)
+        ruleset = lab.ruleset()
+        expect("airlock" not in ruleset, "airlock's tables remain:\n%s" % ruleset)
+        routes = sh("ip", "-n", NET_C, "route", "show", "table", "all")
+        expect("198.18.0.0/15" not in routes, "the gateway's route remains:\n%s" % routes)
 
 
 def main():

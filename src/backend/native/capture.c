@@ -16,6 +16,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "net/nfmsg.h"
+
 static const char *what_of(const struct al_capture_ruleset *rules, uint32_t seq)
 {
 	for (size_t i = 0; i < rules->n_msgs; i++)
@@ -99,38 +101,6 @@ int al_capture_apply(int fd, const struct al_capture_ruleset *rules, struct al_e
 	return read_answers(fd, rules, err);
 }
 
-/* A message's header and its nfgenmsg, family's, at buf + off. */
-static size_t put_msg(unsigned char *buf, size_t off, uint16_t type, uint16_t flags, uint32_t seq,
-		      uint8_t family)
-{
-	struct nlmsghdr nh = {
-	    .nlmsg_type = type, .nlmsg_flags = NLM_F_REQUEST | flags, .nlmsg_seq = seq};
-	struct nfgenmsg g = {.nfgen_family = family, .version = NFNETLINK_V0};
-
-	if (type == NFNL_MSG_BATCH_BEGIN || type == NFNL_MSG_BATCH_END)
-		g.res_id = htons(NFNL_SUBSYS_NFTABLES);
-	memcpy(buf + off, &nh, sizeof(nh));
-	memcpy(buf + off + NLMSG_HDRLEN, &g, sizeof(g));
-	return off + NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(g));
-}
-
-/* An attribute at buf + off: where the next one goes. */
-static size_t put_attr(unsigned char *buf, size_t off, uint16_t type, const void *data, size_t len)
-{
-	struct nlattr a = {.nla_type = type, .nla_len = (uint16_t)(NLA_HDRLEN + len)};
-
-	memcpy(buf + off, &a, sizeof(a));
-	memcpy(buf + off + NLA_HDRLEN, data, len);
-	return off + NLA_ALIGN(NLA_HDRLEN + len);
-}
-
-/* The length of the message that starts at buf + start and ends at end. */
-static void set_len(unsigned char *buf, size_t start, size_t end)
-{
-	uint32_t len = (uint32_t)(end - start);
-	memcpy(buf + start + offsetof(struct nlmsghdr, nlmsg_len), &len, sizeof(len));
-}
-
 static const char *family_name(uint8_t family)
 {
 	return family == NFPROTO_IPV6 ? "ip6" : "ip";
@@ -139,17 +109,18 @@ static const char *family_name(uint8_t family)
 int al_capture_table_handle(int fd, uint8_t family, uint64_t *handle, struct al_error *err)
 {
 	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
-	alignas(struct nlmsghdr) unsigned char req[64] = {0};
+	struct al_nfmsg req;
 	alignas(struct nlmsghdr) char buf[8192];
 	bool found = false;
 
 	while (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
 		;
-	size_t n =
-	    put_msg(req, 0, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETTABLE, NLM_F_ACK, 1, family);
-	n = put_attr(req, n, NFTA_TABLE_NAME, AL_CAPTURE_TABLE, sizeof(AL_CAPTURE_TABLE));
-	set_len(req, 0, n);
-	if (sendto(fd, req, n, 0, (struct sockaddr *)&kernel, sizeof(kernel)) != (ssize_t)n)
+	al_nfmsg_init(&req, 1);
+	al_nfmsg_begin(&req, al_nft_type(NFT_MSG_GETTABLE), NLM_F_ACK, family);
+	al_nfmsg_attr_str(&req, NFTA_TABLE_NAME, AL_CAPTURE_TABLE);
+	al_nfmsg_end(&req);
+	if (sendto(fd, req.buf, req.len, 0, (struct sockaddr *)&kernel, sizeof(kernel)) !=
+	    (ssize_t)req.len)
 		return al_error_setsys(err, errno, "asking nf_tables for table %s %s",
 				       family_name(family), AL_CAPTURE_TABLE);
 	for (;;) {
@@ -178,22 +149,15 @@ int al_capture_table_handle(int fd, uint8_t family, uint64_t *handle, struct al_
 							    family_name(family), AL_CAPTURE_TABLE);
 				return 0;
 			}
-			if (nh->nlmsg_type != ((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWTABLE))
-				continue;
-			size_t off = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(struct nfgenmsg));
-			while (off + NLA_HDRLEN <= nh->nlmsg_len) {
-				struct nlattr a;
-				memcpy(&a, (char *)nh + off, sizeof(a));
-				if (a.nla_len < NLA_HDRLEN || off + a.nla_len > nh->nlmsg_len)
-					break;
-				if ((a.nla_type & NLA_TYPE_MASK) == NFTA_TABLE_HANDLE &&
-				    a.nla_len == NLA_HDRLEN + sizeof(uint64_t)) {
-					uint64_t be;
-					memcpy(&be, (char *)nh + off + NLA_HDRLEN, sizeof(be));
-					*handle = be64toh(be);
-					found = true;
-				}
-				off += NLA_ALIGN(a.nla_len);
+			const void *data;
+			size_t len;
+			uint64_t be;
+			if (nh->nlmsg_type == al_nft_type(NFT_MSG_NEWTABLE) &&
+			    al_nfmsg_attr_get(nh, NFTA_TABLE_HANDLE, &data, &len) &&
+			    len == sizeof(be)) {
+				memcpy(&be, data, sizeof(be));
+				*handle = be64toh(be);
+				found = true;
 			}
 		}
 	}
@@ -201,23 +165,19 @@ int al_capture_table_handle(int fd, uint8_t family, uint64_t *handle, struct al_
 
 int al_capture_remove_table(int fd, uint8_t family, uint64_t handle, struct al_error *err)
 {
-	alignas(struct nlmsghdr) unsigned char batch[128] = {0};
+	struct al_nfmsg b;
 	char what[96];
-	uint64_t be = htobe64(handle);
 
-	size_t n = put_msg(batch, 0, NFNL_MSG_BATCH_BEGIN, 0, 1, AF_UNSPEC);
-	set_len(batch, 0, n);
-	size_t del = n;
-	n = put_msg(batch, n, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_DELTABLE, NLM_F_ACK, 2, family);
-	n = put_attr(batch, n, NFTA_TABLE_HANDLE, &be, sizeof(be));
-	set_len(batch, del, n);
-	size_t end = n;
-	n = put_msg(batch, n, NFNL_MSG_BATCH_END, 0, 3, AF_UNSPEC);
-	set_len(batch, end, n);
+	al_nfmsg_init(&b, 1);
+	al_nfmsg_begin(&b, NFNL_MSG_BATCH_BEGIN, 0, AF_UNSPEC);
+	al_nfmsg_begin(&b, al_nft_type(NFT_MSG_DELTABLE), NLM_F_ACK, family); /* seq 2 */
+	al_nfmsg_attr_be64(&b, NFTA_TABLE_HANDLE, handle);
+	al_nfmsg_begin(&b, NFNL_MSG_BATCH_END, 0, AF_UNSPEC);
+	al_nfmsg_end(&b);
 	snprintf(what, sizeof(what), "removal of table %s %s (handle %llu)", family_name(family),
 		 AL_CAPTURE_TABLE, (unsigned long long)handle);
 	const struct al_capture_msg msgs[] = {{2, what}};
 	const struct al_capture_ruleset rules = {
-	    .batch = batch, .size = n, .msgs = msgs, .n_msgs = 1};
+	    .batch = (const unsigned char *)b.buf, .size = b.len, .msgs = msgs, .n_msgs = 1};
 	return al_capture_apply(fd, &rules, err);
 }

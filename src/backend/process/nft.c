@@ -2,8 +2,7 @@
  * network, so a table of its own (family inet, "airlock-process-UID") drops
  * every packet the run's uid sends (meta skuid) but TCP to the gateway's
  * address and ports. The batch is built here at run time (the uid and
- * ports are the run's) with a few lines of netlink attributes: no
- * libnftnl in the binary. */
+ * ports are the run's) with net/nfmsg.h: no libnftnl in the binary. */
 #include "backend/process/process.h"
 
 #include <arpa/inet.h>
@@ -24,96 +23,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "ids/slots.h"
-
-/* A batch being built in a fixed buffer; overflow is a programming error
- * caught by the size checks (the largest batch is a few hundred bytes). */
-struct nb {
-	alignas(struct nlmsghdr) char buf[4096];
-	size_t len;
-	uint32_t seq;
-	struct nlmsghdr *msg;
-	bool overflow;
-};
-
-static void *put(struct nb *b, size_t len)
-{
-	size_t al = NLMSG_ALIGN(len);
-	if (b->len + al > sizeof(b->buf)) {
-		b->overflow = true;
-		return NULL;
-	}
-	void *p = b->buf + b->len;
-	memset(p, 0, al);
-	b->len += al;
-	return p;
-}
-
-static void end_msg(struct nb *b)
-{
-	if (b->msg)
-		b->msg->nlmsg_len = (uint32_t)((b->buf + b->len) - (char *)b->msg);
-}
-
-static void begin_msg(struct nb *b, uint16_t type, uint16_t flags)
-{
-	end_msg(b);
-	struct nlmsghdr *nh = put(b, NLMSG_HDRLEN);
-	struct nfgenmsg *g = put(b, sizeof(*g));
-	if (!nh || !g)
-		return;
-	nh->nlmsg_type = type;
-	nh->nlmsg_flags = NLM_F_REQUEST | flags;
-	nh->nlmsg_seq = b->seq++;
-	g->nfgen_family = NFPROTO_INET;
-	g->version = NFNETLINK_V0;
-	b->msg = nh;
-	if (type == NFNL_MSG_BATCH_BEGIN || type == NFNL_MSG_BATCH_END) {
-		g->nfgen_family = AF_UNSPEC;
-		g->res_id = htons(NFNL_SUBSYS_NFTABLES);
-	}
-}
-
-static uint16_t nft_type(int msg)
-{
-	return (uint16_t)((NFNL_SUBSYS_NFTABLES << 8) | msg);
-}
-
-static void attr(struct nb *b, uint16_t type, const void *data, size_t len)
-{
-	struct nlattr *a = put(b, NLA_HDRLEN + len);
-	if (!a)
-		return;
-	a->nla_type = type;
-	a->nla_len = (uint16_t)(NLA_HDRLEN + len);
-	memcpy((char *)a + NLA_HDRLEN, data, len);
-}
-
-static void attr_str(struct nb *b, uint16_t type, const char *s)
-{
-	attr(b, type, s, strlen(s) + 1);
-}
-
-static void attr_be32(struct nb *b, uint16_t type, uint32_t v)
-{
-	v = htonl(v);
-	attr(b, type, &v, sizeof(v));
-}
-
-/* Nesting: the offset of the open attribute, closed by nest_end. */
-static size_t nest(struct nb *b, uint16_t type)
-{
-	size_t at = b->len;
-	struct nlattr *a = put(b, NLA_HDRLEN);
-	if (a)
-		a->nla_type = type | NLA_F_NESTED;
-	return at;
-}
-
-static void nest_end(struct nb *b, size_t at)
-{
-	if (!b->overflow)
-		((struct nlattr *)(b->buf + at))->nla_len = (uint16_t)(b->len - at);
-}
+#include "net/nfmsg.h"
 
 /* One expression of a rule: its element, its name, and the data nest
  * its attributes go in; expr_end closes both. */
@@ -121,58 +31,58 @@ struct ex {
 	size_t elem, data;
 };
 
-static struct ex expr(struct nb *b, const char *name)
+static struct ex expr(struct al_nfmsg *b, const char *name)
 {
-	struct ex e = {.elem = nest(b, NFTA_LIST_ELEM)};
-	attr_str(b, NFTA_EXPR_NAME, name);
-	e.data = nest(b, NFTA_EXPR_DATA);
+	struct ex e = {.elem = al_nfmsg_nest(b, NFTA_LIST_ELEM)};
+	al_nfmsg_attr_str(b, NFTA_EXPR_NAME, name);
+	e.data = al_nfmsg_nest(b, NFTA_EXPR_DATA);
 	return e;
 }
 
-static void expr_end(struct nb *b, struct ex e)
+static void expr_end(struct al_nfmsg *b, struct ex e)
 {
-	nest_end(b, e.data);
-	nest_end(b, e.elem);
+	al_nfmsg_nest_end(b, e.data);
+	al_nfmsg_nest_end(b, e.elem);
 }
 
-static void meta(struct nb *b, uint32_t key)
+static void meta(struct al_nfmsg *b, uint32_t key)
 {
 	struct ex e = expr(b, "meta");
-	attr_be32(b, NFTA_META_DREG, NFT_REG_1);
-	attr_be32(b, NFTA_META_KEY, key);
+	al_nfmsg_attr_be32(b, NFTA_META_DREG, NFT_REG_1);
+	al_nfmsg_attr_be32(b, NFTA_META_KEY, key);
 	expr_end(b, e);
 }
 
-static void payload(struct nb *b, uint32_t base, uint32_t offset, uint32_t len)
+static void payload(struct al_nfmsg *b, uint32_t base, uint32_t offset, uint32_t len)
 {
 	struct ex e = expr(b, "payload");
-	attr_be32(b, NFTA_PAYLOAD_DREG, NFT_REG_1);
-	attr_be32(b, NFTA_PAYLOAD_BASE, base);
-	attr_be32(b, NFTA_PAYLOAD_OFFSET, offset);
-	attr_be32(b, NFTA_PAYLOAD_LEN, len);
+	al_nfmsg_attr_be32(b, NFTA_PAYLOAD_DREG, NFT_REG_1);
+	al_nfmsg_attr_be32(b, NFTA_PAYLOAD_BASE, base);
+	al_nfmsg_attr_be32(b, NFTA_PAYLOAD_OFFSET, offset);
+	al_nfmsg_attr_be32(b, NFTA_PAYLOAD_LEN, len);
 	expr_end(b, e);
 }
 
-static void cmp_eq(struct nb *b, const void *v, size_t len)
+static void cmp_eq(struct al_nfmsg *b, const void *v, size_t len)
 {
 	struct ex e = expr(b, "cmp");
-	attr_be32(b, NFTA_CMP_SREG, NFT_REG_1);
-	attr_be32(b, NFTA_CMP_OP, NFT_CMP_EQ);
-	size_t d = nest(b, NFTA_CMP_DATA);
-	attr(b, NFTA_DATA_VALUE, v, len);
-	nest_end(b, d);
+	al_nfmsg_attr_be32(b, NFTA_CMP_SREG, NFT_REG_1);
+	al_nfmsg_attr_be32(b, NFTA_CMP_OP, NFT_CMP_EQ);
+	size_t d = al_nfmsg_nest(b, NFTA_CMP_DATA);
+	al_nfmsg_attr(b, NFTA_DATA_VALUE, v, len);
+	al_nfmsg_nest_end(b, d);
 	expr_end(b, e);
 }
 
-static void verdict(struct nb *b, int code)
+static void verdict(struct al_nfmsg *b, int code)
 {
 	struct ex e = expr(b, "immediate");
-	attr_be32(b, NFTA_IMMEDIATE_DREG, NFT_REG_VERDICT);
-	size_t d = nest(b, NFTA_IMMEDIATE_DATA);
-	size_t v = nest(b, NFTA_DATA_VERDICT);
-	attr_be32(b, NFTA_VERDICT_CODE, (uint32_t)code);
-	nest_end(b, v);
-	nest_end(b, d);
+	al_nfmsg_attr_be32(b, NFTA_IMMEDIATE_DREG, NFT_REG_VERDICT);
+	size_t d = al_nfmsg_nest(b, NFTA_IMMEDIATE_DATA);
+	size_t v = al_nfmsg_nest(b, NFTA_DATA_VERDICT);
+	al_nfmsg_attr_be32(b, NFTA_VERDICT_CODE, (uint32_t)code);
+	al_nfmsg_nest_end(b, v);
+	al_nfmsg_nest_end(b, d);
 	expr_end(b, e);
 }
 
@@ -181,19 +91,19 @@ void al_process_nft_name(uid_t uid, char *out, size_t len)
 	snprintf(out, len, "%s%u", AL_PROCESS_NFT_PREFIX, (unsigned)uid);
 }
 
-static void table_msgs(struct nb *b, const char *name, bool create)
+static void table_msgs(struct al_nfmsg *b, const char *name, bool create)
 {
 	/* Made if missing, then deleted: a table a killed run of the same
 	 * uid left goes, in the same transaction. */
-	begin_msg(b, nft_type(NFT_MSG_NEWTABLE), NLM_F_CREATE);
-	attr_str(b, NFTA_TABLE_NAME, name);
-	begin_msg(b, nft_type(NFT_MSG_DELTABLE), 0);
-	attr_str(b, NFTA_TABLE_NAME, name);
+	al_nfmsg_begin(b, al_nft_type(NFT_MSG_NEWTABLE), NLM_F_CREATE, NFPROTO_INET);
+	al_nfmsg_attr_str(b, NFTA_TABLE_NAME, name);
+	al_nfmsg_begin(b, al_nft_type(NFT_MSG_DELTABLE), 0, NFPROTO_INET);
+	al_nfmsg_attr_str(b, NFTA_TABLE_NAME, name);
 	if (!create)
 		return;
-	begin_msg(b, nft_type(NFT_MSG_NEWTABLE), NLM_F_CREATE);
-	attr_str(b, NFTA_TABLE_NAME, name);
-	attr_be32(b, NFTA_TABLE_FLAGS, 0);
+	al_nfmsg_begin(b, al_nft_type(NFT_MSG_NEWTABLE), NLM_F_CREATE, NFPROTO_INET);
+	al_nfmsg_attr_str(b, NFTA_TABLE_NAME, name);
+	al_nfmsg_attr_be32(b, NFTA_TABLE_FLAGS, 0);
 }
 
 /* The rules (what `nft list table inet airlock-process-UID` shows):
@@ -201,27 +111,28 @@ static void table_msgs(struct nb *b, const char *name, bool create)
  *     meta skuid UID meta nfproto ipv4 ip daddr 127.0.0.1 meta l4proto tcp
  *       tcp dport PORT accept            (one per gateway port)
  *     meta skuid UID drop } */
-static void build(struct nb *b, const char *name, uid_t uid, const uint16_t *ports, size_t n)
+static void build(struct al_nfmsg *b, const char *name, uid_t uid, const uint16_t *ports, size_t n)
 {
 	const uint32_t u = uid, lo = htonl(INADDR_LOOPBACK);
 	const uint8_t v4 = NFPROTO_IPV4, tcp = IPPROTO_TCP;
 
-	begin_msg(b, NFNL_MSG_BATCH_BEGIN, 0);
+	al_nfmsg_begin(b, NFNL_MSG_BATCH_BEGIN, 0, AF_UNSPEC);
 	table_msgs(b, name, true);
-	begin_msg(b, nft_type(NFT_MSG_NEWCHAIN), NLM_F_CREATE);
-	attr_str(b, NFTA_CHAIN_TABLE, name);
-	attr_str(b, NFTA_CHAIN_NAME, "out");
-	size_t hook = nest(b, NFTA_CHAIN_HOOK);
-	attr_be32(b, NFTA_HOOK_HOOKNUM, NF_INET_LOCAL_OUT);
-	attr_be32(b, NFTA_HOOK_PRIORITY, 0);
-	nest_end(b, hook);
-	attr_be32(b, NFTA_CHAIN_POLICY, NF_ACCEPT);
-	attr_str(b, NFTA_CHAIN_TYPE, "filter");
+	al_nfmsg_begin(b, al_nft_type(NFT_MSG_NEWCHAIN), NLM_F_CREATE, NFPROTO_INET);
+	al_nfmsg_attr_str(b, NFTA_CHAIN_TABLE, name);
+	al_nfmsg_attr_str(b, NFTA_CHAIN_NAME, "out");
+	size_t hook = al_nfmsg_nest(b, NFTA_CHAIN_HOOK);
+	al_nfmsg_attr_be32(b, NFTA_HOOK_HOOKNUM, NF_INET_LOCAL_OUT);
+	al_nfmsg_attr_be32(b, NFTA_HOOK_PRIORITY, 0);
+	al_nfmsg_nest_end(b, hook);
+	al_nfmsg_attr_be32(b, NFTA_CHAIN_POLICY, NF_ACCEPT);
+	al_nfmsg_attr_str(b, NFTA_CHAIN_TYPE, "filter");
 	for (size_t i = 0; i <= n; i++) {
-		begin_msg(b, nft_type(NFT_MSG_NEWRULE), NLM_F_CREATE | NLM_F_APPEND);
-		attr_str(b, NFTA_RULE_TABLE, name);
-		attr_str(b, NFTA_RULE_CHAIN, "out");
-		size_t list = nest(b, NFTA_RULE_EXPRESSIONS);
+		al_nfmsg_begin(b, al_nft_type(NFT_MSG_NEWRULE), NLM_F_CREATE | NLM_F_APPEND,
+			       NFPROTO_INET);
+		al_nfmsg_attr_str(b, NFTA_RULE_TABLE, name);
+		al_nfmsg_attr_str(b, NFTA_RULE_CHAIN, "out");
+		size_t list = al_nfmsg_nest(b, NFTA_RULE_EXPRESSIONS);
 		meta(b, NFT_META_SKUID);
 		cmp_eq(b, &u, sizeof(u));
 		if (i < n) {
@@ -236,14 +147,14 @@ static void build(struct nb *b, const char *name, uid_t uid, const uint16_t *por
 			cmp_eq(b, &port, 2);
 		}
 		verdict(b, i < n ? NF_ACCEPT : NF_DROP);
-		nest_end(b, list);
+		al_nfmsg_nest_end(b, list);
 	}
 }
 
 /* Send the batch (the last message before its end asks for an ack) and
  * read the kernel's answers: an error for any message it refused, then
  * the ack, which means the whole batch was committed. */
-static int send_batch(struct nb *b, const char *what, struct al_error *err)
+static int send_batch(struct al_nfmsg *b, const char *what, struct al_error *err)
 {
 	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
 	alignas(struct nlmsghdr) char ans[8192];
@@ -251,8 +162,8 @@ static int send_batch(struct nb *b, const char *what, struct al_error *err)
 
 	b->msg->nlmsg_flags |= NLM_F_ACK;
 	uint32_t last = b->msg->nlmsg_seq;
-	begin_msg(b, NFNL_MSG_BATCH_END, 0);
-	end_msg(b);
+	al_nfmsg_begin(b, NFNL_MSG_BATCH_END, 0, AF_UNSPEC);
+	al_nfmsg_end(b);
 	if (b->overflow)
 		return al_error_set(err, EMSGSIZE, "%s: the nftables batch is too large", what);
 	_cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
@@ -287,23 +198,23 @@ static int send_batch(struct nb *b, const char *what, struct al_error *err)
 
 int al_process_nft_add(uid_t uid, const uint16_t *ports, size_t n, struct al_error *err)
 {
-	_cleanup_free_ struct nb *b = xcalloc(1, sizeof(*b));
+	_cleanup_free_ struct al_nfmsg *b = xcalloc(1, sizeof(*b));
 	char name[64];
 
 	al_process_nft_name(uid, name, sizeof(name));
-	b->seq = 1;
+	al_nfmsg_init(b, 1);
 	build(b, name, uid, ports, n);
 	return send_batch(b, "backend process: the run's nftables table", err);
 }
 
 int al_process_nft_del(uid_t uid, struct al_error *err)
 {
-	_cleanup_free_ struct nb *b = xcalloc(1, sizeof(*b));
+	_cleanup_free_ struct al_nfmsg *b = xcalloc(1, sizeof(*b));
 	char name[64];
 
 	al_process_nft_name(uid, name, sizeof(name));
-	b->seq = 1;
-	begin_msg(b, NFNL_MSG_BATCH_BEGIN, 0);
+	al_nfmsg_init(b, 1);
+	al_nfmsg_begin(b, NFNL_MSG_BATCH_BEGIN, 0, AF_UNSPEC);
 	table_msgs(b, name, false);
 	return send_batch(b, "backend process: removing the run's nftables table", err);
 }
@@ -313,21 +224,18 @@ static int list_tables(uid_t *uids, size_t max, size_t *n, struct al_error *err)
 {
 	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
 	alignas(struct nlmsghdr) char ans[16384];
-	struct {
-		struct nlmsghdr nh;
-		struct nfgenmsg g;
-	} req = {.nh = {.nlmsg_len = sizeof(req),
-			.nlmsg_type = nft_type(NFT_MSG_GETTABLE),
-			.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
-			.nlmsg_seq = 1},
-		 .g = {.nfgen_family = NFPROTO_INET, .version = NFNETLINK_V0}};
+	struct al_nfmsg req;
 	size_t plen = strlen(AL_PROCESS_NFT_PREFIX);
+
+	al_nfmsg_init(&req, 1);
+	al_nfmsg_begin(&req, al_nft_type(NFT_MSG_GETTABLE), NLM_F_DUMP, NFPROTO_INET);
+	al_nfmsg_end(&req);
 
 	*n = 0;
 	_cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
 	if (fd < 0)
 		return al_error_setsys(err, errno, "gc: a NETLINK_NETFILTER socket");
-	if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
+	if (sendto(fd, req.buf, req.len, 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
 		return al_error_setsys(err, errno, "gc: listing nftables tables");
 	for (;;) {
 		ssize_t got = recv(fd, ans, sizeof(ans), 0);
@@ -344,22 +252,15 @@ static int list_tables(uid_t *uids, size_t max, size_t *n, struct al_error *err)
 								  "gc: listing nftables tables")
 						: 0;
 			}
-			size_t off = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(struct nfgenmsg));
-			while (off + NLA_HDRLEN <= nh->nlmsg_len) {
-				const struct nlattr *a = (const void *)((char *)nh + off);
-				if (a->nla_len < NLA_HDRLEN || off + a->nla_len > nh->nlmsg_len)
-					break;
-				const char *s = (const char *)a + NLA_HDRLEN;
-				size_t sl = a->nla_len - NLA_HDRLEN;
-				char *end;
-				if ((a->nla_type & NLA_TYPE_MASK) == NFTA_TABLE_NAME && sl > plen &&
-				    memchr(s, '\0', sl) &&
-				    strncmp(s, AL_PROCESS_NFT_PREFIX, plen) == 0) {
-					unsigned long v = strtoul(s + plen, &end, 10);
-					if (*end == '\0' && *n < max)
-						uids[(*n)++] = (uid_t)v;
-				}
-				off += NLA_ALIGN(a->nla_len);
+			const void *name;
+			size_t sl;
+			char *end;
+			if (al_nfmsg_attr_get(nh, NFTA_TABLE_NAME, &name, &sl) && sl > plen &&
+			    memchr(name, '\0', sl) &&
+			    strncmp(name, AL_PROCESS_NFT_PREFIX, plen) == 0) {
+				unsigned long v = strtoul((const char *)name + plen, &end, 10);
+				if (*end == '\0' && *n < max)
+					uids[(*n)++] = (uid_t)v;
 			}
 		}
 	}
