@@ -25,7 +25,7 @@ void al_oci_extra_clear(struct al_oci_extra *x)
 	*x = (struct al_oci_extra){0};
 }
 
-static void note(struct al_oci_extra *x, const char *field, const char *applied)
+void al_oci_note(struct al_oci_extra *x, const char *field, const char *applied)
 {
 	if (!x->notes)
 		x->notes = json_array();
@@ -255,7 +255,7 @@ static void namespaces(const struct al_oci_config *c, struct al_policy *p, struc
 				 "for it; its supervisor (the state's pid) enters %s, where the "
 				 "pod's app containers find it",
 				 ns->path, sandbox, ns->path);
-			note(x, where, applied);
+			al_oci_note(x, where, applied);
 			x->pod_netns = xstrdup(ns->path);
 		} else if (ns->path && ns->type == CLONE_NEWNET && !p->root->netns) {
 			/* Joined: the engine's addresses, routes and published
@@ -267,7 +267,7 @@ static void namespaces(const struct al_oci_config *c, struct al_policy *p, struc
 				 "(out only through the gateway; with no gateway, nothing out), "
 				 "removed when the container ends",
 				 ns->path);
-			note(x, where, applied);
+			al_oci_note(x, where, applied);
 			p->root->netns = xstrdup(ns->path);
 			p->root->netns_field = xasprintf("%s.path", where);
 		} else if (ns->path) {
@@ -278,7 +278,7 @@ static void namespaces(const struct al_oci_config *c, struct al_policy *p, struc
 			snprintf(applied, sizeof(applied),
 				 "%s namespace %s not joined: airlock's own made instead",
 				 ns_name(ns->type), ns->path);
-			note(x, where, applied);
+			al_oci_note(x, where, applied);
 		}
 	}
 	for (size_t k = 0; k < AL_ARRAY_SIZE(want); k++) {
@@ -292,11 +292,12 @@ static void namespaces(const struct al_oci_config *c, struct al_policy *p, struc
 				      want[k].name);
 	}
 	if (!user)
-		note(x, "linux.namespaces",
-		     "no user namespace asked for: airlock's own added, mapped to a slot of "
-		     "its pool of host ids (never host root)");
+		al_oci_note(x, "linux.namespaces",
+			    "no user namespace asked for: airlock's own added, mapped to a slot of "
+			    "its pool of host ids (never host root)");
 	if (!cgroup)
-		note(x, "linux.namespaces", "no cgroup namespace asked for: airlock's own added");
+		al_oci_note(x, "linux.namespaces",
+			    "no cgroup namespace asked for: airlock's own added");
 }
 
 static void resources(const struct al_oci_config *c, struct al_policy *p, struct al_errors *errs)
@@ -361,6 +362,7 @@ static void annotations(const struct al_oci_config *c, struct al_policy *p, stru
 {
 	const char *sandbox = pod_sandbox(c);
 
+	x->pod_sandbox = sandbox != NULL;
 	for (size_t i = 0; c->annotations && c->annotations[i]; i += 2) {
 		const char *k = c->annotations[i], *v = c->annotations[i + 1];
 		struct al_error err = {0};
@@ -379,7 +381,7 @@ static void annotations(const struct al_oci_config *c, struct al_policy *p, stru
 				 "not applied to the pod's sandbox container (%s): it has no "
 				 "egress; the pod's app containers get it",
 				 sandbox);
-			note(x, k, applied);
+			al_oci_note(x, k, applied);
 			continue;
 		}
 		if (strcmp(k, "io.airlock.network.allow") == 0) {
@@ -433,11 +435,12 @@ static void annotations(const struct al_oci_config *c, struct al_policy *p, stru
 		} else if (strcmp(k, "io.airlock.timeout") == 0) {
 			char *end;
 			unsigned long long s = strtoull(v, &end, 10);
-			if (!*v || *end || s == 0 || s > 365ull * 24 * 3600)
+			if (!*v || *end || s == 0 || s > AL_OCI_TIMEOUT_MAX_S)
 				al_errors_add(errs, EINVAL, "annotations", k,
 					      "seconds, 1 to a year: \"%s\"", v);
 			else
 				p->timeout_ms = s * 1000;
+			x->timeout = true;
 		} else {
 			al_errors_add(errs, EINVAL, "annotations", k,
 				      "not an annotation airlock knows (io.airlock.network.allow, "
@@ -480,9 +483,10 @@ static void process(const struct al_oci_config *c, struct al_policy *p, struct a
 		x->cols = (unsigned short)c->console_cols;
 	}
 	if (c->has_capabilities)
-		note(x, "process.capabilities",
-		     "dropped: the container's processes hold no capability, as under airlock "
-		     "run");
+		al_oci_note(
+		    x, "process.capabilities",
+		    "dropped: the container's processes hold no capability, as under airlock "
+		    "run");
 	if (c->apparmor_profile && c->apparmor_profile[0])
 		al_errors_add(errs, EOPNOTSUPP, "config.json", "process.apparmorProfile",
 			      "airlock confines with landlock and seccomp, not AppArmor");

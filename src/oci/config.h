@@ -22,16 +22,25 @@ struct al_oci_extra {
 	unsigned short rows, cols; /* consoleSize, 0: none */
 	char *audit;		   /* io.airlock.audit: a sink's name, or NULL */
 	bool hooks;		   /* the config has hooks (the operator policy decides) */
-	/* A pod's sandbox (pause) container: the pod's network namespace
-	 * (its config's path), which its supervisor enters and the sandbox
-	 * never does (docs/oci.md, Kubernetes); NULL otherwise. */
+	/* A pod's sandbox (pause) container (docs/oci.md, Kubernetes), and
+	 * the pod's network namespace (its config's path), which its
+	 * supervisor enters and the sandbox never does; NULL: none given. */
+	bool pod_sandbox;
 	char *pod_netns;
+	bool timeout; /* io.airlock.timeout given */
 	/* The documented exceptions applied, for run.start: an array of
 	 * {"field": ..., "applied": ...}. */
 	json_t *notes;
 };
 
+/* The most io.airlock.timeout may ask: a year. */
+#define AL_OCI_TIMEOUT_MAX_S (365ull * 24 * 3600)
+
 void al_oci_extra_clear(struct al_oci_extra *x);
+
+/* A documented exception applied to field, for run.start's
+ * oci.exceptions. */
+void al_oci_note(struct al_oci_extra *x, const char *field, const char *applied);
 
 /* seccomp.c: c's linux.seccomp compiled (*ret malloc()ed, *len
  * instructions; none without one). 0, or < 0 with errs naming the field. */

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
+#include "backend/native/netns.h"
 #include "cgroup/cgroup.h"
 #include "core/cleanup.h"
 #include "core/log.h"
@@ -39,6 +40,7 @@
 #include "oci/spec.h"
 #include "oci/state.h"
 #include "oci/super.h"
+#include "policy/operator.h"
 #include "request/request.h"
 
 #define READY_WAIT_MS 120000
@@ -206,26 +208,49 @@ static int check_ns_paths(const struct al_oci_config *c, struct al_errors *errs)
 }
 
 /* A pod's sandbox container: the pod's network namespace at path, which
- * its supervisor will enter (super.h), opened into *fd. Never the one
- * this runtime runs in (the host's, as a rule): app containers told to
- * join the sandbox's would be given it. */
+ * its supervisor will enter (super.h), opened into *fd and held to what
+ * an app container's join is (the pod's app containers join it next):
+ * never the host's, nor one another user namespace owns. */
 static int pod_netns_open(const char *path, int *fd, struct al_error *err)
 {
-	struct stat ours, pod;
+	struct al_error e = {0};
 
 	*fd = al_open_ns(path);
 	if (*fd < 0)
 		return al_error_setsys(err, -*fd,
 				       "linux.namespaces: the pod's network namespace %s", path);
-	if (stat("/proc/self/ns/net", &ours) < 0 || fstat(*fd, &pod) < 0)
-		return al_error_setsys(err, errno, "linux.namespaces: comparing %s with ours",
-				       path);
-	if (ours.st_dev == pod.st_dev && ours.st_ino == pod.st_ino)
-		return al_error_set(err, EPERM,
-				    "linux.namespaces: %s is the runtime's own network namespace "
-				    "(the host's): a pod's sandbox container never sits there",
-				    path);
+	if (al_netns_engine_check(*fd, &e) < 0)
+		return al_error_set(err, e.code ? e.code : EPERM,
+				    "linux.namespaces: the pod's network namespace %s (the pod's "
+				    "sandbox container's supervisor enters it): %s",
+				    path, e.msg);
 	return 0;
+}
+
+/* A pod's sandbox container lives as long as its pod: the engine ends it
+ * with the pod. Without the pod's io.airlock.timeout it gets the longest
+ * lifetime its operator profile allows (without a ceiling, the most an
+ * annotation may ask), not the default, which would end the pod under its
+ * app containers; each app container keeps its own. */
+static void pod_sandbox_lifetime(struct al_request *rq, const struct al_policy *pol,
+				 struct al_oci_extra *x)
+{
+	const struct al_op_profile *pr =
+	    rq->op ? al_operator_profile(rq->op, pol->profile ? pol->profile : AL_OPERATOR_PROFILE)
+		   : NULL;
+	bool ceiling = pr && pr->limits[AL_OPL_TIMEOUT].max;
+	uint64_t max = ceiling ? pr->limits[AL_OPL_TIMEOUT].max : AL_OCI_TIMEOUT_MAX_S * 1000;
+	char applied[200];
+
+	if (x->timeout)
+		return; /* the pod's own */
+	rq->plan->timeout_ms = max;
+	snprintf(applied, sizeof(applied),
+		 "the pod's sandbox container, no timeout given: %llu s, the longest %s, so "
+		 "that it does not end its pod",
+		 (unsigned long long)(max / 1000),
+		 ceiling ? "its operator profile allows" : "an annotation may ask");
+	al_oci_note(x, "io.airlock.timeout", applied);
 }
 
 /* The supervisor's answer on the sync socket, within READY_WAIT_MS. */
@@ -336,6 +361,8 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 		return al_error_set(err, EPERM,
 				    "hooks: they would run on the host as root; the operator "
 				    "policy does not allow them (\"oci\": {\"hooks\": true})");
+	if (x.pod_sandbox)
+		pod_sandbox_lifetime(&rq, pol, &x);
 	if ((r = al_request_probe(&rq, NULL, err)) < 0)
 		return r;
 	if (rq.plan->n_secrets || rq.plan->intercept) {
@@ -345,10 +372,8 @@ int al_oci_create(const struct al_oci_ctx *g, const char *id, const struct al_oc
 	}
 	if ((r = al_request_finish(&rq, err)) < 0)
 		return r;
-	if (x.pod_netns && rq.plan->gateway)
-		return al_error_set(err, EPERM,
-				    "a pod's sandbox container has no egress, but its plan has a "
-				    "gateway (io.airlock.profile's network?)");
+	if (x.pod_sandbox && rq.plan->gateway) /* config.c gives it none */
+		return al_error_set(err, EPERM, "a pod's sandbox container has no egress");
 	if (x.pod_netns && (r = pod_netns_open(x.pod_netns, &podns, err)) < 0)
 		return r;
 	if ((r = al_oci_root_open(g->root, &rootfd, err)) < 0 ||

@@ -160,6 +160,7 @@ class Env:
                            stderr=subprocess.DEVNULL, timeout=30)
         self.is_airlock = r.stdout.startswith(b"airlock")
         self.cri = None
+        self.last_inode = None  # the egress pod's namespace
         self.pods = {}  # pod id -> its uid (metadata), for traces
         self.seq = 0
 
@@ -323,6 +324,25 @@ def in_egress_pod(env, checks):
     return pod, netns
 
 
+def netns_inode(env, netns):
+    r = in_daemons_mounts(env, "stat", "-L", "-c", "%i", netns)
+    expect(r.returncode == 0, "stat %s: %s" % (netns, r.stderr.decode()))
+    return int(r.stdout)
+
+
+def in_netns(inode):
+    """The processes whose network namespace has inode."""
+    found = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                if os.stat("/proc/%s/ns/net" % p).st_ino == inode:
+                    found.append(int(p))
+            except OSError:
+                pass
+    return found
+
+
 @case
 def pod_egress_by_annotation(env):
     """A pod with `io.airlock.network.allow=api.test:PORT` and
@@ -335,13 +355,17 @@ def pod_egress_by_annotation(env):
     pod, netns = in_egress_pod(env, pod_egress_checks)
     expect(in_daemons_mounts(env, "test", "-e", netns).returncode != 0,
            "the pod's namespace %s is still pinned" % netns)
-    wait_for(lambda: not pod_traces(env, pod), 15, step=0.2)
+    wait_for(lambda: not pod_traces(env, pod) and not in_netns(env.last_inode), 15, step=0.2)
     left = pod_traces(env, pod)
     expect(not left, "left 15 s after the pod was removed: %s" % left)
+    left = in_netns(env.last_inode)
+    expect(not left, "processes in the removed pod's namespace: %s" % left)
 
 
 def pod_egress_checks(env, api, pod, config, netns):
     C, port = env.cri_mod, api.port
+    env.last_inode = netns_inode(env, netns)
+    expect(in_netns(env.last_inode), "no process is in the pod's namespace (the check is blind)")
     expect(airlock_tables(env, netns) == [],
            "the pod's namespace holds airlock tables with only its sandbox: %s"
            % airlock_tables(env, netns))

@@ -181,6 +181,7 @@ class Env:
         self.runtime = os.path.abspath(runtime)
         self.base = tempfile.mkdtemp(prefix="airlock-e2e-oci-states-")
         self.root = os.path.join(self.base, "state")
+        self.flags = []  # global flags before each verb (a case's, for a while)
         self.rootfs = os.path.join(self.base, "rootfs")
         self.ids = []  # every id a case used, deleted with --force at the end
         self.pids = set()  # (pid, start time) of every container's pid-file process
@@ -190,7 +191,7 @@ class Env:
         images.busybox_root(self.rootfs)
 
     def argv(self, *args):
-        return [self.runtime, "--root", self.root] + [str(a) for a in args]
+        return [self.runtime, "--root", self.root] + self.flags + [str(a) for a in args]
 
     def rt(self, *args, input=None, timeout=CMD_TIMEOUT):
         """A verb whose process ends with it (not create: see create())."""
@@ -432,6 +433,10 @@ def lifecycle_create_start_kill_delete(env):
     r = env.rt("kill", cid, "TERM")
     expect(r.rc == 0, "kill TERM failed\n%s" % r.describe())
     st = env.wait_status(cid, "stopped")
+    # runc's words, which containerd's shim takes as "already gone".
+    r = env.rt("kill", cid, "KILL")
+    expect(r.rc != 0 and "container not running" in r.err,
+           "kill of a stopped container\n%s" % r.describe())
     r = env.rt("delete", cid)
     expect(r.rc == 0, "delete of a stopped container failed\n%s" % r.describe())
     env.gone(cid, procs)
@@ -1741,7 +1746,8 @@ def engine_netns_foreign_userns_refused(env):
     """A network namespace owned by another user namespace (made by
     unshare -Urn as uid 65534, held by a sleeping process of the test):
     its root could remove airlock's rules, so create refuses it naming
-    the field, leaving no state directory and no table in it."""
+    the field, leaving no state directory and no table in it; so it does
+    for a pod's sandbox container, whose supervisor would enter it."""
     sleeper = ["unshare", "-Urn", "sh", "-c", "echo ready; exec sleep 60"]
     p = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
                          + sleeper, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -1768,6 +1774,16 @@ def engine_netns_foreign_userns_refused(env):
                "the refused create left its state directory")
         rules = sh("nsenter", "--net=" + path, "nft", "list", "ruleset")
         expect("airlock" not in rules, "airlock's tables are in the namespace:\n%s" % rules)
+        # Nor does a pod's sandbox container's supervisor enter it.
+        cid = env.new_id("foreignsandbox")
+        rc, err = env.create(cid, netns_bundle(env, "foreignsandbox", "exec sleep 60", path, {
+            "io.kubernetes.cri.container-type": "sandbox"}), expect_ok=False)
+        expect(rc != 0 and "the pod's network namespace" in err and
+               "another user namespace" in err,
+               "a pod sandbox given a namespace of another user namespace: rc %d: %s"
+               % (rc, err))
+        expect(not os.path.exists(os.path.join(env.root, cid)),
+               "the refused create left its state directory")
     finally:
         kill_pid(p.pid)
         p.wait()
@@ -1819,10 +1835,66 @@ def engine_netns_pod_sandbox_not_joined(env):
         rc, err = env.create(cid, netns_bundle(
             env, "podsandbox-host", "exec sleep 300", "/proc/%d/ns/net" % os.getpid(),
             {"io.kubernetes.cri.container-type": "sandbox"}), expect_ok=False)
-        expect(rc != 0 and "runtime's own network namespace" in err,
+        expect(rc != 0 and "the pod's network namespace" in err and
+               "host's own network namespace" in err,
                "a pod sandbox given the host's namespace: rc %d: %s" % (rc, err))
         expect(not os.path.exists(os.path.join(env.root, cid)),
                "the refused create left its state directory")
+
+
+def run_start(audit):
+    """The run.start event of the audit stream at audit."""
+    with open(audit) as f:
+        starts = [e for e in map(json.loads, f) if e.get("event") == "run.start"]
+    expect(len(starts) == 1, "%s holds %d run.start events" % (audit, len(starts)))
+    return starts[0]
+
+
+@case
+def pod_sandbox_lifetime(env):
+    """A pod's sandbox container lives as long as its pod: without the
+    pod's io.airlock.timeout it gets the longest lifetime allowed (a year
+    without an operator policy; the profile's ceiling under one, 600 s
+    here), not the default (60 s), which would end the pod under its app
+    containers, and run.start's oci.exceptions says so; with the
+    annotation, the annotation's. An app container keeps the default."""
+    with NetLab(env):
+        path = "/run/netns/" + NET_C
+        audit_dir = os.path.join(env.base, "audit-lifetime")
+        os.makedirs(audit_dir)
+        op = os.path.join(env.base, "op-lifetime.json")
+        with open(op, "w") as f:
+            json.dump({"version": 1, "profiles": {"default": {
+                "filesystem": {"rw": [env.base]},
+                "limits": {"timeout": {"max": "10m", "default": "30s"}}}}}, f)
+        cases = [("sandbox", {}, [], 365 * 24 * 3600 * 1000, True),
+                 ("sandbox", {"io.airlock.timeout": "7"}, [], 7000, False),
+                 ("sandbox", {}, ["--operator-policy", op], 600 * 1000, True),
+                 ("container", {}, [], 60 * 1000, False)]
+        for i, (kind, ann, flags, want, noted) in enumerate(cases):
+            cid = env.new_id("lifetime%d" % i)
+            env.flags = ["--audit-dir", audit_dir] + flags
+            try:
+                b = netns_bundle(env, "lifetime%d" % i, "exec sleep 300", path)
+                with open(os.path.join(b, "config.json")) as f:
+                    cfg = json.load(f)
+                # Only these (`spec` writes an io.airlock.timeout).
+                cfg["annotations"] = dict(ann, **{"io.kubernetes.cri.container-type": kind})
+                with open(os.path.join(b, "config.json"), "w") as f:
+                    json.dump(cfg, f)
+                env.create(cid, b)
+                start = run_start(os.path.join(audit_dir, "container-%s.jsonl" % cid))
+                got = start.get("limits", {}).get("timeout_ms")
+                expect(got == want, "%s %s %s: timeout_ms %s, not %d"
+                       % (kind, ann, flags, got, want))
+                notes = [e for e in start.get("oci", {}).get("exceptions", [])
+                         if e.get("field") == "io.airlock.timeout"]
+                expect(bool(notes) == noted, "%s %s %s: oci.exceptions on the timeout: %s"
+                       % (kind, ann, flags, notes))
+                expect(env.rt("delete", "--force", cid).rc == 0, "delete failed")
+                env.gone(cid)
+            finally:
+                env.flags = []
 
 
 @case

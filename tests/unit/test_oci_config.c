@@ -352,6 +352,7 @@ static void test_pod_sandbox(void **state)
 				assert_null(p->root->netns);
 				assert_null(p->root->netns_field);
 				assert_string_equal(x.pod_netns, "/run/netns/cni-1");
+				assert_true(x.pod_sandbox);
 				assert_true(notes_have(&x, "/run/netns/cni-1 not joined"));
 				assert_true(notes_have(&x, keys[k]));
 				assert_null(p->net_allow);
@@ -359,6 +360,7 @@ static void test_pod_sandbox(void **state)
 			} else {
 				assert_string_equal(p->root->netns, "/run/netns/cni-1");
 				assert_null(x.pod_netns);
+				assert_false(x.pod_sandbox);
 				assert_true(notes_have(&x, "/run/netns/cni-1 joined"));
 				assert_non_null(p->net_allow);
 				assert_string_equal(p->net_allow[0], "api.test:443");

@@ -320,24 +320,22 @@ static bool same_ns(const struct stat *st, const char *path)
  * namespace: the root of another one (an unprivileged user's, after
  * unshare -Urn) would hold CAP_NET_ADMIN over it and could remove our
  * rules while the container runs. */
-static int check_ns(struct al_netns_join *j, struct al_error *err)
+int al_netns_engine_check(int ns, struct al_error *err)
 {
 	struct stat own, st, owner;
 
-	int type = ioctl(j->ns, NS_GET_NSTYPE);
+	int type = ioctl(ns, NS_GET_NSTYPE);
 	if (type < 0)
 		return al_error_setsys(err, errno, "not a namespace");
 	if (type != CLONE_NEWNET)
 		return al_error_set(err, EINVAL, "not a network namespace");
-	if (fstat(j->ns, &st) < 0 || fstat(j->own, &own) < 0)
+	if (fstat(ns, &st) < 0 || stat("/proc/self/ns/net", &own) < 0)
 		return al_error_setsys(err, errno, "fstat");
-	j->dev = st.st_dev;
-	j->ino = st.st_ino;
 	if ((st.st_dev == own.st_dev && st.st_ino == own.st_ino) || same_ns(&st, "/proc/1/ns/net"))
 		return al_error_set(err, EPERM,
 				    "the host's own network namespace: a container never shares "
 				    "it");
-	_cleanup_close_ int user = ioctl(j->ns, NS_GET_USERNS);
+	_cleanup_close_ int user = ioctl(ns, NS_GET_USERNS);
 	if (user < 0)
 		return al_error_setsys(err, errno, "ioctl(NS_GET_USERNS)");
 	if (fstat(user, &owner) < 0)
@@ -346,6 +344,20 @@ static int check_ns(struct al_netns_join *j, struct al_error *err)
 		return al_error_set(err, EPERM,
 				    "owned by another user namespace: its root could remove "
 				    "airlock's rules");
+	return 0;
+}
+
+static int check_ns(struct al_netns_join *j, struct al_error *err)
+{
+	struct stat st;
+	int r = al_netns_engine_check(j->ns, err);
+
+	if (r < 0)
+		return r;
+	if (fstat(j->ns, &st) < 0)
+		return al_error_setsys(err, errno, "fstat");
+	j->dev = st.st_dev;
+	j->ino = st.st_ino;
 	return 0;
 }
 

@@ -46,6 +46,12 @@ struct al_plan;
 
 #include "core/error.h"
 
+/* Whether the namespace at descriptor ns is one a container's rules (or
+ * a pod's sandbox container's supervisor) may go in: a network namespace,
+ * neither ours nor the host's, owned by our user namespace. 0, or < 0
+ * with err saying why. */
+int al_netns_engine_check(int ns, struct al_error *err);
+
 /* Open p's namespace (never as a FIFO or device: al_open_ns(); it must
  * be a network namespace, not the host's nor ours, and owned by our user
  * namespace), and from inside it: bring lo up, open a NETLINK_SOCK_DIAG
