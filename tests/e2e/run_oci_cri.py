@@ -108,9 +108,16 @@ CRI_CONFIG = """
   enable_selinux = false
   disable_apparmor = true
   restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "{cni_bin}"
+    conf_dir = "{cni_conf}"
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "{handler}"
+"""
+# One runtime handler (a RuntimeClass's handler): the runc v2 shim with the
+# runtime as its BinaryName, its state under its own root.
+CRI_HANDLER = """
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.{handler}]
       runtime_type = "io.containerd.runc.v2"
       pod_annotations = ["io.airlock.*"]
@@ -118,9 +125,6 @@ CRI_CONFIG = """
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.{handler}.options]
         BinaryName = "{runtime}"
         Root = "{runc_root}"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "{cni_bin}"
-    conf_dir = "{cni_conf}"
 """
 
 
@@ -143,19 +147,27 @@ case = suite.case
 
 
 class Env:
-    def __init__(self, runtime, name):
+    """The containerd with the CRI plugin, its images, CNI plugin and pods.
+    handlers: runtime handler name -> runtime binary (default: HANDLER ->
+    runtime); the first is the default one."""
+
+    def __init__(self, runtime, name, handlers=None, prefix="airlock-e2e-oci-cri-"):
         import cri  # python3-grpcio: main() checks it first
         self.cri_mod = cri
         self.runtime = os.path.abspath(runtime)
         self.name = name
-        self.base = tempfile.mkdtemp(prefix="airlock-e2e-oci-cri-")
+        self.base = tempfile.mkdtemp(prefix=prefix)
         self.cni_bin = os.path.join(self.base, "cni-bin")
         self.cni_conf = os.path.join(self.base, "cni-conf")
         self.logs = os.path.join(self.base, "pod-logs")
         self.runc_root = os.path.join(self.base, "runc-root")
-        self.ctd = images.Containerd(os.path.join(self.base, "containerd"), cri=CRI_CONFIG.format(
-            pause=PAUSE, handler=HANDLER, runtime=self.runtime, runc_root=self.runc_root,
-            cni_bin=self.cni_bin, cni_conf=self.cni_conf))
+        handlers = handlers or {HANDLER: self.runtime}
+        toml = CRI_CONFIG.format(pause=PAUSE, handler=next(iter(handlers)),
+                                 cni_bin=self.cni_bin, cni_conf=self.cni_conf)
+        for h, rt in handlers.items():
+            toml += CRI_HANDLER.format(handler=h, runtime=os.path.abspath(rt),
+                                       runc_root=os.path.join(self.runc_root, h))
+        self.ctd = images.Containerd(os.path.join(self.base, "containerd"), cri=toml)
         r = subprocess.run([self.runtime, "--version"], stdout=subprocess.PIPE,
                            stderr=subprocess.DEVNULL, timeout=30)
         self.is_airlock = r.stdout.startswith(b"airlock")
@@ -194,7 +206,7 @@ class Env:
         except OSError:
             return []
 
-    def run_pod(self, annotations=None):
+    def run_pod(self, annotations=None, handler=HANDLER):
         """A pod as the kubelet asks for one with runtimeClassName airlock:
         (its id, its config, the network namespace the CNI plugin was
         given)."""
@@ -206,7 +218,7 @@ class Env:
             "pod%d" % self.seq, uid, log_dir, annotations=annotations,
             cgroup_parent="%s/%s" % (CGROUP_PARENT, uid))
         before = len(self.netns_paths())
-        pod = self.cri.run_pod(config, HANDLER)
+        pod = self.cri.run_pod(config, handler)
         self.pods[pod] = uid
         paths = self.netns_paths()
         expect(len(paths) == before + 1, "the CNI plugin was not called once for the pod: %s"
