@@ -22,8 +22,9 @@ nothing sent there leaves the namespace; it records each namespace path
 it was given.
 
   - a pod runs: its sandbox (pause) container under RUNTIME too, in a
-    network namespace of airlock's own, so the pod's namespace holds no
-    airlock table until the app container runs in it;
+    network namespace of airlock's own (its supervisor in the pod's, where
+    containerd finds it for the app containers), so the pod's namespace
+    holds no airlock table until the app container runs in it;
   - the app container's egress by the pod's annotations: an allowed name
     mapped to the test's HTTP server on 127.0.0.1 answers (ExecSync), a
     denied one gets nothing and the server sees no request for it; the
@@ -192,8 +193,7 @@ class Env:
         self.ctd.import_root(bb, IMAGE)
         self.ctd.import_root(bb, PAUSE, cmd=("/bin/sleep", "2147483647"))
         self.cri = self.cri_mod.Client(self.ctd.sock)
-        # The CRI learns of imported images by containerd's events: wait
-        # until it answers for the runtime.
+        # The CRI plugin answers, and on the API the client speaks.
         v = self.cri.version()
         if v["runtime_api_version"] != "v1":
             raise RuntimeError("the CRI answers %s" % v)
@@ -242,6 +242,17 @@ class Env:
                 self.remove_pod(pod)
             self.cri.close()
         self.ctd.close()
+        # The pods' pinned namespaces are the CRI's to remove; one a failed
+        # case left (the daemon stopped first) is a file in /run/netns, and
+        # a mount where the daemon's mount namespace is ours.
+        for path in self.netns_paths():
+            if os.path.exists(path):
+                subprocess.run(["umount", "-l", path], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, timeout=30)
+                try:
+                    os.unlink(path)
+                except OSError as err:
+                    print("# the pod namespace's pin %s: %s" % (path, err))
         # The pods' cgroup parent, made by the runtime's cgroupsPath (as runc
         # leaves it): removed where empty, deepest first.
         for top in cgroup_tops():
