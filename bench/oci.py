@@ -3,7 +3,10 @@
 runtimes interleaved in one run.
 
 usage: bench/oci.py [--rounds N] [--warmup N] [--airlock PATH] [--runc PATH]
-                    [--crun PATH] [--json FILE]
+                    [--crun PATH] [--microvm] [--json FILE]
+
+--microvm adds airlock with the annotation io.airlock.backend=microvm (the
+container in a guest, docs/oci.md) as one more runtime of the rounds.
 
 Each round runs the command once per runtime, in turn (every other round
 in reverse, so that what ran just before does not favour one), so that
@@ -45,15 +48,15 @@ import images  # noqa: E402
 IMAGE = "localhost/al-bench-busybox"
 
 
-def run_args(pod, runtime):
-    return pod.argv("--runtime", runtime, "run", "--rm", "--network", "none", IMAGE,
+def run_args(pod, runtime, extra=()):
+    return pod.argv("--runtime", runtime, "run", "--rm", "--network", "none", *extra, IMAGE,
                     "/bin/true")
 
 
-def once(pod, runtime):
+def once(pod, runtime, extra=()):
     """One `podman run --rm IMAGE /bin/true` with runtime: (ms, result)."""
     t = time.perf_counter()
-    r = subprocess.run(run_args(pod, runtime), stdin=subprocess.DEVNULL,
+    r = subprocess.run(run_args(pod, runtime, extra), stdin=subprocess.DEVNULL,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=pod.env,
                        timeout=120)
     return (time.perf_counter() - t) * 1000.0, r
@@ -72,37 +75,42 @@ def main():
                     help="airlock's runc-compatible binary (default build/airlock-runc)")
     ap.add_argument("--runc", default=shutil.which("runc") or "/usr/sbin/runc")
     ap.add_argument("--crun", default=shutil.which("crun") or "/usr/bin/crun")
+    ap.add_argument("--microvm", action="store_true",
+                    help="add airlock with io.airlock.backend=microvm")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("oci: needs root (rootful podman)")
     if not shutil.which("podman"):
         sys.exit("oci: podman is not installed")
-    runtimes = [("airlock", os.path.abspath(args.airlock)), ("runc", args.runc),
-                ("crun", args.crun)]
+    runtimes = [("airlock", os.path.abspath(args.airlock), ()), ("runc", args.runc, ()),
+                ("crun", args.crun, ())]
+    if args.microvm:
+        runtimes.append(("microvm", os.path.abspath(args.airlock),
+                         ("--annotation", "io.airlock.backend=microvm")))
     base = tempfile.mkdtemp(prefix="airlock-bench-oci-")
     pod = None
     try:
         pod = images.Podman(os.path.join(base, "podman"))
         pod.import_root(images.busybox_root(os.path.join(base, "busybox")), IMAGE)
         usable, skipped = [], {}
-        for name, path in runtimes:
+        for name, path, extra in runtimes:
             if not os.access(path, os.X_OK):
                 skipped[name] = "%s not found" % path
                 continue
-            _, r = once(pod, path)
+            _, r = once(pod, path, extra)
             if r.returncode != 0:
                 skipped[name] = why_not(r)
                 continue
-            usable.append((name, path))
+            usable.append((name, path, extra))
         for name, why in skipped.items():
             print("%-8s skipped: %s" % (name, why))
-        if not any(n == "airlock" for n, _ in usable):
+        if not any(u[0] == "airlock" for u in usable):
             sys.exit("oci: airlock cannot run here: %s" % skipped.get("airlock"))
-        times = {name: [] for name, _ in usable}
+        times = {u[0]: [] for u in usable}
         for i in range(args.warmup + args.rounds):
-            for name, path in (usable if i % 2 == 0 else usable[::-1]):
-                ms, r = once(pod, path)
+            for name, path, extra in (usable if i % 2 == 0 else usable[::-1]):
+                ms, r = once(pod, path, extra)
                 if r.returncode != 0:
                     sys.exit("oci: %s failed in round %d: %s" % (name, i, why_not(r)))
                 if i >= args.warmup:
@@ -127,6 +135,9 @@ def main():
         if other in res:
             ratios["airlock/" + other] = res["airlock"]["median_ms"] / res[other]["median_ms"]
             print("airlock / %s = %.2f" % (other, ratios["airlock/" + other]))
+    if "microvm" in res and "runc" in res:
+        ratios["microvm/runc"] = res["microvm"]["median_ms"] / res["runc"]["median_ms"]
+        print("airlock microvm / runc = %.2f" % ratios["microvm/runc"])
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"results": res, "ratios": ratios, "skipped": skipped,

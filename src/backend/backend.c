@@ -48,7 +48,8 @@ int al_backend_admit(const struct al_backend_ops *ops, const struct al_plan *pla
 		return al_error_set(
 		    err, EOPNOTSUPP,
 		    "backend %s cannot run a container's own root filesystem "
-		    "(io.airlock.backend: the OCI runtime's containers run on native)",
+		    "(io.airlock.backend: the OCI runtime's containers run on native, "
+		    "microvm or vm)",
 		    ops->name);
 	if (plan->gateway && !(f & AL_BACKEND_NETWORK))
 		return al_error_set(err, EOPNOTSUPP,

@@ -7,6 +7,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <linux/securebits.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -119,6 +123,13 @@ static uint64_t cg_read(int dir, const char *file, const char *key)
 	return strtoull(s, NULL, 10);
 }
 
+/* Locked: uid 0 gains nothing at exec, setuid cannot bring capabilities
+ * back, and none may be raised into the ambient set. */
+#define SECURE_NOROOT_BITS                                                                         \
+	(SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP_LOCKED |                    \
+	 SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |                                   \
+	 SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED)
+
 /* The child, between fork and exec: never returns. Its failure goes to the
  * parent as {errno, step} over errfd. A file operation (fop) does the
  * operation itself once its cgroup, stdio and ids are set, instead of the
@@ -141,11 +152,30 @@ static __attribute__((noreturn)) void child(struct agent *a, int cg, int fds[3],
 		if (dup2(fds[i], i) < 0)
 			goto fail;
 	step = "ids";
-	if (setsid() < 0 || (tty && ioctl(0, TIOCSCTTY, 0) < 0) || setgroups(0, NULL) < 0 ||
-	    setresgid(a->cfg.c.gid, a->cfg.c.gid, a->cfg.c.gid) < 0 ||
-	    setresuid(a->cfg.c.uid, a->cfg.c.uid, a->cfg.c.uid) < 0 ||
+	const struct al_guest_config *c = &a->cfg.c;
+	if (setsid() < 0 || (tty && ioctl(0, TIOCSCTTY, 0) < 0))
+		goto fail;
+	step = "rlimit"; /* while it may still raise one */
+	if (c->nofile && setrlimit(RLIMIT_NOFILE, &(struct rlimit){c->nofile_soft, c->nofile}) < 0)
+		goto fail;
+	step = "ids";
+	/* No capability, whatever the ids (a container's may be 0): none in
+	 * the bounding set, none regained at exec as root, none kept. */
+	for (int cap = 0; cap < 64; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+			if (errno == EINVAL)
+				break; /* past the last one this kernel knows */
+			goto fail;
+		}
+	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct caps[2] = {{0}};
+	if (prctl(PR_SET_SECUREBITS, SECURE_NOROOT_BITS, 0, 0, 0) < 0 ||
+	    setgroups(c->n_groups, c->groups) < 0 || setresgid(c->gid, c->gid, c->gid) < 0 ||
+	    setresuid(c->uid, c->uid, c->uid) < 0 || syscall(SYS_capset, &hdr, caps) < 0 ||
+	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 ||
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		goto fail;
+	umask(c->umask);
 	if (fop) {
 		/* No exec closes the agent's descriptors (the channel, other
 		 * execs' pipes, whose ends would stay open): closed here, errfd
@@ -158,6 +188,12 @@ static __attribute__((noreturn)) void child(struct agent *a, int cg, int fds[3],
 	step = "cwd";
 	if (chdir(cwd) < 0)
 		goto fail;
+	step = "seccomp";
+	if (a->seccomp) {
+		struct sock_fprog prog = {.len = a->seccomp_len, .filter = a->seccomp};
+		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+			goto fail;
+	}
 	step = "exec";
 	/* execvp looks PATH up in environ: the command's own. */
 	environ = (char **)env;

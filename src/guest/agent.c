@@ -28,10 +28,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Where the setup works, inside the initramfs (hidden by the switch). */
-#define SYSIMG	"/airlock/sysimg"
-#define NEWROOT "/airlock/root"
-#define SCRATCH "/airlock/scratch"
 /* How long the devices may take to appear after their modules load: longer
  * than any boot deadline of the host's (BOOT_*_MS in
  * src/backend/microvm/guest.c), so that a slow boot (TCG on
@@ -87,8 +83,8 @@ void agent_die(struct agent *a, const char *fmt, ...)
 	agent_poweroff(a);
 }
 
-static void must_mount(struct agent *a, const char *src, const char *dst, const char *type,
-		       unsigned long flags, const char *data)
+void agent_mount(struct agent *a, const char *src, const char *dst, const char *type,
+		 unsigned long flags, const char *data)
 {
 	mkdir(dst, 0755);
 	if (mount(src, dst, type, flags, data) < 0)
@@ -97,11 +93,11 @@ static void must_mount(struct agent *a, const char *src, const char *dst, const 
 }
 
 /* A bind mount made read-only (the remount is what makes a bind ro). */
-static void bind_ro(struct agent *a, const char *src, const char *dst)
+void agent_bind_ro(struct agent *a, const char *src, const char *dst)
 {
-	must_mount(a, src, dst, NULL, MS_BIND | MS_REC, NULL);
-	must_mount(a, NULL, dst, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
-		   NULL);
+	agent_mount(a, src, dst, NULL, MS_BIND | MS_REC, NULL);
+	agent_mount(a, NULL, dst, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
+		    NULL);
 }
 
 static long now_ms(void)
@@ -112,7 +108,7 @@ static long now_ms(void)
 }
 
 /* Wait for a device node that a module's probe creates (devtmpfs). */
-static int wait_device(const char *path)
+int agent_wait_device(const char *path)
 {
 	for (long end = now_ms() + DEVICE_WAIT_MS; access(path, F_OK) < 0;) {
 		if (now_ms() > end)
@@ -122,7 +118,7 @@ static int wait_device(const char *path)
 	return 0;
 }
 
-static char *read_file(const char *path, size_t max, size_t *len)
+char *agent_read_file(const char *path, size_t max, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -160,7 +156,7 @@ static void open_channel(struct agent *a)
 	 * put the port on its list, and an open in between fails ENXIO: a
 	 * window that a loaded host's slow vCPU made wide enough to hit. */
 	for (long end = now_ms() + DEVICE_WAIT_MS;;) {
-		if (wait_device(ch) < 0)
+		if (agent_wait_device(ch) < 0)
 			agent_die(a, "no channel device %s", ch);
 		a->chan = open(ch, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 		if (a->chan >= 0 || (errno != ENXIO && errno != ENODEV && errno != ENOENT) ||
@@ -177,35 +173,37 @@ static void open_channel(struct agent *a)
 	}
 }
 
-/* /dev of the command: a tmpfs with the harmless character devices, its own
- * devpts, /dev/shm on the scratch; no block device, no console. */
-static void make_dev(struct agent *a)
+void agent_make_dev(struct agent *a, const char *root, const char *shm)
 {
 	static const struct {
 		const char *name;
 		unsigned maj, min;
 	} nodes[] = {{"null", 1, 3},   {"zero", 1, 5},	  {"full", 1, 7},
 		     {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0}};
-	char p[64];
-	must_mount(a, "tmpfs", NEWROOT "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC,
-		   "mode=0755,size=64k");
+	char p[4160];
+	snprintf(p, sizeof(p), "%s/dev", root);
+	agent_mount(a, "tmpfs", p, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k");
 	for (size_t i = 0; i < sizeof(nodes) / sizeof(*nodes); i++) {
-		snprintf(p, sizeof(p), NEWROOT "/dev/%s", nodes[i].name);
+		snprintf(p, sizeof(p), "%s/dev/%s", root, nodes[i].name);
 		if (mknod(p, S_IFCHR | 0666, makedev(nodes[i].maj, nodes[i].min)) < 0 ||
 		    chmod(p, 0666) < 0)
 			agent_die(a, "guest agent: mknod %s: %s", p, strerror(errno));
 	}
-	must_mount(a, "devpts", NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-		   "newinstance,ptmxmode=0666,mode=0620");
-	static const char *const links[][2] = {{"pts/ptmx", NEWROOT "/dev/ptmx"},
-					       {"/proc/self/fd", NEWROOT "/dev/fd"},
-					       {"/proc/self/fd/0", NEWROOT "/dev/stdin"},
-					       {"/proc/self/fd/1", NEWROOT "/dev/stdout"},
-					       {"/proc/self/fd/2", NEWROOT "/dev/stderr"}};
-	for (size_t i = 0; i < sizeof(links) / sizeof(*links); i++)
-		if (symlink(links[i][0], links[i][1]) < 0)
-			agent_die(a, "guest agent: the link %s: %s", links[i][1], strerror(errno));
-	must_mount(a, SCRATCH "/shm", NEWROOT "/dev/shm", NULL, MS_BIND, NULL);
+	snprintf(p, sizeof(p), "%s/dev/pts", root);
+	agent_mount(a, "devpts", p, "devpts", MS_NOSUID | MS_NOEXEC,
+		    "newinstance,ptmxmode=0666,mode=0620");
+	static const char *const links[][2] = {{"pts/ptmx", "ptmx"},
+					       {"/proc/self/fd", "fd"},
+					       {"/proc/self/fd/0", "stdin"},
+					       {"/proc/self/fd/1", "stdout"},
+					       {"/proc/self/fd/2", "stderr"}};
+	for (size_t i = 0; i < sizeof(links) / sizeof(*links); i++) {
+		snprintf(p, sizeof(p), "%s/dev/%s", root, links[i][1]);
+		if (symlink(links[i][0], p) < 0)
+			agent_die(a, "guest agent: the link %s: %s", p, strerror(errno));
+	}
+	snprintf(p, sizeof(p), "%s/dev/shm", root);
+	agent_mount(a, shm, p, NULL, MS_BIND, NULL);
 }
 
 /* The scratch: one tmpfs of scratch_bytes for /work (the command's) and
@@ -214,14 +212,14 @@ static void make_scratch(struct agent *a)
 {
 	char opt[64];
 	snprintf(opt, sizeof(opt), "mode=0755,size=%" PRIu64, a->cfg.c.scratch_bytes);
-	must_mount(a, "tmpfs", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, opt);
+	agent_mount(a, "tmpfs", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, opt);
 	if (mkdir(SCRATCH "/work", 0755) < 0 ||
 	    chown(SCRATCH "/work", a->cfg.c.uid, a->cfg.c.gid) ||
 	    mkdir(SCRATCH "/tmp", 01777) < 0 || chmod(SCRATCH "/tmp", 01777) < 0 ||
 	    mkdir(SCRATCH "/shm", 01777) < 0 || chmod(SCRATCH "/shm", 01777) < 0)
 		agent_die(a, "guest agent: making the scratch: %s", strerror(errno));
-	must_mount(a, SCRATCH "/work", NEWROOT "/work", NULL, MS_BIND, NULL);
-	must_mount(a, SCRATCH "/tmp", NEWROOT "/tmp", NULL, MS_BIND, NULL);
+	agent_mount(a, SCRATCH "/work", NEWROOT "/work", NULL, MS_BIND, NULL);
+	agent_mount(a, SCRATCH "/tmp", NEWROOT "/tmp", NULL, MS_BIND, NULL);
 }
 
 /* The image's top-level entries on the new root: directories bound
@@ -248,7 +246,7 @@ static void bind_image(struct agent *a)
 		if (lstat(src, &st) < 0)
 			continue;
 		if (S_ISDIR(st.st_mode)) {
-			bind_ro(a, src, dst);
+			agent_bind_ro(a, src, dst);
 		} else if (S_ISLNK(st.st_mode)) {
 			ssize_t n = readlink(src, link, sizeof(link) - 1);
 			if (n > 0) {
@@ -298,7 +296,7 @@ static void bind_inputs(struct agent *a)
 		int r = make_point(dst, in->dir);
 		if (r < 0)
 			agent_die(a, "guest agent: input mount point %s: %s", t, strerror(-r));
-		bind_ro(a, in->source, dst);
+		agent_bind_ro(a, in->source, dst);
 	}
 }
 
@@ -311,7 +309,7 @@ static void bind_resolv(struct agent *a)
 		agent_die(a, "guest agent: writing resolv.conf: %s", strerror(errno));
 	close(fd);
 	if (access(NEWROOT "/etc/resolv.conf", F_OK) == 0)
-		bind_ro(a, "/airlock/resolv.conf", NEWROOT "/etc/resolv.conf");
+		agent_bind_ro(a, "/airlock/resolv.conf", NEWROOT "/etc/resolv.conf");
 	else
 		agent_log(a, "guest agent: the system image has no /etc/resolv.conf to bind over");
 }
@@ -319,16 +317,16 @@ static void bind_resolv(struct agent *a)
 static void build_root(struct agent *a)
 {
 	const struct al_guest_config *c = &a->cfg.c;
-	if (wait_device(c->root_device) < 0)
+	if (agent_wait_device(c->root_device) < 0)
 		agent_die(a, "guest agent: no root device %s", c->root_device);
-	must_mount(a, c->root_device, SYSIMG, c->root_fstype, MS_RDONLY | MS_NOSUID | MS_NODEV,
-		   NULL);
-	must_mount(a, "tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m");
+	agent_mount(a, c->root_device, SYSIMG, c->root_fstype, MS_RDONLY | MS_NOSUID | MS_NODEV,
+		    NULL);
+	agent_mount(a, "tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m");
 	bind_image(a);
 	make_scratch(a);
-	make_dev(a);
-	must_mount(a, "proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		   "hidepid=invisible");
+	agent_make_dev(a, NEWROOT, SCRATCH "/shm");
+	agent_mount(a, "proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		    "hidepid=invisible");
 	bind_inputs(a);
 	if (c->network)
 		bind_resolv(a);
@@ -336,7 +334,7 @@ static void build_root(struct agent *a)
 		agent_die(a, "guest agent: sethostname: %s", strerror(errno));
 	a->work = open(SCRATCH "/work", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	/* The root itself read-only: the command may not add to it. */
-	must_mount(a, NULL, NEWROOT, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+	agent_mount(a, NULL, NEWROOT, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
 	/* switch_root's way (the initramfs cannot be pivoted away): the new
 	 * root moves over / and becomes the root; the initramfs stays under it,
 	 * unreachable without CAP_SYS_CHROOT, which the command never has. */
@@ -369,7 +367,7 @@ int main(void)
 	if (getpid() != 1)
 		return fprintf(stderr, "airlock-guest-agent: runs as a guest's init only\n"), 2;
 	umask(022);
-	must_mount(a, "devtmpfs", "/dev", "devtmpfs", MS_NOSUID | MS_NOEXEC, NULL);
+	agent_mount(a, "devtmpfs", "/dev", "devtmpfs", MS_NOSUID | MS_NOEXEC, NULL);
 	/* fds 0-2 on /dev/null: the kernel's /dev/console may be nothing, or
 	 * the channel itself. */
 	int null = open("/dev/null", O_RDWR);
@@ -377,11 +375,11 @@ int main(void)
 		dup2(null, fd);
 	if (null > 2)
 		close(null);
-	must_mount(a, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
-	must_mount(a, "sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
-	must_mount(a, "cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		   NULL);
-	char *text = read_file(AL_GUEST_CONFIG_PATH, 1 << 20, &len);
+	agent_mount(a, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	agent_mount(a, "sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	agent_mount(a, "cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		    NULL);
+	char *text = agent_read_file(AL_GUEST_CONFIG_PATH, 1 << 20, &len);
 	if (!text || al_guest_config_parse(text, len, &a->cfg, err, sizeof(err)) < 0)
 		agent_die(NULL, "config");
 	load_modules(a);
@@ -389,7 +387,12 @@ int main(void)
 	setup_cgroups(a);
 	if (a->cfg.c.network && agent_net_setup(a) < 0)
 		agent_poweroff(a);
-	build_root(a);
+	if (a->cfg.c.container) {
+		agent_read_seccomp(a);
+		agent_container_root(a);
+	} else {
+		build_root(a);
+	}
 
 	struct utsname u;
 	uint8_t hello[4 + 64];

@@ -38,13 +38,21 @@ struct agent_exec {
 	long maxrss_kb;
 };
 
+/* Where the setup works, inside the initramfs (hidden by the switch). */
+#define SYSIMG	"/airlock/sysimg"
+#define NEWROOT "/airlock/root"
+#define SCRATCH "/airlock/scratch"
+
 struct agent {
 	struct al_guest_config_parsed cfg;
-	int chan;    /* the virtio serial port, nonblocking */
-	int cgroot;  /* /sys/fs/cgroup */
-	int work;    /* the scratch's /work */
-	bool cg_mem; /* the memory controller is on for the execs' cgroups */
-	uint8_t *q;  /* frames waiting to go out */
+	/* config.seccomp's program, read before the switch; NULL: none */
+	void *seccomp;
+	unsigned short seccomp_len; /* its instructions */
+	int chan;		    /* the virtio serial port, nonblocking */
+	int cgroot;		    /* /sys/fs/cgroup */
+	int work;		    /* the scratch's /work */
+	bool cg_mem;		    /* the memory controller is on for the execs' cgroups */
+	uint8_t *q;		    /* frames waiting to go out */
 	size_t qlen, qoff;
 	uint8_t *in; /* one frame coming in */
 	size_t inlen;
@@ -67,6 +75,23 @@ __attribute__((format(printf, 2, 3))) void agent_log(struct agent *a, const char
 
 /* Write out what is queued (a second at most), sync, power off. */
 __attribute__((noreturn)) void agent_poweroff(struct agent *a);
+
+/* agent.c's setup helpers: mount (its mount point made), a bind made
+ * read-only, wait for a device node, read a whole file (at most max), a
+ * command's /dev (a tmpfs of the harmless nodes, its own devpts, shm bound
+ * at /dev/shm) under root. Each failure powers the guest off. */
+void agent_mount(struct agent *a, const char *src, const char *dst, const char *type,
+		 unsigned long flags, const char *data);
+void agent_bind_ro(struct agent *a, const char *src, const char *dst);
+int agent_wait_device(const char *path);
+char *agent_read_file(const char *path, size_t max, size_t *len);
+void agent_make_dev(struct agent *a, const char *root, const char *shm);
+
+/* agent-root.c: a container's root (config.container) built and switched
+ * into, in place of the system image's. */
+void agent_container_root(struct agent *a);
+/* The container's seccomp program read (before the switch). */
+void agent_read_seccomp(struct agent *a);
 
 /* The loop over the channel, the execs, the files and the network. */
 __attribute__((noreturn)) void agent_serve(struct agent *a);

@@ -8,6 +8,8 @@
 #define AL_GUEST_CONFIG_MAX_MODULES 32
 #define AL_GUEST_CONFIG_MAX_INPUTS  64
 #define AL_GUEST_CONFIG_MAX_PORTS   16
+#define AL_GUEST_CONFIG_MAX_MOUNTS  96
+#define AL_GUEST_CONFIG_MAX_GROUPS  32
 
 /* A parsed config: c's pointers point into the arrays here and into the
  * text given to al_guest_config_parse() (which must outlive it). */
@@ -17,6 +19,8 @@ struct al_guest_config_parsed {
 	struct al_guest_input inputs[AL_GUEST_CONFIG_MAX_INPUTS];
 	uint16_t proxy_ports[AL_GUEST_CONFIG_MAX_PORTS];
 	uint16_t capture_ports[AL_GUEST_CONFIG_MAX_PORTS];
+	struct al_guest_mount mounts[AL_GUEST_CONFIG_MAX_MOUNTS];
+	gid_t groups[AL_GUEST_CONFIG_MAX_GROUPS];
 };
 
 /* Parses text[0..len) in place (tabs and newlines become NULs): 0, or

@@ -12,6 +12,13 @@
  *   pids N
  *   network 0|1
  *   proxy_port N / capture_port N  (repeated)
+ * and for a container's root (the OCI runtime's):
+ *   container rw|ro
+ *   mount bind|copy|tmpfs|special|mask|rdonly TARGET [SOURCE]  (repeated)
+ *   group GID      (repeated)
+ *   umask OCTAL
+ *   seccomp PATH
+ *   nofile SOFT HARD
  * Libc only: it builds into the static agent too. */
 #include "guest/config-parse.h"
 
@@ -65,6 +72,16 @@ static void record(struct out *o, const char *key, ...)
 	add(o, "\n");
 }
 
+/* Each mount kind's word, and whether it takes a source. */
+static const struct {
+	const char *name;
+	bool source;
+} mount_kinds[] = {
+    [AL_GM_BIND] = {"bind", true},    [AL_GM_COPY] = {"copy", true},
+    [AL_GM_TMPFS] = {"tmpfs", false}, [AL_GM_SPECIAL] = {"special", true},
+    [AL_GM_MASK] = {"mask", false},   [AL_GM_RDONLY] = {"rdonly", false},
+};
+
 static const char *num(char b[24], uint64_t v)
 {
 	snprintf(b, 24, "%" PRIu64, v);
@@ -97,6 +114,28 @@ char *al_guest_config_format(const struct al_guest_config *c, size_t *len)
 		record(&o, "proxy_port", num(a, c->proxy_ports[i]), NULL);
 	for (size_t i = 0; i < c->n_capture_ports; i++)
 		record(&o, "capture_port", num(a, c->capture_ports[i]), NULL);
+	if (c->container)
+		record(&o, "container", c->container_ro ? "ro" : "rw", NULL);
+	for (size_t i = 0; c->container && i < c->n_mounts; i++) {
+		const struct al_guest_mount *m = &c->mounts[i];
+		if ((unsigned)m->kind >= sizeof(mount_kinds) / sizeof(*mount_kinds) || !m->target ||
+		    !m->source != !mount_kinds[m->kind].source) {
+			o.ok = false;
+			break;
+		}
+		record(&o, "mount", mount_kinds[m->kind].name, m->target, m->source, NULL);
+	}
+	for (size_t i = 0; c->container && i < c->n_groups; i++)
+		record(&o, "group", num(a, c->groups[i]), NULL);
+	if (c->container) {
+		snprintf(a, sizeof(a), "%o", c->umask & 0777);
+		record(&o, "umask", a, NULL);
+	}
+	if (c->container && c->seccomp)
+		record(&o, "seccomp", c->seccomp, NULL);
+	if (c->container && c->nofile)
+		record(&o, "nofile", num(a, c->nofile_soft ? c->nofile_soft : c->nofile),
+		       num(b, c->nofile), NULL);
 	if (!o.ok) {
 		free(o.buf);
 		errno = EINVAL;
@@ -144,8 +183,8 @@ static int abs_path(struct in *in, const char *s)
 }
 
 /* Once-only keys, by their bit in in->seen. */
-static const char *const once[] = {"root", "channel", "scratch", "hostname",
-				   "ids",  "memory",  "pids",	 "network"};
+static const char *const once[] = {"root", "channel", "scratch",   "hostname", "ids",	  "memory",
+				   "pids", "network", "container", "umask",    "seccomp", "nofile"};
 
 static int one_record(struct in *in, char **f, int n, struct al_guest_config_parsed *p)
 {
@@ -221,6 +260,61 @@ static int one_record(struct in *in, char **f, int n, struct al_guest_config_par
 		if (v == 0)
 			return fail(in, "port \"%s\" is 0", f[1]);
 		(proxy ? p->proxy_ports : p->capture_ports)[(*cnt)++] = (uint16_t)v;
+	} else if (!strcmp(f[0], "container")) {
+		FIELDS(1);
+		if (strcmp(f[1], "rw") && strcmp(f[1], "ro"))
+			return fail(in, "container \"%s\" is neither rw nor ro", f[1]);
+		c->container = true;
+		c->container_ro = f[1][1] == 'o';
+	} else if (!strcmp(f[0], "mount")) {
+		if (n < 3)
+			return fail(in, "\"%s\" has the wrong number of fields", f[0]);
+		unsigned k = 0;
+		while (k < sizeof(mount_kinds) / sizeof(*mount_kinds) &&
+		       strcmp(f[1], mount_kinds[k].name))
+			k++;
+		if (k == sizeof(mount_kinds) / sizeof(*mount_kinds))
+			return fail(in, "mount kind \"%s\" is unknown", f[1]);
+		FIELDS(mount_kinds[k].source ? 3 : 2);
+		if (c->n_mounts == AL_GUEST_CONFIG_MAX_MOUNTS)
+			return fail(in, "more than %s mounts", "96");
+		if ((r = abs_path(in, f[2])) ||
+		    (k != AL_GM_SPECIAL && n == 4 && (r = abs_path(in, f[3]))))
+			return r;
+		if (k == AL_GM_SPECIAL && strcmp(f[3], "sysfs") && strcmp(f[3], "cgroup2") &&
+		    strcmp(f[3], "mqueue"))
+			return fail(in, "file system \"%s\" is not one a container gets", f[3]);
+		p->mounts[c->n_mounts++] =
+		    (struct al_guest_mount){.kind = (enum al_guest_mount_kind)k,
+					    .target = f[2],
+					    .source = n == 4 ? f[3] : NULL};
+	} else if (!strcmp(f[0], "group")) {
+		FIELDS(1);
+		if (c->n_groups == AL_GUEST_CONFIG_MAX_GROUPS)
+			return fail(in, "more than %s groups", "32");
+		if ((r = to_u64(in, f[1], UINT32_MAX - 1, &v)))
+			return r;
+		p->groups[c->n_groups++] = (gid_t)v;
+	} else if (!strcmp(f[0], "umask")) {
+		FIELDS(1);
+		char *end;
+		unsigned long m = strtoul(f[1], &end, 8);
+		if (*end || m > 0777 || f[1][0] < '0' || f[1][0] > '7')
+			return fail(in, "umask \"%s\" is not an octal mode", f[1]);
+		c->umask = (unsigned)m;
+	} else if (!strcmp(f[0], "seccomp")) {
+		FIELDS(1);
+		c->seccomp = f[1];
+		return abs_path(in, f[1]);
+	} else if (!strcmp(f[0], "nofile")) {
+		FIELDS(2);
+		if ((r = to_u64(in, f[1], UINT32_MAX, &v)) ||
+		    (r = to_u64(in, f[2], UINT32_MAX, &w)))
+			return r;
+		if (v == 0 || v > w)
+			return fail(in, "nofile %s %s: soft not within 1 to hard", f[1], f[2]);
+		c->nofile_soft = v;
+		c->nofile = w;
 	} else {
 		return fail(in, "unknown record \"%s\"", f[0]);
 	}
@@ -237,6 +331,9 @@ int al_guest_config_parse(char *text, size_t len, struct al_guest_config_parsed 
 	out->c.inputs = out->inputs;
 	out->c.proxy_ports = out->proxy_ports;
 	out->c.capture_ports = out->capture_ports;
+	out->c.mounts = out->mounts;
+	out->c.groups = out->groups;
+	out->c.umask = 022;
 	if (memchr(text, 0, len))
 		return fail(&in, "%s", "a NUL byte in the file");
 	if (len && text[len - 1] != '\n')
@@ -268,5 +365,8 @@ int al_guest_config_parse(char *text, size_t len, struct al_guest_config_parsed 
 	in.line++;
 	if (!out->c.root_device || !out->c.channel || !(in.seen & 1u << 2) || !(in.seen & 1u << 4))
 		return fail(&in, "%s", "the file lacks a root, channel, scratch or ids record");
+	if (!out->c.container && (out->c.n_mounts || out->c.n_groups || out->c.seccomp ||
+				  out->c.nofile || (in.seen & 1u << 9)))
+		return fail(&in, "%s", "mount, group, umask, seccomp or nofile without container");
 	return 0;
 }

@@ -29,6 +29,25 @@ struct al_guest_input {
 	bool dir;	    /* a directory (else a single regular file) */
 };
 
+/* A container's root (the OCI runtime's, config.container): what goes on
+ * it after its own /dev and /proc, in this order, each target resolved
+ * inside the container's root (its links followed there, never out). */
+enum al_guest_mount_kind {
+	AL_GM_BIND,    /* source (a tree or file of the initramfs) read-only */
+	AL_GM_COPY,    /* source (a file of the initramfs) copied, writable */
+	AL_GM_TMPFS,   /* a directory of its own on the scratch, 1777 */
+	AL_GM_SPECIAL, /* a new mount of the kernel file system source
+			* ("sysfs" and "cgroup2" read-only, "mqueue") */
+	AL_GM_MASK,    /* where it exists: hidden (/dev/null, or an empty
+			* read-only tmpfs for a directory) */
+	AL_GM_RDONLY,  /* where it exists: made read-only */
+};
+struct al_guest_mount {
+	enum al_guest_mount_kind kind;
+	const char *target;
+	const char *source; /* BIND, COPY, SPECIAL; else NULL */
+};
+
 struct al_guest_config {
 	/* Loaded in this order with finit_module (dependencies first). */
 	const char *const *modules; /* paths in the initramfs */
@@ -61,6 +80,24 @@ struct al_guest_config {
 	size_t n_proxy_ports;
 	const uint16_t *capture_ports; /* 80, 443 */
 	size_t n_capture_ports;
+
+	/* A container's root instead of the system image's (the OCI
+	 * runtime's, io.airlock.backend): root_device holds the container's
+	 * files with their own ids, shown through an overlay whose upper
+	 * half is on the scratch (so writes go to the scratch and vanish
+	 * with the guest), read-only at the end when container_ro. Then its
+	 * mounts. The command's ids are the container's (uid 0 among them:
+	 * every capability is dropped from every exec all the same). */
+	bool container, container_ro;
+	const struct al_guest_mount *mounts;
+	size_t n_mounts;
+	const gid_t *groups; /* supplementary groups (none when 0) */
+	size_t n_groups;
+	unsigned umask; /* each exec's (022 when not given) */
+	/* A seccomp program (struct sock_filter[], raw) in the initramfs,
+	 * installed in each exec's program right before it runs; NULL: none. */
+	const char *seccomp;
+	uint64_t nofile, nofile_soft; /* RLIMIT_NOFILE of each exec; 0: the agent's */
 };
 
 /* The file's text (malloc'd, *len bytes, no NUL inside), or NULL with

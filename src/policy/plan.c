@@ -592,6 +592,18 @@ built:
 	return 0;
 }
 
+int al_plan_build_host_tree(struct al_plan *p, struct al_errors *errs)
+{
+	struct builder b = {.plan = p, .errs = errs};
+	size_t before = al_errors_count(errs);
+
+	build_scratch(&b, false);
+	build_system(&b, (char *const *)al_plan_default_system, false);
+	build_etc(&b);
+	build_proc_dev(&b);
+	return al_errors_count(errs) > before ? al_errors_first(errs, before, NULL) : 0;
+}
+
 int al_plan_build(const struct al_policy *pol, unsigned flags, struct al_plan **ret,
 		  struct al_error *err)
 {

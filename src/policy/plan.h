@@ -199,6 +199,11 @@ struct al_plan_root {
 	/* linux.cgroupsPath, absolute (al_cgroup_path_check), or NULL: the
 	 * run's cgroup made there in each hierarchy (cgroup.h) */
 	char *cgroup_path;
+	/* The root is a guest's (microvm, vm): this plan is the native
+	 * sandbox that holds the VMM, with the host's usual tree; of the
+	 * above only netns, sysctl, oom_score_adj and cgroup_path apply to
+	 * it (al_plan_rooted() is false). */
+	bool in_guest;
 };
 
 struct al_plan {
@@ -398,6 +403,20 @@ void al_plan_extra_clear(struct al_plan_extra *x);
  * after the rest of the tree. Once final, nothing changes the plan: a
  * second call fails with -EALREADY. 0 or -errno with err set. */
 int al_plan_finish(struct al_plan *p, const struct al_plan_extra *x, struct al_error *err);
+
+/* The host's usual tree for a sandbox of p's own (p->workdir and
+ * p->hostname set, p->fs empty): /tmp and the workdir on the scratch, the
+ * default system directories, /etc, /proc and /dev. The microvm and vm
+ * backends' VMM gets it where the plan's own tree is a container's root,
+ * which the guest shows. 0 or the first error's -errno, each in errs. */
+int al_plan_build_host_tree(struct al_plan *p, struct al_errors *errs);
+
+/* The plan has a container's own root that the native layer builds (not
+ * one a guest shows: al_plan_root.in_guest). */
+static inline bool al_plan_rooted(const struct al_plan *p)
+{
+	return p->root && !p->root->in_guest;
+}
 
 void al_plan_free(struct al_plan *plan);
 static inline void al_plan_freep(struct al_plan **p)

@@ -550,9 +550,15 @@ def annotation_allows_loopback_api(env):
     if not env.is_airlock:
         raise Skip("%s is not airlock (--version: %s): egress annotations are airlock's"
                    % (env.name, env.version.splitlines()[0] if env.version else "?"))
+    egress_by_annotation(env, "egress-test")
+
+
+def egress_by_annotation(env, tag, *opts):
+    """The annotation case's run and checks, with opts added to podman run
+    and the audit stream named tag."""
     audit_dir = os.path.join(env.base, "audit")
     os.makedirs(audit_dir, exist_ok=True)
-    audit = os.path.join(audit_dir, "egress-test.jsonl")
+    audit = os.path.join(audit_dir, "%s.jsonl" % tag)
     with LoopbackApi() as api:
         port = api.port
         code = ("import urllib.request\n"
@@ -566,8 +572,8 @@ def annotation_allows_loopback_api(env):
             "--rm",
             "--annotation", "io.airlock.network.allow=api.test:%d" % port,
             "--annotation", "io.airlock.network.hosts=api.test=127.0.0.1",
-            "--annotation", "io.airlock.audit=egress-test",
-            PYTHON, "python3", "-c", code), timeout=120)
+            "--annotation", "io.airlock.audit=%s" % tag, *opts,
+            PYTHON, "python3", "-c", code), timeout=180)
     expect_rc(r, 0)
     out = text(r)
     expect("api-answer-marker" in out, "the allowed API did not answer\n%s" % describe(r))
@@ -578,13 +584,193 @@ def annotation_allows_loopback_api(env):
     # the container (--rm): how it ended and what the gateway refused.
     def records():
         return [n for n in os.listdir(audit_dir)
-                if n.startswith("egress-test.") and n.endswith(".result.json")]
+                if n.startswith(tag + ".") and n.endswith(".result.json")]
     expect(wait_for(lambda: records(), 15, step=0.2),
-           "no run record egress-test.ID.result.json in %s after rm" % audit_dir)
+           "no run record %s.ID.result.json in %s after rm" % (tag, audit_dir))
     with open(os.path.join(audit_dir, records()[0])) as f:
         rec = json.load(f)
     expect(rec.get("reason") and rec.get("network"), "the record says too little: %s" % rec)
 
+
+
+# --- io.airlock.backend=microvm: the container's root in a guest ---------
+
+MICROVM = ("--annotation", "io.airlock.backend=microvm")
+VM_ROOTS = "/var/lib/airlock/vm-run"  # guest-root.c's root images
+
+
+def require_microvm(env):
+    """Skip unless the runtime is airlock and its microvm layer is usable
+    here (`airlock backends --json`: QEMU, a guest kernel, the agent)."""
+    if not env.is_airlock:
+        raise Skip("%s is not airlock: io.airlock.backend is airlock's" % env.name)
+    r = subprocess.run([env.runtime.replace("airlock-runc", "airlock"), "backends", "--json"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    for b in json.loads(r.stdout or b"{}").get("backends", []):
+        if b.get("name") == "microvm":
+            if not b.get("usable"):
+                raise Skip("the microvm backend is not usable here: %s" % b.get("why"))
+            return
+    raise Skip("this airlock has no microvm backend")
+
+
+def root_images():
+    try:
+        return sorted(n for n in os.listdir(VM_ROOTS) if n.startswith("root-"))
+    except FileNotFoundError:
+        return []
+
+
+@case
+def microvm_run_rm(env):
+    """`io.airlock.backend=microvm`: `run --rm` runs the image's own files in
+    a guest (its kernel's command line carries airlock.guest=1), as the
+    config's user (uid 0) with no capability in any set, on a root it may
+    write; the config's seccomp program holds there (podman's
+    `--security-opt seccomp=` profile failing mkdir with EPERM while the
+    rest runs); the command's exit code (7) and output come back;
+    afterwards no root image of the container is left on the host."""
+    require_microvm(env)
+    prof = os.path.join(env.base, "no-mkdir.json")
+    with open(prof, "w") as f:
+        json.dump({"defaultAction": "SCMP_ACT_ALLOW",
+                   "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO",
+                                 "errnoRet": 1}]}, f)
+    r = env.podman(*run_args("--rm", "--security-opt", "seccomp=" + prof, *MICROVM, BUSYBOX,
+                             "sh", "-c",
+                             "id -u; grep -c airlock.guest=1 /proc/cmdline;"
+                             " grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status;"
+                             " echo written > /etc/marker && cat /etc/marker;"
+                             " mkdir /tmp/d 2>/dev/null || echo mkdir-refused; exit 7"),
+                   timeout=180)
+    expect_rc(r, 7)
+    out = text(r).split()
+    expect(out[:2] == ["0", "1"], "not uid 0 in a guest\n%s" % describe(r))
+    caps = text(r).splitlines()[2:7]
+    expect(len(caps) == 5 and all(c.split()[1] == "0" * 16 for c in caps),
+           "capabilities left\n%s" % describe(r))
+    expect("written" in out, "the root was not writable\n%s" % describe(r))
+    expect(out[-1] == "mkdir-refused", "the config's seccomp did not hold\n%s" % describe(r))
+    expect(not root_images(), "root images left in %s: %s" % (VM_ROOTS, root_images()))
+
+
+@case
+def microvm_writes_stay_in_guest(env):
+    """A detached microvm container: an exec's write to /etc is seen by the
+    next exec (one guest, one overlay) but never reaches the image's files
+    on the host (`podman mount`); exec exit codes, stop (SIGTERM trapped,
+    exit 0) and rm work as under native."""
+    require_microvm(env)
+    cid = start_detached(env, BUSYBOX, "sh", "-c",
+                         "trap 'exit 0' TERM; while :; do sleep 1 & wait; done", opts=MICROVM)
+    try:
+        r = env.podman("exec", cid, "sh", "-c", "echo guest-marker > /etc/guest-marker")
+        expect_rc(r, 0)
+        r = env.podman("exec", cid, "cat", "/etc/guest-marker")
+        expect(text(r).strip() == "guest-marker", "the next exec lost the write\n%s" % describe(r))
+        r = env.podman("exec", cid, "sh", "-c", "exit 3")
+        expect_rc(r, 3)
+        r = env.podman("mount", cid)
+        expect_rc(r, 0)
+        merged = text(r).strip()
+        expect(os.path.isdir(os.path.join(merged, "etc")), "podman mount gave %r" % merged)
+        expect(not os.path.exists(os.path.join(merged, "etc", "guest-marker")),
+               "the guest's write reached the host's root %s" % merged)
+        env.podman("umount", cid)
+        r = env.podman("stop", "--time", "20", cid)
+        expect_rc(r, 0)
+        st = inspect(env, cid)["State"]
+        expect(not st["Running"] and st["ExitCode"] == 0, "after stop: %s" % st)
+    finally:
+        remove(env, cid)
+    wait_for(lambda: not container_traces(env, cid), 15, step=0.2)
+    expect(not container_traces(env, cid), "left after rm: %s" % container_traces(env, cid))
+    expect(not root_images(), "root images left in %s: %s" % (VM_ROOTS, root_images()))
+
+
+@case
+def microvm_user_readonly_binds(env):
+    """In a guest: `--user 1234:1234` runs as that user, who cannot write
+    the image's root-owned /; `--read-only` makes / read-only (EROFS) with
+    podman's /tmp still writable; a read-only bind of a host file and of a
+    host directory shows their content and refuses writes; a writable bind
+    of a host directory is refused naming the mount and the way out, and
+    leaves nothing behind."""
+    require_microvm(env)
+    data = os.path.join(env.base, "bind-dir")
+    os.makedirs(data, exist_ok=True)
+    with open(os.path.join(data, "in-dir"), "w") as f:
+        f.write("dir-content\n")
+    one = os.path.join(env.base, "bind-file")
+    with open(one, "w") as f:
+        f.write("file-content\n")
+    r = env.podman(*run_args("--rm", "--user", "1234:1234", "-v", "%s:/data/dir:ro" % data,
+                             "-v", "%s:/data/file:ro" % one, *MICROVM, BUSYBOX, "sh", "-c",
+                             "id -u; id -g; echo x > /x 2>/dev/null || echo write-denied;"
+                             " cat /data/dir/in-dir /data/file;"
+                             " echo x > /data/file 2>/dev/null || echo bind-ro"), timeout=180)
+    expect_rc(r, 0)
+    expect(text(r).split() == ["1234", "1234", "write-denied", "dir-content", "file-content",
+                               "bind-ro"], "the user or the binds are wrong\n%s" % describe(r))
+    r = env.podman(*run_args("--rm", "--read-only", *MICROVM, BUSYBOX, "sh", "-c",
+                             "echo x > /x || echo root-ro; echo t > /tmp/t && cat /tmp/t"),
+                   timeout=180)
+    expect_rc(r, 0)
+    expect("Read-only file system" in r.stderr.decode(errors="replace") + text(r)
+           and "root-ro" in text(r), "--read-only's root was writable\n%s" % describe(r))
+    expect(text(r).split()[-1] == "t", "/tmp not writable under --read-only\n%s" % describe(r))
+    before = container_count(env)
+    r = env.podman(*run_args("--rm", "-v", "%s:/data/dir" % data, *MICROVM, BUSYBOX, "true"),
+                   timeout=180)
+    err = r.stderr.decode(errors="replace")
+    expect(r.returncode != 0 and "/data/dir" in err and "io.airlock.backend native" in err,
+           "a writable host directory was not refused by name\n%s" % describe(r))
+    expect(container_count(env) == before, "the refused container is still listed")
+    expect(not root_images(), "root images left in %s: %s" % (VM_ROOTS, root_images()))
+
+
+def container_count(env):
+    return len(text(env.podman("ps", "--all", "--quiet")).split())
+
+
+@case
+def microvm_memory_limit(env):
+    """`--memory 64m` in a guest: a 150 MiB allocation never succeeds; the
+    limit, held by a cgroup inside the guest, ends the container as it ends
+    an `airlock run --backend microvm` (SIGKILL: podman says 137). One
+    allocation, not the 1 MiB steps of memory_limit_enforced: under TCG a
+    guest kernel reclaiming python's own pages before it declares the OOM
+    can take a minute, which is the guest's kernel, not the limit."""
+    require_microvm(env)
+    r = env.podman(*run_args("--rm", "--memory", "64m", "--memory-swap", "64m", *MICROVM,
+                             PYTHON, "sh", "-c",
+                             "python3 -c \"b = b'x' * (150 << 20); print('hog survived')\";"
+                             " echo hog-rc=$?"), timeout=180)
+    expect("hog survived" not in text(r), "the hog got 150 MiB under a 64 MiB limit\n%s"
+           % describe(r))
+    expect_rc(r, 137)
+
+
+@case
+def microvm_interactive_terminal(env):
+    """`podman run --rm -it` with the container in a guest: a terminal of
+    the guest's own (/dev/pts/N), the outer terminal's size."""
+    require_microvm(env)
+    rc, out = run_in_pty(env, run_args("--rm", "-it", *MICROVM, BUSYBOX, "sh", "-c",
+                                       "tty; stty size; echo status=$?"), timeout=120)
+    s = out.decode(errors="replace").replace("\r", "")
+    expect(rc == 0, "podman -it exited %d; output %r" % (rc, s))
+    expect(re.search(r"^/dev/pts/\d+$", s, re.M), "tty did not print /dev/pts/N: %r" % s)
+    expect(re.search(r"^37 101$", s, re.M), "stty size did not say 37 101: %r" % s)
+
+
+@case
+def microvm_egress_by_annotation(env):
+    """The egress annotations hold in a guest as under native: the allowed
+    loopback API answers by its mapped name, the denied name gets nothing,
+    the audit says so."""
+    require_microvm(env)
+    egress_by_annotation(env, "egress-microvm", *MICROVM)
 
 # A listener for 120 s at most, in the namespace it is started in: answers
 # each connection with its marker and notes it in the hits file.

@@ -1073,6 +1073,31 @@ def cgroups_path_refused(env):
 
 
 @case
+def backend_annotation_refusals(env):
+    """io.airlock.backend: gvisor and process cannot run a container's own
+    root and say so naming the annotation's way out (native, microvm or
+    vm); an unknown layer is refused by name; each create leaves no state
+    directory."""
+    cases = {"gvisor": "cannot run a container's own root filesystem "
+                       "(io.airlock.backend: the OCI runtime's containers run on native, "
+                       "microvm or vm)",
+             "process": "cannot run a container's own root filesystem",
+             "bogus": "bogus"}
+    for name, why in cases.items():
+        cid = env.new_id("backend-" + name)
+        b = env.bundle("backend-" + name, ["true"])
+        with open(os.path.join(b, "config.json")) as f:
+            cfg = json.load(f)
+        cfg.setdefault("annotations", {})["io.airlock.backend"] = name
+        with open(os.path.join(b, "config.json"), "w") as f:
+            json.dump(cfg, f)
+        rc, err = env.create(cid, b, expect_ok=False)
+        expect(rc != 0 and why in err, "io.airlock.backend=%s: rc %d, %r" % (name, rc, err))
+        expect(not os.path.exists(os.path.join(env.root, cid)),
+               "a state directory of %s remains" % cid)
+
+
+@case
 def cgroups_path_nested_refused(env):
     """A container whose cgroupsPath lies inside a running container's
     cgroup (/airlock-test-TAG/a/b under /airlock-test-TAG/a) is refused

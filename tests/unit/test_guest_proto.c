@@ -366,6 +366,76 @@ static void test_config(void **state)
 	assert_null(al_guest_config_format(&c, &len));
 }
 
+/* A container's root: its records written and read back. */
+static void test_config_container(void **state)
+{
+	(void)state;
+	struct al_guest_mount ms[] = {{AL_GM_BIND, "/etc/resolv.conf", "/airlock/in/0"},
+				      {AL_GM_COPY, "/etc/hosts", "/airlock/in/1"},
+				      {AL_GM_TMPFS, "/tmp", NULL},
+				      {AL_GM_SPECIAL, "/sys", "sysfs"},
+				      {AL_GM_MASK, "/proc/kcore", NULL},
+				      {AL_GM_RDONLY, "/proc/sys", NULL}};
+	gid_t groups[] = {10, 20};
+	struct al_guest_config c = {.root_device = "/dev/vda",
+				    .root_fstype = "ext4",
+				    .channel = "/dev/vport0p1",
+				    .scratch_bytes = 1 << 20,
+				    .uid = 0,
+				    .gid = 0,
+				    .container = true,
+				    .container_ro = true,
+				    .mounts = ms,
+				    .n_mounts = 6,
+				    .groups = groups,
+				    .n_groups = 2,
+				    .umask = 027,
+				    .seccomp = "/airlock/seccomp",
+				    .nofile = 1024,
+				    .nofile_soft = 512};
+	size_t len;
+	char *text = al_guest_config_format(&c, &len);
+	assert_non_null(text);
+	assert_contains(text, "container\tro\n");
+	assert_contains(text, "mount\tcopy\t/etc/hosts\t/airlock/in/1\n");
+	assert_contains(text, "mount\ttmpfs\t/tmp\n");
+	assert_contains(text, "umask\t27\n");
+	assert_contains(text, "nofile\t512\t1024\n");
+	struct al_guest_config_parsed p;
+	char err[256] = "";
+	assert_int_equal(al_guest_config_parse(text, len, &p, err, sizeof(err)), 0);
+	assert_true(p.c.container && p.c.container_ro);
+	assert_int_equal(p.c.n_mounts, 6);
+	for (size_t i = 0; i < 6; i++) {
+		assert_int_equal(p.c.mounts[i].kind, ms[i].kind);
+		assert_string_equal(p.c.mounts[i].target, ms[i].target);
+		if (ms[i].source)
+			assert_string_equal(p.c.mounts[i].source, ms[i].source);
+		else
+			assert_null(p.c.mounts[i].source);
+	}
+	assert_int_equal(p.c.n_groups, 2);
+	assert_int_equal(p.c.groups[1], 20);
+	assert_int_equal(p.c.umask, 027);
+	assert_string_equal(p.c.seccomp, "/airlock/seccomp");
+	assert_true(p.c.nofile == 1024 && p.c.nofile_soft == 512);
+	free(text);
+	/* Without a container, none of them is written, and the default umask. */
+	c.container = false;
+	text = al_guest_config_format(&c, &len);
+	assert_non_null(text);
+	assert_null(strstr(text, "mount"));
+	assert_null(strstr(text, "seccomp"));
+	assert_int_equal(al_guest_config_parse(text, len, &p, err, sizeof(err)), 0);
+	assert_false(p.c.container);
+	assert_int_equal(p.c.umask, 022);
+	free(text);
+	/* A mount whose source does not fit its kind is not written. */
+	c.container = true;
+	ms[2].source = "/x";
+	assert_null(al_guest_config_format(&c, &len));
+}
+
 /* The parser's refusals: each names the line and what is wrong. */
 static void refuse(const char *text, const char *why)
 {
@@ -399,6 +469,20 @@ static void test_config_refusals(void **state)
 	refuse(BASE "hostname\t\n", "an empty field");
 	refuse(BASE "pids\t1", "no newline");
 	refuse("root\t/dev/vda\text4\nscratch\t100\nids\t1\t2\n", "lacks");
+	refuse(BASE "mount\tbogus\t/x\n", "mount kind \"bogus\" is unknown");
+	refuse(BASE "container\trw\nmount\tbind\t/x\n", "wrong number of fields");
+	refuse(BASE "container\trw\nmount\ttmpfs\t/x\t/y\n", "wrong number of fields");
+	refuse(BASE "container\trw\nmount\tbind\t/x\ty\n", "\"y\" is not an absolute path");
+	refuse(BASE "container\trw\nmount\tspecial\t/x\tproc\n", "not one a container gets");
+	refuse(BASE "container\tyes\n", "neither rw nor ro");
+	refuse(BASE "container\trw\numask\t8\n", "not an octal mode");
+	refuse(BASE "container\trw\numask\t1777\n", "not an octal mode");
+	refuse(BASE "container\trw\nnofile\t10\t5\n", "soft not within 1 to hard");
+	refuse(BASE "container\trw\nnofile\t0\t5\n", "soft not within 1 to hard");
+	refuse(BASE "container\trw\ngroup\t-1\n", "not a number");
+	refuse(BASE "mount\ttmpfs\t/x\n", "without container");
+	refuse(BASE "group\t5\n", "without container");
+	refuse(BASE "umask\t22\n", "without container");
 	char nul[] = BASE "pids\t1\0\n";
 	t = malloc(sizeof(nul));
 	memcpy(t, nul, sizeof(nul));
@@ -410,10 +494,15 @@ static void test_config_refusals(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_header_bounds), cmocka_unit_test(test_exec_parse),
-	    cmocka_unit_test(test_exec_trailers), cmocka_unit_test(test_winsize),
-	    cmocka_unit_test(test_exit),	  cmocka_unit_test(test_path),
-	    cmocka_unit_test(test_config),	  cmocka_unit_test(test_config_refusals),
+	    cmocka_unit_test(test_header_bounds),
+	    cmocka_unit_test(test_exec_parse),
+	    cmocka_unit_test(test_exec_trailers),
+	    cmocka_unit_test(test_winsize),
+	    cmocka_unit_test(test_exit),
+	    cmocka_unit_test(test_path),
+	    cmocka_unit_test(test_config),
+	    cmocka_unit_test(test_config_refusals),
+	    cmocka_unit_test(test_config_container),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -333,6 +333,119 @@ static void test_initrd_inputs_budget(void **state)
 	al_vm_guest_unlink(&w);
 }
 
+/* Whether the file at path holds needle (bytes). */
+static bool file_has(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	static char buf[1 << 20];
+	size_t n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	return memmem(buf, n, needle, strlen(needle)) != NULL;
+}
+
+/* A container's root in a guest (guest-root.c): the plan's entries as the
+ * agent's mounts, in order, with their payloads and the seccomp program in
+ * the initramfs; airlock's own /proc and /dev left to the agent; a
+ * writable host directory refused by name. */
+static void test_container_initrd(void **state)
+{
+	_cleanup_free_ char *rootdir = xasprintf("%s/croot", tmp);
+	_cleanup_free_ char *hosts = xasprintf("%s/hosts", tmp);
+	_cleanup_free_ char *base = xasprintf("%s/base.cpio", tmp);
+	assert_int_equal(mkdir(rootdir, 0755), 0);
+	write_file(hosts, "127.0.0.1 hosts-marker\n", 0644);
+	write_file(base, "", 0644);
+	_cleanup_free_ char *tmpdir = xstrdup(tmp);
+	setenv("TMPDIR", tmpdir, 1);
+	struct stat rs, hs;
+	assert_int_equal(stat(rootdir, &rs), 0);
+	assert_int_equal(stat(hosts, &hs), 0);
+	char resolv[] = "nameserver 127.0.0.1\n";
+	struct al_fs_entry fs[] = {
+	    {.kind = AL_FS_HOST,
+	     .path = "/",
+	     .source = rootdir,
+	     .dir = true,
+	     .dev = rs.st_dev,
+	     .ino = rs.st_ino,
+	     .access = AL_FS_READ | AL_FS_WRITE,
+	     .what = "root"},
+	    {.kind = AL_FS_PROC, .path = "/proc", .what = "/proc"},
+	    {.kind = AL_FS_DIR, .path = "/dev", .what = "/dev"},
+	    {.kind = AL_FS_SCRATCH, .path = "/dev/shm", .source = "shm", .what = "/dev/shm"},
+	    {.kind = AL_FS_FILE,
+	     .path = "/etc/resolv.conf",
+	     .source = resolv,
+	     .len = sizeof(resolv) - 1,
+	     .mode = 0644,
+	     .what = "resolv.conf"},
+	    {.kind = AL_FS_HOST,
+	     .path = "/etc/hosts",
+	     .source = hosts,
+	     .dev = hs.st_dev,
+	     .ino = hs.st_ino,
+	     .access = AL_FS_READ | AL_FS_WRITE,
+	     .what = "rw /etc/hosts"},
+	    {.kind = AL_FS_HOST,
+	     .path = "/data",
+	     .source = rootdir,
+	     .dir = true,
+	     .dev = rs.st_dev,
+	     .ino = rs.st_ino,
+	     .access = AL_FS_READ,
+	     .what = "ro /data"},
+	    {.kind = AL_FS_SCRATCH, .path = "/tmp", .source = "t0", .what = "tmpfs /tmp"},
+	    {.kind = AL_FS_SPECIAL, .path = "/sys", .source = "sysfs", .what = "sysfs /sys"},
+	    {.kind = AL_FS_MASK, .path = "/proc/kcore", .what = "masked /proc/kcore"},
+	    {.kind = AL_FS_RDONLY, .path = "/proc/sys", .what = "read-only /proc/sys"},
+	};
+	uint64_t prog[2] = {0x0000000000000020ull, 0x7fff000000000006ull};
+	struct al_plan_root root = {
+	    .readonly = true, .umask = 022, .seccomp = prog, .seccomp_len = 2};
+	struct al_plan plan = {.memory_bytes = 64ull << 20,
+			       .fs = fs,
+			       .n_fs = sizeof(fs) / sizeof(*fs),
+			       .root = &root,
+			       .uid = 0,
+			       .gid = 0,
+			       .open_files = 1024};
+	struct al_vm_kind kind = {.name = "microvm"};
+	struct al_vm_host host = {0};
+	snprintf(host.initramfs, sizeof(host.initramfs), "%s", base);
+	struct vm_run w = {.orig = &plan, .kind = &kind, .host = &host};
+	struct al_error err = {0};
+	if (al_vm_guest_initrd(&w, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_non_null(w.initrd);
+	assert_true(file_has(w.initrd, "container\tro\n"));
+	assert_true(file_has(w.initrd, "mount\tbind\t/etc/resolv.conf\t/airlock/in/0\n"
+				       "mount\tcopy\t/etc/hosts\t/airlock/in/1\n"
+				       "mount\tbind\t/data\t/airlock/in/2\n"
+				       "mount\ttmpfs\t/tmp\n"
+				       "mount\tspecial\t/sys\tsysfs\n"
+				       "mount\tmask\t/proc/kcore\n"
+				       "mount\trdonly\t/proc/sys\n"));
+	assert_false(file_has(w.initrd, "\t/proc\n"));
+	assert_false(file_has(w.initrd, "/dev/shm"));
+	assert_true(file_has(w.initrd, "ids\t0\t0\n"));
+	assert_true(file_has(w.initrd, "seccomp\t/airlock/seccomp\n"));
+	assert_true(file_has(w.initrd, "hosts-marker"));
+	assert_true(file_has(w.initrd, "airlock/seccomp"));
+	al_vm_guest_unlink(&w);
+	assert_null(w.initrd);
+	/* A writable host directory: a guest cannot write it back. */
+	fs[6].access |= AL_FS_WRITE;
+	assert_int_equal(al_vm_guest_initrd(&w, &err), -EOPNOTSUPP);
+	assert_contains(err.msg, "mounts: /data: backend microvm cannot write a host directory");
+	assert_null(w.initrd);
+	/* A directory airlock makes outside /dev is not one a guest makes. */
+	fs[6].access &= ~AL_FS_WRITE;
+	fs[2].path = "/etc";
+	assert_int_equal(al_vm_guest_initrd(&w, &err), -EINVAL);
+	assert_null(w.initrd);
+}
+
 static void test_package_closure(void **state)
 {
 	const char *pkgs[] = {"bash", NULL};
@@ -557,17 +670,12 @@ static void test_cache_gc(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_version_order),
-	    cmocka_unit_test(test_kernel_find),
-	    cmocka_unit_test(test_module_closure_fake),
-	    cmocka_unit_test(test_module_closure_host),
-	    cmocka_unit_test(test_cpio_round_trip),
-	    cmocka_unit_test(test_cpio_refusals),
-	    cmocka_unit_test(test_package_closure),
-	    cmocka_unit_test(test_initramfs_cache),
-	    cmocka_unit_test(test_system_image_cache),
-	    cmocka_unit_test(test_initrd_inputs_budget),
-	    cmocka_unit_test(test_cache_gc),
+	    cmocka_unit_test(test_version_order),	cmocka_unit_test(test_kernel_find),
+	    cmocka_unit_test(test_module_closure_fake), cmocka_unit_test(test_module_closure_host),
+	    cmocka_unit_test(test_cpio_round_trip),	cmocka_unit_test(test_cpio_refusals),
+	    cmocka_unit_test(test_package_closure),	cmocka_unit_test(test_initramfs_cache),
+	    cmocka_unit_test(test_system_image_cache),	cmocka_unit_test(test_initrd_inputs_budget),
+	    cmocka_unit_test(test_container_initrd),	cmocka_unit_test(test_cache_gc),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

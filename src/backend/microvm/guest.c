@@ -317,8 +317,58 @@ static int copy_base(int fd, const char *base, struct al_error *err)
 	return n < 0 ? al_error_setsys(err, errno, "reading %s", base) : 0;
 }
 
+int al_vm_initrd_create(struct vm_run *w, struct al_error *err)
+{
+	char dir[PATH_MAX];
+	int fd, r;
+
+	if (geteuid() == 0) {
+		snprintf(dir, sizeof(dir), "%s", AL_VM_RUN_DIR);
+		if ((mkdir("/run/airlock", 0755) < 0 && errno != EEXIST) ||
+		    (mkdir(dir, 0700) < 0 && errno != EEXIST))
+			return al_error_setsys(err, errno, "creating %s", dir);
+	} else {
+		const char *t = getenv("TMPDIR");
+		snprintf(dir, sizeof(dir), "%s", t && *t == '/' ? t : "/tmp");
+	}
+	w->initrd = xasprintf("%s/initrd-%d-XXXXXX", dir, (int)getpid());
+	fd = mkostemp(w->initrd, O_CLOEXEC);
+	if (fd < 0) {
+		r = al_error_setsys(err, errno, "creating %s", w->initrd);
+		free(w->initrd);
+		w->initrd = NULL;
+		return r;
+	}
+	if (fchmod(fd, 0644) < 0)
+		r = al_error_setsys(err, errno, "chmod %s", w->initrd);
+	else
+		r = copy_base(fd, w->host->initramfs, err);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+size_t al_vm_guest_modules(const struct vm_run *w, const char **out)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < w->host->n_modules && n < AL_VM_MAX_MODULES; i++) {
+		const char *m = w->host->modules[i], *base = strrchr(m, '/');
+		base = base ? base + 1 : m;
+		/* overlay: a container's root only */
+		if (!w->orig->root && strncmp(base, "overlay.ko", 10) == 0)
+			continue;
+		out[n++] = m;
+	}
+	return n;
+}
+
 int al_vm_guest_initrd(struct vm_run *w, struct al_error *err)
 {
+	if (w->orig->root)
+		return al_vm_container_initrd(w, err);
+
 	const struct al_plan *p = w->orig;
 	struct al_guest_input in[64];
 	char *sources[64] = {0};
@@ -351,8 +401,9 @@ int al_vm_guest_initrd(struct vm_run *w, struct al_error *err)
 		    .source = sources[n_in], .target = e->path, .dir = e->dir};
 		n_in++;
 	}
-	struct al_guest_config c = {.modules = (const char *const *)w->host->modules,
-				    .n_modules = w->host->n_modules,
+	const char *mods[AL_VM_MAX_MODULES];
+	struct al_guest_config c = {.modules = mods,
+				    .n_modules = al_vm_guest_modules(w, mods),
 				    .root_device = "/dev/vda",
 				    .root_fstype = "ext4",
 				    .channel = "/dev/vport0p1",
@@ -379,32 +430,10 @@ int al_vm_guest_initrd(struct vm_run *w, struct al_error *err)
 		goto out;
 	}
 
-	char dir[PATH_MAX];
-	if (geteuid() == 0) {
-		snprintf(dir, sizeof(dir), "%s", AL_VM_RUN_DIR);
-		if ((mkdir("/run/airlock", 0755) < 0 && errno != EEXIST) ||
-		    (mkdir(dir, 0700) < 0 && errno != EEXIST)) {
-			r = al_error_setsys(err, errno, "creating %s", dir);
-			goto out;
-		}
-	} else {
-		const char *t = getenv("TMPDIR");
-		snprintf(dir, sizeof(dir), "%s", t && *t == '/' ? t : "/tmp");
-	}
-	w->initrd = xasprintf("%s/initrd-%d-XXXXXX", dir, (int)getpid());
-	fd = mkostemp(w->initrd, O_CLOEXEC);
-	if (fd < 0) {
-		r = al_error_setsys(err, errno, "creating %s", w->initrd);
-		free(w->initrd);
-		w->initrd = NULL;
+	if ((fd = al_vm_initrd_create(w, err)) < 0) {
+		r = fd;
 		goto out;
 	}
-	if (fchmod(fd, 0644) < 0) {
-		r = al_error_setsys(err, errno, "chmod %s", w->initrd);
-		goto out;
-	}
-	if ((r = copy_base(fd, w->host->initramfs, err)) < 0)
-		goto out;
 	cp = al_cpio_new(fd);
 	r = al_cpio_dir(cp, "airlock", 0755);
 	if (r == 0)
@@ -472,6 +501,11 @@ void al_vm_guest_unlink(struct vm_run *w)
 		unlink(w->initrd);
 		free(w->initrd);
 		w->initrd = NULL;
+	}
+	if (w && w->rootimg) {
+		unlink(w->rootimg);
+		free(w->rootimg);
+		w->rootimg = NULL;
 	}
 }
 
@@ -559,20 +593,21 @@ char *al_vm_vmm_config(const struct vm_run *w)
 	return s;
 }
 
-int al_vm_gc(struct al_error *err)
+/* PREFIX-PID-XXXXXX files in dir whose airlock (PID) is gone. */
+static int gc_dir(const char *dir, const char *prefix, struct al_error *err)
 {
-	DIR *d = opendir(AL_VM_RUN_DIR);
+	DIR *d = opendir(dir);
 	struct dirent *de;
+	size_t pl = strlen(prefix);
 	int n = 0;
 
 	if (!d)
-		return errno == ENOENT ? 0
-				       : al_error_setsys(err, errno, "opening %s", AL_VM_RUN_DIR);
+		return errno == ENOENT ? 0 : al_error_setsys(err, errno, "opening %s", dir);
 	while ((de = readdir(d))) {
 		int pid;
 		char rest[16];
-		/* initrd-PID-XXXXXX: its airlock is gone when PID is. */
-		if (sscanf(de->d_name, "initrd-%d-%15s", &pid, rest) != 2 || pid <= 0 ||
+		if (strncmp(de->d_name, prefix, pl) != 0 ||
+		    sscanf(de->d_name + pl, "-%d-%15s", &pid, rest) != 2 || pid <= 0 ||
 		    strlen(rest) != 6)
 			continue;
 		if (kill(pid, 0) == 0 || errno != ESRCH)
@@ -580,11 +615,19 @@ int al_vm_gc(struct al_error *err)
 		if (unlinkat(dirfd(d), de->d_name, 0) == 0) {
 			n++;
 		} else if (errno != ENOENT) {
-			n = al_error_setsys(err, errno, "removing %s/%s", AL_VM_RUN_DIR,
-					    de->d_name);
+			n = al_error_setsys(err, errno, "removing %s/%s", dir, de->d_name);
 			break;
 		}
 	}
 	closedir(d);
 	return n;
+}
+
+int al_vm_gc(struct al_error *err)
+{
+	int a = gc_dir(AL_VM_RUN_DIR, "initrd", err);
+	if (a < 0)
+		return a;
+	int b = gc_dir(AL_VM_ROOT_DIR, "root", err);
+	return b < 0 ? b : a + b;
 }

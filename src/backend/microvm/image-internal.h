@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "backend/microvm/image.h"
@@ -44,6 +46,12 @@ int al_vm_initramfs_in(const char *cache_dir, const struct al_vm_kernel *k, cons
 		       size_t *n_mods_out, struct al_error *err);
 int al_vm_system_image_in(const char *cache_dir, const char *const *packages, char *path_out,
 			  size_t len, struct al_error *err);
+
+/* mkfs.ext4 -d src into image (a file of size bytes, made or extended;
+ * inodes of them; the root directory uid:gid's); mkfs's output kept for
+ * the message when it fails. */
+int al_vm_mkfs(const char *src, const char *image, uint64_t size, uint64_t inodes,
+	       const char *label, uid_t uid, gid_t gid, struct al_error *err);
 
 /* al_vm_cache_gc with the cache in cache_dir and the time now. */
 int al_vm_cache_gc_in(const char *cache_dir, time_t now, struct al_error *err);

@@ -50,7 +50,8 @@ static const struct al_vm_kind kinds[] = {
      .flavour = "cloud-amd64",
      .machine = "microvm,x-option-roms=off,rtc=on",
      .bus = "device",
-     .modules = (const char *const[]){"virtio_mmio", "virtio_console", "virtio_blk", NULL}},
+     .modules =
+	 (const char *const[]){"virtio_mmio", "virtio_console", "virtio_blk", "overlay", NULL}},
     {.name = "vm",
      .flavour = "amd64",
      .machine = "q35",
@@ -58,7 +59,7 @@ static const struct al_vm_kind kinds[] = {
      /* The generic kernel has ext4 and crc32c (its metadata checksums)
       * as modules; the cloud kernel has both built in. */
      .modules = (const char *const[]){"virtio_pci", "virtio_console", "virtio_blk", "virtio_rng",
-				      "crc32c_generic", "ext4", NULL}},
+				      "crc32c_generic", "ext4", "overlay", NULL}},
 };
 
 const struct al_vm_kind *al_vm_kind(const char *name)
@@ -130,6 +131,9 @@ static int refuse(const struct vm_run *w, const struct al_plan *p, struct al_err
 
 	if (p->language)
 		return al_error_set(err, EINVAL, "--language is for --backend wasm, not %s", n);
+	/* A container's root: its tree as the guest's (guest-root.c). */
+	if (p->root)
+		return al_vm_container_check(w, err);
 	/* The guest's scratch faces are the agent's: /work, /tmp and
 	 * /dev/shm on its one tmpfs. */
 	if (p->workdir && strcmp(p->workdir, "/work") != 0)
@@ -151,6 +155,37 @@ static int refuse(const struct vm_run *w, const struct al_plan *p, struct al_err
 	return 0;
 }
 
+/* A container's plan: the VMM's sandbox gets the host's usual tree
+ * instead of the container's, which the guest shows; of the plan's root
+ * the engine's network namespace, cgroup, sysctls and oom score stay. */
+static int vmm_tree(struct vm_run *w, struct al_error *err)
+{
+	struct al_errors errs = {0};
+	int r;
+
+	w->vmm_root = *w->orig->root;
+	w->vmm_root.in_guest = true;
+	w->vmm_root.seccomp = NULL;
+	w->vmm_root.seccomp_len = 0;
+	w->plan.root = &w->vmm_root;
+	w->plan.uid = AL_SANDBOX_UID;
+	w->plan.gid = AL_SANDBOX_GID;
+	w->plan.groups = NULL;
+	w->plan.n_groups = 0;
+	w->plan.workdir = (char *)"/work";
+	w->plan.hostname = w->orig->hostname ? w->orig->hostname : (char *)"airlock";
+	w->plan.fs = NULL;
+	w->plan.n_fs = 0;
+	w->n_orig_fs = 0;
+	r = al_plan_build_host_tree(&w->plan, &errs);
+	if (r < 0)
+		r = al_errors_first(&errs, 0, err);
+	al_errors_clear(&errs);
+	/* room for what derive() adds */
+	w->plan.fs = xrealloc(w->plan.fs, (w->plan.n_fs + 8) * sizeof(*w->plan.fs));
+	return r;
+}
+
 static int derive(const struct al_vm_kind *kind, const struct al_plan *p, bool for_run,
 		  bool session, struct vm_run **out, struct al_error *err)
 {
@@ -165,9 +200,14 @@ static int derive(const struct al_vm_kind *kind, const struct al_plan *p, bool f
 	w->orig = p;
 	w->plan = *p;
 	w->plan.argv = NULL;
-	w->n_orig_fs = p->n_fs;
-	w->plan.fs = xcalloc(p->n_fs + 8, sizeof(*w->plan.fs));
-	memcpy(w->plan.fs, p->fs, p->n_fs * sizeof(*p->fs));
+	if (p->root) {
+		if ((r = vmm_tree(w, err)) < 0)
+			goto fail;
+	} else {
+		w->n_orig_fs = p->n_fs;
+		w->plan.fs = xcalloc(p->n_fs + 8, sizeof(*w->plan.fs));
+		memcpy(w->plan.fs, p->fs, p->n_fs * sizeof(*p->fs));
+	}
 	if ((r = refuse(w, p, err)) < 0)
 		goto fail;
 	/* A session's plan has no command; a probe does not know whether
@@ -190,9 +230,14 @@ static int derive(const struct al_vm_kind *kind, const struct al_plan *p, bool f
 				 .access = AL_FS_READ | AL_FS_EXEC,
 				 .mode = 0555,
 				 .what = xasprintf("%s " AL_VMM_DIR, kind->name)};
+	/* A container's root is the guest's root device, in place of the
+	 * system image (made for a run only; a check shows the image). */
+	if (for_run && p->root && (r = al_vm_container_image(w, err)) < 0)
+		goto fail;
 	if ((r = add_file(w, self, AL_VMM_SELF, "airlock", err)) < 0 ||
 	    (r = add_file(w, w->host->kernel.vmlinuz, AL_VMM_KERNEL, "kernel", err)) < 0 ||
-	    (r = add_file(w, w->host->system_image, AL_VMM_SYSTEM, "system image", err)) < 0)
+	    (r = add_file(w, w->rootimg ? w->rootimg : w->host->system_image, AL_VMM_SYSTEM,
+			  w->rootimg ? "container root image" : "system image", err)) < 0)
 		goto fail;
 	/* The initramfs of this run (the agent, its modules, its config and
 	 * the inputs) is written only for a run; a check shows the base. */
@@ -459,7 +504,8 @@ KIND_OPS(vm, 1)
 #define FACTS_COMMON                                                                               \
 	.files = "a read-only ext4 system image of the host's own packages (airlock vm-image), "   \
 		 "the inputs as a read-only copy in the initramfs, a guest tmpfs for /work and "   \
-		 "/tmp; no host path reaches the guest",                                           \
+		 "/tmp; no host path reaches the guest (a container's own root: an ext4 copy "     \
+		 "under an overlay on the guest's scratch)",                                       \
 	.egress = "no NIC: the guest agent carries the proxy, DNS and captured connections "       \
 		  "over a virtio serial port to the VMM, which makes them in the native layer's "  \
 		  "network namespace, through the run's gateway",                                  \
@@ -474,7 +520,7 @@ KIND_OPS(vm, 1)
 		"its guest",                                                                       \
 	.features = AL_BACKEND_EXEC | AL_BACKEND_PAUSE | AL_BACKEND_NETWORK | AL_BACKEND_TTY |     \
 		    AL_BACKEND_HIDES_PIDS | AL_BACKEND_PRIVATE_TMP | AL_BACKEND_PRIVATE_LOOPBACK | \
-		    AL_BACKEND_MOUNTS_ELSEWHERE | AL_BACKEND_EXEC_FILES
+		    AL_BACKEND_MOUNTS_ELSEWHERE | AL_BACKEND_EXEC_FILES | AL_BACKEND_OCI_ROOT
 
 static const struct al_backend_facts microvm_facts = {
     .summary = "a guest kernel of its own (Debian's cloud kernel) on QEMU's microvm machine "

@@ -47,8 +47,13 @@ struct vm_run {
 	size_t n_orig_fs;	    /* plan.fs[n_orig_fs..] are ours */
 	const struct al_vm_kind *kind;
 	const struct al_vm_host *host;
-	char *initrd; /* this run's initramfs on the host, until unlinked */
-	int scratch;  /* the scratch's root (a dup), for the VMM's report; -1 */
+	char *initrd;  /* this run's initramfs on the host, until unlinked */
+	char *rootimg; /* a container's root as an image, the same */
+	/* A container's root: the VMM's sandbox has the host's tree, and
+	 * of the plan's root only its engine's namespace, cgroup, sysctls
+	 * and oom score (al_plan_root.in_guest). */
+	struct al_plan_root vmm_root;
+	int scratch; /* the scratch's root (a dup), for the VMM's report; -1 */
 	char **envp;
 	struct al_sandbox_events events; /* forwards to orig_events */
 	/* A session: the VMM serves execs on its socket (vm-exec.c). */
@@ -81,8 +86,28 @@ const char *al_vm_platform(const struct al_vm_kind *kind);
 /* Write w's initramfs (the base, then this run's config and inputs) to a
  * new file, w->initrd. */
 int al_vm_guest_initrd(struct vm_run *w, struct al_error *err);
-/* Remove w->initrd (once the sandbox holds it, or at the end). */
+/* Remove w->initrd and w->rootimg (once the sandbox holds them, or at
+ * the end). */
 void al_vm_guest_unlink(struct vm_run *w);
+/* guest.c's parts for guest-root.c: a new file for w->initrd holding the
+ * base initramfs (its descriptor, or -errno); the modules a run's guest
+ * loads (overlay only with a container's root) into out, how many. */
+#define AL_VM_MAX_MODULES 32
+int al_vm_initrd_create(struct vm_run *w, struct al_error *err);
+size_t al_vm_guest_modules(const struct vm_run *w, const char **out);
+
+/* guest-root.c: a container's own root (the OCI runtime's plan->root).
+ * Its directory as an ext4 image, w->rootimg (mkfs.ext4 -d, the files
+ * with their own ids), the guest's root device in place of the system
+ * image; and the initramfs whose config tells the agent to show it
+ * through an overlay on the scratch, with the plan's mounts, ids,
+ * umask, seccomp program and RLIMIT_NOFILE (guest/config.h). The check
+ * (a probe's, and each of the others' first) refuses, naming the field,
+ * what a guest cannot give: a writable host directory. */
+#define AL_VM_ROOT_DIR "/var/lib/airlock/vm-run"
+int al_vm_container_check(const struct vm_run *w, struct al_error *err);
+int al_vm_container_image(struct vm_run *w, struct al_error *err);
+int al_vm_container_initrd(struct vm_run *w, struct al_error *err);
 /* The VMM's CONFIG_JSON (vmm.h) for w, malloc'd. */
 char *al_vm_vmm_config(const struct vm_run *w);
 

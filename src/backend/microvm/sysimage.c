@@ -403,27 +403,20 @@ static const char *mkfs_path(void)
 	return NULL;
 }
 
-/* mkfs.ext4 -d STAGING into image (a new file of size bytes); its output
- * kept for the message when it fails. */
-static int run_mkfs(const char *staging, const char *image, uint64_t size, uint64_t inodes,
-		    struct al_error *err)
+int al_vm_mkfs(const char *staging, const char *image, uint64_t size, uint64_t inodes,
+	       const char *label, uid_t uid, gid_t gid, struct al_error *err)
 {
 	const char *mkfs = mkfs_path();
 	if (!mkfs)
 		return al_error_set(err, ENOENT, "mkfs.ext4 not found: install e2fsprogs");
-	char size_k[32], n_inodes[32];
+	char size_k[32], n_inodes[32], owner[48];
 	snprintf(size_k, sizeof(size_k), "%lluk", (unsigned long long)(size / 1024));
 	snprintf(n_inodes, sizeof(n_inodes), "%llu", (unsigned long long)inodes);
-	char *const argv[] = {(char *)mkfs,  "-q",
-			      "-d",	     (char *)staging,
-			      "-E",	     "root_owner=0:0",
-			      "-O",	     "^has_journal",
-			      "-L",	     "airlock-sys",
-			      "-b",	     "4096",
-			      "-m",	     "0",
-			      "-N",	     n_inodes,
-			      (char *)image, size_k,
-			      NULL};
+	snprintf(owner, sizeof(owner), "root_owner=%u:%u", (unsigned)uid, (unsigned)gid);
+	char *const argv[] = {
+	    (char *)mkfs,  "-q",	  "-d", (char *)staging, "-E", owner, "-O", "^has_journal",
+	    "-L",	   (char *)label, "-b", "4096",		 "-m", "0",   "-N", n_inodes,
+	    (char *)image, size_k,	  NULL};
 	char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
 	int pipefd[2];
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
@@ -499,7 +492,7 @@ static int build(int dirfd, const char *cache_dir, const char *name, char **pkgs
 		r = stage_rest(&s, err);
 	if (r == 0) {
 		uint64_t inodes = s.inodes + s.inodes / 4 + 1024;
-		r = run_mkfs(staging, tmp, image_size(&s), inodes, err);
+		r = al_vm_mkfs(staging, tmp, image_size(&s), inodes, "airlock-sys", 0, 0, err);
 		if (r == 0 && (chmod(tmp, 0644) < 0 || chown(tmp, 0, 0) < 0))
 			r = al_error_setsys(err, errno, "%s", tmp);
 		if (r == 0 && renameat(dirfd, tmp_name, dirfd, name) < 0)

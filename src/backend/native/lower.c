@@ -58,7 +58,7 @@ static bool holds_devices(const struct lowering *l, const struct al_fs_entry *di
 		return true;
 	/* On a container's root nothing is made in its files but the
 	 * mountpoints: every directory airlock makes is a tmpfs of its own. */
-	if (p->root)
+	if (al_plan_rooted(p))
 		return true;
 	for (size_t i = 0; i < p->n_fs; i++)
 		if ((p->fs[i].kind == AL_FS_DEVICE || p->fs[i].kind == AL_FS_PTYS) &&
@@ -257,11 +257,11 @@ static void lower_entry(struct lowering *l, const struct al_fs_entry *e)
 {
 	struct al_mount_op *op;
 
-	if (l->plan->root && e->kind == AL_FS_HOST && strcmp(e->path, "/") == 0) {
+	if (al_plan_rooted(l->plan) && e->kind == AL_FS_HOST && strcmp(e->path, "/") == 0) {
 		lower_root(l, e);
 		return;
 	}
-	if (l->plan->root && e->kind == AL_FS_FILE) {
+	if (al_plan_rooted(l->plan) && e->kind == AL_FS_FILE) {
 		lower_root_file(l, e);
 		return;
 	}
@@ -409,7 +409,7 @@ int al_native_lower_session(const struct al_plan *p, bool session, struct al_nat
 	int r;
 
 	np->landlock_abi = al_landlock_abi();
-	np->rooted = p->root != NULL;
+	np->rooted = al_plan_rooted(p);
 	np->netns_sysfs = -1;
 	if ((r = al_native_check(p, err)) < 0)
 		return r;
@@ -429,7 +429,7 @@ int al_native_lower_session(const struct al_plan *p, bool session, struct al_nat
 	lower_scratch(&l, p);
 	for (size_t i = 0; i < p->n_fs; i++)
 		lower_entry(&l, &p->fs[i]);
-	if (session && !p->tty && !p->root) {
+	if (session && !p->tty && !al_plan_rooted(p)) {
 		/* A session's execs may each ask for a terminal: the sandbox's
 		 * own devpts and /dev/ptmx, as a -t plan has them (mounted
 		 * after the rest of /dev, which is sealed only at the end). */

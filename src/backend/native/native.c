@@ -191,7 +191,7 @@ static int native_prepare(struct al_sandbox *sb, struct al_error *err)
 		return r;
 	if ((r = al_native_open_inputs(sb->state->lowered, p, &sb->state->inputs, err)) < 0)
 		return r;
-	if (p->root && (r = al_rooted_prepare(sb->state->lowered, p, err)) < 0)
+	if (al_plan_rooted(p) && (r = al_rooted_prepare(sb->state->lowered, p, err)) < 0)
 		return r;
 	if (p->root && p->root->netns) {
 		struct al_native_plan *np = sb->state->lowered;

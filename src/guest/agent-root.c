@@ -1,0 +1,216 @@
+/* A container's root in the guest (config.container: an OCI container
+ * whose io.airlock.backend is microvm or vm). The root device holds the
+ * container's files with their own ids (mkfs.ext4 -d of its bundle's
+ * root on the host); it is mounted read-only and shown through an overlay
+ * whose upper half is on the scratch tmpfs, so that what the container
+ * writes counts against the scratch and goes with the guest. The agent
+ * switches into it first, then makes /proc, /dev and the config's mounts
+ * there: every target is resolved inside the container's root (its links
+ * followed there, never out), as runc resolves them in the bundle's. What
+ * a mount brings from the initramfs (an input's tree, a file, the scratch's
+ * directories) is held by a descriptor opened before the switch.
+ * Libc only: part of the static agent. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/filter.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "guest/agent.h"
+
+/* The kernel's bound on a seccomp program (BPF_MAXINSNS). */
+#define SECCOMP_MAX_INSNS 4096
+
+void agent_read_seccomp(struct agent *a)
+{
+	size_t len;
+	if (!a->cfg.c.seccomp)
+		return;
+	char *p =
+	    agent_read_file(a->cfg.c.seccomp, SECCOMP_MAX_INSNS * sizeof(struct sock_filter), &len);
+	if (!p || len == 0 || len % sizeof(struct sock_filter))
+		agent_die(a, "guest agent: the container's seccomp program %s: %s",
+			  a->cfg.c.seccomp,
+			  p ? "not a whole number of instructions" : strerror(errno));
+	a->seccomp = p;
+	a->seccomp_len = (unsigned short)(len / sizeof(struct sock_filter));
+}
+
+/* /proc/self/fd/N, for a mount's source held by a descriptor. */
+static const char *fd_path(char buf[32], int fd)
+{
+	snprintf(buf, 32, "/proc/self/fd/%d", fd);
+	return buf;
+}
+
+/* mkdir -p of path's parents inside the root (and of path itself when
+ * dir); a file's mount point is an empty file. Links are followed as the
+ * root resolves them: the agent is chrooted in it already. */
+static int make_point(const char *path, bool dir)
+{
+	char p[4096];
+	if (snprintf(p, sizeof(p), "%s", path) >= (int)sizeof(p))
+		return -ENAMETOOLONG;
+	for (char *s = p + 1; (s = strchr(s, '/')); s++) {
+		*s = 0;
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*s = '/';
+	}
+	if (dir)
+		return mkdir(p, 0755) < 0 && errno != EEXIST ? -errno : 0;
+	int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+static void point(struct agent *a, const char *t, bool dir)
+{
+	int r = make_point(t, dir);
+	if (r < 0)
+		agent_die(a, "guest agent: the container's mount point %s: %s", t, strerror(-r));
+}
+
+/* A writable copy of the file held by src at t (an engine's rw bind of a
+ * file, /etc/hosts: the guest cannot write the host's). */
+static void copy_file(struct agent *a, int src, const char *t)
+{
+	struct stat st;
+	char buf[65536];
+	ssize_t n;
+	point(a, t, false);
+	int out = open(t, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (out < 0 || fstat(src, &st) < 0)
+		agent_die(a, "guest agent: copying to %s: %s", t, strerror(errno));
+	while ((n = read(src, buf, sizeof(buf))) > 0)
+		for (ssize_t off = 0; off < n;) {
+			ssize_t w = write(out, buf + off, (size_t)(n - off));
+			if (w < 0)
+				agent_die(a, "guest agent: copying to %s: %s", t, strerror(errno));
+			off += w;
+		}
+	if (n < 0 || fchmod(out, st.st_mode & 0777) < 0)
+		agent_die(a, "guest agent: copying to %s: %s", t, strerror(errno));
+	close(out);
+}
+
+static void one_mount(struct agent *a, const struct al_guest_mount *m, int src)
+{
+	const char *t = m->target;
+	char fp[32];
+	struct stat st;
+
+	switch (m->kind) {
+	case AL_GM_BIND:
+		if (fstat(src, &st) < 0)
+			agent_die(a, "guest agent: %s: %s", m->source, strerror(errno));
+		point(a, t, S_ISDIR(st.st_mode));
+		agent_bind_ro(a, fd_path(fp, src), t);
+		break;
+	case AL_GM_COPY:
+		copy_file(a, src, t);
+		break;
+	case AL_GM_TMPFS:
+		point(a, t, true);
+		agent_mount(a, fd_path(fp, src), t, NULL, MS_BIND, NULL);
+		break;
+	case AL_GM_SPECIAL: {
+		bool rw = strcmp(m->source, "mqueue") == 0;
+		point(a, t, true);
+		agent_mount(a, m->source, t, m->source,
+			    MS_NOSUID | MS_NODEV | MS_NOEXEC | (rw ? 0 : MS_RDONLY), NULL);
+		break;
+	}
+	case AL_GM_MASK:
+		if (stat(t, &st) < 0)
+			break; /* nothing there to hide */
+		if (S_ISDIR(st.st_mode))
+			agent_mount(a, "tmpfs", t, "tmpfs",
+				    MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				    "size=4k,mode=0555");
+		else
+			agent_mount(a, "/dev/null", t, NULL, MS_BIND, NULL);
+		break;
+	case AL_GM_RDONLY:
+		if (stat(t, &st) < 0)
+			break;
+		agent_mount(a, t, t, NULL, MS_BIND | MS_REC, NULL);
+		agent_mount(a, NULL, t, NULL,
+			    MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+		break;
+	}
+}
+
+void agent_container_root(struct agent *a)
+{
+	const struct al_guest_config *c = &a->cfg.c;
+	int src[AL_GUEST_CONFIG_MAX_MOUNTS];
+	char opt[160], fp[32];
+	struct stat st;
+
+	if (agent_wait_device(c->root_device) < 0)
+		agent_die(a, "guest agent: no root device %s", c->root_device);
+	agent_mount(a, c->root_device, SYSIMG, c->root_fstype, MS_RDONLY | MS_NOSUID | MS_NODEV,
+		    NULL);
+	if (stat(SYSIMG, &st) < 0)
+		agent_die(a, "guest agent: the container's root: %s", strerror(errno));
+	snprintf(opt, sizeof(opt), "mode=0755,size=%" PRIu64, c->scratch_bytes);
+	agent_mount(a, "tmpfs", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, opt);
+	/* The overlay's upper root takes the image root's owner and mode. */
+	if (mkdir(SCRATCH "/upper", 0755) < 0 || chmod(SCRATCH "/upper", st.st_mode & 07777) < 0 ||
+	    chown(SCRATCH "/upper", st.st_uid, st.st_gid) < 0 || mkdir(SCRATCH "/ovl", 0700) < 0 ||
+	    mkdir(SCRATCH "/work", 0700) < 0 || mkdir(SCRATCH "/shm", 01777) < 0 ||
+	    chmod(SCRATCH "/shm", 01777) < 0 || mkdir(SCRATCH "/faces", 0700) < 0)
+		agent_die(a, "guest agent: making the scratch: %s", strerror(errno));
+	agent_mount(a, "overlay", NEWROOT, "overlay", MS_NOSUID | MS_NODEV,
+		    "lowerdir=" SYSIMG ",upperdir=" SCRATCH "/upper,workdir=" SCRATCH "/ovl");
+	a->work = open(SCRATCH "/work", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int shm = open(SCRATCH "/shm", O_PATH | O_CLOEXEC);
+	if (a->work < 0 || shm < 0)
+		agent_die(a, "guest agent: the scratch: %s", strerror(errno));
+	for (size_t i = 0; i < c->n_mounts; i++) {
+		const struct al_guest_mount *m = &c->mounts[i];
+		char face[64];
+		src[i] = -1;
+		if (m->kind == AL_GM_BIND || m->kind == AL_GM_COPY) {
+			src[i] = open(m->source,
+				      (m->kind == AL_GM_COPY ? O_RDONLY : O_PATH) | O_CLOEXEC);
+		} else if (m->kind == AL_GM_TMPFS) {
+			snprintf(face, sizeof(face), SCRATCH "/faces/%zu", i);
+			if (mkdir(face, 01777) == 0 && chmod(face, 01777) == 0)
+				src[i] = open(face, O_PATH | O_CLOEXEC);
+		} else {
+			continue;
+		}
+		if (src[i] < 0)
+			agent_die(a, "guest agent: the source of %s: %s", m->target,
+				  strerror(errno));
+	}
+	/* switch_root's way (agent.c), before anything goes on the root. */
+	if (chdir(NEWROOT) < 0 || mount(NEWROOT, "/", NULL, MS_MOVE, NULL) < 0 || chroot(".") < 0 ||
+	    chdir("/") < 0)
+		agent_die(a, "guest agent: switching root: %s", strerror(errno));
+	point(a, "/proc", true);
+	agent_mount(a, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		    "hidepid=invisible");
+	point(a, "/dev", true);
+	agent_make_dev(a, "", fd_path(fp, shm));
+	close(shm);
+	for (size_t i = 0; i < c->n_mounts; i++) {
+		one_mount(a, &c->mounts[i], src[i]);
+		if (src[i] >= 0)
+			close(src[i]);
+	}
+	if (c->hostname && sethostname(c->hostname, strlen(c->hostname)) < 0)
+		agent_die(a, "guest agent: sethostname: %s", strerror(errno));
+	if (c->container_ro)
+		agent_mount(a, NULL, "/", NULL,
+			    MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+}
