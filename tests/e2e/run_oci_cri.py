@@ -461,6 +461,51 @@ def init_then_app_checks(env, api, pod, config, netns):
 
 
 @case
+def pod_in_microvm(env):
+    """A pod with `io.airlock.backend=microvm` and the egress annotations:
+    its app container runs in a guest (the guest kernel's command line)
+    and in the pod's namespace through the VMM (airlock's tables there
+    while it runs), reaches the test's server as api.test by an ExecSync
+    of wget, and its exit code comes back; the pod then goes with nothing
+    left."""
+    if not env.is_airlock:
+        raise Skip("%s is not airlock: io.airlock.backend is airlock's" % env.name)
+    r = subprocess.run([env.runtime.replace("airlock-runc", "airlock"), "backends", "--json"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    mv = [b for b in json.loads(r.stdout or b"{}").get("backends", [])
+          if b.get("name") == "microvm"]
+    if not mv or not mv[0].get("usable"):
+        raise Skip("the microvm backend is not usable here: %s"
+                   % (mv[0].get("why") if mv else "none"))
+    C = env.cri_mod
+    with LoopbackApi() as api:
+        pod, config, netns = env.run_pod({
+            "io.airlock.backend": "microvm", "io.airlock.timeout": "600",
+            "io.airlock.network.allow": "api.test:%d" % api.port,
+            "io.airlock.network.hosts": "api.test=127.0.0.1"})
+        try:
+            cid = env.cri.create(pod, config, "app", IMAGE, ["/bin/sleep", "600"], "app.log")
+            env.cri.start(cid)
+            wait_state(env, cid, C.CONTAINER_RUNNING, timeout=90)
+            expect(airlock_tables(env, netns) == ["ip airlock", "ip6 airlock"],
+                   "the guest's container left no rules in the pod's namespace: %s"
+                   % airlock_tables(env, netns))
+            out, err, rc = env.cri.exec_sync(cid, ["sh", "-c",
+                                                   "grep -c airlock.guest=1 /proc/cmdline;"
+                                                   " wget -q -O- http://api.test:%d/ok; exit 5"
+                                                   % api.port])
+            expect(rc == 5 and out.startswith(b"1\n") and b"api-answer-marker" in out,
+                   "in the guest: exit %d, %r %r" % (rc, out, err))
+            env.cri.stop(cid, timeout=0)
+            wait_state(env, cid, C.CONTAINER_EXITED, timeout=60)
+            env.cri.remove(cid)
+        finally:
+            env.remove_pod(pod)
+    wait_for(lambda: not pod_traces(env, pod), 15, step=0.2)
+    expect(not pod_traces(env, pod), "left after the pod: %s" % pod_traces(env, pod))
+
+
+@case
 def exit_codes_and_log(env):
     """In a pod without annotations: ExecSync returns the command's exit
     code (4) and output; a container whose command ends returns its exit

@@ -30,7 +30,6 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "guest/config-parse.h"
-#include "net/layout.h"
 
 /* A root image's bounds: its files' bytes and entries. */
 #define ROOT_MAX_BYTES (16ull << 30)
@@ -38,9 +37,6 @@
 /* What the initramfs carries for the mounts, in the guest's RAM. */
 #define ROOT_INPUTS_MAX	     (256ull << 20)
 #define ROOT_INPUT_FILES_MAX 100000u
-
-static const uint16_t proxy_ports[] = {AL_GATEWAY_HTTP_PORT, AL_GATEWAY_SOCKS_PORT};
-static const uint16_t capture_ports[] = {80, 443};
 
 static const struct al_fs_entry *root_entry(const struct al_plan *p)
 {
@@ -277,7 +273,6 @@ int al_vm_container_initrd(struct vm_run *w, struct al_error *err)
 	size_t n_m = 0, n_pl = 0;
 	uint64_t left =
 	    al_vm_guest_ram(p) / 4 < ROOT_INPUTS_MAX ? al_vm_guest_ram(p) / 4 : ROOT_INPUTS_MAX;
-	_cleanup_free_ char *text = NULL;
 	_cleanup_close_ int fd = -1;
 	struct al_cpio *cp = NULL;
 	int r = 0;
@@ -307,49 +302,22 @@ int al_vm_container_initrd(struct vm_run *w, struct al_error *err)
 		n_m++;
 	}
 	r = 0;
-	struct al_guest_config c = {.n_modules = al_vm_guest_modules(w, mods),
-				    .modules = mods,
-				    .root_device = "/dev/vda",
-				    .root_fstype = "ext4",
-				    .channel = "/dev/vport0p1",
-				    .scratch_bytes = p->scratch_bytes,
-				    .hostname = p->hostname ? p->hostname : "airlock",
-				    .uid = p->uid,
-				    .gid = p->gid,
-				    .memory_bytes = p->memory_bytes,
-				    .pids = p->pids,
-				    .network = p->gateway,
-				    .proxy_ports = proxy_ports,
-				    .n_proxy_ports = 2,
-				    .capture_ports = capture_ports,
-				    .n_capture_ports = 2,
-				    .container = true,
-				    .container_ro = root->readonly,
-				    .mounts = mounts,
-				    .n_mounts = n_m,
-				    .groups = p->groups,
-				    .n_groups = p->n_groups,
-				    .umask = root->umask,
-				    .seccomp = root->seccomp_len ? "/airlock/seccomp" : NULL,
-				    .nofile = p->open_files,
-				    .nofile_soft = p->open_files_soft};
-	size_t len;
-	text = al_guest_config_format(&c, &len);
-	if (!text) {
-		r = al_error_set(err, EINVAL,
-				 "backend %s: a path or the hostname holds a tab or a newline, "
-				 "which the guest's config cannot carry",
-				 w->kind->name);
+	struct al_guest_config c;
+	al_vm_guest_config_init(w, &c, mods);
+	c.uid = p->uid;
+	c.gid = p->gid;
+	c.container = true;
+	c.container_ro = root->readonly;
+	c.mounts = mounts;
+	c.n_mounts = n_m;
+	c.groups = p->groups;
+	c.n_groups = p->n_groups;
+	c.umask = root->umask;
+	c.seccomp = root->seccomp_len ? "/airlock/seccomp" : NULL;
+	c.nofile = p->open_files;
+	c.nofile_soft = p->open_files_soft;
+	if ((r = al_vm_initrd_begin(w, &c, &fd, &cp, err)) < 0)
 		goto out;
-	}
-	if ((fd = al_vm_initrd_create(w, err)) < 0) {
-		r = fd;
-		goto out;
-	}
-	cp = al_cpio_new(fd);
-	r = al_cpio_dir(cp, "airlock", 0755);
-	if (r == 0)
-		r = al_cpio_file(cp, &AL_GUEST_CONFIG_PATH[1], 0644, text, len);
 	if (r == 0 && root->seccomp_len)
 		r = al_cpio_file(cp, "airlock/seccomp", 0400, root->seccomp,
 				 root->seccomp_len * sizeof(struct sock_filter));

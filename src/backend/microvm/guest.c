@@ -317,6 +317,52 @@ static int copy_base(int fd, const char *base, struct al_error *err)
 	return n < 0 ? al_error_setsys(err, errno, "reading %s", base) : 0;
 }
 
+void al_vm_guest_config_init(const struct vm_run *w, struct al_guest_config *c, const char **mods)
+{
+	const struct al_plan *p = w->orig;
+	*c = (struct al_guest_config){.modules = mods,
+				      .n_modules = al_vm_guest_modules(w, mods),
+				      .root_device = "/dev/vda",
+				      .root_fstype = "ext4",
+				      .channel = "/dev/vport0p1",
+				      .scratch_bytes = p->scratch_bytes,
+				      .hostname = p->hostname ? p->hostname : "airlock",
+				      .memory_bytes = p->memory_bytes,
+				      .pids = p->pids,
+				      .network = p->gateway,
+				      .proxy_ports = proxy_ports,
+				      .n_proxy_ports = 2,
+				      .capture_ports = capture_ports,
+				      .n_capture_ports = 2,
+				      .umask = 022};
+}
+
+int al_vm_initrd_begin(struct vm_run *w, const struct al_guest_config *c, int *fd,
+		       struct al_cpio **cp, struct al_error *err)
+{
+	size_t len;
+	_cleanup_free_ char *text = al_guest_config_format(c, &len);
+	int r;
+
+	if (!text)
+		return al_error_set(err, EINVAL,
+				    "backend %s: a path or the hostname holds a tab or a newline, "
+				    "which the guest's config cannot carry",
+				    w->kind->name);
+	if ((*fd = al_vm_initrd_create(w, err)) < 0)
+		return *fd;
+	*cp = al_cpio_new(*fd);
+	r = al_cpio_dir(*cp, "airlock", 0755);
+	if (r == 0)
+		r = al_cpio_file(*cp, &AL_GUEST_CONFIG_PATH[1], 0644, text, len);
+	if (r < 0) {
+		al_cpio_finish(*cp);
+		*cp = NULL;
+		return al_error_setsys(err, -r, "writing %s", w->initrd);
+	}
+	return 0;
+}
+
 int al_vm_initrd_create(struct vm_run *w, struct al_error *err)
 {
 	char dir[PATH_MAX];
@@ -374,7 +420,6 @@ int al_vm_guest_initrd(struct vm_run *w, struct al_error *err)
 	char *sources[64] = {0};
 	size_t n_in = 0;
 	_cleanup_close_ int fd = -1;
-	_cleanup_free_ char *text = NULL;
 	struct al_cpio *cp = NULL;
 	uint64_t left = al_vm_guest_ram(p) / 2 < INPUTS_MAX ? al_vm_guest_ram(p) / 2 : INPUTS_MAX;
 	int r = 0;
@@ -402,43 +447,14 @@ int al_vm_guest_initrd(struct vm_run *w, struct al_error *err)
 		n_in++;
 	}
 	const char *mods[AL_VM_MAX_MODULES];
-	struct al_guest_config c = {.modules = mods,
-				    .n_modules = al_vm_guest_modules(w, mods),
-				    .root_device = "/dev/vda",
-				    .root_fstype = "ext4",
-				    .channel = "/dev/vport0p1",
-				    .scratch_bytes = p->scratch_bytes,
-				    .inputs = in,
-				    .n_inputs = n_in,
-				    .hostname = p->hostname ? p->hostname : "airlock",
-				    .uid = GUEST_UID,
-				    .gid = GUEST_UID,
-				    .memory_bytes = p->memory_bytes,
-				    .pids = p->pids,
-				    .network = p->gateway,
-				    .proxy_ports = proxy_ports,
-				    .n_proxy_ports = 2,
-				    .capture_ports = capture_ports,
-				    .n_capture_ports = 2};
-	size_t len;
-	text = al_guest_config_format(&c, &len);
-	if (!text) {
-		r = al_error_set(err, EINVAL,
-				 "backend %s: a path or the hostname holds a tab or a newline, "
-				 "which the guest's config cannot carry",
-				 w->kind->name);
+	struct al_guest_config c;
+	al_vm_guest_config_init(w, &c, mods);
+	c.inputs = in;
+	c.n_inputs = n_in;
+	c.uid = c.gid = GUEST_UID;
+	if ((r = al_vm_initrd_begin(w, &c, &fd, &cp, err)) < 0)
 		goto out;
-	}
-
-	if ((fd = al_vm_initrd_create(w, err)) < 0) {
-		r = fd;
-		goto out;
-	}
-	cp = al_cpio_new(fd);
-	r = al_cpio_dir(cp, "airlock", 0755);
-	if (r == 0)
-		r = al_cpio_file(cp, &AL_GUEST_CONFIG_PATH[1], 0644, text, len);
-	if (r == 0 && n_in)
+	if (n_in)
 		r = al_cpio_dir(cp, &AL_GUEST_INPUTS_DIR[1], 0755);
 	for (size_t i = 0, k = 0; r == 0 && i < p->n_fs; i++) {
 		const struct al_fs_entry *e = &p->fs[i];

@@ -94,6 +94,16 @@ void al_vm_guest_unlink(struct vm_run *w);
  * loads (overlay only with a container's root) into out, how many. */
 #define AL_VM_MAX_MODULES 32
 int al_vm_initrd_create(struct vm_run *w, struct al_error *err);
+/* The config's fields every guest of w shares (its modules into mods, at
+ * least AL_VM_MAX_MODULES), the rest zero but umask 022. */
+struct al_guest_config;
+void al_vm_guest_config_init(const struct vm_run *w, struct al_guest_config *c, const char **mods);
+/* w->initrd made (al_vm_initrd_create) with the directory airlock/ and c
+ * as its config: its descriptor in *fd and the cpio writer to go on with
+ * in *cp (the caller's to finish). 0, or -errno with err set. */
+struct al_cpio;
+int al_vm_initrd_begin(struct vm_run *w, const struct al_guest_config *c, int *fd,
+		       struct al_cpio **cp, struct al_error *err);
 size_t al_vm_guest_modules(const struct vm_run *w, const char **out);
 
 /* guest-root.c: a container's own root (the OCI runtime's plan->root).
