@@ -51,7 +51,7 @@ static const char *fd_path(char buf[32], int fd)
 /* mkdir -p of path's parents inside the root (and of path itself when
  * dir); a file's mount point is an empty file. Links are followed as the
  * root resolves them: the agent is chrooted in it already. */
-static int make_point(const char *path, bool dir)
+static int make_parents(const char *path)
 {
 	char p[4096];
 	if (snprintf(p, sizeof(p), "%s", path) >= (int)sizeof(p))
@@ -62,9 +62,19 @@ static int make_point(const char *path, bool dir)
 			return -errno;
 		*s = '/';
 	}
+	return 0;
+}
+
+static int make_point(const char *p, bool dir)
+{
+	int r = make_parents(p);
+	if (r < 0)
+		return r;
 	if (dir)
 		return mkdir(p, 0755) < 0 && errno != EEXIST ? -errno : 0;
-	int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	/* Read-only and non-blocking: a FIFO the image planted there must
+	 * not hold the setup, and nothing is written to what is there. */
+	int fd = open(p, O_RDONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
 	close(fd);
@@ -79,15 +89,26 @@ static void point(struct agent *a, const char *t, bool dir)
 }
 
 /* A writable copy of the file held by src at t (an engine's rw bind of a
- * file, /etc/hosts: the guest cannot write the host's). */
+ * file, /etc/hosts: the guest cannot write the host's). What the image has
+ * at t itself is replaced, never written through: a link there (to
+ * /proc/sys/..., say) is removed first, anything but a regular file
+ * refused. */
 static void copy_file(struct agent *a, int src, const char *t)
 {
 	struct stat st;
 	char buf[65536];
 	ssize_t n;
-	point(a, t, false);
-	int out = open(t, O_WRONLY | O_TRUNC | O_CLOEXEC);
-	if (out < 0 || fstat(src, &st) < 0)
+	int r = make_parents(t);
+	if (r < 0)
+		agent_die(a, "guest agent: copying to %s: %s", t, strerror(-r));
+	int out = open(t, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+	if (out < 0 && errno == EEXIST && lstat(t, &st) == 0 && S_ISLNK(st.st_mode) &&
+	    unlink(t) == 0)
+		out = open(t, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+			   0644);
+	if (out < 0 && errno == EEXIST)
+		out = open(t, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (out < 0 || fstat(out, &st) < 0 || fstat(src, &st) < 0)
 		agent_die(a, "guest agent: copying to %s: %s", t, strerror(errno));
 	while ((n = read(src, buf, sizeof(buf))) > 0)
 		for (ssize_t off = 0; off < n;) {

@@ -734,6 +734,68 @@ def container_count(env):
 
 
 @case
+def microvm_hostile_image(env):
+    """An image whose /etc/hosts is a link to /proc/sys/kernel/domainname
+    (a file of the guest's kernel the agent, root there, could write): the
+    container sees podman's hosts file at /etc/hosts, and the kernel's
+    domain name is untouched (the agent replaces the link, never writes
+    through it). An image with a FIFO at /etc/hostname (podman binds its
+    own there) fails at once rather than hang the guest's setup until the
+    boot deadline, and the runtime's log says why (the agent's line and
+    the VMM's)."""
+    require_microvm(env)
+    link_root = images.busybox_root(os.path.join(env.base, "hostile-link"))
+    os.symlink("/proc/sys/kernel/domainname", os.path.join(link_root, "etc", "hosts"))
+    link_img = env.pod.import_root(link_root, "localhost/al-hostile-link")
+    r = env.podman(*run_args("--rm", *MICROVM, link_img, "sh", "-c",
+                             "cat /proc/sys/kernel/domainname; grep -c localhost /etc/hosts;"
+                             " [ -L /etc/hosts ] && echo still-a-link; true"), timeout=180)
+    expect_rc(r, 0)
+    out = text(r).split()
+    expect(out[:1] == ["(none)"], "the kernel's domain name was written\n%s" % describe(r))
+    expect(len(out) == 2 and int(out[1]) >= 1, "podman's hosts file is not at /etc/hosts\n%s"
+           % describe(r))
+    fifo_root = images.busybox_root(os.path.join(env.base, "hostile-fifo"))
+    os.mkfifo(os.path.join(fifo_root, "etc", "hostname"))
+    fifo_img = env.pod.import_root(fifo_root, "localhost/al-hostile-fifo")
+    t0 = time.monotonic()
+    r = env.podman(*run_args("--rm", *MICROVM, fifo_img, "true"), timeout=180)
+    took = time.monotonic() - t0
+    expect(r.returncode != 0, "a FIFO at /etc/hostname did not fail the run\n%s" % describe(r))
+    expect(took < 60, "the FIFO held the guest's setup for %.0fs" % took)
+    # Why, in the runtime's log (podman passes none: run the runtime itself
+    # on a bundle of that root with a writable bind of a file there).
+    bundle = os.path.join(env.base, "hostile-bundle")
+    os.makedirs(bundle)
+    r = subprocess.run([env.runtime, "spec", "--bundle", bundle], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60)
+    expect(r.returncode == 0, "spec failed: %s" % r.stderr)
+    with open(os.path.join(bundle, "config.json")) as f:
+        cfg = json.load(f)
+    src = os.path.join(env.base, "hostile-hostname")
+    with open(src, "w") as f:
+        f.write("h\n")
+    cfg["root"] = {"path": fifo_root, "readonly": False}
+    cfg["process"]["args"] = ["true"]
+    cfg["process"]["terminal"] = False
+    cfg["mounts"].append({"destination": "/etc/hostname", "type": "bind", "source": src,
+                          "options": ["rbind", "rw"]})
+    cfg["annotations"]["io.airlock.backend"] = "microvm"
+    with open(os.path.join(bundle, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    log = os.path.join(env.base, "hostile.log")
+    r = subprocess.run([env.runtime, "--root", os.path.join(env.base, "hostile-state"), "--log",
+                        log, "run", "--bundle", bundle, "hostile-fifo"], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=180)
+    logged = open(log).read() if os.path.exists(log) else ""
+    expect(r.returncode != 0 and "copying to /etc/hostname" in logged
+           and "powered off during its boot" in logged,
+           "the runtime's log does not say why the guest failed (exit %d): %r"
+           % (r.returncode, logged))
+    expect(not root_images(), "root images left in %s: %s" % (VM_ROOTS, root_images()))
+
+
+@case
 def microvm_memory_limit(env):
     """`--memory 64m` in a guest: a 150 MiB allocation never succeeds; the
     limit, held by a cgroup inside the guest, ends the container as it ends
