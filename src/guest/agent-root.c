@@ -17,8 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "guest/agent.h"
@@ -81,9 +83,57 @@ static int make_point(const char *p, bool dir)
 	return 0;
 }
 
-static void point(struct agent *a, const char *t, bool dir)
+/* Whether fd is on one of the guest kernel's own file systems (its /proc,
+ * /sys, cgroups), where nothing of a mount may land. */
+static bool kernel_fs(int fd)
 {
-	int r = make_point(t, dir);
+	struct statfs sf;
+	if (fstatfs(fd, &sf) < 0)
+		return true;
+	return sf.f_type == PROC_SUPER_MAGIC || sf.f_type == SYSFS_MAGIC ||
+	       sf.f_type == CGROUP2_SUPER_MAGIC || sf.f_type == CGROUP_SUPER_MAGIC;
+}
+
+/* A mount's target as the image resolves it (its links followed inside
+ * the root) may not be in the guest kernel's /proc or /sys: a link the
+ * image planted there (/etc/hostname -> /proc/sysrq-trigger) refuses the
+ * setup. Its parent is checked, and (final) the target itself when it
+ * exists. */
+static void check_target(struct agent *a, const char *t, bool final)
+{
+	char parent[4096];
+	snprintf(parent, sizeof(parent), "%s", t);
+	char *slash = strrchr(parent, '/');
+	if (slash == parent)
+		slash[1] = 0;
+	else if (slash)
+		*slash = 0;
+	int fd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	bool bad = fd < 0 || kernel_fs(fd);
+	if (fd >= 0)
+		close(fd);
+	fd = final ? open(t, O_PATH | O_CLOEXEC) : -1;
+	bad |= fd >= 0 && kernel_fs(fd);
+	if (fd >= 0)
+		close(fd);
+	if (bad)
+		agent_die(a,
+			  "guest agent: the container's mount target %s resolves into the guest "
+			  "kernel's /proc, /sys or cgroups (a link in the image)",
+			  t);
+}
+
+/* A mount point at t, made where missing; checked (check_target) for
+ * what the image brings (binds, tmpfs), not for the guest kernel's own
+ * file systems, which may sit in one another (cgroup2 at /sys/fs/cgroup). */
+static void point(struct agent *a, const char *t, bool dir, bool check)
+{
+	int r = make_parents(t);
+	if (r < 0)
+		agent_die(a, "guest agent: the container's mount point %s: %s", t, strerror(-r));
+	if (check)
+		check_target(a, t, true);
+	r = make_point(t, dir);
 	if (r < 0)
 		agent_die(a, "guest agent: the container's mount point %s: %s", t, strerror(-r));
 }
@@ -101,13 +151,12 @@ static void copy_file(struct agent *a, int src, const char *t)
 	int r = make_parents(t);
 	if (r < 0)
 		agent_die(a, "guest agent: copying to %s: %s", t, strerror(-r));
+	check_target(a, t, false); /* what is at t itself is replaced */
+	/* A link or a file there is replaced, not written (nor copied up);
+	 * a directory, FIFO or device refuses the setup. */
+	if (lstat(t, &st) == 0 && (S_ISLNK(st.st_mode) || S_ISREG(st.st_mode)) && unlink(t) < 0)
+		agent_die(a, "guest agent: copying to %s: %s", t, strerror(errno));
 	int out = open(t, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
-	if (out < 0 && errno == EEXIST && lstat(t, &st) == 0 && S_ISLNK(st.st_mode) &&
-	    unlink(t) == 0)
-		out = open(t, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-			   0644);
-	if (out < 0 && errno == EEXIST)
-		out = open(t, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (out < 0 || fstat(out, &st) < 0 || fstat(src, &st) < 0)
 		agent_die(a, "guest agent: copying to %s: %s", t, strerror(errno));
 	while ((n = read(src, buf, sizeof(buf))) > 0)
@@ -132,19 +181,19 @@ static void one_mount(struct agent *a, const struct al_guest_mount *m, int src)
 	case AL_GM_BIND:
 		if (fstat(src, &st) < 0)
 			agent_die(a, "guest agent: %s: %s", m->source, strerror(errno));
-		point(a, t, S_ISDIR(st.st_mode));
+		point(a, t, S_ISDIR(st.st_mode), true);
 		agent_bind_ro(a, fd_path(fp, src), t);
 		break;
 	case AL_GM_COPY:
 		copy_file(a, src, t);
 		break;
 	case AL_GM_TMPFS:
-		point(a, t, true);
+		point(a, t, true, true);
 		agent_mount(a, fd_path(fp, src), t, NULL, MS_BIND, NULL);
 		break;
 	case AL_GM_SPECIAL: {
 		bool rw = strcmp(m->source, "mqueue") == 0;
-		point(a, t, true);
+		point(a, t, true, false);
 		agent_mount(a, m->source, t, m->source,
 			    MS_NOSUID | MS_NODEV | MS_NOEXEC | (rw ? 0 : MS_RDONLY), NULL);
 		break;
@@ -218,10 +267,10 @@ void agent_container_root(struct agent *a)
 	if (chdir(NEWROOT) < 0 || mount(NEWROOT, "/", NULL, MS_MOVE, NULL) < 0 || chroot(".") < 0 ||
 	    chdir("/") < 0)
 		agent_die(a, "guest agent: switching root: %s", strerror(errno));
-	point(a, "/proc", true);
+	point(a, "/proc", true, false);
 	agent_mount(a, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		    "hidepid=invisible");
-	point(a, "/dev", true);
+	point(a, "/dev", true, false);
 	agent_make_dev(a, "", fd_path(fp, shm));
 	close(shm);
 	for (size_t i = 0; i < c->n_mounts; i++) {
@@ -229,6 +278,19 @@ void agent_container_root(struct agent *a)
 		if (src[i] >= 0)
 			close(src[i]);
 	}
+	/* Whatever the config's masked and read-only paths (an engine may
+	 * unmask /proc/sys): the container's uid may be the guest's 0, which
+	 * owns the kernel's settings, so they are always read-only, and what
+	 * shows the kernel's memory, keys and timers hidden. */
+	static const struct al_guest_mount always[] = {
+	    {AL_GM_MASK, "/proc/kcore", NULL},	    {AL_GM_MASK, "/proc/keys", NULL},
+	    {AL_GM_MASK, "/proc/timer_list", NULL}, {AL_GM_MASK, "/proc/sched_debug", NULL},
+	    {AL_GM_MASK, "/proc/acpi", NULL},	    {AL_GM_MASK, "/proc/scsi", NULL},
+	    {AL_GM_RDONLY, "/proc/sys", NULL},	    {AL_GM_RDONLY, "/proc/sysrq-trigger", NULL},
+	    {AL_GM_RDONLY, "/proc/irq", NULL},	    {AL_GM_RDONLY, "/proc/bus", NULL},
+	    {AL_GM_RDONLY, "/proc/fs", NULL}};
+	for (size_t i = 0; i < sizeof(always) / sizeof(*always); i++)
+		one_mount(a, &always[i], -1);
 	if (c->hostname && sethostname(c->hostname, strlen(c->hostname)) < 0)
 		agent_die(a, "guest agent: sethostname: %s", strerror(errno));
 	if (c->container_ro)

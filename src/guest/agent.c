@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +147,30 @@ static void load_modules(struct agent *a)
 		/* Its bytes are not needed again: give the initramfs's memory back. */
 		unlink(m);
 	}
+}
+
+/* Once the modules are in: no module loads again, the kernel starts no
+ * helper program (modprobe, request-key, core_pattern's pipe) with a
+ * capability, and the agent's root is its own, not the kernel threads'
+ * (they share PID 1's until it unshares): so the helpers the kernel does
+ * start look for their programs in the initramfs, never in the command's
+ * root, whose files a container's image chooses. */
+static void lock_kernel(struct agent *a)
+{
+	static const char *const writes[][2] = {
+	    {"/proc/sys/kernel/modprobe", "\n"},
+	    {"/proc/sys/kernel/usermodehelper/bset", "0 0\n"},
+	    {"/proc/sys/kernel/usermodehelper/inheritable", "0 0\n"},
+	    {"/proc/sys/kernel/modules_disabled", "1\n"}};
+	for (size_t i = 0; i < sizeof(writes) / sizeof(*writes); i++) {
+		int fd = open(writes[i][0], O_WRONLY | O_CLOEXEC);
+		size_t n = strlen(writes[i][1]);
+		if (fd < 0 || write(fd, writes[i][1], n) != (ssize_t)n)
+			agent_die(a, "guest agent: writing %s: %s", writes[i][0], strerror(errno));
+		close(fd);
+	}
+	if (unshare(CLONE_FS) < 0)
+		agent_die(a, "guest agent: unshare(CLONE_FS): %s", strerror(errno));
 }
 
 static void open_channel(struct agent *a)
@@ -387,6 +412,7 @@ int main(void)
 	setup_cgroups(a);
 	if (a->cfg.c.network && agent_net_setup(a) < 0)
 		agent_poweroff(a);
+	lock_kernel(a);
 	if (a->cfg.c.container) {
 		agent_read_seccomp(a);
 		agent_container_root(a);

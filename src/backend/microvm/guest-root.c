@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "backend/microvm/image-internal.h"
@@ -34,6 +35,9 @@
 /* A root image's bounds: its files' bytes and entries. */
 #define ROOT_MAX_BYTES (16ull << 30)
 #define ROOT_MAX_FILES 4000000ull
+/* How long mkfs.ext4 may copy it (a root of ROOT_MAX_FILES entries takes
+ * minutes). */
+#define ROOT_MKFS_TIMEOUT_S 600
 /* What the initramfs carries for the mounts, in the guest's RAM. */
 #define ROOT_INPUTS_MAX	     (256ull << 20)
 #define ROOT_INPUT_FILES_MAX 100000u
@@ -86,13 +90,16 @@ int al_vm_container_image(struct vm_run *w, struct al_error *err)
 	const struct al_fs_entry *e = root_entry(w->orig);
 	uint64_t bytes = 0, files = 0;
 	struct stat st;
+	struct statvfs sv;
 	int r;
 
 	if (!e)
 		return al_error_set(err, EINVAL, "backend %s: the plan's root is not a directory",
 				    w->kind->name);
-	if (stat(e->source, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_dev != e->dev ||
-	    st.st_ino != e->ino)
+	/* The root as the plan found it, held from here on: mkfs reads it
+	 * through this descriptor (al_vm_mkfs), whatever its path becomes. */
+	_cleanup_close_ int dir = open(e->source, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dir < 0 || fstat(dir, &st) < 0 || st.st_dev != e->dev || st.st_ino != e->ino)
 		return al_error_set(err, ESTALE, "root.path: %s changed since the plan was made",
 				    e->source);
 	errno = 0;
@@ -100,11 +107,23 @@ int al_vm_container_image(struct vm_run *w, struct al_error *err)
 		return r;
 	if ((r = al_vm_cache_mkdir("/var/lib/airlock", err)) < 0)
 		return r;
-	if ((mkdir(AL_VM_ROOT_DIR, 0700) < 0 && errno != EEXIST) || lstat(AL_VM_ROOT_DIR, &st) < 0)
+	struct stat ds;
+	if ((mkdir(AL_VM_ROOT_DIR, 0700) < 0 && errno != EEXIST) || lstat(AL_VM_ROOT_DIR, &ds) < 0)
 		return al_error_setsys(err, errno, "creating %s", AL_VM_ROOT_DIR);
-	if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077))
+	if (!S_ISDIR(ds.st_mode) || ds.st_uid != 0 || (ds.st_mode & 077))
 		return al_error_set(err, EPERM, "%s is not a directory of root's alone",
 				    AL_VM_ROOT_DIR);
+	/* As the system image's: the data, an eighth more, the inode tables
+	 * and a margin; the upper half in the guest holds the writes. */
+	uint64_t size = bytes + bytes / 8 + files * 1024 + (32ull << 20);
+	size = (size + (1 << 20) - 1) & ~(uint64_t)((1 << 20) - 1);
+	if (statvfs(AL_VM_ROOT_DIR, &sv) == 0 && (uint64_t)sv.f_bavail * sv.f_frsize < size)
+		return al_error_set(
+		    err, ENOSPC,
+		    "root.path: its image needs up to %llu MiB in %s, which has %llu "
+		    "MiB free",
+		    (unsigned long long)(size >> 20), AL_VM_ROOT_DIR,
+		    (unsigned long long)((uint64_t)sv.f_bavail * sv.f_frsize >> 20));
 	w->rootimg = xasprintf("%s/root-%d-XXXXXX", AL_VM_ROOT_DIR, (int)getpid());
 	int fd = mkostemp(w->rootimg, O_CLOEXEC);
 	if (fd < 0) {
@@ -114,14 +133,13 @@ int al_vm_container_image(struct vm_run *w, struct al_error *err)
 		return r;
 	}
 	close(fd);
-	if (stat(e->source, &st) < 0)
-		return al_error_setsys(err, errno, "root.path: %s", e->source);
-	/* As the system image's: the data, an eighth more, the inode tables
-	 * and a margin; the upper half in the guest holds the writes. */
-	uint64_t size = bytes + bytes / 8 + files * 1024 + (32ull << 20);
-	size = (size + (1 << 20) - 1) & ~(uint64_t)((1 << 20) - 1);
-	r = al_vm_mkfs(e->source, w->rootimg, size, files + files / 4 + 1024, "airlock-root",
-		       st.st_uid, st.st_gid, err);
+	/* Where mkfs sees the root (its own mount namespace binds it there). */
+	_cleanup_free_ char *at = xasprintf("%s.d", w->rootimg);
+	if (mkdir(at, 0700) < 0)
+		return al_error_setsys(err, errno, "creating %s", at);
+	r = al_vm_mkfs(at, w->rootimg, size, files + files / 4 + 1024, "airlock-root", st.st_uid,
+		       st.st_gid, dir, ROOT_MKFS_TIMEOUT_S, err);
+	rmdir(at);
 	if (r < 0)
 		al_error_wrap(err, "root.path: making the guest's root image");
 	return r;

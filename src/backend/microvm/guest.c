@@ -622,13 +622,15 @@ static int gc_dir(const char *dir, const char *prefix, struct al_error *err)
 	while ((de = readdir(d))) {
 		int pid;
 		char rest[16];
+		/* PREFIX-PID-XXXXXX, or a root image's mount point beside it
+		 * (PREFIX-PID-XXXXXX.d, a directory) */
 		if (strncmp(de->d_name, prefix, pl) != 0 ||
 		    sscanf(de->d_name + pl, "-%d-%15s", &pid, rest) != 2 || pid <= 0 ||
-		    strlen(rest) != 6)
+		    (strlen(rest) != 6 && (strlen(rest) != 8 || strcmp(rest + 6, ".d") != 0)))
 			continue;
 		if (kill(pid, 0) == 0 || errno != ESRCH)
 			continue;
-		if (unlinkat(dirfd(d), de->d_name, 0) == 0) {
+		if (unlinkat(dirfd(d), de->d_name, strlen(rest) == 8 ? AT_REMOVEDIR : 0) == 0) {
 			n++;
 		} else if (errno != ENOENT) {
 			n = al_error_setsys(err, errno, "removing %s/%s", dir, de->d_name);

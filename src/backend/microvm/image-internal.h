@@ -49,9 +49,13 @@ int al_vm_system_image_in(const char *cache_dir, const char *const *packages, ch
 
 /* mkfs.ext4 -d src into image (a file of size bytes, made or extended;
  * inodes of them; the root directory uid:gid's); mkfs's output kept for
- * the message when it fails. */
+ * the message when it fails. src_fd >= 0: the tree is that directory
+ * instead, alone (no mount below it), bound read-only at src (an empty
+ * directory) with no link followed, in a mount namespace of mkfs's own;
+ * timeout_s > 0: mkfs killed past it (ETIMEDOUT). */
 int al_vm_mkfs(const char *src, const char *image, uint64_t size, uint64_t inodes,
-	       const char *label, uid_t uid, gid_t gid, struct al_error *err);
+	       const char *label, uid_t uid, gid_t gid, int src_fd, unsigned timeout_s,
+	       struct al_error *err);
 
 /* al_vm_cache_gc with the cache in cache_dir and the time now. */
 int al_vm_cache_gc_in(const char *cache_dir, time_t now, struct al_error *err);

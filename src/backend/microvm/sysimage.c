@@ -16,11 +16,15 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/sha.h>
-#include <spawn.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +32,10 @@
 #include "core/cleanup.h"
 #include "core/sys.h"
 #include "core/util.h"
+
+#ifndef MOUNT_ATTR_NOSYMFOLLOW
+#define MOUNT_ATTR_NOSYMFOLLOW 0x00200000 /* Linux 5.14 */
+#endif
 
 #define DPKG_INFO	  "/var/lib/dpkg/info"
 #define DPKG_ALTERNATIVES "/var/lib/dpkg/alternatives"
@@ -403,8 +411,44 @@ static const char *mkfs_path(void)
 	return NULL;
 }
 
+/* The child that becomes mkfs: stdin /dev/null, stdout and stderr out.
+ * With src_fd (a container's root): in a mount namespace of its own, that
+ * directory alone (no mount below it) bound read-only at staging with no
+ * link followed, no device, setuid or exec, so that mkfs reads nothing
+ * else whatever the tree holds or becomes. Never returns. */
+static __attribute__((noreturn)) void mkfs_child(const char *mkfs, char *const *argv,
+						 char *const *envp, int out, int src_fd,
+						 const char *staging)
+{
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
+		_exit(126);
+	if (src_fd >= 0) {
+		/* A detached copy of that one mount (not of those below it),
+		 * its attributes set, then attached in a namespace of our own. */
+		struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSYMFOLLOW |
+						      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+						      MOUNT_ATTR_NOEXEC};
+		int tree = (int)syscall(SYS_open_tree, src_fd, "",
+					OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+		if (tree < 0 ||
+		    al_sys_mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0 ||
+		    unshare(CLONE_NEWNS) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		    syscall(SYS_move_mount, tree, "", AT_FDCWD, staging, MOVE_MOUNT_F_EMPTY_PATH) <
+			0) {
+			dprintf(2, "isolating the root for mkfs: %s\n", strerror(errno));
+			_exit(126);
+		}
+	}
+	execve(mkfs, argv, envp);
+	dprintf(2, "%s: %s\n", mkfs, strerror(errno));
+	_exit(127);
+}
+
 int al_vm_mkfs(const char *staging, const char *image, uint64_t size, uint64_t inodes,
-	       const char *label, uid_t uid, gid_t gid, struct al_error *err)
+	       const char *label, uid_t uid, gid_t gid, int src_fd, unsigned timeout_s,
+	       struct al_error *err)
 {
 	const char *mkfs = mkfs_path();
 	if (!mkfs)
@@ -421,28 +465,44 @@ int al_vm_mkfs(const char *staging, const char *image, uint64_t size, uint64_t i
 	int pipefd[2];
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		return al_error_setsys(err, errno, "pipe");
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
-	pid_t pid;
-	int r = posix_spawn(&pid, mkfs, &fa, NULL, argv, envp);
-	posix_spawn_file_actions_destroy(&fa);
+	pid_t pid = fork();
+	if (pid == 0)
+		mkfs_child(mkfs, argv, envp, pipefd[1], src_fd, staging);
 	close(pipefd[1]);
-	if (r != 0) {
+	if (pid < 0) {
 		close(pipefd[0]);
-		return al_error_setsys(err, r, "%s", mkfs);
+		return al_error_setsys(err, errno, "fork for %s", mkfs);
 	}
-	/* Read to the end (the last 1 KiB kept), then reap. */
+	/* Read to the end (the last 1 KiB kept) within the deadline, then
+	 * reap. */
 	char out[1024] = "";
 	size_t used = 0;
 	char buf[4096];
 	ssize_t n;
-	while ((n = read(pipefd[0], buf, sizeof(buf))) != 0) {
+	struct timespec t0;
+	bool late = false;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long long left =
+		    (long long)timeout_s * 1000 -
+		    ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+		if (timeout_s && left <= 0) {
+			late = true;
+			kill(pid, SIGKILL);
+			break;
+		}
+		struct pollfd pfd = {.fd = pipefd[0], .events = POLLIN};
+		int pr = poll(&pfd, 1, timeout_s ? (int)(left < 1000 ? left : 1000) : -1);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr <= 0)
+			continue;
+		n = read(pipefd[0], buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0)
+		if (n <= 0)
 			break;
 		for (ssize_t i = 0; i < n; i++) {
 			if (used == sizeof(out) - 1) {
@@ -458,6 +518,9 @@ int al_vm_mkfs(const char *staging, const char *image, uint64_t size, uint64_t i
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return al_error_setsys(err, errno, "waitpid %s", mkfs);
+	if (late)
+		return al_error_set(err, ETIMEDOUT, "%s -d %s %s: not done within %u s", mkfs,
+				    staging, image, timeout_s);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return al_error_set(err, EIO, "%s -d %s %s: failed (status %d): %s", mkfs, staging,
 				    image, status, out);
@@ -492,7 +555,8 @@ static int build(int dirfd, const char *cache_dir, const char *name, char **pkgs
 		r = stage_rest(&s, err);
 	if (r == 0) {
 		uint64_t inodes = s.inodes + s.inodes / 4 + 1024;
-		r = al_vm_mkfs(staging, tmp, image_size(&s), inodes, "airlock-sys", 0, 0, err);
+		r = al_vm_mkfs(staging, tmp, image_size(&s), inodes, "airlock-sys", 0, 0, -1, 0,
+			       err);
 		if (r == 0 && (chmod(tmp, 0644) < 0 || chown(tmp, 0, 0) < 0))
 			r = al_error_setsys(err, errno, "%s", tmp);
 		if (r == 0 && renameat(dirfd, tmp_name, dirfd, name) < 0)
