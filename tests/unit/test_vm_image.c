@@ -281,6 +281,18 @@ static void test_cpio_refusals(void **state)
 	assert_int_equal(mkfifo(fifo, 0644), 0);
 	tree_fails(dir, 100, 100, EINVAL,
 		   "/in/pipe: not a regular file, directory or symbolic link");
+	/* A file over the bytes its caller counted (it grew since) is
+	 * refused before a byte of it is written. */
+	_cleanup_free_ char *out = xasprintf("%s/refuse.cpio", tmp);
+	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int in = open(f, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0 && in >= 0);
+	struct al_cpio *c = al_cpio_new(fd);
+	assert_int_equal(al_cpio_host_file(c, "in/data", 0644, in, 9), -EFBIG);
+	assert_int_equal(al_cpio_host_file(c, "in/data", 0644, in, 10), 0);
+	assert_int_equal(al_cpio_finish(c), 0);
+	close(in);
+	close(fd);
 }
 
 /* The inputs reach the guest in its RAM: all of them together, trees

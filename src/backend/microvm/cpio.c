@@ -129,13 +129,15 @@ static int copy_data(struct al_cpio *c, int fd, uint64_t size)
 	return c->error;
 }
 
-int al_cpio_host_file(struct al_cpio *c, const char *path, mode_t mode, int host_fd)
+int al_cpio_host_file(struct al_cpio *c, const char *path, mode_t mode, int host_fd, uint64_t max)
 {
 	struct stat st;
 	if (fstat(host_fd, &st) < 0)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
 		return -EINVAL;
+	if ((uint64_t)st.st_size > max)
+		return -EFBIG;
 	int r = header(c, path, S_IFREG | (mode & 07777), (uint64_t)st.st_size);
 	if (r < 0)
 		return r;

@@ -277,7 +277,7 @@ static int put_payload(const struct vm_run *w, struct al_cpio *cp, const struct 
 				    "within a quarter of it (at most %llu MiB) in all",
 				    e->path, ROOT_INPUTS_MAX >> 20);
 	*left -= (uint64_t)st.st_size;
-	r = al_cpio_host_file(cp, pl->name, st.st_mode & 0777, fd);
+	r = al_cpio_host_file(cp, pl->name, st.st_mode & 0777, fd, (uint64_t)st.st_size);
 	return r < 0 ? al_error_setsys(err, -r, "mounts: %s: %s", e->path, e->source) : 0;
 }
 

@@ -489,7 +489,8 @@ int al_vm_guest_initrd(struct vm_run *w, struct al_error *err)
 					 w->kind->name, (unsigned long long)(left >> 20));
 		} else {
 			/* Its own permissions, less write and set-id bits. */
-			r = al_cpio_host_file(cp, sources[k] + 1, st.st_mode & 0555, hfd);
+			r = al_cpio_host_file(cp, sources[k] + 1, st.st_mode & 0555, hfd,
+					      (uint64_t)st.st_size);
 			if (r < 0)
 				al_error_setsys(err, -r, "backend %s: input %s", w->kind->name,
 						e->source);

@@ -149,7 +149,7 @@ static int write_initramfs(int dirfd, const char *dir, const char *name, int age
 	if (r == 0 && lseek(agent_fd, 0, SEEK_SET) < 0)
 		r = -errno;
 	if (r == 0)
-		r = al_cpio_host_file(c, AL_GUEST_AGENT_PATH, 0755, agent_fd);
+		r = al_cpio_host_file(c, AL_GUEST_AGENT_PATH, 0755, agent_fd, UINT64_MAX);
 	for (size_t i = 0; mods[i] && r == 0; i++) {
 		const char *base = strrchr(mods[i], '/');
 		_cleanup_free_ char *p =
@@ -157,7 +157,7 @@ static int write_initramfs(int dirfd, const char *dir, const char *name, int age
 		if (lseek(mod_fds[i], 0, SEEK_SET) < 0)
 			r = -errno;
 		else
-			r = al_cpio_host_file(c, p, 0644, mod_fds[i]);
+			r = al_cpio_host_file(c, p, 0644, mod_fds[i], UINT64_MAX);
 	}
 	int f = al_cpio_finish(c);
 	if (r == 0)

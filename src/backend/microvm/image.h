@@ -40,8 +40,10 @@ struct al_cpio;
 struct al_cpio *al_cpio_new(int fd);
 int al_cpio_dir(struct al_cpio *c, const char *path, mode_t mode);
 int al_cpio_file(struct al_cpio *c, const char *path, mode_t mode, const void *data, size_t len);
-/* A host file (opened O_NOFOLLOW, copied in chunks). */
-int al_cpio_host_file(struct al_cpio *c, const char *path, mode_t mode, int host_fd);
+/* A host file (opened O_NOFOLLOW, copied in chunks) of at most max bytes
+ * as it is now (-EFBIG past them: it may have grown since a caller's
+ * look). */
+int al_cpio_host_file(struct al_cpio *c, const char *path, mode_t mode, int host_fd, uint64_t max);
 /* A host tree, walked without following links: directories, regular
  * files and symbolic links only (anything else refused); at most
  * max_bytes of file data and max_files entries (-EFBIG past them). */
