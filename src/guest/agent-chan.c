@@ -123,6 +123,10 @@ static uint64_t cg_read(int dir, const char *file, const char *key)
 	return strtoull(s, NULL, 10);
 }
 
+/* How long an exec's child may take to exec (or fail) before the agent
+ * kills it: it is stopped (a process of its uid may SIGSTOP it). */
+#define EXEC_START_MS 30000
+
 /* Locked: uid 0 gains nothing at exec, setuid cannot bring capabilities
  * back, and none may be raised into the ambient set. */
 #define SECURE_NOROOT_BITS                                                                         \
@@ -142,6 +146,12 @@ static __attribute__((noreturn)) void child(struct agent *a, int cg, int fds[3],
 	extern char **environ;
 	const char *step = "cgroup";
 	sigset_t all;
+	/* Until it execs, the child holds what the agent holds (the channel,
+	 * the scratch): not dumpable, so that a process of the command's uid
+	 * (0, a container's) can neither trace it nor open its descriptors in
+	 * /proc, and every descriptor but its stdio and errfd closed before
+	 * its ids change. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
 	signal(SIGPIPE, SIG_DFL);
@@ -151,6 +161,14 @@ static __attribute__((noreturn)) void child(struct agent *a, int cg, int fds[3],
 	for (int i = 0; i < 3; i++)
 		if (dup2(fds[i], i) < 0)
 			goto fail;
+	if (errfd != 3) {
+		if (dup3(errfd, 3, O_CLOEXEC) < 0)
+			goto fail;
+		errfd = 3;
+	}
+	if (syscall(SYS_close_range, 4, ~0u, 0) < 0)
+		for (int fd = 4; fd < 4096; fd++) /* PID 1's hard RLIMIT_NOFILE */
+			close(fd);
 	step = "ids";
 	const struct al_guest_config *c = &a->cfg.c;
 	if (setsid() < 0 || (tty && ioctl(0, TIOCSCTTY, 0) < 0))
@@ -360,15 +378,27 @@ static void exec_start(struct agent *a, uint32_t id, uint8_t flags, const uint8_
 		child(a, cg, theirs, ef[1], cwd, argv, env, fop, o.tty);
 	close_ends(theirs), close(ef[1]);
 	char m[64] = {0};
-	ssize_t n = pid < 0 ? -1 : read(ef[0], m, sizeof(m) - 1);
+	/* Its exec (errfd closes) or its failure, within a deadline: a
+	 * process of the command's uid may stop the child before it execs. */
+	struct pollfd pe = {.fd = ef[0], .events = POLLIN};
+	int pr = pid < 0 ? -1 : poll(&pe, 1, EXEC_START_MS);
+	while (pr < 0 && pid >= 0 && errno == EINTR)
+		pr = poll(&pe, 1, EXEC_START_MS);
+	ssize_t n = pr > 0 ? read(ef[0], m, sizeof(m) - 1) : -1;
 	close(ef[0]);
-	if (pid < 0 || n > 0) {
-		int x = pid < 0 ? errno : *(int *)m;
-		if (pid > 0)
+	if (pid < 0 || n != 0) {
+		int x = pid < 0 ? errno : n > 0 ? *(int *)m : ETIMEDOUT;
+		if (pid > 0) {
+			if (n < 0)
+				kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);
+		}
 		close_ends(ours), close(cg);
 		unlinkat(a->cgroot, name, AT_REMOVEDIR);
-		return exec_failed(a, id, x, pid < 0 ? "fork" : m + sizeof(int));
+		return exec_failed(a, id, x,
+				   pid < 0 ? "fork"
+				   : n < 0 ? "the exec did not start in time"
+					   : m + sizeof(int));
 	}
 	*e = (struct agent_exec){.id = id,
 				 .pid = pid,

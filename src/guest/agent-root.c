@@ -13,14 +13,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/filter.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/magic.h>
+#include <linux/openat2.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "guest/agent.h"
@@ -43,11 +47,21 @@ void agent_read_seccomp(struct agent *a)
 	a->seccomp_len = (unsigned short)(len / sizeof(struct sock_filter));
 }
 
-/* /proc/self/fd/N, for a mount's source held by a descriptor. */
-static const char *fd_path(char buf[32], int fd)
+/* The tree held by src (opened before the switch) attached at t, read-only
+ * (and nosuid, nodev) when ro: a detached copy moved there, so that no
+ * /proc is needed to name it. */
+static void bind_fd(struct agent *a, int src, const char *t, bool ro)
 {
-	snprintf(buf, 32, "/proc/self/fd/%d", fd);
-	return buf;
+	struct mount_attr attr = {.attr_set =
+				      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+	int tree = (int)syscall(SYS_open_tree, src, "",
+				OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	if (tree < 0 ||
+	    (ro && syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+			   sizeof(attr)) < 0) ||
+	    syscall(SYS_move_mount, tree, "", AT_FDCWD, t, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		agent_die(a, "guest agent: mounting on %s: %s", t, strerror(errno));
+	close(tree);
 }
 
 /* mkdir -p of path's parents inside the root (and of path itself when
@@ -99,17 +113,32 @@ static bool kernel_fs(int fd)
  * image planted there (/etc/hostname -> /proc/sysrq-trigger) refuses the
  * setup. Its parent is checked, and (final) the target itself when it
  * exists. */
+static bool kernel_path(const char *p)
+{
+	static const char *const dirs[] = {"/proc", "/sys"};
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(*dirs); i++) {
+		size_t n = strlen(dirs[i]);
+		if (strncmp(p, dirs[i], n) == 0 && (p[n] == '/' || p[n] == 0))
+			return true;
+	}
+	return false;
+}
+
 static void check_target(struct agent *a, const char *t, bool final)
 {
-	char parent[4096];
+	char parent[4096], rp[PATH_MAX];
 	snprintf(parent, sizeof(parent), "%s", t);
 	char *slash = strrchr(parent, '/');
 	if (slash == parent)
 		slash[1] = 0;
 	else if (slash)
 		*slash = 0;
+	/* Where the image's links take it (the guest's /proc is not there
+	 * yet: by its path), and on which file system it is. */
+	bool bad = realpath(parent, rp) && kernel_path(rp);
+	bad |= final && realpath(t, rp) && kernel_path(rp);
 	int fd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	bool bad = fd < 0 || kernel_fs(fd);
+	bad |= fd < 0 || kernel_fs(fd);
 	if (fd >= 0)
 		close(fd);
 	fd = final ? open(t, O_PATH | O_CLOEXEC) : -1;
@@ -126,16 +155,41 @@ static void check_target(struct agent *a, const char *t, bool final)
 /* A mount point at t, made where missing; checked (check_target) for
  * what the image brings (binds, tmpfs), not for the guest kernel's own
  * file systems, which may sit in one another (cgroup2 at /sys/fs/cgroup). */
+/* The first link of the image on t's way ("" when none): for messages. */
+static const char *link_on_path(const char *t, char *buf, size_t len)
+{
+	char p[4096], l[4096];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s", t);
+	for (char *s = p + 1;; s++) {
+		char *slash = strchr(s, '/');
+		if (slash)
+			*slash = 0;
+		ssize_t n;
+		if (lstat(p, &st) == 0 && S_ISLNK(st.st_mode) &&
+		    (n = readlink(p, l, sizeof(l) - 1)) > 0) {
+			l[n] = 0;
+			snprintf(buf, len, " (through the image's link %s -> %s)", p, l);
+			return buf;
+		}
+		if (!slash)
+			return "";
+		*slash = '/';
+		s = slash;
+	}
+}
+
 static void point(struct agent *a, const char *t, bool dir, bool check)
 {
+	char why[600];
 	int r = make_parents(t);
-	if (r < 0)
-		agent_die(a, "guest agent: the container's mount point %s: %s", t, strerror(-r));
-	if (check)
+	if (r == 0 && check)
 		check_target(a, t, true);
-	r = make_point(t, dir);
+	if (r == 0)
+		r = make_point(t, dir);
 	if (r < 0)
-		agent_die(a, "guest agent: the container's mount point %s: %s", t, strerror(-r));
+		agent_die(a, "guest agent: the container's mount point %s: %s%s", t, strerror(-r),
+			  link_on_path(t, why, sizeof(why)));
 }
 
 /* A writable copy of the file held by src at t (an engine's rw bind of a
@@ -171,10 +225,29 @@ static void copy_file(struct agent *a, int src, const char *t)
 	close(out);
 }
 
+/* A masked or read-only path (the config's, or the list below), once the
+ * container's /proc is there: found (1, its stat in st) or not (0, left
+ * alone); one reached through a magic link of /proc (/proc/2/root/...,
+ * /proc/1/fd/N: out of the container's root) refuses the setup. */
+static bool hidden_target(struct agent *a, const char *t, struct stat *st)
+{
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_MAGICLINKS};
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, t, &how, sizeof(how));
+	if (fd < 0 && errno == ELOOP)
+		agent_die(a,
+			  "guest agent: the container's path %s is reached through a link of "
+			  "/proc",
+			  t);
+	if (fd < 0)
+		return false;
+	int r = fstat(fd, st);
+	close(fd);
+	return r == 0;
+}
+
 static void one_mount(struct agent *a, const struct al_guest_mount *m, int src)
 {
 	const char *t = m->target;
-	char fp[32];
 	struct stat st;
 
 	switch (m->kind) {
@@ -182,14 +255,14 @@ static void one_mount(struct agent *a, const struct al_guest_mount *m, int src)
 		if (fstat(src, &st) < 0)
 			agent_die(a, "guest agent: %s: %s", m->source, strerror(errno));
 		point(a, t, S_ISDIR(st.st_mode), true);
-		agent_bind_ro(a, fd_path(fp, src), t);
+		bind_fd(a, src, t, true);
 		break;
 	case AL_GM_COPY:
 		copy_file(a, src, t);
 		break;
 	case AL_GM_TMPFS:
 		point(a, t, true, true);
-		agent_mount(a, fd_path(fp, src), t, NULL, MS_BIND, NULL);
+		bind_fd(a, src, t, false);
 		break;
 	case AL_GM_SPECIAL: {
 		bool rw = strcmp(m->source, "mqueue") == 0;
@@ -199,7 +272,7 @@ static void one_mount(struct agent *a, const struct al_guest_mount *m, int src)
 		break;
 	}
 	case AL_GM_MASK:
-		if (stat(t, &st) < 0)
+		if (!hidden_target(a, t, &st))
 			break; /* nothing there to hide */
 		if (S_ISDIR(st.st_mode))
 			agent_mount(a, "tmpfs", t, "tmpfs",
@@ -208,13 +281,19 @@ static void one_mount(struct agent *a, const struct al_guest_mount *m, int src)
 		else
 			agent_mount(a, "/dev/null", t, NULL, MS_BIND, NULL);
 		break;
-	case AL_GM_RDONLY:
-		if (stat(t, &st) < 0)
+	case AL_GM_RDONLY: {
+		struct statvfs sv;
+		if (!hidden_target(a, t, &st))
 			break;
 		agent_mount(a, t, t, NULL, MS_BIND | MS_REC, NULL);
+		/* The remount sets every flag: noexec kept where it was. */
+		bool noexec = statvfs(t, &sv) == 0 && (sv.f_flag & ST_NOEXEC);
 		agent_mount(a, NULL, t, NULL,
-			    MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+			    MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV |
+				(noexec ? MS_NOEXEC : 0),
+			    NULL);
 		break;
+	}
 	}
 }
 
@@ -222,7 +301,7 @@ void agent_container_root(struct agent *a)
 {
 	const struct al_guest_config *c = &a->cfg.c;
 	int src[AL_GUEST_CONFIG_MAX_MOUNTS];
-	char opt[160], fp[32];
+	char opt[160];
 	struct stat st;
 
 	if (agent_wait_device(c->root_device) < 0)
@@ -267,28 +346,47 @@ void agent_container_root(struct agent *a)
 	if (chdir(NEWROOT) < 0 || mount(NEWROOT, "/", NULL, MS_MOVE, NULL) < 0 || chroot(".") < 0 ||
 	    chdir("/") < 0)
 		agent_die(a, "guest agent: switching root: %s", strerror(errno));
-	point(a, "/proc", true, false);
-	agent_mount(a, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		    "hidepid=invisible");
 	point(a, "/dev", true, false);
-	agent_make_dev(a, "", fd_path(fp, shm));
+	agent_make_dev(a, "", NULL);
+	bind_fd(a, shm, "/dev/shm", false);
 	close(shm);
+	/* The config's mounts before the container's /proc: while there is
+	 * no procfs in the root, no path of the image can reach a magic link
+	 * of it (/proc/2/root: the kernel threads' root, the initramfs). */
 	for (size_t i = 0; i < c->n_mounts; i++) {
+		if (c->mounts[i].kind == AL_GM_MASK || c->mounts[i].kind == AL_GM_RDONLY)
+			continue;
 		one_mount(a, &c->mounts[i], src[i]);
 		if (src[i] >= 0)
 			close(src[i]);
 	}
+	point(a, "/proc", true, false);
+	agent_mount(a, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		    "hidepid=invisible");
+	for (size_t i = 0; i < c->n_mounts; i++)
+		if (c->mounts[i].kind == AL_GM_MASK || c->mounts[i].kind == AL_GM_RDONLY)
+			one_mount(a, &c->mounts[i], -1);
 	/* Whatever the config's masked and read-only paths (an engine may
 	 * unmask /proc/sys): the container's uid may be the guest's 0, which
 	 * owns the kernel's settings, so they are always read-only, and what
 	 * shows the kernel's memory, keys and timers hidden. */
-	static const struct al_guest_mount always[] = {
-	    {AL_GM_MASK, "/proc/kcore", NULL},	    {AL_GM_MASK, "/proc/keys", NULL},
-	    {AL_GM_MASK, "/proc/timer_list", NULL}, {AL_GM_MASK, "/proc/sched_debug", NULL},
-	    {AL_GM_MASK, "/proc/acpi", NULL},	    {AL_GM_MASK, "/proc/scsi", NULL},
-	    {AL_GM_RDONLY, "/proc/sys", NULL},	    {AL_GM_RDONLY, "/proc/sysrq-trigger", NULL},
-	    {AL_GM_RDONLY, "/proc/irq", NULL},	    {AL_GM_RDONLY, "/proc/bus", NULL},
-	    {AL_GM_RDONLY, "/proc/fs", NULL}};
+	static const struct al_guest_mount always[] = {{AL_GM_MASK, "/proc/kcore", NULL},
+						       {AL_GM_MASK, "/proc/keys", NULL},
+						       {AL_GM_MASK, "/proc/timer_list", NULL},
+						       {AL_GM_MASK, "/proc/sched_debug", NULL},
+						       {AL_GM_MASK, "/proc/acpi", NULL},
+						       {AL_GM_MASK, "/proc/scsi", NULL},
+						       {AL_GM_MASK, "/proc/dynamic_debug", NULL},
+						       {AL_GM_MASK, "/proc/latency_stats", NULL},
+						       {AL_GM_MASK, "/proc/slabinfo", NULL},
+						       {AL_GM_MASK, "/proc/pagetypeinfo", NULL},
+						       {AL_GM_MASK, "/proc/vmallocinfo", NULL},
+						       {AL_GM_RDONLY, "/proc/sys", NULL},
+						       {AL_GM_RDONLY, "/proc/sysrq-trigger", NULL},
+						       {AL_GM_RDONLY, "/proc/irq", NULL},
+						       {AL_GM_RDONLY, "/proc/bus", NULL},
+						       {AL_GM_RDONLY, "/proc/fs", NULL},
+						       {AL_GM_RDONLY, "/proc/pressure", NULL}};
 	for (size_t i = 0; i < sizeof(always) / sizeof(*always); i++)
 		one_mount(a, &always[i], -1);
 	if (c->hostname && sethostname(c->hostname, strlen(c->hostname)) < 0)

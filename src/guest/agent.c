@@ -228,7 +228,10 @@ void agent_make_dev(struct agent *a, const char *root, const char *shm)
 			agent_die(a, "guest agent: the link %s: %s", p, strerror(errno));
 	}
 	snprintf(p, sizeof(p), "%s/dev/shm", root);
-	agent_mount(a, shm, p, NULL, MS_BIND, NULL);
+	if (shm)
+		agent_mount(a, shm, p, NULL, MS_BIND, NULL);
+	else if (mkdir(p, 0755) < 0)
+		agent_die(a, "guest agent: mkdir %s: %s", p, strerror(errno));
 }
 
 /* The scratch: one tmpfs of scratch_bytes for /work (the command's) and

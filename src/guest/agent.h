@@ -79,7 +79,7 @@ __attribute__((noreturn)) void agent_poweroff(struct agent *a);
 /* agent.c's setup helpers: mount (its mount point made), a bind made
  * read-only, wait for a device node, read a whole file (at most max), a
  * command's /dev (a tmpfs of the harmless nodes, its own devpts, shm bound
- * at /dev/shm) under root. Each failure powers the guest off. */
+ * at /dev/shm, or only its mount point where shm is NULL) under root. Each failure powers the guest off. */
 void agent_mount(struct agent *a, const char *src, const char *dst, const char *type,
 		 unsigned long flags, const char *data);
 void agent_bind_ro(struct agent *a, const char *src, const char *dst);

@@ -172,27 +172,41 @@ static void cmd_line_out(struct sup *S)
 	S->cmd_len = 0;
 }
 
+/* What the pipe holds now, a line at a time (it is non-blocking). */
 static void on_cmd_err(struct al_watch *w, uint32_t events, void *data)
 {
 	struct sup *S = data;
 	char buf[1024];
-	ssize_t n = read(S->cmd_err, buf, sizeof(buf));
+	ssize_t n;
 
+	(void)w;
 	(void)events;
-	for (ssize_t i = 0; i < n; i++) {
-		if (buf[i] == '\n' || S->cmd_len == sizeof(S->cmd_line)) {
-			cmd_line_out(S);
-			if (buf[i] == '\n')
-				continue;
+	while ((n = read(S->cmd_err, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] == '\n' || S->cmd_len == sizeof(S->cmd_line)) {
+				cmd_line_out(S);
+				if (buf[i] == '\n')
+					continue;
+			}
+			S->cmd_line[S->cmd_len++] = buf[i] >= 0x20 && buf[i] < 0x7f ? buf[i] : '?';
 		}
-		S->cmd_line[S->cmd_len++] = buf[i] >= 0x20 && buf[i] < 0x7f ? buf[i] : '?';
-	}
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 		cmd_line_out(S);
-		al_watch_remove(w);
-		S->w_cmd_err = NULL;
+		al_watch_removep(&S->w_cmd_err);
 		al_closep(&S->cmd_err);
 	}
+}
+
+/* At the end of the run (or of its making): the rest read, the last line
+ * out, the read end closed, so that nothing the run still writes there
+ * at its free can block on it. */
+static void cmd_err_end(struct sup *S)
+{
+	if (S->cmd_err >= 0)
+		on_cmd_err(S->w_cmd_err, EPOLLIN, S);
+	cmd_line_out(S);
+	al_watch_removep(&S->w_cmd_err);
+	al_closep(&S->cmd_err);
 }
 
 static void main_output(void *data, int which, const void *buf, size_t len)
@@ -653,6 +667,7 @@ static _Noreturn void abandon(struct sup *S, const char *why)
 	if (S->run) {
 		al_run_kill(S->run);
 		al_run_wait(S->run, NULL);
+		cmd_err_end(S);
 		al_run_free(S->run);
 	}
 	if (al_oci_dir_remove(S->s->rootfd, S->s->id, &err) < 0)
@@ -748,6 +763,7 @@ _Noreturn void al_oci_super_main(const struct al_oci_super *s)
 			snprintf(msg, sizeof(msg), "error: the sandbox could not be made: %s",
 				 line[0] ? line : "it ended");
 			sync_say(s->sync_fd, msg);
+			cmd_err_end(&S);
 			al_run_free(S.run);
 			_exit(1);
 		}
@@ -780,15 +796,12 @@ _Noreturn void al_oci_super_main(const struct al_oci_super *s)
 	for (size_t i = 0; i < MAX_CONNS; i++)
 		if (S.conns[i])
 			conn_free(S.conns[i]);
-	if (S.w_cmd_err) {
-		on_cmd_err(S.w_cmd_err, EPOLLIN, &S); /* what is left of it */
-		cmd_line_out(&S);
-	}
-	/* Borrowed by the run's relay (which may write it as it is) until
-	 * here. */
-	al_closep(&cmd_err[1]);
+	cmd_err_end(&S);
 	al_watch_remove(S.w_listen);
 	al_signals_free(S.sigs);
 	al_run_free(S.run);
+	/* Borrowed by the run's relay (which may write it as it is) until
+	 * here. */
+	al_closep(&cmd_err[1]);
 	al_oci_exit_as(S.code, S.sig);
 }

@@ -145,6 +145,8 @@ class Channel:
         self.sock = sock
         self.buf = b""
         self.logs = []
+        self.strays = []  # (type, id) of frames of other execs exec_run skipped
+        self.exited = set()  # the ids whose EXIT exec_run took
 
     def send(self, t, ident=0, payload=b"", flags=0):
         self.sock.sendall(struct.pack("<BBHII", t, flags, 0, ident, len(payload)) + payload)
@@ -182,6 +184,11 @@ def exec_run(ch, ident, argv, stdin=None, env=("PATH=/bin",), cwd="/work", net=N
     out, err = b"", b""
     while True:
         t, flags, i, p = ch.recv()
+        if t in (EXEC_STARTED, EXEC_FAILED, STDOUT, STDERR, EXIT) and i != ident:
+            # Another exec's (one a case left running or ending): noted,
+            # never taken for this one's.
+            ch.strays.append((t, i))
+            continue
         if t == EXEC_STARTED and stdin is not None:
             for off in range(0, len(stdin), 65536):
                 ch.send(STDIN, ident, stdin[off:off + 65536])
@@ -195,6 +202,7 @@ def exec_run(ch, ident, argv, stdin=None, env=("PATH=/bin",), cwd="/work", net=N
                 err += p
             ch.send(WINDOW, ident, struct.pack("<I", len(p)), flags=2 if t == STDOUT else 3)
         elif t == EXIT:
+            ch.exited.add(ident)
             status, oom, pids, _, _, user, system, peak = struct.unpack("<iBBBBQQQ", p)
             return status, out if raw else out.decode(errors="replace"), \
                 err.decode(errors="replace"), (oom, user, system, peak, pids)
@@ -293,20 +301,20 @@ def check_net(ch):
 
 
 def check_limits(ch):
-    st, out, _, x = exec_run(ch, 40, ["guest_tool", "alloc", "200"])
+    st, out, _, x = exec_run(ch, 140, ["guest_tool", "alloc", "200"])
     tap(st is not None and st & 0x7f == 9 and x[0] == 1 and (32 << 20) < x[3] <= (66 << 20),
         "200 MiB against the config's 64 MiB: killed, EXIT says oom, the peak is the cgroup's",
         (st, x))
-    st, out, _, x = exec_run(ch, 41, ["guest_tool", "fork", "100"])
+    st, out, _, x = exec_run(ch, 141, ["guest_tool", "fork", "100"])
     # The refused fork ends the exec (the agent watches pids.events): it
     # may have printed its count first; EXIT says pids either way.
     tap(st in (0, 9) and x[4] == 1 and (not out.strip() or 10 < int(out) < 64),
         "pids 64: fewer than 64 children start, the exec is ended and EXIT says pids",
         (st, out, x))
-    ch.send(EXEC, 42, struct.pack("<II", 2, 0) + b"/work\0guest_tool\0wait\0")
+    ch.send(EXEC, 142, struct.pack("<II", 2, 0) + b"/work\0guest_tool\0wait\0")
     t, _, i, p = ch.recv()
-    ch.send(SIGNAL, 42, struct.pack("<I", 15))
-    while t != EXIT:
+    ch.send(SIGNAL, 142, struct.pack("<I", 15))
+    while t != EXIT or i != 142:
         t, _, i, p = ch.recv()
     st = struct.unpack("<i", p[:4])[0]
     tap(st & 0x7f == 15, "SIGNAL reaches the command", st)
@@ -318,7 +326,7 @@ def check_window(ch):
     port QEMU dropped bytes its host end could not take at once, and this
     stalled at 768 KiB: the channel is a plain serial port.)"""
     total = 2 << 20
-    ch.send(EXEC, 50, struct.pack("<II", 3, 1) + b"/work\0guest_tool\0out\0%d\0PATH=/bin\0" % total)
+    ch.send(EXEC, 150, struct.pack("<II", 3, 1) + b"/work\0guest_tool\0out\0%d\0PATH=/bin\0" % total)
     got, most, end = 0, 0, time.monotonic() + 60
     while got < 256 * 1024 and time.monotonic() < end:
         t, _, i, p = ch.recv()
@@ -332,12 +340,12 @@ def check_window(ch):
         late = None
     tap(most == 256 * 1024 and late is None,
         "stdout stops at the window (256 KiB) while the host gives no credit", (most, late))
-    ch.send(WINDOW, 50, struct.pack("<I", got), flags=2)
+    ch.send(WINDOW, 150, struct.pack("<I", got), flags=2)
     while True:
         t, _, i, p = ch.recv()
         if t == STDOUT:
             got += len(p)
-            ch.send(WINDOW, 50, struct.pack("<I", len(p)), flags=2)
+            ch.send(WINDOW, 150, struct.pack("<I", len(p)), flags=2)
         elif t == EXIT:
             break
     tap(got == total and struct.unpack("<i", p[:4])[0] == 0,
@@ -465,7 +473,7 @@ def check_fop_attacks(ch):
 
 def main():
     kernel, version, mods = find_kernel()
-    print("1..36", flush=True)
+    print("1..37", flush=True)
     tmp = tempfile.mkdtemp(prefix="airlock-guest-agent-")
     proc = None
     try:
@@ -509,6 +517,8 @@ def main():
         check_files_out(ch)
         check_fops(ch)
         check_fop_attacks(ch)
+        late = [(t, i) for t, i in ch.strays if i in ch.exited]
+        tap(not late, "no exec's frames come after its EXIT (each id here is used once)", late)
         ch.send(POWEROFF)
         try:
             rc = proc.wait(timeout=30)
@@ -516,6 +526,8 @@ def main():
             rc = None
         tap(rc == 0, "POWEROFF ends the guest and QEMU", rc)
         print("# guest logs: %r" % ch.logs, flush=True)
+        if ch.strays:
+            print("# frames of other execs seen while one ran: %r" % ch.strays, flush=True)
     except (TimeoutError, EOFError) as e:
         tap(False, "the session with the guest", e)
     finally:
@@ -527,7 +539,7 @@ def main():
                 pass
             proc.wait()
         shutil.rmtree(tmp, ignore_errors=True)
-    return 0 if all(results) and len(results) == 36 else 1
+    return 0 if all(results) and len(results) == 37 else 1
 
 
 sys.exit(main())

@@ -784,9 +784,14 @@ def microvm_hostile_image(env):
     with open(os.path.join(bundle, "config.json"), "w") as f:
         json.dump(cfg, f)
     log = os.path.join(env.base, "hostile.log")
-    r = subprocess.run([env.runtime, "--root", os.path.join(env.base, "hostile-state"), "--log",
-                        log, "run", "--bundle", bundle, "hostile-fifo"], stdin=subprocess.DEVNULL,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=180)
+    state = os.path.join(env.base, "hostile-state")
+    try:
+        r = subprocess.run([env.runtime, "--root", state, "--log", log, "run", "--bundle",
+                            bundle, "hostile-fifo"], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=180)
+    finally:
+        subprocess.run([env.runtime, "--root", state, "delete", "--force", "hostile-fifo"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
     logged = open(log).read() if os.path.exists(log) else ""
     expect(r.returncode != 0 and "copying to /etc/hostname" in logged
            and "powered off during its boot" in logged,

@@ -64,6 +64,7 @@ class Env:
         self.base = tempfile.mkdtemp(prefix="airlock-sec-oci-microvm-")
         self.state = os.path.join(self.base, "state")
         self.ids = []
+        self.images_before = root_images()
 
     def helper(self, name):
         out = os.path.join(self.base, name)
@@ -116,13 +117,19 @@ class Env:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
+VM_ROOTS = "/var/lib/airlock/vm-run"  # guest-root.c's root images
+
+
+def root_images():
+    return set(os.listdir(VM_ROOTS)) if os.path.isdir(VM_ROOTS) else set()
+
+
 class MicrovmSuite(Suite):
     def nothing_left_behind(self, env):
-        """No root image of the cases' containers is left on the host."""
-        d = "/var/lib/airlock/vm-run"
-        left = [n for n in (os.listdir(d) if os.path.isdir(d) else [])
-                if n.startswith("root-%d-" % os.getpid())]
-        expect(not left, "root images left in %s: %s" % (d, left))
+        """No root image (or its mount point) the cases' containers made is
+        left on the host: none that was not there before."""
+        left = root_images() - env.images_before
+        expect(not left, "root images left in %s: %s" % (VM_ROOTS, sorted(left)))
 
 
 suite = MicrovmSuite()
@@ -220,8 +227,38 @@ def link_into_proc_at_mount_target(env):
     os.symlink("/proc/sys/kernel/hostname", root + "/etc/motd")
     rc, out, log = env.run(b, "motd")
     expect(rc != 0 and "container-ran" not in out, "the container ran (%d): %s" % (rc, out))
-    expect("/etc/motd" in log and "/proc" in log,
-           "the runtime's log does not name the target: %r" % log)
+    expect("/etc/motd" in log and "/proc/sys/kernel/hostname" in log,
+           "the runtime's log does not name the target and the link: %r" % log)
+
+
+@case
+def magic_links_refused(env):
+    """Paths through /proc's magic links lead out of the container's root
+    (/proc/2/root: the kernel threads' root, the initramfs): the image's
+    /data -> /proc/2/root under a bind the config makes at /data/sbin/x
+    (which would put a file where the kernel looks for its helpers), and a
+    config's maskedPaths entry /proc/1/root/etc: each refuses the setup,
+    the runtime's log naming it."""
+    src = os.path.join(env.base, "helper-src")
+    with open(src, "w") as f:
+        f.write("#!/bin/sh\n")
+    b, root = env.bundle("magic", "echo container-ran", mounts=[
+        {"destination": "/data/sbin/x", "type": "bind", "source": src, "options": ["rbind", "ro"]}])
+    os.symlink("/proc/2/root", root + "/data")
+    rc, out, log = env.run(b, "magic")
+    expect(rc != 0 and "container-ran" not in out, "the container ran (%d): %s" % (rc, out))
+    expect("/data/sbin/x" in log and "/proc/2/root" in log,
+           "the runtime's log does not name the target and the link: %r" % log)
+    b, _ = env.bundle("magicmask", "echo container-ran")
+    with open(os.path.join(b, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["linux"]["maskedPaths"] = cfg["linux"].get("maskedPaths", []) + ["/proc/1/root/etc"]
+    with open(os.path.join(b, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    rc, out, log = env.run(b, "magicmask")
+    expect(rc != 0 and "container-ran" not in out, "the container ran (%d): %s" % (rc, out))
+    expect("/proc/1/root/etc" in log and "link of /proc" in log,
+           "the runtime's log does not name the path: %r" % log)
 
 
 @case

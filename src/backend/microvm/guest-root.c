@@ -49,23 +49,27 @@ static const struct al_fs_entry *root_entry(const struct al_plan *p)
 }
 
 /* The tree's data in 4 KiB blocks and its entries, without following a
- * link or leaving its file system. */
-static int measure(const char *dir, uint64_t *bytes, uint64_t *files, struct al_error *err)
+ * link or leaving its file system; dir (/proc/self/fd/N: followed as the
+ * walk's start only) is called name in messages. */
+static int measure(const char *dir, const char *name, uint64_t *bytes, uint64_t *files,
+		   struct al_error *err)
 {
 	char *const paths[] = {(char *)dir, NULL};
-	FTS *t = fts_open(paths, FTS_PHYSICAL | FTS_XDEV | FTS_NOCHDIR, NULL);
+	FTS *t = fts_open(paths, FTS_PHYSICAL | FTS_COMFOLLOW | FTS_XDEV | FTS_NOCHDIR, NULL);
 	FTSENT *e;
+	size_t skip = strlen(dir);
 	int r = 0;
 
 	if (!t)
-		return al_error_setsys(err, errno, "reading the container's root %s", dir);
+		return al_error_setsys(err, errno, "reading the container's root %s", name);
 	*bytes = *files = 0;
 	while ((e = fts_read(t))) {
 		if (e->fts_info == FTS_DP)
 			continue;
 		if (e->fts_info == FTS_DNR || e->fts_info == FTS_ERR || e->fts_info == FTS_NS) {
-			r = al_error_setsys(err, e->fts_errno, "reading the container's root: %s",
-					    e->fts_path);
+			const char *rel = strlen(e->fts_path) >= skip ? e->fts_path + skip : "";
+			r = al_error_setsys(err, e->fts_errno, "reading the container's root: %s%s",
+					    name, rel);
 			break;
 		}
 		(*files)++;
@@ -75,12 +79,12 @@ static int measure(const char *dir, uint64_t *bytes, uint64_t *files, struct al_
 			r = al_error_set(err, EFBIG,
 					 "root.path: %s is over what a guest's root image holds "
 					 "(%llu GiB, %llu entries)",
-					 dir, ROOT_MAX_BYTES >> 30, ROOT_MAX_FILES);
+					 name, ROOT_MAX_BYTES >> 30, ROOT_MAX_FILES);
 			break;
 		}
 	}
 	if (r == 0 && errno && !e)
-		r = al_error_setsys(err, errno, "reading the container's root %s", dir);
+		r = al_error_setsys(err, errno, "reading the container's root %s", name);
 	fts_close(t);
 	return r;
 }
@@ -102,8 +106,12 @@ int al_vm_container_image(struct vm_run *w, struct al_error *err)
 	if (dir < 0 || fstat(dir, &st) < 0 || st.st_dev != e->dev || st.st_ino != e->ino)
 		return al_error_set(err, ESTALE, "root.path: %s changed since the plan was made",
 				    e->source);
+	/* The tree mkfs will copy: the one held, not what the path leads to
+	 * now. */
+	char held[32];
+	snprintf(held, sizeof(held), "/proc/self/fd/%d", dir);
 	errno = 0;
-	if ((r = measure(e->source, &bytes, &files, err)) < 0)
+	if ((r = measure(held, e->source, &bytes, &files, err)) < 0)
 		return r;
 	if ((r = al_vm_cache_mkdir("/var/lib/airlock", err)) < 0)
 		return r;

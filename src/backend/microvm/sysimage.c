@@ -437,12 +437,13 @@ static __attribute__((noreturn)) void mkfs_child(const char *mkfs, char *const *
 		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
 		    syscall(SYS_move_mount, tree, "", AT_FDCWD, staging, MOVE_MOUNT_F_EMPTY_PATH) <
 			0) {
-			dprintf(2, "isolating the root for mkfs: %s\n", strerror(errno));
+			/* errno's number only: strerror is not safe after a fork */
+			dprintf(2, "isolating the root for mkfs: errno %d\n", errno);
 			_exit(126);
 		}
 	}
 	execve(mkfs, argv, envp);
-	dprintf(2, "%s: %s\n", mkfs, strerror(errno));
+	dprintf(2, "%s: errno %d\n", mkfs, errno);
 	_exit(127);
 }
 
@@ -497,7 +498,11 @@ int al_vm_mkfs(const char *staging, const char *image, uint64_t size, uint64_t i
 		int pr = poll(&pfd, 1, timeout_s ? (int)(left < 1000 ? left : 1000) : -1);
 		if (pr < 0 && errno == EINTR)
 			continue;
-		if (pr <= 0)
+		if (pr < 0) {
+			kill(pid, SIGKILL);
+			break;
+		}
+		if (pr == 0)
 			continue;
 		n = read(pipefd[0], buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
