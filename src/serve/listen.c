@@ -76,6 +76,13 @@ int al_serve_listen_unix(const char *path, const char *group, struct al_error *e
 	    (fchownat(AT_FDCWD, tmp, (uid_t)-1, gid, AT_SYMLINK_NOFOLLOW) < 0 ||
 	     fchmodat(AT_FDCWD, tmp, 0660, 0) < 0))
 		r = -1;
+	/* Listening before it is at its path: a client that finds the path
+	 * can connect (no ECONNREFUSED between the rename and listen). */
+	const char *what = group ? "cannot bind it and give it to its group" : "bind";
+	if (r == 0 && listen(fd, 128) < 0) {
+		r = -1;
+		what = "listen";
+	}
 	if (r == 0)
 		r = rename(tmp, path);
 	if (r < 0) {
@@ -83,15 +90,9 @@ int al_serve_listen_unix(const char *path, const char *group, struct al_error *e
 		close(fd);
 		unlink(tmp);
 		rmdir(tmpdir);
-		return al_error_setsys(err, r, "--socket %s: %s", path,
-				       group ? "cannot bind it and give it to its group" : "bind");
+		return al_error_setsys(err, r, "--socket %s: %s", path, what);
 	}
 	rmdir(tmpdir);
-	if (listen(fd, 128) < 0) {
-		r = errno;
-		close(fd);
-		return al_error_setsys(err, r, "--socket %s: listen", path);
-	}
 	return fd;
 }
 
