@@ -24,6 +24,7 @@
 #include "core/sys.h"
 #include "core/util.h"
 #include "oci/attach.h"
+#include "oci/cmdlog.h"
 #include "oci/proto.h"
 #include "oci/state.h"
 #include "run/run.h"
@@ -63,13 +64,8 @@ struct sup {
 	struct conn *start_conn;
 	struct al_watch *w_listen;
 	struct al_signals *sigs;
-	/* The session's own command's stderr: a guest's VMM says there why
-	 * its guest failed (a container in a guest, io.airlock.backend);
-	 * each line goes to the log. */
-	int cmd_err;
-	struct al_watch *w_cmd_err;
-	char cmd_line[512];
-	size_t cmd_len;
+	/* The session's own command's stderr, to the log (cmdlog.h). */
+	struct al_oci_cmdlog cmdlog;
 };
 
 /* A verb's connection; an exec's stays until its exec has ended. */
@@ -163,50 +159,6 @@ static void record_end(struct sup *S, const char *reason, int code, int sig)
 	if (!o || al_oci_json_write(S->s->dirfd, "exit.json", o, &err) < 0)
 		al_err("container %s: %s", S->s->id, err.msg);
 	json_decref(o);
-}
-
-static void cmd_line_out(struct sup *S)
-{
-	if (S->cmd_len)
-		al_warn("container %s: %.*s", S->s->id, (int)S->cmd_len, S->cmd_line);
-	S->cmd_len = 0;
-}
-
-/* What the pipe holds now, a line at a time (it is non-blocking). */
-static void on_cmd_err(struct al_watch *w, uint32_t events, void *data)
-{
-	struct sup *S = data;
-	char buf[1024];
-	ssize_t n;
-
-	(void)w;
-	(void)events;
-	while ((n = read(S->cmd_err, buf, sizeof(buf))) > 0)
-		for (ssize_t i = 0; i < n; i++) {
-			if (buf[i] == '\n' || S->cmd_len == sizeof(S->cmd_line)) {
-				cmd_line_out(S);
-				if (buf[i] == '\n')
-					continue;
-			}
-			S->cmd_line[S->cmd_len++] = buf[i] >= 0x20 && buf[i] < 0x7f ? buf[i] : '?';
-		}
-	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-		cmd_line_out(S);
-		al_watch_removep(&S->w_cmd_err);
-		al_closep(&S->cmd_err);
-	}
-}
-
-/* At the end of the run (or of its making): the rest read, the last line
- * out, the read end closed, so that nothing the run still writes there
- * at its free can block on it. */
-static void cmd_err_end(struct sup *S)
-{
-	if (S->cmd_err >= 0)
-		on_cmd_err(S->w_cmd_err, EPOLLIN, S);
-	cmd_line_out(S);
-	al_watch_removep(&S->w_cmd_err);
-	al_closep(&S->cmd_err);
 }
 
 static void main_output(void *data, int which, const void *buf, size_t len)
@@ -667,7 +619,7 @@ static _Noreturn void abandon(struct sup *S, const char *why)
 	if (S->run) {
 		al_run_kill(S->run);
 		al_run_wait(S->run, NULL);
-		cmd_err_end(S);
+		al_oci_cmdlog_end(&S->cmdlog);
 		al_run_free(S->run);
 	}
 	if (al_oci_dir_remove(S->s->rootfd, S->s->id, &err) < 0)
@@ -678,7 +630,7 @@ static _Noreturn void abandon(struct sup *S, const char *why)
 _Noreturn void al_oci_super_main(const struct al_oci_super *s)
 {
 	static const int handled[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
-	struct sup S = {.s = s, .status = CREATED, .cmd_err = -1};
+	struct sup S = {.s = s, .status = CREATED};
 	struct al_error err = {0};
 	sigset_t set;
 	char buf[64];
@@ -727,11 +679,8 @@ _Noreturn void al_oci_super_main(const struct al_oci_super *s)
 		_exit(1);
 	}
 	struct al_supervisor_io io = {.stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1};
-	int cmd_err[2] = {-1, -1};
-	if (pipe2(cmd_err, O_CLOEXEC | O_NONBLOCK) == 0) {
-		S.cmd_err = cmd_err[0];
-		io.stderr_fd = cmd_err[1];
-	}
+	al_oci_cmdlog_init(&S.cmdlog, s->id);
+	io.stderr_fd = S.cmdlog.wr;
 	struct al_run_request req = {.plan = s->plan,
 				     .audit = audit,
 				     .start_extra = s->start_extra,
@@ -752,8 +701,7 @@ _Noreturn void al_oci_super_main(const struct al_oci_super *s)
 		_exit(1);
 	}
 	S.loop = al_run_loop(S.run);
-	if (S.cmd_err >= 0)
-		S.w_cmd_err = al_loop_add(S.loop, S.cmd_err, EPOLLIN, on_cmd_err, &S);
+	al_oci_cmdlog_watch(&S.cmdlog, S.loop);
 	while (!al_run_session_ready(S.run)) {
 		if (al_run_step(S.run, 100)) {
 			char msg[600];
@@ -763,7 +711,7 @@ _Noreturn void al_oci_super_main(const struct al_oci_super *s)
 			snprintf(msg, sizeof(msg), "error: the sandbox could not be made: %s",
 				 line[0] ? line : "it ended");
 			sync_say(s->sync_fd, msg);
-			cmd_err_end(&S);
+			al_oci_cmdlog_end(&S.cmdlog);
 			al_run_free(S.run);
 			_exit(1);
 		}
@@ -796,12 +744,10 @@ _Noreturn void al_oci_super_main(const struct al_oci_super *s)
 	for (size_t i = 0; i < MAX_CONNS; i++)
 		if (S.conns[i])
 			conn_free(S.conns[i]);
-	cmd_err_end(&S);
+	al_oci_cmdlog_end(&S.cmdlog);
 	al_watch_remove(S.w_listen);
 	al_signals_free(S.sigs);
 	al_run_free(S.run);
-	/* Borrowed by the run's relay (which may write it as it is) until
-	 * here. */
-	al_closep(&cmd_err[1]);
+	al_oci_cmdlog_free(&S.cmdlog); /* its write end, the relay's until here */
 	al_oci_exit_as(S.code, S.sig);
 }
